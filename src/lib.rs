@@ -13,6 +13,7 @@ pub mod engine;
 pub mod jsonpatch;
 pub mod metrics;
 pub mod registry;
+pub mod script;
 pub mod selector;
 pub mod transport;
 pub mod version;

@@ -1,1 +1,49 @@
-fn main() {}
+//! The `hookscope` command.
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cli;
+
+/// A terminal console for Kubernetes admission webhooks, built on a faithful re-implementation
+/// of kube-apiserver's webhook dispatcher.
+#[derive(Debug, Parser)]
+#[command(name = "hookscope", version, about, long_about = None)]
+struct Cli {
+    /// Kubernetes release whose behaviour to model (1.28 to 1.37).
+    #[arg(long, global = true, default_value_t = hookscope::KubeVersion::default())]
+    kube_version: hookscope::KubeVersion,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Default and validate webhook configurations as the apiserver would, with best-practice
+    /// warnings. Exits 1 when any configuration is invalid or unreadable.
+    Check(cli::check::Args),
+    /// Apply a JSON patch to an object with kube-apiserver's patch semantics (evanphx/json-patch
+    /// v4). Exits 1 when the apiserver would refuse the patch.
+    Patch(cli::patch::Args),
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Command::Check(args)) => cli::check::run(&args, cli.kube_version),
+        Some(Command::Patch(args)) => cli::patch::run(&args, cli.kube_version),
+        None => {
+            use clap::CommandFactory;
+            let _ = Cli::command().print_help();
+            Ok(ExitCode::SUCCESS)
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

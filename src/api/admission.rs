@@ -15,10 +15,10 @@ use super::meta::{GroupVersionKind, GroupVersionResource, Status, UserInfo};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AdmissionReviewRequest {
+    /// `AdmissionReview` (Go writes `kind` before `apiVersion`).
+    pub kind: String,
     /// `admission.k8s.io/v1` or `admission.k8s.io/v1beta1`.
     pub api_version: String,
-    /// `AdmissionReview`.
-    pub kind: String,
     /// The request.
     pub request: AdmissionRequest,
 }
@@ -127,7 +127,11 @@ fn deserialize_patch<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Vec<u8>>,
             .map(|i| {
                 i.as_u64()
                     .and_then(|n| u8::try_from(n).ok())
-                    .ok_or_else(|| D::Error::custom(format!("cannot unmarshal {i} into Go value of type uint8")))
+                    .ok_or_else(|| {
+                        D::Error::custom(format!(
+                            "cannot unmarshal {i} into Go value of type uint8"
+                        ))
+                    })
             })
             .collect::<Result<Vec<u8>, _>>()
             .map(Some),

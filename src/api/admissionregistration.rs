@@ -108,7 +108,11 @@ pub struct WebhookClientConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub service: Option<ServiceReference>,
     /// PEM CA bundle (base64 on the wire).
-    #[serde(default, skip_serializing_if = "Option::is_none", with = "base64_bytes")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        with = "base64_bytes"
+    )]
     pub ca_bundle: Option<Vec<u8>>,
 }
 

@@ -23,7 +23,11 @@ pub struct GroupVersionKind {
 impl GroupVersionKind {
     /// Builds a GVK from its parts.
     pub fn new(group: &str, version: &str, kind: &str) -> Self {
-        Self { group: group.into(), version: version.into(), kind: kind.into() }
+        Self {
+            group: group.into(),
+            version: version.into(),
+            kind: kind.into(),
+        }
     }
 
     /// `apiVersion` as written in objects: `v1` for the core group, `group/version` otherwise.
@@ -65,19 +69,30 @@ pub struct GroupVersionResource {
 impl GroupVersionResource {
     /// Builds a GVR from its parts.
     pub fn new(group: &str, version: &str, resource: &str) -> Self {
-        Self { group: group.into(), version: version.into(), resource: resource.into() }
+        Self {
+            group: group.into(),
+            version: version.into(),
+            resource: resource.into(),
+        }
     }
 
     /// The group and resource without the version.
     pub fn group_resource(&self) -> GroupResource {
-        GroupResource { group: self.group.clone(), resource: self.resource.clone() }
+        GroupResource {
+            group: self.group.clone(),
+            resource: self.resource.clone(),
+        }
     }
 }
 
 impl fmt::Display for GroupVersionResource {
     /// Go's `schema.GroupVersionResource.String()`: `apps/v1, Resource=deployments`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}, Resource={}", self.group, self.version, self.resource)
+        write!(
+            f,
+            "{}/{}, Resource={}",
+            self.group, self.version, self.resource
+        )
     }
 }
 

@@ -1,2 +1,246 @@
-//! (in progress)
+//! The admission dispatcher: a faithful, IO-free re-implementation of kube-apiserver's
+//! MutatingAdmissionWebhook and ValidatingAdmissionWebhook plugins.
+//!
+//! An [`Engine`] is built from webhook configurations. [`Engine::dispatch`] runs one request
+//! through the mutating chain (with reinvocation) and the validating webhooks, asking a
+//! [`call::Replier`] to answer the calls, and returns an [`Outcome`]: the verdict and client
+//! status, the final object, audit annotations, warnings, per-call records and the [`trace`].
+//! Metrics accumulate in a [`crate::metrics::Metrics`] the caller owns.
+
+pub mod attributes;
+pub mod audit;
 pub mod call;
+mod dispatch;
+pub mod endpoint;
+pub mod hooks;
+pub mod matching;
+pub mod review;
+pub mod status;
+pub mod trace;
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+pub use attributes::{
+    Attributes, IdSource, NamespaceLookup, NamespaceSource, Namespaces, SequentialIds,
+};
+pub use audit::{AuditAnnotation, AuditLevel};
+pub use call::{
+    Endpoint, Replier, Reply, ReplyOutcome, TransportError, TransportErrorKind, WebhookCall,
+};
+pub use dispatch::{mutation_annotation_value, semantic_eq};
+pub use hooks::Hook;
+pub use matching::{Decision, Invocation, SkipReason};
+pub use trace::{HookRef, Step, StepKind};
+
+use crate::api::{GroupResource, Status, WebhookConfiguration, WebhookKind};
+use crate::metrics::Metrics;
+use crate::registry::ResourceRegistry;
+use crate::{KubeVersion, cel};
+
+/// Settings of an engine.
+#[derive(Debug, Clone)]
+pub struct EngineOptions {
+    /// Release whose behaviour to model.
+    pub kube_version: KubeVersion,
+    /// Built-in (and user) resources, for matchPolicy Equivalent.
+    pub registry: ResourceRegistry,
+    /// What CEL's `authorizer` answers.
+    pub authorizer: cel::Authorizer,
+    /// Resources for which no webhook is ever called, beyond upstream's built-in exclusions.
+    pub excluded_resources: Vec<GroupResource>,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        Self::for_version(KubeVersion::default())
+    }
+}
+
+impl EngineOptions {
+    /// Defaults for a release: its built-in resources, an allow-all authorizer.
+    pub fn for_version(kube_version: KubeVersion) -> Self {
+        Self {
+            kube_version,
+            registry: ResourceRegistry::builtin(kube_version),
+            authorizer: cel::Authorizer::default(),
+            excluded_resources: Vec::new(),
+        }
+    }
+}
+
+/// Which plugins a dispatch runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Phases {
+    /// Mutating (with reinvocation) then validating, as the apiserver does.
+    #[default]
+    All,
+    /// Only MutatingAdmissionWebhook, one round (upstream's `Admit`).
+    MutatingOnly,
+    /// Only ValidatingAdmissionWebhook (upstream's `Validate`).
+    ValidatingOnly,
+}
+
+/// Per-request inputs besides the request itself.
+pub struct RequestContext<'a> {
+    /// Namespace labels.
+    pub namespaces: &'a (dyn NamespaceSource + Sync),
+    /// Supply of `request.uid`s.
+    pub ids: &'a mut (dyn IdSource + Send),
+    /// Metrics to record into.
+    pub metrics: &'a mut Metrics,
+    /// Time budget of the request (the apiserver's request deadline); None: no deadline.
+    pub deadline: Option<Duration>,
+    /// Which plugins to run.
+    pub phases: Phases,
+}
+
+/// The result of dispatching one request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Outcome {
+    /// Whether the request was admitted.
+    pub allowed: bool,
+    /// The error the API client receives, when not admitted.
+    pub status: Option<Status>,
+    /// The object after the mutating chain (None for requests without an object).
+    pub object: Option<Value>,
+    /// Audit annotations in the order written, with their levels.
+    pub annotations: Vec<AuditAnnotation>,
+    /// Warnings returned to the client.
+    pub warnings: Vec<String>,
+    /// One record per webhook considered, in order.
+    pub calls: Vec<CallRecord>,
+    /// Everything that happened.
+    pub trace: Vec<Step>,
+    /// Whether the reinvocation round ran.
+    pub reinvoked: bool,
+    /// UIDs of webhooks that were due for reinvocation after round 0.
+    pub reinvoke_set: BTreeSet<String>,
+    /// Virtual time the dispatch took.
+    #[serde(skip)]
+    pub elapsed: Duration,
+}
+
+impl Outcome {
+    /// The annotations an audit event at `level` carries.
+    pub fn annotations_at(&self, level: AuditLevel) -> std::collections::BTreeMap<String, String> {
+        audit::annotations_at(&self.annotations, level)
+    }
+}
+
+/// What became of one webhook in one round.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallRecord {
+    /// Mutating or validating.
+    pub phase: WebhookKind,
+    /// Round.
+    pub round: u8,
+    /// Annotation index (validating: among matching hooks; list position when skipped).
+    pub index: usize,
+    /// Configuration name.
+    pub configuration: String,
+    /// Webhook name.
+    pub webhook: String,
+    /// Called or skipped.
+    pub decision: CallDecision,
+    /// Why it was skipped.
+    pub skip_reason: Option<String>,
+    /// The webhook's verdict, when it answered.
+    pub allowed: Option<bool>,
+    /// Whether its patch changed the object.
+    pub mutated: bool,
+    /// Its patch, decoded.
+    pub patch: Option<Value>,
+    /// The error, when the call failed.
+    pub error: Option<String>,
+    /// The failure policy in force.
+    pub failure_policy: String,
+    /// Call duration in milliseconds.
+    pub duration_ms: f64,
+}
+
+/// Whether a webhook was called.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CallDecision {
+    /// It was called (or its call was attempted).
+    Called,
+    /// It was not called.
+    Skipped,
+}
+
+/// A dispatcher for one set of configurations.
+#[derive(Debug, Clone)]
+pub struct Engine {
+    mutating: Vec<Hook>,
+    validating: Vec<Hook>,
+    options: EngineOptions,
+}
+
+impl Engine {
+    /// Builds the ordered webhook lists. Configurations are used as given: apply defaults first
+    /// (see [`crate::config`]) to model what an apiserver stores.
+    pub fn new(configs: &[WebhookConfiguration], options: EngineOptions) -> Engine {
+        Engine {
+            mutating: hooks::flatten(configs, WebhookKind::Mutating),
+            validating: hooks::flatten(configs, WebhookKind::Validating),
+            options,
+        }
+    }
+
+    /// The mutating webhooks in dispatch order.
+    pub fn mutating_hooks(&self) -> &[Hook] {
+        &self.mutating
+    }
+
+    /// The validating webhooks in dispatch order.
+    pub fn validating_hooks(&self) -> &[Hook] {
+        &self.validating
+    }
+
+    /// The options.
+    pub fn options(&self) -> &EngineOptions {
+        &self.options
+    }
+
+    /// Upstream's ShouldCallHook for one hook, for inspection and benchmarks.
+    pub fn should_call_hook(
+        &self,
+        hook: &Hook,
+        attrs: &Attributes,
+        namespaces: &dyn NamespaceSource,
+    ) -> Decision {
+        let env = matching::MatchEnv {
+            registry: &self.options.registry,
+            namespaces,
+            authorizer: &self.options.authorizer,
+        };
+        matching::should_call_hook(hook, attrs, &env, &mut matching::ConditionStats::default())
+    }
+
+    /// Dispatches one request.
+    pub async fn dispatch<R: Replier + Send>(
+        &self,
+        attrs: Attributes,
+        ctx: RequestContext<'_>,
+        replier: &mut R,
+    ) -> Outcome {
+        dispatch::Run::new(self, attrs, ctx).run(replier).await
+    }
+
+    /// Dispatches with a replier whose futures complete immediately (scripted or recorded
+    /// replies), without an async runtime.
+    pub fn dispatch_blocking<R: Replier + Send>(
+        &self,
+        attrs: Attributes,
+        ctx: RequestContext<'_>,
+        replier: &mut R,
+    ) -> Outcome {
+        futures::executor::block_on(self.dispatch(attrs, ctx, replier))
+    }
+}

@@ -1,0 +1,78 @@
+//! `hookscope check`: defaulting, validation and best-practice warnings.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use hookscope::KubeVersion;
+use hookscope::config;
+
+use super::Paint;
+
+/// Arguments of `check`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Files or folders of MutatingWebhookConfiguration / ValidatingWebhookConfiguration documents
+    /// (YAML or JSON, multi-document, `kind: List`).
+    #[arg(long = "webhooks", required = true, num_args = 1..)]
+    pub webhooks: Vec<PathBuf>,
+    /// Do not print the defaults that were applied.
+    #[arg(long)]
+    pub quiet: bool,
+}
+
+/// Runs `check`.
+pub fn run(args: &Args, _version: KubeVersion) -> Result<ExitCode, String> {
+    let paint = Paint::stdout();
+    let mut failed = false;
+    let mut count = 0;
+    for loaded in config::load_paths(&args.webhooks) {
+        count += 1;
+        let loaded = match loaded {
+            Ok(l) => l,
+            Err(e) => {
+                failed = true;
+                println!("{} {e}", paint.bad("✗"));
+                continue;
+            }
+        };
+        let cfg = &loaded.configuration;
+        let errors = config::validate(cfg, None);
+        let lints = config::lint(cfg);
+        let mark = if errors.is_empty() {
+            paint.good("✓")
+        } else {
+            paint.bad("✗")
+        };
+        println!(
+            "{mark} {} {} {}",
+            cfg.kind.configuration_kind(),
+            paint.bold(&cfg.name),
+            paint.dim(&format!(
+                "({} document {}, {})",
+                loaded.source.file,
+                loaded.source.document + 1,
+                cfg.api_version
+            ))
+        );
+        if !args.quiet {
+            for d in &loaded.defaulted {
+                println!("    {} {d}", paint.dim("default"));
+            }
+        }
+        for e in &errors {
+            println!("    {} {e}", paint.bad("error"));
+        }
+        for l in &lints {
+            println!("    {} {}: {}", paint.warn("warning"), l.field, l.message);
+        }
+        failed |= !errors.is_empty();
+    }
+    if count == 0 {
+        return Err("no webhook configurations found in the given paths".into());
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

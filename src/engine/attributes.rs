@@ -1,0 +1,111 @@
+//! The admission request as the dispatcher sees it (upstream's `admission.Attributes`), and the
+//! cluster state it may consult.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::api::{GroupVersionKind, GroupVersionResource, Operation, UserInfo};
+
+/// One admission request.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attributes {
+    /// CREATE, UPDATE, DELETE or CONNECT.
+    pub operation: Operation,
+    /// Kind of the object in the request.
+    pub kind: GroupVersionKind,
+    /// Resource requested (for subresources: the parent resource).
+    pub resource: GroupVersionResource,
+    /// Subresource, or empty.
+    #[serde(default)]
+    pub sub_resource: String,
+    /// Namespace (for Namespace objects: their own name), empty for cluster-scoped objects.
+    #[serde(default)]
+    pub namespace: String,
+    /// Object name (may be empty on CREATE with generateName).
+    #[serde(default)]
+    pub name: String,
+    /// The new object (None for DELETE).
+    #[serde(default)]
+    pub object: Option<Value>,
+    /// The stored object (None for CREATE and CONNECT).
+    #[serde(default)]
+    pub old_object: Option<Value>,
+    /// `?dryRun=All`.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// CreateOptions, UpdateOptions, DeleteOptions, or None for CONNECT.
+    #[serde(default)]
+    pub options: Option<Value>,
+    /// The requesting user.
+    #[serde(default)]
+    pub user_info: UserInfo,
+}
+
+impl Attributes {
+    /// True when the request concerns a Namespace object (which is cluster-scoped even though
+    /// the apiserver sets its namespace to its own name).
+    pub fn is_namespace_resource(&self) -> bool {
+        self.resource.group.is_empty()
+            && self.resource.version == "v1"
+            && self.resource.resource == "namespaces"
+    }
+}
+
+/// What a namespace lookup found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NamespaceLookup {
+    /// The namespace exists with these labels.
+    Found(BTreeMap<String, String>),
+    /// No such namespace (the informer and a live GET both said so).
+    NotFound,
+    /// The lookup failed for another reason.
+    Error(String),
+}
+
+/// Where the dispatcher finds namespace labels. Implemented by plain maps for replay and tests,
+/// and by a cluster cache in the live console.
+pub trait NamespaceSource {
+    /// Labels of namespace `name`.
+    fn namespace(&self, name: &str) -> NamespaceLookup;
+}
+
+/// Namespaces known by name. Unknown namespaces are reported as not found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Namespaces(pub BTreeMap<String, BTreeMap<String, String>>);
+
+impl Namespaces {
+    /// Adds (or replaces) a namespace.
+    pub fn insert(&mut self, name: &str, labels: BTreeMap<String, String>) {
+        self.0.insert(name.into(), labels);
+    }
+}
+
+impl NamespaceSource for Namespaces {
+    fn namespace(&self, name: &str) -> NamespaceLookup {
+        match self.0.get(name) {
+            Some(l) => NamespaceLookup::Found(l.clone()),
+            None => NamespaceLookup::NotFound,
+        }
+    }
+}
+
+/// A supply of AdmissionReview `request.uid`s. Upstream uses a fresh random UUIDv4 per call;
+/// tests and reproducible replays supply deterministic ids.
+pub trait IdSource {
+    /// The next uid.
+    fn next_uid(&mut self) -> String;
+}
+
+/// Deterministic uids `00000000-0000-4000-8000-000000000001`, `…0002`, ….
+#[derive(Debug, Clone, Default)]
+pub struct SequentialIds(pub u64);
+
+impl IdSource for SequentialIds {
+    fn next_uid(&mut self) -> String {
+        self.0 += 1;
+        format!("00000000-0000-4000-8000-{:012x}", self.0)
+    }
+}

@@ -1,0 +1,259 @@
+//! Audit annotations and response warnings, recorded as kube-apiserver records them.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+/// Audit levels, ordered.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default, Serialize, Deserialize,
+)]
+pub enum AuditLevel {
+    /// No event.
+    None,
+    /// Metadata only.
+    Metadata,
+    /// Metadata and request body.
+    #[default]
+    Request,
+    /// Metadata, request and response bodies.
+    RequestResponse,
+}
+
+impl fmt::Display for AuditLevel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            AuditLevel::None => "None",
+            AuditLevel::Metadata => "Metadata",
+            AuditLevel::Request => "Request",
+            AuditLevel::RequestResponse => "RequestResponse",
+        })
+    }
+}
+
+impl FromStr for AuditLevel {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "None" => Ok(AuditLevel::None),
+            "Metadata" => Ok(AuditLevel::Metadata),
+            "Request" => Ok(AuditLevel::Request),
+            "RequestResponse" => Ok(AuditLevel::RequestResponse),
+            other => Err(format!(
+                "unknown audit level {other:?}: expected None, Metadata, Request or RequestResponse"
+            )),
+        }
+    }
+}
+
+/// One audit annotation with the lowest event level that shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditAnnotation {
+    /// Key, e.g. `mutation.webhook.admission.k8s.io/round_0_index_1`.
+    pub key: String,
+    /// Value, byte for byte as the apiserver writes it.
+    pub value: String,
+    /// Lowest audit level at which the annotation is included.
+    pub level: AuditLevel,
+}
+
+/// The annotations of one request (upstream's `attributesRecord.annotations`).
+#[derive(Debug, Clone, Default)]
+pub struct Annotations {
+    items: Vec<AuditAnnotation>,
+}
+
+impl Annotations {
+    /// `AddAnnotationWithLevel`: rejects keys that are not `prefix/name` qualified names and
+    /// overwrites with a different value or level; the same pair again is a no-op.
+    pub fn add(&mut self, key: String, value: String, level: AuditLevel) -> Result<(), String> {
+        check_key_format(&key)?;
+        if let Some(existing) = self.items.iter().find(|a| a.key == key) {
+            if existing.value != value || existing.level != level {
+                return Err(format!(
+                    "admission annotations are not allowed to be overwritten, key:{:?}, old value: {}, new value: {}",
+                    key, existing.value, value
+                ));
+            }
+            return Ok(());
+        }
+        self.items.push(AuditAnnotation { key, value, level });
+        Ok(())
+    }
+
+    /// All annotations in the order they were written.
+    pub fn all(&self) -> &[AuditAnnotation] {
+        &self.items
+    }
+
+    /// Consumes the record.
+    pub fn into_vec(self) -> Vec<AuditAnnotation> {
+        self.items
+    }
+}
+
+/// The annotations an audit event at `level` carries (key → value).
+pub fn annotations_at(items: &[AuditAnnotation], level: AuditLevel) -> BTreeMap<String, String> {
+    if level == AuditLevel::None {
+        return BTreeMap::new();
+    }
+    items
+        .iter()
+        .filter(|a| a.level <= level)
+        .map(|a| (a.key.clone(), a.value.clone()))
+        .collect()
+}
+
+fn check_key_format(key: &str) -> Result<(), String> {
+    if key.split('/').count() != 2 {
+        return Err("annotation key has invalid format, the right format is a DNS subdomain prefix and '/' and key name. (e.g. 'podsecuritypolicy.admission.k8s.io/admit-policy')".into());
+    }
+    let msgs = crate::config::validation::is_qualified_name(key);
+    if !msgs.is_empty() {
+        return Err(format!(
+            "annotation key has invalid format {}. A qualified name like 'podsecuritypolicy.admission.k8s.io/admit-policy' is required.",
+            msgs.join(",")
+        ));
+    }
+    Ok(())
+}
+
+const TOTAL_RUNE_LIMIT: usize = 4 * 1024;
+const ITEM_RUNE_LIMIT: usize = 256;
+
+/// Upstream's warning recorder (`pkg/endpoints/filters/warning.go`): deduplication, header
+/// validity and the 4096-rune budget with per-item truncation.
+#[derive(Debug, Clone, Default)]
+pub struct Warnings {
+    recorded: HashSet<String>,
+    ordered: Vec<String>,
+    headers: Vec<String>,
+    written: usize,
+    truncating: bool,
+}
+
+impl Warnings {
+    /// Adds one warning text; returns false when it was dropped.
+    pub fn add(&mut self, text: &str) -> bool {
+        if text.is_empty() || (self.written >= TOTAL_RUNE_LIMIT && self.truncating) {
+            return false;
+        }
+        if !self.recorded.insert(text.to_string()) {
+            return false;
+        }
+        self.ordered.push(text.to_string());
+        let (text, runes) = truncate_if(text, self.truncating);
+        if !valid_warning_text(&text) {
+            return false;
+        }
+        if self.written + runes <= TOTAL_RUNE_LIMIT || self.truncating {
+            self.written += runes;
+            self.headers.push(text);
+            return true;
+        }
+        self.truncating = true;
+        self.written = 0;
+        self.headers.clear();
+        for w in &self.ordered {
+            let (t, n) = truncate_if(w, true);
+            if valid_warning_text(&t) {
+                self.written += n;
+                self.headers.push(t);
+            }
+        }
+        true
+    }
+
+    /// The warning texts sent to the client, in order.
+    pub fn texts(&self) -> &[String] {
+        &self.headers
+    }
+
+    /// The `Warning` header values (`299 - "<text>"`).
+    pub fn headers(&self) -> Vec<String> {
+        self.headers.iter().map(|t| warning_header(t)).collect()
+    }
+}
+
+fn truncate_if(text: &str, truncating: bool) -> (String, usize) {
+    let runes = text.chars().count();
+    if truncating && runes > ITEM_RUNE_LIMIT {
+        (
+            text.chars().take(ITEM_RUNE_LIMIT).collect(),
+            ITEM_RUNE_LIMIT,
+        )
+    } else {
+        (text.to_string(), runes)
+    }
+}
+
+fn valid_warning_text(text: &str) -> bool {
+    !text.chars().any(char::is_control)
+}
+
+/// `299 - "<text>"` with `"` and `\` escaped.
+pub fn warning_header(text: &str) -> String {
+    let mut s = String::from("299 - \"");
+    for c in text.chars() {
+        if c == '"' || c == '\\' {
+            s.push('\\');
+        }
+        s.push(c);
+    }
+    s.push('"');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn warnings_dedupe_and_drop_control_characters() {
+        let mut w = Warnings::default();
+        assert!(w.add("a"));
+        assert!(!w.add("a"));
+        assert!(!w.add(""));
+        assert!(!w.add("bad\u{7}"));
+        assert_eq!(w.texts(), ["a"]);
+        assert_eq!(warning_header("say \"hi\""), "299 - \"say \\\"hi\\\"\"");
+    }
+
+    #[test]
+    fn warnings_switch_to_truncation_past_the_budget() {
+        let mut w = Warnings::default();
+        let long = "x".repeat(3000);
+        assert!(w.add(&long));
+        assert!(w.add(&"y".repeat(2000)));
+        assert_eq!(w.texts().len(), 2);
+        assert!(w.texts().iter().all(|t| t.chars().count() == 256));
+    }
+
+    #[test]
+    fn annotations_reject_bad_keys_and_overwrites() {
+        let mut a = Annotations::default();
+        assert!(
+            a.add("a.example.com/k".into(), "v".into(), AuditLevel::Metadata)
+                .is_ok()
+        );
+        assert!(
+            a.add("a.example.com/k".into(), "v".into(), AuditLevel::Metadata)
+                .is_ok()
+        );
+        assert!(
+            a.add("a.example.com/k".into(), "w".into(), AuditLevel::Metadata)
+                .is_err()
+        );
+        assert!(
+            a.add("internalErr A/k".into(), "v".into(), AuditLevel::Metadata)
+                .is_err()
+        );
+        assert!(
+            a.add("nokey".into(), "v".into(), AuditLevel::Metadata)
+                .is_err()
+        );
+        assert_eq!(a.all().len(), 1);
+    }
+}

@@ -1,0 +1,1075 @@
+//! One request through the chain: the mutating dispatcher (`mutating/dispatcher.go`) with its
+//! reinvocation bookkeeping, then the validating dispatcher (`validating/dispatcher.go`).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use super::audit::{Annotations, AuditLevel, Warnings};
+use super::call::{Replier, Reply, ReplyOutcome, TransportError, TransportErrorKind, WebhookCall};
+use super::hooks::Hook;
+use super::matching::{self, ConditionStats, Decision, Invocation, MatchEnv, SkipReason};
+use super::review::{self, CallingError};
+use super::status::{self, go_json_string, go_quote};
+use super::trace::{HookRef, Step, StepKind};
+use super::{Attributes, CallDecision, CallRecord, Engine, Outcome, Phases, RequestContext};
+use crate::api::{Status, WebhookKind};
+use crate::jsonpatch;
+use crate::metrics::{RejectionErrorType, WebhookType};
+
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How one webhook call ended, in upstream's error classes.
+enum CallError {
+    /// `ErrCallingWebhook`: subject to failurePolicy.
+    Calling(CallingError),
+    /// `ErrWebhookRejection`: the webhook said no.
+    Rejection(Status),
+    /// Any other error: the request fails whatever the failurePolicy.
+    Other(Status),
+}
+
+pub(super) struct Run<'e, 'c> {
+    engine: &'e Engine,
+    attrs: Attributes,
+    ctx: RequestContext<'c>,
+    annotations: Annotations,
+    warnings: Warnings,
+    trace: Vec<Step>,
+    calls: Vec<CallRecord>,
+    elapsed: Duration,
+    previously_invoked: BTreeSet<String>,
+    reinvoke: BTreeSet<String>,
+    should_reinvoke: bool,
+}
+
+impl<'e, 'c> Run<'e, 'c> {
+    pub(super) fn new(engine: &'e Engine, attrs: Attributes, ctx: RequestContext<'c>) -> Self {
+        Run {
+            engine,
+            attrs,
+            ctx,
+            annotations: Annotations::default(),
+            warnings: Warnings::default(),
+            trace: Vec::new(),
+            calls: Vec::new(),
+            elapsed: Duration::ZERO,
+            previously_invoked: BTreeSet::new(),
+            reinvoke: BTreeSet::new(),
+            should_reinvoke: false,
+        }
+    }
+
+    pub(super) async fn run<R: Replier + Send>(mut self, replier: &mut R) -> Outcome {
+        let mut reinvoked = false;
+        let mut reinvoke_set = BTreeSet::new();
+        let result = match self.exemption() {
+            Some(reason) => {
+                self.step(StepKind::RequestExempt { reason });
+                Ok(())
+            }
+            None => {
+                self.run_phases(replier, &mut reinvoked, &mut reinvoke_set)
+                    .await
+            }
+        };
+        let (allowed, status) = match result {
+            Ok(()) => (true, None),
+            Err(s) => (false, Some(s)),
+        };
+        self.step(StepKind::Verdict {
+            allowed,
+            status: status.clone(),
+        });
+        Outcome {
+            allowed,
+            status,
+            object: self.attrs.object,
+            annotations: self.annotations.into_vec(),
+            warnings: self.warnings.texts().to_vec(),
+            calls: self.calls,
+            trace: self.trace,
+            reinvoked,
+            reinvoke_set,
+            elapsed: self.elapsed,
+        }
+    }
+
+    async fn run_phases<R: Replier + Send>(
+        &mut self,
+        replier: &mut R,
+        reinvoked: &mut bool,
+        reinvoke_set: &mut BTreeSet<String>,
+    ) -> Result<(), Status> {
+        let phases = self.ctx.phases;
+        if phases != Phases::ValidatingOnly {
+            self.mutating_plugin(0, replier).await?;
+            *reinvoke_set = self.reinvoke.clone();
+            if phases == Phases::All && self.should_reinvoke {
+                *reinvoked = true;
+                self.mutating_plugin(1, replier).await?;
+            }
+        }
+        if phases != Phases::MutatingOnly {
+            self.validating_plugin(replier).await?;
+        }
+        Ok(())
+    }
+
+    fn exemption(&self) -> Option<String> {
+        let v = self.engine.options.kube_version;
+        if matching::is_excluded_virtual_resource(&self.attrs.resource, v) {
+            return Some(format!(
+                "{} is a virtual authentication/authorization resource, excluded from all webhooks (ExcludeAdmissionWebhookVirtualResources, Kubernetes {v})",
+                self.attrs.resource.group_resource()
+            ));
+        }
+        let gr = self.attrs.resource.group_resource();
+        if self.engine.options.excluded_resources.contains(&gr) {
+            return Some(format!(
+                "{gr} is excluded from admission webhooks by configuration"
+            ));
+        }
+        if matching::is_exempt_kind(&self.attrs.kind, v) {
+            return Some(format!(
+                "{} objects are never sent to API-registered webhooks (they configure admission themselves)",
+                self.attrs.kind.kind
+            ));
+        }
+        None
+    }
+
+    fn step(&mut self, kind: StepKind) {
+        self.trace.push(Step {
+            at: self.elapsed,
+            kind,
+        });
+    }
+
+    fn hook_ref(hook: &Hook, phase: WebhookKind, round: u8, index: usize) -> HookRef {
+        HookRef {
+            phase,
+            round,
+            index,
+            configuration: hook.configuration.clone(),
+            webhook: hook.webhook.name.clone(),
+        }
+    }
+
+    fn annotate(&mut self, key: String, value: String, level: AuditLevel) {
+        match self.annotations.add(key.clone(), value.clone(), level) {
+            Ok(()) => self.step(StepKind::Annotation { key, value, level }),
+            Err(error) => self.step(StepKind::AnnotationDropped { key, error }),
+        }
+    }
+
+    fn metric(&mut self, name: &str, labels: &[(&str, String)]) {
+        self.step(StepKind::Metric {
+            name: format!("apiserver_admission_{name}"),
+            labels: labels
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.clone()))
+                .collect(),
+        });
+    }
+
+    fn decide(&mut self, hook: &Hook, phase: WebhookKind) -> Decision {
+        let env = MatchEnv {
+            registry: &self.engine.options.registry,
+            namespaces: self.ctx.namespaces,
+            authorizer: &self.engine.options.authorizer,
+        };
+        let mut stats = ConditionStats::default();
+        let decision = matching::should_call_hook(hook, &self.attrs, &env, &mut stats);
+        let ty = webhook_type(phase);
+        let op = self.attrs.operation;
+        let name = hook.webhook.name.as_str();
+        for _ in 0..stats.errors {
+            self.ctx.metrics.observe_match_condition_error(name, ty, op);
+        }
+        if stats.errors > 0 {
+            self.metric(
+                "match_condition_evaluation_errors_total",
+                &[("name", name.into())],
+            );
+        }
+        if stats.excluded {
+            self.ctx
+                .metrics
+                .observe_match_condition_exclusion(name, ty, op);
+            self.metric("match_condition_exclusions_total", &[("name", name.into())]);
+        }
+        if stats.evaluated_not_all_true {
+            self.ctx
+                .metrics
+                .observe_match_condition_evaluation(name, ty, op, Duration::ZERO);
+        }
+        decision
+    }
+
+    fn record_skip(
+        &mut self,
+        hook: &Hook,
+        phase: WebhookKind,
+        round: u8,
+        index: usize,
+        reason: SkipReason,
+    ) {
+        let text = reason.to_string();
+        self.calls.push(CallRecord {
+            phase,
+            round,
+            index,
+            configuration: hook.configuration.clone(),
+            webhook: hook.webhook.name.clone(),
+            decision: CallDecision::Skipped,
+            skip_reason: Some(text.clone()),
+            allowed: None,
+            mutated: false,
+            patch: None,
+            error: None,
+            failure_policy: hook.failure_policy().into(),
+            duration_ms: 0.0,
+        });
+        self.step(StepKind::Skipped {
+            hook: Self::hook_ref(hook, phase, round, index),
+            reason: text,
+            cause: reason,
+        });
+    }
+
+    fn record_match(&mut self, hook: &Hook, inv: &Invocation, href: &HookRef) {
+        self.step(StepKind::Matched {
+            hook: href.clone(),
+            rule: inv.rule,
+            resource: format!(
+                "{}{}",
+                inv.resource,
+                if inv.sub_resource.is_empty() {
+                    String::new()
+                } else {
+                    format!(", Subresource={}", inv.sub_resource)
+                }
+            ),
+            kind: inv.kind.to_string(),
+            equivalent: inv.equivalent,
+        });
+        self.calls.push(CallRecord {
+            phase: href.phase,
+            round: href.round,
+            index: href.index,
+            configuration: hook.configuration.clone(),
+            webhook: hook.webhook.name.clone(),
+            decision: CallDecision::Called,
+            skip_reason: None,
+            allowed: None,
+            mutated: false,
+            patch: None,
+            error: None,
+            failure_policy: hook.failure_policy().into(),
+            duration_ms: 0.0,
+        });
+    }
+
+    fn parent_done(&self) -> bool {
+        self.ctx.deadline.is_some_and(|d| self.elapsed >= d)
+    }
+
+    /// Timeout of the next call and the `?timeout=` seconds sent.
+    fn call_timeout(&self, hook: &Hook) -> (Duration, u64) {
+        let webhook = hook
+            .webhook
+            .timeout_seconds
+            .map(|s| Duration::from_secs(u64::try_from(s.max(0)).unwrap_or(0)));
+        let remaining = self.ctx.deadline.map(|d| d.saturating_sub(self.elapsed));
+        let effective = match (webhook, remaining) {
+            (Some(w), Some(r)) => Some(w.min(r)),
+            (w, r) => w.or(r),
+        };
+        match effective {
+            Some(t) if !t.is_zero() => {
+                let secs = t.as_secs() + u64::from(t.subsec_nanos() > 0);
+                (t.min(CLIENT_TIMEOUT), secs)
+            }
+            Some(_) => (Duration::ZERO, CLIENT_TIMEOUT.as_secs()),
+            None => (CLIENT_TIMEOUT, CLIENT_TIMEOUT.as_secs()),
+        }
+    }
+
+    /// Everything before the HTTP exchange: dry-run, version negotiation, endpoint, request.
+    fn prepare_call(
+        &mut self,
+        hook: &Hook,
+        inv: &Invocation,
+        href: &HookRef,
+    ) -> Result<WebhookCall, CallError> {
+        if self.attrs.dry_run {
+            match hook.webhook.side_effects.as_deref() {
+                None => {
+                    return Err(CallError::Calling(CallingError {
+                        reason: "Webhook SideEffects is nil".into(),
+                        status: status::bad_request("Webhook SideEffects is nil"),
+                        canceled: false,
+                    }));
+                }
+                Some("None" | "NoneOnDryRun") => {}
+                Some(_) => {
+                    return Err(CallError::Other(status::bad_request(&format!(
+                        "admission webhook {} does not support dry run",
+                        go_quote(&hook.webhook.name)
+                    ))));
+                }
+            }
+        }
+        let Some(version) =
+            review::negotiate_version(hook.webhook.admission_review_versions.as_deref())
+        else {
+            return Err(CallError::Calling(CallingError {
+                reason: "could not create admission objects: webhook does not accept known AdmissionReview versions (v1, v1beta1)".into(),
+                status: status::bad_request("error creating admission objects"),
+                canceled: false,
+            }));
+        };
+        let uid = self.ctx.ids.next_uid();
+        let (timeout, timeout_secs) = self.call_timeout(hook);
+        let endpoint = super::endpoint::endpoint(&hook.webhook.client_config, timeout_secs)
+            .map_err(|e| {
+                CallError::Calling(CallingError {
+                    reason: format!("could not get REST client: {e}"),
+                    status: status::internal_error(&e),
+                    canceled: false,
+                })
+            })?;
+        let object =
+            review::object_for_invocation(self.attrs.object.as_ref(), &self.attrs.kind, &inv.kind);
+        let old_object = review::object_for_invocation(
+            self.attrs.old_object.as_ref(),
+            &self.attrs.kind,
+            &inv.kind,
+        );
+        let review = review::build_review(&self.attrs, inv, object, old_object, &uid, version);
+        let body = serde_json::to_vec(&review).unwrap_or_default();
+        self.step(StepKind::ReviewSent {
+            hook: href.clone(),
+            url: endpoint.url.clone(),
+            uid: uid.clone(),
+            timeout,
+            review: serde_json::to_value(&review).unwrap_or(Value::Null),
+        });
+        Ok(WebhookCall {
+            phase: href.phase,
+            round: href.round,
+            index: href.index,
+            configuration: hook.configuration.clone(),
+            webhook: hook.webhook.name.clone(),
+            uid: hook.uid.clone(),
+            endpoint,
+            ca_bundle: hook.webhook.client_config.ca_bundle.clone(),
+            timeout,
+            review_version: version,
+            request_uid: uid,
+            body,
+        })
+    }
+
+    /// Normalises a reply: a call that ran past its timeout is a timeout, whatever the replier
+    /// says it saw.
+    fn normalise(call: &WebhookCall, mut reply: Reply) -> Reply {
+        if reply.elapsed > call.timeout
+            && !matches!(
+                reply.outcome,
+                ReplyOutcome::Transport(_) | ReplyOutcome::Canceled
+            )
+        {
+            reply.outcome = ReplyOutcome::Transport(TransportError {
+                kind: TransportErrorKind::Timeout,
+                detail: "context deadline exceeded".into(),
+            });
+            reply.elapsed = call.timeout;
+        }
+        reply
+    }
+
+    fn record_reply(&mut self, href: &HookRef, reply: &Reply) {
+        let (http_status, body, transport_error) =
+            match &reply.outcome {
+                ReplyOutcome::Http { status, body, .. } => (
+                    Some(*status),
+                    Some(serde_json::from_slice::<Value>(body).unwrap_or_else(|_| {
+                        Value::String(String::from_utf8_lossy(body).into_owned())
+                    })),
+                    None,
+                ),
+                ReplyOutcome::Transport(e) => (None, None, Some(e.detail.clone())),
+                ReplyOutcome::ClientConfig(e) => {
+                    (None, None, Some(format!("could not build client: {e}")))
+                }
+                ReplyOutcome::Canceled => (None, None, Some("context canceled".into())),
+                ReplyOutcome::Panicked(p) => (None, None, Some(format!("panic: {p}"))),
+            };
+        self.step(StepKind::ReplyReceived {
+            hook: href.clone(),
+            http_status,
+            body,
+            transport_error,
+            elapsed: reply.elapsed,
+        });
+        if let Some(c) = self.calls.last_mut() {
+            c.duration_ms = reply.elapsed.as_secs_f64() * 1000.0;
+        }
+    }
+
+    /// After verification: audit annotations and warnings (also for denials), then the verdict.
+    fn absorb_response(
+        &mut self,
+        hook: &Hook,
+        href: &HookRef,
+        verified: &review::Verified,
+    ) -> Result<(), CallError> {
+        for (k, v) in &verified.audit_annotations {
+            self.annotate(
+                format!("{}/{}", hook.webhook.name, k),
+                v.clone(),
+                AuditLevel::Metadata,
+            );
+        }
+        for w in &verified.warnings {
+            let kept = self.warnings.add(w);
+            self.step(StepKind::Warning {
+                hook: href.clone(),
+                text: w.clone(),
+                kept,
+            });
+        }
+        if let Some(c) = self.calls.last_mut() {
+            c.allowed = Some(verified.allowed);
+        }
+        if !verified.allowed {
+            return Err(CallError::Rejection(status::to_status_err(
+                &hook.webhook.name,
+                verified.result.as_ref(),
+            )));
+        }
+        Ok(())
+    }
+
+    async fn mutating_plugin<R: Replier + Send>(
+        &mut self,
+        round: u8,
+        replier: &mut R,
+    ) -> Result<(), Status> {
+        self.step(StepKind::PhaseStarted {
+            phase: WebhookKind::Mutating,
+            round,
+        });
+        let engine = self.engine;
+        let start = self.elapsed;
+        let result = self.mutating_dispatch(engine, round, replier).await;
+        let op = self.attrs.operation;
+        let took = self.elapsed - start;
+        self.ctx
+            .metrics
+            .observe_controller(WebhookType::Admit, op, result.is_err(), took);
+        if round == 0 || self.ctx.phases == Phases::All {
+            self.ctx
+                .metrics
+                .observe_step(WebhookType::Admit, op, result.is_err(), took);
+        }
+        result
+    }
+
+    async fn mutating_dispatch<R: Replier + Send>(
+        &mut self,
+        engine: &Engine,
+        round: u8,
+        replier: &mut R,
+    ) -> Result<(), Status> {
+        let phase = WebhookKind::Mutating;
+        for (i, hook) in engine.mutating.iter().enumerate() {
+            let inv = match self.decide(hook, phase) {
+                Decision::Fail(s) => return Err(s),
+                Decision::Skip(reason) => {
+                    self.record_skip(hook, phase, round, i, reason);
+                    continue;
+                }
+                Decision::Call(inv) => inv,
+            };
+            if round == 1 && !self.reinvoke.contains(&hook.uid) {
+                let detail = if hook.reinvoke_if_needed {
+                    "no later webhook changed the object after its round-0 call".to_string()
+                } else {
+                    "reinvocationPolicy is Never".to_string()
+                };
+                self.record_skip(hook, phase, round, i, SkipReason::NotReinvoked { detail });
+                continue;
+            }
+            let href = Self::hook_ref(hook, phase, round, i);
+            self.record_match(hook, &inv, &href);
+            let (changed, err, elapsed) = self.call_mutating(hook, &inv, &href, replier).await;
+            let mutation =
+                mutation_annotation_value(&hook.configuration, &hook.webhook.name, changed);
+            self.annotate(
+                format!("mutation.webhook.admission.k8s.io/round_{round}_index_{i}"),
+                mutation,
+                AuditLevel::Metadata,
+            );
+            if let Some(c) = self.calls.last_mut() {
+                c.mutated = changed;
+            }
+            self.observe_call(hook, phase, err.as_ref(), elapsed);
+            if changed {
+                self.require_reinvoking_previously_invoked(&href);
+                self.should_reinvoke = true;
+            }
+            if hook.reinvoke_if_needed {
+                self.previously_invoked.insert(hook.uid.clone());
+            }
+            let Some(err) = err else { continue };
+            match err {
+                CallError::Calling(e) => {
+                    let message = format!(
+                        "failed calling webhook {}: {}",
+                        go_quote(&hook.webhook.name),
+                        e.reason
+                    );
+                    self.fail_call(hook, &href, &message);
+                    if hook.ignore_failures {
+                        if !e.canceled {
+                            self.fail_open(hook, phase, format!("failed-open.mutation.webhook.admission.k8s.io/round_{round}_index_{i}"));
+                        }
+                        if self.parent_done() {
+                            return Err(status::timeout_error(
+                                "request did not complete within requested timeout",
+                            ));
+                        }
+                        continue;
+                    }
+                    return Err(status::internal_error(&message));
+                }
+                CallError::Rejection(s) => {
+                    self.step(StepKind::Denied {
+                        hook: href.clone(),
+                        status: s.clone(),
+                    });
+                    return Err(s);
+                }
+                CallError::Other(s) => {
+                    self.fail_call(hook, &href, &s.message);
+                    return Err(s);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn fail_call(&mut self, hook: &Hook, href: &HookRef, message: &str) {
+        if let Some(c) = self.calls.last_mut() {
+            c.error = Some(message.to_string());
+        }
+        self.step(StepKind::CallFailed {
+            hook: href.clone(),
+            error: message.to_string(),
+            failure_policy: hook.failure_policy().into(),
+            failed_open: hook.ignore_failures,
+        });
+    }
+
+    fn fail_open(&mut self, hook: &Hook, phase: WebhookKind, key: String) {
+        self.ctx
+            .metrics
+            .observe_webhook_fail_open(&hook.webhook.name, webhook_type(phase));
+        self.metric(
+            "webhook_fail_open_count",
+            &[("name", hook.webhook.name.clone())],
+        );
+        self.annotate(key, hook.webhook.name.clone(), AuditLevel::Metadata);
+    }
+
+    fn require_reinvoking_previously_invoked(&mut self, href: &HookRef) {
+        if self.previously_invoked.is_empty() {
+            return;
+        }
+        let moved = std::mem::take(&mut self.previously_invoked);
+        self.reinvoke.extend(moved);
+        self.step(StepKind::Reinvocation {
+            hook: href.clone(),
+            reinvoke: self.reinvoke.iter().cloned().collect(),
+        });
+    }
+
+    /// Metrics for one call attempt, as both dispatchers record them.
+    fn observe_call(
+        &mut self,
+        hook: &Hook,
+        phase: WebhookKind,
+        err: Option<&CallError>,
+        elapsed: Duration,
+    ) {
+        let ty = webhook_type(phase);
+        let op = self.attrs.operation;
+        let name = hook.webhook.name.as_str();
+        let (rejected, code, rejection) = match err {
+            None => (false, 200, None),
+            Some(CallError::Calling(e)) => {
+                let rejected = !hook.ignore_failures;
+                let rejection = (rejected && !e.canceled)
+                    .then_some((RejectionErrorType::CallingWebhookError, e.status.code));
+                (rejected, e.status.code, rejection)
+            }
+            Some(CallError::Rejection(s)) => {
+                (true, s.code, Some((RejectionErrorType::NoError, s.code)))
+            }
+            Some(CallError::Other(_)) => (
+                true,
+                0,
+                Some((RejectionErrorType::ApiserverInternalError, 0)),
+            ),
+        };
+        if let Some((error_type, rcode)) = rejection {
+            self.ctx
+                .metrics
+                .observe_webhook_rejection(name, ty, op, error_type, rcode);
+            self.metric(
+                "webhook_rejection_count",
+                &[
+                    ("name", name.into()),
+                    ("error_type", error_type_label(error_type).into()),
+                    ("rejection_code", rcode.min(600).to_string()),
+                ],
+            );
+        }
+        self.ctx
+            .metrics
+            .observe_webhook(name, ty, op, rejected, code, elapsed);
+        self.metric(
+            "webhook_request_total",
+            &[
+                ("name", name.into()),
+                ("code", code.min(600).to_string()),
+                ("rejected", rejected.to_string()),
+            ],
+        );
+    }
+
+    /// One mutating call: returns (changed, error, duration).
+    async fn call_mutating<R: Replier + Send>(
+        &mut self,
+        hook: &Hook,
+        inv: &Invocation,
+        href: &HookRef,
+        replier: &mut R,
+    ) -> (bool, Option<CallError>, Duration) {
+        let call = match self.prepare_call(hook, inv, href) {
+            Ok(c) => c,
+            Err(e) => return (false, Some(e), Duration::ZERO),
+        };
+        let reply = replier
+            .reply(std::slice::from_ref(&call))
+            .await
+            .into_iter()
+            .next()
+            .unwrap_or(Reply {
+                outcome: ReplyOutcome::Transport(TransportError {
+                    kind: TransportErrorKind::Other,
+                    detail: "no reply".into(),
+                }),
+                elapsed: Duration::ZERO,
+            });
+        let reply = Self::normalise(&call, reply);
+        self.elapsed += reply.elapsed;
+        self.record_reply(href, &reply);
+        let elapsed = reply.elapsed;
+        if let ReplyOutcome::Panicked(p) = &reply.outcome {
+            return (
+                false,
+                Some(CallError::Other(status::internal_error(&format!(
+                    "MutatingAdmissionWebhook/{} has panicked: {p}",
+                    hook.webhook.name
+                )))),
+                elapsed,
+            );
+        }
+        let verified = match review::interpret_reply(
+            &reply.outcome,
+            &call.endpoint.url,
+            &call.request_uid,
+            call.review_version,
+            true,
+        ) {
+            Ok(v) => v,
+            Err(e) => return (false, Some(CallError::Calling(e)), elapsed),
+        };
+        if let Err(e) = self.absorb_response(hook, href, &verified) {
+            return (false, Some(e), elapsed);
+        }
+        match self.apply_patch(hook, inv, href, &verified) {
+            Ok(changed) => {
+                if !changed && verified.patch.is_none() {
+                    self.step(StepKind::Allowed { hook: href.clone() });
+                }
+                (changed, None, elapsed)
+            }
+            Err(e) => (false, Some(e), elapsed),
+        }
+    }
+
+    fn apply_patch(
+        &mut self,
+        hook: &Hook,
+        inv: &Invocation,
+        href: &HookRef,
+        verified: &review::Verified,
+    ) -> Result<bool, CallError> {
+        let Some(bytes) = verified.patch.as_deref() else {
+            return Ok(false);
+        };
+        let patch = match jsonpatch::decode(bytes) {
+            Ok(p) => p,
+            Err(e) => {
+                self.step(StepKind::PatchFailed {
+                    hook: href.clone(),
+                    error: format!("undecodable patch: {e}"),
+                });
+                return Err(if self.engine.options.kube_version.at_least(34) {
+                    CallError::Calling(CallingError {
+                        reason: format!("received undecodable patch in webhook response: {e}"),
+                        status: status::service_unavailable(
+                            "error decoding patch in webhook response",
+                        ),
+                        canceled: false,
+                    })
+                } else {
+                    CallError::Other(status::internal_error(&e.to_string()))
+                });
+            }
+        };
+        if patch.is_empty() {
+            return Ok(false);
+        }
+        let Some(current) = self.attrs.object.clone() else {
+            let msg = format!(
+                "admission webhook {} attempted to modify the object, which is not supported for this operation",
+                go_quote(&hook.webhook.name)
+            );
+            self.step(StepKind::PatchFailed {
+                hook: href.clone(),
+                error: msg.clone(),
+            });
+            return Err(CallError::Other(status::internal_error(&msg)));
+        };
+        let patch_type = verified.patch_type.as_deref().unwrap_or("");
+        if patch_type != "JSONPatch" {
+            return Err(CallError::Calling(CallingError {
+                reason: format!("unsupported patch type {}", go_quote(patch_type)),
+                status: status::to_status_err(&hook.webhook.name, verified.result.as_ref()),
+                canceled: false,
+            }));
+        }
+        let versioned = review::object_for_invocation(Some(&current), &self.attrs.kind, &inv.kind);
+        let patched = match patch.apply_to_value(&versioned) {
+            Ok(p) => p,
+            Err(e) => {
+                self.step(StepKind::PatchFailed {
+                    hook: href.clone(),
+                    error: e.to_string(),
+                });
+                return Err(CallError::Other(status::internal_error(&e.to_string())));
+            }
+        };
+        let changed = !semantic_eq(&versioned, &patched);
+        let patch_json = patch.to_go_json();
+        let mut value = String::with_capacity(patch_json.len() + 96);
+        value.push_str("{\"configuration\":");
+        go_json_string(&mut value, &hook.configuration);
+        value.push_str(",\"webhook\":");
+        go_json_string(&mut value, &hook.webhook.name);
+        value.push_str(",\"patch\":");
+        value.push_str(&patch_json);
+        value.push_str(",\"patchType\":\"JSONPatch\"}");
+        self.annotate(
+            format!(
+                "patch.webhook.admission.k8s.io/round_{}_index_{}",
+                href.round, href.index
+            ),
+            value,
+            AuditLevel::Request,
+        );
+        let after = if inv.kind == self.attrs.kind {
+            patched
+        } else {
+            review::relabel(&patched, &inv.kind, &self.attrs.kind)
+        };
+        let patch_value: Value = serde_json::from_str(&patch_json).unwrap_or(Value::Null);
+        if let Some(c) = self.calls.last_mut() {
+            c.patch = Some(patch_value.clone());
+        }
+        self.step(StepKind::PatchApplied {
+            hook: href.clone(),
+            patch: patch_value,
+            before: current,
+            after: after.clone(),
+            changed,
+        });
+        self.attrs.object = Some(after);
+        Ok(changed)
+    }
+
+    async fn validating_plugin<R: Replier + Send>(
+        &mut self,
+        replier: &mut R,
+    ) -> Result<(), Status> {
+        self.step(StepKind::PhaseStarted {
+            phase: WebhookKind::Validating,
+            round: 0,
+        });
+        let engine = self.engine;
+        let start = self.elapsed;
+        let result = self.validating_dispatch(engine, replier).await;
+        let op = self.attrs.operation;
+        let took = self.elapsed - start;
+        self.ctx
+            .metrics
+            .observe_controller(WebhookType::Validating, op, result.is_err(), took);
+        self.ctx
+            .metrics
+            .observe_step(WebhookType::Validating, op, result.is_err(), took);
+        result
+    }
+
+    async fn validating_dispatch<R: Replier + Send>(
+        &mut self,
+        engine: &Engine,
+        replier: &mut R,
+    ) -> Result<(), Status> {
+        let phase = WebhookKind::Validating;
+        let mut relevant: Vec<(&Hook, Invocation)> = Vec::new();
+        for (i, hook) in engine.validating.iter().enumerate() {
+            match self.decide(hook, phase) {
+                Decision::Fail(s) => return Err(s),
+                Decision::Skip(reason) => self.record_skip(hook, phase, 0, i, reason),
+                Decision::Call(inv) => relevant.push((hook, inv)),
+            }
+        }
+        if relevant.is_empty() {
+            return Ok(());
+        }
+        if self.parent_done() {
+            return Err(status::timeout_error(
+                "request did not complete within requested timeout",
+            ));
+        }
+        let mut prepared: Vec<(usize, Result<WebhookCall, CallError>)> = Vec::new();
+        for (j, (hook, inv)) in relevant.iter().enumerate() {
+            let href = Self::hook_ref(hook, phase, 0, j);
+            self.record_match(hook, inv, &href);
+            prepared.push((j, self.prepare_call(hook, inv, &href)));
+        }
+        let batch: Vec<WebhookCall> = prepared
+            .iter()
+            .filter_map(|(_, c)| c.as_ref().ok().cloned())
+            .collect();
+        let mut replies = if batch.is_empty() {
+            Vec::new()
+        } else {
+            replier.reply(&batch).await
+        }
+        .into_iter();
+        let start = self.elapsed;
+        let mut slowest = Duration::ZERO;
+        let mut errors: Vec<Status> = Vec::new();
+        for (j, prep) in prepared {
+            let (hook, _) = relevant[j];
+            let href = Self::hook_ref(hook, phase, 0, j);
+            let (err, elapsed, panicked) = match prep {
+                Err(e) => (Some(e), Duration::ZERO, false),
+                Ok(call) => {
+                    let reply = replies.next().unwrap_or(Reply {
+                        outcome: ReplyOutcome::Transport(TransportError {
+                            kind: TransportErrorKind::Other,
+                            detail: "no reply".into(),
+                        }),
+                        elapsed: Duration::ZERO,
+                    });
+                    let reply = Self::normalise(&call, reply);
+                    slowest = slowest.max(reply.elapsed);
+                    self.elapsed = start + reply.elapsed;
+                    self.set_call_record(phase, j);
+                    self.record_reply(&href, &reply);
+                    if let ReplyOutcome::Panicked(p) = &reply.outcome {
+                        let msg = format!(
+                            "ValidatingAdmissionWebhook/{} has panicked: {p}",
+                            hook.webhook.name
+                        );
+                        (
+                            Some(CallError::Other(status::internal_error(&msg))),
+                            reply.elapsed,
+                            true,
+                        )
+                    } else {
+                        match review::interpret_reply(
+                            &reply.outcome,
+                            &call.endpoint.url,
+                            &call.request_uid,
+                            call.review_version,
+                            false,
+                        ) {
+                            Err(e) => (Some(CallError::Calling(e)), reply.elapsed, false),
+                            Ok(v) => (
+                                self.absorb_response(hook, &href, &v).err(),
+                                reply.elapsed,
+                                false,
+                            ),
+                        }
+                    }
+                }
+            };
+            self.set_call_record(phase, j);
+            if panicked {
+                let message = match &err {
+                    Some(CallError::Other(s)) => s.message.clone(),
+                    _ => String::new(),
+                };
+                self.fail_call(hook, &href, &message);
+                if hook.ignore_failures {
+                    self.fail_open(
+                        hook,
+                        phase,
+                        format!(
+                            "failed-open.validating.webhook.admission.k8s.io/round_0_index_{j}"
+                        ),
+                    );
+                } else if let Some(CallError::Other(s)) = err {
+                    errors.push(s);
+                }
+                continue;
+            }
+            self.observe_call(hook, phase, err.as_ref(), elapsed);
+            match err {
+                None => self.step(StepKind::Allowed { hook: href.clone() }),
+                Some(CallError::Calling(e)) => {
+                    let message = format!(
+                        "failed calling webhook {}: {}",
+                        go_quote(&hook.webhook.name),
+                        e.reason
+                    );
+                    self.fail_call(hook, &href, &message);
+                    if hook.ignore_failures {
+                        if !e.canceled {
+                            self.fail_open(hook, phase, format!("failed-open.validating.webhook.admission.k8s.io/round_0_index_{j}"));
+                        }
+                    } else {
+                        errors.push(status::internal_error(&message));
+                    }
+                }
+                Some(CallError::Rejection(s)) => {
+                    self.step(StepKind::Denied {
+                        hook: href.clone(),
+                        status: s.clone(),
+                    });
+                    errors.push(s);
+                }
+                Some(CallError::Other(s)) => {
+                    self.fail_call(hook, &href, &s.message);
+                    errors.push(s);
+                }
+            }
+        }
+        self.elapsed = start + slowest;
+        match errors.into_iter().next() {
+            Some(s) => Err(s),
+            None => Ok(()),
+        }
+    }
+
+    /// Moves the validating call record `j` to the end so per-call updates land on it.
+    fn set_call_record(&mut self, phase: WebhookKind, j: usize) {
+        let pos = self
+            .calls
+            .iter()
+            .rposition(|c| c.phase == phase && c.decision == CallDecision::Called && c.index == j);
+        if let Some(p) = pos {
+            let rec = self.calls.remove(p);
+            self.calls.push(rec);
+        }
+    }
+}
+
+fn webhook_type(phase: WebhookKind) -> WebhookType {
+    match phase {
+        WebhookKind::Mutating => WebhookType::Admit,
+        WebhookKind::Validating => WebhookType::Validating,
+    }
+}
+
+fn error_type_label(t: RejectionErrorType) -> &'static str {
+    match t {
+        RejectionErrorType::CallingWebhookError => "calling_webhook_error",
+        RejectionErrorType::NoError => "no_error",
+        RejectionErrorType::ApiserverInternalError => "apiserver_internal_error",
+    }
+}
+
+/// `{"configuration":"<cfg>","webhook":"<name>","mutated":<bool>}`, as Go marshals it.
+pub fn mutation_annotation_value(configuration: &str, webhook: &str, mutated: bool) -> String {
+    let mut s = String::with_capacity(64 + configuration.len() + webhook.len());
+    s.push_str("{\"configuration\":");
+    go_json_string(&mut s, configuration);
+    s.push_str(",\"webhook\":");
+    go_json_string(&mut s, webhook);
+    s.push_str(if mutated {
+        ",\"mutated\":true}"
+    } else {
+        ",\"mutated\":false}"
+    });
+    s
+}
+
+/// Semantic equality as the apiserver uses it to decide whether a patch changed the object:
+/// absent, null, empty objects and empty arrays are all equal.
+pub fn semantic_eq(a: &Value, b: &Value) -> bool {
+    fn empty(v: &Value) -> bool {
+        match v {
+            Value::Null => true,
+            Value::Object(m) => m.is_empty(),
+            Value::Array(a) => a.is_empty(),
+            _ => false,
+        }
+    }
+    match (a, b) {
+        (Value::Object(x), Value::Object(y)) => {
+            x.iter().all(|(k, v)| match y.get(k) {
+                Some(w) => semantic_eq(v, w),
+                None => empty(v),
+            }) && y.iter().all(|(k, w)| x.contains_key(k) || empty(w))
+        }
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(v, w)| semantic_eq(v, w))
+        }
+        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
+        _ if empty(a) && empty(b) => true,
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn mutation_annotation_is_byte_identical() {
+        assert_eq!(
+            mutation_annotation_value("test-config", "test-webhook", true),
+            r#"{"configuration":"test-config","webhook":"test-webhook","mutated":true}"#
+        );
+    }
+
+    #[test]
+    fn semantic_equality_treats_nil_as_empty() {
+        assert!(semantic_eq(&json!({"a": {}, "b": 1}), &json!({"b": 1})));
+        assert!(semantic_eq(&json!({"l": []}), &json!({"l": null})));
+        assert!(!semantic_eq(&json!({"l": [1]}), &json!({"l": []})));
+        assert!(!semantic_eq(&json!({"a": "x"}), &json!({"a": "y"})));
+    }
+}

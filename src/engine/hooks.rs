@@ -1,0 +1,97 @@
+//! The flattened, ordered webhook list and the per-webhook state upstream memoises in its
+//! accessors (parsed selectors, compiled conditions, the client endpoint).
+
+use std::sync::Arc;
+
+use crate::api::{Webhook, WebhookConfiguration, WebhookKind};
+use crate::cel;
+use crate::selector::Selector;
+
+/// One webhook ready for dispatch.
+#[derive(Debug, Clone)]
+pub struct Hook {
+    /// `<configuration>/<webhook>/<n>`.
+    pub uid: String,
+    /// Owning configuration's name.
+    pub configuration: String,
+    /// The webhook as configured.
+    pub webhook: Webhook,
+    /// Position in the flattened list of its kind.
+    pub position: usize,
+    pub(crate) ignore_failures: bool,
+    pub(crate) equivalent: bool,
+    pub(crate) reinvoke_if_needed: bool,
+    pub(crate) namespace_selector: Result<Selector, String>,
+    pub(crate) object_selector: Result<Selector, String>,
+    pub(crate) conditions: Vec<Condition>,
+}
+
+/// A compiled matchCondition.
+#[derive(Debug, Clone)]
+pub(crate) struct Condition {
+    pub name: String,
+    pub expression: String,
+    pub program: Result<Arc<cel::Program>, String>,
+}
+
+impl Hook {
+    fn new(configuration: &str, webhook: &Webhook, uid: String, position: usize) -> Hook {
+        let selector = |s: &Option<crate::api::LabelSelector>| match s {
+            None => Ok(Selector::nothing()),
+            Some(s) => Selector::parse(s).map_err(|e| e.to_string()),
+        };
+        let conditions = webhook
+            .match_conditions
+            .iter()
+            .flatten()
+            .map(|c| Condition {
+                name: c.name.clone(),
+                expression: c.expression.clone(),
+                program: cel::compile(&c.expression)
+                    .map(Arc::new)
+                    .map_err(|e| e.to_string()),
+            })
+            .collect();
+        Hook {
+            uid,
+            configuration: configuration.into(),
+            webhook: webhook.clone(),
+            position,
+            ignore_failures: webhook.failure_policy.as_deref() == Some("Ignore"),
+            equivalent: webhook.match_policy.as_deref() == Some("Equivalent"),
+            reinvoke_if_needed: webhook.reinvocation_policy.as_deref() == Some("IfNeeded"),
+            namespace_selector: selector(&webhook.namespace_selector),
+            object_selector: selector(&webhook.object_selector),
+            conditions,
+        }
+    }
+
+    /// The failure policy in force (`Fail` when unset).
+    pub fn failure_policy(&self) -> &'static str {
+        if self.ignore_failures {
+            "Ignore"
+        } else {
+            "Fail"
+        }
+    }
+}
+
+/// Flattens configurations of one kind as upstream does: configurations sorted by name
+/// (byte-wise, stable), webhooks in list order; UIDs count repeated webhook names.
+pub fn flatten(configs: &[WebhookConfiguration], kind: WebhookKind) -> Vec<Hook> {
+    let mut ordered: Vec<&WebhookConfiguration> =
+        configs.iter().filter(|c| c.kind == kind).collect();
+    ordered.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
+    let mut hooks = Vec::new();
+    for cfg in ordered {
+        let mut seen: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for w in &cfg.webhooks {
+            let n = seen.entry(w.name.as_str()).or_insert(0);
+            let uid = format!("{}/{}/{}", cfg.name, w.name, n);
+            *n += 1;
+            let position = hooks.len();
+            hooks.push(Hook::new(&cfg.name, w, uid, position));
+        }
+    }
+    hooks
+}

@@ -1,0 +1,642 @@
+//! Should this webhook be called for this request? Upstream's `ShouldCallHook`: namespace
+//! selector, object selector, rules (exact, then equivalent), then matchConditions.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde_json::{Map, Value};
+
+use super::attributes::{Attributes, NamespaceLookup, NamespaceSource};
+use super::hooks::Hook;
+use super::status;
+use crate::api::{
+    GroupResource, GroupVersionKind, GroupVersionResource, RuleWithOperations, Status, WebhookKind,
+};
+use crate::cel;
+use crate::registry::ResourceRegistry;
+
+/// How a matching webhook is invoked: the resource and kind it is sent (equivalent matches
+/// send the equivalent resource).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Invocation {
+    /// Resource sent as `request.resource`.
+    pub resource: GroupVersionResource,
+    /// Subresource sent.
+    pub sub_resource: String,
+    /// Kind sent as `request.kind`.
+    pub kind: GroupVersionKind,
+    /// Index of the rule that matched.
+    pub rule: usize,
+    /// True when matched through matchPolicy Equivalent.
+    pub equivalent: bool,
+}
+
+/// Why a webhook was not called. Rendered for people by `Display`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SkipReason {
+    /// The namespace selector did not select the request's namespace.
+    NamespaceSelector {
+        /// The selector, as apimachinery prints it.
+        selector: String,
+        /// The namespace.
+        namespace: String,
+        /// The requirement that failed.
+        detail: String,
+    },
+    /// The object selector selected neither the object nor the old object.
+    ObjectSelector {
+        /// The selector.
+        selector: String,
+        /// Which requirement failed, or why no object could be checked.
+        detail: String,
+    },
+    /// No rule matched the operation/resource/scope.
+    Rules {
+        /// The closest rule and what it lacked.
+        detail: String,
+    },
+    /// A matchCondition evaluated to false.
+    MatchConditionFalse {
+        /// Name of the first false condition.
+        name: String,
+    },
+    /// matchConditions failed to evaluate and failurePolicy is Ignore.
+    MatchConditionErrorIgnored {
+        /// The evaluation error.
+        error: String,
+    },
+    /// Reinvocation round: the webhook is not in the set to reinvoke.
+    NotReinvoked {
+        /// Why it is not reinvoked.
+        detail: String,
+    },
+}
+
+impl fmt::Display for SkipReason {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SkipReason::NamespaceSelector {
+                selector,
+                namespace,
+                detail,
+            } => {
+                write!(
+                    f,
+                    "namespaceSelector {{{selector}}} does not select namespace {namespace:?}: {detail}"
+                )
+            }
+            SkipReason::ObjectSelector { selector, detail } => {
+                write!(
+                    f,
+                    "objectSelector {{{selector}}} selects neither the object nor the old object: {detail}"
+                )
+            }
+            SkipReason::Rules { detail } => write!(f, "no rule matches: {detail}"),
+            SkipReason::MatchConditionFalse { name } => {
+                write!(f, "matchCondition {name:?} evaluated to false")
+            }
+            SkipReason::MatchConditionErrorIgnored { error } => {
+                write!(
+                    f,
+                    "matchConditions failed and failurePolicy is Ignore: {error}"
+                )
+            }
+            SkipReason::NotReinvoked { detail } => write!(f, "not reinvoked: {detail}"),
+        }
+    }
+}
+
+/// The outcome of ShouldCallHook.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Decision {
+    /// Call the webhook.
+    Call(Invocation),
+    /// Do not call it.
+    Skip(SkipReason),
+    /// The request fails with this status (selector/namespace errors, unknown equivalent kind,
+    /// matchCondition errors under failurePolicy Fail).
+    Fail(Status),
+}
+
+/// What matchCondition evaluation did, for metrics.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ConditionStats {
+    /// Conditions were evaluated and did not all come out true.
+    pub evaluated_not_all_true: bool,
+    /// The webhook was excluded (a false condition, or an error under Ignore).
+    pub excluded: bool,
+    /// Number of conditions that errored.
+    pub errors: usize,
+}
+
+/// Everything ShouldCallHook reads besides the hook and the request.
+pub struct MatchEnv<'a> {
+    /// Equivalence and kinds.
+    pub registry: &'a ResourceRegistry,
+    /// Namespace labels.
+    pub namespaces: &'a dyn NamespaceSource,
+    /// Authorizer stub for CEL.
+    pub authorizer: &'a cel::Authorizer,
+}
+
+/// Upstream's `ShouldCallHook`. `stats` receives matchCondition bookkeeping.
+pub fn should_call_hook(
+    hook: &Hook,
+    attrs: &Attributes,
+    env: &MatchEnv<'_>,
+    stats: &mut ConditionStats,
+) -> Decision {
+    let (ns_match, ns_err) = match_namespace_selector(hook, attrs, env.namespaces);
+    if !ns_match && ns_err.is_none() {
+        return Decision::Skip(explain_namespace_skip(hook, attrs, env.namespaces));
+    }
+    let (obj_match, obj_err) = match_object_selector(hook, attrs);
+    if !obj_match && obj_err.is_none() {
+        return Decision::Skip(explain_object_skip(hook, attrs));
+    }
+    let invocation = match find_invocation(hook, attrs, env.registry) {
+        Ok(Some(inv)) => inv,
+        Ok(None) => {
+            return Decision::Skip(SkipReason::Rules {
+                detail: explain_rules(hook, attrs),
+            });
+        }
+        Err(status) => return Decision::Fail(status),
+    };
+    if let Some(e) = ns_err {
+        return Decision::Fail(e);
+    }
+    if let Some(e) = obj_err {
+        return Decision::Fail(e);
+    }
+    if hook.conditions.is_empty() {
+        return Decision::Call(invocation);
+    }
+    match evaluate_conditions(hook, attrs, &invocation, env, stats) {
+        ConditionResult::AllTrue => Decision::Call(invocation),
+        ConditionResult::False(name) => {
+            stats.excluded = true;
+            Decision::Skip(SkipReason::MatchConditionFalse { name })
+        }
+        ConditionResult::Error(err) => {
+            if hook.ignore_failures {
+                stats.excluded = true;
+                Decision::Skip(SkipReason::MatchConditionErrorIgnored { error: err })
+            } else {
+                Decision::Fail(status::forbidden(
+                    &attrs.resource.group_resource(),
+                    &attrs.name,
+                    &err,
+                ))
+            }
+        }
+    }
+}
+
+fn match_namespace_selector(
+    hook: &Hook,
+    attrs: &Attributes,
+    namespaces: &dyn NamespaceSource,
+) -> (bool, Option<Status>) {
+    if attrs.namespace.is_empty() && attrs.resource.resource != "namespaces" {
+        return (true, None);
+    }
+    let selector = match &hook.namespace_selector {
+        Ok(s) => s,
+        Err(e) => return (false, Some(status::internal_error(e))),
+    };
+    if selector.is_empty() {
+        return (true, None);
+    }
+    match namespace_labels(attrs, namespaces) {
+        Ok(labels) => (selector.matches(&labels), None),
+        Err(s) => (false, Some(s)),
+    }
+}
+
+/// Upstream's `GetNamespaceLabels`.
+fn namespace_labels(
+    attrs: &Attributes,
+    namespaces: &dyn NamespaceSource,
+) -> Result<BTreeMap<String, String>, Status> {
+    if attrs.resource.resource == "namespaces"
+        && attrs.sub_resource.is_empty()
+        && matches!(
+            attrs.operation,
+            crate::api::Operation::Create | crate::api::Operation::Update
+        )
+    {
+        return Ok(object_labels(attrs.object.as_ref())
+            .map(labels_to_map)
+            .unwrap_or_default());
+    }
+    match namespaces.namespace(&attrs.namespace) {
+        NamespaceLookup::Found(l) => Ok(l),
+        NamespaceLookup::NotFound => Err(status::not_found(
+            &GroupResource {
+                group: String::new(),
+                resource: "namespaces".into(),
+            },
+            &attrs.namespace,
+        )),
+        NamespaceLookup::Error(e) => Err(status::internal_error(&e)),
+    }
+}
+
+fn match_object_selector(hook: &Hook, attrs: &Attributes) -> (bool, Option<Status>) {
+    let selector = match &hook.object_selector {
+        Ok(s) => s,
+        Err(e) => return (false, Some(status::internal_error(e))),
+    };
+    if selector.is_empty() {
+        return (true, None);
+    }
+    let m = |o: Option<&Value>| match metadata(o) {
+        Some(meta) => selector.matches_json(meta.get("labels").and_then(Value::as_object)),
+        None => false,
+    };
+    (
+        m(attrs.object.as_ref()) || m(attrs.old_object.as_ref()),
+        None,
+    )
+}
+
+/// `metadata` of an object, or None when the object has none (meta.Accessor fails: options
+/// objects of CONNECT, for instance).
+fn metadata(o: Option<&Value>) -> Option<&Map<String, Value>> {
+    o?.as_object()?.get("metadata")?.as_object()
+}
+
+fn object_labels(o: Option<&Value>) -> Option<&Map<String, Value>> {
+    metadata(o)?.get("labels")?.as_object()
+}
+
+fn labels_to_map(m: &Map<String, Value>) -> BTreeMap<String, String> {
+    m.iter()
+        .filter_map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_string())))
+        .collect()
+}
+
+/// A rule matches when scope, operation, group, version and resource all match (`resource` may
+/// be an equivalent of the request's).
+pub fn rule_matches(
+    rule: &RuleWithOperations,
+    attrs: &Attributes,
+    resource: &GroupVersionResource,
+) -> bool {
+    scope_matches(rule.scope.as_deref(), attrs, resource)
+        && exact_or_wildcard(rule.operations.as_deref(), attrs.operation.as_str())
+        && exact_or_wildcard(rule.api_groups.as_deref(), &resource.group)
+        && exact_or_wildcard(rule.api_versions.as_deref(), &resource.version)
+        && resource_matches(
+            rule.resources.as_deref(),
+            &resource.resource,
+            &attrs.sub_resource,
+        )
+}
+
+/// `*` or an exact, case-sensitive match.
+pub fn exact_or_wildcard(items: Option<&[String]>, requested: &str) -> bool {
+    items.is_some_and(|items| items.iter().any(|i| i == "*" || i == requested))
+}
+
+/// `res[/sub]` entries with `*` wildcards; an entry without `/` matches only the main resource.
+pub fn resource_matches(items: Option<&[String]>, res: &str, sub: &str) -> bool {
+    items.is_some_and(|items| {
+        items.iter().any(|entry| {
+            let (r, s) = entry.split_once('/').unwrap_or((entry.as_str(), ""));
+            (r == "*" || r == res) && (s == "*" || s == sub)
+        })
+    })
+}
+
+fn is_namespaces(r: &GroupVersionResource) -> bool {
+    r.group.is_empty() && r.version == "v1" && r.resource == "namespaces"
+}
+
+/// `Namespaced`, `Cluster`, `*` or unset; Namespace objects are cluster-scoped.
+pub fn scope_matches(
+    scope: Option<&str>,
+    attrs: &Attributes,
+    resource: &GroupVersionResource,
+) -> bool {
+    match scope {
+        None | Some("*") => true,
+        Some("Namespaced") => !is_namespaces(resource) && !attrs.namespace.is_empty(),
+        Some("Cluster") => is_namespaces(resource) || attrs.namespace.is_empty(),
+        Some(_) => false,
+    }
+}
+
+fn find_invocation(
+    hook: &Hook,
+    attrs: &Attributes,
+    registry: &ResourceRegistry,
+) -> Result<Option<Invocation>, Status> {
+    let rules = hook.webhook.rules.as_deref().unwrap_or_default();
+    for (i, rule) in rules.iter().enumerate() {
+        if rule_matches(rule, attrs, &attrs.resource) {
+            return Ok(Some(Invocation {
+                resource: attrs.resource.clone(),
+                sub_resource: attrs.sub_resource.clone(),
+                kind: attrs.kind.clone(),
+                rule: i,
+                equivalent: false,
+            }));
+        }
+    }
+    if !hook.equivalent || rules.is_empty() {
+        return Ok(None);
+    }
+    let equivalents = registry.equivalent_resources(&attrs.resource, &attrs.sub_resource);
+    for (i, rule) in rules.iter().enumerate() {
+        for eq in equivalents.iter() {
+            if *eq == attrs.resource {
+                continue;
+            }
+            if rule_matches(rule, attrs, eq) {
+                let Some(kind) = registry.kind_for(eq, &attrs.sub_resource) else {
+                    return Err(status::internal_error(&format!(
+                        "unable to convert to {eq}: unknown kind"
+                    )));
+                };
+                return Ok(Some(Invocation {
+                    resource: eq.clone(),
+                    sub_resource: attrs.sub_resource.clone(),
+                    kind,
+                    rule: i,
+                    equivalent: true,
+                }));
+            }
+        }
+    }
+    Ok(None)
+}
+
+fn explain_namespace_skip(
+    hook: &Hook,
+    attrs: &Attributes,
+    namespaces: &dyn NamespaceSource,
+) -> SkipReason {
+    let (selector, detail) = match (
+        &hook.namespace_selector,
+        namespace_labels(attrs, namespaces),
+    ) {
+        (Ok(s), Ok(labels)) => (
+            s.to_string(),
+            s.explain_mismatch(&labels)
+                .unwrap_or_else(|| "selects nothing".into()),
+        ),
+        (Ok(s), Err(_)) => (s.to_string(), "namespace unknown".into()),
+        (Err(e), _) => (String::new(), e.clone()),
+    };
+    let selector = if hook.webhook.namespace_selector.is_none() {
+        "<nil: selects nothing>".into()
+    } else {
+        selector
+    };
+    SkipReason::NamespaceSelector {
+        selector,
+        namespace: attrs.namespace.clone(),
+        detail,
+    }
+}
+
+fn explain_object_skip(hook: &Hook, attrs: &Attributes) -> SkipReason {
+    let selector = match (&hook.object_selector, &hook.webhook.object_selector) {
+        (_, None) => "<nil: selects nothing>".to_string(),
+        (Ok(s), _) => s.to_string(),
+        (Err(e), _) => e.clone(),
+    };
+    let detail = match (
+        &hook.object_selector,
+        metadata(attrs.object.as_ref()),
+        metadata(attrs.old_object.as_ref()),
+    ) {
+        (_, None, None) => "the request carries no object with metadata".to_string(),
+        (Ok(s), obj, old) => {
+            let explain = |m: Option<&Map<String, Value>>| {
+                m.map(|m| {
+                    let labels = m
+                        .get("labels")
+                        .and_then(Value::as_object)
+                        .map(labels_to_map)
+                        .unwrap_or_default();
+                    s.explain_mismatch(&labels)
+                        .unwrap_or_else(|| "selects nothing".into())
+                })
+            };
+            match (explain(obj), explain(old)) {
+                (Some(a), Some(b)) if a == b => a,
+                (Some(a), Some(b)) => format!("object: {a}; old object: {b}"),
+                (Some(a), None) | (None, Some(a)) => a,
+                (None, None) => String::new(),
+            }
+        }
+        (Err(e), _, _) => e.clone(),
+    };
+    SkipReason::ObjectSelector { selector, detail }
+}
+
+/// A one-line account of why no rule matched, naming the first rule and the first check it
+/// failed.
+fn explain_rules(hook: &Hook, attrs: &Attributes) -> String {
+    let rules = hook.webhook.rules.as_deref().unwrap_or_default();
+    if rules.is_empty() {
+        return "the webhook has no rules".into();
+    }
+    let request = format!(
+        "{} {}{} ({}{})",
+        attrs.operation,
+        attrs.resource.resource,
+        if attrs.sub_resource.is_empty() {
+            String::new()
+        } else {
+            format!("/{}", attrs.sub_resource)
+        },
+        if attrs.resource.group.is_empty() {
+            String::new()
+        } else {
+            format!("{}/", attrs.resource.group)
+        },
+        attrs.resource.version
+    );
+    let mut parts = Vec::new();
+    for (i, r) in rules.iter().enumerate() {
+        let why = if !exact_or_wildcard(r.operations.as_deref(), attrs.operation.as_str()) {
+            format!(
+                "operations {:?}",
+                r.operations.as_deref().unwrap_or_default()
+            )
+        } else if !exact_or_wildcard(r.api_groups.as_deref(), &attrs.resource.group) {
+            format!(
+                "apiGroups {:?}",
+                r.api_groups.as_deref().unwrap_or_default()
+            )
+        } else if !exact_or_wildcard(r.api_versions.as_deref(), &attrs.resource.version) {
+            format!(
+                "apiVersions {:?}",
+                r.api_versions.as_deref().unwrap_or_default()
+            )
+        } else if !resource_matches(
+            r.resources.as_deref(),
+            &attrs.resource.resource,
+            &attrs.sub_resource,
+        ) {
+            format!("resources {:?}", r.resources.as_deref().unwrap_or_default())
+        } else {
+            format!("scope {:?}", r.scope.as_deref().unwrap_or("*"))
+        };
+        parts.push(format!("rules[{i}] {why}"));
+    }
+    let policy = if hook.equivalent {
+        ""
+    } else {
+        " (matchPolicy Exact: equivalent resources not considered)"
+    };
+    format!("{request} is outside {}{policy}", parts.join(", "))
+}
+
+enum ConditionResult {
+    AllTrue,
+    False(String),
+    Error(String),
+}
+
+/// The CEL `request` variable: like the AdmissionRequest, but `resource` and the sub-resource
+/// come from the original request while `kind` is the invocation kind (upstream quirk).
+pub(crate) fn cel_request(attrs: &Attributes, invocation: &Invocation) -> Value {
+    let mut m = Map::new();
+    m.insert(
+        "kind".into(),
+        serde_json::to_value(&invocation.kind).unwrap_or(Value::Null),
+    );
+    m.insert(
+        "resource".into(),
+        serde_json::to_value(&attrs.resource).unwrap_or(Value::Null),
+    );
+    m.insert(
+        "subResource".into(),
+        Value::String(attrs.sub_resource.clone()),
+    );
+    m.insert(
+        "requestKind".into(),
+        serde_json::to_value(&attrs.kind).unwrap_or(Value::Null),
+    );
+    m.insert(
+        "requestResource".into(),
+        serde_json::to_value(&attrs.resource).unwrap_or(Value::Null),
+    );
+    m.insert(
+        "requestSubResource".into(),
+        Value::String(attrs.sub_resource.clone()),
+    );
+    m.insert("name".into(), Value::String(attrs.name.clone()));
+    m.insert("namespace".into(), Value::String(attrs.namespace.clone()));
+    m.insert(
+        "operation".into(),
+        Value::String(attrs.operation.as_str().into()),
+    );
+    m.insert(
+        "userInfo".into(),
+        serde_json::to_value(&attrs.user_info).unwrap_or(Value::Null),
+    );
+    m.insert("dryRun".into(), Value::Bool(attrs.dry_run));
+    m.insert(
+        "options".into(),
+        attrs.options.clone().unwrap_or(Value::Null),
+    );
+    Value::Object(m)
+}
+
+fn evaluate_conditions(
+    hook: &Hook,
+    attrs: &Attributes,
+    invocation: &Invocation,
+    env: &MatchEnv<'_>,
+    stats: &mut ConditionStats,
+) -> ConditionResult {
+    let request = cel_request(attrs, invocation);
+    let null = Value::Null;
+    let activation = cel::Activation {
+        object: attrs.object.as_ref().unwrap_or(&null),
+        old_object: attrs.old_object.as_ref().unwrap_or(&null),
+        request: &request,
+        authorizer: env.authorizer,
+        user: &attrs.user_info,
+    };
+    let mut first_false = None;
+    let mut errors: Vec<String> = Vec::new();
+    for c in &hook.conditions {
+        let result = match &c.program {
+            Ok(p) => cel::evaluate(p, &activation),
+            Err(e) => Err(e.clone()),
+        };
+        match result {
+            Ok(true) => {}
+            Ok(false) => {
+                if first_false.is_none() {
+                    first_false = Some(c.name.clone());
+                }
+            }
+            Err(e) => {
+                stats.errors += 1;
+                let msg = format!("expression '{}' resulted in error: {e}", c.expression);
+                if !errors.contains(&msg) {
+                    errors.push(msg);
+                }
+            }
+        }
+    }
+    if let Some(name) = first_false {
+        stats.evaluated_not_all_true = true;
+        return ConditionResult::False(name);
+    }
+    if !errors.is_empty() {
+        stats.evaluated_not_all_true = true;
+        let err = if errors.len() == 1 {
+            errors.remove(0)
+        } else {
+            format!("[{}]", errors.join(", "))
+        };
+        return ConditionResult::Error(err);
+    }
+    ConditionResult::AllTrue
+}
+
+/// Kinds upstream never sends to API-registered webhooks (their own configuration objects).
+pub fn is_exempt_kind(kind: &GroupVersionKind, version: crate::KubeVersion) -> bool {
+    kind.group == "admissionregistration.k8s.io"
+        && (matches!(
+            kind.kind.as_str(),
+            "ValidatingWebhookConfiguration"
+                | "MutatingWebhookConfiguration"
+                | "ValidatingAdmissionPolicy"
+                | "ValidatingAdmissionPolicyBinding"
+        ) || (version.at_least(32)
+            && matches!(
+                kind.kind.as_str(),
+                "MutatingAdmissionPolicy" | "MutatingAdmissionPolicyBinding"
+            )))
+}
+
+/// The auth/authz virtual resources excluded from all webhooks (ExcludeAdmissionWebhookVirtualResources, on by default from 1.37).
+pub fn is_excluded_virtual_resource(
+    resource: &GroupVersionResource,
+    version: crate::KubeVersion,
+) -> bool {
+    version.at_least(37)
+        && matches!(
+            (resource.group.as_str(), resource.resource.as_str()),
+            (
+                "authentication.k8s.io",
+                "selfsubjectreviews" | "tokenreviews"
+            ) | (
+                "authorization.k8s.io",
+                "localsubjectaccessreviews"
+                    | "selfsubjectaccessreviews"
+                    | "selfsubjectrulesreviews"
+                    | "subjectaccessreviews"
+            )
+        )
+}

@@ -1,0 +1,380 @@
+//! Building the AdmissionReview sent to a webhook, and reading what came back: client-go's HTTP
+//! handling followed by upstream's `VerifyAdmissionResponse`.
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+
+use super::attributes::Attributes;
+use super::call::{ReplyOutcome, TransportError};
+use super::matching::Invocation;
+use super::status;
+use crate::api::admission::{AdmissionRequest, AdmissionReviewReply, AdmissionReviewRequest};
+use crate::api::{GroupVersionKind, Status};
+
+/// The first of `admissionReviewVersions` that is `v1` or `v1beta1`.
+pub fn negotiate_version(versions: Option<&[String]>) -> Option<&'static str> {
+    versions?.iter().find_map(|v| match v.as_str() {
+        "v1" => Some("v1"),
+        "v1beta1" => Some("v1beta1"),
+        _ => None,
+    })
+}
+
+/// The object as sent for an invocation: captured objects are already in the request's version;
+/// for an equivalent match the object is relabelled to the invocation kind (field-level
+/// conversion between versions needs schemas and is not modelled).
+pub fn object_for_invocation(
+    object: Option<&Value>,
+    request_kind: &GroupVersionKind,
+    kind: &GroupVersionKind,
+) -> Value {
+    let Some(o) = object else { return Value::Null };
+    if request_kind == kind {
+        return o.clone();
+    }
+    relabel(o, request_kind, kind)
+}
+
+/// Sets `apiVersion`/`kind` to `to` when the object is labelled `from`.
+pub fn relabel(o: &Value, from: &GroupVersionKind, to: &GroupVersionKind) -> Value {
+    let mut o = o.clone();
+    if let Some(m) = o.as_object_mut() {
+        let labelled_from = m.get("kind").and_then(Value::as_str) == Some(from.kind.as_str())
+            && m.get("apiVersion").and_then(Value::as_str) == Some(from.api_version().as_str());
+        if labelled_from {
+            m.insert("apiVersion".into(), Value::String(to.api_version()));
+            m.insert("kind".into(), Value::String(to.kind.clone()));
+        }
+    }
+    o
+}
+
+/// The AdmissionReview for one call, serialised as the apiserver writes it.
+pub fn build_review(
+    attrs: &Attributes,
+    invocation: &Invocation,
+    object: Value,
+    old_object: Value,
+    uid: &str,
+    version: &str,
+) -> AdmissionReviewRequest {
+    AdmissionReviewRequest {
+        kind: "AdmissionReview".into(),
+        api_version: format!("admission.k8s.io/{version}"),
+        request: AdmissionRequest {
+            uid: uid.into(),
+            kind: invocation.kind.clone(),
+            resource: invocation.resource.clone(),
+            sub_resource: invocation.sub_resource.clone(),
+            request_kind: Some(attrs.kind.clone()),
+            request_resource: Some(attrs.resource.clone()),
+            request_sub_resource: attrs.sub_resource.clone(),
+            name: attrs.name.clone(),
+            namespace: attrs.namespace.clone(),
+            operation: attrs.operation.as_str().into(),
+            user_info: attrs.user_info.clone(),
+            object,
+            old_object,
+            dry_run: attrs.dry_run,
+            options: attrs.options.clone().unwrap_or(Value::Null),
+        },
+    }
+}
+
+/// A failure to obtain a usable response: upstream's `ErrCallingWebhook` reason and the status
+/// that goes into metrics.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CallingError {
+    /// The reason, e.g. `failed to call webhook: Post "…": context deadline exceeded`.
+    pub reason: String,
+    /// The status code recorded in metrics.
+    pub status: Status,
+    /// The reason wraps `context.Canceled`.
+    pub canceled: bool,
+}
+
+impl CallingError {
+    fn new(reason: String, status: Status) -> Self {
+        Self {
+            reason,
+            status,
+            canceled: false,
+        }
+    }
+}
+
+/// A verified webhook response.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Verified {
+    /// The verdict.
+    pub allowed: bool,
+    /// The webhook's status (used for denials).
+    pub result: Option<Status>,
+    /// Patch bytes.
+    pub patch: Option<Vec<u8>>,
+    /// Patch type after v1beta1 normalisation.
+    pub patch_type: Option<String>,
+    /// auditAnnotations.
+    pub audit_annotations: BTreeMap<String, String>,
+    /// warnings.
+    pub warnings: Vec<String>,
+}
+
+/// Interprets one reply: transport and HTTP failures, decoding, then verification.
+pub fn interpret_reply(
+    outcome: &ReplyOutcome,
+    url: &str,
+    request_uid: &str,
+    version: &str,
+    mutating: bool,
+) -> Result<Verified, CallingError> {
+    let review = decode_reply(outcome, url, version)?;
+    verify(review, request_uid, version, mutating).map_err(|m| {
+        CallingError::new(
+            format!("received invalid webhook response: {m}"),
+            status::service_unavailable("error validating webhook response"),
+        )
+    })
+}
+
+fn transport_reason(url: &str, e: &TransportError) -> String {
+    format!(
+        "failed to call webhook: Post {}: {}",
+        status::go_quote(url),
+        e.detail
+    )
+}
+
+/// client-go's `Do().Into()` for the webhook client.
+fn decode_reply(
+    outcome: &ReplyOutcome,
+    url: &str,
+    version: &str,
+) -> Result<AdmissionReviewReply, CallingError> {
+    let (code, content_type, body) = match outcome {
+        ReplyOutcome::Http {
+            status,
+            content_type,
+            body,
+        } => (*status, content_type.as_deref(), body.as_slice()),
+        ReplyOutcome::ClientConfig(msg) => {
+            return Err(CallingError::new(
+                format!("could not get REST client: {msg}"),
+                status::internal_error(msg),
+            ));
+        }
+        ReplyOutcome::Transport(e) => {
+            return Err(CallingError::new(
+                transport_reason(url, e),
+                status::service_unavailable("error calling webhook"),
+            ));
+        }
+        ReplyOutcome::Canceled => {
+            let mut e = CallingError::new(
+                format!(
+                    "failed to call webhook: Post {}: context canceled",
+                    status::go_quote(url)
+                ),
+                status::service_unavailable("error calling webhook"),
+            );
+            e.canceled = true;
+            return Err(e);
+        }
+        ReplyOutcome::Panicked(_) => unreachable_panicked(),
+    };
+    let content_type = content_type
+        .filter(|c| !c.is_empty())
+        .unwrap_or("application/json");
+    if !(200..=206).contains(&code) && code != 101 {
+        if let Some(s) = failure_status_in_body(body) {
+            return Err(CallingError::new(
+                format!("failed to call webhook: {}", s.message),
+                s,
+            ));
+        }
+        let is_text = match content_type.split(';').next().map(str::trim) {
+            Some(media) if !media.is_empty() => media.starts_with("text/"),
+            _ => true,
+        };
+        let message = if is_text {
+            let capped = &body[..body.len().min(2048)];
+            String::from_utf8_lossy(capped).trim().to_string()
+        } else {
+            "unknown".to_string()
+        };
+        let s = status::generic_server_response(code, &message);
+        return Err(CallingError::new(
+            format!("failed to call webhook: {}", s.message),
+            s,
+        ));
+    }
+    let transport = |detail: String| {
+        CallingError::new(
+            format!("failed to call webhook: {detail}"),
+            status::service_unavailable("error calling webhook"),
+        )
+    };
+    if body.is_empty() {
+        return Err(transport(format!(
+            "0-length response with status code: {code} and content type: {content_type}"
+        )));
+    }
+    let raw: Value = serde_json::from_slice(body).map_err(|e| {
+        transport(format!(
+            "couldn't get version/kind; json parse error: {}",
+            go_json_error(&e, body)
+        ))
+    })?;
+    let obj_kind = raw.get("kind").and_then(Value::as_str).unwrap_or("");
+    let obj_version = raw.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+    if obj_kind == "Status" && (obj_version == "v1" || obj_version.is_empty()) {
+        let s: Status = serde_json::from_value(raw).unwrap_or_default();
+        if s.status != "Success" {
+            return Err(CallingError::new(
+                format!("failed to call webhook: {}", s.message),
+                s,
+            ));
+        }
+        return Ok(AdmissionReviewReply::default());
+    }
+    let sent = format!("admission.k8s.io/{version}");
+    if !obj_version.is_empty()
+        && obj_version != sent
+        && obj_version.starts_with("admission.k8s.io/")
+    {
+        return Err(transport(format!(
+            "converting (admission.k8s.io/{}, Kind={obj_kind}) to ({sent}, Kind=AdmissionReview): no conversion function registered",
+            obj_version.trim_start_matches("admission.k8s.io/")
+        )));
+    }
+    serde_json::from_value::<AdmissionReviewReply>(raw).map_err(|e| transport(format!("json: {e}")))
+}
+
+fn unreachable_panicked() -> ! {
+    unreachable!("panicked replies are handled by the dispatcher before decoding")
+}
+
+/// A JSON body that decodes to a `Status` with `status: Failure`.
+fn failure_status_in_body(body: &[u8]) -> Option<Status> {
+    let v: Value = serde_json::from_slice(body).ok()?;
+    let s: Status = serde_json::from_value(v).ok()?;
+    (s.status == "Failure").then_some(s)
+}
+
+/// Go encoding/json's syntax error text for the common shapes.
+fn go_json_error(e: &serde_json::Error, body: &[u8]) -> String {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Eof => "unexpected end of JSON input".into(),
+        _ => {
+            let offset = byte_offset(body, e.line(), e.column());
+            let c = body.get(offset.saturating_sub(1)).copied().unwrap_or(b' ');
+            let shown = match c {
+                b'\'' => "'\\''".to_string(),
+                c if c.is_ascii_graphic() => format!("'{}'", c as char),
+                c => format!("'\\x{c:02x}'"),
+            };
+            if offset <= 1
+                || body
+                    .iter()
+                    .take(offset.saturating_sub(1))
+                    .all(u8::is_ascii_whitespace)
+            {
+                format!("invalid character {shown} looking for beginning of value")
+            } else {
+                format!("invalid character {shown} after top-level value")
+            }
+        }
+    }
+}
+
+fn byte_offset(body: &[u8], line: usize, column: usize) -> usize {
+    let mut current = 1;
+    let mut start = 0;
+    for (i, b) in body.iter().enumerate() {
+        if current == line {
+            break;
+        }
+        if *b == b'\n' {
+            current += 1;
+            start = i + 1;
+        }
+    }
+    start + column
+}
+
+/// Upstream's `VerifyAdmissionResponse`.
+fn verify(
+    review: AdmissionReviewReply,
+    uid: &str,
+    version: &str,
+    mutating: bool,
+) -> Result<Verified, String> {
+    let Some(r) = review.response else {
+        return Err("webhook response was absent".into());
+    };
+    let patch = r.patch.filter(|p| !p.is_empty());
+    let mut patch_type = r.patch_type;
+    if version == "v1" {
+        if r.uid != uid {
+            return Err(format!(
+                "expected response.uid={}, got {}",
+                status::go_quote(uid),
+                status::go_quote(&r.uid)
+            ));
+        }
+        let api_version = review.api_version.unwrap_or_default();
+        let kind = review.kind.unwrap_or_default();
+        if api_version != "admission.k8s.io/v1" || kind != "AdmissionReview" {
+            let (g, v) = api_version
+                .split_once('/')
+                .unwrap_or(("", api_version.as_str()));
+            return Err(format!(
+                "expected webhook response of admission.k8s.io/v1, Kind=AdmissionReview, got {g}/{v}, Kind={kind}"
+            ));
+        }
+        if mutating {
+            match (&patch, &patch_type) {
+                (Some(_), None) => {
+                    return Err("webhook returned response.patch but not response.patchType".into());
+                }
+                (None, Some(_)) => {
+                    return Err("webhook returned response.patchType but not response.patch".into());
+                }
+                (_, Some(t)) if t.is_empty() => {
+                    return Err("webhook returned invalid response.patchType of \"\"".into());
+                }
+                _ => {}
+            }
+        } else {
+            if patch.is_some() {
+                return Err("validating webhook may not return response.patch".into());
+            }
+            if patch_type.is_some() {
+                return Err("validating webhook may not return response.patchType".into());
+            }
+        }
+    } else if mutating {
+        if patch.is_some() {
+            patch_type = Some("JSONPatch".into());
+        }
+    } else {
+        return Ok(Verified {
+            allowed: r.allowed,
+            result: r.status,
+            patch: None,
+            patch_type: None,
+            audit_annotations: r.audit_annotations.unwrap_or_default(),
+            warnings: r.warnings.unwrap_or_default(),
+        });
+    }
+    Ok(Verified {
+        allowed: r.allowed,
+        result: r.status,
+        patch,
+        patch_type,
+        audit_annotations: r.audit_annotations.unwrap_or_default(),
+        warnings: r.warnings.unwrap_or_default(),
+    })
+}

@@ -1,0 +1,222 @@
+//! The step-by-step account of one dispatch: what the console steps through and what the report
+//! prints. Steps are in the order they happened; `at` is the engine's virtual clock (the sum of
+//! call durations reported by the replier).
+
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::audit::AuditLevel;
+use super::matching::SkipReason;
+use crate::api::{Status, WebhookKind};
+
+/// Which webhook, in which phase, round and annotation index.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct HookRef {
+    /// Mutating or validating.
+    pub phase: WebhookKind,
+    /// 0, or 1 in the reinvocation round.
+    pub round: u8,
+    /// Annotation index (mutating: list position; validating: among matching hooks, or the list
+    /// position for skipped ones).
+    pub index: usize,
+    /// Configuration name.
+    pub configuration: String,
+    /// Webhook name.
+    pub webhook: String,
+}
+
+/// One step.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Step {
+    /// Virtual time since the request started.
+    #[serde(serialize_with = "ser_ms", rename = "atMs")]
+    pub at: Duration,
+    /// What happened.
+    #[serde(flatten)]
+    pub kind: StepKind,
+}
+
+fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64() * 1000.0)
+}
+
+/// What a step records.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "step", rename_all = "camelCase")]
+pub enum StepKind {
+    /// A phase (mutating round 0/1, validating) begins.
+    PhaseStarted {
+        /// Mutating or validating.
+        phase: WebhookKind,
+        /// Round.
+        round: u8,
+    },
+    /// The request is of a kind no API-registered webhook ever sees.
+    RequestExempt {
+        /// Why.
+        reason: String,
+    },
+    /// A webhook was not called.
+    Skipped {
+        /// Which.
+        hook: HookRef,
+        /// Why (human-readable).
+        reason: String,
+        /// Why (structured).
+        #[serde(skip)]
+        cause: SkipReason,
+    },
+    /// A webhook matched and will be called.
+    Matched {
+        /// Which.
+        hook: HookRef,
+        /// Rule index that matched.
+        rule: usize,
+        /// Resource sent.
+        resource: String,
+        /// Kind sent.
+        kind: String,
+        /// Matched through matchPolicy Equivalent.
+        equivalent: bool,
+    },
+    /// The AdmissionReview sent.
+    ReviewSent {
+        /// Which.
+        hook: HookRef,
+        /// Request URL.
+        url: String,
+        /// request.uid.
+        uid: String,
+        /// Timeout for this call.
+        #[serde(serialize_with = "ser_ms", rename = "timeoutMs")]
+        timeout: Duration,
+        /// The review.
+        review: Value,
+    },
+    /// What came back.
+    ReplyReceived {
+        /// Which.
+        hook: HookRef,
+        /// HTTP status, if a response arrived.
+        http_status: Option<u16>,
+        /// The body parsed as JSON (or a string if it was not JSON), if a response arrived.
+        body: Option<Value>,
+        /// Transport-level failure, if any.
+        transport_error: Option<String>,
+        /// Call duration.
+        #[serde(serialize_with = "ser_ms", rename = "elapsedMs")]
+        elapsed: Duration,
+    },
+    /// The webhook allowed the request without changing it.
+    Allowed {
+        /// Which.
+        hook: HookRef,
+    },
+    /// The webhook denied the request.
+    Denied {
+        /// Which.
+        hook: HookRef,
+        /// The status the client gets.
+        status: Status,
+    },
+    /// The call failed; failurePolicy decided.
+    CallFailed {
+        /// Which.
+        hook: HookRef,
+        /// upstream's `failed calling webhook` reason.
+        error: String,
+        /// Fail or Ignore.
+        failure_policy: String,
+        /// True when the request continued (fail open).
+        failed_open: bool,
+    },
+    /// A patch was applied.
+    PatchApplied {
+        /// Which.
+        hook: HookRef,
+        /// The JSON patch as the webhook sent it (decoded).
+        patch: Value,
+        /// Object before.
+        before: Value,
+        /// Object after.
+        after: Value,
+        /// Whether the object changed semantically (drives reinvocation).
+        changed: bool,
+    },
+    /// A patch could not be decoded or applied, or could not apply to this request.
+    PatchFailed {
+        /// Which.
+        hook: HookRef,
+        /// The error.
+        error: String,
+    },
+    /// An audit annotation was written.
+    Annotation {
+        /// Key.
+        key: String,
+        /// Value.
+        value: String,
+        /// Lowest level showing it.
+        level: AuditLevel,
+    },
+    /// An audit annotation was refused (invalid key, overwrite).
+    AnnotationDropped {
+        /// Key.
+        key: String,
+        /// Why.
+        error: String,
+    },
+    /// A warning for the client.
+    Warning {
+        /// Which webhook sent it.
+        hook: HookRef,
+        /// Text.
+        text: String,
+        /// False when deduplicated or invalid.
+        kept: bool,
+    },
+    /// A webhook metric changed.
+    Metric {
+        /// Metric family.
+        name: String,
+        /// Labels.
+        labels: Vec<(String, String)>,
+    },
+    /// Reinvocation bookkeeping changed.
+    Reinvocation {
+        /// Which webhook caused it.
+        hook: HookRef,
+        /// Webhook UIDs now due for reinvocation.
+        reinvoke: Vec<String>,
+    },
+    /// The final answer.
+    Verdict {
+        /// Allowed?
+        allowed: bool,
+        /// The status the client gets, when denied.
+        status: Option<Status>,
+    },
+}
+
+impl StepKind {
+    /// The webhook the step concerns, if any.
+    pub fn hook(&self) -> Option<&HookRef> {
+        match self {
+            StepKind::Skipped { hook, .. }
+            | StepKind::Matched { hook, .. }
+            | StepKind::ReviewSent { hook, .. }
+            | StepKind::ReplyReceived { hook, .. }
+            | StepKind::Allowed { hook }
+            | StepKind::Denied { hook, .. }
+            | StepKind::CallFailed { hook, .. }
+            | StepKind::PatchApplied { hook, .. }
+            | StepKind::PatchFailed { hook, .. }
+            | StepKind::Warning { hook, .. }
+            | StepKind::Reinvocation { hook, .. } => Some(hook),
+            _ => None,
+        }
+    }
+}

@@ -1,0 +1,208 @@
+//! Scripted replies: declared answers per webhook, for tests and what-if replays. IO-free: a
+//! declared delay is reported as the call's duration, not slept.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::engine::call::{
+    Replier, Reply, ReplyOutcome, TransportError, TransportErrorKind, WebhookCall,
+};
+
+/// What a scripted webhook answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ScriptedReply {
+    /// The verdict (default true).
+    #[serde(default = "yes")]
+    pub allowed: bool,
+    /// `status.code` of a denial.
+    #[serde(default)]
+    pub code: Option<i32>,
+    /// `status.message` of a denial.
+    #[serde(default)]
+    pub message: Option<String>,
+    /// `status.reason` of a denial.
+    #[serde(default)]
+    pub reason: Option<String>,
+    /// A JSON patch to return (mutating webhooks).
+    #[serde(default)]
+    pub patch: Option<Value>,
+    /// Warnings to return.
+    #[serde(default)]
+    pub warnings: Vec<String>,
+    /// auditAnnotations to return.
+    #[serde(default)]
+    pub audit_annotations: BTreeMap<String, String>,
+    /// How long the call takes, in milliseconds.
+    #[serde(default)]
+    pub delay_ms: u64,
+    /// Instead of answering: `refused`, `timeout`, `tls`, `reset`, or an HTTP status (`http:500`).
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for ScriptedReply {
+    fn default() -> Self {
+        Self {
+            allowed: true,
+            code: None,
+            message: None,
+            reason: None,
+            patch: None,
+            warnings: Vec::new(),
+            audit_annotations: BTreeMap::new(),
+            delay_ms: 0,
+            error: None,
+        }
+    }
+}
+
+impl ScriptedReply {
+    /// Allows.
+    pub fn allow() -> Self {
+        Self::default()
+    }
+
+    /// Denies with a code and message.
+    pub fn deny(code: i32, message: &str) -> Self {
+        Self {
+            allowed: false,
+            code: Some(code),
+            message: Some(message.into()),
+            ..Self::default()
+        }
+    }
+
+    /// Allows with a JSON patch.
+    pub fn patch(patch: Value) -> Self {
+        Self {
+            patch: Some(patch),
+            ..Self::default()
+        }
+    }
+
+    /// The reply to `call`, as a well-behaved webhook would write it in the version it was sent.
+    pub fn reply_to(&self, call: &WebhookCall) -> Reply {
+        let elapsed = Duration::from_millis(self.delay_ms);
+        if let Some(e) = &self.error {
+            let transport =
+                |kind, detail: String| ReplyOutcome::Transport(TransportError { kind, detail });
+            let outcome = match e.as_str() {
+                "refused" => transport(
+                    TransportErrorKind::Connect,
+                    format!("dial tcp {}:{}: connect: connection refused", call.endpoint.server_name, call.endpoint.port),
+                ),
+                "timeout" => transport(TransportErrorKind::Timeout, "context deadline exceeded".into()),
+                "tls" => transport(
+                    TransportErrorKind::Tls,
+                    "tls: failed to verify certificate: x509: certificate signed by unknown authority".into(),
+                ),
+                "reset" => transport(TransportErrorKind::Reset, "read: connection reset by peer".into()),
+                other => match other.strip_prefix("http:").and_then(|c| c.parse::<u16>().ok()) {
+                    Some(code) => ReplyOutcome::Http {
+                        status: code,
+                        content_type: Some("text/plain; charset=utf-8".into()),
+                        body: format!("scripted error {code}\n").into_bytes(),
+                    },
+                    None => transport(TransportErrorKind::Other, other.to_string()),
+                },
+            };
+            let elapsed = if e == "timeout" {
+                call.timeout.max(elapsed)
+            } else {
+                elapsed
+            };
+            return Reply { outcome, elapsed };
+        }
+        let mut response = json!({ "uid": call.request_uid, "allowed": self.allowed });
+        if !self.allowed || self.code.is_some() || self.message.is_some() {
+            let mut status = serde_json::Map::new();
+            if let Some(c) = self.code {
+                status.insert("code".into(), json!(c));
+            }
+            if let Some(m) = &self.message {
+                status.insert("message".into(), json!(m));
+            }
+            if let Some(r) = &self.reason {
+                status.insert("reason".into(), json!(r));
+            }
+            response["status"] = Value::Object(status);
+        }
+        if let Some(p) = &self.patch {
+            let bytes = serde_json::to_vec(p).unwrap_or_default();
+            response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(bytes));
+            response["patchType"] = json!("JSONPatch");
+        }
+        if !self.warnings.is_empty() {
+            response["warnings"] = json!(self.warnings);
+        }
+        if !self.audit_annotations.is_empty() {
+            response["auditAnnotations"] = json!(self.audit_annotations);
+        }
+        let review = json!({
+            "apiVersion": format!("admission.k8s.io/{}", call.review_version),
+            "kind": "AdmissionReview",
+            "response": response,
+        });
+        Reply {
+            outcome: ReplyOutcome::Http {
+                status: 200,
+                content_type: Some("application/json".into()),
+                body: serde_json::to_vec(&review).unwrap_or_default(),
+            },
+            elapsed,
+        }
+    }
+}
+
+/// Answers by webhook name; webhooks without a script allow.
+#[derive(Debug, Clone, Default)]
+pub struct ScriptedReplier {
+    /// Replies by webhook name.
+    pub replies: BTreeMap<String, ScriptedReply>,
+    /// Every call seen, in order.
+    pub seen: Vec<WebhookCall>,
+}
+
+impl ScriptedReplier {
+    /// A replier with these scripts.
+    pub fn new(replies: impl IntoIterator<Item = (String, ScriptedReply)>) -> Self {
+        Self {
+            replies: replies.into_iter().collect(),
+            seen: Vec::new(),
+        }
+    }
+
+    /// Parses a YAML or JSON mapping of webhook name to reply.
+    pub fn from_yaml(text: &str) -> Result<Self, String> {
+        let replies: BTreeMap<String, ScriptedReply> =
+            serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+        Ok(Self::new(replies))
+    }
+}
+
+impl Replier for ScriptedReplier {
+    fn reply(&mut self, calls: &[WebhookCall]) -> impl Future<Output = Vec<Reply>> + Send {
+        let replies: Vec<Reply> = calls
+            .iter()
+            .map(|c| {
+                self.replies
+                    .get(&c.webhook)
+                    .cloned()
+                    .unwrap_or_default()
+                    .reply_to(c)
+            })
+            .collect();
+        self.seen.extend(calls.iter().cloned());
+        std::future::ready(replies)
+    }
+}
