@@ -1,1 +1,270 @@
-fn main(){}
+//! Engine benchmarks: `cargo bench --bench engine`.
+//!
+//! - `should_call_hook/*`: upstream's `BenchmarkShouldCallHookWith{ComplexSelector,ComplexRule,
+//!   ComplexSelectorAndRule}` shapes rebuilt on our engine (all three leave at the namespace
+//!   selector, as upstream's do).
+//! - `dispatch/five_mutating_three_validating`: a full dispatch of 5 mutating + 3 validating
+//!   webhooks with scripted replies on a ~4 KB Pod.
+//! - `jsonpatch/*`: decoding and applying webhook patches to that Pod.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use divan::{Bencher, black_box};
+use hookscope::api::{
+    GroupVersionKind, GroupVersionResource, LabelSelector, Operation, RuleWithOperations, UserInfo,
+    Webhook, WebhookClientConfig, WebhookConfiguration, WebhookKind,
+};
+use hookscope::engine::{
+    Attributes, Engine, EngineOptions, Namespaces, Phases, RequestContext, SequentialIds,
+};
+use hookscope::metrics::Metrics;
+use hookscope::script::{ScriptedReplier, ScriptedReply};
+use serde_json::{Value, json};
+
+fn main() {
+    divan::main();
+}
+
+fn strings(v: &[&str]) -> Option<Vec<String>> {
+    Some(v.iter().map(|s| s.to_string()).collect())
+}
+
+fn webhook(name: &str) -> Webhook {
+    Webhook {
+        name: name.into(),
+        client_config: WebhookClientConfig {
+            url: Some(format!("https://127.0.0.1:8443/{name}")),
+            ..Default::default()
+        },
+        rules: Some(vec![RuleWithOperations {
+            operations: strings(&["*"]),
+            api_groups: strings(&["*"]),
+            api_versions: strings(&["*"]),
+            resources: strings(&["*/*"]),
+            scope: None,
+        }]),
+        failure_policy: Some("Fail".into()),
+        match_policy: Some("Equivalent".into()),
+        namespace_selector: Some(LabelSelector::default()),
+        object_selector: Some(LabelSelector::default()),
+        side_effects: Some("None".into()),
+        timeout_seconds: Some(10),
+        admission_review_versions: strings(&["v1"]),
+        reinvocation_policy: None,
+        match_conditions: None,
+    }
+}
+
+fn configuration(kind: WebhookKind, name: &str, webhooks: Vec<Webhook>) -> WebhookConfiguration {
+    WebhookConfiguration {
+        kind,
+        api_version: "admissionregistration.k8s.io/v1".into(),
+        name: name.into(),
+        metadata: json!({"name": name}),
+        webhooks,
+    }
+}
+
+fn hundred_labels() -> LabelSelector {
+    LabelSelector {
+        match_labels: Some(
+            (0..100)
+                .map(|i| (format!("key-{i}"), format!("value-{i}")))
+                .collect(),
+        ),
+        match_expressions: None,
+    }
+}
+
+fn hundred_rules() -> Vec<RuleWithOperations> {
+    (0..100)
+        .map(|i| RuleWithOperations {
+            operations: strings(&["*"]),
+            api_groups: Some(vec![format!("app-{i}")]),
+            api_versions: Some(vec![format!("v{i}")]),
+            resources: Some(vec![format!("resource{i}"), format!("resource{i}/scale")]),
+            scope: None,
+        })
+        .collect()
+}
+
+fn scale_request() -> Attributes {
+    Attributes {
+        operation: Operation::Create,
+        kind: GroupVersionKind::new("autoscaling", "v1", "Scale"),
+        resource: GroupVersionResource::new("apps", "v1", "deployments"),
+        sub_resource: "scale".into(),
+        namespace: "ns".into(),
+        name: "name".into(),
+        object: Some(
+            json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "name", "namespace": "ns"}}),
+        ),
+        old_object: None,
+        dry_run: false,
+        options: None,
+        user_info: UserInfo::default(),
+    }
+}
+
+fn ns_namespaces() -> Namespaces {
+    let mut n = Namespaces::default();
+    n.insert(
+        "ns",
+        BTreeMap::from([("ns".to_string(), "ns1".to_string())]),
+    );
+    n
+}
+
+fn bench_should_call_hook(
+    bencher: Bencher,
+    selector: LabelSelector,
+    rules: Option<Vec<RuleWithOperations>>,
+) {
+    let mut w = webhook("shape.example.com");
+    w.namespace_selector = Some(selector);
+    if let Some(r) = rules {
+        w.rules = Some(r);
+    }
+    let engine = Engine::new(
+        &[configuration(WebhookKind::Validating, "cfg", vec![w])],
+        EngineOptions::default(),
+    );
+    let hook = &engine.validating_hooks()[0];
+    let attrs = scale_request();
+    let namespaces = ns_namespaces();
+    bencher.bench_local(|| {
+        black_box(engine.should_call_hook(black_box(hook), black_box(&attrs), &namespaces))
+    });
+}
+
+mod should_call_hook {
+    use super::*;
+
+    #[divan::bench]
+    fn complex_selector(bencher: Bencher) {
+        bench_should_call_hook(bencher, hundred_labels(), None);
+    }
+
+    #[divan::bench]
+    fn complex_rule(bencher: Bencher) {
+        let ab = LabelSelector {
+            match_labels: Some(BTreeMap::from([("a".into(), "b".into())])),
+            match_expressions: None,
+        };
+        bench_should_call_hook(bencher, ab, Some(hundred_rules()));
+    }
+
+    #[divan::bench]
+    fn complex_selector_and_rule(bencher: Bencher) {
+        bench_should_call_hook(bencher, hundred_labels(), Some(hundred_rules()));
+    }
+}
+
+/// A Pod of about 4 KB as the apiserver would send it.
+fn pod() -> Value {
+    let containers: Vec<Value> = (0..6)
+        .map(|i| {
+            json!({
+                "name": format!("container-{i}"),
+                "image": format!("registry.example.com/team/app-{i}:v1.2.{i}"),
+                "args": ["--listen=:8080", "--log-level=info", "--metrics-addr=:9090"],
+                "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+                        {"name": "MODE", "value": "production"}],
+                "ports": [{"containerPort": 8080, "protocol": "TCP"}, {"containerPort": 9090, "protocol": "TCP"}],
+                "resources": {"limits": {"cpu": "500m", "memory": "256Mi"}, "requests": {"cpu": "100m", "memory": "128Mi"}},
+                "volumeMounts": [{"name": "config", "mountPath": "/etc/app"}],
+            })
+        })
+        .collect();
+    json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "web-7d9f8", "namespace": "shop", "creationTimestamp": null,
+                     "labels": {"app": "web", "tier": "frontend", "pod-template-hash": "7d9f8"},
+                     "annotations": {"example.com/owner": "team-web"}},
+        "spec": {"containers": containers, "volumes": [{"name": "config", "configMap": {"name": "web-config"}}],
+                 "serviceAccountName": "web", "restartPolicy": "Always", "dnsPolicy": "ClusterFirst"}
+    })
+}
+
+fn pod_request() -> Attributes {
+    Attributes {
+        operation: Operation::Create,
+        kind: GroupVersionKind::new("", "v1", "Pod"),
+        resource: GroupVersionResource::new("", "v1", "pods"),
+        sub_resource: String::new(),
+        namespace: "shop".into(),
+        name: "web-7d9f8".into(),
+        object: Some(pod()),
+        old_object: None,
+        dry_run: false,
+        options: Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"})),
+        user_info: UserInfo {
+            username: "alice".into(),
+            groups: vec!["system:authenticated".into()],
+            ..Default::default()
+        },
+    }
+}
+
+mod dispatch {
+    use super::*;
+
+    #[divan::bench]
+    fn five_mutating_three_validating(bencher: Bencher) {
+        let mutating: Vec<Webhook> = (0..5)
+            .map(|i| webhook(&format!("m{i}.example.com")))
+            .collect();
+        let validating: Vec<Webhook> = (0..3)
+            .map(|i| webhook(&format!("v{i}.example.com")))
+            .collect();
+        let engine = Engine::new(
+            &[
+                configuration(WebhookKind::Mutating, "mutate", mutating),
+                configuration(WebhookKind::Validating, "validate", validating),
+            ],
+            EngineOptions::default(),
+        );
+        let mut replies = BTreeMap::new();
+        replies.insert(
+            "m0.example.com".to_string(),
+            ScriptedReply::patch(
+                json!([{"op": "add", "path": "/metadata/labels/injected", "value": "yes"}]),
+            ),
+        );
+        replies.insert(
+            "m1.example.com".to_string(),
+            ScriptedReply::patch(json!([{"op": "add", "path": "/spec/containers/-", "value": {"name": "sidecar", "image": "proxy:1"}}])),
+        );
+        let mut replier = ScriptedReplier::new(replies);
+        let namespaces = Namespaces::default();
+        let request = pod_request();
+        bencher.bench_local(|| {
+            let mut metrics = Metrics::new();
+            let mut ids = SequentialIds::default();
+            let ctx = RequestContext {
+                namespaces: &namespaces,
+                ids: &mut ids,
+                metrics: &mut metrics,
+                deadline: Some(Duration::from_secs(60)),
+                phases: Phases::All,
+            };
+            replier.seen.clear();
+            black_box(engine.dispatch_blocking(request.clone(), ctx, &mut replier))
+        });
+    }
+}
+
+mod jsonpatch {
+    use super::*;
+
+    #[divan::bench]
+    fn decode_and_apply_sidecar(bencher: Bencher) {
+        let doc = pod();
+        let patch = br#"[{"op":"add","path":"/spec/containers/-","value":{"name":"sidecar","image":"proxy:1"}},{"op":"add","path":"/metadata/labels/injected","value":"yes"}]"#;
+        bencher.bench_local(|| {
+            let p = hookscope::jsonpatch::decode(black_box(patch)).expect("valid patch");
+            black_box(p.apply_to_value(black_box(&doc)).expect("applies"))
+        });
+    }
+}

@@ -17,7 +17,9 @@ impl KubeVersion {
 
     /// `1.minor`, if it is within the modelled range.
     pub fn new(minor: u32) -> Option<Self> {
-        (Self::OLDEST.minor..=Self::NEWEST.minor).contains(&minor).then_some(Self { minor })
+        (Self::OLDEST.minor..=Self::NEWEST.minor)
+            .contains(&minor)
+            .then_some(Self { minor })
     }
 
     /// The minor number.
@@ -60,6 +62,10 @@ impl FromStr for KubeVersion {
         if rest.is_some_and(|p| p.parse::<u32>().is_err()) || parts.next().is_some() {
             return Err(UnsupportedVersion(s.into()));
         }
-        minor.parse().ok().and_then(KubeVersion::new).ok_or_else(|| UnsupportedVersion(s.into()))
+        minor
+            .parse()
+            .ok()
+            .and_then(KubeVersion::new)
+            .ok_or_else(|| UnsupportedVersion(s.into()))
     }
 }

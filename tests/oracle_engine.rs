@@ -28,7 +28,11 @@ fn configurations() -> Vec<WebhookConfiguration> {
             let text = std::fs::read_to_string(&path).expect("fixture");
             hookscope::config::parse_documents(&text, &path)
         })
-        .map(|r| r.expect("oracle configurations load").configuration)
+        .map(|r| {
+            let mut loaded = r.expect("oracle configurations load");
+            loaded.apply_defaults();
+            loaded.configuration
+        })
         .collect()
 }
 

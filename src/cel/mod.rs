@@ -1,1 +1,658 @@
-//! (in progress)
+//! matchConditions in CEL, as kube-apiserver evaluates them for admission webhooks
+//! (`pkg/admission/plugin/webhook/matchconditions`, `pkg/admission/plugin/cel`).
+//!
+//! Expressions are parsed once by [`compile`] (cel 0.13 through `kube_cel`, optional syntax
+//! enabled, recursion limit 250) and checked statically: declared variables (`object`,
+//! `oldObject`, `request`, `namespaceObject`, `authorizer`), callable functions, the fields of
+//! the typed `request` and `namespaceObject`, and the output type, which must be `bool`
+//! (`object.spec.flag` is `dyn` and rejected, as cel-go does). [`evaluate`] binds the variables
+//! and runs the pre-compiled tree; the Kubernetes extension libraries are registered once.
+//! Field selection and `.?` selection are rewritten at compile time to internal functions,
+//! because cel 0.13 yields `false` when selecting from a non-map (cel-go: `no such key`) and
+//! errors on `.?` of a missing key (cel-go: `optional.none()`).
+//!
+//! Differences from cel-go that remain:
+//! * the static check is partial: argument types of operators and functions are not checked
+//!   (`1 == 'a'` compiles and evaluates to false; cel-go rejects it), and where a result type
+//!   is not inferred the expression is accepted;
+//! * type denotations (`int`, `type(x)`), `fieldSelector`/`labelSelector` on authorizer
+//!   checks, and functions kube-cel does not provide are undeclared;
+//! * error texts come from cel 0.13 and are mapped to cel-go's wording for the common cases
+//!   (`no such key: x`, `no such overload`, `division by zero`, ...), not for all;
+//! * cost: an evaluation costs its node count plus the nodes of every comprehension iteration
+//!   plus 350,000 per authorization check; cel-go's costs of string and list operations that
+//!   grow with their size are not modelled. The per-call limit aborts an evaluation with
+//!   cel-go's text; the per-webhook budget is left to the caller through
+//!   [`evaluation_cost_exceeded`].
+
+mod authz;
+mod check;
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::{Arc, OnceLock};
+
+use kube_cel::KubeCelExt;
+use kube_cel::cel;
+
+use cel::common::ast::{CallExpr, Expr, IdedExpr, LiteralValue, SelectExpr};
+use cel::common::types::CelString;
+use cel::extractors::Arguments;
+use cel::objects::{Opaque, OptionalValue};
+use cel::parser::{Expression, Parser};
+use cel::{ExecutionError, FunctionContext, ResolveResult, Value};
+
+pub use authz::{
+    Attributes, Authorizer, AuthzRule, Decision, ResourceAttributes, RuleDecision, Target,
+};
+
+use authz::{AuthzValue, CostCounter, Session};
+
+/// Whole-webhook cost budget shared by all its conditions (`RuntimeCELCostBudgetMatchConditions`).
+pub const MATCH_CONDITIONS_COST_BUDGET: u64 = 2_500_000;
+
+/// Cost limit of one evaluation (`PerCallLimit`).
+pub const PER_CALL_COST_LIMIT: u64 = 1_000_000;
+
+/// Error of an evaluation over [`PER_CALL_COST_LIMIT`] (cel-go's text).
+pub const PER_CALL_LIMIT_EXCEEDED: &str = "operation cancelled: actual cost limit exceeded";
+
+/// Error of the evaluator when the webhook's budget runs out (`filter.go`).
+pub const COST_BUDGET_EXHAUSTED: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
+
+/// cel-go's default parser recursion limit.
+const MAX_RECURSION_DEPTH: u16 = 250;
+
+/// cel-go's default limit on expression size, in code points.
+const MAX_EXPRESSION_CODE_POINTS: usize = 100_000;
+
+/// Stack for the recursive parser; the recursion limit keeps it far from this.
+const PARSER_STACK_BYTES: usize = 64 << 20;
+
+/// Internal function names; `@` cannot start a CEL identifier, so user text cannot call them.
+const SELECT_FN: &str = "@hs.select";
+const TICK_FN: &str = "@hs.tick";
+const OPT_SELECT_FN: &str = "@hs.optselect";
+const COST_VAR: &str = "@hs.cost";
+
+/// A compiled matchCondition expression.
+#[derive(Clone)]
+pub struct Program {
+    expr: Arc<Expression>,
+    /// Node count outside comprehension loops, the base cost of one evaluation.
+    static_cost: u64,
+    uses: Uses,
+}
+
+impl std::fmt::Debug for Program {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Program")
+            .field("static_cost", &self.static_cost)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Which variables the expression references, so that only those are converted.
+#[derive(Debug, Clone, Copy, Default)]
+struct Uses {
+    object: bool,
+    old_object: bool,
+    request: bool,
+    namespace_object: bool,
+    authorizer: bool,
+}
+
+/// Compile-time problem, rendered as upstream's validation message after
+/// `Invalid value: ...: ` (`compilation failed: ERROR: <input>:1:1: ...` or
+/// `must evaluate to bool but got string`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CompileError(pub String);
+
+/// Renders one cel-go issue with its source snippet:
+/// `ERROR: <input>:L:C: msg\n | line\n | ...^`.
+fn render_issue(source: &str, line: usize, column: usize, message: &str) -> String {
+    let mut out = format!("ERROR: <input>:{line}:{column}: {message}");
+    if let Some(text) = source.lines().nth(line.saturating_sub(1)) {
+        let pointer: String = ".".repeat(column.saturating_sub(1));
+        out.push_str(&format!("\n | {text}\n | {pointer}^"));
+    }
+    out
+}
+
+/// Position (1-based line and column) of the first occurrence of `token` as a whole word
+/// outside string literals, or 1:1.
+fn locate(source: &str, token: &str) -> (usize, usize) {
+    let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    let chars: Vec<char> = source.chars().collect();
+    let tok: Vec<char> = token.chars().collect();
+    let (mut line, mut col) = (1, 1);
+    let mut quote: Option<char> = None;
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match quote {
+            Some(q) => {
+                if c == '\\' {
+                    i += 1;
+                    col += 1;
+                } else if c == q {
+                    quote = None;
+                }
+            }
+            None if c == '\'' || c == '"' => quote = Some(c),
+            None => {
+                if !tok.is_empty()
+                    && chars[i..].starts_with(&tok)
+                    && (i == 0 || !is_word(chars[i - 1]))
+                    && chars.get(i + tok.len()).is_none_or(|n| !is_word(*n))
+                {
+                    return (line, col);
+                }
+            }
+        }
+        if c == '\n' {
+            line += 1;
+            col = 1;
+        } else {
+            col += 1;
+        }
+        i += 1;
+    }
+    (1, 1)
+}
+
+fn compilation_failed(issues: &[String]) -> CompileError {
+    CompileError(format!("compilation failed: {}", issues.join("\n")))
+}
+
+/// Parses on a thread with a large stack: the ANTLR parser recurses per nesting level.
+fn parse(expression: &str) -> Result<Expression, CompileError> {
+    let source = expression.to_string();
+    let handle = std::thread::Builder::new()
+        .stack_size(PARSER_STACK_BYTES)
+        .spawn(move || {
+            let parsed = Parser::new()
+                .enable_optional_syntax(true)
+                .max_recursion_depth(MAX_RECURSION_DEPTH)
+                .parse(&source);
+            parsed.map_err(|errors| {
+                errors
+                    .errors
+                    .iter()
+                    .map(|e| {
+                        let line = usize::try_from(e.pos.0).unwrap_or(1).max(1);
+                        let column = usize::try_from(e.pos.1).unwrap_or(0) + 1;
+                        render_issue(&source, line, column, &e.msg)
+                    })
+                    .collect::<Vec<_>>()
+            })
+        })
+        .map_err(|e| CompileError(format!("compilation failed: {e}")))?;
+    match handle.join() {
+        Ok(Ok(expr)) => Ok(expr),
+        Ok(Err(issues)) => Err(compilation_failed(&issues)),
+        Err(_) => Err(CompileError(
+            "compilation failed: ERROR: <input>:1:1: internal parser error".into(),
+        )),
+    }
+}
+
+/// Compiles a matchCondition expression as kube-apiserver validates it: it must parse, use only
+/// the declared variables and functions, and evaluate to `bool`.
+pub fn compile(expression: &str) -> Result<Program, CompileError> {
+    let code_points = expression.chars().count();
+    if code_points > MAX_EXPRESSION_CODE_POINTS {
+        return Err(compilation_failed(&[format!(
+            "ERROR: <input>:-1:0: expression code point size exceeds limit: size: {code_points}, limit {MAX_EXPRESSION_CODE_POINTS}"
+        )]));
+    }
+    let parsed = parse(expression)?;
+    if check::depth(&parsed) > usize::from(MAX_RECURSION_DEPTH) {
+        return Err(compilation_failed(&[render_issue(
+            expression,
+            1,
+            1,
+            &format!("expression recursion limit exceeded: {MAX_RECURSION_DEPTH}"),
+        )]));
+    }
+    let output = check::infer(&parsed, &mut Vec::new()).map_err(|issue| {
+        let (line, column) = locate(expression, &issue.token);
+        compilation_failed(&[render_issue(expression, line, column, &issue.message)])
+    })?;
+    if !matches!(output, check::Ty::Bool | check::Ty::Unknown) {
+        return Err(CompileError(format!(
+            "must evaluate to bool but got {}",
+            output.name()
+        )));
+    }
+    let mut uses = Uses::default();
+    collect_uses(&parsed, &mut uses);
+    let static_cost = static_cost(&parsed);
+    let expr = rewrite(parsed);
+    Ok(Program {
+        expr: Arc::new(expr),
+        static_cost,
+        uses,
+    })
+}
+
+fn collect_uses(expr: &Expression, uses: &mut Uses) {
+    let mut stack = vec![expr];
+    while let Some(e) = stack.pop() {
+        if let Expr::Ident(name) = &e.expr {
+            match name.as_str() {
+                "object" => uses.object = true,
+                "oldObject" => uses.old_object = true,
+                "request" => uses.request = true,
+                "namespaceObject" => uses.namespace_object = true,
+                "authorizer" => uses.authorizer = true,
+                _ => {}
+            }
+        }
+        stack.extend(check::children(e));
+    }
+}
+
+/// Cost of the nodes evaluated once; comprehension loops are charged per iteration at run time.
+fn static_cost(expr: &Expression) -> u64 {
+    let mut n = 0u64;
+    let mut stack = vec![expr];
+    while let Some(e) = stack.pop() {
+        n += 1;
+        match &e.expr {
+            Expr::Comprehension(c) => {
+                stack.extend([&c.iter_range, &c.accu_init, &c.result]);
+            }
+            _ => stack.extend(check::children(e)),
+        }
+    }
+    n
+}
+
+fn call(id: u64, name: &str, args: Vec<IdedExpr>) -> IdedExpr {
+    IdedExpr {
+        id,
+        expr: Expr::Call(CallExpr {
+            func_name: name.to_string(),
+            target: None,
+            args,
+        }),
+    }
+}
+
+/// Replaces field selection with [`SELECT_FN`] (cel 0.13 yields `false` when selecting from a
+/// non-map; cel-go reports `no such key`) and wraps comprehension steps in [`TICK_FN`] to charge
+/// each iteration.
+fn rewrite(expr: Expression) -> Expression {
+    let IdedExpr { id, expr } = expr;
+    let expr = match expr {
+        Expr::Select(SelectExpr {
+            operand,
+            field,
+            test: false,
+        }) => {
+            let operand = rewrite(*operand);
+            let field = IdedExpr {
+                id,
+                expr: Expr::Literal(LiteralValue::String(CelString::from(field.as_str()))),
+            };
+            return call(id, SELECT_FN, vec![operand, field]);
+        }
+        Expr::Select(mut s) => {
+            s.operand = Box::new(rewrite(*s.operand));
+            Expr::Select(s)
+        }
+        Expr::Call(mut c) if c.func_name == cel::common::ast::operators::OPT_SELECT => {
+            c.func_name = OPT_SELECT_FN.to_string();
+            c.target = c.target.map(|t| Box::new(rewrite(*t)));
+            c.args = c.args.into_iter().map(rewrite).collect();
+            Expr::Call(c)
+        }
+        Expr::Call(mut c) => {
+            c.target = c.target.map(|t| Box::new(rewrite(*t)));
+            c.args = c.args.into_iter().map(rewrite).collect();
+            Expr::Call(c)
+        }
+        Expr::Comprehension(mut c) => {
+            let per_iteration = check::node_count(&c.loop_cond) + check::node_count(&c.loop_step);
+            c.iter_range = rewrite(c.iter_range);
+            c.accu_init = rewrite(c.accu_init);
+            c.loop_cond = rewrite(c.loop_cond);
+            c.result = rewrite(c.result);
+            let step = rewrite(c.loop_step);
+            let cost = IdedExpr {
+                id,
+                expr: Expr::Literal(LiteralValue::Int(
+                    i64::try_from(per_iteration).unwrap_or(i64::MAX).into(),
+                )),
+            };
+            c.loop_step = call(id, TICK_FN, vec![step, cost]);
+            Expr::Comprehension(c)
+        }
+        Expr::List(mut l) => {
+            l.elements = l.elements.into_iter().map(rewrite).collect();
+            Expr::List(l)
+        }
+        Expr::Map(mut m) => {
+            for entry in &mut m.entries {
+                if let cel::common::ast::EntryExpr::MapEntry(e) = &mut entry.expr {
+                    e.key = rewrite(std::mem::take(&mut e.key));
+                    e.value = rewrite(std::mem::take(&mut e.value));
+                }
+            }
+            Expr::Map(m)
+        }
+        other => other,
+    };
+    IdedExpr { id, expr }
+}
+
+/// The per-evaluation cost counter, bound as an opaque variable.
+#[derive(Debug, Clone)]
+struct CostHandle(Arc<CostCounter>);
+
+impl PartialEq for CostHandle {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for CostHandle {}
+
+impl Opaque for CostHandle {
+    fn runtime_type_name(&self) -> &str {
+        "hookscope.cost"
+    }
+}
+
+fn no_such_key(field: &str) -> ExecutionError {
+    ExecutionError::NoSuchKey(Arc::new(field.to_string()))
+}
+
+/// Field selection with cel-go's semantics on unstructured data.
+fn select_fn(Arguments(args): Arguments) -> ResolveResult {
+    let field = match args.get(1) {
+        Some(Value::String(f)) => f.clone(),
+        _ => return Err(ExecutionError::NoSuchOverload),
+    };
+    match args.first() {
+        Some(Value::Map(m)) => m
+            .get(&cel::objects::Key::String(field.clone()))
+            .cloned()
+            .ok_or_else(|| no_such_key(&field)),
+        Some(Value::Opaque(o)) => o
+            .downcast_ref::<AuthzValue>()
+            .and_then(|v| authz::select(v, &field))
+            .ok_or_else(|| no_such_key(&field)),
+        _ => Err(no_such_key(&field)),
+    }
+}
+
+/// `x.?f` (cel 0.13 reports a missing key instead of yielding `optional.none()`).
+fn opt_select_fn(Arguments(args): Arguments) -> ResolveResult {
+    let none = || Value::Opaque(Arc::new(OptionalValue::none()));
+    let field = match args.get(1) {
+        Some(Value::String(f)) => f.clone(),
+        _ => return Err(ExecutionError::NoSuchOverload),
+    };
+    let operand = match args.first() {
+        Some(Value::Opaque(o)) if o.runtime_type_name() == "optional_type" => {
+            match o
+                .downcast_ref::<OptionalValue>()
+                .and_then(OptionalValue::value)
+            {
+                Some(v) => v.clone(),
+                None => return Ok(none()),
+            }
+        }
+        Some(v) => v.clone(),
+        None => return Err(ExecutionError::NoSuchOverload),
+    };
+    Ok(
+        match select_fn(Arguments(Arc::new(vec![operand, Value::String(field)]))) {
+            Ok(v) => Value::Opaque(Arc::new(OptionalValue::of(v))),
+            Err(_) => none(),
+        },
+    )
+}
+
+/// Charges one comprehension iteration and passes its step value through.
+fn tick_fn(ftx: &FunctionContext, Arguments(args): Arguments) -> ResolveResult {
+    let cost = match args.get(1) {
+        Some(Value::Int(n)) => u64::try_from(*n).unwrap_or(0),
+        _ => 0,
+    };
+    if let Some(var) = ftx.ptx.get_variable(COST_VAR) {
+        let value: Value = var.as_ref().try_into()?;
+        if let Value::Opaque(o) = value
+            && let Some(handle) = o.downcast_ref::<CostHandle>()
+            && handle.0.add(cost) > PER_CALL_COST_LIMIT
+        {
+            return Err(ftx.error(PER_CALL_LIMIT_EXCEEDED));
+        }
+    }
+    args.first().cloned().ok_or(ExecutionError::NoSuchOverload)
+}
+
+fn identity(Arguments(args): Arguments) -> ResolveResult {
+    match args.as_slice() {
+        [v] => Ok(v.clone()),
+        _ => Err(ExecutionError::invalid_argument_count(1, args.len())),
+    }
+}
+
+/// The root context: standard functions, Kubernetes libraries and the authorizer library.
+fn root() -> &'static cel::Context<'static> {
+    static ROOT: OnceLock<cel::Context<'static>> = OnceLock::new();
+    ROOT.get_or_init(|| {
+        let mut ctx = cel::Context::default().with_all();
+        authz::register(&mut ctx);
+        ctx.add_function(SELECT_FN, select_fn);
+        ctx.add_function(TICK_FN, tick_fn);
+        ctx.add_function(OPT_SELECT_FN, opt_select_fn);
+        ctx.add_function("dyn", identity);
+        ctx
+    })
+}
+
+/// Variables for one evaluation.
+pub struct Activation<'a> {
+    /// New object; JSON null when absent (DELETE).
+    pub object: &'a serde_json::Value,
+    /// Old object; JSON null when absent (CREATE, CONNECT).
+    pub old_object: &'a serde_json::Value,
+    /// The CEL `request` object (`kind`, `resource`, `subResource`, `requestKind`,
+    /// `requestResource`, `requestSubResource`, `name`, `namespace`, `operation`, `userInfo`,
+    /// `dryRun`, `options`). `authorizer.requestResource` checks `resource.group`,
+    /// `resource.resource`, `subResource`, `namespace` and `name` from it.
+    pub request: &'a serde_json::Value,
+    /// The authorizer stub answering `authorizer` checks.
+    pub authorizer: &'a Authorizer,
+    /// The request's user, for authorizer checks.
+    pub user: &'a crate::api::UserInfo,
+}
+
+/// Renders a cel 0.13 error with cel-go's wording where the cases correspond.
+fn error_text(err: &ExecutionError) -> String {
+    match err {
+        ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
+        ExecutionError::NoSuchOverload => "no such overload".into(),
+        ExecutionError::UndeclaredReference(n) => format!("no such attribute(s): {n}"),
+        ExecutionError::FunctionError { message, .. } => message.clone(),
+        ExecutionError::DivisionByZero(_) => "division by zero".into(),
+        ExecutionError::RemainderByZero(_) => "modulus by zero".into(),
+        ExecutionError::Overflow(..) => "integer overflow".into(),
+        ExecutionError::IndexOutOfBounds(i) => match i {
+            Value::Int(i) => format!("index out of bounds: {i}"),
+            Value::UInt(i) => format!("index out of bounds: {i}"),
+            other => format!("index out of bounds: {other:?}"),
+        },
+        other => other.to_string(),
+    }
+}
+
+fn string_at<'v>(v: &'v serde_json::Value, path: &[&str]) -> &'v str {
+    path.iter()
+        .try_fold(v, |v, k| v.get(k))
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or_default()
+}
+
+/// The outcome of one evaluation and what it cost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Evaluation {
+    /// `Ok(bool)` or the CEL error text.
+    pub result: Result<bool, String>,
+    /// Approximate cel-go actual cost (see the module documentation).
+    pub cost: u64,
+}
+
+/// Whether an evaluation of `cost` overruns what remains of the webhook's budget; the caller
+/// then stops evaluating and reports [`COST_BUDGET_EXHAUSTED`] (`filter.go` checks this before
+/// looking at the evaluation's own error).
+pub fn evaluation_cost_exceeded(remaining_budget: u64, cost: u64) -> bool {
+    cost > remaining_budget
+}
+
+/// Evaluates to a bool; `Err` is the CEL error text (the engine wraps it as
+/// `expression '<expr>' resulted in error: <text>`).
+pub fn evaluate(program: &Program, activation: &Activation<'_>) -> Result<bool, String> {
+    evaluate_with_cost(program, activation).result
+}
+
+/// [`evaluate`], also reporting the cost.
+pub fn evaluate_with_cost(program: &Program, activation: &Activation<'_>) -> Evaluation {
+    let counter = Arc::new(CostCounter::default());
+    let mut ctx = root().new_inner_scope();
+    let bind = |ctx: &mut cel::Context<'_>, name: &str, used: bool, v: &serde_json::Value| {
+        if used {
+            cel::to_value(v)
+                .map(|value| ctx.add_variable_from_value(name, value))
+                .map_err(|e| e.to_string())
+        } else {
+            Ok(())
+        }
+    };
+    let u = program.uses;
+    let bound = bind(&mut ctx, "object", u.object, activation.object)
+        .and_then(|()| bind(&mut ctx, "oldObject", u.old_object, activation.old_object))
+        .and_then(|()| bind(&mut ctx, "request", u.request, activation.request));
+    if let Err(e) = bound {
+        return Evaluation {
+            result: Err(e),
+            cost: 0,
+        };
+    }
+    if u.namespace_object {
+        ctx.add_variable_from_value("namespaceObject", Value::Null);
+    }
+    if u.authorizer {
+        let r = activation.request;
+        let session = Session {
+            authorizer: Arc::new(activation.authorizer.clone()),
+            user: activation.user.username.as_str().into(),
+            cost: counter.clone(),
+            request_resource: Arc::new(ResourceAttributes {
+                group: string_at(r, &["resource", "group"]).into(),
+                resource: string_at(r, &["resource", "resource"]).into(),
+                subresource: string_at(r, &["subResource"]).into(),
+                namespace: string_at(r, &["namespace"]).into(),
+                name: string_at(r, &["name"]).into(),
+            }),
+        };
+        ctx.add_variable_from_value("authorizer", AuthzValue::Authorizer(session).into_value());
+    }
+    ctx.add_variable_from_value(
+        COST_VAR,
+        Value::Opaque(Arc::new(CostHandle(counter.clone()))),
+    );
+    let outcome = catch_unwind(AssertUnwindSafe(|| Value::resolve(&program.expr, &ctx)));
+    let cost = program.static_cost.saturating_add(counter.get());
+    let result = if cost > PER_CALL_COST_LIMIT {
+        Err(PER_CALL_LIMIT_EXCEEDED.to_string())
+    } else {
+        match outcome {
+            Ok(Ok(Value::Bool(b))) => Ok(b),
+            Ok(Ok(other)) => Err(format!(
+                "expression must evaluate to bool, got {}",
+                other.type_of()
+            )),
+            Ok(Err(e)) => Err(error_text(&e)),
+            Err(_) => Err("internal error evaluating expression".into()),
+        }
+    };
+    Evaluation { result, cost }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn eval(expr: &str, object: serde_json::Value) -> Result<bool, String> {
+        let program = compile(expr).map_err(|e| e.0)?;
+        let user = crate::api::UserInfo::default();
+        let request = json!({"operation": "CREATE", "userInfo": {"username": "alice"}});
+        evaluate(
+            &program,
+            &Activation {
+                object: &object,
+                old_object: &serde_json::Value::Null,
+                request: &request,
+                authorizer: &Authorizer::default(),
+                user: &user,
+            },
+        )
+    }
+
+    #[test]
+    fn locate_skips_strings() {
+        assert_eq!(locate("'foo' == foo", "foo"), (1, 10));
+        assert_eq!(locate("a\n  foo", "foo"), (2, 3));
+        assert_eq!(locate("x", "nope"), (1, 1));
+    }
+
+    #[test]
+    fn select_on_null_is_no_such_key() {
+        assert_eq!(
+            eval("object.metadata.name == 'x'", serde_json::Value::Null),
+            Err("no such key: metadata".into())
+        );
+    }
+
+    #[test]
+    fn comprehension_iterations_are_charged() {
+        let program = compile("object.items.all(i, i > 0)").unwrap();
+        let object = json!({"items": (1..=100).collect::<Vec<_>>()});
+        let user = crate::api::UserInfo::default();
+        let ev = evaluate_with_cost(
+            &program,
+            &Activation {
+                object: &object,
+                old_object: &serde_json::Value::Null,
+                request: &serde_json::Value::Null,
+                authorizer: &Authorizer::default(),
+                user: &user,
+            },
+        );
+        assert_eq!(ev.result, Ok(true));
+        assert!(ev.cost > 100 + program.static_cost, "{}", ev.cost);
+    }
+
+    #[test]
+    fn static_types() {
+        use check::Ty;
+        let ty = |e: &str| check::infer(&parse(e).unwrap(), &mut Vec::new());
+        assert_eq!(
+            ty("request.userInfo.groups"),
+            Ok(Ty::List(Box::new(Ty::String)))
+        );
+        assert_eq!(
+            ty("[1, 2].map(x, x * 2)").map(|t| t.name()),
+            Ok("list(int)".into())
+        );
+        assert_eq!(ty("{'a': true}['a']"), Ok(Ty::Bool));
+        assert_eq!(ty("object.x ? 1 : 'a'"), Ok(Ty::Dyn));
+    }
+}

@@ -27,7 +27,7 @@ pub fn run(args: &Args, _version: KubeVersion) -> Result<ExitCode, String> {
     let mut count = 0;
     for loaded in config::load_paths(&args.webhooks) {
         count += 1;
-        let loaded = match loaded {
+        let mut loaded = match loaded {
             Ok(l) => l,
             Err(e) => {
                 failed = true;
@@ -35,6 +35,7 @@ pub fn run(args: &Args, _version: KubeVersion) -> Result<ExitCode, String> {
                 continue;
             }
         };
+        loaded.apply_defaults();
         let cfg = &loaded.configuration;
         let errors = config::validate(cfg, None);
         let lints = config::lint(cfg);

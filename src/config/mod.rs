@@ -1,1 +1,174 @@
-//! (in progress)
+//! Reading, defaulting and validating Mutating/ValidatingWebhookConfigurations
+//! (`admissionregistration.k8s.io/v1` and `v1beta1`), as kube-apiserver does on create and update.
+//!
+//! * [`parse_documents`] / [`load_paths`]: YAML or JSON, multi-document streams and `*List`
+//!   objects; every document yields a configuration or a [`LoadError`] naming file, document and
+//!   field. Fields the API does not know are kept in [`LoadedConfiguration::unknown_fields`]
+//!   (upstream drops them silently on a non-strict decode; hookscope reports them as notes).
+//! * [`apply_defaults`]: the defaults of the configuration's version.
+//! * [`validate`]: every error of `pkg/apis/admissionregistration/validation`, with upstream's
+//!   field paths and texts, on create or (with the old object) on update.
+//! * [`lint`]: best-practice warnings from the Dynamic Admission Control documentation.
+
+use std::fmt;
+
+mod defaults;
+mod lint;
+mod load;
+mod url;
+mod validate;
+pub mod validation;
+
+pub use defaults::apply_defaults;
+pub use lint::{Lint, lint};
+pub use load::{GROUP, V1, V1BETA1, load_paths, parse_documents};
+pub use validate::{FieldError, validate};
+
+/// Where one document came from, for error messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    /// File name as given (`<stdin>` or similar for text not read from a file).
+    pub file: String,
+    /// 0-based index of the object in the file (displayed 1-based): each YAML document, and each item of a `*List`,
+    /// counts as one.
+    pub document: usize,
+    /// 1-based line where the YAML document starts.
+    pub line: Option<usize>,
+}
+
+impl fmt::Display for Source {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: document {}", self.file, self.document + 1)?;
+        if let Some(line) = self.line {
+            write!(f, " (starting at line {line})")?;
+        }
+        Ok(())
+    }
+}
+
+/// A configuration with where it came from and what defaulting did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedConfiguration {
+    /// Where it was read.
+    pub source: Source,
+    /// The configuration as written (defaults are applied by [`apply_defaults`]).
+    pub configuration: crate::api::WebhookConfiguration,
+    /// Defaults applied, e.g. `webhooks[0].failurePolicy: Fail`; empty until [`apply_defaults`]
+    /// has been run and its result stored here.
+    pub defaulted: Vec<String>,
+    /// Field paths that the API does not know (e.g. `webhooks[0].timeoutSecond`); the apiserver
+    /// ignores them, which usually hides a typo.
+    pub unknown_fields: Vec<String>,
+}
+
+impl LoadedConfiguration {
+    /// Applies the defaults of the configuration's version and records them in `defaulted`.
+    pub fn apply_defaults(&mut self) {
+        let applied = apply_defaults(&mut self.configuration);
+        self.defaulted.extend(applied);
+    }
+}
+
+fn item_note(item: &Option<usize>) -> String {
+    item.map(|i| format!(", List item {}", i + 1))
+        .unwrap_or_default()
+}
+
+/// Why a document could not be read as a webhook configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LoadError {
+    /// The file or folder could not be read.
+    #[error("{file}: {message}")]
+    Io {
+        /// The path.
+        file: String,
+        /// The operating system's message.
+        message: String,
+    },
+    /// The text is not valid YAML/JSON.
+    #[error("{at}: YAML syntax error at line {line}, column {column}: {message}")]
+    Syntax {
+        /// The document.
+        at: Source,
+        /// 1-based line in the file.
+        line: usize,
+        /// 1-based column.
+        column: usize,
+        /// The parser's message.
+        message: String,
+    },
+    /// The document is not a mapping.
+    #[error("{at}: expected a Kubernetes object (a mapping), found {found}")]
+    NotAnObject {
+        /// The document.
+        at: Source,
+        /// What was found.
+        found: String,
+    },
+    /// A kind of the removed `admissionregistration.k8s.io/v1alpha1` API.
+    #[error(
+        "{at}{}: kind {kind} ({api_version}) is no longer served: {}",
+        item_note(item),
+        removed_advice(kind)
+    )]
+    Removed {
+        /// The document.
+        at: Source,
+        /// Index in the enclosing List, if any.
+        item: Option<usize>,
+        /// The kind.
+        kind: String,
+        /// The apiVersion as written.
+        api_version: String,
+    },
+    /// Neither a Mutating- nor a ValidatingWebhookConfiguration.
+    #[error(
+        "{at}{}: kind {kind:?} (apiVersion {api_version:?}) is not a MutatingWebhookConfiguration or ValidatingWebhookConfiguration",
+        item_note(item)
+    )]
+    UnknownKind {
+        /// The document.
+        at: Source,
+        /// Index in the enclosing List, if any.
+        item: Option<usize>,
+        /// The kind as written (empty when missing).
+        kind: String,
+        /// The apiVersion as written.
+        api_version: String,
+    },
+    /// A webhook configuration kind under an apiVersion other than v1 and v1beta1.
+    #[error(
+        "{at}{}: {kind} is not served as apiVersion {api_version:?}; use admissionregistration.k8s.io/v1 (or admissionregistration.k8s.io/v1beta1, served until Kubernetes 1.21)",
+        item_note(item)
+    )]
+    UnsupportedVersion {
+        /// The document.
+        at: Source,
+        /// Index in the enclosing List, if any.
+        item: Option<usize>,
+        /// The kind.
+        kind: String,
+        /// The apiVersion as written.
+        api_version: String,
+    },
+    /// A field holds a value of the wrong type.
+    #[error("{at}{}: {field}: {message}", item_note(item))]
+    FieldType {
+        /// The document.
+        at: Source,
+        /// Index in the enclosing List, if any.
+        item: Option<usize>,
+        /// JSON path of the field, e.g. `webhooks[1].timeoutSeconds`.
+        field: String,
+        /// What was expected and found.
+        message: String,
+    },
+}
+
+fn removed_advice(kind: &str) -> &'static str {
+    if kind == "ExternalAdmissionHookConfiguration" {
+        "ExternalAdmissionHookConfiguration (admissionregistration.k8s.io/v1alpha1, alpha in Kubernetes 1.7 and 1.8) was removed in Kubernetes 1.9 and replaced by MutatingWebhookConfiguration and ValidatingWebhookConfiguration; the rest of admissionregistration.k8s.io/v1alpha1 was removed in Kubernetes 1.14. Rewrite it as an admissionregistration.k8s.io/v1 MutatingWebhookConfiguration or ValidatingWebhookConfiguration (its externalAdmissionHooks become webhooks, and v1 requires sideEffects and admissionReviewVersions)"
+    } else {
+        "InitializerConfiguration (admissionregistration.k8s.io/v1alpha1) was removed in Kubernetes 1.14 together with initializers; use an admissionregistration.k8s.io/v1 MutatingWebhookConfiguration instead"
+    }
+}

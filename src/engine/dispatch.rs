@@ -335,8 +335,13 @@ impl<'e, 'c> Run<'e, 'c> {
         let (timeout, timeout_secs) = self.call_timeout(hook);
         let endpoint = super::endpoint::endpoint(&hook.webhook.client_config, timeout_secs)
             .map_err(|e| {
+                // Upstream's client builder returns its own ErrCallingWebhook, which the
+                // dispatcher wraps again.
                 CallError::Calling(CallingError {
-                    reason: format!("could not get REST client: {e}"),
+                    reason: format!(
+                        "could not get REST client: failed calling webhook {}: {e}",
+                        go_quote(&hook.webhook.name)
+                    ),
                     status: status::internal_error(&e),
                     canceled: false,
                 })
@@ -779,14 +784,7 @@ impl<'e, 'c> Run<'e, 'c> {
         };
         let changed = !semantic_eq(&versioned, &patched);
         let patch_json = patch.to_go_json();
-        let mut value = String::with_capacity(patch_json.len() + 96);
-        value.push_str("{\"configuration\":");
-        go_json_string(&mut value, &hook.configuration);
-        value.push_str(",\"webhook\":");
-        go_json_string(&mut value, &hook.webhook.name);
-        value.push_str(",\"patch\":");
-        value.push_str(&patch_json);
-        value.push_str(",\"patchType\":\"JSONPatch\"}");
+        let value = patch_annotation_value(&hook.configuration, &hook.webhook.name, &patch_json);
         self.annotate(
             format!(
                 "patch.webhook.admission.k8s.io/round_{}_index_{}",
@@ -1023,6 +1021,21 @@ pub fn mutation_annotation_value(configuration: &str, webhook: &str, mutated: bo
         ",\"mutated\":false}"
     });
     s
+}
+
+/// `{"configuration":"<cfg>","webhook":"<name>","patch":<patch>,"patchType":"JSONPatch"}`, as Go
+/// marshals it; `patch_json` is the decoded patch re-marshalled
+/// ([`crate::jsonpatch::Patch::to_go_json`]).
+pub fn patch_annotation_value(configuration: &str, webhook: &str, patch_json: &str) -> String {
+    let mut value = String::with_capacity(patch_json.len() + 96);
+    value.push_str("{\"configuration\":");
+    go_json_string(&mut value, configuration);
+    value.push_str(",\"webhook\":");
+    go_json_string(&mut value, webhook);
+    value.push_str(",\"patch\":");
+    value.push_str(patch_json);
+    value.push_str(",\"patchType\":\"JSONPatch\"}");
+    value
 }
 
 /// Semantic equality as the apiserver uses it to decide whether a patch changed the object:

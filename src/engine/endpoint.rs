@@ -30,7 +30,7 @@ pub fn endpoint(cfg: &WebhookClientConfig, timeout_secs: u64) -> Result<Endpoint
     let Some(url) = &cfg.url else {
         return Err("webhook configuration must have either service or URL".into());
     };
-    let parsed = parse_url(url)?;
+    let parsed = parse_url(url).map_err(|e| format!("Unparsable URL: {e}"))?;
     let port = parsed.port.unwrap_or(443);
     let host_port = match parsed.port {
         Some(p) => format!("{}:{p}", parsed.host_with_brackets()),

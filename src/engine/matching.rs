@@ -10,7 +10,7 @@ use super::attributes::{Attributes, NamespaceLookup, NamespaceSource};
 use super::hooks::Hook;
 use super::status;
 use crate::api::{
-    GroupResource, GroupVersionKind, GroupVersionResource, RuleWithOperations, Status, WebhookKind,
+    GroupResource, GroupVersionKind, GroupVersionResource, RuleWithOperations, Status,
 };
 use crate::cel;
 use crate::registry::ResourceRegistry;
@@ -567,9 +567,18 @@ fn evaluate_conditions(
     };
     let mut first_false = None;
     let mut errors: Vec<String> = Vec::new();
+    let mut budget = cel::MATCH_CONDITIONS_COST_BUDGET;
     for c in &hook.conditions {
         let result = match &c.program {
-            Ok(p) => cel::evaluate(p, &activation),
+            Ok(p) => {
+                let evaluation = cel::evaluate_with_cost(p, &activation);
+                if cel::evaluation_cost_exceeded(budget, evaluation.cost) {
+                    stats.evaluated_not_all_true = true;
+                    return ConditionResult::Error(cel::COST_BUDGET_EXHAUSTED.to_string());
+                }
+                budget -= evaluation.cost;
+                evaluation.result
+            }
             Err(e) => Err(e.clone()),
         };
         match result {

@@ -7,6 +7,10 @@
 //! status, the final object, audit annotations, warnings, per-call records and the [`trace`].
 //! Metrics accumulate in a [`crate::metrics::Metrics`] the caller owns.
 
+// A denial is the normal result of a dispatch, carried as a `Status` the client receives; boxing
+// it would only move the allocation.
+#![allow(clippy::result_large_err)]
+
 pub mod attributes;
 pub mod audit;
 pub mod call;
@@ -31,7 +35,7 @@ pub use audit::{AuditAnnotation, AuditLevel};
 pub use call::{
     Endpoint, Replier, Reply, ReplyOutcome, TransportError, TransportErrorKind, WebhookCall,
 };
-pub use dispatch::{mutation_annotation_value, semantic_eq};
+pub use dispatch::{mutation_annotation_value, patch_annotation_value, semantic_eq};
 pub use hooks::Hook;
 pub use matching::{Decision, Invocation, SkipReason};
 pub use trace::{HookRef, Step, StepKind};

@@ -1,0 +1,440 @@
+//! Go string semantics: `encoding/json` string decoding and encoding, `json.Compact`, `strconv.Quote`
+//! and `strconv.Atoi`.
+
+use std::borrow::Cow;
+
+const HEX: &[u8; 16] = b"0123456789abcdef";
+
+/// Appends `s` to `out`, replacing each byte of an invalid UTF-8 sequence with U+FFFD as Go does.
+fn push_lossy(out: &mut String, mut s: &[u8]) {
+    loop {
+        match std::str::from_utf8(s) {
+            Ok(v) => {
+                out.push_str(v);
+                return;
+            }
+            Err(e) => {
+                let (valid, rest) = s.split_at(e.valid_up_to());
+                if let Ok(v) = std::str::from_utf8(valid) {
+                    out.push_str(v);
+                }
+                let bad = e.error_len().unwrap_or(rest.len()).min(rest.len());
+                for _ in 0..bad {
+                    out.push('\u{FFFD}');
+                }
+                s = rest.get(bad..).unwrap_or_default();
+            }
+        }
+    }
+}
+
+/// `s` as a string, each byte of an invalid UTF-8 sequence replaced with U+FFFD (Go's rule).
+pub(crate) fn lossy(s: &[u8]) -> String {
+    let mut out = String::with_capacity(s.len());
+    push_lossy(&mut out, s);
+    out
+}
+
+fn hex4(b: &[u8]) -> Option<u32> {
+    let h = std::str::from_utf8(b.get(..4)?).ok()?;
+    u32::from_str_radix(h, 16).ok()
+}
+
+/// Decodes a valid JSON string literal (quotes included) as Go's `encoding/json` does: invalid
+/// UTF-8 bytes and unpaired surrogate escapes become U+FFFD.
+pub(crate) fn unquote(raw: &[u8]) -> Cow<'_, str> {
+    let inner = raw.get(1..raw.len().saturating_sub(1)).unwrap_or_default();
+    if !inner.contains(&b'\\')
+        && let Ok(s) = std::str::from_utf8(inner)
+    {
+        return Cow::Borrowed(s);
+    }
+    let mut out = String::with_capacity(inner.len());
+    let mut rest = inner;
+    while let Some(pos) = rest.iter().position(|&c| c == b'\\') {
+        push_lossy(&mut out, rest.get(..pos).unwrap_or_default());
+        rest = rest.get(pos..).unwrap_or_default();
+        let esc = rest.get(1).copied().unwrap_or(b'\\');
+        let mut used = 2;
+        match esc {
+            b'b' => out.push('\u{8}'),
+            b'f' => out.push('\u{c}'),
+            b'n' => out.push('\n'),
+            b'r' => out.push('\r'),
+            b't' => out.push('\t'),
+            b'u' => {
+                used = 6;
+                let r = rest.get(2..).and_then(hex4).unwrap_or(0xFFFD);
+                let ch = if (0xD800..0xE000).contains(&r) {
+                    let lo = match (rest.get(6), rest.get(7)) {
+                        (Some(b'\\'), Some(b'u')) => rest.get(8..).and_then(hex4),
+                        _ => None,
+                    };
+                    match lo {
+                        Some(lo)
+                            if (0xD800..0xDC00).contains(&r) && (0xDC00..0xE000).contains(&lo) =>
+                        {
+                            used = 12;
+                            char::from_u32(0x10000 + ((r - 0xD800) << 10) + (lo - 0xDC00))
+                        }
+                        _ => None,
+                    }
+                } else {
+                    char::from_u32(r)
+                };
+                out.push(ch.unwrap_or('\u{FFFD}'));
+            }
+            other => out.push(char::from(other)),
+        }
+        rest = rest.get(used..).unwrap_or_default();
+    }
+    push_lossy(&mut out, rest);
+    Cow::Owned(out)
+}
+
+/// Appends `s` as a JSON string the way Go's `json.Marshal` does (HTML-safe escaping).
+pub(crate) fn append_string(out: &mut Vec<u8>, s: &str) {
+    out.push(b'"');
+    let b = s.as_bytes();
+    let mut start = 0;
+    for (i, &c) in b.iter().enumerate() {
+        let esc: &[u8] = match c {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            0x08 => b"\\b",
+            0x0c => b"\\f",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0..=0x1f | b'<' | b'>' | b'&' => &[],
+            0xE2 if b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xA8 | 0xA9)) => &[],
+            _ => continue,
+        };
+        out.extend_from_slice(b.get(start..i).unwrap_or_default());
+        if !esc.is_empty() {
+            out.extend_from_slice(esc);
+            start = i + 1;
+        } else if c == 0xE2 {
+            let last = b.get(i + 2).copied().unwrap_or(0xA8);
+            out.extend_from_slice(b"\\u202");
+            out.push(HEX[usize::from(last & 0xF)]);
+            start = i + 3;
+        } else {
+            out.extend_from_slice(b"\\u00");
+            out.push(HEX[usize::from(c >> 4)]);
+            out.push(HEX[usize::from(c & 0xF)]);
+            start = i + 1;
+        }
+    }
+    out.extend_from_slice(b.get(start..).unwrap_or_default());
+    out.push(b'"');
+}
+
+const fn table(bytes: &[u8], controls: bool) -> [bool; 256] {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < bytes.len() {
+        t[bytes[i] as usize] = true;
+        i += 1;
+    }
+    if controls {
+        let mut c = 0;
+        while c < 0x20 {
+            t[c] = true;
+            c += 1;
+        }
+    }
+    t
+}
+
+/// Bytes `compact` must look at outside strings, inside strings, and inside strings when escaping.
+static OUTSIDE: [bool; 256] = table(b"\" \t\r\n", false);
+static IN_STR: [bool; 256] = table(b"\"\\", false);
+static IN_STR_HTML: [bool; 256] = table(b"\"\\<>&\xE2", false);
+
+/// Go's `json.Compact` (when `escape_html` is false) or the compaction `json.Marshal` applies to
+/// `json.RawMessage` values (when true: `<`, `>`, `&`, U+2028 and U+2029 become `\u` escapes).
+/// `src` must be valid JSON.
+pub(crate) fn compact(out: &mut Vec<u8>, src: &[u8], escape_html: bool) {
+    out.reserve(src.len());
+    let in_table = if escape_html { &IN_STR_HTML } else { &IN_STR };
+    let mut start = 0;
+    let mut in_str = false;
+    let mut i = 0;
+    loop {
+        let t = if in_str { in_table } else { &OUTSIDE };
+        let rest = src.get(i..).unwrap_or_default();
+        let Some(p) = rest.iter().position(|&c| t[usize::from(c)]) else {
+            break;
+        };
+        i += p;
+        let c = rest.get(p).copied().unwrap_or(b' ');
+        if in_str {
+            match c {
+                b'\\' => {
+                    i += 2;
+                    continue;
+                }
+                b'"' => in_str = false,
+                b'<' | b'>' | b'&' => {
+                    out.extend_from_slice(src.get(start..i).unwrap_or_default());
+                    out.extend_from_slice(b"\\u00");
+                    out.push(HEX[usize::from(c >> 4)]);
+                    out.push(HEX[usize::from(c & 0xF)]);
+                    start = i + 1;
+                }
+                _ => {
+                    if src.get(i + 1) == Some(&0x80) && matches!(src.get(i + 2), Some(0xA8 | 0xA9))
+                    {
+                        out.extend_from_slice(src.get(start..i).unwrap_or_default());
+                        out.extend_from_slice(b"\\u202");
+                        let last = src.get(i + 2).copied().unwrap_or(0xA8);
+                        out.push(HEX[usize::from(last & 0xF)]);
+                        i += 3;
+                        start = i;
+                        continue;
+                    }
+                }
+            }
+        } else if c == b'"' {
+            in_str = true;
+        } else {
+            out.extend_from_slice(src.get(start..i).unwrap_or_default());
+            start = i + 1;
+        }
+        i += 1;
+    }
+    out.extend_from_slice(src.get(start..).unwrap_or_default());
+}
+
+/// RFC 6901 unescaping as evanphx does it (`~1` → `/`, then `~0` → `~`, left to right).
+pub(crate) fn decode_key(k: &str) -> Cow<'_, str> {
+    if !k.contains('~') {
+        return Cow::Borrowed(k);
+    }
+    let mut out = String::with_capacity(k.len());
+    let mut chars = k.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '~' {
+            match chars.peek() {
+                Some('1') => {
+                    chars.next();
+                    out.push('/');
+                    continue;
+                }
+                Some('0') => {
+                    chars.next();
+                    out.push('~');
+                    continue;
+                }
+                _ => {}
+            }
+        }
+        out.push(c);
+    }
+    Cow::Owned(out)
+}
+
+/// Whether Go's `strconv.IsPrint` holds. Approximation: Rust has no general-category table, so
+/// control, separator, private-use and the common format (Cf) characters are treated as
+/// non-printable and every other character (including unassigned ones) as printable.
+fn is_print(c: char) -> bool {
+    let u = u32::from(c);
+    if c == ' ' {
+        return true;
+    }
+    !(c.is_control()
+        || c.is_whitespace()
+        || matches!(u,
+            0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x890..=0x891 | 0x8E2 | 0x180E
+            | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2064 | 0x2066..=0x206F
+            | 0xE000..=0xF8FF | 0xFEFF | 0xFFF9..=0xFFFB | 0x110BD | 0x110CD
+            | 0x1BCA0..=0x1BCA3 | 0x1D173..=0x1D17A | 0xE0001 | 0xE0020..=0xE007F
+            | 0xF0000..=0x10FFFF))
+}
+
+/// Appends one rune the way `strconv.Quote` writes it inside the quotes.
+pub(crate) fn push_quoted_rune(out: &mut String, c: char) {
+    match c {
+        '\u{7}' => out.push_str(r"\a"),
+        '\u{8}' => out.push_str(r"\b"),
+        '\u{c}' => out.push_str(r"\f"),
+        '\n' => out.push_str(r"\n"),
+        '\r' => out.push_str(r"\r"),
+        '\t' => out.push_str(r"\t"),
+        '\u{b}' => out.push_str(r"\v"),
+        '\\' | '"' => {
+            out.push('\\');
+            out.push(c);
+        }
+        _ if is_print(c) => out.push(c),
+        _ => {
+            let u = u32::from(c);
+            if u < 0x20 || u == 0x7f {
+                out.push_str(&format!("\\x{u:02x}"));
+            } else if u < 0x10000 {
+                out.push_str(&format!("\\u{u:04x}"));
+            } else {
+                out.push_str(&format!("\\U{u:08x}"));
+            }
+        }
+    }
+}
+
+/// Go's `strconv.Quote`.
+pub(crate) fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        push_quoted_rune(&mut out, c);
+    }
+    out.push('"');
+    out
+}
+
+/// Go's `strconv.Atoi` on a 64-bit platform, with its error text.
+pub(crate) fn atoi(s: &str) -> Result<i64, String> {
+    let syntax = || format!("strconv.Atoi: parsing {}: invalid syntax", quote(s));
+    let range = || format!("strconv.Atoi: parsing {}: value out of range", quote(s));
+    let b = s.as_bytes();
+    let (neg, digits) = match b.first() {
+        Some(b'-') => (true, b.get(1..).unwrap_or_default()),
+        Some(b'+') => (false, b.get(1..).unwrap_or_default()),
+        _ => (false, b),
+    };
+    if digits.is_empty() {
+        return Err(syntax());
+    }
+    let mut n: u64 = 0;
+    for &c in digits {
+        if !c.is_ascii_digit() {
+            return Err(syntax());
+        }
+        n = match n
+            .checked_mul(10)
+            .and_then(|n| n.checked_add(u64::from(c - b'0')))
+        {
+            Some(n) => n,
+            None => return Err(range()),
+        };
+    }
+    if neg {
+        if n > 1u64 << 63 {
+            return Err(range());
+        }
+        Ok(0i64.wrapping_sub_unsigned(n))
+    } else {
+        i64::try_from(n).map_err(|_| range())
+    }
+}
+
+/// Formats a float as Go's `encoding/json` does for `float64`.
+pub(crate) fn push_go_float(out: &mut Vec<u8>, f: f64) {
+    let abs = f.abs();
+    if abs != 0.0 && !(1e-6..1e21).contains(&abs) {
+        let s = format!("{f:e}");
+        match s.split_once('e') {
+            Some((mant, exp)) if !exp.starts_with('-') => {
+                out.extend_from_slice(mant.as_bytes());
+                out.extend_from_slice(b"e+");
+                out.extend_from_slice(exp.as_bytes());
+            }
+            _ => out.extend_from_slice(s.as_bytes()),
+        }
+    } else {
+        out.extend_from_slice(format!("{f}").as_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unquote_like_go() {
+        assert_eq!(unquote(br#""abc""#), "abc");
+        assert_eq!(unquote(br#""a\u0062\/\n""#), "ab/\n");
+        assert_eq!(unquote(br#""\ud83d\ude00""#), "\u{1F600}");
+        assert_eq!(unquote(br#""\ud83dx""#), "\u{FFFD}x");
+        assert_eq!(unquote(br#""\ude00\u0041""#), "\u{FFFD}A");
+        assert_eq!(unquote(b"\"a\xE2\x80b\xff\""), "a\u{FFFD}\u{FFFD}b\u{FFFD}");
+    }
+
+    #[test]
+    fn encode_like_go() {
+        let mut out = Vec::new();
+        append_string(
+            &mut out,
+            "a\"\\<>&\u{8}\u{c}\n\r\t\u{1}\u{7f}\u{2028}\u{2029}é",
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "\"a\\\"\\\\\\u003c\\u003e\\u0026\\b\\f\\n\\r\\t\\u0001\u{7f}\\u2028\\u2029é\""
+        );
+        let mut out = Vec::new();
+        compact(
+            &mut out,
+            " { \"a <\" : [ 1 , \"\\\" &\u{2029}\" ] } ".as_bytes(),
+            true,
+        );
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"a \u003c":[1,"\" \u0026\u2029"]}"#
+        );
+    }
+
+    #[test]
+    fn atoi_like_go() {
+        assert_eq!(atoi("01"), Ok(1));
+        assert_eq!(atoi("+1"), Ok(1));
+        assert_eq!(atoi("-4"), Ok(-4));
+        assert_eq!(atoi("-9223372036854775808"), Ok(i64::MIN));
+        assert_eq!(
+            atoi("-").unwrap_err(),
+            r#"strconv.Atoi: parsing "-": invalid syntax"#
+        );
+        assert_eq!(
+            atoi("").unwrap_err(),
+            r#"strconv.Atoi: parsing "": invalid syntax"#
+        );
+        assert_eq!(
+            atoi("1_0").unwrap_err(),
+            r#"strconv.Atoi: parsing "1_0": invalid syntax"#
+        );
+        assert_eq!(
+            atoi("9223372036854775808").unwrap_err(),
+            r#"strconv.Atoi: parsing "9223372036854775808": value out of range"#
+        );
+        assert_eq!(
+            atoi("99999999999999999999x").unwrap_err(),
+            r#"strconv.Atoi: parsing "99999999999999999999x": value out of range"#
+        );
+        assert_eq!(
+            atoi("a\tb").unwrap_err(),
+            r#"strconv.Atoi: parsing "a\tb": invalid syntax"#
+        );
+    }
+
+    #[test]
+    fn floats_like_go() {
+        let f = |x: f64| {
+            let mut o = Vec::new();
+            push_go_float(&mut o, x);
+            String::from_utf8(o).unwrap()
+        };
+        assert_eq!(f(1.0), "1");
+        assert_eq!(f(1.5), "1.5");
+        assert_eq!(f(1e20), "100000000000000000000");
+        assert_eq!(f(1e21), "1e+21");
+        assert_eq!(f(1.5e-7), "1.5e-7");
+        assert_eq!(f(0.000001), "0.000001");
+        assert_eq!(f(-0.0), "-0");
+    }
+
+    #[test]
+    fn rfc6901_keys() {
+        assert_eq!(decode_key("a~1b~0c"), "a/b~c");
+        assert_eq!(decode_key("~01"), "~1");
+        assert_eq!(decode_key("~2"), "~2");
+    }
+}

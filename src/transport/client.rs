@@ -1,0 +1,924 @@
+//! The HTTPS replier: TLS configuration cache, per-configuration connection pools, and one
+//! exchange per webhook call.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use bytes::Bytes;
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, HeaderValue, USER_AGENT};
+use http::{Request, Response, Uri};
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::client::conn::{http1, http2};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use rustls::crypto::CryptoProvider;
+use rustls::{ClientConfig, RootCertStore};
+use rustls_pki_types::{CertificateDer, ServerName};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::TcpStream;
+use tokio_rustls::TlsConnector;
+use tokio_rustls::client::TlsStream;
+
+use super::auth::{Credentials, WebhookAuth};
+use super::errors::{self, ConnAddrs, Phase};
+use super::pem;
+use crate::engine::call::{
+    Endpoint, Replier, Reply, ReplyOutcome, TransportError, TransportErrorKind, WebhookCall,
+};
+
+/// The HTTP client timeout kube-apiserver sets on every webhook client (`setGlobalDefaults`).
+pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
+/// The user agent kube-apiserver sends to webhooks.
+pub const USER_AGENT_VALUE: &str = "kube-apiserver-admission";
+/// client-go's `MaxIdleConnsPerHost`.
+const DEFAULT_MAX_IDLE: usize = 25;
+/// client-go's limit on retries driven by `Retry-After`.
+const MAX_RETRIES: u32 = 10;
+/// Bytes of each response head kept to phrase parse errors as Go does.
+const TAP_LIMIT: usize = 512;
+
+/// Options of the HTTPS replier.
+#[derive(Debug, Clone)]
+pub struct HttpsOptions {
+    /// Credentials per target (the apiserver's webhook `kubeConfigFile`).
+    pub auth: WebhookAuth,
+    /// Dial overrides, `host:port` → address, like curl's `--resolve`. Service endpoints
+    /// (`<svc>.<ns>.svc:<port>`) can only be reached through an entry here.
+    pub resolve: HashMap<String, SocketAddr>,
+    /// Trust anchors added to every configuration (tests, private CAs).
+    pub extra_roots: Vec<CertificateDer<'static>>,
+    /// Largest response body accepted. client-go has no limit; this is a safety bound.
+    pub max_response_bytes: usize,
+    /// Idle connections kept per pool.
+    pub max_idle_per_pool: usize,
+}
+
+impl Default for HttpsOptions {
+    fn default() -> Self {
+        Self {
+            auth: WebhookAuth::empty(),
+            resolve: HashMap::new(),
+            extra_roots: Vec::new(),
+            max_response_bytes: 32 * 1024 * 1024,
+            max_idle_per_pool: DEFAULT_MAX_IDLE,
+        }
+    }
+}
+
+/// Answers webhook calls over real HTTPS. Calls of one batch run concurrently; connections are
+/// kept alive and reused per client configuration (CA bundle, credentials, server name and port,
+/// HTTP/2 permission). Must be driven inside a tokio runtime.
+#[derive(Clone)]
+pub struct HttpsReplier {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    opts: HttpsOptions,
+    provider: Arc<CryptoProvider>,
+    tls: Mutex<HashMap<TlsKey, Arc<ClientConfig>>>,
+    pools: Mutex<HashMap<PoolKey, Arc<Pool>>>,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct TlsKey {
+    http2: bool,
+    ca: Vec<u8>,
+    cert: Option<(Vec<u8>, Vec<u8>)>,
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct PoolKey {
+    tls: TlsKey,
+    server_name: String,
+    port: u16,
+}
+
+#[derive(Default)]
+struct Pool {
+    idle: Mutex<Vec<H1Conn>>,
+    h2: Mutex<Option<H2Conn>>,
+    dial: tokio::sync::Mutex<()>,
+}
+
+struct H1Conn {
+    sender: http1::SendRequest<Full<Bytes>>,
+    tap: Tap,
+    addrs: ConnAddrs,
+    ended: Ended,
+}
+
+#[derive(Clone)]
+struct H2Conn {
+    sender: http2::SendRequest<Full<Bytes>>,
+    addrs: ConnAddrs,
+    ended: Ended,
+}
+
+/// Reports how a connection task ended: `Some(None)` cleanly, `Some(Some(e))` with an error.
+type Ended = tokio::sync::watch::Receiver<Option<Option<TransportError>>>;
+
+/// Why a connection refused a request it never sent: the error its task ended with.
+async fn ended_error(mut ended: Ended) -> TransportError {
+    let closed = || errors::transport(TransportErrorKind::Reset, "EOF");
+    match tokio::time::timeout(Duration::from_secs(1), ended.wait_for(Option::is_some)).await {
+        Ok(Ok(v)) => v.clone().flatten().unwrap_or_else(closed),
+        _ => closed(),
+    }
+}
+
+enum Conn {
+    H1(H1Conn),
+    H2(H2Conn),
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+impl std::fmt::Debug for HttpsReplier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HttpsReplier").finish_non_exhaustive()
+    }
+}
+
+impl HttpsReplier {
+    /// A replier with the given options.
+    pub fn new(opts: HttpsOptions) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                opts,
+                provider: Arc::new(rustls::crypto::ring::default_provider()),
+                tls: Mutex::new(HashMap::new()),
+                pools: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// Performs one call.
+    pub async fn call(&self, call: &WebhookCall) -> Reply {
+        let start = Instant::now();
+        let outcome = self.inner.perform(call).await;
+        Reply {
+            outcome,
+            elapsed: start.elapsed(),
+        }
+    }
+}
+
+impl Replier for HttpsReplier {
+    fn reply(&mut self, calls: &[WebhookCall]) -> impl Future<Output = Vec<Reply>> + Send {
+        let this = self.clone();
+        let calls = calls.to_vec();
+        async move {
+            if calls.len() <= 1 {
+                let mut out = Vec::with_capacity(calls.len());
+                for call in &calls {
+                    out.push(this.call(call).await);
+                }
+                return out;
+            }
+            let started = Instant::now();
+            let mut handles = AbortOnDrop(
+                calls
+                    .into_iter()
+                    .map(|call| {
+                        let this = this.clone();
+                        tokio::spawn(async move { this.call(&call).await })
+                    })
+                    .collect(),
+            );
+            let mut out = Vec::with_capacity(handles.0.len());
+            for handle in &mut handles.0 {
+                out.push(handle.await.unwrap_or_else(|e| Reply {
+                    outcome: ReplyOutcome::Panicked(panic_text(e)),
+                    elapsed: started.elapsed(),
+                }));
+            }
+            out
+        }
+    }
+}
+
+/// Aborts the calls of a batch whose caller went away (the parent request was cancelled).
+struct AbortOnDrop(Vec<tokio::task::JoinHandle<Reply>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        for handle in &self.0 {
+            handle.abort();
+        }
+    }
+}
+
+fn panic_text(e: tokio::task::JoinError) -> String {
+    match e.try_into_panic() {
+        Ok(payload) => payload
+            .downcast_ref::<&str>()
+            .map(|s| (*s).to_string())
+            .or_else(|| payload.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "panic".to_string()),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// What one exchange produced.
+struct Answer {
+    status: u16,
+    content_type: Option<String>,
+    body: Vec<u8>,
+}
+
+impl Inner {
+    async fn perform(&self, call: &WebhookCall) -> ReplyOutcome {
+        let endpoint = &call.endpoint;
+        let uri: Uri = match endpoint.url.parse() {
+            Ok(u) => u,
+            Err(e) => return ReplyOutcome::ClientConfig(format!("parse {:?}: {e}", endpoint.url)),
+        };
+        let creds = match self.opts.auth.resolve(&endpoint.auth_target) {
+            Ok(c) => c,
+            Err(e) => return ReplyOutcome::ClientConfig(e.to_string()),
+        };
+        let (tls_key, tls) = match self.tls_config(call, creds) {
+            Ok(t) => t,
+            Err(msg) => return ReplyOutcome::ClientConfig(msg),
+        };
+        let request = match build_request(call, &uri, creds) {
+            Ok(r) => r,
+            Err(msg) => return ReplyOutcome::ClientConfig(msg),
+        };
+        let pool = self.pool(PoolKey {
+            tls: tls_key,
+            server_name: endpoint.server_name.clone(),
+            port: endpoint.port,
+        });
+        let client_timeout = call.timeout >= CLIENT_TIMEOUT;
+        let limit = call.timeout.min(CLIENT_TIMEOUT);
+        let phase = AtomicU8::new(0);
+        let exchange = self.exchange(&pool, endpoint, tls, request, &phase);
+        match tokio::time::timeout(limit, exchange).await {
+            Ok(Ok(a)) => ReplyOutcome::Http {
+                status: a.status,
+                content_type: a.content_type,
+                body: a.body,
+            },
+            Ok(Err(e)) => ReplyOutcome::Transport(e),
+            Err(_) => {
+                ReplyOutcome::Transport(errors::timeout_error(phase_of(&phase), client_timeout))
+            }
+        }
+    }
+
+    fn tls_config(
+        &self,
+        call: &WebhookCall,
+        creds: Option<&Credentials>,
+    ) -> Result<(TlsKey, Arc<ClientConfig>), String> {
+        let mut ca = Vec::new();
+        if let Some(extra) = creds
+            .and_then(|c| c.ca_pem.as_ref())
+            .filter(|c| !c.is_empty())
+        {
+            ca.extend_from_slice(extra);
+            ca.push(b'\n');
+        }
+        if let Some(bundle) = &call.ca_bundle {
+            ca.extend_from_slice(bundle);
+        }
+        let cert = creds
+            .filter(|c| c.has_client_cert())
+            .and_then(|c| Some((c.client_cert_pem.clone()?, c.client_key_pem.clone()?)));
+        let key = TlsKey {
+            http2: call.endpoint.http2,
+            ca,
+            cert,
+        };
+        if let Some(cfg) = lock(&self.tls).get(&key) {
+            return Ok((key, cfg.clone()));
+        }
+        let cfg = Arc::new(self.build_tls(&key)?);
+        lock(&self.tls).insert(key.clone(), cfg.clone());
+        Ok((key, cfg))
+    }
+
+    fn build_tls(&self, key: &TlsKey) -> Result<ClientConfig, String> {
+        let mut roots = RootCertStore::empty();
+        if key.ca.is_empty() {
+            roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+        } else {
+            pem::add_ca_bundle(&mut roots, &key.ca)?;
+        }
+        for extra in &self.opts.extra_roots {
+            let _ = roots.add(extra.clone());
+        }
+        let builder = ClientConfig::builder_with_provider(self.provider.clone())
+            .with_safe_default_protocol_versions()
+            .map_err(|e| format!("tls: {e}"))?
+            .with_root_certificates(roots);
+        let mut cfg = match &key.cert {
+            Some((cert, pkey)) => {
+                let certified = pem::key_pair(cert, pkey, &self.provider)?;
+                builder.with_client_cert_resolver(Arc::new(SingleCert(Arc::new(certified))))
+            }
+            None => builder.with_no_client_auth(),
+        };
+        cfg.alpn_protocols = if key.http2 {
+            vec![b"h2".to_vec(), b"http/1.1".to_vec()]
+        } else {
+            vec![b"http/1.1".to_vec()]
+        };
+        Ok(cfg)
+    }
+
+    fn pool(&self, key: PoolKey) -> Arc<Pool> {
+        lock(&self.pools).entry(key).or_default().clone()
+    }
+
+    async fn exchange(
+        &self,
+        pool: &Pool,
+        endpoint: &Endpoint,
+        tls: Arc<ClientConfig>,
+        request: Request<Full<Bytes>>,
+        phase: &AtomicU8,
+    ) -> Result<Answer, TransportError> {
+        let mut retries = 0;
+        loop {
+            set_phase(phase, Phase::Connecting);
+            let (conn_addrs, response, h1) = self
+                .send(pool, endpoint, &tls, request.clone(), phase)
+                .await?;
+            set_phase(phase, Phase::ReadingBody);
+            let status = response.status().as_u16();
+            let retry_after = retry_after(&response);
+            let content_type = response
+                .headers()
+                .get(CONTENT_TYPE)
+                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+            let body = self.read_body(response.into_body(), &conn_addrs).await?;
+            if let Some(h1) = h1 {
+                self.park(pool, h1);
+            }
+            if (status == 429 || status >= 500)
+                && retries < MAX_RETRIES
+                && let Some(wait) = retry_after
+            {
+                retries += 1;
+                tokio::time::sleep(wait).await;
+                continue;
+            }
+            return Ok(Answer {
+                status,
+                content_type,
+                body,
+            });
+        }
+    }
+
+    async fn read_body(
+        &self,
+        mut body: Incoming,
+        addrs: &ConnAddrs,
+    ) -> Result<Vec<u8>, TransportError> {
+        let mut out = Vec::new();
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| {
+                let inner = hyper_error(&e, addrs, None);
+                errors::transport(inner.kind, errors::body_error(&inner.detail))
+            })?;
+            if let Ok(data) = frame.into_data() {
+                if out.len() + data.len() > self.opts.max_response_bytes {
+                    return Err(errors::transport(
+                        TransportErrorKind::Other,
+                        format!(
+                            "response body exceeds hookscope's limit of {} bytes",
+                            self.opts.max_response_bytes
+                        ),
+                    ));
+                }
+                out.extend_from_slice(&data);
+            }
+        }
+        Ok(out)
+    }
+
+    /// Sends on a pooled connection, or on a new one. A request refused by a reused connection
+    /// before anything was written is sent again on a fresh connection, as Go's transport does.
+    async fn send(
+        &self,
+        pool: &Pool,
+        endpoint: &Endpoint,
+        tls: &Arc<ClientConfig>,
+        request: Request<Full<Bytes>>,
+        phase: &AtomicU8,
+    ) -> Result<Sent, TransportError> {
+        let mut request = request;
+        if let Some(conn) = self.take_pooled(pool).await {
+            match self.send_on(pool, conn, request, phase).await {
+                Ok(r) => return Ok(r),
+                Err(SendError::Failed(e)) => return Err(e),
+                Err(SendError::NotSent(req)) => request = *req,
+            }
+        }
+        let conn = if endpoint.http2 {
+            let _guard = pool.dial.lock().await;
+            match self.take_pooled(pool).await {
+                Some(conn) => conn,
+                None => self.connect(pool, endpoint, tls).await?,
+            }
+        } else {
+            self.connect(pool, endpoint, tls).await?
+        };
+        let ended = match &conn {
+            Conn::H1(c) => c.ended.clone(),
+            Conn::H2(c) => c.ended.clone(),
+        };
+        match self.send_on(pool, conn, request, phase).await {
+            Ok(r) => Ok(r),
+            Err(SendError::Failed(e)) => Err(e),
+            Err(SendError::NotSent(_)) => Err(ended_error(ended).await),
+        }
+    }
+
+    async fn take_pooled(&self, pool: &Pool) -> Option<Conn> {
+        if let Some(h2) = lock(&pool.h2).as_ref()
+            && !h2.sender.is_closed()
+        {
+            return Some(Conn::H2(h2.clone()));
+        }
+        loop {
+            let mut conn = lock(&pool.idle).pop()?;
+            if !conn.sender.is_closed() && conn.sender.ready().await.is_ok() {
+                return Some(Conn::H1(conn));
+            }
+        }
+    }
+
+    async fn send_on(
+        &self,
+        pool: &Pool,
+        conn: Conn,
+        request: Request<Full<Bytes>>,
+        phase: &AtomicU8,
+    ) -> Result<Sent, SendError> {
+        set_phase(phase, Phase::AwaitingHeaders);
+        match conn {
+            Conn::H2(mut h2) => {
+                let addrs = h2.addrs;
+                match h2.sender.try_send_request(request).await {
+                    Ok(resp) => Ok((addrs, resp, None)),
+                    Err(mut e) => match e.take_message() {
+                        Some(req) => {
+                            lock(&pool.h2).take();
+                            Err(SendError::NotSent(Box::new(req)))
+                        }
+                        None => Err(SendError::Failed(hyper_error(e.error(), &addrs, None))),
+                    },
+                }
+            }
+            Conn::H1(mut h1) => {
+                let addrs = h1.addrs;
+                h1.tap.reset();
+                let sent = h1.sender.try_send_request(request).await;
+                match sent {
+                    Ok(resp) => Ok((addrs, resp, Some(h1))),
+                    Err(mut e) => match e.take_message() {
+                        Some(req) => Err(SendError::NotSent(Box::new(req))),
+                        None => Err(SendError::Failed(hyper_error(
+                            e.error(),
+                            &addrs,
+                            Some(&h1.tap),
+                        ))),
+                    },
+                }
+            }
+        }
+    }
+
+    /// Returns an HTTP/1.1 connection to the pool; hyper's sender reports ready again once the
+    /// response body has been read to the end.
+    fn park(&self, pool: &Pool, conn: H1Conn) {
+        if conn.sender.is_closed() {
+            return;
+        }
+        let mut idle = lock(&pool.idle);
+        idle.retain(|c| !c.sender.is_closed());
+        if idle.len() < self.opts.max_idle_per_pool {
+            idle.push(conn);
+        }
+    }
+
+    async fn connect(
+        &self,
+        pool: &Pool,
+        endpoint: &Endpoint,
+        tls: &Arc<ClientConfig>,
+    ) -> Result<Conn, TransportError> {
+        let host = endpoint
+            .server_name
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        let candidates = self.dial_addrs(endpoint, host).await?;
+        let mut last = None;
+        let mut stream = None;
+        for addr in candidates {
+            match TcpStream::connect(addr).await {
+                Ok(s) => {
+                    stream = Some(s);
+                    break;
+                }
+                Err(e) => {
+                    if last.is_none() {
+                        last = Some(errors::dial_error(addr, &e));
+                    }
+                }
+            }
+        }
+        let Some(tcp) = stream else {
+            return Err(last.unwrap_or_else(|| errors::lookup_error(host)));
+        };
+        let _ = tcp.set_nodelay(true);
+        let addrs = ConnAddrs {
+            local: tcp.local_addr().ok(),
+            remote: tcp.peer_addr().map_err(|e| {
+                errors::transport(TransportErrorKind::Connect, format!("dial tcp: {e}"))
+            })?,
+        };
+        let server_name = ServerName::try_from(host.to_string()).map_err(|_| {
+            errors::transport(
+                TransportErrorKind::Tls,
+                format!("tls: invalid server name {}", errors::go_quote(host)),
+            )
+        })?;
+        let stream = TlsConnector::from(tls.clone())
+            .connect(server_name, tcp)
+            .await
+            .map_err(|e| {
+                let mut err = errors::io_error(&addrs, &e, false);
+                if err.kind != TransportErrorKind::Timeout {
+                    err.kind = TransportErrorKind::Tls;
+                }
+                err
+            })?;
+        let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
+        let tap = Tap::default();
+        let io = TokioIo::new(Tapped {
+            inner: stream,
+            tap: tap.clone(),
+            addrs,
+        });
+        let handshake_error = |e: hyper::Error| hyper_error(&e, &addrs, None);
+        let (end_tx, ended) = tokio::sync::watch::channel(None);
+        if h2 {
+            let (sender, conn) = http2::Builder::new(TokioExecutor::new())
+                .handshake(io)
+                .await
+                .map_err(handshake_error)?;
+            let conn_tap = tap.clone();
+            tokio::spawn(async move {
+                let end = conn.await.err().map(|e| hyper_error(&e, &addrs, None));
+                let _ = end_tx.send(Some(end.or_else(|| conn_tap.error())));
+            });
+            let conn = H2Conn {
+                sender,
+                addrs,
+                ended,
+            };
+            *lock(&pool.h2) = Some(conn.clone());
+            Ok(Conn::H2(conn))
+        } else {
+            let (sender, conn) = http1::handshake(io).await.map_err(handshake_error)?;
+            let conn_tap = tap.clone();
+            tokio::spawn(async move {
+                let end = conn
+                    .await
+                    .err()
+                    .map(|e| hyper_error(&e, &addrs, Some(&conn_tap)));
+                let _ = end_tx.send(Some(end.or_else(|| conn_tap.error())));
+            });
+            Ok(Conn::H1(H1Conn {
+                sender,
+                tap,
+                addrs,
+                ended,
+            }))
+        }
+    }
+
+    async fn dial_addrs(
+        &self,
+        endpoint: &Endpoint,
+        host: &str,
+    ) -> Result<Vec<SocketAddr>, TransportError> {
+        let resolve = &self.opts.resolve;
+        let bracketed = format!("[{host}]:{}", endpoint.port);
+        let plain = format!("{host}:{}", endpoint.port);
+        if let Some(addr) = resolve.get(&plain).or_else(|| resolve.get(&bracketed)) {
+            return Ok(vec![*addr]);
+        }
+        if let Ok(ip) = host.parse::<IpAddr>() {
+            return Ok(vec![SocketAddr::new(ip, endpoint.port)]);
+        }
+        if endpoint.service.is_some() {
+            return Err(errors::lookup_error(host));
+        }
+        match tokio::net::lookup_host((host, endpoint.port)).await {
+            Ok(addrs) => {
+                let addrs: Vec<_> = addrs.collect();
+                if addrs.is_empty() {
+                    Err(errors::lookup_error(host))
+                } else {
+                    Ok(addrs)
+                }
+            }
+            Err(_) => Err(errors::lookup_error(host)),
+        }
+    }
+}
+
+/// A response, the connection it came on, and the HTTP/1.1 connection to park once the body has
+/// been read.
+type Sent = (ConnAddrs, Response<Incoming>, Option<H1Conn>);
+
+enum SendError {
+    NotSent(Box<Request<Full<Bytes>>>),
+    Failed(TransportError),
+}
+
+fn set_phase(phase: &AtomicU8, p: Phase) {
+    phase.store(p as u8, Ordering::Relaxed);
+}
+
+fn phase_of(phase: &AtomicU8) -> Phase {
+    match phase.load(Ordering::Relaxed) {
+        0 => Phase::Connecting,
+        1 => Phase::AwaitingHeaders,
+        _ => Phase::ReadingBody,
+    }
+}
+
+/// client-go's `retryAfterSeconds`: an integer `Retry-After`.
+fn retry_after(resp: &Response<Incoming>) -> Option<Duration> {
+    let value = resp.headers().get("Retry-After")?.to_str().ok()?;
+    let secs: i64 = value.parse().ok()?;
+    Some(Duration::from_secs(secs.max(0).unsigned_abs()).min(CLIENT_TIMEOUT))
+}
+
+/// Maps a hyper failure on an established connection to Go's wording.
+fn hyper_error(e: &hyper::Error, addrs: &ConnAddrs, tap: Option<&Tap>) -> TransportError {
+    if e.is_parse() || e.is_parse_status() || e.is_parse_too_large() {
+        return match tap {
+            Some(tap) => errors::malformed_response(&tap.head()),
+            None => errors::transport(TransportErrorKind::Malformed, e.to_string()),
+        };
+    }
+    if let Some(io) = errors::find_io(e) {
+        return errors::io_error(addrs, io, false);
+    }
+    if e.is_incomplete_message() {
+        let head = tap.map(Tap::head).unwrap_or_default();
+        let detail = if head.is_empty() {
+            "EOF".to_string()
+        } else {
+            "net/http: HTTP/1.x transport connection broken: unexpected EOF".to_string()
+        };
+        return errors::transport(TransportErrorKind::Reset, detail);
+    }
+    let text = std::iter::successors(Some(e as &(dyn std::error::Error + 'static)), |err| {
+        err.source()
+    })
+    .map(ToString::to_string)
+    .collect::<Vec<_>>()
+    .join(": ");
+    let kind = if e.is_canceled() || e.is_closed() {
+        TransportErrorKind::Reset
+    } else {
+        TransportErrorKind::Other
+    };
+    errors::transport(kind, text)
+}
+
+fn build_request(
+    call: &WebhookCall,
+    uri: &Uri,
+    creds: Option<&Credentials>,
+) -> Result<Request<Full<Bytes>>, String> {
+    let authority = uri
+        .authority()
+        .map(|a| a.as_str().to_string())
+        .ok_or_else(|| format!("parse {:?}: missing host", call.endpoint.url))?;
+    let path = uri.path_and_query().map_or("/", |p| p.as_str());
+    let target: Uri = if call.endpoint.http2 {
+        format!("https://{authority}{path}")
+            .parse()
+            .map_err(|e| format!("parse {:?}: {e}", call.endpoint.url))?
+    } else {
+        path.parse()
+            .map_err(|e| format!("parse {:?}: {e}", call.endpoint.url))?
+    };
+    let mut req = Request::post(target);
+    let headers = req
+        .headers_mut()
+        .ok_or_else(|| "invalid request".to_string())?;
+    headers.insert(
+        HOST,
+        HeaderValue::from_str(&authority).map_err(|e| e.to_string())?,
+    );
+    headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
+    headers.insert(ACCEPT, HeaderValue::from_static("application/json, */*"));
+    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Some(c) = creds {
+        let has_basic = c.username.is_some() || c.password.is_some();
+        let token = c.bearer_token.as_deref().filter(|t| !t.is_empty());
+        if has_basic && token.is_some() {
+            return Err("username/password or bearer token may be set, but not both".into());
+        }
+        if let Some(token) = token {
+            let value = HeaderValue::from_str(&format!("Bearer {token}"))
+                .map_err(|_| "invalid bearer token".to_string())?;
+            headers.insert(AUTHORIZATION, value);
+        } else if has_basic {
+            let pair = format!(
+                "{}:{}",
+                c.username.as_deref().unwrap_or_default(),
+                c.password.as_deref().unwrap_or_default()
+            );
+            let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+            let value = HeaderValue::from_str(&format!("Basic {encoded}"))
+                .map_err(|_| "invalid basic auth".to_string())?;
+            headers.insert(AUTHORIZATION, value);
+        }
+        if let Some(imp) = &c.impersonate {
+            let value = |s: &str| {
+                HeaderValue::from_str(s).map_err(|_| format!("invalid impersonation value {s:?}"))
+            };
+            headers.insert("Impersonate-User", value(&imp.user)?);
+            if let Some(uid) = &imp.uid {
+                headers.insert("Impersonate-Uid", value(uid)?);
+            }
+            for group in &imp.groups {
+                headers.append("Impersonate-Group", value(group)?);
+            }
+            for (k, vs) in &imp.extra {
+                let name = http::HeaderName::from_bytes(
+                    format!("Impersonate-Extra-{}", escape_extra_key(k)).as_bytes(),
+                )
+                .map_err(|_| format!("invalid impersonation extra key {k:?}"))?;
+                for v in vs {
+                    headers.append(name.clone(), value(v)?);
+                }
+            }
+        }
+    }
+    if call.endpoint.http2 {
+        headers.remove(HOST);
+    }
+    req.body(Full::new(Bytes::from(call.body.clone())))
+        .map_err(|e| e.to_string())
+}
+
+/// client-go's `headerKeyEscape`: percent-encodes everything but legal header-name bytes.
+fn escape_extra_key(key: &str) -> String {
+    let mut out = String::with_capacity(key.len());
+    for b in key.bytes() {
+        let legal = b.is_ascii_alphanumeric()
+            || matches!(
+                b,
+                b'!' | b'#'
+                    | b'$'
+                    | b'&'
+                    | b'\''
+                    | b'*'
+                    | b'+'
+                    | b'-'
+                    | b'.'
+                    | b'^'
+                    | b'_'
+                    | b'`'
+                    | b'|'
+                    | b'~'
+            );
+        if legal {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[derive(Debug)]
+struct SingleCert(Arc<rustls::sign::CertifiedKey>);
+
+impl rustls::client::ResolvesClientCert for SingleCert {
+    fn resolve(
+        &self,
+        _root_hint_subjects: &[&[u8]],
+        _sigschemes: &[rustls::SignatureScheme],
+    ) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        Some(self.0.clone())
+    }
+
+    fn has_certs(&self) -> bool {
+        true
+    }
+}
+
+/// Keeps the first bytes read since the last request, to phrase parse errors as Go does, and the
+/// read error that ended the connection (hyper drops errors of idle connections).
+#[derive(Clone, Default)]
+struct Tap(Arc<Mutex<TapState>>);
+
+#[derive(Default)]
+struct TapState {
+    head: Vec<u8>,
+    error: Option<TransportError>,
+}
+
+impl Tap {
+    fn reset(&self) {
+        lock(&self.0).head.clear();
+    }
+
+    fn head(&self) -> Vec<u8> {
+        lock(&self.0).head.clone()
+    }
+
+    fn error(&self) -> Option<TransportError> {
+        lock(&self.0).error.clone()
+    }
+
+    fn record(&self, bytes: &[u8]) {
+        let head = &mut lock(&self.0).head;
+        let room = TAP_LIMIT.saturating_sub(head.len());
+        head.extend_from_slice(&bytes[..room.min(bytes.len())]);
+    }
+
+    fn record_error(&self, e: TransportError) {
+        lock(&self.0).error.get_or_insert(e);
+    }
+}
+
+struct Tapped {
+    inner: TlsStream<TcpStream>,
+    tap: Tap,
+    addrs: ConnAddrs,
+}
+
+impl AsyncRead for Tapped {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        let this = &mut *self;
+        let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
+        match &polled {
+            Poll::Ready(Ok(())) => this.tap.record(&buf.filled()[before..]),
+            Poll::Ready(Err(e)) => this
+                .tap
+                .record_error(errors::io_error(&this.addrs, e, false)),
+            Poll::Pending => {}
+        }
+        polled
+    }
+}
+
+impl AsyncWrite for Tapped {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write(cx, buf)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut self.inner).poll_write_vectored(cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
