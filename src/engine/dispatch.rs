@@ -333,6 +333,7 @@ impl<'e, 'c> Run<'e, 'c> {
         };
         let uid = self.ctx.ids.next_uid();
         let (timeout, timeout_secs) = self.call_timeout(hook);
+        let kube_version = self.engine.options.kube_version;
         let endpoint = super::endpoint::endpoint(&hook.webhook.client_config, timeout_secs)
             .map_err(|e| {
                 // Upstream's client builder returns its own ErrCallingWebhook, which the
@@ -342,7 +343,7 @@ impl<'e, 'c> Run<'e, 'c> {
                         "could not get REST client: failed calling webhook {}: {e}",
                         go_quote(&hook.webhook.name)
                     ),
-                    status: status::internal_error(&e),
+                    status: review::legacy_calling_status(kube_version, status::internal_error(&e)),
                     canceled: false,
                 })
             })?;
@@ -703,7 +704,10 @@ impl<'e, 'c> Run<'e, 'c> {
             true,
         ) {
             Ok(v) => v,
-            Err(e) => return (false, Some(CallError::Calling(e)), elapsed),
+            Err(e) => {
+                let e = self.versioned_status(&reply.outcome, e);
+                return (false, Some(CallError::Calling(e)), elapsed);
+            }
         };
         if let Err(e) = self.absorb_response(hook, href, &verified) {
             return (false, Some(e), elapsed);
@@ -912,7 +916,10 @@ impl<'e, 'c> Run<'e, 'c> {
                             call.review_version,
                             false,
                         ) {
-                            Err(e) => (Some(CallError::Calling(e)), reply.elapsed, false),
+                            Err(e) => {
+                                let e = self.versioned_status(&reply.outcome, e);
+                                (Some(CallError::Calling(e)), reply.elapsed, false)
+                            }
                             Ok(v) => (
                                 self.absorb_response(hook, &href, &v).err(),
                                 reply.elapsed,
@@ -978,6 +985,17 @@ impl<'e, 'c> Run<'e, 'c> {
             Some(s) => Err(s),
             None => Ok(()),
         }
+    }
+
+    /// Before 1.34 client-build and transport failures carried a 400 status (metrics only).
+    fn versioned_status(&self, outcome: &ReplyOutcome, mut e: CallingError) -> CallingError {
+        if matches!(
+            outcome,
+            ReplyOutcome::ClientConfig(_) | ReplyOutcome::Transport(_) | ReplyOutcome::Canceled
+        ) {
+            e.status = review::legacy_calling_status(self.engine.options.kube_version, e.status);
+        }
+        e
     }
 
     /// Moves the validating call record `j` to the end so per-call updates land on it.

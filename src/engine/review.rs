@@ -139,11 +139,27 @@ pub fn interpret_reply(
 }
 
 fn transport_reason(url: &str, e: &TransportError) -> String {
+    // client-go reports a failed body read without the url.Error wrapper.
+    if e.detail
+        .starts_with("unexpected error when reading response body")
+    {
+        return format!("failed to call webhook: {}", e.detail);
+    }
     format!(
         "failed to call webhook: Post {}: {}",
         status::go_quote(url),
         e.detail
     )
+}
+
+/// The status recorded for a client-build or transport failure: 500 and 503 from Kubernetes 1.34,
+/// 400 before (only metric label values differ; the client's error is the same).
+pub fn legacy_calling_status(version: crate::KubeVersion, modern: Status) -> Status {
+    if version.at_least(34) {
+        modern
+    } else {
+        status::bad_request(&modern.message)
+    }
 }
 
 /// client-go's `Do().Into()` for the webhook client.
