@@ -63,6 +63,7 @@ pub mod api;
 pub mod cel;
 pub mod config;
 pub mod engine;
+pub mod gofmt;
 pub mod jsonpatch;
 pub mod metrics;
 pub mod registry;

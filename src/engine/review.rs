@@ -197,7 +197,12 @@ fn decode_reply(
             e.canceled = true;
             return Err(e);
         }
-        ReplyOutcome::Panicked(_) => unreachable_panicked(),
+        ReplyOutcome::Panicked(p) => {
+            return Err(CallingError::new(
+                format!("panic while calling webhook: {p}"),
+                status::internal_error(p),
+            ));
+        }
     };
     let content_type = content_type
         .filter(|c| !c.is_empty())
@@ -265,10 +270,6 @@ fn decode_reply(
         )));
     }
     serde_json::from_value::<AdmissionReviewReply>(raw).map_err(|e| transport(format!("json: {e}")))
-}
-
-fn unreachable_panicked() -> ! {
-    unreachable!("panicked replies are handled by the dispatcher before decoding")
 }
 
 /// A JSON body that decodes to a `Status` with `status: Failure`.

@@ -3,6 +3,7 @@
 //! their messages need.
 
 use crate::api::{GroupResource, Status, StatusCause, StatusDetails};
+pub use crate::gofmt::{push_json_string as go_json_string, quote as go_quote};
 
 /// `apierrors.NewInternalError(err)`: 500, reason `InternalError`.
 pub fn internal_error(err: &str) -> Status {
@@ -173,63 +174,6 @@ pub fn generic_server_response(code: u16, server_message: &str) -> Status {
         }),
         message,
     }
-}
-
-/// Go's `%q` / `strconv.Quote` for a string.
-pub fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{07}' => out.push_str("\\a"),
-            '\u{08}' => out.push_str("\\b"),
-            '\u{0c}' => out.push_str("\\f"),
-            '\u{0b}' => out.push_str("\\v"),
-            c if c.is_control() => {
-                let n = c as u32;
-                if n < 0x10000 {
-                    if n < 0x80 {
-                        out.push_str(&format!("\\x{n:02x}"));
-                    } else {
-                        out.push_str(&format!("\\u{n:04x}"));
-                    }
-                } else {
-                    out.push_str(&format!("\\U{n:08x}"));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// A JSON string literal as Go's encoding/json writes it (HTML-escaping `<`, `>`, `&`, and
-/// escaping U+2028/U+2029), appended to `out`.
-pub fn go_json_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
 }
 
 /// Go's `time.Duration.String()` for a whole number of seconds (`10s`, `1m0s`, `1h0m0s`).

@@ -3,6 +3,8 @@
 
 use std::borrow::Cow;
 
+pub(crate) use crate::gofmt::{push_quoted_rune, quote};
+
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
 /// Appends `s` to `out`, replacing each byte of an invalid UTF-8 sequence with U+FFFD as Go does.
@@ -233,63 +235,6 @@ pub(crate) fn decode_key(k: &str) -> Cow<'_, str> {
         out.push(c);
     }
     Cow::Owned(out)
-}
-
-/// Whether Go's `strconv.IsPrint` holds. Approximation: Rust has no general-category table, so
-/// control, separator, private-use and the common format (Cf) characters are treated as
-/// non-printable and every other character (including unassigned ones) as printable.
-fn is_print(c: char) -> bool {
-    let u = u32::from(c);
-    if c == ' ' {
-        return true;
-    }
-    !(c.is_control()
-        || c.is_whitespace()
-        || matches!(u,
-            0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x890..=0x891 | 0x8E2 | 0x180E
-            | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2064 | 0x2066..=0x206F
-            | 0xE000..=0xF8FF | 0xFEFF | 0xFFF9..=0xFFFB | 0x110BD | 0x110CD
-            | 0x1BCA0..=0x1BCA3 | 0x1D173..=0x1D17A | 0xE0001 | 0xE0020..=0xE007F
-            | 0xF0000..=0x10FFFF))
-}
-
-/// Appends one rune the way `strconv.Quote` writes it inside the quotes.
-pub(crate) fn push_quoted_rune(out: &mut String, c: char) {
-    match c {
-        '\u{7}' => out.push_str(r"\a"),
-        '\u{8}' => out.push_str(r"\b"),
-        '\u{c}' => out.push_str(r"\f"),
-        '\n' => out.push_str(r"\n"),
-        '\r' => out.push_str(r"\r"),
-        '\t' => out.push_str(r"\t"),
-        '\u{b}' => out.push_str(r"\v"),
-        '\\' | '"' => {
-            out.push('\\');
-            out.push(c);
-        }
-        _ if is_print(c) => out.push(c),
-        _ => {
-            let u = u32::from(c);
-            if u < 0x20 || u == 0x7f {
-                out.push_str(&format!("\\x{u:02x}"));
-            } else if u < 0x10000 {
-                out.push_str(&format!("\\u{u:04x}"));
-            } else {
-                out.push_str(&format!("\\U{u:08x}"));
-            }
-        }
-    }
-}
-
-/// Go's `strconv.Quote`.
-pub(crate) fn quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        push_quoted_rune(&mut out, c);
-    }
-    out.push('"');
-    out
 }
 
 /// Go's `strconv.Atoi` on a 64-bit platform, with its error text.

@@ -555,7 +555,7 @@ impl Inner {
         let server_name = ServerName::try_from(host.to_string()).map_err(|_| {
             errors::transport(
                 TransportErrorKind::Tls,
-                format!("tls: invalid server name {}", errors::go_quote(host)),
+                format!("tls: invalid server name {}", crate::gofmt::quote(host)),
             )
         })?;
         let stream = TlsConnector::from(tls.clone())

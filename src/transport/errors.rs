@@ -1,5 +1,6 @@
 //! Failures phrased as Go's net/http, net and crypto/tls phrase them.
 
+use crate::gofmt::quote as go_quote;
 use std::error::Error as StdError;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -280,27 +281,6 @@ pub(crate) fn io_error(addrs: &ConnAddrs, e: &io::Error, writing: bool) -> Trans
             transport(TransportErrorKind::Reset, addrs.op(op, e))
         }
     }
-}
-
-/// Go's `%q` for a string (close enough for the ASCII the parser rejects).
-pub(crate) fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 /// Go's `http.ReadResponse` complaint about the first bytes of a response that hyper could not

@@ -1,0 +1,84 @@
+//! Go's formatting of strings, reproduced where kube-apiserver's messages and annotations embed
+//! them: `strconv.Quote` (`%q`) and encoding/json string literals.
+
+/// Whether Go's `strconv.IsPrint` holds. Approximation: Rust has no general-category table, so
+/// control, separator, private-use and the common format (Cf) characters are treated as
+/// non-printable and every other character (including unassigned ones) as printable.
+fn is_print(c: char) -> bool {
+    let u = u32::from(c);
+    if c == ' ' {
+        return true;
+    }
+    !(c.is_control()
+        || c.is_whitespace()
+        || matches!(u,
+            0xAD | 0x600..=0x605 | 0x61C | 0x6DD | 0x70F | 0x890..=0x891 | 0x8E2 | 0x180E
+            | 0x200B..=0x200F | 0x202A..=0x202E | 0x2060..=0x2064 | 0x2066..=0x206F
+            | 0xE000..=0xF8FF | 0xFEFF | 0xFFF9..=0xFFFB | 0x110BD | 0x110CD
+            | 0x1BCA0..=0x1BCA3 | 0x1D173..=0x1D17A | 0xE0001 | 0xE0020..=0xE007F
+            | 0xF0000..=0x10FFFF))
+}
+
+/// Appends one rune the way `strconv.Quote` writes it inside the quotes.
+pub fn push_quoted_rune(out: &mut String, c: char) {
+    match c {
+        '\u{7}' => out.push_str(r"\a"),
+        '\u{8}' => out.push_str(r"\b"),
+        '\u{c}' => out.push_str(r"\f"),
+        '\n' => out.push_str(r"\n"),
+        '\r' => out.push_str(r"\r"),
+        '\t' => out.push_str(r"\t"),
+        '\u{b}' => out.push_str(r"\v"),
+        '\\' | '"' => {
+            out.push('\\');
+            out.push(c);
+        }
+        _ if is_print(c) => out.push(c),
+        _ => {
+            let u = u32::from(c);
+            if u < 0x20 || u == 0x7f {
+                out.push_str(&format!("\\x{u:02x}"));
+            } else if u < 0x10000 {
+                out.push_str(&format!("\\u{u:04x}"));
+            } else {
+                out.push_str(&format!("\\U{u:08x}"));
+            }
+        }
+    }
+}
+
+/// Go's `strconv.Quote`.
+pub fn quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        push_quoted_rune(&mut out, c);
+    }
+    out.push('"');
+    out
+}
+
+/// A JSON string literal as Go's encoding/json writes it (HTML-escaping `<`, `>`, `&`, and
+/// escaping U+2028/U+2029), appended to `out`.
+pub fn push_json_string(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '<' => out.push_str("\\u003c"),
+            '>' => out.push_str("\\u003e"),
+            '&' => out.push_str("\\u0026"),
+            '\u{2028}' => out.push_str("\\u2028"),
+            '\u{2029}' => out.push_str("\\u2029"),
+            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
