@@ -1,0 +1,142 @@
+//! The `check` and `patch` commands, run as a user runs them.
+
+use std::process::{Command, Output};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+
+fn hookscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hookscope"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("binary runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+#[test]
+fn check_accepts_valid_configurations_and_shows_defaults_and_warnings() {
+    let out = hookscope(&[
+        "check",
+        "--webhooks",
+        &format!("{FIXTURES}/config/mutating.yaml"),
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("✓ MutatingWebhookConfiguration oracle-mutating"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("default webhooks[0].namespaceSelector: {}"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("warning webhooks[0].namespaceSelector: does not exclude kube-system"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn check_reports_every_validation_error_and_exits_1() {
+    let out = hookscope(&[
+        "check",
+        "--webhooks",
+        &format!("{FIXTURES}/config/five-problems.yaml"),
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let errors: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("error "))
+        .collect();
+    assert_eq!(errors.len(), 5, "{stdout}");
+    assert!(stdout.contains(
+        "error webhooks[0].timeoutSeconds: Invalid value: 31: the timeout value must be between 1 and 30 seconds"
+    ));
+}
+
+#[test]
+fn check_refuses_the_removed_alpha_kind_with_its_replacement() {
+    let out = hookscope(&[
+        "check",
+        "--webhooks",
+        &format!("{FIXTURES}/config/external.yaml"),
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stdout.contains("ExternalAdmissionHookConfiguration"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("MutatingWebhookConfiguration or ValidatingWebhookConfiguration"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn check_without_configurations_is_a_usage_error() {
+    let empty = std::env::temp_dir().join(format!("hookscope-empty-{}", std::process::id()));
+    std::fs::create_dir_all(&empty).unwrap();
+    let out = hookscope(&["check", "--webhooks", empty.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let _ = std::fs::remove_dir(&empty);
+}
+
+#[test]
+fn patch_applies_with_the_apiservers_quirks_and_says_so() {
+    let out = hookscope(&[
+        "patch",
+        "--object",
+        &format!("{FIXTURES}/cli/object.yaml"),
+        "--patch",
+        &format!("{FIXTURES}/cli/quirky-patch.json"),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let result: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON result");
+    assert_eq!(
+        result,
+        serde_json::json!({"metadata": {"labels": {"x": "1"}}, "spec": {"missing": 2}})
+    );
+    assert!(text(&out.stderr).contains("strict RFC 6902 implementation rejects this patch"));
+}
+
+#[test]
+fn patch_failures_print_the_apiservers_error_and_exit_1() {
+    let out = hookscope(&[
+        "patch",
+        "--object",
+        &format!("{FIXTURES}/cli/object.yaml"),
+        "--patch",
+        &format!("{FIXTURES}/cli/remove-missing.json"),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains(
+        "Internal error occurred: error in remove for path: '/nope': Unable to remove nonexistent key: nope: missing value"
+    ));
+    let out = hookscope(&[
+        "--kube-version",
+        "1.33",
+        "patch",
+        "--object",
+        &format!("{FIXTURES}/cli/object.yaml"),
+        "--patch",
+        &format!("{FIXTURES}/cli/truncated.json"),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("Internal error occurred: unexpected end of JSON input"));
+}
+
+#[test]
+fn unsupported_kube_versions_are_refused() {
+    let out = hookscope(&["--kube-version", "1.20", "check", "--webhooks", FIXTURES]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("expected 1.28 to 1.37"),
+        "{}",
+        text(&out.stderr)
+    );
+}
