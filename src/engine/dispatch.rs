@@ -539,7 +539,7 @@ impl<'e, 'c> Run<'e, 'c> {
                         go_quote(&hook.webhook.name),
                         e.reason
                     );
-                    self.fail_call(hook, &href, &message);
+                    self.fail_call(hook, &href, &message, hook.ignore_failures);
                     if hook.ignore_failures {
                         if !e.canceled {
                             self.fail_open(hook, phase, format!("failed-open.mutation.webhook.admission.k8s.io/round_{round}_index_{i}"));
@@ -561,7 +561,7 @@ impl<'e, 'c> Run<'e, 'c> {
                     return Err(s);
                 }
                 CallError::Other(s) => {
-                    self.fail_call(hook, &href, &s.message);
+                    self.fail_call(hook, &href, &s.message, false);
                     return Err(s);
                 }
             }
@@ -569,7 +569,7 @@ impl<'e, 'c> Run<'e, 'c> {
         Ok(())
     }
 
-    fn fail_call(&mut self, hook: &Hook, href: &HookRef, message: &str) {
+    fn fail_call(&mut self, hook: &Hook, href: &HookRef, message: &str, failed_open: bool) {
         if let Some(c) = self.calls.last_mut() {
             c.error = Some(message.to_string());
         }
@@ -577,7 +577,7 @@ impl<'e, 'c> Run<'e, 'c> {
             hook: href.clone(),
             error: message.to_string(),
             failure_policy: hook.failure_policy().into(),
-            failed_open: hook.ignore_failures,
+            failed_open,
         });
     }
 
@@ -935,7 +935,7 @@ impl<'e, 'c> Run<'e, 'c> {
                     Some(CallError::Other(s)) => s.message.clone(),
                     _ => String::new(),
                 };
-                self.fail_call(hook, &href, &message);
+                self.fail_call(hook, &href, &message, hook.ignore_failures);
                 if hook.ignore_failures {
                     self.fail_open(
                         hook,
@@ -958,7 +958,7 @@ impl<'e, 'c> Run<'e, 'c> {
                         go_quote(&hook.webhook.name),
                         e.reason
                     );
-                    self.fail_call(hook, &href, &message);
+                    self.fail_call(hook, &href, &message, hook.ignore_failures);
                     if hook.ignore_failures {
                         if !e.canceled {
                             self.fail_open(hook, phase, format!("failed-open.validating.webhook.admission.k8s.io/round_0_index_{j}"));
@@ -975,7 +975,7 @@ impl<'e, 'c> Run<'e, 'c> {
                     errors.push(s);
                 }
                 Some(CallError::Other(s)) => {
-                    self.fail_call(hook, &href, &s.message);
+                    self.fail_call(hook, &href, &s.message, false);
                     errors.push(s);
                 }
             }
