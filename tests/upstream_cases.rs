@@ -1,6 +1,7 @@
 //! Every case of upstream's webhook admission test suite (`fixtures/upstream-cases.json`), run
 //! against the engine: one test per category, each reporting all of its failing cases.
 
+mod common;
 mod upstream;
 
 use upstream::unit;
@@ -55,53 +56,77 @@ fn webhook_source_order() {
     unit::webhook_source_order().finish();
 }
 
-use upstream::{ServerRef, dispatcher};
-
-fn server() -> ServerRef {
-    ServerRef {
-        host_port: "127.0.0.1:1".into(),
-        ca_pem: Vec::new(),
-    }
-}
+use upstream::dispatcher::{self, Upstream};
 
 #[test]
 fn dispatcher_plugin_cases() {
-    dispatcher::dispatcher(&server()).finish();
+    dispatcher::dispatcher(&Upstream::unit_server()).finish();
 }
 
 #[test]
 fn dispatcher_panic() {
-    dispatcher::dispatcher_panic(&server()).finish();
+    dispatcher::dispatcher_panic(&Upstream::unit_server()).finish();
 }
 
 #[test]
 fn dispatcher_cached_client() {
-    dispatcher::dispatcher_cached_client(&server()).finish();
+    dispatcher::dispatcher_cached_client(&Upstream::unit_server()).finish();
 }
 
 #[test]
 fn dispatcher_duration() {
-    dispatcher::dispatcher_duration(&server()).finish();
+    dispatcher::dispatcher_duration(&Upstream::unit_server()).finish();
 }
 
 #[test]
 fn dispatcher_exclusion() {
-    dispatcher::dispatcher_exclusion(&server()).finish();
+    dispatcher::dispatcher_exclusion(&Upstream::unit_server()).finish();
 }
 
 use upstream::integration;
 
 #[test]
 fn integration_reinvocation() {
-    integration::reinvocation(&server()).finish();
+    integration::reinvocation().finish();
 }
 
 #[test]
 fn integration_timeout() {
-    integration::timeout(&server()).finish();
+    integration::timeout().finish();
 }
 
 #[test]
 fn integration_match_conditions() {
-    integration::match_conditions(&server()).finish();
+    integration::match_conditions().finish();
+}
+
+#[test]
+fn e2e() {
+    upstream::e2e::e2e().finish();
+}
+
+#[test]
+fn configuration_validation() {
+    unit::configuration_validation().finish();
+}
+
+/// `auth-info-resolver` is run by `tests/auth_resolver.rs` from its own copy of these cases
+/// (`fixtures/auth/auth-info-resolver.json`); here only the two copies are held to each other.
+#[test]
+fn auth_info_resolver_is_covered_by_auth_resolver_tests() {
+    let theirs: Vec<serde_json::Value> =
+        serde_json::from_str(include_str!("fixtures/auth/auth-info-resolver.json"))
+            .expect("auth fixture");
+    let ours = upstream::cases("auth-info-resolver");
+    assert_eq!(ours.len(), theirs.len());
+    for (a, b) in ours.iter().zip(&theirs) {
+        assert_eq!(
+            *a, b,
+            "auth-info-resolver case differs from tests/auth_resolver.rs's"
+        );
+    }
+    println!(
+        "auth-info-resolver: {} cases, run by tests/auth_resolver.rs",
+        ours.len()
+    );
 }

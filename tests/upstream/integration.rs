@@ -1,8 +1,8 @@
 //! Integration-level upstream tables (kube-apiserver with real webhook servers), run as full
-//! admission chains (`Phases::All`) with the integration servers' behaviours as handlers.
+//! admission chains (`Phases::All`) against HTTPS webhook servers with the integration tests'
+//! behaviours (§1.4 of the semantics reference).
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -10,54 +10,65 @@ use hookscope::api::{GroupVersionKind, GroupVersionResource, Operation, WebhookK
 use hookscope::engine::{Attributes, AuditLevel, EngineOptions, Namespaces, Phases};
 use serde_json::{Value, json};
 
-use super::dispatcher::{Answer, Harness, Setup, run};
-use super::{Check, Report, ServerRef, cases, configuration, labels, s};
+use super::dispatcher::{Setup, Upstream, run};
+use super::{Check, Report, cases, configuration, labels, s};
+use crate::common::{Handler, RecordedRequest, TestPki, TestResponse, handler};
 
 fn b64(v: &Value) -> String {
     base64::engine::general_purpose::STANDARD.encode(serde_json::to_vec(v).expect("patch"))
 }
 
-fn v1beta1_allow(patch: Option<Value>) -> Answer {
+fn review_of(req: &RecordedRequest) -> Value {
+    serde_json::from_slice(&req.body).unwrap_or(Value::Null)
+}
+
+/// A v1beta1 AdmissionReview allowing, optionally with a JSON patch, as Go's encoder writes it.
+fn v1beta1_allow(patch: Option<Value>) -> TestResponse {
     let mut response = json!({"uid": "", "allowed": true});
     if let Some(p) = patch {
         response["patch"] = json!(b64(&p));
         response["patchType"] = json!("JSONPatch");
     }
-    Answer::json(json!({"response": response}))
+    let mut body = serde_json::to_vec(&json!({"response": response})).expect("json");
+    body.push(b'\n');
+    TestResponse::json(200, body)
 }
 
 /// `newReinvokeWebhookHandler` of `reinvocation_test.go`.
-fn reinvocation_handler(path: &str, review: &Value) -> Answer {
-    let object = &review["request"]["object"];
-    let object_labels = &object["metadata"]["labels"];
-    let patch = match path {
-        "/settrue" => {
-            Some(json!([{"op": "replace", "path": "/metadata/labels/fight", "value": "true"}]))
-        }
-        "/setfalse" => {
-            Some(json!([{"op": "replace", "path": "/metadata/labels/fight", "value": "false"}]))
-        }
-        "/addlabel" => (object_labels["a"] != "true")
-            .then(|| json!([{"op": "add", "path": "/metadata/labels/a", "value": "true"}])),
-        "/conditionaladdlabel" => object_labels
-            .get("a")
-            .is_some()
-            .then(|| json!([{"op": "add", "path": "/metadata/labels/b", "value": "true"}])),
-        "/setpriority" => (object["spec"]["priorityClassName"] != "high-priority").then(|| {
-            let mut ops = vec![
-                json!({"op": "add", "path": "/spec/priorityClassName", "value": "high-priority"}),
-            ];
-            if !object["spec"]["priority"].is_null() {
-                ops.push(json!({"op": "remove", "path": "/spec/priority"}));
+fn reinvocation_handler() -> Handler {
+    handler(|req| {
+        let review = review_of(req);
+        let object = &review["request"]["object"];
+        let object_labels = &object["metadata"]["labels"];
+        let patch = match req.path_only() {
+            "/settrue" => {
+                Some(json!([{"op": "replace", "path": "/metadata/labels/fight", "value": "true"}]))
             }
-            Value::Array(ops)
-        }),
-        "/setinvalidpriority" => {
-            Some(json!([{"op": "add", "path": "/spec/priorityClassName", "value": "invalid"}]))
-        }
-        _ => None,
-    };
-    v1beta1_allow(patch)
+            "/setfalse" => {
+                Some(json!([{"op": "replace", "path": "/metadata/labels/fight", "value": "false"}]))
+            }
+            "/addlabel" => (object_labels["a"] != "true")
+                .then(|| json!([{"op": "add", "path": "/metadata/labels/a", "value": "true"}])),
+            "/conditionaladdlabel" => object_labels
+                .get("a")
+                .is_some()
+                .then(|| json!([{"op": "add", "path": "/metadata/labels/b", "value": "true"}])),
+            "/setpriority" => (object["spec"]["priorityClassName"] != "high-priority").then(|| {
+                let mut ops = vec![json!(
+                    {"op": "add", "path": "/spec/priorityClassName", "value": "high-priority"}
+                )];
+                if !object["spec"]["priority"].is_null() {
+                    ops.push(json!({"op": "remove", "path": "/spec/priority"}));
+                }
+                Value::Array(ops)
+            }),
+            "/setinvalidpriority" => {
+                Some(json!([{"op": "add", "path": "/spec/priorityClassName", "value": "invalid"}]))
+            }
+            _ => None,
+        };
+        v1beta1_allow(patch)
+    })
 }
 
 /// Cases whose verdict comes from the in-tree Priority plugin's round-1 run.
@@ -66,9 +77,9 @@ const IN_TREE_ROUND_1: [&str; 2] = [
     "invalid priority class set by webhook should result in error from in-tree priority plugin",
 ];
 
-pub fn reinvocation(server: &ServerRef) -> Report {
+pub fn reinvocation() -> Report {
     let mut report = Report::new("integration-reinvocation");
-    let mut harness = Harness::new(Arc::new(reinvocation_handler));
+    let up = Upstream::start(TestPki::new(), reinvocation_handler(), &[]);
     for case in cases("integration-reinvocation") {
         let req = &case["request"];
         let ns = s(&req["namespace"]);
@@ -114,11 +125,11 @@ pub fn reinvocation(server: &ServerRef) -> Report {
             }
         }
         let r = run(
+            &up,
             Setup {
                 kind: WebhookKind::Mutating,
                 configuration: case["configurationName"].as_str().unwrap_or_default(),
                 webhooks: &webhooks,
-                server,
                 extra: Vec::new(),
                 options: EngineOptions::default(),
                 namespaces,
@@ -126,7 +137,7 @@ pub fn reinvocation(server: &ServerRef) -> Report {
                 phases: Phases::All,
             },
             attrs,
-            &mut harness,
+            &mut up.replier.clone(),
         );
         let mut c = Check::default();
         let e = &case["expect"];
@@ -196,21 +207,23 @@ pub fn reinvocation(server: &ServerRef) -> Report {
     report
 }
 
-/// `timeout_test.go`: `/mutating/<n>/<d>` and `/validating/<n>/<d>` take `d` and allow. The
-/// handler reports `d` as the call's duration (virtual time) rather than sleeping it.
-fn timeout_handler(path: &str, _review: &Value) -> Answer {
-    let d = path
-        .rsplit('/')
-        .next()
-        .and_then(|d| d.strip_suffix('s'))
-        .and_then(|d| d.parse().ok())
-        .unwrap_or(0);
-    v1beta1_allow(None).delayed(Duration::from_secs(d))
+/// `timeout_test.go`: `/mutating/<n>/<d>` and `/validating/<n>/<d>` sleep `d`, then allow.
+fn timeout_handler() -> Handler {
+    handler(|req| {
+        let d = req
+            .path_only()
+            .rsplit('/')
+            .next()
+            .and_then(|d| d.strip_suffix('s'))
+            .and_then(|d| d.parse().ok())
+            .unwrap_or(0);
+        v1beta1_allow(None).with_delay(Duration::from_secs(d))
+    })
 }
 
-pub fn timeout(server: &ServerRef) -> Report {
+pub fn timeout() -> Report {
     let mut report = Report::new("integration-timeout");
-    let mut harness = Harness::new(Arc::new(timeout_handler));
+    let up = Upstream::start(TestPki::new(), timeout_handler(), &[]);
     for case in cases("integration-timeout") {
         let req = &case["request"];
         let deadline: u64 = s(&req["requestTimeoutQueryParam"])
@@ -221,13 +234,13 @@ pub fn timeout(server: &ServerRef) -> Report {
             .as_array()
             .into_iter()
             .flatten()
-            .map(|w| super::webhook(w, server))
+            .map(|w| super::webhook(w, &up.server_ref))
             .collect();
         let validating: Vec<_> = case["webhooks"]["validating"]
             .as_array()
             .into_iter()
             .flatten()
-            .map(|w| super::webhook(w, server))
+            .map(|w| super::webhook(w, &up.server_ref))
             .collect();
         let mut namespaces = Namespaces::default();
         namespaces.insert("default", BTreeMap::new());
@@ -256,11 +269,11 @@ pub fn timeout(server: &ServerRef) -> Report {
             ws
         };
         let r = run(
+            &up,
             Setup {
                 kind: WebhookKind::Mutating,
                 configuration: "",
                 webhooks: &[],
-                server,
                 extra: vec![
                     configuration(
                         WebhookKind::Mutating,
@@ -279,7 +292,7 @@ pub fn timeout(server: &ServerRef) -> Report {
                 phases: Phases::All,
             },
             attrs,
-            &mut harness,
+            &mut up.replier.clone(),
         );
         let mut c = Check::default();
         let e = &case["expect"];
@@ -328,16 +341,23 @@ pub fn timeout(server: &ServerRef) -> Report {
 }
 
 /// `match_conditions_test.go`: every path allows with a v1 response echoing the uid.
-fn match_conditions_handler(_path: &str, review: &Value) -> Answer {
-    Answer::json(json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "response": {"uid": review["request"]["uid"], "allowed": true, "status": {"message": "admitted"}},
-    }))
+fn match_conditions_handler() -> Handler {
+    handler(|req| {
+        let body = json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "response": {
+                "uid": req.review_uid(),
+                "allowed": true,
+                "status": {"message": "admitted"},
+            },
+        });
+        TestResponse::json(200, serde_json::to_vec(&body).expect("json"))
+    })
 }
 
-pub fn match_conditions(server: &ServerRef) -> Report {
+pub fn match_conditions() -> Report {
     let mut report = Report::new("integration-match-conditions");
-    let mut harness = Harness::new(Arc::new(match_conditions_handler));
+    let up = Upstream::start(TestPki::new(), match_conditions_handler(), &[]);
     for case in cases("integration-match-conditions") {
         for kind in [WebhookKind::Validating, WebhookKind::Mutating] {
             let mut c = Check::default();
@@ -386,11 +406,11 @@ pub fn match_conditions(server: &ServerRef) -> Report {
                     },
                 };
                 let r = run(
+                    &up,
                     Setup {
                         kind,
                         configuration: case["configurationName"].as_str().unwrap_or_default(),
                         webhooks: &webhooks,
-                        server,
                         extra: Vec::new(),
                         options: EngineOptions::default(),
                         namespaces,
@@ -398,7 +418,7 @@ pub fn match_conditions(server: &ServerRef) -> Report {
                         phases: Phases::All,
                     },
                     attrs,
-                    &mut harness,
+                    &mut up.replier.clone(),
                 );
                 for seen in &r.seen {
                     called.push(json!({"name": seen.review["request"]["name"], "namespace": seen.review["request"]["namespace"]}));

@@ -3,6 +3,7 @@
 //! reports every failing case at once.
 
 pub mod dispatcher;
+pub mod e2e;
 pub mod integration;
 pub mod unit;
 

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use hookscope::api::{GroupVersionKind, GroupVersionResource, Operation, Status, WebhookKind};
+use hookscope::config::{apply_defaults, parse_documents, validate};
 use hookscope::engine::matching::{
     Decision, Invocation, SkipReason, exact_or_wildcard, resource_matches, scope_matches,
 };
@@ -714,6 +715,50 @@ pub fn webhook_source_order() -> Report {
             );
         }
         report.record(case["id"].as_str().unwrap_or_default(), c);
+    }
+    report
+}
+
+/// `configuration-validation` (`TestMatchConditions_validation`): each configuration is created
+/// (dry run) as a Validating- and as a MutatingWebhookConfiguration; the API server defaults and
+/// validates it, and an invalid one fails with 422 Invalid on its `matchConditions`.
+pub fn configuration_validation() -> Report {
+    let mut report = Report::new("configuration-validation");
+    for case in cases("configuration-validation") {
+        for kind in [
+            "ValidatingWebhookConfiguration",
+            "MutatingWebhookConfiguration",
+        ] {
+            let doc = json!({
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": kind,
+                "metadata": {"name": case["configurationName"]},
+                "webhooks": case["webhooks"],
+            });
+            let mut c = Check::default();
+            let mut docs = parse_documents(&doc.to_string(), "case.json");
+            match docs.pop() {
+                Some(Ok(loaded)) if docs.is_empty() => {
+                    let mut cfg = loaded.configuration;
+                    apply_defaults(&mut cfg);
+                    let errs = validate(&cfg, None);
+                    let invalid = case["expect"]["invalid"] == true;
+                    c.ok(errs.is_empty() != invalid, || {
+                        format!("invalid: want {invalid}, errors {errs:?}")
+                    });
+                    c.ok(
+                        errs.iter()
+                            .all(|e| e.field.starts_with("webhooks[0].matchConditions")),
+                        || format!("errors outside matchConditions: {errs:?}"),
+                    );
+                }
+                other => c.ok(false, || format!("did not load: {other:?} {docs:?}")),
+            }
+            report.record(
+                &format!("{} [{kind}]", case["id"].as_str().unwrap_or_default()),
+                c,
+            );
+        }
     }
     report
 }
