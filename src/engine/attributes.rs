@@ -1,6 +1,7 @@
 //! The admission request as the dispatcher sees it (upstream's `admission.Attributes`), and the
 //! cluster state it may consult.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
@@ -56,9 +57,9 @@ impl Attributes {
 
 /// What a namespace lookup found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NamespaceLookup {
+pub enum NamespaceLookup<'a> {
     /// The namespace exists with these labels.
-    Found(BTreeMap<String, String>),
+    Found(Cow<'a, BTreeMap<String, String>>),
     /// No such namespace (the informer and a live GET both said so).
     NotFound,
     /// The lookup failed for another reason.
@@ -69,7 +70,7 @@ pub enum NamespaceLookup {
 /// and by a cluster cache in the live console.
 pub trait NamespaceSource {
     /// Labels of namespace `name`.
-    fn namespace(&self, name: &str) -> NamespaceLookup;
+    fn namespace(&self, name: &str) -> NamespaceLookup<'_>;
 }
 
 /// Namespaces known by name. Unknown namespaces are reported as not found.
@@ -84,9 +85,9 @@ impl Namespaces {
 }
 
 impl NamespaceSource for Namespaces {
-    fn namespace(&self, name: &str) -> NamespaceLookup {
+    fn namespace(&self, name: &str) -> NamespaceLookup<'_> {
         match self.0.get(name) {
-            Some(l) => NamespaceLookup::Found(l.clone()),
+            Some(l) => NamespaceLookup::Found(Cow::Borrowed(l)),
             None => NamespaceLookup::NotFound,
         }
     }

@@ -2,6 +2,7 @@
 //! reinvocation bookkeeping, then the validating dispatcher (`validating/dispatcher.go`).
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -216,7 +217,7 @@ impl<'e, 'c> Run<'e, 'c> {
         index: usize,
         reason: SkipReason,
     ) {
-        let text = reason.to_string();
+        let text = matching::explain(hook, &self.attrs, self.ctx.namespaces, &reason);
         self.calls.push(CallRecord {
             phase,
             round,
@@ -361,7 +362,7 @@ impl<'e, 'c> Run<'e, 'c> {
             url: endpoint.url.clone(),
             uid: uid.clone(),
             timeout,
-            review: serde_json::to_value(&review).unwrap_or(Value::Null),
+            review: Arc::from(String::from_utf8_lossy(&body)),
         });
         Ok(WebhookCall {
             phase: href.phase,
@@ -398,22 +399,19 @@ impl<'e, 'c> Run<'e, 'c> {
     }
 
     fn record_reply(&mut self, href: &HookRef, reply: &Reply) {
-        let (http_status, body, transport_error) =
-            match &reply.outcome {
-                ReplyOutcome::Http { status, body, .. } => (
-                    Some(*status),
-                    Some(serde_json::from_slice::<Value>(body).unwrap_or_else(|_| {
-                        Value::String(String::from_utf8_lossy(body).into_owned())
-                    })),
-                    None,
-                ),
-                ReplyOutcome::Transport(e) => (None, None, Some(e.detail.clone())),
-                ReplyOutcome::ClientConfig(e) => {
-                    (None, None, Some(format!("could not build client: {e}")))
-                }
-                ReplyOutcome::Canceled => (None, None, Some("context canceled".into())),
-                ReplyOutcome::Panicked(p) => (None, None, Some(format!("panic: {p}"))),
-            };
+        let (http_status, body, transport_error) = match &reply.outcome {
+            ReplyOutcome::Http { status, body, .. } => (
+                Some(*status),
+                Some(Arc::from(String::from_utf8_lossy(body))),
+                None,
+            ),
+            ReplyOutcome::Transport(e) => (None, None, Some(e.detail.clone())),
+            ReplyOutcome::ClientConfig(e) => {
+                (None, None, Some(format!("could not build client: {e}")))
+            }
+            ReplyOutcome::Canceled => (None, None, Some("context canceled".into())),
+            ReplyOutcome::Panicked(p) => (None, None, Some(format!("panic: {p}"))),
+        };
         self.step(StepKind::ReplyReceived {
             hook: href.clone(),
             http_status,
@@ -502,12 +500,10 @@ impl<'e, 'c> Run<'e, 'c> {
                 Decision::Call(inv) => inv,
             };
             if round == 1 && !self.reinvoke.contains(&hook.uid) {
-                let detail = if hook.reinvoke_if_needed {
-                    "no later webhook changed the object after its round-0 call".to_string()
-                } else {
-                    "reinvocationPolicy is Never".to_string()
+                let reason = SkipReason::NotReinvoked {
+                    if_needed: hook.reinvoke_if_needed,
                 };
-                self.record_skip(hook, phase, round, i, SkipReason::NotReinvoked { detail });
+                self.record_skip(hook, phase, round, i, reason);
                 continue;
             }
             let href = Self::hook_ref(hook, phase, round, i);

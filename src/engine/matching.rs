@@ -1,6 +1,7 @@
 //! Should this webhook be called for this request? Upstream's `ShouldCallHook`: namespace
 //! selector, object selector, rules (exact, then equivalent), then matchConditions.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -35,26 +36,11 @@ pub struct Invocation {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SkipReason {
     /// The namespace selector did not select the request's namespace.
-    NamespaceSelector {
-        /// The selector, as apimachinery prints it.
-        selector: String,
-        /// The namespace.
-        namespace: String,
-        /// The requirement that failed.
-        detail: String,
-    },
+    NamespaceSelector,
     /// The object selector selected neither the object nor the old object.
-    ObjectSelector {
-        /// The selector.
-        selector: String,
-        /// Which requirement failed, or why no object could be checked.
-        detail: String,
-    },
+    ObjectSelector,
     /// No rule matched the operation/resource/scope.
-    Rules {
-        /// The closest rule and what it lacked.
-        detail: String,
-    },
+    Rules,
     /// A matchCondition evaluated to false.
     MatchConditionFalse {
         /// Name of the first false condition.
@@ -67,31 +53,22 @@ pub enum SkipReason {
     },
     /// Reinvocation round: the webhook is not in the set to reinvoke.
     NotReinvoked {
-        /// Why it is not reinvoked.
-        detail: String,
+        /// The webhook's reinvocationPolicy is IfNeeded (so nothing after it changed the object).
+        if_needed: bool,
     },
 }
 
 impl fmt::Display for SkipReason {
+    /// A short account; [`explain`] gives the full one with the selector, labels and rules.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            SkipReason::NamespaceSelector {
-                selector,
-                namespace,
-                detail,
-            } => {
-                write!(
-                    f,
-                    "namespaceSelector {{{selector}}} does not select namespace {namespace:?}: {detail}"
-                )
+            SkipReason::NamespaceSelector => {
+                f.write_str("namespaceSelector does not select the namespace")
             }
-            SkipReason::ObjectSelector { selector, detail } => {
-                write!(
-                    f,
-                    "objectSelector {{{selector}}} selects neither the object nor the old object: {detail}"
-                )
+            SkipReason::ObjectSelector => {
+                f.write_str("objectSelector selects neither the object nor the old object")
             }
-            SkipReason::Rules { detail } => write!(f, "no rule matches: {detail}"),
+            SkipReason::Rules => f.write_str("no rule matches"),
             SkipReason::MatchConditionFalse { name } => {
                 write!(f, "matchCondition {name:?} evaluated to false")
             }
@@ -101,8 +78,40 @@ impl fmt::Display for SkipReason {
                     "matchConditions failed and failurePolicy is Ignore: {error}"
                 )
             }
-            SkipReason::NotReinvoked { detail } => write!(f, "not reinvoked: {detail}"),
+            SkipReason::NotReinvoked { if_needed: true } => f.write_str(
+                "not reinvoked: no later webhook changed the object after its round-0 call",
+            ),
+            SkipReason::NotReinvoked { if_needed: false } => {
+                f.write_str("not reinvoked: reinvocationPolicy is Never")
+            }
         }
+    }
+}
+
+/// The full, human-readable account of a skip: which selector requirement, label or rule
+/// excluded the webhook. Computed on demand, off the matching hot path.
+pub fn explain(
+    hook: &Hook,
+    attrs: &Attributes,
+    namespaces: &dyn NamespaceSource,
+    reason: &SkipReason,
+) -> String {
+    match reason {
+        SkipReason::NamespaceSelector => {
+            let (selector, detail) = explain_namespace_skip(hook, attrs, namespaces);
+            format!(
+                "namespaceSelector {{{selector}}} does not select namespace {:?}: {detail}",
+                attrs.namespace
+            )
+        }
+        SkipReason::ObjectSelector => {
+            let (selector, detail) = explain_object_skip(hook, attrs);
+            format!(
+                "objectSelector {{{selector}}} selects neither the object nor the old object: {detail}"
+            )
+        }
+        SkipReason::Rules => format!("no rule matches: {}", explain_rules(hook, attrs)),
+        other => other.to_string(),
     }
 }
 
@@ -148,18 +157,16 @@ pub fn should_call_hook(
 ) -> Decision {
     let (ns_match, ns_err) = match_namespace_selector(hook, attrs, env.namespaces);
     if !ns_match && ns_err.is_none() {
-        return Decision::Skip(explain_namespace_skip(hook, attrs, env.namespaces));
+        return Decision::Skip(SkipReason::NamespaceSelector);
     }
     let (obj_match, obj_err) = match_object_selector(hook, attrs);
     if !obj_match && obj_err.is_none() {
-        return Decision::Skip(explain_object_skip(hook, attrs));
+        return Decision::Skip(SkipReason::ObjectSelector);
     }
     let invocation = match find_invocation(hook, attrs, env.registry) {
         Ok(Some(inv)) => inv,
         Ok(None) => {
-            return Decision::Skip(SkipReason::Rules {
-                detail: explain_rules(hook, attrs),
-            });
+            return Decision::Skip(SkipReason::Rules);
         }
         Err(status) => return Decision::Fail(status),
     };
@@ -215,10 +222,10 @@ fn match_namespace_selector(
 }
 
 /// Upstream's `GetNamespaceLabels`.
-fn namespace_labels(
+fn namespace_labels<'a>(
     attrs: &Attributes,
-    namespaces: &dyn NamespaceSource,
-) -> Result<BTreeMap<String, String>, Status> {
+    namespaces: &'a dyn NamespaceSource,
+) -> Result<Cow<'a, BTreeMap<String, String>>, Status> {
     if attrs.resource.resource == "namespaces"
         && attrs.sub_resource.is_empty()
         && matches!(
@@ -226,9 +233,11 @@ fn namespace_labels(
             crate::api::Operation::Create | crate::api::Operation::Update
         )
     {
-        return Ok(object_labels(attrs.object.as_ref())
-            .map(labels_to_map)
-            .unwrap_or_default());
+        return Ok(Cow::Owned(
+            object_labels(attrs.object.as_ref())
+                .map(labels_to_map)
+                .unwrap_or_default(),
+        ));
     }
     match namespaces.namespace(&attrs.namespace) {
         NamespaceLookup::Found(l) => Ok(l),
@@ -377,7 +386,7 @@ fn explain_namespace_skip(
     hook: &Hook,
     attrs: &Attributes,
     namespaces: &dyn NamespaceSource,
-) -> SkipReason {
+) -> (String, String) {
     let (selector, detail) = match (
         &hook.namespace_selector,
         namespace_labels(attrs, namespaces),
@@ -395,14 +404,10 @@ fn explain_namespace_skip(
     } else {
         selector
     };
-    SkipReason::NamespaceSelector {
-        selector,
-        namespace: attrs.namespace.clone(),
-        detail,
-    }
+    (selector, detail)
 }
 
-fn explain_object_skip(hook: &Hook, attrs: &Attributes) -> SkipReason {
+fn explain_object_skip(hook: &Hook, attrs: &Attributes) -> (String, String) {
     let selector = match (&hook.object_selector, &hook.webhook.object_selector) {
         (_, None) => "<nil: selects nothing>".to_string(),
         (Ok(s), _) => s.to_string(),
@@ -435,7 +440,7 @@ fn explain_object_skip(hook: &Hook, attrs: &Attributes) -> SkipReason {
         }
         (Err(e), _, _) => e.clone(),
     };
-    SkipReason::ObjectSelector { selector, detail }
+    (selector, detail)
 }
 
 /// A one-line account of why no rule matched, naming the first rule and the first check it

@@ -2,6 +2,7 @@
 //! prints. Steps are in the order they happened; `at` is the engine's virtual clock (the sum of
 //! call durations reported by the replier).
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -37,6 +38,25 @@ pub struct Step {
     /// What happened.
     #[serde(flatten)]
     pub kind: StepKind,
+}
+
+/// Text that is usually JSON: written as JSON when it parses, as a string otherwise. Parsing
+/// happens only when a trace is serialised, not while dispatching.
+fn ser_json_text<S: serde::Serializer>(text: &Arc<str>, s: S) -> Result<S::Ok, S::Error> {
+    match serde_json::value::RawValue::from_string(text.to_string()) {
+        Ok(raw) => raw.serialize(s),
+        Err(_) => s.serialize_str(text),
+    }
+}
+
+fn ser_opt_json_text<S: serde::Serializer>(
+    text: &Option<Arc<str>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    match text {
+        Some(t) => ser_json_text(t, s),
+        None => s.serialize_none(),
+    }
 }
 
 fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
@@ -93,8 +113,9 @@ pub enum StepKind {
         /// Timeout for this call.
         #[serde(serialize_with = "ser_ms", rename = "timeoutMs")]
         timeout: Duration,
-        /// The review.
-        review: Value,
+        /// The review, exactly the JSON bytes sent.
+        #[serde(serialize_with = "ser_json_text")]
+        review: Arc<str>,
     },
     /// What came back.
     ReplyReceived {
@@ -103,7 +124,8 @@ pub enum StepKind {
         /// HTTP status, if a response arrived.
         http_status: Option<u16>,
         /// The body parsed as JSON (or a string if it was not JSON), if a response arrived.
-        body: Option<Value>,
+        #[serde(serialize_with = "ser_opt_json_text")]
+        body: Option<Arc<str>>,
         /// Transport-level failure, if any.
         transport_error: Option<String>,
         /// Call duration.
