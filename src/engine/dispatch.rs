@@ -470,17 +470,16 @@ impl<'e, 'c> Run<'e, 'c> {
         let engine = self.engine;
         let start = self.elapsed;
         let result = self.mutating_dispatch(engine, round, replier).await;
+        self.observe_plugin(WebhookType::Admit, start, result.is_err());
+        result
+    }
+
+    /// The plugin-level metrics of one plugin invocation (once per reinvocation round).
+    fn observe_plugin(&mut self, ty: WebhookType, start: Duration, rejected: bool) {
         let op = self.attrs.operation;
         let took = self.elapsed - start;
-        self.ctx
-            .metrics
-            .observe_controller(WebhookType::Admit, op, result.is_err(), took);
-        if round == 0 || self.ctx.phases == Phases::All {
-            self.ctx
-                .metrics
-                .observe_step(WebhookType::Admit, op, result.is_err(), took);
-        }
-        result
+        self.ctx.metrics.observe_controller(ty, op, rejected, took);
+        self.ctx.metrics.observe_step(ty, op, rejected, took);
     }
 
     async fn mutating_dispatch<R: Replier + Send>(
@@ -824,14 +823,7 @@ impl<'e, 'c> Run<'e, 'c> {
         let engine = self.engine;
         let start = self.elapsed;
         let result = self.validating_dispatch(engine, replier).await;
-        let op = self.attrs.operation;
-        let took = self.elapsed - start;
-        self.ctx
-            .metrics
-            .observe_controller(WebhookType::Validating, op, result.is_err(), took);
-        self.ctx
-            .metrics
-            .observe_step(WebhookType::Validating, op, result.is_err(), took);
+        self.observe_plugin(WebhookType::Validating, start, result.is_err());
         result
     }
 
