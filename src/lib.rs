@@ -67,6 +67,7 @@ pub mod gofmt;
 pub mod jsonpatch;
 pub mod metrics;
 pub mod registry;
+pub mod replay;
 pub mod script;
 pub mod selector;
 pub mod transport;

@@ -1,0 +1,138 @@
+//! Replay: captured requests (AdmissionReviews, audit logs) run through the [`crate::engine`]
+//! against real, recorded or scripted webhooks. This is the IO shell shared by `hookscope replay`
+//! and the console: loaders turn files into [`CapturedRequest`]s, a runner dispatches them, and
+//! outputs render the results.
+
+pub mod input;
+pub mod record;
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::Serialize;
+
+use crate::engine::Attributes;
+
+/// Where a captured request (or a problem) was found.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceRef {
+    /// File name as given on the command line (`-` for stdin).
+    pub file: String,
+    /// 1-based line for JSON lines input, 1-based document otherwise.
+    pub index: usize,
+    /// Whether `index` counts lines or documents.
+    #[serde(skip)]
+    pub unit: IndexUnit,
+    /// The audit event's `auditID`, when the request came from an audit log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub audit_id: Option<String>,
+}
+
+/// What a [`SourceRef::index`] counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IndexUnit {
+    /// Lines of a JSON lines file.
+    Line,
+    /// Documents of a JSON or YAML stream.
+    #[default]
+    Document,
+}
+
+impl fmt::Display for SourceRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let unit = match self.unit {
+            IndexUnit::Line => "line",
+            IndexUnit::Document => "document",
+        };
+        write!(f, "{} {unit} {}", self.file, self.index)?;
+        if let Some(id) = &self.audit_id {
+            write!(f, " (auditID {id})")?;
+        }
+        Ok(())
+    }
+}
+
+/// What the namespace of a request looked like when it was captured.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum NamespaceState {
+    /// Not a namespaced request (or a Namespace object, whose own labels are used).
+    #[default]
+    NotApplicable,
+    /// The namespace's labels, from `--cluster` or learned from the audit log.
+    Known(BTreeMap<String, String>),
+    /// Nothing is known about the namespace: the replay treats its labels as empty and says so.
+    Unknown,
+}
+
+/// Audit-log details of a request, kept to write `--audit-log` events like the original.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AuditOrigin {
+    /// `auditID`.
+    pub audit_id: String,
+    /// `verb` (create, update, patch, delete, deletecollection, get for connect, …).
+    pub verb: String,
+    /// `requestURI`.
+    pub request_uri: String,
+    /// `sourceIPs`.
+    pub source_ips: Vec<String>,
+    /// `userAgent`.
+    pub user_agent: Option<String>,
+    /// `requestReceivedTimestamp`.
+    pub request_received_timestamp: Option<String>,
+    /// `stageTimestamp` of the replayed stage.
+    pub stage_timestamp: Option<String>,
+    /// `annotations` the apiserver recorded, to compare against the replay.
+    pub annotations: BTreeMap<String, String>,
+    /// `responseStatus.code` recorded.
+    pub response_code: Option<i32>,
+}
+
+/// One request ready to be dispatched.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CapturedRequest {
+    /// Where it came from.
+    pub source: SourceRef,
+    /// The captured `request.uid` (an AdmissionReview's, or the audit event's `auditID`).
+    pub uid: String,
+    /// The request as the dispatcher sees it.
+    pub attrs: Attributes,
+    /// Labels of `attrs.namespace` at capture time.
+    pub namespace: NamespaceState,
+    /// Present when the request came from an audit log.
+    pub audit: Option<AuditOrigin>,
+}
+
+/// A problem with the input, named by file, position and field.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct InputProblem {
+    /// Where.
+    pub source: SourceRef,
+    /// JSON path of the offending field (`request.kind`, `requestObject.metadata`), or empty.
+    pub field: String,
+    /// What is wrong, or why the request cannot be replayed faithfully.
+    pub message: String,
+}
+
+impl fmt::Display for InputProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.source)?;
+        if !self.field.is_empty() {
+            write!(f, ": {}", self.field)?;
+        }
+        write!(f, ": {}", self.message)
+    }
+}
+
+/// One item read from the input, in input order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputItem {
+    /// A request to replay.
+    Request(Box<CapturedRequest>),
+    /// A request that went through admission but cannot be replayed faithfully (a strategic
+    /// merge patch without a known old object, …). Counted and explained in the report.
+    NotReplayable(InputProblem),
+    /// Input that could not be read at all (a truncated line, invalid JSON, an unknown kind).
+    Invalid(InputProblem),
+}

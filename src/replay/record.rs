@@ -1,0 +1,1 @@
+//! Recording webhook exchanges and answering calls from recordings. (Being written.)
