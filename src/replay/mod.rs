@@ -3,8 +3,13 @@
 //! and the console: loaders turn files into [`CapturedRequest`]s, a runner dispatches them, and
 //! outputs render the results.
 
+pub mod audit_log;
+pub mod expect;
 pub mod input;
+pub mod junit;
 pub mod record;
+pub mod report;
+pub mod run;
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -1,0 +1,411 @@
+//! The JSON report of a replay: one entry per replayed request, in input order, and a summary.
+//! The schema is documented in `docs/replay.md`; scripts depend on it, so fields are only ever
+//! added.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::{CapturedRequest, InputProblem, NamespaceState, SourceRef};
+use crate::KubeVersion;
+use crate::api::{Operation, WebhookKind};
+use crate::engine::{AuditLevel, CallDecision, CallRecord, Outcome};
+
+/// The whole report.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    /// Release whose behaviour was modelled, e.g. `1.32`.
+    pub kube_version: String,
+    /// Audit level the annotations were written at.
+    pub audit_level: String,
+    /// One entry per replayed request, in input order.
+    pub requests: Vec<RequestReport>,
+    /// Counts.
+    pub summary: Summary,
+    /// Input that was not replayed, and configurations that were left out, each with its reason.
+    pub problems: Vec<Problem>,
+}
+
+/// Counts over the whole replay.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    /// Requests replayed.
+    pub total: usize,
+    /// Replayed requests admitted.
+    pub allowed: usize,
+    /// Replayed requests refused.
+    pub denied: usize,
+    /// Admission requests found in the input that could not be replayed faithfully.
+    pub not_replayable: usize,
+    /// Input items that could not be read (invalid lines or documents).
+    pub invalid: usize,
+    /// Configurations left out because they are unreadable or invalid.
+    pub invalid_configurations: usize,
+    /// Why requests were not replayed: reason → count.
+    pub reasons: BTreeMap<String, usize>,
+    /// Webhook calls answered from nothing (no recorded reply).
+    pub missing_replies: usize,
+}
+
+/// Something that was not replayed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Problem {
+    /// `notReplayable`, `invalid` or `configuration`.
+    pub kind: ProblemKind,
+    /// Where.
+    pub source: SourceRef,
+    /// Field path, or empty.
+    pub field: String,
+    /// What and why.
+    pub message: String,
+}
+
+/// Classes of [`Problem`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum ProblemKind {
+    /// An admission request that cannot be replayed faithfully.
+    NotReplayable,
+    /// Unreadable input.
+    Invalid,
+    /// A webhook configuration left out.
+    Configuration,
+}
+
+impl Problem {
+    /// A problem from an input item.
+    pub fn from_input(kind: ProblemKind, p: &InputProblem) -> Self {
+        Problem {
+            kind,
+            source: p.source.clone(),
+            field: p.field.clone(),
+            message: p.message.clone(),
+        }
+    }
+}
+
+/// The error an API client would receive.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientStatus {
+    /// HTTP status code.
+    pub code: i32,
+    /// Message.
+    pub message: String,
+    /// Reason (`Forbidden`, `InternalError`, …), or empty.
+    pub reason: String,
+}
+
+/// One replayed request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RequestReport {
+    /// Where the request was read.
+    pub source: SourceRef,
+    /// The captured uid.
+    pub uid: String,
+    /// CREATE, UPDATE, DELETE or CONNECT.
+    pub operation: Operation,
+    /// `group/version, Kind=…` spelled as `{group, version, kind}`.
+    pub kind: Value,
+    /// `{group, version, resource}`.
+    pub resource: Value,
+    /// Subresource, or empty.
+    pub sub_resource: String,
+    /// Namespace, or empty.
+    pub namespace: String,
+    /// Name, or empty.
+    pub name: String,
+    /// Whether the request was a dry run.
+    pub dry_run: bool,
+    /// The verdict.
+    pub allowed: bool,
+    /// What the client gets back when refused.
+    pub status: Option<ClientStatus>,
+    /// Warnings returned to the client.
+    pub warnings: Vec<String>,
+    /// Audit annotations, exactly as the apiserver writes them at the chosen level.
+    pub annotations: BTreeMap<String, String>,
+    /// The object after the mutating chain, or null.
+    pub object: Option<Value>,
+    /// One entry per webhook considered.
+    pub calls: Vec<CallReport>,
+    /// What the replay had to assume (unknown namespace labels, …).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    /// What the apiserver recorded for this request, when it came from an audit log.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recorded: Option<Recorded>,
+}
+
+/// What an audit log recorded for the original request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Recorded {
+    /// `responseStatus.code`.
+    pub code: Option<i32>,
+    /// The admission annotations recorded (`mutation.` and `patch.webhook.admission.k8s.io/…`,
+    /// and the webhooks' own audit annotations).
+    pub annotations: BTreeMap<String, String>,
+}
+
+/// One webhook considered for one request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallReport {
+    /// `mutating` or `validating`.
+    pub phase: &'static str,
+    /// Reinvocation round.
+    pub round: u8,
+    /// Annotation index.
+    pub index: usize,
+    /// Configuration name.
+    pub configuration: String,
+    /// Webhook name.
+    pub webhook: String,
+    /// `called` or `skipped`.
+    pub decision: &'static str,
+    /// Why it was skipped.
+    pub skip_reason: Option<String>,
+    /// Its verdict, when it answered.
+    pub allowed: Option<bool>,
+    /// Whether its patch changed the object.
+    pub mutated: bool,
+    /// Its patch, decoded.
+    pub patch: Option<Value>,
+    /// The error, when the call failed.
+    pub error: Option<String>,
+    /// Failure policy in force.
+    pub failure_policy: String,
+    /// How long the call took.
+    pub duration_ms: f64,
+}
+
+impl CallReport {
+    fn new(c: &CallRecord, redact: bool) -> Self {
+        let mut patch = c.patch.clone();
+        if redact && let Some(p) = &mut patch {
+            redact_patch(p);
+        }
+        CallReport {
+            phase: match c.phase {
+                WebhookKind::Mutating => "mutating",
+                WebhookKind::Validating => "validating",
+            },
+            round: c.round,
+            index: c.index,
+            configuration: c.configuration.clone(),
+            webhook: c.webhook.clone(),
+            decision: match c.decision {
+                CallDecision::Called => "called",
+                CallDecision::Skipped => "skipped",
+            },
+            skip_reason: c.skip_reason.clone(),
+            allowed: c.allowed,
+            mutated: c.mutated,
+            patch,
+            error: c.error.clone(),
+            failure_policy: c.failure_policy.clone(),
+            duration_ms: c.duration_ms,
+        }
+    }
+}
+
+/// How the report treats Secret data.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SecretPolicy {
+    /// `data` and `stringData` values of Secrets are replaced by a placeholder (the default).
+    #[default]
+    Redact,
+    /// Secrets are shown as captured.
+    Show,
+}
+
+/// The placeholder written instead of a Secret value.
+pub const REDACTED: &str = "<redacted>";
+
+/// True for core/v1 Secrets.
+pub fn is_secret(req: &CapturedRequest) -> bool {
+    req.attrs.kind.group.is_empty() && req.attrs.kind.kind == "Secret"
+}
+
+/// Replaces the values of a Secret's `data` and `stringData`.
+pub fn redact_secret(object: &mut Value) {
+    for field in ["data", "stringData"] {
+        if let Some(Value::Object(m)) = object.get_mut(field) {
+            for v in m.values_mut() {
+                *v = Value::String(REDACTED.into());
+            }
+        }
+    }
+}
+
+/// Redacts the values a patch writes under `/data` or `/stringData`, or a whole object it writes.
+fn redact_patch(patch: &mut Value) {
+    let Value::Array(ops) = patch else { return };
+    for op in ops {
+        let path = op.get("path").and_then(Value::as_str).unwrap_or_default();
+        let whole = path.is_empty() || path == "/";
+        let secret = path.starts_with("/data") || path.starts_with("/stringData");
+        if let Some(v) = op.get_mut("value") {
+            if whole {
+                redact_secret(v);
+            } else if secret {
+                match v {
+                    Value::Object(m) => m
+                        .values_mut()
+                        .for_each(|x| *x = Value::String(REDACTED.into())),
+                    _ => *v = Value::String(REDACTED.into()),
+                }
+            }
+        }
+    }
+}
+
+/// Annotations that admission writes, out of everything an audit event carries.
+pub fn is_admission_annotation(key: &str) -> bool {
+    !key.starts_with("authorization.k8s.io/")
+        && !key.starts_with("authentication.k8s.io/")
+        && !key.starts_with("pod-security.kubernetes.io/")
+        && !key.starts_with("apiserver.latency.k8s.io/")
+}
+
+impl RequestReport {
+    /// The report entry of one replayed request.
+    pub fn new(
+        req: &CapturedRequest,
+        outcome: &Outcome,
+        level: AuditLevel,
+        secrets: SecretPolicy,
+    ) -> Self {
+        let redact = secrets == SecretPolicy::Redact && is_secret(req);
+        let mut object = outcome.object.clone();
+        if redact && let Some(o) = &mut object {
+            redact_secret(o);
+        }
+        let mut notes = Vec::new();
+        if req.namespace == NamespaceState::Unknown {
+            notes.push(format!(
+                "namespace {:?} is not known (not in --cluster nor learned from the input): its labels were taken as empty",
+                req.attrs.namespace
+            ));
+        }
+        let a = &req.attrs;
+        RequestReport {
+            source: req.source.clone(),
+            uid: req.uid.clone(),
+            operation: a.operation,
+            kind: serde_json::json!({"group": a.kind.group, "version": a.kind.version, "kind": a.kind.kind}),
+            resource: serde_json::json!({"group": a.resource.group, "version": a.resource.version, "resource": a.resource.resource}),
+            sub_resource: a.sub_resource.clone(),
+            namespace: a.namespace.clone(),
+            name: a.name.clone(),
+            dry_run: a.dry_run,
+            allowed: outcome.allowed,
+            status: outcome.status.as_ref().map(|s| ClientStatus {
+                code: s.code,
+                message: s.message.clone(),
+                reason: s.reason.clone(),
+            }),
+            warnings: outcome.warnings.clone(),
+            annotations: outcome.annotations_at(level),
+            object,
+            calls: outcome
+                .calls
+                .iter()
+                .map(|c| CallReport::new(c, redact))
+                .collect(),
+            notes,
+            recorded: req.audit.as_ref().map(|o| Recorded {
+                code: o.response_code,
+                annotations: o
+                    .annotations
+                    .iter()
+                    .filter(|(k, _)| is_admission_annotation(k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect(),
+            }),
+        }
+    }
+
+    /// `CREATE configmaps default/name` style label.
+    pub fn title(&self) -> String {
+        let mut resource = self.resource["resource"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if !self.sub_resource.is_empty() {
+            resource = format!("{resource}/{}", self.sub_resource);
+        }
+        let group = self.resource["group"].as_str().unwrap_or_default();
+        if !group.is_empty() {
+            resource = format!("{resource}.{group}");
+        }
+        let name = match (self.namespace.as_str(), self.name.as_str()) {
+            ("", "") => String::new(),
+            ("", n) => n.to_string(),
+            (ns, "") => format!("{ns}/"),
+            (ns, n) => format!("{ns}/{n}"),
+        };
+        let dry = if self.dry_run { " (dry run)" } else { "" };
+        format!("{} {resource} {name}{dry}", self.operation.as_str())
+            .trim_end()
+            .to_string()
+    }
+}
+
+impl Report {
+    /// An empty report.
+    pub fn new(kube_version: KubeVersion, level: AuditLevel) -> Self {
+        Report {
+            kube_version: kube_version.to_string(),
+            audit_level: level.to_string(),
+            requests: Vec::new(),
+            summary: Summary::default(),
+            problems: Vec::new(),
+        }
+    }
+
+    /// Adds a replayed request.
+    pub fn push_request(&mut self, r: RequestReport) {
+        self.summary.total += 1;
+        if r.allowed {
+            self.summary.allowed += 1;
+        } else {
+            self.summary.denied += 1;
+        }
+        self.requests.push(r);
+    }
+
+    /// Adds a problem.
+    pub fn push_problem(&mut self, p: Problem) {
+        match p.kind {
+            ProblemKind::NotReplayable => {
+                self.summary.not_replayable += 1;
+                *self
+                    .summary
+                    .reasons
+                    .entry(reason_class(&p.message))
+                    .or_default() += 1;
+            }
+            ProblemKind::Invalid => self.summary.invalid += 1,
+            ProblemKind::Configuration => self.summary.invalid_configurations += 1,
+        }
+        self.problems.push(p);
+    }
+}
+
+/// The reason of a not-replayable message without its specifics: the text before the first
+/// colon (`old object unknown: configmaps default/x` counts as `old object unknown`).
+fn reason_class(message: &str) -> String {
+    message
+        .split(':')
+        .next()
+        .unwrap_or(message)
+        .trim()
+        .to_string()
+}

@@ -1,0 +1,194 @@
+//! Dispatching captured requests: one engine, any replier, results in input order.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::{Stream, StreamExt};
+
+use super::{CapturedRequest, InputItem, NamespaceState};
+use crate::engine::{
+    Engine, IdSource, NamespaceLookup, NamespaceSource, Outcome, Phases, Replier, RequestContext,
+};
+use crate::metrics::Metrics;
+
+/// The apiserver's default request deadline (`--request-timeout`), which bounds every webhook
+/// call of a request together.
+pub const DEFAULT_REQUEST_DEADLINE: Duration = Duration::from_secs(60);
+
+/// Settings of a replay.
+#[derive(Debug, Clone)]
+pub struct ReplaySettings {
+    /// Time budget of each request.
+    pub deadline: Option<Duration>,
+    /// Requests dispatched at once. Results still come out in input order.
+    pub concurrency: usize,
+}
+
+impl Default for ReplaySettings {
+    fn default() -> Self {
+        Self {
+            deadline: Some(DEFAULT_REQUEST_DEADLINE),
+            concurrency: 1,
+        }
+    }
+}
+
+/// A replayed request with everything the engine said about it.
+#[derive(Debug, Clone)]
+pub struct Replayed {
+    /// The request as captured.
+    pub request: Box<CapturedRequest>,
+    /// The dispatcher's outcome, trace included.
+    pub outcome: Outcome,
+}
+
+/// What the runner hands back for each input item, in input order.
+#[derive(Debug, Clone)]
+pub enum ReplayEvent {
+    /// A request went through the dispatcher.
+    Replayed(Box<Replayed>),
+    /// An input item that was not dispatched ([`InputItem::NotReplayable`] or
+    /// [`InputItem::Invalid`]).
+    Skipped(InputItem),
+}
+
+/// Fresh random UUIDv4 per call, as the apiserver does.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct RandomIds;
+
+impl IdSource for RandomIds {
+    fn next_uid(&mut self) -> String {
+        uuid::Uuid::new_v4().to_string()
+    }
+}
+
+/// The namespace labels a captured request carries, as the dispatcher's namespace lookup.
+struct CapturedNamespace<'a>(&'a CapturedRequest);
+
+impl NamespaceSource for CapturedNamespace<'_> {
+    fn namespace(&self, name: &str) -> NamespaceLookup<'_> {
+        let req = self.0;
+        if name != req.attrs.namespace {
+            return NamespaceLookup::NotFound;
+        }
+        match &req.namespace {
+            NamespaceState::Known(labels) => NamespaceLookup::Found(Cow::Borrowed(labels)),
+            NamespaceState::Unknown => NamespaceLookup::Found(Cow::Owned(BTreeMap::new())),
+            // A Namespace being deleted is its own namespace: its labels are the stored object's.
+            NamespaceState::NotApplicable if req.attrs.is_namespace_resource() => {
+                NamespaceLookup::Found(Cow::Owned(
+                    req.attrs
+                        .old_object
+                        .as_ref()
+                        .and_then(|o| o.pointer("/metadata/labels"))
+                        .and_then(|l| serde_json::from_value(l.clone()).ok())
+                        .unwrap_or_default(),
+                ))
+            }
+            NamespaceState::NotApplicable => NamespaceLookup::NotFound,
+        }
+    }
+}
+
+/// Runs captured requests through one engine.
+#[derive(Debug, Clone)]
+pub struct Replayer {
+    engine: Arc<Engine>,
+    settings: ReplaySettings,
+}
+
+impl Replayer {
+    /// A replayer for an engine.
+    pub fn new(engine: Arc<Engine>, settings: ReplaySettings) -> Self {
+        Self { engine, settings }
+    }
+
+    /// The engine.
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Dispatches one captured request.
+    pub async fn replay_one<R: Replier + Send>(
+        &self,
+        request: &CapturedRequest,
+        replier: &mut R,
+        metrics: &mut Metrics,
+        ids: &mut (dyn IdSource + Send),
+    ) -> Outcome {
+        let namespaces = CapturedNamespace(request);
+        let ctx = RequestContext {
+            namespaces: &namespaces,
+            ids,
+            metrics,
+            deadline: self.settings.deadline,
+            phases: Phases::All,
+        };
+        self.engine
+            .dispatch(request.attrs.clone(), ctx, replier)
+            .await
+    }
+
+    /// Replays a stream of input items with up to `concurrency` requests in flight. `on_event`
+    /// sees every item in input order. Returns the webhook metrics of the whole replay.
+    pub async fn run<S, R>(
+        &self,
+        items: S,
+        replier: R,
+        mut on_event: impl FnMut(ReplayEvent),
+    ) -> Metrics
+    where
+        S: Stream<Item = InputItem>,
+        R: Replier + Clone + Send,
+    {
+        let mut metrics = Metrics::new();
+        let concurrency = self.settings.concurrency.max(1);
+        if concurrency == 1 {
+            let mut replier = replier;
+            let mut items = std::pin::pin!(items);
+            while let Some(item) = items.next().await {
+                let event = match item {
+                    InputItem::Request(request) => {
+                        let outcome = self
+                            .replay_one(&request, &mut replier, &mut metrics, &mut RandomIds)
+                            .await;
+                        ReplayEvent::Replayed(Box::new(Replayed { request, outcome }))
+                    }
+                    other => ReplayEvent::Skipped(other),
+                };
+                on_event(event);
+            }
+            return metrics;
+        }
+        let results = items
+            .map(|item| {
+                let mut replier = replier.clone();
+                async move {
+                    match item {
+                        InputItem::Request(request) => {
+                            let mut m = Metrics::new();
+                            let outcome = self
+                                .replay_one(&request, &mut replier, &mut m, &mut RandomIds)
+                                .await;
+                            (
+                                ReplayEvent::Replayed(Box::new(Replayed { request, outcome })),
+                                Some(m),
+                            )
+                        }
+                        other => (ReplayEvent::Skipped(other), None),
+                    }
+                }
+            })
+            .buffered(concurrency);
+        let mut results = std::pin::pin!(results);
+        while let Some((event, m)) = results.next().await {
+            if let Some(m) = m {
+                metrics.merge(&m);
+            }
+            on_event(event);
+        }
+        metrics
+    }
+}
