@@ -165,6 +165,21 @@ pub enum LoadError {
     },
 }
 
+impl LoadError {
+    /// The file and, when the error concerns one document, its 1-based number.
+    pub fn location(&self) -> (&str, Option<usize>) {
+        match self {
+            LoadError::Io { file, .. } => (file, None),
+            LoadError::Syntax { at, .. }
+            | LoadError::NotAnObject { at, .. }
+            | LoadError::Removed { at, .. }
+            | LoadError::UnknownKind { at, .. }
+            | LoadError::UnsupportedVersion { at, .. }
+            | LoadError::FieldType { at, .. } => (&at.file, Some(at.document + 1)),
+        }
+    }
+}
+
 fn removed_advice(kind: &str) -> &'static str {
     if kind == "ExternalAdmissionHookConfiguration" {
         "ExternalAdmissionHookConfiguration (admissionregistration.k8s.io/v1alpha1, alpha in Kubernetes 1.7 and 1.8) was removed in Kubernetes 1.9 and replaced by MutatingWebhookConfiguration and ValidatingWebhookConfiguration; the rest of admissionregistration.k8s.io/v1alpha1 was removed in Kubernetes 1.14. Rewrite it as an admissionregistration.k8s.io/v1 MutatingWebhookConfiguration or ValidatingWebhookConfiguration (its externalAdmissionHooks become webhooks, and v1 requires sideEffects and admissionReviewVersions)"

@@ -372,13 +372,18 @@ impl Report {
 
     /// Adds a replayed request.
     pub fn push_request(&mut self, r: RequestReport) {
+        self.tally(r.allowed);
+        self.requests.push(r);
+    }
+
+    /// Counts a replayed request without keeping it (long replays that need no JSON report).
+    pub fn tally(&mut self, allowed: bool) {
         self.summary.total += 1;
-        if r.allowed {
+        if allowed {
             self.summary.allowed += 1;
         } else {
             self.summary.denied += 1;
         }
-        self.requests.push(r);
     }
 
     /// Adds a problem.
