@@ -1,0 +1,5 @@
+//! Ingest benchmarks for `hookscope replay` inputs (being written).
+
+fn main() {
+    divan::main();
+}
