@@ -91,6 +91,9 @@ pub struct AuditOrigin {
     pub annotations: BTreeMap<String, String>,
     /// `responseStatus.code` recorded.
     pub response_code: Option<i32>,
+    /// The authenticated `user` when the request impersonated someone (`impersonatedUser`);
+    /// `attrs.user_info` is then the impersonated user, as admission saw it.
+    pub impersonator: Option<crate::api::UserInfo>,
 }
 
 /// One request ready to be dispatched.
@@ -106,6 +109,9 @@ pub struct CapturedRequest {
     pub namespace: NamespaceState,
     /// Present when the request came from an audit log.
     pub audit: Option<AuditOrigin>,
+    /// What the loader could not take from the capture as is and how it filled the gap (e.g. an
+    /// audit event whose final stage never arrived); empty when the request is as captured.
+    pub notes: Vec<String>,
 }
 
 /// A problem with the input, named by file, position and field.
