@@ -72,5 +72,6 @@ pub mod script;
 pub mod selector;
 pub mod transport;
 pub mod version;
+pub mod webhook_server;
 
 pub use version::KubeVersion;
