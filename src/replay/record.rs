@@ -55,8 +55,10 @@
 //! A call is answered by a recorded exchange of the same webhook (configuration name, webhook
 //! name and phase) whose request has the same content once `request.uid` is set aside (objects
 //! are compared as JSON values, so indentation and key order do not matter). When the same call
-//! was recorded several times, its replies are given in recorded order and the last one is
-//! repeated once they run out.
+//! was recorded several times, a reply recorded for the same `request.uid` is preferred (so a
+//! replay that reproduces the recorded uids gets each request its own reply, even when identical
+//! requests were recorded concurrently); otherwise the replies are given in recorded order. Once
+//! all have been given, the last one is repeated.
 //!
 //! The engine requires `response.uid` to echo the new call's `request.uid`. When the recorded
 //! response echoed the recorded request's uid, that string (and nothing else in the body) is
@@ -73,14 +75,14 @@ use std::future::Future;
 use std::io::{self, BufWriter, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use crate::api::WebhookKind;
 use crate::engine::call::{
@@ -257,10 +259,10 @@ impl Place<'_> {
 /// docs](self) for the layout).
 ///
 /// The inner replier answers each batch as it would alone (the HTTPS replier still runs the calls
-/// of a batch concurrently); the exchanges are written once the batch is complete. A recorder
-/// over a `Clone` replier is `Clone`, and clones write into the same recording, so concurrent
-/// requests can share it. Write failures do not disturb the run: the first is returned by
-/// [`Recorder::finish`].
+/// of a batch concurrently); the exchanges are written once the batch is complete, a few small
+/// files per call, synchronously. A recorder over a `Clone` replier is `Clone`, and clones write
+/// into the same recording, so concurrent requests can share it. Write failures do not disturb
+/// the run: the first is returned by the first [`Recorder::finish`] among the clones.
 #[derive(Debug, Clone)]
 pub struct Recorder<R> {
     inner: R,
@@ -392,21 +394,38 @@ impl RecordShared {
         fs::write(&request_path, request).map_err(io_error(&request_path))?;
         let reply_path = folder.join(REPLY_FILE);
         fs::write(&reply_path, render_reply(reply)).map_err(io_error(&reply_path))?;
-        let line = json!({
-            "seq": seq,
-            "dir": name,
-            "phase": call.phase.to_string(),
-            "configuration": call.configuration,
-            "webhook": call.webhook,
-            "round": call.round,
-            "index": call.index,
-            "requestUid": call.request_uid,
-            "url": call.endpoint.url,
-            "outcome": outcome_summary(&reply.outcome),
-            "elapsedMs": millis(reply.elapsed),
-        });
-        Ok(line.to_string())
+        let line = IndexLine {
+            seq,
+            dir: &name,
+            phase: call.phase.to_string(),
+            configuration: &call.configuration,
+            webhook: &call.webhook,
+            round: call.round,
+            index: call.index,
+            request_uid: &call.request_uid,
+            url: &call.endpoint.url,
+            outcome: outcome_summary(&reply.outcome),
+            elapsed_ms: millis(reply.elapsed),
+        };
+        serde_json::to_string(&line).map_err(|e| io_error(&self.dir.join(INDEX_FILE))(e.into()))
     }
+}
+
+/// One line of `index.jsonl`, as written.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct IndexLine<'a> {
+    seq: u64,
+    dir: &'a str,
+    phase: String,
+    configuration: &'a str,
+    webhook: &'a str,
+    round: u8,
+    index: usize,
+    request_uid: &'a str,
+    url: &'a str,
+    outcome: String,
+    elapsed_ms: f64,
 }
 
 fn folder_name(seq: u64, call: &WebhookCall) -> String {
@@ -569,8 +588,8 @@ struct ReplyFile<'a> {
     error_kind: Option<&'static str>,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<&'a str>,
-    elapsed_nanos: u64,
     elapsed_ms: f64,
+    elapsed_nanos: u64,
 }
 
 /// `reply.json` for a reply, in the most readable form whose body reads back byte for byte.
@@ -874,6 +893,8 @@ fn echoed_uid_span(body: &[u8], uid: &str) -> Option<Range<usize>> {
 #[derive(Debug)]
 struct Recorded {
     reply: Reply,
+    /// The recorded `request.uid`.
+    request_uid: String,
     /// Where the body echoes the recorded `request.uid` (to be replaced by the new one).
     uid_span: Option<Range<usize>>,
 }
@@ -891,10 +912,57 @@ impl Recorded {
 }
 
 /// The replies recorded for one key, in order.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 struct Queue {
     replies: Vec<Recorded>,
-    next: AtomicUsize,
+    /// Positions in `replies` by recorded `request.uid`.
+    by_uid: HashMap<String, Vec<usize>>,
+    state: Mutex<QueueState>,
+}
+
+/// Which replies of a queue have been given.
+#[derive(Debug, Default)]
+struct QueueState {
+    taken: Vec<bool>,
+    /// No reply before this one is left.
+    next: usize,
+}
+
+impl Queue {
+    fn push(&mut self, recorded: Recorded) {
+        self.by_uid
+            .entry(recorded.request_uid.clone())
+            .or_default()
+            .push(self.replies.len());
+        self.replies.push(recorded);
+        lock(&self.state).taken.push(false);
+    }
+
+    /// The reply for a call with `request_uid`: the first one left that was recorded with the same
+    /// uid, else the first one left, else (all given) the last one with the same uid or the last.
+    fn pick(&self, request_uid: &str) -> Option<&Recorded> {
+        let same_uid = self.by_uid.get(request_uid);
+        let mut state = lock(&self.state);
+        let st = &mut *state;
+        let left = same_uid
+            .and_then(|ids| ids.iter().copied().find(|&i| !st.taken[i]))
+            .or_else(|| {
+                while st.taken.get(st.next) == Some(&true) {
+                    st.next += 1;
+                }
+                (st.next < st.taken.len()).then_some(st.next)
+            });
+        let i = match left {
+            Some(i) => {
+                st.taken[i] = true;
+                i
+            }
+            None => same_uid
+                .and_then(|ids| ids.last().copied())
+                .unwrap_or(self.replies.len().checked_sub(1)?),
+        };
+        self.replies.get(i)
+    }
 }
 
 /// A call that had no recorded reply.
@@ -1075,14 +1143,7 @@ impl RecordedReplies {
         let mut queues: HashMap<MatchKey, Queue> = HashMap::new();
         for entry in &entries {
             let (key, recorded) = load_exchange(dir, entry)?;
-            queues
-                .entry(key)
-                .or_insert_with(|| Queue {
-                    replies: Vec::new(),
-                    next: AtomicUsize::new(0),
-                })
-                .replies
-                .push(recorded);
+            queues.entry(key).or_default().push(recorded);
         }
         Ok(Self {
             inner: Arc::new(Replay {
@@ -1120,11 +1181,13 @@ impl RecordedReplies {
             phase: call.phase,
             content: content_key(review),
         };
-        if let Some(queue) = self.inner.queues.get(&key) {
-            let n = queue.next.fetch_add(1, Ordering::Relaxed);
-            if let Some(recorded) = queue.replies.get(n).or(queue.replies.last()) {
-                return recorded.reply_to(call);
-            }
+        if let Some(recorded) = self
+            .inner
+            .queues
+            .get(&key)
+            .and_then(|q| q.pick(&call.request_uid))
+        {
+            return recorded.reply_to(call);
         }
         let missing = MissingReply {
             configuration: call.configuration.clone(),
@@ -1187,7 +1250,12 @@ fn load_exchange(dir: &Path, entry: &IndexEntry) -> Result<(MatchKey, Recorded),
         phase: entry.phase,
         content: content_key(review),
     };
-    Ok((key, Recorded { reply, uid_span }))
+    let recorded = Recorded {
+        reply,
+        request_uid: uid,
+        uid_span,
+    };
+    Ok((key, recorded))
 }
 
 impl Replier for RecordedReplies {
