@@ -524,6 +524,7 @@ fn every_reply_outcome_round_trips_byte_for_byte() {
         ),
         ("empty", http(204, None, b"", 6)),
         ("empty-content-type", http(200, Some(""), b"{}", 8)),
+        ("odd-status", http(42, Some("application/json"), b"{}", 11)),
         (
             "client-config",
             failed(

@@ -16,19 +16,21 @@
 //!   000002-…/
 //! ```
 //!
-//! Exchanges are numbered from 1 in the order the calls reached the recorder. Folder names carry
+//! Exchanges are numbered from 1 in the order the calls reached the recorder (a batch abandoned
+//! before it completed, because its request was cancelled, leaves a gap). Folder names carry
 //! the configuration and webhook names with every character other than ASCII letters, digits,
 //! `.`, `_` and `-` replaced by `_` (each cut to 60 characters), the phase (`mutating` or
 //! `validating`) and the reinvocation round.
 //!
 //! **`index.jsonl`** has one JSON object per line, appended as exchanges complete (so an
 //! interrupted recording stays usable up to its last complete batch; lines of concurrent requests
-//! may be out of order). Fields: `seq` (the number), `dir` (the folder name), `phase`,
-//! `configuration`, `webhook`, and for reading only `round`, `index`, `requestUid`, `url`,
-//! `outcome` (a summary such as `http 200` or `transport timeout`) and `elapsedMs`.
+//! may be out of order). Fields: `seq` (the number), `dir` (the folder name, a plain name inside
+//! `DIR`), `phase`, `configuration`, `webhook`, and for reading only `round`, `index`,
+//! `requestUid`, `url`, `outcome` (a summary such as `http 200` or `transport timeout`) and
+//! `elapsedMs`. A hand-written index needs only the first five.
 //!
 //! **`request.json`** is the AdmissionReview exactly as it was sent, indented: only whitespace
-//! outside strings was added, keys keep their order.
+//! outside strings was added, keys keep their order. Its `request.uid` is the recorded uid.
 //!
 //! **`reply.json`** is an object with
 //!
@@ -46,9 +48,11 @@
 //!   `other`) and `error`, the cause as Go phrases it;
 //! - for `clientConfig` and `panicked`: `error`, the message;
 //! - `elapsedNanos`: how long the call took, exactly, and `elapsedMs`, the same in milliseconds
-//!   for reading. A hand-written reply may give either; when both are given they must agree.
+//!   for reading. A hand-written reply may give either (neither: zero); when both are given they
+//!   must agree to the microsecond.
 //!
-//! The recorder checks that every body it writes reads back byte for byte.
+//! Unknown fields are refused, so that a misspelt field is not silently ignored. The recorder
+//! checks that every body it writes reads back byte for byte.
 //!
 //! # Matching
 //!
@@ -684,15 +688,12 @@ fn parse_reply(place: &Place<'_>, text: &[u8]) -> Result<Reply, RecordError> {
             let status = place
                 .unsigned(&map, "status")?
                 .ok_or_else(|| place.invalid("status", "missing"))?;
-            let status = u16::try_from(status)
-                .ok()
-                .filter(|s| (100..=999).contains(s))
-                .ok_or_else(|| {
-                    place.invalid(
-                        "status",
-                        format!("expected an HTTP status code, got {status}"),
-                    )
-                })?;
+            let status = u16::try_from(status).map_err(|_| {
+                place.invalid(
+                    "status",
+                    format!("expected an HTTP status code, got {status}"),
+                )
+            })?;
             let content_type = place
                 .optional_string(&map, "contentType")?
                 .map(str::to_string);
