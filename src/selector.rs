@@ -35,6 +35,11 @@ struct Requirement {
 }
 
 impl Requirement {
+    /// Whether the requirement can only hold when its key is present.
+    fn requires_key(&self) -> bool {
+        matches!(self.op, Op::Equals | Op::In | Op::Exists)
+    }
+
     fn has_value(&self, v: &str) -> bool {
         self.values.iter().any(|x| &**x == v)
     }
@@ -78,7 +83,29 @@ enum Inner {
     /// `labels.Nothing()`: the selector of a nil `*LabelSelector`.
     Nothing,
     /// Requirements sorted by key; empty is `labels.Everything()`.
-    Requirements(Arc<[Requirement]>),
+    Requirements {
+        reqs: Arc<[Requirement]>,
+        /// How many distinct keys must be present for a match (the keys of `=`, `in` and exists
+        /// requirements): label sets with fewer labels cannot match.
+        present: usize,
+    },
+}
+
+impl Inner {
+    fn requirements(reqs: Vec<Requirement>) -> Inner {
+        let mut present = 0;
+        let mut last: Option<&str> = None;
+        for r in reqs.iter().filter(|r| r.requires_key()) {
+            if last != Some(&*r.key) {
+                present += 1;
+                last = Some(&*r.key);
+            }
+        }
+        Inner::Requirements {
+            reqs: reqs.into(),
+            present,
+        }
+    }
 }
 
 /// A parsed label selector. Cheap to clone (the requirements are shared).
@@ -124,7 +151,7 @@ impl Selector {
         }
         reqs.sort_by(|a, b| a.key.cmp(&b.key));
         Ok(Selector {
-            inner: Inner::Requirements(reqs.into()),
+            inner: Inner::requirements(reqs),
         })
     }
 
@@ -136,7 +163,7 @@ impl Selector {
     /// `labels.Everything()`.
     pub fn everything() -> Selector {
         Selector {
-            inner: Inner::Requirements(Arc::from(Vec::new())),
+            inner: Inner::requirements(Vec::new()),
         }
     }
 
@@ -149,7 +176,7 @@ impl Selector {
 
     /// `Selector.Empty()`: true when the selector selects everything without looking at labels.
     pub fn is_empty(&self) -> bool {
-        matches!(&self.inner, Inner::Requirements(r) if r.is_empty())
+        matches!(&self.inner, Inner::Requirements { reqs, .. } if reqs.is_empty())
     }
 
     /// True for `labels.Nothing()`.
@@ -157,13 +184,17 @@ impl Selector {
         self.inner == Inner::Nothing
     }
 
-    /// `Selector.Matches`: every requirement holds for these labels.
+    /// `Selector.Matches`: every requirement holds for these labels. Label sets too small to hold
+    /// every key the selector requires are refused without looking them up.
     pub fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
         match &self.inner {
             Inner::Nothing => false,
-            Inner::Requirements(reqs) => reqs
-                .iter()
-                .all(|r| r.matches_value(labels.get(&*r.key).map(String::as_str))),
+            Inner::Requirements { reqs, present } => {
+                labels.len() >= *present
+                    && reqs
+                        .iter()
+                        .all(|r| r.matches_value(labels.get(&*r.key).map(String::as_str)))
+            }
         }
     }
 
@@ -175,9 +206,14 @@ impl Selector {
     ) -> bool {
         match &self.inner {
             Inner::Nothing => false,
-            Inner::Requirements(reqs) => reqs.iter().all(|r| {
-                r.matches_value(labels.and_then(|m| m.get(&*r.key)).and_then(|v| v.as_str()))
-            }),
+            Inner::Requirements { reqs, present } => {
+                labels.map_or(0, serde_json::Map::len) >= *present
+                    && reqs.iter().all(|r| {
+                        r.matches_value(
+                            labels.and_then(|m| m.get(&*r.key)).and_then(|v| v.as_str()),
+                        )
+                    })
+            }
         }
     }
 
@@ -186,7 +222,7 @@ impl Selector {
     pub fn explain_mismatch(&self, labels: &BTreeMap<String, String>) -> Option<String> {
         match &self.inner {
             Inner::Nothing => Some("the selector is unset and selects nothing".to_string()),
-            Inner::Requirements(reqs) => reqs.iter().find_map(|r| {
+            Inner::Requirements { reqs, .. } => reqs.iter().find_map(|r| {
                 let value = labels.get(&*r.key).map(String::as_str);
                 if r.matches_value(value) {
                     return None;
@@ -204,7 +240,7 @@ impl Selector {
 impl fmt::Display for Selector {
     /// apimachinery's `String()`: requirements joined by `,`; empty for everything and nothing.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if let Inner::Requirements(reqs) = &self.inner {
+        if let Inner::Requirements { reqs, .. } = &self.inner {
             for (i, r) in reqs.iter().enumerate() {
                 if i > 0 {
                     f.write_str(",")?;
@@ -291,6 +327,10 @@ mod tests {
             .collect()
     }
 
+    fn json_map(text: &str) -> serde_json::Map<String, serde_json::Value> {
+        serde_json::from_str(text).unwrap()
+    }
+
     fn expr(key: &str, op: &str, values: Option<&[&str]>) -> LabelSelectorRequirement {
         LabelSelectorRequirement {
             key: key.into(),
@@ -363,14 +403,31 @@ mod tests {
     }
 
     #[test]
+    fn too_few_labels_cannot_match() {
+        // `a` is required twice but counts once; `b notin`, `!c` need no label.
+        let s = Selector::parse(&sel(
+            &[("a", "1")],
+            vec![
+                expr("a", "In", Some(&["1", "2"])),
+                expr("b", "NotIn", Some(&["x"])),
+                expr("c", "DoesNotExist", None),
+            ],
+        ))
+        .unwrap();
+        assert!(s.matches(&labels(&[("a", "1")])));
+        assert!(!s.matches(&labels(&[])));
+        assert!(!s.matches(&labels(&[("a", "1"), ("c", "")])));
+        assert!(s.matches_json(Some(&json_map(r#"{"a": "1"}"#))));
+        assert!(!s.matches_json(None));
+        let s = Selector::parse(&sel(&[], vec![expr("x", "Exists", None)])).unwrap();
+        assert!(!s.matches_json(Some(&json_map(r#"{"x": 1}"#))));
+    }
+
+    #[test]
     fn json_labels() {
         let s = Selector::parse(&sel(&[], vec![expr("a", "NotIn", Some(&["1"]))])).unwrap();
-        let m: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(r#"{"a": 1}"#).unwrap();
-        assert!(s.matches_json(Some(&m)));
-        let m: serde_json::Map<String, serde_json::Value> =
-            serde_json::from_str(r#"{"a": "1"}"#).unwrap();
-        assert!(!s.matches_json(Some(&m)));
+        assert!(s.matches_json(Some(&json_map(r#"{"a": 1}"#))));
+        assert!(!s.matches_json(Some(&json_map(r#"{"a": "1"}"#))));
         assert!(s.matches_json(None));
     }
 

@@ -155,14 +155,17 @@ pub fn should_call_hook(
     env: &MatchEnv<'_>,
     stats: &mut ConditionStats,
 ) -> Decision {
-    let (ns_match, ns_err) = match_namespace_selector(hook, attrs, env.namespaces);
-    if !ns_match && ns_err.is_none() {
-        return Decision::Skip(SkipReason::NamespaceSelector);
-    }
-    let (obj_match, obj_err) = match_object_selector(hook, attrs);
-    if !obj_match && obj_err.is_none() {
-        return Decision::Skip(SkipReason::ObjectSelector);
-    }
+    // Selector errors do not end the evaluation: upstream reports them only once a rule matches.
+    let ns_err = match match_namespace_selector(hook, attrs, env.namespaces) {
+        Ok(true) => None,
+        Ok(false) => return Decision::Skip(SkipReason::NamespaceSelector),
+        Err(e) => Some(e),
+    };
+    let obj_err = match match_object_selector(hook, attrs) {
+        Ok(true) => None,
+        Ok(false) => return Decision::Skip(SkipReason::ObjectSelector),
+        Err(e) => Some(e),
+    };
     let invocation = match find_invocation(hook, attrs, env.registry) {
         Ok(Some(inv)) => inv,
         Ok(None) => {
@@ -170,11 +173,8 @@ pub fn should_call_hook(
         }
         Err(status) => return Decision::Fail(status),
     };
-    if let Some(e) = ns_err {
-        return Decision::Fail(e);
-    }
-    if let Some(e) = obj_err {
-        return Decision::Fail(e);
+    if let Some(e) = ns_err.or(obj_err) {
+        return Decision::Fail(*e);
     }
     if hook.conditions.is_empty() {
         return Decision::Call(invocation);
@@ -200,32 +200,32 @@ pub fn should_call_hook(
     }
 }
 
+/// Whether the namespace selector selects the request's namespace; an error (a selector that
+/// does not parse, an unknown namespace) is boxed to keep the common path free of large moves.
 fn match_namespace_selector(
     hook: &Hook,
     attrs: &Attributes,
     namespaces: &dyn NamespaceSource,
-) -> (bool, Option<Status>) {
+) -> Result<bool, Box<Status>> {
     if attrs.namespace.is_empty() && attrs.resource.resource != "namespaces" {
-        return (true, None);
+        return Ok(true);
     }
     let selector = match &hook.namespace_selector {
         Ok(s) => s,
-        Err(e) => return (false, Some(status::internal_error(e))),
+        Err(e) => return Err(Box::new(status::internal_error(e))),
     };
     if selector.is_empty() {
-        return (true, None);
+        return Ok(true);
     }
-    match namespace_labels(attrs, namespaces) {
-        Ok(labels) => (selector.matches(&labels), None),
-        Err(s) => (false, Some(s)),
-    }
+    let labels = namespace_labels(attrs, namespaces)?;
+    Ok(selector.matches(&labels))
 }
 
 /// Upstream's `GetNamespaceLabels`.
 fn namespace_labels<'a>(
     attrs: &Attributes,
     namespaces: &'a dyn NamespaceSource,
-) -> Result<Cow<'a, BTreeMap<String, String>>, Status> {
+) -> Result<Cow<'a, BTreeMap<String, String>>, Box<Status>> {
     if attrs.resource.resource == "namespaces"
         && attrs.sub_resource.is_empty()
         && matches!(
@@ -241,33 +241,37 @@ fn namespace_labels<'a>(
     }
     match namespaces.namespace(&attrs.namespace) {
         NamespaceLookup::Found(l) => Ok(l),
-        NamespaceLookup::NotFound => Err(status::not_found(
+        other => Err(namespace_lookup_error(attrs, other)),
+    }
+}
+
+#[cold]
+fn namespace_lookup_error(attrs: &Attributes, lookup: NamespaceLookup<'_>) -> Box<Status> {
+    Box::new(match lookup {
+        NamespaceLookup::Error(e) => status::internal_error(&e),
+        NamespaceLookup::NotFound | NamespaceLookup::Found(_) => status::not_found(
             &GroupResource {
                 group: String::new(),
                 resource: "namespaces".into(),
             },
             &attrs.namespace,
-        )),
-        NamespaceLookup::Error(e) => Err(status::internal_error(&e)),
-    }
+        ),
+    })
 }
 
-fn match_object_selector(hook: &Hook, attrs: &Attributes) -> (bool, Option<Status>) {
+fn match_object_selector(hook: &Hook, attrs: &Attributes) -> Result<bool, Box<Status>> {
     let selector = match &hook.object_selector {
         Ok(s) => s,
-        Err(e) => return (false, Some(status::internal_error(e))),
+        Err(e) => return Err(Box::new(status::internal_error(e))),
     };
     if selector.is_empty() {
-        return (true, None);
+        return Ok(true);
     }
     let m = |o: Option<&Value>| match metadata(o) {
         Some(meta) => selector.matches_json(meta.get("labels").and_then(Value::as_object)),
         None => false,
     };
-    (
-        m(attrs.object.as_ref()) || m(attrs.old_object.as_ref()),
-        None,
-    )
+    Ok(m(attrs.object.as_ref()) || m(attrs.old_object.as_ref()))
 }
 
 /// `metadata` of an object, or None when the object has none (meta.Accessor fails: options
