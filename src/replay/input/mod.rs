@@ -1,2 +1,545 @@
-//! Loaders for captured requests: AdmissionReview documents and audit.k8s.io/v1 audit logs.
-//! (Being written: see the replay issue.)
+//! Loaders for captured requests: AdmissionReview documents and `audit.k8s.io/v1` audit logs,
+//! turned into [`CapturedRequest`](super::CapturedRequest)s for the replay.
+//!
+//! [`Reader`] detects the format of each input by its first bytes:
+//! * `[`: a JSON array of documents, read one element at a time;
+//! * `{` with a complete value on the first line: JSON lines (an audit log, or one AdmissionReview
+//!   a line), read line by line; positions are lines;
+//! * `{` otherwise: JSON documents one after another (pretty-printed), or one list document whose
+//!   `items` (an `EventList`) are read one at a time; positions are documents;
+//! * anything else: YAML documents separated by `---`.
+//!
+//! Whatever the format, each document is an `admission.k8s.io/v1` or `v1beta1` `AdmissionReview`
+//! (replayed as captured; with a `response` too, its `request` is used), an `audit.k8s.io/v1`
+//! `Event`, or a list of them. Input is streamed: memory holds one line or document, the objects
+//! needed as old objects, and the audit requests whose final stage is still to come.
+//!
+//! # Audit logs
+//!
+//! Only events that went through admission become requests: `create`, `update`, `patch`, `delete`
+//! and `deletecollection` on resources, and connect requests (`exec`, `attach`, `portforward`,
+//! `proxy`, whatever their verb). Reads and non-resource requests are skipped without a word, and
+//! so are requests authorization denied (they never reached admission). Each request is taken
+//! from the final stage of its `auditID` (`ResponseComplete` or `Panic`); requests whose final
+//! stage never comes are emitted by [`Reader::finish`] from the latest stage seen, with a note.
+//!
+//! The request is rebuilt as kube-apiserver's handlers build it: the operation from the verb
+//! (an update answered 201 created the object: CREATE), the kind registered for the resource (or
+//! the object's own for custom resources), `CreateOptions`/`UpdateOptions`/`DeleteOptions` from
+//! the request URI (or the recorded DeleteOptions body), `dryRun` from them, the user from
+//! `impersonatedUser` when set (else `user`), and the objects:
+//! * create: `requestObject`, with the metadata the handler clears (`uid`, `creationTimestamp`, …)
+//!   cleared and its namespace set to the request's;
+//! * update: `requestObject`; the old object is the last state of that object seen before (the
+//!   response of a successful write, an object in a get or list response, or `--cluster`);
+//! * patch: the patch applied to that old object: a JSON patch (a JSON array) with
+//!   [`crate::jsonpatch`], an object as an RFC 7386 merge patch (evanphx's, as the apiserver).
+//!   The event does not record the Content-Type: an object body is taken as a merge patch only
+//!   where no other type is possible or gives the same object; strategic merge patches
+//!   (`$`-directives), server-side apply (`force`, a create by patch), and object patches that a
+//!   strategic merge would treat differently (lists in a built-in type) are not replayable, with
+//!   the reason;
+//! * delete: the old object; deletecollection: one DELETE per item of the response, with an
+//!   empty name, as upstream;
+//! * connect: the options object (`PodExecOptions`, …) rebuilt from the URI.
+//!
+//! Nothing is guessed silently: a request without what a faithful replay needs (no request body
+//! at level `Metadata`, an old object never seen or seen at another version, a patch of unknown
+//! type) is [`InputItem::NotReplayable`] with the reason, and
+//! assumptions the loader did make are listed in the request's `notes`.
+//!
+//! Not reproduced (and not reported per request, since they hold for every request): the
+//! `managedFields` the apiserver's field manager writes before admission, and defaults the
+//! apiserver would give to fields a patch adds.
+//!
+//! Namespace labels come from `--cluster` files and from the log's Namespace objects (the same
+//! sources as old objects), as they were when the request was made.
+
+mod audit;
+mod cluster;
+mod merge;
+mod query;
+mod review;
+mod scan;
+mod store;
+mod stream;
+
+use std::collections::HashMap;
+use std::io::{self, BufRead, BufReader};
+
+use serde_json::Value;
+
+use crate::KubeVersion;
+use crate::registry::ResourceRegistry;
+
+pub use cluster::ClusterState;
+
+use super::{IndexUnit, InputItem, InputProblem, SourceRef};
+use store::Store;
+use stream::{JsonDocs, Piece, YamlDocs};
+
+/// Where items go.
+type Sink<'s> = &'s mut dyn FnMut(InputItem);
+
+/// An audit request whose final stage has not been read yet.
+struct Pending {
+    seq: u64,
+    stage: String,
+    text: Box<[u8]>,
+    source: SourceRef,
+}
+
+/// Reads captured requests, auto-detecting the format of each input (see the
+/// [module documentation](self)). State carries over from one input to the next, so a log split
+/// over several files is read in order as one.
+#[derive(Debug)]
+pub struct Reader {
+    store: Store,
+    registry: ResourceRegistry,
+    builtin: ResourceRegistry,
+    pending: HashMap<String, Pending>,
+    seq: u64,
+}
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Pending({} at {})", self.stage, self.source)
+    }
+}
+
+impl Reader {
+    /// A reader that knows `cluster`'s objects and namespaces, with the built-in resources of the
+    /// newest modelled release and the custom resources defined in `cluster`.
+    pub fn new(cluster: ClusterState) -> Self {
+        let builtin = ResourceRegistry::builtin(KubeVersion::NEWEST);
+        let mut registry = builtin.clone();
+        for crd in cluster.custom_resources() {
+            registry.add_custom_resource(crd);
+        }
+        Self::assemble(cluster, registry, builtin)
+    }
+
+    /// A reader resolving kinds with `registry` (the release and custom resources the replay
+    /// models; `cluster`'s custom resources are not added to it).
+    pub fn with_registry(cluster: ClusterState, registry: ResourceRegistry) -> Self {
+        Self::assemble(
+            cluster,
+            registry,
+            ResourceRegistry::builtin(KubeVersion::NEWEST),
+        )
+    }
+
+    fn assemble(
+        cluster: ClusterState,
+        registry: ResourceRegistry,
+        builtin: ResourceRegistry,
+    ) -> Self {
+        Reader {
+            store: cluster.into_store(),
+            registry,
+            builtin,
+            pending: HashMap::new(),
+            seq: 0,
+        }
+    }
+
+    /// Number of objects currently known (kept for old-object lookups).
+    pub fn known_objects(&self) -> usize {
+        self.store.len()
+    }
+
+    /// Number of audit requests waiting for their final stage.
+    pub fn pending_requests(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// Reads one input (`name` is the path as given, or `-` for stdin), calling `sink` for each
+    /// item in input order, streaming. Returns `Err` only when the input cannot be read at all: an
+    /// IO error, or content that is empty or neither JSON nor YAML text; bad documents are items.
+    pub fn read(
+        &mut self,
+        name: &str,
+        input: &mut dyn BufRead,
+        sink: &mut dyn FnMut(InputItem),
+    ) -> Result<(), InputProblem> {
+        let whole = |message: String| InputProblem {
+            source: SourceRef {
+                file: name.to_string(),
+                index: 0,
+                unit: IndexUnit::Document,
+                audit_id: None,
+            },
+            field: String::new(),
+            message,
+        };
+        let io_err = |e: io::Error| whole(format!("cannot read: {e}"));
+        let (first, line) = start(input).map_err(io_err)?;
+        match first {
+            None => Err(whole("empty input: no JSON or YAML document".into())),
+            Some(b'[') => self
+                .read_documents(name, input, Vec::new(), line, sink)
+                .map_err(io_err),
+            Some(b'{') => self.read_json(name, input, line, sink).map_err(io_err),
+            Some(_) => {
+                let head = input.fill_buf().map_err(io_err)?;
+                let head = &head[..head.len().min(8192)];
+                let text_like = !head.contains(&0)
+                    && std::str::from_utf8(head).map_or_else(|e| e.error_len().is_none(), |_| true);
+                if !text_like {
+                    return Err(whole("not JSON or YAML text".into()));
+                }
+                self.read_yaml(name, input, sink).map_err(|e| match e {
+                    YamlEnd::Io(e) => io_err(e),
+                    YamlEnd::NotObjects(m) => whole(m),
+                })
+            }
+        }
+    }
+
+    /// Opens `path` (`-`: standard input) and [`read`](Self::read)s it.
+    pub fn read_path(
+        &mut self,
+        path: &str,
+        sink: &mut dyn FnMut(InputItem),
+    ) -> Result<(), InputProblem> {
+        if path == "-" {
+            let stdin = io::stdin();
+            let mut lock = BufReader::with_capacity(1 << 20, stdin.lock());
+            return self.read(path, &mut lock, sink);
+        }
+        match std::fs::File::open(path) {
+            Ok(f) => self.read(path, &mut BufReader::with_capacity(1 << 20, f), sink),
+            Err(e) => Err(InputProblem {
+                source: SourceRef {
+                    file: path.to_string(),
+                    index: 0,
+                    unit: IndexUnit::Document,
+                    audit_id: None,
+                },
+                field: String::new(),
+                message: format!("cannot open: {e}"),
+            }),
+        }
+    }
+
+    /// Called after the last input: emits the audit requests still waiting for their final stage
+    /// (a log cut short, a connection still open), from the latest stage seen, with a note.
+    pub fn finish(&mut self, sink: &mut dyn FnMut(InputItem)) {
+        let mut pending: Vec<Pending> = self.pending.drain().map(|(_, p)| p).collect();
+        pending.sort_by_key(|p| p.seq);
+        for p in pending {
+            let note = format!(
+                "the final stage of this request never arrived: replayed from its {} event",
+                p.stage
+            );
+            // The text was scanned when it was read.
+            if let Ok(spans) = scan::find_by(&p.text, (0, p.text.len()), audit::key_index) {
+                self.audit_event(&p.text, &spans, p.source, Some(note), sink);
+            }
+        }
+    }
+
+    /// A `{`-started input: JSON lines when the first line (or, after a broken first line, the
+    /// second) is a complete value, else JSON documents.
+    fn read_json(
+        &mut self,
+        name: &str,
+        input: &mut dyn BufRead,
+        line: usize,
+        sink: Sink<'_>,
+    ) -> io::Result<()> {
+        let mut first = Vec::new();
+        input.read_until(b'\n', &mut first)?;
+        if complete_line(&first) {
+            return self.read_lines(name, input, vec![first], line, sink);
+        }
+        if trim(&first) == b"{" {
+            return self.read_documents(name, input, first, line, sink);
+        }
+        let mut second = Vec::new();
+        input.read_until(b'\n', &mut second)?;
+        if complete_line(&second) {
+            return self.read_lines(name, input, vec![first, second], line, sink);
+        }
+        first.extend_from_slice(&second);
+        self.read_documents(name, input, first, line, sink)
+    }
+
+    fn read_lines(
+        &mut self,
+        name: &str,
+        input: &mut dyn BufRead,
+        read: Vec<Vec<u8>>,
+        mut line_no: usize,
+        sink: Sink<'_>,
+    ) -> io::Result<()> {
+        let mut buf = Vec::with_capacity(1 << 16);
+        let mut first = read.into_iter();
+        loop {
+            let line = match first.next() {
+                Some(l) => l,
+                None => {
+                    buf.clear();
+                    if input.read_until(b'\n', &mut buf)? == 0 {
+                        return Ok(());
+                    }
+                    std::mem::take(&mut buf)
+                }
+            };
+            let text = trim(&line);
+            if !text.is_empty() {
+                let source = source(name, line_no, IndexUnit::Line);
+                self.json_text(text, source, "", None, sink);
+            }
+            line_no += 1;
+            buf = line;
+        }
+    }
+
+    fn read_documents(
+        &mut self,
+        name: &str,
+        input: &mut dyn BufRead,
+        prefix: Vec<u8>,
+        line: usize,
+        sink: Sink<'_>,
+    ) -> io::Result<()> {
+        let mut docs = JsonDocs::new(input, prefix, line);
+        while let Some(piece) = docs.next_piece()? {
+            match piece {
+                Piece::Value { text, doc } => {
+                    self.json_text(
+                        &text,
+                        source(name, doc, IndexUnit::Document),
+                        "",
+                        None,
+                        sink,
+                    );
+                }
+                Piece::Item {
+                    text,
+                    doc,
+                    item,
+                    list_kind,
+                } => {
+                    let prefix = format!("items[{item}]");
+                    let source = source(name, doc, IndexUnit::Document);
+                    self.json_text(
+                        &text,
+                        source,
+                        &prefix,
+                        Some(list_kind.as_deref().unwrap_or("List")),
+                        sink,
+                    );
+                }
+                Piece::Invalid { doc, message } => sink(InputItem::Invalid(InputProblem {
+                    source: source(name, doc, IndexUnit::Document),
+                    field: String::new(),
+                    message: format!("invalid JSON: {message}"),
+                })),
+            }
+        }
+        Ok(())
+    }
+
+    fn read_yaml(
+        &mut self,
+        name: &str,
+        input: &mut dyn BufRead,
+        sink: Sink<'_>,
+    ) -> Result<(), YamlEnd> {
+        let mut docs = YamlDocs::new(input);
+        let mut first = true;
+        while let Some(doc) = docs.next_doc().map_err(YamlEnd::Io)? {
+            let source = source(name, doc.doc, IndexUnit::Document);
+            match serde_saphyr::from_str::<Value>(&doc.text) {
+                Ok(v) => {
+                    if first && !matches!(v, Value::Object(_) | Value::Array(_) | Value::Null) {
+                        return Err(YamlEnd::NotObjects(
+                            "not JSON or YAML documents: the first document is plain text".into(),
+                        ));
+                    }
+                    self.value_doc(v, source, "", None, sink);
+                }
+                Err(e) => sink(InputItem::Invalid(InputProblem {
+                    source,
+                    field: String::new(),
+                    message: format!("invalid YAML: {e}"),
+                })),
+            }
+            first = false;
+        }
+        Ok(())
+    }
+
+    /// A document parsed from YAML: arrays are read element by element, objects as JSON text.
+    fn value_doc(
+        &mut self,
+        v: Value,
+        source: SourceRef,
+        prefix: &str,
+        list_kind: Option<&str>,
+        sink: Sink<'_>,
+    ) {
+        match v {
+            Value::Null => {}
+            Value::Array(items) => {
+                for (i, item) in items.into_iter().enumerate() {
+                    self.value_doc(
+                        item,
+                        source.clone(),
+                        &join(prefix, &format!("[{i}]")),
+                        list_kind,
+                        sink,
+                    );
+                }
+            }
+            other => match serde_json::to_vec(&other) {
+                Ok(text) => self.json_text(&text, source, prefix, list_kind, sink),
+                Err(e) => sink(invalid(source, prefix, "", e.to_string())),
+            },
+        }
+    }
+
+    /// One JSON document or line: an audit event, an AdmissionReview, or a list of them.
+    fn json_text(
+        &mut self,
+        text: &[u8],
+        source: SourceRef,
+        prefix: &str,
+        list_kind: Option<&str>,
+        sink: Sink<'_>,
+    ) {
+        let spans: audit::Spans = match scan::find_by(text, (0, text.len()), audit::key_index) {
+            Ok(s) => s,
+            Err(_) => {
+                let message = match serde_json::from_slice::<serde::de::IgnoredAny>(text) {
+                    Err(e) => format!("invalid JSON: {e}"),
+                    Ok(_) => "expected a JSON object".to_string(),
+                };
+                return sink(invalid(source, prefix, "", message));
+            }
+        };
+        let kind = spans[0]
+            .and_then(|s| scan::string(text, s))
+            .unwrap_or_default();
+        let api_version = spans[1]
+            .and_then(|s| scan::string(text, s))
+            .unwrap_or_default();
+        let looks_like_event = spans[3].is_some() && spans[4].is_some();
+        let in_event_list = list_kind == Some("EventList");
+        if kind == "Event" || (kind.is_empty() && (in_event_list || looks_like_event)) {
+            if !api_version.is_empty() && api_version != "audit.k8s.io/v1" {
+                let message =
+                    format!("unsupported audit event version {api_version:?} (audit.k8s.io/v1)");
+                return sink(invalid(source, prefix, "apiVersion", message));
+            }
+            return self.audit_fast(text, &spans, source, sink);
+        }
+        if kind == "AdmissionReview" {
+            let doc = match serde_json::from_slice::<Value>(text) {
+                Ok(d) => d,
+                Err(e) => return sink(invalid(source, prefix, "", format!("invalid JSON: {e}"))),
+            };
+            return match review::request(&doc, &source, &self.store) {
+                Ok(req) => sink(InputItem::Request(Box::new(req))),
+                Err(b) => sink(invalid(source, prefix, &b.field, b.message)),
+            };
+        }
+        if let (Some(items), true) = (spans[2], kind.ends_with("List")) {
+            let kind = kind.into_owned();
+            let mut found = Vec::new();
+            if scan::elements(text, items, |i, sp| found.push((i, sp))).is_err() {
+                return sink(invalid(source, prefix, "items", "expected an array".into()));
+            }
+            for (i, (s, e)) in found {
+                let p = join(prefix, &format!("items[{i}]"));
+                self.json_text(&text[s..e], source.clone(), &p, Some(&kind), sink);
+            }
+            return;
+        }
+        let message = if kind.is_empty() {
+            "missing: not an AdmissionReview or an audit.k8s.io/v1 Event".to_string()
+        } else {
+            format!("{kind:?} is not an AdmissionReview or an audit.k8s.io/v1 Event")
+        };
+        sink(invalid(source, prefix, "kind", message))
+    }
+}
+
+/// How a YAML input ended early.
+enum YamlEnd {
+    Io(io::Error),
+    NotObjects(String),
+}
+
+fn source(name: &str, index: usize, unit: IndexUnit) -> SourceRef {
+    SourceRef {
+        file: name.to_string(),
+        index,
+        unit,
+        audit_id: None,
+    }
+}
+
+fn join(prefix: &str, field: &str) -> String {
+    match (
+        prefix.is_empty(),
+        field.is_empty() || field.starts_with('['),
+    ) {
+        (true, _) => field.to_string(),
+        (false, true) => format!("{prefix}{field}"),
+        (false, false) => format!("{prefix}.{field}"),
+    }
+}
+
+fn invalid(source: SourceRef, prefix: &str, field: &str, message: String) -> InputItem {
+    InputItem::Invalid(InputProblem {
+        source,
+        field: join(prefix, field),
+        message,
+    })
+}
+
+/// Skips a byte-order mark and whitespace; returns the first byte (not consumed) and its line.
+fn start(input: &mut dyn BufRead) -> io::Result<(Option<u8>, usize)> {
+    let mut line = 1;
+    let mut at_start = true;
+    loop {
+        let buf = match input.fill_buf() {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if buf.is_empty() {
+            return Ok((None, line));
+        }
+        if at_start && buf.starts_with(b"\xEF\xBB\xBF") {
+            input.consume(3);
+            at_start = false;
+            continue;
+        }
+        at_start = false;
+        let ws = buf
+            .iter()
+            .take_while(|b| matches!(b, b' ' | b'\t' | b'\r' | b'\n'))
+            .count();
+        line += buf[..ws].iter().filter(|&&b| b == b'\n').count();
+        if ws < buf.len() {
+            let first = buf[ws];
+            input.consume(ws);
+            return Ok((Some(first), line));
+        }
+        input.consume(ws);
+    }
+}
+
+fn trim(line: &[u8]) -> &[u8] {
+    line.trim_ascii()
+}
+
+/// True when `line` holds exactly one complete JSON object.
+fn complete_line(line: &[u8]) -> bool {
+    let t = trim(line);
+    t.first() == Some(&b'{') && scan::value_end(t, 0) == Ok(t.len())
+}

@@ -1,0 +1,1393 @@
+//! `audit.k8s.io/v1` events: which went through admission, and the admission request each one
+//! was, rebuilt the way kube-apiserver's handlers build it.
+//!
+//! Two paths. Every event is first scanned ([`super::scan`]) for its top-level members; events
+//! the replay ignores (reads, watches, non-resource requests, early stages) stop there, except
+//! that successful get and list responses update the known objects. For events that went through
+//! admission each member is then decoded on its own from its place in the line (so a bad one is
+//! named), and the request and response objects only as far as needed.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::api::{GroupVersionKind, GroupVersionResource, Operation, UserInfo};
+use crate::engine::Attributes;
+use crate::replay::{AuditOrigin, CapturedRequest, InputItem, InputProblem, SourceRef};
+
+use super::merge::merge_patch;
+use super::query::{self, Query};
+use super::review::namespace_state;
+use super::scan::{self, Span};
+use super::store;
+use super::{Reader, Sink};
+
+/// The top-level members of a document the loader looks at: those telling what it is, then every
+/// member of an audit event it uses.
+#[cfg(test)]
+const KEYS: [&[u8]; 19] = [
+    b"kind",
+    b"apiVersion",
+    b"items",
+    b"auditID",
+    b"stage",
+    b"verb",
+    b"objectRef",
+    b"responseStatus",
+    b"responseObject",
+    b"requestURI",
+    b"level",
+    b"user",
+    b"impersonatedUser",
+    b"sourceIPs",
+    b"userAgent",
+    b"requestObject",
+    b"requestReceivedTimestamp",
+    b"stageTimestamp",
+    b"annotations",
+];
+/// Spans of the members [`key_index`] knows, in a document.
+pub(crate) type Spans = [Option<Span>; 19];
+const K_AUDIT_ID: usize = 3;
+const K_STAGE: usize = 4;
+const K_VERB: usize = 5;
+const K_OBJECT_REF: usize = 6;
+const K_RESPONSE_STATUS: usize = 7;
+const K_RESPONSE_OBJECT: usize = 8;
+const K_REQUEST_URI: usize = 9;
+const K_LEVEL: usize = 10;
+const K_USER: usize = 11;
+const K_IMPERSONATED: usize = 12;
+const K_SOURCE_IPS: usize = 13;
+const K_USER_AGENT: usize = 14;
+const K_REQUEST_OBJECT: usize = 15;
+const K_RECEIVED: usize = 16;
+const K_STAGE_TIMESTAMP: usize = 17;
+const K_ANNOTATIONS: usize = 18;
+
+/// The slot of member name `k` among the members an event is scanned for (see `KEYS` in the
+/// tests).
+pub(crate) fn key_index(k: &[u8]) -> Option<usize> {
+    // By length first: most names are told apart without comparing bytes.
+    let i = match k.len() {
+        4 => match k {
+            b"kind" => 0,
+            b"verb" => 5,
+            b"user" => 11,
+            _ => return None,
+        },
+        5 => match k {
+            b"items" => 2,
+            b"stage" => 4,
+            b"level" => 10,
+            _ => return None,
+        },
+        7 => (k == b"auditID").then_some(3)?,
+        9 => match k {
+            b"objectRef" => 6,
+            b"sourceIPs" => 13,
+            b"userAgent" => 14,
+            _ => return None,
+        },
+        10 => match k {
+            b"apiVersion" => 1,
+            b"requestURI" => 9,
+            _ => return None,
+        },
+        11 => (k == b"annotations").then_some(18)?,
+        13 => (k == b"requestObject").then_some(15)?,
+        14 => match k {
+            b"responseStatus" => 7,
+            b"responseObject" => 8,
+            b"stageTimestamp" => 17,
+            _ => return None,
+        },
+        16 => (k == b"impersonatedUser").then_some(12)?,
+        24 => (k == b"requestReceivedTimestamp").then_some(16)?,
+        _ => return None,
+    };
+    Some(i)
+}
+
+/// `objectRef`.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+pub(crate) struct ObjectRef {
+    resource: String,
+    namespace: String,
+    name: String,
+    api_group: String,
+    api_version: String,
+    subresource: String,
+}
+
+/// `responseStatus`, for its code.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(default)]
+struct ResponseStatus {
+    code: Option<i32>,
+}
+
+/// A decoded event; the request and response objects stay as text until needed.
+struct Event<'a> {
+    level: String,
+    audit_id: String,
+    stage: String,
+    uri: String,
+    verb: String,
+    user: UserInfo,
+    impersonated: Option<UserInfo>,
+    source_ips: Vec<String>,
+    user_agent: Option<String>,
+    object_ref: Option<ObjectRef>,
+    code: Option<i32>,
+    request_object: Option<&'a [u8]>,
+    response_object: Option<&'a [u8]>,
+    received: Option<String>,
+    stage_timestamp: Option<String>,
+    annotations: BTreeMap<String, String>,
+}
+
+/// A member that could not be decoded: (field, message).
+type FieldError = (String, String);
+
+impl<'a> Event<'a> {
+    /// Decodes the members at `spans` of `text`, each on its own.
+    fn decode(text: &'a [u8], spans: &Spans) -> Result<Self, FieldError> {
+        let raw = |i: usize| spans[i].map(|(s, e)| &text[s..e]).filter(|r| *r != b"null");
+        fn member<'de, T: Deserialize<'de>>(
+            raw: Option<&'de [u8]>,
+            field: &str,
+        ) -> Result<Option<T>, FieldError> {
+            let Some(raw) = raw else {
+                return Ok(None);
+            };
+            serde_json::from_slice(raw).map(Some).map_err(|e| {
+                let text = e.to_string();
+                let text = text
+                    .rsplit_once(" at line ")
+                    .map_or(text.as_str(), |(m, _)| m);
+                (field.to_string(), text.to_string())
+            })
+        }
+        let string = |i: usize, field: &str| -> Result<String, FieldError> {
+            Ok(member::<Cow<'_, str>>(raw(i), field)?
+                .map(Cow::into_owned)
+                .unwrap_or_default())
+        };
+        Ok(Event {
+            level: string(K_LEVEL, "level")?,
+            audit_id: string(K_AUDIT_ID, "auditID")?,
+            stage: string(K_STAGE, "stage")?,
+            uri: string(K_REQUEST_URI, "requestURI")?,
+            verb: string(K_VERB, "verb")?,
+            user: member(raw(K_USER), "user")?.unwrap_or_default(),
+            impersonated: member(raw(K_IMPERSONATED), "impersonatedUser")?,
+            source_ips: member(raw(K_SOURCE_IPS), "sourceIPs")?.unwrap_or_default(),
+            user_agent: member(raw(K_USER_AGENT), "userAgent")?,
+            object_ref: member(raw(K_OBJECT_REF), "objectRef")?,
+            code: member::<ResponseStatus>(raw(K_RESPONSE_STATUS), "responseStatus")?
+                .and_then(|s| s.code),
+            request_object: raw(K_REQUEST_OBJECT),
+            response_object: raw(K_RESPONSE_OBJECT),
+            received: member(raw(K_RECEIVED), "requestReceivedTimestamp")?,
+            stage_timestamp: member(raw(K_STAGE_TIMESTAMP), "stageTimestamp")?,
+            annotations: member(raw(K_ANNOTATIONS), "annotations")?.unwrap_or_default(),
+        })
+    }
+
+    fn succeeded(&self) -> bool {
+        self.code.is_some_and(|c| (200..300).contains(&c))
+    }
+
+    /// Whether the request body was recorded (level Request or above, at the final stage).
+    fn body_recorded(&self) -> bool {
+        matches!(self.level.as_str(), "Request" | "RequestResponse") && is_final(&self.stage)
+    }
+
+    fn level_text(&self) -> String {
+        if is_final(&self.stage) {
+            format!(
+                "level {}",
+                if self.level.is_empty() {
+                    "unknown"
+                } else {
+                    &self.level
+                }
+            )
+        } else {
+            format!("stage {}", self.stage)
+        }
+    }
+}
+
+/// `ResponseComplete` and `Panic` end a request.
+fn is_final(stage: &str) -> bool {
+    matches!(stage, "ResponseComplete" | "Panic")
+}
+
+/// Connect subresources (upstream's `rest.Connecter` storages): admission sees CONNECT whatever
+/// the HTTP method (and so the audit verb: `create` for POST, `get` for GET and websockets).
+fn is_connect(group: &str, resource: &str, sub: &str) -> bool {
+    group.is_empty()
+        && matches!(
+            (resource, sub),
+            ("pods", "exec" | "attach" | "portforward" | "proxy") | ("services" | "nodes", "proxy")
+        )
+}
+
+/// What becomes of one admission event.
+enum Built {
+    /// Items to emit (requests and not-replayable ones).
+    Items(Vec<InputItem>),
+    /// The event did not go through admission.
+    Ignored,
+}
+
+/// An event that went through admission, with what every request built from it shares.
+struct Ctx<'e, 'a> {
+    ev: &'e Event<'a>,
+    source: SourceRef,
+    gvr: GroupVersionResource,
+    sub: String,
+    namespace: String,
+    name: String,
+    query: Query,
+    notes: Vec<String>,
+}
+
+impl Ctx<'_, '_> {
+    fn not_replayable(&self, field: &str, message: String) -> InputItem {
+        InputItem::NotReplayable(InputProblem {
+            source: self.source.clone(),
+            field: field.to_string(),
+            message,
+        })
+    }
+
+    fn what(&self) -> String {
+        let res = if self.sub.is_empty() {
+            self.gvr.resource.clone()
+        } else {
+            format!("{}/{}", self.gvr.resource, self.sub)
+        };
+        if self.namespace.is_empty()
+            || (self.gvr.group.is_empty() && self.gvr.resource == "namespaces")
+        {
+            format!("{res} {}", self.name)
+        } else {
+            format!("{res} {}/{}", self.namespace, self.name)
+        }
+    }
+}
+
+impl Reader {
+    /// An audit event found by the fast path (`spans` by [`key_index`]).
+    pub(crate) fn audit_fast(
+        &mut self,
+        text: &[u8],
+        spans: &Spans,
+        mut source: SourceRef,
+        sink: Sink<'_>,
+    ) {
+        let s = |i: usize| spans[i].and_then(|sp| scan::string(text, sp));
+        if let Some(id) = s(K_AUDIT_ID) {
+            source.audit_id = Some(id.into_owned());
+        }
+        let invalid = |field: &str, message: String, source: &SourceRef| {
+            InputItem::Invalid(InputProblem {
+                source: source.clone(),
+                field: field.into(),
+                message,
+            })
+        };
+        let Some(stage) = s(K_STAGE) else {
+            return sink(invalid("stage", "missing".into(), &source));
+        };
+        let final_stage = match &*stage {
+            "ResponseComplete" | "Panic" => true,
+            "RequestReceived" | "ResponseStarted" => false,
+            other => {
+                return sink(invalid(
+                    "stage",
+                    format!("unknown stage {other:?}"),
+                    &source,
+                ));
+            }
+        };
+        let Some(verb) = s(K_VERB) else {
+            return sink(invalid("verb", "missing".into(), &source));
+        };
+        if verb == "watch" {
+            return;
+        }
+        // Non-resource requests (`/healthz`, `/version`, …) have no objectRef.
+        let Some(oref_span) = spans[K_OBJECT_REF].filter(|sp| !scan::is_null(text, *sp)) else {
+            return;
+        };
+        match &*verb {
+            "create" | "update" | "patch" | "delete" | "deletecollection" => {}
+            "get" | "list" => {
+                let oref =
+                    match serde_json::from_slice::<ObjectRef>(&text[oref_span.0..oref_span.1]) {
+                        Ok(o) => o,
+                        Err(e) => return sink(invalid("objectRef", e.to_string(), &source)),
+                    };
+                // Reads do not go through admission, except connect requests made with GET.
+                if verb == "list" || !is_connect(&oref.api_group, &oref.resource, &oref.subresource)
+                {
+                    if final_stage {
+                        self.learn_read(text, spans, &oref, verb == "list");
+                    }
+                    return;
+                }
+            }
+            other => return sink(invalid("verb", format!("unknown verb {other:?}"), &source)),
+        }
+        let Some(audit_id) = source.audit_id.clone() else {
+            return sink(invalid("auditID", "missing".into(), &source));
+        };
+        if !final_stage {
+            self.remember_pending(audit_id, stage.into_owned(), text, source);
+            return;
+        }
+        self.pending.remove(&audit_id);
+        self.audit_event(text, spans, source, None, sink);
+    }
+
+    /// Updates the known objects from a successful get or list response.
+    fn learn_read(&mut self, text: &[u8], spans: &Spans, oref: &ObjectRef, list: bool) {
+        if !matches!(oref.subresource.as_str(), "" | "status") {
+            return;
+        }
+        let code = spans[K_RESPONSE_STATUS]
+            .and_then(|sp| scan::find(text, sp, [b"code"]).ok())
+            .and_then(|[c]| c)
+            .and_then(|c| scan::integer(text, c));
+        let (Some(200), Some(ro)) = (code, spans[K_RESPONSE_OBJECT]) else {
+            return;
+        };
+        if !list {
+            if let Some(m) =
+                store::meta(text, ro).filter(|m| !m.kind.is_empty() && m.kind != "Status")
+            {
+                self.store
+                    .put(&oref.api_group, &oref.resource, text, ro, &m, None);
+            }
+            return;
+        }
+        let Ok([kind, api_version, items]) =
+            scan::find(text, ro, [b"kind", b"apiVersion", b"items"])
+        else {
+            return;
+        };
+        let list_kind = kind.and_then(|k| scan::string(text, k)).unwrap_or_default();
+        let api_version = api_version
+            .and_then(|k| scan::string(text, k))
+            .unwrap_or_default();
+        let Some(item_kind) = list_kind.strip_suffix("List").filter(|k| !k.is_empty()) else {
+            return;
+        };
+        let Some(items) = items else {
+            return;
+        };
+        let store = &mut self.store;
+        let _ = scan::elements(text, items, |_, item| {
+            if let Some(m) = store::item_meta(text, item) {
+                store.put(
+                    &oref.api_group,
+                    &oref.resource,
+                    text,
+                    item,
+                    &m,
+                    Some((&api_version, item_kind)),
+                );
+            }
+        });
+    }
+
+    /// Processes an event that went through admission (its final stage, or at the end the latest
+    /// stage seen, with `note` saying so), then learns from its response.
+    pub(crate) fn audit_event(
+        &mut self,
+        text: &[u8],
+        spans: &Spans,
+        mut source: SourceRef,
+        note: Option<String>,
+        sink: Sink<'_>,
+    ) {
+        let ev = match Event::decode(text, spans) {
+            Ok(ev) => ev,
+            Err((field, message)) => {
+                return sink(InputItem::Invalid(InputProblem {
+                    source,
+                    field,
+                    message,
+                }));
+            }
+        };
+        if !ev.audit_id.is_empty() {
+            source.audit_id = Some(ev.audit_id.clone());
+        }
+        let Some(oref) = ev.object_ref.clone() else {
+            return;
+        };
+        let built = self.build(&ev, &oref, source, note);
+        if let Built::Items(items) = built {
+            for item in items {
+                sink(item);
+            }
+        }
+        self.learn_write(&ev, &oref);
+    }
+
+    fn build(
+        &self,
+        ev: &Event<'_>,
+        oref: &ObjectRef,
+        source: SourceRef,
+        note: Option<String>,
+    ) -> Built {
+        // Authorization runs before admission: a denied request never reached it.
+        if ev
+            .annotations
+            .get("authorization.k8s.io/decision")
+            .is_some_and(|d| d != "allow")
+        {
+            return Built::Ignored;
+        }
+        let mut notes: Vec<String> = note.into_iter().collect();
+        let mut version = oref.api_version.clone();
+        if version.is_empty() {
+            match self
+                .registry
+                .preferred_version(&oref.api_group, &oref.resource)
+            {
+                Some(gvr) => {
+                    notes.push(format!(
+                        "objectRef has no apiVersion: took the preferred version {}",
+                        gvr.version
+                    ));
+                    version = gvr.version;
+                }
+                None => {
+                    return Built::Items(vec![InputItem::NotReplayable(InputProblem {
+                        source,
+                        field: "objectRef.apiVersion".into(),
+                        message: format!(
+                            "version unknown: objectRef names no apiVersion for {}",
+                            oref.resource
+                        ),
+                    })]);
+                }
+            }
+        }
+        let gvr = GroupVersionResource::new(&oref.api_group, &version, &oref.resource);
+        let mut namespace = oref.namespace.clone();
+        if namespace.is_empty() && gvr.group.is_empty() && gvr.resource == "namespaces" {
+            namespace = oref.name.clone();
+        }
+        let mut ctx = Ctx {
+            ev,
+            source,
+            gvr,
+            sub: oref.subresource.clone(),
+            namespace,
+            name: oref.name.clone(),
+            query: Query::of_uri(&ev.uri),
+            notes,
+        };
+        if is_connect(&oref.api_group, &oref.resource, &oref.subresource) {
+            return Built::Items(vec![self.connect(&mut ctx)]);
+        }
+        let item = match ev.verb.as_str() {
+            "create" => self.create(&mut ctx, "CreateOptions"),
+            "update" if ev.code == Some(201) => {
+                ctx.notes
+                    .push("the update created the object (201): admission saw a CREATE".into());
+                self.create(&mut ctx, "CreateOptions")
+            }
+            "update" => self.update(&mut ctx),
+            "patch" => self.patch(&mut ctx),
+            "delete" => self.delete(&mut ctx),
+            "deletecollection" => return Built::Items(self.delete_collection(&mut ctx)),
+            _ => return Built::Ignored,
+        };
+        Built::Items(vec![item])
+    }
+
+    /// The request as admission saw it, ready to emit.
+    fn request(&self, ctx: &Ctx<'_, '_>, parts: Parts) -> InputItem {
+        let ev = ctx.ev;
+        let (user_info, impersonator) = match &ev.impersonated {
+            Some(u) => (u.clone(), Some(ev.user.clone())),
+            None => (ev.user.clone(), None),
+        };
+        let attrs = Attributes {
+            operation: parts.operation,
+            kind: parts.kind,
+            resource: ctx.gvr.clone(),
+            sub_resource: ctx.sub.clone(),
+            namespace: ctx.namespace.clone(),
+            name: parts.name.unwrap_or_else(|| ctx.name.clone()),
+            object: parts.object,
+            old_object: parts.old_object,
+            dry_run: parts.options.as_ref().is_some_and(query::is_dry_run),
+            options: parts.options,
+            user_info,
+        };
+        let namespace = namespace_state(&attrs, &self.store);
+        let audit = AuditOrigin {
+            audit_id: ev.audit_id.clone(),
+            verb: ev.verb.clone(),
+            request_uri: ev.uri.clone(),
+            source_ips: ev.source_ips.clone(),
+            user_agent: ev.user_agent.clone(),
+            request_received_timestamp: ev.received.clone(),
+            stage_timestamp: ev.stage_timestamp.clone(),
+            annotations: ev.annotations.clone(),
+            response_code: ev.code,
+            impersonator,
+        };
+        InputItem::Request(Box::new(CapturedRequest {
+            source: ctx.source.clone(),
+            uid: ev.audit_id.clone(),
+            attrs,
+            namespace,
+            audit: Some(audit),
+            notes: ctx.notes.clone(),
+        }))
+    }
+
+    /// The request object of a create or update, parsed.
+    fn request_object(&self, ctx: &Ctx<'_, '_>) -> Result<Value, InputItem> {
+        let Some(raw) = ctx.ev.request_object else {
+            return Err(ctx.not_replayable(
+                "requestObject",
+                format!(
+                    "request object not recorded: {} carries no request body for {}",
+                    ctx.ev.level_text(),
+                    ctx.what()
+                ),
+            ));
+        };
+        match serde_json::from_slice::<Value>(raw) {
+            Ok(v @ Value::Object(_)) => Ok(v),
+            Ok(_) => Err(InputItem::Invalid(InputProblem {
+                source: ctx.source.clone(),
+                field: "requestObject".into(),
+                message: "expected an object".into(),
+            })),
+            Err(e) => Err(InputItem::Invalid(InputProblem {
+                source: ctx.source.clone(),
+                field: "requestObject".into(),
+                message: e.to_string(),
+            })),
+        }
+    }
+
+    /// The kind admission saw: the registered kind of the resource, else the object's own.
+    fn kind(
+        &self,
+        ctx: &Ctx<'_, '_>,
+        objects: [Option<&Value>; 2],
+    ) -> Result<GroupVersionKind, InputItem> {
+        if let Some(k) = self.registry.kind_ref(&ctx.gvr, &ctx.sub) {
+            return Ok(k.clone());
+        }
+        for obj in objects.into_iter().flatten() {
+            let (Some(av), Some(kind)) = (
+                obj.get("apiVersion").and_then(Value::as_str),
+                obj.get("kind").and_then(Value::as_str),
+            ) else {
+                continue;
+            };
+            let (group, version) = av.split_once('/').unwrap_or(("", av));
+            if !kind.is_empty() && !version.is_empty() {
+                return Ok(GroupVersionKind::new(group, version, kind));
+            }
+        }
+        Err(ctx.not_replayable(
+            "objectRef.resource",
+            format!(
+                "kind unknown: {} is not a built-in resource and no object of it is known (add its CustomResourceDefinition)",
+                ctx.what()
+            ),
+        ))
+    }
+
+    /// The stored object an update, patch or delete found (the parent object for `status` and
+    /// other subresources of the same kind).
+    fn old_object(&self, ctx: &Ctx<'_, '_>, name: &str, namespace: &str) -> Result<Value, String> {
+        if !ctx.sub.is_empty() {
+            let main = self.registry.kind_ref(&ctx.gvr, "");
+            let sub = self.registry.kind_ref(&ctx.gvr, &ctx.sub);
+            let same = match (main, sub) {
+                (Some(m), Some(s)) => m == s,
+                _ => ctx.sub == "status",
+            };
+            if !same {
+                return Err(format!(
+                    "old object unknown: the old object of {} is built by the apiserver from the stored object, which is not reproduced",
+                    ctx.what()
+                ));
+            }
+        }
+        let key = store::key(&ctx.gvr.group, &ctx.gvr.resource, namespace, name);
+        let Some(stored) = self.store.get(&key) else {
+            return Err(format!(
+                "old object unknown: {} was not seen earlier in the input nor in the --cluster files",
+                ctx.what()
+            ));
+        };
+        let want = GroupVersionKind::new(&ctx.gvr.group, &ctx.gvr.version, "").api_version();
+        if stored.api_version() != want {
+            return Err(format!(
+                "old object unknown: {} is known only as {}, the request is for {want} (versions are not converted)",
+                ctx.what(),
+                stored.api_version()
+            ));
+        }
+        stored.value().ok_or_else(|| {
+            format!(
+                "old object unknown: the known state of {} is not valid JSON",
+                ctx.what()
+            )
+        })
+    }
+
+    fn create(&self, ctx: &mut Ctx<'_, '_>, options_kind: &str) -> InputItem {
+        let mut object = match self.request_object(ctx) {
+            Ok(o) => o,
+            Err(item) => return item,
+        };
+        let kind = match self.kind(ctx, [Some(&object), None]) {
+            Ok(k) => k,
+            Err(item) => return item,
+        };
+        ensure_namespace(&mut object, &ctx.gvr, &ctx.namespace);
+        if ctx.sub.is_empty() {
+            self.wipe_system_fields(&mut object, &ctx.gvr);
+        }
+        dedup_owner_references(&mut object);
+        // On create the name comes from the object when the URL has none.
+        let name = (ctx.name.is_empty() && ctx.sub.is_empty())
+            .then(|| {
+                object
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .map(String::from)
+            })
+            .flatten();
+        let options = query::write_options(options_kind, &ctx.query);
+        self.request(
+            ctx,
+            Parts {
+                operation: Operation::Create,
+                kind,
+                name,
+                object: Some(object),
+                old_object: None,
+                options: Some(options),
+            },
+        )
+    }
+
+    fn update(&self, ctx: &mut Ctx<'_, '_>) -> InputItem {
+        let mut object = match self.request_object(ctx) {
+            Ok(o) => o,
+            Err(item) => return item,
+        };
+        let old = match self.old_object(ctx, &ctx.name, &ctx.namespace) {
+            Ok(o) => o,
+            Err(reason) => return ctx.not_replayable("", self.with_code(ctx, reason)),
+        };
+        let rv = |v: &Value| {
+            v.pointer("/metadata/resourceVersion")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+        };
+        if let (Some(want), Some(have)) = (rv(&object), rv(&old))
+            && want != have
+        {
+            return ctx.not_replayable(
+                "requestObject.metadata.resourceVersion",
+                format!(
+                    "old object out of date: the update is based on resourceVersion {want}, the last state seen of {} is {have}",
+                    ctx.what()
+                ),
+            );
+        }
+        ensure_namespace(&mut object, &ctx.gvr, &ctx.namespace);
+        self.update_request(ctx, object, old)
+    }
+
+    /// The UPDATE an update or a patch is, once its new and old objects are known.
+    fn update_request(&self, ctx: &Ctx<'_, '_>, mut object: Value, old: Value) -> InputItem {
+        let kind = match self.kind(ctx, [Some(&object), Some(&old)]) {
+            Ok(k) => k,
+            Err(item) => return item,
+        };
+        dedup_owner_references(&mut object);
+        let options = query::write_options("UpdateOptions", &ctx.query);
+        self.request(
+            ctx,
+            Parts {
+                operation: Operation::Update,
+                kind,
+                name: None,
+                object: Some(object),
+                old_object: Some(old),
+                options: Some(options),
+            },
+        )
+    }
+
+    fn patch(&self, ctx: &mut Ctx<'_, '_>) -> InputItem {
+        let Some(raw) = ctx.ev.request_object else {
+            return ctx.not_replayable(
+                "requestObject",
+                format!(
+                    "patch not recorded: {} carries no request body for {}",
+                    ctx.ev.level_text(),
+                    ctx.what()
+                ),
+            );
+        };
+        let body: Value = match serde_json::from_slice(raw) {
+            Ok(v) => v,
+            Err(e) => {
+                return InputItem::Invalid(InputProblem {
+                    source: ctx.source.clone(),
+                    field: "requestObject".into(),
+                    message: e.to_string(),
+                });
+            }
+        };
+        let patch_type = match self.patch_type(ctx, &body) {
+            Ok(t) => t,
+            Err(reason) => return ctx.not_replayable("requestObject", reason),
+        };
+        if matches!(patch_type, PatchType::Merge)
+            && self.builtin.kind_ref(&ctx.gvr, &ctx.sub).is_some()
+        {
+            ctx.notes.push(
+                "patch type not recorded: applied as a merge patch, which a strategic merge patch without lists or directives equals"
+                    .into(),
+            );
+        }
+        let old = match self.old_object(ctx, &ctx.name, &ctx.namespace) {
+            Ok(o) => o,
+            Err(reason) => return ctx.not_replayable("", self.with_code(ctx, reason)),
+        };
+        let patched = match patch_type {
+            PatchType::Json => crate::jsonpatch::decode(raw)
+                .map_err(|e| e.message)
+                .and_then(|p| p.apply_to_value(&old).map_err(|e| e.message)),
+            PatchType::Merge => merge_patch(&old, &body).map_err(|e| e.to_string()),
+        };
+        let object = match patched {
+            Ok(o) => o,
+            Err(e) => {
+                return ctx.not_replayable(
+                    "requestObject",
+                    format!(
+                        "patch does not apply: {e} (applied to the last state seen of {}; the apiserver answered {})",
+                        ctx.what(),
+                        ctx.ev.code.map_or("nothing".to_string(), |c| c.to_string())
+                    ),
+                );
+            }
+        };
+        self.update_request(ctx, object, old)
+    }
+
+    /// Which patch the body is. The audit event does not record the Content-Type, so the type is
+    /// told from what only one type can be; anything ambiguous is refused with the reason.
+    fn patch_type(&self, ctx: &Ctx<'_, '_>, body: &Value) -> Result<PatchType, String> {
+        let what = ctx.what();
+        let obj = match body {
+            Value::Array(_) => return Ok(PatchType::Json),
+            Value::Object(m) => m,
+            _ => {
+                return Err(format!(
+                    "patch type unknown: the patch body of {what} is neither a JSON patch (array) nor an object"
+                ));
+            }
+        };
+        if ctx.ev.code == Some(201) {
+            return Err(format!(
+                "apply patch: the patch created {what} (201), which only server-side apply does; apply is not reproduced (field ownership decides the result)"
+            ));
+        }
+        if ctx.query.first("force").is_some() {
+            return Err(format!(
+                "apply patch: `force` is only accepted for server-side apply; apply is not reproduced (field ownership decides the result) for {what}"
+            ));
+        }
+        if has_directive(body) {
+            return Err(format!(
+                "strategic merge patch: the patch of {what} uses $-directives; strategic merge needs the type's patch strategies, which are not reproduced"
+            ));
+        }
+        let typed_as_apply = obj.contains_key("apiVersion") && obj.contains_key("kind");
+        if typed_as_apply && ctx.query.first("fieldManager").is_some() {
+            return Err(format!(
+                "patch type unknown: the patch of {what} names apiVersion, kind and a fieldManager, so it may be a server-side apply (not reproduced) or a merge patch; the audit event does not record which"
+            ));
+        }
+        let builtin = self.builtin.kind_ref(&ctx.gvr, &ctx.sub).is_some();
+        if builtin && has_array(body) {
+            return Err(format!(
+                "patch type unknown: the object patch of {what} may be a merge patch or a strategic merge patch, which differ on lists, and the audit event does not record which"
+            ));
+        }
+        Ok(PatchType::Merge)
+    }
+
+    fn delete(&self, ctx: &mut Ctx<'_, '_>) -> InputItem {
+        let old = match self.old_object(ctx, &ctx.name, &ctx.namespace) {
+            Ok(o) => o,
+            Err(reason) => return ctx.not_replayable("", self.with_code(ctx, reason)),
+        };
+        let kind = match self.kind(ctx, [Some(&old), None]) {
+            Ok(k) => k,
+            Err(item) => return item,
+        };
+        let mut options = match delete_options(ctx) {
+            Ok(o) => o,
+            Err(item) => return item,
+        };
+        if let Err(reason) = before_delete(&mut options, &ctx.gvr, &ctx.sub, &old) {
+            return ctx.not_replayable("", format!("no admission: {reason} ({})", ctx.what()));
+        }
+        self.request(
+            ctx,
+            Parts {
+                operation: Operation::Delete,
+                kind,
+                name: None,
+                object: None,
+                old_object: Some(old),
+                options: Some(Value::Object(options)),
+            },
+        )
+    }
+
+    /// One DELETE per deleted item (upstream calls admission per item, with an empty name and the
+    /// request's options).
+    fn delete_collection(&self, ctx: &mut Ctx<'_, '_>) -> Vec<InputItem> {
+        let ev = ctx.ev;
+        if !ev.succeeded() {
+            return vec![ctx.not_replayable(
+                "responseStatus.code",
+                format!(
+                    "deleted items not recorded: the deletecollection of {} failed ({}), so which items reached admission is unknown",
+                    ctx.gvr.resource,
+                    ev.code.map_or("no code".into(), |c| c.to_string())
+                ),
+            )];
+        }
+        let items = ev
+            .response_object
+            .and_then(|r| serde_json::from_slice::<Value>(r).ok())
+            .and_then(|mut v| v.get_mut("items").map(Value::take))
+            .and_then(|v| match v {
+                Value::Array(a) => Some(a),
+                _ => None,
+            });
+        let Some(items) = items else {
+            return vec![ctx.not_replayable(
+                "responseObject",
+                format!(
+                    "deleted items not recorded: {} has no list of the items deleted by the deletecollection of {}",
+                    ev.level_text(),
+                    ctx.gvr.resource
+                ),
+            )];
+        };
+        let options = match delete_options(ctx) {
+            Ok(o) => o,
+            Err(item) => return vec![item],
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            let name = item
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let namespace = item
+                .pointer("/metadata/namespace")
+                .and_then(Value::as_str)
+                .unwrap_or(&ctx.namespace);
+            let old = match self.old_object(ctx, name, namespace) {
+                Ok(o) => o,
+                Err(reason) => {
+                    out.push(ctx.not_replayable(
+                        "responseObject.items",
+                        format!("{reason} (item {namespace}/{name})"),
+                    ));
+                    continue;
+                }
+            };
+            let kind = match self.kind(ctx, [Some(&old), None]) {
+                Ok(k) => k,
+                Err(item) => {
+                    out.push(item);
+                    continue;
+                }
+            };
+            out.push(self.request(
+                ctx,
+                Parts {
+                    operation: Operation::Delete,
+                    kind,
+                    name: Some(String::new()),
+                    object: None,
+                    old_object: Some(old),
+                    options: Some(Value::Object(options.clone())),
+                },
+            ));
+        }
+        out
+    }
+
+    fn connect(&self, ctx: &mut Ctx<'_, '_>) -> InputItem {
+        let Some(kind) = self.registry.kind_ref(&ctx.gvr, &ctx.sub).cloned() else {
+            return ctx.not_replayable(
+                "objectRef.subresource",
+                format!(
+                    "kind unknown: {} is not registered for this release",
+                    ctx.what()
+                ),
+            );
+        };
+        let object =
+            match connect_options(&kind, &ctx.sub, &ctx.ev.uri, &ctx.gvr.resource, &ctx.name) {
+                Ok(o) => o,
+                Err(reason) => {
+                    return ctx.not_replayable(
+                        "requestURI",
+                        format!("connect options unreadable: {reason}"),
+                    );
+                }
+            };
+        ctx.notes.push(format!(
+            "the {} object was rebuilt from the request URI",
+            kind.kind
+        ));
+        self.request(
+            ctx,
+            Parts {
+                operation: Operation::Connect,
+                kind,
+                name: None,
+                object: Some(object),
+                old_object: None,
+                options: None,
+            },
+        )
+    }
+
+    /// Adds what the apiserver answered to an "old object unknown" reason when that explains it.
+    fn with_code(&self, ctx: &Ctx<'_, '_>, reason: String) -> String {
+        match ctx.ev.code {
+            Some(404) => format!(
+                "{reason}; the apiserver answered 404 NotFound, so admission was probably never reached"
+            ),
+            _ => reason,
+        }
+    }
+
+    /// Typed objects keep `creationTimestamp: null`, custom resources drop it.
+    fn wipe_system_fields(&self, object: &mut Value, gvr: &GroupVersionResource) {
+        let typed = self.builtin.kind_ref(gvr, "").is_some();
+        let Some(Value::Object(meta)) = object.get_mut("metadata") else {
+            return;
+        };
+        if meta.get("creationTimestamp").is_some_and(|v| !v.is_null()) {
+            if typed {
+                meta.insert("creationTimestamp".into(), Value::Null);
+            } else {
+                meta.remove("creationTimestamp");
+            }
+        }
+        for k in [
+            "uid",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+            "selfLink",
+        ] {
+            meta.remove(k);
+        }
+    }
+
+    /// After an event is handled: what its response says about the objects it wrote.
+    fn learn_write(&mut self, ev: &Event<'_>, oref: &ObjectRef) {
+        if !ev.succeeded() || Query::of_uri(&ev.uri).first("dryRun").is_some() {
+            return;
+        }
+        let deleting = matches!(ev.verb.as_str(), "delete" | "deletecollection");
+        if deleting
+            && ev.request_object.is_some_and(|r| {
+                serde_json::from_slice::<Value>(r).is_ok_and(|v| query::is_dry_run(&v))
+            })
+        {
+            return;
+        }
+        let (group, resource) = (oref.api_group.as_str(), oref.resource.as_str());
+        let main_kind = self
+            .registry
+            .kind_ref(
+                &GroupVersionResource::new(group, &oref.api_version, resource),
+                "",
+            )
+            .map(|k| k.kind.clone());
+        let response = ev.response_object;
+        let whole = |t: &[u8]| (0, t.len());
+        match ev.verb.as_str() {
+            "create" | "update" | "patch" => {
+                let Some(t) = response else { return };
+                let Some(m) = store::meta(t, whole(t)) else {
+                    return;
+                };
+                let same_kind = match &main_kind {
+                    Some(k) => *k == m.kind,
+                    None => {
+                        m.kind != "Status" && matches!(oref.subresource.as_str(), "" | "status")
+                    }
+                };
+                if same_kind {
+                    self.store.put(group, resource, t, whole(t), &m, None);
+                }
+            }
+            "delete" => {
+                let kept = response.and_then(|t| store::meta(t, whole(t)).map(|m| (t, m)));
+                match kept {
+                    Some((t, m)) if m.deleting && m.kind != "Status" => {
+                        self.store.put(group, resource, t, whole(t), &m, None);
+                    }
+                    _ => self
+                        .store
+                        .remove(group, resource, &oref.namespace, &oref.name),
+                }
+            }
+            "deletecollection" => {
+                let Some(t) = response else { return };
+                let Ok([items]) = scan::find(t, whole(t), [b"items"]) else {
+                    return;
+                };
+                let Some(items) = items else { return };
+                let mut gone = Vec::new();
+                let store = &mut self.store;
+                let _ = scan::elements(t, items, |_, item| {
+                    if let Some(m) = store::meta(t, item) {
+                        if m.deleting {
+                            store.put(group, resource, t, item, &m, None);
+                        } else {
+                            gone.push((m.namespace, m.name));
+                        }
+                    }
+                });
+                for (ns, name) in gone {
+                    self.store.remove(group, resource, &ns, &name);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn remember_pending(
+        &mut self,
+        audit_id: String,
+        stage: String,
+        text: &[u8],
+        source: SourceRef,
+    ) {
+        self.seq += 1;
+        self.pending.insert(
+            audit_id,
+            super::Pending {
+                seq: self.seq,
+                stage,
+                text: text.into(),
+                source,
+            },
+        );
+    }
+}
+
+/// What differs between the requests built from an event.
+struct Parts {
+    operation: Operation,
+    kind: GroupVersionKind,
+    /// `None`: the objectRef's name.
+    name: Option<String>,
+    object: Option<Value>,
+    old_object: Option<Value>,
+    options: Option<Value>,
+}
+
+enum PatchType {
+    Json,
+    Merge,
+}
+
+/// True when a strategic-merge directive (`$patch`, `$retainKeys`, `$setElementOrder/…`,
+/// `$deleteFromPrimitiveList/…`) appears anywhere.
+fn has_directive(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m
+            .iter()
+            .any(|(k, v)| k.starts_with('$') || has_directive(v)),
+        Value::Array(a) => a.iter().any(has_directive),
+        _ => false,
+    }
+}
+
+fn has_array(v: &Value) -> bool {
+    match v {
+        Value::Object(m) => m.values().any(has_array),
+        Value::Array(_) => true,
+        _ => false,
+    }
+}
+
+/// `rest.EnsureObjectNamespaceMatchesRequestNamespace` with the expected namespace of the
+/// resource (none for Namespaces).
+fn ensure_namespace(object: &mut Value, gvr: &GroupVersionResource, request_ns: &str) {
+    let expected = if gvr.group.is_empty() && gvr.resource == "namespaces" {
+        ""
+    } else {
+        request_ns
+    };
+    let Some(Value::Object(meta)) = object.get_mut("metadata") else {
+        return;
+    };
+    let current = meta
+        .get("namespace")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if current == expected {
+        return;
+    }
+    if current.is_empty() {
+        meta.insert("namespace".into(), json!(expected));
+    } else if expected.is_empty() {
+        meta.remove("namespace");
+    }
+}
+
+/// `dedupOwnerReferences`: the first owner reference of each UID is kept.
+fn dedup_owner_references(object: &mut Value) {
+    let Some(Value::Array(refs)) = object.pointer_mut("/metadata/ownerReferences") else {
+        return;
+    };
+    let mut seen = std::collections::HashSet::new();
+    refs.retain(|r| {
+        let uid = r
+            .get("uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        seen.insert(uid)
+    });
+}
+
+/// The DeleteOptions the handler decoded: from the body when one was recorded, else from the
+/// query (with a note when a body may have gone unrecorded).
+fn delete_options(ctx: &mut Ctx<'_, '_>) -> Result<Map<String, Value>, InputItem> {
+    if let Some(raw) = ctx.ev.request_object {
+        return match serde_json::from_slice::<Value>(raw) {
+            Ok(Value::Object(body)) => Ok(query::delete_options_from_body(&body)),
+            _ => Err(InputItem::Invalid(InputProblem {
+                source: ctx.source.clone(),
+                field: "requestObject".into(),
+                message: "expected DeleteOptions".into(),
+            })),
+        };
+    }
+    if !ctx.ev.body_recorded() {
+        ctx.notes.push(format!(
+            "DeleteOptions taken from the request URI: {} does not record whether a body carried them",
+            ctx.ev.level_text()
+        ));
+    }
+    query::delete_options_from_query(&ctx.query).map_err(|e| {
+        ctx.not_replayable(
+            "requestURI",
+            format!("no admission: the apiserver refuses {e}"),
+        )
+    })
+}
+
+/// What `rest.BeforeDelete` (and the pod strategy's `CheckGracefulDelete`) do to the options
+/// before admission sees them. `Err`: the apiserver answers without calling admission.
+fn before_delete(
+    options: &mut Map<String, Value>,
+    gvr: &GroupVersionResource,
+    sub: &str,
+    old: &Value,
+) -> Result<(), String> {
+    let grace = |o: &Map<String, Value>| o.get("gracePeriodSeconds").and_then(Value::as_i64);
+    if grace(options).is_some_and(|g| g < 0) {
+        options.insert("gracePeriodSeconds".into(), json!(1));
+    }
+    if !(gvr.group.is_empty() && gvr.resource == "pods" && sub.is_empty()) {
+        return Ok(());
+    }
+    let meta = old.get("metadata");
+    if meta
+        .and_then(|m| m.get("deletionTimestamp"))
+        .is_some_and(|t| !t.is_null())
+    {
+        let pending = meta
+            .and_then(|m| m.get("deletionGracePeriodSeconds"))
+            .and_then(Value::as_i64)
+            .map(|g| if g < 0 { 1 } else { g });
+        let Some(pending) = pending.filter(|&g| g != 0) else {
+            return Ok(());
+        };
+        return match grace(options) {
+            Some(g) if g < pending => Ok(()),
+            Some(_) => Err("the pod's graceful deletion is already pending with a grace period no longer than requested".into()),
+            None => Err("the pod's graceful deletion is already pending".into()),
+        };
+    }
+    let spec = old.get("spec");
+    let mut period = grace(options)
+        .or_else(|| {
+            spec.and_then(|s| s.get("terminationGracePeriodSeconds"))
+                .and_then(Value::as_i64)
+        })
+        .unwrap_or(0);
+    if spec
+        .and_then(|s| s.get("nodeName"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .is_empty()
+    {
+        period = 0;
+    }
+    if matches!(
+        old.pointer("/status/phase").and_then(Value::as_str),
+        Some("Failed" | "Succeeded")
+    ) {
+        period = 0;
+    }
+    if period < 0 {
+        period = 1;
+    }
+    options.insert("gracePeriodSeconds".into(), json!(period));
+    Ok(())
+}
+
+/// The connect options object admission sees (`PodExecOptions`, …), decoded from the request
+/// URI by the parameter codec: query values, and for proxies the path after the subresource.
+fn connect_options(
+    kind: &GroupVersionKind,
+    sub: &str,
+    uri: &str,
+    resource: &str,
+    name: &str,
+) -> Result<Value, String> {
+    let mut q = Query::of_uri(uri);
+    let mut m = Map::new();
+    m.insert("kind".into(), json!(kind.kind));
+    m.insert("apiVersion".into(), json!(kind.api_version()));
+    if sub == "proxy" {
+        let path = query::uri_path(uri).ok_or("malformed escape in the path")?;
+        let parts: Vec<&str> = path.trim_matches('/').split('/').collect();
+        let at = parts
+            .windows(3)
+            .position(|w| w[0] == resource && w[1] == name && w[2] == sub)
+            .ok_or("the path does not name the proxied object")?;
+        let mut p = parts[at + 3..].join("/");
+        if !p.is_empty() && !p.starts_with('/') {
+            p.insert(0, '/');
+        }
+        if path.ends_with('/') && !p.ends_with('/') {
+            p.push('/');
+        }
+        q = Query::of_uri(&format!("?path={}", escape_query(&p)));
+    }
+    if q.is_empty() {
+        if sub == "exec" {
+            m.insert("command".into(), Value::Null);
+        }
+        return Ok(Value::Object(m));
+    }
+    match sub {
+        "exec" | "attach" => {
+            for key in ["stdin", "stdout", "stderr", "tty"] {
+                if q.first(key).is_some_and(query::go_bool) {
+                    m.insert(key.into(), json!(true));
+                }
+            }
+            if let Some(c) = q.first("container").filter(|c| !c.is_empty()) {
+                m.insert("container".into(), json!(c));
+            }
+            if sub == "exec" {
+                let command: Vec<&str> = q.all("command").collect();
+                m.insert(
+                    "command".into(),
+                    if command.is_empty() {
+                        Value::Null
+                    } else {
+                        json!(command)
+                    },
+                );
+            }
+        }
+        "portforward" => {
+            let mut ports = Vec::new();
+            for v in q.all("ports") {
+                for p in v.split(',') {
+                    let n: i32 = p
+                        .trim()
+                        .parse()
+                        .map_err(|_| format!("ports: invalid port {p:?}"))?;
+                    ports.push(n);
+                }
+            }
+            if !ports.is_empty() {
+                m.insert("ports".into(), json!(ports));
+            }
+        }
+        _ => {
+            if let Some(p) = q.first("path").filter(|p| !p.is_empty()) {
+                m.insert("path".into(), json!(p));
+            }
+        }
+    }
+    Ok(Value::Object(m))
+}
+
+fn escape_query(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn key_index_knows_every_key() {
+        for (i, k) in KEYS.iter().enumerate() {
+            assert_eq!(key_index(k), Some(i), "{}", String::from_utf8_lossy(k));
+        }
+        for other in [&b"kinds"[..], b"", b"Kind", b"requestObjects", b"metadata"] {
+            assert_eq!(key_index(other), None);
+        }
+    }
+}

@@ -1,0 +1,356 @@
+//! A structural JSON scanner: finds the members of an object or the elements of an array without
+//! building values, so that the audit events the loader ignores cost one pass over their bytes.
+//!
+//! The scanner checks structure (strings terminated, brackets balanced, members separated by `:`
+//! and `,`), not the whole grammar: text it accepts may still be rejected by a full parser, which
+//! is what the loader runs on everything it keeps.
+
+use std::borrow::Cow;
+
+/// A byte range `start..end` of a value in the scanned text.
+pub(crate) type Span = (usize, usize);
+
+/// Where and why the scanner gave up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ScanError {
+    /// Byte offset.
+    pub at: usize,
+    /// What was wrong.
+    pub what: &'static str,
+}
+
+fn fail<T>(at: usize, what: &'static str) -> Result<T, ScanError> {
+    Err(ScanError { at, what })
+}
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Flags (high bit per byte) the bytes of `w` equal to the byte repeated in `pattern`. Only the
+/// lowest flag is exact, which is all [`quote_or_backslash`] uses.
+#[inline(always)]
+fn eq_bytes(w: u64, pattern: u64) -> u64 {
+    let x = w ^ pattern;
+    x.wrapping_sub(ONES) & !x & HIGHS
+}
+
+/// Index of the first `"` or `\` at or after `from`, eight bytes at a time.
+#[inline]
+fn quote_or_backslash(buf: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while let Some(chunk) = buf.get(i..i + 8) {
+        let mut word = [0u8; 8];
+        word.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(word);
+        let hits = eq_bytes(w, ONES * u64::from(b'"')) | eq_bytes(w, ONES * u64::from(b'\\'));
+        if hits != 0 {
+            return Some(i + (hits.trailing_zeros() / 8) as usize);
+        }
+        i += 8;
+    }
+    buf.get(i..)?
+        .iter()
+        .position(|&b| b == b'"' || b == b'\\')
+        .map(|p| i + p)
+}
+
+/// Index of the quote closing the string whose content starts at `from`.
+#[inline]
+pub(crate) fn string_end(buf: &[u8], from: usize) -> Result<usize, ScanError> {
+    let mut i = from;
+    loop {
+        match quote_or_backslash(buf, i) {
+            Some(j) if buf[j] == b'"' => return Ok(j),
+            Some(j) => i = j + 2,
+            None => return fail(buf.len(), "unterminated string"),
+        }
+    }
+}
+
+#[inline]
+fn skip_ws(buf: &[u8], mut i: usize) -> usize {
+    while let Some(b' ' | b'\t' | b'\r' | b'\n') = buf.get(i) {
+        i += 1;
+    }
+    i
+}
+
+/// End (exclusive) of the value starting at `i` (which must not be whitespace).
+pub(crate) fn value_end(buf: &[u8], i: usize) -> Result<usize, ScanError> {
+    match buf.get(i) {
+        Some(b'"') => string_end(buf, i + 1).map(|e| e + 1),
+        Some(b'{' | b'[') => nested_end(buf, i),
+        Some(b'}' | b']' | b',' | b':') => fail(i, "expected a value"),
+        Some(_) => {
+            let mut j = i;
+            while let Some(&b) = buf.get(j) {
+                if matches!(b, b',' | b'}' | b']' | b':' | b' ' | b'\t' | b'\r' | b'\n') {
+                    break;
+                }
+                j += 1;
+            }
+            Ok(j)
+        }
+        None => fail(i, "unexpected end of input"),
+    }
+}
+
+/// End of the object or array starting at `i`, counting brackets outside strings.
+fn nested_end(buf: &[u8], i: usize) -> Result<usize, ScanError> {
+    let mut depth = 0usize;
+    let mut j = i;
+    while let Some(&b) = buf.get(j) {
+        match b {
+            b'"' => {
+                j = string_end(buf, j + 1)? + 1;
+                continue;
+            }
+            b'{' | b'[' => depth += 1,
+            b'}' | b']' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Ok(j + 1);
+                }
+            }
+            _ => {}
+        }
+        j += 1;
+    }
+    fail(buf.len(), "unexpected end of input")
+}
+
+/// Walks the members of the object at `span` (leading and trailing whitespace allowed), calling
+/// `f(raw key, value span)` for each. Keys are compared raw: a key written with escapes does not
+/// match its plain spelling.
+pub(crate) fn members(
+    buf: &[u8],
+    span: Span,
+    mut f: impl FnMut(&[u8], Span),
+) -> Result<(), ScanError> {
+    members_until(buf, span, |k, v| {
+        f(k, v);
+        false
+    })
+}
+
+/// The error [`members_until`] returns when its callback stopped it.
+const STOPPED: &str = "stopped";
+
+/// [`members`], stopping (with a [`STOPPED`] error) when `f` returns true.
+fn members_until(
+    buf: &[u8],
+    span: Span,
+    mut f: impl FnMut(&[u8], Span) -> bool,
+) -> Result<(), ScanError> {
+    let text = &buf[..span.1.min(buf.len())];
+    let mut i = skip_ws(text, span.0);
+    if text.get(i) != Some(&b'{') {
+        return fail(i, "expected an object");
+    }
+    i = skip_ws(text, i + 1);
+    if text.get(i) == Some(&b'}') {
+        return trailing(text, i + 1);
+    }
+    loop {
+        if text.get(i) != Some(&b'"') {
+            return fail(i, "expected a member name");
+        }
+        let key_end = string_end(text, i + 1)?;
+        let key = &text[i + 1..key_end];
+        i = skip_ws(text, key_end + 1);
+        if text.get(i) != Some(&b':') {
+            return fail(i, "expected ':'");
+        }
+        i = skip_ws(text, i + 1);
+        let end = value_end(text, i)?;
+        if f(key, (i, end)) {
+            return fail(end, STOPPED);
+        }
+        i = skip_ws(text, end);
+        match text.get(i) {
+            Some(b',') => i = skip_ws(text, i + 1),
+            Some(b'}') => return trailing(text, i + 1),
+            _ => return fail(i, "expected ',' or '}'"),
+        }
+    }
+}
+
+/// Walks the elements of the array at `span`, calling `f(index, element span)`.
+pub(crate) fn elements(
+    buf: &[u8],
+    span: Span,
+    mut f: impl FnMut(usize, Span),
+) -> Result<(), ScanError> {
+    let text = &buf[..span.1.min(buf.len())];
+    let mut i = skip_ws(text, span.0);
+    if text.get(i) != Some(&b'[') {
+        return fail(i, "expected an array");
+    }
+    i = skip_ws(text, i + 1);
+    if text.get(i) == Some(&b']') {
+        return trailing(text, i + 1);
+    }
+    let mut n = 0;
+    loop {
+        let end = value_end(text, i)?;
+        f(n, (i, end));
+        n += 1;
+        i = skip_ws(text, end);
+        match text.get(i) {
+            Some(b',') => i = skip_ws(text, i + 1),
+            Some(b']') => return trailing(text, i + 1),
+            _ => return fail(i, "expected ',' or ']'"),
+        }
+    }
+}
+
+fn trailing(text: &[u8], i: usize) -> Result<(), ScanError> {
+    let j = skip_ws(text, i);
+    if j < text.len() {
+        return fail(j, "unexpected text after the value");
+    }
+    Ok(())
+}
+
+/// The spans of the members named `keys` of the object at `span` (the last one wins when a name
+/// repeats, as in Go).
+pub(crate) fn find<const N: usize>(
+    buf: &[u8],
+    span: Span,
+    keys: [&[u8]; N],
+) -> Result<[Option<Span>; N], ScanError> {
+    let mut out = [None; N];
+    members(buf, span, |k, v| {
+        if let Some(pos) = keys.iter().position(|want| *want == k) {
+            out[pos] = Some(v);
+        }
+    })?;
+    Ok(out)
+}
+
+/// The spans of the members `index` knows (by their position in the result), in the object at
+/// `span`; the last one wins when a name repeats.
+pub(crate) fn find_by<const N: usize>(
+    buf: &[u8],
+    span: Span,
+    index: impl Fn(&[u8]) -> Option<usize>,
+) -> Result<[Option<Span>; N], ScanError> {
+    let mut out = [None; N];
+    members(buf, span, |k, v| {
+        if let Some(slot) = index(k).and_then(|i| out.get_mut(i)) {
+            *slot = Some(v);
+        }
+    })?;
+    Ok(out)
+}
+
+/// Like [`find`], but stops as soon as every key was found (the rest of the object is not
+/// looked at, so not checked either).
+pub(crate) fn find_first<const N: usize>(
+    buf: &[u8],
+    span: Span,
+    keys: [&[u8]; N],
+) -> Result<[Option<Span>; N], ScanError> {
+    let mut out = [None; N];
+    let mut missing = N;
+    let r = members_until(buf, span, |k, v| {
+        if let Some(pos) = keys.iter().position(|want| *want == k) {
+            if out[pos].is_none() {
+                missing -= 1;
+            }
+            out[pos] = Some(v);
+        }
+        missing == 0
+    });
+    match r {
+        Ok(()) | Err(ScanError { what: STOPPED, .. }) => Ok(out),
+        Err(e) => Err(e),
+    }
+}
+
+/// The string at `span`, decoded; `None` when the value is not a string.
+pub(crate) fn string(buf: &[u8], span: Span) -> Option<Cow<'_, str>> {
+    let raw = buf.get(span.0..span.1)?;
+    if raw.len() < 2 || raw[0] != b'"' {
+        return None;
+    }
+    let inner = &raw[1..raw.len() - 1];
+    if !inner.contains(&b'\\') {
+        return std::str::from_utf8(inner).ok().map(Cow::Borrowed);
+    }
+    serde_json::from_slice::<String>(raw).ok().map(Cow::Owned)
+}
+
+/// The integer at `span`; `None` for anything else.
+pub(crate) fn integer(buf: &[u8], span: Span) -> Option<i64> {
+    std::str::from_utf8(buf.get(span.0..span.1)?)
+        .ok()?
+        .parse()
+        .ok()
+}
+
+/// True when the value at `span` is `null`.
+pub(crate) fn is_null(buf: &[u8], span: Span) -> bool {
+    buf.get(span.0..span.1) == Some(b"null")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn whole(s: &str) -> Span {
+        (0, s.len())
+    }
+
+    #[test]
+    fn finds_top_level_members_only() {
+        let s = r#"{"a":{"stage":"x"},"stage":"ResponseComplete","b":[1,"]"],"verb" : "get"}"#;
+        let [stage, verb, missing] =
+            find(s.as_bytes(), whole(s), [b"stage", b"verb", b"c"]).unwrap();
+        assert_eq!(
+            string(s.as_bytes(), stage.unwrap()).unwrap(),
+            "ResponseComplete"
+        );
+        assert_eq!(string(s.as_bytes(), verb.unwrap()).unwrap(), "get");
+        assert!(missing.is_none());
+    }
+
+    #[test]
+    fn strings_with_escapes_and_long_runs() {
+        let long = "x".repeat(37);
+        let s = format!(r#"{{"k":"a\"b\\{long}","n":12}}"#);
+        let [k, n] = find(s.as_bytes(), whole(&s), [b"k", b"n"]).unwrap();
+        assert_eq!(
+            string(s.as_bytes(), k.unwrap()).unwrap(),
+            format!("a\"b\\{long}")
+        );
+        assert_eq!(integer(s.as_bytes(), n.unwrap()), Some(12));
+    }
+
+    #[test]
+    fn truncation_and_garbage_are_errors() {
+        for bad in [
+            r#"{"a":"b"#,
+            r#"{"a":{"b":1}"#,
+            r#"{"a" 1}"#,
+            r#"{"a":1,}"#,
+            r#"{"a":1} x"#,
+            r#"["#,
+            "",
+            "\"\\",
+        ] {
+            assert!(find(bad.as_bytes(), whole(bad), [b"a"]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn elements_of_an_array() {
+        let s = r#" [ {"a":1}, "x" ,[2] ] "#;
+        let mut seen = Vec::new();
+        elements(s.as_bytes(), whole(s), |i, sp| {
+            seen.push((i, &s[sp.0..sp.1]))
+        })
+        .unwrap();
+        assert_eq!(seen, [(0, r#"{"a":1}"#), (1, "\"x\""), (2, "[2]")]);
+    }
+}
