@@ -26,6 +26,10 @@ enum Command {
     /// Apply a JSON patch to an object with kube-apiserver's patch semantics (evanphx/json-patch
     /// v4). Exits 1 when the apiserver would refuse the patch.
     Patch(cli::patch::Args),
+    /// Replay captured AdmissionReviews or audit logs through the dispatcher against real,
+    /// recorded or scripted webhooks. Exits 0 when the replay ran (whatever was allowed or
+    /// denied), 1 on --expect mismatches, 2 on bad usage or no readable input.
+    Replay(Box<cli::replay::Args>),
 }
 
 fn main() -> ExitCode {
@@ -33,6 +37,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Some(Command::Check(args)) => cli::check::run(&args, cli.kube_version),
         Some(Command::Patch(args)) => cli::patch::run(&args, cli.kube_version),
+        Some(Command::Replay(args)) => cli::replay::run(&args, cli.kube_version),
         None => {
             use clap::CommandFactory;
             let _ = Cli::command().print_help();

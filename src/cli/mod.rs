@@ -2,6 +2,7 @@
 
 pub mod check;
 pub mod patch;
+pub mod replay;
 
 use std::io::IsTerminal;
 

@@ -30,7 +30,7 @@ pub struct SourceRef {
     #[serde(skip)]
     pub unit: IndexUnit,
     /// The audit event's `auditID`, when the request came from an audit log.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "auditID", skip_serializing_if = "Option::is_none")]
     pub audit_id: Option<String>,
 }
 

@@ -287,7 +287,7 @@ impl RequestReport {
         if redact && let Some(o) = &mut object {
             redact_secret(o);
         }
-        let mut notes = Vec::new();
+        let mut notes = req.notes.clone();
         if req.namespace == NamespaceState::Unknown {
             notes.push(format!(
                 "namespace {:?} is not known (not in --cluster nor learned from the input): its labels were taken as empty",

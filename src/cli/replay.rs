@@ -1,0 +1,788 @@
+//! `hookscope replay`: captured requests through the dispatcher, headless.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fs::File;
+use std::future::Future;
+use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
+use std::net::{SocketAddr, ToSocketAddrs};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use futures::future::Either;
+use hookscope::KubeVersion;
+use hookscope::api::WebhookConfiguration;
+use hookscope::config;
+use hookscope::engine::{AuditLevel, Engine, EngineOptions, Replier, Reply, WebhookCall};
+use hookscope::replay::audit_log::AuditEvent;
+use hookscope::replay::expect::{Expectations, Mismatch};
+use hookscope::replay::input::{ClusterState, Reader};
+use hookscope::replay::junit::JUnit;
+use hookscope::replay::record::{RecordedReplies, Recorder};
+use hookscope::replay::report::{Problem, ProblemKind, Report, RequestReport, SecretPolicy};
+use hookscope::replay::run::{ReplayEvent, ReplaySettings, Replayer};
+use hookscope::replay::{IndexUnit, InputItem, InputProblem, SourceRef};
+use hookscope::script::ScriptedReplier;
+use hookscope::transport::{HttpsOptions, HttpsReplier, WebhookAuth};
+
+use super::Paint;
+
+/// What goes to standard output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// A summary for people: problems, denials and failures, per-webhook counts.
+    Text,
+    /// The JSON report.
+    Json,
+    /// JUnit XML, one test case per request.
+    Junit,
+}
+
+/// Arguments of `replay`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Files or folders of Mutating/ValidatingWebhookConfiguration documents.
+    #[arg(long = "webhooks", required = true, num_args = 1..)]
+    pub webhooks: Vec<PathBuf>,
+    /// Captured requests: AdmissionReview documents (JSON, YAML, JSON lines) or audit.k8s.io/v1
+    /// audit logs (JSON lines of Event, or an EventList). `-` reads standard input.
+    #[arg(long = "input", required = true, num_args = 1..)]
+    pub input: Vec<String>,
+    /// Objects the dispatcher may look up (Namespaces with their labels, stored objects).
+    #[arg(long = "cluster", num_args = 1..)]
+    pub cluster: Vec<PathBuf>,
+    /// Send calls meant for HOST:PORT (a service NAME.NS.svc:PORT or a URL host) to ADDR:PORT;
+    /// TLS still verifies HOST.
+    #[arg(long = "resolve", value_name = "HOST:PORT=ADDR:PORT")]
+    pub resolve: Vec<String>,
+    /// Kubeconfig-format credentials for webhooks (the apiserver's admission kubeConfigFile).
+    #[arg(long = "webhook-auth", value_name = "FILE")]
+    pub webhook_auth: Option<PathBuf>,
+    /// Audit level of the annotations and of --audit-log events.
+    #[arg(long = "audit-level", default_value = "Request")]
+    pub audit_level: AuditLevel,
+    /// Write one audit.k8s.io/v1 Event per replayed request (JSON lines).
+    #[arg(long = "audit-log", value_name = "FILE")]
+    pub audit_log: Option<PathBuf>,
+    /// Write the webhook metrics in Prometheus text format at the end.
+    #[arg(long = "metrics", value_name = "FILE")]
+    pub metrics: Option<PathBuf>,
+    /// Write the JSON report.
+    #[arg(long = "report", value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// What goes to standard output.
+    #[arg(long = "format", value_enum, default_value = "text")]
+    pub format: Format,
+    /// Save every webhook exchange under DIR.
+    #[arg(long = "record", value_name = "DIR")]
+    pub record: Option<PathBuf>,
+    /// Answer webhook calls from exchanges saved with --record, offline.
+    #[arg(long = "replies", value_name = "DIR", conflicts_with = "script")]
+    pub replies: Option<PathBuf>,
+    /// Answer webhook calls from a script: a YAML mapping of webhook name to reply (allowed,
+    /// code, message, reason, patch, warnings, auditAnnotations, delayMs, error).
+    #[arg(long = "script", value_name = "FILE")]
+    pub script: Option<PathBuf>,
+    /// Expected outcomes per request; mismatches are printed and the exit code is 1.
+    #[arg(long = "expect", value_name = "FILE")]
+    pub expect: Option<PathBuf>,
+    /// Requests dispatched at once (results stay in input order).
+    #[arg(long = "concurrency", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrency: u16,
+    /// The apiserver's request deadline in seconds, which bounds all webhook calls of a request.
+    #[arg(long = "request-timeout", default_value_t = 60)]
+    pub request_timeout: u64,
+    /// Print Secret data as captured instead of redacting it.
+    #[arg(long = "show-secrets")]
+    pub show_secrets: bool,
+    /// Text format: list every request, not only denials, failures and problems.
+    #[arg(short, long)]
+    pub verbose: bool,
+}
+
+/// Where webhook replies come from.
+#[derive(Clone)]
+enum Base {
+    Https(HttpsReplier),
+    Scripted(ScriptedReplier),
+    Recorded(RecordedReplies),
+}
+
+/// The source, possibly recorded on the way.
+#[derive(Clone)]
+enum Source {
+    Plain(Base),
+    Recording(Recorder<Base>),
+}
+
+impl Replier for Base {
+    fn reply(&mut self, calls: &[WebhookCall]) -> impl Future<Output = Vec<Reply>> + Send {
+        match self {
+            Base::Https(r) => Either::Left(r.reply(calls)),
+            Base::Scripted(r) => {
+                // The script keeps every call for inspection; a replay needs none of the
+                // previous batches'.
+                r.seen.clear();
+                Either::Right(Either::Left(r.reply(calls)))
+            }
+            Base::Recorded(r) => Either::Right(Either::Right(r.reply(calls))),
+        }
+    }
+}
+
+impl Replier for Source {
+    fn reply(&mut self, calls: &[WebhookCall]) -> impl Future<Output = Vec<Reply>> + Send {
+        match self {
+            Source::Plain(r) => Either::Left(r.reply(calls)),
+            Source::Recording(r) => Either::Right(r.reply(calls)),
+        }
+    }
+}
+
+fn parse_resolve(entries: &[String]) -> Result<HashMap<String, SocketAddr>, String> {
+    let mut out = HashMap::new();
+    for e in entries {
+        let (host, addr) = e
+            .split_once('=')
+            .ok_or_else(|| format!("--resolve {e:?}: expected HOST:PORT=ADDR:PORT"))?;
+        if host
+            .rsplit_once(':')
+            .is_none_or(|(_, p)| p.parse::<u16>().is_err())
+        {
+            return Err(format!(
+                "--resolve {e:?}: {host:?} must be HOST:PORT with a numeric port"
+            ));
+        }
+        let addr = addr
+            .to_socket_addrs()
+            .ok()
+            .and_then(|mut a| a.next())
+            .ok_or_else(|| format!("--resolve {e:?}: {addr:?} is not an ADDR:PORT"))?;
+        out.insert(host.to_string(), addr);
+    }
+    Ok(out)
+}
+
+/// Loads, defaults and validates the configurations; invalid ones are left out and reported.
+fn load_configurations(
+    paths: &[PathBuf],
+    report: &mut Report,
+) -> Result<Vec<WebhookConfiguration>, String> {
+    let mut seen = 0;
+    let mut configs = Vec::new();
+    for loaded in config::load_paths(paths) {
+        seen += 1;
+        match loaded {
+            Err(e) => {
+                let (file, document) = e.location();
+                report.push_problem(Problem {
+                    kind: ProblemKind::Configuration,
+                    source: SourceRef {
+                        file: file.to_string(),
+                        index: document.unwrap_or(0),
+                        unit: IndexUnit::Document,
+                        audit_id: None,
+                    },
+                    field: String::new(),
+                    message: e.to_string(),
+                });
+            }
+            Ok(mut l) => {
+                l.apply_defaults();
+                let errors = config::validate(&l.configuration, None);
+                if errors.is_empty() {
+                    configs.push(l.configuration);
+                    continue;
+                }
+                for e in errors {
+                    report.push_problem(Problem {
+                        kind: ProblemKind::Configuration,
+                        source: SourceRef {
+                            file: l.source.file.clone(),
+                            index: l.source.document + 1,
+                            unit: IndexUnit::Document,
+                            audit_id: None,
+                        },
+                        field: e.field.clone(),
+                        message: format!(
+                            "{} {:?} left out (the apiserver would refuse it): {}",
+                            l.configuration.kind.configuration_kind(),
+                            l.configuration.name,
+                            e.message
+                        ),
+                    });
+                }
+            }
+        }
+    }
+    if seen == 0 {
+        return Err("no webhook configurations found in the --webhooks paths".into());
+    }
+    Ok(configs)
+}
+
+/// Counts bytes read, for the progress line.
+struct Counting<R> {
+    inner: R,
+    read: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.read.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Reads every input on a thread of its own, sending items over a bounded channel. Returns how
+/// many inputs could be read, and the problems of those that could not.
+fn spawn_reader(
+    inputs: Vec<String>,
+    cluster: ClusterState,
+    tx: tokio::sync::mpsc::Sender<InputItem>,
+    read: Arc<AtomicU64>,
+) -> std::thread::JoinHandle<(usize, Vec<InputProblem>)> {
+    std::thread::spawn(move || {
+        let mut reader = Reader::new(cluster);
+        let mut readable = 0;
+        let mut failures = Vec::new();
+        let mut sink = |item: InputItem| {
+            // The receiver only goes away when the replay is abandoned.
+            let _ = tx.blocking_send(item);
+        };
+        for name in &inputs {
+            let result = if name == "-" {
+                let stdin = std::io::stdin();
+                let mut input = BufReader::with_capacity(
+                    1 << 16,
+                    Counting {
+                        inner: stdin.lock(),
+                        read: read.clone(),
+                    },
+                );
+                reader.read(name, &mut input, &mut sink)
+            } else {
+                match File::open(name) {
+                    Ok(f) => {
+                        let mut input = BufReader::with_capacity(
+                            1 << 16,
+                            Counting {
+                                inner: f,
+                                read: read.clone(),
+                            },
+                        );
+                        reader.read(name, &mut input as &mut dyn BufRead, &mut sink)
+                    }
+                    Err(e) => Err(InputProblem {
+                        source: SourceRef {
+                            file: name.clone(),
+                            index: 0,
+                            unit: IndexUnit::Document,
+                            audit_id: None,
+                        },
+                        field: String::new(),
+                        message: format!("cannot read: {e}"),
+                    }),
+                }
+            };
+            match result {
+                Ok(()) => readable += 1,
+                Err(p) => failures.push(p),
+            }
+        }
+        reader.finish(&mut sink);
+        (readable, failures)
+    })
+}
+
+/// Per-webhook counts for the text summary.
+#[derive(Default)]
+struct HookCounts {
+    called: usize,
+    skipped: usize,
+    mutated: usize,
+    denied: usize,
+    errors: usize,
+}
+
+/// Everything the outputs need while results stream in.
+struct Sinks {
+    paint: Paint,
+    format: Format,
+    verbose: bool,
+    level: AuditLevel,
+    secrets: SecretPolicy,
+    report: Report,
+    keep_requests: bool,
+    junit: Option<JUnit>,
+    expect: Option<Expectations>,
+    mismatches: usize,
+    audit_log: Option<BufWriter<File>>,
+    audit_log_error: Option<String>,
+    hooks: BTreeMap<(String, String, &'static str), HookCounts>,
+    progress: Option<Progress>,
+}
+
+struct Progress {
+    total_bytes: u64,
+    read: Arc<AtomicU64>,
+    last: Instant,
+    shown: bool,
+}
+
+impl Progress {
+    fn tick(&mut self, s: &hookscope::replay::report::Summary, force: bool) {
+        if !force && self.last.elapsed() < Duration::from_millis(100) {
+            return;
+        }
+        self.last = Instant::now();
+        let read = self.read.load(Ordering::Relaxed);
+        let bar = if self.total_bytes > 0 {
+            let frac = (read as f64 / self.total_bytes as f64).min(1.0);
+            let filled = (frac * 30.0) as usize;
+            format!(
+                "[{}{}] {:>3.0}% ",
+                "#".repeat(filled),
+                " ".repeat(30 - filled),
+                frac * 100.0
+            )
+        } else {
+            String::new()
+        };
+        eprint!(
+            "\r\x1b[2K{bar}{} replayed ({} allowed, {} denied), {} not replayable",
+            s.total, s.allowed, s.denied, s.not_replayable
+        );
+        self.shown = true;
+    }
+
+    fn clear(&self) {
+        if self.shown {
+            eprint!("\r\x1b[2K");
+        }
+    }
+}
+
+impl Sinks {
+    fn on_event(&mut self, event: ReplayEvent) {
+        match event {
+            ReplayEvent::Replayed(r) => {
+                let rep = RequestReport::new(&r.request, &r.outcome, self.level, self.secrets);
+                if let Some(w) = &mut self.audit_log
+                    && self.audit_log_error.is_none()
+                    && let Some(ev) =
+                        AuditEvent::new(&r, self.level, self.secrets, SystemTime::now())
+                {
+                    let written = serde_json::to_writer(&mut *w, &ev)
+                        .map_err(|e| e.to_string())
+                        .and_then(|()| w.write_all(b"\n").map_err(|e| e.to_string()));
+                    if let Err(e) = written {
+                        self.audit_log_error = Some(e);
+                    }
+                }
+                let mismatches = self
+                    .expect
+                    .as_mut()
+                    .map(|x| x.check(&rep))
+                    .unwrap_or_default();
+                self.mismatches += mismatches.len();
+                for c in &rep.calls {
+                    let h = self
+                        .hooks
+                        .entry((c.configuration.clone(), c.webhook.clone(), c.phase))
+                        .or_default();
+                    if c.decision == "skipped" {
+                        h.skipped += 1;
+                    } else {
+                        h.called += 1;
+                        h.mutated += usize::from(c.mutated);
+                        h.denied += usize::from(c.allowed == Some(false));
+                        h.errors += usize::from(c.error.is_some());
+                    }
+                }
+                if let Some(j) = &mut self.junit {
+                    j.request(&rep, &mismatches);
+                }
+                if self.format == Format::Text {
+                    self.print_request(&rep, &mismatches);
+                }
+                if self.keep_requests {
+                    self.report.push_request(rep);
+                } else {
+                    self.report.tally(rep.allowed);
+                }
+            }
+            ReplayEvent::Skipped(item) => {
+                let p = match &item {
+                    InputItem::NotReplayable(p) => {
+                        Problem::from_input(ProblemKind::NotReplayable, p)
+                    }
+                    InputItem::Invalid(p) => Problem::from_input(ProblemKind::Invalid, p),
+                    InputItem::Request(_) => return,
+                };
+                if self.format == Format::Text {
+                    self.clear_progress();
+                    let mark = match p.kind {
+                        ProblemKind::NotReplayable => self.paint.warn("–"),
+                        _ => self.paint.bad("!"),
+                    };
+                    let field = if p.field.is_empty() {
+                        String::new()
+                    } else {
+                        format!("{}: ", p.field)
+                    };
+                    println!("{mark} {}: {field}{}", p.source, p.message);
+                }
+                if let Some(j) = &mut self.junit {
+                    j.problem(&p);
+                }
+                self.report.push_problem(p);
+            }
+        }
+        if let Some(p) = &mut self.progress {
+            p.tick(&self.report.summary, false);
+        }
+    }
+
+    fn clear_progress(&mut self) {
+        if let Some(p) = &mut self.progress {
+            p.clear();
+            p.shown = false;
+        }
+    }
+
+    fn print_request(&mut self, r: &RequestReport, mismatches: &[Mismatch]) {
+        let failed_open = r
+            .calls
+            .iter()
+            .any(|c| c.error.is_some() && c.failure_policy == "Ignore");
+        let interesting =
+            !r.allowed || failed_open || !mismatches.is_empty() || !r.notes.is_empty();
+        if !self.verbose && !interesting {
+            return;
+        }
+        self.clear_progress();
+        let p = &self.paint;
+        let called = r.calls.iter().filter(|c| c.decision == "called").count();
+        let mutated: Vec<&str> = r
+            .calls
+            .iter()
+            .filter(|c| c.mutated)
+            .map(|c| c.webhook.as_str())
+            .collect();
+        let verdict = match &r.status {
+            None => p.good("allowed"),
+            Some(s) => p.bad(&format!("denied {}", s.code)),
+        };
+        let mark = if r.allowed {
+            p.good("✓")
+        } else {
+            p.bad("✗")
+        };
+        let mut detail = format!("{called} called");
+        if !mutated.is_empty() {
+            detail.push_str(&format!(", mutated by {}", mutated.join(", ")));
+        }
+        println!(
+            "{mark} {} {verdict} {} {}",
+            p.bold(&r.title()),
+            p.dim(&format!("({detail})")),
+            p.dim(&format!("[{}]", r.source))
+        );
+        if let Some(s) = &r.status {
+            println!("    {}", s.message);
+        }
+        let shown = r
+            .status
+            .as_ref()
+            .map(|s| s.message.as_str())
+            .unwrap_or_default();
+        for c in r
+            .calls
+            .iter()
+            .filter(|c| c.error.as_deref().is_some_and(|e| !shown.contains(e)))
+        {
+            let how = if c.failure_policy == "Ignore" {
+                p.warn("failed open")
+            } else {
+                p.bad("failed")
+            };
+            println!(
+                "    {how} {}: {}",
+                c.webhook,
+                c.error.as_deref().unwrap_or_default()
+            );
+        }
+        for w in &r.warnings {
+            println!("    {} {w}", p.warn("warning"));
+        }
+        for n in &r.notes {
+            println!("    {} {n}", p.dim("note"));
+        }
+        for m in mismatches {
+            println!(
+                "    {} expectation {}: {}\n      {} {}\n      {} {}",
+                p.bad("mismatch"),
+                m.entry,
+                m.field,
+                p.bad("-"),
+                m.expected,
+                p.good("+"),
+                m.actual
+            );
+        }
+    }
+
+    fn print_summary(&self, missing: usize) {
+        let p = &self.paint;
+        let s = &self.report.summary;
+        if !self.hooks.is_empty() {
+            println!();
+            println!(
+                "{}",
+                p.bold("webhook                                          called  skipped  mutated  denied  errors")
+            );
+            for ((config, hook, phase), h) in &self.hooks {
+                let name = format!("{phase:<10} {config}/{hook}");
+                println!(
+                    "{name:<48} {:>7}  {:>7}  {:>7}  {:>6}  {:>6}",
+                    h.called, h.skipped, h.mutated, h.denied, h.errors
+                );
+            }
+        }
+        println!();
+        let mut line = format!(
+            "{} requests replayed: {} allowed, {} denied",
+            s.total,
+            p.good(&s.allowed.to_string()),
+            if s.denied > 0 {
+                p.bad(&s.denied.to_string())
+            } else {
+                s.denied.to_string()
+            }
+        );
+        if s.not_replayable > 0 {
+            let reasons: Vec<String> = s.reasons.iter().map(|(r, n)| format!("{r}: {n}")).collect();
+            line.push_str(&format!(
+                " · {} not replayable ({})",
+                p.warn(&s.not_replayable.to_string()),
+                reasons.join(", ")
+            ));
+        }
+        if s.invalid > 0 {
+            line.push_str(&format!(
+                " · {} invalid input",
+                p.bad(&s.invalid.to_string())
+            ));
+        }
+        if s.invalid_configurations > 0 {
+            line.push_str(&format!(
+                " · {} configuration problems",
+                p.bad(&s.invalid_configurations.to_string())
+            ));
+        }
+        if missing > 0 {
+            line.push_str(&format!(
+                " · {} calls without a recorded reply",
+                p.bad(&missing.to_string())
+            ));
+        }
+        if self.mismatches > 0 {
+            line.push_str(&format!(
+                " · {} expectation mismatches",
+                p.bad(&self.mismatches.to_string())
+            ));
+        }
+        println!("{line}");
+    }
+}
+
+fn write_file(path: &Path, text: &str, what: &str) -> Result<(), String> {
+    std::fs::write(path, text).map_err(|e| format!("{what} {}: {e}", path.display()))
+}
+
+/// Runs `replay`.
+pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
+    let paint = Paint::stdout();
+    let level = args.audit_level;
+    let secrets = if args.show_secrets {
+        SecretPolicy::Show
+    } else {
+        SecretPolicy::Redact
+    };
+    let mut report = Report::new(version, level);
+
+    let configs = load_configurations(&args.webhooks, &mut report)?;
+    let expect = match &args.expect {
+        Some(p) => Some(Expectations::load(p).map_err(|e| e.to_string())?),
+        None => None,
+    };
+    let resolve = parse_resolve(&args.resolve)?;
+    let auth = match &args.webhook_auth {
+        Some(p) => WebhookAuth::load(p).map_err(|e| format!("--webhook-auth: {e}"))?,
+        None => WebhookAuth::empty(),
+    };
+    let base = if let Some(dir) = &args.replies {
+        Base::Recorded(RecordedReplies::load(dir).map_err(|e| format!("--replies: {e}"))?)
+    } else if let Some(path) = &args.script {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| format!("--script {}: {e}", path.display()))?;
+        Base::Scripted(
+            ScriptedReplier::from_yaml(&text)
+                .map_err(|e| format!("--script {}: {e}", path.display()))?,
+        )
+    } else {
+        Base::Https(HttpsReplier::new(HttpsOptions {
+            auth,
+            resolve,
+            ..HttpsOptions::default()
+        }))
+    };
+    let source = match &args.record {
+        Some(dir) => {
+            Source::Recording(Recorder::new(base, dir).map_err(|e| format!("--record: {e}"))?)
+        }
+        None => Source::Plain(base),
+    };
+    let audit_log = match &args.audit_log {
+        Some(p) => Some(BufWriter::new(
+            File::create(p).map_err(|e| format!("--audit-log {}: {e}", p.display()))?,
+        )),
+        None => None,
+    };
+
+    let (cluster, cluster_problems) = ClusterState::load(&args.cluster);
+    for p in &cluster_problems {
+        report.push_problem(Problem::from_input(ProblemKind::Invalid, p));
+    }
+
+    let engine = Arc::new(Engine::new(&configs, EngineOptions::for_version(version)));
+    let replayer = Replayer::new(
+        engine,
+        ReplaySettings {
+            deadline: Some(Duration::from_secs(args.request_timeout)),
+            concurrency: usize::from(args.concurrency),
+        },
+    );
+
+    let read = Arc::new(AtomicU64::new(0));
+    let total_bytes = args
+        .input
+        .iter()
+        .filter(|i| *i != "-")
+        .filter_map(|i| std::fs::metadata(i).ok())
+        .map(|m| m.len())
+        .sum();
+    let progress =
+        (std::io::stderr().is_terminal() && args.format != Format::Json).then(|| Progress {
+            total_bytes,
+            read: read.clone(),
+            last: Instant::now(),
+            shown: false,
+        });
+
+    let mut sinks = Sinks {
+        paint,
+        format: args.format,
+        verbose: args.verbose,
+        level,
+        secrets,
+        keep_requests: args.format == Format::Json || args.report.is_some(),
+        junit: (args.format == Format::Junit).then(JUnit::default),
+        expect,
+        mismatches: 0,
+        audit_log,
+        audit_log_error: None,
+        hooks: BTreeMap::new(),
+        progress,
+        report,
+    };
+    if sinks.format == Format::Text {
+        for p in sinks.report.problems.clone() {
+            let mark = sinks.paint.bad("!");
+            let field = if p.field.is_empty() {
+                String::new()
+            } else {
+                format!("{}: ", p.field)
+            };
+            println!("{mark} {}: {field}{}", p.source, p.message);
+        }
+    }
+
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<InputItem>(1024);
+    let reader = spawn_reader(args.input.clone(), cluster, tx, read);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let items = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+    let metrics = runtime.block_on(replayer.run(items, source.clone(), |e| sinks.on_event(e)));
+    let (readable, unreadable) = reader
+        .join()
+        .map_err(|_| "the input reader stopped unexpectedly".to_string())?;
+    if let Some(p) = &mut sinks.progress {
+        p.tick(&sinks.report.summary, true);
+        p.clear();
+    }
+    for p in &unreadable {
+        eprintln!("error: {p}");
+    }
+    if readable == 0 {
+        return Err("no readable input".into());
+    }
+
+    let missing = match &source {
+        Source::Plain(Base::Recorded(r)) => r.missing().len(),
+        _ => 0,
+    };
+    sinks.report.summary.missing_replies = missing;
+    if let Source::Recording(r) = source {
+        r.finish().map_err(|e| format!("--record: {e}"))?;
+    }
+    if let Some(mut w) = sinks.audit_log.take()
+        && let Err(e) = w.flush()
+    {
+        sinks.audit_log_error.get_or_insert(e.to_string());
+    }
+    if let Some(e) = &sinks.audit_log_error {
+        return Err(format!("--audit-log: {e}"));
+    }
+    if let Some(path) = &args.metrics {
+        write_file(path, &metrics.encode_text(), "--metrics")?;
+    }
+    let unmatched = sinks
+        .expect
+        .as_ref()
+        .map(Expectations::unmatched)
+        .unwrap_or_default();
+    sinks.mismatches += unmatched.len();
+    let json = || serde_json::to_string_pretty(&sinks.report).unwrap_or_default() + "\n";
+    if let Some(path) = &args.report {
+        write_file(path, &json(), "--report")?;
+    }
+    match args.format {
+        Format::Json => print!("{}", json()),
+        Format::Junit => print!(
+            "{}",
+            sinks
+                .junit
+                .as_ref()
+                .map(|j| j.render(&unmatched))
+                .unwrap_or_default()
+        ),
+        Format::Text => {
+            for m in &unmatched {
+                println!("{} {m}", sinks.paint.bad("mismatch"));
+            }
+            sinks.print_summary(missing);
+        }
+    }
+    Ok(if sinks.mismatches > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,872 @@
+//! `hookscope replay` run as a user runs it, against webhook servers started here on 127.0.0.1
+//! over real TLS with certificates minted for the test.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use base64::Engine as _;
+use common::{Handler, TestPki, WebhookServer, handler, v1_deny, v1_patch};
+use serde_json::{Value, json};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+
+fn hookscope(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_hookscope"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .expect("binary runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// A fresh directory under the target directory, removed first if a previous run left it.
+fn scratch(name: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("replay-cli-{name}"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn b64(s: &str) -> String {
+    base64::engine::general_purpose::STANDARD.encode(s)
+}
+
+/// The oracle configurations, trusting `pki` instead of the recorded server's CA.
+fn oracle_configurations(pki: &TestPki, dir: &Path) -> Vec<PathBuf> {
+    ["mutating.yaml", "validating.yaml"]
+        .iter()
+        .map(|f| {
+            let original =
+                std::fs::read_to_string(format!("{FIXTURES}/oracle-v1.32/{f}")).expect("fixture");
+            let rewritten: String = original
+                .lines()
+                .map(|l| match l.split_once("caBundle: ") {
+                    Some((indent, _)) => format!("{indent}caBundle: {}\n", b64(pki.ca_pem())),
+                    None => format!("{l}\n"),
+                })
+                .collect();
+            let path = dir.join(f);
+            std::fs::write(&path, rewritten).expect("write configuration");
+            path
+        })
+        .collect()
+}
+
+fn escape_pointer(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// The recorded webhook server's three behaviours (tests/fixtures/oracle-v1.32/README.md).
+fn oracle_handler() -> Handler {
+    handler(|req| {
+        let review: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        let uid = review["request"]["uid"].as_str().unwrap_or_default();
+        let object = &review["request"]["object"];
+        let add = |key: &str, value: &str| {
+            let patch = match object.pointer("/metadata/labels") {
+                Some(Value::Object(_)) => json!([{
+                    "op": "add",
+                    "path": format!("/metadata/labels/{}", escape_pointer(key)),
+                    "value": value,
+                }]),
+                _ => json!([{"op": "add", "path": "/metadata/labels", "value": {key: value}}]),
+            };
+            v1_patch(uid, &patch.to_string())
+        };
+        match req.path_only() {
+            "/add-label" => add("oracle.test/mutated-by", "add-label"),
+            "/add-label-b" => add("oracle.test/mutated-by-b", "add-label-b"),
+            "/deny" => v1_deny(uid, 403, "denied by oracle deny webhook"),
+            _ => common::TestResponse::not_found(),
+        }
+    })
+}
+
+/// What the apiserver recorded per auditID: the final stage's code and message.
+fn recorded_statuses() -> BTreeMap<String, (i64, String)> {
+    let log = std::fs::read_to_string(format!("{FIXTURES}/oracle-v1.32/audit.log")).expect("log");
+    log.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["stage"] == "ResponseComplete")
+        .map(|e| {
+            (
+                e["auditID"].as_str().unwrap_or_default().to_string(),
+                (
+                    e["responseStatus"]["code"].as_i64().unwrap_or_default(),
+                    e["responseStatus"]["message"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                ),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn oracle_audit_log_replays_to_what_the_apiserver_recorded() {
+    let pki = TestPki::new();
+    let server = WebhookServer::start(&pki, oracle_handler());
+    let dir = scratch("oracle");
+    let configs = oracle_configurations(&pki, &dir);
+    let report_path = dir.join("report.json");
+    let metrics_path = dir.join("metrics.txt");
+    let out = hookscope(&[
+        "replay",
+        "--webhooks",
+        configs[0].to_str().unwrap(),
+        configs[1].to_str().unwrap(),
+        "--input",
+        &format!("{FIXTURES}/oracle-v1.32/audit.log"),
+        "--resolve",
+        &format!("127.0.0.1:18443=127.0.0.1:{}", server.port()),
+        "--audit-level",
+        "RequestResponse",
+        "--report",
+        report_path.to_str().unwrap(),
+        "--metrics",
+        metrics_path.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        text(&out.stderr)
+    );
+    let report: Value =
+        serde_json::from_str(&std::fs::read_to_string(&report_path).expect("report")).unwrap();
+    let recorded = recorded_statuses();
+    let requests = report["requests"].as_array().expect("requests");
+
+    // The configurations were created during the session and took effect a moment later (the
+    // dry-run probes waited for that); the replay applies them to every request, so compare
+    // from the first request the apiserver sent through a webhook on.
+    let in_force = requests
+        .iter()
+        .position(|r| {
+            r["recorded"]["annotations"]
+                .as_object()
+                .is_some_and(|a| !a.is_empty())
+        })
+        .expect("the session has webhook traffic");
+    let mut webhook_requests = 0;
+    let mut denied = 0;
+    for r in &requests[in_force..] {
+        let id = r["source"]["auditID"].as_str().expect("audit id");
+        let rec = &r["recorded"];
+        // Every annotation the apiserver wrote, byte for byte, and nothing else.
+        assert_eq!(
+            r["annotations"], rec["annotations"],
+            "annotations of {id}: {r:#}"
+        );
+        let (code, message) = &recorded[id];
+        match r["status"].as_object() {
+            // Admitted; the apiserver may still have failed it later (409 AlreadyExists, …),
+            // but not in admission.
+            None => assert!(
+                (200..300).contains(code) || !message.contains("admission webhook"),
+                "{id} admitted by the replay, recorded {code} {message}"
+            ),
+            Some(s) => {
+                denied += 1;
+                assert_eq!(s["code"].as_i64(), Some(*code), "{id}");
+                assert_eq!(s["message"].as_str(), Some(message.as_str()), "{id}");
+            }
+        }
+        if r["calls"]
+            .as_array()
+            .is_some_and(|c| c.iter().any(|c| c["decision"] == "called"))
+        {
+            webhook_requests += 1;
+        }
+    }
+    // The session's configmap writes that reached the webhooks: a dry-run probe, the labelled
+    // create and four denied creates; no other request may reach them.
+    let recorded_webhook_requests = requests
+        .iter()
+        .filter(|r| {
+            r["recorded"]["annotations"]
+                .as_object()
+                .is_some_and(|a| a.keys().any(|k| k.starts_with("mutation.webhook")))
+        })
+        .count();
+    assert_eq!(recorded_webhook_requests, 6);
+    assert_eq!(webhook_requests, recorded_webhook_requests);
+    let recorded_denials = recorded
+        .values()
+        .filter(|(_, m)| m.starts_with("admission webhook "))
+        .count();
+    assert!(denied >= 1);
+    assert_eq!(denied, recorded_denials, "denials replayed vs recorded");
+    let reinvoked = requests.iter().any(|r| {
+        r["annotations"]
+            .as_object()
+            .is_some_and(|a| a.contains_key("mutation.webhook.admission.k8s.io/round_1_index_0"))
+    });
+    assert!(reinvoked, "the IfNeeded webhook ran again in round 1");
+    assert_eq!(
+        report["summary"]["total"].as_u64(),
+        Some(requests.len() as u64)
+    );
+    assert!(
+        server
+            .requests()
+            .iter()
+            .all(|r| r.path.ends_with("?timeout=10s"))
+    );
+
+    let metrics = std::fs::read_to_string(&metrics_path).expect("metrics");
+    assert!(
+        metrics.contains(
+            r#"apiserver_admission_webhook_rejection_count{error_type="no_error",name="deny.oracle.test",operation="CREATE",rejection_code="403",type="validating"}"#
+        ),
+        "{metrics}"
+    );
+    assert!(
+        stdout.contains("admission webhook \"deny.oracle.test\" denied the request: denied by oracle deny webhook"),
+        "{stdout}"
+    );
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write");
+    path
+}
+
+/// One webhook configuration document for configmap creates.
+fn configuration(kind: &str, name: &str, hooks: &[String]) -> String {
+    format!(
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: {kind}\nmetadata: {{name: {name}}}\nwebhooks:\n{}",
+        hooks.concat()
+    )
+}
+
+/// One webhook entry; `client` is the clientConfig as a YAML flow mapping.
+fn hook(name: &str, client: &str, failure_policy: &str, timeout: u32) -> String {
+    format!(
+        "- name: {name}\n  clientConfig: {client}\n  rules: [{{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [configmaps]}}]\n  failurePolicy: {failure_policy}\n  timeoutSeconds: {timeout}\n  sideEffects: None\n  admissionReviewVersions: [v1]\n"
+    )
+}
+
+/// Writes a file holding one configuration of `kind` named `name` with `hooks`.
+fn config_file(dir: &Path, file: &str, kind: &str, name: &str, hooks: &[String]) -> PathBuf {
+    write(dir, file, &configuration(kind, name, hooks))
+}
+
+fn url_client(url: &str, ca_pem: &str) -> String {
+    format!("{{url: \"{url}\", caBundle: {}}}", b64(ca_pem))
+}
+
+/// A captured v1 AdmissionReview of a ConfigMap create, on one line.
+fn review(uid: &str, namespace: &str, name: &str) -> String {
+    json!({
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": uid,
+            "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "requestKind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "requestResource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "name": name,
+            "namespace": namespace,
+            "operation": "CREATE",
+            "userInfo": {"username": "alice", "groups": ["system:authenticated"]},
+            "object": {
+                "apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": namespace},
+                "data": {"k": "v"},
+            },
+            "oldObject": null,
+            "dryRun": false,
+            "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
+        }
+    })
+    .to_string()
+}
+
+fn run_json(args: &[&str]) -> (Value, Output) {
+    let mut all = vec!["replay", "--format", "json"];
+    all.extend_from_slice(args);
+    let out = hookscope(&all);
+    let report = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "report is JSON ({e}): {}\n{}",
+            text(&out.stdout),
+            text(&out.stderr)
+        )
+    });
+    (report, out)
+}
+
+fn behaviours() -> Handler {
+    handler(|req| {
+        let uid = req.review_uid().unwrap_or_default();
+        match req.path_only() {
+            "/allow" => common::v1_allow(&uid),
+            "/deny" => v1_deny(&uid, 403, "not on my watch"),
+            "/label" => v1_patch(
+                &uid,
+                r#"[{"op":"add","path":"/metadata/labels","value":{"injected":"yes"}}]"#,
+            ),
+            "/close" => common::TestResponse::close(),
+            "/hang" => common::TestResponse::hang(),
+            "/internal" => common::TestResponse::go_error(500, "boom"),
+            "/garbage" => common::TestResponse::json(200, "this is not an AdmissionReview"),
+            _ => common::TestResponse::not_found(),
+        }
+    })
+}
+
+#[test]
+fn every_transport_failure_class_fails_open_with_the_apiservers_message_and_metrics() {
+    let pki = TestPki::new();
+    let other = TestPki::new();
+    let server = WebhookServer::start(&pki, behaviours());
+    // The closing webhook gets a server of its own: the connection it closes would take down
+    // the other calls multiplexed on the same HTTP/2 connection, as in Go.
+    let slow = WebhookServer::start(&pki, behaviours());
+    let closing = WebhookServer::start(&pki, behaviours());
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+    let closed_port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    let dir = scratch("failures");
+    let ca = pki.ca_pem();
+    let hooks = [
+        hook(
+            "refused.example.com",
+            &url_client(&format!("https://127.0.0.1:{closed_port}/allow"), ca),
+            "Ignore",
+            10,
+        ),
+        hook(
+            "reset.example.com",
+            &url_client(&closing.url("/close"), ca),
+            "Ignore",
+            10,
+        ),
+        hook(
+            "tls.example.com",
+            &url_client(&server.url("/allow"), other.ca_pem()),
+            "Ignore",
+            10,
+        ),
+        hook(
+            "timeout.example.com",
+            &url_client(&slow.url("/hang"), ca),
+            "Ignore",
+            1,
+        ),
+        hook(
+            "status.example.com",
+            &url_client(&server.url("/internal"), ca),
+            "Ignore",
+            10,
+        ),
+        hook(
+            "garbage.example.com",
+            &url_client(&server.url("/garbage"), ca),
+            "Ignore",
+            10,
+        ),
+    ];
+    let config = config_file(
+        &dir,
+        "validating.yaml",
+        "ValidatingWebhookConfiguration",
+        "failures",
+        &hooks,
+    );
+    let input = write(&dir, "reviews.jsonl", &review("u-1", "default", "cm"));
+    let metrics = dir.join("metrics.txt");
+    let (report, out) = run_json(&[
+        "--webhooks",
+        config.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+        "--metrics",
+        metrics.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let request = &report["requests"][0];
+    assert_eq!(
+        request["allowed"], true,
+        "every webhook fails open: {request:#}"
+    );
+    let errors: BTreeMap<&str, &str> = request["calls"]
+        .as_array()
+        .expect("calls")
+        .iter()
+        .map(|c| {
+            (
+                c["webhook"].as_str().unwrap_or_default(),
+                c["error"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    let expect = |hook: &str, fragments: &[&str]| {
+        let e = errors[hook];
+        assert!(
+            e.starts_with(&format!("failed calling webhook \"{hook}\": ")),
+            "{hook}: {e}"
+        );
+        for f in fragments {
+            assert!(e.contains(f), "{hook}: {e:?} lacks {f:?}");
+        }
+    };
+    expect(
+        "refused.example.com",
+        &[&format!(
+            "dial tcp 127.0.0.1:{closed_port}: connect: connection refused"
+        )],
+    );
+    // A connection closed without an answer reads as EOF, a reset or a broken pipe depending on
+    // when the close lands, as with Go's client.
+    let reset = errors["reset.example.com"];
+    assert!(
+        ["EOF", "broken pipe", "connection reset by peer"]
+            .iter()
+            .any(|f| reset.ends_with(f)),
+        "{reset}"
+    );
+    expect("reset.example.com", &["/close?timeout=10s"]);
+    expect(
+        "tls.example.com",
+        &["tls: failed to verify certificate: x509: certificate signed by unknown authority"],
+    );
+    expect(
+        "timeout.example.com",
+        &["/hang?timeout=1s", "context deadline exceeded"],
+    );
+    expect("status.example.com", &["boom"]);
+    expect("garbage.example.com", &[]);
+    let metrics = std::fs::read_to_string(&metrics).expect("metrics");
+    for h in errors.keys() {
+        assert!(
+            metrics.contains(&format!(
+                "apiserver_admission_webhook_fail_open_count{{name=\"{h}\",type=\"validating\"}} 1"
+            )),
+            "{h} fail-open counted:\n{metrics}"
+        );
+    }
+}
+
+#[test]
+fn a_failing_webhook_with_failure_policy_fail_refuses_the_request_as_the_apiserver_does() {
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
+    let port = closed.local_addr().expect("addr").port();
+    drop(closed);
+    let pki = TestPki::new();
+    let dir = scratch("fail-closed");
+    let config = config_file(
+        &dir,
+        "c.yaml",
+        "ValidatingWebhookConfiguration",
+        "strict",
+        &[hook(
+            "strict.example.com",
+            &url_client(&format!("https://127.0.0.1:{port}/allow"), pki.ca_pem()),
+            "Fail",
+            10,
+        )],
+    );
+    let input = write(&dir, "in.jsonl", &review("u-1", "default", "cm"));
+    let (report, out) = run_json(&[
+        "--webhooks",
+        config.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let status = &report["requests"][0]["status"];
+    assert_eq!(status["code"], 500);
+    assert_eq!(status["reason"], "InternalError");
+    assert_eq!(
+        status["message"],
+        format!(
+            "Internal error occurred: failed calling webhook \"strict.example.com\": failed to call webhook: Post \"https://127.0.0.1:{port}/allow?timeout=10s\": dial tcp 127.0.0.1:{port}: connect: connection refused"
+        )
+    );
+}
+
+#[test]
+fn service_references_are_dialled_through_resolve_and_verified_by_service_name() {
+    let pki = TestPki::new();
+    let server = WebhookServer::start(&pki, behaviours());
+    let dir = scratch("service");
+    let client = format!(
+        "{{service: {{namespace: default, name: webhook-test, port: 8443, path: /deny}}, caBundle: {}}}",
+        b64(pki.ca_pem())
+    );
+    let config = config_file(
+        &dir,
+        "c.yaml",
+        "ValidatingWebhookConfiguration",
+        "svc",
+        &[hook("svc.example.com", &client, "Fail", 10)],
+    );
+    let input = write(&dir, "in.jsonl", &review("u-1", "default", "cm"));
+    let (report, out) = run_json(&[
+        "--webhooks",
+        config.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+        "--resolve",
+        &format!("webhook-test.default.svc:8443=127.0.0.1:{}", server.port()),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let status = &report["requests"][0]["status"];
+    assert_eq!(
+        status["message"],
+        "admission webhook \"svc.example.com\" denied the request: not on my watch"
+    );
+    assert_eq!(status["code"], 403);
+    let received = server.requests();
+    assert_eq!(received.len(), 1);
+    assert_eq!(received[0].path, "/deny?timeout=10s");
+    // HTTP/1.1 for service webhooks, as upstream.
+    assert_eq!(received[0].version, "HTTP/1.1");
+
+    // Without --resolve the service name cannot be dialled, and the error says so.
+    let (report, _) = run_json(&[
+        "--webhooks",
+        config.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+    ]);
+    let message = report["requests"][0]["status"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(message.contains("webhook-test.default.svc"), "{message}");
+}
+
+#[test]
+fn webhook_credentials_present_the_client_certificate() {
+    let pki = TestPki::new();
+    let server = WebhookServer::start_with(
+        &pki,
+        behaviours(),
+        common::ServerOptions {
+            require_client_cert: true,
+            ..common::ServerOptions::default()
+        },
+    );
+    let dir = scratch("credentials");
+    let config = config_file(
+        &dir,
+        "c.yaml",
+        "ValidatingWebhookConfiguration",
+        "mtls",
+        &[hook(
+            "mtls.example.com",
+            &url_client(&server.url("/allow"), pki.ca_pem()),
+            "Fail",
+            10,
+        )],
+    );
+    let auth = write(
+        &dir,
+        "auth.yaml",
+        &format!(
+            "apiVersion: v1\nkind: Config\nusers:\n- name: \"127.0.0.1:{}\"\n  user:\n    client-certificate-data: {}\n    client-key-data: {}\n",
+            server.port(),
+            b64(pki.client_cert_pem()),
+            b64(pki.client_key_pem())
+        ),
+    );
+    let input = write(&dir, "in.jsonl", &review("u-1", "default", "cm"));
+    let args = [
+        "--webhooks",
+        config.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+    ];
+    let (without, _) = run_json(&args);
+    assert_eq!(without["requests"][0]["allowed"], false, "{without:#}");
+    let mut with_auth = args.to_vec();
+    with_auth.extend(["--webhook-auth", auth.to_str().unwrap()]);
+    let (with, out) = run_json(&with_auth);
+    assert_eq!(
+        with["requests"][0]["allowed"],
+        true,
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(server.requests().iter().any(|r| r.client_cert));
+}
+
+#[test]
+fn a_recorded_run_replays_offline_to_the_identical_report() {
+    let pki = TestPki::new();
+    let server = WebhookServer::start(&pki, behaviours());
+    let dir = scratch("record");
+    let ca = pki.ca_pem();
+    let mutating = config_file(
+        &dir,
+        "m.yaml",
+        "MutatingWebhookConfiguration",
+        "inject",
+        &[hook(
+            "label.example.com",
+            &url_client(&server.url("/label"), ca),
+            "Fail",
+            10,
+        )],
+    );
+    let validating = config_file(
+        &dir,
+        "v.yaml",
+        "ValidatingWebhookConfiguration",
+        "policy",
+        &[
+            hook(
+                "allow.example.com",
+                &url_client(&server.url("/allow"), ca),
+                "Fail",
+                10,
+            ),
+            hook(
+                "deny.example.com",
+                &url_client(&server.url("/deny"), ca),
+                "Ignore",
+                10,
+            ),
+        ],
+    );
+    let input = write(
+        &dir,
+        "in.jsonl",
+        &[
+            review("u-1", "default", "a"),
+            review("u-2", "shop", "b"),
+            review("u-3", "default", "a"),
+        ]
+        .join("\n"),
+    );
+    let recording = dir.join("recording");
+    let base = [
+        "--webhooks",
+        mutating.to_str().unwrap(),
+        validating.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+        "--audit-level",
+        "RequestResponse",
+    ];
+    let mut record = base.to_vec();
+    record.extend(["--record", recording.to_str().unwrap()]);
+    let (live, out) = run_json(&record);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let calls_made = server.requests().len();
+    assert_eq!(calls_made, 9, "three webhooks for each of three requests");
+
+    drop(server);
+    let mut offline = base.to_vec();
+    offline.extend(["--replies", recording.to_str().unwrap()]);
+    let (replayed, out) = run_json(&offline);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(replayed, live, "offline replay gives the identical report");
+    assert_eq!(live["summary"]["denied"], 3);
+    assert_eq!(replayed["summary"]["missingReplies"], 0);
+}
+
+#[test]
+fn expectations_junit_audit_events_and_bad_lines() {
+    let dir = scratch("expect");
+    let config = config_file(
+        &dir,
+        "c.yaml",
+        "MutatingWebhookConfiguration",
+        "inject",
+        &[hook(
+            "label.example.com",
+            "{url: \"https://127.0.0.1:9/label\"}",
+            "Fail",
+            10,
+        )],
+    );
+    let script = write(
+        &dir,
+        "script.yaml",
+        "label.example.com:\n  patch: [{op: add, path: /metadata/labels, value: {injected: \"yes\"}}]\n",
+    );
+    let input = write(
+        &dir,
+        "in.jsonl",
+        &format!(
+            "{}\n{{\"apiVersion\": \"admission.k8s.io/v1\", \"kind\": \"AdmissionRev\n{}\n",
+            review("u-1", "default", "a"),
+            review("u-2", "default", "b")
+        ),
+    );
+    let expect = write(
+        &dir,
+        "expect.yaml",
+        "- match: {name: a}\n  allowed: true\n  labels: {injected: \"yes\"}\n- match: {name: b}\n  labels: {injected: \"no\"}\n- match: {name: c}\n  allowed: true\n",
+    );
+    let audit = dir.join("audit.jsonl");
+    let out = hookscope(&[
+        "replay",
+        "--webhooks",
+        config.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+        "--script",
+        script.to_str().unwrap(),
+        "--expect",
+        expect.to_str().unwrap(),
+        "--audit-log",
+        audit.to_str().unwrap(),
+        "--format",
+        "junit",
+    ]);
+    let xml = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{xml}\n{}", text(&out.stderr));
+    assert!(xml.starts_with("<?xml"), "{xml}");
+    assert!(
+        xml.contains("tests=\"4\" failures=\"2\" errors=\"1\""),
+        "{xml}"
+    );
+    assert!(xml.contains("labels[injected]"), "{xml}");
+    assert!(xml.contains("no request matched"), "{xml}");
+    // The broken line is named by file and line, and the line after it is still replayed.
+    assert!(xml.contains("in.jsonl"), "{xml}");
+
+    let events: Vec<Value> = std::fs::read_to_string(&audit)
+        .expect("audit log")
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("event JSON"))
+        .collect();
+    assert_eq!(events.len(), 2);
+    for e in &events {
+        assert_eq!(e["apiVersion"], "audit.k8s.io/v1");
+        assert_eq!(e["stage"], "ResponseComplete");
+        assert_eq!(e["level"], "Request");
+        assert_eq!(e["responseStatus"]["code"], 201);
+        assert_eq!(
+            e["annotations"]["mutation.webhook.admission.k8s.io/round_0_index_0"],
+            r#"{"configuration":"inject","webhook":"label.example.com","mutated":true}"#
+        );
+        assert!(
+            e.get("responseObject").is_none(),
+            "level Request has no response body"
+        );
+    }
+    assert_eq!(
+        events[0]["requestURI"],
+        "/api/v1/namespaces/default/configmaps"
+    );
+
+    // The text format names the bad line and prints the mismatch as a diff.
+    let out = hookscope(&[
+        "replay",
+        "--webhooks",
+        config.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+        "--script",
+        script.to_str().unwrap(),
+        "--expect",
+        expect.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(stdout.contains("in.jsonl line 2"), "{stdout}");
+    assert!(
+        stdout.contains("- \"no\"") && stdout.contains("+ \"yes\""),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn unusable_runs_exit_2_with_a_reason() {
+    let dir = scratch("unusable");
+    let config = config_file(
+        &dir,
+        "c.yaml",
+        "ValidatingWebhookConfiguration",
+        "c",
+        &[hook(
+            "a.example.com",
+            "{url: \"https://127.0.0.1:9/\"}",
+            "Fail",
+            10,
+        )],
+    );
+    let missing = dir.join("missing.jsonl");
+    let out = hookscope(&[
+        "replay",
+        "--webhooks",
+        config.to_str().unwrap(),
+        "--input",
+        missing.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("missing.jsonl"), "{stderr}");
+    assert!(stderr.contains("no readable input"), "{stderr}");
+
+    let out = hookscope(&["replay", "--webhooks", config.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "--input is required");
+
+    let out = hookscope(&[
+        "replay",
+        "--webhooks",
+        dir.join("nothing-here").to_str().unwrap(),
+        "--input",
+        missing.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
+fn secrets_are_redacted_unless_asked() {
+    let dir = scratch("secrets");
+    let config = write(
+        &dir,
+        "c.yaml",
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: c}\nwebhooks:\n- name: a.example.com\n  clientConfig: {url: \"https://127.0.0.1:9/\"}\n  rules: [{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [secrets]}]\n  sideEffects: None\n  admissionReviewVersions: [v1]\n",
+    );
+    let script = write(&dir, "s.yaml", "a.example.com: {allowed: true}\n");
+    let secret = json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "s-1", "operation": "CREATE", "namespace": "default", "name": "db",
+            "kind": {"group": "", "version": "v1", "kind": "Secret"},
+            "resource": {"group": "", "version": "v1", "resource": "secrets"},
+            "userInfo": {"username": "alice"},
+            "object": {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "db", "namespace": "default"},
+                       "data": {"password": "aHVudGVyMg=="}},
+        }
+    });
+    let input = write(&dir, "in.json", &secret.to_string());
+    let args = [
+        "--webhooks",
+        config.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+        "--script",
+        script.to_str().unwrap(),
+    ];
+    let (hidden, out) = run_json(&args);
+    assert!(!text(&out.stdout).contains("aHVudGVyMg=="));
+    assert_eq!(
+        hidden["requests"][0]["object"]["data"]["password"],
+        "<redacted>"
+    );
+    let mut show = args.to_vec();
+    show.push("--show-secrets");
+    let (shown, _) = run_json(&show);
+    assert_eq!(
+        shown["requests"][0]["object"]["data"]["password"],
+        "aHVudGVyMg=="
+    );
+}
