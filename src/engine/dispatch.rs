@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::audit::{Annotations, AuditLevel, Warnings};
 use super::call::{Replier, Reply, ReplyOutcome, TransportError, TransportErrorKind, WebhookCall};
@@ -43,6 +44,15 @@ pub(super) struct Run<'e, 'c> {
     previously_invoked: BTreeSet<String>,
     reinvoke: BTreeSet<String>,
     should_reinvoke: bool,
+    /// Index in `calls` of the record of the call being handled.
+    current_call: Option<usize>,
+    /// `attrs.object` and `attrs.old_object` serialised for AdmissionReview bodies; the first is
+    /// cleared whenever a patch replaces the object.
+    object_json: Option<Box<RawValue>>,
+    old_object_json: Option<Box<RawValue>>,
+    /// `attrs.object` as Go marshals it, the document the next patch applies to; cleared with
+    /// `object_json`.
+    object_go: Option<Vec<u8>>,
 }
 
 impl<'e, 'c> Run<'e, 'c> {
@@ -59,6 +69,10 @@ impl<'e, 'c> Run<'e, 'c> {
             previously_invoked: BTreeSet::new(),
             reinvoke: BTreeSet::new(),
             should_reinvoke: false,
+            current_call: None,
+            object_json: None,
+            old_object_json: None,
+            object_go: None,
         }
     }
 
@@ -240,6 +254,11 @@ impl<'e, 'c> Run<'e, 'c> {
         });
     }
 
+    /// The record of the call being handled.
+    fn call_record(&mut self) -> Option<&mut CallRecord> {
+        self.current_call.and_then(|i| self.calls.get_mut(i))
+    }
+
     fn record_match(&mut self, hook: &Hook, inv: &Invocation, href: &HookRef) {
         self.step(StepKind::Matched {
             hook: href.clone(),
@@ -271,6 +290,7 @@ impl<'e, 'c> Run<'e, 'c> {
             failure_policy: hook.failure_policy().into(),
             duration_ms: 0.0,
         });
+        self.current_call = Some(self.calls.len() - 1);
     }
 
     fn parent_done(&self) -> bool {
@@ -348,22 +368,33 @@ impl<'e, 'c> Run<'e, 'c> {
                     canceled: false,
                 })
             })?;
-        let object =
-            review::object_for_invocation(self.attrs.object.as_ref(), &self.attrs.kind, &inv.kind);
-        let old_object = review::object_for_invocation(
-            self.attrs.old_object.as_ref(),
-            &self.attrs.kind,
-            &inv.kind,
-        );
-        let review = review::build_review(&self.attrs, inv, object, old_object, &uid, version);
-        let body = serde_json::to_vec(&review).unwrap_or_default();
+        let body = if inv.kind == self.attrs.kind {
+            let object = self
+                .object_json
+                .get_or_insert_with(|| raw_json(self.attrs.object.as_ref()));
+            let old_object = self
+                .old_object_json
+                .get_or_insert_with(|| raw_json(self.attrs.old_object.as_ref()));
+            review::review_body(&self.attrs, inv, object, old_object, &uid, version)
+        } else {
+            let relabelled = |o: Option<&Value>| {
+                raw_json(
+                    o.map(|o| review::relabel(o, &self.attrs.kind, &inv.kind))
+                        .as_ref(),
+                )
+            };
+            let object = relabelled(self.attrs.object.as_ref());
+            let old_object = relabelled(self.attrs.old_object.as_ref());
+            review::review_body(&self.attrs, inv, &object, &old_object, &uid, version)
+        };
         self.step(StepKind::ReviewSent {
             hook: href.clone(),
             url: endpoint.url.clone(),
             uid: uid.clone(),
             timeout,
-            review: Arc::from(String::from_utf8_lossy(&body)),
+            review: Arc::from(body.as_str()),
         });
+        let body = body.into_bytes();
         Ok(WebhookCall {
             phase: href.phase,
             round: href.round,
@@ -419,7 +450,7 @@ impl<'e, 'c> Run<'e, 'c> {
             transport_error,
             elapsed: reply.elapsed,
         });
-        if let Some(c) = self.calls.last_mut() {
+        if let Some(c) = self.call_record() {
             c.duration_ms = reply.elapsed.as_secs_f64() * 1000.0;
         }
     }
@@ -446,7 +477,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 kept,
             });
         }
-        if let Some(c) = self.calls.last_mut() {
+        if let Some(c) = self.call_record() {
             c.allowed = Some(verified.allowed);
         }
         if !verified.allowed {
@@ -515,7 +546,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 mutation,
                 AuditLevel::Metadata,
             );
-            if let Some(c) = self.calls.last_mut() {
+            if let Some(c) = self.call_record() {
                 c.mutated = changed;
             }
             self.observe_call(hook, phase, err.as_ref(), elapsed);
@@ -565,7 +596,7 @@ impl<'e, 'c> Run<'e, 'c> {
     }
 
     fn fail_call(&mut self, hook: &Hook, href: &HookRef, message: &str, failed_open: bool) {
-        if let Some(c) = self.calls.last_mut() {
+        if let Some(c) = self.call_record() {
             c.error = Some(message.to_string());
         }
         self.step(StepKind::CallFailed {
@@ -751,7 +782,7 @@ impl<'e, 'c> Run<'e, 'c> {
         if patch.is_empty() {
             return Ok(false);
         }
-        let Some(current) = self.attrs.object.clone() else {
+        if self.attrs.object.is_none() {
             let msg = format!(
                 "admission webhook {} attempted to modify the object, which is not supported for this operation",
                 go_quote(&hook.webhook.name)
@@ -761,7 +792,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 error: msg.clone(),
             });
             return Err(CallError::Other(status::internal_error(&msg)));
-        };
+        }
         let patch_type = verified.patch_type.as_deref().unwrap_or("");
         if patch_type != "JSONPatch" {
             return Err(CallError::Calling(CallingError {
@@ -770,8 +801,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 canceled: false,
             }));
         }
-        let versioned = review::object_for_invocation(Some(&current), &self.attrs.kind, &inv.kind);
-        let patched = match patch.apply_to_value(&versioned) {
+        let (patched, changed) = match self.patch_object(&patch, &inv.kind) {
             Ok(p) => p,
             Err(e) => {
                 self.step(StepKind::PatchFailed {
@@ -781,7 +811,6 @@ impl<'e, 'c> Run<'e, 'c> {
                 return Err(CallError::Other(status::internal_error(&e.to_string())));
             }
         };
-        let changed = !semantic_eq(&versioned, &patched);
         let patch_json = patch.to_go_json();
         let value = patch_annotation_value(&hook.configuration, &hook.webhook.name, &patch_json);
         self.annotate(
@@ -798,18 +827,49 @@ impl<'e, 'c> Run<'e, 'c> {
             review::relabel(&patched, &inv.kind, &self.attrs.kind)
         };
         let patch_value: Value = serde_json::from_str(&patch_json).unwrap_or(Value::Null);
-        if let Some(c) = self.calls.last_mut() {
+        if let Some(c) = self.call_record() {
             c.patch = Some(patch_value.clone());
         }
+        let before = self.attrs.object.take().unwrap_or_default();
         self.step(StepKind::PatchApplied {
             hook: href.clone(),
             patch: patch_value,
-            before: current,
+            before,
             after: after.clone(),
             changed,
         });
         self.attrs.object = Some(after);
+        self.object_json = None;
+        self.object_go = None;
         Ok(changed)
+    }
+
+    /// Applies a patch to the current object as sent for the invocation kind `kind`, as upstream
+    /// does: Go's marshalling of the object, evanphx's patch, then a decode. Returns the patched
+    /// object (still labelled `kind`) and whether it differs semantically from the object sent.
+    fn patch_object(
+        &mut self,
+        patch: &jsonpatch::Patch,
+        kind: &crate::api::GroupVersionKind,
+    ) -> Result<(Value, bool), jsonpatch::ApplyError> {
+        let current = self.attrs.object.as_ref().unwrap_or(&Value::Null);
+        let relabelled;
+        let (sent, doc): (&Value, &[u8]) = if *kind == self.attrs.kind {
+            let doc = self
+                .object_go
+                .get_or_insert_with(|| jsonpatch::go_marshal(current));
+            (current, doc)
+        } else {
+            let object = review::relabel(current, &self.attrs.kind, kind);
+            relabelled = (jsonpatch::go_marshal(&object), object);
+            (&relabelled.1, &relabelled.0)
+        };
+        let out = patch.apply(doc)?;
+        let patched = jsonpatch::parse_patched(&out)?;
+        // Identical bytes decode to a semantically equal object (Go's marshalling round-trips
+        // through the decoder up to number representation, which semantic equality ignores).
+        let changed = out != doc && !semantic_eq(sent, &patched);
+        Ok((patched, changed))
     }
 
     async fn validating_plugin<R: Replier + Send>(
@@ -849,16 +909,18 @@ impl<'e, 'c> Run<'e, 'c> {
                 "request did not complete within requested timeout",
             ));
         }
-        let mut prepared: Vec<(usize, Result<WebhookCall, CallError>)> = Vec::new();
+        // Call records of the matching webhooks follow one another from here, in order.
+        let first_record = self.calls.len();
+        let mut batch: Vec<WebhookCall> = Vec::new();
+        let mut prepared: Vec<Result<usize, CallError>> = Vec::new();
         for (j, (hook, inv)) in relevant.iter().enumerate() {
             let href = Self::hook_ref(hook, phase, 0, j);
             self.record_match(hook, inv, &href);
-            prepared.push((j, self.prepare_call(hook, inv, &href)));
+            prepared.push(self.prepare_call(hook, inv, &href).map(|call| {
+                batch.push(call);
+                batch.len() - 1
+            }));
         }
-        let batch: Vec<WebhookCall> = prepared
-            .iter()
-            .filter_map(|(_, c)| c.as_ref().ok().cloned())
-            .collect();
         let mut replies = if batch.is_empty() {
             Vec::new()
         } else {
@@ -868,12 +930,14 @@ impl<'e, 'c> Run<'e, 'c> {
         let start = self.elapsed;
         let mut slowest = Duration::ZERO;
         let mut errors: Vec<Status> = Vec::new();
-        for (j, prep) in prepared {
+        for (j, prep) in prepared.into_iter().enumerate() {
             let (hook, _) = relevant[j];
             let href = Self::hook_ref(hook, phase, 0, j);
+            self.current_call = Some(first_record + j);
             let (err, elapsed, panicked) = match prep {
                 Err(e) => (Some(e), Duration::ZERO, false),
-                Ok(call) => {
+                Ok(k) => {
+                    let call = &batch[k];
                     let reply = replies.next().unwrap_or(Reply {
                         outcome: ReplyOutcome::Transport(TransportError {
                             kind: TransportErrorKind::Other,
@@ -881,10 +945,9 @@ impl<'e, 'c> Run<'e, 'c> {
                         }),
                         elapsed: Duration::ZERO,
                     });
-                    let reply = Self::normalise(&call, reply);
+                    let reply = Self::normalise(call, reply);
                     slowest = slowest.max(reply.elapsed);
                     self.elapsed = start + reply.elapsed;
-                    self.set_call_record(phase, j);
                     self.record_reply(&href, &reply);
                     if let ReplyOutcome::Panicked(p) = &reply.outcome {
                         let msg = format!(
@@ -917,7 +980,6 @@ impl<'e, 'c> Run<'e, 'c> {
                     }
                 }
             };
-            self.set_call_record(phase, j);
             if panicked {
                 let message = match &err {
                     Some(CallError::Other(s)) => s.message.clone(),
@@ -985,18 +1047,12 @@ impl<'e, 'c> Run<'e, 'c> {
         }
         e
     }
+}
 
-    /// Moves the validating call record `j` to the end so per-call updates land on it.
-    fn set_call_record(&mut self, phase: WebhookKind, j: usize) {
-        let pos = self
-            .calls
-            .iter()
-            .rposition(|c| c.phase == phase && c.decision == CallDecision::Called && c.index == j);
-        if let Some(p) = pos {
-            let rec = self.calls.remove(p);
-            self.calls.push(rec);
-        }
-    }
+/// An object (`null` when absent) serialised for splicing into AdmissionReview bodies.
+fn raw_json(object: Option<&Value>) -> Box<RawValue> {
+    // Serialising a JSON value cannot fail.
+    serde_json::value::to_raw_value(&object).unwrap_or_default()
 }
 
 fn webhook_type(phase: WebhookKind) -> WebhookType {

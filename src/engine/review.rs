@@ -3,14 +3,16 @@
 
 use std::collections::BTreeMap;
 
+use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::attributes::Attributes;
 use super::call::{ReplyOutcome, TransportError};
 use super::matching::Invocation;
 use super::status;
 use crate::api::admission::{AdmissionRequest, AdmissionReviewReply, AdmissionReviewRequest};
-use crate::api::{GroupVersionKind, Status};
+use crate::api::{GroupVersionKind, GroupVersionResource, Status, UserInfo};
 
 /// The first of `admissionReviewVersions` that is `v1` or `v1beta1`.
 pub fn negotiate_version(versions: Option<&[String]>) -> Option<&'static str> {
@@ -80,6 +82,77 @@ pub fn build_review(
             options: attrs.options.clone().unwrap_or(Value::Null),
         },
     }
+}
+
+/// The AdmissionReview [`build_review`] describes, written as `serde_json::to_vec` writes it, with
+/// the objects spliced in already serialised: a dispatch serialises its current object once per
+/// change instead of cloning and serialising it for every call.
+pub fn review_body(
+    attrs: &Attributes,
+    invocation: &Invocation,
+    object: &RawValue,
+    old_object: &RawValue,
+    uid: &str,
+    version: &str,
+) -> String {
+    /// `AdmissionReviewRequest` with borrowed fields; the field order and omissions are the wire
+    /// type's (the tests compare the two).
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Review<'a> {
+        kind: &'static str,
+        api_version: &'a str,
+        request: Request<'a>,
+    }
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Request<'a> {
+        uid: &'a str,
+        kind: &'a GroupVersionKind,
+        resource: &'a GroupVersionResource,
+        #[serde(skip_serializing_if = "is_empty")]
+        sub_resource: &'a str,
+        request_kind: &'a GroupVersionKind,
+        request_resource: &'a GroupVersionResource,
+        #[serde(skip_serializing_if = "is_empty")]
+        request_sub_resource: &'a str,
+        #[serde(skip_serializing_if = "is_empty")]
+        name: &'a str,
+        #[serde(skip_serializing_if = "is_empty")]
+        namespace: &'a str,
+        operation: &'a str,
+        user_info: &'a UserInfo,
+        object: &'a RawValue,
+        old_object: &'a RawValue,
+        dry_run: bool,
+        options: &'a Value,
+    }
+    fn is_empty(s: &&str) -> bool {
+        s.is_empty()
+    }
+    let api_version = format!("admission.k8s.io/{version}");
+    let review = Review {
+        kind: "AdmissionReview",
+        api_version: &api_version,
+        request: Request {
+            uid,
+            kind: &invocation.kind,
+            resource: &invocation.resource,
+            sub_resource: &invocation.sub_resource,
+            request_kind: &attrs.kind,
+            request_resource: &attrs.resource,
+            request_sub_resource: &attrs.sub_resource,
+            name: &attrs.name,
+            namespace: &attrs.namespace,
+            operation: attrs.operation.as_str(),
+            user_info: &attrs.user_info,
+            object,
+            old_object,
+            dry_run: attrs.dry_run,
+            options: attrs.options.as_ref().unwrap_or(&Value::Null),
+        },
+    };
+    serde_json::to_string(&review).unwrap_or_default()
 }
 
 /// A failure to obtain a usable response: upstream's `ErrCallingWebhook` reason and the status
@@ -394,4 +467,76 @@ fn verify(
         audit_annotations: r.audit_annotations.unwrap_or_default(),
         warnings: r.warnings.unwrap_or_default(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::api::{GroupVersionResource, Operation};
+    use serde_json::json;
+
+    /// `review_body` must write exactly what serialising `build_review`'s wire type writes.
+    #[test]
+    fn review_body_is_the_wire_type_serialised() {
+        let mut attrs = Attributes {
+            operation: Operation::Update,
+            kind: GroupVersionKind::new("apps", "v1", "Deployment"),
+            resource: GroupVersionResource::new("apps", "v1", "deployments"),
+            sub_resource: String::new(),
+            namespace: String::new(),
+            name: String::new(),
+            object: None,
+            old_object: None,
+            dry_run: false,
+            options: None,
+            user_info: UserInfo::default(),
+        };
+        let mut invocation = Invocation {
+            resource: attrs.resource.clone(),
+            sub_resource: String::new(),
+            kind: attrs.kind.clone(),
+            rule: 0,
+            equivalent: false,
+        };
+        let check = |attrs: &Attributes, invocation: &Invocation, version: &str| {
+            let object = attrs.object.clone().unwrap_or(Value::Null);
+            let old_object = attrs.old_object.clone().unwrap_or(Value::Null);
+            let expected = serde_json::to_vec(&build_review(
+                attrs,
+                invocation,
+                object.clone(),
+                old_object.clone(),
+                "uid-1",
+                version,
+            ))
+            .unwrap();
+            let raw = |v: &Value| serde_json::value::to_raw_value(v).unwrap();
+            let body = review_body(
+                attrs,
+                invocation,
+                &raw(&object),
+                &raw(&old_object),
+                "uid-1",
+                version,
+            );
+            assert_eq!(String::from_utf8(expected).unwrap(), body);
+        };
+        check(&attrs, &invocation, "v1");
+        attrs.sub_resource = "scale".into();
+        attrs.namespace = "ns <&>".into();
+        attrs.name = "n\u{2028}\"x\"".into();
+        attrs.dry_run = true;
+        attrs.options = Some(json!({"kind": "UpdateOptions", "fieldManager": "<m>"}));
+        attrs.object = Some(json!({"a": [1, 2.5, -3, 1e300, null, {}], "s": "\u{1}\\/<"}));
+        attrs.old_object = Some(json!({"b": true}));
+        attrs.user_info = UserInfo {
+            username: "u".into(),
+            uid: "1".into(),
+            groups: vec!["g".into()],
+            extra: BTreeMap::from([("k".to_string(), vec!["v".to_string()])]),
+        };
+        invocation.sub_resource = "scale".into();
+        invocation.kind = GroupVersionKind::new("autoscaling", "v1", "Scale");
+        check(&attrs, &invocation, "v1beta1");
+    }
 }

@@ -414,15 +414,7 @@ impl Patch {
     /// come back as floats unless serde_json's `arbitrary_precision` is enabled; invalid UTF-8 and
     /// unpaired surrogates in the result become U+FFFD, as Go's decoder would make them.
     pub fn apply_to_value(&self, doc: &serde_json::Value) -> Result<serde_json::Value, ApplyError> {
-        let mut buf = Vec::with_capacity(1024);
-        write_go_value(doc, &mut buf);
-        let out = self.apply(&buf)?;
-        match serde_json::from_slice(&out) {
-            Ok(v) => Ok(v),
-            Err(_) => serde_json::from_slice(&sanitize(&out)).map_err(|e| ApplyError {
-                message: format!("patched document is not representable as a JSON value: {e}"),
-            }),
-        }
+        parse_patched(&self.apply(&go_marshal(doc))?)
     }
 
     /// The patch as Go's `json.Marshal` re-encodes the decoded `[]map[string]*json.RawMessage`:
@@ -461,6 +453,25 @@ impl Patch {
             Ok(s) => s,
             Err(e) => gostr::lossy(e.as_bytes()),
         }
+    }
+}
+
+/// Go's `json.Marshal` of a decoded JSON value: the document [`Patch::apply_to_value`] hands to
+/// [`Patch::apply`].
+pub fn go_marshal(doc: &serde_json::Value) -> Vec<u8> {
+    let mut buf = Vec::with_capacity(1024);
+    write_go_value(doc, &mut buf);
+    buf
+}
+
+/// Parses what [`Patch::apply`] returned, as [`Patch::apply_to_value`] does: invalid UTF-8 and
+/// unpaired surrogates become U+FFFD; a document serde_json cannot represent is an error.
+pub fn parse_patched(out: &[u8]) -> Result<serde_json::Value, ApplyError> {
+    match serde_json::from_slice(out) {
+        Ok(v) => Ok(v),
+        Err(_) => serde_json::from_slice(&sanitize(out)).map_err(|e| ApplyError {
+            message: format!("patched document is not representable as a JSON value: {e}"),
+        }),
     }
 }
 
