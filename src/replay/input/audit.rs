@@ -378,9 +378,8 @@ impl Reader {
             }
             return;
         }
-        let Ok([kind, api_version, items]) =
-            scan::find(text, ro, [b"kind", b"apiVersion", b"items"])
-        else {
+        // A list is read once: its type meta (Go writes it first), then its items.
+        let Ok([kind, api_version]) = scan::find_first(text, ro, [b"kind", b"apiVersion"]) else {
             return;
         };
         let list_kind = kind.and_then(|k| scan::string(text, k)).unwrap_or_default();
@@ -390,11 +389,11 @@ impl Reader {
         let Some(item_kind) = list_kind.strip_suffix("List").filter(|k| !k.is_empty()) else {
             return;
         };
-        let Some(items) = items else {
+        let Some(items) = scan::member_start(text, ro, b"items") else {
             return;
         };
         let store = &mut self.store;
-        let _ = scan::elements(text, items, |_, item| {
+        let _ = scan::elements_from(&text[..ro.1], items, |_, item| {
             if let Some(m) = store::item_meta(text, item) {
                 store.put(
                     &oref.api_group,
@@ -431,7 +430,8 @@ impl Reader {
         if !ev.audit_id.is_empty() {
             source.audit_id = Some(ev.audit_id.clone());
         }
-        let Some(oref) = ev.object_ref.clone() else {
+        // Non-resource requests have no objectRef (or one without a resource).
+        let Some(oref) = ev.object_ref.clone().filter(|o| !o.resource.is_empty()) else {
             return;
         };
         let built = self.build(&ev, &oref, source, note);
@@ -503,12 +503,9 @@ impl Reader {
             return Built::Items(vec![self.connect(&mut ctx)]);
         }
         let item = match ev.verb.as_str() {
-            "create" => self.create(&mut ctx, "CreateOptions"),
-            "update" if ev.code == Some(201) => {
-                ctx.notes
-                    .push("the update created the object (201): admission saw a CREATE".into());
-                self.create(&mut ctx, "CreateOptions")
-            }
+            "create" => self.create(&mut ctx, false),
+            // The update created the object: admission saw a CREATE.
+            "update" if ev.code == Some(201) => self.create(&mut ctx, true),
             "update" => self.update(&mut ctx),
             "patch" => self.patch(&mut ctx),
             "delete" => self.delete(&mut ctx),
@@ -573,17 +570,17 @@ impl Reader {
                 ),
             ));
         };
-        match serde_json::from_slice::<Value>(raw) {
+        match scan::parse::<Value>(raw) {
             Ok(v @ Value::Object(_)) => Ok(v),
             Ok(_) => Err(InputItem::Invalid(InputProblem {
                 source: ctx.source.clone(),
                 field: "requestObject".into(),
                 message: "expected an object".into(),
             })),
-            Err(e) => Err(InputItem::Invalid(InputProblem {
+            Err(message) => Err(InputItem::Invalid(InputProblem {
                 source: ctx.source.clone(),
                 field: "requestObject".into(),
-                message: e.to_string(),
+                message,
             })),
         }
     }
@@ -658,7 +655,9 @@ impl Reader {
         })
     }
 
-    fn create(&self, ctx: &mut Ctx<'_, '_>, options_kind: &str) -> InputItem {
+    /// A create, or an update that created the object (`by_update`: the update handler neither
+    /// clears system fields nor takes the name from the object).
+    fn create(&self, ctx: &mut Ctx<'_, '_>, by_update: bool) -> InputItem {
         let mut object = match self.request_object(ctx) {
             Ok(o) => o,
             Err(item) => return item,
@@ -668,7 +667,14 @@ impl Reader {
             Err(item) => return item,
         };
         ensure_namespace(&mut object, &ctx.gvr, &ctx.namespace);
-        if ctx.sub.is_empty() {
+        // Only the subresources that take the UID as a precondition keep them
+        // (`SubresourceObjectMetaPreserver`: pods/binding, serviceaccounts/token).
+        let preserved = ctx.gvr.group.is_empty()
+            && matches!(
+                (ctx.gvr.resource.as_str(), ctx.sub.as_str()),
+                ("pods", "binding") | ("serviceaccounts", "token")
+            );
+        if !preserved && !by_update {
             self.wipe_system_fields(&mut object, &ctx.gvr);
         }
         dedup_owner_references(&mut object);
@@ -681,7 +687,7 @@ impl Reader {
                     .map(String::from)
             })
             .flatten();
-        let options = query::write_options(options_kind, &ctx.query);
+        let options = query::write_options("CreateOptions", &ctx.query);
         self.request(
             ctx,
             Parts {
@@ -757,13 +763,13 @@ impl Reader {
                 ),
             );
         };
-        let body: Value = match serde_json::from_slice(raw) {
+        let body: Value = match scan::parse(raw) {
             Ok(v) => v,
-            Err(e) => {
+            Err(message) => {
                 return InputItem::Invalid(InputProblem {
                     source: ctx.source.clone(),
                     field: "requestObject".into(),
-                    message: e.to_string(),
+                    message,
                 });
             }
         };
@@ -893,7 +899,7 @@ impl Reader {
         }
         let items = ev
             .response_object
-            .and_then(|r| serde_json::from_slice::<Value>(r).ok())
+            .and_then(|r| scan::parse::<Value>(r).ok())
             .and_then(|mut v| v.get_mut("items").map(Value::take))
             .and_then(|v| match v {
                 Value::Array(a) => Some(a),
@@ -1002,7 +1008,9 @@ impl Reader {
         }
     }
 
-    /// Typed objects keep `creationTimestamp: null`, custom resources drop it.
+    /// `rest.WipeObjectMetaSystemFields`: `uid`, the deletion fields and `selfLink` go; a set
+    /// creation timestamp becomes the zero time, which Go writes as `null` in typed objects and
+    /// leaves out of custom resources.
     fn wipe_system_fields(&self, object: &mut Value, gvr: &GroupVersionResource) {
         let typed = self.builtin.kind_ref(gvr, "").is_some();
         let Some(Value::Object(meta)) = object.get_mut("metadata") else {
@@ -1201,7 +1209,7 @@ fn dedup_owner_references(object: &mut Value) {
 /// query (with a note when a body may have gone unrecorded).
 fn delete_options(ctx: &mut Ctx<'_, '_>) -> Result<Map<String, Value>, InputItem> {
     if let Some(raw) = ctx.ev.request_object {
-        return match serde_json::from_slice::<Value>(raw) {
+        return match scan::parse::<Value>(raw) {
             Ok(Value::Object(body)) => Ok(query::delete_options_from_body(&body)),
             _ => Err(InputItem::Invalid(InputProblem {
                 source: ctx.source.clone(),

@@ -265,6 +265,8 @@ impl Reader {
         self.read_documents(name, input, first, line, sink)
     }
 
+    /// JSON lines: each line is handled where the reader buffered it; only a line that spans
+    /// two buffer fills is copied.
     fn read_lines(
         &mut self,
         name: &str,
@@ -273,26 +275,45 @@ impl Reader {
         mut line_no: usize,
         sink: Sink<'_>,
     ) -> io::Result<()> {
-        let mut buf = Vec::with_capacity(1 << 16);
-        let mut first = read.into_iter();
-        loop {
-            let line = match first.next() {
-                Some(l) => l,
-                None => {
-                    buf.clear();
-                    if input.read_until(b'\n', &mut buf)? == 0 {
-                        return Ok(());
-                    }
-                    std::mem::take(&mut buf)
-                }
-            };
-            let text = trim(&line);
-            if !text.is_empty() {
-                let source = source(name, line_no, IndexUnit::Line);
-                self.json_text(text, source, "", None, sink);
-            }
+        for line in read {
+            self.json_line(name, &line, line_no, sink);
             line_no += 1;
-            buf = line;
+        }
+        let mut partial: Vec<u8> = Vec::new();
+        loop {
+            let buf = match input.fill_buf() {
+                Ok(b) => b,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if buf.is_empty() {
+                if !partial.is_empty() {
+                    self.json_line(name, &partial, line_no, sink);
+                }
+                return Ok(());
+            }
+            let mut start = 0;
+            while let Some(end) = scan::find_byte(buf, start, b'\n') {
+                if partial.is_empty() {
+                    self.json_line(name, &buf[start..end], line_no, sink);
+                } else {
+                    partial.extend_from_slice(&buf[start..end]);
+                    self.json_line(name, &partial, line_no, sink);
+                    partial.clear();
+                }
+                line_no += 1;
+                start = end + 1;
+            }
+            partial.extend_from_slice(&buf[start..]);
+            let used = buf.len();
+            input.consume(used);
+        }
+    }
+
+    fn json_line(&mut self, name: &str, line: &[u8], line_no: usize, sink: Sink<'_>) {
+        let text = trim(line);
+        if !text.is_empty() {
+            self.json_text(text, source(name, line_no, IndexUnit::Line), "", None, sink);
         }
     }
 
@@ -437,7 +458,7 @@ impl Reader {
             return self.audit_fast(text, &spans, source, sink);
         }
         if kind == "AdmissionReview" {
-            let doc = match serde_json::from_slice::<Value>(text) {
+            let doc = match scan::parse::<Value>(text) {
                 Ok(d) => d,
                 Err(e) => return sink(invalid(source, prefix, "", format!("invalid JSON: {e}"))),
             };

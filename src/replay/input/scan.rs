@@ -34,24 +34,54 @@ fn eq_bytes(w: u64, pattern: u64) -> u64 {
     x.wrapping_sub(ONES) & !x & HIGHS
 }
 
-/// Index of the first `"` or `\` at or after `from`, eight bytes at a time.
+/// Index of the first byte at or after `from` that `hits` flags (in a little-endian word, see
+/// [`eq_bytes`]) and `is_hit` accepts, sixteen bytes at a time.
+#[inline(always)]
+fn first_hit(
+    buf: &[u8],
+    from: usize,
+    hits: impl Fn(u64) -> u64,
+    is_hit: impl Fn(u8) -> bool,
+) -> Option<usize> {
+    let rest = buf.get(from..)?;
+    let mut chunks = rest.chunks_exact(16);
+    let mut at = from;
+    for chunk in chunks.by_ref() {
+        let (lo, hi) = chunk.split_at(8);
+        let lo = hits(u64::from_le_bytes(lo.try_into().unwrap_or_default()));
+        let hi = hits(u64::from_le_bytes(hi.try_into().unwrap_or_default()));
+        if lo | hi != 0 {
+            let bit = if lo != 0 {
+                lo.trailing_zeros()
+            } else {
+                64 + hi.trailing_zeros()
+            };
+            return Some(at + (bit / 8) as usize);
+        }
+        at += 16;
+    }
+    chunks
+        .remainder()
+        .iter()
+        .position(|&b| is_hit(b))
+        .map(|p| at + p)
+}
+
+/// Index of the first `"` or `\` at or after `from`.
 #[inline]
 fn quote_or_backslash(buf: &[u8], from: usize) -> Option<usize> {
-    let mut i = from;
-    while let Some(chunk) = buf.get(i..i + 8) {
-        let mut word = [0u8; 8];
-        word.copy_from_slice(chunk);
-        let w = u64::from_le_bytes(word);
-        let hits = eq_bytes(w, ONES * u64::from(b'"')) | eq_bytes(w, ONES * u64::from(b'\\'));
-        if hits != 0 {
-            return Some(i + (hits.trailing_zeros() / 8) as usize);
-        }
-        i += 8;
-    }
-    buf.get(i..)?
-        .iter()
-        .position(|&b| b == b'"' || b == b'\\')
-        .map(|p| i + p)
+    first_hit(
+        buf,
+        from,
+        |w| eq_bytes(w, ONES * u64::from(b'"')) | eq_bytes(w, ONES * u64::from(b'\\')),
+        |b| b == b'"' || b == b'\\',
+    )
+}
+
+/// Index of the first `byte` at or after `from`.
+pub(crate) fn find_byte(buf: &[u8], from: usize, byte: u8) -> Option<usize> {
+    let pattern = ONES * u64::from(byte);
+    first_hit(buf, from, |w| eq_bytes(w, pattern), |b| b == byte)
 }
 
 /// Index of the quote closing the string whose content starts at `from`.
@@ -127,21 +157,31 @@ pub(crate) fn members(
     span: Span,
     mut f: impl FnMut(&[u8], Span),
 ) -> Result<(), ScanError> {
-    members_until(buf, span, |k, v| {
+    walk(buf, span, b"", |k, v| {
         f(k, v);
         false
     })
+    .map(|_| ())
 }
 
-/// The error [`members_until`] returns when its callback stopped it.
-const STOPPED: &str = "stopped";
+/// How [`walk`] ended.
+enum Walked {
+    /// At the end of the object (what follows it checked).
+    End,
+    /// `f` asked to stop.
+    Stopped,
+    /// The member named `stop_before` was reached; its value starts here.
+    At(usize),
+}
 
-/// [`members`], stopping (with a [`STOPPED`] error) when `f` returns true.
-fn members_until(
+/// Walks the members of the object at `span`: `f(key, value span)` for each until it returns
+/// true, or until the member named `stop_before` (whose value is then not scanned).
+fn walk(
     buf: &[u8],
     span: Span,
+    stop_before: &[u8],
     mut f: impl FnMut(&[u8], Span) -> bool,
-) -> Result<(), ScanError> {
+) -> Result<Walked, ScanError> {
     let text = &buf[..span.1.min(buf.len())];
     let mut i = skip_ws(text, span.0);
     if text.get(i) != Some(&b'{') {
@@ -149,7 +189,7 @@ fn members_until(
     }
     i = skip_ws(text, i + 1);
     if text.get(i) == Some(&b'}') {
-        return trailing(text, i + 1);
+        return trailing(text, i + 1).map(|()| Walked::End);
     }
     loop {
         if text.get(i) != Some(&b'"') {
@@ -162,16 +202,28 @@ fn members_until(
             return fail(i, "expected ':'");
         }
         i = skip_ws(text, i + 1);
+        if !stop_before.is_empty() && key == stop_before {
+            return Ok(Walked::At(i));
+        }
         let end = value_end(text, i)?;
         if f(key, (i, end)) {
-            return fail(end, STOPPED);
+            return Ok(Walked::Stopped);
         }
         i = skip_ws(text, end);
         match text.get(i) {
             Some(b',') => i = skip_ws(text, i + 1),
-            Some(b'}') => return trailing(text, i + 1),
+            Some(b'}') => return trailing(text, i + 1).map(|()| Walked::End),
             _ => return fail(i, "expected ',' or '}'"),
         }
+    }
+}
+
+/// Where the value of member `key` of the object at `span` starts; only the members before it
+/// are scanned.
+pub(crate) fn member_start(buf: &[u8], span: Span, key: &[u8]) -> Option<usize> {
+    match walk(buf, span, key, |_, _| false) {
+        Ok(Walked::At(i)) => Some(i),
+        _ => None,
     }
 }
 
@@ -179,26 +231,36 @@ fn members_until(
 pub(crate) fn elements(
     buf: &[u8],
     span: Span,
-    mut f: impl FnMut(usize, Span),
+    f: impl FnMut(usize, Span),
 ) -> Result<(), ScanError> {
     let text = &buf[..span.1.min(buf.len())];
-    let mut i = skip_ws(text, span.0);
-    if text.get(i) != Some(&b'[') {
+    let end = elements_from(text, span.0, f)?;
+    trailing(text, end)
+}
+
+/// Walks the elements of the array starting at `start` (whatever follows it); returns its end.
+pub(crate) fn elements_from(
+    buf: &[u8],
+    start: usize,
+    mut f: impl FnMut(usize, Span),
+) -> Result<usize, ScanError> {
+    let mut i = skip_ws(buf, start);
+    if buf.get(i) != Some(&b'[') {
         return fail(i, "expected an array");
     }
-    i = skip_ws(text, i + 1);
-    if text.get(i) == Some(&b']') {
-        return trailing(text, i + 1);
+    i = skip_ws(buf, i + 1);
+    if buf.get(i) == Some(&b']') {
+        return Ok(i + 1);
     }
     let mut n = 0;
     loop {
-        let end = value_end(text, i)?;
+        let end = value_end(buf, i)?;
         f(n, (i, end));
         n += 1;
-        i = skip_ws(text, end);
-        match text.get(i) {
-            Some(b',') => i = skip_ws(text, i + 1),
-            Some(b']') => return trailing(text, i + 1),
+        i = skip_ws(buf, end);
+        match buf.get(i) {
+            Some(b',') => i = skip_ws(buf, i + 1),
+            Some(b']') => return Ok(i + 1),
             _ => return fail(i, "expected ',' or ']'"),
         }
     }
@@ -253,7 +315,7 @@ pub(crate) fn find_first<const N: usize>(
 ) -> Result<[Option<Span>; N], ScanError> {
     let mut out = [None; N];
     let mut missing = N;
-    let r = members_until(buf, span, |k, v| {
+    walk(buf, span, b"", |k, v| {
         if let Some(pos) = keys.iter().position(|want| *want == k) {
             if out[pos].is_none() {
                 missing -= 1;
@@ -261,11 +323,14 @@ pub(crate) fn find_first<const N: usize>(
             out[pos] = Some(v);
         }
         missing == 0
-    });
-    match r {
-        Ok(()) | Err(ScanError { what: STOPPED, .. }) => Ok(out),
-        Err(e) => Err(e),
-    }
+    })?;
+    Ok(out)
+}
+
+/// Parses JSON text, checking its UTF-8 once for the whole text rather than string by string.
+pub(crate) fn parse<T: serde::de::DeserializeOwned>(text: &[u8]) -> Result<T, String> {
+    let text = std::str::from_utf8(text).map_err(|e| format!("invalid UTF-8: {e}"))?;
+    serde_json::from_str(text).map_err(|e| e.to_string())
 }
 
 /// The string at `span`, decoded; `None` when the value is not a string.
@@ -341,6 +406,16 @@ mod tests {
         ] {
             assert!(find(bad.as_bytes(), whole(bad), [b"a"]).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn finds_bytes() {
+        let s = b"0123456789abcdef\nx\n";
+        assert_eq!(find_byte(s, 0, b'\n'), Some(16));
+        assert_eq!(find_byte(s, 17, b'\n'), Some(18));
+        assert_eq!(find_byte(s, 19, b'\n'), None);
+        assert_eq!(find_byte(s, 40, b'\n'), None);
+        assert_eq!(find_byte(b"\x8a\x0a", 0, b'\n'), Some(1));
     }
 
     #[test]

@@ -35,7 +35,7 @@ impl Stored {
 
     /// The object as JSON.
     pub(crate) fn value(&self) -> Option<Value> {
-        let mut v: Value = serde_json::from_slice(&self.json).ok()?;
+        let mut v: Value = scan::parse(&self.json).ok()?;
         if let (Some(tm), Value::Object(m)) = (&self.type_meta, &mut v) {
             m.insert("apiVersion".into(), Value::String(tm.0.clone()));
             m.insert("kind".into(), Value::String(tm.1.clone()));
