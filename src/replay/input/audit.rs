@@ -111,16 +111,22 @@ pub(crate) fn key_index(k: &[u8]) -> Option<usize> {
     Some(i)
 }
 
-/// `objectRef`.
+/// `objectRef`, borrowed from the event's text where no escape forbids it.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
-pub(crate) struct ObjectRef {
-    resource: String,
-    namespace: String,
-    name: String,
-    api_group: String,
-    api_version: String,
-    subresource: String,
+pub(crate) struct ObjectRef<'a> {
+    #[serde(borrow)]
+    resource: Cow<'a, str>,
+    #[serde(borrow)]
+    namespace: Cow<'a, str>,
+    #[serde(borrow)]
+    name: Cow<'a, str>,
+    #[serde(borrow)]
+    api_group: Cow<'a, str>,
+    #[serde(borrow)]
+    api_version: Cow<'a, str>,
+    #[serde(borrow)]
+    subresource: Cow<'a, str>,
 }
 
 /// `responseStatus`, for its code.
@@ -141,7 +147,7 @@ struct Event<'a> {
     impersonated: Option<UserInfo>,
     source_ips: Vec<String>,
     user_agent: Option<String>,
-    object_ref: Option<ObjectRef>,
+    object_ref: Option<ObjectRef<'a>>,
     code: Option<i32>,
     request_object: Option<&'a [u8]>,
     response_object: Option<&'a [u8]>,
@@ -358,8 +364,8 @@ impl Reader {
     }
 
     /// Updates the known objects from a successful get or list response.
-    fn learn_read(&mut self, text: &[u8], spans: &Spans, oref: &ObjectRef, list: bool) {
-        if !matches!(oref.subresource.as_str(), "" | "status") {
+    fn learn_read(&mut self, text: &[u8], spans: &Spans, oref: &ObjectRef<'_>, list: bool) {
+        if !matches!(&*oref.subresource, "" | "status") {
             return;
         }
         let code = spans[K_RESPONSE_STATUS]
@@ -446,7 +452,7 @@ impl Reader {
     fn build(
         &self,
         ev: &Event<'_>,
-        oref: &ObjectRef,
+        oref: &ObjectRef<'_>,
         source: SourceRef,
         note: Option<String>,
     ) -> Built {
@@ -459,7 +465,7 @@ impl Reader {
             return Built::Ignored;
         }
         let mut notes: Vec<String> = note.into_iter().collect();
-        let mut version = oref.api_version.clone();
+        let mut version = oref.api_version.to_string();
         if version.is_empty() {
             match self
                 .registry
@@ -485,17 +491,17 @@ impl Reader {
             }
         }
         let gvr = GroupVersionResource::new(&oref.api_group, &version, &oref.resource);
-        let mut namespace = oref.namespace.clone();
+        let mut namespace = oref.namespace.to_string();
         if namespace.is_empty() && gvr.group.is_empty() && gvr.resource == "namespaces" {
-            namespace = oref.name.clone();
+            namespace = oref.name.to_string();
         }
         let mut ctx = Ctx {
             ev,
             source,
             gvr,
-            sub: oref.subresource.clone(),
+            sub: oref.subresource.to_string(),
             namespace,
-            name: oref.name.clone(),
+            name: oref.name.to_string(),
             query: Query::of_uri(&ev.uri),
             notes,
         };
@@ -1034,7 +1040,7 @@ impl Reader {
     }
 
     /// After an event is handled: what its response says about the objects it wrote.
-    fn learn_write(&mut self, ev: &Event<'_>, oref: &ObjectRef) {
+    fn learn_write(&mut self, ev: &Event<'_>, oref: &ObjectRef<'_>) {
         if !ev.succeeded() || Query::of_uri(&ev.uri).first("dryRun").is_some() {
             return;
         }
@@ -1046,7 +1052,7 @@ impl Reader {
         {
             return;
         }
-        let (group, resource) = (oref.api_group.as_str(), oref.resource.as_str());
+        let (group, resource) = (&*oref.api_group, &*oref.resource);
         let main_kind = self
             .registry
             .kind_ref(
@@ -1064,9 +1070,7 @@ impl Reader {
                 };
                 let same_kind = match &main_kind {
                     Some(k) => *k == m.kind,
-                    None => {
-                        m.kind != "Status" && matches!(oref.subresource.as_str(), "" | "status")
-                    }
+                    None => m.kind != "Status" && matches!(&*oref.subresource, "" | "status"),
                 };
                 if same_kind {
                     self.store.put(group, resource, t, whole(t), &m, None);
