@@ -21,6 +21,16 @@ pub struct ClusterState {
     custom_resources: Vec<CustomResourceSpec>,
 }
 
+/// Why an object could not be added to a [`ClusterState`].
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct ObjectError {
+    /// The field at fault (`kind`, `metadata.namespace`, …), empty for the object as a whole.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
 /// One object read from a file, before its resource is known.
 struct Found {
     source: SourceRef,
@@ -85,8 +95,9 @@ impl ClusterState {
     }
 
     /// Adds one object (its resource is found from its `apiVersion` and `kind` among the
-    /// built-in resources and the custom resources loaded so far). `Err` says what is missing.
-    pub fn insert_object(&mut self, object: &Value) -> Result<(), String> {
+    /// built-in resources and the custom resources loaded so far). `Err` names the field that
+    /// keeps it out.
+    pub fn insert_object(&mut self, object: &Value) -> Result<(), ObjectError> {
         let mut resources = builtin_resources();
         for spec in &self.custom_resources {
             resources.insert(
@@ -94,13 +105,8 @@ impl ClusterState {
                 (spec.plural.clone(), spec.namespaced),
             );
         }
-        self.add(object, &resources).map_err(|(field, message)| {
-            if field.is_empty() {
-                message
-            } else {
-                format!("{field}: {message}")
-            }
-        })
+        self.add(object, &resources)
+            .map_err(|(field, message)| ObjectError { field, message })
     }
 
     /// The object `namespace`/`name` of `group`/`resource`, if known.

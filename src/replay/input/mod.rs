@@ -72,7 +72,7 @@ use serde_json::Value;
 use crate::KubeVersion;
 use crate::registry::ResourceRegistry;
 
-pub use cluster::ClusterState;
+pub use cluster::{ClusterState, ObjectError};
 
 use super::{IndexUnit, InputItem, InputProblem, SourceRef};
 use store::Store;
