@@ -50,9 +50,6 @@ pub(super) struct Run<'e, 'c> {
     /// cleared whenever a patch replaces the object.
     object_json: Option<Box<RawValue>>,
     old_object_json: Option<Box<RawValue>>,
-    /// `attrs.object` as Go marshals it, the document the next patch applies to; cleared with
-    /// `object_json`.
-    object_go: Option<Vec<u8>>,
 }
 
 impl<'e, 'c> Run<'e, 'c> {
@@ -72,7 +69,6 @@ impl<'e, 'c> Run<'e, 'c> {
             current_call: None,
             object_json: None,
             old_object_json: None,
-            object_go: None,
         }
     }
 
@@ -840,35 +836,27 @@ impl<'e, 'c> Run<'e, 'c> {
         });
         self.attrs.object = Some(after);
         self.object_json = None;
-        self.object_go = None;
         Ok(changed)
     }
 
     /// Applies a patch to the current object as sent for the invocation kind `kind`, as upstream
-    /// does: Go's marshalling of the object, evanphx's patch, then a decode. Returns the patched
+    /// does (Go's marshalling of the object, evanphx's patch, a decode). Returns the patched
     /// object (still labelled `kind`) and whether it differs semantically from the object sent.
     fn patch_object(
-        &mut self,
+        &self,
         patch: &jsonpatch::Patch,
         kind: &crate::api::GroupVersionKind,
     ) -> Result<(Value, bool), jsonpatch::ApplyError> {
         let current = self.attrs.object.as_ref().unwrap_or(&Value::Null);
         let relabelled;
-        let (sent, doc): (&Value, &[u8]) = if *kind == self.attrs.kind {
-            let doc = self
-                .object_go
-                .get_or_insert_with(|| jsonpatch::go_marshal(current));
-            (current, doc)
+        let sent = if *kind == self.attrs.kind {
+            current
         } else {
-            let object = review::relabel(current, &self.attrs.kind, kind);
-            relabelled = (jsonpatch::go_marshal(&object), object);
-            (&relabelled.1, &relabelled.0)
+            relabelled = review::relabel(current, &self.attrs.kind, kind);
+            &relabelled
         };
-        let out = patch.apply(doc)?;
-        let patched = jsonpatch::parse_patched(&out)?;
-        // Identical bytes decode to a semantically equal object (Go's marshalling round-trips
-        // through the decoder up to number representation, which semantic equality ignores).
-        let changed = out != doc && !semantic_eq(sent, &patched);
+        let patched = patch.apply_prepared(&jsonpatch::Prepared::new(sent))?;
+        let changed = !semantic_eq(sent, &patched);
         Ok((patched, changed))
     }
 

@@ -12,8 +12,11 @@
 //! with an error whose text is the Go runtime message prefixed by `panic: `.
 
 mod gostr;
+mod prepared;
 mod scan;
 mod tree;
+
+pub use prepared::{Prepared, go_marshal};
 
 use std::borrow::Cow;
 
@@ -372,9 +375,19 @@ impl Patch {
     /// it (compact; decoded objects with sorted keys; untouched subtrees byte-for-byte apart from
     /// compaction and HTML escaping). An empty document is returned unchanged, as Go does.
     pub fn apply(&self, doc: &[u8]) -> Result<Vec<u8>, ApplyError> {
-        let Some(&first) = doc.first() else {
+        if doc.is_empty() {
             return Ok(Vec::new());
-        };
+        }
+        let root = self.apply_tree(doc)?;
+        let mut out = Vec::with_capacity(doc.len() + 64);
+        tree::marshal(Some(&root), &mut out);
+        Ok(out)
+    }
+
+    /// [`Patch::apply`] up to the marshalling of the result: the patched document as a lazily
+    /// decoded tree whose untouched nodes are still slices of `doc` (which must not be empty).
+    fn apply_tree<'a>(&'a self, doc: &'a [u8]) -> Result<Node<'a>, ApplyError> {
+        let first = doc.first().copied().unwrap_or(b' ');
         let mut children = Vec::new();
         let (s, e) = scan::scan(doc, &mut children).map_err(|message| ApplyError { message })?;
         let raw = doc.get(s..e).unwrap_or_default();
@@ -404,9 +417,7 @@ impl Patch {
                 }
             }
         }
-        let mut out = Vec::with_capacity(doc.len() + 64);
-        tree::marshal(Some(&root), &mut out);
-        Ok(out)
+        Ok(root)
     }
 
     /// Serializes `doc` as Go's encoder would (compact, HTML-escaped strings, Go float format, map
@@ -414,7 +425,7 @@ impl Patch {
     /// come back as floats unless serde_json's `arbitrary_precision` is enabled; invalid UTF-8 and
     /// unpaired surrogates in the result become U+FFFD, as Go's decoder would make them.
     pub fn apply_to_value(&self, doc: &serde_json::Value) -> Result<serde_json::Value, ApplyError> {
-        parse_patched(&self.apply(&go_marshal(doc))?)
+        self.apply_prepared(&Prepared::new(doc))
     }
 
     /// The patch as Go's `json.Marshal` re-encodes the decoded `[]map[string]*json.RawMessage`:
@@ -456,14 +467,6 @@ impl Patch {
     }
 }
 
-/// Go's `json.Marshal` of a decoded JSON value: the document [`Patch::apply_to_value`] hands to
-/// [`Patch::apply`].
-pub fn go_marshal(doc: &serde_json::Value) -> Vec<u8> {
-    let mut buf = Vec::with_capacity(1024);
-    write_go_value(doc, &mut buf);
-    buf
-}
-
 /// Parses what [`Patch::apply`] returned, as [`Patch::apply_to_value`] does: invalid UTF-8 and
 /// unpaired surrogates become U+FFFD; a document serde_json cannot represent is an error.
 pub fn parse_patched(out: &[u8]) -> Result<serde_json::Value, ApplyError> {
@@ -472,49 +475,6 @@ pub fn parse_patched(out: &[u8]) -> Result<serde_json::Value, ApplyError> {
         Err(_) => serde_json::from_slice(&sanitize(out)).map_err(|e| ApplyError {
             message: format!("patched document is not representable as a JSON value: {e}"),
         }),
-    }
-}
-
-/// Go's `json.Marshal` of a decoded JSON value.
-fn write_go_value(v: &serde_json::Value, out: &mut Vec<u8>) {
-    use serde_json::Value;
-    match v {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(true) => out.extend_from_slice(b"true"),
-        Value::Bool(false) => out.extend_from_slice(b"false"),
-        Value::Number(n) => {
-            if n.is_f64() {
-                match n.as_f64() {
-                    Some(f) => gostr::push_go_float(out, f),
-                    None => out.extend_from_slice(n.to_string().as_bytes()),
-                }
-            } else {
-                out.extend_from_slice(n.to_string().as_bytes());
-            }
-        }
-        Value::String(s) => gostr::append_string(out, s),
-        Value::Array(a) => {
-            out.push(b'[');
-            for (i, e) in a.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                write_go_value(e, out);
-            }
-            out.push(b']');
-        }
-        Value::Object(m) => {
-            out.push(b'{');
-            for (i, (k, e)) in m.iter().enumerate() {
-                if i > 0 {
-                    out.push(b',');
-                }
-                gostr::append_string(out, k);
-                out.push(b':');
-                write_go_value(e, out);
-            }
-            out.push(b'}');
-        }
     }
 }
 
