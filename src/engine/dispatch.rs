@@ -351,7 +351,13 @@ impl<'e, 'c> Run<'e, 'c> {
         let uid = self.ctx.ids.next_uid();
         let (timeout, timeout_secs) = self.call_timeout(hook);
         let kube_version = self.engine.options.kube_version;
-        let endpoint = super::endpoint::endpoint(&hook.webhook.client_config, timeout_secs)
+        let endpoint = hook
+            .endpoint
+            .clone()
+            .map(|mut endpoint| {
+                super::endpoint::with_timeout(&mut endpoint, timeout_secs);
+                endpoint
+            })
             .map_err(|e| {
                 // Upstream's client builder returns its own ErrCallingWebhook, which the
                 // dispatcher wraps again.

@@ -8,7 +8,19 @@ use crate::api::WebhookClientConfig;
 /// The endpoint of a client config, with `?timeout=<secs>` appended; Err is the reason the REST
 /// client could not be built.
 pub fn endpoint(cfg: &WebhookClientConfig, timeout_secs: u64) -> Result<Endpoint, String> {
-    let query = format!("?timeout={}", go_duration_secs(timeout_secs));
+    let mut endpoint = untimed_endpoint(cfg)?;
+    with_timeout(&mut endpoint, timeout_secs);
+    Ok(endpoint)
+}
+
+/// Appends `?timeout=<secs>` to an endpoint from [`untimed_endpoint`].
+pub(crate) fn with_timeout(endpoint: &mut Endpoint, timeout_secs: u64) {
+    endpoint.url.push_str("?timeout=");
+    endpoint.url.push_str(&go_duration_secs(timeout_secs));
+}
+
+/// [`endpoint`] before the timeout query is appended: what every call of a webhook shares.
+pub(crate) fn untimed_endpoint(cfg: &WebhookClientConfig) -> Result<Endpoint, String> {
     if let Some(svc) = &cfg.service {
         let port = svc.port.unwrap_or(443);
         let port = u16::try_from(port).map_err(|_| format!("invalid service port {port}"))?;
@@ -19,7 +31,7 @@ pub fn endpoint(cfg: &WebhookClientConfig, timeout_secs: u64) -> Result<Endpoint
             Some(p) => format!("/{p}"),
         };
         return Ok(Endpoint {
-            url: format!("https://{server_name}:{port}{path}{query}"),
+            url: format!("https://{server_name}:{port}{path}"),
             auth_target: format!("{server_name}:{port}"),
             server_name,
             port,
@@ -47,7 +59,7 @@ pub fn endpoint(cfg: &WebhookClientConfig, timeout_secs: u64) -> Result<Endpoint
             .parse::<std::net::IpAddr>()
             .is_ok_and(|ip| ip.is_loopback());
     Ok(Endpoint {
-        url: format!("{}://{host_port}{path}{query}", parsed.scheme),
+        url: format!("{}://{host_port}{path}", parsed.scheme),
         auth_target: format!("{}:{port}", parsed.host_with_brackets()),
         server_name: parsed.host,
         port,

@@ -24,6 +24,8 @@ pub struct Hook {
     pub(crate) namespace_selector: Result<Selector, String>,
     pub(crate) object_selector: Result<Selector, String>,
     pub(crate) conditions: Vec<Condition>,
+    /// Where calls go, before the per-call timeout is appended; Err: the client cannot be built.
+    pub(crate) endpoint: Result<crate::engine::Endpoint, String>,
 }
 
 /// A compiled matchCondition.
@@ -63,6 +65,7 @@ impl Hook {
             namespace_selector: selector(&webhook.namespace_selector),
             object_selector: selector(&webhook.object_selector),
             conditions,
+            endpoint: super::endpoint::untimed_endpoint(&webhook.client_config),
         }
     }
 

@@ -152,7 +152,10 @@ pub fn review_body(
             options: attrs.options.as_ref().unwrap_or(&Value::Null),
         },
     };
-    serde_json::to_string(&review).unwrap_or_default()
+    let mut out = Vec::with_capacity(object.get().len() + old_object.get().len() + 1024);
+    // Serialising borrowed strings and JSON values cannot fail, and writes UTF-8.
+    let _ = serde_json::to_writer(&mut out, &review);
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// A failure to obtain a usable response: upstream's `ErrCallingWebhook` reason and the status
