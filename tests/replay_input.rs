@@ -1421,6 +1421,27 @@ fn cluster_objects_at_another_version_are_not_converted() {
 // ---------------------------------------------------------------------------------------------
 // Garbage
 
+#[test]
+fn a_yaml_alias_bomb_is_one_invalid_document() {
+    let mut text = String::from("a: &a [x, x, x, x, x, x, x, x, x, x]\n");
+    for (prev, name) in ('a'..='k').zip('b'..='l') {
+        let refs = vec![format!("*{prev}"); 10].join(", ");
+        text.push_str(&format!("{name}: &{name} [{refs}]\n"));
+    }
+    text.push_str("---\n");
+    text.push_str(&std::fs::read_to_string(format!("{FIXTURES}/reviews-v1beta1.yaml")).unwrap());
+    let items = read(&text);
+    let bad = invalid(&items);
+    assert_eq!(bad.len(), 1);
+    assert!(
+        bad[0].message.starts_with("invalid YAML: ") && bad[0].message.contains("budget"),
+        "{}",
+        bad[0].message
+    );
+    assert!(!bad[0].message.contains('\n'));
+    assert_eq!(requests(&items).len(), 3, "the documents after it are read");
+}
+
 fn jsonish_line() -> impl Strategy<Value = String> {
     let fragment = prop_oneof![
         Just(r#"{"kind":"Event","apiVersion":"audit.k8s.io/v1","#.to_string()),

@@ -385,7 +385,7 @@ impl Reader {
                 Err(e) => sink(InputItem::Invalid(InputProblem {
                     source,
                     field: String::new(),
-                    message: format!("invalid YAML: {e}"),
+                    message: yaml_error(&e),
                 })),
             }
             first = false;
@@ -553,6 +553,17 @@ fn start(input: &mut dyn BufRead) -> io::Result<(Option<u8>, usize)> {
         }
         input.consume(ws);
     }
+}
+
+/// A YAML parse error in one line: its first line (the parser goes on with an excerpt of the
+/// document), without the `error: ` prefix.
+fn yaml_error(e: &impl std::fmt::Display) -> String {
+    let text = e.to_string();
+    let first = text.lines().next().unwrap_or_default();
+    format!(
+        "invalid YAML: {}",
+        first.strip_prefix("error: ").unwrap_or(first)
+    )
 }
 
 fn trim(line: &[u8]) -> &[u8] {
