@@ -151,3 +151,32 @@ fn offline_three_webhook_chain(bencher: Bencher) {
         });
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The same chain answered by the script itself: the cost of the engine and runner alone, to
+/// set beside the recorded-replies figure.
+#[divan::bench(sample_count = 10)]
+fn scripted_three_webhook_chain(bencher: Bencher) {
+    let replayer = Replayer::new(engine(), ReplaySettings::default());
+    let items = requests();
+    let script = ScriptedReplier::new([
+        ("team.labels.example.com".to_string(), label_patch("team")),
+        ("owner.labels.example.com".to_string(), label_patch("owner")),
+        ("policy.example.com".to_string(), ScriptedReply::allow()),
+    ]);
+    bencher
+        .counter(ItemsCount::new(REQUESTS))
+        .with_inputs(|| items.clone())
+        .bench_local_values(|items| {
+            let mut allowed = 0usize;
+            futures::executor::block_on(replayer.run(
+                futures::stream::iter(items),
+                script.clone(),
+                |e| {
+                    if let ReplayEvent::Replayed(r) = e {
+                        allowed += usize::from(r.outcome.allowed);
+                    }
+                },
+            ));
+            black_box(allowed)
+        });
+}

@@ -1046,6 +1046,9 @@ pub struct RecordedReplies {
 #[derive(Debug)]
 struct Replay {
     queues: HashMap<MatchKey, Queue>,
+    /// Exact request bytes (without the uid value) → the canonical key, so a call the engine
+    /// renders exactly as recorded skips parsing and canonicalising.
+    exact: HashMap<ExactKey, MatchKey>,
     exchanges: usize,
     missing: Mutex<Vec<MissingReply>>,
 }
@@ -1142,13 +1145,21 @@ impl RecordedReplies {
             }
         }
         let mut queues: HashMap<MatchKey, Queue> = HashMap::new();
+        let mut exact = HashMap::new();
         for entry in &entries {
-            let (key, recorded) = load_exchange(dir, entry)?;
+            let (key, recorded, request) = load_exchange(dir, entry)?;
+            if let Some(bytes) = without_uid(&compact_json(&request), &recorded.request_uid) {
+                exact.insert(
+                    ExactKey::new(entry.phase, &entry.configuration, &entry.webhook, bytes),
+                    key.clone(),
+                );
+            }
             queues.entry(key).or_default().push(recorded);
         }
         Ok(Self {
             inner: Arc::new(Replay {
                 queues,
+                exact,
                 exchanges: entries.len(),
                 missing: Mutex::new(Vec::new()),
             }),
@@ -1173,6 +1184,15 @@ impl RecordedReplies {
 
     /// The reply to one call.
     fn answer(&self, call: &WebhookCall) -> Reply {
+        let fast = without_uid(&call.body, &call.request_uid)
+            .map(|body| ExactKey::new(call.phase, &call.configuration, &call.webhook, body))
+            .and_then(|k| self.inner.exact.get(&k));
+        if let Some(recorded) = fast
+            .and_then(|key| self.inner.queues.get(key))
+            .and_then(|q| q.pick(&call.request_uid))
+        {
+            return recorded.reply_to(call);
+        }
         let review: Value = serde_json::from_slice(&call.body)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&call.body).into_owned()));
         let description = describe(&review);
@@ -1211,14 +1231,18 @@ impl RecordedReplies {
 }
 
 /// Reads one exchange folder.
-fn load_exchange(dir: &Path, entry: &IndexEntry) -> Result<(MatchKey, Recorded), RecordError> {
+fn load_exchange(
+    dir: &Path,
+    entry: &IndexEntry,
+) -> Result<(MatchKey, Recorded, Vec<u8>), RecordError> {
     let folder = dir.join(&entry.dir);
     let request_path = folder.join(REQUEST_FILE);
     let request_place = Place {
         path: &request_path,
         line: None,
     };
-    let review: Value = serde_json::from_slice(&read(&request_path)?)
+    let request_bytes = read(&request_path)?;
+    let review: Value = serde_json::from_slice(&request_bytes)
         .map_err(|e| request_place.invalid("", format!("not valid JSON: {e}")))?;
     let uid = match review.get("request") {
         Some(Value::Object(r)) => match r.get("uid") {
@@ -1256,7 +1280,65 @@ fn load_exchange(dir: &Path, entry: &IndexEntry) -> Result<(MatchKey, Recorded),
         request_uid: uid,
         uid_span,
     };
-    Ok((key, recorded))
+    Ok((key, recorded, request_bytes))
+}
+
+/// The fast-path key: the exact bytes of a review with its `request.uid` value emptied.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct ExactKey {
+    phase: WebhookKind,
+    configuration: String,
+    webhook: String,
+    body: Vec<u8>,
+}
+
+impl ExactKey {
+    fn new(phase: WebhookKind, configuration: &str, webhook: &str, body: Vec<u8>) -> Self {
+        Self {
+            phase,
+            configuration: configuration.to_string(),
+            webhook: webhook.to_string(),
+            body,
+        }
+    }
+}
+
+/// The review with the value of its first `"uid":"<uid>"` member emptied, or None when the
+/// member is not spelled that way (the canonical match still applies then).
+fn without_uid(body: &[u8], uid: &str) -> Option<Vec<u8>> {
+    let needle = format!("\"uid\":{}", Value::from(uid));
+    let at = body
+        .windows(needle.len())
+        .position(|w| w == needle.as_bytes())?;
+    let mut out = Vec::with_capacity(body.len());
+    out.extend_from_slice(&body[..at]);
+    out.extend_from_slice(b"\"uid\":\"\"");
+    out.extend_from_slice(&body[at + needle.len()..]);
+    Some(out)
+}
+
+/// JSON text without the whitespace outside strings (undoes the recorder's indentation).
+fn compact_json(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in text {
+        if in_string {
+            out.push(b);
+            if escaped {
+                escaped = false;
+            } else if b == b'\\' {
+                escaped = true;
+            } else if b == b'"' {
+                in_string = false;
+            }
+        } else if !matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
+            if b == b'"' {
+                in_string = true;
+            }
+            out.push(b);
+        }
+    }
+    out
 }
 
 impl Replier for RecordedReplies {
@@ -1268,6 +1350,20 @@ impl Replier for RecordedReplies {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compacting_undoes_indenting_and_the_uid_value_is_emptied() {
+        let text = br#"{"request":{"uid":"u-1","a":"x \" y","b":[1, 2]}}"#;
+        assert_eq!(
+            compact_json(&indent_json(text)),
+            br#"{"request":{"uid":"u-1","a":"x \" y","b":[1,2]}}"#
+        );
+        assert_eq!(
+            without_uid(&compact_json(text), "u-1").unwrap(),
+            br#"{"request":{"uid":"","a":"x \" y","b":[1,2]}}"#
+        );
+        assert_eq!(without_uid(text, "u-2"), None);
+    }
 
     #[test]
     fn indenting_keeps_the_text_but_whitespace() {
