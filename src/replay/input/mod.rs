@@ -36,17 +36,19 @@
 //!   [`crate::jsonpatch`], an object as an RFC 7386 merge patch (evanphx's, as the apiserver).
 //!   The event does not record the Content-Type: an object body is taken as a merge patch only
 //!   where no other type is possible or gives the same object; strategic merge patches
-//!   (`$`-directives), server-side apply (`force`, a create by patch), and object patches that a
-//!   strategic merge would treat differently (lists in a built-in type) are not replayable, with
-//!   the reason;
-//! * delete: the old object; deletecollection: one DELETE per item of the response, with an
+//!   (`$`-directives), server-side apply (`force`, a create by patch), object patches that a
+//!   strategic merge would treat differently (lists in a built-in type) and object patches that
+//!   may be an apply (`apiVersion`, `kind` and a `fieldManager`) are not replayable, with the
+//!   reason;
+//! * delete: the old object, with the DeleteOptions as `rest.BeforeDelete` leaves them (a pod's
+//!   grace period filled in); deletecollection: one DELETE per item of the response, with an
 //!   empty name, as upstream;
 //! * connect: the options object (`PodExecOptions`, …) rebuilt from the URI.
 //!
 //! Nothing is guessed silently: a request without what a faithful replay needs (no request body
 //! at level `Metadata`, an old object never seen or seen at another version, a patch of unknown
-//! type) is [`InputItem::NotReplayable`] with the reason, and
-//! assumptions the loader did make are listed in the request's `notes`.
+//! type) is [`InputItem::NotReplayable`] with the reason, and assumptions the loader did make are
+//! listed in the request's `notes`.
 //!
 //! Not reproduced (and not reported per request, since they hold for every request): the
 //! `managedFields` the apiserver's field manager writes before admission, and defaults the
