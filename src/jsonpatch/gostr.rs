@@ -96,10 +96,17 @@ pub(crate) fn unquote(raw: &[u8]) -> Cow<'_, str> {
 
 /// Appends `s` as a JSON string the way Go's `json.Marshal` does (HTML-safe escaping).
 pub(crate) fn append_string(out: &mut Vec<u8>, s: &str) {
+    out.reserve(s.len() + 2);
     out.push(b'"');
     let b = s.as_bytes();
     let mut start = 0;
-    for (i, &c) in b.iter().enumerate() {
+    let mut i = 0;
+    while let Some(p) = b
+        .get(i..)
+        .and_then(|rest| rest.iter().position(|&c| STRING_SPECIAL[usize::from(c)]))
+    {
+        i += p;
+        let c = b.get(i).copied().unwrap_or(b' ');
         let esc: &[u8] = match c {
             b'"' => b"\\\"",
             b'\\' => b"\\\\",
@@ -108,9 +115,11 @@ pub(crate) fn append_string(out: &mut Vec<u8>, s: &str) {
             b'\n' => b"\\n",
             b'\r' => b"\\r",
             b'\t' => b"\\t",
-            0..=0x1f | b'<' | b'>' | b'&' => &[],
-            0xE2 if b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xA8 | 0xA9)) => &[],
-            _ => continue,
+            0xE2 if !(b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xA8 | 0xA9))) => {
+                i += 1;
+                continue;
+            }
+            _ => &[],
         };
         out.extend_from_slice(b.get(start..i).unwrap_or_default());
         if !esc.is_empty() {
@@ -127,6 +136,7 @@ pub(crate) fn append_string(out: &mut Vec<u8>, s: &str) {
             out.push(HEX[usize::from(c & 0xF)]);
             start = i + 1;
         }
+        i = start;
     }
     out.extend_from_slice(b.get(start..).unwrap_or_default());
     out.push(b'"');
@@ -148,6 +158,9 @@ const fn table(bytes: &[u8], controls: bool) -> [bool; 256] {
     }
     t
 }
+
+/// Bytes `append_string` escapes (and the first byte of U+2028 and U+2029).
+static STRING_SPECIAL: [bool; 256] = table(b"\"\\<>&\xE2", true);
 
 /// Bytes `compact` must look at outside strings, inside strings, and inside strings when escaping.
 static OUTSIDE: [bool; 256] = table(b"\" \t\r\n", false);

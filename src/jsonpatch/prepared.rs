@@ -51,9 +51,11 @@ impl<'v> Prepared<'v> {
     }
 
     fn marshal(doc: &'v Value, record: bool) -> Prepared<'v> {
+        // Room for a typical object up front: growing through the small sizes costs more than
+        // the unused capacity of a small document.
         let mut p = Prepared {
-            bytes: Vec::with_capacity(1024),
-            spans: Vec::new(),
+            bytes: Vec::with_capacity(4096),
+            spans: Vec::with_capacity(if record { 256 } else { 0 }),
             record,
             reusable: true,
         };
@@ -101,10 +103,14 @@ impl<'v> Prepared<'v> {
                         self.reusable = false;
                         gostr::push_go_float(&mut self.bytes, f);
                     }
-                    // Writing to a Vec cannot fail.
-                    None => {
-                        let _ = write!(self.bytes, "{n}");
-                    }
+                    None => match (n.as_u64(), n.as_i64()) {
+                        (Some(u), _) => push_decimal(&mut self.bytes, false, u),
+                        (None, Some(i)) => push_decimal(&mut self.bytes, i < 0, i.unsigned_abs()),
+                        // Writing to a Vec cannot fail.
+                        (None, None) => {
+                            let _ = write!(self.bytes, "{n}");
+                        }
+                    },
                 }
                 0
             }
@@ -192,6 +198,24 @@ impl<'v> Prepared<'v> {
 /// [`Patch::apply`].
 pub fn go_marshal(doc: &Value) -> Vec<u8> {
     Prepared::marshal(doc, false).into_bytes()
+}
+
+/// Appends an integer in decimal, as Go (and serde_json) write integers.
+fn push_decimal(out: &mut Vec<u8>, negative: bool, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if negative {
+        out.push(b'-');
+    }
+    out.extend_from_slice(digits.get(at..).unwrap_or_default());
 }
 
 /// How deeply valid JSON bytes nest (0 for a scalar).
