@@ -175,12 +175,12 @@ impl<'e, 'c> Run<'e, 'c> {
         }
     }
 
-    fn metric(&mut self, name: &str, labels: &[(&str, String)]) {
+    fn metric<const N: usize>(&mut self, name: &str, labels: [(&str, String); N]) {
         self.step(StepKind::Metric {
             name: format!("apiserver_admission_{name}"),
             labels: labels
-                .iter()
-                .map(|(k, v)| (k.to_string(), v.clone()))
+                .into_iter()
+                .map(|(k, v)| (k.to_string(), v))
                 .collect(),
         });
     }
@@ -202,14 +202,14 @@ impl<'e, 'c> Run<'e, 'c> {
         if stats.errors > 0 {
             self.metric(
                 "match_condition_evaluation_errors_total",
-                &[("name", name.into())],
+                [("name", name.into())],
             );
         }
         if stats.excluded {
             self.ctx
                 .metrics
                 .observe_match_condition_exclusion(name, ty, op);
-            self.metric("match_condition_exclusions_total", &[("name", name.into())]);
+            self.metric("match_condition_exclusions_total", [("name", name.into())]);
         }
         if stats.evaluated_not_all_true {
             self.ctx
@@ -615,7 +615,7 @@ impl<'e, 'c> Run<'e, 'c> {
             .observe_webhook_fail_open(&hook.webhook.name, webhook_type(phase));
         self.metric(
             "webhook_fail_open_count",
-            &[("name", hook.webhook.name.clone())],
+            [("name", hook.webhook.name.clone())],
         );
         self.annotate(key, hook.webhook.name.clone(), AuditLevel::Metadata);
     }
@@ -666,7 +666,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 .observe_webhook_rejection(name, ty, op, error_type, rcode);
             self.metric(
                 "webhook_rejection_count",
-                &[
+                [
                     ("name", name.into()),
                     ("error_type", error_type_label(error_type).into()),
                     ("rejection_code", rcode.min(600).to_string()),
@@ -678,7 +678,7 @@ impl<'e, 'c> Run<'e, 'c> {
             .observe_webhook(name, ty, op, rejected, code, elapsed);
         self.metric(
             "webhook_request_total",
-            &[
+            [
                 ("name", name.into()),
                 ("code", code.min(600).to_string()),
                 ("rejected", rejected.to_string()),
