@@ -71,6 +71,7 @@ pub mod replay;
 pub mod script;
 pub mod selector;
 pub mod transport;
+pub mod tui;
 pub mod version;
 pub mod webhook_server;
 

@@ -30,6 +30,9 @@ enum Command {
     /// recorded or scripted webhooks. Exits 0 when the replay ran (whatever was allowed or
     /// denied), 1 on --expect mismatches, 2 on bad usage or no readable input.
     Replay(Box<cli::replay::Args>),
+    /// The console: replay captured requests (same source flags as replay) and step through
+    /// every webhook call, annotation and metric. `hookscope` alone opens it on the embedded demo.
+    Tui(Box<cli::tui::Args>),
 }
 
 fn main() -> ExitCode {
@@ -38,11 +41,8 @@ fn main() -> ExitCode {
         Some(Command::Check(args)) => cli::check::run(&args, cli.kube_version),
         Some(Command::Patch(args)) => cli::patch::run(&args, cli.kube_version),
         Some(Command::Replay(args)) => cli::replay::run(&args, cli.kube_version),
-        None => {
-            use clap::CommandFactory;
-            let _ = Cli::command().print_help();
-            Ok(ExitCode::SUCCESS)
-        }
+        Some(Command::Tui(args)) => cli::tui::run(&args, cli.kube_version),
+        None => cli::tui::run(&cli::tui::Args::demo(), cli.kube_version),
     };
     match result {
         Ok(code) => code,

@@ -3,6 +3,7 @@
 pub mod check;
 pub mod patch;
 pub mod replay;
+pub mod tui;
 
 use std::io::IsTerminal;
 

@@ -141,7 +141,7 @@ impl Replier for Source {
     }
 }
 
-fn parse_resolve(entries: &[String]) -> Result<HashMap<String, SocketAddr>, String> {
+pub(crate) fn parse_resolve(entries: &[String]) -> Result<HashMap<String, SocketAddr>, String> {
     let mut out = HashMap::new();
     for e in entries {
         let (host, addr) = e
@@ -166,7 +166,7 @@ fn parse_resolve(entries: &[String]) -> Result<HashMap<String, SocketAddr>, Stri
 }
 
 /// Loads, defaults and validates the configurations; invalid ones are left out and reported.
-fn load_configurations(
+pub(crate) fn load_configurations(
     paths: &[PathBuf],
     report: &mut Report,
 ) -> Result<Vec<WebhookConfiguration>, String> {

@@ -1,0 +1,815 @@
+//! The console's state and its one update path: every change goes through [`update`], which
+//! returns the [`Command`]s (IO) for the event loop to perform.
+
+use std::collections::BTreeMap;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
+
+use super::keymap::{self, Action, Keymap};
+use super::model::{self, AnnotationRow, Block, HookCounts, HookInfo, RequestRow, Verdict};
+use super::source::SourceMsg;
+use super::theme::Theme;
+use crate::engine::AuditLevel;
+use crate::metrics::Metrics;
+use crate::replay::run::{ReplayEvent, Replayed};
+
+/// The views.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum View {
+    /// Every replayed request.
+    Requests,
+    /// The chain of the selected request, step by step.
+    Chain,
+    /// Audit annotations as they are written.
+    Annotations,
+    /// The webhook metrics.
+    Metrics,
+    /// The configurations in dispatch order.
+    Webhooks,
+}
+
+impl View {
+    /// In tab order.
+    pub const ALL: [View; 5] = [
+        View::Requests,
+        View::Chain,
+        View::Annotations,
+        View::Metrics,
+        View::Webhooks,
+    ];
+
+    /// Title.
+    pub fn title(self) -> &'static str {
+        match self {
+            View::Requests => "Requests",
+            View::Chain => "Chain",
+            View::Annotations => "Annotations",
+            View::Metrics => "Metrics",
+            View::Webhooks => "Webhooks",
+        }
+    }
+}
+
+/// Input mode.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Keys are bindings.
+    #[default]
+    Normal,
+    /// Typing a `:` command; completions shown when several match.
+    Command {
+        /// The line so far.
+        input: String,
+        /// Candidates of the last tab.
+        completions: Vec<String>,
+    },
+    /// Typing a `/` filter (applied as typed).
+    Filter(String),
+}
+
+/// Requests sort column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum SortKey {
+    /// Input order.
+    #[default]
+    Input,
+    /// Operation.
+    Operation,
+    /// Resource.
+    Resource,
+    /// Namespace/name.
+    Name,
+    /// Verdict (denied first when reversed).
+    Verdict,
+    /// Webhooks called.
+    Called,
+    /// Rounds.
+    Rounds,
+    /// Duration.
+    Duration,
+}
+
+impl SortKey {
+    const ALL: [SortKey; 8] = [
+        SortKey::Input,
+        SortKey::Operation,
+        SortKey::Resource,
+        SortKey::Name,
+        SortKey::Verdict,
+        SortKey::Called,
+        SortKey::Rounds,
+        SortKey::Duration,
+    ];
+
+    /// As `:sort` names it.
+    pub fn name(self) -> &'static str {
+        keymap::SORT_COLUMNS[self as usize]
+    }
+}
+
+/// Which pane of the Chain view has the keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ChainPane {
+    /// The grid of steps.
+    #[default]
+    Grid,
+    /// The step's detail.
+    Detail,
+}
+
+/// A replayed request and its table row.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// What the replay produced (request, outcome, trace).
+    pub replayed: Box<Replayed>,
+    /// Derived row.
+    pub row: RequestRow,
+}
+
+/// Replay progress.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Items expected, when known.
+    pub total: Option<usize>,
+    /// Items seen (replayed or skipped).
+    pub seen: usize,
+    /// Items not replayed (not replayable or invalid).
+    pub skipped: usize,
+    /// The source said it is done.
+    pub done: bool,
+    /// Calls a recording had no reply for.
+    pub missing_replies: usize,
+}
+
+/// Everything the console shows. Changed only by [`update`].
+#[derive(Debug, Clone)]
+pub struct State {
+    /// The source's label.
+    pub source: String,
+    /// Release modelled.
+    pub kube_version: String,
+    /// Audit level of the annotations shown.
+    pub audit_level: AuditLevel,
+    /// Replayed requests in input order.
+    pub entries: Vec<Entry>,
+    /// Problems the source reported (configurations left out, unreadable input, skipped items).
+    pub problems: Vec<String>,
+    /// Annotations in the order written.
+    pub annotations: Vec<AnnotationRow>,
+    /// The merged metrics of every replayed request.
+    pub metrics: Metrics,
+    /// Webhooks in dispatch order.
+    pub hooks: Vec<HookInfo>,
+    /// Counts per webhook (same order as `hooks`).
+    pub hook_counts: Vec<HookCounts>,
+    /// Progress.
+    pub progress: Progress,
+    /// Current view.
+    pub view: View,
+    /// Help overlay shown.
+    pub help: bool,
+    /// Input mode.
+    pub mode: Mode,
+    /// Requests filter.
+    pub filter: String,
+    /// Annotations filter.
+    pub annotation_filter: String,
+    /// Sort column and direction.
+    pub sort: (SortKey, bool),
+    /// Indices into `entries` shown by the Requests view, in display order.
+    pub visible: Vec<usize>,
+    /// Selected entry (index into `entries`).
+    pub selected: Option<usize>,
+    /// Selected call of the chain (index into the outcome's calls).
+    pub step: usize,
+    /// Chain pane with the keys.
+    pub chain_pane: ChainPane,
+    /// Detail scroll (lines).
+    pub detail_scroll: u16,
+    /// Annotations: first row shown, or None to follow the tail.
+    pub annotation_top: Option<usize>,
+    /// Webhooks view: selected webhook.
+    pub hook_selected: usize,
+    /// Secret data shown as captured.
+    pub reveal_secrets: bool,
+    /// The theme.
+    pub theme: Theme,
+    /// A one-line message for the status bar.
+    pub message: Option<(String, bool)>,
+    /// Key bindings.
+    pub keymap: Keymap,
+    /// Rows a page moves (set from the terminal size).
+    pub page: usize,
+    /// The console should end.
+    pub quit: bool,
+}
+
+/// Something that happened.
+#[derive(Debug, Clone)]
+pub enum Msg {
+    /// A key was pressed.
+    Key(KeyEvent),
+    /// A mouse event.
+    Mouse(MouseEvent),
+    /// The terminal was resized.
+    Resize(u16, u16),
+    /// The source said something.
+    Source(SourceMsg),
+    /// Do this directly (tests, commands).
+    Action(Action),
+    /// A theme finished loading.
+    ThemeLoaded(Result<Theme, String>),
+}
+
+/// IO for the event loop to perform.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// Load a theme (a file read); answers with [`Msg::ThemeLoaded`].
+    LoadTheme(String),
+    /// Restore the terminal and end.
+    Quit,
+}
+
+impl State {
+    /// A fresh state.
+    pub fn new(kube_version: String, audit_level: AuditLevel, theme: Theme) -> State {
+        State {
+            source: String::new(),
+            kube_version,
+            audit_level,
+            entries: Vec::new(),
+            problems: Vec::new(),
+            annotations: Vec::new(),
+            metrics: Metrics::new(),
+            hooks: Vec::new(),
+            hook_counts: Vec::new(),
+            progress: Progress::default(),
+            view: View::Requests,
+            help: false,
+            mode: Mode::Normal,
+            filter: String::new(),
+            annotation_filter: String::new(),
+            sort: (SortKey::Input, false),
+            visible: Vec::new(),
+            selected: None,
+            step: 0,
+            chain_pane: ChainPane::Grid,
+            detail_scroll: 0,
+            annotation_top: None,
+            hook_selected: 0,
+            reveal_secrets: false,
+            theme,
+            message: None,
+            keymap: Keymap::default(),
+            page: 20,
+            quit: false,
+        }
+    }
+
+    /// The selected entry.
+    pub fn selected_entry(&self) -> Option<&Entry> {
+        self.selected.and_then(|i| self.entries.get(i))
+    }
+
+    /// Position of the selection in `visible`.
+    pub fn selected_position(&self) -> Option<usize> {
+        let s = self.selected?;
+        self.visible.iter().position(|&i| i == s)
+    }
+
+    /// Annotations matching the annotation filter.
+    pub fn visible_annotations(&self) -> Vec<&AnnotationRow> {
+        let f = self.annotation_filter.to_lowercase();
+        self.annotations
+            .iter()
+            .filter(|a| {
+                f.is_empty()
+                    || a.key.to_lowercase().contains(&f)
+                    || a.value.to_lowercase().contains(&f)
+                    || self.entries[a.request].row.target.contains(&f)
+            })
+            .collect()
+    }
+
+    /// Counts for the status bar: replayed, allowed, denied, failed open.
+    pub fn counts(&self) -> (usize, usize, usize, usize) {
+        let mut c = (self.entries.len(), 0, 0, 0);
+        for e in &self.entries {
+            match e.row.verdict {
+                Verdict::Allowed => c.1 += 1,
+                Verdict::FailedOpen => {
+                    c.1 += 1;
+                    c.3 += 1;
+                }
+                Verdict::Denied(_) => c.2 += 1,
+            }
+        }
+        c
+    }
+
+    fn refilter(&mut self) {
+        let f = self.filter.clone();
+        let mut visible: Vec<usize> = (0..self.entries.len())
+            .filter(|&i| f.is_empty() || self.entries[i].row.matches(&f))
+            .collect();
+        let (key, reverse) = self.sort;
+        if key != SortKey::Input {
+            let rows = &self.entries;
+            visible.sort_by(|&a, &b| {
+                let (x, y) = (&rows[a].row, &rows[b].row);
+                match key {
+                    SortKey::Input => a.cmp(&b),
+                    SortKey::Operation => x.operation.cmp(&y.operation),
+                    SortKey::Resource => x.resource.cmp(&y.resource),
+                    SortKey::Name => x.target.cmp(&y.target),
+                    SortKey::Verdict => x.verdict.cmp(&y.verdict),
+                    SortKey::Called => x.called.cmp(&y.called),
+                    SortKey::Rounds => x.rounds.cmp(&y.rounds),
+                    SortKey::Duration => x.duration.cmp(&y.duration),
+                }
+                .then(a.cmp(&b))
+            });
+        }
+        if reverse {
+            visible.reverse();
+        }
+        self.visible = visible;
+        if self.selected_position().is_none() {
+            self.selected = self.visible.first().copied();
+            self.reset_chain();
+        }
+    }
+
+    fn reset_chain(&mut self) {
+        self.step = 0;
+        self.detail_scroll = 0;
+    }
+
+    fn select_position(&mut self, pos: usize) {
+        if let Some(&i) = self.visible.get(pos)
+            && self.selected != Some(i)
+        {
+            self.selected = Some(i);
+            self.reset_chain();
+        }
+    }
+
+    fn move_selection(&mut self, delta: isize) {
+        if self.visible.is_empty() {
+            return;
+        }
+        let pos = self.selected_position().unwrap_or(0) as isize;
+        let last = self.visible.len() as isize - 1;
+        self.select_position((pos + delta).clamp(0, last) as usize);
+    }
+
+    fn calls_len(&self) -> usize {
+        self.selected_entry()
+            .map_or(0, |e| e.replayed.outcome.calls.len())
+    }
+
+    fn move_step(&mut self, delta: isize) {
+        let n = self.calls_len();
+        if n == 0 {
+            return;
+        }
+        self.step = (self.step as isize + delta).clamp(0, n as isize - 1) as usize;
+        self.detail_scroll = 0;
+    }
+
+    fn jump_round(&mut self, forward: bool) {
+        let Some(e) = self.selected_entry() else {
+            return;
+        };
+        let calls = &e.replayed.outcome.calls;
+        let Some(cur) = calls.get(self.step).map(Block::of) else {
+            return;
+        };
+        let target = if forward {
+            calls.iter().position(|c| Block::of(c) > cur)
+        } else {
+            let prev = calls.iter().rev().map(Block::of).find(|b| *b < cur);
+            prev.and_then(|p| calls.iter().position(|c| Block::of(c) == p))
+        };
+        match target {
+            Some(t) => {
+                self.step = t;
+                self.detail_scroll = 0;
+            }
+            None => self.say(
+                if forward {
+                    "no later round"
+                } else {
+                    "no earlier round"
+                },
+                false,
+            ),
+        }
+    }
+
+    fn say(&mut self, text: impl Into<String>, error: bool) {
+        self.message = Some((text.into(), error));
+    }
+
+    fn on_source(&mut self, msg: SourceMsg) {
+        match msg {
+            SourceMsg::Started {
+                label,
+                hooks,
+                total,
+            } => {
+                self.source = label;
+                self.hook_counts = vec![HookCounts::default(); hooks.len()];
+                self.hooks = hooks;
+                self.progress.total = total;
+            }
+            SourceMsg::Event { event, metrics } => {
+                self.progress.seen += 1;
+                if let Some(m) = metrics {
+                    self.metrics.merge(&m);
+                }
+                match *event {
+                    ReplayEvent::Replayed(r) => self.push_replayed(r),
+                    ReplayEvent::Skipped(item) => {
+                        self.progress.skipped += 1;
+                        let text = match item {
+                            crate::replay::InputItem::NotReplayable(p) => {
+                                format!("not replayable: {p}")
+                            }
+                            crate::replay::InputItem::Invalid(p) => format!("invalid: {p}"),
+                            crate::replay::InputItem::Request(r) => {
+                                format!("skipped: {}", r.source)
+                            }
+                        };
+                        self.problems.push(text);
+                    }
+                }
+            }
+            SourceMsg::Problem(p) => self.problems.push(p),
+            SourceMsg::Finished { missing_replies } => {
+                self.progress.done = true;
+                self.progress.missing_replies = missing_replies;
+            }
+        }
+    }
+
+    fn push_replayed(&mut self, r: Box<Replayed>) {
+        let index = self.entries.len();
+        for c in &r.outcome.calls {
+            let at = self.hooks.iter().position(|h| {
+                h.phase == c.phase && h.configuration == c.configuration && h.webhook == c.webhook
+            });
+            if let Some(at) = at {
+                self.hook_counts[at].add(c);
+            }
+        }
+        for a in &r.outcome.annotations {
+            if self.audit_level == AuditLevel::None || a.level > self.audit_level {
+                continue;
+            }
+            self.annotations.push(AnnotationRow {
+                request: index,
+                decoded: model::decode_annotation(&a.key, &a.value),
+                key: a.key.clone(),
+                value: a.value.clone(),
+            });
+        }
+        let row = RequestRow::new(&r);
+        self.entries.push(Entry { replayed: r, row });
+        // Cheap when the new row lands at the end (input order, no filter); otherwise re-sort.
+        if self.sort.0 == SortKey::Input && !self.sort.1 && self.filter.is_empty() {
+            self.visible.push(index);
+            if self.selected.is_none() {
+                self.selected = Some(index);
+            }
+        } else {
+            self.refilter();
+        }
+    }
+
+    fn apply(&mut self, action: Action) -> Vec<Command> {
+        use Action as A;
+        match action {
+            A::Quit => {
+                self.quit = true;
+                return vec![Command::Quit];
+            }
+            A::Help => self.help = !self.help,
+            A::CommandMode => {
+                self.mode = Mode::Command {
+                    input: String::new(),
+                    completions: Vec::new(),
+                }
+            }
+            A::FilterMode => {
+                let current = match self.view {
+                    View::Annotations => self.annotation_filter.clone(),
+                    _ => self.filter.clone(),
+                };
+                if self.view != View::Annotations {
+                    self.view = View::Requests;
+                }
+                self.mode = Mode::Filter(current);
+            }
+            A::NextPane | A::PrevPane => {
+                let forward = action == A::NextPane;
+                if self.view == View::Chain {
+                    self.chain_pane = match self.chain_pane {
+                        ChainPane::Grid => ChainPane::Detail,
+                        ChainPane::Detail => ChainPane::Grid,
+                    };
+                } else {
+                    let at = View::ALL.iter().position(|v| *v == self.view).unwrap_or(0);
+                    let n = View::ALL.len();
+                    self.view = View::ALL[if forward {
+                        (at + 1) % n
+                    } else {
+                        (at + n - 1) % n
+                    }];
+                }
+            }
+            A::Show(v) => self.view = v,
+            A::Up | A::Down | A::PageUp | A::PageDown | A::Top | A::Bottom => self.navigate(action),
+            A::Open => {
+                if self.selected.is_some() {
+                    self.view = View::Chain;
+                    self.chain_pane = ChainPane::Grid;
+                }
+            }
+            A::Back => {
+                if self.help {
+                    self.help = false;
+                } else if self.view == View::Chain {
+                    if self.chain_pane == ChainPane::Detail {
+                        self.chain_pane = ChainPane::Grid;
+                    } else {
+                        self.view = View::Requests;
+                    }
+                } else if self.view == View::Annotations && !self.annotation_filter.is_empty() {
+                    self.annotation_filter.clear();
+                } else if !self.filter.is_empty() {
+                    self.filter.clear();
+                    self.refilter();
+                } else {
+                    self.view = View::Requests;
+                }
+            }
+            A::SortNext => {
+                let next = SortKey::ALL[(self.sort.0 as usize + 1) % SortKey::ALL.len()];
+                self.sort = (next, false);
+                self.refilter();
+                self.say(format!("sorted by {}", next.name()), false);
+            }
+            A::SortReverse => {
+                self.sort.1 = !self.sort.1;
+                self.refilter();
+            }
+            A::Sort(name) => {
+                if let Some(k) = SortKey::ALL.iter().find(|k| k.name() == name) {
+                    self.sort = (*k, false);
+                    self.refilter();
+                }
+            }
+            A::NextRound => self.jump_round(true),
+            A::PrevRound => self.jump_round(false),
+            A::Deciding => match self
+                .selected_entry()
+                .and_then(|e| model::deciding_call(&e.replayed.outcome))
+            {
+                Some(i) => {
+                    self.step = i;
+                    self.detail_scroll = 0;
+                }
+                None => self.say("no webhook was called", false),
+            },
+            A::NextRequest => self.move_selection(1),
+            A::PrevRequest => self.move_selection(-1),
+            A::ToggleSecrets => {
+                self.reveal_secrets = !self.reveal_secrets;
+                let text = if self.reveal_secrets {
+                    "Secret data revealed"
+                } else {
+                    "Secret data masked"
+                };
+                self.say(text, false);
+            }
+            A::DetailDown => self.detail_scroll = self.detail_scroll.saturating_add(5),
+            A::DetailUp => self.detail_scroll = self.detail_scroll.saturating_sub(5),
+            A::Theme(name) => return vec![Command::LoadTheme(name)],
+            A::Filter(text) => {
+                if self.view == View::Annotations {
+                    self.annotation_filter = text;
+                    self.annotation_top = None;
+                } else {
+                    self.filter = text;
+                    self.refilter();
+                }
+            }
+        }
+        Vec::new()
+    }
+
+    fn navigate(&mut self, action: Action) {
+        use Action as A;
+        let page = self.page.max(1) as isize;
+        let delta: isize = match action {
+            A::Up => -1,
+            A::Down => 1,
+            A::PageUp => -page,
+            A::PageDown => page,
+            A::Top => isize::MIN / 2,
+            _ => isize::MAX / 2,
+        };
+        match self.view {
+            View::Requests => self.move_selection(delta),
+            View::Chain if self.chain_pane == ChainPane::Detail => {
+                let d = delta.clamp(-10_000, 10_000);
+                self.detail_scroll = (self.detail_scroll as isize + d).clamp(0, 10_000) as u16;
+            }
+            View::Chain => self.move_step(delta.clamp(-10_000, 10_000)),
+            View::Annotations => {
+                let n = self.visible_annotations().len();
+                let last_top = n.saturating_sub(self.page.max(1));
+                if action == A::Bottom {
+                    self.annotation_top = None;
+                    return;
+                }
+                let top = self.annotation_top.unwrap_or(last_top) as isize;
+                let new = (top + delta).clamp(0, last_top as isize) as usize;
+                // Scrolling back to the end follows the tail again.
+                self.annotation_top = (new < last_top).then_some(new);
+            }
+            View::Webhooks => {
+                let n = self.hooks.len().max(1) as isize;
+                self.hook_selected = (self.hook_selected as isize + delta).clamp(0, n - 1) as usize;
+            }
+            View::Metrics => {}
+        }
+    }
+
+    fn on_key(&mut self, key: KeyEvent) -> Vec<Command> {
+        if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
+            return self.apply(Action::Quit);
+        }
+        match std::mem::take(&mut self.mode) {
+            Mode::Normal => {
+                self.message = None;
+                if self.help
+                    && !matches!(
+                        key.code,
+                        KeyCode::Char('?') | KeyCode::Esc | KeyCode::Char('q')
+                    )
+                {
+                    // Any other key closes the overlay and acts.
+                    self.help = false;
+                }
+                match self.keymap.action(self.view, &key) {
+                    Some(a) => self.apply(a),
+                    None => Vec::new(),
+                }
+            }
+            Mode::Command {
+                mut input,
+                completions,
+            } => match key.code {
+                KeyCode::Esc => Vec::new(),
+                KeyCode::Enter => match keymap::parse_command(&input) {
+                    Ok(a) => self.apply(a),
+                    Err(e) => {
+                        if !e.is_empty() {
+                            self.say(e, true);
+                        }
+                        Vec::new()
+                    }
+                },
+                KeyCode::Tab => {
+                    let options = keymap::complete(&input);
+                    let completions = match options.len() {
+                        0 => Vec::new(),
+                        1 => {
+                            input = options[0].clone();
+                            Vec::new()
+                        }
+                        _ => {
+                            let common = keymap::common_prefix(&options);
+                            if common.len() > input.len() {
+                                input = common;
+                            }
+                            options
+                        }
+                    };
+                    self.mode = Mode::Command { input, completions };
+                    Vec::new()
+                }
+                KeyCode::Backspace => {
+                    if input.pop().is_some() {
+                        self.mode = Mode::Command {
+                            input,
+                            completions: Vec::new(),
+                        };
+                    }
+                    Vec::new()
+                }
+                KeyCode::Char(c) => {
+                    input.push(c);
+                    let _ = completions;
+                    self.mode = Mode::Command {
+                        input,
+                        completions: Vec::new(),
+                    };
+                    Vec::new()
+                }
+                _ => {
+                    self.mode = Mode::Command { input, completions };
+                    Vec::new()
+                }
+            },
+            Mode::Filter(mut text) => {
+                match key.code {
+                    KeyCode::Esc => {
+                        text.clear();
+                        self.apply(Action::Filter(text));
+                    }
+                    KeyCode::Enter => {}
+                    KeyCode::Backspace => {
+                        text.pop();
+                        self.apply(Action::Filter(text.clone()));
+                        self.mode = Mode::Filter(text);
+                    }
+                    KeyCode::Char(c) => {
+                        text.push(c);
+                        self.apply(Action::Filter(text.clone()));
+                        self.mode = Mode::Filter(text);
+                    }
+                    _ => self.mode = Mode::Filter(text),
+                }
+                Vec::new()
+            }
+        }
+    }
+
+    fn on_mouse(&mut self, m: MouseEvent) {
+        match m.kind {
+            MouseEventKind::ScrollDown => self.navigate(Action::Down),
+            MouseEventKind::ScrollUp => self.navigate(Action::Up),
+            _ => {}
+        }
+    }
+}
+
+/// Applies one message. The only place state changes.
+pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
+    match msg {
+        Msg::Key(k) => state.on_key(k),
+        Msg::Mouse(m) => {
+            state.on_mouse(m);
+            Vec::new()
+        }
+        Msg::Resize(_, h) => {
+            // Header, borders, table header and status bar take about six rows.
+            state.page = usize::from(h.saturating_sub(6)).max(1);
+            Vec::new()
+        }
+        Msg::Source(s) => {
+            state.on_source(s);
+            Vec::new()
+        }
+        Msg::Action(a) => state.apply(a),
+        Msg::ThemeLoaded(Ok(t)) => {
+            state.say(format!("theme {}", t.name), false);
+            state.theme = t;
+            Vec::new()
+        }
+        Msg::ThemeLoaded(Err(e)) => {
+            state.say(e, true);
+            Vec::new()
+        }
+    }
+}
+
+/// Rejections by webhook and `error_type` (summed over the other labels), as the Metrics view
+/// charts them: `((webhook, error_type), count)` sorted by webhook.
+pub fn rejections(metrics: &Metrics) -> Vec<((String, String), f64)> {
+    sum_by(
+        metrics,
+        "apiserver_admission_webhook_rejection_count",
+        &["name", "error_type"],
+    )
+}
+
+/// Sums the samples of a family by some of their labels.
+pub fn sum_by(metrics: &Metrics, family: &str, by: &[&str]) -> Vec<((String, String), f64)> {
+    let mut out: BTreeMap<(String, String), f64> = BTreeMap::new();
+    for s in metrics.samples().into_iter().filter(|s| s.name == family) {
+        let get = |k: &str| {
+            s.labels
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        };
+        let key = (get(by[0]), by.get(1).map(|b| get(b)).unwrap_or_default());
+        *out.entry(key).or_default() += s.value;
+    }
+    out.into_iter().collect()
+}

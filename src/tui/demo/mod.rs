@@ -1,0 +1,673 @@
+//! The embedded demo: five webhooks (a sidecar injector with reinvocationPolicy IfNeeded, a label
+//! defaulter that makes it run again, a slow quota check that fails open, a policy validator that
+//! denies, a deprecation warner) and a few dozen captured requests across namespaces. The webhooks
+//! are served in process over real HTTPS on 127.0.0.1 with a CA minted at start
+//! ([`start`]), or answered in process without a socket and with fixed durations
+//! ([`offline`], for tests and reproducible screens). Nothing is written to disk.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use super::source::{AnyReplier, ReplayInput, ReplaySource};
+use crate::KubeVersion;
+use crate::api::WebhookConfiguration;
+use crate::engine::{
+    Attributes, Engine, EngineOptions, Replier, Reply, ReplyOutcome, TransportError,
+    TransportErrorKind, WebhookCall,
+};
+use crate::replay::run::{ReplaySettings, Replayer};
+use crate::replay::{CapturedRequest, IndexUnit, InputItem, NamespaceState, SourceRef};
+use crate::transport::{HttpsOptions, HttpsReplier};
+use crate::webhook_server::{
+    Answer, Behaviour, Behaviours, Pki, ServerError, ServerOptions, WebhookServer,
+};
+
+/// The configurations, with `${URL}` and `${CA}` to fill in.
+pub const WEBHOOKS_YAML: &str = include_str!("webhooks.yaml");
+
+/// How long the slow webhook takes (its timeoutSeconds is 1).
+pub const SLOW_DELAY: Duration = Duration::from_millis(1500);
+
+/// Starting the demo failed.
+#[derive(Debug, thiserror::Error)]
+pub enum DemoError {
+    /// Minting the CA failed.
+    #[error("demo CA: {0}")]
+    Pki(#[from] crate::webhook_server::PkiError),
+    /// The server did not start.
+    #[error("demo webhook server: {0}")]
+    Server(#[from] ServerError),
+    /// The embedded configurations did not load (a build defect).
+    #[error("demo configurations: {0}")]
+    Config(String),
+}
+
+/// The demo's configurations pointing at `base_url` (`https://127.0.0.1:PORT`) with `ca_pem` as
+/// caBundle, defaulted as the apiserver stores them.
+pub fn configurations(
+    base_url: &str,
+    ca_pem: &str,
+) -> Result<Vec<WebhookConfiguration>, DemoError> {
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    let text = WEBHOOKS_YAML
+        .replace("${URL}", base_url)
+        .replace("${CA}", &ca);
+    crate::config::parse_documents(&text, "demo")
+        .into_iter()
+        .map(|l| {
+            let mut l = l.map_err(|e| DemoError::Config(e.to_string()))?;
+            l.apply_defaults();
+            Ok(l.configuration)
+        })
+        .collect()
+}
+
+/// What the demo's webhooks answer, by URL path. `None`: the path is the slow one.
+fn answer(path: &str, operation: &str, object: Option<&Value>, old: Option<&Value>) -> Answer {
+    let obj = object.or(old).cloned().unwrap_or(Value::Null);
+    let kind = obj["kind"].as_str().unwrap_or_default();
+    let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+    let namespace = obj["metadata"]["namespace"].as_str().unwrap_or_default();
+    let labels = obj["metadata"]["labels"].as_object();
+    let label = |k: &str| labels.and_then(|l| l.get(k)).and_then(Value::as_str);
+    let containers: Vec<&Value> = obj["spec"]["containers"]
+        .as_array()
+        .map(|c| c.iter().collect())
+        .unwrap_or_default();
+    let has_proxy = containers.iter().any(|c| c["name"] == "proxy");
+    match path {
+        "/inject" => {
+            if has_proxy {
+                return Answer::allow();
+            }
+            let patch = json!([{"op": "add", "path": "/spec/containers/-", "value": {
+                "name": "proxy", "image": "registry.demo/proxy:1.4",
+                "ports": [{"containerPort": 15001}]}}]);
+            Answer::allow()
+                .with_patch(patch.to_string())
+                .with_audit_annotation("injected", "proxy:1.4")
+        }
+        "/labels" => {
+            let mut add = BTreeMap::new();
+            if label("team").is_none() {
+                add.insert("team", format!("{namespace}-owners"));
+            }
+            if kind == "Pod" && namespace == "shop" && label("sidecar.demo/inject").is_none() {
+                add.insert("sidecar.demo/inject", "true".to_string());
+            }
+            if add.is_empty() {
+                return Answer::allow();
+            }
+            let ops: Vec<Value> = if labels.is_none() {
+                vec![json!({"op": "add", "path": "/metadata/labels", "value": add})]
+            } else {
+                add.iter()
+                    .map(|(k, v)| {
+                        json!({"op": "add",
+                            "path": format!("/metadata/labels/{}", k.replace('~', "~0").replace('/', "~1")),
+                            "value": v})
+                    })
+                    .collect()
+            };
+            Answer::allow().with_patch(Value::Array(ops).to_string())
+        }
+        "/policy" => match kind {
+            "Pod" => {
+                for c in &containers {
+                    let image = c["image"].as_str().unwrap_or_default();
+                    let tagged = image.rsplit('/').next().is_some_and(|i| i.contains(':'));
+                    if image.ends_with(":latest") || !tagged {
+                        return Answer::deny(
+                            403,
+                            format!(
+                                "container {:?} uses image {image:?}: pin a version, :latest is not allowed",
+                                c["name"].as_str().unwrap_or_default()
+                            ),
+                        );
+                    }
+                }
+                if label("sidecar.demo/inject") == Some("true") && !has_proxy {
+                    return Answer::deny(
+                        403,
+                        format!("pod {name} is labelled sidecar.demo/inject=true but has no proxy container"),
+                    );
+                }
+                Answer::allow()
+            }
+            "ConfigMap" if operation == "DELETE" && name.ends_with("-locked") => {
+                Answer::deny(409, format!("configmap {name} is locked against deletion"))
+            }
+            "ConfigMap" if namespace == "payments" => {
+                let data = obj["data"].as_object();
+                match data.and_then(|d| d.keys().find(|k| k.contains("password"))) {
+                    Some(k) => Answer::deny(
+                        422,
+                        format!("configmaps in payments must not hold passwords (key {k:?}); use a Secret"),
+                    ),
+                    None => Answer::allow(),
+                }
+            }
+            "Secret" => Answer::allow().with_audit_annotation("checked", "secret-shape"),
+            _ => Answer::allow(),
+        },
+        "/warn" => match kind {
+            "Deployment" if obj["spec"]["revisionHistoryLimit"].is_null() => Answer::allow()
+                .with_warning(format!(
+                    "deployment {name}: no spec.revisionHistoryLimit, 10 old ReplicaSets will be kept"
+                )),
+            "Service" if obj["spec"]["type"] == "NodePort" => Answer::allow().with_warning(
+                format!("service {name} uses NodePort: prefer a LoadBalancer or an Ingress"),
+            ),
+            _ => Answer::allow(),
+        },
+        _ => Answer::allow(),
+    }
+}
+
+fn server_answer(path: &'static str) -> Behaviour {
+    Behaviour::custom(move |r| {
+        let parse = |raw: Option<&serde_json::value::RawValue>| {
+            raw.and_then(|v| serde_json::from_str::<Value>(v.get()).ok())
+        };
+        let (object, old) = (parse(r.object), parse(r.old_object));
+        answer(
+            path,
+            r.operation.unwrap_or_default(),
+            object.as_ref(),
+            old.as_ref(),
+        )
+    })
+}
+
+/// The demo's webhook server behaviours.
+pub fn behaviours() -> Behaviours {
+    Behaviours::new()
+        .route("/inject", server_answer("/inject"))
+        .route("/labels", server_answer("/labels"))
+        .route("/policy", server_answer("/policy"))
+        .route("/warn", server_answer("/warn"))
+        .route("/slow", Behaviour::Slow(SLOW_DELAY))
+}
+
+/// The demo's webhooks answered in process: the same answers as the server, with fixed
+/// durations, and a timeout for the slow webhook. Deterministic.
+#[derive(Debug, Clone, Default)]
+pub struct DemoReplier;
+
+/// The AdmissionReview response body of an answer.
+fn response_body(api_version: &str, uid: &str, a: &Answer) -> Vec<u8> {
+    let mut response = json!({"uid": uid, "allowed": a.allowed});
+    if let Some(s) = &a.status {
+        response["status"] = json!({"code": s.code, "message": s.message});
+    }
+    if let Some(p) = &a.patch {
+        response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(p));
+        response["patchType"] = json!("JSONPatch");
+    }
+    if !a.audit_annotations.is_empty() {
+        response["auditAnnotations"] = json!(a.audit_annotations);
+    }
+    if !a.warnings.is_empty() {
+        response["warnings"] = json!(a.warnings);
+    }
+    json!({"apiVersion": api_version, "kind": "AdmissionReview", "response": response})
+        .to_string()
+        .into_bytes()
+}
+
+impl DemoReplier {
+    fn one(call: &WebhookCall) -> Reply {
+        let path = call
+            .endpoint
+            .url
+            .split_once("://")
+            .and_then(|(_, rest)| rest.find('/').map(|i| &rest[i..]))
+            .unwrap_or("/")
+            .split('?')
+            .next()
+            .unwrap_or("/");
+        if path == "/slow" {
+            return Reply {
+                outcome: ReplyOutcome::Transport(TransportError {
+                    kind: TransportErrorKind::Timeout,
+                    detail:
+                        "context deadline exceeded (Client.Timeout exceeded while awaiting headers)"
+                            .into(),
+                }),
+                elapsed: call.timeout,
+            };
+        }
+        let body: Value = serde_json::from_slice(&call.body).unwrap_or(Value::Null);
+        let req = &body["request"];
+        let nonnull = |v: &Value| (!v.is_null()).then(|| v.clone());
+        let a = answer(
+            path,
+            req["operation"].as_str().unwrap_or_default(),
+            nonnull(&req["object"]).as_ref(),
+            nonnull(&req["oldObject"]).as_ref(),
+        );
+        let ms = match path {
+            "/inject" => 4,
+            "/labels" => 2,
+            "/policy" => 3,
+            _ => 1,
+        };
+        Reply {
+            outcome: ReplyOutcome::Http {
+                status: 200,
+                content_type: Some("application/json".into()),
+                body: response_body(
+                    body["apiVersion"].as_str().unwrap_or("admission.k8s.io/v1"),
+                    req["uid"].as_str().unwrap_or_default(),
+                    &a,
+                ),
+            },
+            elapsed: Duration::from_millis(ms),
+        }
+    }
+}
+
+impl Replier for DemoReplier {
+    fn reply(&mut self, calls: &[WebhookCall]) -> impl Future<Output = Vec<Reply>> + Send {
+        let replies: Vec<Reply> = calls.iter().map(DemoReplier::one).collect();
+        std::future::ready(replies)
+    }
+}
+
+/// Labels of the demo's namespaces.
+fn namespace_labels(ns: &str) -> BTreeMap<String, String> {
+    let mut l = BTreeMap::from([("kubernetes.io/metadata.name".to_string(), ns.to_string())]);
+    let extra = match ns {
+        "shop" => Some(("mesh", "enabled")),
+        "payments" => Some(("compliance", "pci")),
+        "batch" => Some(("tier", "batch")),
+        _ => None,
+    };
+    if let Some((k, v)) = extra {
+        l.insert(k.into(), v.into());
+    }
+    l
+}
+
+fn pod(ns: &str, name: &str, labels: Value, images: &[&str]) -> Value {
+    let containers: Vec<Value> = images
+        .iter()
+        .enumerate()
+        .map(|(i, img)| {
+            let name = match i {
+                _ if img.contains("/proxy:") => "proxy".to_string(),
+                0 => "app".to_string(),
+                _ => format!("app-{i}"),
+            };
+            json!({"name": name, "image": img})
+        })
+        .collect();
+    let mut p = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"containers": containers}});
+    if !labels.is_null() {
+        p["metadata"]["labels"] = labels;
+    }
+    p
+}
+
+fn configmap(ns: &str, name: &str, data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": ns, "labels": {"team": format!("{ns}-owners")}},
+        "data": data})
+}
+
+fn deployment(ns: &str, name: &str, replicas: u32, history: Option<u32>) -> Value {
+    let mut d = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": name, "namespace": ns, "labels": {"app": name}},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}},
+                "spec": {"containers": [{"name": "app", "image": format!("registry.demo/{name}:2.1")}]}}}});
+    if let Some(h) = history {
+        d["spec"]["revisionHistoryLimit"] = json!(h);
+    }
+    d
+}
+
+fn service(ns: &str, name: &str, ty: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {"type": ty, "selector": {"app": name}, "ports": [{"port": 80}]}})
+}
+
+/// Op, object, old object, dry run.
+struct Capture {
+    op: &'static str,
+    object: Option<Value>,
+    old: Option<Value>,
+    dry_run: bool,
+    user: &'static str,
+}
+
+fn create(object: Value) -> Capture {
+    Capture {
+        op: "CREATE",
+        object: Some(object),
+        old: None,
+        dry_run: false,
+        user: "alice@demo",
+    }
+}
+
+fn update(old: Value, object: Value) -> Capture {
+    Capture {
+        op: "UPDATE",
+        object: Some(object),
+        old: Some(old),
+        dry_run: false,
+        user: "bob@demo",
+    }
+}
+
+fn delete(old: Value) -> Capture {
+    Capture {
+        op: "DELETE",
+        object: None,
+        old: Some(old),
+        dry_run: false,
+        user: "carol@demo",
+    }
+}
+
+fn dry(mut c: Capture) -> Capture {
+    c.dry_run = true;
+    c
+}
+
+fn with_label(mut v: Value, k: &str, val: &str) -> Value {
+    v["metadata"]["labels"][k] = json!(val);
+    v
+}
+
+/// The demo's captured requests, in order.
+pub fn requests() -> Vec<InputItem> {
+    let inject = json!({"sidecar.demo/inject": "true", "app": "web"});
+    let captures = vec![
+        create(pod(
+            "shop",
+            "web-1",
+            inject.clone(),
+            &["registry.demo/web:3.2"],
+        )),
+        create(pod(
+            "shop",
+            "cart-1",
+            json!({"app": "cart"}),
+            &["registry.demo/cart:1.9"],
+        )),
+        create(pod(
+            "shop",
+            "web-2",
+            json!({"sidecar.demo/inject": "true", "team": "web"}),
+            &["registry.demo/web:3.2"],
+        )),
+        create(pod(
+            "shop",
+            "api-1",
+            inject.clone(),
+            &["registry.demo/api:latest"],
+        )),
+        create(configmap("shop", "settings", json!({"theme": "dark"}))),
+        create(deployment("shop", "web", 3, None)),
+        dry(create(pod(
+            "shop",
+            "web-3",
+            inject.clone(),
+            &["registry.demo/web:3.3"],
+        ))),
+        create(service("shop", "web", "ClusterIP")),
+        create(service("shop", "admin", "NodePort")),
+        update(
+            pod(
+                "shop",
+                "web-2",
+                json!({"sidecar.demo/inject": "true", "team": "web"}),
+                &["registry.demo/web:3.2", "registry.demo/proxy:1.4"],
+            ),
+            pod(
+                "shop",
+                "web-2",
+                json!({"sidecar.demo/inject": "true", "team": "web", "tier": "front"}),
+                &["registry.demo/web:3.2", "registry.demo/proxy:1.4"],
+            ),
+        ),
+        create(pod(
+            "shop",
+            "cart-2",
+            json!({"app": "cart", "team": "cart", "sidecar.demo/inject": "false"}),
+            &["registry.demo/cart:2.0"],
+        )),
+        delete(pod(
+            "shop",
+            "web-1",
+            inject.clone(),
+            &["registry.demo/web:3.2"],
+        )),
+        create(configmap(
+            "payments",
+            "db-config",
+            json!({"host": "db.payments", "password": "hunter2"}),
+        )),
+        create(
+            json!({"apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": "db-credentials", "namespace": "payments"},
+            "data": {"username": "YXBw", "password": "aHVudGVyMg=="}}),
+        ),
+        update(
+            configmap("payments", "feature-flags", json!({"refunds": "off"})),
+            configmap("payments", "feature-flags", json!({"refunds": "on"})),
+        ),
+        delete(configmap(
+            "payments",
+            "ledger-locked",
+            json!({"year": "2025"}),
+        )),
+        dry(delete(configmap(
+            "payments",
+            "ledger-locked",
+            json!({"year": "2025"}),
+        ))),
+        create(pod(
+            "payments",
+            "processor-1",
+            json!({"team": "payments"}),
+            &["registry.demo/processor:2.3"],
+        )),
+        create(deployment("payments", "processor", 2, Some(5))),
+        dry(create(configmap(
+            "payments",
+            "limits",
+            json!({"daily": "10000"}),
+        ))),
+        create(pod(
+            "batch",
+            "report-1",
+            json!({"team": "reports"}),
+            &["registry.demo/reporter:latest"],
+        )),
+        create(json!({"apiVersion": "batch/v1", "kind": "Job",
+            "metadata": {"name": "nightly", "namespace": "batch"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never",
+                "containers": [{"name": "job", "image": "registry.demo/job:1.0"}]}}}})),
+        update(
+            deployment("batch", "cron-runner", 1, None),
+            deployment("batch", "cron-runner", 2, None),
+        ),
+        create(configmap(
+            "batch",
+            "job-template",
+            json!({"schedule": "0 2 * * *"}),
+        )),
+        create(pod(
+            "batch",
+            "report-2",
+            json!(null),
+            &["registry.demo/reporter:4.0", "registry.demo/uploader:1.1"],
+        )),
+        create(pod(
+            "default",
+            "debug",
+            json!({"sidecar.demo/inject": "true"}),
+            &["busybox:1.36"],
+        )),
+        update(
+            configmap("default", "app-config", json!({"level": "info"})),
+            configmap("default", "app-config", json!({"level": "debug"})),
+        ),
+        delete(deployment("default", "old-app", 1, None)),
+        create(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "sandbox"}})),
+        create(with_label(
+            pod(
+                "kube-system",
+                "coredns-1",
+                json!({"sidecar.demo/inject": "true"}),
+                &["registry.demo/coredns:latest"],
+            ),
+            "k8s-app",
+            "kube-dns",
+        )),
+        update(
+            configmap("kube-system", "coredns", json!({"Corefile": ".:53"})),
+            configmap(
+                "kube-system",
+                "coredns",
+                json!({"Corefile": ".:53 { log }"}),
+            ),
+        ),
+        create(pod(
+            "shop",
+            "cart-3",
+            json!({"app": "cart"}),
+            &["registry.demo/cart:2.0"],
+        )),
+        dry(create(deployment("shop", "cart", 2, Some(3)))),
+        create(pod("default", "nginx", json!({"app": "nginx"}), &["nginx"])),
+    ];
+    captures
+        .into_iter()
+        .enumerate()
+        .map(|(i, c)| InputItem::Request(Box::new(captured(i, c))))
+        .collect()
+}
+
+fn captured(i: usize, c: Capture) -> CapturedRequest {
+    let obj = c
+        .object
+        .as_ref()
+        .or(c.old.as_ref())
+        .cloned()
+        .unwrap_or_default();
+    let kind = obj["kind"].as_str().unwrap_or_default().to_string();
+    let api_version = obj["apiVersion"].as_str().unwrap_or("v1");
+    let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+    let resource = format!("{}s", kind.to_lowercase());
+    let name = obj["metadata"]["name"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let is_namespace = kind == "Namespace";
+    let namespace = if is_namespace {
+        name.clone()
+    } else {
+        obj["metadata"]["namespace"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    };
+    let options = match c.op {
+        "CREATE" => json!({"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"}),
+        "UPDATE" => json!({"apiVersion": "meta.k8s.io/v1", "kind": "UpdateOptions"}),
+        _ => json!({"apiVersion": "meta.k8s.io/v1", "kind": "DeleteOptions"}),
+    };
+    let attrs: Attributes = serde_json::from_value(json!({
+        "operation": c.op,
+        "kind": {"group": group, "version": version, "kind": kind},
+        "resource": {"group": group, "version": version, "resource": resource},
+        "namespace": namespace, "name": name,
+        "object": c.object, "oldObject": c.old, "dryRun": c.dry_run, "options": options,
+        "userInfo": {"username": c.user, "groups": ["system:authenticated", "demo:developers"]},
+    }))
+    .unwrap_or_else(|e| unreachable!("demo request {i} is well formed: {e}"));
+    CapturedRequest {
+        source: SourceRef {
+            file: "demo".into(),
+            index: i + 1,
+            unit: IndexUnit::Document,
+            audit_id: None,
+        },
+        uid: format!("00000000-0000-4000-a000-{:012x}", i + 1),
+        namespace: if is_namespace || namespace.is_empty() {
+            NamespaceState::NotApplicable
+        } else {
+            NamespaceState::Known(namespace_labels(&namespace))
+        },
+        attrs,
+        audit: None,
+        notes: Vec::new(),
+    }
+}
+
+fn source(
+    configs: &[WebhookConfiguration],
+    version: KubeVersion,
+    replier: AnyReplier,
+    concurrency: usize,
+    sequential_ids: bool,
+    label: &str,
+) -> ReplaySource {
+    let engine = Arc::new(Engine::new(configs, EngineOptions::for_version(version)));
+    ReplaySource {
+        label: label.into(),
+        replayer: Replayer::new(engine, ReplaySettings::default()),
+        input: ReplayInput::Items(requests()),
+        replier,
+        concurrency,
+        sequential_ids,
+        problems: Vec::new(),
+        server: None,
+    }
+}
+
+/// The demo over real HTTPS: mints a CA, starts the webhook server on 127.0.0.1 (on the current
+/// tokio runtime) and returns a source that replays the capture against it.
+pub async fn start(version: KubeVersion) -> Result<ReplaySource, DemoError> {
+    let pki = Pki::mint(&[])?;
+    let server = WebhookServer::start(&pki, behaviours(), ServerOptions::default()).await?;
+    let configs = configurations(&server.url(""), pki.ca_pem())?;
+    let replier = AnyReplier::Https(HttpsReplier::new(HttpsOptions::default()));
+    let mut s = source(
+        &configs,
+        version,
+        replier,
+        4,
+        false,
+        "demo (https 127.0.0.1)",
+    );
+    s.server = Some(server);
+    Ok(s)
+}
+
+/// The demo answered in process with fixed durations and sequential uids: the same screens on
+/// every run.
+pub fn offline(version: KubeVersion) -> ReplaySource {
+    let configs = configurations("https://127.0.0.1:8443", "demo-ca")
+        .unwrap_or_else(|e| unreachable!("embedded demo configurations load: {e}"));
+    source(
+        &configs,
+        version,
+        AnyReplier::Demo(DemoReplier),
+        1,
+        true,
+        "demo (offline)",
+    )
+}

@@ -1,0 +1,441 @@
+//! Keys and `:` commands as data. The help overlay lists the live keymap, so what it shows is
+//! what the keys do.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+use super::app::View;
+
+/// Everything a key or a command can ask for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Action {
+    /// Leave the console.
+    Quit,
+    /// Show or hide the help overlay.
+    Help,
+    /// Start a `:` command.
+    CommandMode,
+    /// Start a `/` filter.
+    FilterMode,
+    /// Next pane (or view, where a view has one pane).
+    NextPane,
+    /// Previous pane (or view).
+    PrevPane,
+    /// Go to a view.
+    Show(View),
+    /// Selection up.
+    Up,
+    /// Selection down.
+    Down,
+    /// A page up.
+    PageUp,
+    /// A page down.
+    PageDown,
+    /// First item.
+    Top,
+    /// Last item (and follow the tail where there is one).
+    Bottom,
+    /// Open the selection.
+    Open,
+    /// Back (close overlays, clear the filter, leave the chain).
+    Back,
+    /// Sort by the next column.
+    SortNext,
+    /// Reverse the sort.
+    SortReverse,
+    /// Chain: first step of the next round.
+    NextRound,
+    /// Chain: first step of the previous round.
+    PrevRound,
+    /// Chain: the step that decided the verdict.
+    Deciding,
+    /// Chain: the next request.
+    NextRequest,
+    /// Chain: the previous request.
+    PrevRequest,
+    /// Show or mask Secret data.
+    ToggleSecrets,
+    /// Scroll the detail pane down.
+    DetailDown,
+    /// Scroll the detail pane up.
+    DetailUp,
+    /// Switch theme (built-in name or path).
+    Theme(String),
+    /// Filter with this text (empty clears).
+    Filter(String),
+    /// Sort by a column by name.
+    Sort(String),
+}
+
+/// Where a binding applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Everywhere.
+    Global,
+    /// In one view.
+    In(View),
+}
+
+/// A key with its modifiers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Key {
+    /// The key.
+    pub code: KeyCode,
+    /// Ctrl, Alt (Shift is part of the character).
+    pub mods: KeyModifiers,
+}
+
+impl Key {
+    /// A plain key.
+    pub const fn plain(code: KeyCode) -> Key {
+        Key {
+            code,
+            mods: KeyModifiers::NONE,
+        }
+    }
+
+    /// A character.
+    pub const fn ch(c: char) -> Key {
+        Key::plain(KeyCode::Char(c))
+    }
+
+    /// Ctrl and a character.
+    pub const fn ctrl(c: char) -> Key {
+        Key {
+            code: KeyCode::Char(c),
+            mods: KeyModifiers::CONTROL,
+        }
+    }
+
+    /// Whether a terminal key event is this key (Shift is ignored for characters).
+    pub fn matches(&self, ev: &KeyEvent) -> bool {
+        let mods = ev.modifiers & (KeyModifiers::CONTROL | KeyModifiers::ALT);
+        let code = match ev.code {
+            // Some terminals report shift-tab as BackTab, others as shift + Tab.
+            KeyCode::Tab if ev.modifiers.contains(KeyModifiers::SHIFT) => KeyCode::BackTab,
+            c => c,
+        };
+        code == self.code && mods == self.mods
+    }
+
+    /// As the help shows it.
+    pub fn label(&self) -> String {
+        let base = match self.code {
+            KeyCode::Char(' ') => "space".to_string(),
+            KeyCode::Char(c) => c.to_string(),
+            KeyCode::Up => "↑".into(),
+            KeyCode::Down => "↓".into(),
+            KeyCode::Left => "←".into(),
+            KeyCode::Right => "→".into(),
+            KeyCode::Enter => "enter".into(),
+            KeyCode::Esc => "esc".into(),
+            KeyCode::Tab => "tab".into(),
+            KeyCode::BackTab => "shift-tab".into(),
+            KeyCode::PageUp => "pgup".into(),
+            KeyCode::PageDown => "pgdn".into(),
+            KeyCode::Home => "home".into(),
+            KeyCode::End => "end".into(),
+            other => format!("{other:?}").to_lowercase(),
+        };
+        if self.mods.contains(KeyModifiers::CONTROL) {
+            format!("ctrl-{base}")
+        } else if self.mods.contains(KeyModifiers::ALT) {
+            format!("alt-{base}")
+        } else {
+            base
+        }
+    }
+}
+
+/// One binding: keys, what they do, where, and the help text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binding {
+    /// The keys (any of them).
+    pub keys: Vec<Key>,
+    /// What they do.
+    pub action: Action,
+    /// Where.
+    pub scope: Scope,
+    /// Help text.
+    pub help: &'static str,
+}
+
+/// The bindings, looked up in order: view bindings first, then global ones.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Keymap {
+    /// All bindings.
+    pub bindings: Vec<Binding>,
+}
+
+impl Default for Keymap {
+    fn default() -> Self {
+        use Action as A;
+        use KeyCode as K;
+        use Scope::{Global, In};
+        let b = |keys: Vec<Key>, action, scope, help| Binding {
+            keys,
+            action,
+            scope,
+            help,
+        };
+        let p = Key::plain;
+        let c = Key::ch;
+        let bindings = vec![
+            b(vec![c('q'), Key::ctrl('c')], A::Quit, Global, "quit"),
+            b(vec![c('?')], A::Help, Global, "help (this overlay)"),
+            b(
+                vec![c(':')],
+                A::CommandMode,
+                Global,
+                "command (tab completes)",
+            ),
+            b(vec![c('/')], A::FilterMode, Global, "filter"),
+            b(vec![p(K::Tab)], A::NextPane, Global, "next pane / view"),
+            b(
+                vec![p(K::BackTab)],
+                A::PrevPane,
+                Global,
+                "previous pane / view",
+            ),
+            b(
+                vec![c('1')],
+                A::Show(View::Requests),
+                Global,
+                "requests view",
+            ),
+            b(vec![c('2')], A::Show(View::Chain), Global, "chain view"),
+            b(
+                vec![c('3')],
+                A::Show(View::Annotations),
+                Global,
+                "annotations view",
+            ),
+            b(vec![c('4')], A::Show(View::Metrics), Global, "metrics view"),
+            b(
+                vec![c('5')],
+                A::Show(View::Webhooks),
+                Global,
+                "webhooks view",
+            ),
+            b(vec![c('k'), p(K::Up)], A::Up, Global, "up"),
+            b(vec![c('j'), p(K::Down)], A::Down, Global, "down"),
+            b(
+                vec![Key::ctrl('u'), p(K::PageUp)],
+                A::PageUp,
+                Global,
+                "page up",
+            ),
+            b(
+                vec![Key::ctrl('d'), p(K::PageDown)],
+                A::PageDown,
+                Global,
+                "page down",
+            ),
+            b(vec![c('g'), p(K::Home)], A::Top, Global, "first"),
+            b(vec![c('G'), p(K::End)], A::Bottom, Global, "last (follow)"),
+            b(
+                vec![p(K::Esc)],
+                A::Back,
+                Global,
+                "back / close / clear filter",
+            ),
+            b(
+                vec![c('x')],
+                A::ToggleSecrets,
+                Global,
+                "reveal / mask Secret data",
+            ),
+            b(
+                vec![p(K::Enter), c('l'), p(K::Right)],
+                A::Open,
+                In(View::Requests),
+                "open the chain",
+            ),
+            b(
+                vec![c('s')],
+                A::SortNext,
+                In(View::Requests),
+                "sort by next column",
+            ),
+            b(
+                vec![c('r')],
+                A::SortReverse,
+                In(View::Requests),
+                "reverse sort",
+            ),
+            b(vec![c(']')], A::NextRound, In(View::Chain), "next round"),
+            b(
+                vec![c('[')],
+                A::PrevRound,
+                In(View::Chain),
+                "previous round",
+            ),
+            b(
+                vec![c('d')],
+                A::Deciding,
+                In(View::Chain),
+                "step that decided the verdict",
+            ),
+            b(
+                vec![c('n')],
+                A::NextRequest,
+                In(View::Chain),
+                "next request",
+            ),
+            b(
+                vec![c('p')],
+                A::PrevRequest,
+                In(View::Chain),
+                "previous request",
+            ),
+            b(
+                vec![c('J')],
+                A::DetailDown,
+                In(View::Chain),
+                "scroll detail down",
+            ),
+            b(
+                vec![c('K')],
+                A::DetailUp,
+                In(View::Chain),
+                "scroll detail up",
+            ),
+            b(
+                vec![c('h'), p(K::Left)],
+                A::Back,
+                In(View::Chain),
+                "back to requests",
+            ),
+        ];
+        Keymap { bindings }
+    }
+}
+
+impl Keymap {
+    /// The action of a key in a view.
+    pub fn action(&self, view: View, ev: &KeyEvent) -> Option<Action> {
+        let find = |scope: Scope| {
+            self.bindings
+                .iter()
+                .find(|b| b.scope == scope && b.keys.iter().any(|k| k.matches(ev)))
+                .map(|b| b.action.clone())
+        };
+        find(Scope::In(view)).or_else(|| find(Scope::Global))
+    }
+
+    /// The bindings that apply in a view: its own, then the global ones it does not shadow.
+    pub fn for_view(&self, view: View) -> Vec<&Binding> {
+        let own: Vec<&Binding> = self
+            .bindings
+            .iter()
+            .filter(|b| b.scope == Scope::In(view))
+            .collect();
+        let shadowed = |k: &Key| own.iter().any(|b| b.keys.contains(k));
+        let global = self
+            .bindings
+            .iter()
+            .filter(|b| b.scope == Scope::Global && !b.keys.iter().all(shadowed));
+        own.iter().copied().chain(global).collect()
+    }
+}
+
+/// The `:` commands: name, argument hint, help.
+pub const COMMANDS: &[(&str, &str, &str)] = &[
+    ("requests", "", "the Requests view"),
+    ("chain", "", "the Chain view of the selected request"),
+    ("annotations", "", "the Annotations view"),
+    ("metrics", "", "the Metrics view"),
+    ("webhooks", "", "the Webhooks view"),
+    ("help", "", "the help overlay"),
+    (
+        "theme",
+        " NAME|PATH",
+        "switch theme (default, light, high-contrast, or a file)",
+    ),
+    ("filter", " TEXT", "filter the current view (empty clears)"),
+    (
+        "sort",
+        " COLUMN",
+        "sort requests (input, op, resource, name, verdict, called, rounds, duration)",
+    ),
+    ("reveal", "", "reveal or mask Secret data"),
+    ("quit", "", "leave"),
+];
+
+/// Sort column names, as `:sort` takes them.
+pub const SORT_COLUMNS: &[&str] = &[
+    "input", "op", "resource", "name", "verdict", "called", "rounds", "duration",
+];
+
+/// Parses a `:` command line.
+pub fn parse_command(line: &str) -> Result<Action, String> {
+    let line = line.trim();
+    let (name, arg) = line.split_once(' ').unwrap_or((line, ""));
+    let arg = arg.trim().to_string();
+    let view = |v| Ok(Action::Show(v));
+    match name {
+        "requests" | "req" => view(View::Requests),
+        "chain" => view(View::Chain),
+        "annotations" | "ann" => view(View::Annotations),
+        "metrics" => view(View::Metrics),
+        "webhooks" | "hooks" => view(View::Webhooks),
+        "help" => Ok(Action::Help),
+        "q" | "quit" => Ok(Action::Quit),
+        "reveal" => Ok(Action::ToggleSecrets),
+        "theme" if !arg.is_empty() => Ok(Action::Theme(arg)),
+        "theme" => Err("usage: theme NAME|PATH".into()),
+        "filter" => Ok(Action::Filter(arg)),
+        "sort" if SORT_COLUMNS.contains(&arg.as_str()) => Ok(Action::Sort(arg)),
+        "sort" => Err(format!("usage: sort {}", SORT_COLUMNS.join("|"))),
+        "" => Err(String::new()),
+        other => Err(format!("unknown command {other:?} (tab completes)")),
+    }
+}
+
+/// Completions of a partial command line: whole lines.
+pub fn complete(line: &str) -> Vec<String> {
+    match line.split_once(' ') {
+        None => COMMANDS
+            .iter()
+            .filter(|(n, ..)| n.starts_with(line))
+            .map(|(n, hint, _)| {
+                if hint.is_empty() {
+                    n.to_string()
+                } else {
+                    format!("{n} ")
+                }
+            })
+            .collect(),
+        Some((cmd, arg)) => {
+            let options: &[&str] = match cmd {
+                "theme" => &["default", "light", "high-contrast"],
+                "sort" => SORT_COLUMNS,
+                _ => &[],
+            };
+            options
+                .iter()
+                .filter(|o| o.starts_with(arg.trim_start()))
+                .map(|o| format!("{cmd} {o}"))
+                .collect()
+        }
+    }
+}
+
+/// The longest common prefix of completions.
+pub fn common_prefix(items: &[String]) -> String {
+    let Some(first) = items.first() else {
+        return String::new();
+    };
+    let mut len = first.len();
+    for s in &items[1..] {
+        len = len.min(
+            first
+                .char_indices()
+                .zip(s.chars())
+                .take_while(|((_, a), b)| a == b)
+                .map(|((i, a), _)| i + a.len_utf8())
+                .last()
+                .unwrap_or(0),
+        );
+    }
+    first[..len].to_string()
+}

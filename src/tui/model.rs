@@ -1,0 +1,481 @@
+//! What the views show, derived from the engine's outcome and trace only: request rows, chain
+//! cells, annotation rows, webhook settings and counts. Pure functions, no IO.
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::api::WebhookKind;
+use crate::engine::{CallDecision, CallRecord, Hook, Outcome, Step, StepKind};
+use crate::replay::run::Replayed;
+
+/// A webhook as the engine dispatches it, with its effective (defaulted) settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookInfo {
+    /// Mutating or validating.
+    pub phase: WebhookKind,
+    /// Configuration name.
+    pub configuration: String,
+    /// Webhook name.
+    pub webhook: String,
+    /// Position among the webhooks of its phase.
+    pub position: usize,
+    /// Setting name and value, in a fixed order.
+    pub settings: Vec<(&'static str, String)>,
+}
+
+fn json_text<T: serde::Serialize>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+impl HookInfo {
+    /// From the engine's hook.
+    pub fn from_hook(phase: WebhookKind, h: &Hook) -> HookInfo {
+        let w = &h.webhook;
+        let or = |v: &Option<String>, d: &str| v.clone().unwrap_or_else(|| d.to_string());
+        let client = match (&w.client_config.url, &w.client_config.service) {
+            (Some(u), _) => u.clone(),
+            (None, Some(s)) => json_text(s),
+            (None, None) => "(none)".into(),
+        };
+        let mut settings = vec![
+            ("client", client),
+            ("failurePolicy", or(&w.failure_policy, "Fail")),
+            ("matchPolicy", or(&w.match_policy, "Exact")),
+            ("sideEffects", or(&w.side_effects, "(unset)")),
+            (
+                "timeoutSeconds",
+                w.timeout_seconds
+                    .map_or("(unset)".into(), |t| t.to_string()),
+            ),
+            (
+                "admissionReviewVersions",
+                w.admission_review_versions
+                    .as_ref()
+                    .map_or("(unset)".into(), |v| v.join(",")),
+            ),
+        ];
+        if phase == WebhookKind::Mutating {
+            settings.push(("reinvocationPolicy", or(&w.reinvocation_policy, "Never")));
+        }
+        settings.push(("rules", json_text(&w.rules)));
+        settings.push(("namespaceSelector", json_text(&w.namespace_selector)));
+        settings.push(("objectSelector", json_text(&w.object_selector)));
+        if let Some(c) = &w.match_conditions {
+            settings.push(("matchConditions", json_text(c)));
+        }
+        HookInfo {
+            phase,
+            configuration: h.configuration.clone(),
+            webhook: w.name.clone(),
+            position: h.position,
+            settings,
+        }
+    }
+}
+
+/// The verdict of a request as the table shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Verdict {
+    /// Admitted, every webhook answered.
+    Allowed,
+    /// Admitted, but a webhook failed open.
+    FailedOpen,
+    /// Refused with this code.
+    Denied(i32),
+}
+
+/// One row of the Requests view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RequestRow {
+    /// `CREATE`, `UPDATE`, ….
+    pub operation: String,
+    /// `pods`, `deployments.apps`, with `/subresource`.
+    pub resource: String,
+    /// `namespace/name` (or `name`).
+    pub target: String,
+    /// The verdict.
+    pub verdict: Verdict,
+    /// Dry run.
+    pub dry_run: bool,
+    /// Webhooks called (counting each round).
+    pub called: usize,
+    /// Mutating rounds run (1 or 2; 0 when no mutating webhook was considered).
+    pub rounds: u8,
+    /// Virtual time of the dispatch.
+    pub duration: Duration,
+    /// Names of the webhooks called, for filtering.
+    pub webhooks: Vec<String>,
+    /// Namespace, for filtering.
+    pub namespace: String,
+    /// The request concerns a Secret (masked unless revealed).
+    pub secret: bool,
+}
+
+impl RequestRow {
+    /// Derives the row from a replayed request.
+    pub fn new(r: &Replayed) -> RequestRow {
+        let a = &r.request.attrs;
+        let o = &r.outcome;
+        let mut resource = if a.resource.group.is_empty() {
+            a.resource.resource.clone()
+        } else {
+            format!("{}.{}", a.resource.resource, a.resource.group)
+        };
+        if !a.sub_resource.is_empty() {
+            resource = format!("{resource}/{}", a.sub_resource);
+        }
+        let target = match (
+            a.namespace.is_empty() || a.is_namespace_resource(),
+            a.name.is_empty(),
+        ) {
+            (true, _) => a.name.clone(),
+            (false, _) => format!("{}/{}", a.namespace, a.name),
+        };
+        let failed_open = o
+            .calls
+            .iter()
+            .any(|c| cell_state(c) == CellState::FailedOpen);
+        let verdict = match (&o.status, o.allowed) {
+            (Some(s), false) => Verdict::Denied(s.code),
+            (None, false) => Verdict::Denied(0),
+            _ if failed_open => Verdict::FailedOpen,
+            _ => Verdict::Allowed,
+        };
+        let called: Vec<&CallRecord> = o
+            .calls
+            .iter()
+            .filter(|c| c.decision == CallDecision::Called)
+            .collect();
+        let rounds = if o.reinvoked {
+            2
+        } else {
+            u8::from(o.calls.iter().any(|c| c.phase == WebhookKind::Mutating))
+        };
+        let mut webhooks: Vec<String> = called.iter().map(|c| c.webhook.clone()).collect();
+        webhooks.dedup();
+        RequestRow {
+            operation: a.operation.to_string(),
+            resource,
+            target,
+            verdict,
+            dry_run: a.dry_run,
+            called: called.len(),
+            rounds,
+            duration: o.elapsed,
+            webhooks,
+            namespace: a.namespace.clone(),
+            secret: crate::replay::report::is_secret(&r.request),
+        }
+    }
+
+    /// Whether the row matches a filter: every word must appear in one of the fields
+    /// (operation, resource, namespace/name, verdict word, a called webhook), case-insensitive.
+    pub fn matches(&self, filter: &str) -> bool {
+        let verdict = match self.verdict {
+            Verdict::Allowed => "allowed".to_string(),
+            Verdict::FailedOpen => "allowed failed-open".to_string(),
+            Verdict::Denied(c) => format!("denied {c}"),
+        };
+        let dry = if self.dry_run { "dry-run" } else { "" };
+        let hay = format!(
+            "{} {} {} {} {} {}",
+            self.operation,
+            self.resource,
+            self.target,
+            verdict,
+            dry,
+            self.webhooks.join(" ")
+        )
+        .to_lowercase();
+        filter
+            .split_whitespace()
+            .all(|w| hay.contains(&w.to_lowercase()))
+    }
+}
+
+/// What became of one webhook in one round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CellState {
+    /// Not called.
+    Skipped,
+    /// Called, allowed, no change.
+    Called,
+    /// Called and changed the object.
+    Mutated,
+    /// Denied the request.
+    Denied,
+    /// The call failed and failed the request.
+    Errored,
+    /// The call failed and the request went on (failurePolicy Ignore).
+    FailedOpen,
+}
+
+impl CellState {
+    /// Lower-case name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CellState::Skipped => "skipped",
+            CellState::Called => "called",
+            CellState::Mutated => "mutated",
+            CellState::Denied => "denied",
+            CellState::Errored => "errored",
+            CellState::FailedOpen => "failed open",
+        }
+    }
+}
+
+/// The state of a call record.
+pub fn cell_state(c: &CallRecord) -> CellState {
+    if c.decision == CallDecision::Skipped {
+        CellState::Skipped
+    } else if c.error.is_some() {
+        if c.failure_policy == "Ignore" && c.allowed != Some(false) {
+            CellState::FailedOpen
+        } else {
+            CellState::Errored
+        }
+    } else if c.allowed == Some(false) {
+        CellState::Denied
+    } else if c.mutated {
+        CellState::Mutated
+    } else {
+        CellState::Called
+    }
+}
+
+/// The phase blocks of the chain: mutating round 0, round 1, validating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Block {
+    /// Mutating, round 0.
+    Round0,
+    /// Mutating, the reinvocation round.
+    Round1,
+    /// Validating.
+    Validating,
+}
+
+impl Block {
+    /// Of a call.
+    pub fn of(c: &CallRecord) -> Block {
+        match (c.phase, c.round) {
+            (WebhookKind::Validating, _) => Block::Validating,
+            (_, 0) => Block::Round0,
+            _ => Block::Round1,
+        }
+    }
+
+    /// Title.
+    pub fn title(self) -> &'static str {
+        match self {
+            Block::Round0 => "mutating · round 0",
+            Block::Round1 => "mutating · round 1 (reinvocation)",
+            Block::Validating => "validating",
+        }
+    }
+}
+
+/// The index of the call that decided the verdict: the one that refused the request, or the
+/// last webhook called when it was admitted (None when nothing was called).
+pub fn deciding_call(o: &Outcome) -> Option<usize> {
+    if !o.allowed
+        && let Some(i) = o
+            .calls
+            .iter()
+            .position(|c| matches!(cell_state(c), CellState::Denied | CellState::Errored))
+    {
+        return Some(i);
+    }
+    o.calls
+        .iter()
+        .rposition(|c| c.decision == CallDecision::Called)
+}
+
+/// The trace steps that belong to one call: its own steps, and the annotations and metrics
+/// written while it was the current webhook.
+pub fn steps_of<'a>(o: &'a Outcome, c: &CallRecord) -> Vec<&'a Step> {
+    let mut current = false;
+    let mut out = Vec::new();
+    for s in &o.trace {
+        match s.kind.hook() {
+            Some(h) => {
+                current = h.phase == c.phase
+                    && h.round == c.round
+                    && h.configuration == c.configuration
+                    && h.webhook == c.webhook;
+                if current {
+                    out.push(s);
+                }
+            }
+            None => match &s.kind {
+                StepKind::Annotation { .. }
+                | StepKind::AnnotationDropped { .. }
+                | StepKind::Metric { .. }
+                    if current =>
+                {
+                    out.push(s)
+                }
+                _ => current = false,
+            },
+        }
+    }
+    out
+}
+
+/// One audit annotation of the Annotations view.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnnotationRow {
+    /// Input position of the request (index into the requests).
+    pub request: usize,
+    /// Key.
+    pub key: String,
+    /// Value as written.
+    pub value: String,
+    /// A readable rendering of the value, when it is one of the apiserver's JSON values.
+    pub decoded: Option<String>,
+}
+
+/// A short reading of the apiserver's `mutation.webhook…` and `patch.webhook…` values.
+pub fn decode_annotation(key: &str, value: &str) -> Option<String> {
+    if !(key.starts_with("mutation.webhook.admission.k8s.io/")
+        || key.starts_with("patch.webhook.admission.k8s.io/"))
+    {
+        return None;
+    }
+    let v: Value = serde_json::from_str(value).ok()?;
+    let who = format!(
+        "{}/{}",
+        v.get("configuration")?.as_str()?,
+        v.get("webhook")?.as_str()?
+    );
+    if let Some(m) = v.get("mutated").and_then(Value::as_bool) {
+        return Some(format!(
+            "{who} {}",
+            if m { "mutated" } else { "did not mutate" }
+        ));
+    }
+    let ops: Vec<String> = v
+        .get("patch")?
+        .as_array()?
+        .iter()
+        .map(|op| {
+            format!(
+                "{} {}",
+                op.get("op").and_then(Value::as_str).unwrap_or("?"),
+                op.get("path").and_then(Value::as_str).unwrap_or("?")
+            )
+        })
+        .collect();
+    Some(format!("{who} patch: {}", ops.join(", ")))
+}
+
+/// Per-webhook counts of the Webhooks view.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HookCounts {
+    /// Called (any round).
+    pub matched: usize,
+    /// Not called.
+    pub skipped: usize,
+    /// Changed the object.
+    pub mutated: usize,
+    /// Denied.
+    pub denied: usize,
+    /// Calls that failed (either policy).
+    pub errors: usize,
+    /// Calls that failed open.
+    pub failed_open: usize,
+}
+
+impl HookCounts {
+    /// Counts one call record.
+    pub fn add(&mut self, c: &CallRecord) {
+        match cell_state(c) {
+            CellState::Skipped => self.skipped += 1,
+            s => {
+                self.matched += 1;
+                match s {
+                    CellState::Mutated => self.mutated += 1,
+                    CellState::Denied => self.denied += 1,
+                    CellState::Errored => self.errors += 1,
+                    CellState::FailedOpen => {
+                        self.errors += 1;
+                        self.failed_open += 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// A line diff of two texts (longest common subsequence): `(' ' | '-' | '+', line)`.
+pub fn line_diff<'a>(before: &'a str, after: &'a str) -> Vec<(char, &'a str)> {
+    let a: Vec<&str> = before.lines().collect();
+    let b: Vec<&str> = after.lines().collect();
+    // Trim the common head and tail so the table stays small for large objects.
+    let head = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
+    let tail = a[head..]
+        .iter()
+        .rev()
+        .zip(b[head..].iter().rev())
+        .take_while(|(x, y)| x == y)
+        .count();
+    let (ma, mb) = (&a[head..a.len() - tail], &b[head..b.len() - tail]);
+    let (n, m) = (ma.len(), mb.len());
+    let mut lcs = vec![0u32; (n + 1) * (m + 1)];
+    let at = |i: usize, j: usize| i * (m + 1) + j;
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            lcs[at(i, j)] = if ma[i] == mb[j] {
+                lcs[at(i + 1, j + 1)] + 1
+            } else {
+                lcs[at(i + 1, j)].max(lcs[at(i, j + 1)])
+            };
+        }
+    }
+    let mut out: Vec<(char, &str)> = a[..head].iter().map(|l| (' ', *l)).collect();
+    let (mut i, mut j) = (0, 0);
+    while i < n || j < m {
+        if i < n && j < m && ma[i] == mb[j] {
+            out.push((' ', ma[i]));
+            i += 1;
+            j += 1;
+        } else if j < m && (i == n || lcs[at(i, j + 1)] >= lcs[at(i + 1, j)]) {
+            out.push(('+', mb[j]));
+            j += 1;
+        } else {
+            out.push(('-', ma[i]));
+            i += 1;
+        }
+    }
+    out.extend(a[a.len() - tail..].iter().map(|l| (' ', *l)));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn diff_marks_changes() {
+        let d = line_diff("a\nb\nc\n", "a\nx\nc\nd\n");
+        assert_eq!(
+            d,
+            vec![(' ', "a"), ('+', "x"), ('-', "b"), (' ', "c"), ('+', "d")]
+        );
+        assert!(line_diff("same", "same").iter().all(|(c, _)| *c == ' '));
+    }
+
+    #[test]
+    fn decodes_mutation_annotations() {
+        assert_eq!(
+            decode_annotation(
+                "mutation.webhook.admission.k8s.io/round_0_index_0",
+                r#"{"configuration":"c","webhook":"w","mutated":true}"#
+            )
+            .as_deref(),
+            Some("c/w mutated")
+        );
+        assert_eq!(decode_annotation("other/key", "x"), None);
+    }
+}

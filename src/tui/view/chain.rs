@@ -1,0 +1,470 @@
+//! The Chain view: the selected request's webhooks round by round, and for the selected step
+//! everything the engine's trace says about it.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+use serde_json::Value;
+
+use super::requests::verdict;
+use super::{clip, pane, style};
+use crate::engine::{CallRecord, StepKind};
+use crate::replay::report::redact_secret;
+use crate::tui::app::{ChainPane, Entry, State};
+use crate::tui::model::{self, Block, CellState};
+use crate::tui::theme::{StyleKey, SymbolKey};
+
+/// Style and symbol of a cell state.
+fn cell_look(state: &State, s: CellState) -> (StyleKey, &str) {
+    let t = &state.theme;
+    match s {
+        CellState::Skipped => (StyleKey::CellSkipped, t.symbol(SymbolKey::Skipped)),
+        CellState::Called => (StyleKey::CellCalled, t.symbol(SymbolKey::Called)),
+        CellState::Mutated => (StyleKey::CellMutated, t.symbol(SymbolKey::Mutated)),
+        CellState::Denied => (StyleKey::CellDenied, t.symbol(SymbolKey::Denied)),
+        CellState::Errored => (StyleKey::CellErrored, t.symbol(SymbolKey::Errored)),
+        CellState::FailedOpen => (StyleKey::CellFailedOpen, t.symbol(SymbolKey::FailedOpen)),
+    }
+}
+
+/// Draws the view.
+pub fn render(frame: &mut Frame, state: &State, area: Rect) {
+    let Some(entry) = state.selected_entry() else {
+        let p = Paragraph::new(Line::styled(
+            "No request selected: pick one in Requests (1) and press enter.",
+            style(state, StyleKey::Muted),
+        ))
+        .block(pane(state, " Chain ", true));
+        frame.render_widget(p, area);
+        return;
+    };
+    let [head, body] = Layout::vertical([Constraint::Length(4), Constraint::Min(1)]).areas(area);
+    render_head(frame, state, entry, head);
+    let [grid, detail] =
+        Layout::horizontal([Constraint::Length(46), Constraint::Min(20)]).areas(body);
+    render_grid(frame, state, entry, grid);
+    render_detail(frame, state, entry, detail);
+}
+
+fn render_head(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
+    let r = &entry.row;
+    let o = &entry.replayed.outcome;
+    let (v, vkey) = verdict(state, r.verdict);
+    let title = format!(
+        " #{} {} {} {}{} ",
+        entry.replayed.request.source.index,
+        r.operation,
+        r.resource,
+        r.target,
+        if r.dry_run { " (dry run)" } else { "" }
+    );
+    let mut lines = vec![Line::from(vec![
+        Span::styled(v, style(state, vkey)),
+        Span::raw(format!(
+            "  {} called · {} round{} · {:.1} ms",
+            r.called,
+            r.rounds,
+            if r.rounds == 1 { "" } else { "s" },
+            o.elapsed.as_secs_f64() * 1000.0
+        )),
+        Span::styled(
+            if o.reinvoked {
+                format!(
+                    "  · reinvoked: {}",
+                    o.reinvoke_set
+                        .iter()
+                        .cloned()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            } else {
+                String::new()
+            },
+            style(state, StyleKey::Muted),
+        ),
+    ])];
+    let second = match &o.status {
+        Some(s) => Line::styled(clip(&s.message, 200), style(state, StyleKey::Denied)),
+        None if !o.warnings.is_empty() => Line::styled(
+            format!("warnings: {}", o.warnings.join(" · ")),
+            style(state, StyleKey::Warning),
+        ),
+        None => Line::styled(
+            "admitted; steps: j/k · rounds: [ ] · deciding step: d",
+            style(state, StyleKey::Muted),
+        ),
+    };
+    lines.push(second);
+    let p = Paragraph::new(lines)
+        .wrap(Wrap { trim: true })
+        .block(pane(state, title, false));
+    frame.render_widget(p, area);
+}
+
+fn render_grid(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
+    let o = &entry.replayed.outcome;
+    let deciding = model::deciding_call(o);
+    let mut lines: Vec<Line> = Vec::new();
+    let mut current: Option<Block> = None;
+    let mut selected_line = 0;
+    if o.calls.is_empty() {
+        let why = o
+            .trace
+            .iter()
+            .find_map(|s| match &s.kind {
+                StepKind::RequestExempt { reason } => Some(reason.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| "no webhook is configured for this phase".into());
+        lines.push(Line::styled(why, style(state, StyleKey::Muted)));
+    }
+    let width = area.width.saturating_sub(4) as usize;
+    for (i, c) in o.calls.iter().enumerate() {
+        let b = Block::of(c);
+        if current != Some(b) {
+            if current.is_some() {
+                lines.push(Line::raw(""));
+            }
+            lines.push(Line::styled(b.title(), style(state, StyleKey::Header)));
+            current = Some(b);
+        }
+        let cs = model::cell_state(c);
+        let (key, sym) = cell_look(state, cs);
+        let mut st = style(state, key);
+        if deciding == Some(i) {
+            st = st.patch(state.theme.raw(StyleKey::CellDeciding));
+        }
+        let marker = if i == state.step {
+            state.theme.symbol(SymbolKey::Selected)
+        } else {
+            " "
+        };
+        let label = format!("{marker}{sym} {} {}", c.index, c.webhook);
+        let label = format!(
+            "{:<w$}",
+            clip(&label, width.saturating_sub(11)),
+            w = width.saturating_sub(11)
+        );
+        let mut line = Line::from(vec![
+            Span::styled(label, st),
+            Span::styled(format!(" {:>10}", cs.as_str()), st),
+        ]);
+        if i == state.step {
+            line = line.style(style(state, StyleKey::Selected));
+            selected_line = lines.len();
+        }
+        lines.push(line);
+    }
+    let height = area.height.saturating_sub(2) as usize;
+    let scroll = selected_line.saturating_sub(height.saturating_sub(2));
+    let title = format!(
+        " Steps {}/{} ",
+        (state.step + 1).min(o.calls.len()),
+        o.calls.len()
+    );
+    let p = Paragraph::new(lines).scroll((scroll as u16, 0)).block(pane(
+        state,
+        title,
+        state.chain_pane == ChainPane::Grid,
+    ));
+    frame.render_widget(p, area);
+}
+
+/// Pretty JSON, with Secret data masked unless revealed.
+fn pretty(v: &Value, mask: bool) -> String {
+    let mut v = v.clone();
+    if mask {
+        redact_secret(&mut v);
+    }
+    serde_json::to_string_pretty(&v).unwrap_or_default()
+}
+
+/// A review or reply body: pretty when it is JSON, masking the objects it carries.
+fn pretty_text(text: &str, mask: bool) -> String {
+    match serde_json::from_str::<Value>(text) {
+        Ok(mut v) => {
+            if mask {
+                for k in ["object", "oldObject"] {
+                    if let Some(o) = v.get_mut("request").and_then(|r| r.get_mut(k)) {
+                        redact_secret(o);
+                    }
+                }
+            }
+            serde_json::to_string_pretty(&v).unwrap_or_default()
+        }
+        Err(_) => text.to_string(),
+    }
+}
+
+/// The patch with values written under /data or /stringData masked.
+fn masked_patch(patch: &Value, mask: bool) -> String {
+    let mut p = patch.clone();
+    if mask && let Value::Array(ops) = &mut p {
+        for op in ops {
+            let path = op["path"].as_str().unwrap_or_default();
+            if (path.starts_with("/data") || path.starts_with("/stringData") || path.is_empty())
+                && let Some(v) = op.get_mut("value")
+            {
+                *v = Value::String("<redacted>".into());
+            }
+        }
+    }
+    serde_json::to_string_pretty(&p).unwrap_or_default()
+}
+
+fn section<'a>(state: &State, lines: &mut Vec<Line<'a>>, title: &str) {
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(
+        format!("── {title} ──"),
+        style(state, StyleKey::Header),
+    ));
+}
+
+fn block_of<'a>(state: &State, lines: &mut Vec<Line<'a>>, text: &str) {
+    for l in text.lines() {
+        lines.push(Line::styled(l.to_string(), style(state, StyleKey::Json)));
+    }
+}
+
+/// The detail lines of one call: state, why, patch, diff, objects, annotations, review, reply.
+pub(crate) fn detail_lines(state: &State, entry: &Entry, c: &CallRecord) -> Vec<Line<'static>> {
+    let o = &entry.replayed.outcome;
+    let mask = entry.row.secret && !state.reveal_secrets;
+    let cs = model::cell_state(c);
+    let (key, sym) = cell_look(state, cs);
+    let mut lines: Vec<Line<'static>> = vec![
+        Line::from(vec![
+            Span::styled(format!("{sym} {}", c.webhook), style(state, key)),
+            Span::styled(
+                format!("  configuration {}", c.configuration),
+                style(state, StyleKey::Muted),
+            ),
+        ]),
+        Line::raw(format!(
+            "{} · round {} · index {} · {} · failurePolicy {} · {:.1} ms",
+            c.phase,
+            c.round,
+            c.index,
+            cs.as_str(),
+            c.failure_policy,
+            c.duration_ms
+        )),
+    ];
+    if mask {
+        lines.push(Line::styled(
+            "Secret data masked (x reveals)",
+            style(state, StyleKey::Secret),
+        ));
+    }
+    let steps = model::steps_of(o, c);
+    section(state, &mut lines, "why");
+    match (
+        &c.skip_reason,
+        steps.iter().find_map(|s| match &s.kind {
+            StepKind::Matched {
+                rule,
+                resource,
+                kind,
+                equivalent,
+                ..
+            } => Some((rule, resource, kind, equivalent)),
+            _ => None,
+        }),
+    ) {
+        (Some(reason), _) => lines.push(Line::raw(format!("not called: {reason}"))),
+        (None, Some((rule, resource, kind, eq))) => lines.push(Line::raw(format!(
+            "called: rule {rule} matched {resource} ({kind}){}",
+            if *eq {
+                " through matchPolicy Equivalent"
+            } else {
+                ""
+            }
+        ))),
+        (None, None) => lines.push(Line::raw("called")),
+    }
+    if c.round == 1 && cs != CellState::Skipped {
+        lines.push(Line::styled(
+            "reinvoked: an earlier webhook changed the object after this one ran in round 0 (reinvocationPolicy IfNeeded)",
+            style(state, StyleKey::Muted),
+        ));
+    }
+    for s in &steps {
+        match &s.kind {
+            StepKind::Denied { status, .. } => {
+                section(state, &mut lines, "denied");
+                lines.push(Line::styled(
+                    format!("{} {}", status.code, status.message),
+                    style(state, StyleKey::Denied),
+                ));
+            }
+            StepKind::CallFailed {
+                error,
+                failure_policy,
+                failed_open,
+                ..
+            } => {
+                section(
+                    state,
+                    &mut lines,
+                    if *failed_open {
+                        "failed open"
+                    } else {
+                        "call failed"
+                    },
+                );
+                lines.push(Line::styled(
+                    format!("{error} (failurePolicy {failure_policy})"),
+                    style(
+                        state,
+                        if *failed_open {
+                            StyleKey::FailedOpen
+                        } else {
+                            StyleKey::Error
+                        },
+                    ),
+                ));
+            }
+            StepKind::PatchFailed { error, .. } => {
+                section(state, &mut lines, "patch failed");
+                lines.push(Line::styled(error.clone(), style(state, StyleKey::Error)));
+            }
+            _ => {}
+        }
+    }
+    if let Some((patch, before, after, changed)) = steps.iter().find_map(|s| match &s.kind {
+        StepKind::PatchApplied {
+            patch,
+            before,
+            after,
+            changed,
+            ..
+        } => Some((patch, before, after, changed)),
+        _ => None,
+    }) {
+        section(state, &mut lines, "JSON patch");
+        block_of(state, &mut lines, &masked_patch(patch, mask));
+        let (b, a) = (pretty(before, mask), pretty(after, mask));
+        section(
+            state,
+            &mut lines,
+            if *changed {
+                "diff (object before → after)"
+            } else {
+                "diff (no semantic change)"
+            },
+        );
+        for (mark, l) in model::line_diff(&b, &a) {
+            let key = match mark {
+                '+' => StyleKey::DiffAdded,
+                '-' => StyleKey::DiffRemoved,
+                _ => StyleKey::DiffContext,
+            };
+            lines.push(Line::styled(format!("{mark} {l}"), style(state, key)));
+        }
+        section(state, &mut lines, "object before");
+        block_of(state, &mut lines, &b);
+        section(state, &mut lines, "object after");
+        block_of(state, &mut lines, &a);
+    }
+    let annotations: Vec<(String, String)> = steps
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StepKind::Annotation { key, value, .. } => Some((key.clone(), value.clone())),
+            StepKind::AnnotationDropped { key, error } => {
+                Some((key.clone(), format!("(dropped: {error})")))
+            }
+            _ => None,
+        })
+        .collect();
+    if !annotations.is_empty() {
+        section(state, &mut lines, "annotations written");
+        for (k, v) in annotations {
+            lines.push(Line::from(vec![
+                Span::styled(k, style(state, StyleKey::AnnotationKey)),
+                Span::raw(" = "),
+                Span::styled(v, style(state, StyleKey::AnnotationValue)),
+            ]));
+        }
+    }
+    let warnings: Vec<String> = steps
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StepKind::Warning { text, kept, .. } => Some(if *kept {
+                text.clone()
+            } else {
+                format!("{text} (dropped)")
+            }),
+            _ => None,
+        })
+        .collect();
+    if !warnings.is_empty() {
+        section(state, &mut lines, "warnings");
+        for w in warnings {
+            lines.push(Line::styled(w, style(state, StyleKey::Warning)));
+        }
+    }
+    for s in &steps {
+        match &s.kind {
+            StepKind::ReviewSent {
+                url,
+                timeout,
+                review,
+                ..
+            } => {
+                section(state, &mut lines, "AdmissionReview sent");
+                lines.push(Line::styled(
+                    format!(
+                        "POST {url} (timeout {:.0} ms)",
+                        timeout.as_secs_f64() * 1000.0
+                    ),
+                    style(state, StyleKey::Muted),
+                ));
+                block_of(state, &mut lines, &pretty_text(review, mask));
+            }
+            StepKind::ReplyReceived {
+                http_status,
+                body,
+                transport_error,
+                elapsed,
+                ..
+            } => {
+                section(state, &mut lines, "reply received");
+                lines.push(Line::styled(
+                    format!(
+                        "{} after {:.1} ms",
+                        match (http_status, transport_error) {
+                            (Some(s), _) => format!("HTTP {s}"),
+                            (None, Some(e)) => format!("no response: {e}"),
+                            (None, None) => "no response".into(),
+                        },
+                        elapsed.as_secs_f64() * 1000.0
+                    ),
+                    style(state, StyleKey::Muted),
+                ));
+                if let Some(b) = body {
+                    block_of(state, &mut lines, &pretty_text(b, mask));
+                }
+            }
+            _ => {}
+        }
+    }
+    lines
+}
+
+fn render_detail(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
+    let o = &entry.replayed.outcome;
+    let focused = state.chain_pane == ChainPane::Detail;
+    let Some(c) = o.calls.get(state.step) else {
+        let p = Paragraph::new("").block(pane(state, " Step ", focused));
+        frame.render_widget(p, area);
+        return;
+    };
+    let lines = detail_lines(state, entry, c);
+    let title = format!(" Step: {} · {} ", c.webhook, Block::of(c).title());
+    let p = Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .scroll((state.detail_scroll, 0))
+        .block(pane(state, title, focused));
+    frame.render_widget(p, area);
+}

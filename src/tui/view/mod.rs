@@ -1,0 +1,176 @@
+//! Rendering: pure functions of [`State`] into a ratatui [`Frame`]. Nothing here changes state.
+
+mod annotations;
+mod chain;
+mod help;
+mod metrics;
+mod requests;
+mod webhooks;
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph};
+
+use super::app::{Mode, State, View};
+use super::theme::{StyleKey, SymbolKey};
+
+/// Draws the whole console.
+pub fn render(frame: &mut Frame, state: &State) {
+    let area = frame.area();
+    let base = state.theme.style(StyleKey::Base);
+    frame.render_widget(Block::default().style(base), area);
+    let [tabs, main, bottom] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(1),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    render_tabs(frame, state, tabs);
+    match state.view {
+        View::Requests => requests::render(frame, state, main),
+        View::Chain => chain::render(frame, state, main),
+        View::Annotations => annotations::render(frame, state, main),
+        View::Metrics => metrics::render(frame, state, main),
+        View::Webhooks => webhooks::render(frame, state, main),
+    }
+    match &state.mode {
+        Mode::Normal => render_status(frame, state, bottom),
+        Mode::Command { input, completions } => {
+            render_input(frame, state, bottom, ':', input, completions)
+        }
+        Mode::Filter(text) => render_input(frame, state, bottom, '/', text, &[]),
+    }
+    if state.help {
+        help::render(frame, state, main);
+    }
+}
+
+fn render_tabs(frame: &mut Frame, state: &State, area: Rect) {
+    let t = &state.theme;
+    let mut spans = vec![Span::styled(" hookscope ", t.style(StyleKey::Title))];
+    for (i, v) in View::ALL.iter().enumerate() {
+        let key = if *v == state.view {
+            StyleKey::TabActive
+        } else {
+            StyleKey::Tab
+        };
+        spans.push(Span::raw(" "));
+        spans.push(Span::styled(
+            format!(" {} {} ", i + 1, v.title()),
+            t.style(key),
+        ));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn render_status(frame: &mut Frame, state: &State, area: Rect) {
+    let t = &state.theme;
+    let bar = t.style(StyleKey::StatusBar);
+    let (replayed, allowed, denied, open) = state.counts();
+    let p = &state.progress;
+    let progress = match (p.total, p.done) {
+        (_, true) => format!("{} done", p.seen),
+        (Some(total), false) => format!("{}/{total} replaying", p.seen),
+        (None, false) => format!("{} replaying", p.seen),
+    };
+    let mut spans = vec![
+        Span::styled(
+            format!(" {} ", state.view.title().to_uppercase()),
+            t.style(StyleKey::StatusKey),
+        ),
+        Span::styled(format!(" {} │ {progress} │ ", state.source), bar),
+        Span::styled(
+            format!(
+                "{replayed} replayed {} {allowed} ",
+                t.symbol(SymbolKey::Allowed)
+            ),
+            bar,
+        ),
+        Span::styled(format!("{} {denied} ", t.symbol(SymbolKey::Denied)), bar),
+        Span::styled(
+            format!("{} {open} │ ", t.symbol(SymbolKey::FailedOpen)),
+            bar,
+        ),
+    ];
+    if !state.problems.is_empty() {
+        spans.push(Span::styled(
+            format!("{} problems │ ", state.problems.len()),
+            bar,
+        ));
+    }
+    if p.missing_replies > 0 {
+        spans.push(Span::styled(
+            format!("{} calls without reply │ ", p.missing_replies),
+            bar,
+        ));
+    }
+    spans.push(Span::styled(
+        format!("k8s {} │ ? help ", state.kube_version),
+        bar,
+    ));
+    if let Some((m, error)) = &state.message {
+        let style = if *error {
+            bar.patch(t.raw(StyleKey::Error))
+        } else {
+            bar.patch(t.raw(StyleKey::Message))
+        };
+        spans.push(Span::styled(format!("│ {m} "), style));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)).style(bar), area);
+}
+
+fn render_input(
+    frame: &mut Frame,
+    state: &State,
+    area: Rect,
+    prompt: char,
+    text: &str,
+    completions: &[String],
+) {
+    let t = &state.theme;
+    let mut spans = vec![Span::styled(
+        format!("{prompt}{text}█"),
+        t.style(StyleKey::CommandLine),
+    )];
+    if !completions.is_empty() {
+        spans.push(Span::styled(
+            format!("   {}", completions.join("  ")),
+            t.style(StyleKey::Completion),
+        ));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// A bordered block with a title, its border styled by focus.
+pub(crate) fn pane<'a>(state: &State, title: impl Into<Line<'a>>, focused: bool) -> Block<'a> {
+    let t = &state.theme;
+    let border = if focused {
+        StyleKey::BorderFocused
+    } else {
+        StyleKey::Border
+    };
+    Block::default()
+        .borders(Borders::ALL)
+        .border_style(t.style(border))
+        .title(title.into().style(t.style(StyleKey::Title)))
+}
+
+/// Truncates to `width` characters with an ellipsis.
+pub(crate) fn clip(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        s.to_string()
+    } else if width == 0 {
+        String::new()
+    } else {
+        let mut out: String = s.chars().take(width - 1).collect();
+        out.push('…');
+        out
+    }
+}
+
+/// A style of the theme on top of base.
+pub(crate) fn style(state: &State, key: StyleKey) -> Style {
+    state.theme.style(key)
+}
