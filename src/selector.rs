@@ -191,9 +191,7 @@ impl Selector {
             Inner::Nothing => false,
             Inner::Requirements { reqs, present } => {
                 labels.len() >= *present
-                    && reqs
-                        .iter()
-                        .all(|r| r.matches_value(labels.get(&*r.key).map(String::as_str)))
+                    && reqs.iter().all(|r| r.matches_value(label(labels, &r.key)))
             }
         }
     }
@@ -234,6 +232,19 @@ impl Selector {
                 })
             }),
         }
+    }
+}
+
+/// The value of label `key`. Small label sets are searched by equality, which compares lengths
+/// before bytes, rather than by the map's ordering, which compares bytes first.
+fn label<'l>(labels: &'l BTreeMap<String, String>, key: &str) -> Option<&'l str> {
+    if labels.len() <= 4 {
+        labels
+            .iter()
+            .find(|(k, _)| k.as_str() == key)
+            .map(|(_, v)| v.as_str())
+    } else {
+        labels.get(key).map(String::as_str)
     }
 }
 
@@ -415,6 +426,17 @@ mod tests {
         ))
         .unwrap();
         assert!(s.matches(&labels(&[("a", "1")])));
+        // Larger label sets are looked up through the map.
+        let many = [
+            ("0", ""),
+            ("a", "1"),
+            ("d", ""),
+            ("e", ""),
+            ("f", ""),
+            ("g", ""),
+        ];
+        assert!(s.matches(&labels(&many)));
+        assert!(!s.matches(&labels(&[many.as_slice(), &[("c", "")]].concat())));
         assert!(!s.matches(&labels(&[])));
         assert!(!s.matches(&labels(&[("a", "1"), ("c", "")])));
         assert!(s.matches_json(Some(&json_map(r#"{"a": "1"}"#))));
