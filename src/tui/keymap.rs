@@ -355,7 +355,7 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     (
         "sort",
         " COLUMN",
-        "sort requests (input, op, resource, name, verdict, called, rounds, duration)",
+        "sort requests: input op resource name verdict called rounds duration",
     ),
     ("reveal", "", "reveal or mask Secret data"),
     ("quit", "", "leave"),

@@ -43,7 +43,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         return;
     }
     let width = area.width.saturating_sub(2) as usize;
-    let raw_width = width.saturating_sub(24 + 44 + 34 + 3);
+    let raw_width = width.saturating_sub(24 + 28 + 50 + 3);
     let table_rows: Vec<Row> = rows
         .iter()
         .skip(top)
@@ -58,10 +58,10 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
             Row::new(vec![
                 Cell::from(clip(&format!("#{} {}", a.request + 1, e.row.target), 24)),
                 Cell::from(Span::styled(
-                    clip(&key, 44),
+                    clip(&key, 28),
                     style(state, StyleKey::AnnotationKey),
                 )),
-                Cell::from(clip(a.decoded.as_deref().unwrap_or(&a.value), 34)),
+                Cell::from(clip(a.decoded.as_deref().unwrap_or(&a.value), 50)),
                 Cell::from(Span::styled(
                     clip(&a.value, raw_width),
                     style(state, StyleKey::AnnotationValue),
@@ -75,8 +75,8 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         table_rows,
         [
             Constraint::Length(24),
-            Constraint::Length(44),
-            Constraint::Length(34),
+            Constraint::Length(28),
+            Constraint::Length(50),
             Constraint::Min(10),
         ],
     )

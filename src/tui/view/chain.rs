@@ -69,17 +69,17 @@ fn render_head(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
             o.elapsed.as_secs_f64() * 1000.0
         )),
         Span::styled(
-            if o.reinvoked {
-                format!(
-                    "  · reinvoked: {}",
+            match (o.reinvoked, o.reinvoke_set.is_empty()) {
+                (false, _) => String::new(),
+                (true, true) => "  · round 1 ran: no webhook was due".into(),
+                (true, false) => format!(
+                    "  · due in round 1: {}",
                     o.reinvoke_set
                         .iter()
                         .cloned()
                         .collect::<Vec<_>>()
                         .join(", ")
-                )
-            } else {
-                String::new()
+                ),
             },
             style(state, StyleKey::Muted),
         ),

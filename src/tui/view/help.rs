@@ -28,7 +28,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         }
         let keys: Vec<String> = b.keys.iter().map(|k| k.label()).collect();
         lines.push(Line::from(vec![
-            Span::styled(format!("  {:<22}", keys.join(" / ")), key_style),
+            Span::styled(format!("  {:<16}", keys.join(" / ")), key_style),
             Span::styled(b.help, text_style),
         ]));
     }
@@ -50,7 +50,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     let inner = block.inner(popup);
     frame.render_widget(block.style(style(state, StyleKey::Base)), popup);
     let [left, right] =
-        Layout::horizontal([Constraint::Length(58), Constraint::Min(10)]).areas(inner);
+        Layout::horizontal([Constraint::Length(50), Constraint::Min(10)]).areas(inner);
     frame.render_widget(Paragraph::new(lines), left);
     frame.render_widget(Paragraph::new(commands), right);
 }

@@ -5,7 +5,7 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Bar, BarChart, BarGroup, Paragraph};
+use ratatui::widgets::{Bar, BarChart, BarGroup, Paragraph, Wrap};
 
 use super::{clip, pane, style};
 use crate::tui::app::{State, rejections, sum_by};
@@ -100,10 +100,12 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         })
         .map(|l| Line::styled(l.to_string(), style(state, StyleKey::Json)))
         .collect();
-    let p = Paragraph::new(samples).block(pane(
-        state,
-        " Exported samples (as --metrics writes them) ",
-        false,
-    ));
+    let p = Paragraph::new(samples)
+        .wrap(Wrap { trim: false })
+        .block(pane(
+            state,
+            " Exported samples (as --metrics writes them) ",
+            false,
+        ));
     frame.render_widget(p, bottom);
 }
