@@ -396,6 +396,17 @@ mod tests {
     }
 
     #[test]
+    fn docs_list_every_key() {
+        let doc = include_str!("../../docs/themes.md");
+        for k in StyleKey::ALL {
+            assert!(doc.contains(&format!("| `{}` |", k.as_str())), "{k:?}");
+        }
+        for k in SymbolKey::ALL {
+            assert!(doc.contains(&format!("| `{}` |", k.as_str())), "{k:?}");
+        }
+    }
+
+    #[test]
     fn overlay_errors_name_the_key() {
         let e = Theme::from_toml("t", "[styles]\nbsae = { fg = \"red\" }").unwrap_err();
         assert!(e.to_string().contains("bsae"), "{e}");
