@@ -11,17 +11,21 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
+use futures::StreamExt;
 use futures::future::Either;
 use hookscope::KubeVersion;
 use hookscope::api::WebhookConfiguration;
 use hookscope::config;
 use hookscope::engine::{AuditLevel, Engine, EngineOptions, Replier, Reply, WebhookCall};
+use hookscope::registry::ResourceRegistry;
 use hookscope::replay::audit_log::AuditEvent;
 use hookscope::replay::expect::{Expectations, Mismatch};
 use hookscope::replay::input::{ClusterState, Reader};
 use hookscope::replay::junit::JUnit;
 use hookscope::replay::record::{RecordedReplies, Recorder};
-use hookscope::replay::report::{Problem, ProblemKind, Report, RequestReport, SecretPolicy};
+use hookscope::replay::report::{
+    Problem, ProblemKind, Report, ReportWriter, RequestReport, SecretPolicy,
+};
 use hookscope::replay::run::{ReplayEvent, ReplaySettings, Replayer};
 use hookscope::replay::{IndexUnit, InputItem, InputProblem, SourceRef};
 use hookscope::script::ScriptedReplier;
@@ -237,23 +241,57 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-/// Reads every input on a thread of its own, sending items over a bounded channel. Returns how
-/// many inputs could be read, and the problems of those that could not.
+/// Items handed from the reader thread to the replay at once: one channel operation (and at
+/// most one wake-up) per batch rather than per request.
+const BATCH: usize = 256;
+/// A batch is also handed over when it is this old, so slow inputs (a pipe) still flow.
+const BATCH_AGE: Duration = Duration::from_millis(50);
+
+/// Collects input items into batches for the channel.
+struct Batcher {
+    tx: tokio::sync::mpsc::Sender<Vec<InputItem>>,
+    batch: Vec<InputItem>,
+    started: Instant,
+}
+
+impl Batcher {
+    fn push(&mut self, item: InputItem) {
+        if self.batch.is_empty() {
+            self.started = Instant::now();
+        }
+        self.batch.push(item);
+        if self.batch.len() >= BATCH || self.started.elapsed() >= BATCH_AGE {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        if !self.batch.is_empty() {
+            let batch = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+            // The receiver only goes away when the replay is abandoned.
+            let _ = self.tx.blocking_send(batch);
+        }
+    }
+}
+
+/// Reads every input on a thread of its own, sending items in batches over a bounded channel.
+/// Returns how many inputs could be read, and the problems of those that could not.
 fn spawn_reader(
     inputs: Vec<String>,
-    cluster: ClusterState,
-    tx: tokio::sync::mpsc::Sender<InputItem>,
+    mut reader: Reader,
+    tx: tokio::sync::mpsc::Sender<Vec<InputItem>>,
     read: Arc<AtomicU64>,
 ) -> std::thread::JoinHandle<(usize, Vec<InputProblem>)> {
     std::thread::spawn(move || {
-        let mut reader = Reader::new(cluster);
         let mut readable = 0;
         let mut failures = Vec::new();
-        let mut sink = |item: InputItem| {
-            // The receiver only goes away when the replay is abandoned.
-            let _ = tx.blocking_send(item);
+        let mut batcher = Batcher {
+            tx,
+            batch: Vec::with_capacity(BATCH),
+            started: Instant::now(),
         };
         for name in &inputs {
+            let mut sink = |item: InputItem| batcher.push(item);
             let result = if name == "-" {
                 let stdin = std::io::stdin();
                 let mut input = BufReader::with_capacity(
@@ -292,8 +330,10 @@ fn spawn_reader(
                 Ok(()) => readable += 1,
                 Err(p) => failures.push(p),
             }
+            batcher.flush();
         }
-        reader.finish(&mut sink);
+        reader.finish(&mut |item| batcher.push(item));
+        batcher.flush();
         (readable, failures)
     })
 }
@@ -316,7 +356,9 @@ struct Sinks {
     level: AuditLevel,
     secrets: SecretPolicy,
     report: Report,
-    keep_requests: bool,
+    /// Where the JSON report streams (standard output, `--report`), with the first write error.
+    json: Vec<(&'static str, ReportWriter<Box<dyn Write>>)>,
+    json_error: Option<String>,
     junit: Option<JUnit>,
     expect: Option<Expectations>,
     mismatches: usize,
@@ -409,11 +451,14 @@ impl Sinks {
                 if self.format == Format::Text {
                     self.print_request(&rep, &mismatches);
                 }
-                if self.keep_requests {
-                    self.report.push_request(rep);
-                } else {
-                    self.report.tally(rep.allowed);
+                if self.json_error.is_none() {
+                    for (what, w) in &mut self.json {
+                        if let Err(e) = w.request(&rep) {
+                            self.json_error = Some(format!("{what}: {e}"));
+                        }
+                    }
                 }
+                self.report.tally(rep.allowed);
             }
             ReplayEvent::Skipped(item) => {
                 let p = match &item {
@@ -659,7 +704,17 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         report.push_problem(Problem::from_input(ProblemKind::Invalid, p));
     }
 
-    let engine = Arc::new(Engine::new(&configs, EngineOptions::for_version(version)));
+    let mut registry = ResourceRegistry::builtin(version);
+    for crd in cluster.custom_resources() {
+        registry.add_custom_resource(crd);
+    }
+    let engine = Arc::new(Engine::new(
+        &configs,
+        EngineOptions {
+            registry: registry.clone(),
+            ..EngineOptions::for_version(version)
+        },
+    ));
     let replayer = Replayer::new(
         engine,
         ReplaySettings {
@@ -690,7 +745,8 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         verbose: args.verbose,
         level,
         secrets,
-        keep_requests: args.format == Format::Json || args.report.is_some(),
+        json: Vec::new(),
+        json_error: None,
         junit: (args.format == Format::Junit).then(JUnit::default),
         expect,
         mismatches: 0,
@@ -700,6 +756,22 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         progress,
         report,
     };
+    let (kube, level_text) = (
+        sinks.report.kube_version.clone(),
+        sinks.report.audit_level.clone(),
+    );
+    if args.format == Format::Json {
+        let out: Box<dyn Write> = Box::new(BufWriter::new(std::io::stdout()));
+        let w = ReportWriter::begin(out, &kube, &level_text).map_err(|e| e.to_string())?;
+        sinks.json.push(("standard output", w));
+    }
+    if let Some(path) = &args.report {
+        let file = File::create(path).map_err(|e| format!("--report {}: {e}", path.display()))?;
+        let out: Box<dyn Write> = Box::new(BufWriter::new(file));
+        let w = ReportWriter::begin(out, &kube, &level_text)
+            .map_err(|e| format!("--report {}: {e}", path.display()))?;
+        sinks.json.push(("--report", w));
+    }
     if sinks.format == Format::Text {
         for p in sinks.report.problems.clone() {
             let mark = sinks.paint.bad("!");
@@ -712,13 +784,19 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         }
     }
 
-    let (tx, mut rx) = tokio::sync::mpsc::channel::<InputItem>(1024);
-    let reader = spawn_reader(args.input.clone(), cluster, tx, read);
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<InputItem>>(8);
+    let reader = spawn_reader(
+        args.input.clone(),
+        Reader::with_registry(cluster, registry),
+        tx,
+        read,
+    );
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let items = futures::stream::poll_fn(move |cx| rx.poll_recv(cx));
+    let items =
+        futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).flat_map(futures::stream::iter);
     let metrics = runtime.block_on(replayer.run(items, source.clone(), |e| sinks.on_event(e)));
     let (readable, unreadable) = reader
         .join()
@@ -759,12 +837,16 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         .map(Expectations::unmatched)
         .unwrap_or_default();
     sinks.mismatches += unmatched.len();
-    let json = || serde_json::to_string_pretty(&sinks.report).unwrap_or_default() + "\n";
-    if let Some(path) = &args.report {
-        write_file(path, &json(), "--report")?;
+    for (what, w) in std::mem::take(&mut sinks.json) {
+        if let Err(e) = w.finish(&sinks.report) {
+            sinks.json_error.get_or_insert(format!("{what}: {e}"));
+        }
+    }
+    if let Some(e) = &sinks.json_error {
+        return Err(format!("writing the report to {e}"));
     }
     match args.format {
-        Format::Json => print!("{}", json()),
+        Format::Json => {}
         Format::Junit => print!(
             "{}",
             sinks

@@ -414,3 +414,119 @@ fn reason_class(message: &str) -> String {
         .trim()
         .to_string()
 }
+
+/// Writes a [`Report`] as it is produced: the requests stream out one by one, so a long replay
+/// never holds them all; the summary and problems follow at the end. The text is the same as
+/// `serde_json::to_string_pretty` of the whole report.
+pub struct ReportWriter<W: std::io::Write> {
+    out: W,
+    requests: usize,
+}
+
+/// `value` pretty-printed, every line after the first indented by `indent` spaces (JSON text
+/// never has a raw newline inside a string, so lines are safe to indent).
+fn pretty_nested<T: Serialize>(value: &T, indent: usize) -> std::io::Result<String> {
+    let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
+    Ok(text.replace('\n', &format!("\n{}", " ".repeat(indent))))
+}
+
+impl<W: std::io::Write> ReportWriter<W> {
+    /// Writes the opening of the report.
+    pub fn begin(mut out: W, kube_version: &str, level: &str) -> std::io::Result<Self> {
+        write!(
+            out,
+            "{{\n  \"kubeVersion\": {},\n  \"auditLevel\": {},\n  \"requests\": [",
+            Value::from(kube_version),
+            Value::from(level)
+        )?;
+        Ok(Self { out, requests: 0 })
+    }
+
+    /// Writes one request.
+    pub fn request(&mut self, r: &RequestReport) -> std::io::Result<()> {
+        let sep = if self.requests == 0 { "" } else { "," };
+        write!(self.out, "{sep}\n    {}", pretty_nested(r, 4)?)?;
+        self.requests += 1;
+        Ok(())
+    }
+
+    /// Writes the summary and problems of `report` (its `requests` are ignored: they were
+    /// streamed) and closes the document.
+    pub fn finish(mut self, report: &Report) -> std::io::Result<W> {
+        let close = if self.requests == 0 { "]" } else { "\n  ]" };
+        write!(
+            self.out,
+            "{close},\n  \"summary\": {},\n  \"problems\": {}\n}}\n",
+            pretty_nested(&report.summary, 2)?,
+            pretty_nested(&report.problems, 2)?
+        )?;
+        self.out.flush()?;
+        Ok(self.out)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::IndexUnit;
+
+    #[test]
+    fn the_streamed_report_is_the_pretty_printed_report() {
+        let mut report = Report::new(KubeVersion::default(), AuditLevel::Request);
+        let mut writer = ReportWriter::begin(Vec::new(), &report.kube_version, &report.audit_level)
+            .expect("begin");
+        for i in 0..2 {
+            let r = RequestReport {
+                source: SourceRef {
+                    file: "in.jsonl".into(),
+                    index: i,
+                    unit: IndexUnit::Line,
+                    audit_id: None,
+                },
+                uid: format!("u-{i}"),
+                operation: Operation::Create,
+                kind: serde_json::json!({"group": "", "version": "v1", "kind": "ConfigMap"}),
+                resource: serde_json::json!({"group": "", "version": "v1", "resource": "configmaps"}),
+                sub_resource: String::new(),
+                namespace: "default".into(),
+                name: "a\nb".into(),
+                dry_run: false,
+                allowed: true,
+                status: None,
+                warnings: vec![],
+                annotations: BTreeMap::from([("k/v".into(), "{\"x\":1}".into())]),
+                object: Some(serde_json::json!({"data": {"k": "v"}, "list": [1, {"a": []}]})),
+                calls: vec![],
+                notes: vec![],
+                recorded: None,
+            };
+            writer.request(&r).expect("request");
+            report.push_request(r);
+        }
+        report.push_problem(Problem {
+            kind: ProblemKind::Invalid,
+            source: SourceRef {
+                file: "in.jsonl".into(),
+                index: 3,
+                unit: IndexUnit::Line,
+                audit_id: None,
+            },
+            field: String::new(),
+            message: "truncated".into(),
+        });
+        let streamed = String::from_utf8(writer.finish(&report).expect("finish")).unwrap();
+        assert_eq!(
+            streamed,
+            serde_json::to_string_pretty(&report).unwrap() + "\n"
+        );
+
+        let empty = Report::new(KubeVersion::default(), AuditLevel::None);
+        let writer =
+            ReportWriter::begin(Vec::new(), &empty.kube_version, &empty.audit_level).unwrap();
+        let streamed = String::from_utf8(writer.finish(&empty).unwrap()).unwrap();
+        assert_eq!(
+            streamed,
+            serde_json::to_string_pretty(&empty).unwrap() + "\n"
+        );
+    }
+}
