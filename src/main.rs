@@ -42,6 +42,12 @@ fn main() -> ExitCode {
         Some(Command::Patch(args)) => cli::patch::run(&args, cli.kube_version),
         Some(Command::Replay(args)) => cli::replay::run(&args, cli.kube_version),
         Some(Command::Tui(args)) => cli::tui::run(&args, cli.kube_version),
+        // The console needs a terminal; piped or scripted, show the usage instead.
+        None if !std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
+            use clap::CommandFactory;
+            let _ = Cli::command().print_help();
+            Ok(ExitCode::SUCCESS)
+        }
         None => cli::tui::run(&cli::tui::Args::demo(), cli.kube_version),
     };
     match result {
