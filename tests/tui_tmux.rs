@@ -133,7 +133,8 @@ fn demo_in_tmux() {
     // q quits, the exit status is 0 and the terminal is back in canonical mode, off the
     // alternate screen.
     t.keys(&["q"]);
-    let s = t.wait_for(&["exit=0"], "quit");
+    // Wait for the stty line too ("icanon" or "-icanon"), printed just after the exit status.
+    let s = t.wait_for(&["exit=0", "icanon"], "quit");
     let lines: Vec<&str> = s.lines().map(str::trim).collect();
     assert!(lines.contains(&"icanon"), "terminal left in raw mode:\n{s}");
     assert!(!s.contains("1 Requests"), "console still on screen:\n{s}");
