@@ -6,6 +6,9 @@ use clap::{Parser, Subcommand};
 
 mod cli;
 
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A terminal console for Kubernetes admission webhooks, built on a faithful re-implementation
 /// of kube-apiserver's webhook dispatcher.
 #[derive(Debug, Parser)]
