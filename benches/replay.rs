@@ -17,6 +17,10 @@ use hookscope::replay::{CapturedRequest, IndexUnit, InputItem, NamespaceState, S
 use hookscope::script::{ScriptedReplier, ScriptedReply};
 use serde_json::json;
 
+// The allocator of the `hookscope` binary, so the figures are the command's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     divan::main();
 }
