@@ -247,3 +247,80 @@ fn results_arriving_keep_the_selection() {
     assert_eq!(s.selected, chosen);
     assert!(s.progress.done);
 }
+
+fn b64(text: &str) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(text)
+}
+
+fn select(s: &mut State, index: usize) {
+    key(s, 'g');
+    for _ in 0..index {
+        key(s, 'j');
+    }
+    assert_eq!(s.selected, Some(index));
+}
+
+#[test]
+fn y_copies_the_object_after_the_patch_and_the_final_object() {
+    let mut s = loaded();
+    // Requests: the selected request's final object.
+    let o = s.selected_entry().unwrap().replayed.outcome.clone();
+    let final_text = serde_json::to_string_pretty(o.object.as_ref().unwrap()).unwrap();
+    assert_eq!(key(&mut s, 'y'), vec![Command::Clipboard(b64(&final_text))]);
+    assert!(
+        s.message
+            .as_ref()
+            .is_some_and(|(m, err)| !err && m.contains("final object"))
+    );
+    // Chain, grid pane: the selected step's object after; detail pane: its patch.
+    key(&mut s, 'l');
+    let step = (0..o.calls.len())
+        .find(|&i| hookscope::tui::model::applied_patch(&o, &o.calls[i]).is_some())
+        .expect("a step that patched");
+    for _ in 0..step {
+        key(&mut s, 'j');
+    }
+    let (patch, after) = hookscope::tui::model::applied_patch(&o, &o.calls[step]).unwrap();
+    let after_text = serde_json::to_string_pretty(after).unwrap();
+    assert_eq!(key(&mut s, 'y'), vec![Command::Clipboard(b64(&after_text))]);
+    code(&mut s, KeyCode::Tab);
+    assert_eq!(s.chain_pane, ChainPane::Detail);
+    let patch_text = serde_json::to_string_pretty(patch).unwrap();
+    assert_eq!(key(&mut s, 'y'), vec![Command::Clipboard(b64(&patch_text))]);
+    // The terminal layer writes the OSC 52 sequence.
+    assert_eq!(hookscope::tui::app::osc52("aGk="), "\u{1b}]52;c;aGk=\u{7}");
+}
+
+#[test]
+fn y_masks_secret_data_unless_revealed() {
+    let mut s = loaded();
+    let at = s
+        .entries
+        .iter()
+        .position(|e| e.row.secret)
+        .expect("a Secret");
+    select(&mut s, at);
+    let obj = s
+        .selected_entry()
+        .unwrap()
+        .replayed
+        .outcome
+        .object
+        .clone()
+        .unwrap();
+    let Command::Clipboard(masked) = key(&mut s, 'y').remove(0) else {
+        panic!("no clipboard command")
+    };
+    let masked = String::from_utf8(
+        base64::Engine::decode(&base64::engine::general_purpose::STANDARD, masked).unwrap(),
+    )
+    .unwrap();
+    let secret_value = obj["data"].as_object().unwrap().values().next().unwrap();
+    assert!(masked.contains("<redacted>"));
+    assert!(!masked.contains(secret_value.as_str().unwrap()));
+    key(&mut s, 'x');
+    let revealed = serde_json::to_string_pretty(&obj).unwrap();
+    assert_eq!(key(&mut s, 'y'), vec![Command::Clipboard(b64(&revealed))]);
+    assert_ne!(b64(&masked), b64(&revealed));
+}

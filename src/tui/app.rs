@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 
+use super::config::Settings;
 use super::keymap::{self, Action, Keymap};
 use super::model::{self, AnnotationRow, Block, HookCounts, HookInfo, RequestRow, Verdict};
 use super::source::SourceMsg;
@@ -219,6 +220,9 @@ pub enum Msg {
     Action(Action),
     /// A theme finished loading.
     ThemeLoaded(Result<Theme, String>),
+    /// The settings file was read: None when there is none, an error naming the file and the
+    /// key when it cannot be used (the defaults stay).
+    SettingsLoaded(Result<Option<Settings>, String>),
 }
 
 /// IO for the event loop to perform.
@@ -226,8 +230,17 @@ pub enum Msg {
 pub enum Command {
     /// Load a theme (a file read); answers with [`Msg::ThemeLoaded`].
     LoadTheme(String),
+    /// Put text on the clipboard: the terminal layer writes [`osc52`] of this payload (the
+    /// text, base64-encoded).
+    Clipboard(String),
     /// Restore the terminal and end.
     Quit,
+}
+
+/// The OSC 52 sequence that asks the terminal to set the clipboard to a base64 payload:
+/// `ESC ] 52 ; c ; <base64> BEL`.
+pub fn osc52(base64: &str) -> String {
+    format!("\x1b]52;c;{base64}\x07")
 }
 
 impl State {
@@ -593,6 +606,7 @@ impl State {
                 };
                 self.say(text, false);
             }
+            A::Copy => return self.copy(),
             A::DetailDown => self.detail_scroll = self.detail_scroll.saturating_add(5),
             A::DetailUp => self.detail_scroll = self.detail_scroll.saturating_sub(5),
             A::Theme(name) => return vec![Command::LoadTheme(name)],
@@ -607,6 +621,55 @@ impl State {
             }
         }
         Vec::new()
+    }
+
+    /// The text `y` copies: in the Chain view the selected step's object after (its patch on
+    /// the detail pane), elsewhere the selected request's final object; Secret data masked
+    /// unless revealed.
+    fn copy(&mut self) -> Vec<Command> {
+        let Some(entry) = self.selected_entry() else {
+            self.say("nothing selected to copy", true);
+            return Vec::new();
+        };
+        let mask = entry.row.secret && !self.reveal_secrets;
+        let o = &entry.replayed.outcome;
+        let picked = if self.view == View::Chain {
+            let applied = o
+                .calls
+                .get(self.step)
+                .and_then(|c| model::applied_patch(o, c));
+            match (applied, self.chain_pane) {
+                (Some((patch, _)), ChainPane::Detail) => {
+                    Ok(("patch", model::masked_patch(patch, mask)))
+                }
+                (Some((_, after)), ChainPane::Grid) => {
+                    Ok(("object after", model::masked_object(after, mask)))
+                }
+                (None, _) => Err("this step applied no patch: nothing to copy"),
+            }
+        } else {
+            match &o.object {
+                Some(obj) => Ok(("final object", model::masked_object(obj, mask))),
+                None => Err("this request has no object to copy"),
+            }
+        };
+        match picked {
+            Ok((what, value)) => {
+                use base64::Engine as _;
+                let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+                let payload = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+                let masked = if mask { ", Secret data masked" } else { "" };
+                self.say(
+                    format!("copied the {what} ({} bytes{masked})", text.len()),
+                    false,
+                );
+                vec![Command::Clipboard(payload)]
+            }
+            Err(e) => {
+                self.say(e, true);
+                Vec::new()
+            }
+        }
     }
 
     fn navigate(&mut self, action: Action) {
@@ -778,6 +841,19 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
         Msg::ThemeLoaded(Ok(t)) => {
             state.say(format!("theme {}", t.name), false);
             state.theme = t;
+            Vec::new()
+        }
+        Msg::SettingsLoaded(Ok(None)) => Vec::new(),
+        Msg::SettingsLoaded(Ok(Some(settings))) => {
+            state.keymap = settings.keymap;
+            // A theme chosen on the command line wins over the file's.
+            match settings.theme {
+                Some(t) if state.theme.name == "default" => vec![Command::LoadTheme(t)],
+                _ => Vec::new(),
+            }
+        }
+        Msg::SettingsLoaded(Err(e)) => {
+            state.say(format!("settings not used, defaults kept: {e}"), true);
             Vec::new()
         }
         Msg::ThemeLoaded(Err(e)) => {

@@ -54,6 +54,8 @@ pub enum Action {
     PrevRequest,
     /// Show or mask Secret data.
     ToggleSecrets,
+    /// Copy the selected object (or patch) to the clipboard (OSC 52).
+    Copy,
     /// Scroll the detail pane down.
     DetailDown,
     /// Scroll the detail pane up.
@@ -251,6 +253,12 @@ impl Default for Keymap {
                 "open the chain",
             ),
             b(
+                vec![c('y')],
+                A::Copy,
+                In(View::Requests),
+                "copy the final object",
+            ),
+            b(
                 vec![c('s')],
                 A::SortNext,
                 In(View::Requests),
@@ -288,6 +296,12 @@ impl Default for Keymap {
                 "previous request",
             ),
             b(
+                vec![c('y')],
+                A::Copy,
+                In(View::Chain),
+                "copy object after / patch (pane)",
+            ),
+            b(
                 vec![c('J')],
                 A::DetailDown,
                 In(View::Chain),
@@ -320,6 +334,18 @@ impl Keymap {
                 .map(|b| b.action.clone())
         };
         find(Scope::In(view)).or_else(|| find(Scope::Global))
+    }
+
+    /// Gives `action` these keys in every binding of it, and takes them from every other
+    /// binding so that no other action shadows them.
+    pub fn rebind(&mut self, action: &Action, keys: &[Key]) {
+        for b in &mut self.bindings {
+            if &b.action == action {
+                b.keys = keys.to_vec();
+            } else {
+                b.keys.retain(|k| !keys.contains(k));
+            }
+        }
     }
 
     /// The bindings that apply in a view: its own, then the global ones it does not shadow.

@@ -12,6 +12,7 @@
 //! What the views show comes from the engine's [`crate::engine::Outcome`] and its trace only.
 
 pub mod app;
+pub mod config;
 pub mod demo;
 pub mod keymap;
 pub mod model;
@@ -50,6 +51,14 @@ fn perform(state: &mut State, commands: Vec<Command>) -> bool {
     for c in commands {
         match c {
             Command::Quit => quit = true,
+            Command::Clipboard(payload) => {
+                use std::io::Write as _;
+                let mut out = std::io::stdout();
+                // A terminal without OSC 52 ignores the sequence; nothing else to do.
+                let _ = out
+                    .write_all(app::osc52(&payload).as_bytes())
+                    .and_then(|()| out.flush());
+            }
             Command::LoadTheme(name) => {
                 let loaded = theme::Theme::load(&name).map_err(|e| e.to_string());
                 let more = app::update(state, Msg::ThemeLoaded(loaded));
@@ -71,6 +80,14 @@ pub async fn run(source: Box<dyn Source>, mut state: State) -> Result<(), TuiErr
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let size = terminal.size()?;
     app::update(&mut state, Msg::Resize(size.width, size.height));
+    // The settings file: read here (IO), applied by update(); a bad file leaves the defaults
+    // and says why on the status bar.
+    let settings = match config::path() {
+        Some(p) => config::load(&p).map_err(|e| e.to_string()),
+        None => Ok(None),
+    };
+    let commands = app::update(&mut state, Msg::SettingsLoaded(settings));
+    perform(&mut state, commands);
     let mut source_open = true;
     let mut dirty = true;
     loop {

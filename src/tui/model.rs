@@ -322,6 +322,40 @@ pub fn steps_of<'a>(o: &'a Outcome, c: &CallRecord) -> Vec<&'a Step> {
     out
 }
 
+/// An object with Secret data masked when `mask` is set.
+pub fn masked_object(v: &Value, mask: bool) -> Value {
+    let mut v = v.clone();
+    if mask {
+        crate::replay::report::redact_secret(&mut v);
+    }
+    v
+}
+
+/// A patch with the values it writes under `/data` or `/stringData` (or a whole object it
+/// writes) masked when `mask` is set.
+pub fn masked_patch(patch: &Value, mask: bool) -> Value {
+    let mut p = patch.clone();
+    if mask && let Value::Array(ops) = &mut p {
+        for op in ops {
+            let path = op["path"].as_str().unwrap_or_default();
+            if (path.starts_with("/data") || path.starts_with("/stringData") || path.is_empty())
+                && let Some(v) = op.get_mut("value")
+            {
+                *v = Value::String("<redacted>".into());
+            }
+        }
+    }
+    p
+}
+
+/// The patch a call applied and the object after it, from the call's trace steps.
+pub fn applied_patch<'a>(o: &'a Outcome, c: &CallRecord) -> Option<(&'a Value, &'a Value)> {
+    steps_of(o, c).into_iter().find_map(|s| match &s.kind {
+        StepKind::PatchApplied { patch, after, .. } => Some((patch, after)),
+        _ => None,
+    })
+}
+
 /// One audit annotation of the Annotations view.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AnnotationRow {

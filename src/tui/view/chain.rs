@@ -173,11 +173,7 @@ fn render_grid(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
 
 /// Pretty JSON, with Secret data masked unless revealed.
 fn pretty(v: &Value, mask: bool) -> String {
-    let mut v = v.clone();
-    if mask {
-        redact_secret(&mut v);
-    }
-    serde_json::to_string_pretty(&v).unwrap_or_default()
+    serde_json::to_string_pretty(&model::masked_object(v, mask)).unwrap_or_default()
 }
 
 /// A review or reply body: pretty when it is JSON, masking the objects it carries.
@@ -199,18 +195,7 @@ fn pretty_text(text: &str, mask: bool) -> String {
 
 /// The patch with values written under /data or /stringData masked.
 fn masked_patch(patch: &Value, mask: bool) -> String {
-    let mut p = patch.clone();
-    if mask && let Value::Array(ops) = &mut p {
-        for op in ops {
-            let path = op["path"].as_str().unwrap_or_default();
-            if (path.starts_with("/data") || path.starts_with("/stringData") || path.is_empty())
-                && let Some(v) = op.get_mut("value")
-            {
-                *v = Value::String("<redacted>".into());
-            }
-        }
-    }
-    serde_json::to_string_pretty(&p).unwrap_or_default()
+    serde_json::to_string_pretty(&model::masked_patch(patch, mask)).unwrap_or_default()
 }
 
 fn section<'a>(state: &State, lines: &mut Vec<Line<'a>>, title: &str) {
