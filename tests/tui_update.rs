@@ -324,3 +324,53 @@ fn y_masks_secret_data_unless_revealed() {
     assert_eq!(key(&mut s, 'y'), vec![Command::Clipboard(b64(&revealed))]);
     assert_ne!(b64(&masked), b64(&revealed));
 }
+
+fn click(s: &mut State, column: u16, row: u16) -> Vec<Command> {
+    use crossterm::event::{MouseButton, MouseEvent, MouseEventKind};
+    update(
+        s,
+        Msg::Mouse(MouseEvent {
+            kind: MouseEventKind::Down(MouseButton::Left),
+            column,
+            row,
+            modifiers: KeyModifiers::NONE,
+        }),
+    )
+}
+
+#[test]
+fn clicks_select_rows_open_chains_and_switch_tabs() {
+    let mut s = loaded();
+    update(&mut s, Msg::Resize(200, 50));
+    // Rows start at terminal row 3 (header line, pane border, column titles).
+    click(&mut s, 20, 3 + 4);
+    assert_eq!((s.selected, s.view), (Some(4), View::Requests));
+    // A click on the selected row (the second click of a double click) opens its chain.
+    click(&mut s, 20, 3 + 4);
+    assert_eq!((s.selected, s.view), (Some(4), View::Chain));
+    // Tabs: " hookscope " then " 1 Requests ", " 2 Chain ", ... each after a space.
+    let screen = " hookscope   1 Requests   2 Chain   3 Annotations   4 Metrics   5 Webhooks";
+    for (label, view) in [
+        ("Metrics", View::Metrics),
+        ("Annotations", View::Annotations),
+        ("Webhooks", View::Webhooks),
+        ("Requests", View::Requests),
+    ] {
+        let x = screen.find(label).unwrap() as u16;
+        click(&mut s, x, 0);
+        assert_eq!(s.view, view, "{label}");
+    }
+    assert_eq!(hookscope::tui::view::tab_at(0), None);
+    // Below the last row or on the borders nothing changes.
+    click(&mut s, 20, 2);
+    click(&mut s, 20, 49);
+    assert_eq!((s.selected, s.view), (Some(4), View::Requests));
+    // With the selection scrolled down, the rows shown move with it.
+    key(&mut s, 'G');
+    let last = s.visible.len() - 1;
+    let rows = hookscope::tui::view::requests_rows(50);
+    if last >= rows {
+        click(&mut s, 20, 3);
+        assert_eq!(s.selected_position(), Some(last + 1 - rows));
+    }
+}

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
 use super::config::Settings;
 use super::keymap::{self, Action, Keymap};
@@ -201,6 +201,8 @@ pub struct State {
     pub keymap: Keymap,
     /// Rows a page moves (set from the terminal size).
     pub page: usize,
+    /// Terminal size (columns, rows), as last reported.
+    pub size: (u16, u16),
     /// The console should end.
     pub quit: bool,
 }
@@ -275,6 +277,7 @@ impl State {
             message: None,
             keymap: Keymap::default(),
             page: 20,
+            size: (0, 0),
             quit: false,
         }
     }
@@ -815,7 +818,33 @@ impl State {
         match m.kind {
             MouseEventKind::ScrollDown => self.navigate(Action::Down),
             MouseEventKind::ScrollUp => self.navigate(Action::Up),
+            MouseEventKind::Down(MouseButton::Left) => self.click(m.column, m.row),
             _ => {}
+        }
+    }
+
+    /// A left click: a tab in the header switches view; a Requests row is selected, and a
+    /// click on the selected row (so also a double click) opens its chain.
+    fn click(&mut self, x: u16, y: u16) {
+        if self.help {
+            self.help = false;
+            return;
+        }
+        if y == 0 {
+            if let Some(v) = super::view::tab_at(x) {
+                self.view = v;
+            }
+            return;
+        }
+        if self.view != View::Requests || self.mode != Mode::Normal {
+            return;
+        }
+        if let Some(pos) = super::view::requests_position_at(self, self.size.1, y) {
+            if self.selected_position() == Some(pos) {
+                self.apply(Action::Open);
+            } else {
+                self.select_position(pos);
+            }
         }
     }
 }
@@ -828,7 +857,8 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
             state.on_mouse(m);
             Vec::new()
         }
-        Msg::Resize(_, h) => {
+        Msg::Resize(w, h) => {
+            state.size = (w, h);
             // Header, borders, table header and status bar take about six rows.
             state.page = usize::from(h.saturating_sub(6)).max(1);
             Vec::new()

@@ -47,9 +47,59 @@ pub fn render(frame: &mut Frame, state: &State) {
     }
 }
 
+/// Width of the header's leading title, before the first tab.
+const TITLE: &str = " hookscope ";
+
+/// The label of a view's tab in the header.
+fn tab_label(i: usize, v: View) -> String {
+    format!(" {} {} ", i + 1, v.title())
+}
+
+/// The view whose tab is at column `x` of the header (row 0).
+pub fn tab_at(x: u16) -> Option<View> {
+    let mut left = TITLE.chars().count();
+    for (i, v) in View::ALL.iter().enumerate() {
+        left += 1;
+        let width = tab_label(i, *v).chars().count();
+        if (left..left + width).contains(&usize::from(x)) {
+            return Some(*v);
+        }
+        left += width;
+    }
+    None
+}
+
+/// Row of the terminal where the Requests table's first data row is drawn (below the header
+/// line, the pane's top border and the column titles).
+pub const REQUESTS_FIRST_ROW: u16 = 3;
+
+/// Data rows the Requests table shows on a terminal `height` rows high.
+pub fn requests_rows(height: u16) -> usize {
+    // header line and status bar, then the pane's borders and the column titles
+    usize::from(height.saturating_sub(2).saturating_sub(3))
+}
+
+/// The first position of `visible` the Requests table shows: the selection stays on screen.
+pub fn requests_offset(state: &State, rows: usize) -> usize {
+    let pos = state.selected_position().unwrap_or(0);
+    pos.saturating_sub(rows.saturating_sub(1))
+}
+
+/// The position in `visible` of the Requests row drawn at terminal row `y`, on a terminal
+/// `height` rows high.
+pub fn requests_position_at(state: &State, height: u16, y: u16) -> Option<usize> {
+    let rows = requests_rows(height);
+    let i = usize::from(y.checked_sub(REQUESTS_FIRST_ROW)?);
+    if i >= rows {
+        return None;
+    }
+    let pos = requests_offset(state, rows) + i;
+    (pos < state.visible.len()).then_some(pos)
+}
+
 fn render_tabs(frame: &mut Frame, state: &State, area: Rect) {
     let t = &state.theme;
-    let mut spans = vec![Span::styled(" hookscope ", t.style(StyleKey::Title))];
+    let mut spans = vec![Span::styled(TITLE, t.style(StyleKey::Title))];
     for (i, v) in View::ALL.iter().enumerate() {
         let key = if *v == state.view {
             StyleKey::TabActive
@@ -57,10 +107,7 @@ fn render_tabs(frame: &mut Frame, state: &State, area: Rect) {
             StyleKey::Tab
         };
         spans.push(Span::raw(" "));
-        spans.push(Span::styled(
-            format!(" {} {} ", i + 1, v.title()),
-            t.style(key),
-        ));
+        spans.push(Span::styled(tab_label(i, *v), t.style(key)));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }

@@ -58,7 +58,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     }
     let height = area.height.saturating_sub(3) as usize;
     let pos = state.selected_position().unwrap_or(0);
-    let offset = pos.saturating_sub(height.saturating_sub(1));
+    let offset = super::requests_offset(state, height);
     let sel = state.theme.symbol(SymbolKey::Selected);
     let rows: Vec<Row> = state
         .visible
