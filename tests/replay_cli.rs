@@ -870,3 +870,74 @@ fn secrets_are_redacted_unless_asked() {
         "aHVudGVyMg=="
     );
 }
+
+#[test]
+fn concurrent_replays_report_in_input_order() {
+    let pki = TestPki::new();
+    // The first request's webhook answers last: every other call returns at once.
+    let server = WebhookServer::start(
+        &pki,
+        handler(|req| {
+            let uid = req.review_uid().unwrap_or_default();
+            let review: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+            let response = common::v1_allow(&uid);
+            if review["request"]["name"] == "first" {
+                response.with_delay(std::time::Duration::from_millis(500))
+            } else {
+                response
+            }
+        }),
+    );
+    let dir = scratch("concurrency");
+    let config = config_file(
+        &dir,
+        "c.yaml",
+        "ValidatingWebhookConfiguration",
+        "c",
+        &[hook(
+            "a.example.com",
+            &url_client(&server.url("/allow"), pki.ca_pem()),
+            "Fail",
+            10,
+        )],
+    );
+    let names = ["first", "second", "third", "fourth", "fifth", "sixth"];
+    let lines: Vec<String> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| review(&format!("u-{i}"), "default", n))
+        .collect();
+    let input = write(&dir, "in.jsonl", &lines.join("\n"));
+    let (report, out) = run_json(&[
+        "--webhooks",
+        config.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+        "--concurrency",
+        "4",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let order: Vec<&str> = report["requests"]
+        .as_array()
+        .expect("requests")
+        .iter()
+        .map(|r| r["name"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(order, names);
+    // The others were answered while the first one was still waiting.
+    let received = server.requests();
+    assert_eq!(received.len(), names.len());
+    let first = received
+        .iter()
+        .position(|r| r.body.windows(7).any(|w| w == b"\"first\""))
+        .expect("first request received");
+    let slow = received[first].responded_at.expect("answered");
+    let earlier = received
+        .iter()
+        .filter(|r| r.responded_at.is_some_and(|t| t < slow))
+        .count();
+    assert!(
+        earlier >= 3,
+        "only {earlier} answers came before the slow one"
+    );
+}
