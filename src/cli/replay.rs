@@ -412,7 +412,6 @@ impl Sinks {
     fn on_event(&mut self, event: ReplayEvent) {
         match event {
             ReplayEvent::Replayed(r) => {
-                let rep = RequestReport::new(&r.request, &r.outcome, self.level, self.secrets);
                 if let Some(w) = &mut self.audit_log
                     && self.audit_log_error.is_none()
                     && let Some(ev) =
@@ -425,6 +424,8 @@ impl Sinks {
                         self.audit_log_error = Some(e);
                     }
                 }
+                let r = *r;
+                let rep = RequestReport::new(&r.request, r.outcome, self.level, self.secrets);
                 let mismatches = self
                     .expect
                     .as_mut()

@@ -186,8 +186,8 @@ pub struct CallReport {
 }
 
 impl CallReport {
-    fn new(c: &CallRecord, redact: bool) -> Self {
-        let mut patch = c.patch.clone();
+    fn new(c: CallRecord, redact: bool) -> Self {
+        let mut patch = c.patch;
         if redact && let Some(p) = &mut patch {
             redact_patch(p);
         }
@@ -198,18 +198,18 @@ impl CallReport {
             },
             round: c.round,
             index: c.index,
-            configuration: c.configuration.clone(),
-            webhook: c.webhook.clone(),
+            configuration: c.configuration,
+            webhook: c.webhook,
             decision: match c.decision {
                 CallDecision::Called => "called",
                 CallDecision::Skipped => "skipped",
             },
-            skip_reason: c.skip_reason.clone(),
+            skip_reason: c.skip_reason,
             allowed: c.allowed,
             mutated: c.mutated,
             patch,
-            error: c.error.clone(),
-            failure_policy: c.failure_policy.clone(),
+            error: c.error,
+            failure_policy: c.failure_policy,
             duration_ms: c.duration_ms,
         }
     }
@@ -275,15 +275,16 @@ pub fn is_admission_annotation(key: &str) -> bool {
 }
 
 impl RequestReport {
-    /// The report entry of one replayed request.
+    /// The report entry of one replayed request, taking what it needs from the outcome.
     pub fn new(
         req: &CapturedRequest,
-        outcome: &Outcome,
+        outcome: Outcome,
         level: AuditLevel,
         secrets: SecretPolicy,
     ) -> Self {
         let redact = secrets == SecretPolicy::Redact && is_secret(req);
-        let mut object = outcome.object.clone();
+        let annotations = outcome.annotations_at(level);
+        let mut object = outcome.object;
         if redact && let Some(o) = &mut object {
             redact_secret(o);
         }
@@ -306,17 +307,17 @@ impl RequestReport {
             name: a.name.clone(),
             dry_run: a.dry_run,
             allowed: outcome.allowed,
-            status: outcome.status.as_ref().map(|s| ClientStatus {
+            status: outcome.status.map(|s| ClientStatus {
                 code: s.code,
-                message: s.message.clone(),
-                reason: s.reason.clone(),
+                message: s.message,
+                reason: s.reason,
             }),
-            warnings: outcome.warnings.clone(),
-            annotations: outcome.annotations_at(level),
+            warnings: outcome.warnings,
+            annotations,
             object,
             calls: outcome
                 .calls
-                .iter()
+                .into_iter()
                 .map(|c| CallReport::new(c, redact))
                 .collect(),
             notes,
