@@ -50,7 +50,12 @@ impl fmt::Display for SourceRef {
             IndexUnit::Line => "line",
             IndexUnit::Document => "document",
         };
-        write!(f, "{} {unit} {}", self.file, self.index)?;
+        // Index 0 stands for the input as a whole.
+        if self.index == 0 {
+            write!(f, "{}", self.file)?;
+        } else {
+            write!(f, "{} {unit} {}", self.file, self.index)?;
+        }
         if let Some(id) = &self.audit_id {
             write!(f, " (auditID {id})")?;
         }
