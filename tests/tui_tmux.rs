@@ -74,8 +74,12 @@ fn demo_in_tmux() {
     };
     // After the console ends the shell prints its exit status and whether the terminal is back
     // in canonical mode, then waits so the pane can be read.
+    // No settings file (a directory that does not exist): the keys are the defaults.
+    let config_home =
+        std::env::temp_dir().join(format!("hookscope-test-none-{}", std::process::id()));
+    let config_home = config_home.display();
     let script = format!(
-        "'{bin}'; echo \"exit=$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon; sleep 30"
+        "XDG_CONFIG_HOME='{config_home}' '{bin}'; echo \"exit=$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon; sleep 30"
     );
     let out = t.cmd(&[
         "new-session",
