@@ -1,10 +1,9 @@
 //! `hookscope replay`: captured requests through the dispatcher, headless.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::future::Future;
-use std::io::{BufRead, BufReader, BufWriter, IsTerminal, Read, Write};
-use std::net::{SocketAddr, ToSocketAddrs};
+use std::io::{BufWriter, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -17,19 +16,17 @@ use hookscope::KubeVersion;
 use hookscope::api::WebhookConfiguration;
 use hookscope::config;
 use hookscope::engine::{AuditLevel, Engine, EngineOptions, Replier, Reply, WebhookCall};
-use hookscope::registry::ResourceRegistry;
 use hookscope::replay::audit_log::AuditEvent;
 use hookscope::replay::expect::{Expectations, Mismatch};
 use hookscope::replay::input::{ClusterState, Reader};
 use hookscope::replay::junit::JUnit;
-use hookscope::replay::record::{RecordedReplies, Recorder};
+use hookscope::replay::record::Recorder;
+use hookscope::replay::replier::{AnyReplier, ReplierFlags};
 use hookscope::replay::report::{
     Problem, ProblemKind, Report, ReportWriter, RequestReport, SecretPolicy,
 };
 use hookscope::replay::run::{ReplayEvent, ReplaySettings, Replayer};
 use hookscope::replay::{IndexUnit, InputItem, InputProblem, SourceRef};
-use hookscope::script::ScriptedReplier;
-use hookscope::transport::{HttpsOptions, HttpsReplier, WebhookAuth};
 
 use super::Paint;
 
@@ -54,19 +51,6 @@ pub struct Args {
     /// audit logs (JSON lines of Event, or an EventList). `-` reads standard input.
     #[arg(long = "input", required = true, num_args = 1..)]
     pub input: Vec<String>,
-    /// Objects the dispatcher may look up (Namespaces with their labels, stored objects).
-    #[arg(long = "cluster", num_args = 1..)]
-    pub cluster: Vec<PathBuf>,
-    /// Send calls meant for HOST:PORT (a service NAME.NS.svc:PORT or a URL host) to ADDR:PORT;
-    /// TLS still verifies HOST.
-    #[arg(long = "resolve", value_name = "HOST:PORT=ADDR:PORT")]
-    pub resolve: Vec<String>,
-    /// Kubeconfig-format credentials for webhooks (the apiserver's admission kubeConfigFile).
-    #[arg(long = "webhook-auth", value_name = "FILE")]
-    pub webhook_auth: Option<PathBuf>,
-    /// Audit level of the annotations and of --audit-log events.
-    #[arg(long = "audit-level", default_value = "Request")]
-    pub audit_level: AuditLevel,
     /// Write one audit.k8s.io/v1 Event per replayed request (JSON lines).
     #[arg(long = "audit-log", value_name = "FILE")]
     pub audit_log: Option<PathBuf>,
@@ -82,22 +66,12 @@ pub struct Args {
     /// Save every webhook exchange under DIR.
     #[arg(long = "record", value_name = "DIR")]
     pub record: Option<PathBuf>,
-    /// Answer webhook calls from exchanges saved with --record, offline.
-    #[arg(long = "replies", value_name = "DIR", conflicts_with = "script")]
-    pub replies: Option<PathBuf>,
-    /// Answer webhook calls from a script: a YAML mapping of webhook name to reply (allowed,
-    /// code, message, reason, patch, warnings, auditAnnotations, delayMs, error).
-    #[arg(long = "script", value_name = "FILE")]
-    pub script: Option<PathBuf>,
     /// Expected outcomes per request; mismatches are printed and the exit code is 1.
     #[arg(long = "expect", value_name = "FILE")]
     pub expect: Option<PathBuf>,
-    /// Requests dispatched at once (results stay in input order).
-    #[arg(long = "concurrency", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
-    pub concurrency: u16,
-    /// The apiserver's request deadline in seconds, which bounds all webhook calls of a request.
-    #[arg(long = "request-timeout", default_value_t = 60)]
-    pub request_timeout: u64,
+    /// Where requests are looked up and answered, and how they are dispatched.
+    #[command(flatten)]
+    pub source: SourceArgs,
     /// Print Secret data as captured instead of redacting it.
     #[arg(long = "show-secrets")]
     pub show_secrets: bool,
@@ -106,34 +80,97 @@ pub struct Args {
     pub verbose: bool,
 }
 
-/// Where webhook replies come from.
-#[derive(Clone)]
-enum Base {
-    Https(HttpsReplier),
-    Scripted(ScriptedReplier),
-    Recorded(RecordedReplies),
+/// The flags `replay` and `tui` share: what the dispatcher may look up, where webhook answers
+/// come from, and how requests are dispatched.
+#[derive(Debug, Clone, clap::Args)]
+pub struct SourceArgs {
+    /// Objects the dispatcher may look up (Namespaces with their labels, stored objects).
+    #[arg(long = "cluster", num_args = 1..)]
+    pub cluster: Vec<PathBuf>,
+    /// Send calls meant for HOST:PORT (a service NAME.NS.svc:PORT or a URL host) to ADDR:PORT;
+    /// TLS still verifies HOST.
+    #[arg(long = "resolve", value_name = "HOST:PORT=ADDR:PORT")]
+    pub resolve: Vec<String>,
+    /// Kubeconfig-format credentials for webhooks (the apiserver's admission kubeConfigFile).
+    #[arg(long = "webhook-auth", value_name = "FILE")]
+    pub webhook_auth: Option<PathBuf>,
+    /// Answer webhook calls from exchanges saved with `replay --record`, offline.
+    #[arg(long = "replies", value_name = "DIR", conflicts_with = "script")]
+    pub replies: Option<PathBuf>,
+    /// Answer webhook calls from a script: a YAML mapping of webhook name to reply (allowed,
+    /// code, message, reason, patch, warnings, auditAnnotations, delayMs, error).
+    #[arg(long = "script", value_name = "FILE")]
+    pub script: Option<PathBuf>,
+    /// Audit level of the annotations (and of `replay --audit-log` events).
+    #[arg(long = "audit-level", default_value = "Request")]
+    pub audit_level: AuditLevel,
+    /// Requests dispatched at once (results stay in input order).
+    #[arg(long = "concurrency", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    pub concurrency: u16,
+    /// The apiserver's request deadline in seconds, which bounds all webhook calls of a request.
+    #[arg(long = "request-timeout", default_value_t = 60)]
+    pub request_timeout: u64,
 }
 
-/// The source, possibly recorded on the way.
-#[derive(Clone)]
-enum Source {
-    Plain(Base),
-    Recording(Recorder<Base>),
-}
-
-impl Replier for Base {
-    fn reply(&mut self, calls: &[WebhookCall]) -> impl Future<Output = Vec<Reply>> + Send {
-        match self {
-            Base::Https(r) => Either::Left(r.reply(calls)),
-            Base::Scripted(r) => {
-                // The script keeps every call for inspection; a replay needs none of the
-                // previous batches'.
-                r.seen.clear();
-                Either::Right(Either::Left(r.reply(calls)))
-            }
-            Base::Recorded(r) => Either::Right(Either::Right(r.reply(calls))),
+impl Default for SourceArgs {
+    fn default() -> Self {
+        Self {
+            cluster: Vec::new(),
+            resolve: Vec::new(),
+            webhook_auth: None,
+            replies: None,
+            script: None,
+            audit_level: AuditLevel::Request,
+            concurrency: 1,
+            request_timeout: 60,
         }
     }
+}
+
+impl SourceArgs {
+    /// The replier the flags ask for.
+    pub fn replier(&self) -> Result<AnyReplier, String> {
+        AnyReplier::from_flags(ReplierFlags {
+            replies: self.replies.as_deref(),
+            script: self.script.as_deref(),
+            webhook_auth: self.webhook_auth.as_deref(),
+            resolve: &self.resolve,
+        })
+        .map_err(|e| e.to_string())
+    }
+
+    /// The runner over `configs` and the reader of the inputs, both knowing the `--cluster`
+    /// objects and custom resources; with the problems of the `--cluster` files.
+    pub fn replayer_and_reader(
+        &self,
+        configs: &[WebhookConfiguration],
+        version: KubeVersion,
+    ) -> (Replayer, Reader, Vec<InputProblem>) {
+        let (cluster, problems) = ClusterState::load(&self.cluster);
+        let registry = cluster.registry(version);
+        let engine = Engine::new(
+            configs,
+            EngineOptions {
+                registry: registry.clone(),
+                ..EngineOptions::for_version(version)
+            },
+        );
+        let replayer = Replayer::new(
+            Arc::new(engine),
+            ReplaySettings {
+                deadline: Some(Duration::from_secs(self.request_timeout)),
+                concurrency: usize::from(self.concurrency),
+            },
+        );
+        (replayer, Reader::with_registry(cluster, registry), problems)
+    }
+}
+
+/// The replay's replier, possibly recorded on the way.
+#[derive(Clone)]
+enum Source {
+    Plain(AnyReplier),
+    Recording(Recorder<AnyReplier>),
 }
 
 impl Replier for Source {
@@ -143,30 +180,6 @@ impl Replier for Source {
             Source::Recording(r) => Either::Right(r.reply(calls)),
         }
     }
-}
-
-pub(crate) fn parse_resolve(entries: &[String]) -> Result<HashMap<String, SocketAddr>, String> {
-    let mut out = HashMap::new();
-    for e in entries {
-        let (host, addr) = e
-            .split_once('=')
-            .ok_or_else(|| format!("--resolve {e:?}: expected HOST:PORT=ADDR:PORT"))?;
-        if host
-            .rsplit_once(':')
-            .is_none_or(|(_, p)| p.parse::<u16>().is_err())
-        {
-            return Err(format!(
-                "--resolve {e:?}: {host:?} must be HOST:PORT with a numeric port"
-            ));
-        }
-        let addr = addr
-            .to_socket_addrs()
-            .ok()
-            .and_then(|mut a| a.next())
-            .ok_or_else(|| format!("--resolve {e:?}: {addr:?} is not an ADDR:PORT"))?;
-        out.insert(host.to_string(), addr);
-    }
-    Ok(out)
 }
 
 /// Loads, defaults and validates the configurations; invalid ones are left out and reported.
@@ -227,20 +240,6 @@ pub(crate) fn load_configurations(
     Ok(configs)
 }
 
-/// Counts bytes read, for the progress line.
-struct Counting<R> {
-    inner: R,
-    read: Arc<AtomicU64>,
-}
-
-impl<R: Read> Read for Counting<R> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        let n = self.inner.read(buf)?;
-        self.read.fetch_add(n as u64, Ordering::Relaxed);
-        Ok(n)
-    }
-}
-
 /// Items handed from the reader thread to the replay at once: one channel operation (and at
 /// most one wake-up) per batch rather than per request.
 const BATCH: usize = 256;
@@ -283,58 +282,14 @@ fn spawn_reader(
     read: Arc<AtomicU64>,
 ) -> std::thread::JoinHandle<(usize, Vec<InputProblem>)> {
     std::thread::spawn(move || {
-        let mut readable = 0;
-        let mut failures = Vec::new();
         let mut batcher = Batcher {
             tx,
             batch: Vec::with_capacity(BATCH),
             started: Instant::now(),
         };
-        for name in &inputs {
-            let mut sink = |item: InputItem| batcher.push(item);
-            let result = if name == "-" {
-                let stdin = std::io::stdin();
-                let mut input = BufReader::with_capacity(
-                    1 << 16,
-                    Counting {
-                        inner: stdin.lock(),
-                        read: read.clone(),
-                    },
-                );
-                reader.read(name, &mut input, &mut sink)
-            } else {
-                match File::open(name) {
-                    Ok(f) => {
-                        let mut input = BufReader::with_capacity(
-                            1 << 16,
-                            Counting {
-                                inner: f,
-                                read: read.clone(),
-                            },
-                        );
-                        reader.read(name, &mut input as &mut dyn BufRead, &mut sink)
-                    }
-                    Err(e) => Err(InputProblem {
-                        source: SourceRef {
-                            file: name.clone(),
-                            index: 0,
-                            unit: IndexUnit::Document,
-                            audit_id: None,
-                        },
-                        field: String::new(),
-                        message: format!("cannot read: {e}"),
-                    }),
-                }
-            };
-            match result {
-                Ok(()) => readable += 1,
-                Err(p) => failures.push(p),
-            }
-            batcher.flush();
-        }
-        reader.finish(&mut |item| batcher.push(item));
+        let result = reader.read_paths(&inputs, Some(&read), &mut |item| batcher.push(item));
         batcher.flush();
-        (readable, failures)
+        result
     })
 }
 
@@ -653,7 +608,7 @@ fn write_file(path: &Path, text: &str, what: &str) -> Result<(), String> {
 /// Runs `replay`.
 pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     let paint = Paint::stdout();
-    let level = args.audit_level;
+    let level = args.source.audit_level;
     let secrets = if args.show_secrets {
         SecretPolicy::Show
     } else {
@@ -666,27 +621,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         Some(p) => Some(Expectations::load(p).map_err(|e| e.to_string())?),
         None => None,
     };
-    let resolve = parse_resolve(&args.resolve)?;
-    let auth = match &args.webhook_auth {
-        Some(p) => WebhookAuth::load(p).map_err(|e| format!("--webhook-auth: {e}"))?,
-        None => WebhookAuth::empty(),
-    };
-    let base = if let Some(dir) = &args.replies {
-        Base::Recorded(RecordedReplies::load(dir).map_err(|e| format!("--replies: {e}"))?)
-    } else if let Some(path) = &args.script {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| format!("--script {}: {e}", path.display()))?;
-        Base::Scripted(
-            ScriptedReplier::from_yaml(&text)
-                .map_err(|e| format!("--script {}: {e}", path.display()))?,
-        )
-    } else {
-        Base::Https(HttpsReplier::new(HttpsOptions {
-            auth,
-            resolve,
-            ..HttpsOptions::default()
-        }))
-    };
+    let base = args.source.replier()?;
     let source = match &args.record {
         Some(dir) => {
             Source::Recording(Recorder::new(base, dir).map_err(|e| format!("--record: {e}"))?)
@@ -700,29 +635,10 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         None => None,
     };
 
-    let (cluster, cluster_problems) = ClusterState::load(&args.cluster);
+    let (replayer, reader, cluster_problems) = args.source.replayer_and_reader(&configs, version);
     for p in &cluster_problems {
         report.push_problem(Problem::from_input(ProblemKind::Invalid, p));
     }
-
-    let mut registry = ResourceRegistry::builtin(version);
-    for crd in cluster.custom_resources() {
-        registry.add_custom_resource(crd);
-    }
-    let engine = Arc::new(Engine::new(
-        &configs,
-        EngineOptions {
-            registry: registry.clone(),
-            ..EngineOptions::for_version(version)
-        },
-    ));
-    let replayer = Replayer::new(
-        engine,
-        ReplaySettings {
-            deadline: Some(Duration::from_secs(args.request_timeout)),
-            concurrency: usize::from(args.concurrency),
-        },
-    );
 
     let read = Arc::new(AtomicU64::new(0));
     let total_bytes = args
@@ -786,12 +702,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     }
 
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<InputItem>>(8);
-    let reader = spawn_reader(
-        args.input.clone(),
-        Reader::with_registry(cluster, registry),
-        tx,
-        read,
-    );
+    let reader = spawn_reader(args.input.clone(), reader, tx, read);
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -814,8 +725,8 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     }
 
     let missing = match &source {
-        Source::Plain(Base::Recorded(r)) => r.missing().len(),
-        _ => 0,
+        Source::Plain(r) => r.missing_replies(),
+        Source::Recording(_) => 0,
     };
     sinks.report.summary.missing_replies = missing;
     if let Source::Recording(r) = source {

@@ -104,9 +104,16 @@ pub trait IdSource {
 #[derive(Debug, Clone, Default)]
 pub struct SequentialIds(pub u64);
 
+impl SequentialIds {
+    /// The `n`th uid of the sequence.
+    pub fn nth(n: u64) -> String {
+        format!("00000000-0000-4000-8000-{n:012x}")
+    }
+}
+
 impl IdSource for SequentialIds {
     fn next_uid(&mut self) -> String {
         self.0 += 1;
-        format!("00000000-0000-4000-8000-{:012x}", self.0)
+        Self::nth(self.0)
     }
 }

@@ -8,6 +8,7 @@ pub mod expect;
 pub mod input;
 pub mod junit;
 pub mod record;
+pub mod replier;
 pub mod report;
 pub mod run;
 

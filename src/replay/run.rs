@@ -3,6 +3,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
@@ -10,6 +11,7 @@ use futures::{Stream, StreamExt};
 use super::{CapturedRequest, InputItem, NamespaceState};
 use crate::engine::{
     Engine, IdSource, NamespaceLookup, NamespaceSource, Outcome, Phases, Replier, RequestContext,
+    SequentialIds,
 };
 use crate::metrics::Metrics;
 
@@ -131,8 +133,58 @@ impl Replayer {
             .await
     }
 
-    /// Replays a stream of input items with up to `concurrency` requests in flight. `on_event`
-    /// sees every item in input order. Returns the webhook metrics of the whole replay.
+    /// Dispatches a stream of input items with up to `concurrency` requests in flight and
+    /// yields each item, in input order, with the metrics its dispatch recorded. Every replay
+    /// (the command, the console) runs through here.
+    pub fn events<'a, S, R>(
+        &'a self,
+        items: S,
+        replier: R,
+        ids: IdMode,
+    ) -> impl Stream<Item = Dispatched> + 'a
+    where
+        S: Stream<Item = InputItem> + 'a,
+        R: Replier + Clone + Send + 'a,
+    {
+        let issued = Arc::new(AtomicU64::new(0));
+        items
+            .map(move |item| {
+                let mut replier = replier.clone();
+                let issued = Arc::clone(&issued);
+                async move {
+                    let request = match item {
+                        InputItem::Request(request) => request,
+                        other => {
+                            return Dispatched {
+                                event: ReplayEvent::Skipped(other),
+                                metrics: None,
+                            };
+                        }
+                    };
+                    let mut metrics = Metrics::new();
+                    let outcome = match ids {
+                        IdMode::Random => {
+                            self.replay_one(&request, &mut replier, &mut metrics, &mut RandomIds)
+                                .await
+                        }
+                        IdMode::Sequential => {
+                            let mut ids = SharedSequence(&issued);
+                            self.replay_one(&request, &mut replier, &mut metrics, &mut ids)
+                                .await
+                        }
+                    };
+                    Dispatched {
+                        event: ReplayEvent::Replayed(Box::new(Replayed { request, outcome })),
+                        metrics: Some(metrics),
+                    }
+                }
+            })
+            .buffered(self.settings.concurrency.max(1))
+    }
+
+    /// Replays a stream of input items (see [`Replayer::events`]) with random call uids, as the
+    /// apiserver does. `on_event` sees every item in input order. Returns the webhook metrics of
+    /// the whole replay.
     pub async fn run<S, R>(
         &self,
         items: S,
@@ -144,51 +196,42 @@ impl Replayer {
         R: Replier + Clone + Send,
     {
         let mut metrics = Metrics::new();
-        let concurrency = self.settings.concurrency.max(1);
-        if concurrency == 1 {
-            let mut replier = replier;
-            let mut items = std::pin::pin!(items);
-            while let Some(item) = items.next().await {
-                let event = match item {
-                    InputItem::Request(request) => {
-                        let outcome = self
-                            .replay_one(&request, &mut replier, &mut metrics, &mut RandomIds)
-                            .await;
-                        ReplayEvent::Replayed(Box::new(Replayed { request, outcome }))
-                    }
-                    other => ReplayEvent::Skipped(other),
-                };
-                on_event(event);
+        let mut events = std::pin::pin!(self.events(items, replier, IdMode::Random));
+        while let Some(d) = events.next().await {
+            if let Some(m) = &d.metrics {
+                metrics.merge(m);
             }
-            return metrics;
-        }
-        let results = items
-            .map(|item| {
-                let mut replier = replier.clone();
-                async move {
-                    match item {
-                        InputItem::Request(request) => {
-                            let mut m = Metrics::new();
-                            let outcome = self
-                                .replay_one(&request, &mut replier, &mut m, &mut RandomIds)
-                                .await;
-                            (
-                                ReplayEvent::Replayed(Box::new(Replayed { request, outcome })),
-                                Some(m),
-                            )
-                        }
-                        other => (ReplayEvent::Skipped(other), None),
-                    }
-                }
-            })
-            .buffered(concurrency);
-        let mut results = std::pin::pin!(results);
-        while let Some((event, m)) = results.next().await {
-            if let Some(m) = m {
-                metrics.merge(&m);
-            }
-            on_event(event);
+            on_event(d.event);
         }
         metrics
+    }
+}
+
+/// How a replay makes the `request.uid` of each webhook call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum IdMode {
+    /// A fresh random UUIDv4 per call, as the apiserver does.
+    #[default]
+    Random,
+    /// [`SequentialIds`] across the whole replay, for reproducible output (deterministic with a
+    /// concurrency of 1).
+    Sequential,
+}
+
+/// One input item after the dispatcher, with the metrics of its dispatch.
+#[derive(Debug, Clone)]
+pub struct Dispatched {
+    /// What happened to the item.
+    pub event: ReplayEvent,
+    /// The metrics its dispatch recorded (None for items that were not dispatched).
+    pub metrics: Option<Metrics>,
+}
+
+/// [`SequentialIds`] shared by the dispatches of one replay.
+struct SharedSequence<'a>(&'a AtomicU64);
+
+impl IdSource for SharedSequence<'_> {
+    fn next_uid(&mut self) -> String {
+        SequentialIds::nth(self.0.fetch_add(1, Ordering::Relaxed) + 1)
     }
 }

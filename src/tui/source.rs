@@ -2,9 +2,7 @@
 //! [`SourceMsg`]s over a bounded channel; the console turns each into a state change in
 //! [`super::app::update`]. The replay source is the first; a live cluster will be another.
 
-use std::fs::File;
 use std::future::Future;
-use std::io::{BufRead, BufReader};
 
 use futures::future::Either;
 use futures::{Stream, StreamExt};
@@ -12,14 +10,12 @@ use tokio::sync::mpsc;
 
 use super::model::HookInfo;
 use crate::api::WebhookKind;
-use crate::engine::{Engine, IdSource, Replier, Reply, SequentialIds, WebhookCall};
+use crate::engine::{Engine, Replier, Reply, WebhookCall};
 use crate::metrics::Metrics;
-use crate::replay::input::{ClusterState, Reader};
-use crate::replay::record::RecordedReplies;
-use crate::replay::run::{RandomIds, ReplayEvent, Replayed, Replayer};
-use crate::replay::{IndexUnit, InputItem, InputProblem, SourceRef};
-use crate::script::ScriptedReplier;
-use crate::transport::HttpsReplier;
+use crate::replay::InputItem;
+use crate::replay::input::Reader;
+use crate::replay::replier::AnyReplier;
+use crate::replay::run::{IdMode, ReplayEvent, Replayer};
 use crate::webhook_server::WebhookServer;
 
 /// Capacity of the channel between a source and the console: a source waits when the console
@@ -62,30 +58,21 @@ pub trait Source: Send + 'static {
     -> futures::future::BoxFuture<'static, ()>;
 }
 
-/// Where a replay's webhook replies come from.
+/// Where the console's webhook replies come from: any replay replier, or the demo's webhooks
+/// answered in process.
 #[derive(Clone)]
-pub enum AnyReplier {
-    /// Real HTTPS.
-    Https(HttpsReplier),
-    /// A script (`--script`).
-    Scripted(ScriptedReplier),
-    /// A recording (`--replies`).
-    Recorded(RecordedReplies),
+pub enum ConsoleReplier {
+    /// HTTPS, a script or a recording, as `hookscope replay` chooses them.
+    Replay(AnyReplier),
     /// The demo's webhooks answered in process, with fixed durations (tests, snapshots).
     Demo(super::demo::DemoReplier),
 }
 
-impl Replier for AnyReplier {
+impl Replier for ConsoleReplier {
     fn reply(&mut self, calls: &[WebhookCall]) -> impl Future<Output = Vec<Reply>> + Send {
         match self {
-            AnyReplier::Https(r) => Either::Left(r.reply(calls)),
-            AnyReplier::Scripted(r) => {
-                // The script keeps every call it saw; the console needs none of them.
-                r.seen.clear();
-                Either::Right(Either::Left(r.reply(calls)))
-            }
-            AnyReplier::Recorded(r) => Either::Right(Either::Right(Either::Left(r.reply(calls)))),
-            AnyReplier::Demo(r) => Either::Right(Either::Right(Either::Right(r.reply(calls)))),
+            ConsoleReplier::Replay(r) => Either::Left(r.reply(calls)),
+            ConsoleReplier::Demo(r) => Either::Right(r.reply(calls)),
         }
     }
 }
@@ -99,8 +86,8 @@ pub enum ReplayInput {
     Files {
         /// Paths as given.
         paths: Vec<String>,
-        /// Namespaces and stored objects.
-        cluster: ClusterState,
+        /// The loader, with the objects of `--cluster` and the replay's resources.
+        reader: Box<Reader>,
     },
 }
 
@@ -113,11 +100,9 @@ pub struct ReplaySource {
     /// The requests.
     pub input: ReplayInput,
     /// The webhooks' answers.
-    pub replier: AnyReplier,
-    /// Requests dispatched at once (events still arrive in input order).
-    pub concurrency: usize,
-    /// Deterministic call uids (with a concurrency of 1), for reproducible screens.
-    pub sequential_ids: bool,
+    pub replier: ConsoleReplier,
+    /// How call uids are made ([`IdMode::Sequential`] for reproducible screens).
+    pub ids: IdMode,
     /// Problems found while building the source (configurations left out, …), shown first.
     pub problems: Vec<String>,
     /// A webhook server serving this replay (the demo's), stopped when the replay ends.
@@ -148,44 +133,19 @@ pub fn hook_infos(engine: &Engine) -> Vec<HookInfo> {
 /// Reads files on a thread of its own into a bounded channel.
 fn read_files(
     paths: Vec<String>,
-    cluster: ClusterState,
+    reader: Reader,
     problems: mpsc::Sender<SourceMsg>,
 ) -> impl Stream<Item = InputItem> {
     let (tx, mut rx) = mpsc::channel::<InputItem>(1024);
     std::thread::spawn(move || {
-        let mut reader = Reader::new(cluster);
-        let mut sink = |item: InputItem| {
-            // The receiver only goes away when the console quits.
+        let mut reader = reader;
+        // The receiver only goes away when the console quits.
+        let (_, failures) = reader.read_paths(&paths, None, &mut |item| {
             let _ = tx.blocking_send(item);
-        };
-        for name in &paths {
-            let result = if name == "-" {
-                let stdin = std::io::stdin();
-                let mut input = BufReader::new(stdin.lock());
-                reader.read(name, &mut input, &mut sink)
-            } else {
-                match File::open(name) {
-                    Ok(f) => {
-                        let mut input = BufReader::with_capacity(1 << 16, f);
-                        reader.read(name, &mut input as &mut dyn BufRead, &mut sink)
-                    }
-                    Err(e) => Err(InputProblem {
-                        source: SourceRef {
-                            file: name.clone(),
-                            index: 0,
-                            unit: IndexUnit::Document,
-                            audit_id: None,
-                        },
-                        field: String::new(),
-                        message: format!("cannot read: {e}"),
-                    }),
-                }
-            };
-            if let Err(p) = result {
-                let _ = problems.blocking_send(SourceMsg::Problem(p.to_string()));
-            }
+        });
+        for p in failures {
+            let _ = problems.blocking_send(SourceMsg::Problem(p.to_string()));
         }
-        reader.finish(&mut sink);
     });
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
@@ -196,9 +156,8 @@ impl ReplaySource {
             label,
             replayer,
             input,
-            mut replier,
-            concurrency,
-            sequential_ids,
+            replier,
+            ids,
             problems,
             server,
         } = self;
@@ -221,73 +180,26 @@ impl ReplaySource {
         }
         let items: std::pin::Pin<Box<dyn Stream<Item = InputItem> + Send>> = match input {
             ReplayInput::Items(items) => Box::pin(futures::stream::iter(items)),
-            ReplayInput::Files { paths, cluster } => {
-                Box::pin(read_files(paths, cluster, tx.clone()))
+            ReplayInput::Files { paths, reader } => {
+                Box::pin(read_files(paths, *reader, tx.clone()))
             }
         };
-        let concurrency = concurrency.max(1);
-        let replayer = &replayer;
-        if concurrency == 1 {
-            let mut ids: Box<dyn IdSource + Send> = if sequential_ids {
-                Box::new(SequentialIds::default())
-            } else {
-                Box::new(RandomIds)
+        let mut events = std::pin::pin!(replayer.events(items, replier.clone(), ids));
+        while let Some(d) = events.next().await {
+            let msg = SourceMsg::Event {
+                event: Box::new(d.event),
+                metrics: d.metrics.map(Box::new),
             };
-            let mut items = items;
-            while let Some(item) = items.next().await {
-                let msg = dispatch(replayer, item, &mut replier, &mut *ids).await;
-                if tx.send(msg).await.is_err() {
-                    return;
-                }
-            }
-        } else {
-            let results = items
-                .map(|item| {
-                    let mut replier = replier.clone();
-                    async move { dispatch(replayer, item, &mut replier, &mut RandomIds).await }
-                })
-                .buffered(concurrency);
-            let mut results = std::pin::pin!(results);
-            while let Some(msg) = results.next().await {
-                if tx.send(msg).await.is_err() {
-                    return;
-                }
+            if tx.send(msg).await.is_err() {
+                return;
             }
         }
         let missing_replies = match &replier {
-            AnyReplier::Recorded(r) => r.missing().len(),
-            _ => 0,
+            ConsoleReplier::Replay(r) => r.missing_replies(),
+            ConsoleReplier::Demo(_) => 0,
         };
         let _ = tx.send(SourceMsg::Finished { missing_replies }).await;
         drop(server);
-    }
-}
-
-/// One input item through the dispatcher, with the metrics it recorded.
-async fn dispatch(
-    replayer: &Replayer,
-    item: InputItem,
-    replier: &mut AnyReplier,
-    ids: &mut (dyn IdSource + Send),
-) -> SourceMsg {
-    match item {
-        InputItem::Request(request) => {
-            let mut metrics = Metrics::new();
-            let outcome = replayer
-                .replay_one(&request, replier, &mut metrics, ids)
-                .await;
-            SourceMsg::Event {
-                event: Box::new(ReplayEvent::Replayed(Box::new(Replayed {
-                    request,
-                    outcome,
-                }))),
-                metrics: Some(Box::new(metrics)),
-            }
-        }
-        other => SourceMsg::Event {
-            event: Box::new(ReplayEvent::Skipped(other)),
-            metrics: None,
-        },
     }
 }
 

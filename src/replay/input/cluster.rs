@@ -127,6 +127,16 @@ impl ClusterState {
         &self.custom_resources
     }
 
+    /// The built-in resources of `version` with this cluster's custom resources: what the
+    /// replay's engine and reader resolve kinds and equivalences with.
+    pub fn registry(&self, version: KubeVersion) -> ResourceRegistry {
+        let mut registry = ResourceRegistry::builtin(version);
+        for crd in &self.custom_resources {
+            registry.add_custom_resource(crd);
+        }
+        registry
+    }
+
     /// Number of objects known.
     pub fn len(&self) -> usize {
         self.store.len()

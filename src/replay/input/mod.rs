@@ -67,7 +67,9 @@ mod store;
 mod stream;
 
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader};
+use std::io::{self, BufRead, BufReader, Read};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 
@@ -113,12 +115,12 @@ impl Reader {
     /// A reader that knows `cluster`'s objects and namespaces, with the built-in resources of the
     /// newest modelled release and the custom resources defined in `cluster`.
     pub fn new(cluster: ClusterState) -> Self {
-        let builtin = ResourceRegistry::builtin(KubeVersion::NEWEST);
-        let mut registry = builtin.clone();
-        for crd in cluster.custom_resources() {
-            registry.add_custom_resource(crd);
-        }
-        Self::assemble(cluster, registry, builtin)
+        let registry = cluster.registry(KubeVersion::NEWEST);
+        Self::assemble(
+            cluster,
+            registry,
+            ResourceRegistry::builtin(KubeVersion::NEWEST),
+        )
     }
 
     /// A reader resolving kinds with `registry` (the release and custom resources the replay
@@ -204,13 +206,43 @@ impl Reader {
         path: &str,
         sink: &mut dyn FnMut(InputItem),
     ) -> Result<(), InputProblem> {
+        self.read_path_counted(path, None, sink)
+    }
+
+    /// Reads `paths` in order (`-`: standard input), then [`finish`](Self::finish)es. Returns
+    /// how many inputs could be read and the problems of those that could not. `read_bytes`,
+    /// when given, counts the bytes read as they are read (progress of a long input).
+    pub fn read_paths(
+        &mut self,
+        paths: &[String],
+        read_bytes: Option<&Arc<AtomicU64>>,
+        sink: &mut dyn FnMut(InputItem),
+    ) -> (usize, Vec<InputProblem>) {
+        let mut readable = 0;
+        let mut problems = Vec::new();
+        for path in paths {
+            match self.read_path_counted(path, read_bytes, sink) {
+                Ok(()) => readable += 1,
+                Err(p) => problems.push(p),
+            }
+        }
+        self.finish(sink);
+        (readable, problems)
+    }
+
+    fn read_path_counted(
+        &mut self,
+        path: &str,
+        read_bytes: Option<&Arc<AtomicU64>>,
+        sink: &mut dyn FnMut(InputItem),
+    ) -> Result<(), InputProblem> {
         if path == "-" {
             let stdin = io::stdin();
-            let mut lock = BufReader::with_capacity(1 << 20, stdin.lock());
-            return self.read(path, &mut lock, sink);
+            let mut input = Counting::buffered(stdin.lock(), read_bytes);
+            return self.read(path, &mut input, sink);
         }
         match std::fs::File::open(path) {
-            Ok(f) => self.read(path, &mut BufReader::with_capacity(1 << 20, f), sink),
+            Ok(f) => self.read(path, &mut Counting::buffered(f, read_bytes), sink),
             Err(e) => Err(InputProblem {
                 source: SourceRef {
                     file: path.to_string(),
@@ -576,4 +608,26 @@ fn trim(line: &[u8]) -> &[u8] {
 fn complete_line(line: &[u8]) -> bool {
     let t = trim(line);
     t.first() == Some(&b'{') && scan::value_end(t, 0) == Ok(t.len())
+}
+
+/// Counts the bytes read through it.
+struct Counting<'a, R> {
+    inner: R,
+    read: Option<&'a Arc<AtomicU64>>,
+}
+
+impl<'a, R: Read> Counting<'a, R> {
+    fn buffered(inner: R, read: Option<&'a Arc<AtomicU64>>) -> BufReader<Self> {
+        BufReader::with_capacity(1 << 20, Counting { inner, read })
+    }
+}
+
+impl<R: Read> Read for Counting<'_, R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(read) = self.read {
+            read.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        Ok(n)
+    }
 }

@@ -13,13 +13,15 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use super::source::{AnyReplier, ReplayInput, ReplaySource};
+use super::source::{ConsoleReplier, ReplayInput, ReplaySource};
 use crate::KubeVersion;
 use crate::api::WebhookConfiguration;
 use crate::engine::{
     Attributes, Engine, EngineOptions, Replier, Reply, ReplyOutcome, TransportError,
     TransportErrorKind, WebhookCall,
 };
+use crate::replay::replier::AnyReplier;
+use crate::replay::run::IdMode;
 use crate::replay::run::{ReplaySettings, Replayer};
 use crate::replay::{CapturedRequest, IndexUnit, InputItem, NamespaceState, SourceRef};
 use crate::transport::{HttpsOptions, HttpsReplier};
@@ -620,19 +622,22 @@ fn captured(i: usize, c: Capture) -> CapturedRequest {
 fn source(
     configs: &[WebhookConfiguration],
     version: KubeVersion,
-    replier: AnyReplier,
+    replier: ConsoleReplier,
     concurrency: usize,
-    sequential_ids: bool,
+    ids: IdMode,
     label: &str,
 ) -> ReplaySource {
     let engine = Arc::new(Engine::new(configs, EngineOptions::for_version(version)));
+    let settings = ReplaySettings {
+        concurrency,
+        ..ReplaySettings::default()
+    };
     ReplaySource {
         label: label.into(),
-        replayer: Replayer::new(engine, ReplaySettings::default()),
+        replayer: Replayer::new(engine, settings),
         input: ReplayInput::Items(requests()),
         replier,
-        concurrency,
-        sequential_ids,
+        ids,
         problems: Vec::new(),
         server: None,
     }
@@ -644,13 +649,15 @@ pub async fn start(version: KubeVersion) -> Result<ReplaySource, DemoError> {
     let pki = Pki::mint(&[])?;
     let server = WebhookServer::start(&pki, behaviours(), ServerOptions::default()).await?;
     let configs = configurations(&server.url(""), pki.ca_pem())?;
-    let replier = AnyReplier::Https(HttpsReplier::new(HttpsOptions::default()));
+    let replier = ConsoleReplier::Replay(AnyReplier::Https(HttpsReplier::new(
+        HttpsOptions::default(),
+    )));
     let mut s = source(
         &configs,
         version,
         replier,
         4,
-        false,
+        IdMode::Random,
         "demo (https 127.0.0.1)",
     );
     s.server = Some(server);
@@ -665,9 +672,9 @@ pub fn offline(version: KubeVersion) -> ReplaySource {
     source(
         &configs,
         version,
-        AnyReplier::Demo(DemoReplier),
+        ConsoleReplier::Demo(DemoReplier),
         1,
-        true,
+        IdMode::Sequential,
         "demo (offline)",
     )
 }
