@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -167,8 +168,8 @@ impl ScriptedReply {
 /// Answers by webhook name; webhooks without a script allow.
 #[derive(Debug, Clone, Default)]
 pub struct ScriptedReplier {
-    /// Replies by webhook name.
-    pub replies: BTreeMap<String, ScriptedReply>,
+    /// Replies by webhook name, shared by clones (a replay clones its replier per request).
+    pub replies: Arc<BTreeMap<String, ScriptedReply>>,
     /// Every call seen, in order.
     pub seen: Vec<WebhookCall>,
 }
@@ -177,7 +178,7 @@ impl ScriptedReplier {
     /// A replier with these scripts.
     pub fn new(replies: impl IntoIterator<Item = (String, ScriptedReply)>) -> Self {
         Self {
-            replies: replies.into_iter().collect(),
+            replies: Arc::new(replies.into_iter().collect()),
             seen: Vec::new(),
         }
     }
@@ -194,12 +195,9 @@ impl Replier for ScriptedReplier {
     fn reply(&mut self, calls: &[WebhookCall]) -> impl Future<Output = Vec<Reply>> + Send {
         let replies: Vec<Reply> = calls
             .iter()
-            .map(|c| {
-                self.replies
-                    .get(&c.webhook)
-                    .cloned()
-                    .unwrap_or_default()
-                    .reply_to(c)
+            .map(|c| match self.replies.get(&c.webhook) {
+                Some(script) => script.reply_to(c),
+                None => ScriptedReply::allow().reply_to(c),
             })
             .collect();
         self.seen.extend(calls.iter().cloned());

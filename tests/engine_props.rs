@@ -733,7 +733,7 @@ proptest! {
         let run = || {
             let mut metrics = Metrics::new();
             let mut r = replier(&s);
-            r.replies.insert("check-1.example.com".into(), ScriptedReply { error: Some("timeout".into()), ..ScriptedReply::default() });
+            std::sync::Arc::make_mut(&mut r.replies).insert("check-1.example.com".into(), ScriptedReply { error: Some("timeout".into()), ..ScriptedReply::default() });
             let outcome = dispatch(&engine, pod_request(s.operation, &s.labels), &mut metrics, &mut r);
             (outcome, metrics.encode_text(), r.seen)
         };
