@@ -62,9 +62,12 @@
 pub mod api;
 pub mod cel;
 pub mod config;
+pub mod edit;
 pub mod engine;
+pub mod fake_apiserver;
 pub mod gofmt;
 pub mod jsonpatch;
+pub mod live;
 pub mod metrics;
 pub mod registry;
 pub mod replay;

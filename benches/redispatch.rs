@@ -1,0 +1,3 @@
+//! Placeholder until the bench lands.
+
+fn main() {}

@@ -1,0 +1,1 @@
+//! Editing webhook configurations while a replay is loaded: validation, saving, recovery, re-dispatch and what changed.

@@ -1,0 +1,1 @@
+//! A Kubernetes API server on loopback that speaks the real wire protocol (list, watch, `/metrics`), for tests, benchmarks and demos.

@@ -1,0 +1,1 @@
+//! The cluster connection: kubeconfig, watched webhook configurations, `/metrics` scrapes.
