@@ -64,7 +64,8 @@ static ALLOCATOR: Counting = Counting;
 /// Requests loaded.
 const REQUESTS: usize = 100_000;
 
-static STATE: OnceLock<State> = OnceLock::new();
+// A Mutex only because the state (its editor widgets) is not Sync; each bench clones it once.
+static STATE: OnceLock<std::sync::Mutex<State>> = OnceLock::new();
 
 fn live() -> isize {
     LIVE.load(Ordering::Relaxed)
@@ -145,12 +146,17 @@ fn load() -> State {
 }
 
 fn main() {
-    let _ = STATE.set(load());
+    let _ = STATE.set(std::sync::Mutex::new(load()));
     divan::main();
 }
 
 fn frame(bencher: Bencher, view: View) {
-    let mut state = STATE.get().expect("loaded in main").clone();
+    let mut state = STATE
+        .get()
+        .expect("loaded in main")
+        .lock()
+        .expect("not poisoned")
+        .clone();
     update(
         &mut state,
         Msg::Action(hookscope::tui::keymap::Action::Show(view)),

@@ -6,8 +6,6 @@ use hookscope::engine::AuditLevel;
 use hookscope::tui::app::{Msg, State, update};
 use hookscope::tui::source::collect;
 use hookscope::tui::theme::Theme;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 
 fn loaded(theme: &str) -> State {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -41,16 +39,7 @@ fn keys(s: &mut State, keys: &str) {
 }
 
 fn screen(s: &State) -> String {
-    let mut t = Terminal::new(TestBackend::new(120, 40)).unwrap();
-    t.draw(|f| hookscope::tui::view::render(f, s)).unwrap();
-    let buf = t.backend().buffer();
-    let mut out = String::new();
-    for y in 0..buf.area.height {
-        let line: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
+    hookscope::tui::view::render_text(s, 120, 40)
 }
 
 /// (name, keys pressed from the loaded state).
@@ -66,6 +55,7 @@ const SCREENS: &[(&str, &str)] = &[
     ("webhooks", "5j"),
     ("help_chain", "\n?"),
     ("command_completion", ":t"),
+    ("editor", "5jje"),
 ];
 
 fn check(theme: &str) {

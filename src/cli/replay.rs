@@ -187,13 +187,32 @@ pub(crate) fn load_configurations(
     paths: &[PathBuf],
     report: &mut Report,
 ) -> Result<Vec<WebhookConfiguration>, String> {
+    let by_file = load_configurations_by_file(paths, report)?;
+    Ok(by_file.into_iter().flat_map(|(_, c)| c).collect())
+}
+
+/// [`load_configurations`] grouped by the file they were read from, in reading order; a file
+/// whose documents were all left out is listed with none.
+pub(crate) fn load_configurations_by_file(
+    paths: &[PathBuf],
+    report: &mut Report,
+) -> Result<Vec<(String, Vec<WebhookConfiguration>)>, String> {
     let mut seen = 0;
-    let mut configs = Vec::new();
+    let mut by_file: Vec<(String, Vec<WebhookConfiguration>)> = Vec::new();
+    let file_of = |name: &str, by_file: &mut Vec<(String, Vec<WebhookConfiguration>)>| {
+        if by_file.last().is_none_or(|(f, _)| f != name) {
+            by_file.push((name.to_string(), Vec::new()));
+        }
+        by_file.len() - 1
+    };
     for loaded in config::load_paths(paths) {
         seen += 1;
         match loaded {
             Err(e) => {
                 let (file, document) = e.location();
+                if !matches!(e, config::LoadError::Io { .. }) {
+                    file_of(file, &mut by_file);
+                }
                 report.push_problem(Problem {
                     kind: ProblemKind::Configuration,
                     source: SourceRef {
@@ -207,10 +226,11 @@ pub(crate) fn load_configurations(
                 });
             }
             Ok(mut l) => {
+                let at = file_of(&l.source.file, &mut by_file);
                 l.apply_defaults();
                 let errors = config::validate(&l.configuration, None);
                 if errors.is_empty() {
-                    configs.push(l.configuration);
+                    by_file[at].1.push(l.configuration);
                     continue;
                 }
                 for e in errors {
@@ -237,7 +257,7 @@ pub(crate) fn load_configurations(
     if seen == 0 {
         return Err("no webhook configurations found in the --webhooks paths".into());
     }
-    Ok(configs)
+    Ok(by_file)
 }
 
 /// Items handed from the reader thread to the replay at once: one channel operation (and at

@@ -8,7 +8,9 @@ use hookscope::KubeVersion;
 use hookscope::replay::report::Report;
 use hookscope::replay::run::IdMode;
 use hookscope::tui::app::State;
-use hookscope::tui::source::{ConsoleReplier, ReplayInput, ReplaySource, Source};
+use hookscope::tui::source::{
+    ConfigDocument, ConsoleReplier, DocumentOrigin, ReplayInput, ReplaySource, Source,
+};
 use hookscope::tui::theme::Theme;
 
 use super::replay::SourceArgs;
@@ -51,7 +53,20 @@ impl Args {
 /// The replay source of files given on the command line.
 fn file_source(args: &Args, version: KubeVersion) -> Result<ReplaySource, String> {
     let mut report = Report::new(version, args.source.audit_level);
-    let configs = super::replay::load_configurations(&args.webhooks, &mut report)?;
+    let by_file = super::replay::load_configurations_by_file(&args.webhooks, &mut report)?;
+    let configs: Vec<_> = by_file.iter().flat_map(|(_, c)| c.clone()).collect();
+    let documents = by_file
+        .into_iter()
+        .filter_map(|(file, configurations)| {
+            // Read a second time for editing; a file gone since is simply not editable.
+            let text = std::fs::read_to_string(&file).ok()?;
+            Some(ConfigDocument {
+                origin: DocumentOrigin::File(PathBuf::from(file)),
+                text,
+                configurations,
+            })
+        })
+        .collect();
     let replier = args.source.replier()?;
     let (replayer, reader, cluster_problems) = args.source.replayer_and_reader(&configs, version);
     let problems = (report.problems.iter())
@@ -70,6 +85,7 @@ fn file_source(args: &Args, version: KubeVersion) -> Result<ReplaySource, String
         ids: IdMode::Random,
         problems,
         server: None,
+        documents,
     })
 }
 

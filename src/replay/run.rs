@@ -112,6 +112,11 @@ impl Replayer {
         &self.engine
     }
 
+    /// The settings.
+    pub fn settings(&self) -> &ReplaySettings {
+        &self.settings
+    }
+
     /// Dispatches one captured request.
     pub async fn replay_one<R: Replier + Send>(
         &self,

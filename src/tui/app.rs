@@ -5,7 +5,10 @@ use std::collections::BTreeMap;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
+use std::path::PathBuf;
+
 use super::config::Settings;
+use super::editing::Buffer;
 use super::keymap::{self, Action, Keymap};
 use super::model::{self, AnnotationRow, Block, HookCounts, HookInfo, RequestRow, Verdict};
 use super::source::SourceMsg;
@@ -27,16 +30,22 @@ pub enum View {
     Metrics,
     /// The configurations in dispatch order.
     Webhooks,
+    /// The configuration being edited.
+    Editor,
+    /// What the edits changed.
+    WhatIf,
 }
 
 impl View {
     /// In tab order.
-    pub const ALL: [View; 5] = [
+    pub const ALL: [View; 7] = [
         View::Requests,
         View::Chain,
         View::Annotations,
         View::Metrics,
         View::Webhooks,
+        View::Editor,
+        View::WhatIf,
     ];
 
     /// Title.
@@ -47,6 +56,8 @@ impl View {
             View::Annotations => "Annotations",
             View::Metrics => "Metrics",
             View::Webhooks => "Webhooks",
+            View::Editor => "Edit",
+            View::WhatIf => "What-if",
         }
     }
 }
@@ -205,6 +216,61 @@ pub struct State {
     pub size: (u16, u16),
     /// The console should end.
     pub quit: bool,
+    /// Configuration texts open for editing.
+    pub buffers: Vec<Buffer>,
+    /// The buffer the Edit view shows.
+    pub buffer: usize,
+    /// The edit in force: bumped whenever the configurations in force change.
+    pub edit_generation: u64,
+    /// A re-dispatch under way.
+    pub run: Option<Run>,
+    /// The results before the first edit took effect.
+    pub baseline: Option<Baseline>,
+    /// What the edits changed, as of the last re-dispatch.
+    pub whatif: super::editing::WhatIf,
+    /// What-if: selected row.
+    pub whatif_selected: usize,
+    /// Unsaved texts found from an earlier session, offered back.
+    pub recovered: Vec<RecoveredText>,
+    /// New buffers created so far (numbers them).
+    pub new_buffers: u32,
+    /// The Chain view shows the selected request before and after the edits side by side.
+    pub compare: bool,
+}
+
+/// A re-dispatch after an edit: results gathered until it finishes, then shown at once.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// The edit.
+    pub generation: u64,
+    /// The webhooks of the edited configurations.
+    pub hooks: Vec<HookInfo>,
+    /// Requests expected.
+    pub total: usize,
+    /// Results so far.
+    pub results: Vec<Box<Replayed>>,
+    /// Their metrics.
+    pub metrics: Metrics,
+}
+
+/// What the console showed before the first edit took effect: the other side of the what-if.
+#[derive(Debug, Clone)]
+pub struct Baseline {
+    /// The requests as first replayed.
+    pub entries: Vec<Entry>,
+    /// The webhooks then.
+    pub hooks: Vec<HookInfo>,
+    /// Their counts.
+    pub hook_counts: Vec<HookCounts>,
+}
+
+/// Unsaved text kept by an earlier session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecoveredText {
+    /// The buffer it belonged to ([`BufferOrigin::recovery_key`]).
+    pub key: String,
+    /// The text.
+    pub text: String,
 }
 
 /// Something that happened.
@@ -225,11 +291,85 @@ pub enum Msg {
     /// The settings file was read: None when there is none, an error naming the file and the
     /// key when it cannot be used (the defaults stay).
     SettingsLoaded(Result<Option<Settings>, String>),
+    /// The typing pause after an edit is over: check the buffer if it is still at `generation`.
+    CheckDue {
+        /// The buffer.
+        buffer: usize,
+        /// Its generation when the check was scheduled.
+        generation: u64,
+    },
+    /// A save finished.
+    Saved {
+        /// The buffer.
+        buffer: usize,
+        /// The text saved.
+        text: String,
+        /// Where, and the backup kept; or why not.
+        result: Result<(PathBuf, Option<PathBuf>), String>,
+    },
+    /// The user's editor closed.
+    ExternalEdited {
+        /// The buffer.
+        buffer: usize,
+        /// The text it left, or why there is none.
+        result: Result<String, String>,
+    },
+    /// A watched file changed on disk.
+    FileChanged {
+        /// The file.
+        path: PathBuf,
+        /// Its new text, or why it cannot be read.
+        text: Result<String, String>,
+    },
+    /// Unsaved texts of an earlier session were found.
+    RecoveryFound(Vec<RecoveredText>),
 }
 
 /// IO for the event loop to perform.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Command {
+    /// Send [`Msg::CheckDue`] after [`CHECK_DELAY`](super::editing::CHECK_DELAY).
+    CheckLater {
+        /// The buffer.
+        buffer: usize,
+        /// Its generation now.
+        generation: u64,
+    },
+    /// Ask the source to dispatch every loaded request again with these configurations.
+    Redispatch {
+        /// The edit.
+        generation: u64,
+        /// Every configuration in force.
+        configurations: Vec<crate::api::WebhookConfiguration>,
+    },
+    /// Save text atomically, keeping a backup; answers with [`Msg::Saved`].
+    Save {
+        /// The buffer.
+        buffer: usize,
+        /// The file.
+        path: PathBuf,
+        /// The text.
+        text: String,
+    },
+    /// Suspend the console and open the text in the user's editor; answers with
+    /// [`Msg::ExternalEdited`].
+    ExternalEdit {
+        /// The buffer.
+        buffer: usize,
+        /// The text to edit.
+        text: String,
+    },
+    /// Keep unsaved text where a crash cannot take it.
+    WriteRecovery {
+        /// The buffer's key.
+        key: String,
+        /// The text.
+        text: String,
+    },
+    /// The text of this buffer is saved (or dropped): forget its recovery copy.
+    DiscardRecovery(String),
+    /// Watch these files for changes made elsewhere; answers with [`Msg::FileChanged`].
+    Watch(Vec<PathBuf>),
     /// Load a theme (a file read); answers with [`Msg::ThemeLoaded`].
     LoadTheme(String),
     /// Put text on the clipboard: the terminal layer writes [`osc52`] of this payload (the
@@ -279,6 +419,16 @@ impl State {
             page: 20,
             size: (0, 0),
             quit: false,
+            buffers: Vec::new(),
+            buffer: 0,
+            edit_generation: 0,
+            run: None,
+            baseline: None,
+            whatif: super::editing::WhatIf::default(),
+            whatif_selected: 0,
+            recovered: Vec::new(),
+            new_buffers: 0,
+            compare: false,
         }
     }
 
@@ -323,7 +473,7 @@ impl State {
         c
     }
 
-    fn refilter(&mut self) {
+    pub(super) fn refilter(&mut self) {
         let f = self.filter.clone();
         let mut visible: Vec<usize> = (0..self.entries.len())
             .filter(|&i| f.is_empty() || self.entries[i].row.matches(&f))
@@ -423,21 +573,23 @@ impl State {
         }
     }
 
-    fn say(&mut self, text: impl Into<String>, error: bool) {
+    pub(super) fn say(&mut self, text: impl Into<String>, error: bool) {
         self.message = Some((text.into(), error));
     }
 
-    fn on_source(&mut self, msg: SourceMsg) {
+    fn on_source(&mut self, msg: SourceMsg) -> Vec<Command> {
         match msg {
             SourceMsg::Started {
                 label,
                 hooks,
                 total,
+                documents,
             } => {
                 self.source = label;
                 self.hook_counts = vec![HookCounts::default(); hooks.len()];
                 self.hooks = hooks;
                 self.progress.total = total;
+                return self.open_documents(&documents);
             }
             SourceMsg::Event { event, metrics } => {
                 self.progress.seen += 1;
@@ -466,10 +618,12 @@ impl State {
                 self.progress.done = true;
                 self.progress.missing_replies = missing_replies;
             }
+            other => self.on_redispatch(other),
         }
+        Vec::new()
     }
 
-    fn push_replayed(&mut self, r: Box<Replayed>) {
+    pub(super) fn push_replayed(&mut self, r: Box<Replayed>) {
         let index = self.entries.len();
         for c in &r.outcome.calls {
             let at = self.hooks.iter().position(|h| {
@@ -507,9 +661,35 @@ impl State {
         use Action as A;
         match action {
             A::Quit => {
+                let unsaved = self.unsaved();
+                if !unsaved.is_empty() {
+                    self.say(
+                        format!(
+                            "unsaved edits in {}: :w saves, :q! leaves (a recovery copy is kept)",
+                            unsaved.join(", ")
+                        ),
+                        true,
+                    );
+                    return Vec::new();
+                }
                 self.quit = true;
                 return vec![Command::Quit];
             }
+            A::ForceQuit => {
+                self.quit = true;
+                return vec![Command::Quit];
+            }
+            A::Edit(name) => return self.edit(name.as_deref()),
+            A::EditExternal(name) => return self.edit_external(name.as_deref()),
+            A::New(mutating, name) => return self.new_buffer(mutating, name),
+            A::Save(path) => return self.save(path),
+            A::Undo => return self.undo(false),
+            A::Redo => return self.undo(true),
+            A::NextBuffer => self.next_buffer(),
+            A::Reload => return self.reload(false),
+            A::KeepMine => return self.reload(true),
+            A::Recover => return self.recover(),
+            A::DiscardRecovered => return self.discard_recovered(),
             A::Help => self.help = !self.help,
             A::CommandMode => {
                 self.mode = Mode::Command {
@@ -546,8 +726,18 @@ impl State {
             }
             A::Show(v) => self.view = v,
             A::Up | A::Down | A::PageUp | A::PageDown | A::Top | A::Bottom => self.navigate(action),
+            A::Open if self.view == View::WhatIf => {
+                if let Some(r) = self.whatif.rows.get(self.whatif_selected) {
+                    self.selected = Some(r.index);
+                    self.compare = true;
+                    self.view = View::Chain;
+                    self.chain_pane = ChainPane::Grid;
+                    self.reset_chain();
+                }
+            }
             A::Open => {
                 if self.selected.is_some() {
+                    self.compare = false;
                     self.view = View::Chain;
                     self.chain_pane = ChainPane::Grid;
                 }
@@ -558,6 +748,9 @@ impl State {
                 } else if self.view == View::Chain {
                     if self.chain_pane == ChainPane::Detail {
                         self.chain_pane = ChainPane::Grid;
+                    } else if self.compare {
+                        self.compare = false;
+                        self.view = View::WhatIf;
                     } else {
                         self.view = View::Requests;
                     }
@@ -709,7 +902,12 @@ impl State {
                 let n = self.hooks.len().max(1) as isize;
                 self.hook_selected = (self.hook_selected as isize + delta).clamp(0, n - 1) as usize;
             }
-            View::Metrics => {}
+            View::WhatIf => {
+                let n = self.whatif.rows.len().max(1) as isize;
+                self.whatif_selected =
+                    (self.whatif_selected as isize + delta).clamp(0, n - 1) as usize;
+            }
+            View::Metrics | View::Editor => {}
         }
     }
 
@@ -728,6 +926,12 @@ impl State {
                 {
                     // Any other key closes the overlay and acts.
                     self.help = false;
+                }
+                if self.view == View::Editor && !self.help {
+                    return match self.keymap.action_in(View::Editor, &key) {
+                        Some(a) => self.apply(a),
+                        None => self.editor_key(key),
+                    };
                 }
                 match self.keymap.action(self.view, &key) {
                     Some(a) => self.apply(a),
@@ -863,8 +1067,17 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
             state.page = usize::from(h.saturating_sub(6)).max(1);
             Vec::new()
         }
-        Msg::Source(s) => {
-            state.on_source(s);
+        Msg::Source(s) => state.on_source(s),
+        Msg::CheckDue { buffer, generation } => state.check_due(buffer, generation),
+        Msg::Saved {
+            buffer,
+            text,
+            result,
+        } => state.saved(buffer, text, result),
+        Msg::ExternalEdited { buffer, result } => state.external_edited(buffer, result),
+        Msg::FileChanged { path, text } => state.file_changed(path, text),
+        Msg::RecoveryFound(found) => {
+            state.recovery_found(found);
             Vec::new()
         }
         Msg::Action(a) => state.apply(a),

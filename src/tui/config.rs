@@ -106,6 +106,14 @@ pub const ACTIONS: &[(&str, Action)] = &[
     ("copy", Action::Copy),
     ("detail-down", Action::DetailDown),
     ("detail-up", Action::DetailUp),
+    ("view-edit", Action::Show(View::Editor)),
+    ("view-whatif", Action::Show(View::WhatIf)),
+    ("edit", Action::Edit(None)),
+    ("edit-external", Action::EditExternal(None)),
+    ("save", Action::Save(None)),
+    ("undo", Action::Undo),
+    ("redo", Action::Redo),
+    ("next-buffer", Action::NextBuffer),
 ];
 
 #[derive(Debug, Deserialize)]

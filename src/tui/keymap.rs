@@ -66,6 +66,30 @@ pub enum Action {
     Filter(String),
     /// Sort by a column by name.
     Sort(String),
+    /// Edit a configuration (by name; none: the selected webhook's, or the current buffer).
+    Edit(Option<String>),
+    /// Edit a configuration in the user's editor (`$KUBE_EDITOR`, then `$EDITOR`).
+    EditExternal(Option<String>),
+    /// A new configuration from a template: mutating or validating, and its name.
+    New(bool, Option<String>),
+    /// Save the current buffer (to this file, for buffers without one).
+    Save(Option<String>),
+    /// Undo the last change of the buffer.
+    Undo,
+    /// Redo.
+    Redo,
+    /// The next open buffer.
+    NextBuffer,
+    /// Take the text on disk over the buffer's edits.
+    Reload,
+    /// Keep the buffer's edits over the text on disk.
+    KeepMine,
+    /// Open the texts recovered from an earlier session.
+    Recover,
+    /// Drop the texts recovered from an earlier session.
+    DiscardRecovered,
+    /// Leave even with unsaved edits (their recovery copies stay).
+    ForceQuit,
 }
 
 /// Where a binding applies.
@@ -319,6 +343,52 @@ impl Default for Keymap {
                 In(View::Chain),
                 "back to requests",
             ),
+            b(vec![c('6')], A::Show(View::Editor), Global, "edit view"),
+            b(vec![c('7')], A::Show(View::WhatIf), Global, "what-if view"),
+            b(
+                vec![c('e')],
+                A::Edit(None),
+                In(View::Webhooks),
+                "edit the selected webhook's configuration",
+            ),
+            b(
+                vec![c('E')],
+                A::EditExternal(None),
+                In(View::Webhooks),
+                "edit it in $KUBE_EDITOR / $EDITOR",
+            ),
+            b(
+                vec![Key::ctrl('s')],
+                A::Save(None),
+                In(View::Editor),
+                "save (atomic, with a backup)",
+            ),
+            b(vec![Key::ctrl('z')], A::Undo, In(View::Editor), "undo"),
+            b(vec![Key::ctrl('y')], A::Redo, In(View::Editor), "redo"),
+            b(
+                vec![Key::ctrl('n')],
+                A::NextBuffer,
+                In(View::Editor),
+                "next open configuration",
+            ),
+            b(
+                vec![Key::ctrl('e')],
+                A::EditExternal(None),
+                In(View::Editor),
+                "open in $KUBE_EDITOR / $EDITOR",
+            ),
+            b(
+                vec![p(K::Esc)],
+                A::Show(View::Webhooks),
+                In(View::Editor),
+                "leave the editor (the edit stays)",
+            ),
+            b(
+                vec![p(K::Enter), c('l'), p(K::Right)],
+                A::Open,
+                In(View::WhatIf),
+                "chain before / after the edit",
+            ),
         ];
         Keymap { bindings }
     }
@@ -334,6 +404,14 @@ impl Keymap {
                 .map(|b| b.action.clone())
         };
         find(Scope::In(view)).or_else(|| find(Scope::Global))
+    }
+
+    /// The action a key has in a view's own bindings only (the editor, where other keys type).
+    pub fn action_in(&self, view: View, ev: &KeyEvent) -> Option<Action> {
+        self.bindings
+            .iter()
+            .find(|b| b.scope == Scope::In(view) && b.keys.iter().any(|k| k.matches(ev)))
+            .map(|b| b.action.clone())
     }
 
     /// Gives `action` these keys in every binding of it, and takes them from every other
@@ -384,13 +462,52 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "sort requests: input op resource name verdict called rounds duration",
     ),
     ("reveal", "", "reveal or mask Secret data"),
+    (
+        "edit",
+        " [NAME]",
+        "edit a configuration in the console (the selected webhook's)",
+    ),
+    (
+        "edit!",
+        " [NAME]",
+        "edit a configuration in $KUBE_EDITOR / $EDITOR",
+    ),
+    (
+        "new",
+        " mutating|validating [NAME]",
+        "a new configuration from a template",
+    ),
+    (
+        "w",
+        " [PATH]",
+        "save the edited configuration (built-in or new ones need a PATH)",
+    ),
+    ("edits", "", "the Edit view"),
+    ("whatif", "", "the What-if view: what the edits changed"),
+    ("reload", "", "take the file on disk over your edits"),
+    ("keep", "", "keep your edits over the file on disk"),
+    (
+        "recover",
+        "",
+        "open the unsaved edits of an earlier session",
+    ),
+    (
+        "discard",
+        "",
+        "drop the unsaved edits of an earlier session",
+    ),
     ("quit", "", "leave"),
+    ("q!", "", "leave with unsaved edits (recovery copies stay)"),
 ];
 
 /// Sort column names, as `:sort` takes them.
 pub const SORT_COLUMNS: &[&str] = &[
     "input", "op", "resource", "name", "verdict", "called", "rounds", "duration",
 ];
+
+fn opt(arg: String) -> Option<String> {
+    (!arg.is_empty()).then_some(arg)
+}
 
 /// Parses a `:` command line.
 pub fn parse_command(line: &str) -> Result<Action, String> {
@@ -406,6 +523,24 @@ pub fn parse_command(line: &str) -> Result<Action, String> {
         "webhooks" | "hooks" => view(View::Webhooks),
         "help" => Ok(Action::Help),
         "q" | "quit" => Ok(Action::Quit),
+        "q!" | "quit!" => Ok(Action::ForceQuit),
+        "edits" => view(View::Editor),
+        "whatif" | "what-if" => view(View::WhatIf),
+        "edit" | "e" => Ok(Action::Edit(opt(arg))),
+        "edit!" | "e!" => Ok(Action::EditExternal(opt(arg))),
+        "new" => {
+            let (kind, name) = arg.split_once(' ').unwrap_or((arg.as_str(), ""));
+            match kind {
+                "mutating" => Ok(Action::New(true, opt(name.trim().to_string()))),
+                "validating" => Ok(Action::New(false, opt(name.trim().to_string()))),
+                _ => Err("usage: new mutating|validating [NAME]".into()),
+            }
+        }
+        "w" | "write" => Ok(Action::Save(opt(arg))),
+        "reload" => Ok(Action::Reload),
+        "keep" => Ok(Action::KeepMine),
+        "recover" => Ok(Action::Recover),
+        "discard" => Ok(Action::DiscardRecovered),
         "reveal" => Ok(Action::ToggleSecrets),
         "theme" if !arg.is_empty() => Ok(Action::Theme(arg)),
         "theme" => Err("usage: theme NAME|PATH".into()),
@@ -435,6 +570,7 @@ pub fn complete(line: &str) -> Vec<String> {
             let options: &[&str] = match cmd {
                 "theme" => &["default", "light", "high-contrast"],
                 "sort" => SORT_COLUMNS,
+                "new" => &["mutating", "validating"],
                 _ => &[],
             };
             options

@@ -14,6 +14,8 @@
 pub mod app;
 pub mod config;
 pub mod demo;
+pub mod editing;
+pub mod io;
 pub mod keymap;
 pub mod model;
 pub mod source;
@@ -28,7 +30,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 
 use app::{Command, Msg, State};
-use source::{CHANNEL_CAPACITY, Source};
+use source::{CHANNEL_CAPACITY, Source, SourceCtl};
 
 /// The shortest time between two frames (about 60 frames a second).
 pub const FRAME: Duration = Duration::from_millis(16);
@@ -45,8 +47,34 @@ pub enum TuiError {
     Terminal(#[from] std::io::Error),
 }
 
+/// The event loop's side of the IO: where commands go.
+struct Io {
+    /// Requests to the source.
+    ctl: mpsc::Sender<SourceCtl>,
+    /// Messages back into `update` from IO tasks (timers, saves, the watcher).
+    inbox: mpsc::Sender<Msg>,
+    /// Where unsaved text is kept.
+    recovery: Option<std::path::PathBuf>,
+    /// Files watched for changes made elsewhere.
+    watcher: io::Watcher,
+    /// An edit in the user's editor, run by the loop between frames.
+    external: Option<(usize, String)>,
+}
+
+impl Io {
+    fn new(ctl: mpsc::Sender<SourceCtl>, inbox: mpsc::Sender<Msg>) -> Io {
+        Io {
+            ctl,
+            watcher: io::Watcher::new(inbox.clone()),
+            inbox,
+            recovery: io::recovery_dir(),
+            external: None,
+        }
+    }
+}
+
 /// Performs the commands `update` returned; true when the console should end.
-fn perform(state: &mut State, commands: Vec<Command>) -> bool {
+fn perform(state: &mut State, commands: Vec<Command>, io: &mut Io) -> bool {
     let mut quit = false;
     for c in commands {
         match c {
@@ -62,8 +90,54 @@ fn perform(state: &mut State, commands: Vec<Command>) -> bool {
             Command::LoadTheme(name) => {
                 let loaded = theme::Theme::load(&name).map_err(|e| e.to_string());
                 let more = app::update(state, Msg::ThemeLoaded(loaded));
-                quit |= perform(state, more);
+                quit |= perform(state, more, io);
             }
+            Command::CheckLater { buffer, generation } => {
+                let inbox = io.inbox.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(editing::CHECK_DELAY).await;
+                    let _ = inbox.send(Msg::CheckDue { buffer, generation }).await;
+                });
+            }
+            Command::Redispatch {
+                generation,
+                configurations,
+            } => {
+                let ctl = io.ctl.clone();
+                tokio::spawn(async move {
+                    let _ = ctl
+                        .send(SourceCtl::Redispatch {
+                            generation,
+                            configurations,
+                        })
+                        .await;
+                });
+            }
+            Command::Save { buffer, path, text } => {
+                let inbox = io.inbox.clone();
+                tokio::task::spawn_blocking(move || {
+                    let result = io::save_atomic(&path, &text).map(|backup| (path, backup));
+                    let _ = inbox.blocking_send(Msg::Saved {
+                        buffer,
+                        text,
+                        result,
+                    });
+                });
+            }
+            Command::ExternalEdit { buffer, text } => io.external = Some((buffer, text)),
+            Command::WriteRecovery { key, text } => {
+                if let Some(dir) = io.recovery.clone() {
+                    tokio::task::spawn_blocking(move || {
+                        let _ = io::write_recovery(&dir, &key, &text);
+                    });
+                }
+            }
+            Command::DiscardRecovery(key) => {
+                if let Some(dir) = io.recovery.clone() {
+                    tokio::task::spawn_blocking(move || io::discard_recovery(&dir, &key));
+                }
+            }
+            Command::Watch(paths) => io.watcher.watch(&paths),
         }
     }
     quit
@@ -74,7 +148,10 @@ pub async fn run(source: Box<dyn Source>, mut state: State) -> Result<(), TuiErr
     let mut terminal = terminal::setup()?;
     let _guard = terminal::Guard;
     let (tx, mut rx) = mpsc::channel(CHANNEL_CAPACITY);
-    let task = tokio::spawn(source.run(tx));
+    let (ctl_tx, ctl_rx) = mpsc::channel(16);
+    let (inbox_tx, mut inbox) = mpsc::channel(64);
+    let mut io = Io::new(ctl_tx, inbox_tx);
+    let task = tokio::spawn(source.run(tx, ctl_rx));
     let mut events = EventStream::new();
     let mut tick = tokio::time::interval(FRAME);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -87,7 +164,12 @@ pub async fn run(source: Box<dyn Source>, mut state: State) -> Result<(), TuiErr
         None => Ok(None),
     };
     let commands = app::update(&mut state, Msg::SettingsLoaded(settings));
-    perform(&mut state, commands);
+    perform(&mut state, commands, &mut io);
+    if let Some(dir) = &io.recovery {
+        let found = io::list_recovery(dir);
+        let commands = app::update(&mut state, Msg::RecoveryFound(found));
+        perform(&mut state, commands, &mut io);
+    }
     let mut source_open = true;
     let mut dirty = true;
     loop {
@@ -121,6 +203,7 @@ pub async fn run(source: Box<dyn Source>, mut state: State) -> Result<(), TuiErr
                     Vec::new()
                 }
             },
+            Some(m) = inbox.recv() => app::update(&mut state, m),
             _ = tick.tick() => {
                 if dirty {
                     terminal.draw(|f| view::render(f, &state))?;
@@ -131,8 +214,24 @@ pub async fn run(source: Box<dyn Source>, mut state: State) -> Result<(), TuiErr
             }
         };
         dirty |= changed;
-        if perform(&mut state, commands) || state.quit {
+        if perform(&mut state, commands, &mut io) || state.quit {
             break;
+        }
+        if let Some((buffer, text)) = io.external.take() {
+            // The editor owns the terminal until it exits; key events must not be read
+            // meanwhile, so the event stream is dropped and made anew.
+            drop(events);
+            terminal::restore()?;
+            let name = format!("{buffer}");
+            let result = tokio::task::block_in_place(|| io::run_editor(&text, &name));
+            terminal = terminal::setup()?;
+            terminal.clear()?;
+            events = EventStream::new();
+            let commands = app::update(&mut state, Msg::ExternalEdited { buffer, result });
+            if perform(&mut state, commands, &mut io) {
+                break;
+            }
+            dirty = true;
         }
     }
     task.abort();

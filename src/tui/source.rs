@@ -9,7 +9,7 @@ use futures::{Stream, StreamExt};
 use tokio::sync::mpsc;
 
 use super::model::HookInfo;
-use crate::api::WebhookKind;
+use crate::api::{WebhookConfiguration, WebhookKind};
 use crate::engine::{Engine, Replier, Reply, WebhookCall};
 use crate::metrics::Metrics;
 use crate::replay::InputItem;
@@ -17,10 +17,44 @@ use crate::replay::input::Reader;
 use crate::replay::replier::AnyReplier;
 use crate::replay::run::{IdMode, ReplayEvent, Replayer};
 use crate::webhook_server::WebhookServer;
+use std::path::PathBuf;
 
 /// Capacity of the channel between a source and the console: a source waits when the console
 /// is this far behind.
 pub const CHANNEL_CAPACITY: usize = 256;
+
+/// Where the text of loaded configurations came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DocumentOrigin {
+    /// A file (saved back to it).
+    File(PathBuf),
+    /// Built in (the demo): saved only where the user says.
+    Embedded(String),
+}
+
+/// The text of one source of configurations, and the configurations in force from it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigDocument {
+    /// Where the text came from.
+    pub origin: DocumentOrigin,
+    /// The text as read.
+    pub text: String,
+    /// The configurations of this text the dispatcher uses (valid ones, defaulted).
+    pub configurations: Vec<WebhookConfiguration>,
+}
+
+/// What the console asks of a source.
+#[derive(Debug, Clone)]
+pub enum SourceCtl {
+    /// Dispatch the loaded requests again with these configurations (an edit became valid).
+    /// A newer request cancels the one in progress.
+    Redispatch {
+        /// Which edit this is; the answers carry it.
+        generation: u64,
+        /// Every configuration in force.
+        configurations: Vec<WebhookConfiguration>,
+    },
+}
 
 /// What a source tells the console.
 #[derive(Debug, Clone)]
@@ -33,6 +67,8 @@ pub enum SourceMsg {
         hooks: Vec<HookInfo>,
         /// How many input items will come, when known.
         total: Option<usize>,
+        /// The texts the configurations were read from, for editing.
+        documents: Vec<ConfigDocument>,
     },
     /// One input item went through the dispatcher (or was skipped), in input order.
     Event {
@@ -49,13 +85,44 @@ pub enum SourceMsg {
         /// Calls a recording had no reply for.
         missing_replies: usize,
     },
+    /// A re-dispatch began: the webhooks of the edited configurations.
+    RedispatchStarted {
+        /// The edit.
+        generation: u64,
+        /// The webhooks in dispatch order.
+        hooks: Vec<HookInfo>,
+        /// Requests that will come.
+        total: usize,
+    },
+    /// One request of a re-dispatch, in input order.
+    Redispatched {
+        /// The edit.
+        generation: u64,
+        /// The result.
+        event: Box<ReplayEvent>,
+        /// Its metrics.
+        metrics: Option<Box<Metrics>>,
+    },
+    /// A re-dispatch ended.
+    RedispatchFinished {
+        /// The edit.
+        generation: u64,
+        /// Calls answered from replies already received.
+        reused: u64,
+        /// Calls sent to the webhooks.
+        sent: u64,
+    },
 }
 
 /// A producer of console data.
 pub trait Source: Send + 'static {
-    /// Runs the source until it is done or the receiver is gone.
-    fn run(self: Box<Self>, tx: mpsc::Sender<SourceMsg>)
-    -> futures::future::BoxFuture<'static, ()>;
+    /// Runs the source until it is done or the receiver is gone, answering `ctl` (a source
+    /// that cannot re-dispatch ignores it).
+    fn run(
+        self: Box<Self>,
+        tx: mpsc::Sender<SourceMsg>,
+        ctl: mpsc::Receiver<SourceCtl>,
+    ) -> futures::future::BoxFuture<'static, ()>;
 }
 
 /// Where the console's webhook replies come from: any replay replier, or the demo's webhooks
@@ -105,8 +172,10 @@ pub struct ReplaySource {
     pub ids: IdMode,
     /// Problems found while building the source (configurations left out, …), shown first.
     pub problems: Vec<String>,
-    /// A webhook server serving this replay (the demo's), stopped when the replay ends.
+    /// A webhook server serving this replay (the demo's), stopped when the source ends.
     pub server: Option<WebhookServer>,
+    /// The texts of the configurations, for editing.
+    pub documents: Vec<ConfigDocument>,
 }
 
 impl std::fmt::Debug for ReplaySource {
@@ -151,7 +220,7 @@ fn read_files(
 }
 
 impl ReplaySource {
-    async fn replay(self, tx: mpsc::Sender<SourceMsg>) {
+    async fn replay(self, tx: mpsc::Sender<SourceMsg>, mut ctl: mpsc::Receiver<SourceCtl>) {
         let ReplaySource {
             label,
             replayer,
@@ -160,6 +229,7 @@ impl ReplaySource {
             ids,
             problems,
             server,
+            documents,
         } = self;
         let total = match &input {
             ReplayInput::Items(items) => Some(items.len()),
@@ -169,6 +239,7 @@ impl ReplaySource {
             label,
             hooks: hook_infos(replayer.engine()),
             total,
+            documents,
         };
         if tx.send(started).await.is_err() {
             return;
@@ -184,38 +255,124 @@ impl ReplaySource {
                 Box::pin(read_files(paths, *reader, tx.clone()))
             }
         };
-        let mut events = std::pin::pin!(replayer.events(items, replier.clone(), ids));
-        while let Some(d) = events.next().await {
-            let msg = SourceMsg::Event {
-                event: Box::new(d.event),
-                metrics: d.metrics.map(Box::new),
-            };
-            if tx.send(msg).await.is_err() {
-                return;
+        // The requests are kept for re-dispatching after an edit.
+        let mut kept: Vec<InputItem> = Vec::new();
+        {
+            let mut events = std::pin::pin!(replayer.events(items, replier.clone(), ids));
+            while let Some(d) = events.next().await {
+                if let ReplayEvent::Replayed(r) = &d.event {
+                    kept.push(InputItem::Request(r.request.clone()));
+                }
+                let msg = SourceMsg::Event {
+                    event: Box::new(d.event),
+                    metrics: d.metrics.map(Box::new),
+                };
+                if tx.send(msg).await.is_err() {
+                    return;
+                }
             }
         }
         let missing_replies = match &replier {
             ConsoleReplier::Replay(r) => r.missing_replies(),
             ConsoleReplier::Demo(_) => 0,
         };
-        let _ = tx.send(SourceMsg::Finished { missing_replies }).await;
+        if tx
+            .send(SourceMsg::Finished { missing_replies })
+            .await
+            .is_err()
+        {
+            return;
+        }
+        let kept: std::sync::Arc<[InputItem]> = kept.into();
+        let mut next = None;
+        loop {
+            let SourceCtl::Redispatch {
+                generation,
+                configurations,
+            } = match next.take() {
+                Some(c) => c,
+                None => match ctl.recv().await {
+                    Some(c) => latest(c, &mut ctl),
+                    None => break,
+                },
+            };
+            let engine = Engine::new(&configurations, replayer.engine().options().clone());
+            let again = Replayer::new(std::sync::Arc::new(engine), replayer.settings().clone());
+            let run = redispatch(&again, generation, &kept, replier.clone(), ids, &tx);
+            tokio::select! {
+                open = run => if !open { break },
+                c = ctl.recv() => match c {
+                    Some(c) => next = Some(latest(c, &mut ctl)),
+                    None => break,
+                },
+            }
+        }
         drop(server);
     }
+}
+
+/// The newest of the control messages already queued, starting from `first`.
+fn latest(first: SourceCtl, ctl: &mut mpsc::Receiver<SourceCtl>) -> SourceCtl {
+    let mut last = first;
+    while let Ok(c) = ctl.try_recv() {
+        last = c;
+    }
+    last
+}
+
+/// Dispatches the kept requests with an edited engine; false when the console is gone.
+async fn redispatch(
+    replayer: &Replayer,
+    generation: u64,
+    items: &std::sync::Arc<[InputItem]>,
+    replier: ConsoleReplier,
+    ids: IdMode,
+    tx: &mpsc::Sender<SourceMsg>,
+) -> bool {
+    let started = SourceMsg::RedispatchStarted {
+        generation,
+        hooks: hook_infos(replayer.engine()),
+        total: items.len(),
+    };
+    if tx.send(started).await.is_err() {
+        return false;
+    }
+    let stream = futures::stream::iter(items.iter().cloned());
+    let mut events = std::pin::pin!(replayer.events(stream, replier, ids));
+    while let Some(d) = events.next().await {
+        let msg = SourceMsg::Redispatched {
+            generation,
+            event: Box::new(d.event),
+            metrics: d.metrics.map(Box::new),
+        };
+        if tx.send(msg).await.is_err() {
+            return false;
+        }
+    }
+    let done = SourceMsg::RedispatchFinished {
+        generation,
+        reused: 0,
+        sent: 0,
+    };
+    tx.send(done).await.is_ok()
 }
 
 impl Source for ReplaySource {
     fn run(
         self: Box<Self>,
         tx: mpsc::Sender<SourceMsg>,
+        ctl: mpsc::Receiver<SourceCtl>,
     ) -> futures::future::BoxFuture<'static, ()> {
-        Box::pin(self.replay(tx))
+        Box::pin(self.replay(tx, ctl))
     }
 }
 
-/// Runs a source to the end and collects its messages (tests, headless use).
+/// Runs a source to the end and collects its messages (tests, headless use); nothing is asked
+/// of it.
 pub async fn collect(source: Box<dyn Source>) -> Vec<SourceMsg> {
     let (tx, mut rx) = mpsc::channel(CHANNEL_CAPACITY);
-    let task = tokio::spawn(source.run(tx));
+    let (_, ctl) = mpsc::channel(1);
+    let task = tokio::spawn(source.run(tx, ctl));
     let mut out = Vec::new();
     while let Some(m) = rx.recv().await {
         out.push(m);

@@ -13,7 +13,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use super::source::{ConsoleReplier, ReplayInput, ReplaySource};
+use super::source::{ConfigDocument, ConsoleReplier, DocumentOrigin, ReplayInput, ReplaySource};
 use crate::KubeVersion;
 use crate::api::WebhookConfiguration;
 use crate::engine::{
@@ -49,17 +49,26 @@ pub enum DemoError {
     Config(String),
 }
 
+/// The demo's configuration text pointing at `base_url` (`https://127.0.0.1:PORT`) with
+/// `ca_pem` as caBundle.
+pub fn configuration_text(base_url: &str, ca_pem: &str) -> String {
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    WEBHOOKS_YAML
+        .replace("${URL}", base_url)
+        .replace("${CA}", &ca)
+}
+
 /// The demo's configurations pointing at `base_url` (`https://127.0.0.1:PORT`) with `ca_pem` as
 /// caBundle, defaulted as the apiserver stores them.
 pub fn configurations(
     base_url: &str,
     ca_pem: &str,
 ) -> Result<Vec<WebhookConfiguration>, DemoError> {
-    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
-    let text = WEBHOOKS_YAML
-        .replace("${URL}", base_url)
-        .replace("${CA}", &ca);
-    crate::config::parse_documents(&text, "demo")
+    parse(&configuration_text(base_url, ca_pem))
+}
+
+fn parse(text: &str) -> Result<Vec<WebhookConfiguration>, DemoError> {
+    crate::config::parse_documents(text, DEMO_FILE)
         .into_iter()
         .map(|l| {
             let mut l = l.map_err(|e| DemoError::Config(e.to_string()))?;
@@ -67,6 +76,19 @@ pub fn configurations(
             Ok(l.configuration)
         })
         .collect()
+}
+
+/// The name the demo's configuration text goes by.
+pub const DEMO_FILE: &str = "demo-webhooks.yaml";
+
+/// The demo's configurations as an editable document.
+fn document(base_url: &str, ca_pem: &str) -> Result<ConfigDocument, DemoError> {
+    let text = configuration_text(base_url, ca_pem);
+    Ok(ConfigDocument {
+        origin: DocumentOrigin::Embedded(DEMO_FILE.into()),
+        configurations: parse(&text)?,
+        text,
+    })
 }
 
 /// What the demo's webhooks answer, by URL path. `None`: the path is the slow one.
@@ -620,14 +642,17 @@ fn captured(i: usize, c: Capture) -> CapturedRequest {
 }
 
 fn source(
-    configs: &[WebhookConfiguration],
+    document: ConfigDocument,
     version: KubeVersion,
     replier: ConsoleReplier,
     concurrency: usize,
     ids: IdMode,
     label: &str,
 ) -> ReplaySource {
-    let engine = Arc::new(Engine::new(configs, EngineOptions::for_version(version)));
+    let engine = Arc::new(Engine::new(
+        &document.configurations,
+        EngineOptions::for_version(version),
+    ));
     let settings = ReplaySettings {
         concurrency,
         ..ReplaySettings::default()
@@ -640,6 +665,7 @@ fn source(
         ids,
         problems: Vec::new(),
         server: None,
+        documents: vec![document],
     }
 }
 
@@ -648,12 +674,12 @@ fn source(
 pub async fn start(version: KubeVersion) -> Result<ReplaySource, DemoError> {
     let pki = Pki::mint(&[])?;
     let server = WebhookServer::start(&pki, behaviours(), ServerOptions::default()).await?;
-    let configs = configurations(&server.url(""), pki.ca_pem())?;
+    let document = document(&server.url(""), pki.ca_pem())?;
     let replier = ConsoleReplier::Replay(AnyReplier::Https(HttpsReplier::new(
         HttpsOptions::default(),
     )));
     let mut s = source(
-        &configs,
+        document,
         version,
         replier,
         4,
@@ -667,10 +693,10 @@ pub async fn start(version: KubeVersion) -> Result<ReplaySource, DemoError> {
 /// The demo answered in process with fixed durations and sequential uids: the same screens on
 /// every run.
 pub fn offline(version: KubeVersion) -> ReplaySource {
-    let configs = configurations("https://127.0.0.1:8443", "demo-ca")
+    let document = document("https://127.0.0.1:8443", "demo-ca")
         .unwrap_or_else(|e| unreachable!("embedded demo configurations load: {e}"));
     source(
-        &configs,
+        document,
         version,
         ConsoleReplier::Demo(DemoReplier),
         1,

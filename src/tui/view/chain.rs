@@ -41,6 +41,14 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     };
     let [head, body] = Layout::vertical([Constraint::Length(4), Constraint::Min(1)]).areas(area);
     render_head(frame, state, entry, head);
+    let before = state
+        .baseline
+        .as_ref()
+        .and_then(|b| state.selected.and_then(|i| b.entries.get(i)));
+    if let (true, Some(before)) = (state.compare, before) {
+        render_compare(frame, state, before, entry, body);
+        return;
+    }
     let [grid, detail] =
         Layout::horizontal([Constraint::Length(46), Constraint::Min(20)]).areas(body);
     render_grid(frame, state, entry, grid);
@@ -103,6 +111,100 @@ fn render_head(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
 }
 
 fn render_grid(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
+    let focused = state.chain_pane == ChainPane::Grid;
+    grid(
+        frame,
+        state,
+        entry,
+        area,
+        Some(state.step),
+        "Steps",
+        focused,
+    );
+}
+
+/// The request before and after the edits: both chains, both verdicts, and how the final
+/// object changed.
+fn render_compare(frame: &mut Frame, state: &State, before: &Entry, after: &Entry, area: Rect) {
+    let [grids, diff] =
+        Layout::vertical([Constraint::Percentage(55), Constraint::Min(4)]).areas(area);
+    let [left, right] =
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(grids);
+    let (vb, _) = verdict(state, before.row.verdict);
+    let (va, _) = verdict(state, after.row.verdict);
+    grid(
+        frame,
+        state,
+        before,
+        left,
+        None,
+        &format!("Before the edits · {vb} ·"),
+        false,
+    );
+    grid(
+        frame,
+        state,
+        after,
+        right,
+        Some(state.step),
+        &format!("After · {va} ·"),
+        true,
+    );
+    let mask = after.row.secret && !state.reveal_secrets;
+    let text = |e: &Entry| {
+        e.replayed
+            .outcome
+            .object
+            .as_ref()
+            .map(|o| pretty(o, mask))
+            .unwrap_or_default()
+    };
+    let (tb, ta) = (text(before), text(after));
+    let mut lines = Vec::new();
+    if tb == ta {
+        lines.push(Line::styled(
+            "The final object is the same.",
+            style(state, StyleKey::Muted),
+        ));
+    } else {
+        let d = similar::TextDiff::from_lines(&tb, &ta);
+        for op in d.ops() {
+            for change in d.iter_changes(op) {
+                let (sign, key) = match change.tag() {
+                    similar::ChangeTag::Delete => ("-", StyleKey::DiffRemoved),
+                    similar::ChangeTag::Insert => ("+", StyleKey::DiffAdded),
+                    similar::ChangeTag::Equal => continue,
+                };
+                lines.push(Line::styled(
+                    format!("{sign} {}", change.value().trim_end_matches('\n')),
+                    style(state, key),
+                ));
+            }
+        }
+    }
+    let ob = &before.replayed.outcome;
+    let oa = &after.replayed.outcome;
+    if ob.warnings != oa.warnings {
+        lines.push(Line::styled(
+            format!("warnings: {:?} → {:?}", ob.warnings, oa.warnings),
+            style(state, StyleKey::Warning),
+        ));
+    }
+    let p = Paragraph::new(lines)
+        .scroll((state.detail_scroll, 0))
+        .block(pane(state, " Final object: before → after ", false));
+    frame.render_widget(p, diff);
+}
+
+fn grid(
+    frame: &mut Frame,
+    state: &State,
+    entry: &Entry,
+    area: Rect,
+    step: Option<usize>,
+    title: &str,
+    focused: bool,
+) {
     let o = &entry.replayed.outcome;
     let deciding = model::deciding_call(o);
     let mut lines: Vec<Line> = Vec::new();
@@ -135,7 +237,7 @@ fn render_grid(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
         if deciding == Some(i) {
             st = st.patch(state.theme.raw(StyleKey::CellDeciding));
         }
-        let marker = if i == state.step {
+        let marker = if Some(i) == step {
             state.theme.symbol(SymbolKey::Selected)
         } else {
             " "
@@ -150,7 +252,7 @@ fn render_grid(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
             Span::styled(label, st),
             Span::styled(format!(" {:>10}", cs.as_str()), st),
         ]);
-        if i == state.step {
+        if Some(i) == step {
             line = line.style(style(state, StyleKey::Selected));
             selected_line = lines.len();
         }
@@ -159,15 +261,13 @@ fn render_grid(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
     let height = area.height.saturating_sub(2) as usize;
     let scroll = selected_line.saturating_sub(height.saturating_sub(2));
     let title = format!(
-        " Steps {}/{} ",
-        (state.step + 1).min(o.calls.len()),
+        " {title} {}/{} ",
+        step.map_or(0, |s| (s + 1).min(o.calls.len())),
         o.calls.len()
     );
-    let p = Paragraph::new(lines).scroll((scroll as u16, 0)).block(pane(
-        state,
-        title,
-        state.chain_pane == ChainPane::Grid,
-    ));
+    let p = Paragraph::new(lines)
+        .scroll((scroll as u16, 0))
+        .block(pane(state, title, focused));
     frame.render_widget(p, area);
 }
 

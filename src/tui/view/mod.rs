@@ -2,10 +2,12 @@
 
 mod annotations;
 mod chain;
+mod editor;
 mod help;
 mod metrics;
 mod requests;
 mod webhooks;
+mod whatif;
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -34,6 +36,8 @@ pub fn render(frame: &mut Frame, state: &State) {
         View::Annotations => annotations::render(frame, state, main),
         View::Metrics => metrics::render(frame, state, main),
         View::Webhooks => webhooks::render(frame, state, main),
+        View::Editor => editor::render(frame, state, main),
+        View::WhatIf => whatif::render(frame, state, main),
     }
     match &state.mode {
         Mode::Normal => render_status(frame, state, bottom),
@@ -45,6 +49,23 @@ pub fn render(frame: &mut Frame, state: &State) {
     if state.help {
         help::render(frame, state, main);
     }
+}
+
+/// Draws the console at `width`×`height` off screen and returns its text, one line per row with
+/// trailing blanks trimmed (snapshots, tests).
+pub fn render_text(state: &State, width: u16, height: u16) -> String {
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(width, height))
+        .unwrap_or_else(|e| unreachable!("the test backend cannot fail: {e}"));
+    // Drawing on the test backend cannot fail either.
+    let _ = t.draw(|f| render(f, state));
+    let buf = t.backend().buffer();
+    let mut out = String::new();
+    for y in 0..buf.area.height {
+        let line: String = (0..buf.area.width).map(|x| buf[(x, y)].symbol()).collect();
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
 }
 
 /// Width of the header's leading title, before the first tab.

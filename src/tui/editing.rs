@@ -1,0 +1,944 @@
+//! Editing configurations in the console: the buffers, their checks, and what an edit changed.
+//! State only; the IO (saving, recovery files, the user's editor, file watching) is done by the
+//! event loop on the [`Command`](super::app::Command)s these functions return.
+
+use std::path::PathBuf;
+
+use ratatui_textarea::{CursorMove, TextArea};
+
+use super::source::{ConfigDocument, DocumentOrigin};
+use crate::api::{WebhookConfiguration, WebhookKind};
+
+/// How long the console waits after the last keystroke before checking an edit.
+pub const CHECK_DELAY: std::time::Duration = std::time::Duration::from_millis(150);
+
+/// Where a buffer's text came from and where it is saved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BufferOrigin {
+    /// A file: saved back to it.
+    File(PathBuf),
+    /// Built in (the demo): saved only where the user says.
+    Embedded(String),
+    /// Created in the console from a template (the number orders new buffers).
+    New(u32),
+}
+
+impl BufferOrigin {
+    /// The key under which unsaved text is kept for recovery.
+    pub fn recovery_key(&self) -> String {
+        match self {
+            BufferOrigin::File(p) => format!("file:{}", p.display()),
+            BufferOrigin::Embedded(n) => format!("embedded:{n}"),
+            BufferOrigin::New(n) => format!("new:{n}"),
+        }
+    }
+
+    /// As the tab and messages name it.
+    pub fn label(&self) -> String {
+        match self {
+            BufferOrigin::File(p) => p.display().to_string(),
+            BufferOrigin::Embedded(n) => format!("{n} (built in)"),
+            BufferOrigin::New(n) => format!("new-{n}.yaml"),
+        }
+    }
+}
+
+/// One problem of an edit, where it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EditProblem {
+    /// 1-based line in the buffer.
+    pub line: usize,
+    /// 1-based column, when known.
+    pub column: Option<usize>,
+    /// Field path (`webhooks[0].failurePolicy`), empty for syntax errors.
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// The result of checking a buffer's text.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Checked {
+    /// The configurations, defaulted (only meaningful without errors).
+    pub configurations: Vec<WebhookConfiguration>,
+    /// Errors: any one keeps the edit from taking effect.
+    pub errors: Vec<EditProblem>,
+    /// Warnings (lint, unknown fields).
+    pub warnings: Vec<EditProblem>,
+}
+
+/// One configuration text being edited.
+#[derive(Debug, Clone)]
+pub struct Buffer {
+    /// Where it came from.
+    pub origin: BufferOrigin,
+    /// The editor widget (text, cursor, undo history).
+    pub area: TextArea<'static>,
+    /// The text as last loaded or saved; the buffer is modified when its text differs.
+    pub saved: String,
+    /// Where it is saved when it has no file of its own (`:w PATH`).
+    pub save_path: Option<PathBuf>,
+    /// Bumped on every change of the text.
+    pub generation: u64,
+    /// The generation last checked.
+    pub checked: u64,
+    /// The last check's errors and warnings.
+    pub check: Checked,
+    /// The configurations in force from this buffer: the last valid text's.
+    pub in_force: Vec<WebhookConfiguration>,
+    /// The text on disk changed elsewhere while this buffer had edits: that text, until the
+    /// user chooses (`:reload` or `:keep`).
+    pub disk_changed: Option<String>,
+}
+
+impl Buffer {
+    /// A buffer over `text`.
+    pub fn new(origin: BufferOrigin, text: &str, in_force: Vec<WebhookConfiguration>) -> Buffer {
+        Buffer {
+            origin,
+            area: text_area(text),
+            saved: text.to_string(),
+            save_path: None,
+            generation: 0,
+            checked: 0,
+            check: Checked::default(),
+            in_force,
+            disk_changed: None,
+        }
+    }
+
+    /// A buffer over a source's document.
+    pub fn from_document(d: &ConfigDocument) -> Buffer {
+        let origin = match &d.origin {
+            DocumentOrigin::File(p) => BufferOrigin::File(p.clone()),
+            DocumentOrigin::Embedded(n) => BufferOrigin::Embedded(n.clone()),
+        };
+        Buffer::new(origin, &d.text, d.configurations.clone())
+    }
+
+    /// The text being edited.
+    pub fn text(&self) -> String {
+        let mut t = self.area.lines().join("\n");
+        if self.saved.ends_with('\n') || self.saved.is_empty() {
+            t.push('\n');
+        }
+        t
+    }
+
+    /// Whether the text differs from what was loaded or saved.
+    pub fn modified(&self) -> bool {
+        self.text() != self.saved
+    }
+
+    /// Whether the text has been checked and is valid.
+    pub fn valid(&self) -> bool {
+        self.checked == self.generation && self.check.errors.is_empty()
+    }
+
+    /// The file this buffer saves to, if it has one.
+    pub fn path(&self) -> Option<&PathBuf> {
+        match &self.origin {
+            BufferOrigin::File(p) => Some(p),
+            _ => self.save_path.as_ref(),
+        }
+    }
+
+    /// Replaces the whole text (a reload, an external editor), keeping the undo history.
+    pub fn replace_text(&mut self, text: &str) {
+        self.area.select_all();
+        self.area.cut();
+        self.area
+            .insert_str(text.strip_suffix('\n').unwrap_or(text));
+        self.area.move_cursor(CursorMove::Top);
+        self.generation += 1;
+    }
+
+    /// Moves the cursor to a 1-based line.
+    pub fn goto_line(&mut self, line: usize) {
+        let row = u16::try_from(line.saturating_sub(1)).unwrap_or(u16::MAX);
+        self.area.move_cursor(CursorMove::Jump(row, 0));
+    }
+
+    /// The 1-based line where configuration `name` starts (its `metadata.name` line, else the
+    /// top).
+    pub fn line_of(&self, name: &str) -> usize {
+        let lines = self.area.lines();
+        let plain = format!("name: {name}");
+        let quoted = format!("name: \"{name}\"");
+        let single = format!("name: '{name}'");
+        let json = format!("\"name\": \"{name}\"");
+        lines
+            .iter()
+            .position(|l| {
+                let t = l.trim();
+                t == plain || t == quoted || t == single || t.starts_with(&json)
+            })
+            .map_or(1, |i| i + 1)
+    }
+
+    /// The names of the configurations this buffer defines (in force, or last checked).
+    pub fn names(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.in_force.iter().map(|c| c.name.clone()).collect();
+        for c in &self.check.configurations {
+            if !names.contains(&c.name) {
+                names.push(c.name.clone());
+            }
+        }
+        names
+    }
+}
+
+fn text_area(text: &str) -> TextArea<'static> {
+    let lines: Vec<String> = text
+        .strip_suffix('\n')
+        .unwrap_or(text)
+        .split('\n')
+        .map(|l| l.strip_suffix('\r').unwrap_or(l).to_string())
+        .collect();
+    let mut area = TextArea::new(lines);
+    area.set_tab_length(2);
+    area.set_max_histories(1000);
+    area
+}
+
+/// The template of a new configuration.
+pub fn template(kind: WebhookKind, name: &str) -> String {
+    let (kind_name, extra) = match kind {
+        WebhookKind::Mutating => (
+            "MutatingWebhookConfiguration",
+            "    reinvocationPolicy: Never\n",
+        ),
+        WebhookKind::Validating => ("ValidatingWebhookConfiguration", ""),
+    };
+    format!(
+        "apiVersion: admissionregistration.k8s.io/v1\n\
+         kind: {kind_name}\n\
+         metadata:\n  name: {name}\n\
+         webhooks:\n  \
+         - name: {name}.example.com\n    \
+           clientConfig:\n      url: https://127.0.0.1:8443/{name}\n    \
+           rules:\n      \
+           - apiGroups: [\"\"]\n        apiVersions: [\"v1\"]\n        \
+             operations: [\"CREATE\"]\n        resources: [\"configmaps\"]\n        \
+             scope: \"Namespaced\"\n    \
+           failurePolicy: Fail\n    \
+           sideEffects: None\n    \
+           admissionReviewVersions: [\"v1\"]\n    \
+           timeoutSeconds: 5\n{extra}"
+    )
+}
+
+/// Checks a buffer's text as the apiserver would take it: parsed, defaulted and validated;
+/// every problem with its line.
+pub fn check(text: &str, file: &str) -> Checked {
+    let mut out = Checked::default();
+    for loaded in crate::config::parse_documents(text, file) {
+        match loaded {
+            Err(e) => {
+                let (line, column) = match &e {
+                    crate::config::LoadError::Syntax { line, column, .. } => (*line, Some(*column)),
+                    other => (doc_line(other), None),
+                };
+                out.errors.push(EditProblem {
+                    line,
+                    column,
+                    field: String::new(),
+                    message: e.to_string(),
+                });
+            }
+            Ok(mut l) => {
+                let start = l.source.line.unwrap_or(1);
+                l.apply_defaults();
+                for e in crate::config::validate(&l.configuration, None) {
+                    out.errors.push(EditProblem {
+                        line: start,
+                        column: None,
+                        field: e.field.clone(),
+                        message: e.message.clone(),
+                    });
+                }
+                for f in &l.unknown_fields {
+                    out.warnings.push(EditProblem {
+                        line: start,
+                        column: None,
+                        field: f.clone(),
+                        message: "unknown field: the apiserver ignores it".into(),
+                    });
+                }
+                out.configurations.push(l.configuration);
+            }
+        }
+    }
+    out
+}
+
+fn doc_line(e: &crate::config::LoadError) -> usize {
+    use crate::config::LoadError as E;
+    match e {
+        E::Syntax { at, .. }
+        | E::NotAnObject { at, .. }
+        | E::Removed { at, .. }
+        | E::UnknownKind { at, .. }
+        | E::UnsupportedVersion { at, .. }
+        | E::FieldType { at, .. } => at.line.unwrap_or(1),
+        E::Io { .. } => 1,
+    }
+}
+
+use super::app::{Baseline, Command, RecoveredText, Run, State, View};
+use super::model::{HookCounts, HookInfo, Verdict};
+use super::source::SourceMsg;
+use crate::replay::run::ReplayEvent;
+
+/// A request whose outcome an edit changed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WhatIfRow {
+    /// Index into the entries (the same in the baseline).
+    pub index: usize,
+    /// Verdict before the edits.
+    pub before: Verdict,
+    /// Verdict now.
+    pub after: Verdict,
+    /// Allowed ↔ denied.
+    pub flipped: bool,
+    /// The final object differs.
+    pub object: bool,
+    /// The audit annotations differ.
+    pub annotations: bool,
+    /// The warnings differ.
+    pub warnings: bool,
+}
+
+/// A webhook's counts before and after the edits.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HookDelta {
+    /// Mutating or validating.
+    pub phase: WebhookKind,
+    /// Configuration name.
+    pub configuration: String,
+    /// Webhook name.
+    pub webhook: String,
+    /// Counts before (None: the webhook did not exist).
+    pub before: Option<HookCounts>,
+    /// Counts now (None: the webhook was removed).
+    pub after: Option<HookCounts>,
+}
+
+/// Everything the edits changed, against the first replay.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct WhatIf {
+    /// Requests with any change, flipped verdicts first.
+    pub rows: Vec<WhatIfRow>,
+    /// Every webhook of either side, in dispatch order (now's first, then removed ones).
+    pub hooks: Vec<HookDelta>,
+}
+
+impl WhatIf {
+    /// Compares the current results with the baseline.
+    pub fn compare(baseline: &Baseline, state: &State) -> WhatIf {
+        let mut rows = Vec::new();
+        for (i, (b, a)) in baseline.entries.iter().zip(&state.entries).enumerate() {
+            let (ob, oa) = (&b.replayed.outcome, &a.replayed.outcome);
+            let allowed = |v: &Verdict| !matches!(v, Verdict::Denied(_));
+            let row = WhatIfRow {
+                index: i,
+                before: b.row.verdict,
+                after: a.row.verdict,
+                flipped: allowed(&b.row.verdict) != allowed(&a.row.verdict),
+                object: ob.object != oa.object,
+                annotations: ob.annotations != oa.annotations,
+                warnings: ob.warnings != oa.warnings,
+            };
+            if row.flipped || row.object || row.annotations || row.warnings {
+                rows.push(row);
+            }
+        }
+        rows.sort_by_key(|r| (!r.flipped, r.index));
+        let key = |h: &HookInfo| (h.phase, h.configuration.clone(), h.webhook.clone());
+        let find =
+            |hooks: &[HookInfo], counts: &[HookCounts], k: &(WebhookKind, String, String)| {
+                hooks
+                    .iter()
+                    .position(|h| key(h) == *k)
+                    .and_then(|i| counts.get(i).cloned())
+            };
+        let mut hooks: Vec<HookDelta> = state
+            .hooks
+            .iter()
+            .map(|h| HookDelta {
+                phase: h.phase,
+                configuration: h.configuration.clone(),
+                webhook: h.webhook.clone(),
+                before: find(&baseline.hooks, &baseline.hook_counts, &key(h)),
+                after: find(&state.hooks, &state.hook_counts, &key(h)),
+            })
+            .collect();
+        for h in &baseline.hooks {
+            if !state.hooks.iter().any(|n| key(n) == key(h)) {
+                hooks.push(HookDelta {
+                    phase: h.phase,
+                    configuration: h.configuration.clone(),
+                    webhook: h.webhook.clone(),
+                    before: find(&baseline.hooks, &baseline.hook_counts, &key(h)),
+                    after: None,
+                });
+            }
+        }
+        WhatIf { rows, hooks }
+    }
+
+    /// Requests whose verdict flipped.
+    pub fn flipped(&self) -> usize {
+        self.rows.iter().filter(|r| r.flipped).count()
+    }
+}
+
+impl State {
+    /// The buffer the Edit view shows.
+    pub fn current_buffer(&self) -> Option<&Buffer> {
+        self.buffers.get(self.buffer)
+    }
+
+    /// Whether any buffer has unsaved edits.
+    pub fn unsaved(&self) -> Vec<String> {
+        self.buffers
+            .iter()
+            .filter(|b| b.modified())
+            .map(|b| b.origin.label())
+            .collect()
+    }
+
+    /// Every configuration in force, from every buffer.
+    pub fn configurations_in_force(&self) -> Vec<WebhookConfiguration> {
+        self.buffers
+            .iter()
+            .flat_map(|b| b.in_force.iter().cloned())
+            .collect()
+    }
+
+    pub(super) fn open_documents(
+        &mut self,
+        documents: &[super::source::ConfigDocument],
+    ) -> Vec<Command> {
+        self.buffers = documents.iter().map(Buffer::from_document).collect();
+        self.buffer = 0;
+        let files: Vec<PathBuf> = self
+            .buffers
+            .iter()
+            .filter_map(|b| b.path().cloned())
+            .collect();
+        if files.is_empty() {
+            Vec::new()
+        } else {
+            vec![Command::Watch(files)]
+        }
+    }
+
+    /// The buffer defining configuration `name`, or the selected webhook's.
+    fn buffer_for(&self, name: Option<&str>) -> Result<(usize, Option<String>), String> {
+        let name = match name {
+            Some(n) => Some(n.to_string()),
+            None if self.view == View::Webhooks => self
+                .hooks
+                .get(self.hook_selected)
+                .map(|h| h.configuration.clone()),
+            None => None,
+        };
+        match name {
+            Some(n) => self
+                .buffers
+                .iter()
+                .position(|b| b.names().contains(&n))
+                .map(|i| (i, Some(n.clone())))
+                .ok_or_else(|| format!("no loaded configuration is named {n:?}")),
+            None if self.buffers.is_empty() => Err(
+                "no configuration is loaded: `:new mutating NAME` or `:new validating NAME` creates one"
+                    .into(),
+            ),
+            None => Ok((self.buffer.min(self.buffers.len() - 1), None)),
+        }
+    }
+
+    pub(super) fn edit(&mut self, name: Option<&str>) -> Vec<Command> {
+        match self.buffer_for(name) {
+            Ok((i, name)) => {
+                self.buffer = i;
+                if let Some(n) = name {
+                    let line = self.buffers[i].line_of(&n);
+                    self.buffers[i].goto_line(line);
+                }
+                self.view = View::Editor;
+            }
+            Err(e) => self.say(e, true),
+        }
+        Vec::new()
+    }
+
+    pub(super) fn edit_external(&mut self, name: Option<&str>) -> Vec<Command> {
+        match self.buffer_for(name) {
+            Ok((i, _)) => {
+                self.buffer = i;
+                vec![Command::ExternalEdit {
+                    buffer: i,
+                    text: self.buffers[i].text(),
+                }]
+            }
+            Err(e) => {
+                self.say(e, true);
+                Vec::new()
+            }
+        }
+    }
+
+    pub(super) fn new_buffer(&mut self, mutating: bool, name: Option<String>) -> Vec<Command> {
+        self.new_buffers += 1;
+        let n = self.new_buffers;
+        let name = name.unwrap_or_else(|| format!("new-webhook-{n}"));
+        let kind = if mutating {
+            WebhookKind::Mutating
+        } else {
+            WebhookKind::Validating
+        };
+        let mut b = Buffer::new(BufferOrigin::New(n), "", Vec::new());
+        b.replace_text(&template(kind, &name));
+        self.buffers.push(b);
+        self.buffer = self.buffers.len() - 1;
+        self.view = View::Editor;
+        self.say(
+            format!("new configuration {name}: it takes effect once valid; :w PATH saves it"),
+            false,
+        );
+        self.changed(self.buffer)
+    }
+
+    /// After a change of a buffer's text: check it once typing pauses.
+    fn changed(&mut self, buffer: usize) -> Vec<Command> {
+        match self.buffers.get(buffer) {
+            Some(b) => vec![Command::CheckLater {
+                buffer,
+                generation: b.generation,
+            }],
+            None => Vec::new(),
+        }
+    }
+
+    pub(super) fn editor_key(&mut self, key: crossterm::event::KeyEvent) -> Vec<Command> {
+        let Some(b) = self.buffers.get_mut(self.buffer) else {
+            return Vec::new();
+        };
+        if b.area.input(key) {
+            b.generation += 1;
+            self.changed(self.buffer)
+        } else {
+            Vec::new()
+        }
+    }
+
+    pub(super) fn undo(&mut self, redo: bool) -> Vec<Command> {
+        let Some(b) = self.buffers.get_mut(self.buffer) else {
+            return Vec::new();
+        };
+        let done = if redo { b.area.redo() } else { b.area.undo() };
+        if done {
+            b.generation += 1;
+            self.changed(self.buffer)
+        } else {
+            self.say(
+                if redo {
+                    "nothing to redo"
+                } else {
+                    "nothing to undo"
+                },
+                false,
+            );
+            Vec::new()
+        }
+    }
+
+    pub(super) fn next_buffer(&mut self) {
+        if !self.buffers.is_empty() {
+            self.buffer = (self.buffer + 1) % self.buffers.len();
+        }
+    }
+
+    /// Checks a buffer whose typing paused; a valid change of the configurations in force
+    /// asks for a re-dispatch.
+    pub(super) fn check_due(&mut self, buffer: usize, generation: u64) -> Vec<Command> {
+        let Some(b) = self.buffers.get(buffer) else {
+            return Vec::new();
+        };
+        if b.generation != generation || b.checked == generation {
+            return Vec::new();
+        }
+        let text = b.text();
+        let mut checked = check(&text, &b.origin.label());
+        // Two objects of one kind cannot share a name.
+        for c in &checked.configurations {
+            let twin = self.buffers.iter().enumerate().find(|(i, o)| {
+                *i != buffer
+                    && o.in_force
+                        .iter()
+                        .any(|x| x.name == c.name && x.kind == c.kind)
+            });
+            if let Some((_, o)) = twin {
+                checked.errors.push(EditProblem {
+                    line: b.line_of(&c.name),
+                    column: None,
+                    field: "metadata.name".into(),
+                    message: format!(
+                        "{} {:?} is also defined in {}",
+                        c.kind.configuration_kind(),
+                        c.name,
+                        o.origin.label()
+                    ),
+                });
+            }
+        }
+        let mut commands = Vec::new();
+        let b = &mut self.buffers[buffer];
+        b.checked = generation;
+        let errors = checked.errors.len();
+        let valid = errors == 0;
+        if valid && checked.configurations != b.in_force {
+            b.in_force = checked.configurations.clone();
+            self.edit_generation += 1;
+            commands.push(Command::Redispatch {
+                generation: self.edit_generation,
+                configurations: Vec::new(),
+            });
+        }
+        let b = &mut self.buffers[buffer];
+        b.check = checked;
+        if b.modified() {
+            commands.push(Command::WriteRecovery {
+                key: b.origin.recovery_key(),
+                text,
+            });
+        } else {
+            commands.push(Command::DiscardRecovery(b.origin.recovery_key()));
+        }
+        if let Some(first) = b.check.errors.first().map(|e| e.line) {
+            self.say(
+                format!(
+                    "{errors} error{} (line {first}): the last valid configuration stays in force",
+                    if errors == 1 { "" } else { "s" },
+                ),
+                true,
+            );
+        }
+        let all = self.configurations_in_force();
+        for c in &mut commands {
+            if let Command::Redispatch { configurations, .. } = c {
+                *configurations = all.clone();
+            }
+        }
+        commands
+    }
+
+    pub(super) fn save(&mut self, path: Option<String>) -> Vec<Command> {
+        let Some(b) = self.buffers.get(self.buffer) else {
+            self.say("nothing to save: no configuration is open", true);
+            return Vec::new();
+        };
+        let target = match path {
+            Some(p) => PathBuf::from(p),
+            None => match b.path() {
+                Some(p) => p.clone(),
+                None => {
+                    self.say(
+                        format!(
+                            "{} has no file: `:w PATH` saves it where you say",
+                            b.origin.label()
+                        ),
+                        true,
+                    );
+                    return Vec::new();
+                }
+            },
+        };
+        vec![Command::Save {
+            buffer: self.buffer,
+            path: target,
+            text: b.text(),
+        }]
+    }
+
+    pub(super) fn saved(
+        &mut self,
+        buffer: usize,
+        text: String,
+        result: Result<(PathBuf, Option<PathBuf>), String>,
+    ) -> Vec<Command> {
+        let Some(b) = self.buffers.get_mut(buffer) else {
+            return Vec::new();
+        };
+        match result {
+            Ok((path, backup)) => {
+                let mut commands = vec![Command::DiscardRecovery(b.origin.recovery_key())];
+                if b.path() != Some(&path) {
+                    b.save_path = Some(path.clone());
+                    commands.push(Command::Watch(vec![path.clone()]));
+                }
+                b.saved = text;
+                let backup = backup
+                    .map(|p| format!(" (previous version kept as {})", p.display()))
+                    .unwrap_or_default();
+                let invalid = if b.valid() || b.checked != b.generation {
+                    ""
+                } else {
+                    "; it is not valid, the last valid configuration stays in force"
+                };
+                self.say(format!("saved {}{backup}{invalid}", path.display()), false);
+                commands
+            }
+            Err(e) => {
+                self.say(format!("not saved: {e}; the edit is kept"), true);
+                Vec::new()
+            }
+        }
+    }
+
+    pub(super) fn external_edited(
+        &mut self,
+        buffer: usize,
+        result: Result<String, String>,
+    ) -> Vec<Command> {
+        let Some(b) = self.buffers.get_mut(buffer) else {
+            return Vec::new();
+        };
+        match result {
+            Ok(text) if text == b.text() => {
+                self.say("Edit cancelled, no changes made.", false);
+                Vec::new()
+            }
+            Ok(text) => {
+                b.replace_text(&text);
+                let generation = b.generation;
+                self.buffer = buffer;
+                self.view = View::Editor;
+                self.check_due(buffer, generation)
+            }
+            Err(e) => {
+                self.say(format!("editor: {e}"), true);
+                Vec::new()
+            }
+        }
+    }
+
+    pub(super) fn file_changed(
+        &mut self,
+        path: PathBuf,
+        text: Result<String, String>,
+    ) -> Vec<Command> {
+        let Some(i) = self.buffers.iter().position(|b| b.path() == Some(&path)) else {
+            return Vec::new();
+        };
+        let text = match text {
+            Ok(t) => t,
+            Err(e) => {
+                self.say(format!("{}: {e}", path.display()), true);
+                return Vec::new();
+            }
+        };
+        let b = &mut self.buffers[i];
+        if text == b.saved {
+            return Vec::new();
+        }
+        if b.modified() {
+            b.disk_changed = Some(text);
+            self.say(
+                format!(
+                    "{} changed on disk: :reload takes it, :keep keeps your edits",
+                    path.display()
+                ),
+                true,
+            );
+            return Vec::new();
+        }
+        b.replace_text(&text);
+        b.saved = text;
+        let generation = b.generation;
+        self.say(
+            format!("{} changed on disk: reloaded", path.display()),
+            false,
+        );
+        self.check_due(i, generation)
+    }
+
+    pub(super) fn reload(&mut self, keep_mine: bool) -> Vec<Command> {
+        let Some(b) = self.buffers.get_mut(self.buffer) else {
+            return Vec::new();
+        };
+        let Some(disk) = b.disk_changed.take() else {
+            self.say("the file on disk has not changed", false);
+            return Vec::new();
+        };
+        b.saved = disk.clone();
+        if keep_mine {
+            self.say("your edits are kept; :w overwrites the file on disk", false);
+            return Vec::new();
+        }
+        b.replace_text(&disk);
+        let generation = b.generation;
+        self.check_due(self.buffer, generation)
+    }
+
+    pub(super) fn recover(&mut self) -> Vec<Command> {
+        let recovered = std::mem::take(&mut self.recovered);
+        if recovered.is_empty() {
+            self.say("nothing to recover", false);
+            return Vec::new();
+        }
+        let mut commands = Vec::new();
+        for r in recovered {
+            let at = self
+                .buffers
+                .iter()
+                .position(|b| b.origin.recovery_key() == r.key);
+            let i = match at {
+                Some(i) => i,
+                None => {
+                    let origin = match r.key.split_once(':') {
+                        Some(("file", p)) => BufferOrigin::File(PathBuf::from(p)),
+                        Some(("embedded", n)) => BufferOrigin::Embedded(n.to_string()),
+                        _ => {
+                            self.new_buffers += 1;
+                            BufferOrigin::New(self.new_buffers)
+                        }
+                    };
+                    let saved = match &origin {
+                        BufferOrigin::File(p) => std::fs::read_to_string(p).unwrap_or_default(),
+                        _ => String::new(),
+                    };
+                    let mut b = Buffer::new(origin, &saved, Vec::new());
+                    b.generation = 1;
+                    self.buffers.push(b);
+                    self.buffers.len() - 1
+                }
+            };
+            self.buffers[i].replace_text(&r.text);
+            self.buffer = i;
+            commands.extend(self.changed(i));
+        }
+        self.view = View::Editor;
+        self.say("recovered the unsaved edits: :w saves them", false);
+        commands
+    }
+
+    pub(super) fn discard_recovered(&mut self) -> Vec<Command> {
+        let recovered = std::mem::take(&mut self.recovered);
+        self.say(
+            format!("dropped {} recovered edit(s)", recovered.len()),
+            false,
+        );
+        recovered
+            .into_iter()
+            .map(|r| Command::DiscardRecovery(r.key))
+            .collect()
+    }
+
+    pub(super) fn recovery_found(&mut self, found: Vec<RecoveredText>) {
+        if found.is_empty() {
+            return;
+        }
+        let names: Vec<&str> = found.iter().map(|r| r.key.as_str()).collect();
+        self.say(
+            format!(
+                "unsaved edits of an earlier session ({}): :recover opens them, :discard drops them",
+                names.join(", ")
+            ),
+            true,
+        );
+        self.recovered = found;
+    }
+
+    /// Re-dispatch messages from the source.
+    pub(super) fn on_redispatch(&mut self, msg: SourceMsg) {
+        match msg {
+            SourceMsg::RedispatchStarted {
+                generation,
+                hooks,
+                total,
+            } if generation == self.edit_generation => {
+                self.run = Some(Run {
+                    generation,
+                    hooks,
+                    total,
+                    results: Vec::with_capacity(total),
+                    metrics: crate::metrics::Metrics::new(),
+                });
+            }
+            SourceMsg::Redispatched {
+                generation,
+                event,
+                metrics,
+            } => {
+                if let Some(run) = self.run.as_mut().filter(|r| r.generation == generation) {
+                    if let ReplayEvent::Replayed(r) = *event {
+                        run.results.push(r);
+                    }
+                    if let Some(m) = metrics {
+                        run.metrics.merge(&m);
+                    }
+                }
+            }
+            SourceMsg::RedispatchFinished {
+                generation,
+                reused,
+                sent,
+            } => {
+                let Some(run) = self.run.take() else {
+                    return;
+                };
+                if run.generation != generation {
+                    self.run = Some(run);
+                    return;
+                }
+                self.finish_run(run, reused, sent);
+            }
+            _ => {}
+        }
+    }
+
+    fn finish_run(&mut self, run: Run, reused: u64, sent: u64) {
+        let entries = std::mem::take(&mut self.entries);
+        let hooks = std::mem::replace(&mut self.hooks, run.hooks);
+        let counts = std::mem::take(&mut self.hook_counts);
+        if self.baseline.is_none() {
+            self.baseline = Some(Baseline {
+                entries,
+                hooks,
+                hook_counts: counts,
+            });
+        }
+        let selected = self.selected;
+        self.annotations.clear();
+        self.visible.clear();
+        self.selected = None;
+        self.metrics = run.metrics;
+        self.hook_counts = vec![HookCounts::default(); self.hooks.len()];
+        for r in run.results {
+            self.push_replayed(r);
+        }
+        self.refilter();
+        if let Some(s) = selected.filter(|&s| s < self.entries.len()) {
+            self.selected = Some(s);
+        }
+        let whatif = self
+            .baseline
+            .as_ref()
+            .map(|b| WhatIf::compare(b, self))
+            .unwrap_or_default();
+        self.say(
+            format!(
+                "re-dispatched {} requests ({reused} replies reused, {sent} calls sent): {} changed, {} verdicts flipped (7: what-if)",
+                self.entries.len(),
+                whatif.rows.len(),
+                whatif.flipped()
+            ),
+            false,
+        );
+        self.whatif = whatif;
+        self.whatif_selected = 0;
+    }
+}

@@ -1,0 +1,152 @@
+//! The Edit view: the open configuration texts, the one being edited with its line numbers, the
+//! lines with problems marked, and the problems of the last check with their field paths.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+
+use super::{clip, pane, style};
+use crate::tui::app::State;
+use crate::tui::editing::Buffer;
+use crate::tui::theme::StyleKey;
+
+/// Draws the view.
+pub fn render(frame: &mut Frame, state: &State, area: Rect) {
+    let Some(buffer) = state.current_buffer() else {
+        let p = Paragraph::new(vec![
+            Line::styled(
+                "No configuration is open.",
+                style(state, StyleKey::Muted),
+            ),
+            Line::styled(
+                "In Webhooks (5), e edits the selected webhook's configuration; :edit NAME opens one by name; :new mutating|validating NAME starts from a template.",
+                style(state, StyleKey::Muted),
+            ),
+        ])
+        .wrap(Wrap { trim: true })
+        .block(pane(state, " Edit ", true));
+        frame.render_widget(p, area);
+        return;
+    };
+    let problems = buffer.check.errors.len() + buffer.check.warnings.len();
+    let below = if problems == 0 && buffer.disk_changed.is_none() {
+        3
+    } else {
+        (problems as u16 + 3).min(area.height / 3).max(4)
+    };
+    let [tabs, text, info] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(3),
+        Constraint::Length(below),
+    ])
+    .areas(area);
+    render_buffers(frame, state, tabs);
+    render_text(frame, state, buffer, text);
+    render_problems(frame, state, buffer, info);
+}
+
+fn render_buffers(frame: &mut Frame, state: &State, area: Rect) {
+    let mut spans = Vec::new();
+    for (i, b) in state.buffers.iter().enumerate() {
+        let key = if i == state.buffer {
+            StyleKey::TabActive
+        } else {
+            StyleKey::Tab
+        };
+        let label = b.origin.label();
+        let name = label.rsplit('/').next().unwrap_or(&label).to_string();
+        let mark = if b.modified() { " ●" } else { "" };
+        spans.push(Span::styled(
+            format!(" {}{mark} ", clip(&name, 40)),
+            style(state, key),
+        ));
+        spans.push(Span::raw(" "));
+    }
+    frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn render_text(frame: &mut Frame, state: &State, buffer: &Buffer, area: Rect) {
+    let ratatui_textarea::DataCursor(row, col) = buffer.area.cursor();
+    let status = if buffer.checked != buffer.generation {
+        "checking…".to_string()
+    } else if buffer.check.errors.is_empty() {
+        "valid, in force".to_string()
+    } else {
+        format!(
+            "{} error(s): the last valid version stays in force",
+            buffer.check.errors.len()
+        )
+    };
+    let title = format!(
+        " {}{} · {}:{} · {status} ",
+        buffer.origin.label(),
+        if buffer.modified() { " [modified]" } else { "" },
+        row + 1,
+        col + 1
+    );
+    let block = pane(state, title, true);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    let [gutter, body] =
+        Layout::horizontal([Constraint::Length(1), Constraint::Min(1)]).areas(inner);
+    frame.render_widget(&buffer.area, body);
+    // The viewport moved to follow the cursor while drawing: mark the problem lines in view.
+    let top = usize::from(buffer.area.scroll_offset().0);
+    let mut marks = Vec::with_capacity(usize::from(gutter.height));
+    for screen in 0..usize::from(gutter.height) {
+        let line = top + screen + 1;
+        let error = buffer.check.errors.iter().any(|e| e.line == line);
+        let warning = buffer.check.warnings.iter().any(|e| e.line == line);
+        marks.push(if error {
+            Line::styled("●", style(state, StyleKey::Error))
+        } else if warning {
+            Line::styled("●", style(state, StyleKey::Warning))
+        } else {
+            Line::raw(" ")
+        });
+    }
+    frame.render_widget(Paragraph::new(marks), gutter);
+}
+
+fn render_problems(frame: &mut Frame, state: &State, buffer: &Buffer, area: Rect) {
+    let mut lines = Vec::new();
+    if buffer.disk_changed.is_some() {
+        lines.push(Line::styled(
+            "The file changed on disk: :reload takes it, :keep keeps your edits.",
+            style(state, StyleKey::Error),
+        ));
+    }
+    let width = usize::from(area.width.saturating_sub(4));
+    for (problems, key) in [
+        (&buffer.check.errors, StyleKey::Error),
+        (&buffer.check.warnings, StyleKey::Warning),
+    ] {
+        for p in problems {
+            let at = match p.column {
+                Some(c) => format!("{}:{c}", p.line),
+                None => p.line.to_string(),
+            };
+            let field = if p.field.is_empty() {
+                String::new()
+            } else {
+                format!("{}: ", p.field)
+            };
+            lines.push(Line::from(vec![
+                Span::styled(format!("{at:>6} "), style(state, StyleKey::Muted)),
+                Span::styled(
+                    clip(&format!("{field}{}", p.message), width),
+                    style(state, key),
+                ),
+            ]));
+        }
+    }
+    if lines.is_empty() {
+        lines.push(Line::styled(
+            "ctrl-s save · ctrl-z undo · ctrl-y redo · ctrl-n next · ctrl-e $EDITOR · esc leave · 7 what-if",
+            style(state, StyleKey::Muted),
+        ));
+    }
+    let p = Paragraph::new(lines).block(pane(state, " Problems ", false));
+    frame.render_widget(p, area);
+}

@@ -1,0 +1,199 @@
+//! The What-if view: the requests whose outcome the edits changed (flipped verdicts first) and
+//! each webhook's counts before and after.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
+
+use super::requests::verdict;
+use super::{clip, pane, style};
+use crate::tui::app::State;
+use crate::tui::model::HookCounts;
+use crate::tui::theme::{StyleKey, SymbolKey};
+
+/// Draws the view.
+pub fn render(frame: &mut Frame, state: &State, area: Rect) {
+    if state.baseline.is_none() {
+        let text = match &state.run {
+            Some(r) => format!(
+                "Re-dispatching after the edit: {}/{} requests…",
+                r.results.len(),
+                r.total
+            ),
+            None => "No edit has taken effect yet. Edit a configuration (Webhooks: e, or :edit NAME); once the edit is valid every loaded request is dispatched again, and this view lists what changed.".into(),
+        };
+        let p = Paragraph::new(Line::styled(text, style(state, StyleKey::Muted)))
+            .wrap(Wrap { trim: true })
+            .block(pane(state, " What-if ", true));
+        frame.render_widget(p, area);
+        return;
+    }
+    let w = &state.whatif;
+    let [summary, rows, hooks] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Percentage(55),
+        Constraint::Min(5),
+    ])
+    .areas(area);
+    let running = match &state.run {
+        Some(r) => format!(" · re-dispatching {}/{}", r.results.len(), r.total),
+        None => String::new(),
+    };
+    let summary_text = format!(
+        " {} of {} requests changed · {} verdicts flipped{running}",
+        w.rows.len(),
+        state.entries.len(),
+        w.flipped()
+    );
+    frame.render_widget(
+        Paragraph::new(Line::styled(summary_text, style(state, StyleKey::Header))),
+        summary,
+    );
+    render_rows(frame, state, rows);
+    render_hooks(frame, state, hooks);
+}
+
+fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
+    let w = &state.whatif;
+    let height = usize::from(area.height.saturating_sub(3)).max(1);
+    let offset = state.whatif_selected.saturating_sub(height - 1);
+    let sel = state.theme.symbol(SymbolKey::Selected);
+    let rows: Vec<Row> = w
+        .rows
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(height)
+        .map(|(i, r)| {
+            let e = &state.entries[r.index];
+            let (before, bkey) = verdict(state, r.before);
+            let (after, akey) = verdict(state, r.after);
+            let mut what = Vec::new();
+            if r.flipped {
+                what.push("verdict");
+            }
+            if r.object {
+                what.push("object");
+            }
+            if r.annotations {
+                what.push("annotations");
+            }
+            if r.warnings {
+                what.push("warnings");
+            }
+            let marker = if i == state.whatif_selected { sel } else { " " };
+            let row = Row::new(vec![
+                Cell::from(format!("{marker}{}", r.index + 1)),
+                Cell::from(e.row.operation.clone()),
+                Cell::from(clip(&e.row.resource, 22)),
+                Cell::from(clip(&e.row.target, 34)),
+                Cell::from(Span::styled(before, style(state, bkey))),
+                Cell::from(Span::styled(after, style(state, akey))),
+                Cell::from(what.join(", ")),
+            ]);
+            if i == state.whatif_selected {
+                row.style(style(state, StyleKey::Selected))
+            } else {
+                row
+            }
+        })
+        .collect();
+    let header = Row::new(vec![
+        "#", "op", "resource", "name", "before", "after", "changed",
+    ])
+    .style(style(state, StyleKey::Header));
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(6),
+            Constraint::Length(7),
+            Constraint::Length(22),
+            Constraint::Length(34),
+            Constraint::Length(18),
+            Constraint::Length(18),
+            Constraint::Min(10),
+        ],
+    )
+    .header(header)
+    .block(pane(
+        state,
+        " Changed requests (enter: chain before / after) ",
+        true,
+    ));
+    frame.render_widget(table, area);
+}
+
+fn counts_text(c: Option<&HookCounts>) -> [String; 6] {
+    match c {
+        Some(c) => [
+            c.matched.to_string(),
+            c.skipped.to_string(),
+            c.mutated.to_string(),
+            c.denied.to_string(),
+            c.errors.to_string(),
+            c.failed_open.to_string(),
+        ],
+        None => std::array::from_fn(|_| "–".to_string()),
+    }
+}
+
+fn render_hooks(frame: &mut Frame, state: &State, area: Rect) {
+    let rows: Vec<Row> = state
+        .whatif
+        .hooks
+        .iter()
+        .map(|h| {
+            let b = counts_text(h.before.as_ref());
+            let a = counts_text(h.after.as_ref());
+            let cell = |i: usize| {
+                let key = if b[i] == a[i] {
+                    StyleKey::Muted
+                } else {
+                    StyleKey::Message
+                };
+                Cell::from(Span::styled(
+                    format!("{:>4} → {:<4}", b[i], a[i]),
+                    style(state, key),
+                ))
+            };
+            Row::new(vec![
+                Cell::from(h.phase.to_string()),
+                Cell::from(clip(&format!("{} ─ {}", h.configuration, h.webhook), 42)),
+                cell(0),
+                cell(1),
+                cell(2),
+                cell(3),
+                cell(4),
+                cell(5),
+            ])
+        })
+        .collect();
+    let header = Row::new(vec![
+        "phase",
+        "webhook",
+        "matched",
+        "skipped",
+        "mutated",
+        "denied",
+        "errors",
+        "failed open",
+    ])
+    .style(style(state, StyleKey::Header));
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(11),
+            Constraint::Length(42),
+            Constraint::Length(11),
+            Constraint::Length(11),
+            Constraint::Length(11),
+            Constraint::Length(11),
+            Constraint::Length(11),
+            Constraint::Length(11),
+        ],
+    )
+    .header(header)
+    .block(pane(state, " Webhooks before → after ", false));
+    frame.render_widget(table, area);
+}

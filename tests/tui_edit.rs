@@ -1,0 +1,454 @@
+//! Editing configurations in the console, as message sequences through the one update path,
+//! with the demo's real source re-dispatching: a valid edit re-runs every request and the
+//! what-if counts follow; an invalid edit keeps the configuration in force; saving writes the
+//! file; recovered text comes back.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use hookscope::engine::AuditLevel;
+use hookscope::tui::app::{Command, Msg, RecoveredText, State, View, update};
+use hookscope::tui::keymap::Action;
+use hookscope::tui::model::Verdict;
+use hookscope::tui::source::{Source, SourceCtl, SourceMsg};
+use hookscope::tui::theme::Theme;
+use tokio::sync::mpsc;
+
+/// The offline demo's source, running, with the console's side of its channels.
+struct Harness {
+    rt: tokio::runtime::Runtime,
+    rx: mpsc::Receiver<SourceMsg>,
+    ctl: mpsc::Sender<SourceCtl>,
+    state: State,
+}
+
+impl Harness {
+    fn start() -> Harness {
+        let rt = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+            .unwrap();
+        let (tx, rx) = mpsc::channel(256);
+        let (ctl, ctl_rx) = mpsc::channel(16);
+        let source = hookscope::tui::demo::offline(hookscope::KubeVersion::default());
+        rt.spawn(Box::new(source).run(tx, ctl_rx));
+        let state = State::new("1.33".into(), AuditLevel::Request, Theme::default());
+        let mut h = Harness { rt, rx, ctl, state };
+        h.pump_until(|m| matches!(m, SourceMsg::Finished { .. }));
+        h
+    }
+
+    /// Feeds source messages to `update` until one matches.
+    fn pump_until(&mut self, done: impl Fn(&SourceMsg) -> bool) {
+        loop {
+            let m = self
+                .rt
+                .block_on(async {
+                    tokio::time::timeout(std::time::Duration::from_secs(60), self.rx.recv()).await
+                })
+                .expect("the source answers")
+                .expect("the source is running");
+            let stop = done(&m);
+            update(&mut self.state, Msg::Source(m));
+            if stop {
+                return;
+            }
+        }
+    }
+
+    /// Performs the commands as the event loop would, for the ones these tests need: a
+    /// re-dispatch goes to the source and its results are fed back.
+    fn perform(&mut self, commands: Vec<Command>) -> Vec<Command> {
+        let mut rest = Vec::new();
+        for c in commands {
+            match c {
+                Command::Redispatch {
+                    generation,
+                    configurations,
+                } => {
+                    let ctl = self.ctl.clone();
+                    self.rt
+                        .block_on(ctl.send(SourceCtl::Redispatch {
+                            generation,
+                            configurations,
+                        }))
+                        .unwrap();
+                    self.pump_until(|m| {
+                        matches!(m, SourceMsg::RedispatchFinished { generation: g, .. } if *g == generation)
+                    });
+                }
+                other => rest.push(other),
+            }
+        }
+        rest
+    }
+
+    fn act(&mut self, a: Action) -> Vec<Command> {
+        update(&mut self.state, Msg::Action(a))
+    }
+
+    /// Types text into the editor, one key at a time.
+    fn type_text(&mut self, text: &str) -> Vec<Command> {
+        let mut out = Vec::new();
+        for c in text.chars() {
+            let code = if c == '\n' {
+                KeyCode::Enter
+            } else {
+                KeyCode::Char(c)
+            };
+            out.extend(update(
+                &mut self.state,
+                Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)),
+            ));
+        }
+        out
+    }
+
+    fn key(&mut self, code: KeyCode, mods: KeyModifiers) -> Vec<Command> {
+        update(&mut self.state, Msg::Key(KeyEvent::new(code, mods)))
+    }
+
+    /// The pause after typing is over: the check runs.
+    fn check_now(&mut self) -> Vec<Command> {
+        let buffer = self.state.buffer;
+        let generation = self.state.buffers[buffer].generation;
+        update(&mut self.state, Msg::CheckDue { buffer, generation })
+    }
+
+    /// Moves the cursor to the start of the first line containing `needle` after line `from`.
+    fn goto(&mut self, needle: &str, from: usize) {
+        let b = &mut self.state.buffers[self.state.buffer];
+        let line = b
+            .area
+            .lines()
+            .iter()
+            .enumerate()
+            .skip(from)
+            .find(|(_, l)| l.contains(needle))
+            .map(|(i, _)| i)
+            .unwrap_or_else(|| panic!("{needle:?} in the buffer"));
+        b.goto_line(line + 1);
+    }
+}
+
+fn denied(s: &State) -> usize {
+    s.entries
+        .iter()
+        .filter(|e| matches!(e.row.verdict, Verdict::Denied(_)))
+        .count()
+}
+
+/// Replaces `Ignore` on the cursor's line by `Fail` with keys: end of line, delete the word,
+/// type the new one.
+fn ignore_to_fail(h: &mut Harness) -> Vec<Command> {
+    let mut c = h.key(KeyCode::End, KeyModifiers::NONE);
+    for _ in 0.."Ignore".len() {
+        c.extend(h.key(KeyCode::Backspace, KeyModifiers::NONE));
+    }
+    c.extend(h.type_text("Fail"));
+    c
+}
+
+#[test]
+fn a_valid_edit_re_dispatches_and_the_what_if_counts_follow() {
+    let mut h = Harness::start();
+    let before_denied = denied(&h.state);
+    let opens: usize = h.state.hook_counts.iter().map(|c| c.failed_open).sum();
+    assert!(opens > 0, "the demo's slow webhook fails open");
+
+    // From the Webhooks view, on the slow webhook: edit its configuration.
+    h.act(Action::Show(View::Webhooks));
+    let slow = h
+        .state
+        .hooks
+        .iter()
+        .position(|x| x.configuration == "30-slow-quota")
+        .unwrap();
+    h.state.hook_selected = slow;
+    let c = h.key(KeyCode::Char('e'), KeyModifiers::NONE);
+    assert!(c.is_empty());
+    assert_eq!(h.state.view, View::Editor);
+    let start = h.state.buffers[h.state.buffer].line_of("30-slow-quota");
+    h.goto("failurePolicy: Ignore", start - 1);
+
+    let typed = ignore_to_fail(&mut h);
+    // Each keystroke schedules a check; none takes effect before the pause.
+    assert!(
+        typed
+            .iter()
+            .all(|c| matches!(c, Command::CheckLater { .. }))
+    );
+    assert!(h.state.buffers[h.state.buffer].modified());
+    let commands = h.check_now();
+    assert!(
+        commands
+            .iter()
+            .any(|c| matches!(c, Command::WriteRecovery { .. })),
+        "unsaved text is kept for recovery: {commands:?}"
+    );
+    let rest = h.perform(commands);
+    assert!(
+        rest.iter()
+            .all(|c| !matches!(c, Command::Redispatch { .. }))
+    );
+
+    // Every request was dispatched again: the slow webhook's timeouts now deny.
+    let s = &h.state;
+    assert!(s.baseline.is_some());
+    assert_eq!(s.entries.len(), s.baseline.as_ref().unwrap().entries.len());
+    let after_denied = denied(s);
+    assert_eq!(after_denied, before_denied + opens);
+    assert_eq!(s.whatif.flipped(), opens);
+    assert!(s.whatif.rows.iter().take(opens).all(|r| r.flipped
+        && r.before == Verdict::FailedOpen
+        && matches!(r.after, Verdict::Denied(500))));
+    let quota = s
+        .whatif
+        .hooks
+        .iter()
+        .find(|d| d.configuration == "30-slow-quota")
+        .unwrap();
+    let (b, a) = (quota.before.unwrap(), quota.after.unwrap());
+    assert_eq!((b.failed_open, a.failed_open), (opens, 0));
+    assert_eq!(b.matched, a.matched);
+    // The other views show the edited state: the webhook's counts, the status counts.
+    let (_, _, denied_now, open_now) = s.counts();
+    assert_eq!((denied_now, open_now), (after_denied, 0));
+
+    // Opening a changed request shows its chain before and after.
+    h.act(Action::Show(View::WhatIf));
+    h.act(Action::Open);
+    assert_eq!(h.state.view, View::Chain);
+    assert!(h.state.compare);
+    assert_eq!(h.state.selected, Some(h.state.whatif.rows[0].index));
+    h.act(Action::Back);
+    assert_eq!(h.state.view, View::WhatIf);
+}
+
+#[test]
+fn an_invalid_edit_keeps_the_configuration_in_force() {
+    let mut h = Harness::start();
+    let in_force = h.state.configurations_in_force();
+    h.act(Action::Edit(Some("30-slow-quota".into())));
+    let start = h.state.buffers[h.state.buffer].line_of("30-slow-quota");
+    h.goto("failurePolicy: Ignore", start - 1);
+    let mut c = h.key(KeyCode::End, KeyModifiers::NONE);
+    for _ in 0.."Ignore".len() {
+        c.extend(h.key(KeyCode::Backspace, KeyModifiers::NONE));
+    }
+    h.type_text("Sometimes");
+    let line = h.state.buffers[h.state.buffer].area.cursor().0 + 1;
+    let commands = h.check_now();
+    assert!(
+        !commands
+            .iter()
+            .any(|c| matches!(c, Command::Redispatch { .. })),
+        "an invalid edit is not dispatched"
+    );
+    let b = &h.state.buffers[h.state.buffer];
+    assert!(!b.valid());
+    let e = b
+        .check
+        .errors
+        .iter()
+        .find(|e| e.field.ends_with("failurePolicy"))
+        .expect("the failurePolicy error");
+    assert!(e.message.contains("Sometimes"), "{e:?}");
+    assert!(e.line <= line, "the error points into the document: {e:?}");
+    assert_eq!(h.state.configurations_in_force(), in_force);
+    let (msg, error) = h.state.message.clone().unwrap();
+    assert!(error && msg.contains("stays in force"), "{msg}");
+    assert!(h.state.baseline.is_none());
+}
+
+#[test]
+fn undo_brings_back_the_valid_text() {
+    let mut h = Harness::start();
+    h.act(Action::Edit(Some("40-policy".into())));
+    let before = h.state.buffers[h.state.buffer].text();
+    h.type_text("x: [");
+    assert_ne!(h.state.buffers[h.state.buffer].text(), before);
+    for _ in 0..4 {
+        h.key(KeyCode::Char('z'), KeyModifiers::CONTROL);
+    }
+    assert_eq!(h.state.buffers[h.state.buffer].text(), before);
+    assert!(!h.state.buffers[h.state.buffer].modified());
+    h.key(KeyCode::Char('y'), KeyModifiers::CONTROL);
+    assert!(h.state.buffers[h.state.buffer].modified());
+}
+
+#[test]
+fn saving_writes_the_file_and_quitting_with_unsaved_edits_asks() {
+    let mut h = Harness::start();
+    h.act(Action::Edit(Some("20-label-defaulter".into())));
+    h.type_text("# edited\n");
+    // Quitting with an unsaved edit does not quit.
+    assert!(h.act(Action::Quit).is_empty());
+    assert!(!h.state.quit);
+    // The built-in demo has no file: saving needs a path.
+    assert!(h.act(Action::Save(None)).is_empty());
+    assert!(h.state.message.as_ref().unwrap().1);
+    let dir = std::env::temp_dir().join(format!("hookscope-edit-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("demo.yaml");
+    let commands = h.act(Action::Save(Some(path.display().to_string())));
+    let [
+        Command::Save {
+            buffer,
+            path: p,
+            text,
+        },
+    ] = &commands[..]
+    else {
+        panic!("{commands:?}")
+    };
+    assert_eq!(p, &path);
+    assert!(text.contains("# edited\n"));
+    // The event loop's IO: atomic write, then the answer.
+    let backup = hookscope::tui::io::save_atomic(p, text).unwrap();
+    assert_eq!(backup, None);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), *text);
+    let after = update(
+        &mut h.state,
+        Msg::Saved {
+            buffer: *buffer,
+            text: text.clone(),
+            result: Ok((path.clone(), backup)),
+        },
+    );
+    assert!(after.contains(&Command::Watch(vec![path.clone()])));
+    assert!(!h.state.buffers[*buffer].modified());
+    // Saved again: the previous version is kept as a backup.
+    h.type_text("# twice\n");
+    let commands = h.act(Action::Save(None));
+    let [
+        Command::Save {
+            path: p2, text: t2, ..
+        },
+    ] = &commands[..]
+    else {
+        panic!("{commands:?}")
+    };
+    assert_eq!(p2, &path);
+    let backup = hookscope::tui::io::save_atomic(p2, t2).unwrap().unwrap();
+    assert_eq!(std::fs::read_to_string(&backup).unwrap(), *text);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), *t2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_change_on_disk_reloads_a_clean_buffer_and_asks_for_an_edited_one() {
+    let dir = std::env::temp_dir().join(format!("hookscope-watch-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("hooks.yaml");
+    let text = hookscope::tui::demo::configuration_text("https://127.0.0.1:8443", "ca");
+    std::fs::write(&path, &text).unwrap();
+    let mut s = State::new("1.33".into(), AuditLevel::Request, Theme::default());
+    let docs = vec![hookscope::tui::source::ConfigDocument {
+        origin: hookscope::tui::source::DocumentOrigin::File(path.clone()),
+        text: text.clone(),
+        configurations: Vec::new(),
+    }];
+    let c = update(
+        &mut s,
+        Msg::Source(SourceMsg::Started {
+            label: "t".into(),
+            hooks: Vec::new(),
+            total: Some(0),
+            documents: docs,
+        }),
+    );
+    assert_eq!(c, vec![Command::Watch(vec![path.clone()])]);
+    // Clean buffer: the new text is taken.
+    let changed = text.replace("timeoutSeconds: 1\n", "timeoutSeconds: 2\n");
+    update(
+        &mut s,
+        Msg::FileChanged {
+            path: path.clone(),
+            text: Ok(changed.clone()),
+        },
+    );
+    assert_eq!(s.buffers[0].text(), changed);
+    assert!(!s.buffers[0].modified());
+    // Edited buffer: the user chooses.
+    update(&mut s, Msg::Action(Action::Edit(None)));
+    update(
+        &mut s,
+        Msg::Key(KeyEvent::new(KeyCode::Char('#'), KeyModifiers::NONE)),
+    );
+    let mine = s.buffers[0].text();
+    update(
+        &mut s,
+        Msg::FileChanged {
+            path: path.clone(),
+            text: Ok(text.clone()),
+        },
+    );
+    assert_eq!(s.buffers[0].text(), mine, "edits are never overwritten");
+    assert!(s.buffers[0].disk_changed.is_some());
+    update(&mut s, Msg::Action(Action::Reload));
+    assert_eq!(s.buffers[0].text(), text);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn recovered_text_is_offered_and_restored() {
+    let mut h = Harness::start();
+    let key = h.state.buffers[0].origin.recovery_key();
+    let text = format!("{}# recovered\n", h.state.buffers[0].text());
+    update(
+        &mut h.state,
+        Msg::RecoveryFound(vec![RecoveredText {
+            key: key.clone(),
+            text: text.clone(),
+        }]),
+    );
+    assert!(h.state.message.as_ref().unwrap().0.contains(":recover"));
+    let c = h.act(Action::Recover);
+    assert!(matches!(c[..], [Command::CheckLater { .. }]));
+    assert_eq!(h.state.buffers[0].text(), text);
+    assert!(h.state.buffers[0].modified());
+    assert_eq!(h.state.view, View::Editor);
+}
+
+#[test]
+fn a_new_configuration_from_a_template_takes_effect_once_valid() {
+    let mut h = Harness::start();
+    let n = h.state.hooks.len();
+    let c = h.act(Action::New(false, Some("60-extra".into())));
+    assert!(matches!(c[..], [Command::CheckLater { .. }]));
+    assert_eq!(h.state.view, View::Editor);
+    let commands = h.check_now();
+    let b = &h.state.buffers[h.state.buffer];
+    assert!(b.valid(), "{:?}", b.check.errors);
+    h.perform(commands);
+    assert_eq!(h.state.hooks.len(), n + 1);
+    assert!(h.state.hooks.iter().any(|x| x.configuration == "60-extra"));
+}
+
+fn screen(s: &State) -> String {
+    hookscope::tui::view::render_text(s, 120, 40)
+}
+
+#[test]
+fn snapshots_of_an_invalid_edit_and_the_what_if_view() {
+    let mut h = Harness::start();
+    update(&mut h.state, Msg::Resize(120, 40));
+    h.act(Action::Edit(Some("30-slow-quota".into())));
+    let start = h.state.buffers[h.state.buffer].line_of("30-slow-quota");
+    h.goto("timeoutSeconds: 1", start - 1);
+    h.key(KeyCode::End, KeyModifiers::NONE);
+    h.type_text("00");
+    h.check_now();
+    insta::assert_snapshot!("editor_invalid", screen(&h.state));
+    // Back to a valid text by undo, then the failurePolicy edit.
+    h.key(KeyCode::Char('z'), KeyModifiers::CONTROL);
+    h.key(KeyCode::Char('z'), KeyModifiers::CONTROL);
+    h.goto("failurePolicy: Ignore", start - 1);
+    ignore_to_fail(&mut h);
+    let commands = h.check_now();
+    h.perform(commands);
+    h.act(Action::Show(View::WhatIf));
+    insta::assert_snapshot!("whatif", screen(&h.state));
+    h.act(Action::Open);
+    insta::assert_snapshot!("whatif_compare", screen(&h.state));
+}
