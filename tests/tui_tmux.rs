@@ -1,7 +1,9 @@
 //! End to end: the real binary in tmux, driven by keys, checked by what the screen shows. The
 //! demo opens (webhooks over HTTPS on 127.0.0.1), a request is stepped to round 1, `?` lists the
-//! keys, the metrics view shows a rejection, and `q` quits and restores the terminal.
-//! Skipped, with a message, when tmux is not installed.
+//! keys, the metrics view shows a rejection, an edit of a configuration flips verdicts in the
+//! What-if view, and `:q!` quits and restores the terminal. A second run is killed with SIGKILL
+//! in the middle of an edit, and the next one recovers the text. Skipped, with a message, when
+//! tmux is not installed.
 
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
@@ -48,6 +50,24 @@ impl Tmux {
     }
 }
 
+impl Tmux {
+    /// Waits until the screen no longer shows `text`.
+    fn wait_gone(&self, text: &str, what: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let s = self.screen();
+            if !s.contains(text) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{what}: the screen still shows {text:?}:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
 impl Drop for Tmux {
     fn drop(&mut self) {
         // Our own server on our own socket only.
@@ -75,11 +95,12 @@ fn demo_in_tmux() {
     // After the console ends the shell prints its exit status and whether the terminal is back
     // in canonical mode, then waits so the pane can be read.
     // No settings file (a directory that does not exist): the keys are the defaults.
+    // Recovery copies go to a folder of this test's own.
     let config_home =
         std::env::temp_dir().join(format!("hookscope-test-none-{}", std::process::id()));
     let config_home = config_home.display();
     let script = format!(
-        "XDG_CONFIG_HOME='{config_home}' '{bin}'; echo \"exit=$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon; sleep 30"
+        "XDG_CONFIG_HOME='{config_home}' XDG_STATE_HOME='{config_home}' '{bin}'; echo \"exit=$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon; sleep 30"
     );
     let out = t.cmd(&[
         "new-session",
@@ -118,11 +139,21 @@ fn demo_in_tmux() {
 
     // Help lists the keys of the live keymap.
     t.keys(&["?"]);
-    let s = t.wait_for(&["Help", "Chain keys"], "help overlay");
-    for k in ["next round", "step that decided the verdict", "quit"] {
-        assert!(s.contains(k), "help lacks {k:?}:\n{s}");
-    }
+    // The whole overlay: a capture can land while the frame is being written.
+    t.wait_for(
+        &[
+            "Help",
+            "Chain keys",
+            "next round",
+            "step that decided the verdict",
+            "quit",
+        ],
+        "help overlay",
+    );
+    // Escape and the next key sent together read as alt-key: wait for the escape to land.
     t.keys(&["Escape"]);
+    t.wait_for(&["CHAIN "], "help closed");
+    t.wait_gone("Chain keys", "help closed");
 
     // The metrics view shows the policy webhook's rejections.
     t.keys(&["4"]);
@@ -134,9 +165,50 @@ fn demo_in_tmux() {
         "metrics view",
     );
 
-    // q quits, the exit status is 0 and the terminal is back in canonical mode, off the
-    // alternate screen.
+    // Edit the slow webhook's configuration: failurePolicy Ignore becomes Fail, so its timeouts
+    // deny instead of failing open.
+    t.keys(&["5"]);
+    t.wait_for(&["30-slow-quota"], "webhooks view");
+    for _ in 0..2 {
+        t.keys(&["j"]);
+    }
+    t.keys(&["e"]);
+    t.wait_for(
+        &["demo-webhooks.yaml (built in)", "name: 30-slow-quota"],
+        "editor",
+    );
+    for _ in 0..11 {
+        t.keys(&["Down"]);
+    }
+    t.keys(&["End"]);
+    for _ in 0..6 {
+        t.keys(&["BSpace"]);
+    }
+    t.keys(&["-l", "Fail"]);
+    let s = t.wait_for(
+        &["re-dispatched 34 requests", "4 verdicts flipped"],
+        "re-dispatch",
+    );
+    assert!(s.contains("failurePolicy: Fail"), "{s}");
+    t.keys(&["Escape"]);
+    t.wait_for(&["WEBHOOKS "], "editor left");
+    t.keys(&["7"]);
+    let s = t.wait_for(
+        &["4 of 34 requests changed", "4 verdicts flipped"],
+        "what-if",
+    );
+    assert!(
+        s.contains("allowed (open)") && s.contains("denied 500"),
+        "{s}"
+    );
+
+    // q does not quit with an unsaved edit; :q! does. The exit status is 0 and the terminal is
+    // back in canonical mode, off the alternate screen.
     t.keys(&["q"]);
+    t.wait_for(&["unsaved edits in demo-webhooks.yaml"], "quit refused");
+    t.keys(&[":"]);
+    t.keys(&["-l", "q!"]);
+    t.keys(&["Enter"]);
     // Wait for the stty line too ("icanon" or "-icanon"), printed just after the exit status.
     let s = t.wait_for(&["exit=0", "icanon"], "quit");
     let lines: Vec<&str> = s.lines().map(str::trim).collect();
@@ -144,4 +216,110 @@ fn demo_in_tmux() {
     assert!(!s.contains("1 Requests"), "console still on screen:\n{s}");
     let alt = t.cmd(&["display-message", "-p", "-t", "console", "#{alternate_on}"]);
     assert_eq!(String::from_utf8_lossy(&alt.stdout).trim(), "0");
+}
+
+#[test]
+fn an_edit_survives_sigkill() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_hookscope");
+    let t = Tmux {
+        socket: format!("hookscope-kill-{}", std::process::id()),
+    };
+    let dir = std::env::temp_dir().join(format!("hookscope-kill-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let pid_file = dir.join("pid");
+    let env = format!(
+        "XDG_CONFIG_HOME='{d}/config' XDG_STATE_HOME='{d}/state'",
+        d = dir.display()
+    );
+    // The inner shell writes its pid and becomes the console, so that pid is the console's; the
+    // outer one keeps the session (and the tmux server) alive after the kill.
+    let first = format!(
+        "sh -c \"echo \\$\\$ > '{}'; {env} exec '{bin}' tui --demo-offline\"; sleep 30",
+        pid_file.display()
+    );
+    let out = t.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "console",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        "sh",
+        "-c",
+        &first,
+    ]);
+    assert!(out.status.success(), "tmux new-session: {out:?}");
+    t.wait_for(&["34 done"], "demo opens");
+    t.keys(&[":"]);
+    t.keys(&["-l", "edit 40-policy"]);
+    t.keys(&["Enter"]);
+    t.wait_for(&["name: 40-policy"], "editor");
+    t.keys(&["-l", "# a line typed before the crash"]);
+    // The check after the typing pause writes the recovery copy.
+    let recovery = dir.join("state/hookscope/recovery");
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !std::fs::read_dir(&recovery).is_ok_and(|mut d| d.next().is_some()) {
+        assert!(Instant::now() < deadline, "no recovery copy was written");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let pid = std::fs::read_to_string(&pid_file).unwrap();
+    let killed = Command::new("kill")
+        .args(["-KILL", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+
+    // The next session offers the text back.
+    let second = format!("{env} '{bin}' tui --demo-offline; sleep 30");
+    let out = t.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "again",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        "sh",
+        "-c",
+        &second,
+    ]);
+    assert!(out.status.success(), "tmux new-session: {out:?}");
+    let again = Tmux {
+        socket: t.socket.clone(),
+    };
+    let screen = |t: &Tmux| {
+        String::from_utf8_lossy(&t.cmd(&["capture-pane", "-p", "-t", "again"]).stdout).into_owned()
+    };
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !screen(&again).contains(":recover") {
+        assert!(
+            Instant::now() < deadline,
+            "no recovery offered:\n{}",
+            screen(&again)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    for k in [":", "recover"] {
+        again.cmd(&["send-keys", "-t", "again", "-l", k]);
+    }
+    again.cmd(&["send-keys", "-t", "again", "Enter"]);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !screen(&again).contains("# a line typed before the crash") {
+        assert!(
+            Instant::now() < deadline,
+            "text not recovered:\n{}",
+            screen(&again)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::mem::forget(again);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -816,7 +816,16 @@ impl State {
                     self.buffers.len() - 1
                 }
             };
-            self.buffers[i].replace_text(&r.text);
+            let b = &mut self.buffers[i];
+            b.replace_text(&r.text);
+            // Show the first line that differs from the saved text.
+            let first = b
+                .saved
+                .lines()
+                .zip(r.text.lines())
+                .position(|(a, c)| a != c)
+                .unwrap_or_else(|| b.saved.lines().count().min(r.text.lines().count()));
+            b.goto_line(first + 1);
             self.buffer = i;
             commands.extend(self.changed(i));
         }
@@ -844,7 +853,7 @@ impl State {
         let names: Vec<&str> = found.iter().map(|r| r.key.as_str()).collect();
         self.say(
             format!(
-                "unsaved edits of an earlier session ({}): :recover opens them, :discard drops them",
+                ":recover opens the unsaved edits of an earlier session, :discard drops them ({})",
                 names.join(", ")
             ),
             true,

@@ -53,9 +53,12 @@ pub enum DemoError {
 /// `ca_pem` as caBundle.
 pub fn configuration_text(base_url: &str, ca_pem: &str) -> String {
     let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
-    WEBHOOKS_YAML
-        .replace("${URL}", base_url)
-        .replace("${CA}", &ca)
+    // The file's leading comment is about the template, not the filled-in text.
+    let body: String = WEBHOOKS_YAML
+        .split_inclusive('\n')
+        .skip_while(|l| l.starts_with('#'))
+        .collect();
+    body.replace("${URL}", base_url).replace("${CA}", &ca)
 }
 
 /// The demo's configurations pointing at `base_url` (`https://127.0.0.1:PORT`) with `ca_pem` as

@@ -143,11 +143,20 @@ fn render_status(frame: &mut Frame, state: &State, area: Rect) {
         (Some(total), false) => format!("{}/{total} replaying", p.seen),
         (None, false) => format!("{} replaying", p.seen),
     };
-    let mut spans = vec![
-        Span::styled(
-            format!(" {} ", state.view.title().to_uppercase()),
-            t.style(StyleKey::StatusKey),
-        ),
+    let mut spans = vec![Span::styled(
+        format!(" {} ", state.view.title().to_uppercase()),
+        t.style(StyleKey::StatusKey),
+    )];
+    // A message comes first, so a narrow terminal cuts the counters rather than it.
+    if let Some((m, error)) = &state.message {
+        let style = if *error {
+            bar.patch(t.raw(StyleKey::Error))
+        } else {
+            bar.patch(t.raw(StyleKey::Message))
+        };
+        spans.push(Span::styled(format!(" {m} │"), style));
+    }
+    spans.extend([
         Span::styled(format!(" {} │ {progress} │ ", state.source), bar),
         Span::styled(
             format!(
@@ -161,7 +170,7 @@ fn render_status(frame: &mut Frame, state: &State, area: Rect) {
             format!("{} {open} │ ", t.symbol(SymbolKey::FailedOpen)),
             bar,
         ),
-    ];
+    ]);
     if !state.problems.is_empty() {
         spans.push(Span::styled(
             format!("{} problems │ ", state.problems.len()),
@@ -178,14 +187,6 @@ fn render_status(frame: &mut Frame, state: &State, area: Rect) {
         format!("k8s {} │ ? help ", state.kube_version),
         bar,
     ));
-    if let Some((m, error)) = &state.message {
-        let style = if *error {
-            bar.patch(t.raw(StyleKey::Error))
-        } else {
-            bar.patch(t.raw(StyleKey::Message))
-        };
-        spans.push(Span::styled(format!("│ {m} "), style));
-    }
     frame.render_widget(Paragraph::new(Line::from(spans)).style(bar), area);
 }
 
