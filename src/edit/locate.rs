@@ -205,9 +205,9 @@ fn parse_document(text: &str, line: usize) -> Option<Node> {
     loop {
         let (ev, span) = events.next()?;
         match ev {
-            Event::StreamStart | Event::DocumentStart(..) => {}
             Event::StreamEnd | Event::DocumentEnd => return None,
-            other => return build(other, span, shift, &mut events),
+            ev if opens_node(&ev) => return build(ev, span, shift, &mut events),
+            _ => {}
         }
     }
 }
