@@ -1,0 +1,434 @@
+//! What an edit changes: two result sets of the same requests compared request by request
+//! (verdict, final object, audit annotations, warnings) and webhook by webhook (how often each
+//! matched, was skipped and why, was called, mutated, denied, errored or failed open).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use crate::api::WebhookKind;
+use crate::engine::{CallDecision, SkipReason, StepKind};
+use crate::replay::run::Replayed;
+
+/// The client-visible verdict of a request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Admitted.
+    Allowed,
+    /// Refused with this status.
+    Denied {
+        /// HTTP status code.
+        code: i32,
+        /// The status message.
+        message: String,
+    },
+}
+
+impl Verdict {
+    /// Of a replayed request.
+    pub fn of(r: &Replayed) -> Verdict {
+        let o = &r.outcome;
+        if o.allowed {
+            return Verdict::Allowed;
+        }
+        let (code, message) = o
+            .status
+            .as_ref()
+            .map(|s| (s.code, s.message.clone()))
+            .unwrap_or_default();
+        Verdict::Denied { code, message }
+    }
+
+    /// Whether admitted.
+    pub fn allowed(&self) -> bool {
+        matches!(self, Verdict::Allowed)
+    }
+}
+
+/// How one value of the final object changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ObjectChange {
+    /// Present only after the edit.
+    Added(String),
+    /// Present only before the edit.
+    Removed(String),
+    /// Present on both sides with different values.
+    Changed(String),
+}
+
+impl ObjectChange {
+    /// The JSON pointer (`/metadata/labels/team`; empty: the whole object).
+    pub fn pointer(&self) -> &str {
+        match self {
+            ObjectChange::Added(p) | ObjectChange::Removed(p) | ObjectChange::Changed(p) => p,
+        }
+    }
+}
+
+/// One audit annotation that differs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AnnotationChange {
+    /// Key.
+    pub key: String,
+    /// Value before the edit (None: absent).
+    pub before: Option<String>,
+    /// Value after the edit (None: absent).
+    pub after: Option<String>,
+}
+
+/// What changed for one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestChange {
+    /// Position of the request in the loaded requests.
+    pub index: usize,
+    /// The verdicts, when they differ (a flip, or another denial status).
+    pub verdict: Option<(Verdict, Verdict)>,
+    /// Differences of the final object (after the mutating chain), by JSON pointer.
+    pub object: Vec<ObjectChange>,
+    /// Audit annotations added, removed or changed.
+    pub annotations: Vec<AnnotationChange>,
+    /// Warnings only after the edit.
+    pub warnings_added: Vec<String>,
+    /// Warnings only before the edit.
+    pub warnings_removed: Vec<String>,
+}
+
+impl RequestChange {
+    /// Whether the verdict flipped between allowed and denied.
+    pub fn flipped(&self) -> bool {
+        self.verdict
+            .as_ref()
+            .is_some_and(|(b, a)| b.allowed() != a.allowed())
+    }
+
+    fn is_empty(&self) -> bool {
+        self.verdict.is_none()
+            && self.object.is_empty()
+            && self.annotations.is_empty()
+            && self.warnings_added.is_empty()
+            && self.warnings_removed.is_empty()
+    }
+}
+
+/// A webhook as counted: configuration, webhook, phase.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct HookKey {
+    /// Configuration name.
+    pub configuration: String,
+    /// Webhook name.
+    pub webhook: String,
+    /// Mutating or validating.
+    pub phase: WebhookKind,
+}
+
+/// What one webhook did across a result set. Counts are of requests (`matched`) or of rounds
+/// (the rest: a mutating webhook reinvoked counts twice).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct HookStats {
+    /// Requests for which it was called at least once.
+    pub matched: usize,
+    /// Skipped because no rule matches the operation, resource or scope.
+    pub skipped_rules: usize,
+    /// Skipped by its namespaceSelector or objectSelector.
+    pub skipped_selector: usize,
+    /// Skipped by a matchCondition (false, or an error ignored under failurePolicy Ignore).
+    pub skipped_match_condition: usize,
+    /// Not called again in the reinvocation round.
+    pub not_reinvoked: usize,
+    /// Calls made (or attempted).
+    pub called: usize,
+    /// Calls that changed the object.
+    pub mutated: usize,
+    /// Calls that denied the request.
+    pub denied: usize,
+    /// Calls that failed and failed the request (failurePolicy Fail).
+    pub errored: usize,
+    /// Calls that failed and let the request go on (failurePolicy Ignore).
+    pub failed_open: usize,
+}
+
+impl HookStats {
+    /// All skips, whatever the reason.
+    pub fn skipped(&self) -> usize {
+        self.skipped_rules + self.skipped_selector + self.skipped_match_condition
+    }
+}
+
+/// Per-webhook counts of a result set, in dispatch order of first appearance.
+pub fn hook_stats(results: &[Replayed]) -> Vec<(HookKey, HookStats)> {
+    let mut order: Vec<HookKey> = Vec::new();
+    let mut stats: BTreeMap<HookKey, HookStats> = BTreeMap::new();
+    fn entry<'s>(
+        stats: &'s mut BTreeMap<HookKey, HookStats>,
+        order: &mut Vec<HookKey>,
+        key: HookKey,
+    ) -> &'s mut HookStats {
+        if !stats.contains_key(&key) {
+            order.push(key.clone());
+        }
+        stats.entry(key).or_default()
+    }
+    for r in results {
+        let mut matched_here: BTreeSet<HookKey> = BTreeSet::new();
+        for c in &r.outcome.calls {
+            if c.decision != CallDecision::Called {
+                continue;
+            }
+            let key = HookKey {
+                configuration: c.configuration.clone(),
+                webhook: c.webhook.clone(),
+                phase: c.phase,
+            };
+            let s = entry(&mut stats, &mut order, key.clone());
+            s.called += 1;
+            if c.error.is_some() {
+                if c.failure_policy == "Ignore" && c.allowed != Some(false) {
+                    s.failed_open += 1;
+                } else {
+                    s.errored += 1;
+                }
+            } else if c.allowed == Some(false) {
+                s.denied += 1;
+            } else if c.mutated {
+                s.mutated += 1;
+            }
+            if matched_here.insert(key) {
+                s.matched += 1;
+            }
+        }
+        for step in &r.outcome.trace {
+            let StepKind::Skipped { hook, cause, .. } = &step.kind else {
+                continue;
+            };
+            let key = HookKey {
+                configuration: hook.configuration.clone(),
+                webhook: hook.webhook.clone(),
+                phase: hook.phase,
+            };
+            let s = entry(&mut stats, &mut order, key);
+            match cause {
+                SkipReason::Rules => s.skipped_rules += 1,
+                SkipReason::NamespaceSelector | SkipReason::ObjectSelector => {
+                    s.skipped_selector += 1
+                }
+                SkipReason::MatchConditionFalse { .. }
+                | SkipReason::MatchConditionErrorIgnored { .. } => s.skipped_match_condition += 1,
+                SkipReason::NotReinvoked { .. } => s.not_reinvoked += 1,
+            }
+        }
+    }
+    let mut out: Vec<(HookKey, HookStats)> = Vec::with_capacity(order.len());
+    for k in order {
+        let s = stats.get(&k).copied().unwrap_or_default();
+        out.push((k, s));
+    }
+    out
+}
+
+/// One webhook's counts before and after an edit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HookDelta {
+    /// Which webhook.
+    pub hook: HookKey,
+    /// Counts before (None: the webhook did not take part before the edit: added or renamed).
+    pub before: Option<HookStats>,
+    /// Counts after (None: it no longer takes part: removed or renamed).
+    pub after: Option<HookStats>,
+}
+
+impl HookDelta {
+    /// Whether any count differs.
+    pub fn changed(&self) -> bool {
+        self.before != self.after
+    }
+}
+
+/// What an edit changes across the loaded requests.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct WhatIf {
+    /// Requests compared (the shorter of the two sets).
+    pub compared: usize,
+    /// Requests with any difference, in input order.
+    pub requests: Vec<RequestChange>,
+    /// Every webhook of either side: those of the "before" set in its order, then those only
+    /// in the "after" set.
+    pub hooks: Vec<HookDelta>,
+}
+
+impl WhatIf {
+    /// Requests whose verdict flipped between allowed and denied.
+    pub fn flipped(&self) -> impl Iterator<Item = &RequestChange> {
+        self.requests.iter().filter(|r| r.flipped())
+    }
+}
+
+/// Compares two result sets of the same requests (paired by position).
+pub fn compare(before: &[Replayed], after: &[Replayed]) -> WhatIf {
+    let requests = before
+        .iter()
+        .zip(after)
+        .enumerate()
+        .map(|(index, (b, a))| request_change(index, b, a))
+        .filter(|c| !c.is_empty())
+        .collect();
+    let b = hook_stats(before);
+    let mut a: BTreeMap<HookKey, HookStats> = BTreeMap::new();
+    let mut a_order = Vec::new();
+    for (k, s) in hook_stats(after) {
+        a_order.push(k.clone());
+        a.insert(k, s);
+    }
+    let mut hooks: Vec<HookDelta> = b
+        .into_iter()
+        .map(|(hook, before)| HookDelta {
+            after: a.remove(&hook),
+            hook,
+            before: Some(before),
+        })
+        .collect();
+    for k in a_order {
+        if let Some(s) = a.remove(&k) {
+            hooks.push(HookDelta {
+                hook: k,
+                before: None,
+                after: Some(s),
+            });
+        }
+    }
+    WhatIf {
+        compared: before.len().min(after.len()),
+        requests,
+        hooks,
+    }
+}
+
+fn request_change(index: usize, b: &Replayed, a: &Replayed) -> RequestChange {
+    let (vb, va) = (Verdict::of(b), Verdict::of(a));
+    let mut object = Vec::new();
+    match (&b.outcome.object, &a.outcome.object) {
+        (Some(x), Some(y)) => json_diff(x, y, &mut String::new(), &mut object),
+        (None, Some(_)) => object.push(ObjectChange::Added(String::new())),
+        (Some(_), None) => object.push(ObjectChange::Removed(String::new())),
+        (None, None) => {}
+    }
+    let map = |r: &Replayed| -> BTreeMap<String, String> {
+        r.outcome
+            .annotations
+            .iter()
+            .map(|x| (x.key.clone(), x.value.clone()))
+            .collect()
+    };
+    let (mb, ma) = (map(b), map(a));
+    let keys: BTreeSet<&String> = mb.keys().chain(ma.keys()).collect();
+    let annotations = keys
+        .into_iter()
+        .filter(|k| mb.get(*k) != ma.get(*k))
+        .map(|k| AnnotationChange {
+            key: k.clone(),
+            before: mb.get(k).cloned(),
+            after: ma.get(k).cloned(),
+        })
+        .collect();
+    let (warnings_added, warnings_removed) =
+        multiset_diff(&b.outcome.warnings, &a.outcome.warnings);
+    RequestChange {
+        index,
+        verdict: (vb != va).then_some((vb, va)),
+        object,
+        annotations,
+        warnings_added,
+        warnings_removed,
+    }
+}
+
+/// Items only in `after`, and items only in `before`, counting repeats.
+fn multiset_diff(before: &[String], after: &[String]) -> (Vec<String>, Vec<String>) {
+    let mut left: Vec<&String> = before.iter().collect();
+    let mut added = Vec::new();
+    for w in after {
+        match left.iter().position(|x| *x == w) {
+            Some(i) => {
+                left.remove(i);
+            }
+            None => added.push(w.clone()),
+        }
+    }
+    (added, left.into_iter().cloned().collect())
+}
+
+fn push_token(path: &mut String, token: &str) {
+    path.push('/');
+    path.push_str(&token.replace('~', "~0").replace('/', "~1"));
+}
+
+/// The JSON pointers at which `a` and `b` differ (objects compared key by key, arrays element
+/// by element).
+fn json_diff(b: &Value, a: &Value, path: &mut String, out: &mut Vec<ObjectChange>) {
+    match (b, a) {
+        (Value::Object(mb), Value::Object(ma)) => {
+            let len = path.len();
+            for (k, vb) in mb {
+                push_token(path, k);
+                match ma.get(k) {
+                    Some(va) => json_diff(vb, va, path, out),
+                    None => out.push(ObjectChange::Removed(path.clone())),
+                }
+                path.truncate(len);
+            }
+            for k in ma.keys().filter(|k| !mb.contains_key(*k)) {
+                push_token(path, k);
+                out.push(ObjectChange::Added(path.clone()));
+                path.truncate(len);
+            }
+        }
+        (Value::Array(vb), Value::Array(va)) => {
+            let len = path.len();
+            for i in 0..vb.len().max(va.len()) {
+                push_token(path, &i.to_string());
+                match (vb.get(i), va.get(i)) {
+                    (Some(x), Some(y)) => json_diff(x, y, path, out),
+                    (Some(_), None) => out.push(ObjectChange::Removed(path.clone())),
+                    (None, _) => out.push(ObjectChange::Added(path.clone())),
+                }
+                path.truncate(len);
+            }
+        }
+        _ if b != a => out.push(ObjectChange::Changed(path.clone())),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn object_differences_by_pointer() {
+        let mut out = Vec::new();
+        json_diff(
+            &json!({"metadata": {"labels": {"a/b": "1", "x": "y"}}, "spec": [1, 2]}),
+            &json!({"metadata": {"labels": {"a/b": "2", "n": "m"}}, "spec": [1]}),
+            &mut String::new(),
+            &mut out,
+        );
+        assert_eq!(
+            out,
+            vec![
+                ObjectChange::Changed("/metadata/labels/a~1b".into()),
+                ObjectChange::Removed("/metadata/labels/x".into()),
+                ObjectChange::Added("/metadata/labels/n".into()),
+                ObjectChange::Removed("/spec/1".into()),
+            ]
+        );
+    }
+
+    #[test]
+    fn warnings_count_repeats() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            multiset_diff(&s(&["a", "a", "b"]), &s(&["a", "c"])),
+            (s(&["c"]), s(&["a", "b"]))
+        );
+    }
+}
