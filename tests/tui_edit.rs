@@ -191,8 +191,12 @@ fn a_valid_edit_re_dispatches_and_the_what_if_counts_follow() {
             .all(|c| !matches!(c, Command::Redispatch { .. }))
     );
 
-    // Every request was dispatched again: the slow webhook's timeouts now deny.
+    // Every request was dispatched again: the slow webhook's timeouts now deny. failurePolicy
+    // is not part of what a webhook receives, so every reply was reused and no call was sent.
     let s = &h.state;
+    let (reused, sent) = s.redispatch_calls;
+    assert!(reused > 0);
+    assert_eq!(sent, 0);
     assert!(s.baseline.is_some());
     assert_eq!(s.entries.len(), s.baseline.as_ref().unwrap().entries.len());
     let after_denied = denied(s);
@@ -304,7 +308,7 @@ fn saving_writes_the_file_and_quitting_with_unsaved_edits_asks() {
     assert_eq!(p, &path);
     assert!(text.contains("# edited\n"));
     // The event loop's IO: atomic write, then the answer.
-    let backup = hookscope::tui::io::save_atomic(p, text).unwrap();
+    let backup = hookscope::edit::save_atomic(p, text).unwrap().backup;
     assert_eq!(backup, None);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), *text);
     let after = update(
@@ -315,7 +319,7 @@ fn saving_writes_the_file_and_quitting_with_unsaved_edits_asks() {
             result: Ok((path.clone(), backup)),
         },
     );
-    assert!(after.contains(&Command::Watch(vec![path.clone()])));
+    assert!(after.contains(&Command::Watch(vec![(path.clone(), text.clone())])));
     assert!(!h.state.buffers[*buffer].modified());
     // Saved again: the previous version is kept as a backup.
     h.type_text("# twice\n");
@@ -329,7 +333,10 @@ fn saving_writes_the_file_and_quitting_with_unsaved_edits_asks() {
         panic!("{commands:?}")
     };
     assert_eq!(p2, &path);
-    let backup = hookscope::tui::io::save_atomic(p2, t2).unwrap().unwrap();
+    let backup = hookscope::edit::save_atomic(p2, t2)
+        .unwrap()
+        .backup
+        .unwrap();
     assert_eq!(std::fs::read_to_string(&backup).unwrap(), *text);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), *t2);
     let _ = std::fs::remove_dir_all(&dir);
@@ -357,7 +364,7 @@ fn a_change_on_disk_reloads_a_clean_buffer_and_asks_for_an_edited_one() {
             documents: docs,
         }),
     );
-    assert_eq!(c, vec![Command::Watch(vec![path.clone()])]);
+    assert_eq!(c, vec![Command::Watch(vec![(path.clone(), text.clone())])]);
     // Clean buffer: the new text is taken.
     let changed = text.replace("timeoutSeconds: 1\n", "timeoutSeconds: 2\n");
     update(
@@ -422,6 +429,9 @@ fn a_new_configuration_from_a_template_takes_effect_once_valid() {
     assert!(b.valid(), "{:?}", b.check.errors);
     h.perform(commands);
     assert_eq!(h.state.hooks.len(), n + 1);
+    // The new webhook's calls are new content: they are sent; the rest are reused.
+    let (reused, sent) = h.state.redispatch_calls;
+    assert!(reused > 0 && sent > 0, "{reused} {sent}");
     assert!(h.state.hooks.iter().any(|x| x.configuration == "60-extra"));
 }
 

@@ -236,6 +236,8 @@ pub struct State {
     pub new_buffers: u32,
     /// The Chain view shows the selected request before and after the edits side by side.
     pub compare: bool,
+    /// The last re-dispatch's calls: answered from replies already received, and sent.
+    pub redispatch_calls: (u64, u64),
 }
 
 /// A re-dispatch after an edit: results gathered until it finishes, then shown at once.
@@ -267,8 +269,8 @@ pub struct Baseline {
 /// Unsaved text kept by an earlier session.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RecoveredText {
-    /// The buffer it belonged to ([`BufferOrigin::recovery_key`]).
-    pub key: String,
+    /// The buffer it belonged to.
+    pub key: crate::edit::BufferKey,
     /// The text.
     pub text: String,
 }
@@ -362,14 +364,15 @@ pub enum Command {
     /// Keep unsaved text where a crash cannot take it.
     WriteRecovery {
         /// The buffer's key.
-        key: String,
+        key: crate::edit::BufferKey,
         /// The text.
         text: String,
     },
     /// The text of this buffer is saved (or dropped): forget its recovery copy.
-    DiscardRecovery(String),
-    /// Watch these files for changes made elsewhere; answers with [`Msg::FileChanged`].
-    Watch(Vec<PathBuf>),
+    DiscardRecovery(crate::edit::BufferKey),
+    /// Watch these files (with the text the console knows of each) for changes made elsewhere;
+    /// answers with [`Msg::FileChanged`].
+    Watch(Vec<(PathBuf, String)>),
     /// Load a theme (a file read); answers with [`Msg::ThemeLoaded`].
     LoadTheme(String),
     /// Put text on the clipboard: the terminal layer writes [`osc52`] of this payload (the
@@ -429,6 +432,7 @@ impl State {
             recovered: Vec::new(),
             new_buffers: 0,
             compare: false,
+            redispatch_calls: (0, 0),
         }
     }
 

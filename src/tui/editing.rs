@@ -8,6 +8,7 @@ use ratatui_textarea::{CursorMove, TextArea};
 
 use super::source::{ConfigDocument, DocumentOrigin};
 use crate::api::{WebhookConfiguration, WebhookKind};
+use crate::edit::BufferKey;
 
 /// How long the console waits after the last keystroke before checking an edit.
 pub const CHECK_DELAY: std::time::Duration = std::time::Duration::from_millis(150);
@@ -24,12 +25,15 @@ pub enum BufferOrigin {
 }
 
 impl BufferOrigin {
-    /// The key under which unsaved text is kept for recovery.
-    pub fn recovery_key(&self) -> String {
+    /// The key under which unsaved text is kept for recovery (file paths made absolute, as
+    /// the recovery store keeps them).
+    pub fn recovery_key(&self) -> BufferKey {
         match self {
-            BufferOrigin::File(p) => format!("file:{}", p.display()),
-            BufferOrigin::Embedded(n) => format!("embedded:{n}"),
-            BufferOrigin::New(n) => format!("new:{n}"),
+            BufferOrigin::File(p) => {
+                BufferKey::File(std::path::absolute(p).unwrap_or_else(|_| p.clone()))
+            }
+            BufferOrigin::Embedded(n) => BufferKey::Embedded(n.clone()),
+            BufferOrigin::New(n) => BufferKey::New(n.to_string()),
         }
     }
 
@@ -228,61 +232,27 @@ pub fn template(kind: WebhookKind, name: &str) -> String {
     )
 }
 
-/// Checks a buffer's text as the apiserver would take it: parsed, defaulted and validated;
-/// every problem with its line.
-pub fn check(text: &str, file: &str) -> Checked {
-    let mut out = Checked::default();
-    for loaded in crate::config::parse_documents(text, file) {
-        match loaded {
-            Err(e) => {
-                let (line, column) = match &e {
-                    crate::config::LoadError::Syntax { line, column, .. } => (*line, Some(*column)),
-                    other => (doc_line(other), None),
-                };
-                out.errors.push(EditProblem {
-                    line,
-                    column,
-                    field: String::new(),
-                    message: e.to_string(),
-                });
-            }
-            Ok(mut l) => {
-                let start = l.source.line.unwrap_or(1);
-                l.apply_defaults();
-                for e in crate::config::validate(&l.configuration, None) {
-                    out.errors.push(EditProblem {
-                        line: start,
-                        column: None,
-                        field: e.field.clone(),
-                        message: e.message.clone(),
-                    });
-                }
-                for f in &l.unknown_fields {
-                    out.warnings.push(EditProblem {
-                        line: start,
-                        column: None,
-                        field: f.clone(),
-                        message: "unknown field: the apiserver ignores it".into(),
-                    });
-                }
-                out.configurations.push(l.configuration);
-            }
+/// Checks a buffer's text as the apiserver would take it: parsed, defaulted and validated (as an
+/// update of `previous`, the configurations it replaces); every problem with its line.
+pub fn check(text: &str, file: &str, previous: &[WebhookConfiguration]) -> Checked {
+    let checked = crate::edit::check(text, file, previous);
+    let mut out = Checked {
+        configurations: checked.webhook_configurations(),
+        ..Checked::default()
+    };
+    for p in checked.problems {
+        let problem = EditProblem {
+            line: p.position.line,
+            column: p.position.column,
+            field: p.field,
+            message: p.message,
+        };
+        match p.severity {
+            crate::edit::Severity::Error => out.errors.push(problem),
+            crate::edit::Severity::Warning => out.warnings.push(problem),
         }
     }
     out
-}
-
-fn doc_line(e: &crate::config::LoadError) -> usize {
-    use crate::config::LoadError as E;
-    match e {
-        E::Syntax { at, .. }
-        | E::NotAnObject { at, .. }
-        | E::Removed { at, .. }
-        | E::UnknownKind { at, .. }
-        | E::UnsupportedVersion { at, .. }
-        | E::FieldType { at, .. } => at.line.unwrap_or(1),
-        E::Io { .. } => 1,
-    }
 }
 
 use super::app::{Baseline, Command, RecoveredText, Run, State, View};
@@ -422,10 +392,10 @@ impl State {
     ) -> Vec<Command> {
         self.buffers = documents.iter().map(Buffer::from_document).collect();
         self.buffer = 0;
-        let files: Vec<PathBuf> = self
+        let files: Vec<(PathBuf, String)> = self
             .buffers
             .iter()
-            .filter_map(|b| b.path().cloned())
+            .filter_map(|b| b.path().map(|p| (p.clone(), b.saved.clone())))
             .collect();
         if files.is_empty() {
             Vec::new()
@@ -571,7 +541,7 @@ impl State {
             return Vec::new();
         }
         let text = b.text();
-        let mut checked = check(&text, &b.origin.label());
+        let mut checked = check(&text, &b.origin.label(), &b.in_force);
         // Two objects of one kind cannot share a name.
         for c in &checked.configurations {
             let twin = self.buffers.iter().enumerate().find(|(i, o)| {
@@ -677,7 +647,7 @@ impl State {
                 let mut commands = vec![Command::DiscardRecovery(b.origin.recovery_key())];
                 if b.path() != Some(&path) {
                     b.save_path = Some(path.clone());
-                    commands.push(Command::Watch(vec![path.clone()]));
+                    commands.push(Command::Watch(vec![(path.clone(), text.clone())]));
                 }
                 b.saved = text;
                 let backup = backup
@@ -798,10 +768,10 @@ impl State {
             let i = match at {
                 Some(i) => i,
                 None => {
-                    let origin = match r.key.split_once(':') {
-                        Some(("file", p)) => BufferOrigin::File(PathBuf::from(p)),
-                        Some(("embedded", n)) => BufferOrigin::Embedded(n.to_string()),
-                        _ => {
+                    let origin = match &r.key {
+                        BufferKey::File(p) => BufferOrigin::File(p.clone()),
+                        BufferKey::Embedded(n) => BufferOrigin::Embedded(n.clone()),
+                        BufferKey::New(_) => {
                             self.new_buffers += 1;
                             BufferOrigin::New(self.new_buffers)
                         }
@@ -850,7 +820,7 @@ impl State {
         if found.is_empty() {
             return;
         }
-        let names: Vec<&str> = found.iter().map(|r| r.key.as_str()).collect();
+        let names: Vec<String> = found.iter().map(|r| r.key.to_string()).collect();
         self.say(
             format!(
                 ":recover opens the unsaved edits of an earlier session, :discard drops them ({})",
@@ -910,6 +880,7 @@ impl State {
     }
 
     fn finish_run(&mut self, run: Run, reused: u64, sent: u64) {
+        self.redispatch_calls = (reused, sent);
         let entries = std::mem::take(&mut self.entries);
         let hooks = std::mem::replace(&mut self.hooks, run.hooks);
         let counts = std::mem::take(&mut self.hook_counts);

@@ -54,9 +54,9 @@ struct Io {
     /// Messages back into `update` from IO tasks (timers, saves, the watcher).
     inbox: mpsc::Sender<Msg>,
     /// Where unsaved text is kept.
-    recovery: Option<std::path::PathBuf>,
+    recovery: Option<crate::edit::RecoveryStore>,
     /// Files watched for changes made elsewhere.
-    watcher: io::Watcher,
+    watcher: Option<crate::edit::ConfigWatcher>,
     /// An edit in the user's editor, run by the loop between frames.
     external: Option<(usize, String)>,
 }
@@ -65,9 +65,9 @@ impl Io {
     fn new(ctl: mpsc::Sender<SourceCtl>, inbox: mpsc::Sender<Msg>) -> Io {
         Io {
             ctl,
-            watcher: io::Watcher::new(inbox.clone()),
+            watcher: io::watcher(inbox.clone()),
             inbox,
-            recovery: io::recovery_dir(),
+            recovery: crate::edit::RecoveryStore::open_default().ok(),
             external: None,
         }
     }
@@ -115,8 +115,14 @@ fn perform(state: &mut State, commands: Vec<Command>, io: &mut Io) -> bool {
             }
             Command::Save { buffer, path, text } => {
                 let inbox = io.inbox.clone();
+                // The watcher is told first, so this save is not reported as a change.
+                if let Some(w) = &io.watcher {
+                    w.expect(&path, &text);
+                }
                 tokio::task::spawn_blocking(move || {
-                    let result = io::save_atomic(&path, &text).map(|backup| (path, backup));
+                    let result = crate::edit::save_atomic(&path, &text)
+                        .map(|saved| (path, saved.backup))
+                        .map_err(|e| e.to_string());
                     let _ = inbox.blocking_send(Msg::Saved {
                         buffer,
                         text,
@@ -126,18 +132,25 @@ fn perform(state: &mut State, commands: Vec<Command>, io: &mut Io) -> bool {
             }
             Command::ExternalEdit { buffer, text } => io.external = Some((buffer, text)),
             Command::WriteRecovery { key, text } => {
-                if let Some(dir) = io.recovery.clone() {
+                if let Some(store) = io.recovery.clone() {
                     tokio::task::spawn_blocking(move || {
-                        let _ = io::write_recovery(&dir, &key, &text);
+                        // A full disk loses only the copy; the buffer itself is intact.
+                        let _ = store.write(&key, &text);
                     });
                 }
             }
             Command::DiscardRecovery(key) => {
-                if let Some(dir) = io.recovery.clone() {
-                    tokio::task::spawn_blocking(move || io::discard_recovery(&dir, &key));
+                if let Some(store) = io.recovery.clone() {
+                    tokio::task::spawn_blocking(move || {
+                        let _ = store.discard(&key);
+                    });
                 }
             }
-            Command::Watch(paths) => io.watcher.watch(&paths),
+            Command::Watch(files) => {
+                for (path, text) in files {
+                    io::watch(&mut io.watcher, &path, Some(&text));
+                }
+            }
         }
     }
     quit
@@ -165,8 +178,8 @@ pub async fn run(source: Box<dyn Source>, mut state: State) -> Result<(), TuiErr
     };
     let commands = app::update(&mut state, Msg::SettingsLoaded(settings));
     perform(&mut state, commands, &mut io);
-    if let Some(dir) = &io.recovery {
-        let found = io::list_recovery(dir);
+    if let Some(store) = &io.recovery {
+        let found = io::list_recovery(store);
         let commands = app::update(&mut state, Msg::RecoveryFound(found));
         perform(&mut state, commands, &mut io);
     }

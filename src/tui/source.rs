@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 
 use super::model::HookInfo;
 use crate::api::{WebhookConfiguration, WebhookKind};
+use crate::edit::{ReplyCache, ReusingReplier};
 use crate::engine::{Engine, Replier, Reply, WebhookCall};
 use crate::metrics::Metrics;
 use crate::replay::InputItem;
@@ -255,10 +256,16 @@ impl ReplaySource {
                 Box::pin(read_files(paths, *reader, tx.clone()))
             }
         };
-        // The requests are kept for re-dispatching after an edit.
+        // The requests are kept for re-dispatching after an edit, and the replies for reusing
+        // in it; the first replay itself calls every webhook as captured.
+        let cache = ReplyCache::new(REPLY_CACHE_CAPACITY);
         let mut kept: Vec<InputItem> = Vec::new();
         {
-            let mut events = std::pin::pin!(replayer.events(items, replier.clone(), ids));
+            let seeding = Seeding {
+                inner: replier.clone(),
+                cache: cache.clone(),
+            };
+            let mut events = std::pin::pin!(replayer.events(items, seeding, ids));
             while let Some(d) = events.next().await {
                 if let ReplayEvent::Replayed(r) = &d.event {
                     kept.push(InputItem::Request(r.request.clone()));
@@ -298,7 +305,8 @@ impl ReplaySource {
             };
             let engine = Engine::new(&configurations, replayer.engine().options().clone());
             let again = Replayer::new(std::sync::Arc::new(engine), replayer.settings().clone());
-            let run = redispatch(&again, generation, &kept, replier.clone(), ids, &tx);
+            let reusing = ReusingReplier::new(replier.clone(), cache.clone());
+            let run = redispatch(&again, generation, &kept, reusing, ids, &tx);
             tokio::select! {
                 open = run => if !open { break },
                 c = ctl.recv() => match c {
@@ -308,6 +316,31 @@ impl ReplaySource {
             }
         }
         drop(server);
+    }
+}
+
+/// Replies kept for reuse after an edit (the oldest are dropped beyond this).
+pub const REPLY_CACHE_CAPACITY: usize = 200_000;
+
+/// Calls `inner` and keeps every reply in `cache`, without answering from it: the first replay
+/// calls each webhook as the capture says, and seeds the re-dispatches after an edit.
+#[derive(Clone)]
+struct Seeding<R> {
+    inner: R,
+    cache: ReplyCache,
+}
+
+impl<R: Replier + Send> Replier for Seeding<R> {
+    fn reply(&mut self, calls: &[WebhookCall]) -> impl Future<Output = Vec<Reply>> + Send {
+        let cache = self.cache.clone();
+        let replies = self.inner.reply(calls);
+        async move {
+            let replies = replies.await;
+            for (call, reply) in calls.iter().zip(&replies) {
+                cache.insert(call, reply);
+            }
+            replies
+        }
     }
 }
 
@@ -325,10 +358,12 @@ async fn redispatch(
     replayer: &Replayer,
     generation: u64,
     items: &std::sync::Arc<[InputItem]>,
-    replier: ConsoleReplier,
+    replier: ReusingReplier<ConsoleReplier>,
     ids: IdMode,
     tx: &mpsc::Sender<SourceMsg>,
 ) -> bool {
+    let before = replier.cache().stats();
+    let cache = replier.cache().clone();
     let started = SourceMsg::RedispatchStarted {
         generation,
         hooks: hook_infos(replayer.engine()),
@@ -349,10 +384,11 @@ async fn redispatch(
             return false;
         }
     }
+    let after = cache.stats();
     let done = SourceMsg::RedispatchFinished {
         generation,
-        reused: 0,
-        sent: 0,
+        reused: after.hits - before.hits,
+        sent: after.misses - before.misses,
     };
     tx.send(done).await.is_ok()
 }
