@@ -279,7 +279,7 @@ impl MetricsHistory {
             return Vec::new();
         };
         let intervals = interval_secs(&scrapes);
-        let span: f64 = intervals.iter().sum();
+        let span = intervals.iter().fold(0.0, |a, b| a + b);
         let registry = if family.is_histogram() {
             &self.histograms
         } else {
@@ -303,7 +303,7 @@ impl MetricsHistory {
                     *sum += inc;
                 }
             }
-            let increase: f64 = sums.iter().sum();
+            let increase = sums.iter().fold(0.0, |a, b| a + b);
             let points = scrapes
                 .iter()
                 .skip(1)
