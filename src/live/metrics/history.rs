@@ -359,11 +359,7 @@ impl MetricsHistory {
             for h in &per_interval {
                 add_histogram(&mut total, h);
             }
-            let at_qs = |h: &HistogramValue| -> Vec<f64> {
-                qs.iter()
-                    .map(|&q| histogram_quantile(q, &h.buckets))
-                    .collect()
-            };
+            let at_qs = |h: &HistogramValue| quantiles_of(qs, &h.buckets);
             let points = scrapes
                 .iter()
                 .skip(1)
@@ -492,20 +488,19 @@ fn add_histogram(acc: &mut HistogramValue, h: &HistogramValue) {
 /// its bound is ≤ 0, which is then returned); a rank in the `+Inf` bucket gives the highest
 /// finite bound.
 pub fn histogram_quantile(q: f64, buckets: &[Bucket]) -> f64 {
-    if q.is_nan() {
-        return f64::NAN;
-    }
-    if q < 0.0 {
-        return f64::NEG_INFINITY;
-    }
-    if q > 1.0 {
-        return f64::INFINITY;
-    }
+    quantile_of(q, &prepare(buckets))
+}
+
+/// `histogram_quantile` of each of `qs`, preparing the buckets once.
+fn quantiles_of(qs: &[f64], buckets: &[Bucket]) -> Vec<f64> {
+    let prepared = prepare(buckets);
+    qs.iter().map(|&q| quantile_of(q, &prepared)).collect()
+}
+
+/// Buckets sorted by `le`, equal bounds merged, counts raised to their running maximum.
+fn prepare(buckets: &[Bucket]) -> Vec<Bucket> {
     let mut sorted: Vec<Bucket> = buckets.to_vec();
     sorted.sort_by(|a, b| a.le.total_cmp(&b.le));
-    if sorted.last().is_none_or(|b| b.le != f64::INFINITY) {
-        return f64::NAN;
-    }
     let mut merged: Vec<Bucket> = Vec::with_capacity(sorted.len());
     for b in sorted {
         match merged.last_mut() {
@@ -517,6 +512,22 @@ pub fn histogram_quantile(q: f64, buckets: &[Bucket]) -> f64 {
     for b in &mut merged {
         max = max.max(b.count);
         b.count = max;
+    }
+    merged
+}
+
+fn quantile_of(q: f64, merged: &[Bucket]) -> f64 {
+    if q.is_nan() {
+        return f64::NAN;
+    }
+    if q < 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if q > 1.0 {
+        return f64::INFINITY;
+    }
+    if merged.last().is_none_or(|b| b.le != f64::INFINITY) {
+        return f64::NAN;
     }
     let n = merged.len();
     if n < 2 {
