@@ -1,0 +1,293 @@
+//! The admission webhook series of one scrape (or of a replay's [`Metrics`]), keyed as
+//! kube-apiserver labels them (kubernetes/apiserver `pkg/admission/metrics/metrics.go`).
+
+use std::collections::BTreeMap;
+
+use crate::metrics::Metrics;
+
+use super::parse::{Exposition, SampleRole, parse_go_float};
+
+/// Label names and values in a canonical order (sorted by name), so that two samples of one
+/// series compare equal whatever order their labels were written in.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LabelSet(Vec<(String, String)>);
+
+impl LabelSet {
+    /// The set of `pairs`, sorted by label name.
+    pub fn new(pairs: impl IntoIterator<Item = (String, String)>) -> Self {
+        let mut pairs: Vec<_> = pairs.into_iter().collect();
+        pairs.sort();
+        LabelSet(pairs)
+    }
+
+    /// The set of borrowed `pairs`, sorted by label name.
+    pub fn from_pairs(pairs: &[(&str, &str)]) -> Self {
+        Self::new(
+            pairs
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned())),
+        )
+    }
+
+    /// The value of label `name`, if present.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The pairs, sorted by label name.
+    pub fn pairs(&self) -> &[(String, String)] {
+        &self.0
+    }
+
+    /// Only the labels named in `names` (those present), as PromQL's `sum by (names)` keeps them.
+    pub fn project(&self, names: &[&str]) -> LabelSet {
+        LabelSet(
+            self.0
+                .iter()
+                .filter(|(k, _)| names.contains(&k.as_str()))
+                .cloned()
+                .collect(),
+        )
+    }
+}
+
+/// The admission webhook metric families the console charts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum AdmissionFamily {
+    /// `apiserver_admission_webhook_rejection_count` (counter).
+    WebhookRejections,
+    /// `apiserver_admission_webhook_request_total` (counter).
+    WebhookRequests,
+    /// `apiserver_admission_webhook_admission_duration_seconds` (histogram).
+    WebhookDuration,
+    /// `apiserver_admission_webhook_fail_open_count` (counter).
+    WebhookFailOpen,
+    /// `apiserver_admission_match_condition_evaluation_errors_total` (counter).
+    MatchConditionErrors,
+    /// `apiserver_admission_match_condition_exclusions_total` (counter).
+    MatchConditionExclusions,
+    /// `apiserver_admission_match_condition_evaluation_seconds` (histogram).
+    MatchConditionDuration,
+}
+
+impl AdmissionFamily {
+    /// Every family, in declaration order.
+    pub const ALL: [AdmissionFamily; 7] = [
+        AdmissionFamily::WebhookRejections,
+        AdmissionFamily::WebhookRequests,
+        AdmissionFamily::WebhookDuration,
+        AdmissionFamily::WebhookFailOpen,
+        AdmissionFamily::MatchConditionErrors,
+        AdmissionFamily::MatchConditionExclusions,
+        AdmissionFamily::MatchConditionDuration,
+    ];
+
+    /// The metric family name on `/metrics`.
+    pub fn name(self) -> &'static str {
+        match self {
+            AdmissionFamily::WebhookRejections => "apiserver_admission_webhook_rejection_count",
+            AdmissionFamily::WebhookRequests => "apiserver_admission_webhook_request_total",
+            AdmissionFamily::WebhookDuration => {
+                "apiserver_admission_webhook_admission_duration_seconds"
+            }
+            AdmissionFamily::WebhookFailOpen => "apiserver_admission_webhook_fail_open_count",
+            AdmissionFamily::MatchConditionErrors => {
+                "apiserver_admission_match_condition_evaluation_errors_total"
+            }
+            AdmissionFamily::MatchConditionExclusions => {
+                "apiserver_admission_match_condition_exclusions_total"
+            }
+            AdmissionFamily::MatchConditionDuration => {
+                "apiserver_admission_match_condition_evaluation_seconds"
+            }
+        }
+    }
+
+    /// The label names kube-apiserver gives the family (without `le`), sorted.
+    pub fn labels(self) -> &'static [&'static str] {
+        match self {
+            AdmissionFamily::WebhookRejections => {
+                &["error_type", "name", "operation", "rejection_code", "type"]
+            }
+            AdmissionFamily::WebhookRequests => &["code", "name", "operation", "rejected", "type"],
+            AdmissionFamily::WebhookDuration => &["name", "operation", "rejected", "type"],
+            AdmissionFamily::WebhookFailOpen => &["name", "type"],
+            AdmissionFamily::MatchConditionErrors
+            | AdmissionFamily::MatchConditionExclusions
+            | AdmissionFamily::MatchConditionDuration => &["kind", "name", "operation", "type"],
+        }
+    }
+
+    /// Whether the family is a histogram (else a counter).
+    pub fn is_histogram(self) -> bool {
+        matches!(
+            self,
+            AdmissionFamily::WebhookDuration | AdmissionFamily::MatchConditionDuration
+        )
+    }
+
+    /// The family called `name` on `/metrics`.
+    pub fn from_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.name() == name)
+    }
+}
+
+/// One series: its family and its labels (without `le`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SeriesKey {
+    /// The family.
+    pub family: AdmissionFamily,
+    /// The series labels as exposed (kube-apiserver's label names, plus any others present).
+    pub labels: LabelSet,
+}
+
+/// One cumulative histogram bucket.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bucket {
+    /// The upper bound (`le`), `+Inf` for the last bucket.
+    pub le: f64,
+    /// Observations less than or equal to `le`.
+    pub count: f64,
+}
+
+/// A histogram series' value in one scrape.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HistogramValue {
+    /// Cumulative buckets sorted by `le`.
+    pub buckets: Vec<Bucket>,
+    /// `_sum`.
+    pub sum: f64,
+    /// `_count`.
+    pub count: f64,
+}
+
+/// Every admission webhook series of one scrape.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AdmissionSnapshot {
+    /// Counter series and their values.
+    pub counters: BTreeMap<SeriesKey, f64>,
+    /// Histogram series and their buckets, sum and count.
+    pub histograms: BTreeMap<SeriesKey, HistogramValue>,
+}
+
+impl AdmissionSnapshot {
+    /// The admission series of a parsed `/metrics`. Samples are taken from the families
+    /// [`AdmissionFamily::name`] names, by their role in the family (a bucket without a float `le`
+    /// is skipped).
+    pub fn from_exposition(exposition: &Exposition) -> Self {
+        let mut out = Self::default();
+        for family in AdmissionFamily::ALL {
+            let Some(f) = exposition.family(family.name()) else {
+                continue;
+            };
+            for sample in &f.samples {
+                out.ingest(family, f.role(sample), &sample.labels, sample.value);
+            }
+        }
+        out.sort_buckets();
+        out
+    }
+
+    /// The admission series a replay recorded: the same extraction from
+    /// [`Metrics::samples`], so a replay charts like a cluster.
+    pub fn from_metrics(metrics: &Metrics) -> Self {
+        let mut out = Self::default();
+        for sample in metrics.samples() {
+            let Some((family, role)) = AdmissionFamily::ALL.into_iter().find_map(|f| {
+                let suffix = sample.name.strip_prefix(f.name())?;
+                let role = match (f.is_histogram(), suffix) {
+                    (false, "") => SampleRole::Value,
+                    (true, "_bucket") => SampleRole::Bucket,
+                    (true, "_sum") => SampleRole::Sum,
+                    (true, "_count") => SampleRole::Count,
+                    _ => return None,
+                };
+                Some((f, role))
+            }) else {
+                continue;
+            };
+            out.ingest(family, role, &sample.labels, sample.value);
+        }
+        out.sort_buckets();
+        out
+    }
+
+    fn ingest(
+        &mut self,
+        family: AdmissionFamily,
+        role: SampleRole,
+        labels: &[(String, String)],
+        value: f64,
+    ) {
+        if !family.is_histogram() {
+            if role == SampleRole::Value {
+                let key = SeriesKey {
+                    family,
+                    labels: LabelSet::new(labels.iter().cloned()),
+                };
+                self.counters.insert(key, value);
+            }
+            return;
+        }
+        let key = SeriesKey {
+            family,
+            labels: LabelSet::new(labels.iter().filter(|(k, _)| k != "le").cloned()),
+        };
+        match role {
+            SampleRole::Bucket => {
+                let le = labels
+                    .iter()
+                    .find(|(k, _)| k == "le")
+                    .and_then(|(_, v)| parse_go_float(v));
+                if let Some(le) = le {
+                    let h = self.histograms.entry(key).or_default();
+                    h.buckets.push(Bucket { le, count: value });
+                }
+            }
+            SampleRole::Sum => self.histograms.entry(key).or_default().sum = value,
+            SampleRole::Count => self.histograms.entry(key).or_default().count = value,
+            SampleRole::Value | SampleRole::Quantile => {}
+        }
+    }
+
+    fn sort_buckets(&mut self) {
+        for h in self.histograms.values_mut() {
+            h.buckets.sort_by(|a, b| a.le.total_cmp(&b.le));
+        }
+    }
+
+    /// The value of the counter series of `family` with exactly `labels` (any order).
+    pub fn counter(&self, family: AdmissionFamily, labels: &[(&str, &str)]) -> Option<f64> {
+        let key = SeriesKey {
+            family,
+            labels: LabelSet::from_pairs(labels),
+        };
+        self.counters.get(&key).copied()
+    }
+
+    /// The histogram series of `family` with exactly `labels` (any order, without `le`).
+    pub fn histogram(
+        &self,
+        family: AdmissionFamily,
+        labels: &[(&str, &str)],
+    ) -> Option<&HistogramValue> {
+        let key = SeriesKey {
+            family,
+            labels: LabelSet::from_pairs(labels),
+        };
+        self.histograms.get(&key)
+    }
+
+    /// The number of series.
+    pub fn len(&self) -> usize {
+        self.counters.len() + self.histograms.len()
+    }
+
+    /// Whether there is no admission series.
+    pub fn is_empty(&self) -> bool {
+        self.counters.is_empty() && self.histograms.is_empty()
+    }
+}
