@@ -245,7 +245,7 @@ pub fn redact_secret(object: &mut Value) {
 }
 
 /// Redacts the values a patch writes under `/data` or `/stringData`, or a whole object it writes.
-fn redact_patch(patch: &mut Value) {
+pub fn redact_patch(patch: &mut Value) {
     let Value::Array(ops) = patch else { return };
     for op in ops {
         let path = op.get("path").and_then(Value::as_str).unwrap_or_default();

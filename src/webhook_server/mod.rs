@@ -20,7 +20,7 @@
 
 mod behaviour;
 mod pki;
-mod serve;
+pub(crate) mod serve;
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};

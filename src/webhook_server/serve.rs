@@ -70,13 +70,26 @@ impl Shared {
 /// Accepts connections until the task is aborted (or the runtime shuts down); aborting it also
 /// aborts every connection it spawned.
 pub(crate) async fn accept_loop(listener: TcpListener, acceptor: TlsAcceptor, shared: Arc<Shared>) {
+    accept_each(listener, |tcp| {
+        shared.connections.fetch_add(1, Ordering::Relaxed);
+        connection(tcp, acceptor.clone(), shared.clone())
+    })
+    .await
+}
+
+/// Runs `serve` on a task of its own for each accepted connection, until this future is dropped
+/// (which aborts every such task).
+pub(crate) async fn accept_each<F, Fut>(listener: TcpListener, mut serve: F)
+where
+    F: FnMut(tokio::net::TcpStream) -> Fut,
+    Fut: Future<Output = ()> + Send + 'static,
+{
     let mut connections = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((tcp, _)) = accepted else { continue };
-                shared.connections.fetch_add(1, Ordering::Relaxed);
-                connections.spawn(connection(tcp, acceptor.clone(), shared.clone()));
+                connections.spawn(serve(tcp));
             }
             // Reap finished connections so the set does not grow without bound.
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
@@ -94,11 +107,30 @@ async fn connection(tcp: tokio::net::TcpStream, acceptor: TlsAcceptor, shared: A
     if h2 {
         shared.http2_connections.fetch_add(1, Ordering::Relaxed);
     }
-    let io = TokioIo::new(tls);
     let service = service_fn(move |req| {
         let shared = shared.clone();
         async move { Ok::<_, Infallible>(handle(req, &shared).await) }
     });
+    serve_http(tls, h2, service).await;
+}
+
+/// Serves `service` on an accepted TLS connection, over HTTP/2 when ALPN chose it (`h2`), else
+/// HTTP/1.1, until the connection closes.
+pub(crate) async fn serve_http<S, F>(
+    tls: tokio_rustls::server::TlsStream<tokio::net::TcpStream>,
+    h2: bool,
+    service: S,
+) where
+    S: hyper::service::Service<
+            Request<Incoming>,
+            Response = Response<Full<Bytes>>,
+            Error = Infallible,
+            Future = F,
+        > + Send
+        + 'static,
+    F: Future<Output = Result<Response<Full<Bytes>>, Infallible>> + Send + 'static,
+{
+    let io = TokioIo::new(tls);
     if h2 {
         let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
             .serve_connection(io, service)
@@ -119,7 +151,7 @@ fn respond(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Res
     response
 }
 
-fn text(status: StatusCode, message: &str) -> Response<Full<Bytes>> {
+pub(crate) fn text(status: StatusCode, message: &str) -> Response<Full<Bytes>> {
     respond(
         status,
         "text/plain; charset=utf-8",

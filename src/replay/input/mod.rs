@@ -157,6 +157,26 @@ impl Reader {
         self.pending.len()
     }
 
+    /// Reads one JSON document already split from its input (an audit log line, one item of an
+    /// `EventList`), found at `source`: the same as the document would give inside a whole input,
+    /// so events can be fed one at a time as they arrive. Call [`finish`](Self::finish) at the end.
+    pub fn read_document(
+        &mut self,
+        source: SourceRef,
+        text: &[u8],
+        sink: &mut dyn FnMut(InputItem),
+    ) {
+        let text = trim(text);
+        if !text.is_empty() {
+            self.json_text(text, source, "", None, sink);
+        }
+    }
+
+    /// Whether the audit request `audit_id` was seen at an early stage and waits for its final one.
+    pub fn is_pending(&self, audit_id: &str) -> bool {
+        self.pending.contains_key(audit_id)
+    }
+
     /// Reads one input (`name` is the path as given, or `-` for stdin), calling `sink` for each
     /// item in input order, streaming. Returns `Err` only when the input cannot be read at all: an
     /// IO error, or content that is empty or neither JSON nor YAML text; bad documents are items.
