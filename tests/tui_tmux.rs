@@ -323,3 +323,60 @@ fn an_edit_survives_sigkill() {
     std::mem::forget(again);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn edit_bang_runs_the_users_editor_and_takes_its_text() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_hookscope");
+    let t = Tmux {
+        socket: format!("hookscope-editor-{}", std::process::id()),
+    };
+    let dir = std::env::temp_dir().join(format!("hookscope-editor-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    // An "editor" that changes the slow webhook's failurePolicy in place, as a person would.
+    let editor = dir.join("editor.sh");
+    std::fs::write(
+        &editor,
+        "#!/bin/sh\nsed -i 's/failurePolicy: Ignore/failurePolicy: Fail/' \"$1\"\n",
+    )
+    .unwrap();
+    let made = Command::new("chmod")
+        .arg("+x")
+        .arg(&editor)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let script = format!(
+        "XDG_CONFIG_HOME='{d}' XDG_STATE_HOME='{d}' KUBE_EDITOR='{e}' '{bin}' tui --demo-offline; sleep 30",
+        d = dir.display(),
+        e = editor.display()
+    );
+    let out = t.cmd(&[
+        "new-session",
+        "-d",
+        "-s",
+        "console",
+        "-x",
+        "120",
+        "-y",
+        "40",
+        "sh",
+        "-c",
+        &script,
+    ]);
+    assert!(out.status.success(), "tmux new-session: {out:?}");
+    t.wait_for(&["34 done"], "demo opens");
+    t.keys(&[":"]);
+    t.keys(&["-l", "edit! 30-slow-quota"]);
+    t.keys(&["Enter"]);
+    // The console comes back with the editor's text, which takes effect.
+    t.wait_for(
+        &["re-dispatched 34 requests", "verdicts flipped"],
+        "edit! taken",
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -237,8 +237,7 @@ pub async fn run(source: Box<dyn Source>, mut state: State) -> Result<(), TuiErr
             terminal::restore()?;
             let name = format!("{buffer}");
             let result = tokio::task::block_in_place(|| io::run_editor(&text, &name));
-            terminal = terminal::setup()?;
-            terminal.clear()?;
+            terminal = terminal::resume()?;
             events = EventStream::new();
             let commands = app::update(&mut state, Msg::ExternalEdited { buffer, result });
             if perform(&mut state, commands, &mut io) {

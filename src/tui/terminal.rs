@@ -38,6 +38,22 @@ pub fn restore() -> io::Result<()> {
     raw
 }
 
+/// Takes the terminal back after [`restore`] (the user's editor ran): raw mode, the alternate
+/// screen cleared, mouse reporting, and a fresh [`Term`] so the next frame is drawn whole. (The
+/// terminal is not asked for its cursor position, which an event reader started before would
+/// answer in its place.)
+pub fn resume() -> io::Result<Term> {
+    enable_raw_mode()?;
+    execute!(
+        io::stdout(),
+        EnterAlternateScreen,
+        crossterm::terminal::Clear(crossterm::terminal::ClearType::All),
+        EnableMouseCapture,
+        cursor::Hide
+    )?;
+    Terminal::new(CrosstermBackend::new(io::stdout()))
+}
+
 fn install_panic_hook() {
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
