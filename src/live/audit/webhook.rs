@@ -392,7 +392,7 @@ fn items(body: &[u8]) -> Result<Vec<&RawValue>, String> {
 async fn handle(req: Request<Incoming>, shared: &Shared) -> Response<Full<Bytes>> {
     let refuse = |status: StatusCode, message: String| async move {
         shared.refused.fetch_add(1, Ordering::Relaxed);
-        // The notice waits for room like an event would; the answer does not wait for it.
+        // The answer does not wait for room: with the channel full, the notice is left out.
         let _ = shared.tx.try_send(AuditFeed::Notice(Notice::BatchRefused {
             status: status.as_u16(),
             message: message.clone(),
