@@ -70,13 +70,26 @@ impl Shared {
 /// Accepts connections until the task is aborted (or the runtime shuts down); aborting it also
 /// aborts every connection it spawned.
 pub(crate) async fn accept_loop(listener: TcpListener, acceptor: TlsAcceptor, shared: Arc<Shared>) {
+    accept_each(listener, |tcp| {
+        shared.connections.fetch_add(1, Ordering::Relaxed);
+        connection(tcp, acceptor.clone(), shared.clone())
+    })
+    .await
+}
+
+/// Runs `serve` on every accepted connection, each as its own task, until the caller's task is
+/// aborted; aborting it also aborts every connection it spawned.
+pub(crate) async fn accept_each<F, Fut>(listener: TcpListener, mut serve: F)
+where
+    F: FnMut(tokio::net::TcpStream) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let mut connections = tokio::task::JoinSet::new();
     loop {
         tokio::select! {
             accepted = listener.accept() => {
                 let Ok((tcp, _)) = accepted else { continue };
-                shared.connections.fetch_add(1, Ordering::Relaxed);
-                connections.spawn(connection(tcp, acceptor.clone(), shared.clone()));
+                connections.spawn(serve(tcp));
             }
             // Reap finished connections so the set does not grow without bound.
             Some(_) = connections.join_next(), if !connections.is_empty() => {}
