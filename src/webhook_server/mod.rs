@@ -22,6 +22,8 @@ mod behaviour;
 mod pki;
 pub(crate) mod serve;
 
+pub(crate) use serve::accept_each;
+
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr};
 use std::sync::Arc;

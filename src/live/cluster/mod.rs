@@ -1,1 +1,954 @@
-//! The cluster connection: kubeconfig, watched webhook configurations, `/metrics` scrapes.
+//! The cluster connection: kubeconfig, watched webhook configurations, `/metrics` scrapes, and
+//! (only when allowed) server-side apply.
+//!
+//! [`run`] connects as kubectl does (see [`kubeconfig_source`]), then keeps two kube-runtime
+//! watchers on `mutatingwebhookconfigurations` and `validatingwebhookconfigurations` and scrapes
+//! `/metrics` every [`ClusterOptions::scrape_interval`], sending [`ClusterMsg`]s. It never gives
+//! up: failures are reported with a reason, what to do, and when it retries. [`Cluster`] is the
+//! connection itself, for one-off requests such as [`Cluster::apply_configuration`].
+
+mod failure;
+mod feed;
+mod kubeconfig;
+
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use futures::StreamExt as _;
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::runtime::watcher;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use tokio::time::Instant;
+
+use crate::api::{WebhookConfiguration, WebhookKind};
+
+pub use failure::{Failure, FailureKind, RbacAdvice};
+pub use feed::yaml_diff;
+pub use kubeconfig::{KubeconfigSource, home_dir, kubeconfig_source, read_kubeconfig};
+
+use failure::{Target, api_code, describe, is_transport, rbac_for};
+use feed::KindStore;
+
+/// The field manager hookscope writes as.
+pub const FIELD_MANAGER: &str = "hookscope";
+
+/// The `Accept` header of a `/metrics` scrape (Prometheus text format 0.0.4).
+pub const METRICS_ACCEPT: &str = "text/plain;version=0.0.4";
+
+/// Retry delays: `initial`, doubling up to `max`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Backoff {
+    /// The first delay.
+    pub initial: Duration,
+    /// The largest delay.
+    pub max: Duration,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff {
+            initial: Duration::from_secs(1),
+            max: Duration::from_secs(60),
+        }
+    }
+}
+
+impl Backoff {
+    fn next(&self, current: Duration) -> Duration {
+        (current * 2).min(self.max).max(self.initial)
+    }
+}
+
+/// How to connect, as `hookscope live` takes it from its flags.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterOptions {
+    /// `--kubeconfig FILE` (else `KUBECONFIG`, else `~/.kube/config`).
+    pub kubeconfig: Option<PathBuf>,
+    /// `--context NAME` (else the kubeconfig's `current-context`).
+    pub context: Option<String>,
+    /// `-n NS` (else the context's namespace, else `default`); webhook configurations are
+    /// cluster-scoped, so this only sets the client's default namespace.
+    pub namespace: Option<String>,
+    /// How often `/metrics` is scraped (`--scrape-interval`, default 10 s).
+    pub scrape_interval: Duration,
+    /// `--allow-writes`: permit [`Cluster::apply_configuration`].
+    pub allow_writes: bool,
+    /// Retry delays after failures (tests make them short).
+    pub backoff: Backoff,
+}
+
+impl Default for ClusterOptions {
+    fn default() -> Self {
+        ClusterOptions {
+            kubeconfig: None,
+            context: None,
+            namespace: None,
+            scrape_interval: Duration::from_secs(10),
+            allow_writes: false,
+            backoff: Backoff::default(),
+        }
+    }
+}
+
+/// Why the connection could not be set up from the kubeconfig.
+#[derive(Debug, thiserror::Error)]
+pub enum ClusterError {
+    /// No `--kubeconfig`, no `KUBECONFIG`, no default file, not in a pod.
+    #[error(
+        "no kubeconfig: --kubeconfig is not given, KUBECONFIG is not set, and {} does not exist",
+        looked_at.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "the home directory is unknown, so ~/.kube/config".to_string())
+    )]
+    NoKubeconfig {
+        /// The default path that was checked.
+        looked_at: Option<PathBuf>,
+    },
+    /// A kubeconfig file could not be read or parsed.
+    #[error("cannot read kubeconfig {}: {message}", path.display())]
+    KubeconfigRead {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        message: String,
+    },
+    /// No `--context` and no `current-context`.
+    #[error("the kubeconfig has no current-context and --context is not given")]
+    NoContext,
+    /// The context named does not exist.
+    #[error("context {context:?} is not in the kubeconfig")]
+    UnknownContext {
+        /// The name asked for.
+        context: String,
+        /// The contexts the kubeconfig has.
+        available: Vec<String>,
+    },
+    /// The selected cluster or user entry is unusable.
+    #[error("kubeconfig: {0}")]
+    Config(#[from] kube::config::KubeconfigError),
+    /// No kubeconfig was found and the in-cluster service account is unusable.
+    #[error("in-cluster configuration: {0}")]
+    InCluster(#[from] kube::config::InClusterError),
+    /// The client could not be built (TLS setup, credentials).
+    #[error("building the client: {0}")]
+    Client(#[source] kube::Error),
+    /// A request failed.
+    #[error("{}", failure::chain_text(.0))]
+    Request(#[source] kube::Error),
+}
+
+/// Why [`Cluster::apply_configuration`] did not apply.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// Writes are off (no `--allow-writes`).
+    #[error("writes are disabled: hookscope live is read-only unless started with --allow-writes")]
+    ReadOnly,
+    /// The configuration could not be turned into an apply patch.
+    #[error("the configuration has no name")]
+    NoName,
+    /// The server refused the dry run or the apply.
+    #[error("{}", .0)]
+    Rejected(Failure),
+}
+
+/// Who and where, once connected.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConnectionInfo {
+    /// The API server URL.
+    pub server: String,
+    /// The context used (empty for in-cluster).
+    pub context: String,
+    /// The kubeconfig user of the context (empty when none).
+    pub user: String,
+    /// The client's default namespace.
+    pub namespace: String,
+    /// Where the kubeconfig came from.
+    pub source: KubeconfigSource,
+}
+
+/// The connection state after a successful probe.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Connected {
+    /// Server, context, user, namespace.
+    pub info: ConnectionInfo,
+    /// The server's `gitVersion` (from `/version`).
+    pub server_version: String,
+}
+
+/// A source of data the console shows, each with its own permission.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Feed {
+    /// The MutatingWebhookConfiguration watcher.
+    MutatingWebhookConfigurations,
+    /// The ValidatingWebhookConfiguration watcher.
+    ValidatingWebhookConfigurations,
+    /// The `/metrics` scrape.
+    Metrics,
+}
+
+impl Feed {
+    /// The resource a watcher feed lists and watches (`None` for metrics).
+    pub fn resource(self) -> Option<&'static str> {
+        match self {
+            Feed::MutatingWebhookConfigurations => Some("mutatingwebhookconfigurations"),
+            Feed::ValidatingWebhookConfigurations => Some("validatingwebhookconfigurations"),
+            Feed::Metrics => None,
+        }
+    }
+
+    fn of(kind: WebhookKind) -> Feed {
+        match kind {
+            WebhookKind::Mutating => Feed::MutatingWebhookConfigurations,
+            WebhookKind::Validating => Feed::ValidatingWebhookConfigurations,
+        }
+    }
+}
+
+/// What happened to a configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChangeAction {
+    /// It appeared.
+    Added,
+    /// Its content changed.
+    Modified,
+    /// It disappeared.
+    Deleted,
+}
+
+/// How a change was noticed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen {
+    /// A watch event.
+    Event,
+    /// A relist (after a 410 or a reconnection) found it differing from what was known.
+    Relist,
+}
+
+/// One entry of the change history.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Change {
+    /// Mutating or validating.
+    pub kind: WebhookKind,
+    /// The configuration's name.
+    pub name: String,
+    /// Added, Modified or Deleted.
+    pub action: ChangeAction,
+    /// When hookscope saw it.
+    pub observed_at: SystemTime,
+    /// The time of the latest `managedFields` entry (RFC 3339, the server's clock), if any.
+    pub server_time: Option<String>,
+    /// The manager of the latest `managedFields` entry, or `unknown` (always for deletions: the
+    /// deleter is not recorded in the object).
+    pub who: String,
+    /// That entry's operation (`Apply` or `Update`).
+    pub operation: Option<String>,
+    /// The resourceVersion of the new state (for deletions, of the deletion).
+    pub resource_version: String,
+    /// A unified diff old → new of the objects as YAML (resourceVersion and managedFields left
+    /// out); `/dev/null` on the missing side for additions and deletions.
+    pub diff: String,
+    /// How it was noticed.
+    pub seen: Seen,
+}
+
+/// The configurations in force, in the order the apiserver dispatches them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebhookSet {
+    /// MutatingWebhookConfigurations, sorted by name (defaulted by the project's loader).
+    pub mutating: Vec<WebhookConfiguration>,
+    /// ValidatingWebhookConfigurations, sorted by name.
+    pub validating: Vec<WebhookConfiguration>,
+    /// Objects that could not be read as configurations, one message each.
+    pub problems: Vec<String>,
+    /// Whether the mutating watcher has completed its first list.
+    pub mutating_synced: bool,
+    /// Whether the validating watcher has completed its first list.
+    pub validating_synced: bool,
+}
+
+impl WebhookSet {
+    /// Mutating then validating: the input [`crate::engine::Engine::new`] takes.
+    pub fn all(&self) -> Vec<WebhookConfiguration> {
+        self.mutating
+            .iter()
+            .chain(&self.validating)
+            .cloned()
+            .collect()
+    }
+}
+
+/// One `/metrics` scrape, unparsed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MetricsScrape {
+    /// The exposition text as served.
+    pub text: String,
+    /// When the response arrived.
+    pub at: SystemTime,
+}
+
+/// What [`run`] reports.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ClusterMsg {
+    /// An attempt to connect starts.
+    Connecting {
+        /// The server URL, once the kubeconfig is read.
+        server: String,
+        /// The context.
+        context: String,
+        /// 1 for the first attempt, counting up until connected.
+        attempt: u32,
+    },
+    /// `/version` answered: connected.
+    Connected(Connected),
+    /// The connection could not be made or was lost; a retry follows after `retry_in`.
+    Failed(Failure),
+    /// One feed fails (e.g. 403 on listing validatingwebhookconfigurations) while the rest work;
+    /// it is retried after `retry_in`.
+    FeedFailed {
+        /// Which feed.
+        feed: Feed,
+        /// Why, and for 403 the RBAC rule.
+        failure: Failure,
+    },
+    /// A feed that had failed works again.
+    FeedRecovered(Feed),
+    /// The configurations in force changed (or were listed for the first time).
+    Configurations(WebhookSet),
+    /// One change of the history; sent before the [`ClusterMsg::Configurations`] that includes it.
+    Change(Change),
+    /// A `/metrics` scrape.
+    Metrics(MetricsScrape),
+}
+
+/// A client for one cluster and context.
+#[derive(Clone)]
+pub struct Cluster {
+    client: kube::Client,
+    info: ConnectionInfo,
+    allow_writes: bool,
+}
+
+impl std::fmt::Debug for Cluster {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Cluster")
+            .field("info", &self.info)
+            .field("allow_writes", &self.allow_writes)
+            .finish_non_exhaustive()
+    }
+}
+
+fn api_resource(kind: WebhookKind) -> ApiResource {
+    match kind {
+        WebhookKind::Mutating => ApiResource::erase::<
+            k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration,
+        >(&()),
+        WebhookKind::Validating => ApiResource::erase::<
+            k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration,
+        >(&()),
+    }
+}
+
+/// The object as JSON with its kind and apiVersion (list items come without them).
+fn to_json(kind: WebhookKind, object: &DynamicObject) -> Value {
+    let mut value = serde_json::to_value(object).unwrap_or_else(|_| json!({}));
+    if let Some(map) = value.as_object_mut() {
+        map.insert(
+            "apiVersion".into(),
+            json!(crate::config::GROUP.to_string() + "/v1"),
+        );
+        map.insert("kind".into(), json!(kind.configuration_kind()));
+    }
+    value
+}
+
+impl Cluster {
+    /// Reads the kubeconfig (`--kubeconfig`, else `KUBECONFIG`, else `~/.kube/config`), selects
+    /// the context and builds the client. No request is sent.
+    pub async fn connect(options: &ClusterOptions) -> Result<Cluster, ClusterError> {
+        let env = std::env::var_os("KUBECONFIG");
+        let source = kubeconfig_source(
+            options.kubeconfig.as_deref(),
+            env.as_deref(),
+            home_dir().as_deref(),
+        )?;
+        Cluster::connect_with(source, options).await
+    }
+
+    /// Like [`Cluster::connect`] with the kubeconfig source decided by the caller.
+    pub async fn connect_with(
+        source: KubeconfigSource,
+        options: &ClusterOptions,
+    ) -> Result<Cluster, ClusterError> {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let (mut config, context, user) = if source == KubeconfigSource::InCluster {
+            let config = kube::Config::incluster()?;
+            (config, String::new(), String::new())
+        } else {
+            let kubeconfig = read_kubeconfig(&source)?;
+            let (context, user) = select_context(&kubeconfig, options.context.as_deref())?;
+            let config = kube::Config::from_custom_kubeconfig(
+                kubeconfig,
+                &KubeConfigOptions {
+                    context: Some(context.clone()),
+                    ..KubeConfigOptions::default()
+                },
+            )
+            .await?;
+            (config, context, user)
+        };
+        if let Some(namespace) = &options.namespace {
+            config.default_namespace = namespace.clone();
+        }
+        let info = ConnectionInfo {
+            server: config
+                .cluster_url
+                .to_string()
+                .trim_end_matches('/')
+                .to_string(),
+            context,
+            user,
+            namespace: config.default_namespace.clone(),
+            source,
+        };
+        let client = kube::Client::try_from(config).map_err(ClusterError::Client)?;
+        Ok(Cluster {
+            client,
+            info,
+            allow_writes: options.allow_writes,
+        })
+    }
+
+    /// Server, context, user, namespace, kubeconfig source.
+    pub fn info(&self) -> &ConnectionInfo {
+        &self.info
+    }
+
+    /// The kube client.
+    pub fn client(&self) -> &kube::Client {
+        &self.client
+    }
+
+    fn target(&self) -> Target<'_> {
+        Target {
+            server: &self.info.server,
+            context: &self.info.context,
+            user: &self.info.user,
+        }
+    }
+
+    /// `GET /version`: the server's `gitVersion`.
+    pub async fn server_version(&self) -> Result<String, kube::Error> {
+        Ok(self.client.apiserver_version().await?.git_version)
+    }
+
+    /// `GET /metrics` with the Prometheus text `Accept` header.
+    pub async fn scrape_metrics(&self) -> Result<MetricsScrape, kube::Error> {
+        let request = http::Request::get("/metrics")
+            .header(http::header::ACCEPT, METRICS_ACCEPT)
+            .body(Vec::new())
+            .map_err(kube::Error::HttpError)?;
+        let text = self.client.request_text(request).await?;
+        Ok(MetricsScrape {
+            text,
+            at: SystemTime::now(),
+        })
+    }
+
+    /// Server-side apply of `configuration` as field manager `hookscope` (refused with
+    /// [`WriteError::ReadOnly`] unless writes are allowed). A dry run (`dryRun=All`) always
+    /// comes first; its result is the object the server would store. Unless `dry_run`, the real
+    /// apply follows. `force` takes over fields other managers own instead of failing with a
+    /// conflict.
+    pub async fn apply_configuration(
+        &self,
+        configuration: &WebhookConfiguration,
+        dry_run: bool,
+        force: bool,
+    ) -> Result<Applied, WriteError> {
+        if !self.allow_writes {
+            return Err(WriteError::ReadOnly);
+        }
+        if configuration.name.is_empty() {
+            return Err(WriteError::NoName);
+        }
+        let patch = apply_patch(configuration);
+        let mut resource = api_resource(configuration.kind);
+        resource.api_version = configuration.api_version.clone();
+        if let Some((_, version)) = configuration.api_version.split_once('/') {
+            resource.version = version.to_string();
+        }
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        let mut params = PatchParams::apply(FIELD_MANAGER);
+        params.force = force;
+        let reject = |e: kube::Error, what: &str| {
+            let mut failure = describe(&e, what, &self.target(), Duration::ZERO);
+            if failure.kind == FailureKind::Forbidden {
+                let plural = Feed::of(configuration.kind).resource().unwrap_or_default();
+                failure.rbac = Some(RbacAdvice {
+                    rule: format!(
+                        "- apiGroups: [\"admissionregistration.k8s.io\"]\n  resources: [\"{plural}\"]\n  verbs: [\"patch\"]"
+                    ),
+                    check: format!(
+                        "kubectl auth can-i patch {plural}.admissionregistration.k8s.io/{}{}",
+                        configuration.name,
+                        if self.info.context.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" --context {}", self.info.context)
+                        }
+                    ),
+                });
+            }
+            if api_code(&e) == Some(409) {
+                failure.action = "Another field manager owns fields this apply changes: apply with force to take them over, or change them with that manager.".to_string();
+            }
+            WriteError::Rejected(failure)
+        };
+        let dry = api
+            .patch(
+                &configuration.name,
+                &params.clone().dry_run(),
+                &Patch::Apply(&patch),
+            )
+            .await
+            .map_err(|e| reject(e, "applying (dry run)"))?;
+        let dry = to_json(configuration.kind, &dry);
+        if dry_run {
+            return Ok(Applied {
+                dry_run: dry,
+                stored: None,
+            });
+        }
+        let stored = api
+            .patch(&configuration.name, &params, &Patch::Apply(&patch))
+            .await
+            .map_err(|e| reject(e, "applying"))?;
+        Ok(Applied {
+            dry_run: dry,
+            stored: Some(to_json(configuration.kind, &stored)),
+        })
+    }
+}
+
+/// The result of [`Cluster::apply_configuration`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct Applied {
+    /// The object the dry run returned (what the server would store).
+    pub dry_run: Value,
+    /// The object stored by the real apply (`None` for a dry run only).
+    pub stored: Option<Value>,
+}
+
+/// The apply patch for a configuration: its apiVersion, kind, name, labels and annotations, and
+/// webhooks; fields the server maintains are left out.
+fn apply_patch(configuration: &WebhookConfiguration) -> Value {
+    let mut metadata = json!({"name": configuration.name});
+    for key in ["labels", "annotations"] {
+        if let Some(value) = configuration.metadata.get(key).filter(|v| v.is_object()) {
+            metadata[key] = value.clone();
+        }
+    }
+    json!({
+        "apiVersion": configuration.api_version,
+        "kind": configuration.kind.configuration_kind(),
+        "metadata": metadata,
+        "webhooks": configuration.webhooks,
+    })
+}
+
+fn select_context(
+    kubeconfig: &Kubeconfig,
+    wanted: Option<&str>,
+) -> Result<(String, String), ClusterError> {
+    let name = match wanted.or(kubeconfig.current_context.as_deref()) {
+        Some(name) if !name.is_empty() => name,
+        _ => return Err(ClusterError::NoContext),
+    };
+    let context = kubeconfig
+        .contexts
+        .iter()
+        .find(|c| c.name == name)
+        .ok_or_else(|| ClusterError::UnknownContext {
+            context: name.to_string(),
+            available: kubeconfig.contexts.iter().map(|c| c.name.clone()).collect(),
+        })?;
+    let user = context
+        .context
+        .as_ref()
+        .and_then(|c| c.user.clone())
+        .unwrap_or_default();
+    Ok((name.to_string(), user))
+}
+
+/// Connects and watches until `tx` is closed; never panics and never gives up. See
+/// [`ClusterMsg`] for what is reported.
+pub async fn run(options: ClusterOptions, tx: mpsc::Sender<ClusterMsg>) {
+    let mut stores = [
+        KindStore::new(WebhookKind::Mutating),
+        KindStore::new(WebhookKind::Validating),
+    ];
+    let mut delay = options.backoff.initial;
+    let mut attempt = 0u32;
+    loop {
+        attempt += 1;
+        let cluster = match Cluster::connect(&options).await {
+            Ok(cluster) => cluster,
+            Err(e) => {
+                if !send(&tx, ClusterMsg::Failed(e.to_failure(delay))).await {
+                    return;
+                }
+                if !pause(&tx, delay).await {
+                    return;
+                }
+                delay = options.backoff.next(delay);
+                continue;
+            }
+        };
+        let message = ClusterMsg::Connecting {
+            server: cluster.info.server.clone(),
+            context: cluster.info.context.clone(),
+            attempt,
+        };
+        if !send(&tx, message).await {
+            return;
+        }
+        let probe = tokio::time::timeout(Duration::from_secs(30), cluster.server_version()).await;
+        let version = match probe {
+            Ok(Ok(version)) => version,
+            Ok(Err(e)) => {
+                let failure = describe(&e, "asking for /version", &cluster.target(), delay);
+                if !send(&tx, ClusterMsg::Failed(failure)).await || !pause(&tx, delay).await {
+                    return;
+                }
+                delay = options.backoff.next(delay);
+                continue;
+            }
+            Err(_) => {
+                let failure = Failure {
+                    kind: FailureKind::Unreachable,
+                    reason: format!("{} did not answer /version within 30 s.", cluster.info.server),
+                    action: "Check that the cluster is running and reachable from here (VPN, proxy, port-forward).".to_string(),
+                    rbac: None,
+                    retry_in: delay,
+                };
+                if !send(&tx, ClusterMsg::Failed(failure)).await || !pause(&tx, delay).await {
+                    return;
+                }
+                delay = options.backoff.next(delay);
+                continue;
+            }
+        };
+        let connected = Connected {
+            info: cluster.info.clone(),
+            server_version: version,
+        };
+        if !send(&tx, ClusterMsg::Connected(connected)).await {
+            return;
+        }
+        attempt = 0;
+        delay = options.backoff.initial;
+        match session(&cluster, &options, &mut stores, &tx).await {
+            None => return,
+            Some(mut failure) => {
+                failure.retry_in = delay;
+                if !send(&tx, ClusterMsg::Failed(failure)).await || !pause(&tx, delay).await {
+                    return;
+                }
+                delay = options.backoff.next(delay);
+            }
+        }
+    }
+}
+
+/// Sends; false when the receiver is gone.
+async fn send(tx: &mpsc::Sender<ClusterMsg>, message: ClusterMsg) -> bool {
+    tx.send(message).await.is_ok()
+}
+
+/// Waits `delay`; false when the receiver went away meanwhile.
+async fn pause(tx: &mpsc::Sender<ClusterMsg>, delay: Duration) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(delay) => true,
+        _ = tx.closed() => false,
+    }
+}
+
+type EventStream =
+    futures::stream::BoxStream<'static, Result<watcher::Event<DynamicObject>, watcher::Error>>;
+
+fn watch_stream(cluster: &Cluster, kind: WebhookKind) -> EventStream {
+    let api: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &api_resource(kind));
+    watcher::watcher(api, watcher::Config::default()).boxed()
+}
+
+/// One watcher and its retry state.
+struct Watch {
+    kind: WebhookKind,
+    stream: EventStream,
+    ready_at: Option<Instant>,
+    delay: Duration,
+    failing: bool,
+}
+
+enum Step {
+    Nothing,
+    Messages(Vec<ClusterMsg>),
+    Lost(Failure),
+}
+
+fn webhook_set(stores: &[KindStore; 2]) -> WebhookSet {
+    let mut problems = Vec::new();
+    let mutating = stores[0].configurations(&mut problems);
+    let validating = stores[1].configurations(&mut problems);
+    WebhookSet {
+        mutating,
+        validating,
+        problems,
+        mutating_synced: stores[0].synced,
+        validating_synced: stores[1].synced,
+    }
+}
+
+fn handle_event(
+    watch: &mut Watch,
+    cluster: &Cluster,
+    options: &ClusterOptions,
+    stores: &mut [KindStore; 2],
+    item: Result<watcher::Event<DynamicObject>, watcher::Error>,
+) -> Step {
+    let index = usize::from(watch.kind == WebhookKind::Validating);
+    let kind = watch.kind;
+    let feed = Feed::of(kind);
+    let mut messages = Vec::new();
+    let mut changed = false;
+    let progressed = match item {
+        Ok(watcher::Event::Init) => {
+            stores[index].begin_list();
+            false
+        }
+        Ok(watcher::Event::InitApply(object)) => {
+            stores[index].listed(to_json(kind, &object));
+            true
+        }
+        Ok(watcher::Event::InitDone) => {
+            let (changes, any) = stores[index].end_list();
+            changed = any;
+            messages.extend(changes.into_iter().map(ClusterMsg::Change));
+            true
+        }
+        Ok(watcher::Event::Apply(object)) => {
+            if let Some(change) = stores[index].applied(to_json(kind, &object)) {
+                messages.push(ClusterMsg::Change(change));
+                changed = true;
+            }
+            true
+        }
+        Ok(watcher::Event::Delete(object)) => {
+            if let Some(change) = stores[index].deleted(to_json(kind, &object)) {
+                messages.push(ClusterMsg::Change(change));
+                changed = true;
+            }
+            true
+        }
+        Err(error) => return watch_error(watch, cluster, options, error),
+    };
+    if progressed && watch.failing {
+        watch.failing = false;
+        watch.delay = options.backoff.initial;
+        messages.insert(0, ClusterMsg::FeedRecovered(feed));
+    }
+    if changed {
+        messages.push(ClusterMsg::Configurations(webhook_set(stores)));
+    }
+    if messages.is_empty() {
+        Step::Nothing
+    } else {
+        Step::Messages(messages)
+    }
+}
+
+fn watch_error(
+    watch: &mut Watch,
+    cluster: &Cluster,
+    options: &ClusterOptions,
+    error: watcher::Error,
+) -> Step {
+    let feed = Feed::of(watch.kind);
+    let plural = feed.resource().unwrap_or_default();
+    let (verb, inner) = match &error {
+        // The watcher relists by itself after an ERROR event with 410.
+        watcher::Error::WatchError(status) if status.code == 410 => return Step::Nothing,
+        watcher::Error::WatchError(status) => {
+            let failure = Failure {
+                kind: if status.code == 403 {
+                    FailureKind::Forbidden
+                } else {
+                    FailureKind::Server
+                },
+                reason: format!(
+                    "The watch of {plural} reported {} {}: {}",
+                    status.code, status.reason, status.message
+                ),
+                action: "hookscope restarts the watch.".to_string(),
+                rbac: (status.code == 403).then(|| rbac_for(feed, "watch", &cluster.target())),
+                retry_in: watch.delay,
+            };
+            return feed_failed(watch, options, failure);
+        }
+        watcher::Error::NoResourceVersion => {
+            let failure = Failure {
+                kind: FailureKind::Server,
+                reason: format!("The list of {plural} carried no resourceVersion."),
+                action: "The server does not behave like a Kubernetes API server; hookscope lists again.".to_string(),
+                rbac: None,
+                retry_in: watch.delay,
+            };
+            return feed_failed(watch, options, failure);
+        }
+        watcher::Error::InitialListFailed(e) => ("list", e),
+        watcher::Error::WatchStartFailed(e) => ("watch", e),
+        watcher::Error::WatchFailed(e) => ("watch", e),
+    };
+    if api_code(inner) == Some(410) {
+        // An HTTP 410 on starting a watch leaves kube's watcher retrying the same
+        // resourceVersion; a new watcher lists again.
+        watch.stream = watch_stream(cluster, watch.kind);
+        return Step::Nothing;
+    }
+    let what = format!(
+        "{}ing {plural}",
+        if verb == "list" { "list" } else { "watch" }
+    );
+    let mut failure = describe(inner, &what, &cluster.target(), watch.delay);
+    if is_transport(inner) && !matches!(error, watcher::Error::WatchFailed(_)) {
+        return Step::Lost(failure);
+    }
+    if failure.kind == FailureKind::Forbidden {
+        failure.rbac = Some(rbac_for(feed, verb, &cluster.target()));
+    }
+    feed_failed(watch, options, failure)
+}
+
+fn feed_failed(watch: &mut Watch, options: &ClusterOptions, failure: Failure) -> Step {
+    let feed = Feed::of(watch.kind);
+    watch.failing = true;
+    watch.ready_at = Some(Instant::now() + watch.delay);
+    watch.delay = options.backoff.next(watch.delay);
+    Step::Messages(vec![ClusterMsg::FeedFailed { feed, failure }])
+}
+
+async fn next_event(
+    watch: &mut Watch,
+) -> Option<Result<watcher::Event<DynamicObject>, watcher::Error>> {
+    if let Some(at) = watch.ready_at {
+        tokio::time::sleep_until(at).await;
+        watch.ready_at = None;
+    }
+    watch.stream.next().await
+}
+
+/// Watches and scrapes until the connection is lost (`Some`) or the receiver is gone (`None`).
+async fn session(
+    cluster: &Cluster,
+    options: &ClusterOptions,
+    stores: &mut [KindStore; 2],
+    tx: &mpsc::Sender<ClusterMsg>,
+) -> Option<Failure> {
+    let scraper = tokio::spawn(scrape_loop(cluster.clone(), options.clone(), tx.clone()));
+    let _abort = AbortOnDrop(scraper);
+    let mut watches = [WebhookKind::Mutating, WebhookKind::Validating].map(|kind| Watch {
+        kind,
+        stream: watch_stream(cluster, kind),
+        ready_at: None,
+        delay: options.backoff.initial,
+        failing: false,
+    });
+    loop {
+        let [mutating, validating] = &mut watches;
+        let (which, item) = tokio::select! {
+            item = next_event(mutating) => (0, item),
+            item = next_event(validating) => (1, item),
+            _ = tx.closed() => return None,
+        };
+        let watch = &mut watches[which];
+        let Some(item) = item else {
+            // kube's watcher stream does not end; if it does, start it again.
+            watch.stream = watch_stream(cluster, watch.kind);
+            continue;
+        };
+        match handle_event(watch, cluster, options, stores, item) {
+            Step::Nothing => {}
+            Step::Messages(messages) => {
+                for message in messages {
+                    if !send(tx, message).await {
+                        return None;
+                    }
+                }
+            }
+            Step::Lost(failure) => return Some(failure),
+        }
+    }
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+async fn scrape_loop(cluster: Cluster, options: ClusterOptions, tx: mpsc::Sender<ClusterMsg>) {
+    let interval = options.scrape_interval.max(Duration::from_millis(10));
+    let mut failing = false;
+    loop {
+        let started = Instant::now();
+        let message = match tokio::time::timeout(
+            interval.max(Duration::from_secs(5)),
+            cluster.scrape_metrics(),
+        )
+        .await
+        {
+            Ok(Ok(scrape)) => {
+                if failing {
+                    failing = false;
+                    if !send(&tx, ClusterMsg::FeedRecovered(Feed::Metrics)).await {
+                        return;
+                    }
+                }
+                ClusterMsg::Metrics(scrape)
+            }
+            Ok(Err(e)) => {
+                failing = true;
+                let mut failure = describe(&e, "getting /metrics", &cluster.target(), interval);
+                if failure.kind == FailureKind::Forbidden {
+                    failure.rbac = Some(rbac_for(Feed::Metrics, "get", &cluster.target()));
+                }
+                ClusterMsg::FeedFailed {
+                    feed: Feed::Metrics,
+                    failure,
+                }
+            }
+            Err(_) => {
+                failing = true;
+                ClusterMsg::FeedFailed {
+                    feed: Feed::Metrics,
+                    failure: Failure {
+                        kind: FailureKind::Unreachable,
+                        reason: format!("{} did not answer /metrics in time.", cluster.info.server),
+                        action: "The API server is slow or overloaded; a longer --scrape-interval lowers the load.".to_string(),
+                        rbac: None,
+                        retry_in: interval,
+                    },
+                }
+            }
+        };
+        if !send(&tx, message).await {
+            return;
+        }
+        tokio::select! {
+            _ = tokio::time::sleep_until(started + interval) => {}
+            _ = tx.closed() => return,
+        }
+    }
+}

@@ -1,0 +1,695 @@
+//! Connections and the HTTP handlers.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use base64::Engine as _;
+use bytes::Bytes;
+use futures::StreamExt as _;
+use http::header::{AUTHORIZATION, CONTENT_TYPE, HeaderValue};
+use http::{Method, Request, Response, StatusCode};
+use http_body_util::combinators::UnsyncBoxBody;
+use http_body_util::{BodyExt, Full, Limited, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::net::{TcpListener, TcpSocket};
+use tokio::sync::mpsc;
+use tokio_rustls::TlsAcceptor;
+
+use super::store::{Subscriber, Write, bookmark, watch_line};
+use super::{API_VERSION, Denial, FakeResource, RecordedRequest, Shared, USER, WatchExpiry, lock};
+
+type Body = UnsyncBoxBody<Bytes, Infallible>;
+
+const GROUP: &str = "admissionregistration.k8s.io";
+const RESOURCE_PREFIX: &str = "/apis/admissionregistration.k8s.io/v1/";
+/// Upstream's default `--min-request-timeout` is 1800 s; watches without `timeoutSeconds` last
+/// about that long.
+const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
+const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// A listener on `addr` that may rebind right after a previous one on the same port closed.
+pub(crate) fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    let socket = if addr.is_ipv4() {
+        TcpSocket::new_v4()?
+    } else {
+        TcpSocket::new_v6()?
+    };
+    socket.set_reuseaddr(true)?;
+    socket.bind(addr)?;
+    socket.listen(128)
+}
+
+/// Accepts connections until aborted; aborting also aborts every connection it spawned.
+pub(crate) async fn accept_loop(listener: TcpListener, acceptor: TlsAcceptor, shared: Arc<Shared>) {
+    crate::webhook_server::accept_each(listener, |tcp| {
+        connection(tcp, acceptor.clone(), shared.clone())
+    })
+    .await
+}
+
+/// One connection: TLS, then HTTP/1.1 (what kube-client speaks).
+async fn connection(tcp: tokio::net::TcpStream, acceptor: TlsAcceptor, shared: Arc<Shared>) {
+    let _ = tcp.set_nodelay(true);
+    let Ok(tls) = acceptor.accept(tcp).await else {
+        return;
+    };
+    let service = service_fn(move |req| {
+        let shared = shared.clone();
+        async move {
+            // A stopped server may still have connections whose tasks are not cancelled yet;
+            // failing the service makes hyper drop them as a dead server would.
+            if !shared.running.load(std::sync::atomic::Ordering::SeqCst) {
+                return Err(std::io::Error::other("the fake API server is stopped"));
+            }
+            Ok(handle(req, &shared).await)
+        }
+    });
+    let _ = hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(tls), service)
+        .await;
+}
+
+fn full(status: StatusCode, content_type: &'static str, body: Vec<u8>) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(body)).boxed_unsync());
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static(content_type));
+    response
+}
+
+fn json_response(status: StatusCode, value: &Value) -> Response<Body> {
+    full(
+        status,
+        "application/json",
+        serde_json::to_vec(value).unwrap_or_default(),
+    )
+}
+
+/// A `metav1.Status` failure.
+fn status_value(code: u16, reason: &str, message: &str, details: Option<Value>) -> Value {
+    let mut status = json!({
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": message,
+        "reason": reason,
+        "code": code,
+    });
+    if let Some(details) = details {
+        status["details"] = details;
+    }
+    status
+}
+
+fn status(code: StatusCode, reason: &str, message: &str, details: Option<Value>) -> Response<Body> {
+    json_response(code, &status_value(code.as_u16(), reason, message, details))
+}
+
+fn qualified(resource: FakeResource) -> String {
+    format!("{}.{GROUP}", resource.plural())
+}
+
+fn forbidden_resource(resource: FakeResource, verb: &str, name: Option<&str>) -> Response<Body> {
+    let subject = match name {
+        Some(name) => format!("{} {name:?}", qualified(resource)),
+        None => qualified(resource),
+    };
+    let message = format!(
+        "{subject} is forbidden: User {USER:?} cannot {verb} resource {:?} in API group {GROUP:?} at the cluster scope",
+        resource.plural()
+    );
+    let mut details = json!({"group": GROUP, "kind": resource.plural()});
+    if let Some(name) = name {
+        details["name"] = json!(name);
+    }
+    status(StatusCode::FORBIDDEN, "Forbidden", &message, Some(details))
+}
+
+fn not_found(resource: FakeResource, name: &str) -> Response<Body> {
+    status(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        &format!("{} {name:?} not found", qualified(resource)),
+        Some(json!({"name": name, "group": GROUP, "kind": resource.plural()})),
+    )
+}
+
+fn expired(message: &str) -> Response<Body> {
+    status(StatusCode::GONE, "Expired", message, None)
+}
+
+/// Decoded `key=value` pairs of a query string.
+pub(crate) fn query_pairs(query: &str) -> Vec<(String, String)> {
+    query
+        .split('&')
+        .filter(|p| !p.is_empty())
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            (percent_decode(k), percent_decode(v))
+        })
+        .collect()
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let escaped = bytes
+            .get(i + 1..i + 3)
+            .filter(|_| bytes[i] == b'%')
+            .and_then(|hex| std::str::from_utf8(hex).ok())
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match (bytes[i], escaped) {
+            (_, Some(b)) => {
+                out.push(b);
+                i += 3;
+            }
+            (b'+', None) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (b, None) => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+struct Params(Vec<(String, String)>);
+
+impl Params {
+    fn get(&self, name: &str) -> Option<&str> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn flag(&self, name: &str) -> bool {
+        matches!(self.get(name), Some("true" | "1"))
+    }
+}
+
+fn denied(shared: &Shared, denial: &Denial) -> bool {
+    lock(&shared.denials).contains(denial)
+}
+
+async fn handle(req: Request<Incoming>, shared: &Shared) -> Response<Body> {
+    let recorded = RecordedRequest {
+        method: req.method().to_string(),
+        path: req.uri().path().to_string(),
+        query: req.uri().query().unwrap_or("").to_string(),
+        accept: req
+            .headers()
+            .get(http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string),
+    };
+    lock(&shared.requests).push(recorded.clone());
+
+    let expected = format!("Bearer {}", lock(&shared.token));
+    let authorised = req
+        .headers()
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v == expected);
+    if !authorised {
+        return status(
+            StatusCode::UNAUTHORIZED,
+            "Unauthorized",
+            "Unauthorized",
+            None,
+        );
+    }
+
+    let params = Params(query_pairs(&recorded.query));
+    let path = recorded.path.as_str();
+    match (req.method(), path) {
+        (&Method::GET, "/version") => version(shared),
+        (&Method::GET, "/metrics") => {
+            if denied(shared, &Denial::Path("/metrics".into())) {
+                let message = format!("forbidden: User {USER:?} cannot get path \"/metrics\"");
+                return status(
+                    StatusCode::FORBIDDEN,
+                    "Forbidden",
+                    &message,
+                    Some(json!({})),
+                );
+            }
+            let text = lock(&shared.metrics).clone();
+            full(
+                StatusCode::OK,
+                "text/plain; version=0.0.4; charset=utf-8",
+                text.into_bytes(),
+            )
+        }
+        _ => {
+            let Some(rest) = path.strip_prefix(RESOURCE_PREFIX) else {
+                return page_not_found();
+            };
+            let (plural, name) = match rest.split_once('/') {
+                Some((plural, name)) if !name.is_empty() && !name.contains('/') => {
+                    (plural, Some(name))
+                }
+                Some(_) => return page_not_found(),
+                None => (rest, None),
+            };
+            let Some(resource) = FakeResource::from_plural(plural) else {
+                return page_not_found();
+            };
+            match (req.method().clone(), name) {
+                (Method::GET, None) if params.flag("watch") => watch(shared, resource, &params),
+                (Method::GET, None) => list(shared, resource, &params),
+                (Method::GET, Some(name)) => get(shared, resource, name),
+                (Method::PATCH, Some(name)) => {
+                    let name = name.to_string();
+                    apply(req, shared, resource, &name, &params).await
+                }
+                (method, _) => status(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    "MethodNotAllowed",
+                    &format!(
+                        "the server does not allow this method on the requested resource ({method} is not served by this fake)"
+                    ),
+                    Some(json!({})),
+                ),
+            }
+        }
+    }
+}
+
+fn page_not_found() -> Response<Body> {
+    status(
+        StatusCode::NOT_FOUND,
+        "NotFound",
+        "the server could not find the requested resource",
+        Some(json!({})),
+    )
+}
+
+fn version(shared: &Shared) -> Response<Body> {
+    json_response(
+        StatusCode::OK,
+        &json!({
+            "major": "1",
+            "minor": "33",
+            "gitVersion": shared.git_version,
+            "gitCommit": "0000000000000000000000000000000000000000",
+            "gitTreeState": "clean",
+            "buildDate": "2025-01-01T00:00:00Z",
+            "goVersion": "go1.24.0",
+            "compiler": "gc",
+            "platform": "linux/amd64",
+        }),
+    )
+}
+
+fn get(shared: &Shared, resource: FakeResource, name: &str) -> Response<Body> {
+    if denied(shared, &Denial::resource(resource, "get")) {
+        return forbidden_resource(resource, "get", Some(name));
+    }
+    let store = lock(&shared.store);
+    match store.objects.get(&(resource, name.to_string())) {
+        Some(object) => json_response(StatusCode::OK, object),
+        None => not_found(resource, name),
+    }
+}
+
+fn continue_token(resource_version: u64, start: &str) -> String {
+    let token =
+        json!({"v": "meta.k8s.io/v1", "rv": resource_version, "start": format!("{start}\u{0}")});
+    base64::engine::general_purpose::URL_SAFE.encode(serde_json::to_vec(&token).unwrap_or_default())
+}
+
+fn decode_continue(token: &str) -> Option<(u64, String)> {
+    let bytes = base64::engine::general_purpose::URL_SAFE
+        .decode(token)
+        .ok()?;
+    let value: Value = serde_json::from_slice(&bytes).ok()?;
+    Some((value["rv"].as_u64()?, value["start"].as_str()?.to_string()))
+}
+
+fn list(shared: &Shared, resource: FakeResource, params: &Params) -> Response<Body> {
+    if denied(shared, &Denial::resource(resource, "list")) {
+        return forbidden_resource(resource, "list", None);
+    }
+    let store = lock(&shared.store);
+    let limit = params
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .filter(|&l| l > 0);
+    let (list_rv, start) = match params.get("continue").filter(|c| !c.is_empty()) {
+        Some(token) => {
+            let Some((rv, start)) = decode_continue(token) else {
+                return status(
+                    StatusCode::BAD_REQUEST,
+                    "BadRequest",
+                    "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)",
+                    None,
+                );
+            };
+            if rv < store.oldest_watchable {
+                return expired(
+                    "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+                );
+            }
+            (rv, start)
+        }
+        None => {
+            if params.get("resourceVersionMatch") == Some("Exact")
+                && let Some(rv) = params
+                    .get("resourceVersion")
+                    .and_then(|r| r.parse::<u64>().ok())
+                && rv < store.oldest_watchable
+            {
+                return expired(&format!(
+                    "too old resource version: {rv} ({})",
+                    store.oldest_watchable
+                ));
+            }
+            (store.resource_version, String::new())
+        }
+    };
+    let all: Vec<&Value> = store
+        .list(resource)
+        .into_iter()
+        .filter(|o| o["metadata"]["name"].as_str().unwrap_or("") >= start.as_str())
+        .collect();
+    let take = limit.unwrap_or(all.len()).min(all.len());
+    let items: Vec<Value> = all[..take]
+        .iter()
+        .map(|o| {
+            let mut item = (*o).clone();
+            if let Some(map) = item.as_object_mut() {
+                map.remove("kind");
+                map.remove("apiVersion");
+            }
+            item
+        })
+        .collect();
+    let mut metadata = json!({"resourceVersion": list_rv.to_string()});
+    if take < all.len()
+        && let Some(last) = items.last().and_then(|o| o["metadata"]["name"].as_str())
+    {
+        metadata["continue"] = json!(continue_token(list_rv, last));
+        metadata["remainingItemCount"] = json!(all.len() - take);
+    }
+    json_response(
+        StatusCode::OK,
+        &json!({
+            "kind": format!("{}List", resource.kind()),
+            "apiVersion": API_VERSION,
+            "metadata": metadata,
+            "items": items,
+        }),
+    )
+}
+
+fn watch(shared: &Shared, resource: FakeResource, params: &Params) -> Response<Body> {
+    if denied(shared, &Denial::resource(resource, "watch")) {
+        return forbidden_resource(resource, "watch", None);
+    }
+    let bookmarks = params.flag("allowWatchBookmarks");
+    let initial_events = params.flag("sendInitialEvents");
+    let timeout = params
+        .get("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .map(Duration::from_secs)
+        .unwrap_or(DEFAULT_WATCH_TIMEOUT);
+    let requested = params.get("resourceVersion").unwrap_or("");
+    let (tx, rx) = mpsc::unbounded_channel();
+    {
+        let mut store = lock(&shared.store);
+        if requested.is_empty() || requested == "0" || initial_events {
+            for object in store.list(resource) {
+                let _ = tx.send(watch_line("ADDED", object));
+            }
+            if initial_events && bookmarks {
+                let mark = bookmark(resource, store.resource_version, true);
+                let _ = tx.send(watch_line("BOOKMARK", &mark));
+            }
+        } else {
+            let Ok(from) = requested.parse::<u64>() else {
+                return status(
+                    StatusCode::BAD_REQUEST,
+                    "BadRequest",
+                    &format!("invalid resource version: {requested:?}"),
+                    None,
+                );
+            };
+            if from < store.oldest_watchable {
+                let message = format!(
+                    "too old resource version: {from} ({})",
+                    store.oldest_watchable
+                );
+                match *lock(&shared.expiry) {
+                    WatchExpiry::HttpStatus => return expired(&message),
+                    WatchExpiry::ErrorEvent => {
+                        let error = status_value(410, "Expired", &message, None);
+                        let _ = tx.send(watch_line("ERROR", &error));
+                        drop(tx);
+                        return streaming(rx, timeout);
+                    }
+                }
+            }
+            for event in store
+                .history
+                .iter()
+                .filter(|e| e.resource == resource && e.resource_version > from)
+            {
+                let _ = tx.send(watch_line(event.kind, &event.object));
+            }
+        }
+        if !shared.running.load(std::sync::atomic::Ordering::SeqCst) {
+            return streaming(rx, timeout);
+        }
+        store.subscribers.push(Subscriber {
+            resource,
+            bookmarks,
+            lines: tx,
+        });
+    }
+    streaming(rx, timeout)
+}
+
+/// A chunked `application/json` body of watch lines, ending when the sender is dropped or the
+/// watch times out.
+fn streaming(rx: mpsc::UnboundedReceiver<Bytes>, timeout: Duration) -> Response<Body> {
+    let deadline = tokio::time::Instant::now() + timeout;
+    let lines = futures::stream::unfold(rx, move |mut rx| async move {
+        match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(line)) => Some((Ok::<_, Infallible>(Frame::data(line)), rx)),
+            _ => None,
+        }
+    })
+    .boxed();
+    let mut response = Response::new(BodyExt::boxed_unsync(StreamBody::new(lines)));
+    response
+        .headers_mut()
+        .insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
+
+fn merge_applied(existing: &Value, applied: &Value) -> Value {
+    let mut merged = existing.clone();
+    let (Some(target), Some(source)) = (merged.as_object_mut(), applied.as_object()) else {
+        return applied.clone();
+    };
+    for (key, value) in source {
+        if key != "metadata" {
+            target.insert(key.clone(), value.clone());
+            continue;
+        }
+        for sub in ["labels", "annotations"] {
+            if let Some(entries) = value.get(sub).and_then(Value::as_object) {
+                let meta = target.entry("metadata").or_insert_with(|| json!({}));
+                let slot = &mut meta[sub];
+                if !slot.is_object() {
+                    *slot = json!({});
+                }
+                for (k, v) in entries {
+                    slot[k] = v.clone();
+                }
+            }
+        }
+    }
+    merged
+}
+
+async fn apply(
+    req: Request<Incoming>,
+    shared: &Shared,
+    resource: FakeResource,
+    name: &str,
+    params: &Params,
+) -> Response<Body> {
+    let content_type = req
+        .headers()
+        .get(CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_string();
+    if !content_type.starts_with("application/apply-patch+yaml") {
+        return status(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "UnsupportedMediaType",
+            &format!(
+                "the body of the request was in an unknown format - accepted media types include: application/apply-patch+yaml (this fake serves server-side apply only, got {content_type:?})"
+            ),
+            None,
+        );
+    }
+    if denied(shared, &Denial::resource(resource, "patch")) {
+        return forbidden_resource(resource, "patch", Some(name));
+    }
+    let Some(manager) = params.get("fieldManager").filter(|m| !m.is_empty()) else {
+        return status(
+            StatusCode::UNPROCESSABLE_ENTITY,
+            "Invalid",
+            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+            Some(
+                json!({"group": "meta.k8s.io", "kind": "PatchOptions", "causes": [{"reason": "FieldValueRequired", "message": "Required value: is required for apply patch", "field": "fieldManager"}]}),
+            ),
+        );
+    };
+    let manager = manager.to_string();
+    let dry_run = match params.get("dryRun") {
+        None => false,
+        Some("All") => true,
+        Some(other) => {
+            return status(
+                StatusCode::BAD_REQUEST,
+                "BadRequest",
+                &format!("Invalid dryRun value {other:?}: only \"All\" is supported"),
+                None,
+            );
+        }
+    };
+    let force = params.flag("force");
+    let body = match Limited::new(req.into_body(), MAX_BODY).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) => {
+            return status(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string(), None);
+        }
+    };
+    let applied: Value = match serde_json::from_slice(&body) {
+        Ok(v) => v,
+        Err(_) => match std::str::from_utf8(&body)
+            .map_err(|e| e.to_string())
+            .and_then(|text| serde_saphyr::from_str::<Value>(text).map_err(|e| e.to_string()))
+        {
+            Ok(v) => v,
+            Err(e) => {
+                return status(
+                    StatusCode::BAD_REQUEST,
+                    "BadRequest",
+                    &format!("error decoding YAML: {e}"),
+                    None,
+                );
+            }
+        },
+    };
+    if !applied.is_object() {
+        return status(
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            "the apply patch is not an object",
+            None,
+        );
+    }
+    if applied["kind"] != resource.kind() || applied["apiVersion"] != API_VERSION {
+        return status(
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            &format!(
+                "the apply patch must have apiVersion {API_VERSION} and kind {}",
+                resource.kind()
+            ),
+            None,
+        );
+    }
+    if let Some(body_name) = applied["metadata"]["name"].as_str()
+        && body_name != name
+    {
+        return status(
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            &format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            ),
+            None,
+        );
+    }
+    if applied["metadata"]["managedFields"]
+        .as_array()
+        .is_some_and(|m| !m.is_empty())
+    {
+        return status(
+            StatusCode::BAD_REQUEST,
+            "BadRequest",
+            "metadata.managedFields must be nil",
+            None,
+        );
+    }
+    let mut applied = applied;
+    applied["metadata"]["name"] = json!(name);
+
+    let apply_write = Write {
+        manager: &manager,
+        operation: "Apply",
+        dry_run,
+    };
+    let mut store = lock(&shared.store);
+    let existing = store.objects.get(&(resource, name.to_string())).cloned();
+    let result = match existing {
+        Some(existing) => {
+            let merged = merge_applied(&existing, &applied);
+            if !force && merged.get("webhooks") != existing.get("webhooks") {
+                let others: Vec<String> = existing["metadata"]["managedFields"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|e| e["manager"].as_str())
+                    .filter(|m| *m != manager)
+                    .map(str::to_string)
+                    .collect();
+                if let Some(other) = others.first() {
+                    let cause = format!("conflict with {other:?} using {API_VERSION}");
+                    return status(
+                        StatusCode::CONFLICT,
+                        "Conflict",
+                        &format!("Apply failed with 1 conflict: {cause}: .webhooks"),
+                        Some(
+                            json!({"causes": [{"reason": "FieldManagerConflict", "message": cause, "field": ".webhooks"}]}),
+                        ),
+                    );
+                }
+            }
+            store
+                .update(resource, merged, apply_write)
+                .map(|o| (StatusCode::OK, o))
+        }
+        None => store
+            .create(resource, applied, apply_write)
+            .map(|o| (StatusCode::CREATED, o)),
+    };
+    match result {
+        Ok((code, object)) => json_response(code, &object),
+        Err(e) => status(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalError",
+            &e.to_string(),
+            None,
+        ),
+    }
+}

@@ -1,0 +1,297 @@
+//! What the watchers have seen of one kind: the objects by name, and the changes between them.
+
+use std::collections::BTreeMap;
+use std::time::SystemTime;
+
+use serde_json::Value;
+
+use crate::api::{WebhookConfiguration, WebhookKind};
+
+use super::{Change, ChangeAction, Seen};
+
+/// A known object: its JSON as the server sent it, and the project's reading of it.
+#[derive(Debug, Clone)]
+pub(crate) struct Known {
+    pub(crate) object: Value,
+    pub(crate) configuration: Result<WebhookConfiguration, String>,
+}
+
+/// The objects of one kind, and a list in progress.
+pub(crate) struct KindStore {
+    pub(crate) kind: WebhookKind,
+    pub(crate) objects: BTreeMap<String, Known>,
+    relisting: Option<BTreeMap<String, Value>>,
+    /// At least one complete list has been seen.
+    pub(crate) synced: bool,
+}
+
+fn plural(kind: WebhookKind) -> &'static str {
+    match kind {
+        WebhookKind::Mutating => "mutatingwebhookconfigurations",
+        WebhookKind::Validating => "validatingwebhookconfigurations",
+    }
+}
+
+/// Reads a server object with the project's loader (the same defaulting as files get).
+pub(crate) fn convert(kind: WebhookKind, object: &Value) -> Result<WebhookConfiguration, String> {
+    let name = object["metadata"]["name"].as_str().unwrap_or("");
+    let origin = format!("{}/{name}", plural(kind));
+    let text = serde_json::to_string(object).map_err(|e| format!("{origin}: {e}"))?;
+    let mut loaded = crate::config::parse_documents(&text, &origin);
+    if loaded.is_empty() {
+        return Err(format!("{origin}: empty object"));
+    }
+    match loaded.swap_remove(0) {
+        Ok(mut configuration) => {
+            configuration.apply_defaults();
+            Ok(configuration.configuration)
+        }
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn resource_version(object: &Value) -> String {
+    object["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+/// The object without what changes on every write (resourceVersion) or says nothing about the
+/// configuration's content (managedFields), for comparisons and diffs.
+fn essence(object: &Value) -> Value {
+    let mut copy = object.clone();
+    if let Some(meta) = copy.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("resourceVersion");
+        meta.remove("managedFields");
+    }
+    copy
+}
+
+fn yaml(object: Option<&Value>) -> String {
+    match object {
+        Some(object) => serde_saphyr::to_string(&essence(object))
+            .unwrap_or_else(|e| format!("# cannot render as YAML: {e}\n")),
+        None => String::new(),
+    }
+}
+
+/// A unified diff of the two objects as YAML (resourceVersion and managedFields left out).
+pub fn yaml_diff(name: &str, old: Option<&Value>, new: Option<&Value>) -> String {
+    let (a, b) = (yaml(old), yaml(new));
+    let diff = similar::TextDiff::from_lines(&a, &b)
+        .unified_diff()
+        .context_radius(3)
+        .header(
+            &if old.is_some() {
+                format!("{name} (before)")
+            } else {
+                "/dev/null".to_string()
+            },
+            &if new.is_some() {
+                format!("{name} (after)")
+            } else {
+                "/dev/null".to_string()
+            },
+        )
+        .to_string();
+    if diff.is_empty() {
+        "# only metadata.managedFields changed\n".to_string()
+    } else {
+        diff
+    }
+}
+
+/// The latest `managedFields` entry (greatest `time`; the later entry on a tie): its manager,
+/// operation and time.
+pub(crate) fn latest_writer(object: &Value) -> Option<(String, Option<String>, Option<String>)> {
+    let entries = object["metadata"]["managedFields"].as_array()?;
+    let mut best: Option<&Value> = None;
+    for entry in entries {
+        let newer = match best {
+            None => true,
+            Some(b) => entry["time"].as_str().unwrap_or("") >= b["time"].as_str().unwrap_or(""),
+        };
+        if newer {
+            best = Some(entry);
+        }
+    }
+    let best = best?;
+    Some((
+        best["manager"].as_str()?.to_string(),
+        best["operation"].as_str().map(str::to_string),
+        best["time"].as_str().map(str::to_string),
+    ))
+}
+
+impl KindStore {
+    pub(crate) fn new(kind: WebhookKind) -> KindStore {
+        KindStore {
+            kind,
+            objects: BTreeMap::new(),
+            relisting: None,
+            synced: false,
+        }
+    }
+
+    fn change(
+        &self,
+        action: ChangeAction,
+        name: &str,
+        old: Option<&Value>,
+        new: Option<&Value>,
+        seen: Seen,
+    ) -> Change {
+        let (who, operation, server_time) = match (action, new) {
+            (ChangeAction::Deleted, _) | (_, None) => ("unknown".to_string(), None, None),
+            (_, Some(new)) => match latest_writer(new) {
+                Some((who, operation, time)) => (who, operation, time),
+                None => ("unknown".to_string(), None, None),
+            },
+        };
+        let resource_version = new.or(old).map(resource_version).unwrap_or_default();
+        Change {
+            kind: self.kind,
+            name: name.to_string(),
+            action,
+            observed_at: SystemTime::now(),
+            server_time,
+            who,
+            operation,
+            resource_version,
+            diff: yaml_diff(name, old, new),
+            seen,
+        }
+    }
+
+    fn store(&mut self, name: &str, object: Value) {
+        let configuration = convert(self.kind, &object);
+        self.objects.insert(
+            name.to_string(),
+            Known {
+                object,
+                configuration,
+            },
+        );
+    }
+
+    /// A list starts (again).
+    pub(crate) fn begin_list(&mut self) {
+        self.relisting = Some(BTreeMap::new());
+    }
+
+    /// One object of the list in progress.
+    pub(crate) fn listed(&mut self, object: Value) {
+        let name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        self.relisting
+            .get_or_insert_with(BTreeMap::new)
+            .insert(name, object);
+    }
+
+    /// The list is complete: the first one is the baseline (no changes); a later one (after a
+    /// 410 or a reconnect) reports what differs from what was known, and nothing else.
+    pub(crate) fn end_list(&mut self) -> (Vec<Change>, bool) {
+        let listed = self.relisting.take().unwrap_or_default();
+        if !self.synced {
+            self.synced = true;
+            for (name, object) in listed {
+                self.store(&name, object);
+            }
+            return (Vec::new(), true);
+        }
+        let mut changes = Vec::new();
+        let gone: Vec<String> = self
+            .objects
+            .keys()
+            .filter(|n| !listed.contains_key(*n))
+            .cloned()
+            .collect();
+        for name in gone {
+            if let Some(old) = self.objects.remove(&name) {
+                changes.push(self.change(
+                    ChangeAction::Deleted,
+                    &name,
+                    Some(&old.object),
+                    None,
+                    Seen::Relist,
+                ));
+            }
+        }
+        for (name, object) in listed {
+            if let Some(change) = self.apply_inner(&name, object, Seen::Relist) {
+                changes.push(change);
+            }
+        }
+        let any = !changes.is_empty();
+        (changes, any)
+    }
+
+    fn apply_inner(&mut self, name: &str, object: Value, seen: Seen) -> Option<Change> {
+        let change = match self.objects.get(name) {
+            None => Some(self.change(ChangeAction::Added, name, None, Some(&object), seen)),
+            Some(old) if resource_version(&old.object) == resource_version(&object) => None,
+            Some(old) if old.object == object => None,
+            Some(old) => {
+                let old_object = old.object.clone();
+                if essence(&old_object) == essence(&object)
+                    && old_object["metadata"]["managedFields"]
+                        == object["metadata"]["managedFields"]
+                {
+                    None
+                } else {
+                    Some(self.change(
+                        ChangeAction::Modified,
+                        name,
+                        Some(&old_object),
+                        Some(&object),
+                        seen,
+                    ))
+                }
+            }
+        };
+        self.store(name, object);
+        change
+    }
+
+    /// An object was added or modified (watch event).
+    pub(crate) fn applied(&mut self, object: Value) -> Option<Change> {
+        let name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        self.apply_inner(&name, object, Seen::Event)
+    }
+
+    /// An object was deleted (watch event).
+    pub(crate) fn deleted(&mut self, object: Value) -> Option<Change> {
+        let name = object["metadata"]["name"]
+            .as_str()
+            .unwrap_or("")
+            .to_string();
+        let old = self.objects.remove(&name)?;
+        let mut change = self.change(
+            ChangeAction::Deleted,
+            &name,
+            Some(&old.object),
+            None,
+            Seen::Event,
+        );
+        change.resource_version = resource_version(&object);
+        Some(change)
+    }
+
+    /// The configurations in dispatch order (by name), and the objects that could not be read.
+    pub(crate) fn configurations(&self, problems: &mut Vec<String>) -> Vec<WebhookConfiguration> {
+        let mut out = Vec::new();
+        for known in self.objects.values() {
+            match &known.configuration {
+                Ok(c) => out.push(c.clone()),
+                Err(e) => problems.push(e.clone()),
+            }
+        }
+        out
+    }
+}

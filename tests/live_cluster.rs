@@ -1,0 +1,1064 @@
+//! The live cluster connection against the fake API server, over TLS with a minted CA, through
+//! the real kube client and kube-runtime watchers.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use hookscope::api::WebhookKind;
+use hookscope::fake_apiserver::{Denial, FakeApiServer, FakeResource, WatchExpiry};
+use hookscope::live::cluster::{
+    Backoff, ChangeAction, Cluster, ClusterError, ClusterMsg, ClusterOptions, FailureKind, Feed,
+    KubeconfigSource, Seen, WebhookSet, WriteError, kubeconfig_source, read_kubeconfig, run,
+};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+const WAIT: Duration = Duration::from_secs(30);
+
+fn scratch_dir() -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("hookscope-live-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write kubeconfig");
+    path
+}
+
+fn mutating(name: &str, failure_policy: &str) -> Value {
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": name},
+        "webhooks": [{
+            "name": format!("{name}.example.com"),
+            "clientConfig": {"url": "https://127.0.0.1:8443/hook"},
+            "rules": [{"operations": ["CREATE"], "apiGroups": [""], "apiVersions": ["v1"], "resources": ["pods"]}],
+            "failurePolicy": failure_policy,
+            "sideEffects": "None",
+            "admissionReviewVersions": ["v1"],
+        }],
+    })
+}
+
+fn validating(name: &str) -> Value {
+    let mut object = mutating(name, "Fail");
+    object["kind"] = json!("ValidatingWebhookConfiguration");
+    object
+}
+
+fn fast_options(kubeconfig: PathBuf) -> ClusterOptions {
+    ClusterOptions {
+        kubeconfig: Some(kubeconfig),
+        scrape_interval: Duration::from_millis(200),
+        backoff: Backoff {
+            initial: Duration::from_millis(50),
+            max: Duration::from_millis(400),
+        },
+        ..ClusterOptions::default()
+    }
+}
+
+/// A fake server, a kubeconfig for it, and a running [`run`] task.
+struct Live {
+    server: FakeApiServer,
+    kubeconfig: PathBuf,
+    rx: mpsc::Receiver<ClusterMsg>,
+}
+
+impl Live {
+    async fn start(setup: impl FnOnce(&FakeApiServer)) -> Live {
+        let server = FakeApiServer::start().await.expect("fake server");
+        let kubeconfig = write(&scratch_dir(), "config", &server.kubeconfig());
+        setup(&server);
+        let (tx, rx) = mpsc::channel(64);
+        tokio::spawn(run(fast_options(kubeconfig.clone()), tx));
+        Live {
+            server,
+            kubeconfig,
+            rx,
+        }
+    }
+
+    /// The next message that is not a metrics scrape or a metrics feed state.
+    async fn next(&mut self) -> ClusterMsg {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        loop {
+            let message = tokio::time::timeout_at(deadline, self.rx.recv())
+                .await
+                .expect("a message in time")
+                .expect("the run task keeps going");
+            match message {
+                ClusterMsg::Metrics(_)
+                | ClusterMsg::FeedFailed {
+                    feed: Feed::Metrics,
+                    ..
+                }
+                | ClusterMsg::FeedRecovered(Feed::Metrics) => {}
+                other => return other,
+            }
+        }
+    }
+
+    /// Skips messages until `want` matches; returns the skipped ones and the match.
+    async fn until<T>(
+        &mut self,
+        mut want: impl FnMut(&ClusterMsg) -> Option<T>,
+    ) -> (Vec<ClusterMsg>, T) {
+        let mut skipped = Vec::new();
+        let found = tokio::time::timeout(WAIT, async {
+            loop {
+                let message = self.next().await;
+                if let Some(found) = want(&message) {
+                    return found;
+                }
+                skipped.push(message);
+            }
+        })
+        .await;
+        match found {
+            Ok(found) => (skipped, found),
+            Err(_) => panic!("the awaited message did not come; got {skipped:?}"),
+        }
+    }
+
+    /// Waits for a set in which both watchers have listed.
+    async fn synced(&mut self) -> WebhookSet {
+        self.until(|m| match m {
+            ClusterMsg::Configurations(set) if set.mutating_synced && set.validating_synced => {
+                Some(set.clone())
+            }
+            _ => None,
+        })
+        .await
+        .1
+    }
+
+    /// Skips to the next change.
+    async fn until_change(&mut self) -> (Vec<ClusterMsg>, hookscope::live::cluster::Change) {
+        self.until(|m| match m {
+            ClusterMsg::Change(c) => Some(c.clone()),
+            _ => None,
+        })
+        .await
+    }
+
+    /// Skips to the next connection failure.
+    async fn until_failed(&mut self) -> (Vec<ClusterMsg>, hookscope::live::cluster::Failure) {
+        self.until(|m| match m {
+            ClusterMsg::Failed(f) => Some(f.clone()),
+            _ => None,
+        })
+        .await
+    }
+
+    async fn next_change(&mut self) -> hookscope::live::cluster::Change {
+        match self.next().await {
+            ClusterMsg::Change(change) => change,
+            other => panic!("expected a change, got {other:?}"),
+        }
+    }
+
+    /// Waits until both watchers have their watch open.
+    async fn watching(&self) {
+        let deadline = tokio::time::Instant::now() + WAIT;
+        while self.server.open_watches() < 2 {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "watches not open: {:?}",
+                self.server.requests()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    fn count(&self, resource: FakeResource, watch: bool) -> usize {
+        let path = format!(
+            "/apis/admissionregistration.k8s.io/v1/{}",
+            resource.plural()
+        );
+        self.server
+            .requests()
+            .iter()
+            .filter(|r| r.path == path && r.is_watch() == watch)
+            .count()
+    }
+}
+
+/// The first message `want` accepts, within [`WAIT`] overall.
+async fn recv_until<T>(
+    rx: &mut mpsc::Receiver<ClusterMsg>,
+    mut want: impl FnMut(ClusterMsg) -> Option<T>,
+) -> T {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            if let Some(found) = want(recv(rx).await) {
+                return found;
+            }
+        }
+    })
+    .await
+    .expect("the awaited message in time")
+}
+
+async fn recv(rx: &mut mpsc::Receiver<ClusterMsg>) -> ClusterMsg {
+    tokio::time::timeout(WAIT, rx.recv())
+        .await
+        .expect("a message in time")
+        .expect("the run task keeps going")
+}
+
+fn names(configurations: &[hookscope::api::WebhookConfiguration]) -> Vec<&str> {
+    configurations.iter().map(|c| c.name.as_str()).collect()
+}
+
+fn no_changes(messages: &[ClusterMsg]) {
+    let changes: Vec<&ClusterMsg> = messages
+        .iter()
+        .filter(|m| matches!(m, ClusterMsg::Change(_)))
+        .collect();
+    assert!(changes.is_empty(), "spurious changes: {changes:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initial_list_is_sorted_by_name_defaulted_and_reports_who_is_connected() {
+    let mut live = Live::start(|s| {
+        s.create("kubectl", mutating("zeta", "Ignore")).unwrap();
+        s.create("kubectl", mutating("alpha", "Fail")).unwrap();
+        s.create("helm", validating("policy")).unwrap();
+    })
+    .await;
+    match live.next().await {
+        ClusterMsg::Connecting {
+            server,
+            context,
+            attempt,
+        } => {
+            assert_eq!(server, live.server.url());
+            assert_eq!(context, "fake");
+            assert_eq!(attempt, 1);
+        }
+        other => panic!("expected Connecting, got {other:?}"),
+    }
+    match live.next().await {
+        ClusterMsg::Connected(connected) => {
+            assert_eq!(connected.info.server, live.server.url());
+            assert_eq!(connected.info.context, "fake");
+            assert_eq!(connected.info.user, "fake");
+            assert_eq!(
+                connected.info.source,
+                KubeconfigSource::Flag(live.kubeconfig.clone())
+            );
+            assert_eq!(connected.server_version, "v1.33.0-hookscope-fake");
+        }
+        other => panic!("expected Connected, got {other:?}"),
+    }
+    let (skipped, set) = live
+        .until(|m| match m {
+            ClusterMsg::Configurations(set) if set.mutating_synced && set.validating_synced => {
+                Some(set.clone())
+            }
+            _ => None,
+        })
+        .await;
+    no_changes(&skipped);
+    assert_eq!(names(&set.mutating), ["alpha", "zeta"]);
+    assert_eq!(names(&set.validating), ["policy"]);
+    assert!(set.problems.is_empty(), "{:?}", set.problems);
+    assert_eq!(set.mutating[0].kind, WebhookKind::Mutating);
+    // The project's defaulting ran on the server's objects.
+    assert_eq!(
+        set.mutating[0].webhooks[0].match_policy.as_deref(),
+        Some("Equivalent")
+    );
+    assert_eq!(
+        set.mutating[1].webhooks[0].failure_policy.as_deref(),
+        Some("Ignore")
+    );
+    assert_eq!(names(&set.all()), ["alpha", "zeta", "policy"]);
+    // Watchers, not polling: one list and one watch per resource.
+    for resource in FakeResource::ALL {
+        assert_eq!(live.count(resource, false), 1, "lists of {resource}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn changes_while_watching_arrive_in_order_with_manager_and_diff() {
+    let mut live = Live::start(|_| {}).await;
+    live.synced().await;
+
+    live.server
+        .create("kubectl-create", mutating("injector", "Fail"))
+        .unwrap();
+    let added = live.next_change().await;
+    assert_eq!(
+        (added.kind, added.name.as_str(), added.action),
+        (WebhookKind::Mutating, "injector", ChangeAction::Added)
+    );
+    assert_eq!(added.who, "kubectl-create");
+    assert_eq!(added.operation.as_deref(), Some("Update"));
+    assert_eq!(added.seen, Seen::Event);
+    assert!(added.diff.contains("--- /dev/null"), "{}", added.diff);
+    assert!(added.diff.contains("+  name: injector"), "{}", added.diff);
+    match live.next().await {
+        ClusterMsg::Configurations(set) => assert_eq!(names(&set.mutating), ["injector"]),
+        other => panic!("expected the set, got {other:?}"),
+    }
+
+    live.server
+        .update("helm", mutating("injector", "Ignore"))
+        .unwrap();
+    let modified = live.next_change().await;
+    assert_eq!(modified.action, ChangeAction::Modified);
+    assert_eq!(modified.who, "helm");
+    assert!(
+        modified.diff.contains("-  failurePolicy: Fail"),
+        "{}",
+        modified.diff
+    );
+    assert!(
+        modified.diff.contains("+  failurePolicy: Ignore"),
+        "{}",
+        modified.diff
+    );
+    assert!(
+        !modified.diff.contains("managedFields"),
+        "{}",
+        modified.diff
+    );
+    assert!(
+        modified.resource_version.parse::<u64>().unwrap()
+            > added.resource_version.parse::<u64>().unwrap()
+    );
+    match live.next().await {
+        ClusterMsg::Configurations(set) => {
+            assert_eq!(
+                set.mutating[0].webhooks[0].failure_policy.as_deref(),
+                Some("Ignore")
+            )
+        }
+        other => panic!("expected the set, got {other:?}"),
+    }
+
+    live.server
+        .delete(FakeResource::MutatingWebhookConfigurations, "injector")
+        .unwrap();
+    let deleted = live.next_change().await;
+    assert_eq!(deleted.action, ChangeAction::Deleted);
+    assert_eq!(deleted.who, "unknown");
+    assert_eq!(
+        deleted.resource_version,
+        live.server.resource_version().to_string()
+    );
+    assert!(deleted.diff.contains("+++ /dev/null"), "{}", deleted.diff);
+    match live.next().await {
+        ClusterMsg::Configurations(set) => assert!(set.mutating.is_empty()),
+        other => panic!("expected the set, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bookmarks_pass_silently_and_move_the_resume_point() {
+    let mut live = Live::start(|s| {
+        s.create("kubectl", mutating("a", "Fail")).unwrap();
+    })
+    .await;
+    live.synced().await;
+    live.watching().await;
+    live.server.bump_unrelated(7);
+    let bookmarked = live.server.resource_version().to_string();
+    live.server.send_bookmarks();
+    live.server.drop_watches();
+    // The re-watch resumes from the bookmark's resourceVersion.
+    let path = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while !live.server.requests().iter().any(|r| {
+        r.path == path
+            && r.is_watch()
+            && r.param("resourceVersion").as_deref() == Some(bookmarked.as_str())
+    }) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no watch from the bookmark: {:?}",
+            live.server.requests()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    live.server
+        .create("kubectl", mutating("b", "Fail"))
+        .unwrap();
+    // Nothing came of the bookmark: the next message is the new object.
+    let change = live.next_change().await;
+    assert_eq!(
+        (change.name.as_str(), change.action),
+        ("b", ChangeAction::Added)
+    );
+}
+
+async fn expired_relist(expiry: WatchExpiry) {
+    let mut live = Live::start(|s| {
+        s.set_watch_expiry(expiry);
+        s.create("kubectl", mutating("a", "Fail")).unwrap();
+        s.create("kubectl", validating("v")).unwrap();
+    })
+    .await;
+    live.synced().await;
+    live.watching().await;
+    let lists_before = live.count(FakeResource::MutatingWebhookConfigurations, false);
+    live.server.bump_unrelated(3);
+    live.server.expire_history();
+    live.server.drop_watches();
+    // Wait for the relist the 410 causes, then make one real change.
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while live.count(FakeResource::MutatingWebhookConfigurations, false) == lists_before
+        || live.server.open_watches() < 2
+    {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no relist after 410: {:?}",
+            live.server.requests()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    live.server.update("helm", mutating("a", "Ignore")).unwrap();
+    let (skipped, change) = live.until_change().await;
+    assert!(
+        skipped
+            .iter()
+            .all(|m| !matches!(m, ClusterMsg::FeedFailed { .. } | ClusterMsg::Failed(_))),
+        "a 410 is routine: {skipped:?}"
+    );
+    assert_eq!(
+        (change.name.as_str(), change.action, change.who.as_str()),
+        ("a", ChangeAction::Modified, "helm")
+    );
+    assert!(
+        change.diff.contains("+  failurePolicy: Ignore"),
+        "{}",
+        change.diff
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_watch_error_event_relists_without_spurious_changes() {
+    expired_relist(WatchExpiry::ErrorEvent).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn expired_watch_http_410_relists_without_spurious_changes() {
+    expired_relist(WatchExpiry::HttpStatus).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn relist_after_a_gap_reports_what_really_changed() {
+    let mut live = Live::start(|s| {
+        s.create("kubectl", mutating("kept", "Fail")).unwrap();
+        s.create("kubectl", mutating("gone", "Fail")).unwrap();
+    })
+    .await;
+    live.synced().await;
+    live.watching().await;
+    // The connection drops; meanwhile one object goes away; the events are compacted.
+    live.server.stop();
+    live.server
+        .delete(FakeResource::MutatingWebhookConfigurations, "gone")
+        .unwrap();
+    live.server.expire_history();
+    live.server.restart().await.unwrap();
+    // Whether the client noticed the outage (and reconnected) or only the 410, the deletion is
+    // found by the relist.
+    let (_, change) = live.until_change().await;
+    assert_eq!(
+        (change.name.as_str(), change.action, change.seen),
+        ("gone", ChangeAction::Deleted, Seen::Relist)
+    );
+    match live.next().await {
+        ClusterMsg::Configurations(set) => assert_eq!(names(&set.mutating), ["kept"]),
+        other => panic!("expected the set, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dropped_watch_is_resumed() {
+    let mut live = Live::start(|_| {}).await;
+    live.synced().await;
+    live.watching().await;
+    let watches_before = live.count(FakeResource::ValidatingWebhookConfigurations, true);
+    live.server.drop_watches();
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while live.server.open_watches() < 2 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "watches not reopened"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(live.count(FakeResource::ValidatingWebhookConfigurations, true) > watches_before);
+    live.server
+        .create("kubectl", validating("after-drop"))
+        .unwrap();
+    let change = live.next_change().await;
+    assert_eq!(
+        (change.kind, change.name.as_str()),
+        (WebhookKind::Validating, "after-drop")
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forbidden_list_names_the_rbac_rule_then_recovers_when_granted() {
+    let denial = Denial::resource(FakeResource::ValidatingWebhookConfigurations, "list");
+    let mut live = Live::start(|s| {
+        s.create("kubectl", mutating("m", "Fail")).unwrap();
+        s.forbid(denial.clone());
+    })
+    .await;
+    // The failure and the other watcher's first list come in either order.
+    let (mut failure, mut mutating_set) = (None, None);
+    live.until(|m| {
+        match m {
+            ClusterMsg::FeedFailed {
+                feed: Feed::ValidatingWebhookConfigurations,
+                failure: f,
+            } => failure = failure.take().or(Some(f.clone())),
+            ClusterMsg::Configurations(set) if set.mutating_synced => {
+                mutating_set = Some(set.clone())
+            }
+            _ => {}
+        }
+        (failure.is_some() && mutating_set.is_some()).then_some(())
+    })
+    .await;
+    let (failure, set) = (failure.unwrap(), mutating_set.unwrap());
+    assert_eq!(failure.kind, FailureKind::Forbidden);
+    assert!(
+        failure.reason.contains(
+            r#"User "hookscope-test" cannot list resource "validatingwebhookconfigurations""#
+        ),
+        "{}",
+        failure.reason
+    );
+    let rbac = failure.rbac.expect("RBAC advice");
+    assert_eq!(
+        rbac.check,
+        "kubectl auth can-i list validatingwebhookconfigurations.admissionregistration.k8s.io --context fake"
+    );
+    assert!(
+        rbac.rule
+            .contains(r#"resources: ["validatingwebhookconfigurations"]"#),
+        "{}",
+        rbac.rule
+    );
+    assert!(
+        rbac.rule.contains(r#"verbs: ["get", "list", "watch"]"#),
+        "{}",
+        rbac.rule
+    );
+    assert!(failure.retry_in > Duration::ZERO);
+
+    // The other watcher is unaffected.
+    assert_eq!(names(&set.mutating), ["m"]);
+    assert!(!set.validating_synced);
+
+    live.server.create("kubectl", validating("v")).unwrap();
+    live.server.allow(&denial);
+    live.until(|m| {
+        matches!(
+            m,
+            ClusterMsg::FeedRecovered(Feed::ValidatingWebhookConfigurations)
+        )
+        .then_some(())
+    })
+    .await;
+    let set = live.synced().await;
+    assert_eq!(names(&set.validating), ["v"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_are_scraped_as_text_and_a_403_names_the_non_resource_rule() {
+    let text = std::fs::read_to_string("tests/fixtures/live/cluster/metrics.txt").unwrap();
+    let server = FakeApiServer::start().await.unwrap();
+    server.set_metrics(&text);
+    server.forbid(Denial::Path("/metrics".into()));
+    let kubeconfig = write(&scratch_dir(), "config", &server.kubeconfig());
+    let (tx, mut rx) = mpsc::channel(64);
+    tokio::spawn(run(fast_options(kubeconfig), tx));
+    let failure = recv_until(&mut rx, |m| match m {
+        ClusterMsg::FeedFailed {
+            feed: Feed::Metrics,
+            failure,
+        } => Some(failure),
+        _ => None,
+    })
+    .await;
+    assert_eq!(failure.kind, FailureKind::Forbidden);
+    assert!(
+        failure.reason.contains(r#"cannot get path "/metrics""#),
+        "{}",
+        failure.reason
+    );
+    let rbac = failure.rbac.unwrap();
+    assert_eq!(rbac.check, "kubectl auth can-i get /metrics --context fake");
+    assert!(rbac.rule.contains(r#"nonResourceURLs: ["/metrics"]"#));
+
+    server.allow(&Denial::Path("/metrics".into()));
+    recv_until(&mut rx, |m| {
+        (m == ClusterMsg::FeedRecovered(Feed::Metrics)).then_some(())
+    })
+    .await;
+    let scrape = recv_until(&mut rx, |m| match m {
+        ClusterMsg::Metrics(scrape) => Some(scrape),
+        _ => None,
+    })
+    .await;
+    assert_eq!(scrape.text, text);
+    let asked = server
+        .requests()
+        .into_iter()
+        .find(|r| r.path == "/metrics")
+        .unwrap();
+    assert_eq!(asked.accept.as_deref(), Some("text/plain;version=0.0.4"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_down_at_start_fails_with_a_retry_then_connects() {
+    let mut live = Live::start(|s| {
+        s.create("kubectl", mutating("m", "Fail")).unwrap();
+        s.stop();
+    })
+    .await;
+    let failure = live.until_failed().await.1;
+    assert_eq!(failure.kind, FailureKind::Unreachable);
+    assert!(
+        failure.reason.contains(&live.server.url()),
+        "{}",
+        failure.reason
+    );
+    assert!(
+        failure.reason.contains("connection refused"),
+        "{}",
+        failure.reason
+    );
+    assert!(failure.retry_in > Duration::ZERO);
+    // Retries count up while it stays down.
+    live.until(|m| matches!(m, ClusterMsg::Connecting { attempt: 2.., .. }).then_some(()))
+        .await;
+
+    live.server.restart().await.unwrap();
+    live.until(|m| matches!(m, ClusterMsg::Connected(_)).then_some(()))
+        .await;
+    assert_eq!(names(&live.synced().await.mutating), ["m"]);
+
+    // A lost connection is shown and retried, without spurious changes on reconnection.
+    live.server.stop();
+    let (_, failure) = live.until_failed().await;
+    assert_eq!(failure.kind, FailureKind::Unreachable);
+    live.server.restart().await.unwrap();
+    let (skipped, _) = live
+        .until(|m| matches!(m, ClusterMsg::Connected(_)).then_some(()))
+        .await;
+    no_changes(&skipped);
+    live.server
+        .create("kubectl", mutating("n", "Fail"))
+        .unwrap();
+    let (skipped, change) = live.until_change().await;
+    no_changes(&skipped);
+    assert_eq!(
+        (change.name.as_str(), change.action),
+        ("n", ChangeAction::Added)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rejected_credentials_fail_as_unauthorized_until_fixed() {
+    let mut live = Live::start(|s| s.set_token("rotated-away")).await;
+    let failure = live.until_failed().await.1;
+    assert_eq!(failure.kind, FailureKind::Unauthorized);
+    assert!(failure.reason.contains("401"), "{}", failure.reason);
+    assert!(
+        failure
+            .action
+            .contains("kubectl --context fake get --raw /version"),
+        "{}",
+        failure.action
+    );
+    // The kubeconfig is read again on every attempt: a refreshed token is picked up.
+    live.server.set_token("fresh");
+    let refreshed = live.server.kubeconfig();
+    std::fs::write(&live.kubeconfig, refreshed).unwrap();
+    live.until(|m| matches!(m, ClusterMsg::Connected(_)).then_some(()))
+        .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_are_refused_unless_allowed_dry_run_is_not_stored_and_apply_is() {
+    let mut live = Live::start(|s| {
+        s.create("kubectl", mutating("injector", "Fail")).unwrap();
+    })
+    .await;
+    let set = live.synced().await;
+    let mut edited = set.mutating[0].clone();
+    edited.webhooks[0].failure_policy = Some("Ignore".into());
+
+    let read_only = Cluster::connect(&fast_options(live.kubeconfig.clone()))
+        .await
+        .unwrap();
+    assert!(matches!(
+        read_only.apply_configuration(&edited, true, false).await,
+        Err(WriteError::ReadOnly)
+    ));
+    assert!(live.server.requests().iter().all(|r| r.method != "PATCH"));
+
+    let options = ClusterOptions {
+        allow_writes: true,
+        ..fast_options(live.kubeconfig.clone())
+    };
+    let writer = Cluster::connect(&options).await.unwrap();
+    let before = live
+        .server
+        .get(FakeResource::MutatingWebhookConfigurations, "injector")
+        .unwrap();
+    // Another manager owns the webhooks: without force even the dry run conflicts, naming it.
+    match writer.apply_configuration(&edited, true, false).await {
+        Err(WriteError::Rejected(failure)) => {
+            assert!(failure.reason.contains("409"), "{}", failure.reason);
+            assert!(
+                failure.reason.contains(r#"conflict with "kubectl""#),
+                "{}",
+                failure.reason
+            );
+            assert!(failure.action.contains("force"), "{}", failure.action);
+        }
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    let dry = writer
+        .apply_configuration(&edited, true, true)
+        .await
+        .unwrap();
+    assert_eq!(dry.dry_run["webhooks"][0]["failurePolicy"], "Ignore");
+    assert!(dry.stored.is_none());
+    assert_eq!(
+        live.server
+            .get(FakeResource::MutatingWebhookConfigurations, "injector")
+            .unwrap(),
+        before
+    );
+
+    let applied = writer
+        .apply_configuration(&edited, false, true)
+        .await
+        .unwrap();
+    let stored = applied.stored.unwrap();
+    assert_eq!(stored["webhooks"][0]["failurePolicy"], "Ignore");
+    let on_server = live
+        .server
+        .get(FakeResource::MutatingWebhookConfigurations, "injector")
+        .unwrap();
+    assert_eq!(on_server["webhooks"][0]["failurePolicy"], "Ignore");
+    let patches: Vec<_> = live
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "PATCH")
+        .collect();
+    assert!(
+        patches
+            .iter()
+            .all(|p| p.param("fieldManager").as_deref() == Some("hookscope"))
+    );
+    assert_eq!(
+        patches
+            .iter()
+            .filter(|p| p.param("dryRun").as_deref() == Some("All"))
+            .count(),
+        3
+    );
+
+    let (skipped, change) = live.until_change().await;
+    no_changes(&skipped);
+    assert_eq!(
+        (
+            change.action,
+            change.who.as_str(),
+            change.operation.as_deref()
+        ),
+        (ChangeAction::Modified, "hookscope", Some("Apply"))
+    );
+}
+
+fn two_context_kubeconfig(a: &FakeApiServer, b: &FakeApiServer) -> String {
+    // Two single-context kubeconfigs merged by hand: clusters, users and contexts of both.
+    let doc_a: Value = serde_saphyr::from_str(&a.kubeconfig_named("alpha")).unwrap();
+    let doc_b: Value = serde_saphyr::from_str(&b.kubeconfig_named("beta")).unwrap();
+    let mut merged = doc_a.clone();
+    for key in ["clusters", "users", "contexts"] {
+        let list = merged[key].as_array_mut().unwrap();
+        list.extend(doc_b[key].as_array().unwrap().iter().cloned());
+    }
+    serde_json::to_string(&merged).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_flag_selects_among_two_contexts() {
+    let a = FakeApiServer::start().await.unwrap();
+    let b = FakeApiServer::start().await.unwrap();
+    a.create("kubectl", mutating("on-alpha", "Fail")).unwrap();
+    b.create("kubectl", mutating("on-beta", "Fail")).unwrap();
+    let path = write(&scratch_dir(), "config", &two_context_kubeconfig(&a, &b));
+
+    let default = Cluster::connect(&fast_options(path.clone())).await.unwrap();
+    assert_eq!(
+        (
+            default.info().context.as_str(),
+            default.info().server.clone()
+        ),
+        ("alpha", a.url())
+    );
+
+    let options = ClusterOptions {
+        context: Some("beta".into()),
+        ..fast_options(path.clone())
+    };
+    let (tx, mut rx) = mpsc::channel(64);
+    tokio::spawn(run(options, tx));
+    let connected = recv_until(&mut rx, |m| match m {
+        ClusterMsg::Connected(c) => Some(c),
+        ClusterMsg::Failed(f) => panic!("{f}"),
+        _ => None,
+    })
+    .await;
+    assert_eq!(
+        (
+            connected.info.context.as_str(),
+            connected.info.user.as_str(),
+            connected.info.server.clone()
+        ),
+        ("beta", "beta", b.url())
+    );
+    let set = recv_until(&mut rx, |m| match m {
+        ClusterMsg::Configurations(set) if set.mutating_synced => Some(set),
+        _ => None,
+    })
+    .await;
+    assert_eq!(names(&set.mutating), ["on-beta"]);
+
+    let options = ClusterOptions {
+        context: Some("gamma".into()),
+        ..fast_options(path)
+    };
+    match Cluster::connect(&options).await {
+        Err(ClusterError::UnknownContext { context, available }) => {
+            assert_eq!(context, "gamma");
+            assert_eq!(available, ["alpha", "beta"]);
+        }
+        other => panic!("expected UnknownContext, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kubeconfig_env_lists_are_merged_first_file_winning() {
+    let a = FakeApiServer::start().await.unwrap();
+    let b = FakeApiServer::start().await.unwrap();
+    let dir = scratch_dir();
+    let first = write(&dir, "a.yaml", &a.kubeconfig_named("alpha"));
+    let second = write(&dir, "b.yaml", &b.kubeconfig_named("beta"));
+    let env = std::env::join_paths([&first, &second]).unwrap();
+    let flag = dir.join("flag.yaml");
+
+    assert_eq!(
+        kubeconfig_source(Some(&flag), Some(&env), None).unwrap(),
+        KubeconfigSource::Flag(flag)
+    );
+    let source = kubeconfig_source(None, Some(&env), None).unwrap();
+    assert_eq!(
+        source,
+        KubeconfigSource::Env(vec![first.clone(), second.clone()])
+    );
+    let merged = read_kubeconfig(&source).unwrap();
+    assert_eq!(merged.current_context.as_deref(), Some("alpha"));
+    assert_eq!(merged.contexts.len(), 2);
+
+    let options = ClusterOptions {
+        context: Some("beta".into()),
+        ..ClusterOptions::default()
+    };
+    let cluster = Cluster::connect_with(source, &options).await.unwrap();
+    assert_eq!(cluster.info().server, b.url());
+    assert_eq!(
+        cluster.server_version().await.unwrap(),
+        "v1.33.0-hookscope-fake"
+    );
+
+    let home = scratch_dir();
+    assert_eq!(kubeconfig_source(None, None, Some(&home)).ok(), None);
+    std::fs::create_dir_all(home.join(".kube")).unwrap();
+    write(&home.join(".kube"), "config", &a.kubeconfig());
+    assert_eq!(
+        kubeconfig_source(None, Some(std::ffi::OsStr::new("")), Some(&home)).unwrap(),
+        KubeconfigSource::Default(home.join(".kube").join("config"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_missing_kubeconfig_is_a_clear_error_and_run_keeps_retrying() {
+    let missing = scratch_dir().join("nope").join("config");
+    let options = fast_options(missing.clone());
+    let error = Cluster::connect(&options).await.unwrap_err();
+    assert!(
+        matches!(&error, ClusterError::KubeconfigRead { path, .. } if *path == missing),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains(&missing.display().to_string()),
+        "{error}"
+    );
+
+    let home = scratch_dir();
+    let error = kubeconfig_source(None, None, Some(&home)).unwrap_err();
+    assert!(
+        error.to_string().contains("KUBECONFIG is not set"),
+        "{error}"
+    );
+    let failure = error.to_failure(Duration::from_secs(1));
+    assert_eq!(failure.kind, FailureKind::Kubeconfig);
+    assert!(
+        failure.action.contains("--kubeconfig"),
+        "{}",
+        failure.action
+    );
+
+    let (tx, mut rx) = mpsc::channel(8);
+    tokio::spawn(run(options, tx));
+    for _ in 0..2 {
+        match tokio::time::timeout(WAIT, rx.recv())
+            .await
+            .unwrap()
+            .unwrap()
+        {
+            ClusterMsg::Failed(failure) => {
+                assert_eq!(failure.kind, FailureKind::Kubeconfig);
+                assert!(
+                    failure.reason.contains(&missing.display().to_string()),
+                    "{}",
+                    failure.reason
+                );
+            }
+            other => panic!("expected Failed, got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fake_server_speaks_the_list_paging_and_watch_wire_format() {
+    let server = FakeApiServer::start().await.unwrap();
+    for name in ["c", "a", "b"] {
+        server.create("kubectl", mutating(name, "Fail")).unwrap();
+    }
+    let path = write(&scratch_dir(), "config", &server.kubeconfig());
+    let cluster = Cluster::connect(&fast_options(path)).await.unwrap();
+    let client = cluster.client();
+    let get = |uri: &str| http::Request::get(uri).body(Vec::new()).unwrap();
+    let base = "/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations";
+
+    let page: Value = client
+        .request(get(&format!("{base}?limit=2")))
+        .await
+        .unwrap();
+    assert_eq!(page["kind"], "MutatingWebhookConfigurationList");
+    assert_eq!(page["apiVersion"], "admissionregistration.k8s.io/v1");
+    assert_eq!(
+        page["metadata"]["resourceVersion"],
+        server.resource_version().to_string()
+    );
+    let first: Vec<&str> = page["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(first, ["a", "b"]);
+    let token = page["metadata"]["continue"].as_str().unwrap().to_string();
+    let rest: Value = client
+        .request(get(&format!("{base}?limit=2&continue={token}")))
+        .await
+        .unwrap();
+    assert_eq!(rest["items"][0]["metadata"]["name"], "c");
+    assert!(rest["metadata"].get("continue").is_none());
+
+    // An expired continue token is an HTTP 410 Expired.
+    server.bump_unrelated(1);
+    server.expire_history();
+    match client
+        .request::<Value>(get(&format!("{base}?limit=2&continue={token}")))
+        .await
+    {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!((status.code, status.reason.as_str()), (410, "Expired"));
+            assert!(
+                status
+                    .message
+                    .starts_with("The provided continue parameter is too old")
+            );
+        }
+        other => panic!("expected 410, got {other:?}"),
+    }
+
+    let one: Value = client.request(get(&format!("{base}/b"))).await.unwrap();
+    assert_eq!(one["kind"], "MutatingWebhookConfiguration");
+    match client.request::<Value>(get(&format!("{base}/zz"))).await {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!(status.code, 404);
+            assert_eq!(
+                status.message,
+                r#"mutatingwebhookconfigurations.admissionregistration.k8s.io "zz" not found"#
+            );
+        }
+        other => panic!("expected 404, got {other:?}"),
+    }
+
+    // A watch from a too-old resourceVersion: one ERROR event carrying the 410 Status.
+    let rv = 2;
+    let text = client
+        .request_text(get(&format!(
+            "{base}?watch=true&resourceVersion={rv}&timeoutSeconds=1"
+        )))
+        .await
+        .unwrap();
+    let event: Value = serde_json::from_str(text.trim()).unwrap();
+    assert_eq!(event["type"], "ERROR");
+    assert_eq!(event["object"]["kind"], "Status");
+    assert_eq!(event["object"]["code"], 410);
+    assert_eq!(event["object"]["reason"], "Expired");
+
+    // A streaming-list watch: ADDED for each object, then the initial-events-end bookmark.
+    let text = client
+        .request_text(get(&format!(
+            "{base}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=1"
+        )))
+        .await
+        .unwrap();
+    let events: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let types: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["ADDED", "ADDED", "ADDED", "BOOKMARK"]);
+    assert_eq!(
+        events[3]["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+        "true"
+    );
+
+    // Without the token: 401 with a Status body.
+    let mut anonymous = server.kubeconfig();
+    anonymous = anonymous.replace(&server.token(), "wrong");
+    let path = write(&scratch_dir(), "config", &anonymous);
+    let stranger = Cluster::connect(&fast_options(path)).await.unwrap();
+    match stranger.server_version().await {
+        Err(kube::Error::Api(status)) => {
+            assert_eq!((status.code, status.reason.as_str()), (401, "Unauthorized"))
+        }
+        other => panic!("expected 401, got {other:?}"),
+    }
+}
