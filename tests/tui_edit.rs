@@ -201,15 +201,16 @@ fn a_valid_edit_re_dispatches_and_the_what_if_counts_follow() {
     assert_eq!(s.entries.len(), s.baseline.as_ref().unwrap().entries.len());
     let after_denied = denied(s);
     assert_eq!(after_denied, before_denied + opens);
-    assert_eq!(s.whatif.flipped(), opens);
-    assert!(s.whatif.rows.iter().take(opens).all(|r| r.flipped
-        && r.before == Verdict::FailedOpen
-        && matches!(r.after, Verdict::Denied(500))));
+    assert_eq!(s.whatif.flipped().count(), opens);
+    let baseline = &s.baseline.as_ref().unwrap().entries;
+    assert!(s.whatif.requests.iter().take(opens).all(|r| r.flipped()
+        && baseline[r.index].row.verdict == Verdict::FailedOpen
+        && matches!(s.entries[r.index].row.verdict, Verdict::Denied(500))));
     let quota = s
         .whatif
         .hooks
         .iter()
-        .find(|d| d.configuration == "30-slow-quota")
+        .find(|d| d.hook.configuration == "30-slow-quota")
         .unwrap();
     let (b, a) = (quota.before.unwrap(), quota.after.unwrap());
     assert_eq!((b.failed_open, a.failed_open), (opens, 0));
@@ -223,7 +224,7 @@ fn a_valid_edit_re_dispatches_and_the_what_if_counts_follow() {
     h.act(Action::Open);
     assert_eq!(h.state.view, View::Chain);
     assert!(h.state.compare);
-    assert_eq!(h.state.selected, Some(h.state.whatif.rows[0].index));
+    assert_eq!(h.state.selected, Some(h.state.whatif.requests[0].index));
     h.act(Action::Back);
     assert_eq!(h.state.view, View::WhatIf);
 }

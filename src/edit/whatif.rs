@@ -154,8 +154,11 @@ impl HookStats {
     }
 }
 
-/// Per-webhook counts of a result set, in dispatch order of first appearance.
-pub fn hook_stats(results: &[Replayed]) -> Vec<(HookKey, HookStats)> {
+/// Per-webhook counts of a result set (a slice, or any iterator of references, such as the
+/// console's entries), in dispatch order of first appearance.
+pub fn hook_stats<'a>(
+    results: impl IntoIterator<Item = &'a Replayed>,
+) -> Vec<(HookKey, HookStats)> {
     let mut order: Vec<HookKey> = Vec::new();
     let mut stats: BTreeMap<HookKey, HookStats> = BTreeMap::new();
     fn entry<'s>(
@@ -263,12 +266,21 @@ impl WhatIf {
 }
 
 /// Compares two result sets of the same requests (paired by position).
-pub fn compare(before: &[Replayed], after: &[Replayed]) -> WhatIf {
+pub fn compare<'a, B, A>(before: B, after: A) -> WhatIf
+where
+    B: IntoIterator<Item = &'a Replayed> + Clone,
+    A: IntoIterator<Item = &'a Replayed> + Clone,
+{
+    let mut compared = 0;
     let requests = before
-        .iter()
-        .zip(after)
+        .clone()
+        .into_iter()
+        .zip(after.clone())
         .enumerate()
-        .map(|(index, (b, a))| request_change(index, b, a))
+        .map(|(index, (b, a))| {
+            compared = index + 1;
+            request_change(index, b, a)
+        })
         .filter(|c| !c.is_empty())
         .collect();
     let b = hook_stats(before);
@@ -296,7 +308,7 @@ pub fn compare(before: &[Replayed], after: &[Replayed]) -> WhatIf {
         }
     }
     WhatIf {
-        compared: before.len().min(after.len()),
+        compared,
         requests,
         hooks,
     }

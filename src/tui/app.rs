@@ -227,7 +227,7 @@ pub struct State {
     /// The results before the first edit took effect.
     pub baseline: Option<Baseline>,
     /// What the edits changed, as of the last re-dispatch.
-    pub whatif: super::editing::WhatIf,
+    pub whatif: crate::edit::WhatIf,
     /// What-if: selected row.
     pub whatif_selected: usize,
     /// Unsaved texts found from an earlier session, offered back.
@@ -260,10 +260,6 @@ pub struct Run {
 pub struct Baseline {
     /// The requests as first replayed.
     pub entries: Vec<Entry>,
-    /// The webhooks then.
-    pub hooks: Vec<HookInfo>,
-    /// Their counts.
-    pub hook_counts: Vec<HookCounts>,
 }
 
 /// Unsaved text kept by an earlier session.
@@ -427,7 +423,7 @@ impl State {
             edit_generation: 0,
             run: None,
             baseline: None,
-            whatif: super::editing::WhatIf::default(),
+            whatif: crate::edit::WhatIf::default(),
             whatif_selected: 0,
             recovered: Vec::new(),
             new_buffers: 0,
@@ -731,7 +727,7 @@ impl State {
             A::Show(v) => self.view = v,
             A::Up | A::Down | A::PageUp | A::PageDown | A::Top | A::Bottom => self.navigate(action),
             A::Open if self.view == View::WhatIf => {
-                if let Some(r) = self.whatif.rows.get(self.whatif_selected) {
+                if let Some(r) = self.whatif.requests.get(self.whatif_selected) {
                     self.selected = Some(r.index);
                     self.compare = true;
                     self.view = View::Chain;
@@ -907,7 +903,7 @@ impl State {
                 self.hook_selected = (self.hook_selected as isize + delta).clamp(0, n - 1) as usize;
             }
             View::WhatIf => {
-                let n = self.whatif.rows.len().max(1) as isize;
+                let n = self.whatif.requests.len().max(1) as isize;
                 self.whatif_selected =
                     (self.whatif_selected as isize + delta).clamp(0, n - 1) as usize;
             }

@@ -256,112 +256,9 @@ pub fn check(text: &str, file: &str, previous: &[WebhookConfiguration]) -> Check
 }
 
 use super::app::{Baseline, Command, RecoveredText, Run, State, View};
-use super::model::{HookCounts, HookInfo, Verdict};
+use super::model::HookCounts;
 use super::source::SourceMsg;
 use crate::replay::run::ReplayEvent;
-
-/// A request whose outcome an edit changed.
-#[derive(Debug, Clone, PartialEq)]
-pub struct WhatIfRow {
-    /// Index into the entries (the same in the baseline).
-    pub index: usize,
-    /// Verdict before the edits.
-    pub before: Verdict,
-    /// Verdict now.
-    pub after: Verdict,
-    /// Allowed ↔ denied.
-    pub flipped: bool,
-    /// The final object differs.
-    pub object: bool,
-    /// The audit annotations differ.
-    pub annotations: bool,
-    /// The warnings differ.
-    pub warnings: bool,
-}
-
-/// A webhook's counts before and after the edits.
-#[derive(Debug, Clone, PartialEq)]
-pub struct HookDelta {
-    /// Mutating or validating.
-    pub phase: WebhookKind,
-    /// Configuration name.
-    pub configuration: String,
-    /// Webhook name.
-    pub webhook: String,
-    /// Counts before (None: the webhook did not exist).
-    pub before: Option<HookCounts>,
-    /// Counts now (None: the webhook was removed).
-    pub after: Option<HookCounts>,
-}
-
-/// Everything the edits changed, against the first replay.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct WhatIf {
-    /// Requests with any change, flipped verdicts first.
-    pub rows: Vec<WhatIfRow>,
-    /// Every webhook of either side, in dispatch order (now's first, then removed ones).
-    pub hooks: Vec<HookDelta>,
-}
-
-impl WhatIf {
-    /// Compares the current results with the baseline.
-    pub fn compare(baseline: &Baseline, state: &State) -> WhatIf {
-        let mut rows = Vec::new();
-        for (i, (b, a)) in baseline.entries.iter().zip(&state.entries).enumerate() {
-            let (ob, oa) = (&b.replayed.outcome, &a.replayed.outcome);
-            let allowed = |v: &Verdict| !matches!(v, Verdict::Denied(_));
-            let row = WhatIfRow {
-                index: i,
-                before: b.row.verdict,
-                after: a.row.verdict,
-                flipped: allowed(&b.row.verdict) != allowed(&a.row.verdict),
-                object: ob.object != oa.object,
-                annotations: ob.annotations != oa.annotations,
-                warnings: ob.warnings != oa.warnings,
-            };
-            if row.flipped || row.object || row.annotations || row.warnings {
-                rows.push(row);
-            }
-        }
-        rows.sort_by_key(|r| (!r.flipped, r.index));
-        let key = |h: &HookInfo| (h.phase, h.configuration.clone(), h.webhook.clone());
-        let find =
-            |hooks: &[HookInfo], counts: &[HookCounts], k: &(WebhookKind, String, String)| {
-                hooks
-                    .iter()
-                    .position(|h| key(h) == *k)
-                    .and_then(|i| counts.get(i).cloned())
-            };
-        let mut hooks: Vec<HookDelta> = state
-            .hooks
-            .iter()
-            .map(|h| HookDelta {
-                phase: h.phase,
-                configuration: h.configuration.clone(),
-                webhook: h.webhook.clone(),
-                before: find(&baseline.hooks, &baseline.hook_counts, &key(h)),
-                after: find(&state.hooks, &state.hook_counts, &key(h)),
-            })
-            .collect();
-        for h in &baseline.hooks {
-            if !state.hooks.iter().any(|n| key(n) == key(h)) {
-                hooks.push(HookDelta {
-                    phase: h.phase,
-                    configuration: h.configuration.clone(),
-                    webhook: h.webhook.clone(),
-                    before: find(&baseline.hooks, &baseline.hook_counts, &key(h)),
-                    after: None,
-                });
-            }
-        }
-        WhatIf { rows, hooks }
-    }
-
-    /// Requests whose verdict flipped.
-    pub fn flipped(&self) -> usize {
-        self.rows.iter().filter(|r| r.flipped).count()
-    }
-}
 
 impl State {
     /// The buffer the Edit view shows.
@@ -882,14 +779,9 @@ impl State {
     fn finish_run(&mut self, run: Run, reused: u64, sent: u64) {
         self.redispatch_calls = (reused, sent);
         let entries = std::mem::take(&mut self.entries);
-        let hooks = std::mem::replace(&mut self.hooks, run.hooks);
-        let counts = std::mem::take(&mut self.hook_counts);
+        self.hooks = run.hooks;
         if self.baseline.is_none() {
-            self.baseline = Some(Baseline {
-                entries,
-                hooks,
-                hook_counts: counts,
-            });
+            self.baseline = Some(Baseline { entries });
         }
         let selected = self.selected;
         self.annotations.clear();
@@ -904,21 +796,32 @@ impl State {
         if let Some(s) = selected.filter(|&s| s < self.entries.len()) {
             self.selected = Some(s);
         }
-        let whatif = self
+        let mut whatif = self
             .baseline
             .as_ref()
-            .map(|b| WhatIf::compare(b, self))
+            .map(|b| {
+                crate::edit::compare(
+                    b.entries.iter().map(replayed),
+                    self.entries.iter().map(replayed),
+                )
+            })
             .unwrap_or_default();
+        whatif.requests.sort_by_key(|r| (!r.flipped(), r.index));
         self.say(
             format!(
                 "re-dispatched {} requests ({reused} replies reused, {sent} calls sent): {} changed, {} verdicts flipped (7: what-if)",
                 self.entries.len(),
-                whatif.rows.len(),
-                whatif.flipped()
+                whatif.requests.len(),
+                whatif.flipped().count()
             ),
             false,
         );
         self.whatif = whatif;
         self.whatif_selected = 0;
     }
+}
+
+/// The result an entry holds (what the what-if compares).
+fn replayed(e: &super::app::Entry) -> &crate::replay::run::Replayed {
+    &e.replayed
 }

@@ -8,8 +8,8 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
 
 use super::requests::verdict;
 use super::{clip, pane, style};
+use crate::edit::HookStats;
 use crate::tui::app::State;
-use crate::tui::model::HookCounts;
 use crate::tui::theme::{StyleKey, SymbolKey};
 
 /// Draws the view.
@@ -42,9 +42,9 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     };
     let summary_text = format!(
         " {} of {} requests changed · {} verdicts flipped{running}",
-        w.rows.len(),
+        w.requests.len(),
         state.entries.len(),
-        w.flipped()
+        w.flipped().count()
     );
     frame.render_widget(
         Paragraph::new(Line::styled(summary_text, style(state, StyleKey::Header))),
@@ -59,27 +59,31 @@ fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
     let height = usize::from(area.height.saturating_sub(3)).max(1);
     let offset = state.whatif_selected.saturating_sub(height - 1);
     let sel = state.theme.symbol(SymbolKey::Selected);
+    let Some(baseline) = &state.baseline else {
+        return;
+    };
     let rows: Vec<Row> = w
-        .rows
+        .requests
         .iter()
         .enumerate()
         .skip(offset)
         .take(height)
-        .map(|(i, r)| {
-            let e = &state.entries[r.index];
-            let (before, bkey) = verdict(state, r.before);
-            let (after, akey) = verdict(state, r.after);
+        .filter_map(|(i, r)| {
+            let e = state.entries.get(r.index)?;
+            let b = baseline.entries.get(r.index)?;
+            let (before, bkey) = verdict(state, b.row.verdict);
+            let (after, akey) = verdict(state, e.row.verdict);
             let mut what = Vec::new();
-            if r.flipped {
+            if r.verdict.is_some() {
                 what.push("verdict");
             }
-            if r.object {
+            if !r.object.is_empty() {
                 what.push("object");
             }
-            if r.annotations {
+            if !r.annotations.is_empty() {
                 what.push("annotations");
             }
-            if r.warnings {
+            if !r.warnings_added.is_empty() || !r.warnings_removed.is_empty() {
                 what.push("warnings");
             }
             let marker = if i == state.whatif_selected { sel } else { " " };
@@ -92,11 +96,11 @@ fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
                 Cell::from(Span::styled(after, style(state, akey))),
                 Cell::from(what.join(", ")),
             ]);
-            if i == state.whatif_selected {
+            Some(if i == state.whatif_selected {
                 row.style(style(state, StyleKey::Selected))
             } else {
                 row
-            }
+            })
         })
         .collect();
     let header = Row::new(vec![
@@ -124,14 +128,14 @@ fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
     frame.render_widget(table, area);
 }
 
-fn counts_text(c: Option<&HookCounts>) -> [String; 6] {
+fn counts_text(c: Option<&HookStats>) -> [String; 6] {
     match c {
         Some(c) => [
             c.matched.to_string(),
-            c.skipped.to_string(),
+            c.skipped().to_string(),
             c.mutated.to_string(),
             c.denied.to_string(),
-            c.errors.to_string(),
+            c.errored.to_string(),
             c.failed_open.to_string(),
         ],
         None => std::array::from_fn(|_| "–".to_string()),
@@ -158,8 +162,11 @@ fn render_hooks(frame: &mut Frame, state: &State, area: Rect) {
                 ))
             };
             Row::new(vec![
-                Cell::from(h.phase.to_string()),
-                Cell::from(clip(&format!("{} ─ {}", h.configuration, h.webhook), 42)),
+                Cell::from(h.hook.phase.to_string()),
+                Cell::from(clip(
+                    &format!("{} ─ {}", h.hook.configuration, h.hook.webhook),
+                    42,
+                )),
                 cell(0),
                 cell(1),
                 cell(2),
