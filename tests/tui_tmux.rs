@@ -8,11 +8,47 @@
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+/// One tmux server of a test's own (its socket), and the session keys go to.
 struct Tmux {
     socket: String,
+    target: &'static str,
+    /// Only the owner kills the server when dropped.
+    owner: bool,
 }
 
 impl Tmux {
+    /// A server of its own for this test, named after `name` and the process.
+    fn new(name: &str) -> Tmux {
+        Tmux {
+            socket: format!("hookscope-{name}-{}", std::process::id()),
+            target: "console",
+            owner: true,
+        }
+    }
+
+    /// Starts session `target` at 120x40 running `script` with `sh -c`, and addresses it.
+    fn session(&self, target: &'static str, script: &str) -> Tmux {
+        let out = self.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            target,
+            "-x",
+            "120",
+            "-y",
+            "40",
+            "sh",
+            "-c",
+            script,
+        ]);
+        assert!(out.status.success(), "tmux new-session: {out:?}");
+        Tmux {
+            socket: self.socket.clone(),
+            target,
+            owner: false,
+        }
+    }
+
     fn cmd(&self, args: &[&str]) -> Output {
         Command::new("tmux")
             .arg("-L")
@@ -23,12 +59,12 @@ impl Tmux {
     }
 
     fn screen(&self) -> String {
-        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "console"]).stdout)
+        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", self.target]).stdout)
             .into_owned()
     }
 
     fn keys(&self, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", "console"];
+        let mut args = vec!["send-keys", "-t", self.target];
         args.extend_from_slice(keys);
         self.cmd(&args);
     }
@@ -71,8 +107,18 @@ impl Tmux {
 impl Drop for Tmux {
     fn drop(&mut self) {
         // Our own server on our own socket only.
-        let _ = self.cmd(&["kill-server"]);
+        if self.owner {
+            let _ = self.cmd(&["kill-server"]);
+        }
     }
+}
+
+/// A fresh folder of this test's own.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("hookscope-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
 }
 
 fn tmux_available() -> bool {
@@ -89,9 +135,7 @@ fn demo_in_tmux() {
         return;
     }
     let bin = env!("CARGO_BIN_EXE_hookscope");
-    let t = Tmux {
-        socket: format!("hookscope-test-{}", std::process::id()),
-    };
+    let server = Tmux::new("test");
     // After the console ends the shell prints its exit status and whether the terminal is back
     // in canonical mode, then waits so the pane can be read.
     // No settings file (a directory that does not exist): the keys are the defaults.
@@ -102,20 +146,7 @@ fn demo_in_tmux() {
     let script = format!(
         "XDG_CONFIG_HOME='{config_home}' XDG_STATE_HOME='{config_home}' '{bin}'; echo \"exit=$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon; sleep 30"
     );
-    let out = t.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "console",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    assert!(out.status.success(), "tmux new-session: {out:?}");
+    let t = server.session("console", &script);
 
     // The demo opens and replays every request over HTTPS.
     let s = t.wait_for(&["1 Requests", "shop/web-1", "34 done"], "demo opens");
@@ -225,12 +256,8 @@ fn an_edit_survives_sigkill() {
         return;
     }
     let bin = env!("CARGO_BIN_EXE_hookscope");
-    let t = Tmux {
-        socket: format!("hookscope-kill-{}", std::process::id()),
-    };
-    let dir = std::env::temp_dir().join(format!("hookscope-kill-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let server = Tmux::new("kill");
+    let dir = scratch("kill");
     let pid_file = dir.join("pid");
     let env = format!(
         "XDG_CONFIG_HOME='{d}/config' XDG_STATE_HOME='{d}/state'",
@@ -242,20 +269,7 @@ fn an_edit_survives_sigkill() {
         "sh -c \"echo \\$\\$ > '{}'; {env} exec '{bin}' tui --demo-offline\"; sleep 30",
         pid_file.display()
     );
-    let out = t.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "console",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        "sh",
-        "-c",
-        &first,
-    ]);
-    assert!(out.status.success(), "tmux new-session: {out:?}");
+    let t = server.session("console", &first);
     t.wait_for(&["34 done"], "demo opens");
     t.keys(&[":"]);
     t.keys(&["-l", "edit 40-policy"]);
@@ -278,49 +292,12 @@ fn an_edit_survives_sigkill() {
 
     // The next session offers the text back.
     let second = format!("{env} '{bin}' tui --demo-offline; sleep 30");
-    let out = t.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "again",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        "sh",
-        "-c",
-        &second,
-    ]);
-    assert!(out.status.success(), "tmux new-session: {out:?}");
-    let again = Tmux {
-        socket: t.socket.clone(),
-    };
-    let screen = |t: &Tmux| {
-        String::from_utf8_lossy(&t.cmd(&["capture-pane", "-p", "-t", "again"]).stdout).into_owned()
-    };
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !screen(&again).contains(":recover") {
-        assert!(
-            Instant::now() < deadline,
-            "no recovery offered:\n{}",
-            screen(&again)
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    for k in [":", "recover"] {
-        again.cmd(&["send-keys", "-t", "again", "-l", k]);
-    }
-    again.cmd(&["send-keys", "-t", "again", "Enter"]);
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !screen(&again).contains("# a line typed before the crash") {
-        assert!(
-            Instant::now() < deadline,
-            "text not recovered:\n{}",
-            screen(&again)
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    std::mem::forget(again);
+    let again = server.session("again", &second);
+    again.wait_for(&[":recover"], "recovery offered");
+    again.keys(&[":"]);
+    again.keys(&["-l", "recover"]);
+    again.keys(&["Enter"]);
+    again.wait_for(&["# a line typed before the crash"], "text recovered");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -331,12 +308,8 @@ fn edit_bang_runs_the_users_editor_and_takes_its_text() {
         return;
     }
     let bin = env!("CARGO_BIN_EXE_hookscope");
-    let t = Tmux {
-        socket: format!("hookscope-editor-{}", std::process::id()),
-    };
-    let dir = std::env::temp_dir().join(format!("hookscope-editor-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let server = Tmux::new("editor");
+    let dir = scratch("editor");
     // An "editor" that changes the slow webhook's failurePolicy in place, as a person would.
     let editor = dir.join("editor.sh");
     std::fs::write(
@@ -355,20 +328,7 @@ fn edit_bang_runs_the_users_editor_and_takes_its_text() {
         d = dir.display(),
         e = editor.display()
     );
-    let out = t.cmd(&[
-        "new-session",
-        "-d",
-        "-s",
-        "console",
-        "-x",
-        "120",
-        "-y",
-        "40",
-        "sh",
-        "-c",
-        &script,
-    ]);
-    assert!(out.status.success(), "tmux new-session: {out:?}");
+    let t = server.session("console", &script);
     t.wait_for(&["34 done"], "demo opens");
     t.keys(&[":"]);
     t.keys(&["-l", "edit! 30-slow-quota"]);
