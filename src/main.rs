@@ -34,7 +34,9 @@ enum Command {
     /// denied), 1 on --expect mismatches, 2 on bad usage or no readable input.
     Replay(Box<cli::replay::Args>),
     /// The console: replay captured requests (same source flags as replay) and step through
-    /// every webhook call, annotation and metric. `hookscope` alone opens it on the embedded demo.
+    /// every webhook call, annotation and metric; edit the configurations in place (saved back
+    /// to their files) and see which outcomes change. `hookscope` alone opens it on the embedded
+    /// demo.
     Tui(Box<cli::tui::Args>),
 }
 
