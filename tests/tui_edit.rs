@@ -463,3 +463,37 @@ fn snapshots_of_an_invalid_edit_and_the_what_if_view() {
     h.act(Action::Open);
     insta::assert_snapshot!("whatif_compare", screen(&h.state));
 }
+
+#[test]
+fn a_failed_save_keeps_the_edit_and_says_why() {
+    let mut h = Harness::start();
+    h.act(Action::Edit(Some("40-policy".into())));
+    h.type_text("# kept\n");
+    // A folder that does not exist: the library's error names the path.
+    let path = std::env::temp_dir()
+        .join(format!("hookscope-missing-{}", std::process::id()))
+        .join("hooks.yaml");
+    let commands = h.act(Action::Save(Some(path.display().to_string())));
+    let [Command::Save { buffer, text, .. }] = &commands[..] else {
+        panic!("{commands:?}")
+    };
+    let err = hookscope::edit::save_atomic(&path, text)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("hooks.yaml"), "{err}");
+    update(
+        &mut h.state,
+        Msg::Saved {
+            buffer: *buffer,
+            text: text.clone(),
+            result: Err(err.clone()),
+        },
+    );
+    let (msg, error) = h.state.message.clone().unwrap();
+    assert!(
+        error && msg.contains(&err) && msg.contains("the edit is kept"),
+        "{msg}"
+    );
+    assert!(h.state.buffers[*buffer].modified());
+    assert!(h.state.buffers[*buffer].text().contains("# kept"));
+}
