@@ -10,18 +10,38 @@
 //!   in input order;
 //! * `edit_to_what_if`: what the console does on each edit: check the text, build the engine,
 //!   re-dispatch, compare with the results before the edit.
+//!
+//! And the console answering keys meanwhile. The re-dispatch runs in the source's task; the event
+//! loop reads a key between two batches of at most 513 source messages, and the results are
+//! swapped in by one `update` when the run finishes. A key therefore waits at most the longest of
+//! these, plus one frame:
+//!
+//! * `console_batch`: `update` over one batch of 513 re-dispatched results;
+//! * `console_finish`: `update` on `RedispatchFinished` (rows, annotations, counts and the what-if
+//!   comparison rebuilt for 10,000 requests);
+//! * `console_frame`: one frame of the Requests view at 200×50 during the run;
+//! * `console_key`: `update` on a key (`j`) during the run.
 
 use std::sync::{Arc, OnceLock};
 
 use base64::Engine as _;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use divan::Bencher;
 use hookscope::edit::{
     CancelToken, Redispatched, ReplyCache, ReusingReplier, check, compare, redispatch,
 };
+use hookscope::engine::AuditLevel;
 use hookscope::engine::EngineOptions;
 use hookscope::replay::run::{IdMode, ReplaySettings, Replayer};
 use hookscope::replay::{CapturedRequest, InputItem};
+use hookscope::tui::app::{Command, Msg, State, View, update};
 use hookscope::tui::demo::{self, DemoReplier};
+use hookscope::tui::keymap::Action;
+use hookscope::tui::source::{CHANNEL_CAPACITY, ReplayInput, Source, SourceCtl, SourceMsg};
+use hookscope::tui::theme::Theme;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use tokio::sync::mpsc;
 
 // The allocator of the `hookscope` binary, so the figures are the console's.
 #[global_allocator]
@@ -137,6 +157,7 @@ fn load() -> Loaded {
 
 fn main() {
     let _ = LOADED.set(load());
+    let _ = CONSOLE.set(std::sync::Mutex::new(console()));
     divan::main();
 }
 
@@ -159,4 +180,211 @@ fn edit_to_what_if(bencher: Bencher) {
         let after = rt.block_on(run(loaded, &replayer));
         compare(&loaded.before.results, &after.results)
     });
+}
+
+/// The console with 10,000 requests loaded, and the messages of one re-dispatch after an edit.
+struct Console {
+    loaded: State,
+    started: SourceMsg,
+    results: Vec<SourceMsg>,
+    finished: SourceMsg,
+}
+
+// A Mutex only because the state (its editor widgets) is not Sync.
+static CONSOLE: OnceLock<std::sync::Mutex<Console>> = OnceLock::new();
+
+/// One batch of source messages, as the event loop drains them between two key reads.
+const BATCH: usize = 513;
+
+/// Loads the console through the offline demo source with 10,000 requests, makes the edit in
+/// the editor by keys, and records what the source sends for the re-dispatch.
+fn console() -> Console {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    let items: Vec<InputItem> = LOADED
+        .get()
+        .expect("loaded first")
+        .requests
+        .iter()
+        .map(|r| InputItem::Request(Box::new(r.clone())))
+        .collect();
+    let mut source = demo::offline(hookscope::KubeVersion::default());
+    source.input = ReplayInput::Items(items);
+    let (tx, mut rx) = mpsc::channel(CHANNEL_CAPACITY);
+    let (ctl, ctl_rx) = mpsc::channel(16);
+    rt.spawn(Box::new(source).run(tx, ctl_rx));
+    let mut state = State::new("1.35".into(), AuditLevel::Request, Theme::default());
+    update(&mut state, Msg::Resize(200, 50));
+    loop {
+        let m = rt.block_on(rx.recv()).expect("the source runs");
+        let done = matches!(m, SourceMsg::Finished { .. });
+        update(&mut state, Msg::Source(m));
+        if done {
+            break;
+        }
+    }
+    assert_eq!(state.entries.len(), REQUESTS);
+
+    // The edit: on the slow webhook's configuration, failurePolicy Ignore becomes Fail.
+    update(&mut state, Msg::Action(Action::Show(View::Webhooks)));
+    state.hook_selected = state
+        .hooks
+        .iter()
+        .position(|h| h.configuration == "30-slow-quota")
+        .expect("the slow webhook");
+    update(&mut state, Msg::Key(key(KeyCode::Char('e'))));
+    let b = state.buffer;
+    let start = state.buffers[b].line_of("30-slow-quota");
+    let line = state.buffers[b]
+        .area
+        .lines()
+        .iter()
+        .enumerate()
+        .skip(start)
+        .find(|(_, l)| l.contains("failurePolicy: Ignore"))
+        .map(|(i, _)| i)
+        .expect("the slow webhook's failurePolicy");
+    state.buffers[b].goto_line(line + 1);
+    update(&mut state, Msg::Key(key(KeyCode::End)));
+    for _ in 0.."Ignore".len() {
+        update(&mut state, Msg::Key(key(KeyCode::Backspace)));
+    }
+    for c in "Fail".chars() {
+        update(&mut state, Msg::Key(key(KeyCode::Char(c))));
+    }
+    let generation = state.buffers[b].generation;
+    let commands = update(
+        &mut state,
+        Msg::CheckDue {
+            buffer: b,
+            generation,
+        },
+    );
+    let (generation, configurations) = commands
+        .into_iter()
+        .find_map(|c| match c {
+            Command::Redispatch {
+                generation,
+                configurations,
+            } => Some((generation, configurations)),
+            _ => None,
+        })
+        .expect("a valid edit re-dispatches");
+    update(&mut state, Msg::Action(Action::Show(View::Requests)));
+    rt.block_on(ctl.send(SourceCtl::Redispatch {
+        generation,
+        configurations,
+    }))
+    .expect("the source listens");
+    let mut started = None;
+    let mut results = Vec::with_capacity(REQUESTS);
+    let finished = loop {
+        match rt.block_on(rx.recv()).expect("the source runs") {
+            m @ SourceMsg::RedispatchStarted { .. } => started = Some(m),
+            m @ SourceMsg::Redispatched { .. } => results.push(m),
+            m @ SourceMsg::RedispatchFinished { .. } => break m,
+            _ => {}
+        }
+    };
+    let started = started.expect("the run started");
+    let mut check = state.clone();
+    update(&mut check, Msg::Source(started.clone()));
+    for m in &results {
+        update(&mut check, Msg::Source(m.clone()));
+    }
+    update(&mut check, Msg::Source(finished.clone()));
+    eprintln!(
+        "console: {} results re-dispatched, {} verdicts flipped",
+        results.len(),
+        check.whatif.flipped().count()
+    );
+    assert!(
+        check.whatif.flipped().count() > 0,
+        "the edit flips verdicts"
+    );
+    Console {
+        loaded: state,
+        started,
+        results,
+        finished,
+    }
+}
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+/// The loaded console with the re-dispatch started and its first `results` results taken in.
+fn during_run(results: usize) -> (State, Vec<SourceMsg>) {
+    let console = CONSOLE
+        .get()
+        .expect("loaded in main")
+        .lock()
+        .expect("not poisoned");
+    let mut state = console.loaded.clone();
+    update(&mut state, Msg::Source(console.started.clone()));
+    for m in &console.results[..results] {
+        update(&mut state, Msg::Source(m.clone()));
+    }
+    let rest = console.results[results..]
+        .iter()
+        .chain(std::iter::once(&console.finished))
+        .cloned()
+        .collect();
+    (state, rest)
+}
+
+/// `update` over one batch of re-dispatched results, half-way through the run.
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn console_batch(bencher: Bencher) {
+    let (state, rest) = during_run(REQUESTS / 2);
+    let batch: Vec<SourceMsg> = rest.into_iter().take(BATCH).collect();
+    bencher
+        .with_inputs(|| (state.clone(), batch.clone()))
+        .bench_local_values(|(mut state, batch)| {
+            for m in batch {
+                update(&mut state, Msg::Source(m));
+            }
+            state
+        });
+}
+
+/// `update` on the end of the run: the results swapped in and compared.
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn console_finish(bencher: Bencher) {
+    let (state, rest) = during_run(REQUESTS);
+    let finished = rest.into_iter().last().expect("the end of the run");
+    bencher
+        .with_inputs(|| (state.clone(), finished.clone()))
+        .bench_local_values(|(mut state, finished)| {
+            update(&mut state, Msg::Source(finished));
+            state
+        });
+}
+
+/// One frame of the Requests view, half-way through the run.
+#[divan::bench(sample_count = 20)]
+fn console_frame(bencher: Bencher) {
+    let (state, _) = during_run(REQUESTS / 2);
+    let mut terminal = Terminal::new(TestBackend::new(200, 50)).expect("a test terminal");
+    bencher.bench_local(|| {
+        terminal
+            .draw(|f| hookscope::tui::view::render(f, &state))
+            .expect("drawn");
+    });
+}
+
+/// A key during the run: the selection moves down.
+#[divan::bench(sample_count = 20)]
+fn console_key(bencher: Bencher) {
+    let (state, _) = during_run(REQUESTS / 2);
+    bencher
+        .with_inputs(|| state.clone())
+        .bench_local_values(|mut state| {
+            update(&mut state, Msg::Key(key(KeyCode::Char('j'))));
+            state
+        });
 }

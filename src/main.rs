@@ -38,6 +38,11 @@ enum Command {
     /// to their files) and see which outcomes change. `hookscope` alone opens it on the embedded
     /// demo.
     Tui(Box<cli::tui::Args>),
+    /// The console on a live cluster: its webhook configurations (watched, with a history of
+    /// changes), the apiserver's webhook metrics (scraped) and audit events (from a followed log
+    /// or as the audit webhook backend), replayable against the configurations in force.
+    /// Read-only unless --allow-writes.
+    Live(Box<cli::live::Args>),
 }
 
 fn main() -> ExitCode {
@@ -47,6 +52,7 @@ fn main() -> ExitCode {
         Some(Command::Patch(args)) => cli::patch::run(&args, cli.kube_version),
         Some(Command::Replay(args)) => cli::replay::run(&args, cli.kube_version),
         Some(Command::Tui(args)) => cli::tui::run(&args, cli.kube_version),
+        Some(Command::Live(args)) => cli::live::run(&args, cli.kube_version),
         // The console needs a terminal; piped or scripted, show the usage instead.
         None if !std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
             use clap::CommandFactory;

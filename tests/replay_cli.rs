@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use base64::Engine as _;
-use common::{Handler, TestPki, WebhookServer, handler, v1_deny, v1_patch};
+use common::{Handler, TestPki, WebhookServer, handler, oracle_handler, v1_deny, v1_patch};
 use serde_json::{Value, json};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
@@ -56,36 +56,6 @@ fn oracle_configurations(pki: &TestPki, dir: &Path) -> Vec<PathBuf> {
             path
         })
         .collect()
-}
-
-fn escape_pointer(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
-}
-
-/// The recorded webhook server's three behaviours (tests/fixtures/oracle-v1.32/README.md).
-fn oracle_handler() -> Handler {
-    handler(|req| {
-        let review: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-        let uid = review["request"]["uid"].as_str().unwrap_or_default();
-        let object = &review["request"]["object"];
-        let add = |key: &str, value: &str| {
-            let patch = match object.pointer("/metadata/labels") {
-                Some(Value::Object(_)) => json!([{
-                    "op": "add",
-                    "path": format!("/metadata/labels/{}", escape_pointer(key)),
-                    "value": value,
-                }]),
-                _ => json!([{"op": "add", "path": "/metadata/labels", "value": {key: value}}]),
-            };
-            v1_patch(uid, &patch.to_string())
-        };
-        match req.path_only() {
-            "/add-label" => add("oracle.test/mutated-by", "add-label"),
-            "/add-label-b" => add("oracle.test/mutated-by-b", "add-label-b"),
-            "/deny" => v1_deny(uid, 403, "denied by oracle deny webhook"),
-            _ => common::TestResponse::not_found(),
-        }
-    })
 }
 
 /// What the apiserver recorded per auditID: the final stage's code and message.

@@ -360,7 +360,7 @@ fn clicks_select_rows_open_chains_and_switch_tabs() {
         click(&mut s, x, 0);
         assert_eq!(s.view, view, "{label}");
     }
-    assert_eq!(hookscope::tui::view::tab_at(0), None);
+    assert_eq!(hookscope::tui::view::tab_at(&s, 0), None);
     // Below the last row or on the borders nothing changes.
     click(&mut s, 20, 2);
     click(&mut s, 20, 49);

@@ -1,6 +1,7 @@
 //! Subcommands.
 
 pub mod check;
+pub mod live;
 pub mod patch;
 pub mod replay;
 pub mod tui;

@@ -34,6 +34,10 @@ pub enum View {
     Editor,
     /// What the edits changed.
     WhatIf,
+    /// A live cluster: the connection, the feeds and the history of configuration changes.
+    Cluster,
+    /// A live cluster's audit events, replayable on demand.
+    Events,
 }
 
 impl View {
@@ -48,6 +52,9 @@ impl View {
         View::WhatIf,
     ];
 
+    /// The views of a live cluster, after [`View::ALL`] in tab order (`hookscope live`).
+    pub const LIVE: [View; 2] = [View::Cluster, View::Events];
+
     /// Title.
     pub fn title(self) -> &'static str {
         match self {
@@ -58,6 +65,8 @@ impl View {
             View::Webhooks => "Webhooks",
             View::Editor => "Edit",
             View::WhatIf => "What-if",
+            View::Cluster => "Cluster",
+            View::Events => "Events",
         }
     }
 }
@@ -238,6 +247,8 @@ pub struct State {
     pub compare: bool,
     /// The last re-dispatch's calls: answered from replies already received, and sent.
     pub redispatch_calls: (u64, u64),
+    /// A live cluster (`hookscope live`), or None for a replay.
+    pub live: Option<Box<super::live::LiveState>>,
 }
 
 /// A re-dispatch after an edit: results gathered until it finishes, then shown at once.
@@ -374,6 +385,8 @@ pub enum Command {
     /// Put text on the clipboard: the terminal layer writes [`osc52`] of this payload (the
     /// text, base64-encoded).
     Clipboard(String),
+    /// Ask the live source to dispatch these requests with the configurations in force.
+    Replay(Vec<crate::replay::CapturedRequest>),
     /// Restore the terminal and end.
     Quit,
 }
@@ -429,7 +442,18 @@ impl State {
             new_buffers: 0,
             compare: false,
             redispatch_calls: (0, 0),
+            live: None,
         }
+    }
+
+    /// The views in tab order: the live ones too when a cluster is watched.
+    pub fn tabs(&self) -> Vec<View> {
+        let live = if self.live.is_some() {
+            &View::LIVE[..]
+        } else {
+            &[]
+        };
+        View::ALL.iter().chain(live).copied().collect()
     }
 
     /// The selected entry.
@@ -506,7 +530,7 @@ impl State {
         }
     }
 
-    fn reset_chain(&mut self) {
+    pub(super) fn reset_chain(&mut self) {
         self.step = 0;
         self.detail_scroll = 0;
     }
@@ -597,7 +621,10 @@ impl State {
                     self.metrics.merge(&m);
                 }
                 match *event {
-                    ReplayEvent::Replayed(r) => self.push_replayed(r),
+                    ReplayEvent::Replayed(r) => {
+                        self.push_replayed(r);
+                        self.open_live_replay();
+                    }
                     ReplayEvent::Skipped(item) => {
                         self.progress.skipped += 1;
                         let text = match item {
@@ -614,6 +641,7 @@ impl State {
                 }
             }
             SourceMsg::Problem(p) => self.problems.push(p),
+            SourceMsg::Live(m) => self.on_live(m),
             SourceMsg::Finished { missing_replies } => {
                 self.progress.done = true;
                 self.progress.missing_replies = missing_replies;
@@ -623,8 +651,8 @@ impl State {
         Vec::new()
     }
 
-    pub(super) fn push_replayed(&mut self, r: Box<Replayed>) {
-        let index = self.entries.len();
+    /// Adds the calls of `r` to the Webhooks view's counts.
+    pub(super) fn count_calls(&mut self, r: &Replayed) {
         for c in &r.outcome.calls {
             let at = self.hooks.iter().position(|h| {
                 h.phase == c.phase && h.configuration == c.configuration && h.webhook == c.webhook
@@ -633,6 +661,11 @@ impl State {
                 self.hook_counts[at].add(c);
             }
         }
+    }
+
+    pub(super) fn push_replayed(&mut self, r: Box<Replayed>) {
+        let index = self.entries.len();
+        self.count_calls(&r);
         for a in &r.outcome.annotations {
             if self.audit_level == AuditLevel::None || a.level > self.audit_level {
                 continue;
@@ -715,9 +748,10 @@ impl State {
                         ChainPane::Detail => ChainPane::Grid,
                     };
                 } else {
-                    let at = View::ALL.iter().position(|v| *v == self.view).unwrap_or(0);
-                    let n = View::ALL.len();
-                    self.view = View::ALL[if forward {
+                    let tabs = self.tabs();
+                    let at = tabs.iter().position(|v| *v == self.view).unwrap_or(0);
+                    let n = tabs.len();
+                    self.view = tabs[if forward {
                         (at + 1) % n
                     } else {
                         (at + n - 1) % n
@@ -803,6 +837,9 @@ impl State {
                 self.say(text, false);
             }
             A::Copy => return self.copy(),
+            A::Zoom(_) | A::Pause | A::ReplayEvent | A::ReplayEvents => {
+                return self.live_action(action);
+            }
             A::DetailDown => self.detail_scroll = self.detail_scroll.saturating_add(5),
             A::DetailUp => self.detail_scroll = self.detail_scroll.saturating_sub(5),
             A::Theme(name) => return vec![Command::LoadTheme(name)],
@@ -887,7 +924,7 @@ impl State {
             }
             View::Chain => self.move_step(delta.clamp(-10_000, 10_000)),
             View::Annotations => {
-                let n = self.visible_annotations().len();
+                let n = self.annotation_count();
                 let last_top = n.saturating_sub(self.page.max(1));
                 if action == A::Bottom {
                     self.annotation_top = None;
@@ -906,6 +943,20 @@ impl State {
                 let n = self.whatif.requests.len().max(1) as isize;
                 self.whatif_selected =
                     (self.whatif_selected as isize + delta).clamp(0, n - 1) as usize;
+            }
+            View::Cluster => {
+                if let Some(l) = self.live.as_mut() {
+                    l.move_change(delta.clamp(-100_000, 100_000) as i64);
+                }
+            }
+            View::Events => {
+                if let Some(l) = self.live.as_mut() {
+                    if action == A::Bottom {
+                        l.event_selected = None;
+                    } else {
+                        l.move_event(delta.clamp(-1_000_000, 1_000_000) as i64);
+                    }
+                }
             }
             View::Metrics | View::Editor => {}
         }
@@ -1035,7 +1086,7 @@ impl State {
             return;
         }
         if y == 0 {
-            if let Some(v) = super::view::tab_at(x) {
+            if let Some(v) = super::view::tab_at(self, x) {
                 self.view = v;
             }
             return;

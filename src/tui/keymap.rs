@@ -90,6 +90,14 @@ pub enum Action {
     DiscardRecovered,
     /// Leave even with unsaved edits (their recovery copies stay).
     ForceQuit,
+    /// Live metrics: widen (`1`) or narrow (`-1`) the chart window.
+    Zoom(i32),
+    /// Live metrics: stop the charts at the latest scrape, or follow again.
+    Pause,
+    /// Live events: replay the selected event against the configurations in force.
+    ReplayEvent,
+    /// Live events: replay every kept event against the configurations in force.
+    ReplayEvents,
 }
 
 /// Where a binding applies.
@@ -389,6 +397,48 @@ impl Default for Keymap {
                 In(View::WhatIf),
                 "chain before / after the edit",
             ),
+            b(
+                vec![c('8')],
+                A::Show(View::Cluster),
+                Global,
+                "cluster view (live)",
+            ),
+            b(
+                vec![c('9')],
+                A::Show(View::Events),
+                Global,
+                "events view (live)",
+            ),
+            b(
+                vec![c('+')],
+                A::Zoom(1),
+                In(View::Metrics),
+                "live: widen the time window",
+            ),
+            b(
+                vec![c('-')],
+                A::Zoom(-1),
+                In(View::Metrics),
+                "live: narrow the time window",
+            ),
+            b(
+                vec![c('p')],
+                A::Pause,
+                In(View::Metrics),
+                "live: pause the charts / follow again",
+            ),
+            b(
+                vec![c('r'), p(K::Enter)],
+                A::ReplayEvent,
+                In(View::Events),
+                "replay the event against the configurations in force",
+            ),
+            b(
+                vec![c('R')],
+                A::ReplayEvents,
+                In(View::Events),
+                "replay every kept event",
+            ),
         ];
         Keymap { bindings }
     }
@@ -496,6 +546,13 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "",
         "drop the unsaved edits of an earlier session",
     ),
+    ("cluster", "", "the Cluster view (live)"),
+    ("events", "", "the Events view (live): audit events"),
+    (
+        "replay",
+        "",
+        "live: replay every kept audit event against the configurations in force",
+    ),
     ("quit", "", "leave"),
     ("q!", "", "leave with unsaved edits (recovery copies stay)"),
 ];
@@ -526,6 +583,9 @@ pub fn parse_command(line: &str) -> Result<Action, String> {
         "q!" | "quit!" => Ok(Action::ForceQuit),
         "edits" => view(View::Editor),
         "whatif" | "what-if" => view(View::WhatIf),
+        "cluster" => view(View::Cluster),
+        "events" => view(View::Events),
+        "replay" => Ok(Action::ReplayEvents),
         "edit" | "e" => Ok(Action::Edit(opt(arg))),
         "edit!" | "e!" => Ok(Action::EditExternal(opt(arg))),
         "new" => {

@@ -17,6 +17,8 @@ pub mod demo;
 pub mod editing;
 pub mod io;
 pub mod keymap;
+pub mod live;
+pub mod live_source;
 pub mod model;
 pub mod source;
 pub mod terminal;
@@ -97,6 +99,12 @@ fn perform(state: &mut State, commands: Vec<Command>, io: &mut Io) -> bool {
                 tokio::spawn(async move {
                     tokio::time::sleep(editing::CHECK_DELAY).await;
                     let _ = inbox.send(Msg::CheckDue { buffer, generation }).await;
+                });
+            }
+            Command::Replay(requests) => {
+                let ctl = io.ctl.clone();
+                tokio::spawn(async move {
+                    let _ = ctl.send(SourceCtl::Replay { requests }).await;
                 });
             }
             Command::Redispatch {

@@ -55,6 +55,12 @@ pub enum SourceCtl {
         /// Every configuration in force.
         configurations: Vec<WebhookConfiguration>,
     },
+    /// Dispatch these requests with the configurations in force and send each result as an
+    /// [`SourceMsg::Event`] (a live source: captured audit events replayed on demand).
+    Replay {
+        /// The requests.
+        requests: Vec<crate::replay::CapturedRequest>,
+    },
 }
 
 /// What a source tells the console.
@@ -113,6 +119,8 @@ pub enum SourceMsg {
         /// Calls sent to the webhooks.
         sent: u64,
     },
+    /// Something from a live cluster.
+    Live(super::live::LiveMsg),
 }
 
 /// A producer of console data.
@@ -293,13 +301,13 @@ impl ReplaySource {
         let kept: std::sync::Arc<[InputItem]> = kept.into();
         let mut next = None;
         loop {
-            let SourceCtl::Redispatch {
-                generation,
-                configurations,
-            } = match next.take() {
+            let (generation, configurations) = match next.take() {
                 Some(c) => c,
                 None => match ctl.recv().await {
-                    Some(c) => latest(c, &mut ctl),
+                    Some(c) => match latest(c, &mut ctl) {
+                        Some(r) => r,
+                        None => continue,
+                    },
                     None => break,
                 },
             };
@@ -310,7 +318,7 @@ impl ReplaySource {
             tokio::select! {
                 open = run => if !open { break },
                 c = ctl.recv() => match c {
-                    Some(c) => next = Some(latest(c, &mut ctl)),
+                    Some(c) => next = latest(c, &mut ctl),
                     None => break,
                 },
             }
@@ -344,11 +352,21 @@ impl<R: Replier + Send> Replier for Seeding<R> {
     }
 }
 
-/// The newest of the control messages already queued, starting from `first`.
-fn latest(first: SourceCtl, ctl: &mut mpsc::Receiver<SourceCtl>) -> SourceCtl {
-    let mut last = first;
-    while let Ok(c) = ctl.try_recv() {
-        last = c;
+/// The newest re-dispatch of the control messages already queued, starting from `first`
+/// (a replay source has no live events to replay: such requests are dropped).
+fn latest(
+    first: SourceCtl,
+    ctl: &mut mpsc::Receiver<SourceCtl>,
+) -> Option<(u64, Vec<WebhookConfiguration>)> {
+    let mut last = None;
+    for c in std::iter::once(first).chain(std::iter::from_fn(|| ctl.try_recv().ok())) {
+        if let SourceCtl::Redispatch {
+            generation,
+            configurations,
+        } = c
+        {
+            last = Some((generation, configurations));
+        }
     }
     last
 }

@@ -854,3 +854,37 @@ fn base_call(
         body: serde_json::to_vec(&body).unwrap_or_default(),
     }
 }
+
+/// A JSON pointer token for `key`.
+pub fn escape_pointer(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// The recorded webhook server's three behaviours (tests/fixtures/oracle-v1.32/README.md).
+pub fn oracle_handler() -> Handler {
+    handler(|req| {
+        let review: serde_json::Value =
+            serde_json::from_slice(&req.body).unwrap_or(serde_json::Value::Null);
+        let uid = review["request"]["uid"].as_str().unwrap_or_default();
+        let object = &review["request"]["object"];
+        let add = |key: &str, value: &str| {
+            let patch = match object.pointer("/metadata/labels") {
+                Some(serde_json::Value::Object(_)) => serde_json::json!([{
+                    "op": "add",
+                    "path": format!("/metadata/labels/{}", escape_pointer(key)),
+                    "value": value,
+                }]),
+                _ => {
+                    serde_json::json!([{"op": "add", "path": "/metadata/labels", "value": {key: value}}])
+                }
+            };
+            v1_patch(uid, &patch.to_string())
+        };
+        match req.path_only() {
+            "/add-label" => add("oracle.test/mutated-by", "add-label"),
+            "/add-label-b" => add("oracle.test/mutated-by-b", "add-label-b"),
+            "/deny" => v1_deny(uid, 403, "denied by oracle deny webhook"),
+            _ => TestResponse::not_found(),
+        }
+    })
+}

@@ -102,6 +102,8 @@ pub struct AuditObjectRef {
 pub struct AdmissionAnnotation {
     /// The annotation key as recorded.
     pub key: String,
+    /// The value as recorded, byte for byte.
+    pub value: String,
     /// The round (0, or 1 for a reinvocation).
     pub round: u32,
     /// The webhook's position among the webhooks of its kind, in the dispatcher's order.
@@ -451,6 +453,7 @@ fn parse_annotation(key: &str, value: &str) -> Result<Option<AdmissionAnnotation
     };
     Ok(Some(AdmissionAnnotation {
         key: key.to_string(),
+        value: value.to_string(),
         round,
         index,
         kind,

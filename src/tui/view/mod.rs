@@ -2,8 +2,11 @@
 
 mod annotations;
 mod chain;
+mod cluster;
 mod editor;
+mod events;
 mod help;
+mod live_metrics;
 mod metrics;
 mod requests;
 mod webhooks;
@@ -34,10 +37,13 @@ pub fn render(frame: &mut Frame, state: &State) {
         View::Requests => requests::render(frame, state, main),
         View::Chain => chain::render(frame, state, main),
         View::Annotations => annotations::render(frame, state, main),
+        View::Metrics if state.live.is_some() => live_metrics::render(frame, state, main),
         View::Metrics => metrics::render(frame, state, main),
         View::Webhooks => webhooks::render(frame, state, main),
         View::Editor => editor::render(frame, state, main),
         View::WhatIf => whatif::render(frame, state, main),
+        View::Cluster => cluster::render(frame, state, main),
+        View::Events => events::render(frame, state, main),
     }
     match &state.mode {
         Mode::Normal => render_status(frame, state, bottom),
@@ -77,9 +83,9 @@ fn tab_label(i: usize, v: View) -> String {
 }
 
 /// The view whose tab is at column `x` of the header (row 0).
-pub fn tab_at(x: u16) -> Option<View> {
+pub fn tab_at(state: &State, x: u16) -> Option<View> {
     let mut left = TITLE.chars().count();
-    for (i, v) in View::ALL.iter().enumerate() {
+    for (i, v) in state.tabs().iter().enumerate() {
         left += 1;
         let width = tab_label(i, *v).chars().count();
         if (left..left + width).contains(&usize::from(x)) {
@@ -121,7 +127,7 @@ pub fn requests_position_at(state: &State, height: u16, y: u16) -> Option<usize>
 fn render_tabs(frame: &mut Frame, state: &State, area: Rect) {
     let t = &state.theme;
     let mut spans = vec![Span::styled(TITLE, t.style(StyleKey::Title))];
-    for (i, v) in View::ALL.iter().enumerate() {
+    for (i, v) in state.tabs().iter().enumerate() {
         let key = if *v == state.view {
             StyleKey::TabActive
         } else {
@@ -138,10 +144,21 @@ fn render_status(frame: &mut Frame, state: &State, area: Rect) {
     let bar = t.style(StyleKey::StatusBar);
     let (replayed, allowed, denied, open) = state.counts();
     let p = &state.progress;
-    let progress = match (p.total, p.done) {
-        (_, true) => format!("{} done", p.seen),
-        (Some(total), false) => format!("{}/{total} replaying", p.seen),
-        (None, false) => format!("{} replaying", p.seen),
+    let progress = match (state.live.as_deref(), p.total, p.done) {
+        (Some(l), ..) => {
+            let connection = match &l.connection {
+                crate::tui::live::Connection::Starting => "starting",
+                crate::tui::live::Connection::Connecting { .. } => "connecting",
+                crate::tui::live::Connection::Connected(_) => "connected",
+                crate::tui::live::Connection::Failed(_) => "disconnected",
+            };
+            format!("live {connection} · {} events", l.events_seen)
+        }
+        (None, total, done) => match (total, done) {
+            (_, true) => format!("{} done", p.seen),
+            (Some(total), false) => format!("{}/{total} replaying", p.seen),
+            (None, false) => format!("{} replaying", p.seen),
+        },
     };
     let mut spans = vec![Span::styled(
         format!(" {} ", state.view.title().to_uppercase()),

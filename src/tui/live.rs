@@ -1,0 +1,592 @@
+//! A live cluster in the console: the connection, the configuration changes, the `/metrics`
+//! scrapes and the audit events, kept in bounded memory and changed only by `update`.
+//!
+//! The live source ([`super::live_source::LiveSource`]) does the IO and the parsing; what it
+//! sends is a [`LiveMsg`] inside [`SourceMsg::Live`](super::source::SourceMsg::Live).
+
+use std::collections::VecDeque;
+use std::time::{Duration, SystemTime};
+
+use crate::live::audit::AuditEvent;
+use crate::live::cluster::{Change, ClusterMsg, Connected, Failure, Feed};
+use crate::live::metrics::{AdmissionSnapshot, MetricsHistory, Window};
+use crate::replay::{CapturedRequest, InputItem};
+
+use super::app::{ChainPane, Command, State, View};
+use super::keymap::Action;
+use super::model::{self, HookCounts, HookInfo};
+
+/// Audit events kept by default; older ones are paged out (`--keep-events`).
+pub const DEFAULT_KEEP_EVENTS: usize = 10_000;
+
+/// Configuration changes kept in the history.
+pub const CHANGES_KEPT: usize = 1_000;
+
+/// Scrapes kept: six hours at the default interval of 10 s.
+pub const SCRAPES_KEPT: usize = 2_160;
+
+/// Audit source notices kept.
+const NOTICES_KEPT: usize = 50;
+
+/// The metrics windows `+` and `-` step through.
+pub const WINDOWS: [Duration; 5] = [
+    Duration::from_secs(60),
+    Duration::from_secs(5 * 60),
+    Duration::from_secs(15 * 60),
+    Duration::from_secs(60 * 60),
+    Duration::from_secs(6 * 60 * 60),
+];
+
+/// What the live source tells the console.
+#[derive(Debug, Clone)]
+pub enum LiveMsg {
+    /// The connection's progress and the feeds' health, as the cluster library reports them
+    /// (never [`ClusterMsg::Configurations`] or [`ClusterMsg::Metrics`]: those come parsed).
+    Cluster(Box<ClusterMsg>),
+    /// The configurations in force changed: the webhooks in dispatch order.
+    Configurations {
+        /// The webhooks, with their effective settings.
+        hooks: Vec<HookInfo>,
+        /// How many configurations are in force.
+        configurations: usize,
+        /// Objects that could not be read as configurations.
+        problems: Vec<String>,
+        /// Both watchers have listed once.
+        synced: bool,
+    },
+    /// A `/metrics` scrape, reduced to the admission series.
+    Scrape {
+        /// When the answer arrived.
+        at: SystemTime,
+        /// The admission series.
+        snapshot: Box<AdmissionSnapshot>,
+    },
+    /// An audit event (at its final stage).
+    Audit(Box<AuditRecord>),
+    /// A line about the audit source (following, rotated, an error, the webhook's address).
+    AuditNotice(String),
+}
+
+/// One audit event as the console lists it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AuditRecord {
+    /// `auditID`.
+    pub audit_id: String,
+    /// `stage`.
+    pub stage: String,
+    /// `stageTimestamp` (else `requestReceivedTimestamp`), as recorded.
+    pub at: String,
+    /// `verb`.
+    pub verb: String,
+    /// `user.username`.
+    pub user: String,
+    /// `resource[.group][/subresource]`.
+    pub resource: String,
+    /// `namespace/name`, `name`, or the request URI when there is no object.
+    pub target: String,
+    /// `responseStatus.code`.
+    pub code: Option<i32>,
+    /// The admission webhook annotations, in the apiserver's order: key and value.
+    pub annotations: Vec<(String, String)>,
+    /// The request, replayable against the configurations in force.
+    pub request: Option<Box<CapturedRequest>>,
+    /// Why the event cannot be replayed, when it cannot.
+    pub not_replayable: Option<String>,
+    /// Where it came from (file and line, or the webhook's event number).
+    pub origin: String,
+}
+
+impl AuditRecord {
+    /// The console's record of an ingested event and the replay reader's items for it.
+    pub fn new(event: &AuditEvent, items: Vec<InputItem>) -> AuditRecord {
+        let (resource, target) = match &event.object_ref {
+            Some(o) => {
+                let mut resource = if o.api_group.is_empty() {
+                    o.resource.clone()
+                } else {
+                    format!("{}.{}", o.resource, o.api_group)
+                };
+                if !o.subresource.is_empty() {
+                    resource = format!("{resource}/{}", o.subresource);
+                }
+                let target = match (o.namespace.is_empty(), o.name.is_empty()) {
+                    (_, true) if o.namespace.is_empty() => String::new(),
+                    (true, _) => o.name.clone(),
+                    (false, true) => format!("{}/", o.namespace),
+                    (false, false) => format!("{}/{}", o.namespace, o.name),
+                };
+                (resource, target)
+            }
+            None => (String::new(), event.request_uri.clone()),
+        };
+        let annotations = event
+            .admission
+            .iter()
+            .map(|a| (a.key.clone(), a.value.clone()))
+            .collect();
+        let mut request = None;
+        let mut not_replayable = None;
+        for item in items {
+            match item {
+                InputItem::Request(r) => request = Some(r),
+                InputItem::NotReplayable(p) | InputItem::Invalid(p) => {
+                    not_replayable = Some(p.message.clone());
+                }
+            }
+        }
+        AuditRecord {
+            audit_id: event.audit_id.clone(),
+            stage: event.stage.clone(),
+            at: event
+                .stage_timestamp
+                .clone()
+                .or_else(|| event.request_received_timestamp.clone())
+                .unwrap_or_default(),
+            verb: event.verb.clone(),
+            user: event.user.username.clone(),
+            resource,
+            target,
+            code: event.response_code,
+            annotations,
+            request,
+            not_replayable,
+            origin: event.source.to_string(),
+        }
+    }
+}
+
+/// An audit annotation of the live stream, beside the event it came with.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LiveAnnotation {
+    /// The event's sequence number.
+    pub event: u64,
+    /// The key.
+    pub key: String,
+    /// The value as recorded.
+    pub value: String,
+    /// The value decoded (a patch or a mutation record), when it decodes.
+    pub decoded: Option<String>,
+}
+
+/// The connection as the console shows it.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum Connection {
+    /// Nothing heard yet.
+    #[default]
+    Starting,
+    /// An attempt is under way.
+    Connecting {
+        /// The server URL.
+        server: String,
+        /// The context.
+        context: String,
+        /// Attempt number.
+        attempt: u32,
+    },
+    /// Connected.
+    Connected(Connected),
+    /// Failed; retrying.
+    Failed(Failure),
+}
+
+/// Everything live the console keeps.
+#[derive(Debug, Clone)]
+pub struct LiveState {
+    /// What `hookscope live` was asked for (context, audit source, capture), for the header.
+    pub summary: String,
+    /// Writes to the cluster are allowed (`--allow-writes`).
+    pub allow_writes: bool,
+    /// The connection.
+    pub connection: Connection,
+    /// Feeds that fail, with why (a feed absent here works).
+    pub feeds: Vec<(Feed, Failure)>,
+    /// Configurations in force.
+    pub configurations: usize,
+    /// Both watchers have listed once.
+    pub synced: bool,
+    /// Objects that could not be read as configurations.
+    pub configuration_problems: Vec<String>,
+    /// The change history, oldest first.
+    pub changes: VecDeque<Change>,
+    /// The selected change (index into `changes`).
+    pub change_selected: Option<usize>,
+    /// The scrapes.
+    pub history: MetricsHistory,
+    /// The chart window: an index into [`WINDOWS`].
+    pub window: usize,
+    /// Charts stopped at this time (`p`), or following the latest scrape.
+    pub paused_at: Option<SystemTime>,
+    /// Audit events kept (at most `keep_events`), oldest first.
+    pub events: VecDeque<AuditRecord>,
+    /// The sequence number of `events[0]`.
+    pub first_event: u64,
+    /// Events received in all.
+    pub events_seen: u64,
+    /// Events kept at most.
+    pub keep_events: usize,
+    /// The selected event's sequence number, or None to follow the tail.
+    pub event_selected: Option<u64>,
+    /// The annotations of the kept events, in arrival order.
+    pub annotations: VecDeque<LiveAnnotation>,
+    /// Lines about the audit source, newest last.
+    pub notices: VecDeque<String>,
+    /// The next replayed result opens in the Chain view (the user asked for one event).
+    pub open_next_replay: bool,
+}
+
+impl LiveState {
+    /// Live state before anything is heard; `summary` describes the session.
+    pub fn new(summary: String, keep_events: usize, allow_writes: bool) -> LiveState {
+        LiveState {
+            summary,
+            allow_writes,
+            connection: Connection::Starting,
+            feeds: Vec::new(),
+            configurations: 0,
+            synced: false,
+            configuration_problems: Vec::new(),
+            changes: VecDeque::new(),
+            change_selected: None,
+            history: MetricsHistory::new(SCRAPES_KEPT),
+            window: 1,
+            paused_at: None,
+            events: VecDeque::new(),
+            first_event: 0,
+            events_seen: 0,
+            keep_events: keep_events.max(1),
+            event_selected: None,
+            annotations: VecDeque::new(),
+            notices: VecDeque::new(),
+            open_next_replay: false,
+        }
+    }
+
+    /// The chart window.
+    pub fn chart_window(&self) -> Window {
+        let length = WINDOWS[self.window.min(WINDOWS.len() - 1)];
+        match self.paused_at {
+            Some(at) => Window::paused_at(length, at),
+            None => Window::latest(length),
+        }
+    }
+
+    /// Takes in a cluster message (the parsed ones arrive as their own [`LiveMsg`]s).
+    pub fn on_cluster(&mut self, msg: ClusterMsg) {
+        match msg {
+            ClusterMsg::Connecting {
+                server,
+                context,
+                attempt,
+            } => {
+                self.connection = Connection::Connecting {
+                    server,
+                    context,
+                    attempt,
+                }
+            }
+            ClusterMsg::Connected(c) => {
+                self.connection = Connection::Connected(c);
+            }
+            ClusterMsg::Failed(f) => {
+                self.connection = Connection::Failed(f);
+            }
+            ClusterMsg::FeedFailed { feed, failure } => {
+                self.feeds.retain(|(f, _)| *f != feed);
+                self.feeds.push((feed, failure));
+            }
+            ClusterMsg::FeedRecovered(feed) => self.feeds.retain(|(f, _)| *f != feed),
+            ClusterMsg::Change(change) => {
+                if self.changes.len() == CHANGES_KEPT {
+                    self.changes.pop_front();
+                    self.change_selected = self.change_selected.map(|s| s.saturating_sub(1));
+                }
+                self.changes.push_back(change);
+            }
+            // Parsed by the source; never sent as such.
+            ClusterMsg::Configurations(_) | ClusterMsg::Metrics(_) => {}
+        }
+    }
+
+    /// Keeps a scrape; a scrape older than the newest kept is refused with the reason.
+    pub fn on_scrape(&mut self, at: SystemTime, snapshot: AdmissionSnapshot) -> Result<(), String> {
+        self.history
+            .push(at, snapshot)
+            .map_err(|e| format!("metrics scrape: {e}"))
+    }
+
+    /// Keeps an audit event and its annotations, paging out the oldest beyond the limit.
+    pub fn on_audit(&mut self, record: AuditRecord) {
+        let seq = self.first_event + self.events.len() as u64;
+        self.events_seen += 1;
+        for (key, value) in &record.annotations {
+            self.annotations.push_back(LiveAnnotation {
+                event: seq,
+                decoded: model::decode_annotation(key, value),
+                key: key.clone(),
+                value: value.clone(),
+            });
+        }
+        self.events.push_back(record);
+        while self.events.len() > self.keep_events {
+            self.events.pop_front();
+            self.first_event += 1;
+            while self
+                .annotations
+                .front()
+                .is_some_and(|a| a.event < self.first_event)
+            {
+                self.annotations.pop_front();
+            }
+        }
+        if let Some(s) = self.event_selected
+            && s < self.first_event
+        {
+            self.event_selected = Some(self.first_event);
+        }
+    }
+
+    /// Keeps a notice about the audit source.
+    pub fn on_notice(&mut self, notice: String) {
+        if self.notices.len() == NOTICES_KEPT {
+            self.notices.pop_front();
+        }
+        self.notices.push_back(notice);
+    }
+
+    /// The event with sequence number `seq`, if still kept.
+    pub fn event(&self, seq: u64) -> Option<&AuditRecord> {
+        let i = seq.checked_sub(self.first_event)?;
+        self.events.get(usize::try_from(i).ok()?)
+    }
+
+    /// Events paged out so far.
+    pub fn paged_out(&self) -> u64 {
+        self.first_event
+    }
+
+    /// The selected event's sequence number (the newest when following the tail).
+    pub fn selected_event(&self) -> Option<u64> {
+        match self.event_selected {
+            Some(s) => Some(s),
+            None => {
+                (!self.events.is_empty()).then(|| self.first_event + self.events.len() as u64 - 1)
+            }
+        }
+    }
+
+    /// Moves the event selection by `delta` (stops following the tail).
+    pub fn move_event(&mut self, delta: i64) {
+        let Some(current) = self.selected_event() else {
+            return;
+        };
+        let last = self.first_event + self.events.len() as u64 - 1;
+        let next = (current as i64 + delta).clamp(self.first_event as i64, last as i64) as u64;
+        self.event_selected = Some(next);
+    }
+
+    /// Moves the change selection by `delta`.
+    pub fn move_change(&mut self, delta: i64) {
+        if self.changes.is_empty() {
+            return;
+        }
+        let last = self.changes.len() - 1;
+        let current = self.change_selected.unwrap_or(last) as i64;
+        self.change_selected = Some((current + delta).clamp(0, last as i64) as usize);
+    }
+
+    /// The selected change (the newest when none is selected).
+    pub fn selected_change(&self) -> Option<&Change> {
+        match self.change_selected {
+            Some(i) => self.changes.get(i),
+            None => self.changes.back(),
+        }
+    }
+
+    /// Widens (`+1`) or narrows (`-1`) the chart window.
+    pub fn zoom(&mut self, step: i32) {
+        self.window = (self.window as i32 + step).clamp(0, WINDOWS.len() as i32 - 1) as usize;
+    }
+
+    /// Pauses the charts at the latest scrape, or follows again.
+    pub fn toggle_pause(&mut self) {
+        self.paused_at = match self.paused_at {
+            Some(_) => None,
+            None => self.history.latest().map(|(at, _)| at),
+        };
+    }
+}
+
+/// A duration as the window title says it: `5m`, `1h`.
+pub fn window_label(d: Duration) -> String {
+    let s = d.as_secs();
+    if s >= 3600 && s.is_multiple_of(3600) {
+        format!("{}h", s / 3600)
+    } else if s >= 60 && s.is_multiple_of(60) {
+        format!("{}m", s / 60)
+    } else {
+        format!("{s}s")
+    }
+}
+
+/// A time as `HH:MM:SS` UTC.
+pub fn clock(at: SystemTime) -> String {
+    let secs = at
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let day = secs % 86_400;
+    format!("{:02}:{:02}:{:02}", day / 3600, day % 3600 / 60, day % 60)
+}
+
+impl State {
+    /// Takes in a message of the live source.
+    pub(super) fn on_live(&mut self, msg: LiveMsg) {
+        let live = self.live.get_or_insert_with(|| {
+            Box::new(LiveState::new("live".into(), DEFAULT_KEEP_EVENTS, false))
+        });
+        match msg {
+            LiveMsg::Cluster(m) => {
+                let failed = match m.as_ref() {
+                    ClusterMsg::Failed(f) => Some(format!("cluster: {}", f.reason)),
+                    _ => None,
+                };
+                live.on_cluster(*m);
+                if let Some(text) = failed {
+                    self.say(text, true);
+                }
+            }
+            LiveMsg::Configurations {
+                hooks,
+                configurations,
+                problems,
+                synced,
+            } => {
+                live.configurations = configurations;
+                live.synced = synced;
+                live.configuration_problems = problems;
+                self.hooks = hooks;
+                self.hook_selected = self.hook_selected.min(self.hooks.len().saturating_sub(1));
+                self.hook_counts = vec![HookCounts::default(); self.hooks.len()];
+                let entries = std::mem::take(&mut self.entries);
+                for e in &entries {
+                    self.count_calls(&e.replayed);
+                }
+                self.entries = entries;
+            }
+            LiveMsg::Scrape { at, snapshot } => {
+                if let Err(e) = live.on_scrape(at, *snapshot) {
+                    self.say(e, true);
+                }
+            }
+            LiveMsg::Audit(record) => live.on_audit(*record),
+            LiveMsg::AuditNotice(text) => live.on_notice(text),
+        }
+    }
+
+    /// After a replayed result arrived: open it when the user replayed one event.
+    pub(super) fn open_live_replay(&mut self) {
+        if let Some(live) = self.live.as_mut()
+            && live.open_next_replay
+        {
+            live.open_next_replay = false;
+            let last = self.entries.len().saturating_sub(1);
+            self.selected = Some(last);
+            self.compare = false;
+            self.view = View::Chain;
+            self.chain_pane = ChainPane::Grid;
+            self.reset_chain();
+        }
+    }
+
+    /// The live actions: chart window and pause, replays of audit events.
+    pub(super) fn live_action(&mut self, action: Action) -> Vec<Command> {
+        let Some(live) = self.live.as_mut() else {
+            self.say("only a live cluster has this (hookscope live)", true);
+            return Vec::new();
+        };
+        match action {
+            Action::Zoom(step) => {
+                live.zoom(step);
+                let text = format!("window {}", window_label(WINDOWS[live.window]));
+                self.say(text, false);
+            }
+            Action::Pause => {
+                live.toggle_pause();
+                let text = match live.paused_at {
+                    Some(at) => format!("charts paused at {} (p follows again)", clock(at)),
+                    None if live.history.is_empty() => "no scrape yet".to_string(),
+                    None => "charts follow the latest scrape".to_string(),
+                };
+                self.say(text, false);
+            }
+            Action::ReplayEvent => {
+                let picked = live.selected_event().and_then(|s| live.event(s)).map(|r| {
+                    let why = r
+                        .not_replayable
+                        .clone()
+                        .unwrap_or_else(|| "the event carries no admission request".into());
+                    (r.audit_id.clone(), r.request.clone().ok_or(why))
+                });
+                let configurations = live.configurations;
+                match picked {
+                    None => self.say("no audit event to replay", true),
+                    Some((id, Err(why))) => self.say(format!("cannot replay {id}: {why}"), true),
+                    Some((id, Ok(request))) => {
+                        live.open_next_replay = true;
+                        self.say(
+                            format!(
+                                "replaying {id} against the {configurations} configurations in force"
+                            ),
+                            false,
+                        );
+                        return vec![Command::Replay(vec![*request])];
+                    }
+                }
+            }
+            Action::ReplayEvents => {
+                let requests: Vec<_> = live
+                    .events
+                    .iter()
+                    .filter_map(|e| e.request.as_deref().cloned())
+                    .collect();
+                if requests.is_empty() {
+                    self.say("no replayable audit event kept", true);
+                    return Vec::new();
+                }
+                let text = format!(
+                    "replaying {} events against the {} configurations in force (1: requests)",
+                    requests.len(),
+                    live.configurations
+                );
+                self.say(text, false);
+                return vec![Command::Replay(requests)];
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    /// Rows of the Annotations view: the live stream's, or the replay's.
+    pub(super) fn annotation_count(&self) -> usize {
+        match &self.live {
+            Some(l) => self.visible_live_annotations(l).count(),
+            None => self.visible_annotations().len(),
+        }
+    }
+
+    /// The live annotations the filter lets through.
+    pub fn visible_live_annotations<'a>(
+        &'a self,
+        live: &'a LiveState,
+    ) -> impl Iterator<Item = &'a LiveAnnotation> + 'a {
+        let f = self.annotation_filter.to_lowercase();
+        live.annotations.iter().filter(move |a| {
+            f.is_empty()
+                || a.key.to_lowercase().contains(&f)
+                || a.value.to_lowercase().contains(&f)
+                || live
+                    .event(a.event)
+                    .is_some_and(|e| e.target.to_lowercase().contains(&f))
+        })
+    }
+}

@@ -1,0 +1,334 @@
+//! The live source: a cluster's configurations and `/metrics` through the cluster library, audit
+//! events from a followed log or the audit webhook backend, and replays on demand against the
+//! configurations in force. It parses here, off the console's update path, and only sends
+//! messages.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use tokio::sync::mpsc;
+
+use crate::engine::{Engine, EngineOptions};
+use crate::live::audit::{
+    AuditFeed, AuditWebhookOptions, AuditWebhookServer, CaptureOptions, CaptureWriter,
+    FollowOptions, Ingester, follow,
+};
+use crate::live::cluster::{
+    ClusterMsg, ClusterOptions, Failure, FailureKind, Feed, MetricsScrape, WebhookSet,
+};
+use crate::live::metrics::{AdmissionSnapshot, parse};
+use crate::replay::InputItem;
+use crate::replay::input::Reader;
+use crate::replay::run::{IdMode, ReplaySettings, Replayer};
+
+use super::live::{AuditRecord, LiveMsg};
+use super::source::{ConsoleReplier, Source, SourceCtl, SourceMsg, hook_infos};
+
+/// Where audit events come from.
+#[derive(Debug)]
+pub enum AuditInput {
+    /// A log file followed as it grows (`--follow-audit-log`).
+    Follow {
+        /// The log.
+        path: PathBuf,
+        /// How (from the start, poll interval).
+        options: FollowOptions,
+    },
+    /// The audit webhook backend (`--audit-webhook`), started by the caller (so it can print
+    /// the kubeconfig for the apiserver first), and the feed it posts to.
+    Webhook {
+        /// The running server; stopped when the source ends.
+        server: AuditWebhookServer,
+        /// What it receives.
+        feed: mpsc::Receiver<AuditFeed>,
+    },
+}
+
+/// Starts the audit webhook backend with a feed of [`AUDIT_CHANNEL`] messages.
+pub async fn start_audit_webhook(
+    options: AuditWebhookOptions,
+) -> Result<AuditInput, crate::live::audit::AuditWebhookError> {
+    let (tx, feed) = mpsc::channel(AUDIT_CHANNEL);
+    let server = AuditWebhookServer::start(options, tx).await?;
+    Ok(AuditInput::Webhook { server, feed })
+}
+
+/// Everything `hookscope live` watches.
+pub struct LiveSource {
+    /// The cluster connection.
+    pub cluster: ClusterOptions,
+    /// The audit events, if any.
+    pub audit: Option<AuditInput>,
+    /// Save the audit stream here (Secret values redacted unless the options say otherwise).
+    pub capture: Option<(PathBuf, CaptureOptions)>,
+    /// Reads the audit events (knowing `--cluster` objects and custom resources).
+    pub reader: Reader,
+    /// The engine's options (release modelled, registry); its configurations follow the cluster.
+    pub engine_options: EngineOptions,
+    /// Replay settings (deadline, concurrency).
+    pub settings: ReplaySettings,
+    /// Where replayed calls are answered.
+    pub replier: ConsoleReplier,
+    /// Requests loaded from captures (`--input`), replayed once the configurations are listed
+    /// and again on `:replay`.
+    pub loaded: Vec<InputItem>,
+}
+
+impl std::fmt::Debug for LiveSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveSource")
+            .field("cluster", &self.cluster)
+            .field("audit", &self.audit)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Audit feed messages buffered between the reader (log or webhook) and the source.
+const AUDIT_CHANNEL: usize = 4096;
+
+impl LiveSource {
+    async fn watch(self, tx: mpsc::Sender<SourceMsg>, mut ctl: mpsc::Receiver<SourceCtl>) {
+        let LiveSource {
+            cluster,
+            audit,
+            capture,
+            reader,
+            engine_options,
+            settings,
+            replier,
+            loaded,
+        } = self;
+        let started = SourceMsg::Started {
+            label: "live".into(),
+            hooks: Vec::new(),
+            total: None,
+            documents: Vec::new(),
+        };
+        if tx.send(started).await.is_err() {
+            return;
+        }
+        let say = |text: String| SourceMsg::Live(LiveMsg::AuditNotice(text));
+
+        let (cluster_tx, mut cluster_rx) = mpsc::channel(64);
+        let cluster_task = tokio::spawn(crate::live::cluster::run(cluster, cluster_tx));
+
+        let mut _server = None;
+        let mut audit_task = None;
+        let mut audit_rx = match audit {
+            Some(AuditInput::Follow { path, options }) => {
+                let (audit_tx, audit_rx) = mpsc::channel(AUDIT_CHANNEL);
+                audit_task = Some(tokio::spawn(follow(path, options, audit_tx)));
+                audit_rx
+            }
+            Some(AuditInput::Webhook { server, feed }) => {
+                let _ = tx
+                    .send(say(format!(
+                        "audit webhook backend listening at {}",
+                        server.url()
+                    )))
+                    .await;
+                _server = Some(server);
+                feed
+            }
+            None => mpsc::channel(1).1,
+        };
+        let mut writer = match capture {
+            Some((path, options)) => match CaptureWriter::create(&path, options) {
+                Ok(w) => {
+                    let _ = tx
+                        .send(say(format!("capturing audit events to {}", path.display())))
+                        .await;
+                    Some(w)
+                }
+                Err(e) => {
+                    let _ = tx.send(say(format!("capture: {e}"))).await;
+                    None
+                }
+            },
+            None => None,
+        };
+
+        let (scrapes, scrapes_rx) = mpsc::channel(1);
+        let parser = tokio::spawn(parse_scrapes(scrapes_rx, tx.clone()));
+        let mut ingester = Ingester::new(reader);
+        let mut replayer: Option<Arc<Replayer>> = None;
+        let mut loaded = Some(loaded).filter(|l| !l.is_empty());
+        let mut cluster_open = true;
+        let mut audit_open = true;
+        loop {
+            tokio::select! {
+                m = cluster_rx.recv(), if cluster_open => {
+                    let Some(m) = m else {
+                        cluster_open = false;
+                        continue;
+                    };
+                    let msg = match m {
+                        ClusterMsg::Configurations(set) => {
+                            let (r, msg) = configurations(&set, &engine_options, &settings);
+                            replayer = Some(Arc::clone(&r));
+                            if set.mutating_synced && set.validating_synced
+                                && let Some(items) = loaded.take()
+                            {
+                                if tx.send(msg).await.is_err() {
+                                    break;
+                                }
+                                spawn_replay(r, items, replier.clone(), tx.clone());
+                                continue;
+                            }
+                            msg
+                        }
+                        ClusterMsg::Metrics(scrape) => {
+                            // Parsing takes a while: a scrape that comes while the last one is
+                            // still parsed is dropped rather than queued behind it.
+                            let _ = scrapes.try_send(scrape);
+                            continue;
+                        }
+                        other => SourceMsg::Live(LiveMsg::Cluster(Box::new(other))),
+                    };
+                    if tx.send(msg).await.is_err() {
+                        break;
+                    }
+                }
+                feed = audit_rx.recv(), if audit_open => {
+                    let msg = match feed {
+                        None => {
+                            audit_open = false;
+                            continue;
+                        }
+                        Some(AuditFeed::Notice(n)) => say(n.to_string()),
+                        Some(AuditFeed::Event(raw)) => {
+                            if let Some(w) = writer.as_mut()
+                                && let Err(e) = w.write(&raw)
+                            {
+                                let _ = tx.send(say(format!("capture stopped: {e}"))).await;
+                                writer = None;
+                            }
+                            let ingested = ingester.ingest(&raw);
+                            match ingested.event {
+                                Err(problem) => say(format!("skipped: {problem}")),
+                                // The final stage of the same request follows, with its
+                                // response code and the admission annotations.
+                                Ok(e) if ingested.pending || e.stage == "RequestReceived" => continue,
+                                Ok(event) => SourceMsg::Live(LiveMsg::Audit(Box::new(
+                                    AuditRecord::new(&event, ingested.items),
+                                ))),
+                            }
+                        }
+                    };
+                    if tx.send(msg).await.is_err() {
+                        break;
+                    }
+                }
+                c = ctl.recv() => match c {
+                    None => break,
+                    Some(SourceCtl::Replay { requests }) => {
+                        let Some(r) = &replayer else {
+                            let _ = tx.send(SourceMsg::Problem(
+                                "nothing replayed: the configurations in force are not listed yet".into(),
+                            )).await;
+                            continue;
+                        };
+                        let items = requests
+                            .into_iter()
+                            .map(|r| InputItem::Request(Box::new(r)))
+                            .collect();
+                        spawn_replay(Arc::clone(r), items, replier.clone(), tx.clone());
+                    }
+                    // Edits are what-ifs of the console's own; the cluster is not changed.
+                    Some(SourceCtl::Redispatch { .. }) => {}
+                },
+            }
+        }
+        if let Some(w) = writer {
+            let _ = w.finish();
+        }
+        cluster_task.abort();
+        parser.abort();
+        if let Some(t) = audit_task {
+            t.abort();
+        }
+    }
+}
+
+/// Parses each scrape off the source's loop and sends its admission series.
+async fn parse_scrapes(mut rx: mpsc::Receiver<MetricsScrape>, tx: mpsc::Sender<SourceMsg>) {
+    while let Some(scrape) = rx.recv().await {
+        let MetricsScrape { text, at } = scrape;
+        let parsed = tokio::task::spawn_blocking(move || {
+            parse(&text).map(|e| AdmissionSnapshot::from_exposition(&e))
+        })
+        .await;
+        let msg = match parsed {
+            Ok(Ok(snapshot)) => LiveMsg::Scrape {
+                at,
+                snapshot: Box::new(snapshot),
+            },
+            Ok(Err(e)) => LiveMsg::Cluster(Box::new(ClusterMsg::FeedFailed {
+                feed: Feed::Metrics,
+                failure: Failure {
+                    kind: FailureKind::Server,
+                    reason: format!("the /metrics answer does not parse: {e}"),
+                    action: "Check that the server is a kube-apiserver.".into(),
+                    rbac: None,
+                    retry_in: Duration::ZERO,
+                },
+            })),
+            Err(_) => continue,
+        };
+        if tx.send(SourceMsg::Live(msg)).await.is_err() {
+            return;
+        }
+    }
+}
+
+/// The engine over the configurations in force, and the message telling the console.
+fn configurations(
+    set: &WebhookSet,
+    options: &EngineOptions,
+    settings: &ReplaySettings,
+) -> (Arc<Replayer>, SourceMsg) {
+    let all = set.all();
+    let engine = Engine::new(&all, options.clone());
+    let msg = SourceMsg::Live(LiveMsg::Configurations {
+        hooks: hook_infos(&engine),
+        configurations: all.len(),
+        problems: set.problems.clone(),
+        synced: set.mutating_synced && set.validating_synced,
+    });
+    let replayer = Replayer::new(Arc::new(engine), settings.clone());
+    (Arc::new(replayer), msg)
+}
+
+/// Replays `items` in a task of their own, sending each result as an event.
+fn spawn_replay(
+    replayer: Arc<Replayer>,
+    items: Vec<InputItem>,
+    replier: ConsoleReplier,
+    tx: mpsc::Sender<SourceMsg>,
+) {
+    tokio::spawn(async move {
+        let mut events =
+            std::pin::pin!(replayer.events(futures::stream::iter(items), replier, IdMode::Random));
+        while let Some(d) = events.next().await {
+            let msg = SourceMsg::Event {
+                event: Box::new(d.event),
+                metrics: d.metrics.map(Box::new),
+            };
+            if tx.send(msg).await.is_err() {
+                return;
+            }
+        }
+    });
+}
+
+impl Source for LiveSource {
+    fn run(
+        self: Box<Self>,
+        tx: mpsc::Sender<SourceMsg>,
+        ctl: mpsc::Receiver<SourceCtl>,
+    ) -> futures::future::BoxFuture<'static, ()> {
+        Box::pin(self.watch(tx, ctl))
+    }
+}

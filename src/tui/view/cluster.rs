@@ -1,0 +1,296 @@
+//! The Cluster view (live): the connection and what to do when it fails, each feed's health,
+//! the audit source, and the history of configuration changes with the selected change's diff.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
+
+use super::{clip, pane, style};
+use crate::live::cluster::{ChangeAction, Feed, Seen};
+use crate::tui::app::State;
+use crate::tui::live::{Connection, LiveState, clock};
+use crate::tui::theme::StyleKey;
+
+/// Draws the view.
+pub fn render(frame: &mut Frame, state: &State, area: Rect) {
+    let Some(live) = state.live.as_deref() else {
+        not_live(frame, state, area, " Cluster ");
+        return;
+    };
+    let [top, bottom] = Layout::vertical([Constraint::Length(12), Constraint::Min(5)]).areas(area);
+    let [connection, feeds] =
+        Layout::horizontal([Constraint::Percentage(55), Constraint::Min(30)]).areas(top);
+    render_connection(frame, state, live, connection);
+    render_feeds(frame, state, live, feeds);
+    let [list, diff] =
+        Layout::horizontal([Constraint::Percentage(50), Constraint::Min(30)]).areas(bottom);
+    render_changes(frame, state, live, list);
+    render_diff(frame, state, live, diff);
+}
+
+/// What a replay's console shows in a live view.
+pub(super) fn not_live(frame: &mut Frame, state: &State, area: Rect, title: &'static str) {
+    let p = Paragraph::new(Line::styled(
+        "Not connected to a cluster: this view is for `hookscope live`.",
+        style(state, StyleKey::Muted),
+    ))
+    .block(pane(state, title, true));
+    frame.render_widget(p, area);
+}
+
+fn render_connection(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) {
+    let label = |s: &str| Span::styled(format!("{s:<10}"), style(state, StyleKey::Header));
+    let mut lines = Vec::new();
+    match &live.connection {
+        Connection::Starting => lines.push(Line::styled(
+            "reading the kubeconfig…",
+            style(state, StyleKey::Warning),
+        )),
+        Connection::Connecting {
+            server,
+            context,
+            attempt,
+        } => {
+            lines.push(Line::styled(
+                format!("◌ connecting (attempt {attempt})"),
+                style(state, StyleKey::Warning),
+            ));
+            lines.push(Line::from(vec![label("server"), Span::raw(server.clone())]));
+            lines.push(Line::from(vec![
+                label("context"),
+                Span::raw(context.clone()),
+            ]));
+        }
+        Connection::Connected(c) => {
+            lines.push(Line::styled(
+                format!("● connected · {}", c.server_version),
+                style(state, StyleKey::Allowed),
+            ));
+            lines.push(Line::from(vec![
+                label("server"),
+                Span::raw(c.info.server.clone()),
+            ]));
+            lines.push(Line::from(vec![
+                label("context"),
+                Span::raw(format!(
+                    "{} (user {}, namespace {})",
+                    c.info.context, c.info.user, c.info.namespace
+                )),
+            ]));
+        }
+        Connection::Failed(f) => {
+            lines.push(Line::styled(
+                format!("✗ {} (retrying in {:.0?})", f.reason, f.retry_in),
+                style(state, StyleKey::Error),
+            ));
+            lines.push(Line::styled(
+                format!("→ {}", f.action),
+                style(state, StyleKey::Warning),
+            ));
+            if let Some(r) = &f.rbac {
+                lines.push(Line::raw(format!("check: {}", r.check)));
+            }
+        }
+    }
+    let synced = if live.synced { "listed" } else { "listing…" };
+    lines.push(Line::from(vec![
+        label("in force"),
+        Span::raw(format!(
+            "{} configurations, {} webhooks ({synced})",
+            live.configurations,
+            state.hooks.len()
+        )),
+    ]));
+    for p in live.configuration_problems.iter().take(2) {
+        lines.push(Line::styled(
+            format!("  ! {p}"),
+            style(state, StyleKey::Warning),
+        ));
+    }
+    let writes = if live.allow_writes {
+        "writes allowed (--allow-writes): applies dry-run first and ask"
+    } else {
+        "read-only (no --allow-writes)"
+    };
+    lines.push(Line::from(vec![label("mode"), Span::raw(writes)]));
+    lines.push(Line::from(vec![
+        label("session"),
+        Span::raw(live.summary.clone()),
+    ]));
+    let p =
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(pane(state, " Connection ", false));
+    frame.render_widget(p, area);
+}
+
+fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) {
+    let connected = matches!(live.connection, Connection::Connected(_));
+    let mut lines = Vec::new();
+    for feed in [
+        Feed::MutatingWebhookConfigurations,
+        Feed::ValidatingWebhookConfigurations,
+        Feed::Metrics,
+    ] {
+        let name = match feed {
+            Feed::MutatingWebhookConfigurations => "mutating watch",
+            Feed::ValidatingWebhookConfigurations => "validating watch",
+            Feed::Metrics => "/metrics",
+        };
+        match live.feeds.iter().find(|(f, _)| *f == feed) {
+            Some((_, f)) => {
+                lines.push(Line::styled(
+                    format!("✗ {name}: {}", f.reason),
+                    style(state, StyleKey::Error),
+                ));
+                lines.push(Line::raw(format!("  → {}", f.action)));
+                if let Some(r) = &f.rbac {
+                    for l in r.rule.lines() {
+                        lines.push(Line::styled(
+                            format!("    {l}"),
+                            style(state, StyleKey::Json),
+                        ));
+                    }
+                }
+            }
+            None if !connected => lines.push(Line::styled(
+                format!("◌ {name}"),
+                style(state, StyleKey::Muted),
+            )),
+            None => {
+                let extra = match (feed, live.history.latest()) {
+                    (Feed::Metrics, Some((at, _))) => format!(" · last scrape {}", clock(at)),
+                    (Feed::Metrics, None) => " · no scrape yet".into(),
+                    _ => String::new(),
+                };
+                lines.push(Line::styled(
+                    format!("✓ {name}{extra}"),
+                    style(state, StyleKey::Allowed),
+                ));
+            }
+        }
+    }
+    lines.push(Line::styled("audit", style(state, StyleKey::Header)));
+    if live.notices.is_empty() && live.events_seen == 0 {
+        lines.push(Line::styled(
+            "no audit source (--follow-audit-log or --audit-webhook)",
+            style(state, StyleKey::Muted),
+        ));
+    }
+    if live.events_seen > 0 {
+        lines.push(Line::raw(format!(
+            "{} events ({} kept, {} paged out)",
+            live.events_seen,
+            live.events.len(),
+            live.paged_out()
+        )));
+    }
+    for n in live.notices.iter().rev().take(3) {
+        lines.push(Line::raw(n.clone()));
+    }
+    let p = Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .block(pane(state, " Feeds ", false));
+    frame.render_widget(p, area);
+}
+
+fn render_changes(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) {
+    let title = format!(" Configuration changes {} ", live.changes.len());
+    if live.changes.is_empty() {
+        let p = Paragraph::new(Line::styled(
+            "No change seen yet.",
+            style(state, StyleKey::Muted),
+        ))
+        .block(pane(state, title, true));
+        frame.render_widget(p, area);
+        return;
+    }
+    let height = area.height.saturating_sub(3) as usize;
+    let selected = live.change_selected.unwrap_or(live.changes.len() - 1);
+    let top = selected.saturating_sub(height.saturating_sub(1));
+    let rows: Vec<Row> = live
+        .changes
+        .iter()
+        .enumerate()
+        .skip(top)
+        .take(height)
+        .map(|(i, c)| {
+            let (action, key) = match c.action {
+                ChangeAction::Added => ("added", StyleKey::Allowed),
+                ChangeAction::Modified => ("modified", StyleKey::Warning),
+                ChangeAction::Deleted => ("deleted", StyleKey::Denied),
+            };
+            let seen = match c.seen {
+                Seen::Event => "",
+                Seen::Relist => " (relist)",
+            };
+            let kind = match c.kind {
+                crate::api::WebhookKind::Mutating => "mutating",
+                crate::api::WebhookKind::Validating => "validating",
+            };
+            let row = Row::new(vec![
+                Cell::from(clock(c.observed_at)),
+                Cell::from(Span::styled(format!("{action}{seen}"), style(state, key))),
+                Cell::from(kind),
+                Cell::from(clip(&c.name, 28)),
+                Cell::from(clip(&c.who, 22)),
+                Cell::from(c.resource_version.clone()),
+            ]);
+            if i == selected {
+                row.style(style(state, StyleKey::Selected))
+            } else {
+                row
+            }
+        })
+        .collect();
+    let header = Row::new(vec!["SEEN", "ACTION", "KIND", "NAME", "WHO", "RV"])
+        .style(style(state, StyleKey::Header));
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(8),
+            Constraint::Length(18),
+            Constraint::Length(10),
+            Constraint::Length(28),
+            Constraint::Length(22),
+            Constraint::Min(4),
+        ],
+    )
+    .header(header)
+    .block(pane(state, title, true));
+    frame.render_widget(table, area);
+}
+
+fn render_diff(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) {
+    let Some(c) = live.selected_change() else {
+        frame.render_widget(pane(state, " Diff ", false), area);
+        return;
+    };
+    let mut lines = vec![Line::styled(
+        format!(
+            "{} by {}{}",
+            c.server_time.as_deref().unwrap_or("(no server time)"),
+            c.who,
+            c.operation
+                .as_deref()
+                .map(|o| format!(" ({o})"))
+                .unwrap_or_default()
+        ),
+        style(state, StyleKey::Muted),
+    )];
+    for l in c.diff.lines() {
+        let key = if l.starts_with("+++") || l.starts_with("---") || l.starts_with("@@") {
+            StyleKey::Header
+        } else if l.starts_with('+') {
+            StyleKey::DiffAdded
+        } else if l.starts_with('-') {
+            StyleKey::DiffRemoved
+        } else {
+            StyleKey::DiffContext
+        };
+        lines.push(Line::styled(l.to_string(), style(state, key)));
+    }
+    let p = Paragraph::new(lines).block(pane(state, format!(" Diff: {} ", c.name), false));
+    frame.render_widget(p, area);
+}

@@ -1,0 +1,183 @@
+//! The Events view (live): audit events as they arrive, following the tail unless one is
+//! selected, with the selected event's admission annotations decoded; `r` replays it against
+//! the configurations in force.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
+
+use super::{clip, pane, style};
+use crate::tui::app::State;
+use crate::tui::live::AuditRecord;
+use crate::tui::model;
+use crate::tui::theme::StyleKey;
+
+/// Draws the view.
+pub fn render(frame: &mut Frame, state: &State, area: Rect) {
+    let Some(live) = state.live.as_deref() else {
+        super::cluster::not_live(frame, state, area, " Events ");
+        return;
+    };
+    let [list, detail] =
+        Layout::vertical([Constraint::Percentage(60), Constraint::Min(6)]).areas(area);
+    let following = live.event_selected.is_none();
+    let title = format!(
+        " Events {} kept · {} seen · {} paged out · {} ",
+        live.events.len(),
+        live.events_seen,
+        live.paged_out(),
+        if following {
+            "following"
+        } else {
+            "selected: G follows"
+        }
+    );
+    if live.events.is_empty() {
+        let p = Paragraph::new(Line::styled(
+            "No audit event yet.",
+            style(state, StyleKey::Muted),
+        ))
+        .block(pane(state, title, true));
+        frame.render_widget(p, list);
+        frame.render_widget(pane(state, " Event ", false), detail);
+        return;
+    }
+    let height = list.height.saturating_sub(3) as usize;
+    let selected = live.selected_event().unwrap_or(live.first_event);
+    let at = (selected - live.first_event) as usize;
+    let top = at.saturating_sub(height.saturating_sub(1));
+    let rows: Vec<Row> = live
+        .events
+        .iter()
+        .enumerate()
+        .skip(top)
+        .take(height)
+        .map(|(i, e)| {
+            let code = e.code.map(|c| c.to_string()).unwrap_or_default();
+            let code_style = match e.code {
+                Some(c) if (200..300).contains(&c) => StyleKey::Allowed,
+                Some(_) => StyleKey::Denied,
+                None => StyleKey::Muted,
+            };
+            let replay = if e.request.is_some() { "⟳" } else { "" };
+            let row = Row::new(vec![
+                Cell::from(format!("{}", live.first_event + i as u64 + 1)),
+                Cell::from(time_of(&e.at)),
+                Cell::from(e.verb.clone()),
+                Cell::from(clip(&e.resource, 24)),
+                Cell::from(clip(&e.target, 36)),
+                Cell::from(clip(&e.user, 28)),
+                Cell::from(Span::styled(code, style(state, code_style))),
+                Cell::from(format!("{}", e.annotations.len())),
+                Cell::from(replay),
+            ]);
+            if i == at && !following {
+                row.style(style(state, StyleKey::Selected))
+            } else {
+                row
+            }
+        })
+        .collect();
+    let header = Row::new(vec![
+        "#", "TIME", "VERB", "RESOURCE", "TARGET", "USER", "CODE", "ANN", "",
+    ])
+    .style(style(state, StyleKey::Header));
+    let table = Table::new(
+        rows,
+        [
+            Constraint::Length(7),
+            Constraint::Length(12),
+            Constraint::Length(7),
+            Constraint::Length(24),
+            Constraint::Length(36),
+            Constraint::Length(28),
+            Constraint::Length(4),
+            Constraint::Length(3),
+            Constraint::Length(1),
+        ],
+    )
+    .header(header)
+    .block(pane(state, title, true));
+    frame.render_widget(table, list);
+    if let Some(e) = live.event(selected) {
+        render_detail(frame, state, e, detail);
+    }
+}
+
+/// The time of day of an RFC 3339 timestamp (`12:00:01.5`), or the text as recorded.
+fn time_of(at: &str) -> String {
+    at.split_once('T')
+        .map(|(_, t)| t.trim_end_matches('Z').chars().take(12).collect())
+        .unwrap_or_else(|| at.to_string())
+}
+
+/// What an annotation of an event on `resource` shows: its decoded value, and whether it is a
+/// patch of a Secret masked because Secret data is not revealed.
+pub(super) fn annotation_text(
+    resource: &str,
+    key: &str,
+    value: &str,
+    reveal: bool,
+) -> (String, bool) {
+    if !reveal && resource == "secrets" && key.starts_with("patch.") {
+        return ("(patch of a Secret masked: :reveal shows it)".into(), true);
+    }
+    let decoded = model::decode_annotation(key, value).unwrap_or_else(|| value.to_string());
+    (decoded, false)
+}
+
+fn render_detail(frame: &mut Frame, state: &State, e: &AuditRecord, area: Rect) {
+    let label = |s: &str| Span::styled(format!("{s:<9}"), style(state, StyleKey::Header));
+    let mut lines = vec![
+        Line::from(vec![
+            label("auditID"),
+            Span::raw(format!("{} · {} · {}", e.audit_id, e.stage, e.origin)),
+        ]),
+        Line::from(vec![
+            label("request"),
+            Span::raw(format!(
+                "{} {} {} by {} → {}",
+                e.verb,
+                e.resource,
+                e.target,
+                e.user,
+                e.code.map(|c| c.to_string()).unwrap_or_else(|| "?".into())
+            )),
+        ]),
+    ];
+    match (&e.request, &e.not_replayable) {
+        (Some(_), _) => lines.push(Line::styled(
+            "r replays it against the configurations in force; R replays every kept event",
+            style(state, StyleKey::Muted),
+        )),
+        (None, Some(why)) => lines.push(Line::styled(
+            format!("not replayable: {why}"),
+            style(state, StyleKey::Warning),
+        )),
+        (None, None) => lines.push(Line::styled(
+            "no admission request in this event (its level or verb records none)",
+            style(state, StyleKey::Muted),
+        )),
+    }
+    if e.annotations.is_empty() {
+        lines.push(Line::styled(
+            "no admission webhook annotation",
+            style(state, StyleKey::Muted),
+        ));
+    }
+    for (key, value) in &e.annotations {
+        lines.push(Line::from(vec![
+            Span::styled(key.clone(), style(state, StyleKey::AnnotationKey)),
+            Span::raw(" "),
+            Span::styled(
+                annotation_text(&e.resource, key, value, state.reveal_secrets).0,
+                style(state, StyleKey::AnnotationValue),
+            ),
+        ]));
+    }
+    let p = Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .block(pane(state, " Event ", false));
+    frame.render_widget(p, area);
+}
