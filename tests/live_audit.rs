@@ -7,7 +7,7 @@ mod scratch;
 use scratch::Scratch;
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -719,3 +719,45 @@ fn an_explicit_theme_wins_over_the_settings_file() {
         vec![Command::LoadTheme("high-contrast".into())]
     );
 }
+
+#[test]
+fn clicks_in_what_if_select_and_open_a_request() {
+    let mut s = loaded();
+    update(&mut s, Msg::Resize(200, 50));
+    // An edit that made three requests warn: the what-if lists them.
+    s.baseline = Some(hookscope::tui::app::Baseline {
+        entries: s.entries.clone(),
+    });
+    for i in [3, 10, 20] {
+        s.entries[i].replayed.outcome.warnings.push("edited".into());
+    }
+    let before = s.baseline.as_ref().unwrap().entries.iter();
+    s.whatif = hookscope::edit::compare(
+        before.map(|e| &*e.replayed),
+        s.entries.iter().map(|e| &*e.replayed),
+    );
+    assert_eq!(s.whatif.requests.len(), 3);
+    key(&mut s, '7');
+    assert_eq!(s.view, View::WhatIf);
+    let screen = hookscope::tui::view::render_text(&s, 200, 50);
+    let row_of = |n: usize| {
+        screen
+            .lines()
+            .position(|l| {
+                l.trim_start_matches('│')
+                    .trim_start_matches(['▸', ' '])
+                    .starts_with(&format!("{n} "))
+            })
+            .unwrap() as u16
+    };
+    click(&mut s, 30, row_of(21));
+    assert_eq!(s.whatif_selected, 2);
+    click(&mut s, 30, row_of(11));
+    assert_eq!((s.whatif_selected, s.view), (1, View::WhatIf));
+    // The selected row clicked again opens the chain before / after.
+    click(&mut s, 30, row_of(11));
+    assert_eq!(
+        (s.view, s.compare, s.selected),
+        (View::Chain, true, Some(10))
+    );
+}
