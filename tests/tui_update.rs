@@ -611,6 +611,29 @@ fn the_wheel_moves_the_selection_in_requests_and_webhooks() {
     assert_eq!(s.hook_selected, 1);
 }
 
+/// The screen row of the Chain grid that shows call `i`, the grid drawn in `columns`: the
+/// lines below the request's heading naming its webhook, the n-th of them when `i` is the n-th
+/// call of that webhook.
+fn step_row(
+    screen: &str,
+    calls: &[hookscope::engine::CallRecord],
+    i: usize,
+    columns: std::ops::Range<usize>,
+) -> u16 {
+    let name = calls[i].webhook.as_str();
+    let nth = calls[..i].iter().filter(|c| c.webhook == name).count();
+    screen
+        .lines()
+        .enumerate()
+        .filter(|(y, l)| {
+            let part: String = l.chars().skip(columns.start).take(columns.len()).collect();
+            *y > 5 && part.contains(name)
+        })
+        .nth(nth)
+        .map(|(y, _)| y as u16)
+        .unwrap_or_else(|| panic!("no row shows call {i} ({name})"))
+}
+
 #[test]
 fn clicks_in_the_chain_pick_steps_and_panes() {
     let mut s = loaded();
@@ -623,25 +646,9 @@ fn clicks_in_the_chain_pick_steps_and_panes() {
     let lines: Vec<&str> = screen.lines().collect();
     let mut clicked = 0;
     for want in (0..calls.len()).rev() {
-        // The grid's lines that name this webhook, in order; the want-th call among its
-        // namesakes is the n-th such line.
-        let name = &calls[want].webhook;
-        let nth = calls[..want].iter().filter(|c| c.webhook == *name).count();
-        let y = lines
-            .iter()
-            .enumerate()
-            .filter(|(y, l)| {
-                *y > 5
-                    && l.chars()
-                        .take(46)
-                        .collect::<String>()
-                        .contains(name.as_str())
-            })
-            .nth(nth)
-            .map(|(y, _)| y as u16)
-            .unwrap();
+        let y = step_row(&screen, &calls, want, 0..46);
         click(&mut s, 10, y);
-        assert_eq!(s.step, want, "row {y}: {name}");
+        assert_eq!(s.step, want, "row {y}");
         clicked += 1;
     }
     assert_eq!(clicked, calls.len());
@@ -650,8 +657,9 @@ fn clicks_in_the_chain_pick_steps_and_panes() {
         .iter()
         .position(|l| l.contains("mutating · round 0"))
         .unwrap() as u16;
+    click(&mut s, 10, step_row(&screen, &calls, 2, 0..46));
     click(&mut s, 10, title_y);
-    assert_eq!(s.step, 0);
+    assert_eq!(s.step, 2);
     // The detail pane takes the keys when clicked, the grid when clicked again.
     click(&mut s, 100, 20);
     assert_eq!(s.chain_pane, ChainPane::Detail);
@@ -660,13 +668,13 @@ fn clicks_in_the_chain_pick_steps_and_panes() {
     // The wheel scrolls the detail under the mouse, and steps over the grid.
     wheel(&mut s, 100, 20, true);
     wheel(&mut s, 100, 20, true);
-    assert_eq!((s.step, s.detail_scroll), (0, 6));
+    assert_eq!((s.step, s.detail_scroll), (2, 6));
     wheel(&mut s, 100, 20, false);
     assert_eq!(s.detail_scroll, 3);
     wheel(&mut s, 10, 20, true);
-    assert_eq!((s.step, s.detail_scroll), (1, 0));
+    assert_eq!((s.step, s.detail_scroll), (3, 0));
     wheel(&mut s, 10, 20, false);
-    assert_eq!(s.step, 0);
+    assert_eq!(s.step, 2);
 }
 
 #[test]
@@ -760,4 +768,17 @@ fn clicks_in_what_if_select_and_open_a_request() {
         (s.view, s.compare, s.selected),
         (View::Chain, true, Some(10))
     );
+
+    // Side by side, a click on a step of the "after" grid selects it; the wheel over the diff
+    // scrolls it.
+    let calls = s.selected_entry().unwrap().replayed.outcome.calls.clone();
+    let screen = hookscope::tui::view::render_text(&s, 200, 50);
+    let last = calls.len() - 1;
+    let y = step_row(&screen, &calls, last, 100..200);
+    click(&mut s, 120, y);
+    assert_eq!(s.step, last);
+    click(&mut s, 20, y);
+    assert_eq!(s.step, last, "the \"before\" grid selects nothing");
+    wheel(&mut s, 100, 45, true);
+    assert_eq!((s.step, s.detail_scroll), (last, 3));
 }

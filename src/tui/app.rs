@@ -1050,7 +1050,7 @@ impl State {
         if self.help {
             return;
         }
-        if self.view == View::Chain && !self.compare {
+        if self.view == View::Chain {
             match super::view::hit::chain_at(self, x, y) {
                 Some(ChainHit::Detail) => {
                     self.detail_scroll = if down {
@@ -1101,7 +1101,7 @@ impl State {
                     }
                 }
             }
-            View::Chain if !self.compare => match super::view::hit::chain_at(self, x, y) {
+            View::Chain => match super::view::hit::chain_at(self, x, y) {
                 Some(ChainHit::Step(i)) => {
                     self.chain_pane = ChainPane::Grid;
                     if self.step != i {

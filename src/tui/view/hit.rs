@@ -34,10 +34,24 @@ pub enum ChainHit {
     Detail,
 }
 
-/// The Chain view's grid and detail panes (as `chain::render` lays them out).
+/// The Chain view's grid of the selected request's steps and its detail pane, as
+/// `chain::render` lays them out; when it compares before and after the edits, the "after" grid
+/// and the final object's diff.
 fn chain_panes(state: &State) -> (Rect, Rect) {
     let [_, body] =
         Layout::vertical([Constraint::Length(4), Constraint::Min(1)]).areas(main_area(state));
+    let compared = state.compare
+        && (state.baseline.as_ref())
+            .zip(state.selected)
+            .is_some_and(|(b, i)| i < b.entries.len());
+    if compared {
+        let [grids, diff] =
+            Layout::vertical([Constraint::Percentage(55), Constraint::Min(4)]).areas(body);
+        let [_, after] =
+            Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
+                .areas(grids);
+        return (after, diff);
+    }
     let [grid, detail] =
         Layout::horizontal([Constraint::Length(46), Constraint::Min(20)]).areas(body);
     (grid, detail)
@@ -62,7 +76,8 @@ fn grid_lines(o: &Outcome) -> Vec<Option<usize>> {
     lines
 }
 
-/// What is at `(x, y)` of the Chain view (not in the before/after comparison).
+/// What is at `(x, y)` of the Chain view (in the before/after comparison: the "after" grid's
+/// steps, and the diff as the detail).
 pub fn chain_at(state: &State, x: u16, y: u16) -> Option<ChainHit> {
     let entry = state.selected_entry()?;
     let (grid, detail) = chain_panes(state);
