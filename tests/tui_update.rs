@@ -569,6 +569,23 @@ fn the_number_column_is_the_input_position_under_sorting_and_filtering() {
     );
     key(&mut s, 'r');
     check(&s);
+    // The Chain view's title gives the same number, not the request's place in its file.
+    let (n, target) = by_name[3].clone();
+    s.entries[n - 1].replayed.request.source.index = 999;
+    update(&mut s, Msg::Action(Action::Sort("name".into())));
+    key(&mut s, 'g');
+    for _ in 0..3 {
+        key(&mut s, 'j');
+    }
+    code(&mut s, KeyCode::Enter);
+    let screen = hookscope::tui::view::render_text(&s, 200, 50);
+    assert!(
+        screen.lines().nth(1).unwrap().contains(&format!("#{n} ")),
+        "{target}\n{screen}"
+    );
+    assert!(screen.lines().nth(1).unwrap().contains(&target));
+    code(&mut s, KeyCode::Esc);
+
     type_filter(&mut s, "verdict:denied");
     let denied = check(&s);
     assert!(
@@ -781,4 +798,39 @@ fn clicks_in_what_if_select_and_open_a_request() {
     assert_eq!(s.step, last, "the \"before\" grid selects nothing");
     wheel(&mut s, 100, 45, true);
     assert_eq!((s.step, s.detail_scroll), (last, 3));
+}
+
+#[test]
+fn the_filter_parser_takes_fields_prefixes_and_negation() {
+    use hookscope::tui::filter::{FilterError, RequestFilter, Term, VerdictTerm};
+    let parse = |t: &str| RequestFilter::parse(t).map(|f| f.terms);
+    assert_eq!(
+        parse("v:den !NS:kube-system Hook:Policy"),
+        Ok(vec![
+            (false, Term::Verdict(VerdictTerm::Denied)),
+            (true, Term::Namespace("kube-system".into())),
+            (false, Term::Webhook("policy".into())),
+        ])
+    );
+    assert_eq!(
+        parse("verdict:open verdict:422 verdict:a"),
+        Ok(vec![
+            (false, Term::Verdict(VerdictTerm::FailedOpen)),
+            (false, Term::Verdict(VerdictTerm::Code(422))),
+            (false, Term::Verdict(VerdictTerm::Allowed)),
+        ])
+    );
+    // A field still being typed constrains nothing; an unknown field is a plain word.
+    assert_eq!(parse("verdict: ns: ! "), Ok(vec![]));
+    assert_eq!(
+        parse("system:serviceaccount Cart"),
+        Ok(vec![
+            (false, Term::Text("system:serviceaccount".into())),
+            (false, Term::Text("cart".into())),
+        ])
+    );
+    assert_eq!(
+        parse("ns:shop verdict:nope"),
+        Err(FilterError::Verdict("nope".into()))
+    );
 }
