@@ -473,6 +473,13 @@ fn field_filters_by_verdict_webhook_and_namespace() {
     type_filter(&mut s, "!verdict:allowed");
     assert_eq!(s.visible, denied);
     code(&mut s, KeyCode::Esc);
+    // Plain words can be negated too, and mixed with the rest.
+    type_filter(&mut s, "pods !cart ns:shop");
+    let want = passing(&s, |r| {
+        r.resource == "pods" && !r.target.contains("cart") && r.namespace == "shop"
+    });
+    assert!(!want.is_empty());
+    assert_eq!(s.visible, want);
 }
 
 #[test]

@@ -119,6 +119,8 @@ impl Term {
 pub struct RequestFilter {
     /// The conditions, each with whether it is negated.
     pub terms: Vec<(bool, Term)>,
+    /// The plain words that must appear, joined: a row is searched for all of them at once.
+    words: String,
 }
 
 impl RequestFilter {
@@ -143,12 +145,23 @@ impl RequestFilter {
             };
             terms.push((negated, term));
         }
-        Ok(RequestFilter { terms })
+        let words: Vec<&str> = terms
+            .iter()
+            .filter_map(|t| match t {
+                (false, Term::Text(w)) => Some(w.as_str()),
+                _ => None,
+            })
+            .collect();
+        let words = words.join(" ");
+        Ok(RequestFilter { terms, words })
     }
 
     /// Whether a row passes.
     pub fn matches(&self, row: &RequestRow) -> bool {
-        self.terms.iter().all(|(neg, t)| t.matches(row) != *neg)
+        (self.words.is_empty() || row.matches(&self.words))
+            && (self.terms.iter())
+                .filter(|t| !matches!(t, (false, Term::Text(_))))
+                .all(|(neg, t)| t.matches(row) != *neg)
     }
 
     /// Whether there is no condition.
