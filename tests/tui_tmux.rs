@@ -6,6 +6,10 @@
 //! tmux is not installed. And in a pseudo-terminal (util-linux `script`), the first frame shows
 //! that a `--theme` given on the command line wins over the settings file's.
 
+#[path = "common/scratch.rs"]
+mod scratch;
+
+use scratch::Scratch;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -375,7 +379,7 @@ fn title_style(frame: &[u8]) -> Vec<u8> {
 
 #[test]
 fn a_theme_given_on_the_command_line_wins_over_the_settings_file() {
-    let home = std::env::temp_dir().join(format!("hookscope-theme-{}", std::process::id()));
+    let home = Scratch::new(&format!("hookscope-theme-{}", std::process::id()));
     std::fs::create_dir_all(home.join("hookscope")).unwrap();
     std::fs::write(home.join("hookscope/config.toml"), "theme = \"light\"\n").unwrap();
     let empty = home.join("empty");
@@ -388,7 +392,6 @@ fn a_theme_given_on_the_command_line_wins_over_the_settings_file() {
             first_frame(&empty, "--theme light")?,
         ))
     })();
-    let _ = std::fs::remove_dir_all(&home);
     let Some((plain, from_file, explicit_default, explicit_light)) = runs else {
         eprintln!("skipped: `script` (util-linux) is not installed");
         return;
