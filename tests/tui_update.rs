@@ -841,3 +841,55 @@ fn the_filter_parser_takes_fields_prefixes_and_negation() {
         Err(FilterError::Verdict("nope".into()))
     );
 }
+
+#[test]
+fn a_click_on_an_annotation_opens_the_step_that_wrote_it() {
+    let mut s = loaded();
+    update(&mut s, Msg::Resize(200, 50));
+    key(&mut s, '3');
+    let screen = hookscope::tui::view::render_text(&s, 200, 50);
+    // (row, request number, shortened key) of the rows shown.
+    let rows: Vec<(u16, usize, String)> = screen
+        .lines()
+        .enumerate()
+        .skip(3)
+        .filter_map(|(y, l)| {
+            let mut words = l.trim_start_matches('│').split_whitespace();
+            let n = words.next()?.strip_prefix('#')?.parse().ok()?;
+            let _target = words.next()?;
+            Some((y as u16, n, words.next()?.to_string()))
+        })
+        .collect();
+    let pick = |want: &dyn Fn(&str) -> bool| {
+        rows.iter()
+            .find(|(_, _, k)| want(k))
+            .cloned()
+            .unwrap_or_else(|| panic!("no such row in\n{screen}"))
+    };
+    let cases = [
+        pick(&|k| k == "mutation/round_1_index_0"),
+        pick(&|k| k == "patch/round_0_index_1"),
+        pick(&|k| k.starts_with("failed-open/")),
+        pick(&|k| k == "inject/injected"),
+    ];
+    for (y, n, k) in cases {
+        click(&mut s, 60, y);
+        assert_eq!((s.view, s.selected), (View::Chain, Some(n - 1)), "{k}");
+        let call = &s.selected_entry().unwrap().replayed.outcome.calls[s.step];
+        let (round, index) = (call.round, call.index);
+        match k.as_str() {
+            "mutation/round_1_index_0" => assert_eq!((round, index), (1, 0)),
+            "patch/round_0_index_1" => assert_eq!((round, index), (0, 1)),
+            "inject/injected" => assert_eq!(call.webhook, "inject.sidecar.demo"),
+            _ => assert_eq!(
+                (call.webhook.as_str(), call.phase),
+                ("quota.slow.demo", hookscope::api::WebhookKind::Validating)
+            ),
+        }
+        code(&mut s, KeyCode::Esc);
+        key(&mut s, '3');
+    }
+    // The column titles open nothing.
+    click(&mut s, 60, 2);
+    assert_eq!(s.view, View::Annotations);
+}

@@ -1070,10 +1070,51 @@ impl State {
         self.navigate(if down { Action::Down } else { Action::Up });
     }
 
+    /// Opens the chain of the request that wrote the `i`-th annotation shown, at the step that
+    /// wrote it: `…/round_{r}_index_{i}` names the call, a webhook's own annotation is keyed
+    /// by its name.
+    fn open_annotation(&mut self, i: usize) {
+        let Some(a) = self.visible_annotations().get(i).map(|a| (*a).clone()) else {
+            return;
+        };
+        let Some(entry) = self.entries.get(a.request) else {
+            return;
+        };
+        let calls = &entry.replayed.outcome.calls;
+        let (prefix, name) = a.key.split_once('/').unwrap_or(("", &a.key));
+        let position = name
+            .strip_prefix("round_")
+            .and_then(|rest| rest.split_once("_index_"))
+            .and_then(|(r, i)| Some((r.parse::<u8>().ok()?, i.parse::<usize>().ok()?)))
+            .and_then(|(round, index)| {
+                let phase = if prefix.contains("validating") {
+                    crate::api::WebhookKind::Validating
+                } else {
+                    crate::api::WebhookKind::Mutating
+                };
+                calls.iter().position(|c| {
+                    c.phase == phase
+                        && c.index == index
+                        && (phase == crate::api::WebhookKind::Validating || c.round == round)
+                })
+            })
+            .or_else(|| {
+                calls.iter().rposition(|c| {
+                    c.webhook == prefix && c.decision == crate::engine::CallDecision::Called
+                })
+            });
+        self.selected = Some(a.request);
+        self.compare = false;
+        self.view = View::Chain;
+        self.chain_pane = ChainPane::Grid;
+        self.step = position.unwrap_or(0);
+        self.detail_scroll = 0;
+    }
+
     /// A left click: a tab in the header switches view; a row is selected (Requests, the
     /// Chain's steps, Webhooks, What-if), and a click on the selected row (so also a double
     /// click) opens it; a Requests column title sorts by it (again: reversed); a Chain pane
-    /// takes the keys.
+    /// takes the keys; an annotation opens the chain at the step that wrote it.
     fn click(&mut self, x: u16, y: u16) {
         if self.help {
             self.help = false;
@@ -1113,6 +1154,11 @@ impl State {
                 Some(ChainHit::Detail) => self.chain_pane = ChainPane::Detail,
                 None => {}
             },
+            View::Annotations => {
+                if let Some(i) = super::view::hit::annotation_at(self, x, y) {
+                    self.open_annotation(i);
+                }
+            }
             View::Webhooks => {
                 if let Some(i) = super::view::hit::webhook_at(self, x, y) {
                     self.hook_selected = i;

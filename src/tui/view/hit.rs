@@ -151,3 +151,21 @@ pub fn requests_column_at(state: &State, x: u16, y: u16) -> Option<SortKey> {
     let at = columns.iter().position(|c| (c.x..c.right()).contains(&x))?;
     SortKey::ALL.get(at).copied()
 }
+
+/// The annotation (index into `visible_annotations()`) whose row of the Annotations view is at
+/// `(x, y)`.
+pub fn annotation_at(state: &State, x: u16, y: u16) -> Option<usize> {
+    let area = main_area(state);
+    let rows = inner(area);
+    // The first line of the table is its column titles.
+    if !rows.contains(Position::new(x, y)) || y == rows.y {
+        return None;
+    }
+    // As `annotations::render` scrolls: from `annotation_top`, or following the tail.
+    let n = state.visible_annotations().len();
+    let height = usize::from(area.height.saturating_sub(3));
+    let last_top = n.saturating_sub(height);
+    let top = state.annotation_top.map_or(last_top, |t| t.min(last_top));
+    let i = top + usize::from(y - rows.y - 1);
+    (i < n).then_some(i)
+}
