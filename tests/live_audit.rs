@@ -1,8 +1,13 @@
 //! Audit events from a live cluster: following a log across rotations, the audit webhook backend
 //! over real TLS, ingestion against the whole-file replay reader, and captures.
 
+#[path = "common/scratch.rs"]
+mod scratch;
+
+use scratch::Scratch;
+
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -23,14 +28,11 @@ const ORACLE_LOG: &str = "tests/fixtures/oracle-v1.32/audit.log";
 /// Long enough never to fire on a working run; only there to turn a hang into a failure.
 const TIMEOUT: Duration = Duration::from_secs(20);
 
-fn temp_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!(
+fn temp_dir(name: &str) -> Scratch {
+    Scratch::new(&format!(
         "hookscope-live-audit-{name}-{}",
         std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+    ))
 }
 
 fn fast(from_start: bool) -> FollowOptions {

@@ -1,6 +1,11 @@
 //! The live cluster connection against the fake API server, over TLS with a minted CA, through
 //! the real kube client and kube-runtime watchers.
 
+#[path = "common/scratch.rs"]
+mod scratch;
+
+use scratch::Scratch;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -15,11 +20,8 @@ use tokio::sync::mpsc;
 
 const WAIT: Duration = Duration::from_secs(30);
 
-fn scratch_dir() -> PathBuf {
-    let dir =
-        std::env::temp_dir().join(format!("hookscope-live-{}", uuid::Uuid::new_v4().simple()));
-    std::fs::create_dir_all(&dir).expect("scratch dir");
-    dir
+fn scratch_dir() -> Scratch {
+    Scratch::new(&format!("hookscope-live-{}", uuid::Uuid::new_v4().simple()))
 }
 
 fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
@@ -67,12 +69,14 @@ struct Live {
     server: FakeApiServer,
     kubeconfig: PathBuf,
     rx: mpsc::Receiver<ClusterMsg>,
+    _scratch: Scratch,
 }
 
 impl Live {
     async fn start(setup: impl FnOnce(&FakeApiServer)) -> Live {
         let server = FakeApiServer::start().await.expect("fake server");
-        let kubeconfig = write(&scratch_dir(), "config", &server.kubeconfig());
+        let scratch = scratch_dir();
+        let kubeconfig = write(&scratch, "config", &server.kubeconfig());
         setup(&server);
         let (tx, rx) = mpsc::channel(64);
         tokio::spawn(run(fast_options(kubeconfig.clone()), tx));
@@ -80,6 +84,7 @@ impl Live {
             server,
             kubeconfig,
             rx,
+            _scratch: scratch,
         }
     }
 
@@ -582,7 +587,8 @@ async fn metrics_are_scraped_as_text_and_a_403_names_the_non_resource_rule() {
     let server = FakeApiServer::start().await.unwrap();
     server.set_metrics(&text);
     server.forbid(Denial::Path("/metrics".into()));
-    let kubeconfig = write(&scratch_dir(), "config", &server.kubeconfig());
+    let scratch = scratch_dir();
+    let kubeconfig = write(&scratch, "config", &server.kubeconfig());
     let (tx, mut rx) = mpsc::channel(64);
     tokio::spawn(run(fast_options(kubeconfig), tx));
     let failure = recv_until(&mut rx, |m| match m {
@@ -806,7 +812,8 @@ async fn context_flag_selects_among_two_contexts() {
     let b = FakeApiServer::start().await.unwrap();
     a.create("kubectl", mutating("on-alpha", "Fail")).unwrap();
     b.create("kubectl", mutating("on-beta", "Fail")).unwrap();
-    let path = write(&scratch_dir(), "config", &two_context_kubeconfig(&a, &b));
+    let scratch = scratch_dir();
+    let path = write(&scratch, "config", &two_context_kubeconfig(&a, &b));
 
     let default = Cluster::connect(&fast_options(path.clone())).await.unwrap();
     assert_eq!(
@@ -892,18 +899,19 @@ async fn kubeconfig_env_lists_are_merged_first_file_winning() {
     );
 
     let home = scratch_dir();
-    assert_eq!(kubeconfig_source(None, None, Some(&home)).ok(), None);
+    assert_eq!(kubeconfig_source(None, None, Some(home.path())).ok(), None);
     std::fs::create_dir_all(home.join(".kube")).unwrap();
     write(&home.join(".kube"), "config", &a.kubeconfig());
     assert_eq!(
-        kubeconfig_source(None, Some(std::ffi::OsStr::new("")), Some(&home)).unwrap(),
+        kubeconfig_source(None, Some(std::ffi::OsStr::new("")), Some(home.path())).unwrap(),
         KubeconfigSource::Default(home.join(".kube").join("config"))
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_missing_kubeconfig_is_a_clear_error_and_run_keeps_retrying() {
-    let missing = scratch_dir().join("nope").join("config");
+    let scratch = scratch_dir();
+    let missing = scratch.join("nope").join("config");
     let options = fast_options(missing.clone());
     let error = Cluster::connect(&options).await.unwrap_err();
     assert!(
@@ -916,7 +924,7 @@ async fn a_missing_kubeconfig_is_a_clear_error_and_run_keeps_retrying() {
     );
 
     let home = scratch_dir();
-    let error = kubeconfig_source(None, None, Some(&home)).unwrap_err();
+    let error = kubeconfig_source(None, None, Some(home.path())).unwrap_err();
     assert!(
         error.to_string().contains("KUBECONFIG is not set"),
         "{error}"
@@ -956,7 +964,8 @@ async fn the_fake_server_speaks_the_list_paging_and_watch_wire_format() {
     for name in ["c", "a", "b"] {
         server.create("kubectl", mutating(name, "Fail")).unwrap();
     }
-    let path = write(&scratch_dir(), "config", &server.kubeconfig());
+    let scratch = scratch_dir();
+    let path = write(&scratch, "config", &server.kubeconfig());
     let cluster = Cluster::connect(&fast_options(path)).await.unwrap();
     let client = cluster.client();
     let get = |uri: &str| http::Request::get(uri).body(Vec::new()).unwrap();
@@ -1053,7 +1062,8 @@ async fn the_fake_server_speaks_the_list_paging_and_watch_wire_format() {
     // Without the token: 401 with a Status body.
     let mut anonymous = server.kubeconfig();
     anonymous = anonymous.replace(&server.token(), "wrong");
-    let path = write(&scratch_dir(), "config", &anonymous);
+    let scratch = scratch_dir();
+    let path = write(&scratch, "config", &anonymous);
     let stranger = Cluster::connect(&fast_options(path)).await.unwrap();
     match stranger.server_version().await {
         Err(kube::Error::Api(status)) => {

@@ -1,5 +1,7 @@
 //! Every view rendered at 120x40 from the offline demo (fixed uids and durations), in the default
-//! theme and in high-contrast (whose symbols differ), compared with the committed snapshots.
+//! theme and in high-contrast (whose symbols differ), compared with the committed snapshots; and
+//! the Requests and Chain views with their styles recorded (every cell's colours and modifiers),
+//! in each built-in theme, so that a theme regression fails too.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use hookscope::engine::AuditLevel;
@@ -74,4 +76,84 @@ fn default_theme() {
 #[test]
 fn high_contrast_theme() {
     check("high-contrast");
+}
+
+/// (name, keys pressed from the loaded state) of the screens recorded with their styles.
+const STYLED: &[(&str, &str)] = &[
+    ("requests", ""),
+    ("requests_filtered", "/verdict:denied\n"),
+    ("chain_round0_patch", "\n"),
+    ("chain_denied_deciding", "j\nd"),
+];
+
+/// A style as the snapshots write it: `fg=… bg=… +modifiers`, or `-` for none.
+fn style_name(s: ratatui::style::Style) -> String {
+    let mut parts = Vec::new();
+    if let Some(c) = s.fg {
+        parts.push(format!("fg={c:?}"));
+    }
+    if let Some(c) = s.bg {
+        parts.push(format!("bg={c:?}"));
+    }
+    if let Some(c) = s
+        .underline_color
+        .filter(|c| *c != ratatui::style::Color::Reset)
+    {
+        parts.push(format!("ul={c:?}"));
+    }
+    for (m, _) in s.add_modifier.iter_names() {
+        parts.push(format!("+{}", m.to_lowercase()));
+    }
+    for (m, _) in s.sub_modifier.iter_names() {
+        parts.push(format!("-{}", m.to_lowercase()));
+    }
+    if parts.is_empty() {
+        "-".into()
+    } else {
+        parts.join(" ")
+    }
+}
+
+/// The screen with its styles: each text line followed by a line giving every cell's style as
+/// a letter, then the letters' styles (letters in order of first use).
+fn styled_screen(s: &State) -> String {
+    let (w, h) = (120, 40);
+    let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(w, h)).unwrap();
+    t.draw(|f| hookscope::tui::view::render(f, s)).unwrap();
+    let buf = t.backend().buffer();
+    const LETTERS: &str = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    let mut legend: Vec<String> = Vec::new();
+    let mut out = String::new();
+    for y in 0..h {
+        let text: String = (0..w).map(|x| buf[(x, y)].symbol()).collect();
+        let mut marks = String::new();
+        for x in 0..w {
+            let name = style_name(buf[(x, y)].style());
+            let i = match legend.iter().position(|l| *l == name) {
+                Some(i) => i,
+                None => {
+                    legend.push(name);
+                    legend.len() - 1
+                }
+            };
+            marks.push(LETTERS.chars().nth(i).expect("fewer styles than letters"));
+        }
+        out.push_str(&format!("{}\n{}\n", text.trim_end(), marks));
+    }
+    out.push_str("\nstyles:\n");
+    for (i, l) in legend.iter().enumerate() {
+        out.push_str(&format!("{} {l}\n", LETTERS.chars().nth(i).unwrap()));
+    }
+    out
+}
+
+#[test]
+fn styles_are_recorded_in_every_theme() {
+    for theme in ["default", "light", "high-contrast"] {
+        for (name, k) in STYLED {
+            let mut s = loaded(theme);
+            keys(&mut s, k);
+            insta::assert_snapshot!(format!("{theme}__styled_{name}"), styled_screen(&s));
+        }
+    }
 }

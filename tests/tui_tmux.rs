@@ -3,8 +3,13 @@
 //! keys, the metrics view shows a rejection, an edit of a configuration flips verdicts in the
 //! What-if view, and `:q!` quits and restores the terminal. A second run is killed with SIGKILL
 //! in the middle of an edit, and the next one recovers the text. Skipped, with a message, when
-//! tmux is not installed.
+//! tmux is not installed. And in a pseudo-terminal (util-linux `script`), the first frame shows
+//! that a `--theme` given on the command line wins over the settings file's.
 
+#[path = "common/scratch.rs"]
+mod scratch;
+
+use scratch::Scratch;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
@@ -339,4 +344,64 @@ fn edit_bang_runs_the_users_editor_and_takes_its_text() {
         "edit! taken",
     );
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The bytes the binary writes to a 120x40 pseudo-terminal (util-linux `script`) until its first
+/// frame, with the settings folder `config_home`; None when `script` is missing.
+fn first_frame(config_home: &std::path::Path, args: &str) -> Option<Vec<u8>> {
+    let bin = env!("CARGO_BIN_EXE_hookscope");
+    let command = format!(
+        "stty cols 120 rows 40; exec {bin} tui --demo-offline {args} --exit-after-first-frame"
+    );
+    let out = Command::new("script")
+        .args(["-qefc", &command, "/dev/null"])
+        .env("TERM", "xterm-256color")
+        .env("XDG_CONFIG_HOME", config_home)
+        .env("XDG_STATE_HOME", config_home)
+        .output()
+        .ok()?;
+    assert!(out.status.success(), "{command}: {out:?}");
+    Some(out.stdout)
+}
+
+/// The escape sequences the header's title is drawn with: what precedes " hookscope ".
+fn title_style(frame: &[u8]) -> Vec<u8> {
+    let at = frame
+        .windows(11)
+        .position(|w| w == b" hookscope ")
+        .expect("the header is drawn");
+    let start = frame[..at]
+        .iter()
+        .rposition(|&b| b == b'H')
+        .map_or(0, |i| i + 1);
+    frame[start..at].to_vec()
+}
+
+#[test]
+fn a_theme_given_on_the_command_line_wins_over_the_settings_file() {
+    let home = Scratch::new(&format!("hookscope-theme-{}", std::process::id()));
+    std::fs::create_dir_all(home.join("hookscope")).unwrap();
+    std::fs::write(home.join("hookscope/config.toml"), "theme = \"light\"\n").unwrap();
+    let empty = home.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let runs = (|| {
+        Some((
+            first_frame(&empty, "")?,
+            first_frame(&home, "")?,
+            first_frame(&home, "--theme default")?,
+            first_frame(&empty, "--theme light")?,
+        ))
+    })();
+    let Some((plain, from_file, explicit_default, explicit_light)) = runs else {
+        eprintln!("skipped: `script` (util-linux) is not installed");
+        return;
+    };
+    let (plain, from_file) = (title_style(&plain), title_style(&from_file));
+    assert_ne!(plain, from_file, "the settings file's light theme is used");
+    assert_eq!(
+        title_style(&explicit_default),
+        plain,
+        "--theme default wins"
+    );
+    assert_eq!(title_style(&explicit_light), from_file);
 }

@@ -362,7 +362,7 @@ fn clicks_select_rows_open_chains_and_switch_tabs() {
     }
     assert_eq!(hookscope::tui::view::tab_at(&s, 0), None);
     // Below the last row or on the borders nothing changes.
-    click(&mut s, 20, 2);
+    click(&mut s, 20, 1);
     click(&mut s, 20, 49);
     assert_eq!((s.selected, s.view), (Some(4), View::Requests));
     // With the selection scrolled down, the rows shown move with it.
@@ -373,4 +373,523 @@ fn clicks_select_rows_open_chains_and_switch_tabs() {
         click(&mut s, 20, 3);
         assert_eq!(s.selected_position(), Some(last + 1 - rows));
     }
+}
+
+fn wheel(s: &mut State, column: u16, row: u16, down: bool) {
+    use crossterm::event::{MouseEvent, MouseEventKind};
+    let kind = if down {
+        MouseEventKind::ScrollDown
+    } else {
+        MouseEventKind::ScrollUp
+    };
+    update(
+        s,
+        Msg::Mouse(MouseEvent {
+            kind,
+            column,
+            row,
+            modifiers: KeyModifiers::NONE,
+        }),
+    );
+}
+
+fn type_filter(s: &mut State, text: &str) {
+    key(s, '/');
+    for c in text.chars() {
+        key(s, c);
+    }
+    code(s, KeyCode::Enter);
+}
+
+/// The rows the Requests view shows: (the "#" column, namespace/name), from the screen.
+fn shown_rows(s: &State) -> Vec<(usize, String)> {
+    let screen = hookscope::tui::view::render_text(s, 200, 50);
+    screen
+        .lines()
+        .skip(3)
+        .filter_map(|l| {
+            let l = l.trim_start_matches('│').trim_start_matches(['▸', ' ']);
+            let mut words = l.split_whitespace();
+            let n: usize = words.next()?.parse().ok()?;
+            let target = words.find(|w| w.contains('/') || *w == "sandbox")?;
+            Some((n, target.to_string()))
+        })
+        .collect()
+}
+
+/// The bottom line of the screen at 200×50 (status bar or input line).
+fn status_line(s: &State) -> String {
+    let screen = hookscope::tui::view::render_text(s, 200, 50);
+    screen.lines().last().unwrap_or_default().to_string()
+}
+
+/// Which rows pass a filter, by hand.
+fn passing(s: &State, f: impl Fn(&hookscope::tui::model::RequestRow) -> bool) -> Vec<usize> {
+    (0..s.entries.len())
+        .filter(|&i| f(&s.entries[i].row))
+        .collect()
+}
+
+#[test]
+fn field_filters_by_verdict_webhook_and_namespace() {
+    let mut s = loaded();
+    type_filter(&mut s, "verdict:denied");
+    assert_eq!(s.filter, "verdict:denied");
+    let denied = passing(&s, |r| matches!(r.verdict, Verdict::Denied(_)));
+    assert_eq!(s.visible, denied);
+    assert_eq!(denied.len(), s.counts().2);
+    code(&mut s, KeyCode::Esc);
+    assert_eq!(s.visible.len(), s.entries.len());
+
+    // Fields combine with each other and with plain words; every term must hold.
+    type_filter(&mut s, "ns:shop verdict:403 cart");
+    let want = passing(&s, |r| {
+        r.namespace == "shop" && r.verdict == Verdict::Denied(403) && r.target.contains("cart")
+    });
+    assert!(!want.is_empty());
+    assert_eq!(s.visible, want);
+    code(&mut s, KeyCode::Esc);
+
+    // namespace: is ns:, and the namespace must be exactly the one named.
+    type_filter(&mut s, "namespace:sho");
+    assert!(s.visible.is_empty());
+    code(&mut s, KeyCode::Esc);
+    type_filter(&mut s, "namespace:payments");
+    assert_eq!(s.visible, passing(&s, |r| r.namespace == "payments"));
+    code(&mut s, KeyCode::Esc);
+
+    // webhook: a called webhook's name contains the text.
+    type_filter(&mut s, "webhook:quota");
+    let want = passing(&s, |r| r.webhooks.iter().any(|w| w == "quota.slow.demo"));
+    assert!(!want.is_empty() && want.len() < s.entries.len());
+    assert_eq!(s.visible, want);
+    code(&mut s, KeyCode::Esc);
+
+    // failed-open and its negation; allowed takes failed-open requests too (they were admitted).
+    type_filter(&mut s, "verdict:failed-open");
+    let open = passing(&s, |r| r.verdict == Verdict::FailedOpen);
+    assert_eq!((s.visible.clone(), open.len()), (open, s.counts().3));
+    code(&mut s, KeyCode::Esc);
+    type_filter(&mut s, "!verdict:allowed");
+    assert_eq!(s.visible, denied);
+    code(&mut s, KeyCode::Esc);
+    // Plain words can be negated too, and mixed with the rest.
+    type_filter(&mut s, "pods !cart ns:shop");
+    let want = passing(&s, |r| {
+        r.resource == "pods" && !r.target.contains("cart") && r.namespace == "shop"
+    });
+    assert!(!want.is_empty());
+    assert_eq!(s.visible, want);
+}
+
+#[test]
+fn the_status_line_says_what_the_filter_does() {
+    let mut s = loaded();
+    update(&mut s, Msg::Resize(200, 50));
+    key(&mut s, '/');
+    for c in "verdict:den ns:shop".chars() {
+        key(&mut s, c);
+    }
+    // While typing, the input line shows what the filter so far keeps.
+    let n = s.visible.len();
+    let last = status_line(&s);
+    assert!(last.starts_with("/verdict:den ns:shop"), "{last}");
+    assert!(
+        last.contains(&format!(
+            "filter verdict denied · namespace shop: {n}/{}",
+            s.entries.len()
+        )),
+        "{last}"
+    );
+    code(&mut s, KeyCode::Enter);
+    let last = status_line(&s);
+    assert!(
+        last.contains("filter verdict denied · namespace shop"),
+        "{last}"
+    );
+
+    // A verdict that is none says so, in the status line, and shows nothing.
+    code(&mut s, KeyCode::Esc);
+    type_filter(&mut s, "verdict:maybe");
+    assert!(s.visible.is_empty());
+    let last = status_line(&s);
+    assert!(
+        last.contains("filter not used: verdict:maybe: expected allowed, denied"),
+        "{last}"
+    );
+    // The help lists the fields.
+    code(&mut s, KeyCode::Esc);
+    key(&mut s, '?');
+    let help = hookscope::tui::view::render_text(&s, 200, 50);
+    for field in [
+        "verdict: / v:",
+        "webhook: / hook:",
+        "ns: / namespace:",
+        "!TERM",
+    ] {
+        assert!(help.contains(field), "{field}\n{help}");
+    }
+}
+
+#[test]
+fn a_filter_set_before_the_results_arrive_keeps_only_matching_ones() {
+    let mut s = State::new("1.37".into(), AuditLevel::Request, Theme::default());
+    update(
+        &mut s,
+        Msg::Action(Action::Filter("verdict:denied ns:payments".into())),
+    );
+    for m in demo_messages() {
+        update(&mut s, Msg::Source(m));
+    }
+    let want = passing(&s, |r| {
+        matches!(r.verdict, Verdict::Denied(_)) && r.namespace == "payments"
+    });
+    assert!(!want.is_empty());
+    assert_eq!(s.visible, want);
+    assert_eq!(s.selected, Some(want[0]));
+}
+
+#[test]
+fn the_number_column_is_the_input_position_under_sorting_and_filtering() {
+    let mut s = loaded();
+    let check = |s: &State| {
+        let rows = shown_rows(s);
+        assert_eq!(rows.len(), s.visible.len());
+        for ((n, target), &i) in rows.iter().zip(&s.visible) {
+            assert_eq!(*n, i + 1, "{target}");
+            assert_eq!(*target, s.entries[n - 1].row.target);
+        }
+        rows
+    };
+    let unsorted = check(&s);
+    assert!(
+        unsorted
+            .iter()
+            .enumerate()
+            .all(|(row, (n, _))| *n == row + 1)
+    );
+    update(&mut s, Msg::Action(Action::Sort("name".into())));
+    let by_name = check(&s);
+    assert_ne!(
+        by_name[0].0, 1,
+        "sorted by name, the first row is not the first request"
+    );
+    key(&mut s, 'r');
+    check(&s);
+    // The Chain view's title gives the same number, not the request's place in its file.
+    let (n, target) = by_name[3].clone();
+    s.entries[n - 1].replayed.request.source.index = 999;
+    update(&mut s, Msg::Action(Action::Sort("name".into())));
+    key(&mut s, 'g');
+    for _ in 0..3 {
+        key(&mut s, 'j');
+    }
+    code(&mut s, KeyCode::Enter);
+    let screen = hookscope::tui::view::render_text(&s, 200, 50);
+    assert!(
+        screen.lines().nth(1).unwrap().contains(&format!("#{n} ")),
+        "{target}\n{screen}"
+    );
+    assert!(screen.lines().nth(1).unwrap().contains(&target));
+    code(&mut s, KeyCode::Esc);
+
+    type_filter(&mut s, "verdict:denied");
+    let denied = check(&s);
+    assert!(
+        denied
+            .iter()
+            .all(|(n, _)| matches!(s.entries[n - 1].row.verdict, Verdict::Denied(_)))
+    );
+}
+
+#[test]
+fn clicking_a_column_title_sorts_by_it_and_again_reverses() {
+    let mut s = loaded();
+    update(&mut s, Msg::Resize(200, 50));
+    let screen = hookscope::tui::view::render_text(&s, 200, 50);
+    let titles = screen.lines().nth(2).unwrap().to_string();
+    let col = |t: &str| titles[..titles.find(t).unwrap()].chars().count() as u16;
+    click(&mut s, col("VERDICT"), 2);
+    assert_eq!(s.sort, (SortKey::Verdict, false));
+    click(&mut s, col("VERDICT") + 2, 2);
+    assert_eq!(s.sort, (SortKey::Verdict, true));
+    click(&mut s, col("DURATION"), 2);
+    assert_eq!(s.sort, (SortKey::Duration, false));
+    click(&mut s, col("NAMESPACE/NAME") + 5, 2);
+    assert_eq!(s.sort, (SortKey::Name, false));
+    click(&mut s, col("#"), 2);
+    assert_eq!(s.sort, (SortKey::Input, false));
+}
+
+#[test]
+fn the_wheel_moves_the_selection_in_requests_and_webhooks() {
+    let mut s = loaded();
+    update(&mut s, Msg::Resize(200, 50));
+    wheel(&mut s, 30, 10, true);
+    wheel(&mut s, 30, 10, true);
+    assert_eq!(s.selected, Some(2));
+    wheel(&mut s, 30, 10, false);
+    assert_eq!(s.selected, Some(1));
+    key(&mut s, '5');
+    wheel(&mut s, 30, 5, true);
+    assert_eq!(s.hook_selected, 1);
+}
+
+/// The screen row of the Chain grid that shows call `i`, the grid drawn in `columns`: the
+/// lines below the request's heading naming its webhook, the n-th of them when `i` is the n-th
+/// call of that webhook.
+fn step_row(
+    screen: &str,
+    calls: &[hookscope::engine::CallRecord],
+    i: usize,
+    columns: std::ops::Range<usize>,
+) -> u16 {
+    let name = calls[i].webhook.as_str();
+    let nth = calls[..i].iter().filter(|c| c.webhook == name).count();
+    screen
+        .lines()
+        .enumerate()
+        .filter(|(y, l)| {
+            let part: String = l.chars().skip(columns.start).take(columns.len()).collect();
+            *y > 5 && part.contains(name)
+        })
+        .nth(nth)
+        .map(|(y, _)| y as u16)
+        .unwrap_or_else(|| panic!("no row shows call {i} ({name})"))
+}
+
+#[test]
+fn clicks_in_the_chain_pick_steps_and_panes() {
+    let mut s = loaded();
+    update(&mut s, Msg::Resize(200, 50));
+    code(&mut s, KeyCode::Enter);
+    assert_eq!(s.view, View::Chain);
+    let calls = s.selected_entry().unwrap().replayed.outcome.calls.clone();
+    let screen = hookscope::tui::view::render_text(&s, 200, 50);
+    // Click each step's row of the grid, found on the screen by its webhook's name.
+    let lines: Vec<&str> = screen.lines().collect();
+    let mut clicked = 0;
+    for want in (0..calls.len()).rev() {
+        let y = step_row(&screen, &calls, want, 0..46);
+        click(&mut s, 10, y);
+        assert_eq!(s.step, want, "row {y}");
+        clicked += 1;
+    }
+    assert_eq!(clicked, calls.len());
+    // A block title is no step: the selection stays.
+    let title_y = lines
+        .iter()
+        .position(|l| l.contains("mutating · round 0"))
+        .unwrap() as u16;
+    click(&mut s, 10, step_row(&screen, &calls, 2, 0..46));
+    click(&mut s, 10, title_y);
+    assert_eq!(s.step, 2);
+    // The detail pane takes the keys when clicked, the grid when clicked again.
+    click(&mut s, 100, 20);
+    assert_eq!(s.chain_pane, ChainPane::Detail);
+    click(&mut s, 10, 20);
+    assert_eq!(s.chain_pane, ChainPane::Grid);
+    // The wheel scrolls the detail under the mouse, and steps over the grid.
+    wheel(&mut s, 100, 20, true);
+    wheel(&mut s, 100, 20, true);
+    assert_eq!((s.step, s.detail_scroll), (2, 6));
+    wheel(&mut s, 100, 20, false);
+    assert_eq!(s.detail_scroll, 3);
+    wheel(&mut s, 10, 20, true);
+    assert_eq!((s.step, s.detail_scroll), (3, 0));
+    wheel(&mut s, 10, 20, false);
+    assert_eq!(s.step, 2);
+}
+
+#[test]
+fn clicks_select_webhooks_and_close_the_help() {
+    let mut s = loaded();
+    update(&mut s, Msg::Resize(200, 50));
+    key(&mut s, '5');
+    let screen = hookscope::tui::view::render_text(&s, 200, 50);
+    for (i, h) in s.hooks.clone().iter().enumerate().rev() {
+        let y = screen.lines().position(|l| l.contains(&h.webhook)).unwrap() as u16;
+        click(&mut s, 40, y);
+        assert_eq!(s.hook_selected, i, "{}", h.webhook);
+    }
+    // The column titles select nothing.
+    click(&mut s, 40, 2);
+    assert_eq!(s.hook_selected, 0);
+    key(&mut s, '?');
+    assert!(s.help);
+    click(&mut s, 40, 10);
+    assert!(!s.help);
+    assert_eq!(
+        s.hook_selected, 0,
+        "the click that closes the help does nothing else"
+    );
+}
+
+#[test]
+fn an_explicit_theme_wins_over_the_settings_file() {
+    let settings = || hookscope::tui::config::parse("config.toml", "theme = \"light\"\n").unwrap();
+    // --theme default given: the file's theme is not loaded.
+    let mut s = State::new("1.37".into(), AuditLevel::Request, Theme::default());
+    s.theme_from_command_line = true;
+    assert!(update(&mut s, Msg::SettingsLoaded(Ok(Some(settings())))).is_empty());
+    assert_eq!(s.theme.name, "default");
+    // No --theme: the file's theme is.
+    let mut s = State::new("1.37".into(), AuditLevel::Request, Theme::default());
+    assert_eq!(
+        update(&mut s, Msg::SettingsLoaded(Ok(Some(settings())))),
+        vec![Command::LoadTheme("light".into())]
+    );
+    // At runtime :theme switches whatever chose the theme first.
+    let mut s = State::new("1.37".into(), AuditLevel::Request, Theme::default());
+    s.theme_from_command_line = true;
+    key(&mut s, ':');
+    for c in "theme high-contrast".chars() {
+        key(&mut s, c);
+    }
+    assert_eq!(
+        code(&mut s, KeyCode::Enter),
+        vec![Command::LoadTheme("high-contrast".into())]
+    );
+}
+
+#[test]
+fn clicks_in_what_if_select_and_open_a_request() {
+    let mut s = loaded();
+    update(&mut s, Msg::Resize(200, 50));
+    // An edit that made three requests warn: the what-if lists them.
+    s.baseline = Some(hookscope::tui::app::Baseline {
+        entries: s.entries.clone(),
+    });
+    for i in [3, 10, 20] {
+        s.entries[i].replayed.outcome.warnings.push("edited".into());
+    }
+    let before = s.baseline.as_ref().unwrap().entries.iter();
+    s.whatif = hookscope::edit::compare(
+        before.map(|e| &*e.replayed),
+        s.entries.iter().map(|e| &*e.replayed),
+    );
+    assert_eq!(s.whatif.requests.len(), 3);
+    key(&mut s, '7');
+    assert_eq!(s.view, View::WhatIf);
+    let screen = hookscope::tui::view::render_text(&s, 200, 50);
+    let row_of = |n: usize| {
+        screen
+            .lines()
+            .position(|l| {
+                l.trim_start_matches('│')
+                    .trim_start_matches(['▸', ' '])
+                    .starts_with(&format!("{n} "))
+            })
+            .unwrap() as u16
+    };
+    click(&mut s, 30, row_of(21));
+    assert_eq!(s.whatif_selected, 2);
+    click(&mut s, 30, row_of(11));
+    assert_eq!((s.whatif_selected, s.view), (1, View::WhatIf));
+    // The selected row clicked again opens the chain before / after.
+    click(&mut s, 30, row_of(11));
+    assert_eq!(
+        (s.view, s.compare, s.selected),
+        (View::Chain, true, Some(10))
+    );
+
+    // Side by side, a click on a step of the "after" grid selects it; the wheel over the diff
+    // scrolls it.
+    let calls = s.selected_entry().unwrap().replayed.outcome.calls.clone();
+    let screen = hookscope::tui::view::render_text(&s, 200, 50);
+    let last = calls.len() - 1;
+    let y = step_row(&screen, &calls, last, 100..200);
+    click(&mut s, 120, y);
+    assert_eq!(s.step, last);
+    click(&mut s, 20, y);
+    assert_eq!(s.step, last, "the \"before\" grid selects nothing");
+    wheel(&mut s, 100, 45, true);
+    assert_eq!((s.step, s.detail_scroll), (last, 3));
+}
+
+#[test]
+fn the_filter_parser_takes_fields_prefixes_and_negation() {
+    use hookscope::tui::filter::{FilterError, RequestFilter, Term, VerdictTerm};
+    let parse = |t: &str| RequestFilter::parse(t).map(|f| f.terms);
+    assert_eq!(
+        parse("v:den !NS:kube-system Hook:Policy"),
+        Ok(vec![
+            (false, Term::Verdict(VerdictTerm::Denied)),
+            (true, Term::Namespace("kube-system".into())),
+            (false, Term::Webhook("policy".into())),
+        ])
+    );
+    assert_eq!(
+        parse("verdict:open verdict:422 verdict:a"),
+        Ok(vec![
+            (false, Term::Verdict(VerdictTerm::FailedOpen)),
+            (false, Term::Verdict(VerdictTerm::Code(422))),
+            (false, Term::Verdict(VerdictTerm::Allowed)),
+        ])
+    );
+    // A field still being typed constrains nothing; an unknown field is a plain word.
+    assert_eq!(parse("verdict: ns: ! "), Ok(vec![]));
+    assert_eq!(
+        parse("system:serviceaccount Cart"),
+        Ok(vec![
+            (false, Term::Text("system:serviceaccount".into())),
+            (false, Term::Text("cart".into())),
+        ])
+    );
+    assert_eq!(
+        parse("ns:shop verdict:nope"),
+        Err(FilterError::Verdict("nope".into()))
+    );
+}
+
+#[test]
+fn a_click_on_an_annotation_opens_the_step_that_wrote_it() {
+    let mut s = loaded();
+    update(&mut s, Msg::Resize(200, 50));
+    key(&mut s, '3');
+    let screen = hookscope::tui::view::render_text(&s, 200, 50);
+    // (row, request number, shortened key) of the rows shown.
+    let rows: Vec<(u16, usize, String)> = screen
+        .lines()
+        .enumerate()
+        .skip(3)
+        .filter_map(|(y, l)| {
+            let mut words = l.trim_start_matches('│').split_whitespace();
+            let n = words.next()?.strip_prefix('#')?.parse().ok()?;
+            let _target = words.next()?;
+            Some((y as u16, n, words.next()?.to_string()))
+        })
+        .collect();
+    let pick = |want: &dyn Fn(&str) -> bool| {
+        rows.iter()
+            .find(|(_, _, k)| want(k))
+            .cloned()
+            .unwrap_or_else(|| panic!("no such row in\n{screen}"))
+    };
+    let cases = [
+        pick(&|k| k == "mutation/round_1_index_0"),
+        pick(&|k| k == "patch/round_0_index_1"),
+        pick(&|k| k.starts_with("failed-open/")),
+        pick(&|k| k == "inject/injected"),
+    ];
+    for (y, n, k) in cases {
+        click(&mut s, 60, y);
+        assert_eq!((s.view, s.selected), (View::Chain, Some(n - 1)), "{k}");
+        let call = &s.selected_entry().unwrap().replayed.outcome.calls[s.step];
+        let (round, index) = (call.round, call.index);
+        match k.as_str() {
+            "mutation/round_1_index_0" => assert_eq!((round, index), (1, 0)),
+            "patch/round_0_index_1" => assert_eq!((round, index), (0, 1)),
+            "inject/injected" => assert_eq!(call.webhook, "inject.sidecar.demo"),
+            _ => assert_eq!(
+                (call.webhook.as_str(), call.phase),
+                ("quota.slow.demo", hookscope::api::WebhookKind::Validating)
+            ),
+        }
+        code(&mut s, KeyCode::Esc);
+        key(&mut s, '3');
+    }
+    // The column titles open nothing.
+    click(&mut s, 60, 2);
+    assert_eq!(s.view, View::Annotations);
 }

@@ -28,15 +28,19 @@ pub struct Args {
     /// Where requests are looked up and answered, and how they are dispatched.
     #[command(flatten)]
     pub source: SourceArgs,
-    /// Theme: default, light, high-contrast, or a TOML file overlaying the default.
-    #[arg(long = "theme", value_name = "NAME|PATH", default_value = "default")]
-    pub theme: String,
+    /// Theme: default, light, high-contrast, or a TOML file overlaying the default; given, it
+    /// wins over the settings file's theme. [default: default]
+    #[arg(long = "theme", value_name = "NAME|PATH")]
+    pub theme: Option<String>,
     /// Open the embedded demo (webhooks served over HTTPS on 127.0.0.1).
     #[arg(long = "demo", conflicts_with_all = ["webhooks", "input"])]
     pub demo: bool,
     /// Open the embedded demo answered in process (no sockets, fixed durations).
     #[arg(long = "demo-offline", conflicts_with_all = ["webhooks", "input", "demo"])]
     pub demo_offline: bool,
+    /// For benchmarking start-up only: end as soon as the first frame is drawn.
+    #[arg(long = "exit-after-first-frame", hide = true)]
+    pub exit_after_first_frame: bool,
 }
 
 impl Args {
@@ -44,7 +48,6 @@ impl Args {
     pub fn demo() -> Args {
         Args {
             demo: true,
-            theme: "default".into(),
             ..Args::default()
         }
     }
@@ -91,13 +94,15 @@ fn file_source(args: &Args, version: KubeVersion) -> Result<ReplaySource, String
 
 /// Runs the console.
 pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
-    let theme = Theme::load(&args.theme).map_err(|e| format!("--theme: {e}"))?;
+    let theme = Theme::load(args.theme.as_deref().unwrap_or("default"))
+        .map_err(|e| format!("--theme: {e}"))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let state = State::new(version.to_string(), args.source.audit_level, theme);
+    let mut state = State::new(version.to_string(), args.source.audit_level, theme);
+    state.theme_from_command_line = args.theme.is_some();
     runtime.block_on(async {
         let source: Box<dyn Source> = if args.demo_offline {
             Box::new(hookscope::tui::demo::offline(version))
@@ -110,7 +115,10 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         } else {
             Box::new(file_source(args, version)?)
         };
-        hookscope::tui::run(source, state)
+        let options = hookscope::tui::RunOptions {
+            exit_after_first_frame: args.exit_after_first_frame,
+        };
+        hookscope::tui::run_with(source, state, options)
             .await
             .map_err(|e| e.to_string())
     })?;

@@ -9,10 +9,12 @@ use std::path::PathBuf;
 
 use super::config::Settings;
 use super::editing::Buffer;
+use super::filter::RequestFilter;
 use super::keymap::{self, Action, Keymap};
 use super::model::{self, AnnotationRow, Block, HookCounts, HookInfo, RequestRow, Verdict};
 use super::source::SourceMsg;
 use super::theme::Theme;
+use super::view::hit::ChainHit;
 use crate::engine::AuditLevel;
 use crate::metrics::Metrics;
 use crate::replay::run::{ReplayEvent, Replayed};
@@ -111,7 +113,8 @@ pub enum SortKey {
 }
 
 impl SortKey {
-    const ALL: [SortKey; 8] = [
+    /// In column order.
+    pub const ALL: [SortKey; 8] = [
         SortKey::Input,
         SortKey::Operation,
         SortKey::Resource,
@@ -215,6 +218,9 @@ pub struct State {
     pub reveal_secrets: bool,
     /// The theme.
     pub theme: Theme,
+    /// The theme was chosen on the command line (`--theme`, even `--theme default`): the
+    /// settings file's theme does not replace it.
+    pub theme_from_command_line: bool,
     /// A one-line message for the status bar.
     pub message: Option<(String, bool)>,
     /// Key bindings.
@@ -426,6 +432,7 @@ impl State {
             hook_selected: 0,
             reveal_secrets: false,
             theme,
+            theme_from_command_line: false,
             message: None,
             keymap: Keymap::default(),
             page: 20,
@@ -498,9 +505,14 @@ impl State {
     }
 
     pub(super) fn refilter(&mut self) {
-        let f = self.filter.clone();
+        // A filter that cannot be used shows nothing; the status line says why.
+        let filter = RequestFilter::parse(&self.filter).ok();
         let mut visible: Vec<usize> = (0..self.entries.len())
-            .filter(|&i| f.is_empty() || self.entries[i].row.matches(&f))
+            .filter(|&i| {
+                filter
+                    .as_ref()
+                    .is_some_and(|f| f.matches(&self.entries[i].row))
+            })
             .collect();
         let (key, reverse) = self.sort;
         if key != SortKey::Input {
@@ -679,11 +691,16 @@ impl State {
         }
         let row = RequestRow::new(&r);
         self.entries.push(Entry { replayed: r, row });
-        // Cheap when the new row lands at the end (input order, no filter); otherwise re-sort.
-        if self.sort.0 == SortKey::Input && !self.sort.1 && self.filter.is_empty() {
-            self.visible.push(index);
-            if self.selected.is_none() {
-                self.selected = Some(index);
+        // Cheap when the new row lands at the end (input order); otherwise re-sort.
+        if self.sort.0 == SortKey::Input && !self.sort.1 {
+            let shown = self.filter.is_empty()
+                || RequestFilter::parse(&self.filter)
+                    .is_ok_and(|f| f.matches(&self.entries[index].row));
+            if shown {
+                self.visible.push(index);
+                if self.selected.is_none() {
+                    self.selected = Some(index);
+                }
             }
         } else {
             self.refilter();
@@ -1071,15 +1088,84 @@ impl State {
 
     fn on_mouse(&mut self, m: MouseEvent) {
         match m.kind {
-            MouseEventKind::ScrollDown => self.navigate(Action::Down),
-            MouseEventKind::ScrollUp => self.navigate(Action::Up),
+            MouseEventKind::ScrollDown => self.wheel(m.column, m.row, true),
+            MouseEventKind::ScrollUp => self.wheel(m.column, m.row, false),
             MouseEventKind::Down(MouseButton::Left) => self.click(m.column, m.row),
             _ => {}
         }
     }
 
-    /// A left click: a tab in the header switches view; a Requests row is selected, and a
-    /// click on the selected row (so also a double click) opens its chain.
+    /// The wheel moves what is under the mouse: in the Chain view the detail scrolls (three
+    /// lines a notch) and the grid steps; elsewhere the view's selection or scroll moves.
+    fn wheel(&mut self, x: u16, y: u16, down: bool) {
+        if self.help {
+            return;
+        }
+        if self.view == View::Chain {
+            match super::view::hit::chain_at(self, x, y) {
+                Some(ChainHit::Detail) => {
+                    self.detail_scroll = if down {
+                        self.detail_scroll.saturating_add(3)
+                    } else {
+                        self.detail_scroll.saturating_sub(3)
+                    };
+                    return;
+                }
+                Some(_) => {
+                    self.move_step(if down { 1 } else { -1 });
+                    return;
+                }
+                None => {}
+            }
+        }
+        self.navigate(if down { Action::Down } else { Action::Up });
+    }
+
+    /// Opens the chain of the request that wrote the `i`-th annotation shown, at the step that
+    /// wrote it: `…/round_{r}_index_{i}` names the call, a webhook's own annotation is keyed
+    /// by its name.
+    fn open_annotation(&mut self, i: usize) {
+        let Some(a) = self.visible_annotations().get(i).map(|a| (*a).clone()) else {
+            return;
+        };
+        let Some(entry) = self.entries.get(a.request) else {
+            return;
+        };
+        let calls = &entry.replayed.outcome.calls;
+        let (prefix, name) = a.key.split_once('/').unwrap_or(("", &a.key));
+        let position = name
+            .strip_prefix("round_")
+            .and_then(|rest| rest.split_once("_index_"))
+            .and_then(|(r, i)| Some((r.parse::<u8>().ok()?, i.parse::<usize>().ok()?)))
+            .and_then(|(round, index)| {
+                let phase = if prefix.contains("validating") {
+                    crate::api::WebhookKind::Validating
+                } else {
+                    crate::api::WebhookKind::Mutating
+                };
+                calls.iter().position(|c| {
+                    c.phase == phase
+                        && c.index == index
+                        && (phase == crate::api::WebhookKind::Validating || c.round == round)
+                })
+            })
+            .or_else(|| {
+                calls.iter().rposition(|c| {
+                    c.webhook == prefix && c.decision == crate::engine::CallDecision::Called
+                })
+            });
+        self.selected = Some(a.request);
+        self.compare = false;
+        self.view = View::Chain;
+        self.chain_pane = ChainPane::Grid;
+        self.step = position.unwrap_or(0);
+        self.detail_scroll = 0;
+    }
+
+    /// A left click: a tab in the header switches view; a row is selected (Requests, the
+    /// Chain's steps, Webhooks, What-if), and a click on the selected row (so also a double
+    /// click) opens it; a Requests column title sorts by it (again: reversed); a Chain pane
+    /// takes the keys; an annotation opens the chain at the step that wrote it.
     fn click(&mut self, x: u16, y: u16) {
         if self.help {
             self.help = false;
@@ -1091,15 +1177,54 @@ impl State {
             }
             return;
         }
-        if self.view != View::Requests || self.mode != Mode::Normal {
+        if self.mode != Mode::Normal {
             return;
         }
-        if let Some(pos) = super::view::requests_position_at(self, self.size.1, y) {
-            if self.selected_position() == Some(pos) {
-                self.apply(Action::Open);
-            } else {
-                self.select_position(pos);
+        match self.view {
+            View::Requests => {
+                if let Some(key) = super::view::hit::requests_column_at(self, x, y) {
+                    self.sort = (key, self.sort.0 == key && !self.sort.1);
+                    self.refilter();
+                } else if let Some(pos) = super::view::requests_position_at(self, self.size.1, y) {
+                    if self.selected_position() == Some(pos) {
+                        self.apply(Action::Open);
+                    } else {
+                        self.select_position(pos);
+                    }
+                }
             }
+            View::Chain => match super::view::hit::chain_at(self, x, y) {
+                Some(ChainHit::Step(i)) => {
+                    self.chain_pane = ChainPane::Grid;
+                    if self.step != i {
+                        self.step = i;
+                        self.detail_scroll = 0;
+                    }
+                }
+                Some(ChainHit::Grid) => self.chain_pane = ChainPane::Grid,
+                Some(ChainHit::Detail) => self.chain_pane = ChainPane::Detail,
+                None => {}
+            },
+            View::Annotations => {
+                if let Some(i) = super::view::hit::annotation_at(self, x, y) {
+                    self.open_annotation(i);
+                }
+            }
+            View::Webhooks => {
+                if let Some(i) = super::view::hit::webhook_at(self, x, y) {
+                    self.hook_selected = i;
+                }
+            }
+            View::WhatIf => {
+                if let Some(i) = super::view::hit::whatif_at(self, x, y) {
+                    if self.whatif_selected == i {
+                        self.apply(Action::Open);
+                    } else {
+                        self.whatif_selected = i;
+                    }
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -1142,7 +1267,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
             state.keymap = settings.keymap;
             // A theme chosen on the command line wins over the file's.
             match settings.theme {
-                Some(t) if state.theme.name == "default" => vec![Command::LoadTheme(t)],
+                Some(t) if !state.theme_from_command_line => vec![Command::LoadTheme(t)],
                 _ => Vec::new(),
             }
         }

@@ -15,6 +15,7 @@ pub mod app;
 pub mod config;
 pub mod demo;
 pub mod editing;
+pub mod filter;
 pub mod io;
 pub mod keymap;
 pub mod live;
@@ -164,8 +165,24 @@ fn perform(state: &mut State, commands: Vec<Command>, io: &mut Io) -> bool {
     quit
 }
 
+/// How [`run_with`] runs the console.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct RunOptions {
+    /// End as soon as the first frame is drawn (measuring start-up; not for people).
+    pub exit_after_first_frame: bool,
+}
+
 /// Runs the console on this terminal until the user quits. Call from inside a tokio runtime.
-pub async fn run(source: Box<dyn Source>, mut state: State) -> Result<(), TuiError> {
+pub async fn run(source: Box<dyn Source>, state: State) -> Result<(), TuiError> {
+    run_with(source, state, RunOptions::default()).await
+}
+
+/// [`run`] with options.
+pub async fn run_with(
+    source: Box<dyn Source>,
+    mut state: State,
+    options: RunOptions,
+) -> Result<(), TuiError> {
     let mut terminal = terminal::setup()?;
     let _guard = terminal::Guard;
     let (tx, mut rx) = mpsc::channel(CHANNEL_CAPACITY);
@@ -229,6 +246,9 @@ pub async fn run(source: Box<dyn Source>, mut state: State) -> Result<(), TuiErr
                 if dirty {
                     terminal.draw(|f| view::render(f, &state))?;
                     dirty = false;
+                    if options.exit_after_first_frame {
+                        break;
+                    }
                 }
                 changed = false;
                 Vec::new()

@@ -59,9 +59,10 @@ fn render_head(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
     let r = &entry.row;
     let o = &entry.replayed.outcome;
     let (v, vkey) = verdict(state, r.verdict);
+    // The request's number in the replay, as the Requests view's "#" shows it.
     let title = format!(
         " #{} {} {} {}{} ",
-        entry.replayed.request.source.index,
+        state.selected.map_or(0, |i| i + 1),
         r.operation,
         r.resource,
         r.target,

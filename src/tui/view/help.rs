@@ -6,7 +6,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph};
 
 use super::{pane, style};
-use crate::tui::app::State;
+use crate::tui::app::{State, View};
+use crate::tui::filter::FIELDS;
 use crate::tui::keymap::{COMMANDS, Scope};
 use crate::tui::theme::StyleKey;
 
@@ -30,6 +31,25 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         lines.push(Line::from(vec![
             Span::styled(format!("  {:<16}", keys.join(" / ")), key_style),
             Span::styled(b.help, text_style),
+        ]));
+    }
+    if state.view == View::Requests {
+        lines.push(Line::styled(
+            "filter (/): words and fields, all must match",
+            section,
+        ));
+        for (names, help) in FIELDS {
+            lines.push(Line::from(vec![
+                Span::styled(
+                    format!("  {:<16}", format!("{}:", names.join(": / "))),
+                    key_style,
+                ),
+                Span::styled(*help, text_style),
+            ]));
+        }
+        lines.push(Line::from(vec![
+            Span::styled(format!("  {:<16}", "!TERM"), key_style),
+            Span::styled("not TERM (e.g. !verdict:allowed)", text_style),
         ]));
     }
     let mut commands = vec![Line::styled("commands (:)", section)];

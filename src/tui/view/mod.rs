@@ -6,6 +6,7 @@ mod cluster;
 mod editor;
 mod events;
 mod help;
+pub mod hit;
 mod live_metrics;
 mod metrics;
 mod requests;
@@ -50,7 +51,14 @@ pub fn render(frame: &mut Frame, state: &State) {
         Mode::Command { input, completions } => {
             render_input(frame, state, bottom, ':', input, completions)
         }
-        Mode::Filter(text) => render_input(frame, state, bottom, '/', text, &[]),
+        Mode::Filter(text) => {
+            // What the filter does so far, beside the text typed (the Requests filter only).
+            let summary = match state.view {
+                View::Annotations => None,
+                _ => requests::filter_summary(state).map(|(s, _)| s),
+            };
+            render_input(frame, state, bottom, '/', text, summary.as_slice())
+        }
     }
     if state.help {
         help::render(frame, state, main);
@@ -172,6 +180,14 @@ fn render_status(frame: &mut Frame, state: &State, area: Rect) {
             bar.patch(t.raw(StyleKey::Message))
         };
         spans.push(Span::styled(format!(" {m} │"), style));
+    }
+    if let Some((f, error)) = requests::filter_summary(state) {
+        let key = if error {
+            StyleKey::Error
+        } else {
+            StyleKey::Message
+        };
+        spans.push(Span::styled(format!(" {f} │"), bar.patch(t.raw(key))));
     }
     spans.extend([
         Span::styled(format!(" {} │ {progress} │ ", state.source), bar),

@@ -7,8 +7,21 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
 use super::{clip, pane, style};
 use crate::tui::app::{SortKey, State};
+use crate::tui::filter::RequestFilter;
 use crate::tui::model::Verdict;
 use crate::tui::theme::{StyleKey, SymbolKey};
+
+/// The table's column widths, in [`SortKey`] order (a click on a title sorts by it).
+pub(crate) const COLUMNS: [Constraint; 8] = [
+    Constraint::Length(5),
+    Constraint::Length(10),
+    Constraint::Length(22),
+    Constraint::Min(20),
+    Constraint::Length(18),
+    Constraint::Length(6),
+    Constraint::Length(6),
+    Constraint::Length(11),
+];
 
 /// Verdict text and style key.
 pub(crate) fn verdict(state: &State, v: Verdict) -> (String, StyleKey) {
@@ -102,20 +115,27 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         "DURATION",
     ])
     .style(style(state, StyleKey::Header));
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(5),
-            Constraint::Length(10),
-            Constraint::Length(22),
-            Constraint::Min(20),
-            Constraint::Length(18),
-            Constraint::Length(6),
-            Constraint::Length(6),
-            Constraint::Length(11),
-        ],
-    )
-    .header(header)
-    .block(block);
+    let table = Table::new(rows, COLUMNS).header(header).block(block);
     frame.render_widget(table, area);
+}
+
+/// What the Requests filter does, for the status line: its conditions in words and how many
+/// requests pass, or why it cannot be used (true: an error). None without a filter.
+pub(crate) fn filter_summary(state: &State) -> Option<(String, bool)> {
+    if state.filter.trim().is_empty() {
+        return None;
+    }
+    Some(match RequestFilter::parse(&state.filter) {
+        Ok(f) if f.is_empty() => return None,
+        Ok(f) => (
+            format!(
+                "filter {}: {}/{}",
+                f.describe(),
+                state.visible.len(),
+                state.entries.len()
+            ),
+            false,
+        ),
+        Err(e) => (format!("filter not used: {e}"), true),
+    })
 }
