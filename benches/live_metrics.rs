@@ -1,7 +1,8 @@
 //! The live `/metrics` path: parsing a real kube-apiserver v1.32 scrape (1.4 MB, 10,851 samples)
-//! with the prometheus-parse fast path and with the exact lexer alone, extracting its admission
-//! series, and a history of an hour of 5-second scrapes (720) of 50 webhooks: pushing a scrape,
-//! and the rate and quantile queries a chart makes over 5 minutes and over the hour.
+//! with the prometheus-parse fast path, with the exact lexer alone and for its admission families
+//! only (the scrape path), extracting its admission series, and a history of an hour of 5-second
+//! scrapes (720) of 50 webhooks: pushing a scrape, and the rate and quantile queries a chart
+//! makes over 5 minutes and over the hour.
 //!
 //! `cargo bench --bench live_metrics`
 
@@ -11,7 +12,7 @@ use divan::Bencher;
 use divan::counter::BytesCount;
 use hookscope::live::metrics::{
     AdmissionFamily, AdmissionSnapshot, Bucket, HistogramValue, LabelSet, MetricsHistory,
-    SeriesKey, Window, parse, parse_exact,
+    SeriesKey, Window, parse, parse_admission, parse_exact,
 };
 
 const REAL: &str = include_str!("../tests/fixtures/oracle-v1.32/metrics.txt");
@@ -36,6 +37,20 @@ fn parse_real_scrape_exact_lexer_only(bencher: Bencher) {
     bencher
         .counter(BytesCount::of_str(REAL))
         .bench(|| parse_exact(divan::black_box(REAL)));
+}
+
+#[divan::bench]
+fn parse_real_scrape_admission_families_only(bencher: Bencher) {
+    bencher
+        .counter(BytesCount::of_str(REAL))
+        .bench(|| parse_admission(divan::black_box(REAL)));
+}
+
+#[divan::bench]
+fn admission_snapshot_from_real_scrape_text(bencher: Bencher) {
+    bencher
+        .counter(BytesCount::of_str(REAL))
+        .bench(|| AdmissionSnapshot::from_text(divan::black_box(REAL)));
 }
 
 #[divan::bench]

@@ -7,9 +7,10 @@
 # `wrk -t1 -cC` for D seconds posting the same body (the AdmissionReview hookscope sends, captured
 # from a recorded call) to the same webhook URL, and prints both request rates and their ratio.
 #
-#   benches/wrk-side-by-side.sh [-n REQUESTS] [-c CONCURRENCY] [-d SECONDS] [-p PORT] [--h2] [--no-build] [--bin-dir DIR]
+#   benches/wrk-side-by-side.sh [-n REQUESTS] [-c CONCURRENCY] [-d SECONDS] [-p PORT] [--h2] [--io-threads N] [--no-build] [--bin-dir DIR]
 #
-# Defaults: 50000 requests, concurrency 16, wrk for 10 s, port 18443. --no-build uses the
+# Defaults: 50000 requests, concurrency 16, wrk for 10 s, port 18443, no replay IO threads
+# (`hookscope replay --io-threads`: 0 keeps the whole replay on one thread). --no-build uses the
 # binaries already in target/release; --bin-dir DIR uses DIR/hookscope and DIR/webhook_server
 # (copies kept aside, when the target directory is shared and rebuilt by others).
 #
@@ -29,6 +30,7 @@ concurrency=16
 duration=10
 port=18443
 h2=0
+io_threads=0
 build=1
 bin_dir=
 
@@ -44,6 +46,7 @@ while [ $# -gt 0 ]; do
     -d) duration=$2; shift 2 ;;
     -p) port=$2; shift 2 ;;
     --h2) h2=1; shift ;;
+    --io-threads) io_threads=$2; shift 2 ;;
     --no-build) build=0; shift ;;
     --bin-dir) bin_dir=$2; build=0; shift 2 ;;
     -h | --help) usage ;;
@@ -144,7 +147,8 @@ s0=$(server_cpu)
 start=$(date +%s%N)
 /usr/bin/time -f "%U %S" -o "$work/hookscope.time" \
     "$hookscope" replay "${webhooks[@]}" --input "$work/input.jsonl" \
-    --cluster "$work/cluster.yaml" --concurrency "$concurrency" --format json >/dev/null
+    --cluster "$work/cluster.yaml" --concurrency "$concurrency" --io-threads "$io_threads" \
+    --format json >/dev/null
 end=$(date +%s%N)
 s1=$(server_cpu)
 hookscope_rate=$(awk -v n="$requests" -v ns=$((end - start)) 'BEGIN { printf "%.0f", n * 1e9 / ns }')
@@ -165,7 +169,7 @@ fi
 
 echo "body: $(wc -c <"$work/body.json") bytes posted to $wrk_url"
 echo "hookscope replay: $requests requests in ${hookscope_secs}s = $hookscope_rate req/s" \
-    "(--concurrency $concurrency, $protocol, whole command)"
+    "(--concurrency $concurrency --io-threads $io_threads, $protocol, whole command)"
 echo "wrk:              $wrk_rate req/s (-t1 -c $concurrency -d ${duration}s, HTTP/1.1)"
 echo "CPU per request: hookscope $(per_request 0 "$hookscope_cpu" "$requests") µs," \
     "server $(per_request "$s0" "$s1" "$requests") µs while replaying;" \

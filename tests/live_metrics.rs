@@ -6,7 +6,8 @@ use std::time::{Duration, SystemTime};
 use hookscope::api::Operation;
 use hookscope::live::metrics::{
     AdmissionFamily, AdmissionSnapshot, Bucket, Exposition, HistoryError, LabelSet, MetricKind,
-    MetricsHistory, ParseErrorKind, SampleRole, Window, histogram_quantile, parse, parse_exact,
+    MetricsHistory, ParseErrorKind, SampleRole, Window, histogram_quantile, parse, parse_admission,
+    parse_exact, parse_families,
 };
 use hookscope::metrics::{Metrics, RejectionErrorType, WebhookType};
 use proptest::prelude::*;
@@ -217,6 +218,101 @@ fn admission_series_of_the_real_scrape() {
     assert_eq!(h.buckets[8].count, 12.0);
     assert_eq!(h.count, 12.0);
     assert_eq!(h.sum, 0.36420139199999996);
+}
+
+/// The families of `full` whose names start with one of `prefixes`, in order.
+fn only(full: &Exposition, prefixes: &[&str]) -> Exposition {
+    Exposition {
+        families: full
+            .families
+            .iter()
+            .filter(|f| prefixes.iter().any(|p| f.name.starts_with(p)))
+            .cloned()
+            .collect(),
+    }
+}
+
+#[test]
+fn the_admission_families_of_the_real_scrape_parse_alone_exactly_as_in_the_full_parse() {
+    let full = parse(REAL).expect("parses");
+    let admission = parse_families(REAL, &["apiserver_admission_"]).expect("parses");
+    let want = only(&full, &["apiserver_admission_"]);
+    // Sample by sample: every sample line of the file with the prefix, and nothing else.
+    let lines = REAL
+        .lines()
+        .filter(|l| l.starts_with("apiserver_admission_"))
+        .count();
+    assert_eq!(admission.sample_count(), lines);
+    assert_eq!(want.sample_count(), lines);
+    assert_eq!(admission.families.len(), want.families.len());
+    for (got, want) in admission.families.iter().zip(&want.families) {
+        assert_eq!(
+            (&got.name, got.kind, &got.help),
+            (&want.name, want.kind, &want.help)
+        );
+        assert_eq!(got.samples.len(), want.samples.len(), "{}", want.name);
+        for (g, w) in got.samples.iter().zip(&want.samples) {
+            assert_eq!((&g.name, &g.labels), (&w.name, &w.labels));
+            assert!(same_value(g.value, w.value), "{}", w.name);
+            assert_eq!(g.timestamp_ms, w.timestamp_ms);
+        }
+    }
+
+    // The charted families alone, and the snapshot the scrape path builds from them.
+    let names = AdmissionFamily::ALL.map(AdmissionFamily::name);
+    let charted = parse_admission(REAL).expect("parses");
+    assert_same(&charted, &only(&full, &names));
+    assert_eq!(charted.families.len(), 3, "the families the scrape holds");
+    let snapshot = AdmissionSnapshot::from_text(REAL).expect("parses");
+    assert_eq!(snapshot, AdmissionSnapshot::from_exposition(&full));
+    assert_eq!(snapshot.len(), 7);
+}
+
+#[test]
+fn a_filtered_parse_is_the_full_parse_restricted_to_its_families() {
+    let full = parse(REAL).expect("parses");
+    assert_same(&parse_families(REAL, &[""]).expect("parses"), &full);
+    for prefixes in [
+        &["go_", "process_"][..],
+        &["apiserver_request"],
+        &["nothing_"],
+    ] {
+        assert_same(
+            &parse_families(REAL, prefixes).expect("parses"),
+            &only(&full, prefixes),
+        );
+    }
+
+    // A `_bucket` sample belongs to the histogram its `# TYPE` declares, even when only the
+    // bucket's own name is asked for; HELP lines are found behind blanks.
+    let text = "# HELP h_sum x\n# TYPE h histogram\nh_bucket{le=\"1\"} 1\nh_sum 2\nh_count 1\n \t#  HELP  h_bucketed y\nh_bucketed 3\n";
+    let full = parse(text).expect("parses");
+    for prefixes in [&["h_bucket"][..], &["h_s"], &["h"], &["h_sum"]] {
+        let got = parse_families(text, prefixes).expect("parses");
+        assert_same(&got, &only(&full, prefixes));
+    }
+    let bucketed = parse_families(text, &["h_bucket"]).expect("parses");
+    assert_eq!(bucketed.families.len(), 1);
+    assert_eq!(bucketed.families[0].help.as_deref(), Some("y"));
+    assert_eq!(bucketed.families[0].samples[0].value, 3.0);
+}
+
+#[test]
+fn a_filtered_parse_checks_the_lines_it_reads_and_names_them_in_the_whole_text() {
+    let text = "a{b=\"\\x\"} 1\n# TYPE a_x counter\na_x{q=\"1\" r} 1\n";
+    let skipped = parse_families(text, &["c"]).expect("the invalid lines are not read");
+    assert!(skipped.families.is_empty());
+    let err = parse_families(text, &["a_"]).expect_err("a_x's line is invalid");
+    assert_eq!(
+        (err.line, err.kind),
+        (3, ParseErrorKind::ExpectedLabelSeparator("q".into()))
+    );
+    let err = parse_families("x 1\n# TYPE y gauges\n", &["x"]).expect_err("TYPE lines are read");
+    assert_eq!(
+        (err.line, err.kind),
+        (2, ParseErrorKind::UnknownType("gauges".into()))
+    );
+    assert_eq!(parse_families(text, &["a"]).expect_err("a's line").line, 1);
 }
 
 /// Webhook names that stress the exposition: every character the format escapes or that

@@ -78,6 +78,10 @@ pub struct Args {
     /// Text format: list every request, not only denials, failures and problems.
     #[arg(short, long)]
     pub verbose: bool,
+    /// Threads that run the HTTPS connections (TLS and HTTP) beside the one dispatching and
+    /// writing the outputs; 0 runs everything on that one thread.
+    #[arg(long = "io-threads", default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=64))]
+    pub io_threads: u16,
 }
 
 /// The flags `replay` and `tui` share: what the dispatcher may look up, where webhook answers
@@ -723,10 +727,17 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
 
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<InputItem>>(8);
     let reader = spawn_reader(args.input.clone(), reader, tx, read);
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the async runtime: {e}"))?;
+    let runtime = match args.io_threads {
+        0 => tokio::runtime::Builder::new_current_thread(),
+        n => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(usize::from(n));
+            b
+        }
+    }
+    .enable_all()
+    .build()
+    .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     let items =
         futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).flat_map(futures::stream::iter);
     let metrics = runtime.block_on(replayer.run(items, source.clone(), |e| sinks.on_event(e)));

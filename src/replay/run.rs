@@ -19,6 +19,9 @@ use crate::metrics::Metrics;
 /// call of a request together.
 pub const DEFAULT_REQUEST_DEADLINE: Duration = Duration::from_secs(60);
 
+/// Finished requests that may wait for an earlier one, per request in flight.
+const REORDER_WINDOW: usize = 4;
+
 /// Settings of a replay.
 #[derive(Debug, Clone)]
 pub struct ReplaySettings {
@@ -152,10 +155,21 @@ impl Replayer {
         R: Replier + Clone + Send + 'a,
     {
         let issued = Arc::new(AtomicU64::new(0));
+        let concurrency = self.settings.concurrency.max(1);
+        // Results leave in input order, so a slow request holds back those after it. A window
+        // wider than the concurrency lets later requests start meanwhile; the semaphore keeps
+        // `concurrency` of them in flight, no more.
+        let window = if concurrency == 1 {
+            1
+        } else {
+            concurrency.saturating_mul(REORDER_WINDOW)
+        };
+        let in_flight = Arc::new(tokio::sync::Semaphore::new(concurrency));
         items
             .map(move |item| {
                 let mut replier = replier.clone();
                 let issued = Arc::clone(&issued);
+                let in_flight = Arc::clone(&in_flight);
                 async move {
                     let request = match item {
                         InputItem::Request(request) => request,
@@ -166,6 +180,8 @@ impl Replayer {
                             };
                         }
                     };
+                    // Never closed, so acquiring only waits.
+                    let _permit = in_flight.acquire().await.ok();
                     let mut metrics = Metrics::new();
                     let outcome = match ids {
                         IdMode::Random => {
@@ -184,7 +200,7 @@ impl Replayer {
                     }
                 }
             })
-            .buffered(self.settings.concurrency.max(1))
+            .buffered(window)
     }
 
     /// Replays a stream of input items (see [`Replayer::events`]) with random call uids, as the
@@ -238,5 +254,117 @@ struct SharedSequence<'a>(&'a AtomicU64);
 impl IdSource for SharedSequence<'_> {
     fn next_uid(&mut self) -> String {
         SequentialIds::nth(self.0.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use tokio::sync::watch;
+
+    use super::*;
+    use crate::engine::{EngineOptions, Reply, WebhookCall};
+    use crate::tui::demo::{self, DemoReplier};
+
+    /// Answers as the demo does, but holds the first batch of calls until calls of
+    /// `release_after` other requests have been answered, and records how many batches were in
+    /// flight at once.
+    #[derive(Clone)]
+    struct HoldsTheFirst {
+        state: Arc<Mutex<Counts>>,
+        answered: watch::Sender<usize>,
+        release_after: usize,
+    }
+
+    #[derive(Default)]
+    struct Counts {
+        held: Option<String>,
+        others: std::collections::BTreeSet<String>,
+        in_flight: usize,
+        most_in_flight: usize,
+    }
+
+    /// The request a call is about: its operation, namespace and name.
+    fn request_of(call: &WebhookCall) -> String {
+        let body: serde_json::Value = serde_json::from_slice(&call.body).unwrap_or_default();
+        let r = &body["request"];
+        format!("{} {}/{}", r["operation"], r["namespace"], r["name"])
+    }
+
+    impl Replier for HoldsTheFirst {
+        fn reply(&mut self, calls: &[WebhookCall]) -> impl Future<Output = Vec<Reply>> + Send {
+            let this = self.clone();
+            let request = calls.first().map(request_of).unwrap_or_default();
+            // The demo's replies are ready at once.
+            let replies = futures::executor::block_on(DemoReplier.reply(calls));
+            async move {
+                let first = {
+                    let mut c = this.state.lock().expect("not poisoned");
+                    c.in_flight += 1;
+                    c.most_in_flight = c.most_in_flight.max(c.in_flight);
+                    c.held.get_or_insert_with(|| request.clone()) == &request
+                };
+                if first {
+                    let mut answered = this.answered.subscribe();
+                    let _ = answered.wait_for(|&n| n >= this.release_after).await;
+                } else {
+                    tokio::task::yield_now().await;
+                }
+                let mut c = this.state.lock().expect("not poisoned");
+                c.in_flight -= 1;
+                if !first {
+                    c.others.insert(request);
+                    this.answered.send_replace(c.others.len());
+                }
+                replies
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_held_request_does_not_stop_later_ones_nor_raise_the_concurrency() {
+        let configs =
+            demo::configurations("https://127.0.0.1:8443", "demo-ca").expect("demo configs");
+        let engine = Engine::new(&configs, EngineOptions::default());
+        let replayer = Replayer::new(
+            Arc::new(engine),
+            ReplaySettings {
+                deadline: Some(DEFAULT_REQUEST_DEADLINE),
+                concurrency: 2,
+            },
+        );
+        let items = demo::requests();
+        let sources: Vec<String> = items
+            .iter()
+            .filter_map(|i| match i {
+                InputItem::Request(r) => Some(r.source.to_string()),
+                _ => None,
+            })
+            .collect();
+        assert!(sources.len() >= 8, "enough demo requests");
+        let replier = HoldsTheFirst {
+            state: Arc::default(),
+            answered: watch::channel(0).0,
+            release_after: 3,
+        };
+        let events = replayer.events(
+            futures::stream::iter(items),
+            replier.clone(),
+            IdMode::Random,
+        );
+        let done = tokio::time::timeout(Duration::from_secs(60), events.collect::<Vec<_>>())
+            .await
+            .expect("later requests ran while the first was held");
+        let replayed: Vec<String> = done
+            .iter()
+            .filter_map(|d| match &d.event {
+                ReplayEvent::Replayed(r) => Some(r.request.source.to_string()),
+                ReplayEvent::Skipped(_) => None,
+            })
+            .collect();
+        assert_eq!(replayed, sources, "results in input order");
+        let counts = replier.state.lock().expect("not poisoned");
+        assert_eq!(counts.most_in_flight, 2);
     }
 }

@@ -176,11 +176,10 @@ impl HttpsReplier {
 impl Replier for HttpsReplier {
     fn reply(&mut self, calls: &[WebhookCall]) -> impl Future<Output = Vec<Reply>> + Send {
         let this = self.clone();
-        let calls = calls.to_vec();
         async move {
             if calls.len() <= 1 {
                 let mut out = Vec::with_capacity(calls.len());
-                for call in &calls {
+                for call in calls {
                     out.push(this.call(call).await);
                 }
                 return out;
@@ -188,9 +187,10 @@ impl Replier for HttpsReplier {
             let started = Instant::now();
             let mut handles = AbortOnDrop(
                 calls
-                    .into_iter()
+                    .iter()
                     .map(|call| {
                         let this = this.clone();
+                        let call = call.clone();
                         tokio::spawn(async move { this.call(&call).await })
                     })
                     .collect(),

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::metrics::Metrics;
 
-use super::parse::{Exposition, SampleRole, parse_go_float};
+use super::parse::{Exposition, ParseError, SampleRole, parse_families, parse_go_float};
 
 /// Label names and values in a canonical order (sorted by name), so that two samples of one
 /// series compare equal whatever order their labels were written in.
@@ -135,6 +135,13 @@ impl AdmissionFamily {
     }
 }
 
+/// Parses only the [`AdmissionFamily`] families of a `/metrics` text: [`parse_families`] with
+/// their names, so a scrape pays for the few hundred admission lines rather than the whole text.
+pub fn parse_admission(text: &str) -> Result<Exposition, ParseError> {
+    let names = AdmissionFamily::ALL.map(AdmissionFamily::name);
+    parse_families(text, &names)
+}
+
 /// One series: its family and its labels (without `le`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct SeriesKey {
@@ -189,6 +196,12 @@ impl AdmissionSnapshot {
         }
         out.sort_buckets();
         out
+    }
+
+    /// The admission series of the text of one `/metrics` scrape: [`parse_admission`], then
+    /// [`AdmissionSnapshot::from_exposition`]. The scrape path's entry point.
+    pub fn from_text(text: &str) -> Result<Self, ParseError> {
+        Ok(Self::from_exposition(&parse_admission(text)?))
     }
 
     /// The admission series a replay recorded: the same extraction from

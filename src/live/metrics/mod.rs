@@ -3,7 +3,8 @@
 //!
 //! [`parse`] turns the text of one scrape into an [`Exposition`];
 //! [`AdmissionSnapshot::from_exposition`] (or [`AdmissionSnapshot::from_metrics`] for a replay)
-//! keeps its admission webhook series; [`MetricsHistory`] holds the latest scrapes and answers
+//! keeps its admission webhook series; [`AdmissionSnapshot::from_text`] does both for a scrape,
+//! parsing only the admission families ([`parse_admission`]); [`MetricsHistory`] holds the latest scrapes and answers
 //! rate and quantile queries over a window for the charts. No IO and no clock: scrape times are
 //! inputs.
 
@@ -13,6 +14,7 @@ mod parse;
 
 pub use admission::{
     AdmissionFamily, AdmissionSnapshot, Bucket, HistogramValue, LabelSet, SeriesKey,
+    parse_admission,
 };
 pub use history::{
     HistoryError, MetricsHistory, Point, QuantilePoint, QuantileSeries, RateSeries, Window,
@@ -20,5 +22,5 @@ pub use history::{
 };
 pub use parse::{
     Exposition, Family, MetricKind, ParseError, ParseErrorKind, Sample, SampleRole, parse,
-    parse_exact,
+    parse_exact, parse_families,
 };

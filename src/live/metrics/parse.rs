@@ -220,13 +220,23 @@ pub struct ParseError {
 /// tokenized by it; every other line by the exact lexer. The first invalid line fails the whole
 /// text, as a Prometheus scrape does.
 pub fn parse(text: &str) -> Result<Exposition, ParseError> {
-    parse_with(text, Route::Fast)
+    parse_with(text, Route::Fast, None)
+}
+
+/// Parses only the families whose names start with one of `prefixes`, as [`parse`] parses them:
+/// on text that [`parse`] accepts, the result is [`parse`]'s families with such names, in the same
+/// order, sample for sample. Other lines are skipped by a scan of their first bytes, except
+/// `# TYPE` lines, which decide the family of `_bucket`, `_sum` and `_count` samples. Skipped
+/// lines are not validated, so an invalid line of another family is no error here; errors
+/// name the line of the whole text.
+pub fn parse_families(text: &str, prefixes: &[&str]) -> Result<Exposition, ParseError> {
+    parse_with(text, Route::Fast, Some(prefixes))
 }
 
 /// Parses like [`parse`] but sends every line through the exact lexer (no prometheus-parse):
 /// the reference the fast path is checked against, and a comparison point for its speed.
 pub fn parse_exact(text: &str) -> Result<Exposition, ParseError> {
-    parse_with(text, Route::Exact)
+    parse_with(text, Route::Exact, None)
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -251,9 +261,14 @@ enum Line<'a> {
     Sample(RawSample<'a>),
 }
 
-fn parse_with(text: &str, route: Route) -> Result<Exposition, ParseError> {
+fn parse_with(text: &str, route: Route, only: Option<&[&str]>) -> Result<Exposition, ParseError> {
     let mut builder = Builder::default();
     for (i, line) in text.split('\n').enumerate() {
+        if let Some(prefixes) = only
+            && !wanted(line.as_bytes(), prefixes)
+        {
+            continue;
+        }
         let at = |kind| ParseError { line: i + 1, kind };
         let tokens = if route == Route::Fast && fast_path_safe(line.as_bytes()) {
             fast_sample(line)
@@ -262,7 +277,37 @@ fn parse_with(text: &str, route: Route) -> Result<Exposition, ParseError> {
         };
         builder.add(tokens.map_err(at)?).map_err(at)?;
     }
-    Ok(builder.finish())
+    let mut exposition = builder.finish();
+    if let Some(prefixes) = only {
+        exposition
+            .families
+            .retain(|f| prefixes.iter().any(|p| f.name.starts_with(p)));
+    }
+    Ok(exposition)
+}
+
+/// Whether a filtered parse reads `line`: every `# TYPE` line, and `# HELP` and sample lines
+/// whose metric name starts with one of `prefixes`. A sample belongs to the family of its own
+/// name or of its name less a suffix, so every line of a wanted family starts with its prefix.
+fn wanted(line: &[u8], prefixes: &[&str]) -> bool {
+    let named = |rest: &[u8]| prefixes.iter().any(|p| rest.starts_with(p.as_bytes()));
+    let line = trim_blanks_start(line);
+    match line.split_first() {
+        Some((b'#', rest)) => {
+            let rest = trim_blanks_start(rest);
+            match rest.strip_prefix(b"HELP") {
+                Some(help) => named(trim_blanks_start(help)),
+                None => rest.starts_with(b"TYPE"),
+            }
+        }
+        Some(_) => named(line),
+        None => false,
+    }
+}
+
+fn trim_blanks_start(bytes: &[u8]) -> &[u8] {
+    let blanks = bytes.iter().take_while(|&&b| is_blank(b)).count();
+    &bytes[blanks..]
 }
 
 #[derive(Default)]
