@@ -18,7 +18,7 @@ use crate::live::audit::{
 use crate::live::cluster::{
     ClusterMsg, ClusterOptions, Failure, FailureKind, Feed, MetricsScrape, WebhookSet,
 };
-use crate::live::metrics::{AdmissionSnapshot, parse};
+use crate::live::metrics::AdmissionSnapshot;
 use crate::replay::InputItem;
 use crate::replay::input::Reader;
 use crate::replay::run::{IdMode, ReplaySettings, Replayer};
@@ -180,7 +180,7 @@ impl LiveSource {
                             msg
                         }
                         ClusterMsg::Metrics(scrape) => {
-                            // Parsing takes a while: a scrape that comes while the last one is
+                            // Parsing can take a while: a scrape that comes while the last one is
                             // still parsed is dropped rather than queued behind it.
                             let _ = scrapes.try_send(scrape);
                             continue;
@@ -256,10 +256,7 @@ impl LiveSource {
 async fn parse_scrapes(mut rx: mpsc::Receiver<MetricsScrape>, tx: mpsc::Sender<SourceMsg>) {
     while let Some(scrape) = rx.recv().await {
         let MetricsScrape { text, at } = scrape;
-        let parsed = tokio::task::spawn_blocking(move || {
-            parse(&text).map(|e| AdmissionSnapshot::from_exposition(&e))
-        })
-        .await;
+        let parsed = tokio::task::spawn_blocking(move || AdmissionSnapshot::from_text(&text)).await;
         let msg = match parsed {
             Ok(Ok(snapshot)) => LiveMsg::Scrape {
                 at,
