@@ -69,6 +69,33 @@ fn metrics_are_the_merge_of_every_request() {
 }
 
 #[test]
+fn rejections_over_replay_time_end_at_the_exported_totals() {
+    let s = loaded();
+    let t = &s.timeline;
+    let elapsed: std::time::Duration = s.entries.iter().map(|e| e.replayed.outcome.elapsed).sum();
+    assert_eq!(
+        t.clock, elapsed,
+        "the replay clock is the dispatch durations"
+    );
+    assert!(!t.series.is_empty());
+    for ((name, error_type), total) in hookscope::tui::app::rejections(&s.metrics) {
+        let series = t
+            .series
+            .iter()
+            .find(|x| x.name == name && x.error_type == error_type)
+            .unwrap_or_else(|| panic!("a line for {name} {error_type}"));
+        assert_eq!(series.points.last().unwrap().1, total);
+        // Counts only grow, on a clock that only moves forward.
+        assert!(
+            series
+                .points
+                .windows(2)
+                .all(|w| w[0].0 <= w[1].0 && w[0].1 < w[1].1)
+        );
+    }
+}
+
+#[test]
 fn stepping_through_the_chain_to_round_1() {
     let mut s = loaded();
     key(&mut s, 'l');

@@ -255,6 +255,8 @@ pub struct State {
     pub redispatch_calls: (u64, u64),
     /// A live cluster (`hookscope live`), or None for a replay.
     pub live: Option<Box<super::live::LiveState>>,
+    /// Rejections over replay time (the Metrics view's line chart).
+    pub timeline: super::timeline::RejectionTimeline,
 }
 
 /// A re-dispatch after an edit: results gathered until it finishes, then shown at once.
@@ -270,6 +272,8 @@ pub struct Run {
     pub results: Vec<Box<Replayed>>,
     /// Their metrics.
     pub metrics: Metrics,
+    /// Their rejections over replay time.
+    pub timeline: super::timeline::RejectionTimeline,
 }
 
 /// What the console showed before the first edit took effect: the other side of the what-if.
@@ -450,6 +454,7 @@ impl State {
             compare: false,
             redispatch_calls: (0, 0),
             live: None,
+            timeline: Default::default(),
         }
     }
 
@@ -629,6 +634,9 @@ impl State {
             }
             SourceMsg::Event { event, metrics } => {
                 self.progress.seen += 1;
+                if let ReplayEvent::Replayed(r) = event.as_ref() {
+                    self.timeline.record(r.outcome.elapsed, metrics.as_deref());
+                }
                 if let Some(m) = metrics {
                     self.metrics.merge(&m);
                 }

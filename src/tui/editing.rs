@@ -742,6 +742,7 @@ impl State {
                     total,
                     results: Vec::with_capacity(total),
                     metrics: crate::metrics::Metrics::new(),
+                    timeline: Default::default(),
                 });
             }
             SourceMsg::Redispatched {
@@ -751,6 +752,7 @@ impl State {
             } => {
                 if let Some(run) = self.run.as_mut().filter(|r| r.generation == generation) {
                     if let ReplayEvent::Replayed(r) = *event {
+                        run.timeline.record(r.outcome.elapsed, metrics.as_deref());
                         run.results.push(r);
                     }
                     if let Some(m) = metrics {
@@ -788,6 +790,7 @@ impl State {
         self.visible.clear();
         self.selected = None;
         self.metrics = run.metrics;
+        self.timeline = run.timeline;
         self.hook_counts = vec![HookCounts::default(); self.hooks.len()];
         for r in run.results {
             self.push_replayed(r);

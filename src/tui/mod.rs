@@ -24,6 +24,7 @@ pub mod model;
 pub mod source;
 pub mod terminal;
 pub mod theme;
+pub mod timeline;
 pub mod view;
 
 use std::time::Duration;

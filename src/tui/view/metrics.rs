@@ -1,11 +1,13 @@
-//! The Metrics view: `apiserver_admission_webhook_rejection_count` by webhook and `error_type` as
-//! bars, request totals by code, fail-open counts, and the exported sample lines themselves (the
-//! same text `hookscope replay --metrics` writes).
+//! The Metrics view: `apiserver_admission_webhook_rejection_count` by webhook and `error_type`
+//! over replay time (lines) and in total (bars), the latency histogram of
+//! `admission_duration_seconds`, request totals by code, fail-open counts, and the exported sample
+//! lines themselves (the same text `hookscope replay --metrics` writes).
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
+use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Bar, BarChart, BarGroup, Paragraph, Wrap};
+use ratatui::widgets::{Axis, Bar, BarChart, BarGroup, Chart, Dataset, GraphType, Paragraph, Wrap};
 
 use super::{clip, pane, style};
 use crate::tui::app::{State, rejections, sum_by};
@@ -14,13 +16,22 @@ use crate::tui::theme::StyleKey;
 const REJECTION: &str = "apiserver_admission_webhook_rejection_count";
 const REQUESTS: &str = "apiserver_admission_webhook_request_total";
 const FAIL_OPEN: &str = "apiserver_admission_webhook_fail_open_count";
+const DURATION_BUCKET: &str = "apiserver_admission_webhook_admission_duration_seconds_bucket";
 
 /// Draws the view.
 pub fn render(frame: &mut Frame, state: &State, area: Rect) {
-    let [top, bottom] =
-        Layout::vertical([Constraint::Percentage(45), Constraint::Min(5)]).areas(area);
-    let [bars, totals] =
-        Layout::horizontal([Constraint::Percentage(60), Constraint::Min(20)]).areas(top);
+    let [top, middle, bottom] = Layout::vertical([
+        Constraint::Percentage(40),
+        Constraint::Percentage(32),
+        Constraint::Min(4),
+    ])
+    .areas(area);
+    let [lines_area, bars] =
+        Layout::horizontal([Constraint::Percentage(55), Constraint::Min(20)]).areas(top);
+    let [histogram, totals] =
+        Layout::horizontal([Constraint::Percentage(55), Constraint::Min(20)]).areas(middle);
+    timeline(frame, state, lines_area);
+    latency(frame, state, histogram);
 
     let rej = rejections(&state.metrics);
     let label_width = bars.width.saturating_sub(12).min(48) as usize;
@@ -108,4 +119,135 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
             false,
         ));
     frame.render_widget(p, bottom);
+}
+
+/// The cumulative rejection counts over replay time, one line per webhook and `error_type`.
+fn timeline(frame: &mut Frame, state: &State, area: Rect) {
+    let t = &state.timeline;
+    let block = pane(state, format!(" {REJECTION} over replay time "), false);
+    if t.series.is_empty() {
+        let p = Paragraph::new(Line::styled(
+            "No rejection yet.",
+            style(state, StyleKey::Muted),
+        ))
+        .block(block);
+        frame.render_widget(p, area);
+        return;
+    }
+    let end = t.clock.as_secs_f64().max(0.001);
+    // Each line steps up at its points and holds until the end of the replay.
+    let data: Vec<(String, Vec<(f64, f64)>)> = t
+        .series
+        .iter()
+        .map(|s| {
+            let mut points = vec![(0.0, 0.0)];
+            let mut last = 0.0;
+            for &(x, y) in &s.points {
+                points.push((x, last));
+                points.push((x, y));
+                last = y;
+            }
+            points.push((end, last));
+            (clip(&format!("{} {}", s.name, s.error_type), 40), points)
+        })
+        .collect();
+    let max = t
+        .series
+        .iter()
+        .filter_map(|s| s.points.last().map(|p| p.1))
+        .fold(1.0_f64, f64::max);
+    let palette = [
+        StyleKey::BarRejection,
+        StyleKey::FailedOpen,
+        StyleKey::BarRequest,
+        StyleKey::CellMutated,
+        StyleKey::Warning,
+    ];
+    let datasets: Vec<Dataset> = data
+        .iter()
+        .enumerate()
+        .map(|(i, (label, points))| {
+            Dataset::default()
+                .name(label.clone())
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(style(state, palette[i % palette.len()]))
+                .data(points)
+        })
+        .collect();
+    let axis = style(state, StyleKey::Muted);
+    let chart = Chart::new(datasets)
+        .block(block)
+        .hidden_legend_constraints((Constraint::Ratio(2, 3), Constraint::Ratio(2, 3)))
+        .x_axis(
+            Axis::default()
+                .bounds([0.0, end])
+                .labels([
+                    Span::styled("0s", axis),
+                    Span::styled(format!("{end:.1}s"), axis),
+                ])
+                .style(axis),
+        )
+        .y_axis(
+            Axis::default()
+                .bounds([0.0, max * 1.1])
+                .labels([
+                    Span::styled("0", axis),
+                    Span::styled(format!("{max}"), axis),
+                ])
+                .style(axis),
+        );
+    frame.render_widget(chart, area);
+}
+
+/// Webhook calls by duration: the buckets of `admission_duration_seconds`, all webhooks.
+fn latency(frame: &mut Frame, state: &State, area: Rect) {
+    let mut buckets: Vec<(f64, String, f64)> = sum_by(&state.metrics, DURATION_BUCKET, &["le"])
+        .into_iter()
+        .map(|((le, _), v)| {
+            let bound = if le == "+Inf" {
+                f64::INFINITY
+            } else {
+                le.parse().unwrap_or(f64::INFINITY)
+            };
+            (bound, le, v)
+        })
+        .collect();
+    buckets.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let block = pane(
+        state,
+        " webhook calls by admission_duration_seconds (le) ",
+        false,
+    );
+    if buckets.iter().all(|b| b.2 == 0.0) {
+        let p = Paragraph::new(Line::styled(
+            "No webhook call yet.",
+            style(state, StyleKey::Muted),
+        ))
+        .block(block);
+        frame.render_widget(p, area);
+        return;
+    }
+    // The exposition's buckets are cumulative; the bars are per bucket.
+    let mut previous = 0.0;
+    let bars: Vec<Bar> = buckets
+        .iter()
+        .map(|(_, le, v)| {
+            let n = (v - previous).max(0.0);
+            previous = *v;
+            Bar::default()
+                .value(n as u64)
+                .label(Line::from(format!("≤{le}")))
+                .text_value(format!("{n}"))
+                .style(style(state, StyleKey::BarRequest))
+        })
+        .collect();
+    let width = (area.width.saturating_sub(2) / bars.len().max(1) as u16).saturating_sub(1);
+    let chart = BarChart::default()
+        .bar_width(width.clamp(1, 8))
+        .bar_gap(1)
+        .label_style(style(state, StyleKey::BarLabel))
+        .data(BarGroup::default().bars(&bars))
+        .block(block);
+    frame.render_widget(chart, area);
 }
