@@ -4,9 +4,8 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Cell, Chart, Dataset, GraphType, Paragraph, Row, Table};
+use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
 use super::{clip, pane, style};
 use crate::live::metrics::{AdmissionFamily, RateSeries};
@@ -16,16 +15,6 @@ use crate::tui::theme::StyleKey;
 
 /// Series drawn per chart (the largest increases); the rest are summed in the legend count.
 const SERIES_DRAWN: usize = 6;
-
-/// Colours of the series, in order.
-const PALETTE: [StyleKey; 6] = [
-    StyleKey::BarRejection,
-    StyleKey::BarRequest,
-    StyleKey::FailedOpen,
-    StyleKey::CellMutated,
-    StyleKey::CellCalled,
-    StyleKey::Warning,
-];
 
 /// Draws the view.
 pub fn render(frame: &mut Frame, state: &State, area: Rect) {
@@ -131,19 +120,6 @@ fn rate_chart(
         .flat_map(|(_, p)| p.iter().map(|(_, v)| *v))
         .fold(0.0_f64, f64::max)
         .max(0.001);
-    let datasets: Vec<Dataset> = data
-        .iter()
-        .enumerate()
-        .map(|(i, (label, points))| {
-            Dataset::default()
-                .name(label.clone())
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Line)
-                .style(style(state, PALETTE[i % PALETTE.len()]))
-                .data(points)
-        })
-        .collect();
-    let axis = style(state, StyleKey::Muted);
     let x_label = format!(
         "-{}",
         window_label(std::time::Duration::from_secs_f64(length))
@@ -152,24 +128,14 @@ fn rate_chart(
     if hidden > 0 {
         block = block.title_bottom(format!(" +{hidden} smaller series "));
     }
-    let chart = Chart::new(datasets)
-        .block(block)
-        .hidden_legend_constraints((Constraint::Ratio(2, 3), Constraint::Ratio(2, 3)))
-        .x_axis(
-            Axis::default()
-                .bounds([-length, 0.0])
-                .labels([Span::styled(x_label, axis), Span::styled("now", axis)])
-                .style(axis),
-        )
-        .y_axis(
-            Axis::default()
-                .bounds([0.0, max * 1.1])
-                .labels([
-                    Span::styled("0", axis),
-                    Span::styled(format!("{:.2}", max * 1.1), axis),
-                ])
-                .style(axis),
-        );
+    let chart = super::line_chart(
+        state,
+        block,
+        &data,
+        ([-length, 0.0], [x_label, "now".into()]),
+        max * 1.1,
+        format!("{:.2}", max * 1.1),
+    );
     frame.render_widget(chart, area);
 }
 

@@ -5,9 +5,8 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Direction, Layout, Rect};
-use ratatui::symbols::Marker;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Axis, Bar, BarChart, BarGroup, Chart, Dataset, GraphType, Paragraph, Wrap};
+use ratatui::widgets::{Bar, BarChart, BarGroup, Paragraph, Wrap};
 
 use super::{clip, pane, style};
 use crate::tui::app::{State, rejections, sum_by};
@@ -156,47 +155,14 @@ fn timeline(frame: &mut Frame, state: &State, area: Rect) {
         .iter()
         .filter_map(|s| s.points.last().map(|p| p.1))
         .fold(1.0_f64, f64::max);
-    let palette = [
-        StyleKey::BarRejection,
-        StyleKey::FailedOpen,
-        StyleKey::BarRequest,
-        StyleKey::CellMutated,
-        StyleKey::Warning,
-    ];
-    let datasets: Vec<Dataset> = data
-        .iter()
-        .enumerate()
-        .map(|(i, (label, points))| {
-            Dataset::default()
-                .name(label.clone())
-                .marker(Marker::Braille)
-                .graph_type(GraphType::Line)
-                .style(style(state, palette[i % palette.len()]))
-                .data(points)
-        })
-        .collect();
-    let axis = style(state, StyleKey::Muted);
-    let chart = Chart::new(datasets)
-        .block(block)
-        .hidden_legend_constraints((Constraint::Ratio(2, 3), Constraint::Ratio(2, 3)))
-        .x_axis(
-            Axis::default()
-                .bounds([0.0, end])
-                .labels([
-                    Span::styled("0s", axis),
-                    Span::styled(format!("{end:.1}s"), axis),
-                ])
-                .style(axis),
-        )
-        .y_axis(
-            Axis::default()
-                .bounds([0.0, max * 1.1])
-                .labels([
-                    Span::styled("0", axis),
-                    Span::styled(format!("{max}"), axis),
-                ])
-                .style(axis),
-        );
+    let chart = super::line_chart(
+        state,
+        block,
+        &data,
+        ([0.0, end], ["0s".into(), format!("{end:.1}s")]),
+        max * 1.1,
+        format!("{max}"),
+    );
     frame.render_widget(chart, area);
 }
 

@@ -276,3 +276,58 @@ pub(crate) fn clip(s: &str, width: usize) -> String {
 pub(crate) fn style(state: &State, key: StyleKey) -> Style {
     state.theme.style(key)
 }
+
+/// Colours of the lines of a chart, in order.
+const LINE_PALETTE: [StyleKey; 6] = [
+    StyleKey::BarRejection,
+    StyleKey::BarRequest,
+    StyleKey::FailedOpen,
+    StyleKey::CellMutated,
+    StyleKey::CellCalled,
+    StyleKey::Warning,
+];
+
+/// A line chart of labelled series (braille lines, the theme's palette, the legend shown where
+/// it fits), with `x` bounds and their labels, and a y axis from 0 to `y_top`.
+pub(crate) fn line_chart<'a>(
+    state: &State,
+    block: Block<'a>,
+    series: &'a [(String, Vec<(f64, f64)>)],
+    x: ([f64; 2], [String; 2]),
+    y_top: f64,
+    y_label: String,
+) -> ratatui::widgets::Chart<'a> {
+    use ratatui::widgets::{Axis, Chart, Dataset, GraphType};
+    let datasets: Vec<Dataset> = series
+        .iter()
+        .enumerate()
+        .map(|(i, (label, points))| {
+            Dataset::default()
+                .name(label.clone())
+                .marker(ratatui::symbols::Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(style(state, LINE_PALETTE[i % LINE_PALETTE.len()]))
+                .data(points)
+        })
+        .collect();
+    let axis = style(state, StyleKey::Muted);
+    let [x0, x1] = x.1;
+    Chart::new(datasets)
+        .block(block)
+        .hidden_legend_constraints((
+            ratatui::layout::Constraint::Ratio(2, 3),
+            ratatui::layout::Constraint::Ratio(2, 3),
+        ))
+        .x_axis(
+            Axis::default()
+                .bounds(x.0)
+                .labels([Span::styled(x0, axis), Span::styled(x1, axis)])
+                .style(axis),
+        )
+        .y_axis(
+            Axis::default()
+                .bounds([0.0, y_top])
+                .labels([Span::styled("0", axis), Span::styled(y_label, axis)])
+                .style(axis),
+        )
+}
