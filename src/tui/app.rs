@@ -627,7 +627,7 @@ impl State {
         let index = self.entries.len();
         for c in &r.outcome.calls {
             let at = self.hooks.iter().position(|h| {
-                h.phase == c.phase && h.configuration == c.configuration && h.webhook == c.webhook
+                h.phase == c.phase && h.configuration == *c.configuration && h.webhook == *c.webhook
             });
             if let Some(at) = at {
                 self.hook_counts[at].add(c);
