@@ -73,7 +73,10 @@ fn renamed(r: &CapturedRequest, i: usize) -> CapturedRequest {
         .into_iter()
         .flatten()
     {
-        if let Some(m) = o.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+        if let Some(m) = std::sync::Arc::make_mut(o)
+            .get_mut("metadata")
+            .and_then(|m| m.as_object_mut())
+        {
             m.insert("name".into(), name.clone().into());
         }
     }

@@ -4,23 +4,26 @@
 //! 100,000 replayed requests loaded into the state (the demo's 34 results, then copies of them
 //! with varied names), as the event loop draws it.
 //!
-//! Before the timings, the bench prints the memory a loaded request takes: the bytes its replayed
-//! result holds (request, objects, outcome, trace), and the bytes loading it into the state adds
-//! on top (row, annotations, indices), both counted by a global allocator that keeps the live
-//! total.
+//! Before the timings, the bench prints the memory a loaded request takes, counted by a global
+//! allocator that keeps the live total: the bytes a replayed result holds (request, objects,
+//! outcome, trace), measured on fresh offline demo replays and split into the distinct JSON
+//! objects it refers to (each shared allocation counted once) and everything beyond them; and
+//! the bytes loading a request into the console state adds (row, annotations, indices).
 
 use std::alloc::{GlobalAlloc, Layout};
+use std::collections::HashSet;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicIsize, Ordering};
 
 use divan::Bencher;
-use hookscope::engine::AuditLevel;
+use hookscope::engine::{AuditLevel, CallRecord, Step, StepKind};
 use hookscope::replay::run::{ReplayEvent, Replayed};
 use hookscope::tui::app::{Msg, State, View, update};
 use hookscope::tui::source::{SourceMsg, collect};
 use hookscope::tui::theme::Theme;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
+use serde_json::Value;
 
 /// The binary's allocator, with the live total counted.
 struct Counting;
@@ -81,8 +84,117 @@ fn demo_messages() -> Vec<SourceMsg> {
     rt.block_on(collect(Box::new(source)))
 }
 
-/// Loads the state and prints the memory per request.
+/// Fresh demo replays measured for the memory figure.
+const MEMORY_RUNS: usize = 10;
+
+/// The replayed results of one offline demo run, boxed as the console holds them.
+#[allow(clippy::vec_box)] // the boxes are part of what is measured
+fn demo_results(msgs: Vec<SourceMsg>) -> Vec<Box<Replayed>> {
+    msgs.into_iter()
+        .filter_map(|m| match m {
+            SourceMsg::Event { event, .. } => match *event {
+                ReplayEvent::Replayed(r) => Some(r),
+                ReplayEvent::Skipped(_) => None,
+            },
+            _ => None,
+        })
+        .collect()
+}
+
+/// Every JSON object a replayed result refers to: the request's, the outcome's, the trace's
+/// before/after and review objects. The same allocation may appear many times.
+fn objects_of(r: &Replayed) -> Vec<&Value> {
+    let a = &r.request.attrs;
+    let mut out: Vec<&Value> = a.object.iter().chain(&a.old_object).map(|o| &**o).collect();
+    out.extend(r.outcome.object.as_deref());
+    for s in &r.outcome.trace {
+        match &s.kind {
+            StepKind::PatchApplied { before, after, .. } => {
+                out.push(before);
+                out.push(after);
+            }
+            StepKind::ReviewSent { review, .. } => {
+                out.extend(review.object());
+                out.extend(review.old_object());
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Prints the memory a replayed request takes, measured on fresh offline demo replays (objects
+/// are the replay's own, as when a capture is loaded): the whole result, the distinct JSON
+/// objects in it (each allocation once, however many steps refer to it), and the rest.
+fn print_result_memory() {
+    drop(demo_results(demo_messages()));
+    let before = live();
+    let mut results: Vec<Box<Replayed>> = Vec::new();
+    for _ in 0..MEMORY_RUNS {
+        results.extend(demo_results(demo_messages()));
+    }
+    results.shrink_to_fit();
+    let total = live() - before - (results.len() * std::mem::size_of::<Box<Replayed>>()) as isize;
+    // The distinct objects, each sized by the allocations a clone of it makes (a clone's
+    // vectors are no larger than the original's, so this errs towards a larger remainder).
+    let mut seen: HashSet<*const Value> = HashSet::new();
+    let mut objects = 0isize;
+    for o in results.iter().flat_map(|r| objects_of(r)) {
+        if seen.insert(o as *const Value) {
+            let at = live();
+            let copy = o.clone();
+            objects += live() - at;
+            drop(copy);
+        }
+    }
+    let n = results.len() as f64;
+    // What a clone of each part allocates: shared allocations (objects, names, the review texts
+    // and reply bodies a trace shares) are not copied by a clone, so they stay in the remainder.
+    let clone_bytes = |f: &dyn Fn(&Replayed) -> Box<dyn std::any::Any>| {
+        let mut bytes = 0isize;
+        for r in &results {
+            let at = live();
+            let copy = f(r);
+            bytes += live() - at;
+            drop(copy);
+        }
+        bytes as f64 / n
+    };
+    let request = clone_bytes(&|r| Box::new(r.request.clone()));
+    let annotations = clone_bytes(&|r| Box::new(r.outcome.annotations.clone()));
+    let calls_owned = clone_bytes(&|r| Box::new(r.outcome.calls.clone()));
+    let trace_owned = clone_bytes(&|r| Box::new(r.outcome.trace.clone()));
+    let steps: usize = results.iter().map(|r| r.outcome.trace.capacity()).sum();
+    let calls: usize = results.iter().map(|r| r.outcome.calls.capacity()).sum();
+    eprintln!(
+        "memory per replayed request ({MEMORY_RUNS} fresh offline demo runs, {} requests): \
+         {:.0} B in all; distinct JSON objects {:.0} B ({:.1} per request); \
+         beyond the distinct objects {:.0} B (trace, call records, annotations, request fields)",
+        results.len(),
+        total as f64 / n,
+        objects as f64 / n,
+        seen.len() as f64 / n,
+        (total - objects) as f64 / n,
+    );
+    eprintln!(
+        "  of which the trace's step array {:.0} B ({:.1} steps of {} B), the call records' array \
+         {:.0} B ({:.1} of {} B); the rest is what steps and records point to",
+        (steps * std::mem::size_of::<Step>()) as f64 / n,
+        steps as f64 / n,
+        std::mem::size_of::<Step>(),
+        (calls * std::mem::size_of::<CallRecord>()) as f64 / n,
+        calls as f64 / n,
+        std::mem::size_of::<CallRecord>(),
+    );
+    eprintln!(
+        "  copies of the parts (shared allocations not copied): request without its objects {request:.0} B; \
+         annotations {annotations:.0} B; call records {calls_owned:.0} B; trace {trace_owned:.0} B"
+    );
+}
+
+/// Loads the state and prints the memory the console state adds per request.
 fn load() -> State {
+    print_result_memory();
     let msgs = demo_messages();
     let originals: Vec<Replayed> = msgs
         .iter()
@@ -106,7 +218,8 @@ fn load() -> State {
         }
     }
     let copies = REQUESTS - demo_loaded;
-    // The copies' replayed results, built first: their size is the objects' share.
+    // The copies' replayed results, built first (they share the originals' objects, so their
+    // size is not a request's: that figure comes from fresh replays above).
     let before_results = live();
     let results: Vec<SourceMsg> = (0..copies)
         .map(|i| {
@@ -134,11 +247,9 @@ fn load() -> State {
     let results_bytes = after_results - before_results - message_overhead;
     let state_bytes = loaded - before_results - results_bytes;
     eprintln!(
-        "memory per loaded request ({copies} copies of the demo's {} results): \
-         replayed result {:.0} B (request, objects, outcome, trace); \
-         added by the console state {:.0} B (row, annotations, indices)",
+        "memory added by the console state per loaded request ({copies} copies of the demo's {} \
+         results): {:.0} B (row, annotations, indices)",
         originals.len(),
-        per(results_bytes),
         per(state_bytes),
     );
     assert_eq!(state.entries.len(), REQUESTS);

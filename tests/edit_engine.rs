@@ -103,7 +103,7 @@ fn called(r: &Replayed, webhook: &str) -> bool {
     r.outcome
         .calls
         .iter()
-        .any(|c| c.webhook == webhook && c.decision == hookscope::engine::CallDecision::Called)
+        .any(|c| &*c.webhook == webhook && c.decision == hookscope::engine::CallDecision::Called)
 }
 
 #[tokio::test]

@@ -7,6 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
+use std::sync::Arc;
 
 use hookscope::api::{
     GroupVersionKind, GroupVersionResource, LabelSelector, Operation, RuleWithOperations,
@@ -256,8 +257,8 @@ fn pod_request(op: Operation, labels: &Option<BTreeMap<String, String>>) -> Attr
         sub_resource: String::new(),
         namespace: "default".into(),
         name: "p".into(),
-        object: (op != Operation::Delete).then(|| object.clone()),
-        old_object: (op != Operation::Create).then_some(object),
+        object: (op != Operation::Delete).then(|| Arc::new(object.clone())),
+        old_object: (op != Operation::Create).then_some(Arc::new(object)),
         dry_run: false,
         options: None,
         user_info: Default::default(),
@@ -533,7 +534,7 @@ proptest! {
         prop_assert_eq!(&mutation_keys, &expected_keys);
         for c in &calls {
             let h = &flat[c.index];
-            prop_assert_eq!(&c.webhook, &h.name);
+            prop_assert_eq!(&*c.webhook, h.name.as_str());
             let key = format!("mutation.webhook.admission.k8s.io/round_{}_index_{}", c.round, c.index);
             let value = outcome.annotations.iter().find(|a| a.key == key).map(|a| a.value.clone());
             prop_assert_eq!(
@@ -671,7 +672,7 @@ proptest! {
             prop_assert_eq!(&call.webhook, &format!("v{i}.example.com"));
             prop_assert_eq!(call.index, j, "index among matching hooks");
             let review: Value = serde_json::from_slice(&call.body).unwrap();
-            prop_assert_eq!(&review["request"]["object"], &final_object);
+            prop_assert_eq!(&review["request"]["object"], &*final_object);
         }
 
         // The expected verdict: the lowest-index failure among the matching webhooks.
@@ -786,7 +787,7 @@ proptest! {
         let mut scratch = Metrics::new();
         let once = dispatch(&engine, pod_request(s.operation, &s.labels), &mut scratch, &mut r);
         for h in flatten(&s) {
-            let n = called(&once, WebhookKind::Mutating).iter().filter(|c| c.webhook == h.name).count();
+            let n = called(&once, WebhookKind::Mutating).iter().filter(|c| *c.webhook == *h.name).count();
             prop_assert_eq!(
                 sum_of(&metrics, "apiserver_admission_webhook_request_total", Some(("name", &h.name))),
                 (n * repeats) as f64

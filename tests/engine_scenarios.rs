@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -69,8 +70,8 @@ fn request(op: Operation, kind: (&str, &str, &str), resource: &str, object: Valu
         sub_resource: String::new(),
         namespace,
         name,
-        object: (op != Operation::Delete).then(|| object.clone()),
-        old_object: (op != Operation::Create).then_some(object),
+        object: (op != Operation::Delete).then(|| Arc::new(object.clone())),
+        old_object: (op != Operation::Create).then_some(Arc::new(object)),
         dry_run: false,
         options: None,
         user_info: Default::default(),
@@ -190,7 +191,7 @@ fn called(outcome: &Outcome) -> Vec<(WebhookKind, u8, usize, &str)> {
         .calls
         .iter()
         .filter(|c| c.decision == CallDecision::Called)
-        .map(|c| (c.phase, c.round, c.index, c.webhook.as_str()))
+        .map(|c| (c.phase, c.round, c.index, &*c.webhook))
         .collect()
 }
 
@@ -334,7 +335,7 @@ fn sidecar_injector_is_reinvoked_after_a_later_label_defaulter() {
                 after,
                 changed,
                 ..
-            } => Some((hook.round, hook.index, before, after, *changed)),
+            } => Some((hook.round, hook.index, &**before, &**after, *changed)),
             _ => None,
         })
         .collect();
@@ -346,7 +347,7 @@ fn sidecar_injector_is_reinvoked_after_a_later_label_defaulter() {
     final_object["metadata"]["labels"]["team"] = json!("platform");
     assert_eq!(applied[1], (0, 1, &injected, &final_object, true));
     assert_eq!(applied[2], (1, 0, &final_object, &final_object, false));
-    assert_eq!(o.object.as_ref(), Some(&final_object));
+    assert_eq!(o.object.as_deref(), Some(&final_object));
 
     let ok = labels(&[
         ("code", "200"),

@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -143,7 +144,7 @@ fn recorded_requests() -> (Vec<Recorded>, Namespaces) {
                     .unwrap_or_default()
                     .into(),
                 name: e["objectRef"]["name"].as_str().unwrap_or_default().into(),
-                object: Some(e["requestObject"].clone()),
+                object: Some(Arc::new(e["requestObject"].clone())),
                 old_object: None,
                 dry_run: uri.contains("dryRun=All"),
                 options: Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"})),

@@ -365,7 +365,7 @@ async fn recorded_https_run_replays_offline_to_the_identical_outcome() {
     let audit = recorded[0]
         .calls
         .iter()
-        .find(|c| c.webhook == "audit.example.com")
+        .find(|c| &*c.webhook == "audit.example.com")
         .expect("audit call");
     assert!(audit.duration_ms >= 15.0, "{}", audit.duration_ms);
 

@@ -104,7 +104,7 @@ fn stepping_through_the_chain_to_round_1() {
     key(&mut s, ']');
     let calls = s.selected_entry().unwrap().replayed.outcome.calls.clone();
     assert_eq!(Block::of(&calls[s.step]), Block::Round1);
-    assert_eq!(calls[s.step].webhook, "inject.sidecar.demo");
+    assert_eq!(&*calls[s.step].webhook, "inject.sidecar.demo");
     key(&mut s, ']');
     assert_eq!(Block::of(&calls[s.step]), Block::Validating);
     key(&mut s, '[');
@@ -293,7 +293,7 @@ fn y_copies_the_object_after_the_patch_and_the_final_object() {
     let mut s = loaded();
     // Requests: the selected request's final object.
     let o = s.selected_entry().unwrap().replayed.outcome.clone();
-    let final_text = serde_json::to_string_pretty(o.object.as_ref().unwrap()).unwrap();
+    let final_text = serde_json::to_string_pretty(o.object.as_deref().unwrap()).unwrap();
     assert_eq!(key(&mut s, 'y'), vec![Command::Clipboard(b64(&final_text))]);
     assert!(
         s.message
@@ -347,7 +347,7 @@ fn y_masks_secret_data_unless_revealed() {
     assert!(masked.contains("<redacted>"));
     assert!(!masked.contains(secret_value.as_str().unwrap()));
     key(&mut s, 'x');
-    let revealed = serde_json::to_string_pretty(&obj).unwrap();
+    let revealed = serde_json::to_string_pretty(&*obj).unwrap();
     assert_eq!(key(&mut s, 'y'), vec![Command::Clipboard(b64(&revealed))]);
     assert_ne!(b64(&masked), b64(&revealed));
 }

@@ -178,8 +178,8 @@ pub fn hook_stats<'a>(
                 continue;
             }
             let key = HookKey {
-                configuration: c.configuration.clone(),
-                webhook: c.webhook.clone(),
+                configuration: c.configuration.to_string(),
+                webhook: c.webhook.to_string(),
                 phase: c.phase,
             };
             let s = entry(&mut stats, &mut order, key.clone());
@@ -204,8 +204,8 @@ pub fn hook_stats<'a>(
                 continue;
             };
             let key = HookKey {
-                configuration: hook.configuration.clone(),
-                webhook: hook.webhook.clone(),
+                configuration: hook.configuration.to_string(),
+                webhook: hook.webhook.to_string(),
                 phase: hook.phase,
             };
             let s = entry(&mut stats, &mut order, key);

@@ -3,6 +3,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -28,12 +29,13 @@ pub struct Attributes {
     /// Object name (may be empty on CREATE with generateName).
     #[serde(default)]
     pub name: String,
-    /// The new object (None for DELETE).
-    #[serde(default)]
-    pub object: Option<Value>,
-    /// The stored object (None for CREATE and CONNECT).
-    #[serde(default)]
-    pub old_object: Option<Value>,
+    /// The new object (None for DELETE). Shared: the dispatch's trace and outcome refer to this
+    /// allocation for as long as no patch changes the object.
+    #[serde(default, with = "shared_value")]
+    pub object: Option<Arc<Value>>,
+    /// The stored object (None for CREATE and CONNECT). Shared like `object`.
+    #[serde(default, with = "shared_value")]
+    pub old_object: Option<Arc<Value>>,
     /// `?dryRun=All`.
     #[serde(default)]
     pub dry_run: bool,
@@ -52,6 +54,22 @@ impl Attributes {
         self.resource.group.is_empty()
             && self.resource.version == "v1"
             && self.resource.resource == "namespaces"
+    }
+}
+
+/// Serde for `Option<Arc<Value>>` fields: the JSON value itself, as for `Option<Value>`.
+pub(crate) mod shared_value {
+    use std::sync::Arc;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+    use serde_json::Value;
+
+    pub fn serialize<S: Serializer>(v: &Option<Arc<Value>>, s: S) -> Result<S::Ok, S::Error> {
+        v.as_deref().serialize(s)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Arc<Value>>, D::Error> {
+        Ok(Option::<Value>::deserialize(d)?.map(Arc::new))
     }
 }
 

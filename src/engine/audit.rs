@@ -89,7 +89,8 @@ impl Annotations {
     }
 
     /// Consumes the record.
-    pub fn into_vec(self) -> Vec<AuditAnnotation> {
+    pub fn into_vec(mut self) -> Vec<AuditAnnotation> {
+        self.items.shrink_to_fit();
         self.items
     }
 }

@@ -1,12 +1,12 @@
 //! One request through the chain: the mutating dispatcher (`mutating/dispatcher.go`) with its
 //! reinvocation bookkeeping, then the validating dispatcher (`validating/dispatcher.go`).
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::audit::{Annotations, AuditLevel, Warnings};
 use super::call::{Replier, Reply, ReplyOutcome, TransportError, TransportErrorKind, WebhookCall};
@@ -14,7 +14,7 @@ use super::hooks::Hook;
 use super::matching::{self, ConditionStats, Decision, Invocation, MatchEnv, SkipReason};
 use super::review::{self, CallingError};
 use super::status::{self, go_json_string, go_quote};
-use super::trace::{HookRef, Step, StepKind};
+use super::trace::{HookRef, ReviewBody, ReviewParts, Step, StepKind};
 use super::{Attributes, CallDecision, CallRecord, Engine, Outcome, Phases, RequestContext};
 use crate::api::{Status, WebhookKind};
 use crate::jsonpatch;
@@ -48,8 +48,12 @@ pub(super) struct Run<'e, 'c> {
     current_call: Option<usize>,
     /// `attrs.object` and `attrs.old_object` serialised for AdmissionReview bodies; the first is
     /// cleared whenever a patch replaces the object.
-    object_json: Option<Box<RawValue>>,
-    old_object_json: Option<Box<RawValue>>,
+    object_json: Option<String>,
+    old_object_json: Option<String>,
+    /// The review text after `uid` up to the object, per invocation (resource, subresource,
+    /// kind) seen so far, and the text after `oldObject`: the same for every call.
+    review_heads: Vec<(Invocation, Arc<str>)>,
+    review_tail: Option<Arc<str>>,
 }
 
 impl<'e, 'c> Run<'e, 'c> {
@@ -69,6 +73,8 @@ impl<'e, 'c> Run<'e, 'c> {
             current_call: None,
             object_json: None,
             old_object_json: None,
+            review_heads: Vec::new(),
+            review_tail: None,
         }
     }
 
@@ -91,8 +97,10 @@ impl<'e, 'c> Run<'e, 'c> {
         };
         self.step(StepKind::Verdict {
             allowed,
-            status: status.clone(),
+            status: status.clone().map(Box::new),
         });
+        self.trace.shrink_to_fit();
+        self.calls.shrink_to_fit();
         Outcome {
             allowed,
             status,
@@ -163,8 +171,8 @@ impl<'e, 'c> Run<'e, 'c> {
             phase,
             round,
             index,
-            configuration: hook.configuration.clone(),
-            webhook: hook.webhook.name.clone(),
+            configuration: Arc::clone(&hook.configuration_name),
+            webhook: Arc::clone(&hook.webhook_name),
         }
     }
 
@@ -175,12 +183,12 @@ impl<'e, 'c> Run<'e, 'c> {
         }
     }
 
-    fn metric<const N: usize>(&mut self, name: &str, labels: [(&str, String); N]) {
+    fn metric<const N: usize>(&mut self, name: &'static str, labels: [(&'static str, String); N]) {
         self.step(StepKind::Metric {
-            name: format!("apiserver_admission_{name}"),
+            name: Cow::Borrowed(name),
             labels: labels
                 .into_iter()
-                .map(|(k, v)| (k.to_string(), v))
+                .map(|(k, v)| (Cow::Borrowed(k), v))
                 .collect(),
         });
     }
@@ -201,7 +209,7 @@ impl<'e, 'c> Run<'e, 'c> {
         }
         if stats.errors > 0 {
             self.metric(
-                "match_condition_evaluation_errors_total",
+                "apiserver_admission_match_condition_evaluation_errors_total",
                 [("name", name.into())],
             );
         }
@@ -209,7 +217,10 @@ impl<'e, 'c> Run<'e, 'c> {
             self.ctx
                 .metrics
                 .observe_match_condition_exclusion(name, ty, op);
-            self.metric("match_condition_exclusions_total", [("name", name.into())]);
+            self.metric(
+                "apiserver_admission_match_condition_exclusions_total",
+                [("name", name.into())],
+            );
         }
         if stats.evaluated_not_all_true {
             self.ctx
@@ -232,8 +243,8 @@ impl<'e, 'c> Run<'e, 'c> {
             phase,
             round,
             index,
-            configuration: hook.configuration.clone(),
-            webhook: hook.webhook.name.clone(),
+            configuration: Arc::clone(&hook.configuration_name),
+            webhook: Arc::clone(&hook.webhook_name),
             decision: CallDecision::Skipped,
             skip_reason: Some(text.clone()),
             allowed: None,
@@ -275,8 +286,8 @@ impl<'e, 'c> Run<'e, 'c> {
             phase: href.phase,
             round: href.round,
             index: href.index,
-            configuration: hook.configuration.clone(),
-            webhook: hook.webhook.name.clone(),
+            configuration: Arc::clone(&hook.configuration_name),
+            webhook: Arc::clone(&hook.webhook_name),
             decision: CallDecision::Called,
             skip_reason: None,
             allowed: None,
@@ -370,31 +381,55 @@ impl<'e, 'c> Run<'e, 'c> {
                     canceled: false,
                 })
             })?;
-        let body = if inv.kind == self.attrs.kind {
+        let head = self.review_head(inv);
+        let tail = Arc::clone(
+            self.review_tail
+                .get_or_insert_with(|| Arc::from(review::request_tail(&self.attrs))),
+        );
+        let mut body = String::new();
+        let (object, old_object) = if inv.kind == self.attrs.kind {
             let object = self
                 .object_json
-                .get_or_insert_with(|| raw_json(self.attrs.object.as_ref()));
+                .get_or_insert_with(|| review::object_json(self.attrs.object.as_deref()));
             let old_object = self
                 .old_object_json
-                .get_or_insert_with(|| raw_json(self.attrs.old_object.as_ref()));
-            review::review_body(&self.attrs, inv, object, old_object, &uid, version)
+                .get_or_insert_with(|| review::object_json(self.attrs.old_object.as_deref()));
+            body.reserve(object.len() + old_object.len() + head.len() + tail.len() + 128);
+            review::write_review(&mut body, version, &uid, &head, object, old_object, &tail);
+            (self.attrs.object.clone(), self.attrs.old_object.clone())
         } else {
-            let relabelled = |o: Option<&Value>| {
-                raw_json(
-                    o.map(|o| review::relabel(o, &self.attrs.kind, &inv.kind))
-                        .as_ref(),
-                )
+            let relabelled = |o: &Option<Arc<Value>>| {
+                o.as_deref()
+                    .map(|o| Arc::new(review::relabel(o, &self.attrs.kind, &inv.kind)))
             };
-            let object = relabelled(self.attrs.object.as_ref());
-            let old_object = relabelled(self.attrs.old_object.as_ref());
-            review::review_body(&self.attrs, inv, &object, &old_object, &uid, version)
+            let (object, old_object) = (
+                relabelled(&self.attrs.object),
+                relabelled(&self.attrs.old_object),
+            );
+            review::write_review(
+                &mut body,
+                version,
+                &uid,
+                &head,
+                &review::object_json(object.as_deref()),
+                &review::object_json(old_object.as_deref()),
+                &tail,
+            );
+            (object, old_object)
         };
         self.step(StepKind::ReviewSent {
             hook: href.clone(),
             url: endpoint.url.clone(),
             uid: uid.clone(),
             timeout,
-            review: Arc::from(body.as_str()),
+            review: ReviewBody::new(ReviewParts {
+                version,
+                uid: Arc::from(uid.as_str()),
+                head,
+                object,
+                old_object,
+                tail,
+            }),
         });
         let body = body.into_bytes();
         Ok(WebhookCall {
@@ -411,6 +446,19 @@ impl<'e, 'c> Run<'e, 'c> {
             request_uid: uid,
             body,
         })
+    }
+
+    /// The shared review text of an invocation.
+    fn review_head(&mut self, inv: &Invocation) -> Arc<str> {
+        let same = |i: &Invocation| {
+            i.kind == inv.kind && i.resource == inv.resource && i.sub_resource == inv.sub_resource
+        };
+        if let Some((_, head)) = self.review_heads.iter().find(|(i, _)| same(i)) {
+            return Arc::clone(head);
+        }
+        let head: Arc<str> = Arc::from(review::request_head(&self.attrs, inv));
+        self.review_heads.push((inv.clone(), Arc::clone(&head)));
+        head
     }
 
     /// Normalises a reply: a call that ran past its timeout is a timeout, whatever the replier
@@ -584,7 +632,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 CallError::Rejection(s) => {
                     self.step(StepKind::Denied {
                         hook: href.clone(),
-                        status: s.clone(),
+                        status: Box::new(s.clone()),
                     });
                     return Err(s);
                 }
@@ -614,7 +662,7 @@ impl<'e, 'c> Run<'e, 'c> {
             .metrics
             .observe_webhook_fail_open(&hook.webhook.name, webhook_type(phase));
         self.metric(
-            "webhook_fail_open_count",
+            "apiserver_admission_webhook_fail_open_count",
             [("name", hook.webhook.name.clone())],
         );
         self.annotate(key, hook.webhook.name.clone(), AuditLevel::Metadata);
@@ -665,7 +713,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 .metrics
                 .observe_webhook_rejection(name, ty, op, error_type, rcode);
             self.metric(
-                "webhook_rejection_count",
+                "apiserver_admission_webhook_rejection_count",
                 [
                     ("name", name.into()),
                     ("error_type", error_type_label(error_type).into()),
@@ -677,7 +725,7 @@ impl<'e, 'c> Run<'e, 'c> {
             .metrics
             .observe_webhook(name, ty, op, rejected, code, elapsed);
         self.metric(
-            "webhook_request_total",
+            "apiserver_admission_webhook_request_total",
             [
                 ("name", name.into()),
                 ("code", code.min(600).to_string()),
@@ -823,11 +871,11 @@ impl<'e, 'c> Run<'e, 'c> {
             value,
             AuditLevel::Request,
         );
-        let after = if inv.kind == self.attrs.kind {
+        let after = Arc::new(if inv.kind == self.attrs.kind {
             patched
         } else {
             review::relabel(&patched, &inv.kind, &self.attrs.kind)
-        };
+        });
         let patch_value: Value = serde_json::from_str(&patch_json).unwrap_or(Value::Null);
         if let Some(c) = self.call_record() {
             c.patch = Some(patch_value.clone());
@@ -837,7 +885,7 @@ impl<'e, 'c> Run<'e, 'c> {
             hook: href.clone(),
             patch: patch_value,
             before,
-            after: after.clone(),
+            after: Arc::clone(&after),
             changed,
         });
         self.attrs.object = Some(after);
@@ -853,7 +901,7 @@ impl<'e, 'c> Run<'e, 'c> {
         patch: &jsonpatch::Patch,
         kind: &crate::api::GroupVersionKind,
     ) -> Result<(Value, bool), jsonpatch::ApplyError> {
-        let current = self.attrs.object.as_ref().unwrap_or(&Value::Null);
+        let current = self.attrs.object.as_deref().unwrap_or(&Value::Null);
         let relabelled;
         let sent = if *kind == self.attrs.kind {
             current
@@ -1014,7 +1062,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 Some(CallError::Rejection(s)) => {
                     self.step(StepKind::Denied {
                         hook: href.clone(),
-                        status: s.clone(),
+                        status: Box::new(s.clone()),
                     });
                     errors.push(s);
                 }
@@ -1041,12 +1089,6 @@ impl<'e, 'c> Run<'e, 'c> {
         }
         e
     }
-}
-
-/// An object (`null` when absent) serialised for splicing into AdmissionReview bodies.
-fn raw_json(object: Option<&Value>) -> Box<RawValue> {
-    // Serialising a JSON value cannot fail.
-    serde_json::value::to_raw_value(&object).unwrap_or_default()
 }
 
 fn webhook_type(phase: WebhookKind) -> WebhookType {

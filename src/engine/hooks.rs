@@ -26,6 +26,9 @@ pub struct Hook {
     pub(crate) conditions: Vec<Condition>,
     /// Where calls go, before the per-call timeout is appended; Err: the client cannot be built.
     pub(crate) endpoint: Result<crate::engine::Endpoint, String>,
+    /// `configuration` and `webhook.name`, shared by every trace step and call record.
+    pub(crate) configuration_name: Arc<str>,
+    pub(crate) webhook_name: Arc<str>,
 }
 
 /// A compiled matchCondition.
@@ -66,6 +69,8 @@ impl Hook {
             object_selector: selector(&webhook.object_selector),
             conditions,
             endpoint: super::endpoint::untimed_endpoint(&webhook.client_config),
+            configuration_name: Arc::from(configuration),
+            webhook_name: Arc::from(webhook.name.as_str()),
         }
     }
 

@@ -23,6 +23,7 @@ pub mod status;
 pub mod trace;
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -38,7 +39,7 @@ pub use call::{
 pub use dispatch::{mutation_annotation_value, patch_annotation_value, semantic_eq};
 pub use hooks::Hook;
 pub use matching::{Decision, Invocation, SkipReason};
-pub use trace::{HookRef, Step, StepKind};
+pub use trace::{HookRef, ReviewBody, Step, StepKind};
 
 use crate::api::{GroupResource, Status, WebhookConfiguration, WebhookKind};
 use crate::metrics::Metrics;
@@ -110,8 +111,10 @@ pub struct Outcome {
     pub allowed: bool,
     /// The error the API client receives, when not admitted.
     pub status: Option<Status>,
-    /// The object after the mutating chain (None for requests without an object).
-    pub object: Option<Value>,
+    /// The object after the mutating chain (None for requests without an object): the request's
+    /// own object when no patch changed it, else the last patch's result, shared with the trace.
+    #[serde(serialize_with = "attributes::shared_value::serialize")]
+    pub object: Option<Arc<Value>>,
     /// Audit annotations in the order written, with their levels.
     pub annotations: Vec<AuditAnnotation>,
     /// Warnings returned to the client.
@@ -147,9 +150,11 @@ pub struct CallRecord {
     /// Annotation index (validating: among matching hooks; list position when skipped).
     pub index: usize,
     /// Configuration name.
-    pub configuration: String,
+    #[serde(serialize_with = "trace::ser_shared_str")]
+    pub configuration: Arc<str>,
     /// Webhook name.
-    pub webhook: String,
+    #[serde(serialize_with = "trace::ser_shared_str")]
+    pub webhook: Arc<str>,
     /// Called or skipped.
     pub decision: CallDecision,
     /// Why it was skipped.

@@ -95,19 +95,65 @@ pub fn review_body(
     uid: &str,
     version: &str,
 ) -> String {
-    /// `AdmissionReviewRequest` with borrowed fields; the field order and omissions are the wire
-    /// type's (the tests compare the two).
+    let head = request_head(attrs, invocation);
+    let tail = request_tail(attrs);
+    let mut out = String::with_capacity(
+        object.get().len() + old_object.get().len() + head.len() + tail.len() + 128,
+    );
+    write_review(
+        &mut out,
+        version,
+        uid,
+        &head,
+        object.get(),
+        old_object.get(),
+        &tail,
+    );
+    out
+}
+
+/// Writes an AdmissionReview from its parts: `head` and `tail` from [`request_head`] and
+/// [`request_tail`], the objects as serialised JSON.
+pub(crate) fn write_review(
+    out: &mut String,
+    version: &str,
+    uid: &str,
+    head: &str,
+    object: &str,
+    old_object: &str,
+    tail: &str,
+) {
+    out.push_str("{\"kind\":\"AdmissionReview\",\"apiVersion\":");
+    push_json_str(out, &format!("admission.k8s.io/{version}"));
+    out.push_str(",\"request\":{\"uid\":");
+    push_json_str(out, uid);
+    out.push_str(head);
+    out.push_str(object);
+    out.push_str(",\"oldObject\":");
+    out.push_str(old_object);
+    out.push_str(tail);
+}
+
+/// An object (`null` when absent) as serialised into AdmissionReview bodies.
+pub(crate) fn object_json(object: Option<&Value>) -> String {
+    // Serialising a JSON value cannot fail.
+    serde_json::to_string(&object).unwrap_or_default()
+}
+
+/// A string as serde_json writes it.
+fn push_json_str(out: &mut String, s: &str) {
+    // Serialising a string cannot fail.
+    out.push_str(&serde_json::to_string(s).unwrap_or_default());
+}
+
+/// The part of `request` between `uid` and the object: `,"kind":…,"userInfo":{…},"object":`.
+/// It depends only on the request and the invocation, so calls share it.
+pub(crate) fn request_head(attrs: &Attributes, invocation: &Invocation) -> String {
+    /// `AdmissionReviewRequest`'s fields after `uid` and before `object`, borrowed; the field
+    /// order and omissions are the wire type's (the tests compare the two).
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
-    struct Review<'a> {
-        kind: &'static str,
-        api_version: &'a str,
-        request: Request<'a>,
-    }
-    #[derive(Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Request<'a> {
-        uid: &'a str,
+    struct Head<'a> {
         kind: &'a GroupVersionKind,
         resource: &'a GroupVersionResource,
         #[serde(skip_serializing_if = "is_empty")]
@@ -122,40 +168,47 @@ pub fn review_body(
         namespace: &'a str,
         operation: &'a str,
         user_info: &'a UserInfo,
-        object: &'a RawValue,
-        old_object: &'a RawValue,
-        dry_run: bool,
-        options: &'a Value,
     }
     fn is_empty(s: &&str) -> bool {
         s.is_empty()
     }
-    let api_version = format!("admission.k8s.io/{version}");
-    let review = Review {
-        kind: "AdmissionReview",
-        api_version: &api_version,
-        request: Request {
-            uid,
-            kind: &invocation.kind,
-            resource: &invocation.resource,
-            sub_resource: &invocation.sub_resource,
-            request_kind: &attrs.kind,
-            request_resource: &attrs.resource,
-            request_sub_resource: &attrs.sub_resource,
-            name: &attrs.name,
-            namespace: &attrs.namespace,
-            operation: attrs.operation.as_str(),
-            user_info: &attrs.user_info,
-            object,
-            old_object,
-            dry_run: attrs.dry_run,
-            options: attrs.options.as_ref().unwrap_or(&Value::Null),
-        },
+    let head = Head {
+        kind: &invocation.kind,
+        resource: &invocation.resource,
+        sub_resource: &invocation.sub_resource,
+        request_kind: &attrs.kind,
+        request_resource: &attrs.resource,
+        request_sub_resource: &attrs.sub_resource,
+        name: &attrs.name,
+        namespace: &attrs.namespace,
+        operation: attrs.operation.as_str(),
+        user_info: &attrs.user_info,
     };
-    let mut out = Vec::with_capacity(object.get().len() + old_object.get().len() + 1024);
-    // Serialising borrowed strings and JSON values cannot fail, and writes UTF-8.
-    let _ = serde_json::to_writer(&mut out, &review);
-    String::from_utf8(out).unwrap_or_default()
+    // Serialising borrowed strings cannot fail; the object always has fields (`kind` first).
+    let mut text = serde_json::to_string(&head).unwrap_or_else(|_| "{}".into());
+    text.replace_range(..1, ",");
+    text.pop();
+    text.push_str(",\"object\":");
+    text
+}
+
+/// The end of the review after `oldObject`: `,"dryRun":…,"options":…}}`. Calls share it.
+pub(crate) fn request_tail(attrs: &Attributes) -> String {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Tail<'a> {
+        dry_run: bool,
+        options: &'a Value,
+    }
+    let tail = Tail {
+        dry_run: attrs.dry_run,
+        options: attrs.options.as_ref().unwrap_or(&Value::Null),
+    };
+    // Serialising a JSON value cannot fail.
+    let mut text = serde_json::to_string(&tail).unwrap_or_else(|_| "{}".into());
+    text.replace_range(..1, ",");
+    text.push('}');
+    text
 }
 
 /// A failure to obtain a usable response: upstream's `ErrCallingWebhook` reason and the status
@@ -477,6 +530,7 @@ mod tests {
     use super::*;
     use crate::api::{GroupVersionResource, Operation};
     use serde_json::json;
+    use std::sync::Arc;
 
     /// `review_body` must write exactly what serialising `build_review`'s wire type writes.
     #[test]
@@ -502,8 +556,8 @@ mod tests {
             equivalent: false,
         };
         let check = |attrs: &Attributes, invocation: &Invocation, version: &str| {
-            let object = attrs.object.clone().unwrap_or(Value::Null);
-            let old_object = attrs.old_object.clone().unwrap_or(Value::Null);
+            let object = attrs.object.as_deref().cloned().unwrap_or(Value::Null);
+            let old_object = attrs.old_object.as_deref().cloned().unwrap_or(Value::Null);
             let expected = serde_json::to_vec(&build_review(
                 attrs,
                 invocation,
@@ -530,8 +584,10 @@ mod tests {
         attrs.name = "n\u{2028}\"x\"".into();
         attrs.dry_run = true;
         attrs.options = Some(json!({"kind": "UpdateOptions", "fieldManager": "<m>"}));
-        attrs.object = Some(json!({"a": [1, 2.5, -3, 1e300, null, {}], "s": "\u{1}\\/<"}));
-        attrs.old_object = Some(json!({"b": true}));
+        attrs.object = Some(Arc::new(
+            json!({"a": [1, 2.5, -3, 1e300, null, {}], "s": "\u{1}\\/<"}),
+        ));
+        attrs.old_object = Some(Arc::new(json!({"b": true})));
         attrs.user_info = UserInfo {
             username: "u".into(),
             uid: "1".into(),

@@ -2,6 +2,7 @@
 //! prints. Steps are in the order they happened; `at` is the engine's virtual clock (the sum of
 //! call durations reported by the replier).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,9 +25,24 @@ pub struct HookRef {
     /// position for skipped ones).
     pub index: usize,
     /// Configuration name.
-    pub configuration: String,
+    #[serde(serialize_with = "ser_shared_str")]
+    pub configuration: Arc<str>,
     /// Webhook name.
-    pub webhook: String,
+    #[serde(serialize_with = "ser_shared_str")]
+    pub webhook: Arc<str>,
+}
+
+/// Serialises a shared string as the string itself.
+pub(crate) fn ser_shared_str<S: serde::Serializer>(v: &Arc<str>, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(v)
+}
+
+/// Serialises a shared JSON value as the value itself.
+pub(crate) fn ser_shared_value<S: serde::Serializer>(
+    v: &Arc<Value>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    v.as_ref().serialize(s)
 }
 
 /// One step.
@@ -42,7 +58,7 @@ pub struct Step {
 
 /// Text that is usually JSON: written as JSON when it parses, as a string otherwise. Parsing
 /// happens only when a trace is serialised, not while dispatching.
-fn ser_json_text<S: serde::Serializer>(text: &Arc<str>, s: S) -> Result<S::Ok, S::Error> {
+fn ser_json_text<S: serde::Serializer>(text: &str, s: S) -> Result<S::Ok, S::Error> {
     match serde_json::value::RawValue::from_string(text.to_string()) {
         Ok(raw) => raw.serialize(s),
         Err(_) => s.serialize_str(text),
@@ -61,6 +77,65 @@ fn ser_opt_json_text<S: serde::Serializer>(
 
 fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_f64(d.as_secs_f64() * 1000.0)
+}
+
+/// An AdmissionReview as sent, kept as the parts calls share: the text around the objects (the
+/// same for every call of a request with the same invocation) and the objects themselves (the
+/// same allocations as the trace's and the request's), so a trace does not hold a serialised copy
+/// of the object per call. [`ReviewBody::text`] writes the exact bytes sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReviewBody(Box<ReviewParts>);
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ReviewParts {
+    pub(crate) version: &'static str,
+    pub(crate) uid: Arc<str>,
+    pub(crate) head: Arc<str>,
+    pub(crate) object: Option<Arc<Value>>,
+    pub(crate) old_object: Option<Arc<Value>>,
+    pub(crate) tail: Arc<str>,
+}
+
+impl ReviewBody {
+    pub(crate) fn new(parts: ReviewParts) -> Self {
+        ReviewBody(Box::new(parts))
+    }
+
+    /// The review exactly as sent.
+    pub fn text(&self) -> String {
+        let p = &self.0;
+        let object = super::review::object_json(p.object.as_deref());
+        let old_object = super::review::object_json(p.old_object.as_deref());
+        let mut out = String::with_capacity(
+            p.head.len() + p.tail.len() + object.len() + old_object.len() + 128,
+        );
+        super::review::write_review(
+            &mut out,
+            p.version,
+            &p.uid,
+            &p.head,
+            &object,
+            &old_object,
+            &p.tail,
+        );
+        out
+    }
+
+    /// The object sent (relabelled to the invocation's kind when matched as an equivalent).
+    pub fn object(&self) -> Option<&Value> {
+        self.0.object.as_deref()
+    }
+
+    /// The old object sent.
+    pub fn old_object(&self) -> Option<&Value> {
+        self.0.old_object.as_deref()
+    }
+}
+
+impl Serialize for ReviewBody {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        ser_json_text(&self.text(), s)
+    }
 }
 
 /// What a step records.
@@ -113,9 +188,8 @@ pub enum StepKind {
         /// Timeout for this call.
         #[serde(serialize_with = "ser_ms", rename = "timeoutMs")]
         timeout: Duration,
-        /// The review, exactly the JSON bytes sent.
-        #[serde(serialize_with = "ser_json_text")]
-        review: Arc<str>,
+        /// The review: [`ReviewBody::text`] gives exactly the JSON bytes sent.
+        review: ReviewBody,
     },
     /// What came back.
     ReplyReceived {
@@ -141,8 +215,8 @@ pub enum StepKind {
     Denied {
         /// Which.
         hook: HookRef,
-        /// The status the client gets.
-        status: Status,
+        /// The status the client gets (boxed: it is the largest field of any step).
+        status: Box<Status>,
     },
     /// The call failed; failurePolicy decided.
     CallFailed {
@@ -161,10 +235,12 @@ pub enum StepKind {
         hook: HookRef,
         /// The JSON patch as the webhook sent it (decoded).
         patch: Value,
-        /// Object before.
-        before: Value,
-        /// Object after.
-        after: Value,
+        #[serde(serialize_with = "ser_shared_value")]
+        /// Object before (shared with the request, the previous patch's `after`, or both).
+        before: Arc<Value>,
+        #[serde(serialize_with = "ser_shared_value")]
+        /// Object after (shared with the next patch's `before` or the outcome's object).
+        after: Arc<Value>,
         /// Whether the object changed semantically (drives reinvocation).
         changed: bool,
     },
@@ -203,9 +279,9 @@ pub enum StepKind {
     /// A webhook metric changed.
     Metric {
         /// Metric family.
-        name: String,
+        name: Cow<'static, str>,
         /// Labels.
-        labels: Vec<(String, String)>,
+        labels: Vec<(Cow<'static, str>, String)>,
     },
     /// Reinvocation bookkeeping changed.
     Reinvocation {
@@ -219,7 +295,7 @@ pub enum StepKind {
         /// Allowed?
         allowed: bool,
         /// The status the client gets, when denied.
-        status: Option<Status>,
+        status: Option<Box<Status>>,
     },
 }
 

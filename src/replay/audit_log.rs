@@ -176,7 +176,7 @@ impl AuditEvent {
         };
         let request_object = (level >= AuditLevel::Request
             && matches!(a.operation, Operation::Create | Operation::Update))
-        .then(|| a.object.clone())
+        .then(|| a.object.as_deref().cloned())
         .flatten()
         .map(|mut o| {
             if redact {
@@ -195,7 +195,7 @@ impl AuditEvent {
                     }
                     Some(v)
                 }
-                None => outcome.object.clone().map(|mut o| {
+                None => outcome.object.as_deref().cloned().map(|mut o| {
                     if redact {
                         redact_secret(&mut o);
                     }

@@ -3,6 +3,7 @@
 //! added.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -130,8 +131,9 @@ pub struct RequestReport {
     pub warnings: Vec<String>,
     /// Audit annotations, exactly as the apiserver writes them at the chosen level.
     pub annotations: BTreeMap<String, String>,
-    /// The object after the mutating chain, or null.
-    pub object: Option<Value>,
+    /// The object after the mutating chain, or null (shared with the outcome).
+    #[serde(serialize_with = "crate::engine::attributes::shared_value::serialize")]
+    pub object: Option<Arc<Value>>,
     /// One entry per webhook considered.
     pub calls: Vec<CallReport>,
     /// What the replay had to assume (unknown namespace labels, …).
@@ -198,8 +200,8 @@ impl CallReport {
             },
             round: c.round,
             index: c.index,
-            configuration: c.configuration,
-            webhook: c.webhook,
+            configuration: c.configuration.to_string(),
+            webhook: c.webhook.to_string(),
             decision: match c.decision {
                 CallDecision::Called => "called",
                 CallDecision::Skipped => "skipped",
@@ -286,7 +288,7 @@ impl RequestReport {
         let annotations = outcome.annotations_at(level);
         let mut object = outcome.object;
         if redact && let Some(o) = &mut object {
-            redact_secret(o);
+            redact_secret(Arc::make_mut(o));
         }
         let mut notes = req.notes.clone();
         if req.namespace == NamespaceState::Unknown {
@@ -496,7 +498,9 @@ mod tests {
                 status: None,
                 warnings: vec![],
                 annotations: BTreeMap::from([("k/v".into(), "{\"x\":1}".into())]),
-                object: Some(serde_json::json!({"data": {"k": "v"}, "list": [1, {"a": []}]})),
+                object: Some(Arc::new(
+                    serde_json::json!({"data": {"k": "v"}, "list": [1, {"a": []}]}),
+                )),
                 calls: vec![],
                 notes: vec![],
                 recorded: None,

@@ -675,7 +675,7 @@ impl State {
     pub(super) fn count_calls(&mut self, r: &Replayed) {
         for c in &r.outcome.calls {
             let at = self.hooks.iter().position(|h| {
-                h.phase == c.phase && h.configuration == c.configuration && h.webhook == c.webhook
+                h.phase == c.phase && h.configuration == *c.configuration && h.webhook == *c.webhook
             });
             if let Some(at) = at {
                 self.hook_counts[at].add(c);

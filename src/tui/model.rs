@@ -152,7 +152,7 @@ impl RequestRow {
         } else {
             u8::from(o.calls.iter().any(|c| c.phase == WebhookKind::Mutating))
         };
-        let mut webhooks: Vec<String> = called.iter().map(|c| c.webhook.clone()).collect();
+        let mut webhooks: Vec<String> = called.iter().map(|c| c.webhook.to_string()).collect();
         webhooks.dedup();
         RequestRow {
             operation: a.operation.to_string(),
@@ -351,7 +351,7 @@ pub fn masked_patch(patch: &Value, mask: bool) -> Value {
 /// The patch a call applied and the object after it, from the call's trace steps.
 pub fn applied_patch<'a>(o: &'a Outcome, c: &CallRecord) -> Option<(&'a Value, &'a Value)> {
     steps_of(o, c).into_iter().find_map(|s| match &s.kind {
-        StepKind::PatchApplied { patch, after, .. } => Some((patch, after)),
+        StepKind::PatchApplied { patch, after, .. } => Some((patch, &**after)),
         _ => None,
     })
 }

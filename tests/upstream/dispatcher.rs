@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::future::Future;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -123,7 +124,7 @@ pub fn seen(server: &WebhookServer, outcome: &Outcome) -> Vec<Seen> {
         .trace
         .iter()
         .filter_map(|step| match &step.kind {
-            StepKind::ReviewSent { hook, uid, .. } => Some((uid.as_str(), hook.webhook.as_str())),
+            StepKind::ReviewSent { hook, uid, .. } => Some((uid.as_str(), &*hook.webhook)),
             _ => None,
         })
         .collect();
@@ -235,14 +236,14 @@ pub fn upstream_attributes(req: &Value, is_crd: bool) -> Attributes {
         sub_resource: s(&req["subresource"]),
         namespace: ns.clone(),
         name: name.clone(),
-        object: Some(json!({
+        object: Some(Arc::new(json!({
             "apiVersion": api_version, "kind": kind.kind,
             "metadata": {"name": name, "namespace": ns, "labels": object_labels},
-        })),
-        old_object: Some(json!({
+        }))),
+        old_object: Some(Arc::new(json!({
             "apiVersion": api_version, "kind": kind.kind,
             "metadata": {"name": name, "namespace": ns},
-        })),
+        }))),
         dry_run: req["dryRun"] == true,
         options: Some(json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"})),
         user_info: hookscope::api::UserInfo {

@@ -3,6 +3,7 @@
 //! behaviours (§1.4 of the semantics reference).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine as _;
@@ -103,11 +104,11 @@ pub fn reinvocation() -> Report {
             sub_resource: String::new(),
             namespace: ns.clone(),
             name: s(&req["name"]),
-            object: Some(json!({
+            object: Some(Arc::new(json!({
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": req["name"], "namespace": ns, "labels": req["objectLabels"]},
                 "spec": spec,
-            })),
+            }))),
             old_object: None,
             dry_run: false,
             options: Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"})),
@@ -251,9 +252,9 @@ pub fn timeout() -> Report {
             sub_resource: String::new(),
             namespace: "default".into(),
             name: "timeout-test".into(),
-            object: Some(
+            object: Some(Arc::new(
                 json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "timeout-test", "namespace": "default"}}),
-            ),
+            )),
             old_object: None,
             dry_run: false,
             options: Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"})),
@@ -390,11 +391,11 @@ pub fn match_conditions() -> Report {
                     sub_resource: String::new(),
                     namespace: ns.clone(),
                     name: s(&pod["name"]),
-                    object: Some(json!({
+                    object: Some(Arc::new(json!({
                         "apiVersion": "v1", "kind": "Pod",
                         "metadata": {"name": pod["name"], "namespace": ns},
                         "spec": {"containers": [{"name": "test", "image": "test"}]},
-                    })),
+                    }))),
                     old_object: None,
                     dry_run: true,
                     options: Some(

@@ -1,6 +1,7 @@
 //! Unit-level upstream tables, run against the engine's public functions.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use base64::Engine as _;
 use hookscope::api::{GroupVersionKind, GroupVersionResource, Operation, Status, WebhookKind};
@@ -142,11 +143,11 @@ pub fn namespace_selector() -> Report {
             &s(&req["name"]),
         );
         if let Some(o) = req["object"].as_object() {
-            a.object = Some(json!({
+            a.object = Some(Arc::new(json!({
                 "apiVersion": "v1",
                 "kind": o["kind"],
                 "metadata": {"name": o["name"], "labels": o["labels"]},
-            }));
+            })));
         }
         if let Some(want) = case["expect"]["namespaceLabels"].as_object() {
             // GetNamespaceLabels is observed through ShouldCallHook: a selector requiring exactly
@@ -211,8 +212,8 @@ pub fn object_selector() -> Report {
             &s(&req["namespace"]),
             &s(&req["name"]),
         );
-        a.object = object(&req["object"]);
-        a.old_object = object(&req["oldObject"]);
+        a.object = object(&req["object"]).map(Arc::new);
+        a.old_object = object(&req["oldObject"]).map(Arc::new);
         let hook = super::webhook(&case["webhooks"][0], &ServerRef::default());
         let d = decide(
             &engine_for(hook, EngineOptions::default()),
@@ -411,9 +412,9 @@ pub fn match_conditions_unit() -> Report {
             &s(&req["namespace"]),
             &s(&req["name"]),
         );
-        a.object = Some(
+        a.object = Some(Arc::new(
             json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": a.name, "namespace": a.namespace}}),
-        );
+        ));
         let mut namespaces = Namespaces::default();
         namespaces.insert(&a.namespace.clone(), BTreeMap::new());
         let d = decide(&engine, &a, &namespaces);
@@ -547,8 +548,8 @@ pub fn create_admission_objects() -> Report {
         a.user_info = user(&req["userInfo"]);
         let object = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"resourceVersion": req["objectResourceVersion"]}});
         let old = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"resourceVersion": req["oldObjectResourceVersion"]}});
-        a.object = Some(object.clone());
-        a.old_object = Some(old.clone());
+        a.object = Some(Arc::new(object.clone()));
+        a.old_object = Some(Arc::new(old.clone()));
         let e = &case["expect"];
         match (
             negotiate_version(versions.as_deref()),

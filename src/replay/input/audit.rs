@@ -9,6 +9,7 @@
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
@@ -535,8 +536,8 @@ impl Reader {
             sub_resource: ctx.sub.clone(),
             namespace: ctx.namespace.clone(),
             name: parts.name.unwrap_or_else(|| ctx.name.clone()),
-            object: parts.object,
-            old_object: parts.old_object,
+            object: parts.object.map(Arc::new),
+            old_object: parts.old_object.map(Arc::new),
             dry_run: parts.options.as_ref().is_some_and(query::is_dry_run),
             options: parts.options,
             user_info,

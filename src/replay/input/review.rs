@@ -2,6 +2,8 @@
 //! review that also carries a `response` (a tap logging both directions) is read for its
 //! `request`.
 
+use std::sync::Arc;
+
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
@@ -80,8 +82,8 @@ pub(crate) fn request(
         sub_resource: optional(req, "subResource")?.unwrap_or_default(),
         namespace: optional(req, "namespace")?.unwrap_or_default(),
         name: optional(req, "name")?.unwrap_or_default(),
-        object: object(req, "object")?,
-        old_object: object(req, "oldObject")?,
+        object: object(req, "object")?.map(Arc::new),
+        old_object: object(req, "oldObject")?.map(Arc::new),
         dry_run: optional(req, "dryRun")?.unwrap_or(false),
         options: object(req, "options")?,
         user_info: optional::<UserInfo>(req, "userInfo")?.unwrap_or_default(),

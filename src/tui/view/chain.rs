@@ -506,7 +506,7 @@ pub(crate) fn detail_lines(state: &State, entry: &Entry, c: &CallRecord) -> Vec<
                     ),
                     style(state, StyleKey::Muted),
                 ));
-                block_of(state, &mut lines, &pretty_text(review, mask));
+                block_of(state, &mut lines, &pretty_text(&review.text(), mask));
             }
             StepKind::ReplyReceived {
                 http_status,
