@@ -671,8 +671,8 @@ fn step_row(
     i: usize,
     columns: std::ops::Range<usize>,
 ) -> u16 {
-    let name = calls[i].webhook.as_str();
-    let nth = calls[..i].iter().filter(|c| c.webhook == name).count();
+    let name = &*calls[i].webhook;
+    let nth = calls[..i].iter().filter(|c| &*c.webhook == name).count();
     screen
         .lines()
         .enumerate()
@@ -907,9 +907,9 @@ fn a_click_on_an_annotation_opens_the_step_that_wrote_it() {
         match k.as_str() {
             "mutation/round_1_index_0" => assert_eq!((round, index), (1, 0)),
             "patch/round_0_index_1" => assert_eq!((round, index), (0, 1)),
-            "inject/injected" => assert_eq!(call.webhook, "inject.sidecar.demo"),
+            "inject/injected" => assert_eq!(&*call.webhook, "inject.sidecar.demo"),
             _ => assert_eq!(
-                (call.webhook.as_str(), call.phase),
+                (&*call.webhook, call.phase),
                 ("quota.slow.demo", hookscope::api::WebhookKind::Validating)
             ),
         }

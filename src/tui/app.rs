@@ -1159,7 +1159,7 @@ impl State {
             })
             .or_else(|| {
                 calls.iter().rposition(|c| {
-                    c.webhook == prefix && c.decision == crate::engine::CallDecision::Called
+                    &*c.webhook == prefix && c.decision == crate::engine::CallDecision::Called
                 })
             });
         self.selected = Some(a.request);
