@@ -492,6 +492,18 @@ proptest! {
 
         prop_assert!(outcome.calls.iter().all(|c| c.round <= 1));
         prop_assert!(r.seen.iter().all(|c| c.round <= 1));
+        // The trace keeps each review as shared parts; written out, it is the body sent.
+        let reviews: Vec<String> = outcome
+            .trace
+            .iter()
+            .filter_map(|t| match &t.kind {
+                StepKind::ReviewSent { review, .. } => Some(review.text()),
+                _ => None,
+            })
+            .collect();
+        let bodies: Vec<String> =
+            r.seen.iter().map(|c| String::from_utf8_lossy(&c.body).into_owned()).collect();
+        prop_assert_eq!(reviews, bodies);
         let mut per_hook: BTreeMap<usize, usize> = BTreeMap::new();
         for c in &calls {
             *per_hook.entry(c.index).or_default() += 1;

@@ -76,7 +76,6 @@ use std::collections::HashMap;
 use std::fmt;
 use std::fs::{self, File};
 use std::future::Future;
-use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{self, BufWriter, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -1044,56 +1043,12 @@ pub struct RecordedReplies {
     inner: Arc<Replay>,
 }
 
-/// A map keyed by whole request bodies from a local recording: hashed with [`BodyHasher`].
-type BodyMap<K, V> = HashMap<K, V, BuildHasherDefault<BodyHasher>>;
-
-/// The multiply-rotate hash rustc and Firefox use ("FxHash"), eight bytes at a time. The keys are
-/// whole AdmissionReview bodies from the user's own recording, hashed twice per call; SipHash's
-/// protection against crafted collisions buys nothing here and is several times slower.
-#[derive(Debug, Default, Clone, Copy)]
-struct BodyHasher(u64);
-
-impl BodyHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-impl Hasher for BodyHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            self.add(u64::from_le_bytes(word));
-        }
-        let rest = chunks.remainder();
-        if !rest.is_empty() {
-            let mut word = [0u8; 8];
-            word[..rest.len()].copy_from_slice(rest);
-            self.add(u64::from_le_bytes(word) ^ ((rest.len() as u64) << 59));
-        }
-    }
-
-    fn write_u8(&mut self, n: u8) {
-        self.add(u64::from(n));
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
 #[derive(Debug)]
 struct Replay {
-    queues: BodyMap<MatchKey, Queue>,
+    queues: HashMap<MatchKey, Queue>,
     /// Exact request bytes (without the uid value) → the canonical key, so a call the engine
     /// renders exactly as recorded skips parsing and canonicalising.
-    exact: BodyMap<ExactKey, MatchKey>,
+    exact: HashMap<ExactKey, MatchKey>,
     exchanges: usize,
     missing: Mutex<Vec<MissingReply>>,
 }
@@ -1189,8 +1144,8 @@ impl RecordedReplies {
                 });
             }
         }
-        let mut queues: BodyMap<MatchKey, Queue> = BodyMap::default();
-        let mut exact: BodyMap<ExactKey, MatchKey> = BodyMap::default();
+        let mut queues: HashMap<MatchKey, Queue> = HashMap::new();
+        let mut exact = HashMap::new();
         for entry in &entries {
             let (key, recorded, request) = load_exchange(dir, entry)?;
             if let Some(bytes) = without_uid(&compact_json(&request), &recorded.request_uid) {
