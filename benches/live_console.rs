@@ -13,6 +13,8 @@
 
 #[path = "support/counting.rs"]
 mod counting;
+#[path = "support/frame.rs"]
+mod frame;
 
 use std::sync::OnceLock;
 
@@ -28,8 +30,6 @@ use hookscope::tui::keymap::Action;
 use hookscope::tui::live::{AuditRecord, LiveMsg, LiveState};
 use hookscope::tui::source::SourceMsg;
 use hookscope::tui::theme::Theme;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 
 #[global_allocator]
 static ALLOCATOR: counting::Counting = counting::Counting;
@@ -148,12 +148,7 @@ fn update_5000_events(bencher: Bencher) {
 fn frame(bencher: Bencher, view: View) {
     let mut state = full();
     update(&mut state, Msg::Action(Action::Show(view)));
-    let mut terminal = Terminal::new(TestBackend::new(200, 50)).expect("a test terminal");
-    bencher.bench_local(|| {
-        terminal
-            .draw(|f| hookscope::tui::view::render(f, &state))
-            .expect("drawn");
-    });
+    frame::bench_frame(bencher, &state);
 }
 
 /// One frame of the Events view with 10,000 events kept.

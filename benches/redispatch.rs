@@ -22,6 +22,9 @@
 //! * `console_frame`: one frame of the Requests view at 200×50 during the run;
 //! * `console_key`: `update` on a key (`j`) during the run.
 
+#[path = "support/frame.rs"]
+mod frame;
+
 use std::sync::{Arc, OnceLock};
 
 use base64::Engine as _;
@@ -39,8 +42,6 @@ use hookscope::tui::demo::{self, DemoReplier};
 use hookscope::tui::keymap::Action;
 use hookscope::tui::source::{CHANNEL_CAPACITY, ReplayInput, Source, SourceCtl, SourceMsg};
 use hookscope::tui::theme::Theme;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use tokio::sync::mpsc;
 
 // The allocator of the `hookscope` binary, so the figures are the console's.
@@ -372,12 +373,7 @@ fn console_finish(bencher: Bencher) {
 #[divan::bench(sample_count = 20)]
 fn console_frame(bencher: Bencher) {
     let (state, _) = during_run(REQUESTS / 2);
-    let mut terminal = Terminal::new(TestBackend::new(200, 50)).expect("a test terminal");
-    bencher.bench_local(|| {
-        terminal
-            .draw(|f| hookscope::tui::view::render(f, &state))
-            .expect("drawn");
-    });
+    frame::bench_frame(bencher, &state);
 }
 
 /// A key during the run: the selection moves down.

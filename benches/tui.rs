@@ -10,10 +10,13 @@
 //! objects it refers to (each shared allocation counted once) and everything beyond them; and
 //! the bytes loading a request into the console state adds (row, annotations, indices).
 
-use std::alloc::{GlobalAlloc, Layout};
+#[path = "support/counting.rs"]
+mod counting;
+#[path = "support/frame.rs"]
+mod frame;
+
 use std::collections::HashSet;
 use std::sync::OnceLock;
-use std::sync::atomic::{AtomicIsize, Ordering};
 
 use divan::Bencher;
 use hookscope::engine::{AuditLevel, CallRecord, Step, StepKind};
@@ -21,58 +24,16 @@ use hookscope::replay::run::{ReplayEvent, Replayed};
 use hookscope::tui::app::{Msg, State, View, update};
 use hookscope::tui::source::{SourceMsg, collect};
 use hookscope::tui::theme::Theme;
-use ratatui::Terminal;
-use ratatui::backend::TestBackend;
 use serde_json::Value;
 
-/// The binary's allocator, with the live total counted.
-struct Counting;
-
-static LIVE: AtomicIsize = AtomicIsize::new(0);
-static INNER: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-// SAFETY: every call is forwarded to mimalloc unchanged; only a counter is added.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: the caller's contract is passed on.
-        unsafe { INNER.alloc(layout) }
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: the caller's contract is passed on.
-        unsafe { INNER.dealloc(ptr, layout) }
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
-        // SAFETY: the caller's contract is passed on.
-        unsafe { INNER.alloc_zeroed(layout) }
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LIVE.fetch_add(
-            new_size as isize - layout.size() as isize,
-            Ordering::Relaxed,
-        );
-        // SAFETY: the caller's contract is passed on.
-        unsafe { INNER.realloc(ptr, layout, new_size) }
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: counting::Counting = counting::Counting;
 
 /// Requests loaded.
 const REQUESTS: usize = 100_000;
 
 // A Mutex only because the state (its editor widgets) is not Sync; each bench clones it once.
 static STATE: OnceLock<std::sync::Mutex<State>> = OnceLock::new();
-
-fn live() -> isize {
-    LIVE.load(Ordering::Relaxed)
-}
 
 /// The demo's messages, replayed offline once.
 fn demo_messages() -> Vec<SourceMsg> {
@@ -128,22 +89,23 @@ fn objects_of(r: &Replayed) -> Vec<&Value> {
 /// objects in it (each allocation once, however many steps refer to it), and the rest.
 fn print_result_memory() {
     drop(demo_results(demo_messages()));
-    let before = live();
+    let before = counting::live();
     let mut results: Vec<Box<Replayed>> = Vec::new();
     for _ in 0..MEMORY_RUNS {
         results.extend(demo_results(demo_messages()));
     }
     results.shrink_to_fit();
-    let total = live() - before - (results.len() * std::mem::size_of::<Box<Replayed>>()) as isize;
+    let total =
+        counting::live() - before - (results.len() * std::mem::size_of::<Box<Replayed>>()) as isize;
     // The distinct objects, each sized by the allocations a clone of it makes (a clone's
     // vectors are no larger than the original's, so this errs towards a larger remainder).
     let mut seen: HashSet<*const Value> = HashSet::new();
     let mut objects = 0isize;
     for o in results.iter().flat_map(|r| objects_of(r)) {
         if seen.insert(o as *const Value) {
-            let at = live();
+            let at = counting::live();
             let copy = o.clone();
-            objects += live() - at;
+            objects += counting::live() - at;
             drop(copy);
         }
     }
@@ -153,9 +115,9 @@ fn print_result_memory() {
     let clone_bytes = |f: &dyn Fn(&Replayed) -> Box<dyn std::any::Any>| {
         let mut bytes = 0isize;
         for r in &results {
-            let at = live();
+            let at = counting::live();
             let copy = f(r);
-            bytes += live() - at;
+            bytes += counting::live() - at;
             drop(copy);
         }
         bytes as f64 / n
@@ -220,7 +182,7 @@ fn load() -> State {
     let copies = REQUESTS - demo_loaded;
     // The copies' replayed results, built first (they share the originals' objects, so their
     // size is not a request's: that figure comes from fresh replays above).
-    let before_results = live();
+    let before_results = counting::live();
     let results: Vec<SourceMsg> = (0..copies)
         .map(|i| {
             let mut r = originals[i % originals.len()].clone();
@@ -231,7 +193,7 @@ fn load() -> State {
             }
         })
         .collect();
-    let after_results = live();
+    let after_results = counting::live();
     for m in results {
         update(&mut state, Msg::Source(m));
     }
@@ -239,7 +201,7 @@ fn load() -> State {
         &mut state,
         Msg::Source(SourceMsg::Finished { missing_replies: 0 }),
     );
-    let loaded = live();
+    let loaded = counting::live();
     let per = |bytes: isize| bytes as f64 / copies as f64;
     // The message vector and the event boxes are freed while loading: count them as results.
     let message_overhead = (copies * std::mem::size_of::<SourceMsg>()
@@ -279,12 +241,7 @@ fn frame(bencher: Bencher, view: View) {
             Msg::Action(hookscope::tui::keymap::Action::NextRound),
         );
     }
-    let mut terminal = Terminal::new(TestBackend::new(200, 50)).expect("a test terminal");
-    bencher.bench_local(|| {
-        terminal
-            .draw(|f| hookscope::tui::view::render(f, &state))
-            .expect("drawn");
-    });
+    frame::bench_frame(bencher, &state);
 }
 
 /// One frame of the Requests view.

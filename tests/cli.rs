@@ -140,3 +140,25 @@ fn unsupported_kube_versions_are_refused() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn live_refuses_bad_flags_before_opening_the_console() {
+    let missing = hookscope(&["live", "--input", "/nonexistent/capture.jsonl"]);
+    assert_eq!(missing.status.code(), Some(2));
+    let err = text(&missing.stderr);
+    assert!(
+        err.contains("--input: /nonexistent/capture.jsonl: cannot open"),
+        "{err}"
+    );
+
+    let remote = hookscope(&["live", "--audit-webhook", "0.0.0.0:0"]);
+    assert_eq!(remote.status.code(), Some(2));
+    let err = text(&remote.stderr);
+    assert!(err.contains("not a loopback address"), "{err}");
+    assert!(err.contains("--audit-webhook-allow-remote"), "{err}");
+
+    let interval = hookscope(&["live", "--scrape-interval", "5x"]);
+    assert_eq!(interval.status.code(), Some(2));
+    let err = text(&interval.stderr);
+    assert!(err.contains("unknown unit \"x\" (ms, s, m, h)"), "{err}");
+}

@@ -185,9 +185,14 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
                     tls,
                     ..AuditWebhookOptions::default()
                 };
-                let input = start_audit_webhook(options)
-                    .await
-                    .map_err(|e| format!("--audit-webhook: {e}"))?;
+                let input = start_audit_webhook(options).await.map_err(|e| {
+                    let hint = if listen.ip().is_loopback() || args.audit_webhook_allow_remote {
+                        ""
+                    } else {
+                        "; add --audit-webhook-allow-remote to listen beyond loopback"
+                    };
+                    format!("--audit-webhook: {e}{hint}")
+                })?;
                 if let AuditInput::Webhook { server, .. } = &input {
                     let kubeconfig = server.kubeconfig();
                     match &args.audit_webhook_kubeconfig {
