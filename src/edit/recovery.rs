@@ -27,6 +27,9 @@ pub enum BufferKey {
     Embedded(String),
     /// A buffer not yet saved anywhere, by an identifier the console chooses.
     New(String),
+    /// An object of a live cluster, as `RESOURCE/NAME`
+    /// (`mutatingwebhookconfigurations/sidecar-injector`).
+    Cluster(String),
 }
 
 impl fmt::Display for BufferKey {
@@ -35,6 +38,7 @@ impl fmt::Display for BufferKey {
             BufferKey::File(p) => write!(f, "{}", p.display()),
             BufferKey::Embedded(name) => write!(f, "embedded configuration {name}"),
             BufferKey::New(id) => write!(f, "new buffer {id}"),
+            BufferKey::Cluster(id) => write!(f, "cluster object {id}"),
         }
     }
 }
@@ -63,6 +67,7 @@ impl BufferKey {
             BufferKey::File(_) => "file",
             BufferKey::Embedded(_) => "embedded",
             BufferKey::New(_) => "new",
+            BufferKey::Cluster(_) => "cluster",
         };
         format!("{kind}-{h:016x}.json")
     }

@@ -52,6 +52,10 @@ impl fmt::Display for Failure {
         if let Some(rbac) = &self.rbac {
             write!(f, " Rule:\n{}\nCheck: {}", rbac.rule, rbac.check)?;
         }
+        // A one-off request (an apply) is not retried.
+        if self.retry_in.is_zero() {
+            return Ok(());
+        }
         write!(f, " (retrying in {:.1?})", self.retry_in)
     }
 }

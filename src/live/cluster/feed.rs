@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::api::{WebhookConfiguration, WebhookKind};
 
-use super::{Change, ChangeAction, Seen};
+use super::{Change, ChangeAction, ConfigurationObject, Seen};
 
 /// A known object: its JSON as the server sent it, and the project's reading of it.
 #[derive(Debug, Clone)]
@@ -68,6 +68,18 @@ fn essence(object: &Value) -> Value {
     copy
 }
 
+/// The object as a person edits it: YAML without what the server maintains (resourceVersion,
+/// managedFields, uid, creationTimestamp, generation, selfLink), which an apply must not carry.
+pub fn editable_yaml(object: &Value) -> String {
+    let mut copy = essence(object);
+    if let Some(meta) = copy.get_mut("metadata").and_then(Value::as_object_mut) {
+        for key in ["uid", "creationTimestamp", "generation", "selfLink"] {
+            meta.remove(key);
+        }
+    }
+    serde_saphyr::to_string(&copy).unwrap_or_else(|e| format!("# cannot render as YAML: {e}\n"))
+}
+
 fn yaml(object: Option<&Value>) -> String {
     match object {
         Some(object) => serde_saphyr::to_string(&essence(object))
@@ -78,28 +90,49 @@ fn yaml(object: Option<&Value>) -> String {
 
 /// A unified diff of the two objects as YAML (resourceVersion and managedFields left out).
 pub fn yaml_diff(name: &str, old: Option<&Value>, new: Option<&Value>) -> String {
-    let (a, b) = (yaml(old), yaml(new));
-    let diff = similar::TextDiff::from_lines(&a, &b)
-        .unified_diff()
-        .context_radius(3)
-        .header(
-            &if old.is_some() {
-                format!("{name} (before)")
-            } else {
-                "/dev/null".to_string()
-            },
-            &if new.is_some() {
-                format!("{name} (after)")
-            } else {
-                "/dev/null".to_string()
-            },
-        )
-        .to_string();
+    let diff = diff_of(name, &yaml(old), &yaml(new), old.is_some(), new.is_some());
     if diff.is_empty() {
         "# only metadata.managedFields changed\n".to_string()
     } else {
         diff
     }
+}
+
+/// What an apply changes: a unified diff of the object in force (None: there is none) and the
+/// object the server returned, both as [`editable_yaml`].
+pub fn apply_diff(name: &str, current: Option<&Value>, applied: &Value) -> String {
+    let before = current.map(editable_yaml).unwrap_or_default();
+    let diff = diff_of(
+        name,
+        &before,
+        &editable_yaml(applied),
+        current.is_some(),
+        true,
+    );
+    if diff.is_empty() {
+        format!("# {name}: no change, the cluster already stores this\n")
+    } else {
+        diff
+    }
+}
+
+fn diff_of(name: &str, a: &str, b: &str, old: bool, new: bool) -> String {
+    similar::TextDiff::from_lines(a, b)
+        .unified_diff()
+        .context_radius(3)
+        .header(
+            &if old {
+                format!("{name} (before)")
+            } else {
+                "/dev/null".to_string()
+            },
+            &if new {
+                format!("{name} (after)")
+            } else {
+                "/dev/null".to_string()
+            },
+        )
+        .to_string()
 }
 
 /// The latest `managedFields` entry (greatest `time`; the later entry on a tie): its manager,
@@ -284,6 +317,21 @@ impl KindStore {
     }
 
     /// The configurations in dispatch order (by name), and the objects that could not be read.
+    /// The objects that read as configurations, by name, as the server sent them.
+    pub(crate) fn objects(&self) -> impl Iterator<Item = ConfigurationObject> + '_ {
+        self.objects.iter().filter_map(|(name, known)| {
+            known
+                .configuration
+                .as_ref()
+                .ok()
+                .map(|_| ConfigurationObject {
+                    kind: self.kind,
+                    name: name.clone(),
+                    object: known.object.clone(),
+                })
+        })
+    }
+
     pub(crate) fn configurations(&self, problems: &mut Vec<String>) -> Vec<WebhookConfiguration> {
         let mut out = Vec::new();
         for known in self.objects.values() {

@@ -25,7 +25,7 @@ use tokio::time::Instant;
 use crate::api::{WebhookConfiguration, WebhookKind};
 
 pub use failure::{Failure, FailureKind, RbacAdvice};
-pub use feed::yaml_diff;
+pub use feed::{apply_diff, editable_yaml, yaml_diff};
 pub use kubeconfig::{KubeconfigSource, home_dir, kubeconfig_source, read_kubeconfig};
 
 use failure::{Target, api_code, describe, is_transport, rbac_for};
@@ -260,6 +260,8 @@ pub struct WebhookSet {
     pub validating: Vec<WebhookConfiguration>,
     /// Objects that could not be read as configurations, one message each.
     pub problems: Vec<String>,
+    /// The objects of `mutating` then `validating`, as the server sent them (for editing).
+    pub objects: Vec<ConfigurationObject>,
     /// Whether the mutating watcher has completed its first list.
     pub mutating_synced: bool,
     /// Whether the validating watcher has completed its first list.
@@ -275,6 +277,17 @@ impl WebhookSet {
             .cloned()
             .collect()
     }
+}
+
+/// A configuration object as the server sent it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConfigurationObject {
+    /// Mutating or validating.
+    pub kind: WebhookKind,
+    /// `metadata.name`.
+    pub name: String,
+    /// The object (JSON, with `apiVersion` and `kind`).
+    pub object: Value,
 }
 
 /// One `/metrics` scrape, unparsed.
@@ -452,6 +465,16 @@ impl Cluster {
             text,
             at: SystemTime::now(),
         })
+    }
+
+    /// The configuration `name` of `kind` as the server stores it (None when there is none).
+    pub async fn get_configuration(
+        &self,
+        kind: WebhookKind,
+        name: &str,
+    ) -> Result<Option<Value>, kube::Error> {
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &api_resource(kind));
+        Ok(api.get_opt(name).await?.map(|o| to_json(kind, &o)))
     }
 
     /// Server-side apply of `configuration` as field manager `hookscope` (refused with
@@ -704,6 +727,7 @@ fn webhook_set(stores: &[KindStore; 2]) -> WebhookSet {
         mutating,
         validating,
         problems,
+        objects: stores[0].objects().chain(stores[1].objects()).collect(),
         mutating_synced: stores[0].synced,
         validating_synced: stores[1].synced,
     }
