@@ -12,7 +12,7 @@ use std::time::{Duration, SystemTime};
 use base64::Engine as _;
 use common::{TestPki, WebhookServer, oracle_handler};
 use hookscope::engine::{AuditLevel, EngineOptions};
-use hookscope::fake_apiserver::FakeApiServer;
+use hookscope::fake_apiserver::{FakeApiServer, FakeResource};
 use hookscope::live::audit::{CaptureOptions, FollowOptions};
 use hookscope::live::cluster::{
     Backoff, Change, ChangeAction, ClusterMsg, ClusterOptions, Connected, ConnectionInfo, Failure,
@@ -82,15 +82,41 @@ async fn pump(
                 )
             })
             .expect("the source runs");
-        for c in update(state, Msg::Source(m)) {
-            perform(c, ctl).await;
-        }
+        let cs = update(state, Msg::Source(m));
+        perform_all(cs, ctl).await;
     }
 }
 
-async fn perform(c: Command, ctl: &mpsc::Sender<SourceCtl>) {
-    if let Command::Replay(requests) = c {
-        ctl.send(SourceCtl::Replay { requests }).await.unwrap();
+/// A fake API server holding the oracle's two configurations, created by kubectl.
+async fn oracle_cluster(pki: &TestPki) -> FakeApiServer {
+    let api = FakeApiServer::start().await.expect("fake API server");
+    for file in ["mutating.yaml", "validating.yaml"] {
+        api.create("kubectl-client-side-apply", oracle_configuration(file, pki))
+            .unwrap();
+    }
+    api
+}
+
+/// A live source on the cluster of `kubeconfig`, retrying fast, scraping once an hour, with no
+/// audit source.
+fn live_source(kubeconfig: PathBuf, replier: AnyReplier) -> LiveSource {
+    LiveSource {
+        cluster: ClusterOptions {
+            kubeconfig: Some(kubeconfig),
+            scrape_interval: Duration::from_secs(3600),
+            backoff: Backoff {
+                initial: Duration::from_millis(50),
+                max: Duration::from_millis(400),
+            },
+            ..ClusterOptions::default()
+        },
+        audit: None,
+        capture: None,
+        reader: Reader::new(ClusterState::default()),
+        engine_options: EngineOptions::default(),
+        settings: ReplaySettings::default(),
+        replier: ConsoleReplier::Replay(replier),
+        loaded: Vec::new(),
     }
 }
 
@@ -102,17 +128,7 @@ fn live(s: &State) -> &LiveState {
 async fn a_cluster_its_metrics_and_its_audit_log_fill_the_live_views() {
     let pki = TestPki::new();
     let webhooks = WebhookServer::start(&pki, oracle_handler());
-    let api = FakeApiServer::start().await.expect("fake API server");
-    api.create(
-        "kubectl-client-side-apply",
-        oracle_configuration("mutating.yaml", &pki),
-    )
-    .unwrap();
-    api.create(
-        "kubectl-client-side-apply",
-        oracle_configuration("validating.yaml", &pki),
-    )
-    .unwrap();
+    let api = oracle_cluster(&pki).await;
     let metrics = std::fs::read_to_string(format!("{FIXTURES}/oracle-v1.32/metrics.txt")).unwrap();
     api.set_metrics(&metrics);
     let dir = scratch("e2e");
@@ -130,31 +146,17 @@ async fn a_cluster_its_metrics_and_its_audit_log_fill_the_live_views() {
         resolve: &resolve,
     })
     .expect("replier");
-    let source = LiveSource {
-        cluster: ClusterOptions {
-            kubeconfig: Some(kubeconfig),
-            scrape_interval: Duration::from_millis(500),
-            backoff: Backoff {
-                initial: Duration::from_millis(50),
-                max: Duration::from_millis(400),
-            },
-            ..ClusterOptions::default()
+    let mut source = live_source(kubeconfig, replier);
+    source.cluster.scrape_interval = Duration::from_millis(500);
+    source.audit = Some(AuditInput::Follow {
+        path: log.clone(),
+        options: FollowOptions {
+            from_start: true,
+            poll_interval: Duration::from_millis(20),
+            ..FollowOptions::default()
         },
-        audit: Some(AuditInput::Follow {
-            path: log.clone(),
-            options: FollowOptions {
-                from_start: true,
-                poll_interval: Duration::from_millis(20),
-                ..FollowOptions::default()
-            },
-        }),
-        capture: Some((capture.clone(), CaptureOptions::default())),
-        reader: Reader::new(ClusterState::default()),
-        engine_options: EngineOptions::default(),
-        settings: ReplaySettings::default(),
-        replier: ConsoleReplier::Replay(replier),
-        loaded: Vec::new(),
-    };
+    });
+    source.capture = Some((capture.clone(), CaptureOptions::default()));
     let (tx, mut rx) = mpsc::channel(256);
     let (ctl, ctl_rx) = mpsc::channel(16);
     tokio::spawn(Box::new(source).run(tx, ctl_rx));
@@ -237,9 +239,8 @@ async fn a_cluster_its_metrics_and_its_audit_log_fill_the_live_views() {
         .unwrap()
         .clone();
     assert_eq!(record.audit_id, finals[denied]["auditID"].as_str().unwrap());
-    for c in update(&mut state, Msg::Action(Action::ReplayEvent)) {
-        perform(c, &ctl).await;
-    }
+    let cs = update(&mut state, Msg::Action(Action::ReplayEvent));
+    perform_all(cs, &ctl).await;
     pump(&mut state, &mut rx, &ctl, "the replay", |s| {
         !s.entries.is_empty()
     })
@@ -385,6 +386,7 @@ fn record(i: usize, replayable: bool) -> AuditRecord {
         user: "alice".into(),
         resource: "configmaps".into(),
         target: format!("default/cm-{i}"),
+        namespace: "default".into(),
         code: Some(if i.is_multiple_of(3) { 403 } else { 201 }),
         annotations: vec![
             (
@@ -552,6 +554,7 @@ fn session() -> State {
             configurations: 1,
             problems: Vec::new(),
             synced: true,
+            documents: Vec::new(),
         },
     );
     for (i, (action, who, diff)) in [
@@ -683,4 +686,385 @@ fn secrets_patches_are_masked_in_the_live_views_unless_revealed() {
     update(&mut s, Msg::Action(Action::ToggleSecrets));
     let screen = hookscope::tui::view::render_text(&s, 300, 20);
     assert!(screen.contains("c2VjcmV0"), "{screen}");
+}
+
+// --- editing the cluster's configurations ----------------------------------------------------
+
+/// Performs what the event loop would: replays, re-dispatches and applies go to the source.
+async fn perform_all(cs: Vec<Command>, ctl: &mpsc::Sender<SourceCtl>) {
+    for c in cs {
+        match c {
+            Command::Replay(requests) => ctl.send(SourceCtl::Replay { requests }).await.unwrap(),
+            Command::Redispatch {
+                generation,
+                configurations,
+            } => ctl
+                .send(SourceCtl::Redispatch {
+                    generation,
+                    configurations,
+                })
+                .await
+                .unwrap(),
+            Command::Apply(request) => ctl.send(SourceCtl::Apply(request)).await.unwrap(),
+            _ => {}
+        }
+    }
+}
+
+fn key(c: char) -> Msg {
+    Msg::Key(crossterm::event::KeyEvent::from(
+        crossterm::event::KeyCode::Char(c),
+    ))
+}
+
+fn failure_policy(api: &FakeApiServer) -> Value {
+    api.get(
+        FakeResource::ValidatingWebhookConfigurations,
+        "oracle-validating",
+    )
+    .expect("stored")["webhooks"][0]["failurePolicy"]
+        .clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cluster_configuration_is_edited_and_applied_after_a_confirmed_server_side_dry_run() {
+    let pki = TestPki::new();
+    let api = oracle_cluster(&pki).await;
+    let dir = scratch("apply");
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, api.kubeconfig()).unwrap();
+    let replier = AnyReplier::from_flags(ReplierFlags {
+        replies: None,
+        script: None,
+        webhook_auth: None,
+        resolve: &[],
+    })
+    .expect("replier");
+    let mut source = live_source(kubeconfig, replier);
+    source.cluster.allow_writes = true;
+    let (tx, mut rx) = mpsc::channel(256);
+    let (ctl, ctl_rx) = mpsc::channel(16);
+    tokio::spawn(Box::new(source).run(tx, ctl_rx));
+    let mut state = State::new("1.32".into(), AuditLevel::Request, Theme::default());
+    state.live = Some(Box::new(LiveState::new("test".into(), 100, true)));
+    update(&mut state, Msg::Resize(160, 50));
+
+    // Each configuration of the cluster opens as a buffer, its text the server's object.
+    pump(&mut state, &mut rx, &ctl, "the configurations", |s| {
+        live(s).synced && s.buffers.len() == 2
+    })
+    .await;
+    let labels: Vec<String> = state.buffers.iter().map(|b| b.origin.label()).collect();
+    assert_eq!(
+        labels,
+        [
+            "mutatingwebhookconfigurations/oracle-mutating (cluster)",
+            "validatingwebhookconfigurations/oracle-validating (cluster)"
+        ]
+    );
+    let text = state.buffers[1].text();
+    assert!(text.contains("failurePolicy: Fail"), "{text}");
+    assert!(
+        !text.contains("managedFields") && !text.contains("resourceVersion"),
+        "what the server maintains is left out: {text}"
+    );
+
+    // An edit is a what-if at once: the webhooks in force follow it, the cluster does not.
+    update(
+        &mut state,
+        Msg::Action(Action::Edit(Some("oracle-validating".into()))),
+    );
+    assert_eq!(state.view, View::Editor);
+    assert_eq!(state.buffer, 1);
+    let edited = text.replace("failurePolicy: Fail", "failurePolicy: Ignore");
+    state.buffers[1].replace_text(&edited);
+    let generation = state.buffers[1].generation;
+    let cs = update(
+        &mut state,
+        Msg::CheckDue {
+            buffer: 1,
+            generation,
+        },
+    );
+    assert!(
+        cs.iter().any(|c| matches!(c, Command::Redispatch { .. })),
+        "{cs:?}"
+    );
+    perform_all(cs, &ctl).await;
+    pump(&mut state, &mut rx, &ctl, "the edit in force", |s| {
+        s.hooks.iter().any(|h| {
+            h.webhook == "deny.oracle.test"
+                && h.settings
+                    .iter()
+                    .any(|(k, v)| *k == "failurePolicy" && v == "Ignore")
+        })
+    })
+    .await;
+    assert_eq!(
+        failure_policy(&api),
+        json!("Fail"),
+        "the cluster is unchanged"
+    );
+
+    // kubectl owns the field: the dry run conflicts, and says how to take it over.
+    let cs = update(&mut state, Msg::Action(Action::Apply(false)));
+    perform_all(cs, &ctl).await;
+    pump(&mut state, &mut rx, &ctl, "the conflict", |s| {
+        s.message
+            .as_ref()
+            .is_some_and(|(m, _)| m.contains("refused"))
+    })
+    .await;
+    let (message, error) = state.message.clone().unwrap();
+    assert!(error);
+    assert!(message.contains("409 Conflict"), "{message}");
+    assert!(message.contains(":apply! takes"), "{message}");
+    assert!(live(&state).pending_apply.is_none());
+
+    // `:apply!` shows the server's dry run; `n` cancels and nothing is stored.
+    let cs = update(&mut state, Msg::Action(Action::Apply(true)));
+    perform_all(cs, &ctl).await;
+    pump(&mut state, &mut rx, &ctl, "the dry run", |s| {
+        live(s).pending_apply.is_some()
+    })
+    .await;
+    assert_eq!(state.mode, hookscope::tui::app::Mode::ConfirmApply);
+    let diff = live(&state).pending_apply.as_ref().unwrap().diff.clone();
+    assert!(diff.contains("-  failurePolicy: Fail"), "{diff}");
+    assert!(diff.contains("+  failurePolicy: Ignore"), "{diff}");
+    let screen = hookscope::tui::view::render_text(&state, 160, 50);
+    assert!(screen.contains("Server-side dry run"), "{screen}");
+    assert!(screen.contains("+  failurePolicy: Ignore"), "{screen}");
+    assert!(update(&mut state, key('n')).is_empty());
+    assert!(live(&state).pending_apply.is_none());
+    assert_eq!(
+        failure_policy(&api),
+        json!("Fail"),
+        "a dry run stores nothing"
+    );
+    assert!(state.buffers[1].modified(), "the edit is kept");
+
+    // `:apply!` again and `y`: applied as field manager hookscope; the buffer shows what the
+    // cluster stores, and the watcher brings the change into the history.
+    let cs = update(&mut state, Msg::Action(Action::Apply(true)));
+    perform_all(cs, &ctl).await;
+    pump(&mut state, &mut rx, &ctl, "the dry run", |s| {
+        live(s).pending_apply.is_some()
+    })
+    .await;
+    let cs = update(&mut state, key('y'));
+    assert!(
+        matches!(&cs[..], [Command::Apply(r)] if !r.dry_run),
+        "{cs:?}"
+    );
+    perform_all(cs, &ctl).await;
+    pump(&mut state, &mut rx, &ctl, "the apply", |s| {
+        s.message
+            .as_ref()
+            .is_some_and(|(m, _)| m.starts_with("applied oracle-validating"))
+    })
+    .await;
+    assert_eq!(failure_policy(&api), json!("Ignore"));
+    pump(&mut state, &mut rx, &ctl, "the change", |s| {
+        live(s).changes.iter().any(|c| c.who == "hookscope")
+    })
+    .await;
+    assert!(!state.buffers[1].modified(), "{}", state.buffers[1].text());
+    assert!(state.buffers[1].text().contains("failurePolicy: Ignore"));
+
+    // The Webhooks view shows the configuration's own history, newest first, with its diff.
+    update(&mut state, Msg::Action(Action::Show(View::Webhooks)));
+    update(&mut state, Msg::Action(Action::Bottom));
+    assert_eq!(state.hooks[state.hook_selected].webhook, "deny.oracle.test");
+    let screen = hookscope::tui::view::render_text(&state, 200, 50);
+    assert!(
+        screen.contains("History of oracle-validating (1)"),
+        "{screen}"
+    );
+    assert!(screen.contains("modified by hookscope (rv "), "{screen}");
+    assert!(screen.contains("-  failurePolicy: Fail"), "{screen}");
+    assert!(screen.contains("+  failurePolicy: Ignore"), "{screen}");
+}
+
+fn cluster_document(name: &str, failure_policy: &str) -> hookscope::tui::source::ConfigDocument {
+    let text = format!(
+        "apiVersion: admissionregistration.k8s.io/v1\n\
+         kind: ValidatingWebhookConfiguration\n\
+         metadata:\n  name: {name}\n\
+         webhooks:\n\
+         - name: {name}.example.com\n  \
+           clientConfig:\n    url: https://127.0.0.1:8443/{name}\n  \
+           rules:\n  \
+           - apiGroups: [\"\"]\n    apiVersions: [\"v1\"]\n    operations: [\"CREATE\"]\n    resources: [\"configmaps\"]\n  \
+           failurePolicy: {failure_policy}\n  \
+           sideEffects: None\n  \
+           admissionReviewVersions: [\"v1\"]\n"
+    );
+    let checked = hookscope::tui::editing::check(&text, name, &[]);
+    assert!(checked.errors.is_empty(), "{:?}", checked.errors);
+    hookscope::tui::source::ConfigDocument {
+        origin: hookscope::tui::source::DocumentOrigin::Cluster {
+            kind: hookscope::api::WebhookKind::Validating,
+            name: name.into(),
+        },
+        text,
+        configurations: checked.configurations,
+    }
+}
+
+fn listed(s: &mut State, documents: Vec<hookscope::tui::source::ConfigDocument>) -> Vec<Command> {
+    send(
+        s,
+        LiveMsg::Configurations {
+            hooks: Vec::new(),
+            configurations: documents.len(),
+            problems: Vec::new(),
+            synced: true,
+            documents,
+        },
+    )
+}
+
+#[test]
+fn cluster_changes_never_overwrite_edits_and_deletions_keep_edited_buffers() {
+    let mut s = live_state(100);
+    listed(
+        &mut s,
+        vec![cluster_document("a", "Fail"), cluster_document("b", "Fail")],
+    );
+    assert_eq!(s.buffers.len(), 2);
+
+    // b is edited; then the cluster changes both: a follows, b keeps the edit and waits.
+    let edited = s.buffers[1].text().replace("Fail", "Ignore");
+    s.buffers[1].replace_text(&edited);
+    let generation = s.buffers[1].generation;
+    update(
+        &mut s,
+        Msg::CheckDue {
+            buffer: 1,
+            generation,
+        },
+    );
+    let cs = listed(
+        &mut s,
+        vec![
+            cluster_document("a", "Ignore"),
+            cluster_document("b", "Ignore"),
+        ],
+    );
+    assert!(s.buffers[0].text().contains("failurePolicy: Ignore"));
+    assert!(!s.buffers[0].modified());
+    assert_eq!(s.buffers[1].text(), edited, "the edit is kept");
+    assert!(s.buffers[1].disk_changed.is_some());
+    let (message, _) = s.message.clone().unwrap();
+    assert!(
+        message.contains("changed in the cluster: :reload"),
+        "{message}"
+    );
+    // The console has edits: the source is told to keep dispatching with them.
+    let redispatch = cs.iter().find_map(|c| match c {
+        Command::Redispatch { configurations, .. } => Some(configurations.clone()),
+        _ => None,
+    });
+    let configurations = redispatch.expect("the edits are sent again");
+    assert_eq!(configurations.len(), 2);
+
+    // Deleted in the cluster: a goes, b (edited) stays, said once.
+    listed(&mut s, Vec::new());
+    assert_eq!(s.buffers.len(), 1);
+    assert_eq!(s.buffers[0].text(), edited);
+    let (message, _) = s.message.clone().unwrap();
+    assert!(message.contains("your edits are kept"), "{message}");
+    s.message = None;
+    listed(&mut s, Vec::new());
+    assert!(s.message.is_none(), "said once: {:?}", s.message);
+}
+
+#[test]
+fn apply_is_refused_read_only_and_for_invalid_text() {
+    let mut s = live_state(100);
+    listed(&mut s, vec![cluster_document("a", "Fail")]);
+    let cs = update(&mut s, Msg::Action(Action::Apply(false)));
+    assert!(cs.is_empty(), "{cs:?}");
+    let (message, error) = s.message.clone().unwrap();
+    assert!(error && message.contains("--allow-writes"), "{message}");
+
+    s.live.as_mut().unwrap().allow_writes = true;
+    let broken = s.buffers[0].text().replace("Fail", "Sometimes");
+    s.buffers[0].replace_text(&broken);
+    let cs = update(&mut s, Msg::Action(Action::Apply(false)));
+    assert!(!cs.iter().any(|c| matches!(c, Command::Apply(_))), "{cs:?}");
+    let (message, error) = s.message.clone().unwrap();
+    assert!(error && message.contains("nothing is applied"), "{message}");
+
+    let fixed = s.buffers[0].text().replace("Sometimes", "Ignore");
+    s.buffers[0].replace_text(&fixed);
+    let cs = update(&mut s, Msg::Action(Action::Apply(false)));
+    let request = cs
+        .iter()
+        .find_map(|c| match c {
+            Command::Apply(r) => Some(r.clone()),
+            _ => None,
+        })
+        .expect("a dry run is asked for");
+    assert!(request.dry_run && !request.force);
+    assert_eq!(
+        request.configurations[0].webhooks[0]
+            .failure_policy
+            .as_deref(),
+        Some("Ignore")
+    );
+    // Command mode names both forms.
+    assert_eq!(
+        hookscope::tui::keymap::parse_command("apply!"),
+        Ok(Action::Apply(true))
+    );
+}
+
+#[test]
+fn the_namespace_filter_narrows_events_annotations_and_replays() {
+    let mut s = live_state(100);
+    for i in 0..6 {
+        let mut r = record(i, true);
+        if i % 2 == 1 {
+            r.namespace = "kube-system".into();
+            r.target = format!("kube-system/cm-{i}");
+        }
+        send(&mut s, LiveMsg::Audit(Box::new(r)));
+    }
+    update(&mut s, Msg::Action(Action::Show(View::Events)));
+    update(
+        &mut s,
+        Msg::Action(Action::Namespace(Some("kube-system".into()))),
+    );
+    let l = live(&s);
+    assert_eq!(l.visible_events().count(), 3);
+    assert_eq!(l.selected_event(), Some(5), "the newest shown");
+    update(&mut s, Msg::Action(Action::Up));
+    assert_eq!(
+        live(&s).selected_event(),
+        Some(3),
+        "stepping skips hidden events"
+    );
+    update(&mut s, Msg::Action(Action::Top));
+    assert_eq!(live(&s).selected_event(), Some(1));
+    assert_eq!(s.visible_live_annotations(live(&s)).count(), 3 * 2);
+    let screen = hookscope::tui::view::render_text(&s, 160, 40);
+    assert!(screen.contains("namespace kube-system"), "{screen}");
+    assert!(screen.contains("kube-system/cm-3"), "{screen}");
+    assert!(!screen.contains("default/cm-2"), "{screen}");
+    let cs = update(&mut s, Msg::Action(Action::ReplayEvents));
+    match &cs[..] {
+        [Command::Replay(requests)] => {
+            assert_eq!(requests.len(), 3);
+            let names: Vec<&str> = requests.iter().map(|r| r.attrs.name.as_str()).collect();
+            assert_eq!(names, ["cm-1", "cm-3", "cm-5"]);
+        }
+        other => panic!("{other:?}"),
+    }
+    // `:ns -` shows every namespace again.
+    let action = hookscope::tui::keymap::parse_command("ns -").unwrap();
+    update(&mut s, Msg::Action(action));
+    assert_eq!(live(&s).visible_events().count(), 6);
+    assert_eq!(s.visible_live_annotations(live(&s)).count(), 6 * 2);
 }

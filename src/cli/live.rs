@@ -27,7 +27,8 @@ pub struct Args {
     /// The kubeconfig context (else its current-context).
     #[arg(long = "context", value_name = "NAME")]
     pub context: Option<String>,
-    /// Namespace of the views that filter by namespace (else the context's).
+    /// Show only this namespace's audit events and annotations (`:ns` changes it in the
+    /// console); also the client's default namespace.
     #[arg(short = 'n', long = "namespace", value_name = "NS")]
     pub namespace: Option<String>,
     /// How often the apiserver's `/metrics` is scraped: `10s`, `500ms`, `1m`.
@@ -239,11 +240,9 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
             loaded,
         };
         let mut state = State::new(version.to_string(), args.source.audit_level, theme);
-        state.live = Some(Box::new(LiveState::new(
-            summary.join(" · "),
-            args.keep_events,
-            args.allow_writes,
-        )));
+        let mut live = LiveState::new(summary.join(" · "), args.keep_events, args.allow_writes);
+        live.namespace = args.namespace.clone();
+        state.live = Some(Box::new(live));
         state.view = hookscope::tui::app::View::Cluster;
         hookscope::tui::run(Box::new(source), state)
             .await

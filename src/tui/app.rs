@@ -88,6 +88,8 @@ pub enum Mode {
     },
     /// Typing a `/` filter (applied as typed).
     Filter(String),
+    /// A server-side dry run is shown (live, `:apply`): `y` applies it, `n` cancels.
+    ConfirmApply,
 }
 
 /// Requests sort column.
@@ -397,6 +399,9 @@ pub enum Command {
     Clipboard(String),
     /// Ask the live source to dispatch these requests with the configurations in force.
     Replay(Vec<crate::replay::CapturedRequest>),
+    /// Ask the live source for a server-side apply (or its dry run); answered with
+    /// [`LiveMsg::Applied`](super::live::LiveMsg::Applied).
+    Apply(super::live::ApplyRequest),
     /// Restore the terminal and end.
     Quit,
 }
@@ -661,7 +666,7 @@ impl State {
                 }
             }
             SourceMsg::Problem(p) => self.problems.push(p),
-            SourceMsg::Live(m) => self.on_live(m),
+            SourceMsg::Live(m) => return self.on_live(m),
             SourceMsg::Finished { missing_replies } => {
                 self.progress.done = true;
                 self.progress.missing_replies = missing_replies;
@@ -862,9 +867,10 @@ impl State {
                 self.say(text, false);
             }
             A::Copy => return self.copy(),
-            A::Zoom(_) | A::Pause | A::ReplayEvent | A::ReplayEvents => {
+            A::Zoom(_) | A::Pause | A::ReplayEvent | A::ReplayEvents | A::Namespace(_) => {
                 return self.live_action(action);
             }
+            A::Apply(force) => return self.apply_to_cluster(force),
             A::DetailDown => self.detail_scroll = self.detail_scroll.saturating_add(5),
             A::DetailUp => self.detail_scroll = self.detail_scroll.saturating_sub(5),
             A::Theme(name) => return vec![Command::LoadTheme(name)],
@@ -1070,6 +1076,7 @@ impl State {
                     Vec::new()
                 }
             },
+            Mode::ConfirmApply => self.confirm_key(key),
             Mode::Filter(mut text) => {
                 match key.code {
                     KeyCode::Esc => {

@@ -22,6 +22,22 @@ pub enum BufferOrigin {
     Embedded(String),
     /// Created in the console from a template (the number orders new buffers).
     New(u32),
+    /// An object of a live cluster: applied back with `:apply` (only with `--allow-writes`),
+    /// saved only where the user says.
+    Cluster {
+        /// Mutating or validating.
+        kind: WebhookKind,
+        /// `metadata.name`.
+        name: String,
+    },
+}
+
+/// The resource of a configuration kind (`mutatingwebhookconfigurations`).
+pub fn resource_of(kind: WebhookKind) -> &'static str {
+    match kind {
+        WebhookKind::Mutating => "mutatingwebhookconfigurations",
+        WebhookKind::Validating => "validatingwebhookconfigurations",
+    }
 }
 
 impl BufferOrigin {
@@ -34,6 +50,9 @@ impl BufferOrigin {
             }
             BufferOrigin::Embedded(n) => BufferKey::Embedded(n.clone()),
             BufferOrigin::New(n) => BufferKey::New(n.to_string()),
+            BufferOrigin::Cluster { kind, name } => {
+                BufferKey::Cluster(format!("{}/{name}", resource_of(*kind)))
+            }
         }
     }
 
@@ -43,6 +62,9 @@ impl BufferOrigin {
             BufferOrigin::File(p) => p.display().to_string(),
             BufferOrigin::Embedded(n) => format!("{n} (built in)"),
             BufferOrigin::New(n) => format!("new-{n}.yaml"),
+            BufferOrigin::Cluster { kind, name } => {
+                format!("{}/{name} (cluster)", resource_of(*kind))
+            }
         }
     }
 }
@@ -116,6 +138,10 @@ impl Buffer {
         let origin = match &d.origin {
             DocumentOrigin::File(p) => BufferOrigin::File(p.clone()),
             DocumentOrigin::Embedded(n) => BufferOrigin::Embedded(n.clone()),
+            DocumentOrigin::Cluster { kind, name } => BufferOrigin::Cluster {
+                kind: *kind,
+                name: name.clone(),
+            },
         };
         Buffer::new(origin, &d.text, d.configurations.clone())
     }
@@ -299,6 +325,94 @@ impl State {
         } else {
             vec![Command::Watch(files)]
         }
+    }
+
+    /// Takes in the configurations a live cluster has in force, as documents: a buffer per
+    /// object. A buffer without edits follows the cluster; one with edits keeps them, and the
+    /// cluster's new text waits for `:reload` or `:keep`. An object deleted in the cluster
+    /// takes its buffer with it, unless the buffer has edits.
+    pub(super) fn sync_cluster_documents(
+        &mut self,
+        documents: Vec<super::source::ConfigDocument>,
+    ) -> Vec<Command> {
+        let origins: Vec<BufferOrigin> = documents
+            .iter()
+            .map(|d| Buffer::from_document(d).origin)
+            .collect();
+        let current = self.buffers.get(self.buffer).map(|b| b.origin.clone());
+        let mut gone = Vec::new();
+        self.buffers.retain_mut(|b| {
+            if !matches!(b.origin, BufferOrigin::Cluster { .. }) || origins.contains(&b.origin) {
+                return true;
+            }
+            if !b.modified() {
+                gone.push(b.origin.label());
+                return false;
+            }
+            // The cluster's text is now nothing; said once, when that changes.
+            if !b.saved.is_empty() {
+                b.saved.clear();
+                gone.push(format!("{} (your edits are kept)", b.origin.label()));
+            }
+            true
+        });
+        let mut commands = Vec::new();
+        for (d, origin) in documents.into_iter().zip(origins) {
+            let Some(i) = self.buffers.iter().position(|b| b.origin == origin) else {
+                self.buffers.push(Buffer::from_document(&d));
+                continue;
+            };
+            let b = &mut self.buffers[i];
+            if d.text == b.saved {
+                continue;
+            }
+            if b.modified() {
+                if b.disk_changed.as_ref() != Some(&d.text) {
+                    let text = format!(
+                        "{} changed in the cluster: :reload takes it, :keep keeps your edits",
+                        b.origin.label()
+                    );
+                    b.disk_changed = Some(d.text);
+                    self.say(text, true);
+                }
+                continue;
+            }
+            b.replace_text(&d.text);
+            b.saved = d.text;
+            b.in_force = d.configurations;
+            b.disk_changed = None;
+            let generation = b.generation;
+            commands.extend(self.check_due(i, generation));
+        }
+        if !gone.is_empty() {
+            self.say(
+                format!("deleted in the cluster: {}", gone.join(", ")),
+                false,
+            );
+        }
+        // In dispatch order, as the Webhooks view lists them; the console's own after.
+        self.buffers.sort_by(|a, b| {
+            let rank = |o: &BufferOrigin| match o {
+                BufferOrigin::Cluster { kind, name } => {
+                    (u8::from(*kind == WebhookKind::Validating), name.clone())
+                }
+                _ => (2, String::new()),
+            };
+            rank(&a.origin).cmp(&rank(&b.origin))
+        });
+        self.buffer = current
+            .and_then(|o| self.buffers.iter().position(|b| b.origin == o))
+            .unwrap_or(0)
+            .min(self.buffers.len().saturating_sub(1));
+        commands
+    }
+
+    /// Whether the configurations in force differ from the live cluster's: a buffer has edits,
+    /// or was created in the console.
+    pub(super) fn live_edited(&self) -> bool {
+        self.buffers
+            .iter()
+            .any(|b| b.modified() || !matches!(b.origin, BufferOrigin::Cluster { .. }))
     }
 
     /// The buffer defining configuration `name`, or the selected webhook's.
@@ -671,6 +785,18 @@ impl State {
                         BufferKey::New(_) => {
                             self.new_buffers += 1;
                             BufferOrigin::New(self.new_buffers)
+                        }
+                        BufferKey::Cluster(id) => {
+                            let (resource, name) = id.split_once('/').unwrap_or(("", id));
+                            let kind = if resource == resource_of(WebhookKind::Validating) {
+                                WebhookKind::Validating
+                            } else {
+                                WebhookKind::Mutating
+                            };
+                            BufferOrigin::Cluster {
+                                kind,
+                                name: name.to_string(),
+                            }
                         }
                     };
                     let saved = match &origin {

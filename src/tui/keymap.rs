@@ -98,6 +98,11 @@ pub enum Action {
     ReplayEvent,
     /// Live events: replay every kept event against the configurations in force.
     ReplayEvents,
+    /// Live: show only this namespace's events and annotations (None: every namespace).
+    Namespace(Option<String>),
+    /// Live, with `--allow-writes`: server-side apply of the current configuration, after a
+    /// dry run shown for confirmation (`true`: take over other managers' fields).
+    Apply(bool),
 }
 
 /// Where a binding applies.
@@ -553,6 +558,21 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "",
         "live: replay every kept audit event against the configurations in force",
     ),
+    (
+        "ns",
+        " NAME|-",
+        "live: show one namespace's events and annotations (- shows all)",
+    ),
+    (
+        "apply",
+        "",
+        "live, --allow-writes: apply the configuration to the cluster after a server-side dry run",
+    ),
+    (
+        "apply!",
+        "",
+        "as apply, taking over fields other field managers own",
+    ),
     ("quit", "", "leave"),
     ("q!", "", "leave with unsaved edits (recovery copies stay)"),
 ];
@@ -586,6 +606,9 @@ pub fn parse_command(line: &str) -> Result<Action, String> {
         "cluster" => view(View::Cluster),
         "events" => view(View::Events),
         "replay" => Ok(Action::ReplayEvents),
+        "ns" | "namespace" => Ok(Action::Namespace(opt(arg).filter(|a| a != "-" && a != "*"))),
+        "apply" => Ok(Action::Apply(false)),
+        "apply!" => Ok(Action::Apply(true)),
         "edit" | "e" => Ok(Action::Edit(opt(arg))),
         "edit!" | "e!" => Ok(Action::EditExternal(opt(arg))),
         "new" => {

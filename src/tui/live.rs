@@ -7,6 +7,9 @@
 use std::collections::VecDeque;
 use std::time::{Duration, SystemTime};
 
+use serde_json::Value;
+
+use crate::api::{WebhookConfiguration, WebhookKind};
 use crate::live::audit::AuditEvent;
 use crate::live::cluster::{Change, ClusterMsg, Connected, Failure, Feed};
 use crate::live::metrics::{AdmissionSnapshot, MetricsHistory, Window};
@@ -53,7 +56,11 @@ pub enum LiveMsg {
         problems: Vec<String>,
         /// Both watchers have listed once.
         synced: bool,
+        /// Each configuration as YAML, for editing (and `:apply` with `--allow-writes`).
+        documents: Vec<super::source::ConfigDocument>,
     },
+    /// What a server-side apply (or its dry run) did.
+    Applied(Box<ApplyResult>),
     /// A `/metrics` scrape, reduced to the admission series.
     Scrape {
         /// When the answer arrived.
@@ -65,6 +72,51 @@ pub enum LiveMsg {
     Audit(Box<AuditRecord>),
     /// A line about the audit source (following, rotated, an error, the webhook's address).
     AuditNotice(String),
+}
+
+/// A server-side apply the console asks of the live source.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApplyRequest {
+    /// The buffer the configurations come from.
+    pub buffer: usize,
+    /// The configurations, as the buffer defines them.
+    pub configurations: Vec<WebhookConfiguration>,
+    /// Only the dry run (`dryRun=All`): nothing is stored.
+    pub dry_run: bool,
+    /// Take over fields other field managers own (`force=true`).
+    pub force: bool,
+}
+
+/// The answer to an [`ApplyRequest`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApplyResult {
+    /// What was asked.
+    pub request: ApplyRequest,
+    /// One per configuration, in the request's order.
+    pub outcomes: Vec<ApplyOutcome>,
+}
+
+/// What the apply of one configuration did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApplyOutcome {
+    /// Mutating or validating.
+    pub kind: WebhookKind,
+    /// The configuration's name.
+    pub name: String,
+    /// The object the server returned (for a dry run, what it would store) and a diff from the
+    /// object in force to it; or why the server refused, with what to do.
+    pub result: Result<(Value, String), String>,
+}
+
+/// A dry run shown to the user, waiting for `y` (apply) or `n` (cancel).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PendingApply {
+    /// The request, applied for real on `y`.
+    pub request: ApplyRequest,
+    /// The dry run's diffs, one after the other.
+    pub diff: String,
+    /// The first line shown (`j`/`k` scroll).
+    pub scroll: u16,
 }
 
 /// One audit event as the console lists it.
@@ -84,6 +136,8 @@ pub struct AuditRecord {
     pub resource: String,
     /// `namespace/name`, `name`, or the request URI when there is no object.
     pub target: String,
+    /// The object's namespace (empty for cluster-scoped objects and non-resource requests).
+    pub namespace: String,
     /// `responseStatus.code`.
     pub code: Option<i32>,
     /// The admission webhook annotations, in the apiserver's order: key and value.
@@ -99,6 +153,11 @@ pub struct AuditRecord {
 impl AuditRecord {
     /// The console's record of an ingested event and the replay reader's items for it.
     pub fn new(event: &AuditEvent, items: Vec<InputItem>) -> AuditRecord {
+        let namespace = event
+            .object_ref
+            .as_ref()
+            .map(|o| o.namespace.clone())
+            .unwrap_or_default();
         let (resource, target) = match &event.object_ref {
             Some(o) => {
                 let mut resource = if o.api_group.is_empty() {
@@ -146,6 +205,7 @@ impl AuditRecord {
             user: event.user.username.clone(),
             resource,
             target,
+            namespace,
             code: event.response_code,
             annotations,
             request,
@@ -232,6 +292,11 @@ pub struct LiveState {
     pub notices: VecDeque<String>,
     /// The next replayed result opens in the Chain view (the user asked for one event).
     pub open_next_replay: bool,
+    /// `-n/--namespace`: the Events and Annotations views show only this namespace's requests
+    /// (`:ns` changes it, `:ns -` shows all).
+    pub namespace: Option<String>,
+    /// A dry run waiting for confirmation.
+    pub pending_apply: Option<PendingApply>,
 }
 
 impl LiveState {
@@ -258,6 +323,8 @@ impl LiveState {
             annotations: VecDeque::new(),
             notices: VecDeque::new(),
             open_next_replay: false,
+            namespace: None,
+            pending_apply: None,
         }
     }
 
@@ -364,24 +431,48 @@ impl LiveState {
         self.first_event
     }
 
-    /// The selected event's sequence number (the newest when following the tail).
+    /// Whether the namespace filter (`-n`, `:ns`) lets `record` through.
+    pub fn shows(&self, record: &AuditRecord) -> bool {
+        self.namespace
+            .as_deref()
+            .is_none_or(|ns| record.namespace == ns)
+    }
+
+    /// The kept events the namespace filter lets through, with their sequence numbers.
+    pub fn visible_events(&self) -> impl DoubleEndedIterator<Item = (u64, &AuditRecord)> + '_ {
+        self.events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| (self.first_event + i as u64, e))
+            .filter(|(_, e)| self.shows(e))
+    }
+
+    /// The selected event's sequence number (the newest shown when following the tail).
     pub fn selected_event(&self) -> Option<u64> {
         match self.event_selected {
             Some(s) => Some(s),
-            None => {
-                (!self.events.is_empty()).then(|| self.first_event + self.events.len() as u64 - 1)
-            }
+            None => self.visible_events().next_back().map(|(seq, _)| seq),
         }
     }
 
-    /// Moves the event selection by `delta` (stops following the tail).
+    /// Moves the event selection by `delta` shown events (stops following the tail).
     pub fn move_event(&mut self, delta: i64) {
         let Some(current) = self.selected_event() else {
             return;
         };
-        let last = self.first_event + self.events.len() as u64 - 1;
-        let next = (current as i64 + delta).clamp(self.first_event as i64, last as i64) as u64;
-        self.event_selected = Some(next);
+        let shown: Vec<u64> = self.visible_events().map(|(seq, _)| seq).collect();
+        if shown.is_empty() {
+            return;
+        }
+        let at = shown.partition_point(|&seq| seq < current);
+        // A selection the filter hides sits between shown[at - 1] and shown[at].
+        let at = if shown.get(at) == Some(&current) || delta < 0 {
+            at as i64 + delta
+        } else {
+            at as i64 + delta - 1
+        };
+        let at = at.clamp(0, shown.len() as i64 - 1) as usize;
+        self.event_selected = Some(shown[at]);
     }
 
     /// Moves the change selection by `delta`.
@@ -440,7 +531,7 @@ pub fn clock(at: SystemTime) -> String {
 
 impl State {
     /// Takes in a message of the live source.
-    pub(super) fn on_live(&mut self, msg: LiveMsg) {
+    pub(super) fn on_live(&mut self, msg: LiveMsg) -> Vec<Command> {
         let live = self.live.get_or_insert_with(|| {
             Box::new(LiveState::new("live".into(), DEFAULT_KEEP_EVENTS, false))
         });
@@ -460,10 +551,21 @@ impl State {
                 configurations,
                 problems,
                 synced,
+                documents,
             } => {
                 live.configurations = configurations;
                 live.synced = synced;
                 live.configuration_problems = problems;
+                let mut commands = self.sync_cluster_documents(documents);
+                if self.live_edited() {
+                    // The source dispatches with the cluster's set again; the edits stay in force.
+                    self.edit_generation += 1;
+                    commands.push(Command::Redispatch {
+                        generation: self.edit_generation,
+                        configurations: self.configurations_in_force(),
+                    });
+                    return commands;
+                }
                 self.hooks = hooks;
                 self.hook_selected = self.hook_selected.min(self.hooks.len().saturating_sub(1));
                 self.hook_counts = vec![HookCounts::default(); self.hooks.len()];
@@ -472,7 +574,9 @@ impl State {
                     self.count_calls(&e.replayed);
                 }
                 self.entries = entries;
+                return commands;
             }
+            LiveMsg::Applied(result) => return self.applied(*result),
             LiveMsg::Scrape { at, snapshot } => {
                 if let Err(e) = live.on_scrape(at, *snapshot) {
                     self.say(e, true);
@@ -481,6 +585,7 @@ impl State {
             LiveMsg::Audit(record) => live.on_audit(*record),
             LiveMsg::AuditNotice(text) => live.on_notice(text),
         }
+        Vec::new()
     }
 
     /// After a replayed result arrived: open it when the user replayed one event.
@@ -543,11 +648,24 @@ impl State {
                     }
                 }
             }
+            Action::Namespace(namespace) => {
+                let text = match &namespace {
+                    Some(ns) => {
+                        format!("events and annotations of namespace {ns} (:ns - shows all)")
+                    }
+                    None => "events and annotations of every namespace".to_string(),
+                };
+                live.namespace = namespace;
+                live.event_selected = live
+                    .event_selected
+                    .filter(|&s| live.event(s).is_some_and(|e| live.shows(e)));
+                self.annotation_top = None;
+                self.say(text, false);
+            }
             Action::ReplayEvents => {
                 let requests: Vec<_> = live
-                    .events
-                    .iter()
-                    .filter_map(|e| e.request.as_deref().cloned())
+                    .visible_events()
+                    .filter_map(|(_, e)| e.request.as_deref().cloned())
                     .collect();
                 if requests.is_empty() {
                     self.say("no replayable audit event kept", true);
@@ -581,12 +699,213 @@ impl State {
     ) -> impl Iterator<Item = &'a LiveAnnotation> + 'a {
         let f = self.annotation_filter.to_lowercase();
         live.annotations.iter().filter(move |a| {
-            f.is_empty()
-                || a.key.to_lowercase().contains(&f)
-                || a.value.to_lowercase().contains(&f)
-                || live
-                    .event(a.event)
-                    .is_some_and(|e| e.target.to_lowercase().contains(&f))
+            (live.namespace.is_none() || live.event(a.event).is_some_and(|e| live.shows(e)))
+                && (f.is_empty()
+                    || a.key.to_lowercase().contains(&f)
+                    || a.value.to_lowercase().contains(&f)
+                    || live
+                        .event(a.event)
+                        .is_some_and(|e| e.target.to_lowercase().contains(&f)))
         })
+    }
+}
+
+impl State {
+    /// `:apply` (`force`: `:apply!`): a server-side dry run of the current buffer's
+    /// configurations, shown for confirmation before anything is stored.
+    pub(super) fn apply_to_cluster(&mut self, force: bool) -> Vec<Command> {
+        let Some(live) = self.live.as_deref() else {
+            self.say(
+                "only a live cluster takes :apply (hookscope live --allow-writes)",
+                true,
+            );
+            return Vec::new();
+        };
+        if !live.allow_writes {
+            self.say(
+                "read-only: hookscope live changes the cluster only when started with --allow-writes",
+                true,
+            );
+            return Vec::new();
+        }
+        let i = match self.webhook_buffer() {
+            Ok(i) => i,
+            Err(e) => {
+                self.say(e, true);
+                return Vec::new();
+            }
+        };
+        let b = &self.buffers[i];
+        let mut commands = self.check_due(i, b.generation);
+        let b = &self.buffers[i];
+        if let Some(first) = b.check.errors.first() {
+            let text = format!(
+                "{} has {} error(s) (line {}: {}): nothing is applied",
+                b.origin.label(),
+                b.check.errors.len(),
+                first.line,
+                first.message
+            );
+            self.say(text, true);
+            return commands;
+        }
+        if b.in_force.is_empty() {
+            let text = format!("{} defines no configuration to apply", b.origin.label());
+            self.say(text, true);
+            return commands;
+        }
+        let names: Vec<&str> = b.in_force.iter().map(|c| c.name.as_str()).collect();
+        let text = format!(
+            "server-side dry run of {}{}…",
+            names.join(", "),
+            if force { " (force)" } else { "" }
+        );
+        commands.push(Command::Apply(ApplyRequest {
+            buffer: i,
+            configurations: b.in_force.clone(),
+            dry_run: true,
+            force,
+        }));
+        self.say(text, false);
+        commands
+    }
+
+    /// The buffer `:apply` takes: in the Webhooks view the selected webhook's configuration's,
+    /// elsewhere the current one.
+    fn webhook_buffer(&self) -> Result<usize, String> {
+        let name = match self.view {
+            View::Webhooks => self
+                .hooks
+                .get(self.hook_selected)
+                .map(|h| h.configuration.clone()),
+            _ => None,
+        };
+        match name {
+            Some(n) => self
+                .buffers
+                .iter()
+                .position(|b| b.names().contains(&n))
+                .ok_or_else(|| format!("no configuration named {n:?} is open")),
+            None if self.buffers.is_empty() => {
+                Err("no configuration is open: the cluster's are listed once connected".into())
+            }
+            None => Ok(self.buffer.min(self.buffers.len() - 1)),
+        }
+    }
+
+    /// What the live source answered to an apply or its dry run.
+    fn applied(&mut self, result: ApplyResult) -> Vec<Command> {
+        let ApplyResult { request, outcomes } = result;
+        let failures: Vec<String> = outcomes
+            .iter()
+            .filter_map(|o| o.result.as_ref().err().map(|e| format!("{}: {e}", o.name)))
+            .collect();
+        let what = if request.dry_run { "dry run" } else { "apply" };
+        if !failures.is_empty() {
+            let hint = if !request.force && failures.iter().any(|f| f.contains("409 Conflict")) {
+                " — :apply! takes the conflicting fields over"
+            } else {
+                ""
+            };
+            let text = format!(
+                "{what} refused, nothing changed: {}{hint}",
+                failures.join("; ")
+            );
+            self.say(text, true);
+            return Vec::new();
+        }
+        if request.dry_run {
+            let diff: String = outcomes
+                .iter()
+                .filter_map(|o| o.result.as_ref().ok().map(|(_, d)| d.as_str()))
+                .collect();
+            if let Some(live) = self.live.as_deref_mut() {
+                live.pending_apply = Some(PendingApply {
+                    request: ApplyRequest {
+                        dry_run: false,
+                        ..request
+                    },
+                    diff,
+                    scroll: 0,
+                });
+            }
+            self.mode = super::app::Mode::ConfirmApply;
+            self.say(
+                "the server's dry run: y applies it to the cluster, n cancels",
+                false,
+            );
+            return Vec::new();
+        }
+        let mut applied = Vec::new();
+        for o in &outcomes {
+            let Ok((object, _)) = &o.result else {
+                continue;
+            };
+            let version = object["metadata"]["resourceVersion"]
+                .as_str()
+                .unwrap_or("?");
+            applied.push(format!("{} (resourceVersion {version})", o.name));
+            // The buffer now shows what the cluster stores, and has no edits.
+            let origin = super::editing::BufferOrigin::Cluster {
+                kind: o.kind,
+                name: o.name.clone(),
+            };
+            if let Some(b) = self.buffers.iter_mut().find(|b| b.origin == origin) {
+                let text = crate::live::cluster::editable_yaml(object);
+                b.replace_text(&text);
+                b.saved = text;
+                b.disk_changed = None;
+            }
+        }
+        self.say(format!("applied {}", applied.join(", ")), false);
+        Vec::new()
+    }
+
+    /// A key while a dry run waits for confirmation.
+    pub(super) fn confirm_key(&mut self, key: crossterm::event::KeyEvent) -> Vec<Command> {
+        use crossterm::event::KeyCode;
+        let Some(live) = self.live.as_deref_mut() else {
+            return Vec::new();
+        };
+        let Some(pending) = live.pending_apply.as_mut() else {
+            return Vec::new();
+        };
+        let lines = pending.diff.lines().count() as u16;
+        let page = u16::try_from(self.page).unwrap_or(u16::MAX);
+        match key.code {
+            KeyCode::Char('y') => {
+                let request = live.pending_apply.take().map(|p| p.request);
+                let names = request
+                    .as_ref()
+                    .map(|r| {
+                        r.configurations
+                            .iter()
+                            .map(|c| c.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    })
+                    .unwrap_or_default();
+                self.say(format!("applying {names}…"), false);
+                return request.map(Command::Apply).into_iter().collect();
+            }
+            KeyCode::Char('n') | KeyCode::Char('q') | KeyCode::Esc => {
+                live.pending_apply = None;
+                self.say(
+                    "apply cancelled: nothing changed, your edits are kept",
+                    false,
+                );
+                return Vec::new();
+            }
+            KeyCode::Char('j') | KeyCode::Down => pending.scroll = pending.scroll.saturating_add(1),
+            KeyCode::Char('k') | KeyCode::Up => pending.scroll = pending.scroll.saturating_sub(1),
+            KeyCode::PageDown | KeyCode::Char(' ') => {
+                pending.scroll = pending.scroll.saturating_add(page)
+            }
+            KeyCode::PageUp => pending.scroll = pending.scroll.saturating_sub(page),
+            _ => {}
+        }
+        pending.scroll = pending.scroll.min(lines.saturating_sub(1));
+        self.mode = super::app::Mode::ConfirmApply;
+        Vec::new()
     }
 }

@@ -10,21 +10,26 @@ use std::time::Duration;
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
+use crate::edit::{ReplyCache, ReusingReplier};
 use crate::engine::{Engine, EngineOptions};
 use crate::live::audit::{
     AuditFeed, AuditWebhookOptions, AuditWebhookServer, CaptureOptions, CaptureWriter,
     FollowOptions, Ingester, follow,
 };
 use crate::live::cluster::{
-    ClusterMsg, ClusterOptions, Failure, FailureKind, Feed, MetricsScrape, WebhookSet,
+    Cluster, ClusterMsg, ClusterOptions, Failure, FailureKind, Feed, MetricsScrape, WebhookSet,
+    apply_diff, editable_yaml,
 };
 use crate::live::metrics::AdmissionSnapshot;
 use crate::replay::InputItem;
 use crate::replay::input::Reader;
 use crate::replay::run::{IdMode, ReplaySettings, Replayer};
 
-use super::live::{AuditRecord, LiveMsg};
-use super::source::{ConsoleReplier, Source, SourceCtl, SourceMsg, hook_infos};
+use super::live::{ApplyOutcome, ApplyRequest, ApplyResult, AuditRecord, LiveMsg};
+use super::source::{
+    ConfigDocument, ConsoleReplier, DocumentOrigin, REPLY_CACHE_CAPACITY, Seeding, Source,
+    SourceCtl, SourceMsg, hook_infos, redispatch,
+};
 
 /// Where audit events come from.
 #[derive(Debug)]
@@ -112,6 +117,7 @@ impl LiveSource {
         let say = |text: String| SourceMsg::Live(LiveMsg::AuditNotice(text));
 
         let (cluster_tx, mut cluster_rx) = mpsc::channel(64);
+        let writer_options = cluster.clone();
         let cluster_task = tokio::spawn(crate::live::cluster::run(cluster, cluster_tx));
 
         let mut _server = None;
@@ -154,6 +160,18 @@ impl LiveSource {
         let parser = tokio::spawn(parse_scrapes(scrapes_rx, tx.clone()));
         let mut ingester = Ingester::new(reader);
         let mut replayer: Option<Arc<Replayer>> = None;
+        // The console's edits in force (what-ifs; the cluster is not changed), until the
+        // cluster's configurations change: the console then sends its edits again.
+        let mut edited: Option<Arc<Replayer>> = None;
+        // Every request replayed so far, dispatched again after an edit, with the replies
+        // kept for reuse.
+        let mut kept: Vec<InputItem> = Vec::new();
+        let cache = ReplyCache::new(REPLY_CACHE_CAPACITY);
+        let seeding = Seeding {
+            inner: replier.clone(),
+            cache: cache.clone(),
+        };
+        let mut redispatching: Option<tokio::task::JoinHandle<()>> = None;
         let mut loaded = Some(loaded).filter(|l| !l.is_empty());
         let mut cluster_open = true;
         let mut audit_open = true;
@@ -168,13 +186,15 @@ impl LiveSource {
                         ClusterMsg::Configurations(set) => {
                             let (r, msg) = configurations(&set, &engine_options, &settings);
                             replayer = Some(Arc::clone(&r));
+                            edited = None;
                             if set.mutating_synced && set.validating_synced
                                 && let Some(items) = loaded.take()
                             {
                                 if tx.send(msg).await.is_err() {
                                     break;
                                 }
-                                spawn_replay(r, items, replier.clone(), tx.clone());
+                                kept.extend(items.iter().cloned());
+                                spawn_replay(r, items, seeding.clone(), tx.clone());
                                 continue;
                             }
                             msg
@@ -224,20 +244,37 @@ impl LiveSource {
                 c = ctl.recv() => match c {
                     None => break,
                     Some(SourceCtl::Replay { requests }) => {
-                        let Some(r) = &replayer else {
+                        let Some(r) = edited.as_ref().or(replayer.as_ref()) else {
                             let _ = tx.send(SourceMsg::Problem(
                                 "nothing replayed: the configurations in force are not listed yet".into(),
                             )).await;
                             continue;
                         };
-                        let items = requests
+                        let items: Vec<InputItem> = requests
                             .into_iter()
                             .map(|r| InputItem::Request(Box::new(r)))
                             .collect();
-                        spawn_replay(Arc::clone(r), items, replier.clone(), tx.clone());
+                        kept.extend(items.iter().cloned());
+                        spawn_replay(Arc::clone(r), items, seeding.clone(), tx.clone());
                     }
-                    // Edits are what-ifs of the console's own; the cluster is not changed.
-                    Some(SourceCtl::Redispatch { .. }) => {}
+                    Some(SourceCtl::Redispatch { generation, configurations }) => {
+                        let engine = Engine::new(&configurations, engine_options.clone());
+                        let again = Arc::new(Replayer::new(Arc::new(engine), settings.clone()));
+                        edited = Some(Arc::clone(&again));
+                        if let Some(previous) = redispatching.take() {
+                            previous.abort();
+                        }
+                        let items: Arc<[InputItem]> = kept.clone().into();
+                        let reusing = ReusingReplier::new(replier.clone(), cache.clone());
+                        let tx = tx.clone();
+                        redispatching = Some(tokio::spawn(async move {
+                            redispatch(&again, generation, &items, reusing, IdMode::Random, &tx)
+                                .await;
+                        }));
+                    }
+                    Some(SourceCtl::Apply(request)) => {
+                        tokio::spawn(apply(writer_options.clone(), request, tx.clone()));
+                    }
                 },
             }
         }
@@ -246,6 +283,9 @@ impl LiveSource {
         }
         cluster_task.abort();
         parser.abort();
+        if let Some(t) = redispatching {
+            t.abort();
+        }
         if let Some(t) = audit_task {
             t.abort();
         }
@@ -288,21 +328,81 @@ fn configurations(
 ) -> (Arc<Replayer>, SourceMsg) {
     let all = set.all();
     let engine = Engine::new(&all, options.clone());
+    let documents = set
+        .objects
+        .iter()
+        .map(|o| ConfigDocument {
+            origin: DocumentOrigin::Cluster {
+                kind: o.kind,
+                name: o.name.clone(),
+            },
+            text: editable_yaml(&o.object),
+            configurations: all
+                .iter()
+                .filter(|c| c.kind == o.kind && c.name == o.name)
+                .cloned()
+                .collect(),
+        })
+        .collect();
     let msg = SourceMsg::Live(LiveMsg::Configurations {
         hooks: hook_infos(&engine),
         configurations: all.len(),
         problems: set.problems.clone(),
         synced: set.mutating_synced && set.validating_synced,
+        documents,
     });
     let replayer = Replayer::new(Arc::new(engine), settings.clone());
     (Arc::new(replayer), msg)
+}
+
+/// Server-side applies (or dry runs) `request`'s configurations over a connection of its own,
+/// each with a diff from the object in force, and sends what happened.
+async fn apply(options: ClusterOptions, request: ApplyRequest, tx: mpsc::Sender<SourceMsg>) {
+    let mut outcomes = Vec::with_capacity(request.configurations.len());
+    match Cluster::connect(&options).await {
+        Err(e) => {
+            for c in &request.configurations {
+                outcomes.push(ApplyOutcome {
+                    kind: c.kind,
+                    name: c.name.clone(),
+                    result: Err(e.to_string()),
+                });
+            }
+        }
+        Ok(cluster) => {
+            for c in &request.configurations {
+                // The object in force, for the diff; an apply creates one that is missing.
+                let current = cluster
+                    .get_configuration(c.kind, &c.name)
+                    .await
+                    .ok()
+                    .flatten();
+                let result = cluster
+                    .apply_configuration(c, request.dry_run, request.force)
+                    .await
+                    .map(|applied| {
+                        let object = applied.stored.unwrap_or(applied.dry_run);
+                        let diff = apply_diff(&c.name, current.as_ref(), &object);
+                        (object, diff)
+                    })
+                    .map_err(|e| e.to_string());
+                outcomes.push(ApplyOutcome {
+                    kind: c.kind,
+                    name: c.name.clone(),
+                    result,
+                });
+            }
+        }
+    }
+    let msg = LiveMsg::Applied(Box::new(ApplyResult { request, outcomes }));
+    let _ = tx.send(SourceMsg::Live(msg)).await;
 }
 
 /// Replays `items` in a task of their own, sending each result as an event.
 fn spawn_replay(
     replayer: Arc<Replayer>,
     items: Vec<InputItem>,
-    replier: ConsoleReplier,
+    replier: Seeding<ConsoleReplier>,
     tx: mpsc::Sender<SourceMsg>,
 ) {
     tokio::spawn(async move {

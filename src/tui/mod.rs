@@ -109,6 +109,12 @@ fn perform(state: &mut State, commands: Vec<Command>, io: &mut Io) -> bool {
                     let _ = ctl.send(SourceCtl::Replay { requests }).await;
                 });
             }
+            Command::Apply(request) => {
+                let ctl = io.ctl.clone();
+                tokio::spawn(async move {
+                    let _ = ctl.send(SourceCtl::Apply(request)).await;
+                });
+            }
             Command::Redispatch {
                 generation,
                 configurations,

@@ -31,6 +31,14 @@ pub enum DocumentOrigin {
     File(PathBuf),
     /// Built in (the demo): saved only where the user says.
     Embedded(String),
+    /// An object of a live cluster (`hookscope live`): applied back to it (`:apply`, only with
+    /// `--allow-writes`), saved only where the user says.
+    Cluster {
+        /// Mutating or validating.
+        kind: crate::api::WebhookKind,
+        /// `metadata.name`.
+        name: String,
+    },
 }
 
 /// The text of one source of configurations, and the configurations in force from it.
@@ -61,6 +69,9 @@ pub enum SourceCtl {
         /// The requests.
         requests: Vec<crate::replay::CapturedRequest>,
     },
+    /// Server-side apply these configurations to the live cluster (a dry run when `dry_run`),
+    /// answered with a [`LiveMsg::Applied`](super::live::LiveMsg::Applied).
+    Apply(super::live::ApplyRequest),
 }
 
 /// What a source tells the console.
@@ -333,9 +344,9 @@ pub const REPLY_CACHE_CAPACITY: usize = 200_000;
 /// Calls `inner` and keeps every reply in `cache`, without answering from it: the first replay
 /// calls each webhook as the capture says, and seeds the re-dispatches after an edit.
 #[derive(Clone)]
-struct Seeding<R> {
-    inner: R,
-    cache: ReplyCache,
+pub(super) struct Seeding<R> {
+    pub(super) inner: R,
+    pub(super) cache: ReplyCache,
 }
 
 impl<R: Replier + Send> Replier for Seeding<R> {
@@ -372,7 +383,7 @@ fn latest(
 }
 
 /// Dispatches the kept requests with an edited engine; false when the console is gone.
-async fn redispatch(
+pub(super) async fn redispatch(
     replayer: &Replayer,
     generation: u64,
     items: &std::sync::Arc<[InputItem]>,

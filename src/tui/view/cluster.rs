@@ -279,18 +279,7 @@ fn render_diff(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) {
         ),
         style(state, StyleKey::Muted),
     )];
-    for l in c.diff.lines() {
-        let key = if l.starts_with("+++") || l.starts_with("---") || l.starts_with("@@") {
-            StyleKey::Header
-        } else if l.starts_with('+') {
-            StyleKey::DiffAdded
-        } else if l.starts_with('-') {
-            StyleKey::DiffRemoved
-        } else {
-            StyleKey::DiffContext
-        };
-        lines.push(Line::styled(l.to_string(), style(state, key)));
-    }
+    lines.extend(super::diff_lines(state, &c.diff));
     let p = Paragraph::new(lines).block(pane(state, format!(" Diff: {} ", c.name), false));
     frame.render_widget(p, area);
 }

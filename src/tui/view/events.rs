@@ -22,8 +22,13 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     let [list, detail] =
         Layout::vertical([Constraint::Percentage(60), Constraint::Min(6)]).areas(area);
     let following = live.event_selected.is_none();
+    let namespace = live
+        .namespace
+        .as_deref()
+        .map(|ns| format!("namespace {ns} · "))
+        .unwrap_or_default();
     let title = format!(
-        " Events {} kept · {} seen · {} paged out · {} ",
+        " Events {namespace}{} kept · {} seen · {} paged out · {} ",
         live.events.len(),
         live.events_seen,
         live.paged_out(),
@@ -33,27 +38,30 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
             "selected: G follows"
         }
     );
-    if live.events.is_empty() {
-        let p = Paragraph::new(Line::styled(
-            "No audit event yet.",
-            style(state, StyleKey::Muted),
-        ))
-        .block(pane(state, title, true));
+    let shown: Vec<(u64, &AuditRecord)> = live.visible_events().collect();
+    if shown.is_empty() {
+        let text = match &live.namespace {
+            Some(ns) if !live.events.is_empty() => {
+                format!("No audit event in namespace {ns} (:ns - shows every namespace).")
+            }
+            _ => "No audit event yet.".to_string(),
+        };
+        let p = Paragraph::new(Line::styled(text, style(state, StyleKey::Muted)))
+            .block(pane(state, title, true));
         frame.render_widget(p, list);
         frame.render_widget(pane(state, " Event ", false), detail);
         return;
     }
     let height = list.height.saturating_sub(3) as usize;
-    let selected = live.selected_event().unwrap_or(live.first_event);
-    let at = (selected - live.first_event) as usize;
+    let selected = live.selected_event().unwrap_or(shown[0].0);
+    let at = shown.partition_point(|(seq, _)| *seq < selected);
     let top = at.saturating_sub(height.saturating_sub(1));
-    let rows: Vec<Row> = live
-        .events
+    let rows: Vec<Row> = shown
         .iter()
         .enumerate()
         .skip(top)
         .take(height)
-        .map(|(i, e)| {
+        .map(|(i, (seq, e))| {
             let code = e.code.map(|c| c.to_string()).unwrap_or_default();
             let code_style = match e.code {
                 Some(c) if (200..300).contains(&c) => StyleKey::Allowed,
@@ -62,7 +70,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
             };
             let replay = if e.request.is_some() { "⟳" } else { "" };
             let row = Row::new(vec![
-                Cell::from(format!("{}", live.first_event + i as u64 + 1)),
+                Cell::from(format!("{}", seq + 1)),
                 Cell::from(time_of(&e.at)),
                 Cell::from(e.verb.clone()),
                 Cell::from(clip(&e.resource, 24)),

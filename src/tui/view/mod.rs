@@ -3,6 +3,7 @@
 mod annotations;
 mod chain;
 mod cluster;
+mod confirm;
 mod editor;
 mod events;
 mod help;
@@ -59,6 +60,15 @@ pub fn render(frame: &mut Frame, state: &State) {
             };
             render_input(frame, state, bottom, '/', text, summary.as_slice())
         }
+        Mode::ConfirmApply => {
+            let prompt = [String::from(
+                "y: apply to the cluster · n/esc: cancel · j/k: scroll",
+            )];
+            render_input(frame, state, bottom, '?', "apply", &prompt);
+        }
+    }
+    if state.mode == Mode::ConfirmApply {
+        confirm::render(frame, state, main);
     }
     if state.help {
         help::render(frame, state, main);
@@ -270,6 +280,28 @@ pub(crate) fn clip(s: &str, width: usize) -> String {
         out.push('…');
         out
     }
+}
+
+/// The lines of a unified diff, coloured: headers, added, removed, context.
+pub(crate) fn diff_lines<'a>(state: &State, diff: &'a str) -> impl Iterator<Item = Line<'a>> {
+    let styles = [
+        style(state, StyleKey::Header),
+        style(state, StyleKey::DiffAdded),
+        style(state, StyleKey::DiffRemoved),
+        style(state, StyleKey::DiffContext),
+    ];
+    diff.lines().map(move |l| {
+        let at = if l.starts_with("+++") || l.starts_with("---") || l.starts_with("@@") {
+            0
+        } else if l.starts_with('+') {
+            1
+        } else if l.starts_with('-') {
+            2
+        } else {
+            3
+        };
+        Line::styled(l, styles[at])
+    })
 }
 
 /// A style of the theme on top of base.

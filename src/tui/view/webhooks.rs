@@ -6,8 +6,11 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
 
-use super::{clip, pane, style};
+use super::{clip, diff_lines, pane, style};
+use crate::live::cluster::ChangeAction;
 use crate::tui::app::State;
+use crate::tui::live::{LiveState, clock};
+use crate::tui::model::HookInfo;
 use crate::tui::theme::{StyleKey, SymbolKey};
 
 /// Draws the view.
@@ -118,5 +121,51 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     let p = Paragraph::new(lines)
         .wrap(Wrap { trim: false })
         .block(pane(state, title, false));
-    frame.render_widget(p, detail);
+    match (state.live.as_deref(), state.hooks.get(state.hook_selected)) {
+        (Some(live), Some(h)) => {
+            let [settings, history] =
+                Layout::horizontal([Constraint::Percentage(45), Constraint::Min(20)]).areas(detail);
+            frame.render_widget(p, settings);
+            render_history(frame, state, live, h, history);
+        }
+        _ => frame.render_widget(p, detail),
+    }
+}
+
+/// Live: the changes of the selected webhook's configuration, newest first, and the newest
+/// change's diff.
+fn render_history(frame: &mut Frame, state: &State, live: &LiveState, hook: &HookInfo, area: Rect) {
+    let changes: Vec<_> = live
+        .changes
+        .iter()
+        .rev()
+        .filter(|c| c.kind == hook.phase && c.name == hook.configuration)
+        .collect();
+    let mut lines: Vec<Line> = changes
+        .iter()
+        .map(|c| {
+            let (action, key) = match c.action {
+                ChangeAction::Added => ("added", StyleKey::Allowed),
+                ChangeAction::Modified => ("modified", StyleKey::Warning),
+                ChangeAction::Deleted => ("deleted", StyleKey::Denied),
+            };
+            Line::from(vec![
+                Span::raw(format!("{} ", clock(c.observed_at))),
+                Span::styled(format!("{action:<9}"), style(state, key)),
+                Span::raw(format!("by {} (rv {})", c.who, c.resource_version)),
+            ])
+        })
+        .collect();
+    match changes.first() {
+        Some(newest) => {
+            lines.push(Line::raw(""));
+            lines.extend(diff_lines(state, &newest.diff));
+        }
+        None => lines.push(Line::styled(
+            "No change seen since hookscope connected.",
+            style(state, StyleKey::Muted),
+        )),
+    }
+    let title = format!(" History of {} ({}) ", hook.configuration, changes.len());
+    frame.render_widget(Paragraph::new(lines).block(pane(state, title, false)), area);
 }
