@@ -832,6 +832,10 @@ async fn a_cluster_configuration_is_edited_and_applied_after_a_confirmed_server_
     let diff = live(&state).pending_apply.as_ref().unwrap().diff.clone();
     assert!(diff.contains("-  failurePolicy: Fail"), "{diff}");
     assert!(diff.contains("+  failurePolicy: Ignore"), "{diff}");
+    assert!(
+        !diff.contains("+  matchPolicy"),
+        "only what the user wrote is applied, not the defaults: {diff}"
+    );
     let screen = hookscope::tui::view::render_text(&state, 160, 50);
     assert!(screen.contains("Server-side dry run"), "{screen}");
     assert!(screen.contains("+  failurePolicy: Ignore"), "{screen}");

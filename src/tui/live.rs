@@ -754,7 +754,20 @@ impl State {
             self.say(text, true);
             return commands;
         }
-        let names: Vec<&str> = b.in_force.iter().map(|c| c.name.as_str()).collect();
+        // What the user wrote, not defaulted: server-side apply makes hookscope the manager
+        // of every field it sends, so defaults stay the server's.
+        let written: Vec<WebhookConfiguration> =
+            crate::config::parse_documents(&b.text(), &b.origin.label())
+                .into_iter()
+                .filter_map(Result::ok)
+                .map(|l| l.configuration)
+                .collect();
+        let configurations = if written.len() == b.in_force.len() {
+            written
+        } else {
+            b.in_force.clone()
+        };
+        let names: Vec<&str> = configurations.iter().map(|c| c.name.as_str()).collect();
         let text = format!(
             "server-side dry run of {}{}…",
             names.join(", "),
@@ -762,7 +775,7 @@ impl State {
         );
         commands.push(Command::Apply(ApplyRequest {
             buffer: i,
-            configurations: b.in_force.clone(),
+            configurations,
             dry_run: true,
             force,
         }));
