@@ -11,6 +11,7 @@ use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
 use common::{TestPki, WebhookServer, oracle_handler};
+use crossterm::event::KeyCode;
 use hookscope::engine::{AuditLevel, EngineOptions};
 use hookscope::fake_apiserver::{FakeApiServer, FakeResource};
 use hookscope::live::audit::{CaptureOptions, FollowOptions};
@@ -712,9 +713,7 @@ async fn perform_all(cs: Vec<Command>, ctl: &mpsc::Sender<SourceCtl>) {
 }
 
 fn key(c: char) -> Msg {
-    Msg::Key(crossterm::event::KeyEvent::from(
-        crossterm::event::KeyCode::Char(c),
-    ))
+    Msg::Key(KeyCode::Char(c).into())
 }
 
 fn failure_policy(api: &FakeApiServer) -> Value {
@@ -816,10 +815,22 @@ async fn a_cluster_configuration_is_edited_and_applied_after_a_confirmed_server_
     })
     .await;
     let (message, error) = state.message.clone().unwrap();
-    assert!(error);
-    assert!(message.contains("409 Conflict"), "{message}");
-    assert!(message.contains(":apply! takes"), "{message}");
+    assert!(error && message.contains(":apply! takes"), "{message}");
+    let report = live(&state)
+        .pending_apply
+        .clone()
+        .expect("the refusal is shown");
+    assert!(report.request.is_none(), "nothing to confirm");
+    assert!(report.diff.contains("409 Conflict"), "{}", report.diff);
+    assert!(
+        report.diff.contains("kubectl-client-side-apply"),
+        "{}",
+        report.diff
+    );
+    assert!(update(&mut state, key('y')).is_empty(), "y applies nothing");
+    update(&mut state, Msg::Key(KeyCode::Esc.into()));
     assert!(live(&state).pending_apply.is_none());
+    assert_eq!(state.mode, hookscope::tui::app::Mode::Normal);
 
     // `:apply!` shows the server's dry run; `n` cancels and nothing is stored.
     let cs = update(&mut state, Msg::Action(Action::Apply(true)));
@@ -858,7 +869,7 @@ async fn a_cluster_configuration_is_edited_and_applied_after_a_confirmed_server_
     .await;
     let cs = update(&mut state, key('y'));
     assert!(
-        matches!(&cs[..], [Command::Apply(r)] if !r.dry_run),
+        matches!(&cs[..], [Command::Apply(r)] if !r.dry_run && r.force),
         "{cs:?}"
     );
     perform_all(cs, &ctl).await;

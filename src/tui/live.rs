@@ -108,12 +108,13 @@ pub struct ApplyOutcome {
     pub result: Result<(Value, String), String>,
 }
 
-/// A dry run shown to the user, waiting for `y` (apply) or `n` (cancel).
+/// A dry run shown to the user, waiting for `y` (apply) or `n` (cancel); or the server's
+/// refusal, shown until closed.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PendingApply {
-    /// The request, applied for real on `y`.
-    pub request: ApplyRequest,
-    /// The dry run's diffs, one after the other.
+    /// The request, applied for real on `y`; None when the server refused.
+    pub request: Option<ApplyRequest>,
+    /// The dry run's diffs, one after the other; or why the server refused, and what to do.
     pub diff: String,
     /// The first line shown (`j`/`k` scroll).
     pub scroll: u16,
@@ -816,14 +817,27 @@ impl State {
         let what = if request.dry_run { "dry run" } else { "apply" };
         if !failures.is_empty() {
             let hint = if !request.force && failures.iter().any(|f| f.contains("409 Conflict")) {
-                " — :apply! takes the conflicting fields over"
+                "\n:apply! takes the conflicting fields over (force)."
             } else {
                 ""
             };
-            let text = format!(
-                "{what} refused, nothing changed: {}{hint}",
-                failures.join("; ")
+            let report = format!(
+                "The {what} was refused; nothing changed.\n\n{}\n{hint}",
+                failures.join("\n\n")
             );
+            if let Some(live) = self.live.as_deref_mut() {
+                live.pending_apply = Some(PendingApply {
+                    request: None,
+                    diff: report,
+                    scroll: 0,
+                });
+            }
+            self.mode = super::app::Mode::ConfirmApply;
+            let text = if hint.is_empty() {
+                format!("{what} refused: see why (esc closes)")
+            } else {
+                format!("{what} refused: a conflict (esc closes; :apply! takes the fields over)")
+            };
             self.say(text, true);
             return Vec::new();
         }
@@ -834,10 +848,10 @@ impl State {
                 .collect();
             if let Some(live) = self.live.as_deref_mut() {
                 live.pending_apply = Some(PendingApply {
-                    request: ApplyRequest {
+                    request: Some(ApplyRequest {
                         dry_run: false,
                         ..request
-                    },
+                    }),
                     diff,
                     scroll: 0,
                 });
@@ -886,8 +900,8 @@ impl State {
         let lines = pending.diff.lines().count() as u16;
         let page = u16::try_from(self.page).unwrap_or(u16::MAX);
         match key.code {
-            KeyCode::Char('y') => {
-                let request = live.pending_apply.take().map(|p| p.request);
+            KeyCode::Char('y') if pending.request.is_some() => {
+                let request = live.pending_apply.take().and_then(|p| p.request);
                 let names = request
                     .as_ref()
                     .map(|r| {
@@ -902,11 +916,13 @@ impl State {
                 return request.map(Command::Apply).into_iter().collect();
             }
             KeyCode::Char('n') | KeyCode::Char('q') | KeyCode::Esc => {
-                live.pending_apply = None;
-                self.say(
-                    "apply cancelled: nothing changed, your edits are kept",
-                    false,
-                );
+                let closed = live.pending_apply.take();
+                if closed.is_some_and(|p| p.request.is_some()) {
+                    self.say(
+                        "apply cancelled: nothing changed, your edits are kept",
+                        false,
+                    );
+                }
                 return Vec::new();
             }
             KeyCode::Char('j') | KeyCode::Down => pending.scroll = pending.scroll.saturating_add(1),

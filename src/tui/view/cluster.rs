@@ -109,7 +109,7 @@ fn render_connection(frame: &mut Frame, state: &State, live: &LiveState, area: R
         ));
     }
     let writes = if live.allow_writes {
-        "writes allowed (--allow-writes): applies dry-run first and ask"
+        "writes allowed (--allow-writes): :apply shows a server-side dry run, then asks"
     } else {
         "read-only (no --allow-writes)"
     };

@@ -14,7 +14,10 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     let Some(pending) = state.live.as_deref().and_then(|l| l.pending_apply.as_ref()) else {
         return;
     };
-    let lines: Vec<Line> = diff_lines(state, &pending.diff).collect();
+    let lines: Vec<Line> = match pending.request {
+        Some(_) => diff_lines(state, &pending.diff).collect(),
+        None => pending.diff.lines().map(Line::raw).collect(),
+    };
     let width = area.width.saturating_sub(4).min(110);
     let height = area.height.saturating_sub(2);
     let popup = Rect {
@@ -23,19 +26,19 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         width,
         height,
     };
-    let forced = if pending.request.force {
-        " · force"
-    } else {
-        ""
+    let title = match &pending.request {
+        Some(r) => format!(
+            " Server-side dry run{}: what the cluster would store · y applies · n cancels ",
+            if r.force { " · force" } else { "" }
+        ),
+        None => " Refused by the server · esc closes ".to_string(),
     };
-    let title = format!(
-        " Server-side dry run{forced}: what the cluster would store · y applies · n cancels "
-    );
     frame.render_widget(Clear, popup);
     let block = pane(state, title, true).style(style(state, StyleKey::Base));
     frame.render_widget(
         Paragraph::new(lines)
             .block(block)
+            .wrap(ratatui::widgets::Wrap { trim: false })
             .scroll((pending.scroll, 0)),
         popup,
     );

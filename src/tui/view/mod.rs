@@ -60,6 +60,15 @@ pub fn render(frame: &mut Frame, state: &State) {
             };
             render_input(frame, state, bottom, '/', text, summary.as_slice())
         }
+        Mode::ConfirmApply
+            if state
+                .live
+                .as_deref()
+                .and_then(|l| l.pending_apply.as_ref())
+                .is_some_and(|p| p.request.is_none()) =>
+        {
+            render_status(frame, state, bottom)
+        }
         Mode::ConfirmApply => {
             let prompt = [String::from(
                 "y: apply to the cluster · n/esc: cancel · j/k: scroll",
