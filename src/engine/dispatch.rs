@@ -748,7 +748,7 @@ impl<'e, 'c> Run<'e, 'c> {
             let call = self.current_ix();
             self.step(Entry::Metric(MetricStep::Rejection {
                 call,
-                error_type: error_type_label(error_type),
+                error_type,
                 code: rcode,
             }));
         }
@@ -1129,14 +1129,6 @@ fn webhook_type(phase: WebhookKind) -> WebhookType {
     }
 }
 
-fn error_type_label(t: RejectionErrorType) -> &'static str {
-    match t {
-        RejectionErrorType::CallingWebhookError => "calling_webhook_error",
-        RejectionErrorType::NoError => "no_error",
-        RejectionErrorType::ApiserverInternalError => "apiserver_internal_error",
-    }
-}
-
 /// `{"configuration":"<cfg>","webhook":"<name>","mutated":<bool>}`, as Go marshals it.
 pub fn mutation_annotation_value(configuration: &str, webhook: &str, mutated: bool) -> String {
     let mut s = String::with_capacity(64 + configuration.len() + webhook.len());
@@ -1179,11 +1171,37 @@ pub fn semantic_eq(a: &Value, b: &Value) -> bool {
         }
     }
     match (a, b) {
+        // Both maps iterate in key order: one merge walk instead of a lookup per key.
         (Value::Object(x), Value::Object(y)) => {
-            x.iter().all(|(k, v)| match y.get(k) {
-                Some(w) => semantic_eq(v, w),
-                None => empty(v),
-            }) && y.iter().all(|(k, w)| x.contains_key(k) || empty(w))
+            let (mut xs, mut ys) = (x.iter().peekable(), y.iter().peekable());
+            loop {
+                match (xs.peek(), ys.peek()) {
+                    (None, None) => return true,
+                    (Some((k, v)), Some((l, w))) => match k.cmp(l) {
+                        std::cmp::Ordering::Equal => {
+                            if !semantic_eq(v, w) {
+                                return false;
+                            }
+                            xs.next();
+                            ys.next();
+                        }
+                        std::cmp::Ordering::Less if empty(v) => {
+                            xs.next();
+                        }
+                        std::cmp::Ordering::Greater if empty(w) => {
+                            ys.next();
+                        }
+                        _ => return false,
+                    },
+                    (Some((_, v)), None) if empty(v) => {
+                        xs.next();
+                    }
+                    (None, Some((_, w))) if empty(w) => {
+                        ys.next();
+                    }
+                    _ => return false,
+                }
+            }
         }
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(v, w)| semantic_eq(v, w))
@@ -1213,5 +1231,12 @@ mod tests {
         assert!(semantic_eq(&json!({"l": []}), &json!({"l": null})));
         assert!(!semantic_eq(&json!({"l": [1]}), &json!({"l": []})));
         assert!(!semantic_eq(&json!({"a": "x"}), &json!({"a": "y"})));
+        assert!(semantic_eq(
+            &json!({"a": 1, "b": null, "d": [], "e": 2}),
+            &json!({"a": 1, "c": {}, "e": 2, "f": null})
+        ));
+        assert!(!semantic_eq(&json!({"a": 1, "b": 2}), &json!({"a": 1})));
+        assert!(!semantic_eq(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
+        assert!(!semantic_eq(&json!({"b": 1}), &json!({"a": 1})));
     }
 }

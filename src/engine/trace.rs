@@ -452,7 +452,7 @@ pub(crate) enum MetricStep {
     },
     Rejection {
         call: CallIx,
-        error_type: &'static str,
+        error_type: crate::metrics::RejectionErrorType,
         code: i32,
     },
     Request {
@@ -745,7 +745,7 @@ impl super::Outcome {
                 "apiserver_admission_webhook_rejection_count",
                 vec![
                     ("name", name_of(call)),
-                    ("error_type", (*error_type).to_string()),
+                    ("error_type", error_type.as_str().to_string()),
                     ("rejection_code", (*code).min(600).to_string()),
                 ],
             ),
