@@ -227,7 +227,11 @@ fn expanded_steps_carry_the_outcome_texts() {
             _ => None,
         })
         .collect();
-    assert_eq!(patches.len(), 3, "the labeller patches again when reinvoked");
+    assert_eq!(
+        patches.len(),
+        3,
+        "the labeller patches again when reinvoked"
+    );
     assert_eq!(
         patches[0].1,
         json!([{"op": "add", "path": "/metadata/labels", "value": {"a": "<b>"}}])
