@@ -19,7 +19,7 @@ use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use divan::Bencher;
-use hookscope::engine::{AuditLevel, CallRecord, Step, StepKind};
+use hookscope::engine::{AuditLevel, CallRecord, TraceStep};
 use hookscope::replay::run::{ReplayEvent, Replayed};
 use hookscope::tui::app::{Msg, State, View, update};
 use hookscope::tui::source::{SourceMsg, collect};
@@ -68,19 +68,7 @@ fn objects_of(r: &Replayed) -> Vec<&Value> {
     let a = &r.request.attrs;
     let mut out: Vec<&Value> = a.object.iter().chain(&a.old_object).map(|o| &**o).collect();
     out.extend(r.outcome.object.as_deref());
-    for s in &r.outcome.trace {
-        match &s.kind {
-            StepKind::PatchApplied { before, after, .. } => {
-                out.push(before);
-                out.push(after);
-            }
-            StepKind::ReviewSent { review, .. } => {
-                out.extend(review.object());
-                out.extend(review.old_object());
-            }
-            _ => {}
-        }
-    }
+    out.extend(r.outcome.trace.objects().map(|o| &**o));
     out
 }
 
@@ -126,7 +114,7 @@ fn print_result_memory() {
     let annotations = clone_bytes(&|r| Box::new(r.outcome.annotations.clone()));
     let calls_owned = clone_bytes(&|r| Box::new(r.outcome.calls.clone()));
     let trace_owned = clone_bytes(&|r| Box::new(r.outcome.trace.clone()));
-    let steps: usize = results.iter().map(|r| r.outcome.trace.capacity()).sum();
+    let steps: usize = results.iter().map(|r| r.outcome.trace.len()).sum();
     let calls: usize = results.iter().map(|r| r.outcome.calls.capacity()).sum();
     eprintln!(
         "memory per replayed request ({MEMORY_RUNS} fresh offline demo runs, {} requests): \
@@ -141,9 +129,9 @@ fn print_result_memory() {
     eprintln!(
         "  of which the trace's step array {:.0} B ({:.1} steps of {} B), the call records' array \
          {:.0} B ({:.1} of {} B); the rest is what steps and records point to",
-        (steps * std::mem::size_of::<Step>()) as f64 / n,
+        (steps * std::mem::size_of::<TraceStep>()) as f64 / n,
         steps as f64 / n,
-        std::mem::size_of::<Step>(),
+        std::mem::size_of::<TraceStep>(),
         (calls * std::mem::size_of::<CallRecord>()) as f64 / n,
         calls as f64 / n,
         std::mem::size_of::<CallRecord>(),

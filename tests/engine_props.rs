@@ -494,7 +494,7 @@ proptest! {
         prop_assert!(r.seen.iter().all(|c| c.round <= 1));
         // The trace keeps each review as shared parts; written out, it is the body sent.
         let reviews: Vec<String> = outcome
-            .trace
+            .steps()
             .iter()
             .filter_map(|t| match &t.kind {
                 StepKind::ReviewSent { review, .. } => Some(review.text()),
@@ -788,7 +788,7 @@ proptest! {
             prop_assert_eq!(rejections, if outcome.allowed { 0.0 } else { 1.0 });
             // The trace announces each request_total increment.
             let traced = outcome
-                .trace
+                .steps()
                 .iter()
                 .filter(|t| matches!(&t.kind, StepKind::Metric { name, .. } if name == "apiserver_admission_webhook_request_total"))
                 .count();

@@ -325,8 +325,8 @@ fn sidecar_injector_is_reinvoked_after_a_later_label_defaulter() {
     assert!(o.annotations_at(AuditLevel::None).is_empty());
 
     // The trace shows the injector's patch with the object before and after.
-    let applied: Vec<(u8, usize, &Value, &Value, bool)> = o
-        .trace
+    let steps = o.steps();
+    let applied: Vec<(u8, usize, &Value, &Value, bool)> = steps
         .iter()
         .filter_map(|s| match &s.kind {
             StepKind::PatchApplied {
@@ -984,8 +984,8 @@ webhooks:
             "requests below minimum",
         ]
     );
-    let warning_steps: Vec<(&str, bool)> = o
-        .trace
+    let steps = o.steps();
+    let warning_steps: Vec<(&str, bool)> = steps
         .iter()
         .filter_map(|s| match &s.kind {
             StepKind::Warning { text, kept, .. } => Some((text.as_str(), *kept)),
@@ -1020,8 +1020,8 @@ webhooks:
             ("resources.example.com/limits", "missing"),
         ])
     );
-    let dropped: Vec<&str> = o
-        .trace
+    let steps = o.steps();
+    let dropped: Vec<&str> = steps
         .iter()
         .filter_map(|s| match &s.kind {
             StepKind::AnnotationDropped { key, .. } => Some(key.as_str()),
@@ -1104,7 +1104,7 @@ webhooks:
     );
     assert!(fail_open_count(&r.metrics, "stamp.example.com").is_empty());
     assert!(
-        o.trace
+        o.steps()
             .iter()
             .any(|s| matches!(&s.kind, StepKind::PatchFailed { error, .. } if error == message))
     );
@@ -1142,9 +1142,8 @@ webhooks:
         )],
     );
     assert!(!r.outcome.allowed);
-    let failed: Vec<bool> = r
-        .outcome
-        .trace
+    let steps = r.outcome.steps();
+    let failed: Vec<bool> = steps
         .iter()
         .filter_map(|s| match &s.kind {
             StepKind::CallFailed { failed_open, .. } => Some(*failed_open),
@@ -1470,7 +1469,7 @@ webhooks:
     assert!(o.annotations.is_empty());
     assert!(r.metrics.samples().is_empty());
     assert!(matches!(
-        o.trace.first().map(|s| &s.kind),
+        o.steps().first().map(|s| &s.kind),
         Some(StepKind::RequestExempt { .. })
     ));
     // The catch-all rules do match an ordinary object: the exemption is what kept them away.

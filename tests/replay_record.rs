@@ -789,7 +789,7 @@ fn a_recorded_uid_mistake_is_reported_again() {
     want.calls[0].error = want.calls[0]
         .error
         .as_ref()
-        .map(|e| e.replace(old_uid, new_uid));
+        .map(|e| e.replace(old_uid, new_uid).into());
     assert_eq!(got.calls, want.calls);
     assert!(!got.allowed);
 }

@@ -309,11 +309,11 @@ fn y_copies_the_object_after_the_patch_and_the_final_object() {
         key(&mut s, 'j');
     }
     let (patch, after) = hookscope::tui::model::applied_patch(&o, &o.calls[step]).unwrap();
-    let after_text = serde_json::to_string_pretty(after).unwrap();
+    let after_text = serde_json::to_string_pretty(&*after).unwrap();
     assert_eq!(key(&mut s, 'y'), vec![Command::Clipboard(b64(&after_text))]);
     code(&mut s, KeyCode::Tab);
     assert_eq!(s.chain_pane, ChainPane::Detail);
-    let patch_text = serde_json::to_string_pretty(patch).unwrap();
+    let patch_text = serde_json::to_string_pretty(&patch).unwrap();
     assert_eq!(key(&mut s, 'y'), vec![Command::Clipboard(b64(&patch_text))]);
     // The terminal layer writes the OSC 52 sequence.
     assert_eq!(hookscope::tui::app::osc52("aGk="), "\u{1b}]52;c;aGk=\u{7}");

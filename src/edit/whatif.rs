@@ -199,7 +199,7 @@ pub fn hook_stats<'a>(
                 s.matched += 1;
             }
         }
-        for step in &r.outcome.trace {
+        for step in &r.outcome.steps() {
             let StepKind::Skipped { hook, cause, .. } = &step.kind else {
                 continue;
             };

@@ -69,18 +69,35 @@ impl Annotations {
     /// `AddAnnotationWithLevel`: rejects keys that are not `prefix/name` qualified names and
     /// overwrites with a different value or level; the same pair again is a no-op.
     pub fn add(&mut self, key: String, value: String, level: AuditLevel) -> Result<(), String> {
-        check_key_format(&key)?;
-        if let Some(existing) = self.items.iter().find(|a| a.key == key) {
+        self.add_indexed(key, value, level)
+            .map(|_| ())
+            .map_err(|(_, e)| e)
+    }
+
+    /// [`Annotations::add`], returning the position of the annotation (the existing one when
+    /// the same pair is added again), or the key back with the error.
+    pub fn add_indexed(
+        &mut self,
+        key: String,
+        value: String,
+        level: AuditLevel,
+    ) -> Result<usize, (String, String)> {
+        if let Err(e) = check_key_format(&key) {
+            return Err((key, e));
+        }
+        if let Some(i) = self.items.iter().position(|a| a.key == key) {
+            let existing = &self.items[i];
             if existing.value != value || existing.level != level {
-                return Err(format!(
+                let error = format!(
                     "admission annotations are not allowed to be overwritten, key:{:?}, old value: {}, new value: {}",
                     key, existing.value, value
-                ));
+                );
+                return Err((key, error));
             }
-            return Ok(());
+            return Ok(i);
         }
         self.items.push(AuditAnnotation { key, value, level });
-        Ok(())
+        Ok(self.items.len() - 1)
     }
 
     /// All annotations in the order they were written.

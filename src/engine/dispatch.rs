@@ -1,7 +1,6 @@
 //! One request through the chain: the mutating dispatcher (`mutating/dispatcher.go`) with its
 //! reinvocation bookkeeping, then the validating dispatcher (`validating/dispatcher.go`).
 
-use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -14,13 +13,25 @@ use super::hooks::Hook;
 use super::matching::{self, ConditionStats, Decision, Invocation, MatchEnv, SkipReason};
 use super::review::{self, CallingError};
 use super::status::{self, go_json_string, go_quote};
-use super::trace::{HookRef, ReviewBody, ReviewParts, Step, StepKind};
+use super::trace::{Entry, MatchTexts, MetricStep, ReviewBody, ReviewParts, TraceStep};
 use super::{Attributes, CallDecision, CallRecord, Engine, Outcome, Phases, RequestContext};
 use crate::api::{Status, WebhookKind};
 use crate::jsonpatch;
 use crate::metrics::{RejectionErrorType, WebhookType};
 
 const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Index of a call record in the outcome.
+type CallIx = u32;
+
+/// The webhook being called: its phase, round, annotation index and call record.
+#[derive(Clone, Copy)]
+struct Slot {
+    phase: WebhookKind,
+    round: u8,
+    index: usize,
+    call: CallIx,
+}
 
 /// How one webhook call ended, in upstream's error classes.
 enum CallError {
@@ -32,13 +43,21 @@ enum CallError {
     Other(Status),
 }
 
+/// What the calls of a request that match the same way share.
+struct InvocationTexts {
+    /// What `Matched` steps show.
+    matched: Arc<MatchTexts>,
+    /// The review text after `uid` up to the object, once a call was prepared.
+    head: Option<Arc<str>>,
+}
+
 pub(super) struct Run<'e, 'c> {
     engine: &'e Engine,
     attrs: Attributes,
     ctx: RequestContext<'c>,
     annotations: Annotations,
     warnings: Warnings,
-    trace: Vec<Step>,
+    trace: Vec<TraceStep>,
     calls: Vec<CallRecord>,
     elapsed: Duration,
     previously_invoked: BTreeSet<String>,
@@ -50,9 +69,9 @@ pub(super) struct Run<'e, 'c> {
     /// cleared whenever a patch replaces the object.
     object_json: Option<String>,
     old_object_json: Option<String>,
-    /// The review text after `uid` up to the object, per invocation (resource, subresource,
-    /// kind) seen so far, and the text after `oldObject`: the same for every call.
-    review_heads: Vec<(Invocation, Arc<str>)>,
+    /// The texts of each invocation (resource, subresource, kind) seen so far, and the review
+    /// text after `oldObject`: the same for every call.
+    invocations: Vec<(Invocation, InvocationTexts)>,
     review_tail: Option<Arc<str>>,
 }
 
@@ -73,7 +92,7 @@ impl<'e, 'c> Run<'e, 'c> {
             current_call: None,
             object_json: None,
             old_object_json: None,
-            review_heads: Vec::new(),
+            invocations: Vec::new(),
             review_tail: None,
         }
     }
@@ -83,7 +102,9 @@ impl<'e, 'c> Run<'e, 'c> {
         let mut reinvoke_set = BTreeSet::new();
         let result = match self.exemption() {
             Some(reason) => {
-                self.step(StepKind::RequestExempt { reason });
+                self.step(Entry::RequestExempt {
+                    reason: reason.into(),
+                });
                 Ok(())
             }
             None => {
@@ -95,11 +116,7 @@ impl<'e, 'c> Run<'e, 'c> {
             Ok(()) => (true, None),
             Err(s) => (false, Some(s)),
         };
-        self.step(StepKind::Verdict {
-            allowed,
-            status: status.clone().map(Box::new),
-        });
-        self.trace.shrink_to_fit();
+        self.step(Entry::Verdict { allowed });
         self.calls.shrink_to_fit();
         Outcome {
             allowed,
@@ -108,7 +125,7 @@ impl<'e, 'c> Run<'e, 'c> {
             annotations: self.annotations.into_vec(),
             warnings: self.warnings.texts().to_vec(),
             calls: self.calls,
-            trace: self.trace,
+            trace: super::Trace::from_vec(self.trace),
             reinvoked,
             reinvoke_set,
             elapsed: self.elapsed,
@@ -159,38 +176,19 @@ impl<'e, 'c> Run<'e, 'c> {
         None
     }
 
-    fn step(&mut self, kind: StepKind) {
-        self.trace.push(Step {
-            at: self.elapsed,
-            kind,
-        });
-    }
-
-    fn hook_ref(hook: &Hook, phase: WebhookKind, round: u8, index: usize) -> HookRef {
-        HookRef {
-            phase,
-            round,
-            index,
-            configuration: Arc::clone(&hook.configuration_name),
-            webhook: Arc::clone(&hook.webhook_name),
-        }
+    fn step(&mut self, entry: Entry) {
+        self.trace.push(TraceStep::new(self.elapsed, entry));
     }
 
     fn annotate(&mut self, key: String, value: String, level: AuditLevel) {
-        match self.annotations.add(key.clone(), value.clone(), level) {
-            Ok(()) => self.step(StepKind::Annotation { key, value, level }),
-            Err(error) => self.step(StepKind::AnnotationDropped { key, error }),
+        match self.annotations.add_indexed(key, value, level) {
+            Ok(index) => self.step(Entry::Annotation {
+                index: u32::try_from(index).unwrap_or(u32::MAX),
+            }),
+            Err((key, error)) => self.step(Entry::AnnotationDropped {
+                key_and_error: Box::new((key, error)),
+            }),
         }
-    }
-
-    fn metric<const N: usize>(&mut self, name: &'static str, labels: [(&'static str, String); N]) {
-        self.step(StepKind::Metric {
-            name: Cow::Borrowed(name),
-            labels: labels
-                .into_iter()
-                .map(|(k, v)| (Cow::Borrowed(k), v))
-                .collect(),
-        });
     }
 
     fn decide(&mut self, hook: &Hook, phase: WebhookKind) -> Decision {
@@ -208,19 +206,17 @@ impl<'e, 'c> Run<'e, 'c> {
             self.ctx.metrics.observe_match_condition_error(name, ty, op);
         }
         if stats.errors > 0 {
-            self.metric(
-                "apiserver_admission_match_condition_evaluation_errors_total",
-                [("name", name.into())],
-            );
+            self.step(Entry::Metric(MetricStep::ConditionErrors {
+                webhook: Arc::clone(&hook.webhook_name),
+            }));
         }
         if stats.excluded {
             self.ctx
                 .metrics
                 .observe_match_condition_exclusion(name, ty, op);
-            self.metric(
-                "apiserver_admission_match_condition_exclusions_total",
-                [("name", name.into())],
-            );
+            self.step(Entry::Metric(MetricStep::ConditionExclusions {
+                webhook: Arc::clone(&hook.webhook_name),
+            }));
         }
         if stats.evaluated_not_all_true {
             self.ctx
@@ -239,26 +235,41 @@ impl<'e, 'c> Run<'e, 'c> {
         reason: SkipReason,
     ) {
         let text = matching::explain(hook, &self.attrs, self.ctx.namespaces, &reason);
+        let call = self.push_record(hook, phase, round, index, CallDecision::Skipped);
+        if let Some(c) = self.calls.last_mut() {
+            c.skip_reason = Some(text.into_boxed_str());
+        }
+        self.step(Entry::Skipped {
+            call,
+            cause: Box::new(reason),
+        });
+    }
+
+    /// Appends the record of a webhook considered; returns its index.
+    fn push_record(
+        &mut self,
+        hook: &Hook,
+        phase: WebhookKind,
+        round: u8,
+        index: usize,
+        decision: CallDecision,
+    ) -> CallIx {
         self.calls.push(CallRecord {
             phase,
             round,
             index,
             configuration: Arc::clone(&hook.configuration_name),
             webhook: Arc::clone(&hook.webhook_name),
-            decision: CallDecision::Skipped,
-            skip_reason: Some(text.clone()),
+            decision,
+            skip_reason: None,
             allowed: None,
             mutated: false,
             patch: None,
             error: None,
-            failure_policy: hook.failure_policy().into(),
+            failure_policy: hook.failure_policy(),
             duration_ms: 0.0,
         });
-        self.step(StepKind::Skipped {
-            hook: Self::hook_ref(hook, phase, round, index),
-            reason: text,
-            cause: reason,
-        });
+        CallIx::try_from(self.calls.len() - 1).unwrap_or(CallIx::MAX)
     }
 
     /// The record of the call being handled.
@@ -266,38 +277,65 @@ impl<'e, 'c> Run<'e, 'c> {
         self.current_call.and_then(|i| self.calls.get_mut(i))
     }
 
-    fn record_match(&mut self, hook: &Hook, inv: &Invocation, href: &HookRef) {
-        self.step(StepKind::Matched {
-            hook: href.clone(),
-            rule: inv.rule,
-            resource: format!(
-                "{}{}",
-                inv.resource,
-                if inv.sub_resource.is_empty() {
-                    String::new()
-                } else {
-                    format!(", Subresource={}", inv.sub_resource)
-                }
-            ),
-            kind: inv.kind.to_string(),
-            equivalent: inv.equivalent,
-        });
-        self.calls.push(CallRecord {
-            phase: href.phase,
-            round: href.round,
-            index: href.index,
-            configuration: Arc::clone(&hook.configuration_name),
-            webhook: Arc::clone(&hook.webhook_name),
-            decision: CallDecision::Called,
-            skip_reason: None,
-            allowed: None,
-            mutated: false,
-            patch: None,
-            error: None,
-            failure_policy: hook.failure_policy().into(),
-            duration_ms: 0.0,
-        });
+    /// The index of the record of the call being handled.
+    fn current_ix(&self) -> CallIx {
+        self.current_call
+            .and_then(|i| CallIx::try_from(i).ok())
+            .unwrap_or(CallIx::MAX)
+    }
+
+    /// Records a matching webhook: its call record (now the current one) and the step.
+    fn record_match(
+        &mut self,
+        hook: &Hook,
+        inv: &Invocation,
+        phase: WebhookKind,
+        round: u8,
+        index: usize,
+    ) -> Slot {
+        let call = self.push_record(hook, phase, round, index, CallDecision::Called);
         self.current_call = Some(self.calls.len() - 1);
+        let texts = Arc::clone(&self.invocation_texts(inv).matched);
+        self.step(Entry::Matched {
+            call,
+            rule: u32::try_from(inv.rule).unwrap_or(u32::MAX),
+            equivalent: inv.equivalent,
+            texts,
+        });
+        Slot {
+            phase,
+            round,
+            index,
+            call,
+        }
+    }
+
+    /// The texts calls share for an invocation, made the first time it is seen.
+    fn invocation_texts(&mut self, inv: &Invocation) -> &mut InvocationTexts {
+        let same = |i: &Invocation| {
+            i.kind == inv.kind && i.resource == inv.resource && i.sub_resource == inv.sub_resource
+        };
+        let at = match self.invocations.iter().position(|(i, _)| same(i)) {
+            Some(at) => at,
+            None => {
+                let resource = if inv.sub_resource.is_empty() {
+                    inv.resource.to_string()
+                } else {
+                    format!("{}, Subresource={}", inv.resource, inv.sub_resource)
+                };
+                let matched = Arc::new(MatchTexts {
+                    resource: resource.into_boxed_str(),
+                    kind: inv.kind.to_string().into_boxed_str(),
+                });
+                let texts = InvocationTexts {
+                    matched,
+                    head: None,
+                };
+                self.invocations.push((inv.clone(), texts));
+                self.invocations.len() - 1
+            }
+        };
+        &mut self.invocations[at].1
     }
 
     fn parent_done(&self) -> bool {
@@ -330,7 +368,7 @@ impl<'e, 'c> Run<'e, 'c> {
         &mut self,
         hook: &Hook,
         inv: &Invocation,
-        href: &HookRef,
+        slot: Slot,
     ) -> Result<WebhookCall, CallError> {
         if self.attrs.dry_run {
             match hook.webhook.side_effects.as_deref() {
@@ -417,14 +455,14 @@ impl<'e, 'c> Run<'e, 'c> {
             );
             (object, old_object)
         };
-        self.step(StepKind::ReviewSent {
-            hook: href.clone(),
-            url: endpoint.url.clone(),
-            uid: uid.clone(),
-            timeout,
+        self.step(Entry::ReviewSent {
+            call: slot.call,
             review: ReviewBody::new(ReviewParts {
                 version,
-                uid: Arc::from(uid.as_str()),
+                uid: uid.as_str().into(),
+                url: Arc::clone(&hook.url_base),
+                timeout_secs,
+                timeout,
                 head,
                 object,
                 old_object,
@@ -433,9 +471,9 @@ impl<'e, 'c> Run<'e, 'c> {
         });
         let body = body.into_bytes();
         Ok(WebhookCall {
-            phase: href.phase,
-            round: href.round,
-            index: href.index,
+            phase: slot.phase,
+            round: slot.round,
+            index: slot.index,
             configuration: hook.configuration.clone(),
             webhook: hook.webhook.name.clone(),
             uid: hook.uid.clone(),
@@ -450,14 +488,11 @@ impl<'e, 'c> Run<'e, 'c> {
 
     /// The shared review text of an invocation.
     fn review_head(&mut self, inv: &Invocation) -> Arc<str> {
-        let same = |i: &Invocation| {
-            i.kind == inv.kind && i.resource == inv.resource && i.sub_resource == inv.sub_resource
-        };
-        if let Some((_, head)) = self.review_heads.iter().find(|(i, _)| same(i)) {
+        if let Some(head) = &self.invocation_texts(inv).head {
             return Arc::clone(head);
         }
         let head: Arc<str> = Arc::from(review::request_head(&self.attrs, inv));
-        self.review_heads.push((inv.clone(), Arc::clone(&head)));
+        self.invocation_texts(inv).head = Some(Arc::clone(&head));
         head
     }
 
@@ -479,27 +514,30 @@ impl<'e, 'c> Run<'e, 'c> {
         reply
     }
 
-    fn record_reply(&mut self, href: &HookRef, reply: &Reply) {
-        let (http_status, body, transport_error) = match &reply.outcome {
-            ReplyOutcome::Http { status, body, .. } => (
-                Some(*status),
-                Some(Arc::from(String::from_utf8_lossy(body))),
-                None,
-            ),
-            ReplyOutcome::Transport(e) => (None, None, Some(e.detail.clone())),
-            ReplyOutcome::ClientConfig(e) => {
-                (None, None, Some(format!("could not build client: {e}")))
+    fn record_reply(&mut self, slot: Slot, reply: &Reply) {
+        let elapsed_nanos = u64::try_from(reply.elapsed.as_nanos()).unwrap_or(u64::MAX);
+        let error = match &reply.outcome {
+            ReplyOutcome::Http { status, body, .. } => {
+                self.step(Entry::ReplyReceived {
+                    call: slot.call,
+                    http_status: *status,
+                    elapsed_nanos,
+                    body: Arc::from(String::from_utf8_lossy(body)),
+                });
+                None
             }
-            ReplyOutcome::Canceled => (None, None, Some("context canceled".into())),
-            ReplyOutcome::Panicked(p) => (None, None, Some(format!("panic: {p}"))),
+            ReplyOutcome::Transport(e) => Some(e.detail.clone()),
+            ReplyOutcome::ClientConfig(e) => Some(format!("could not build client: {e}")),
+            ReplyOutcome::Canceled => Some("context canceled".into()),
+            ReplyOutcome::Panicked(p) => Some(format!("panic: {p}")),
         };
-        self.step(StepKind::ReplyReceived {
-            hook: href.clone(),
-            http_status,
-            body,
-            transport_error,
-            elapsed: reply.elapsed,
-        });
+        if let Some(error) = error {
+            self.step(Entry::ReplyFailed {
+                call: slot.call,
+                elapsed_nanos,
+                error: error.into_boxed_str(),
+            });
+        }
         if let Some(c) = self.call_record() {
             c.duration_ms = reply.elapsed.as_secs_f64() * 1000.0;
         }
@@ -509,7 +547,7 @@ impl<'e, 'c> Run<'e, 'c> {
     fn absorb_response(
         &mut self,
         hook: &Hook,
-        href: &HookRef,
+        slot: Slot,
         verified: &review::Verified,
     ) -> Result<(), CallError> {
         for (k, v) in &verified.audit_annotations {
@@ -521,10 +559,10 @@ impl<'e, 'c> Run<'e, 'c> {
         }
         for w in &verified.warnings {
             let kept = self.warnings.add(w);
-            self.step(StepKind::Warning {
-                hook: href.clone(),
-                text: w.clone(),
+            self.step(Entry::Warning {
+                call: slot.call,
                 kept,
+                text: w.as_str().into(),
             });
         }
         if let Some(c) = self.call_record() {
@@ -544,7 +582,7 @@ impl<'e, 'c> Run<'e, 'c> {
         round: u8,
         replier: &mut R,
     ) -> Result<(), Status> {
-        self.step(StepKind::PhaseStarted {
+        self.step(Entry::PhaseStarted {
             phase: WebhookKind::Mutating,
             round,
         });
@@ -586,9 +624,8 @@ impl<'e, 'c> Run<'e, 'c> {
                 self.record_skip(hook, phase, round, i, reason);
                 continue;
             }
-            let href = Self::hook_ref(hook, phase, round, i);
-            self.record_match(hook, &inv, &href);
-            let (changed, err, elapsed) = self.call_mutating(hook, &inv, &href, replier).await;
+            let slot = self.record_match(hook, &inv, phase, round, i);
+            let (changed, err, elapsed) = self.call_mutating(hook, &inv, slot, replier).await;
             let mutation =
                 mutation_annotation_value(&hook.configuration, &hook.webhook.name, changed);
             self.annotate(
@@ -601,7 +638,7 @@ impl<'e, 'c> Run<'e, 'c> {
             }
             self.observe_call(hook, phase, err.as_ref(), elapsed);
             if changed {
-                self.require_reinvoking_previously_invoked(&href);
+                self.require_reinvoking_previously_invoked(slot);
                 self.should_reinvoke = true;
             }
             if hook.reinvoke_if_needed {
@@ -615,7 +652,7 @@ impl<'e, 'c> Run<'e, 'c> {
                         go_quote(&hook.webhook.name),
                         e.reason
                     );
-                    self.fail_call(hook, &href, &message, hook.ignore_failures);
+                    self.fail_call(slot, &message, hook.ignore_failures);
                     if hook.ignore_failures {
                         if !e.canceled {
                             self.fail_open(hook, phase, format!("failed-open.mutation.webhook.admission.k8s.io/round_{round}_index_{i}"));
@@ -630,14 +667,14 @@ impl<'e, 'c> Run<'e, 'c> {
                     return Err(status::internal_error(&message));
                 }
                 CallError::Rejection(s) => {
-                    self.step(StepKind::Denied {
-                        hook: href.clone(),
+                    self.step(Entry::Denied {
+                        call: slot.call,
                         status: Box::new(s.clone()),
                     });
                     return Err(s);
                 }
                 CallError::Other(s) => {
-                    self.fail_call(hook, &href, &s.message, false);
+                    self.fail_call(slot, &s.message, false);
                     return Err(s);
                 }
             }
@@ -645,14 +682,12 @@ impl<'e, 'c> Run<'e, 'c> {
         Ok(())
     }
 
-    fn fail_call(&mut self, hook: &Hook, href: &HookRef, message: &str, failed_open: bool) {
-        if let Some(c) = self.call_record() {
-            c.error = Some(message.to_string());
+    fn fail_call(&mut self, slot: Slot, message: &str, failed_open: bool) {
+        if let Some(c) = self.calls.get_mut(slot.call as usize) {
+            c.error = Some(message.into());
         }
-        self.step(StepKind::CallFailed {
-            hook: href.clone(),
-            error: message.to_string(),
-            failure_policy: hook.failure_policy().into(),
+        self.step(Entry::CallFailed {
+            call: slot.call,
             failed_open,
         });
     }
@@ -661,22 +696,20 @@ impl<'e, 'c> Run<'e, 'c> {
         self.ctx
             .metrics
             .observe_webhook_fail_open(&hook.webhook.name, webhook_type(phase));
-        self.metric(
-            "apiserver_admission_webhook_fail_open_count",
-            [("name", hook.webhook.name.clone())],
-        );
+        let call = self.current_ix();
+        self.step(Entry::Metric(MetricStep::FailOpen { call }));
         self.annotate(key, hook.webhook.name.clone(), AuditLevel::Metadata);
     }
 
-    fn require_reinvoking_previously_invoked(&mut self, href: &HookRef) {
+    fn require_reinvoking_previously_invoked(&mut self, slot: Slot) {
         if self.previously_invoked.is_empty() {
             return;
         }
         let moved = std::mem::take(&mut self.previously_invoked);
         self.reinvoke.extend(moved);
-        self.step(StepKind::Reinvocation {
-            hook: href.clone(),
-            reinvoke: self.reinvoke.iter().cloned().collect(),
+        self.step(Entry::Reinvocation {
+            call: slot.call,
+            reinvoke: self.reinvoke.iter().cloned().collect::<Vec<_>>().into(),
         });
     }
 
@@ -712,26 +745,22 @@ impl<'e, 'c> Run<'e, 'c> {
             self.ctx
                 .metrics
                 .observe_webhook_rejection(name, ty, op, error_type, rcode);
-            self.metric(
-                "apiserver_admission_webhook_rejection_count",
-                [
-                    ("name", name.into()),
-                    ("error_type", error_type_label(error_type).into()),
-                    ("rejection_code", rcode.min(600).to_string()),
-                ],
-            );
+            let call = self.current_ix();
+            self.step(Entry::Metric(MetricStep::Rejection {
+                call,
+                error_type,
+                code: rcode,
+            }));
         }
         self.ctx
             .metrics
             .observe_webhook(name, ty, op, rejected, code, elapsed);
-        self.metric(
-            "apiserver_admission_webhook_request_total",
-            [
-                ("name", name.into()),
-                ("code", code.min(600).to_string()),
-                ("rejected", rejected.to_string()),
-            ],
-        );
+        let call = self.current_ix();
+        self.step(Entry::Metric(MetricStep::Request {
+            call,
+            code,
+            rejected,
+        }));
     }
 
     /// One mutating call: returns (changed, error, duration).
@@ -739,10 +768,10 @@ impl<'e, 'c> Run<'e, 'c> {
         &mut self,
         hook: &Hook,
         inv: &Invocation,
-        href: &HookRef,
+        slot: Slot,
         replier: &mut R,
     ) -> (bool, Option<CallError>, Duration) {
-        let call = match self.prepare_call(hook, inv, href) {
+        let call = match self.prepare_call(hook, inv, slot) {
             Ok(c) => c,
             Err(e) => return (false, Some(e), Duration::ZERO),
         };
@@ -760,7 +789,7 @@ impl<'e, 'c> Run<'e, 'c> {
             });
         let reply = Self::normalise(&call, reply);
         self.elapsed += reply.elapsed;
-        self.record_reply(href, &reply);
+        self.record_reply(slot, &reply);
         let elapsed = reply.elapsed;
         if let ReplyOutcome::Panicked(p) = &reply.outcome {
             return (
@@ -785,13 +814,13 @@ impl<'e, 'c> Run<'e, 'c> {
                 return (false, Some(CallError::Calling(e)), elapsed);
             }
         };
-        if let Err(e) = self.absorb_response(hook, href, &verified) {
+        if let Err(e) = self.absorb_response(hook, slot, &verified) {
             return (false, Some(e), elapsed);
         }
-        match self.apply_patch(hook, inv, href, &verified) {
+        match self.apply_patch(hook, inv, slot, &verified) {
             Ok(changed) => {
                 if !changed && verified.patch.is_none() {
-                    self.step(StepKind::Allowed { hook: href.clone() });
+                    self.step(Entry::Allowed { call: slot.call });
                 }
                 (changed, None, elapsed)
             }
@@ -803,7 +832,7 @@ impl<'e, 'c> Run<'e, 'c> {
         &mut self,
         hook: &Hook,
         inv: &Invocation,
-        href: &HookRef,
+        slot: Slot,
         verified: &review::Verified,
     ) -> Result<bool, CallError> {
         let Some(bytes) = verified.patch.as_deref() else {
@@ -812,9 +841,9 @@ impl<'e, 'c> Run<'e, 'c> {
         let patch = match jsonpatch::decode(bytes) {
             Ok(p) => p,
             Err(e) => {
-                self.step(StepKind::PatchFailed {
-                    hook: href.clone(),
-                    error: format!("undecodable patch: {e}"),
+                self.step(Entry::PatchFailed {
+                    call: slot.call,
+                    error: format!("undecodable patch: {e}").into(),
                 });
                 return Err(if self.engine.options.kube_version.at_least(34) {
                     CallError::Calling(CallingError {
@@ -837,9 +866,9 @@ impl<'e, 'c> Run<'e, 'c> {
                 "admission webhook {} attempted to modify the object, which is not supported for this operation",
                 go_quote(&hook.webhook.name)
             );
-            self.step(StepKind::PatchFailed {
-                hook: href.clone(),
-                error: msg.clone(),
+            self.step(Entry::PatchFailed {
+                call: slot.call,
+                error: msg.as_str().into(),
             });
             return Err(CallError::Other(status::internal_error(&msg)));
         }
@@ -854,9 +883,9 @@ impl<'e, 'c> Run<'e, 'c> {
         let (patched, changed) = match self.patch_object(&patch, &inv.kind) {
             Ok(p) => p,
             Err(e) => {
-                self.step(StepKind::PatchFailed {
-                    hook: href.clone(),
-                    error: e.to_string(),
+                self.step(Entry::PatchFailed {
+                    call: slot.call,
+                    error: e.to_string().into(),
                 });
                 return Err(CallError::Other(status::internal_error(&e.to_string())));
             }
@@ -866,7 +895,7 @@ impl<'e, 'c> Run<'e, 'c> {
         self.annotate(
             format!(
                 "patch.webhook.admission.k8s.io/round_{}_index_{}",
-                href.round, href.index
+                slot.round, slot.index
             ),
             value,
             AuditLevel::Request,
@@ -876,17 +905,15 @@ impl<'e, 'c> Run<'e, 'c> {
         } else {
             review::relabel(&patched, &inv.kind, &self.attrs.kind)
         });
-        let patch_value: Value = serde_json::from_str(&patch_json).unwrap_or(Value::Null);
         if let Some(c) = self.call_record() {
-            c.patch = Some(patch_value.clone());
+            c.patch = Some(patch_json.into_boxed_str());
         }
         let before = self.attrs.object.take().unwrap_or_default();
-        self.step(StepKind::PatchApplied {
-            hook: href.clone(),
-            patch: patch_value,
+        self.step(Entry::PatchApplied {
+            call: slot.call,
+            changed,
             before,
             after: Arc::clone(&after),
-            changed,
         });
         self.attrs.object = Some(after);
         self.object_json = None;
@@ -918,7 +945,7 @@ impl<'e, 'c> Run<'e, 'c> {
         &mut self,
         replier: &mut R,
     ) -> Result<(), Status> {
-        self.step(StepKind::PhaseStarted {
+        self.step(Entry::PhaseStarted {
             phase: WebhookKind::Validating,
             round: 0,
         });
@@ -956,9 +983,8 @@ impl<'e, 'c> Run<'e, 'c> {
         let mut batch: Vec<WebhookCall> = Vec::new();
         let mut prepared: Vec<Result<usize, CallError>> = Vec::new();
         for (j, (hook, inv)) in relevant.iter().enumerate() {
-            let href = Self::hook_ref(hook, phase, 0, j);
-            self.record_match(hook, inv, &href);
-            prepared.push(self.prepare_call(hook, inv, &href).map(|call| {
+            let slot = self.record_match(hook, inv, phase, 0, j);
+            prepared.push(self.prepare_call(hook, inv, slot).map(|call| {
                 batch.push(call);
                 batch.len() - 1
             }));
@@ -974,7 +1000,12 @@ impl<'e, 'c> Run<'e, 'c> {
         let mut errors: Vec<Status> = Vec::new();
         for (j, prep) in prepared.into_iter().enumerate() {
             let (hook, _) = relevant[j];
-            let href = Self::hook_ref(hook, phase, 0, j);
+            let slot = Slot {
+                phase,
+                round: 0,
+                index: j,
+                call: CallIx::try_from(first_record + j).unwrap_or(CallIx::MAX),
+            };
             self.current_call = Some(first_record + j);
             let (err, elapsed, panicked) = match prep {
                 Err(e) => (Some(e), Duration::ZERO, false),
@@ -990,7 +1021,7 @@ impl<'e, 'c> Run<'e, 'c> {
                     let reply = Self::normalise(call, reply);
                     slowest = slowest.max(reply.elapsed);
                     self.elapsed = start + reply.elapsed;
-                    self.record_reply(&href, &reply);
+                    self.record_reply(slot, &reply);
                     if let ReplyOutcome::Panicked(p) = &reply.outcome {
                         let msg = format!(
                             "ValidatingAdmissionWebhook/{} has panicked: {p}",
@@ -1014,7 +1045,7 @@ impl<'e, 'c> Run<'e, 'c> {
                                 (Some(CallError::Calling(e)), reply.elapsed, false)
                             }
                             Ok(v) => (
-                                self.absorb_response(hook, &href, &v).err(),
+                                self.absorb_response(hook, slot, &v).err(),
                                 reply.elapsed,
                                 false,
                             ),
@@ -1027,7 +1058,7 @@ impl<'e, 'c> Run<'e, 'c> {
                     Some(CallError::Other(s)) => s.message.clone(),
                     _ => String::new(),
                 };
-                self.fail_call(hook, &href, &message, hook.ignore_failures);
+                self.fail_call(slot, &message, hook.ignore_failures);
                 if hook.ignore_failures {
                     self.fail_open(
                         hook,
@@ -1043,14 +1074,14 @@ impl<'e, 'c> Run<'e, 'c> {
             }
             self.observe_call(hook, phase, err.as_ref(), elapsed);
             match err {
-                None => self.step(StepKind::Allowed { hook: href.clone() }),
+                None => self.step(Entry::Allowed { call: slot.call }),
                 Some(CallError::Calling(e)) => {
                     let message = format!(
                         "failed calling webhook {}: {}",
                         go_quote(&hook.webhook.name),
                         e.reason
                     );
-                    self.fail_call(hook, &href, &message, hook.ignore_failures);
+                    self.fail_call(slot, &message, hook.ignore_failures);
                     if hook.ignore_failures {
                         if !e.canceled {
                             self.fail_open(hook, phase, format!("failed-open.validating.webhook.admission.k8s.io/round_0_index_{j}"));
@@ -1060,14 +1091,14 @@ impl<'e, 'c> Run<'e, 'c> {
                     }
                 }
                 Some(CallError::Rejection(s)) => {
-                    self.step(StepKind::Denied {
-                        hook: href.clone(),
+                    self.step(Entry::Denied {
+                        call: slot.call,
                         status: Box::new(s.clone()),
                     });
                     errors.push(s);
                 }
                 Some(CallError::Other(s)) => {
-                    self.fail_call(hook, &href, &s.message, false);
+                    self.fail_call(slot, &s.message, false);
                     errors.push(s);
                 }
             }
@@ -1095,14 +1126,6 @@ fn webhook_type(phase: WebhookKind) -> WebhookType {
     match phase {
         WebhookKind::Mutating => WebhookType::Admit,
         WebhookKind::Validating => WebhookType::Validating,
-    }
-}
-
-fn error_type_label(t: RejectionErrorType) -> &'static str {
-    match t {
-        RejectionErrorType::CallingWebhookError => "calling_webhook_error",
-        RejectionErrorType::NoError => "no_error",
-        RejectionErrorType::ApiserverInternalError => "apiserver_internal_error",
     }
 }
 
@@ -1148,11 +1171,37 @@ pub fn semantic_eq(a: &Value, b: &Value) -> bool {
         }
     }
     match (a, b) {
+        // Both maps iterate in key order: one merge walk instead of a lookup per key.
         (Value::Object(x), Value::Object(y)) => {
-            x.iter().all(|(k, v)| match y.get(k) {
-                Some(w) => semantic_eq(v, w),
-                None => empty(v),
-            }) && y.iter().all(|(k, w)| x.contains_key(k) || empty(w))
+            let (mut xs, mut ys) = (x.iter().peekable(), y.iter().peekable());
+            loop {
+                match (xs.peek(), ys.peek()) {
+                    (None, None) => return true,
+                    (Some((k, v)), Some((l, w))) => match k.cmp(l) {
+                        std::cmp::Ordering::Equal => {
+                            if !semantic_eq(v, w) {
+                                return false;
+                            }
+                            xs.next();
+                            ys.next();
+                        }
+                        std::cmp::Ordering::Less if empty(v) => {
+                            xs.next();
+                        }
+                        std::cmp::Ordering::Greater if empty(w) => {
+                            ys.next();
+                        }
+                        _ => return false,
+                    },
+                    (Some((_, v)), None) if empty(v) => {
+                        xs.next();
+                    }
+                    (None, Some((_, w))) if empty(w) => {
+                        ys.next();
+                    }
+                    _ => return false,
+                }
+            }
         }
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(v, w)| semantic_eq(v, w))
@@ -1182,5 +1231,12 @@ mod tests {
         assert!(semantic_eq(&json!({"l": []}), &json!({"l": null})));
         assert!(!semantic_eq(&json!({"l": [1]}), &json!({"l": []})));
         assert!(!semantic_eq(&json!({"a": "x"}), &json!({"a": "y"})));
+        assert!(semantic_eq(
+            &json!({"a": 1, "b": null, "d": [], "e": 2}),
+            &json!({"a": 1, "c": {}, "e": 2, "f": null})
+        ));
+        assert!(!semantic_eq(&json!({"a": 1, "b": 2}), &json!({"a": 1})));
+        assert!(!semantic_eq(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
+        assert!(!semantic_eq(&json!({"b": 1}), &json!({"a": 1})));
     }
 }

@@ -28,6 +28,8 @@ pub struct Hook {
     pub(crate) endpoint: Result<crate::engine::Endpoint, String>,
     /// `configuration` and `webhook.name`, shared by every trace step and call record.
     pub(crate) configuration_name: Arc<str>,
+    /// The endpoint's URL before `?timeout=`, shared by the trace of every call.
+    pub(crate) url_base: Arc<str>,
     pub(crate) webhook_name: Arc<str>,
 }
 
@@ -57,6 +59,7 @@ impl Hook {
                     .map_err(|e| e.to_string()),
             })
             .collect();
+        let endpoint = super::endpoint::untimed_endpoint(&webhook.client_config);
         Hook {
             uid,
             configuration: configuration.into(),
@@ -68,7 +71,11 @@ impl Hook {
             namespace_selector: selector(&webhook.namespace_selector),
             object_selector: selector(&webhook.object_selector),
             conditions,
-            endpoint: super::endpoint::untimed_endpoint(&webhook.client_config),
+            url_base: endpoint
+                .as_ref()
+                .map(|e| Arc::from(e.url.as_str()))
+                .unwrap_or_else(|_| Arc::from("")),
+            endpoint,
             configuration_name: Arc::from(configuration),
             webhook_name: Arc::from(webhook.name.as_str()),
         }

@@ -39,7 +39,7 @@ pub use call::{
 pub use dispatch::{mutation_annotation_value, patch_annotation_value, semantic_eq};
 pub use hooks::Hook;
 pub use matching::{Decision, Invocation, SkipReason};
-pub use trace::{HookRef, ReviewBody, Step, StepKind};
+pub use trace::{HookRef, ReviewBody, Step, StepKind, Trace, TraceStep};
 
 use crate::api::{GroupResource, Status, WebhookConfiguration, WebhookKind};
 use crate::metrics::Metrics;
@@ -104,8 +104,7 @@ pub struct RequestContext<'a> {
 }
 
 /// The result of dispatching one request.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
+#[derive(Debug, Clone, PartialEq)]
 pub struct Outcome {
     /// Whether the request was admitted.
     pub allowed: bool,
@@ -113,7 +112,6 @@ pub struct Outcome {
     pub status: Option<Status>,
     /// The object after the mutating chain (None for requests without an object): the request's
     /// own object when no patch changed it, else the last patch's result, shared with the trace.
-    #[serde(serialize_with = "attributes::shared_value::serialize")]
     pub object: Option<Arc<Value>>,
     /// Audit annotations in the order written, with their levels.
     pub annotations: Vec<AuditAnnotation>,
@@ -121,15 +119,45 @@ pub struct Outcome {
     pub warnings: Vec<String>,
     /// One record per webhook considered, in order.
     pub calls: Vec<CallRecord>,
-    /// Everything that happened.
-    pub trace: Vec<Step>,
+    /// Everything that happened, compact: [`Outcome::steps`] gives the steps in full.
+    pub trace: Trace,
     /// Whether the reinvocation round ran.
     pub reinvoked: bool,
     /// UIDs of webhooks that were due for reinvocation after round 0.
     pub reinvoke_set: BTreeSet<String>,
     /// Virtual time the dispatch took.
-    #[serde(skip)]
     pub elapsed: Duration,
+}
+
+impl Serialize for Outcome {
+    /// The outcome with its trace in full (the steps of [`Outcome::steps`]).
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Full<'a> {
+            allowed: bool,
+            status: &'a Option<Status>,
+            object: Option<&'a Value>,
+            annotations: &'a [AuditAnnotation],
+            warnings: &'a [String],
+            calls: &'a [CallRecord],
+            trace: Vec<Step>,
+            reinvoked: bool,
+            reinvoke_set: &'a BTreeSet<String>,
+        }
+        Full {
+            allowed: self.allowed,
+            status: &self.status,
+            object: self.object.as_deref(),
+            annotations: &self.annotations,
+            warnings: &self.warnings,
+            calls: &self.calls,
+            trace: self.steps(),
+            reinvoked: self.reinvoked,
+            reinvoke_set: &self.reinvoke_set,
+        }
+        .serialize(s)
+    }
 }
 
 impl Outcome {
@@ -158,19 +186,39 @@ pub struct CallRecord {
     /// Called or skipped.
     pub decision: CallDecision,
     /// Why it was skipped.
-    pub skip_reason: Option<String>,
+    pub skip_reason: Option<Box<str>>,
     /// The webhook's verdict, when it answered.
     pub allowed: Option<bool>,
     /// Whether its patch changed the object.
     pub mutated: bool,
-    /// Its patch, decoded.
-    pub patch: Option<Value>,
+    /// Its patch, decoded and marshalled again as the `patch.webhook.admission.k8s.io`
+    /// annotation carries it ([`CallRecord::patch_value`] parses it).
+    #[serde(serialize_with = "ser_patch")]
+    pub patch: Option<Box<str>>,
     /// The error, when the call failed.
-    pub error: Option<String>,
-    /// The failure policy in force.
-    pub failure_policy: String,
+    pub error: Option<Box<str>>,
+    /// The failure policy in force: `Fail` or `Ignore`.
+    pub failure_policy: &'static str,
     /// Call duration in milliseconds.
     pub duration_ms: f64,
+}
+
+impl CallRecord {
+    /// Its patch as a JSON value.
+    pub fn patch_value(&self) -> Option<Value> {
+        self.patch
+            .as_deref()
+            .map(|p| serde_json::from_str(p).unwrap_or(Value::Null))
+    }
+}
+
+fn ser_patch<S: serde::Serializer>(patch: &Option<Box<str>>, s: S) -> Result<S::Ok, S::Error> {
+    match patch.as_deref() {
+        Some(p) => serde_json::from_str::<Value>(p)
+            .unwrap_or(Value::Null)
+            .serialize(s),
+        None => s.serialize_none(),
+    }
 }
 
 /// Whether a webhook was called.

@@ -89,7 +89,11 @@ pub struct ReviewBody(Box<ReviewParts>);
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct ReviewParts {
     pub(crate) version: &'static str,
-    pub(crate) uid: Arc<str>,
+    pub(crate) uid: Box<str>,
+    /// The webhook's URL before `?timeout=`, shared by its calls, and the seconds sent.
+    pub(crate) url: Arc<str>,
+    pub(crate) timeout_secs: u64,
+    pub(crate) timeout: Duration,
     pub(crate) head: Arc<str>,
     pub(crate) object: Option<Arc<Value>>,
     pub(crate) old_object: Option<Arc<Value>>,
@@ -129,6 +133,26 @@ impl ReviewBody {
     /// The old object sent.
     pub fn old_object(&self) -> Option<&Value> {
         self.0.old_object.as_deref()
+    }
+
+    /// `request.uid` of the review.
+    pub fn uid(&self) -> &str {
+        &self.0.uid
+    }
+
+    /// The request URL, `?timeout=` included.
+    pub fn url(&self) -> String {
+        let secs = super::status::go_duration_secs(self.0.timeout_secs);
+        let mut url = String::with_capacity(self.0.url.len() + 9 + secs.len());
+        url.push_str(&self.0.url);
+        url.push_str("?timeout=");
+        url.push_str(&secs);
+        url
+    }
+
+    /// The objects sent, as shared.
+    fn shared_objects(&self) -> impl Iterator<Item = &Arc<Value>> {
+        self.0.object.iter().chain(&self.0.old_object)
     }
 }
 
@@ -315,6 +339,435 @@ impl StepKind {
             | StepKind::Warning { hook, .. }
             | StepKind::Reinvocation { hook, .. } => Some(hook),
             _ => None,
+        }
+    }
+}
+
+/// The trace as a dispatch keeps it: compact steps that name their webhook by the index of its
+/// [`super::CallRecord`] and take texts the outcome already holds (skip reasons, errors, patches,
+/// annotations, the verdict's status) from it. [`super::Outcome::steps`] expands it into
+/// [`Step`]s.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Trace {
+    steps: Box<[TraceStep]>,
+}
+
+/// One compact step of a [`Trace`] (see [`super::Outcome::steps`] for its full form).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TraceStep {
+    at_nanos: u64,
+    entry: Entry,
+}
+
+/// Index of a call record in the outcome.
+type CallIx = u32;
+
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Entry {
+    PhaseStarted {
+        phase: WebhookKind,
+        round: u8,
+    },
+    RequestExempt {
+        reason: Box<str>,
+    },
+    Skipped {
+        call: CallIx,
+        cause: Box<SkipReason>,
+    },
+    Matched {
+        call: CallIx,
+        rule: u32,
+        equivalent: bool,
+        texts: Arc<MatchTexts>,
+    },
+    ReviewSent {
+        call: CallIx,
+        review: ReviewBody,
+    },
+    ReplyReceived {
+        call: CallIx,
+        http_status: u16,
+        elapsed_nanos: u64,
+        body: Arc<str>,
+    },
+    ReplyFailed {
+        call: CallIx,
+        elapsed_nanos: u64,
+        error: Box<str>,
+    },
+    Allowed {
+        call: CallIx,
+    },
+    Denied {
+        call: CallIx,
+        status: Box<Status>,
+    },
+    CallFailed {
+        call: CallIx,
+        failed_open: bool,
+    },
+    PatchApplied {
+        call: CallIx,
+        changed: bool,
+        before: Arc<Value>,
+        after: Arc<Value>,
+    },
+    PatchFailed {
+        call: CallIx,
+        error: Box<str>,
+    },
+    Annotation {
+        index: u32,
+    },
+    AnnotationDropped {
+        key_and_error: Box<(String, String)>,
+    },
+    Warning {
+        call: CallIx,
+        kept: bool,
+        text: Box<str>,
+    },
+    Metric(MetricStep),
+    Reinvocation {
+        call: CallIx,
+        reinvoke: Box<[String]>,
+    },
+    Verdict {
+        allowed: bool,
+    },
+}
+
+/// A metric step: the family and labels follow from the kind and the call record.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum MetricStep {
+    ConditionErrors {
+        webhook: Arc<str>,
+    },
+    ConditionExclusions {
+        webhook: Arc<str>,
+    },
+    FailOpen {
+        call: CallIx,
+    },
+    Rejection {
+        call: CallIx,
+        error_type: crate::metrics::RejectionErrorType,
+        code: i32,
+    },
+    Request {
+        call: CallIx,
+        code: i32,
+        rejected: bool,
+    },
+}
+
+/// What a `Matched` step shows of an invocation, shared by the calls of a request that match it
+/// the same way.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct MatchTexts {
+    pub(crate) resource: Box<str>,
+    pub(crate) kind: Box<str>,
+}
+
+fn nanos(d: Duration) -> u64 {
+    u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
+}
+
+impl Trace {
+    /// Number of steps.
+    pub fn len(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// Whether there are no steps.
+    pub fn is_empty(&self) -> bool {
+        self.steps.is_empty()
+    }
+
+    /// The compact steps.
+    pub fn compact_steps(&self) -> &[TraceStep] {
+        &self.steps
+    }
+
+    /// Every JSON object the trace refers to (objects before and after patches, objects sent),
+    /// once per reference: the same allocation may appear many times.
+    pub fn objects(&self) -> impl Iterator<Item = &Arc<Value>> {
+        self.steps.iter().flat_map(|s| {
+            let (a, b): (Option<&Arc<Value>>, Option<&Arc<Value>>) = match &s.entry {
+                Entry::PatchApplied { before, after, .. } => (Some(before), Some(after)),
+                _ => (None, None),
+            };
+            let sent = match &s.entry {
+                Entry::ReviewSent { review, .. } => Some(review.shared_objects()),
+                _ => None,
+            };
+            a.into_iter().chain(b).chain(sent.into_iter().flatten())
+        })
+    }
+
+    pub(crate) fn from_vec(steps: Vec<TraceStep>) -> Self {
+        Trace {
+            steps: steps.into_boxed_slice(),
+        }
+    }
+}
+
+impl TraceStep {
+    pub(crate) fn new(at: Duration, entry: Entry) -> Self {
+        TraceStep {
+            at_nanos: nanos(at),
+            entry,
+        }
+    }
+
+    /// Virtual time since the request started.
+    pub fn at(&self) -> Duration {
+        Duration::from_nanos(self.at_nanos)
+    }
+
+    /// Index of the call record of the webhook the step concerns, if it concerns one.
+    pub fn call(&self) -> Option<usize> {
+        let ix = match &self.entry {
+            Entry::Skipped { call, .. }
+            | Entry::Matched { call, .. }
+            | Entry::ReviewSent { call, .. }
+            | Entry::ReplyReceived { call, .. }
+            | Entry::ReplyFailed { call, .. }
+            | Entry::Allowed { call }
+            | Entry::Denied { call, .. }
+            | Entry::CallFailed { call, .. }
+            | Entry::PatchApplied { call, .. }
+            | Entry::PatchFailed { call, .. }
+            | Entry::Warning { call, .. }
+            | Entry::Reinvocation { call, .. } => *call,
+            _ => return None,
+        };
+        Some(ix as usize)
+    }
+
+    /// The object before and after, when the step is an applied patch.
+    pub fn patch_objects(&self) -> Option<(&Arc<Value>, &Arc<Value>)> {
+        match &self.entry {
+            Entry::PatchApplied { before, after, .. } => Some((before, after)),
+            _ => None,
+        }
+    }
+}
+
+impl super::Outcome {
+    /// The trace in full: every step with its webhook and texts, as the report writes it.
+    pub fn steps(&self) -> Vec<Step> {
+        self.trace
+            .steps
+            .iter()
+            .map(|s| Step {
+                at: s.at(),
+                kind: self.expand(&s.entry),
+            })
+            .collect()
+    }
+
+    fn hook_ref(&self, call: CallIx) -> HookRef {
+        match self.calls.get(call as usize) {
+            Some(c) => HookRef {
+                phase: c.phase,
+                round: c.round,
+                index: c.index,
+                configuration: Arc::clone(&c.configuration),
+                webhook: Arc::clone(&c.webhook),
+            },
+            None => HookRef {
+                phase: WebhookKind::Mutating,
+                round: 0,
+                index: 0,
+                configuration: Arc::from(""),
+                webhook: Arc::from(""),
+            },
+        }
+    }
+
+    fn expand(&self, entry: &Entry) -> StepKind {
+        let record = |call: &CallIx| self.calls.get(*call as usize);
+        match entry {
+            Entry::PhaseStarted { phase, round } => StepKind::PhaseStarted {
+                phase: *phase,
+                round: *round,
+            },
+            Entry::RequestExempt { reason } => StepKind::RequestExempt {
+                reason: reason.to_string(),
+            },
+            Entry::Skipped { call, cause } => StepKind::Skipped {
+                hook: self.hook_ref(*call),
+                reason: record(call)
+                    .and_then(|c| c.skip_reason.as_deref())
+                    .unwrap_or_default()
+                    .to_string(),
+                cause: (**cause).clone(),
+            },
+            Entry::Matched {
+                call,
+                rule,
+                equivalent,
+                texts,
+            } => StepKind::Matched {
+                hook: self.hook_ref(*call),
+                rule: *rule as usize,
+                resource: texts.resource.to_string(),
+                kind: texts.kind.to_string(),
+                equivalent: *equivalent,
+            },
+            Entry::ReviewSent { call, review } => StepKind::ReviewSent {
+                hook: self.hook_ref(*call),
+                url: review.url(),
+                uid: review.uid().to_string(),
+                timeout: review.0.timeout,
+                review: review.clone(),
+            },
+            Entry::ReplyReceived {
+                call,
+                http_status,
+                elapsed_nanos,
+                body,
+            } => StepKind::ReplyReceived {
+                hook: self.hook_ref(*call),
+                http_status: Some(*http_status),
+                body: Some(Arc::clone(body)),
+                transport_error: None,
+                elapsed: Duration::from_nanos(*elapsed_nanos),
+            },
+            Entry::ReplyFailed {
+                call,
+                elapsed_nanos,
+                error,
+            } => StepKind::ReplyReceived {
+                hook: self.hook_ref(*call),
+                http_status: None,
+                body: None,
+                transport_error: Some(error.to_string()),
+                elapsed: Duration::from_nanos(*elapsed_nanos),
+            },
+            Entry::Allowed { call } => StepKind::Allowed {
+                hook: self.hook_ref(*call),
+            },
+            Entry::Denied { call, status } => StepKind::Denied {
+                hook: self.hook_ref(*call),
+                status: status.clone(),
+            },
+            Entry::CallFailed { call, failed_open } => StepKind::CallFailed {
+                hook: self.hook_ref(*call),
+                error: record(call)
+                    .and_then(|c| c.error.as_deref())
+                    .unwrap_or_default()
+                    .to_string(),
+                failure_policy: record(call)
+                    .map(|c| c.failure_policy)
+                    .unwrap_or_default()
+                    .to_string(),
+                failed_open: *failed_open,
+            },
+            Entry::PatchApplied {
+                call,
+                changed,
+                before,
+                after,
+            } => StepKind::PatchApplied {
+                hook: self.hook_ref(*call),
+                patch: record(call)
+                    .and_then(|c| c.patch_value())
+                    .unwrap_or(Value::Null),
+                before: Arc::clone(before),
+                after: Arc::clone(after),
+                changed: *changed,
+            },
+            Entry::PatchFailed { call, error } => StepKind::PatchFailed {
+                hook: self.hook_ref(*call),
+                error: error.to_string(),
+            },
+            Entry::Annotation { index } => match self.annotations.get(*index as usize) {
+                Some(a) => StepKind::Annotation {
+                    key: a.key.clone(),
+                    value: a.value.clone(),
+                    level: a.level,
+                },
+                None => StepKind::Annotation {
+                    key: String::new(),
+                    value: String::new(),
+                    level: AuditLevel::None,
+                },
+            },
+            Entry::AnnotationDropped { key_and_error } => StepKind::AnnotationDropped {
+                key: key_and_error.0.clone(),
+                error: key_and_error.1.clone(),
+            },
+            Entry::Warning { call, kept, text } => StepKind::Warning {
+                hook: self.hook_ref(*call),
+                text: text.to_string(),
+                kept: *kept,
+            },
+            Entry::Metric(m) => self.expand_metric(m),
+            Entry::Reinvocation { call, reinvoke } => StepKind::Reinvocation {
+                hook: self.hook_ref(*call),
+                reinvoke: reinvoke.to_vec(),
+            },
+            Entry::Verdict { allowed } => StepKind::Verdict {
+                allowed: *allowed,
+                status: self.status.clone().map(Box::new),
+            },
+        }
+    }
+
+    fn expand_metric(&self, m: &MetricStep) -> StepKind {
+        let name_of = |call: &CallIx| {
+            self.calls
+                .get(*call as usize)
+                .map(|c| c.webhook.to_string())
+                .unwrap_or_default()
+        };
+        let (family, labels): (&'static str, Vec<(&'static str, String)>) = match m {
+            MetricStep::ConditionErrors { webhook } => (
+                "apiserver_admission_match_condition_evaluation_errors_total",
+                vec![("name", webhook.to_string())],
+            ),
+            MetricStep::ConditionExclusions { webhook } => (
+                "apiserver_admission_match_condition_exclusions_total",
+                vec![("name", webhook.to_string())],
+            ),
+            MetricStep::FailOpen { call } => (
+                "apiserver_admission_webhook_fail_open_count",
+                vec![("name", name_of(call))],
+            ),
+            MetricStep::Rejection {
+                call,
+                error_type,
+                code,
+            } => (
+                "apiserver_admission_webhook_rejection_count",
+                vec![
+                    ("name", name_of(call)),
+                    ("error_type", error_type.as_str().to_string()),
+                    ("rejection_code", (*code).min(600).to_string()),
+                ],
+            ),
+            MetricStep::Request {
+                call,
+                code,
+                rejected,
+            } => (
+                "apiserver_admission_webhook_request_total",
+                vec![
+                    ("name", name_of(call)),
+                    ("code", (*code).min(600).to_string()),
+                    ("rejected", rejected.to_string()),
+                ],
+            ),
+        };
+        StepKind::Metric {
+            name: Cow::Borrowed(family),
+            labels: labels
+                .into_iter()
+                .map(|(k, v)| (Cow::Borrowed(k), v))
+                .collect(),
         }
     }
 }

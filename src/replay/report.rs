@@ -189,7 +189,7 @@ pub struct CallReport {
 
 impl CallReport {
     fn new(c: CallRecord, redact: bool) -> Self {
-        let mut patch = c.patch;
+        let mut patch = c.patch_value();
         if redact && let Some(p) = &mut patch {
             redact_patch(p);
         }
@@ -206,12 +206,12 @@ impl CallReport {
                 CallDecision::Called => "called",
                 CallDecision::Skipped => "skipped",
             },
-            skip_reason: c.skip_reason,
+            skip_reason: c.skip_reason.map(String::from),
             allowed: c.allowed,
             mutated: c.mutated,
             patch,
-            error: c.error,
-            failure_policy: c.failure_policy,
+            error: c.error.map(String::from),
+            failure_policy: c.failure_policy.to_string(),
             duration_ms: c.duration_ms,
         }
     }

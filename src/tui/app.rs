@@ -904,10 +904,10 @@ impl State {
                 .and_then(|c| model::applied_patch(o, c));
             match (applied, self.chain_pane) {
                 (Some((patch, _)), ChainPane::Detail) => {
-                    Ok(("patch", model::masked_patch(patch, mask)))
+                    Ok(("patch", model::masked_patch(&patch, mask)))
                 }
                 (Some((_, after)), ChainPane::Grid) => {
-                    Ok(("object after", model::masked_object(after, mask)))
+                    Ok(("object after", model::masked_object(&after, mask)))
                 }
                 (None, _) => Err("this step applied no patch: nothing to copy"),
             }

@@ -1,6 +1,7 @@
 //! What the views show, derived from the engine's outcome and trace only: request rows, chain
 //! cells, annotation rows, webhook settings and counts. Pure functions, no IO.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -293,10 +294,10 @@ pub fn deciding_call(o: &Outcome) -> Option<usize> {
 
 /// The trace steps that belong to one call: its own steps, and the annotations and metrics
 /// written while it was the current webhook.
-pub fn steps_of<'a>(o: &'a Outcome, c: &CallRecord) -> Vec<&'a Step> {
+pub fn steps_of(o: &Outcome, c: &CallRecord) -> Vec<Step> {
     let mut current = false;
     let mut out = Vec::new();
-    for s in &o.trace {
+    for s in o.steps() {
         match s.kind.hook() {
             Some(h) => {
                 current = h.phase == c.phase
@@ -349,9 +350,9 @@ pub fn masked_patch(patch: &Value, mask: bool) -> Value {
 }
 
 /// The patch a call applied and the object after it, from the call's trace steps.
-pub fn applied_patch<'a>(o: &'a Outcome, c: &CallRecord) -> Option<(&'a Value, &'a Value)> {
-    steps_of(o, c).into_iter().find_map(|s| match &s.kind {
-        StepKind::PatchApplied { patch, after, .. } => Some((patch, &**after)),
+pub fn applied_patch(o: &Outcome, c: &CallRecord) -> Option<(Value, Arc<Value>)> {
+    steps_of(o, c).into_iter().find_map(|s| match s.kind {
+        StepKind::PatchApplied { patch, after, .. } => Some((patch, after)),
         _ => None,
     })
 }

@@ -120,8 +120,8 @@ pub struct Seen {
 /// The requests of one dispatch that reached `server`, matched to the webhooks that sent them
 /// through the `request.uid`s in the outcome's trace.
 pub fn seen(server: &WebhookServer, outcome: &Outcome) -> Vec<Seen> {
-    let sent: BTreeMap<&str, &str> = outcome
-        .trace
+    let steps = outcome.steps();
+    let sent: BTreeMap<&str, &str> = steps
         .iter()
         .filter_map(|step| match &step.kind {
             StepKind::ReviewSent { hook, uid, .. } => Some((uid.as_str(), &*hook.webhook)),

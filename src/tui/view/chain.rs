@@ -213,7 +213,7 @@ fn grid(
     let mut selected_line = 0;
     if o.calls.is_empty() {
         let why = o
-            .trace
+            .steps()
             .iter()
             .find_map(|s| match &s.kind {
                 StepKind::RequestExempt { reason } => Some(reason.clone()),
