@@ -1,6 +1,5 @@
 //! `hookscope replay`: captured requests through the dispatcher, headless.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::future::Future;
 use std::io::{BufWriter, IsTerminal, Write};
@@ -327,6 +326,43 @@ struct HookCounts {
     errors: usize,
 }
 
+/// Per-webhook counts, found without copying names: a replay considers few webhooks, many times.
+#[derive(Default)]
+struct Hooks(Vec<((String, String, &'static str), HookCounts)>);
+
+impl Hooks {
+    fn counts(
+        &mut self,
+        configuration: &str,
+        webhook: &str,
+        phase: &'static str,
+    ) -> &mut HookCounts {
+        let at = self
+            .0
+            .iter()
+            .position(|((c, w, p), _)| c == configuration && w == webhook && *p == phase);
+        let at = at.unwrap_or_else(|| {
+            self.0.push((
+                (configuration.to_string(), webhook.to_string(), phase),
+                HookCounts::default(),
+            ));
+            self.0.len() - 1
+        });
+        &mut self.0[at].1
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The counts ordered by configuration, webhook and phase.
+    fn sorted(&self) -> Vec<&((String, String, &'static str), HookCounts)> {
+        let mut all: Vec<_> = self.0.iter().collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+}
+
 /// Everything the outputs need while results stream in.
 struct Sinks {
     paint: Paint,
@@ -343,7 +379,7 @@ struct Sinks {
     mismatches: usize,
     audit_log: Option<BufWriter<File>>,
     audit_log_error: Option<String>,
-    hooks: BTreeMap<(String, String, &'static str), HookCounts>,
+    hooks: Hooks,
     progress: Option<Progress>,
 }
 
@@ -412,10 +448,7 @@ impl Sinks {
                     .unwrap_or_default();
                 self.mismatches += mismatches.len();
                 for c in &rep.calls {
-                    let h = self
-                        .hooks
-                        .entry((c.configuration.clone(), c.webhook.clone(), c.phase))
-                        .or_default();
+                    let h = self.hooks.counts(&c.configuration, &c.webhook, c.phase);
                     if c.decision == "skipped" {
                         h.skipped += 1;
                     } else {
@@ -570,7 +603,7 @@ impl Sinks {
                 "{}",
                 p.bold("webhook                                          called  skipped  mutated  denied  errors")
             );
-            for ((config, hook, phase), h) in &self.hooks {
+            for ((config, hook, phase), h) in self.hooks.sorted() {
                 let name = format!("{phase:<10} {config}/{hook}");
                 println!(
                     "{name:<48} {:>7}  {:>7}  {:>7}  {:>6}  {:>6}",
@@ -693,7 +726,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         mismatches: 0,
         audit_log,
         audit_log_error: None,
-        hooks: BTreeMap::new(),
+        hooks: Hooks::default(),
         progress,
         report,
     };
