@@ -263,6 +263,9 @@ pub(crate) fn load_configurations_by_file(
     Ok(by_file)
 }
 
+/// Bytes of the JSON report gathered per write (a request's entry is a few KB).
+const REPORT_BUFFER: usize = 1 << 16;
+
 /// Items handed from the reader thread to the replay at once: one channel operation (and at
 /// most one wake-up) per batch rather than per request.
 const BATCH: usize = 256;
@@ -735,13 +738,14 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         sinks.report.audit_level.clone(),
     );
     if args.format == Format::Json {
-        let out: Box<dyn Write> = Box::new(BufWriter::new(std::io::stdout()));
+        let out: Box<dyn Write> =
+            Box::new(BufWriter::with_capacity(REPORT_BUFFER, std::io::stdout()));
         let w = ReportWriter::begin(out, &kube, &level_text).map_err(|e| e.to_string())?;
         sinks.json.push(("standard output", w));
     }
     if let Some(path) = &args.report {
         let file = File::create(path).map_err(|e| format!("--report {}: {e}", path.display()))?;
-        let out: Box<dyn Write> = Box::new(BufWriter::new(file));
+        let out: Box<dyn Write> = Box::new(BufWriter::with_capacity(REPORT_BUFFER, file));
         let w = ReportWriter::begin(out, &kube, &level_text)
             .map_err(|e| format!("--report {}: {e}", path.display()))?;
         sinks.json.push(("--report", w));
