@@ -1,6 +1,5 @@
 //! `hookscope replay`: captured requests through the dispatcher, headless.
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::future::Future;
 use std::io::{BufWriter, IsTerminal, Write};
@@ -264,6 +263,9 @@ pub(crate) fn load_configurations_by_file(
     Ok(by_file)
 }
 
+/// Bytes of the JSON report gathered per write (a request's entry is a few KB).
+const REPORT_BUFFER: usize = 1 << 16;
+
 /// Items handed from the reader thread to the replay at once: one channel operation (and at
 /// most one wake-up) per batch rather than per request.
 const BATCH: usize = 256;
@@ -327,6 +329,43 @@ struct HookCounts {
     errors: usize,
 }
 
+/// Per-webhook counts, found without copying names: a replay considers few webhooks, many times.
+#[derive(Default)]
+struct Hooks(Vec<((String, String, &'static str), HookCounts)>);
+
+impl Hooks {
+    fn counts(
+        &mut self,
+        configuration: &str,
+        webhook: &str,
+        phase: &'static str,
+    ) -> &mut HookCounts {
+        let at = self
+            .0
+            .iter()
+            .position(|((c, w, p), _)| c == configuration && w == webhook && *p == phase);
+        let at = at.unwrap_or_else(|| {
+            self.0.push((
+                (configuration.to_string(), webhook.to_string(), phase),
+                HookCounts::default(),
+            ));
+            self.0.len() - 1
+        });
+        &mut self.0[at].1
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The counts ordered by configuration, webhook and phase.
+    fn sorted(&self) -> Vec<&((String, String, &'static str), HookCounts)> {
+        let mut all: Vec<_> = self.0.iter().collect();
+        all.sort_by(|a, b| a.0.cmp(&b.0));
+        all
+    }
+}
+
 /// Everything the outputs need while results stream in.
 struct Sinks {
     paint: Paint,
@@ -343,7 +382,7 @@ struct Sinks {
     mismatches: usize,
     audit_log: Option<BufWriter<File>>,
     audit_log_error: Option<String>,
-    hooks: BTreeMap<(String, String, &'static str), HookCounts>,
+    hooks: Hooks,
     progress: Option<Progress>,
 }
 
@@ -412,10 +451,7 @@ impl Sinks {
                     .unwrap_or_default();
                 self.mismatches += mismatches.len();
                 for c in &rep.calls {
-                    let h = self
-                        .hooks
-                        .entry((c.configuration.clone(), c.webhook.clone(), c.phase))
-                        .or_default();
+                    let h = self.hooks.counts(&c.configuration, &c.webhook, c.phase);
                     if c.decision == "skipped" {
                         h.skipped += 1;
                     } else {
@@ -570,7 +606,7 @@ impl Sinks {
                 "{}",
                 p.bold("webhook                                          called  skipped  mutated  denied  errors")
             );
-            for ((config, hook, phase), h) in &self.hooks {
+            for ((config, hook, phase), h) in self.hooks.sorted() {
                 let name = format!("{phase:<10} {config}/{hook}");
                 println!(
                     "{name:<48} {:>7}  {:>7}  {:>7}  {:>6}  {:>6}",
@@ -693,7 +729,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         mismatches: 0,
         audit_log,
         audit_log_error: None,
-        hooks: BTreeMap::new(),
+        hooks: Hooks::default(),
         progress,
         report,
     };
@@ -702,13 +738,14 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         sinks.report.audit_level.clone(),
     );
     if args.format == Format::Json {
-        let out: Box<dyn Write> = Box::new(BufWriter::new(std::io::stdout()));
+        let out: Box<dyn Write> =
+            Box::new(BufWriter::with_capacity(REPORT_BUFFER, std::io::stdout()));
         let w = ReportWriter::begin(out, &kube, &level_text).map_err(|e| e.to_string())?;
         sinks.json.push(("standard output", w));
     }
     if let Some(path) = &args.report {
         let file = File::create(path).map_err(|e| format!("--report {}: {e}", path.display()))?;
-        let out: Box<dyn Write> = Box::new(BufWriter::new(file));
+        let out: Box<dyn Write> = Box::new(BufWriter::with_capacity(REPORT_BUFFER, file));
         let w = ReportWriter::begin(out, &kube, &level_text)
             .map_err(|e| format!("--report {}: {e}", path.display()))?;
         sinks.json.push(("--report", w));

@@ -38,7 +38,7 @@ pub struct ResourceInfo {
 /// A small, fast, non-cryptographic hasher (the FxHash mixing step) for the lookup maps. Keys are
 /// short API names; lookups are on the hot path of webhook matching.
 #[derive(Debug, Clone, Copy, Default)]
-struct FxHasher(u64);
+pub(crate) struct FxHasher(u64);
 
 impl FxHasher {
     const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
@@ -84,7 +84,8 @@ impl Hasher for FxHasher {
     }
 }
 
-type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+/// Hash maps keyed through [`FxHasher`].
+pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// One equivalence class: its key and, per subresource, the equivalent resources in order.
 #[derive(Debug, Clone, Default)]

@@ -92,6 +92,7 @@ use crate::api::WebhookKind;
 use crate::engine::call::{
     Replier, Reply, ReplyOutcome, TransportError, TransportErrorKind, WebhookCall,
 };
+use crate::registry::{FxHasher, FxMap};
 
 /// The index file of a recording.
 pub const INDEX_FILE: &str = "index.jsonl";
@@ -902,13 +903,33 @@ struct Recorded {
 
 impl Recorded {
     fn reply_to(&self, call: &WebhookCall) -> Reply {
-        let mut reply = self.reply.clone();
-        if let (Some(span), ReplyOutcome::Http { body, .. }) = (&self.uid_span, &mut reply.outcome)
-        {
-            let uid = Value::from(call.request_uid.as_str()).to_string();
-            body.splice(span.clone(), uid.into_bytes());
+        let (
+            Some(span),
+            ReplyOutcome::Http {
+                status,
+                content_type,
+                body,
+            },
+        ) = (&self.uid_span, &self.reply.outcome)
+        else {
+            return self.reply.clone();
+        };
+        let (Some(before), Some(after)) = (body.get(..span.start), body.get(span.end..)) else {
+            return self.reply.clone();
+        };
+        let uid = Value::from(call.request_uid.as_str()).to_string();
+        let mut spliced = Vec::with_capacity(before.len() + uid.len() + after.len());
+        spliced.extend_from_slice(before);
+        spliced.extend_from_slice(uid.as_bytes());
+        spliced.extend_from_slice(after);
+        Reply {
+            outcome: ReplyOutcome::Http {
+                status: *status,
+                content_type: content_type.clone(),
+                body: spliced,
+            },
+            elapsed: self.reply.elapsed,
         }
-        reply
     }
 }
 
@@ -917,7 +938,7 @@ impl Recorded {
 struct Queue {
     replies: Vec<Recorded>,
     /// Positions in `replies` by recorded `request.uid`.
-    by_uid: HashMap<String, Vec<usize>>,
+    by_uid: FxMap<String, Vec<usize>>,
     state: Mutex<QueueState>,
 }
 
@@ -1045,10 +1066,13 @@ pub struct RecordedReplies {
 
 #[derive(Debug)]
 struct Replay {
-    queues: HashMap<MatchKey, Queue>,
-    /// Exact request bytes (without the uid value) → the canonical key, so a call the engine
-    /// renders exactly as recorded skips parsing and canonicalising.
-    exact: HashMap<ExactKey, MatchKey>,
+    /// Recorded replies, one queue per distinct call.
+    queues: Vec<Queue>,
+    /// Canonical call content → its queue.
+    by_content: HashMap<MatchKey, usize>,
+    /// Exact request bytes (without the uid value) → the queue, so a call the engine renders
+    /// exactly as recorded is answered without parsing, canonicalising or copying it.
+    exact: ExactIndex,
     exchanges: usize,
     missing: Mutex<Vec<MissingReply>>,
 }
@@ -1144,21 +1168,31 @@ impl RecordedReplies {
                 });
             }
         }
-        let mut queues: HashMap<MatchKey, Queue> = HashMap::new();
-        let mut exact = HashMap::new();
+        let mut queues: Vec<Queue> = Vec::new();
+        let mut by_content: HashMap<MatchKey, usize> = HashMap::new();
+        let mut exact = ExactIndex::default();
         for entry in &entries {
             let (key, recorded, request) = load_exchange(dir, entry)?;
-            if let Some(bytes) = without_uid(&compact_json(&request), &recorded.request_uid) {
-                exact.insert(
-                    ExactKey::new(entry.phase, &entry.configuration, &entry.webhook, bytes),
-                    key.clone(),
-                );
-            }
-            queues.entry(key).or_default().push(recorded);
+            let at = *by_content.entry(key).or_insert_with(|| {
+                queues.push(Queue::default());
+                queues.len() - 1
+            });
+            exact.insert(
+                ExactCall {
+                    phase: entry.phase,
+                    configuration: &entry.configuration,
+                    webhook: &entry.webhook,
+                    body: &compact_json(&request),
+                    request_uid: &recorded.request_uid,
+                },
+                at,
+            );
+            queues[at].push(recorded);
         }
         Ok(Self {
             inner: Arc::new(Replay {
                 queues,
+                by_content,
                 exact,
                 exchanges: entries.len(),
                 missing: Mutex::new(Vec::new()),
@@ -1184,11 +1218,16 @@ impl RecordedReplies {
 
     /// The reply to one call.
     fn answer(&self, call: &WebhookCall) -> Reply {
-        let fast = without_uid(&call.body, &call.request_uid)
-            .map(|body| ExactKey::new(call.phase, &call.configuration, &call.webhook, body))
-            .and_then(|k| self.inner.exact.get(&k));
+        let inner = &*self.inner;
+        let fast = inner.exact.get(ExactCall {
+            phase: call.phase,
+            configuration: &call.configuration,
+            webhook: &call.webhook,
+            body: &call.body,
+            request_uid: &call.request_uid,
+        });
         if let Some(recorded) = fast
-            .and_then(|key| self.inner.queues.get(key))
+            .and_then(|at| inner.queues.get(at))
             .and_then(|q| q.pick(&call.request_uid))
         {
             return recorded.reply_to(call);
@@ -1202,10 +1241,10 @@ impl RecordedReplies {
             phase: call.phase,
             content: content_key(review),
         };
-        if let Some(recorded) = self
-            .inner
-            .queues
+        if let Some(recorded) = inner
+            .by_content
             .get(&key)
+            .and_then(|&at| inner.queues.get(at))
             .and_then(|q| q.pick(&call.request_uid))
         {
             return recorded.reply_to(call);
@@ -1283,38 +1322,130 @@ fn load_exchange(
     Ok((key, recorded, request_bytes))
 }
 
-/// The fast-path key: the exact bytes of a review with its `request.uid` value emptied.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-struct ExactKey {
+/// A call as the fast path sees it: the webhook and the exact bytes of its review.
+#[derive(Clone, Copy)]
+struct ExactCall<'a> {
     phase: WebhookKind,
-    configuration: String,
-    webhook: String,
-    body: Vec<u8>,
+    configuration: &'a str,
+    webhook: &'a str,
+    body: &'a [u8],
+    request_uid: &'a str,
 }
 
-impl ExactKey {
-    fn new(phase: WebhookKind, configuration: &str, webhook: &str, body: Vec<u8>) -> Self {
-        Self {
-            phase,
-            configuration: configuration.to_string(),
-            webhook: webhook.to_string(),
-            body,
-        }
+impl ExactCall<'_> {
+    /// The review around the value of its `request.uid` (see [`around_uid`]) and the digest of
+    /// the call without that value.
+    fn key(&self) -> Option<(&[u8], &[u8], u64)> {
+        use std::hash::{Hash, Hasher};
+        let (before, after) = around_uid(self.body, self.request_uid)?;
+        let mut h = FxHasher::default();
+        self.phase.hash(&mut h);
+        self.configuration.hash(&mut h);
+        self.webhook.hash(&mut h);
+        before.hash(&mut h);
+        after.hash(&mut h);
+        Some((before, after, h.finish()))
     }
 }
 
-/// The review with the value of its first `"uid":"<uid>"` member emptied, or None when the
-/// member is not spelled that way (the canonical match still applies then).
-fn without_uid(body: &[u8], uid: &str) -> Option<Vec<u8>> {
-    let needle = format!("\"uid\":{}", Value::from(uid));
-    let at = body
-        .windows(needle.len())
-        .position(|w| w == needle.as_bytes())?;
-    let mut out = Vec::with_capacity(body.len());
-    out.extend_from_slice(&body[..at]);
-    out.extend_from_slice(b"\"uid\":\"\"");
-    out.extend_from_slice(&body[at + needle.len()..]);
-    Some(out)
+/// One recorded review on the fast path.
+#[derive(Debug)]
+struct ExactEntry {
+    phase: WebhookKind,
+    configuration: String,
+    webhook: String,
+    /// The compact review without its uid value: the text before it, then the text after it.
+    text: Vec<u8>,
+    split: usize,
+    queue: usize,
+}
+
+/// Recorded reviews by their exact bytes with the `request.uid` value left out, looked up
+/// without copying the call's body.
+#[derive(Debug, Default)]
+struct ExactIndex {
+    by_digest: FxMap<u64, Vec<ExactEntry>>,
+}
+
+impl ExactIndex {
+    fn insert(&mut self, call: ExactCall<'_>, queue: usize) {
+        let Some((before, after, digest)) = call.key() else {
+            return;
+        };
+        let entries = self.by_digest.entry(digest).or_default();
+        let same = |e: &ExactEntry| {
+            e.phase == call.phase
+                && e.configuration == call.configuration
+                && e.webhook == call.webhook
+                && e.text[..e.split] == *before
+                && e.text[e.split..] == *after
+        };
+        if let Some(e) = entries.iter_mut().find(|e| same(e)) {
+            e.queue = queue;
+            return;
+        }
+        entries.push(ExactEntry {
+            phase: call.phase,
+            configuration: call.configuration.to_string(),
+            webhook: call.webhook.to_string(),
+            text: [before, after].concat(),
+            split: before.len(),
+            queue,
+        });
+    }
+
+    fn get(&self, call: ExactCall<'_>) -> Option<usize> {
+        let (before, after, digest) = call.key()?;
+        self.by_digest
+            .get(&digest)?
+            .iter()
+            .find(|e| {
+                e.phase == call.phase
+                    && e.configuration == call.configuration
+                    && e.webhook == call.webhook
+                    && e.text[..e.split] == *before
+                    && e.text[e.split..] == *after
+            })
+            .map(|e| e.queue)
+    }
+}
+
+/// The review before and after the value of its first `"uid":"<uid>"` member (the member's
+/// name stays in the first part), or None when the member is not spelled that way (the
+/// canonical match still applies then).
+fn around_uid<'b>(body: &'b [u8], uid: &str) -> Option<(&'b [u8], &'b [u8])> {
+    const NAME: &[u8] = b"\"uid\":";
+    let quoted;
+    let value: &[u8] = if uid.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        // Spelled as is between quotes; checked below without building the text.
+        uid.as_bytes()
+    } else {
+        quoted = Value::from(uid).to_string();
+        quoted.as_bytes()
+    };
+    let plain = value.len() == uid.len();
+    let width = NAME.len() + value.len() + if plain { 2 } else { 0 };
+    let mut from = 0;
+    while let Some(i) = body
+        .get(from..)?
+        .windows(NAME.len())
+        .position(|w| w == NAME)
+    {
+        let at = from + i;
+        let rest = body.get(at + NAME.len()..)?;
+        let found = if plain {
+            rest.first() == Some(&b'"')
+                && rest.get(1..=value.len()) == Some(value)
+                && rest.get(value.len() + 1) == Some(&b'"')
+        } else {
+            rest.starts_with(value)
+        };
+        if found {
+            return Some((&body[..at + NAME.len()], &body[at + width..]));
+        }
+        from = at + 1;
+    }
+    None
 }
 
 /// JSON text without the whitespace outside strings (undoes the recorder's indentation).
@@ -1358,11 +1489,24 @@ mod tests {
             compact_json(&indent_json(text)),
             br#"{"request":{"uid":"u-1","a":"x \" y","b":[1,2]}}"#
         );
+        let compact = compact_json(text);
+        let (before, after) = around_uid(&compact, "u-1").unwrap();
         assert_eq!(
-            without_uid(&compact_json(text), "u-1").unwrap(),
+            [before, b"\"\"", after].concat(),
             br#"{"request":{"uid":"","a":"x \" y","b":[1,2]}}"#
         );
-        assert_eq!(without_uid(text, "u-2"), None);
+        assert_eq!(around_uid(text, "u-2"), None);
+    }
+
+    #[test]
+    fn the_uid_value_is_found_only_where_spelled_whole() {
+        let text = br#"{"uid":"u-10","request":{"uid":"u-1","q":"\"uid\":\"u-1\""}}"#;
+        let (before, after) = around_uid(text, "u-1").unwrap();
+        assert_eq!(before, br#"{"uid":"u-10","request":{"uid":"#);
+        assert_eq!(after, br#","q":"\"uid\":\"u-1\""}}"#);
+        let escaped = br#"{"request":{"uid":"a\"b"}}"#;
+        let (before, after) = around_uid(escaped, "a\"b").unwrap();
+        assert_eq!((before, after), (&br#"{"request":{"uid":"#[..], &b"}}"[..]));
     }
 
     #[test]

@@ -424,13 +424,108 @@ fn reason_class(message: &str) -> String {
 pub struct ReportWriter<W: std::io::Write> {
     out: W,
     requests: usize,
+    /// One request's text, reused: the writer behind `out` sees one write per request.
+    buf: Vec<u8>,
 }
 
-/// `value` pretty-printed, every line after the first indented by `indent` spaces (JSON text
-/// never has a raw newline inside a string, so lines are safe to indent).
-fn pretty_nested<T: Serialize>(value: &T, indent: usize) -> std::io::Result<String> {
-    let text = serde_json::to_string_pretty(value).map_err(std::io::Error::other)?;
-    Ok(text.replace('\n', &format!("\n{}", " ".repeat(indent))))
+/// serde_json's pretty layout (two spaces per level) for a value nested `base` levels deep, so
+/// that it can be written in place inside the enclosing document.
+struct Nested {
+    level: usize,
+    has_value: bool,
+}
+
+impl Nested {
+    fn new(base: usize) -> Self {
+        Self {
+            level: base,
+            has_value: false,
+        }
+    }
+
+    fn newline<W: ?Sized + std::io::Write>(&self, w: &mut W, lead: &[u8]) -> std::io::Result<()> {
+        const SPACES: &[u8] = &[b' '; 64];
+        w.write_all(lead)?;
+        let mut n = self.level * 2;
+        while n > 0 {
+            let k = n.min(SPACES.len());
+            w.write_all(&SPACES[..k])?;
+            n -= k;
+        }
+        Ok(())
+    }
+
+    fn open<W: ?Sized + std::io::Write>(&mut self, w: &mut W, c: &[u8]) -> std::io::Result<()> {
+        self.level += 1;
+        self.has_value = false;
+        w.write_all(c)
+    }
+
+    fn close<W: ?Sized + std::io::Write>(&mut self, w: &mut W, c: &[u8]) -> std::io::Result<()> {
+        self.level -= 1;
+        if self.has_value {
+            self.newline(w, b"\n")?;
+        }
+        w.write_all(c)
+    }
+
+    fn item<W: ?Sized + std::io::Write>(&self, w: &mut W, first: bool) -> std::io::Result<()> {
+        self.newline(w, if first { b"\n" } else { b",\n" })
+    }
+}
+
+impl serde_json::ser::Formatter for Nested {
+    fn begin_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.open(w, b"[")
+    }
+
+    fn end_array<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.close(w, b"]")
+    }
+
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.item(w, first)
+    }
+
+    fn end_array_value<W: ?Sized + std::io::Write>(&mut self, _: &mut W) -> std::io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+
+    fn begin_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.open(w, b"{")
+    }
+
+    fn end_object<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        self.close(w, b"}")
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        self.item(w, first)
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(&mut self, w: &mut W) -> std::io::Result<()> {
+        w.write_all(b": ")
+    }
+
+    fn end_object_value<W: ?Sized + std::io::Write>(&mut self, _: &mut W) -> std::io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+}
+
+/// Appends `value` pretty-printed as if nested `level` levels deep.
+fn write_nested<T: Serialize>(buf: &mut Vec<u8>, value: &T, level: usize) -> std::io::Result<()> {
+    let mut ser = serde_json::Serializer::with_formatter(&mut *buf, Nested::new(level));
+    value.serialize(&mut ser).map_err(std::io::Error::other)
 }
 
 impl<W: std::io::Write> ReportWriter<W> {
@@ -442,13 +537,21 @@ impl<W: std::io::Write> ReportWriter<W> {
             Value::from(kube_version),
             Value::from(level)
         )?;
-        Ok(Self { out, requests: 0 })
+        Ok(Self {
+            out,
+            requests: 0,
+            buf: Vec::new(),
+        })
     }
 
     /// Writes one request.
     pub fn request(&mut self, r: &RequestReport) -> std::io::Result<()> {
-        let sep = if self.requests == 0 { "" } else { "," };
-        write!(self.out, "{sep}\n    {}", pretty_nested(r, 4)?)?;
+        self.buf.clear();
+        let sep: &[u8] = if self.requests == 0 { b"" } else { b"," };
+        self.buf.extend_from_slice(sep);
+        self.buf.extend_from_slice(b"\n    ");
+        write_nested(&mut self.buf, r, 2)?;
+        self.out.write_all(&self.buf)?;
         self.requests += 1;
         Ok(())
     }
@@ -456,13 +559,16 @@ impl<W: std::io::Write> ReportWriter<W> {
     /// Writes the summary and problems of `report` (its `requests` are ignored: they were
     /// streamed) and closes the document.
     pub fn finish(mut self, report: &Report) -> std::io::Result<W> {
-        let close = if self.requests == 0 { "]" } else { "\n  ]" };
-        write!(
-            self.out,
-            "{close},\n  \"summary\": {},\n  \"problems\": {}\n}}\n",
-            pretty_nested(&report.summary, 2)?,
-            pretty_nested(&report.problems, 2)?
-        )?;
+        let mut buf = std::mem::take(&mut self.buf);
+        buf.clear();
+        let close: &[u8] = if self.requests == 0 { b"]" } else { b"\n  ]" };
+        buf.extend_from_slice(close);
+        buf.extend_from_slice(b",\n  \"summary\": ");
+        write_nested(&mut buf, &report.summary, 1)?;
+        buf.extend_from_slice(b",\n  \"problems\": ");
+        write_nested(&mut buf, &report.problems, 1)?;
+        buf.extend_from_slice(b"\n}\n");
+        self.out.write_all(&buf)?;
         self.out.flush()?;
         Ok(self.out)
     }

@@ -183,17 +183,15 @@ impl Replayer {
                     // Never closed, so acquiring only waits.
                     let _permit = in_flight.acquire().await.ok();
                     let mut metrics = Metrics::new();
-                    let outcome = match ids {
-                        IdMode::Random => {
-                            self.replay_one(&request, &mut replier, &mut metrics, &mut RandomIds)
-                                .await
-                        }
-                        IdMode::Sequential => {
-                            let mut ids = SharedSequence(&issued);
-                            self.replay_one(&request, &mut replier, &mut metrics, &mut ids)
-                                .await
-                        }
+                    // The dispatch's state is large; boxed, it is written once on the heap
+                    // instead of being moved with every request future as it is queued.
+                    let (mut random, mut sequence) = (RandomIds, SharedSequence(&issued));
+                    let ids: &mut (dyn IdSource + Send) = match ids {
+                        IdMode::Random => &mut random,
+                        IdMode::Sequential => &mut sequence,
                     };
+                    let outcome =
+                        Box::pin(self.replay_one(&request, &mut replier, &mut metrics, ids)).await;
                     Dispatched {
                         event: ReplayEvent::Replayed(Box::new(Replayed { request, outcome })),
                         metrics: Some(metrics),

@@ -166,6 +166,11 @@ impl WebhookAuth {
         Self::default()
     }
 
+    /// True when no credentials are defined: every target resolves to none.
+    pub fn is_empty(&self) -> bool {
+        self.users.is_empty()
+    }
+
     /// Parses kubeconfig text (YAML or JSON). Relative file references are taken relative to the
     /// working directory.
     pub fn parse(text: &str) -> Result<Self, AuthError> {

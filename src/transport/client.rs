@@ -2,6 +2,7 @@
 //! exchange per webhook call.
 
 use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
@@ -32,6 +33,7 @@ use super::pem;
 use crate::engine::call::{
     Endpoint, Replier, Reply, ReplyOutcome, TransportError, TransportErrorKind, WebhookCall,
 };
+use crate::registry::{FxHasher, FxMap};
 
 /// The HTTP client timeout kube-apiserver sets on every webhook client (`setGlobalDefaults`).
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -85,6 +87,46 @@ struct Inner {
     provider: Arc<CryptoProvider>,
     tls: Mutex<HashMap<TlsKey, Arc<ClientConfig>>>,
     pools: Mutex<HashMap<PoolKey, Arc<Pool>>>,
+    /// The TLS configuration and pool of each webhook client seen, by a digest of what decides
+    /// them, so a call finds both without copying or hashing its caBundle twice.
+    clients: Mutex<FxMap<u64, Vec<Client>>>,
+}
+
+/// What a webhook call's client is made of (its credentials follow from `auth_target`), with the
+/// TLS configuration and connection pool built for it.
+struct Client {
+    http2: bool,
+    ca_bundle: Option<Vec<u8>>,
+    auth_target: String,
+    server_name: String,
+    port: u16,
+    tls: Arc<ClientConfig>,
+    pool: Arc<Pool>,
+}
+
+impl Client {
+    fn digest(call: &WebhookCall) -> u64 {
+        let mut d = FxHasher::default();
+        let e = &call.endpoint;
+        (
+            e.http2,
+            &call.ca_bundle,
+            &e.auth_target,
+            &e.server_name,
+            e.port,
+        )
+            .hash(&mut d);
+        d.finish()
+    }
+
+    fn serves(&self, call: &WebhookCall) -> bool {
+        let e = &call.endpoint;
+        self.http2 == e.http2
+            && self.port == e.port
+            && self.ca_bundle == call.ca_bundle
+            && self.auth_target == e.auth_target
+            && self.server_name == e.server_name
+    }
 }
 
 #[derive(Clone, PartialEq, Eq, Hash)]
@@ -158,6 +200,7 @@ impl HttpsReplier {
                 provider: Arc::new(rustls::crypto::ring::default_provider()),
                 tls: Mutex::new(HashMap::new()),
                 pools: Mutex::new(HashMap::new()),
+                clients: Mutex::new(HashMap::default()),
             }),
         }
     }
@@ -243,11 +286,15 @@ impl Inner {
             Ok(u) => u,
             Err(e) => return ReplyOutcome::ClientConfig(format!("parse {:?}: {e}", endpoint.url)),
         };
-        let creds = match self.opts.auth.resolve(&endpoint.auth_target) {
-            Ok(c) => c,
-            Err(e) => return ReplyOutcome::ClientConfig(e.to_string()),
+        let creds = if self.opts.auth.is_empty() {
+            None
+        } else {
+            match self.opts.auth.resolve(&endpoint.auth_target) {
+                Ok(c) => c,
+                Err(e) => return ReplyOutcome::ClientConfig(e.to_string()),
+            }
         };
-        let (tls_key, tls) = match self.tls_config(call, creds) {
+        let (tls, pool) = match self.client(call, creds) {
             Ok(t) => t,
             Err(msg) => return ReplyOutcome::ClientConfig(msg),
         };
@@ -255,11 +302,6 @@ impl Inner {
             Ok(r) => r,
             Err(msg) => return ReplyOutcome::ClientConfig(msg),
         };
-        let pool = self.pool(PoolKey {
-            tls: tls_key,
-            server_name: endpoint.server_name.clone(),
-            port: endpoint.port,
-        });
         let client_timeout = call.timeout >= CLIENT_TIMEOUT;
         let limit = call.timeout.min(CLIENT_TIMEOUT);
         let phase = AtomicU8::new(0);
@@ -275,6 +317,43 @@ impl Inner {
                 ReplyOutcome::Transport(errors::timeout_error(phase_of(&phase), client_timeout))
             }
         }
+    }
+
+    /// The TLS configuration and connection pool for a call: found by the call's client digest,
+    /// else built (failures are not kept: each call reports them again, as before caching).
+    fn client(
+        &self,
+        call: &WebhookCall,
+        creds: Option<&Credentials>,
+    ) -> Result<(Arc<ClientConfig>, Arc<Pool>), String> {
+        let digest = Client::digest(call);
+        if let Some(c) = lock(&self.clients)
+            .get(&digest)
+            .and_then(|cs| cs.iter().find(|c| c.serves(call)))
+        {
+            return Ok((c.tls.clone(), c.pool.clone()));
+        }
+        let endpoint = &call.endpoint;
+        let (tls_key, tls) = self.tls_config(call, creds)?;
+        let pool = self.pool(PoolKey {
+            tls: tls_key,
+            server_name: endpoint.server_name.clone(),
+            port: endpoint.port,
+        });
+        let mut clients = lock(&self.clients);
+        let same = clients.entry(digest).or_default();
+        if !same.iter().any(|c| c.serves(call)) {
+            same.push(Client {
+                http2: endpoint.http2,
+                ca_bundle: call.ca_bundle.clone(),
+                auth_target: endpoint.auth_target.clone(),
+                server_name: endpoint.server_name.clone(),
+                port: endpoint.port,
+                tls: tls.clone(),
+                pool: pool.clone(),
+            });
+        }
+        Ok((tls, pool))
     }
 
     fn tls_config(

@@ -516,9 +516,9 @@ impl Reader {
                 Ok(d) => d,
                 Err(e) => return sink(invalid(source, prefix, "", format!("invalid JSON: {e}"))),
             };
-            return match review::request(&doc, &source, &self.store) {
+            return match review::request(doc, source, &self.store) {
                 Ok(req) => sink(InputItem::Request(Box::new(req))),
-                Err(b) => sink(invalid(source, prefix, &b.field, b.message)),
+                Err((b, source)) => sink(invalid(source, prefix, &b.field, b.message)),
             };
         }
         if let (Some(items), true) = (spans[2], kind.ends_with("List")) {

@@ -30,11 +30,27 @@ fn bad(field: &str, message: impl Into<String>) -> Bad {
 
 /// The request of an AdmissionReview document.
 pub(crate) fn request(
-    doc: &Value,
-    source: &SourceRef,
+    doc: Value,
+    source: SourceRef,
     store: &Store,
-) -> Result<CapturedRequest, Bad> {
-    let Value::Object(review) = doc else {
+) -> Result<CapturedRequest, (Bad, SourceRef)> {
+    match attributes_and_uid(doc) {
+        Ok((attrs, uid)) => Ok(CapturedRequest {
+            source,
+            uid,
+            namespace: namespace_state(&attrs, store),
+            attrs,
+            audit: None,
+            notes: Vec::new(),
+        }),
+        Err(bad) => Err((bad, source)),
+    }
+}
+
+/// The request of an AdmissionReview document as the dispatcher sees it, and its uid; the
+/// document's parts are moved, not copied.
+fn attributes_and_uid(doc: Value) -> Result<(Attributes, String), Bad> {
+    let Value::Object(mut review) = doc else {
         return Err(bad("", "expected an object"));
     };
     match review.get("apiVersion").and_then(Value::as_str) {
@@ -49,7 +65,7 @@ pub(crate) fn request(
         }
         None => return Err(bad("apiVersion", "missing")),
     }
-    let req = match review.get("request") {
+    let mut req = match review.remove("request") {
         Some(Value::Object(r)) => r,
         Some(Value::Null) | None if review.contains_key("response") => {
             return Err(bad(
@@ -60,6 +76,7 @@ pub(crate) fn request(
         Some(Value::Null) | None => return Err(bad("request", "missing")),
         Some(_) => return Err(bad("request", "expected an object")),
     };
+    let req = &mut req;
     let op_text: String = required(req, "operation")?;
     let operation = Operation::parse(&op_text).ok_or_else(|| {
         bad(
@@ -88,15 +105,8 @@ pub(crate) fn request(
         options: object(req, "options")?,
         user_info: optional::<UserInfo>(req, "userInfo")?.unwrap_or_default(),
     };
-    let namespace = namespace_state(&attrs, store);
-    Ok(CapturedRequest {
-        source: source.clone(),
-        uid: optional(req, "uid")?.unwrap_or_default(),
-        attrs,
-        namespace,
-        audit: None,
-        notes: Vec::new(),
-    })
+    let uid = optional(req, "uid")?.unwrap_or_default();
+    Ok((attrs, uid))
 }
 
 /// Labels of the request's namespace as far as they are known: not applicable to cluster-scoped
@@ -127,16 +137,16 @@ fn required<T: DeserializeOwned>(req: &Map<String, Value>, key: &str) -> Result<
     optional(req, key)?.ok_or_else(|| bad(&format!("request.{key}"), "missing"))
 }
 
-/// An embedded object: an object or null.
-fn object(req: &Map<String, Value>, key: &str) -> Result<Option<Value>, Bad> {
-    match req.get(key) {
+/// An embedded object: an object or null, taken out of the request.
+fn object(req: &mut Map<String, Value>, key: &str) -> Result<Option<Value>, Bad> {
+    match req.remove(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(v @ Value::Object(_)) => Ok(Some(v.clone())),
+        Some(v @ Value::Object(_)) => Ok(Some(v)),
         Some(v) => Err(bad(
             &format!("request.{key}"),
             format!(
                 "expected an object, found {}",
-                crate::api::admission::go_json_type(v)
+                crate::api::admission::go_json_type(&v)
             ),
         )),
     }
