@@ -84,8 +84,7 @@ impl Hasher for FxHasher {
     }
 }
 
-/// Hash maps keyed through [`FxHasher`].
-pub(crate) type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
+type FxMap<K, V> = HashMap<K, V, BuildHasherDefault<FxHasher>>;
 
 /// One equivalence class: its key and, per subresource, the equivalent resources in order.
 #[derive(Debug, Clone, Default)]

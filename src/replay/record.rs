@@ -92,7 +92,7 @@ use crate::api::WebhookKind;
 use crate::engine::call::{
     Replier, Reply, ReplyOutcome, TransportError, TransportErrorKind, WebhookCall,
 };
-use crate::registry::{FxHasher, FxMap};
+use crate::registry::FxHasher;
 
 /// The index file of a recording.
 pub const INDEX_FILE: &str = "index.jsonl";
@@ -938,7 +938,7 @@ impl Recorded {
 struct Queue {
     replies: Vec<Recorded>,
     /// Positions in `replies` by recorded `request.uid`.
-    by_uid: FxMap<String, Vec<usize>>,
+    by_uid: HashMap<String, Vec<usize>>,
     state: Mutex<QueueState>,
 }
 
@@ -1364,7 +1364,9 @@ struct ExactEntry {
 /// without copying the call's body.
 #[derive(Debug, Default)]
 struct ExactIndex {
-    by_digest: FxMap<u64, Vec<ExactEntry>>,
+    /// By [`ExactCall::key`]'s digest, itself hashed again: an Fx digest of texts that differ
+    /// in a few bytes varies mostly in its high bits, which the table's probing does not use.
+    by_digest: HashMap<u64, Vec<ExactEntry>>,
 }
 
 impl ExactIndex {
@@ -1496,6 +1498,29 @@ mod tests {
             br#"{"request":{"uid":"","a":"x \" y","b":[1,2]}}"#
         );
         assert_eq!(around_uid(text, "u-2"), None);
+    }
+
+    #[test]
+    fn reviews_that_differ_by_a_few_bytes_get_their_own_digest() {
+        let mut index = ExactIndex::default();
+        for i in 0..2000 {
+            let body = format!(
+                r#"{{"request":{{"uid":"u-{i}","namespace":"team-{}","object":{{"metadata":{{"name":"settings-{i}"}},"data":{{"replicas":"{}"}}}},"dryRun":false}}}}"#,
+                i % 10,
+                i % 7
+            );
+            let call = ExactCall {
+                phase: WebhookKind::Mutating,
+                configuration: "labels",
+                webhook: "team.labels.example.com",
+                body: body.as_bytes(),
+                request_uid: &format!("u-{i}"),
+            };
+            index.insert(call, i);
+            assert_eq!(index.get(call), Some(i));
+        }
+        let largest = index.by_digest.values().map(Vec::len).max();
+        assert_eq!(index.by_digest.len(), 2000, "largest bucket {largest:?}");
     }
 
     #[test]

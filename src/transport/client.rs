@@ -33,7 +33,7 @@ use super::pem;
 use crate::engine::call::{
     Endpoint, Replier, Reply, ReplyOutcome, TransportError, TransportErrorKind, WebhookCall,
 };
-use crate::registry::{FxHasher, FxMap};
+use crate::registry::FxHasher;
 
 /// The HTTP client timeout kube-apiserver sets on every webhook client (`setGlobalDefaults`).
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -89,7 +89,7 @@ struct Inner {
     pools: Mutex<HashMap<PoolKey, Arc<Pool>>>,
     /// The TLS configuration and pool of each webhook client seen, by a digest of what decides
     /// them, so a call finds both without copying or hashing its caBundle twice.
-    clients: Mutex<FxMap<u64, Vec<Client>>>,
+    clients: Mutex<HashMap<u64, Vec<Client>>>,
 }
 
 /// What a webhook call's client is made of (its credentials follow from `auth_target`), with the
@@ -200,7 +200,7 @@ impl HttpsReplier {
                 provider: Arc::new(rustls::crypto::ring::default_provider()),
                 tls: Mutex::new(HashMap::new()),
                 pools: Mutex::new(HashMap::new()),
-                clients: Mutex::new(HashMap::default()),
+                clients: Mutex::new(HashMap::new()),
             }),
         }
     }

@@ -124,16 +124,20 @@ pub(crate) fn namespace_state(attrs: &Attributes, store: &Store) -> NamespaceSta
     }
 }
 
-fn optional<T: DeserializeOwned>(req: &Map<String, Value>, key: &str) -> Result<Option<T>, Bad> {
-    match req.get(key) {
+/// A field taken out of the request (its strings are moved, not copied).
+fn optional<T: DeserializeOwned>(
+    req: &mut Map<String, Value>,
+    key: &str,
+) -> Result<Option<T>, Bad> {
+    match req.remove(key) {
         None | Some(Value::Null) => Ok(None),
-        Some(v) => T::deserialize(v)
+        Some(v) => serde_json::from_value(v)
             .map(Some)
             .map_err(|e| bad(&format!("request.{key}"), e.to_string())),
     }
 }
 
-fn required<T: DeserializeOwned>(req: &Map<String, Value>, key: &str) -> Result<T, Bad> {
+fn required<T: DeserializeOwned>(req: &mut Map<String, Value>, key: &str) -> Result<T, Bad> {
     optional(req, key)?.ok_or_else(|| bad(&format!("request.{key}"), "missing"))
 }
 
