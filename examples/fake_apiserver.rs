@@ -59,12 +59,12 @@ async fn serve(
     let api = FakeApiServer::start().await.map_err(|e| e.to_string())?;
     for file in configurations {
         let text = std::fs::read_to_string(file).map_err(|e| format!("{}: {e}", file.display()))?;
-        for (i, doc) in text.split("\n---").enumerate() {
-            if doc.trim().is_empty() {
+        let objects: Vec<Value> =
+            serde_saphyr::from_multiple(&text).map_err(|e| format!("{}: {e}", file.display()))?;
+        for (i, object) in objects.into_iter().enumerate() {
+            if object.is_null() {
                 continue;
             }
-            let object: Value = serde_saphyr::from_str(doc)
-                .map_err(|e| format!("{} document {}: {e}", file.display(), i + 1))?;
             api.create("kubectl-client-side-apply", object)
                 .map_err(|e| format!("{} document {}: {e}", file.display(), i + 1))?;
         }

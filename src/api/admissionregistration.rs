@@ -28,6 +28,14 @@ impl WebhookKind {
             WebhookKind::Validating => "ValidatingWebhookConfiguration",
         }
     }
+
+    /// The API resource: `mutatingwebhookconfigurations` or `validatingwebhookconfigurations`.
+    pub fn resource(self) -> &'static str {
+        match self {
+            WebhookKind::Mutating => "mutatingwebhookconfigurations",
+            WebhookKind::Validating => "validatingwebhookconfigurations",
+        }
+    }
 }
 
 impl fmt::Display for WebhookKind {

@@ -137,20 +137,6 @@ impl Checked {
     }
 }
 
-fn kind_name(kind: WebhookKind) -> &'static str {
-    match kind {
-        WebhookKind::Mutating => "MutatingWebhookConfiguration",
-        WebhookKind::Validating => "ValidatingWebhookConfiguration",
-    }
-}
-
-fn resource_name(kind: WebhookKind) -> &'static str {
-    match kind {
-        WebhookKind::Mutating => "mutatingwebhookconfigurations",
-        WebhookKind::Validating => "validatingwebhookconfigurations",
-    }
-}
-
 /// The first Go-quoted value of a validation message (`Invalid value: "x": …`), to point at the
 /// entry that holds it.
 fn quoted_value(message: &str) -> Option<String> {
@@ -253,7 +239,7 @@ pub fn check(text: &str, file: &str, previous: &[WebhookConfiguration]) -> Check
         let line = at.line.unwrap_or(1);
         let item = Some(places.item(&at));
         let cfg = &loaded.configuration;
-        let who = format!("{}/{}", kind_name(cfg.kind), cfg.name);
+        let who = format!("{}/{}", cfg.kind.configuration_kind(), cfg.name);
         let mut problem =
             |severity, kind, field: &str, message: String, value: Option<&str>| Problem {
                 severity,
@@ -286,7 +272,7 @@ pub fn check(text: &str, file: &str, previous: &[WebhookConfiguration]) -> Check
                 "metadata.name",
                 format!(
                     "{}.admissionregistration.k8s.io {:?} already exists (another document of this text has the same kind and name)",
-                    resource_name(cfg.kind),
+                    cfg.kind.resource(),
                     cfg.name
                 ),
                 None,

@@ -32,14 +32,6 @@ pub enum BufferOrigin {
     },
 }
 
-/// The resource of a configuration kind (`mutatingwebhookconfigurations`).
-pub fn resource_of(kind: WebhookKind) -> &'static str {
-    match kind {
-        WebhookKind::Mutating => "mutatingwebhookconfigurations",
-        WebhookKind::Validating => "validatingwebhookconfigurations",
-    }
-}
-
 impl BufferOrigin {
     /// The key under which unsaved text is kept for recovery (file paths made absolute, as
     /// the recovery store keeps them).
@@ -51,8 +43,20 @@ impl BufferOrigin {
             BufferOrigin::Embedded(n) => BufferKey::Embedded(n.clone()),
             BufferOrigin::New(n) => BufferKey::New(n.to_string()),
             BufferOrigin::Cluster { kind, name } => {
-                BufferKey::Cluster(format!("{}/{name}", resource_of(*kind)))
+                BufferKey::Cluster(format!("{}/{name}", kind.resource()))
             }
+        }
+    }
+
+    /// The origin of a buffer over a document from `origin`.
+    pub fn of(origin: &DocumentOrigin) -> BufferOrigin {
+        match origin {
+            DocumentOrigin::File(p) => BufferOrigin::File(p.clone()),
+            DocumentOrigin::Embedded(n) => BufferOrigin::Embedded(n.clone()),
+            DocumentOrigin::Cluster { kind, name } => BufferOrigin::Cluster {
+                kind: *kind,
+                name: name.clone(),
+            },
         }
     }
 
@@ -63,7 +67,7 @@ impl BufferOrigin {
             BufferOrigin::Embedded(n) => format!("{n} (built in)"),
             BufferOrigin::New(n) => format!("new-{n}.yaml"),
             BufferOrigin::Cluster { kind, name } => {
-                format!("{}/{name} (cluster)", resource_of(*kind))
+                format!("{}/{name} (cluster)", kind.resource())
             }
         }
     }
@@ -135,15 +139,11 @@ impl Buffer {
 
     /// A buffer over a source's document.
     pub fn from_document(d: &ConfigDocument) -> Buffer {
-        let origin = match &d.origin {
-            DocumentOrigin::File(p) => BufferOrigin::File(p.clone()),
-            DocumentOrigin::Embedded(n) => BufferOrigin::Embedded(n.clone()),
-            DocumentOrigin::Cluster { kind, name } => BufferOrigin::Cluster {
-                kind: *kind,
-                name: name.clone(),
-            },
-        };
-        Buffer::new(origin, &d.text, d.configurations.clone())
+        Buffer::new(
+            BufferOrigin::of(&d.origin),
+            &d.text,
+            d.configurations.clone(),
+        )
     }
 
     /// The text being edited.
@@ -337,7 +337,7 @@ impl State {
     ) -> Vec<Command> {
         let origins: Vec<BufferOrigin> = documents
             .iter()
-            .map(|d| Buffer::from_document(d).origin)
+            .map(|d| BufferOrigin::of(&d.origin))
             .collect();
         let current = self.buffers.get(self.buffer).map(|b| b.origin.clone());
         let mut gone = Vec::new();
@@ -416,7 +416,7 @@ impl State {
     }
 
     /// The buffer defining configuration `name`, or the selected webhook's.
-    fn buffer_for(&self, name: Option<&str>) -> Result<(usize, Option<String>), String> {
+    pub(super) fn buffer_for(&self, name: Option<&str>) -> Result<(usize, Option<String>), String> {
         let name = match name {
             Some(n) => Some(n.to_string()),
             None if self.view == View::Webhooks => self
@@ -788,7 +788,7 @@ impl State {
                         }
                         BufferKey::Cluster(id) => {
                             let (resource, name) = id.split_once('/').unwrap_or(("", id));
-                            let kind = if resource == resource_of(WebhookKind::Validating) {
+                            let kind = if resource == WebhookKind::Validating.resource() {
                                 WebhookKind::Validating
                             } else {
                                 WebhookKind::Mutating

@@ -729,8 +729,8 @@ impl State {
             );
             return Vec::new();
         }
-        let i = match self.webhook_buffer() {
-            Ok(i) => i,
+        let i = match self.buffer_for(None) {
+            Ok((i, _)) => i,
             Err(e) => {
                 self.say(e, true);
                 return Vec::new();
@@ -782,29 +782,6 @@ impl State {
         }));
         self.say(text, false);
         commands
-    }
-
-    /// The buffer `:apply` takes: in the Webhooks view the selected webhook's configuration's,
-    /// elsewhere the current one.
-    fn webhook_buffer(&self) -> Result<usize, String> {
-        let name = match self.view {
-            View::Webhooks => self
-                .hooks
-                .get(self.hook_selected)
-                .map(|h| h.configuration.clone()),
-            _ => None,
-        };
-        match name {
-            Some(n) => self
-                .buffers
-                .iter()
-                .position(|b| b.names().contains(&n))
-                .ok_or_else(|| format!("no configuration named {n:?} is open")),
-            None if self.buffers.is_empty() => {
-                Err("no configuration is open: the cluster's are listed once connected".into())
-            }
-            None => Ok(self.buffer.min(self.buffers.len() - 1)),
-        }
     }
 
     /// What the live source answered to an apply or its dry run.

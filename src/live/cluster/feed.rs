@@ -25,17 +25,10 @@ pub(crate) struct KindStore {
     pub(crate) synced: bool,
 }
 
-fn plural(kind: WebhookKind) -> &'static str {
-    match kind {
-        WebhookKind::Mutating => "mutatingwebhookconfigurations",
-        WebhookKind::Validating => "validatingwebhookconfigurations",
-    }
-}
-
 /// Reads a server object with the project's loader (the same defaulting as files get).
 pub(crate) fn convert(kind: WebhookKind, object: &Value) -> Result<WebhookConfiguration, String> {
     let name = object["metadata"]["name"].as_str().unwrap_or("");
-    let origin = format!("{}/{name}", plural(kind));
+    let origin = format!("{}/{name}", kind.resource());
     let text = serde_json::to_string(object).map_err(|e| format!("{origin}: {e}"))?;
     let mut loaded = crate::config::parse_documents(&text, &origin);
     if loaded.is_empty() {

@@ -190,8 +190,8 @@ impl Feed {
     /// The resource a watcher feed lists and watches (`None` for metrics).
     pub fn resource(self) -> Option<&'static str> {
         match self {
-            Feed::MutatingWebhookConfigurations => Some("mutatingwebhookconfigurations"),
-            Feed::ValidatingWebhookConfigurations => Some("validatingwebhookconfigurations"),
+            Feed::MutatingWebhookConfigurations => Some(WebhookKind::Mutating.resource()),
+            Feed::ValidatingWebhookConfigurations => Some(WebhookKind::Validating.resource()),
             Feed::Metrics => None,
         }
     }
