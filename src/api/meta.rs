@@ -7,7 +7,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// A group, version and kind (`apps/v1, Kind=Deployment`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
 pub struct GroupVersionKind {
     /// API group; empty for the core group.
     #[serde(default)]
@@ -18,6 +18,38 @@ pub struct GroupVersionKind {
     /// Kind.
     #[serde(default)]
     pub kind: String,
+}
+
+impl PartialEq for GroupVersionKind {
+    fn eq(&self, other: &Self) -> bool {
+        short_eq(&self.kind, &other.kind)
+            && short_eq(&self.version, &other.version)
+            && short_eq(&self.group, &other.group)
+    }
+}
+
+impl PartialEq for GroupVersionResource {
+    fn eq(&self, other: &Self) -> bool {
+        short_eq(&self.resource, &other.resource)
+            && short_eq(&self.version, &other.version)
+            && short_eq(&self.group, &other.group)
+    }
+}
+
+/// Whether two strings are equal, compared in place rather than through the C library's
+/// `memcmp`: for the short names the dispatcher compares on every call (groups, versions,
+/// kinds, resources, operations) the library call costs more than the comparison, markedly so
+/// on machines whose vectorised `memcmp` is slow to start (see docs/benchmarks.md).
+#[inline]
+pub fn short_eq(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    if a.len() > 64 {
+        return a == b;
+    }
+    a.iter().zip(b).all(|(x, y)| x == y)
 }
 
 impl GroupVersionKind {
@@ -53,7 +85,7 @@ impl fmt::Display for GroupVersionKind {
 }
 
 /// A group, version and resource (`apps/v1, Resource=deployments`).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
 pub struct GroupVersionResource {
     /// API group; empty for the core group.
     #[serde(default)]
@@ -273,4 +305,33 @@ pub struct StatusCause {
     /// Field the cause concerns.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub field: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_eq_agrees_with_string_equality() {
+        let long = "x".repeat(100);
+        let long_other = format!("{}y", "x".repeat(99));
+        let cases = [
+            ("", ""),
+            ("", "v1"),
+            ("v1", "v1"),
+            ("v1", "v2"),
+            ("configmaps", "configmaps"),
+            ("configmaps", "configmapz"),
+            ("pods", "podss"),
+            (long.as_str(), long.as_str()),
+            (long.as_str(), long_other.as_str()),
+        ];
+        for (a, b) in cases {
+            assert_eq!(short_eq(a, b), a == b, "{a:?} vs {b:?}");
+        }
+        let gvk = GroupVersionKind::new("apps", "v1", "Deployment");
+        assert_eq!(gvk, GroupVersionKind::new("apps", "v1", "Deployment"));
+        assert_ne!(gvk, GroupVersionKind::new("apps", "v1beta1", "Deployment"));
+        assert_ne!(gvk, GroupVersionKind::new("", "v1", "Deployment"));
+    }
 }

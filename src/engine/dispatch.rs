@@ -15,6 +15,7 @@ use super::review::{self, CallingError};
 use super::status::{self, go_json_string, go_quote};
 use super::trace::{Entry, MatchTexts, MetricStep, ReviewBody, ReviewParts, TraceStep};
 use super::{Attributes, CallDecision, CallRecord, Engine, Outcome, Phases, RequestContext};
+use crate::api::meta::short_eq;
 use crate::api::{Status, WebhookKind};
 use crate::jsonpatch;
 use crate::metrics::{RejectionErrorType, WebhookType};
@@ -313,7 +314,9 @@ impl<'e, 'c> Run<'e, 'c> {
     /// The texts calls share for an invocation, made the first time it is seen.
     fn invocation_texts(&mut self, inv: &Invocation) -> &mut InvocationTexts {
         let same = |i: &Invocation| {
-            i.kind == inv.kind && i.resource == inv.resource && i.sub_resource == inv.sub_resource
+            i.kind == inv.kind
+                && i.resource == inv.resource
+                && short_eq(&i.sub_resource, &inv.sub_resource)
         };
         let at = match self.invocations.iter().position(|(i, _)| same(i)) {
             Some(at) => at,

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use super::attributes::{Attributes, NamespaceLookup, NamespaceSource};
 use super::hooks::Hook;
 use super::status;
+use crate::api::meta::short_eq;
 use crate::api::{
     GroupResource, GroupVersionKind, GroupVersionResource, RuleWithOperations, Status,
 };
@@ -310,7 +311,7 @@ pub fn rule_matches(
 
 /// `*` or an exact, case-sensitive match.
 pub fn exact_or_wildcard(items: Option<&[String]>, requested: &str) -> bool {
-    items.is_some_and(|items| items.iter().any(|i| i == "*" || i == requested))
+    items.is_some_and(|items| items.iter().any(|i| i == "*" || short_eq(i, requested)))
 }
 
 /// `res[/sub]` entries with `*` wildcards; an entry without `/` matches only the main resource.
@@ -318,7 +319,7 @@ pub fn resource_matches(items: Option<&[String]>, res: &str, sub: &str) -> bool 
     items.is_some_and(|items| {
         items.iter().any(|entry| {
             let (r, s) = entry.split_once('/').unwrap_or((entry.as_str(), ""));
-            (r == "*" || r == res) && (s == "*" || s == sub)
+            (r == "*" || short_eq(r, res)) && (s == "*" || short_eq(s, sub))
         })
     })
 }
