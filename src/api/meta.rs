@@ -7,7 +7,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 
 /// A group, version and kind (`apps/v1, Kind=Deployment`).
-#[derive(Debug, Clone, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Eq, PartialOrd, Ord, Default, Serialize, Deserialize)]
 pub struct GroupVersionKind {
     /// API group; empty for the core group.
     #[serde(default)]
@@ -25,6 +25,19 @@ impl PartialEq for GroupVersionKind {
         short_eq(&self.kind, &other.kind)
             && short_eq(&self.version, &other.version)
             && short_eq(&self.group, &other.group)
+    }
+}
+
+// Equal values hash alike: equality is field by field, like the derived one, only faster.
+impl std::hash::Hash for GroupVersionKind {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (&self.group, &self.version, &self.kind).hash(state);
+    }
+}
+
+impl std::hash::Hash for GroupVersionResource {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (&self.group, &self.version, &self.resource).hash(state);
     }
 }
 
@@ -85,7 +98,7 @@ impl fmt::Display for GroupVersionKind {
 }
 
 /// A group, version and resource (`apps/v1, Resource=deployments`).
-#[derive(Debug, Clone, Eq, Hash, PartialOrd, Ord, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Eq, PartialOrd, Ord, Default, Serialize, Deserialize)]
 pub struct GroupVersionResource {
     /// API group; empty for the core group.
     #[serde(default)]

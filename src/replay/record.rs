@@ -76,6 +76,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::fs::{self, File};
 use std::future::Future;
+use std::hash::BuildHasherDefault;
 use std::io::{self, BufWriter, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -89,6 +90,7 @@ use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 use crate::api::WebhookKind;
+use crate::api::meta::short_eq;
 use crate::engine::call::{
     Replier, Reply, ReplyOutcome, TransportError, TransportErrorKind, WebhookCall,
 };
@@ -1360,13 +1362,48 @@ struct ExactEntry {
     queue: usize,
 }
 
+impl ExactEntry {
+    /// Whether this is the entry of `call`, whose review is `before` and `after` its uid.
+    fn is(&self, call: &ExactCall<'_>, before: &[u8], after: &[u8]) -> bool {
+        self.phase == call.phase
+            && short_eq(&self.webhook, call.webhook)
+            && short_eq(&self.configuration, call.configuration)
+            && self.text[..self.split] == *before
+            && self.text[self.split..] == *after
+    }
+}
+
 /// Recorded reviews by their exact bytes with the `request.uid` value left out, looked up
 /// without copying the call's body.
 #[derive(Debug, Default)]
 struct ExactIndex {
-    /// By [`ExactCall::key`]'s digest, itself hashed again: an Fx digest of texts that differ
-    /// in a few bytes varies mostly in its high bits, which the table's probing does not use.
-    by_digest: HashMap<u64, Vec<ExactEntry>>,
+    /// By [`ExactCall::key`]'s digest, folded again ([`Folded`]): an Fx digest of texts that
+    /// differ in a few bytes varies mostly in its high bits, which the table's probing does not
+    /// use.
+    by_digest: HashMap<u64, Vec<ExactEntry>, BuildHasherDefault<Folded>>,
+}
+
+/// Hashes a digest by folding the high half of its product with a large odd constant into
+/// the low half: every input bit reaches the bits the table uses, for a multiplication rather
+/// than a keyed hash of eight bytes.
+#[derive(Default)]
+struct Folded(u64);
+
+impl std::hash::Hasher for Folded {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(self.0.rotate_left(8) ^ u64::from(b));
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        let product = u128::from(n ^ self.0).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = (product as u64) ^ ((product >> 64) as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 impl ExactIndex {
@@ -1375,14 +1412,7 @@ impl ExactIndex {
             return;
         };
         let entries = self.by_digest.entry(digest).or_default();
-        let same = |e: &ExactEntry| {
-            e.phase == call.phase
-                && e.configuration == call.configuration
-                && e.webhook == call.webhook
-                && e.text[..e.split] == *before
-                && e.text[e.split..] == *after
-        };
-        if let Some(e) = entries.iter_mut().find(|e| same(e)) {
+        if let Some(e) = entries.iter_mut().find(|e| e.is(&call, before, after)) {
             e.queue = queue;
             return;
         }
@@ -1401,13 +1431,7 @@ impl ExactIndex {
         self.by_digest
             .get(&digest)?
             .iter()
-            .find(|e| {
-                e.phase == call.phase
-                    && e.configuration == call.configuration
-                    && e.webhook == call.webhook
-                    && e.text[..e.split] == *before
-                    && e.text[e.split..] == *after
-            })
+            .find(|e| e.is(&call, before, after))
             .map(|e| e.queue)
     }
 }
