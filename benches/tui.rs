@@ -8,7 +8,8 @@
 //! allocator that keeps the live total: the bytes a replayed result holds (request, objects,
 //! outcome, trace), measured on fresh offline demo replays and split into the distinct JSON
 //! objects it refers to (each shared allocation counted once) and everything beyond them; and
-//! the bytes loading a request into the console state adds (row, annotations, indices).
+//! the bytes loading a request into the console state adds (row, annotations, indices). Their
+//! sum is the honest figure a loaded request costs beyond its distinct objects.
 
 #[path = "support/counting.rs"]
 mod counting;
@@ -74,8 +75,9 @@ fn objects_of(r: &Replayed) -> Vec<&Value> {
 
 /// Prints the memory a replayed request takes, measured on fresh offline demo replays (objects
 /// are the replay's own, as when a capture is loaded): the whole result, the distinct JSON
-/// objects in it (each allocation once, however many steps refer to it), and the rest.
-fn print_result_memory() {
+/// objects in it (each allocation once, however many steps refer to it), and the rest, which it
+/// returns (bytes per request).
+fn print_result_memory() -> f64 {
     drop(demo_results(demo_messages()));
     let before = counting::live();
     let mut results: Vec<Box<Replayed>> = Vec::new();
@@ -140,11 +142,22 @@ fn print_result_memory() {
         "  copies of the parts (shared allocations not copied): request without its objects {request:.0} B; \
          annotations {annotations:.0} B; call records {calls_owned:.0} B; trace {trace_owned:.0} B"
     );
+    eprintln!(
+        "  sizes: Replayed {} B (its Outcome {} B), CapturedRequest {} B, CallRecord {} B, \
+         TraceStep {} B, AuditAnnotation {} B",
+        std::mem::size_of::<Replayed>(),
+        std::mem::size_of::<hookscope::engine::Outcome>(),
+        std::mem::size_of::<hookscope::replay::CapturedRequest>(),
+        std::mem::size_of::<CallRecord>(),
+        std::mem::size_of::<TraceStep>(),
+        std::mem::size_of::<hookscope::engine::AuditAnnotation>(),
+    );
+    (total - objects) as f64 / n
 }
 
 /// Loads the state and prints the memory the console state adds per request.
 fn load() -> State {
-    print_result_memory();
+    let beyond_objects = print_result_memory();
     let msgs = demo_messages();
     let originals: Vec<Replayed> = msgs
         .iter()
@@ -200,6 +213,13 @@ fn load() -> State {
         "memory added by the console state per loaded request ({copies} copies of the demo's {} \
          results): {:.0} B (row, annotations, indices)",
         originals.len(),
+        per(state_bytes),
+    );
+    eprintln!(
+        "memory per loaded request beyond its distinct objects, the state's share included: \
+         {:.0} B (the replayed result {beyond_objects:.0} B + the console state {:.0} B; \
+         target < 4,096 B)",
+        beyond_objects + per(state_bytes),
         per(state_bytes),
     );
     assert_eq!(state.entries.len(), REQUESTS);

@@ -78,7 +78,7 @@ fn pod_create() -> Attributes {
         }))),
         old_object: None,
         dry_run: false,
-        options: Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"})),
+        options: Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}).into()),
         user_info: Default::default(),
     }
 }

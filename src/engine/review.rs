@@ -75,11 +75,11 @@ pub fn build_review(
             name: attrs.name.clone(),
             namespace: attrs.namespace.clone(),
             operation: attrs.operation.as_str().into(),
-            user_info: attrs.user_info.clone(),
+            user_info: (*attrs.user_info).clone(),
             object,
             old_object,
             dry_run: attrs.dry_run,
-            options: attrs.options.clone().unwrap_or(Value::Null),
+            options: attrs.options.as_deref().cloned().unwrap_or(Value::Null),
         },
     }
 }
@@ -202,7 +202,7 @@ pub(crate) fn request_tail(attrs: &Attributes) -> String {
     }
     let tail = Tail {
         dry_run: attrs.dry_run,
-        options: attrs.options.as_ref().unwrap_or(&Value::Null),
+        options: attrs.options.as_deref().unwrap_or(&Value::Null),
     };
     // Serialising a JSON value cannot fail.
     let mut text = serde_json::to_string(&tail).unwrap_or_else(|_| "{}".into());
@@ -546,7 +546,7 @@ mod tests {
             old_object: None,
             dry_run: false,
             options: None,
-            user_info: UserInfo::default(),
+            user_info: Arc::default(),
         };
         let mut invocation = Invocation {
             resource: attrs.resource.clone(),
@@ -583,17 +583,19 @@ mod tests {
         attrs.namespace = "ns <&>".into();
         attrs.name = "n\u{2028}\"x\"".into();
         attrs.dry_run = true;
-        attrs.options = Some(json!({"kind": "UpdateOptions", "fieldManager": "<m>"}));
+        attrs.options = Some(Arc::new(
+            json!({"kind": "UpdateOptions", "fieldManager": "<m>"}),
+        ));
         attrs.object = Some(Arc::new(
             json!({"a": [1, 2.5, -3, 1e300, null, {}], "s": "\u{1}\\/<"}),
         ));
         attrs.old_object = Some(Arc::new(json!({"b": true})));
-        attrs.user_info = UserInfo {
+        attrs.user_info = Arc::new(UserInfo {
             username: "u".into(),
             uid: "1".into(),
             groups: vec!["g".into()],
             extra: BTreeMap::from([("k".to_string(), vec!["v".to_string()])]),
-        };
+        });
         invocation.sub_resource = "scale".into();
         invocation.kind = GroupVersionKind::new("autoscaling", "v1", "Scale");
         check(&attrs, &invocation, "v1beta1");
