@@ -265,7 +265,7 @@ fn expanded_steps_carry_the_outcome_texts() {
     match &steps.last().map(|s| &s.kind) {
         Some(StepKind::Verdict { allowed, status }) => {
             assert!(!allowed);
-            assert_eq!(status.as_deref(), o.status.as_ref());
+            assert_eq!(status.as_deref(), o.status.as_deref());
         }
         other => panic!("the trace ends with the verdict, not {other:?}"),
     }

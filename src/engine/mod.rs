@@ -22,8 +22,8 @@ pub mod review;
 pub mod status;
 pub mod trace;
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::collections::{BTreeSet, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -108,8 +108,8 @@ pub struct RequestContext<'a> {
 pub struct Outcome {
     /// Whether the request was admitted.
     pub allowed: bool,
-    /// The error the API client receives, when not admitted.
-    pub status: Option<Status>,
+    /// The error the API client receives, when not admitted (boxed: most requests are admitted).
+    pub status: Option<Box<Status>>,
     /// The object after the mutating chain (None for requests without an object): the request's
     /// own object when no patch changed it, else the last patch's result, shared with the trace.
     pub object: Option<Arc<Value>>,
@@ -136,7 +136,7 @@ impl Serialize for Outcome {
         #[serde(rename_all = "camelCase")]
         struct Full<'a> {
             allowed: bool,
-            status: &'a Option<Status>,
+            status: Option<&'a Status>,
             object: Option<&'a Value>,
             annotations: &'a [AuditAnnotation],
             warnings: &'a [String],
@@ -147,7 +147,7 @@ impl Serialize for Outcome {
         }
         Full {
             allowed: self.allowed,
-            status: &self.status,
+            status: self.status.as_deref(),
             object: self.object.as_deref(),
             annotations: &self.annotations,
             warnings: &self.warnings,
@@ -185,8 +185,9 @@ pub struct CallRecord {
     pub webhook: Arc<str>,
     /// Called or skipped.
     pub decision: CallDecision,
-    /// Why it was skipped.
-    pub skip_reason: Option<Box<str>>,
+    /// Why it was skipped (shared: requests skipped for the same reason refer to one text).
+    #[serde(serialize_with = "trace::ser_opt_shared_str")]
+    pub skip_reason: Option<Arc<str>>,
     /// The webhook's verdict, when it answered.
     pub allowed: Option<bool>,
     /// Whether its patch changed the object.
@@ -237,7 +238,13 @@ pub struct Engine {
     mutating: Vec<Hook>,
     validating: Vec<Hook>,
     options: EngineOptions,
+    /// One copy of the review texts that repeat from request to request (kinds, users,
+    /// options), shared by the traces of the requests dispatched.
+    texts: Arc<Mutex<HashSet<Arc<str>>>>,
 }
+
+/// Distinct shared texts an engine keeps; beyond it the set starts afresh (traces keep theirs).
+const MAX_SHARED_TEXTS: usize = 4096;
 
 impl Engine {
     /// Builds the ordered webhook lists. Configurations are used as given: apply defaults first
@@ -247,7 +254,22 @@ impl Engine {
             mutating: hooks::flatten(configs, WebhookKind::Mutating),
             validating: hooks::flatten(configs, WebhookKind::Validating),
             options,
+            texts: Arc::default(),
         }
+    }
+
+    /// The engine's shared copy of `text`.
+    fn shared_text(&self, text: String) -> Arc<str> {
+        let mut texts = self.texts.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(known) = texts.get(text.as_str()) {
+            return Arc::clone(known);
+        }
+        if texts.len() >= MAX_SHARED_TEXTS {
+            texts.clear();
+        }
+        let text: Arc<str> = Arc::from(text);
+        texts.insert(Arc::clone(&text));
+        text
     }
 
     /// The mutating webhooks in dispatch order.

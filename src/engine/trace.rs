@@ -37,6 +37,14 @@ pub(crate) fn ser_shared_str<S: serde::Serializer>(v: &Arc<str>, s: S) -> Result
     s.serialize_str(v)
 }
 
+/// Serialises an optional shared string as the string itself.
+pub(crate) fn ser_opt_shared_str<S: serde::Serializer>(
+    v: &Option<Arc<str>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    v.as_deref().serialize(s)
+}
+
 /// Serialises a shared JSON value as the value itself.
 pub(crate) fn ser_shared_value<S: serde::Serializer>(
     v: &Arc<Value>,
@@ -80,9 +88,10 @@ fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 }
 
 /// An AdmissionReview as sent, kept as the parts calls share: the text around the objects (the
-/// same for every call of a request with the same invocation) and the objects themselves (the
-/// same allocations as the trace's and the request's), so a trace does not hold a serialised copy
-/// of the object per call. [`ReviewBody::text`] writes the exact bytes sent.
+/// same for every call of a request with the same invocation, and in good part the same from
+/// request to request) and the objects themselves (the same allocations as the trace's and the
+/// request's), so a trace does not hold a serialised copy of the object per call.
+/// [`ReviewBody::text`] writes the exact bytes sent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReviewBody(Box<ReviewParts>);
 
@@ -94,10 +103,33 @@ pub(crate) struct ReviewParts {
     pub(crate) url: Arc<str>,
     pub(crate) timeout_secs: u64,
     pub(crate) timeout: Duration,
-    pub(crate) head: Arc<str>,
+    pub(crate) texts: Arc<ReviewTexts>,
     pub(crate) object: Option<Arc<Value>>,
     pub(crate) old_object: Option<Arc<Value>>,
+}
+
+/// The text of a request's AdmissionReviews around the uid and the objects, in the pieces of
+/// `review::request_head_pieces` and `review::request_tail`: the kinds, the user and the tail are
+/// shared with the other requests that have the same (the engine keeps one copy of each), the
+/// names are the request's own.
+#[derive(Debug, PartialEq)]
+pub(crate) struct ReviewTexts {
+    pub(crate) kinds: Arc<str>,
+    pub(crate) names: Box<str>,
+    pub(crate) user: Arc<str>,
     pub(crate) tail: Arc<str>,
+}
+
+impl ReviewTexts {
+    /// The text between the uid and the object, in pieces.
+    pub(crate) fn head(&self) -> [&str; 3] {
+        [&self.kinds, &self.names, &self.user]
+    }
+
+    /// Bytes of text in all.
+    pub(crate) fn len(&self) -> usize {
+        self.kinds.len() + self.names.len() + self.user.len() + self.tail.len()
+    }
 }
 
 impl ReviewBody {
@@ -110,17 +142,16 @@ impl ReviewBody {
         let p = &self.0;
         let object = super::review::object_json(p.object.as_deref());
         let old_object = super::review::object_json(p.old_object.as_deref());
-        let mut out = String::with_capacity(
-            p.head.len() + p.tail.len() + object.len() + old_object.len() + 128,
-        );
+        let mut out =
+            String::with_capacity(p.texts.len() + object.len() + old_object.len() + 128);
         super::review::write_review(
             &mut out,
             p.version,
             &p.uid,
-            &p.head,
+            &p.texts.head(),
             &object,
             &old_object,
-            &p.tail,
+            &p.texts.tail,
         );
         out
     }
@@ -399,9 +430,10 @@ pub(crate) enum Entry {
     Allowed {
         call: CallIx,
     },
+    /// `status` is None when it is the outcome's.
     Denied {
         call: CallIx,
-        status: Box<Status>,
+        status: Option<Box<Status>>,
     },
     CallFailed {
         call: CallIx,
@@ -506,7 +538,18 @@ impl Trace {
         })
     }
 
-    pub(crate) fn from_vec(steps: Vec<TraceStep>) -> Self {
+    /// The trace of a dispatch that ended with `status`: denials that gave the request its
+    /// status refer to the outcome's rather than keep a copy.
+    pub(crate) fn from_steps(mut steps: Vec<TraceStep>, status: Option<&Status>) -> Self {
+        if let Some(status) = status {
+            for s in &mut steps {
+                if let Entry::Denied { status: own, .. } = &mut s.entry
+                    && own.as_deref() == Some(status)
+                {
+                    *own = None;
+                }
+            }
+        }
         Trace {
             steps: steps.into_boxed_slice(),
         }
@@ -652,7 +695,10 @@ impl super::Outcome {
             },
             Entry::Denied { call, status } => StepKind::Denied {
                 hook: self.hook_ref(*call),
-                status: status.clone(),
+                status: status
+                    .clone()
+                    .or_else(|| self.status.clone())
+                    .unwrap_or_default(),
             },
             Entry::CallFailed { call, failed_open } => StepKind::CallFailed {
                 hook: self.hook_ref(*call),
@@ -712,7 +758,7 @@ impl super::Outcome {
             },
             Entry::Verdict { allowed } => StepKind::Verdict {
                 allowed: *allowed,
-                status: self.status.clone().map(Box::new),
+                status: self.status.clone(),
             },
         }
     }
