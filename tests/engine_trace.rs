@@ -179,11 +179,8 @@ fn expanded_steps_carry_the_outcome_texts() {
     let mut seen = std::collections::HashSet::new();
     first_seen.retain(|a| seen.insert(*a));
     assert_eq!(annotated.len(), first_seen.len() + 1);
-    let annotations: Vec<(&str, &str)> = o
-        .annotations
-        .iter()
-        .map(|a| (a.key.as_str(), a.value.as_str()))
-        .collect();
+    let annotations: Vec<(&str, &str)> =
+        o.annotations.iter().map(|a| (&*a.key, &*a.value)).collect();
     assert_eq!(first_seen, annotations);
     assert!(
         annotations

@@ -261,7 +261,7 @@ async fn a_cluster_its_metrics_and_its_audit_log_fill_the_live_views() {
         .annotations
         .iter()
         .filter(|a| a.key.contains("webhook.admission.k8s.io/"))
-        .map(|a| (a.key.clone(), a.value.clone()))
+        .map(|a| (a.key.to_string(), a.value.to_string()))
         .collect();
     let mut recorded_pairs = record.annotations.clone();
     recorded_pairs.sort();

@@ -53,7 +53,7 @@ fn the_demo_streams_into_the_state() {
         s.annotations
             .iter()
             .filter_map(|a| s.annotation(a))
-            .any(|a| a.key == "mutation.webhook.admission.k8s.io/round_1_index_0")
+            .any(|a| &*a.key == "mutation.webhook.admission.k8s.io/round_1_index_0")
     );
 }
 

@@ -183,6 +183,7 @@ impl<'e, 'c> Run<'e, 'c> {
     }
 
     fn annotate(&mut self, key: String, value: String, level: AuditLevel) {
+        let (key, value) = (self.engine.shared_text(key), self.engine.shared_text(value));
         match self.annotations.add_indexed(key, value, level) {
             Ok(index) => self.step(Entry::Annotation {
                 index: u32::try_from(index).unwrap_or(u32::MAX),
@@ -209,7 +210,7 @@ impl<'e, 'c> Run<'e, 'c> {
         }
         if stats.errors > 0 {
             self.step(Entry::Metric(MetricStep::ConditionErrors {
-                webhook: Arc::clone(&hook.webhook_name),
+                webhook: Box::new(Arc::clone(&hook.webhook_name)),
             }));
         }
         if stats.excluded {
@@ -217,7 +218,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 .metrics
                 .observe_match_condition_exclusion(name, ty, op);
             self.step(Entry::Metric(MetricStep::ConditionExclusions {
-                webhook: Arc::clone(&hook.webhook_name),
+                webhook: Box::new(Arc::clone(&hook.webhook_name)),
             }));
         }
         if stats.evaluated_not_all_true {
@@ -325,7 +326,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 } else {
                     format!("{}, Subresource={}", inv.resource, inv.sub_resource)
                 };
-                let matched = Arc::new(MatchTexts {
+                let matched = self.engine.shared_match(MatchTexts {
                     resource: resource.into_boxed_str(),
                     kind: inv.kind.to_string().into_boxed_str(),
                 });
@@ -524,13 +525,11 @@ impl<'e, 'c> Run<'e, 'c> {
     }
 
     fn record_reply(&mut self, slot: Slot, reply: &Reply) {
-        let elapsed_nanos = u64::try_from(reply.elapsed.as_nanos()).unwrap_or(u64::MAX);
         let error = match &reply.outcome {
             ReplyOutcome::Http { status, body, .. } => {
                 self.step(Entry::ReplyReceived {
                     call: slot.call,
                     http_status: *status,
-                    elapsed_nanos,
                     body: Arc::from(String::from_utf8_lossy(body)),
                 });
                 None
@@ -543,7 +542,6 @@ impl<'e, 'c> Run<'e, 'c> {
         if let Some(error) = error {
             self.step(Entry::ReplyFailed {
                 call: slot.call,
-                elapsed_nanos,
                 error: error.into_boxed_str(),
             });
         }

@@ -205,6 +205,13 @@ pub struct CallRecord {
 }
 
 impl CallRecord {
+    /// The call's duration as the replier reported it: `duration_ms` in nanoseconds (exact for
+    /// durations under a day).
+    pub fn elapsed(&self) -> Duration {
+        // Saturating: a negative or NaN duration (not one a dispatch records) reads as zero.
+        Duration::from_nanos((self.duration_ms * 1e6).round() as u64)
+    }
+
     /// Its patch as a JSON value.
     pub fn patch_value(&self) -> Option<Value> {
         self.patch
@@ -238,13 +245,36 @@ pub struct Engine {
     mutating: Vec<Hook>,
     validating: Vec<Hook>,
     options: EngineOptions,
-    /// One copy of the review texts that repeat from request to request (kinds, users,
-    /// options), shared by the traces of the requests dispatched.
-    texts: Arc<Mutex<HashSet<Arc<str>>>>,
+    /// One copy of the texts that repeat from request to request, shared by the outcomes of the
+    /// requests dispatched.
+    shared: Arc<Mutex<Shared>>,
 }
 
-/// Distinct shared texts an engine keeps; beyond it the set starts afresh (traces keep theirs).
+/// Texts that repeat from request to request: review texts (kinds, users, options), skip
+/// reasons, annotations, what `Matched` steps show.
+#[derive(Debug, Default)]
+struct Shared {
+    texts: HashSet<Arc<str>>,
+    matches: HashSet<Arc<trace::MatchTexts>>,
+}
+
+/// Distinct shared texts an engine keeps; beyond it a set starts afresh (outcomes keep theirs).
 const MAX_SHARED_TEXTS: usize = 4096;
+
+/// The copy of `value` in `set`, which keeps it from now on.
+fn shared_copy<T: Eq + std::hash::Hash + ?Sized>(
+    set: &mut HashSet<Arc<T>>,
+    value: Arc<T>,
+) -> Arc<T> {
+    if let Some(known) = set.get(&value) {
+        return Arc::clone(known);
+    }
+    if set.len() >= MAX_SHARED_TEXTS {
+        set.clear();
+    }
+    set.insert(Arc::clone(&value));
+    value
+}
 
 impl Engine {
     /// Builds the ordered webhook lists. Configurations are used as given: apply defaults first
@@ -254,22 +284,26 @@ impl Engine {
             mutating: hooks::flatten(configs, WebhookKind::Mutating),
             validating: hooks::flatten(configs, WebhookKind::Validating),
             options,
-            texts: Arc::default(),
+            shared: Arc::default(),
         }
+    }
+
+    fn shared(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The engine's shared copy of `text`.
     fn shared_text(&self, text: String) -> Arc<str> {
-        let mut texts = self.texts.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(known) = texts.get(text.as_str()) {
-            return Arc::clone(known);
+        let mut shared = self.shared();
+        match shared.texts.get(text.as_str()) {
+            Some(known) => Arc::clone(known),
+            None => shared_copy(&mut shared.texts, Arc::from(text)),
         }
-        if texts.len() >= MAX_SHARED_TEXTS {
-            texts.clear();
-        }
-        let text: Arc<str> = Arc::from(text);
-        texts.insert(Arc::clone(&text));
-        text
+    }
+
+    /// The engine's shared copy of what a `Matched` step shows.
+    fn shared_match(&self, texts: trace::MatchTexts) -> Arc<trace::MatchTexts> {
+        shared_copy(&mut self.shared().matches, Arc::new(texts))
     }
 
     /// The mutating webhooks in dispatch order.

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::CallRecord;
 use super::audit::AuditLevel;
 use super::matching::SkipReason;
 use crate::api::{Status, WebhookKind};
@@ -142,8 +143,7 @@ impl ReviewBody {
         let p = &self.0;
         let object = super::review::object_json(p.object.as_deref());
         let old_object = super::review::object_json(p.old_object.as_deref());
-        let mut out =
-            String::with_capacity(p.texts.len() + object.len() + old_object.len() + 128);
+        let mut out = String::with_capacity(p.texts.len() + object.len() + old_object.len() + 128);
         super::review::write_review(
             &mut out,
             p.version,
@@ -416,15 +416,14 @@ pub(crate) enum Entry {
         call: CallIx,
         review: ReviewBody,
     },
+    /// The call's duration is its record's.
     ReplyReceived {
         call: CallIx,
         http_status: u16,
-        elapsed_nanos: u64,
         body: Arc<str>,
     },
     ReplyFailed {
         call: CallIx,
-        elapsed_nanos: u64,
         error: Box<str>,
     },
     Allowed {
@@ -473,11 +472,12 @@ pub(crate) enum Entry {
 /// A metric step: the family and labels follow from the kind and the call record.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum MetricStep {
+    // Boxed (these steps are rare) so that every step is 32 bytes.
     ConditionErrors {
-        webhook: Arc<str>,
+        webhook: Box<Arc<str>>,
     },
     ConditionExclusions {
-        webhook: Arc<str>,
+        webhook: Box<Arc<str>>,
     },
     FailOpen {
         call: CallIx,
@@ -494,9 +494,9 @@ pub(crate) enum MetricStep {
     },
 }
 
-/// What a `Matched` step shows of an invocation, shared by the calls of a request that match it
-/// the same way.
-#[derive(Debug, Clone, PartialEq)]
+/// What a `Matched` step shows of an invocation, shared by the calls of the requests that match
+/// it the same way (the engine keeps one copy of each).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct MatchTexts {
     pub(crate) resource: Box<str>,
     pub(crate) kind: Box<str>,
@@ -670,25 +670,20 @@ impl super::Outcome {
             Entry::ReplyReceived {
                 call,
                 http_status,
-                elapsed_nanos,
                 body,
             } => StepKind::ReplyReceived {
                 hook: self.hook_ref(*call),
                 http_status: Some(*http_status),
                 body: Some(Arc::clone(body)),
                 transport_error: None,
-                elapsed: Duration::from_nanos(*elapsed_nanos),
+                elapsed: record(call).map(CallRecord::elapsed).unwrap_or_default(),
             },
-            Entry::ReplyFailed {
-                call,
-                elapsed_nanos,
-                error,
-            } => StepKind::ReplyReceived {
+            Entry::ReplyFailed { call, error } => StepKind::ReplyReceived {
                 hook: self.hook_ref(*call),
                 http_status: None,
                 body: None,
                 transport_error: Some(error.to_string()),
-                elapsed: Duration::from_nanos(*elapsed_nanos),
+                elapsed: record(call).map(CallRecord::elapsed).unwrap_or_default(),
             },
             Entry::Allowed { call } => StepKind::Allowed {
                 hook: self.hook_ref(*call),
@@ -732,8 +727,8 @@ impl super::Outcome {
             },
             Entry::Annotation { index } => match self.annotations.get(*index as usize) {
                 Some(a) => StepKind::Annotation {
-                    key: a.key.clone(),
-                    value: a.value.clone(),
+                    key: a.key.to_string(),
+                    value: a.value.to_string(),
                     level: a.level,
                 },
                 None => StepKind::Annotation {
@@ -814,6 +809,49 @@ impl super::Outcome {
                 .into_iter()
                 .map(|(k, v)| (Cow::Borrowed(k), v))
                 .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_step_is_32_bytes() {
+        assert_eq!(std::mem::size_of::<TraceStep>(), 32);
+    }
+
+    #[test]
+    fn a_reply_step_reads_its_duration_from_the_record_to_the_nanosecond() {
+        let record = |elapsed: Duration| CallRecord {
+            phase: WebhookKind::Mutating,
+            round: 0,
+            index: 0,
+            configuration: Arc::from("c"),
+            webhook: Arc::from("w"),
+            decision: super::super::CallDecision::Called,
+            skip_reason: None,
+            allowed: Some(true),
+            mutated: false,
+            patch: None,
+            error: None,
+            failure_policy: "Fail",
+            duration_ms: elapsed.as_secs_f64() * 1000.0,
+        };
+        for nanos in [
+            0,
+            1,
+            999,
+            1_000_001,
+            4_000_000,
+            1_234_567_891,
+            29_999_999_999,
+            86_399_999_999_999,
+        ] {
+            let d = Duration::from_nanos(nanos);
+            assert_eq!(record(d).elapsed(), d, "{nanos} ns");
         }
     }
 }

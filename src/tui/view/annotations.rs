@@ -70,10 +70,10 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
                     let target = state.entries.get(a.request())?.row().target;
                     Some(Shown {
                         origin: format!("#{} {target}", a.request() + 1),
-                        key: written.key.clone(),
+                        key: written.key.to_string(),
                         decoded: crate::tui::model::decode_annotation(&written.key, &written.value)
-                            .unwrap_or_else(|| written.value.clone()),
-                        raw: written.value.clone(),
+                            .unwrap_or_else(|| written.value.to_string()),
+                        raw: written.value.to_string(),
                     })
                 })
                 .collect();
