@@ -258,18 +258,20 @@ struct Shared {
     matches: HashSet<Arc<trace::MatchTexts>>,
 }
 
-/// Distinct shared texts an engine keeps; beyond it a set starts afresh (outcomes keep theirs).
-const MAX_SHARED_TEXTS: usize = 4096;
+/// Distinct values a sharing set keeps; beyond it the set starts afresh (sharing is an economy,
+/// not a promise: the copies handed out stay valid).
+const MAX_SHARED: usize = 4096;
 
-/// The copy of `value` in `set`, which keeps it from now on.
-fn shared_copy<T: Eq + std::hash::Hash + ?Sized>(
+/// The copy of `value` in `set`, which keeps it from now on: the one place values that repeat
+/// from request to request (texts, users, labels) are made one allocation.
+pub(crate) fn shared_copy<T: Eq + std::hash::Hash + ?Sized>(
     set: &mut HashSet<Arc<T>>,
     value: Arc<T>,
 ) -> Arc<T> {
     if let Some(known) = set.get(&value) {
         return Arc::clone(known);
     }
-    if set.len() >= MAX_SHARED_TEXTS {
+    if set.len() >= MAX_SHARED {
         set.clear();
     }
     set.insert(Arc::clone(&value));

@@ -1174,7 +1174,7 @@ impl State {
     /// wrote it: `…/round_{r}_index_{i}` names the call, a webhook's own annotation is keyed
     /// by its name.
     fn open_annotation(&mut self, i: usize) {
-        let Some(row) = self.visible_annotations().get(i).map(|a| (*a).clone()) else {
+        let Some(row) = self.visible_annotations().get(i).map(|a| **a) else {
             return;
         };
         let Some(entry) = self.entries.get(row.request()) else {

@@ -1,6 +1,6 @@
 //! One copy of what the requests of a capture have in common: the requesting users, the options
-//! objects and the namespace labels repeat from request to request, so the requests loaded from one capture refer
-//! to shared allocations instead of holding a copy each.
+//! objects and the namespace labels repeat from request to request, so the requests loaded from
+//! one capture refer to shared allocations instead of holding a copy each.
 
 use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -8,11 +8,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use crate::api::UserInfo;
+use crate::engine::shared_copy;
 use crate::replay::{CapturedRequest, NamespaceState};
-
-/// Distinct users (and namespace label sets) kept for sharing; beyond it the set starts afresh
-/// (sharing is an economy, not a promise: requests interned before stay valid).
-const MAX_SHARED: usize = 4096;
 
 /// Distinct options objects kept for sharing, most recent last. Captures use few (one per
 /// operation, a field manager or two); they are compared by value, so the list stays short.
@@ -26,22 +23,10 @@ pub struct Interner {
     options: VecDeque<Arc<Value>>,
 }
 
-/// The shared copy of `value` in `set`, which keeps it from now on.
-fn shared<T: Eq + std::hash::Hash>(set: &mut HashSet<Arc<T>>, value: Arc<T>) -> Arc<T> {
-    if let Some(known) = set.get(&value) {
-        return Arc::clone(known);
-    }
-    if set.len() >= MAX_SHARED {
-        set.clear();
-    }
-    set.insert(Arc::clone(&value));
-    value
-}
-
 impl Interner {
     /// The shared copy of `user`.
     pub fn user(&mut self, user: Arc<UserInfo>) -> Arc<UserInfo> {
-        shared(&mut self.users, user)
+        shared_copy(&mut self.users, user)
     }
 
     /// The shared copy of a namespace's `labels`.
@@ -49,7 +34,7 @@ impl Interner {
         &mut self,
         labels: Arc<BTreeMap<String, String>>,
     ) -> Arc<BTreeMap<String, String>> {
-        shared(&mut self.labels, labels)
+        shared_copy(&mut self.labels, labels)
     }
 
     /// The shared copy of `options`.
