@@ -20,7 +20,7 @@ use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use divan::Bencher;
-use hookscope::engine::{AuditLevel, CallRecord, TraceStep};
+use hookscope::engine::{AuditLevel, CallRecord, StepKind, TraceStep};
 use hookscope::replay::run::{ReplayEvent, Replayed};
 use hookscope::tui::app::{Msg, State, View, update};
 use hookscope::tui::source::{SourceMsg, collect};
@@ -116,6 +116,20 @@ fn print_result_memory() -> f64 {
     let annotations = clone_bytes(&|r| Box::new(r.outcome.annotations.clone()));
     let calls_owned = clone_bytes(&|r| Box::new(r.outcome.calls.clone()));
     let trace_owned = clone_bytes(&|r| Box::new(r.outcome.trace.clone()));
+    // The reply bodies the trace keeps, each shared allocation once (an `Arc<str>`'s two
+    // counters, then the text, rounded to its alignment).
+    let mut bodies_seen: HashSet<*const u8> = HashSet::new();
+    let mut bodies = 0usize;
+    for r in &results {
+        for s in r.outcome.steps() {
+            if let StepKind::ReplyReceived { body: Some(b), .. } = s.kind
+                && bodies_seen.insert(b.as_ptr())
+            {
+                bodies += (16 + b.len()).next_multiple_of(8);
+            }
+        }
+    }
+    let bodies = bodies as f64 / n;
     let steps: usize = results.iter().map(|r| r.outcome.trace.len()).sum();
     let calls: usize = results.iter().map(|r| r.outcome.calls.capacity()).sum();
     eprintln!(
@@ -140,7 +154,8 @@ fn print_result_memory() -> f64 {
     );
     eprintln!(
         "  copies of the parts (shared allocations not copied): request without its objects {request:.0} B; \
-         annotations {annotations:.0} B; call records {calls_owned:.0} B; trace {trace_owned:.0} B"
+         annotations {annotations:.0} B; call records {calls_owned:.0} B; trace {trace_owned:.0} B; \
+         shared by the trace's steps: reply bodies {bodies:.0} B"
     );
     eprintln!(
         "  sizes: Replayed {} B (its Outcome {} B), CapturedRequest {} B, CallRecord {} B, \
