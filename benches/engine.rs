@@ -111,7 +111,7 @@ fn scale_request() -> Attributes {
         old_object: None,
         dry_run: false,
         options: None,
-        user_info: UserInfo::default(),
+        user_info: Default::default(),
     }
 }
 
@@ -209,12 +209,12 @@ fn pod_request() -> Attributes {
         object: Some(Arc::new(pod())),
         old_object: None,
         dry_run: false,
-        options: Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"})),
-        user_info: UserInfo {
+        options: Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}).into()),
+        user_info: std::sync::Arc::new(UserInfo {
             username: "alice".into(),
             groups: vec!["system:authenticated".into()],
             ..Default::default()
-        },
+        }),
     }
 }
 

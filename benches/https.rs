@@ -96,12 +96,12 @@ fn attributes() -> Attributes {
         object: Some(std::sync::Arc::new(meta(true))),
         old_object: Some(std::sync::Arc::new(meta(false))),
         dry_run: false,
-        options: Some(json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"})),
-        user_info: UserInfo {
+        options: Some(json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"}).into()),
+        user_info: std::sync::Arc::new(UserInfo {
             username: "webhook-test".into(),
             uid: "webhook-test".into(),
             ..Default::default()
-        },
+        }),
     }
 }
 

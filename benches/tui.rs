@@ -8,7 +8,8 @@
 //! allocator that keeps the live total: the bytes a replayed result holds (request, objects,
 //! outcome, trace), measured on fresh offline demo replays and split into the distinct JSON
 //! objects it refers to (each shared allocation counted once) and everything beyond them; and
-//! the bytes loading a request into the console state adds (row, annotations, indices).
+//! the bytes loading a request into the console state adds (row, annotations, indices). Their
+//! sum is the honest figure a loaded request costs beyond its distinct objects.
 
 #[path = "support/counting.rs"]
 mod counting;
@@ -19,7 +20,7 @@ use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use divan::Bencher;
-use hookscope::engine::{AuditLevel, CallRecord, TraceStep};
+use hookscope::engine::{AuditLevel, CallRecord, StepKind, TraceStep};
 use hookscope::replay::run::{ReplayEvent, Replayed};
 use hookscope::tui::app::{Msg, State, View, update};
 use hookscope::tui::source::{SourceMsg, collect};
@@ -74,8 +75,9 @@ fn objects_of(r: &Replayed) -> Vec<&Value> {
 
 /// Prints the memory a replayed request takes, measured on fresh offline demo replays (objects
 /// are the replay's own, as when a capture is loaded): the whole result, the distinct JSON
-/// objects in it (each allocation once, however many steps refer to it), and the rest.
-fn print_result_memory() {
+/// objects in it (each allocation once, however many steps refer to it), and the rest, which it
+/// returns (bytes per request).
+fn print_result_memory() -> f64 {
     drop(demo_results(demo_messages()));
     let before = counting::live();
     let mut results: Vec<Box<Replayed>> = Vec::new();
@@ -114,6 +116,20 @@ fn print_result_memory() {
     let annotations = clone_bytes(&|r| Box::new(r.outcome.annotations.clone()));
     let calls_owned = clone_bytes(&|r| Box::new(r.outcome.calls.clone()));
     let trace_owned = clone_bytes(&|r| Box::new(r.outcome.trace.clone()));
+    // The reply bodies the trace keeps, each shared allocation once (an `Arc<str>`'s two
+    // counters, then the text, rounded to its alignment).
+    let mut bodies_seen: HashSet<*const u8> = HashSet::new();
+    let mut bodies = 0usize;
+    for r in &results {
+        for s in r.outcome.steps() {
+            if let StepKind::ReplyReceived { body: Some(b), .. } = s.kind
+                && bodies_seen.insert(b.as_ptr())
+            {
+                bodies += (16 + b.len()).next_multiple_of(8);
+            }
+        }
+    }
+    let bodies = bodies as f64 / n;
     let steps: usize = results.iter().map(|r| r.outcome.trace.len()).sum();
     let calls: usize = results.iter().map(|r| r.outcome.calls.capacity()).sum();
     eprintln!(
@@ -138,13 +154,25 @@ fn print_result_memory() {
     );
     eprintln!(
         "  copies of the parts (shared allocations not copied): request without its objects {request:.0} B; \
-         annotations {annotations:.0} B; call records {calls_owned:.0} B; trace {trace_owned:.0} B"
+         annotations {annotations:.0} B; call records {calls_owned:.0} B; trace {trace_owned:.0} B; \
+         shared by the trace's steps: reply bodies {bodies:.0} B"
     );
+    eprintln!(
+        "  sizes: Replayed {} B (its Outcome {} B), CapturedRequest {} B, CallRecord {} B, \
+         TraceStep {} B, AuditAnnotation {} B",
+        std::mem::size_of::<Replayed>(),
+        std::mem::size_of::<hookscope::engine::Outcome>(),
+        std::mem::size_of::<hookscope::replay::CapturedRequest>(),
+        std::mem::size_of::<CallRecord>(),
+        std::mem::size_of::<TraceStep>(),
+        std::mem::size_of::<hookscope::engine::AuditAnnotation>(),
+    );
+    (total - objects) as f64 / n
 }
 
 /// Loads the state and prints the memory the console state adds per request.
 fn load() -> State {
-    print_result_memory();
+    let beyond_objects = print_result_memory();
     let msgs = demo_messages();
     let originals: Vec<Replayed> = msgs
         .iter()
@@ -200,6 +228,13 @@ fn load() -> State {
         "memory added by the console state per loaded request ({copies} copies of the demo's {} \
          results): {:.0} B (row, annotations, indices)",
         originals.len(),
+        per(state_bytes),
+    );
+    eprintln!(
+        "memory per loaded request beyond its distinct objects, the state's share included: \
+         {:.0} B (the replayed result {beyond_objects:.0} B + the console state {:.0} B; \
+         target < 4,096 B)",
+        beyond_objects + per(state_bytes),
         per(state_bytes),
     );
     assert_eq!(state.entries.len(), REQUESTS);

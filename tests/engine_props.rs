@@ -521,7 +521,7 @@ proptest! {
         // Whether round 0 ended the request: its last call failed and did not fail open.
         let failed_open = |r: u8, i: usize| {
             outcome.annotations.iter().any(|a| {
-                a.key == format!("failed-open.mutation.webhook.admission.k8s.io/round_{r}_index_{i}")
+                *a.key == format!("failed-open.mutation.webhook.admission.k8s.io/round_{r}_index_{i}")
             })
         };
         let round0: Vec<_> = calls.iter().filter(|c| c.round == 0).collect();
@@ -536,7 +536,7 @@ proptest! {
             .annotations
             .iter()
             .filter(|a| a.key.starts_with("mutation.webhook.admission.k8s.io/"))
-            .map(|a| a.key.clone())
+            .map(|a| a.key.to_string())
             .collect();
         let expected_keys: BTreeSet<String> = calls
             .iter()
@@ -548,7 +548,7 @@ proptest! {
             let h = &flat[c.index];
             prop_assert_eq!(&*c.webhook, h.name.as_str());
             let key = format!("mutation.webhook.admission.k8s.io/round_{}_index_{}", c.round, c.index);
-            let value = outcome.annotations.iter().find(|a| a.key == key).map(|a| a.value.clone());
+            let value = outcome.annotations.iter().find(|a| *a.key == key).map(|a| a.value.to_string());
             prop_assert_eq!(
                 value,
                 Some(format!(
@@ -724,7 +724,7 @@ proptest! {
             .annotations
             .iter()
             .filter(|a| a.key.starts_with("failed-open.validating."))
-            .map(|a| (a.key.clone(), a.value.clone()))
+            .map(|a| (a.key.to_string(), a.value.to_string()))
             .collect();
         prop_assert_eq!(got_failed_open, failed_open);
     }

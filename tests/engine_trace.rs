@@ -78,7 +78,7 @@ fn pod_create() -> Attributes {
         }))),
         old_object: None,
         dry_run: false,
-        options: Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"})),
+        options: Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}).into()),
         user_info: Default::default(),
     }
 }
@@ -179,11 +179,8 @@ fn expanded_steps_carry_the_outcome_texts() {
     let mut seen = std::collections::HashSet::new();
     first_seen.retain(|a| seen.insert(*a));
     assert_eq!(annotated.len(), first_seen.len() + 1);
-    let annotations: Vec<(&str, &str)> = o
-        .annotations
-        .iter()
-        .map(|a| (a.key.as_str(), a.value.as_str()))
-        .collect();
+    let annotations: Vec<(&str, &str)> =
+        o.annotations.iter().map(|a| (&*a.key, &*a.value)).collect();
     assert_eq!(first_seen, annotations);
     assert!(
         annotations
@@ -265,7 +262,7 @@ fn expanded_steps_carry_the_outcome_texts() {
     match &steps.last().map(|s| &s.kind) {
         Some(StepKind::Verdict { allowed, status }) => {
             assert!(!allowed);
-            assert_eq!(status.as_deref(), o.status.as_ref());
+            assert_eq!(status.as_deref(), o.status.as_deref());
         }
         other => panic!("the trace ends with the verdict, not {other:?}"),
     }

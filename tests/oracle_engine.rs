@@ -147,8 +147,10 @@ fn recorded_requests() -> (Vec<Recorded>, Namespaces) {
                 object: Some(Arc::new(e["requestObject"].clone())),
                 old_object: None,
                 dry_run: uri.contains("dryRun=All"),
-                options: Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"})),
-                user_info: user,
+                options: Some(Arc::new(
+                    json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}),
+                )),
+                user_info: Arc::new(user),
             },
             annotations,
             code: e["responseStatus"]["code"].as_i64().unwrap_or_default(),

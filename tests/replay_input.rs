@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use hookscope::api::{GroupVersionKind, GroupVersionResource, Operation, UserInfo};
 use hookscope::replay::input::{ClusterState, Reader};
@@ -71,6 +72,10 @@ fn not_replayable(items: &[InputItem]) -> Vec<&InputProblem> {
 
 fn invalid(items: &[InputItem]) -> Vec<&InputProblem> {
     problems(items, true)
+}
+
+fn shared_labels(pairs: &[(&str, &str)]) -> Arc<BTreeMap<String, String>> {
+    Arc::new(labels(pairs))
 }
 
 fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
@@ -162,7 +167,7 @@ fn the_oracle_audit_log_yields_the_requests_the_oracle_test_replays() {
             "{what}"
         );
         let user: UserInfo = serde_json::from_value(e["user"].clone()).unwrap();
-        assert_eq!(a.user_info, user);
+        assert_eq!(*a.user_info, user);
         assert_eq!(got.uid, e["auditID"].as_str().unwrap());
         assert_eq!(got.source.unit, IndexUnit::Line);
         let audit = got.audit.as_ref().unwrap();
@@ -176,7 +181,11 @@ fn the_oracle_audit_log_yields_the_requests_the_oracle_test_replays() {
         );
         assert!(got.notes.is_empty(), "{what}: {:?}", got.notes);
         match oracle_namespaces.get(&a.namespace) {
-            Some(l) => assert_eq!(got.namespace, NamespaceState::Known(l.clone()), "{what}"),
+            Some(l) => assert_eq!(
+                got.namespace,
+                NamespaceState::Known(Arc::new(l.clone())),
+                "{what}"
+            ),
             None => panic!("{what}: the log creates every namespace it uses"),
         }
     }
@@ -191,7 +200,7 @@ fn the_oracle_audit_log_yields_the_requests_the_oracle_test_replays() {
         let got = configmaps
             .iter()
             .find(|r| {
-                r.attrs.name == sent["name"] && r.attrs.options.as_ref() == Some(&sent["options"])
+                r.attrs.name == sent["name"] && r.attrs.options.as_deref() == Some(&sent["options"])
             })
             .unwrap_or_else(|| {
                 panic!(
@@ -205,7 +214,7 @@ fn the_oracle_audit_log_yields_the_requests_the_oracle_test_replays() {
             "{first}"
         );
         assert_eq!(
-            serde_json::to_value(&got.attrs.user_info).unwrap(),
+            serde_json::to_value(&*got.attrs.user_info).unwrap(),
             sent["userInfo"]
         );
         assert_eq!(got.attrs.dry_run, sent["dryRun"]);
@@ -297,15 +306,18 @@ fn a_v1_review_is_replayed_as_captured() {
     );
     assert!(r.attrs.dry_run);
     assert_eq!(
-        r.attrs.options,
-        Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1", "dryRun": ["All"]}))
+        r.attrs.options.as_deref(),
+        Some(&json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1", "dryRun": ["All"]}))
     );
     assert_eq!(r.attrs.user_info.extra["scopes"], ["a"]);
     assert_eq!(
         r.attrs.object.as_ref().unwrap()["spec"]["containers"][0]["image"],
         "nginx"
     );
-    assert_eq!(r.namespace, NamespaceState::Known(labels(&[("team", "a")])));
+    assert_eq!(
+        r.namespace,
+        NamespaceState::Known(shared_labels(&[("team", "a")]))
+    );
     assert!(r.audit.is_none());
 }
 
@@ -559,9 +571,9 @@ fn creates_take_the_request_object_and_options_from_the_uri() {
     let r = requests(&items)[0];
     assert_eq!(r.attrs.name, "c", "the name comes from the object");
     assert_eq!(
-        r.attrs.options,
+        r.attrs.options.as_deref(),
         Some(
-            json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1", "fieldManager": "me", "fieldValidation": "Strict"})
+            &json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1", "fieldManager": "me", "fieldValidation": "Strict"})
         )
     );
     assert!(!r.attrs.dry_run);
@@ -721,9 +733,9 @@ fn updates_use_the_last_state_seen() {
     );
     assert_eq!(update.attrs.object.as_ref().unwrap()["data"]["k"], "2");
     assert_eq!(
-        update.attrs.options,
+        update.attrs.options.as_deref(),
         Some(
-            json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1", "fieldManager": "kubectl-edit"})
+            &json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1", "fieldManager": "kubectl-edit"})
         )
     );
     let nr = not_replayable(&items);
@@ -813,8 +825,8 @@ fn reads_teach_old_objects_and_requests_without_bodies_are_not_replayable() {
         GroupVersionKind::new("", "v1", "ConfigMap")
     );
     assert_eq!(
-        r[0].attrs.options,
-        Some(json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}))
+        r[0].attrs.options.as_deref(),
+        Some(&json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1"}))
     );
     assert!(r[0].notes.is_empty());
     assert_eq!(
@@ -906,9 +918,9 @@ fn patches_are_applied_to_the_last_state_when_their_type_is_certain() {
         "1"
     );
     assert_eq!(
-        json_patch.attrs.options,
+        json_patch.attrs.options.as_deref(),
         Some(
-            json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1", "fieldManager": "kubectl-patch"})
+            &json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1", "fieldManager": "kubectl-patch"})
         )
     );
     assert!(json_patch.notes.is_empty());
@@ -1033,9 +1045,9 @@ fn deletes_use_earlier_state_and_forget_deleted_objects() {
         Some(cm("c", "1", json!({})))
     );
     assert_eq!(
-        r[1].attrs.options,
+        r[1].attrs.options.as_deref(),
         Some(
-            json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", "propagationPolicy": "Foreground"})
+            &json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", "propagationPolicy": "Foreground"})
         )
     );
     assert_eq!(
@@ -1047,9 +1059,9 @@ fn deletes_use_earlier_state_and_forget_deleted_objects() {
         "10"
     );
     assert_eq!(
-        r[3].attrs.options,
+        r[3].attrs.options.as_deref(),
         Some(
-            json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", "gracePeriodSeconds": 0, "preconditions": {"uid": "x"}})
+            &json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", "gracePeriodSeconds": 0, "preconditions": {"uid": "x"}})
         )
     );
     assert_eq!(
@@ -1147,7 +1159,7 @@ fn a_request_sees_the_namespace_labels_of_its_time() {
     );
     assert_eq!(
         r[1].namespace,
-        NamespaceState::Known(labels(&[
+        NamespaceState::Known(shared_labels(&[
             ("kubernetes.io/metadata.name", "shop"),
             ("team", "a")
         ]))
@@ -1158,7 +1170,7 @@ fn a_request_sees_the_namespace_labels_of_its_time() {
     );
     assert_eq!(
         r[3].namespace,
-        NamespaceState::Known(labels(&[
+        NamespaceState::Known(shared_labels(&[
             ("kubernetes.io/metadata.name", "shop"),
             ("team", "b")
         ]))
@@ -1383,7 +1395,7 @@ fn cluster_files_give_namespaces_old_objects_and_custom_resources() {
     );
     assert_eq!(
         r[0].namespace,
-        NamespaceState::Known(labels(&[("env", "prod"), ("team", "a")]))
+        NamespaceState::Known(shared_labels(&[("env", "prod"), ("team", "a")]))
     );
     assert_eq!(
         r[1].attrs.kind,

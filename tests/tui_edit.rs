@@ -133,7 +133,7 @@ impl Harness {
 fn denied(s: &State) -> usize {
     s.entries
         .iter()
-        .filter(|e| matches!(e.row.verdict, Verdict::Denied(_)))
+        .filter(|e| matches!(e.verdict, Verdict::Denied(_)))
         .count()
 }
 
@@ -204,8 +204,8 @@ fn a_valid_edit_re_dispatches_and_the_what_if_counts_follow() {
     assert_eq!(s.whatif.flipped().count(), opens);
     let baseline = &s.baseline.as_ref().unwrap().entries;
     assert!(s.whatif.requests.iter().take(opens).all(|r| r.flipped()
-        && baseline[r.index].row.verdict == Verdict::FailedOpen
-        && matches!(s.entries[r.index].row.verdict, Verdict::Denied(500))));
+        && baseline[r.index].verdict == Verdict::FailedOpen
+        && matches!(s.entries[r.index].verdict, Verdict::Denied(500))));
     let quota = s
         .whatif
         .hooks

@@ -249,9 +249,9 @@ async fn a_cluster_its_metrics_and_its_audit_log_fill_the_live_views() {
     assert_eq!(state.view, View::Chain);
     let entry = &state.entries[0];
     assert!(
-        matches!(entry.row.verdict, Verdict::Denied(403)),
+        matches!(entry.verdict, Verdict::Denied(403)),
         "replayed as {:?}, recorded {recorded}",
-        entry.row.verdict
+        entry.verdict
     );
     let status = entry.replayed.outcome.status.as_ref().expect("a status");
     assert_eq!(status.message, recorded, "the message the client got");
@@ -261,7 +261,7 @@ async fn a_cluster_its_metrics_and_its_audit_log_fill_the_live_views() {
         .annotations
         .iter()
         .filter(|a| a.key.contains("webhook.admission.k8s.io/"))
-        .map(|a| (a.key.clone(), a.value.clone()))
+        .map(|a| (a.key.to_string(), a.value.to_string()))
         .collect();
     let mut recorded_pairs = record.annotations.clone();
     recorded_pairs.sort();

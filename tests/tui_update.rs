@@ -52,7 +52,8 @@ fn the_demo_streams_into_the_state() {
     assert!(
         s.annotations
             .iter()
-            .any(|a| a.key == "mutation.webhook.admission.k8s.io/round_1_index_0")
+            .filter_map(|a| s.annotation(a))
+            .any(|a| &*a.key == "mutation.webhook.admission.k8s.io/round_1_index_0")
     );
 }
 
@@ -132,7 +133,7 @@ fn deciding_step_of_a_denied_request() {
     let denied = s
         .entries
         .iter()
-        .position(|e| matches!(e.row.verdict, Verdict::Denied(403)))
+        .position(|e| matches!(e.verdict, Verdict::Denied(403)))
         .unwrap();
     for _ in 0..denied {
         key(&mut s, 'j');
@@ -167,7 +168,7 @@ fn filter_and_sort() {
     assert!(
         s.visible
             .iter()
-            .all(|&i| matches!(s.entries[i].row.verdict, Verdict::Denied(_)))
+            .all(|&i| matches!(s.entries[i].verdict, Verdict::Denied(_)))
     );
     assert!(s.visible.contains(&s.selected.unwrap()));
     code(&mut s, KeyCode::Esc);
@@ -177,8 +178,8 @@ fn filter_and_sort() {
     update(&mut s, Msg::Action(Action::Sort("duration".into())));
     assert_eq!(s.sort, (SortKey::Duration, false));
     key(&mut s, 'r');
-    let first = &s.entries[s.visible[0]].row;
-    assert!(s.entries.iter().all(|e| e.row.duration <= first.duration));
+    let first = s.entries[s.visible[0]].row();
+    assert!(s.entries.iter().all(|e| e.row().duration <= first.duration));
 }
 
 #[test]
@@ -322,11 +323,7 @@ fn y_copies_the_object_after_the_patch_and_the_final_object() {
 #[test]
 fn y_masks_secret_data_unless_revealed() {
     let mut s = loaded();
-    let at = s
-        .entries
-        .iter()
-        .position(|e| e.row.secret)
-        .expect("a Secret");
+    let at = s.entries.iter().position(|e| e.secret).expect("a Secret");
     select(&mut s, at);
     let obj = s
         .selected_entry()
@@ -453,7 +450,7 @@ fn status_line(s: &State) -> String {
 /// Which rows pass a filter, by hand.
 fn passing(s: &State, f: impl Fn(&hookscope::tui::model::RequestRow) -> bool) -> Vec<usize> {
     (0..s.entries.len())
-        .filter(|&i| f(&s.entries[i].row))
+        .filter(|&i| f(&s.entries[i].row()))
         .collect()
 }
 
@@ -584,7 +581,7 @@ fn the_number_column_is_the_input_position_under_sorting_and_filtering() {
         assert_eq!(rows.len(), s.visible.len());
         for ((n, target), &i) in rows.iter().zip(&s.visible) {
             assert_eq!(*n, i + 1, "{target}");
-            assert_eq!(*target, s.entries[n - 1].row.target);
+            assert_eq!(*target, s.entries[n - 1].row().target);
         }
         rows
     };
@@ -625,7 +622,7 @@ fn the_number_column_is_the_input_position_under_sorting_and_filtering() {
     assert!(
         denied
             .iter()
-            .all(|(n, _)| matches!(s.entries[n - 1].row.verdict, Verdict::Denied(_)))
+            .all(|(n, _)| matches!(s.entries[n - 1].verdict, Verdict::Denied(_)))
     );
 }
 

@@ -240,7 +240,7 @@ pub struct LabelSelectorRequirement {
 }
 
 /// `authentication/v1.UserInfo` of the requesting user.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 pub struct UserInfo {
     /// User name.
     #[serde(default, skip_serializing_if = "String::is_empty")]

@@ -327,7 +327,7 @@ fn request_change(index: usize, b: &Replayed, a: &Replayed) -> RequestChange {
         r.outcome
             .annotations
             .iter()
-            .map(|x| (x.key.clone(), x.value.clone()))
+            .map(|x| (x.key.to_string(), x.value.to_string()))
             .collect()
     };
     let (mb, ma) = (map(b), map(a));

@@ -39,12 +39,13 @@ pub struct Attributes {
     /// `?dryRun=All`.
     #[serde(default)]
     pub dry_run: bool,
-    /// CreateOptions, UpdateOptions, DeleteOptions, or None for CONNECT.
-    #[serde(default)]
-    pub options: Option<Value>,
-    /// The requesting user.
-    #[serde(default)]
-    pub user_info: UserInfo,
+    /// CreateOptions, UpdateOptions, DeleteOptions, or None for CONNECT. Shared: the requests of
+    /// a capture with the same options refer to one allocation.
+    #[serde(default, with = "shared_value")]
+    pub options: Option<Arc<Value>>,
+    /// The requesting user. Shared: the requests of one user refer to one allocation.
+    #[serde(default, with = "shared")]
+    pub user_info: Arc<UserInfo>,
 }
 
 impl Attributes {
@@ -70,6 +71,23 @@ pub(crate) mod shared_value {
 
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Arc<Value>>, D::Error> {
         Ok(Option::<Value>::deserialize(d)?.map(Arc::new))
+    }
+}
+
+/// Serde for `Arc<T>` fields: the value itself.
+pub(crate) mod shared {
+    use std::sync::Arc;
+
+    use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+    pub fn serialize<T: Serialize, S: Serializer>(v: &Arc<T>, s: S) -> Result<S::Ok, S::Error> {
+        v.as_ref().serialize(s)
+    }
+
+    pub fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Arc<T>, D::Error> {
+        T::deserialize(d).map(Arc::new)
     }
 }
 

@@ -3,8 +3,24 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
 use std::str::FromStr;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
+
+/// Serde for `Arc<str>` fields: the string itself.
+mod shared_str {
+    use std::sync::Arc;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Arc<str>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(v)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<str>, D::Error> {
+        String::deserialize(d).map(Arc::from)
+    }
+}
 
 /// Audit levels, ordered.
 #[derive(
@@ -48,13 +64,17 @@ impl FromStr for AuditLevel {
     }
 }
 
-/// One audit annotation with the lowest event level that shows it.
+/// One audit annotation with the lowest event level that shows it. Key and value are shared:
+/// the requests that write the same text (the `mutation.webhook…` keys and values) refer to one
+/// copy.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditAnnotation {
     /// Key, e.g. `mutation.webhook.admission.k8s.io/round_0_index_1`.
-    pub key: String,
+    #[serde(with = "shared_str")]
+    pub key: Arc<str>,
     /// Value, byte for byte as the apiserver writes it.
-    pub value: String,
+    #[serde(with = "shared_str")]
+    pub value: Arc<str>,
     /// Lowest audit level at which the annotation is included.
     pub level: AuditLevel,
 }
@@ -69,7 +89,7 @@ impl Annotations {
     /// `AddAnnotationWithLevel`: rejects keys that are not `prefix/name` qualified names and
     /// overwrites with a different value or level; the same pair again is a no-op.
     pub fn add(&mut self, key: String, value: String, level: AuditLevel) -> Result<(), String> {
-        self.add_indexed(key, value, level)
+        self.add_indexed(key.into(), value.into(), level)
             .map(|_| ())
             .map_err(|(_, e)| e)
     }
@@ -78,12 +98,12 @@ impl Annotations {
     /// the same pair is added again), or the key back with the error.
     pub fn add_indexed(
         &mut self,
-        key: String,
-        value: String,
+        key: Arc<str>,
+        value: Arc<str>,
         level: AuditLevel,
     ) -> Result<usize, (String, String)> {
         if let Err(e) = check_key_format(&key) {
-            return Err((key, e));
+            return Err((key.to_string(), e));
         }
         if let Some(i) = self.items.iter().position(|a| a.key == key) {
             let existing = &self.items[i];
@@ -92,7 +112,7 @@ impl Annotations {
                     "admission annotations are not allowed to be overwritten, key:{:?}, old value: {}, new value: {}",
                     key, existing.value, value
                 );
-                return Err((key, error));
+                return Err((key.to_string(), error));
             }
             return Ok(i);
         }
@@ -120,7 +140,7 @@ pub fn annotations_at(items: &[AuditAnnotation], level: AuditLevel) -> BTreeMap<
     items
         .iter()
         .filter(|a| a.level <= level)
-        .map(|a| (a.key.clone(), a.value.clone()))
+        .map(|a| (a.key.to_string(), a.value.to_string()))
         .collect()
 }
 

@@ -13,7 +13,9 @@ use super::hooks::Hook;
 use super::matching::{self, ConditionStats, Decision, Invocation, MatchEnv, SkipReason};
 use super::review::{self, CallingError};
 use super::status::{self, go_json_string, go_quote};
-use super::trace::{Entry, MatchTexts, MetricStep, ReviewBody, ReviewParts, TraceStep};
+use super::trace::{
+    Entry, MatchTexts, MetricStep, ReviewBody, ReviewParts, ReviewTexts, TraceStep,
+};
 use super::{Attributes, CallDecision, CallRecord, Engine, Outcome, Phases, RequestContext};
 use crate::api::meta::short_eq;
 use crate::api::{Status, WebhookKind};
@@ -48,8 +50,8 @@ enum CallError {
 struct InvocationTexts {
     /// What `Matched` steps show.
     matched: Arc<MatchTexts>,
-    /// The review text after `uid` up to the object, once a call was prepared.
-    head: Option<Arc<str>>,
+    /// The review text around the uid and the objects, once a call was prepared.
+    review: Option<Arc<ReviewTexts>>,
 }
 
 pub(super) struct Run<'e, 'c> {
@@ -121,12 +123,12 @@ impl<'e, 'c> Run<'e, 'c> {
         self.calls.shrink_to_fit();
         Outcome {
             allowed,
-            status,
+            trace: super::Trace::from_steps(self.trace, status.as_ref()),
+            status: status.map(Box::new),
             object: self.attrs.object,
             annotations: self.annotations.into_vec(),
             warnings: self.warnings.texts().to_vec(),
             calls: self.calls,
-            trace: super::Trace::from_vec(self.trace),
             reinvoked,
             reinvoke_set,
             elapsed: self.elapsed,
@@ -182,6 +184,7 @@ impl<'e, 'c> Run<'e, 'c> {
     }
 
     fn annotate(&mut self, key: String, value: String, level: AuditLevel) {
+        let (key, value) = (self.engine.shared_text(key), self.engine.shared_text(value));
         match self.annotations.add_indexed(key, value, level) {
             Ok(index) => self.step(Entry::Annotation {
                 index: u32::try_from(index).unwrap_or(u32::MAX),
@@ -208,7 +211,7 @@ impl<'e, 'c> Run<'e, 'c> {
         }
         if stats.errors > 0 {
             self.step(Entry::Metric(MetricStep::ConditionErrors {
-                webhook: Arc::clone(&hook.webhook_name),
+                webhook: Box::new(Arc::clone(&hook.webhook_name)),
             }));
         }
         if stats.excluded {
@@ -216,7 +219,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 .metrics
                 .observe_match_condition_exclusion(name, ty, op);
             self.step(Entry::Metric(MetricStep::ConditionExclusions {
-                webhook: Arc::clone(&hook.webhook_name),
+                webhook: Box::new(Arc::clone(&hook.webhook_name)),
             }));
         }
         if stats.evaluated_not_all_true {
@@ -238,7 +241,7 @@ impl<'e, 'c> Run<'e, 'c> {
         let text = matching::explain(hook, &self.attrs, self.ctx.namespaces, &reason);
         let call = self.push_record(hook, phase, round, index, CallDecision::Skipped);
         if let Some(c) = self.calls.last_mut() {
-            c.skip_reason = Some(text.into_boxed_str());
+            c.skip_reason = Some(self.engine.shared_text(text));
         }
         self.step(Entry::Skipped {
             call,
@@ -326,13 +329,13 @@ impl<'e, 'c> Run<'e, 'c> {
                 } else {
                     format!("{}, Subresource={}", inv.resource, inv.sub_resource)
                 };
-                let matched = Arc::new(MatchTexts {
+                let matched = self.engine.shared_match(MatchTexts {
                     resource: resource.into_boxed_str(),
                     kind: inv.kind.to_string().into_boxed_str(),
                 });
                 let texts = InvocationTexts {
                     matched,
-                    head: None,
+                    review: None,
                 };
                 self.invocations.push((inv.clone(), texts));
                 self.invocations.len() - 1
@@ -422,11 +425,8 @@ impl<'e, 'c> Run<'e, 'c> {
                     canceled: false,
                 })
             })?;
-        let head = self.review_head(inv);
-        let tail = Arc::clone(
-            self.review_tail
-                .get_or_insert_with(|| Arc::from(review::request_tail(&self.attrs))),
-        );
+        let texts = self.review_texts(inv);
+        let (head, tail) = (texts.head(), &*texts.tail);
         let mut body = String::new();
         let (object, old_object) = if inv.kind == self.attrs.kind {
             let object = self
@@ -435,8 +435,8 @@ impl<'e, 'c> Run<'e, 'c> {
             let old_object = self
                 .old_object_json
                 .get_or_insert_with(|| review::object_json(self.attrs.old_object.as_deref()));
-            body.reserve(object.len() + old_object.len() + head.len() + tail.len() + 128);
-            review::write_review(&mut body, version, &uid, &head, object, old_object, &tail);
+            body.reserve(object.len() + old_object.len() + texts.len() + 128);
+            review::write_review(&mut body, version, &uid, &head, object, old_object, tail);
             (self.attrs.object.clone(), self.attrs.old_object.clone())
         } else {
             let relabelled = |o: &Option<Arc<Value>>| {
@@ -454,7 +454,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 &head,
                 &review::object_json(object.as_deref()),
                 &review::object_json(old_object.as_deref()),
-                &tail,
+                tail,
             );
             (object, old_object)
         };
@@ -466,10 +466,9 @@ impl<'e, 'c> Run<'e, 'c> {
                 url: Arc::clone(&hook.url_base),
                 timeout_secs,
                 timeout,
-                head,
+                texts: Arc::clone(&texts),
                 object,
                 old_object,
-                tail,
             }),
         });
         let body = body.into_bytes();
@@ -490,13 +489,24 @@ impl<'e, 'c> Run<'e, 'c> {
     }
 
     /// The shared review text of an invocation.
-    fn review_head(&mut self, inv: &Invocation) -> Arc<str> {
-        if let Some(head) = &self.invocation_texts(inv).head {
-            return Arc::clone(head);
+    fn review_texts(&mut self, inv: &Invocation) -> Arc<ReviewTexts> {
+        if let Some(texts) = &self.invocation_texts(inv).review {
+            return Arc::clone(texts);
         }
-        let head: Arc<str> = Arc::from(review::request_head(&self.attrs, inv));
-        self.invocation_texts(inv).head = Some(Arc::clone(&head));
-        head
+        let engine = self.engine;
+        let tail = Arc::clone(
+            self.review_tail
+                .get_or_insert_with(|| engine.shared_text(review::request_tail(&self.attrs))),
+        );
+        let [kinds, names, user] = review::request_head_pieces(&self.attrs, inv);
+        let texts = Arc::new(ReviewTexts {
+            kinds: engine.shared_text(kinds),
+            names: names.into_boxed_str(),
+            user: engine.shared_text(user),
+            tail,
+        });
+        self.invocation_texts(inv).review = Some(Arc::clone(&texts));
+        texts
     }
 
     /// Normalises a reply: a call that ran past its timeout is a timeout, whatever the replier
@@ -518,13 +528,11 @@ impl<'e, 'c> Run<'e, 'c> {
     }
 
     fn record_reply(&mut self, slot: Slot, reply: &Reply) {
-        let elapsed_nanos = u64::try_from(reply.elapsed.as_nanos()).unwrap_or(u64::MAX);
         let error = match &reply.outcome {
             ReplyOutcome::Http { status, body, .. } => {
                 self.step(Entry::ReplyReceived {
                     call: slot.call,
                     http_status: *status,
-                    elapsed_nanos,
                     body: Arc::from(String::from_utf8_lossy(body)),
                 });
                 None
@@ -537,7 +545,6 @@ impl<'e, 'c> Run<'e, 'c> {
         if let Some(error) = error {
             self.step(Entry::ReplyFailed {
                 call: slot.call,
-                elapsed_nanos,
                 error: error.into_boxed_str(),
             });
         }
@@ -672,7 +679,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 CallError::Rejection(s) => {
                     self.step(Entry::Denied {
                         call: slot.call,
-                        status: Box::new(s.clone()),
+                        status: Some(Box::new(s.clone())),
                     });
                     return Err(s);
                 }
@@ -1096,7 +1103,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 Some(CallError::Rejection(s)) => {
                     self.step(Entry::Denied {
                         call: slot.call,
-                        status: Box::new(s.clone()),
+                        status: Some(Box::new(s.clone())),
                     });
                     errors.push(s);
                 }

@@ -549,12 +549,12 @@ pub(crate) fn cel_request(attrs: &Attributes, invocation: &Invocation) -> Value 
     );
     m.insert(
         "userInfo".into(),
-        serde_json::to_value(&attrs.user_info).unwrap_or(Value::Null),
+        serde_json::to_value(&*attrs.user_info).unwrap_or(Value::Null),
     );
     m.insert("dryRun".into(), Value::Bool(attrs.dry_run));
     m.insert(
         "options".into(),
-        attrs.options.clone().unwrap_or(Value::Null),
+        attrs.options.as_deref().cloned().unwrap_or(Value::Null),
     );
     Value::Object(m)
 }

@@ -22,8 +22,8 @@ pub mod review;
 pub mod status;
 pub mod trace;
 
-use std::collections::BTreeSet;
-use std::sync::Arc;
+use std::collections::{BTreeSet, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -108,8 +108,8 @@ pub struct RequestContext<'a> {
 pub struct Outcome {
     /// Whether the request was admitted.
     pub allowed: bool,
-    /// The error the API client receives, when not admitted.
-    pub status: Option<Status>,
+    /// The error the API client receives, when not admitted (boxed: most requests are admitted).
+    pub status: Option<Box<Status>>,
     /// The object after the mutating chain (None for requests without an object): the request's
     /// own object when no patch changed it, else the last patch's result, shared with the trace.
     pub object: Option<Arc<Value>>,
@@ -136,7 +136,7 @@ impl Serialize for Outcome {
         #[serde(rename_all = "camelCase")]
         struct Full<'a> {
             allowed: bool,
-            status: &'a Option<Status>,
+            status: Option<&'a Status>,
             object: Option<&'a Value>,
             annotations: &'a [AuditAnnotation],
             warnings: &'a [String],
@@ -147,7 +147,7 @@ impl Serialize for Outcome {
         }
         Full {
             allowed: self.allowed,
-            status: &self.status,
+            status: self.status.as_deref(),
             object: self.object.as_deref(),
             annotations: &self.annotations,
             warnings: &self.warnings,
@@ -185,8 +185,9 @@ pub struct CallRecord {
     pub webhook: Arc<str>,
     /// Called or skipped.
     pub decision: CallDecision,
-    /// Why it was skipped.
-    pub skip_reason: Option<Box<str>>,
+    /// Why it was skipped (shared: requests skipped for the same reason refer to one text).
+    #[serde(serialize_with = "trace::ser_opt_shared_str")]
+    pub skip_reason: Option<Arc<str>>,
     /// The webhook's verdict, when it answered.
     pub allowed: Option<bool>,
     /// Whether its patch changed the object.
@@ -204,6 +205,13 @@ pub struct CallRecord {
 }
 
 impl CallRecord {
+    /// The call's duration as the replier reported it: `duration_ms` in nanoseconds (exact for
+    /// durations under a day).
+    pub fn elapsed(&self) -> Duration {
+        // Saturating: a negative or NaN duration (not one a dispatch records) reads as zero.
+        Duration::from_nanos((self.duration_ms * 1e6).round() as u64)
+    }
+
     /// Its patch as a JSON value.
     pub fn patch_value(&self) -> Option<Value> {
         self.patch
@@ -237,6 +245,37 @@ pub struct Engine {
     mutating: Vec<Hook>,
     validating: Vec<Hook>,
     options: EngineOptions,
+    /// One copy of the texts that repeat from request to request, shared by the outcomes of the
+    /// requests dispatched.
+    shared: Arc<Mutex<Shared>>,
+}
+
+/// Texts that repeat from request to request: review texts (kinds, users, options), skip
+/// reasons, annotations, what `Matched` steps show.
+#[derive(Debug, Default)]
+struct Shared {
+    texts: HashSet<Arc<str>>,
+    matches: HashSet<Arc<trace::MatchTexts>>,
+}
+
+/// Distinct values a sharing set keeps; beyond it the set starts afresh (sharing is an economy,
+/// not a promise: the copies handed out stay valid).
+const MAX_SHARED: usize = 4096;
+
+/// The copy of `value` in `set`, which keeps it from now on: the one place values that repeat
+/// from request to request (texts, users, labels) are made one allocation.
+pub(crate) fn shared_copy<T: Eq + std::hash::Hash + ?Sized>(
+    set: &mut HashSet<Arc<T>>,
+    value: Arc<T>,
+) -> Arc<T> {
+    if let Some(known) = set.get(&value) {
+        return Arc::clone(known);
+    }
+    if set.len() >= MAX_SHARED {
+        set.clear();
+    }
+    set.insert(Arc::clone(&value));
+    value
 }
 
 impl Engine {
@@ -247,7 +286,26 @@ impl Engine {
             mutating: hooks::flatten(configs, WebhookKind::Mutating),
             validating: hooks::flatten(configs, WebhookKind::Validating),
             options,
+            shared: Arc::default(),
         }
+    }
+
+    fn shared(&self) -> std::sync::MutexGuard<'_, Shared> {
+        self.shared.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The engine's shared copy of `text`.
+    fn shared_text(&self, text: String) -> Arc<str> {
+        let mut shared = self.shared();
+        match shared.texts.get(text.as_str()) {
+            Some(known) => Arc::clone(known),
+            None => shared_copy(&mut shared.texts, Arc::from(text)),
+        }
+    }
+
+    /// The engine's shared copy of what a `Matched` step shows.
+    fn shared_match(&self, texts: trace::MatchTexts) -> Arc<trace::MatchTexts> {
+        shared_copy(&mut self.shared().matches, Arc::new(texts))
     }
 
     /// The mutating webhooks in dispatch order.

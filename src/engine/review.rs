@@ -75,11 +75,11 @@ pub fn build_review(
             name: attrs.name.clone(),
             namespace: attrs.namespace.clone(),
             operation: attrs.operation.as_str().into(),
-            user_info: attrs.user_info.clone(),
+            user_info: (*attrs.user_info).clone(),
             object,
             old_object,
             dry_run: attrs.dry_run,
-            options: attrs.options.clone().unwrap_or(Value::Null),
+            options: attrs.options.as_deref().cloned().unwrap_or(Value::Null),
         },
     }
 }
@@ -104,7 +104,7 @@ pub fn review_body(
         &mut out,
         version,
         uid,
-        &head,
+        &[&head],
         object.get(),
         old_object.get(),
         &tail,
@@ -112,13 +112,13 @@ pub fn review_body(
     out
 }
 
-/// Writes an AdmissionReview from its parts: `head` and `tail` from [`request_head`] and
-/// [`request_tail`], the objects as serialised JSON.
+/// Writes an AdmissionReview from its parts: `head` (the pieces of [`request_head`], in order) and
+/// `tail` from [`request_tail`], the objects as serialised JSON.
 pub(crate) fn write_review(
     out: &mut String,
     version: &str,
     uid: &str,
-    head: &str,
+    head: &[&str],
     object: &str,
     old_object: &str,
     tail: &str,
@@ -127,7 +127,9 @@ pub(crate) fn write_review(
     push_json_str(out, &format!("admission.k8s.io/{version}"));
     out.push_str(",\"request\":{\"uid\":");
     push_json_str(out, uid);
-    out.push_str(head);
+    for piece in head {
+        out.push_str(piece);
+    }
     out.push_str(object);
     out.push_str(",\"oldObject\":");
     out.push_str(old_object);
@@ -149,11 +151,19 @@ fn push_json_str(out: &mut String, s: &str) {
 /// The part of `request` between `uid` and the object: `,"kind":…,"userInfo":{…},"object":`.
 /// It depends only on the request and the invocation, so calls share it.
 pub(crate) fn request_head(attrs: &Attributes, invocation: &Invocation) -> String {
-    /// `AdmissionReviewRequest`'s fields after `uid` and before `object`, borrowed; the field
-    /// order and omissions are the wire type's (the tests compare the two).
+    request_head_pieces(attrs, invocation).concat()
+}
+
+/// [`request_head`] in three pieces: the kinds and resources (`,"kind":…`, the same for the
+/// requests of one kind), the names (`,"name":…,"namespace":…`, the request's own, empty when
+/// both are) and the rest (`,"operation":…,"userInfo":{…},"object":`, the same for the requests
+/// of one user and operation), so that what repeats from request to request can be shared.
+pub(crate) fn request_head_pieces(attrs: &Attributes, invocation: &Invocation) -> [String; 3] {
+    // `AdmissionReviewRequest`'s fields after `uid` and before `object`, borrowed; the field
+    // order and omissions are the wire type's (the tests compare the two).
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
-    struct Head<'a> {
+    struct Kinds<'a> {
         kind: &'a GroupVersionKind,
         resource: &'a GroupVersionResource,
         #[serde(skip_serializing_if = "is_empty")]
@@ -162,34 +172,52 @@ pub(crate) fn request_head(attrs: &Attributes, invocation: &Invocation) -> Strin
         request_resource: &'a GroupVersionResource,
         #[serde(skip_serializing_if = "is_empty")]
         request_sub_resource: &'a str,
+    }
+    #[derive(Serialize)]
+    struct Names<'a> {
         #[serde(skip_serializing_if = "is_empty")]
         name: &'a str,
         #[serde(skip_serializing_if = "is_empty")]
         namespace: &'a str,
+    }
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct User<'a> {
         operation: &'a str,
         user_info: &'a UserInfo,
     }
     fn is_empty(s: &&str) -> bool {
         s.is_empty()
     }
-    let head = Head {
+    /// The fields of a serialised object, after a comma (empty when it has none).
+    fn fields<T: Serialize>(v: &T) -> String {
+        // Serialising borrowed strings cannot fail.
+        let mut text = serde_json::to_string(v).unwrap_or_else(|_| "{}".into());
+        if text == "{}" {
+            return String::new();
+        }
+        text.replace_range(..1, ",");
+        text.pop();
+        text
+    }
+    let kinds = fields(&Kinds {
         kind: &invocation.kind,
         resource: &invocation.resource,
         sub_resource: &invocation.sub_resource,
         request_kind: &attrs.kind,
         request_resource: &attrs.resource,
         request_sub_resource: &attrs.sub_resource,
+    });
+    let names = fields(&Names {
         name: &attrs.name,
         namespace: &attrs.namespace,
+    });
+    let mut user = fields(&User {
         operation: attrs.operation.as_str(),
         user_info: &attrs.user_info,
-    };
-    // Serialising borrowed strings cannot fail; the object always has fields (`kind` first).
-    let mut text = serde_json::to_string(&head).unwrap_or_else(|_| "{}".into());
-    text.replace_range(..1, ",");
-    text.pop();
-    text.push_str(",\"object\":");
-    text
+    });
+    user.push_str(",\"object\":");
+    [kinds, names, user]
 }
 
 /// The end of the review after `oldObject`: `,"dryRun":…,"options":…}}`. Calls share it.
@@ -202,7 +230,7 @@ pub(crate) fn request_tail(attrs: &Attributes) -> String {
     }
     let tail = Tail {
         dry_run: attrs.dry_run,
-        options: attrs.options.as_ref().unwrap_or(&Value::Null),
+        options: attrs.options.as_deref().unwrap_or(&Value::Null),
     };
     // Serialising a JSON value cannot fail.
     let mut text = serde_json::to_string(&tail).unwrap_or_else(|_| "{}".into());
@@ -546,7 +574,7 @@ mod tests {
             old_object: None,
             dry_run: false,
             options: None,
-            user_info: UserInfo::default(),
+            user_info: Arc::default(),
         };
         let mut invocation = Invocation {
             resource: attrs.resource.clone(),
@@ -583,17 +611,19 @@ mod tests {
         attrs.namespace = "ns <&>".into();
         attrs.name = "n\u{2028}\"x\"".into();
         attrs.dry_run = true;
-        attrs.options = Some(json!({"kind": "UpdateOptions", "fieldManager": "<m>"}));
+        attrs.options = Some(Arc::new(
+            json!({"kind": "UpdateOptions", "fieldManager": "<m>"}),
+        ));
         attrs.object = Some(Arc::new(
             json!({"a": [1, 2.5, -3, 1e300, null, {}], "s": "\u{1}\\/<"}),
         ));
         attrs.old_object = Some(Arc::new(json!({"b": true})));
-        attrs.user_info = UserInfo {
+        attrs.user_info = Arc::new(UserInfo {
             username: "u".into(),
             uid: "1".into(),
             groups: vec!["g".into()],
             extra: BTreeMap::from([("k".to_string(), vec!["v".to_string()])]),
-        };
+        });
         invocation.sub_resource = "scale".into();
         invocation.kind = GroupVersionKind::new("autoscaling", "v1", "Scale");
         check(&attrs, &invocation, "v1beta1");

@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::CallRecord;
 use super::audit::AuditLevel;
 use super::matching::SkipReason;
 use crate::api::{Status, WebhookKind};
@@ -35,6 +36,14 @@ pub struct HookRef {
 /// Serialises a shared string as the string itself.
 pub(crate) fn ser_shared_str<S: serde::Serializer>(v: &Arc<str>, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(v)
+}
+
+/// Serialises an optional shared string as the string itself.
+pub(crate) fn ser_opt_shared_str<S: serde::Serializer>(
+    v: &Option<Arc<str>>,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    v.as_deref().serialize(s)
 }
 
 /// Serialises a shared JSON value as the value itself.
@@ -80,9 +89,10 @@ fn ser_ms<S: serde::Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
 }
 
 /// An AdmissionReview as sent, kept as the parts calls share: the text around the objects (the
-/// same for every call of a request with the same invocation) and the objects themselves (the
-/// same allocations as the trace's and the request's), so a trace does not hold a serialised copy
-/// of the object per call. [`ReviewBody::text`] writes the exact bytes sent.
+/// same for every call of a request with the same invocation, and in good part the same from
+/// request to request) and the objects themselves (the same allocations as the trace's and the
+/// request's), so a trace does not hold a serialised copy of the object per call.
+/// [`ReviewBody::text`] writes the exact bytes sent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReviewBody(Box<ReviewParts>);
 
@@ -94,10 +104,33 @@ pub(crate) struct ReviewParts {
     pub(crate) url: Arc<str>,
     pub(crate) timeout_secs: u64,
     pub(crate) timeout: Duration,
-    pub(crate) head: Arc<str>,
+    pub(crate) texts: Arc<ReviewTexts>,
     pub(crate) object: Option<Arc<Value>>,
     pub(crate) old_object: Option<Arc<Value>>,
+}
+
+/// The text of a request's AdmissionReviews around the uid and the objects, in the pieces of
+/// `review::request_head_pieces` and `review::request_tail`: the kinds, the user and the tail are
+/// shared with the other requests that have the same (the engine keeps one copy of each), the
+/// names are the request's own.
+#[derive(Debug, PartialEq)]
+pub(crate) struct ReviewTexts {
+    pub(crate) kinds: Arc<str>,
+    pub(crate) names: Box<str>,
+    pub(crate) user: Arc<str>,
     pub(crate) tail: Arc<str>,
+}
+
+impl ReviewTexts {
+    /// The text between the uid and the object, in pieces.
+    pub(crate) fn head(&self) -> [&str; 3] {
+        [&self.kinds, &self.names, &self.user]
+    }
+
+    /// Bytes of text in all.
+    pub(crate) fn len(&self) -> usize {
+        self.kinds.len() + self.names.len() + self.user.len() + self.tail.len()
+    }
 }
 
 impl ReviewBody {
@@ -110,17 +143,15 @@ impl ReviewBody {
         let p = &self.0;
         let object = super::review::object_json(p.object.as_deref());
         let old_object = super::review::object_json(p.old_object.as_deref());
-        let mut out = String::with_capacity(
-            p.head.len() + p.tail.len() + object.len() + old_object.len() + 128,
-        );
+        let mut out = String::with_capacity(p.texts.len() + object.len() + old_object.len() + 128);
         super::review::write_review(
             &mut out,
             p.version,
             &p.uid,
-            &p.head,
+            &p.texts.head(),
             &object,
             &old_object,
-            &p.tail,
+            &p.texts.tail,
         );
         out
     }
@@ -385,23 +416,23 @@ pub(crate) enum Entry {
         call: CallIx,
         review: ReviewBody,
     },
+    /// The call's duration is its record's.
     ReplyReceived {
         call: CallIx,
         http_status: u16,
-        elapsed_nanos: u64,
         body: Arc<str>,
     },
     ReplyFailed {
         call: CallIx,
-        elapsed_nanos: u64,
         error: Box<str>,
     },
     Allowed {
         call: CallIx,
     },
+    /// `status` is None when it is the outcome's.
     Denied {
         call: CallIx,
-        status: Box<Status>,
+        status: Option<Box<Status>>,
     },
     CallFailed {
         call: CallIx,
@@ -441,11 +472,12 @@ pub(crate) enum Entry {
 /// A metric step: the family and labels follow from the kind and the call record.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum MetricStep {
+    // Boxed (these steps are rare) so that every step is 32 bytes.
     ConditionErrors {
-        webhook: Arc<str>,
+        webhook: Box<Arc<str>>,
     },
     ConditionExclusions {
-        webhook: Arc<str>,
+        webhook: Box<Arc<str>>,
     },
     FailOpen {
         call: CallIx,
@@ -462,9 +494,9 @@ pub(crate) enum MetricStep {
     },
 }
 
-/// What a `Matched` step shows of an invocation, shared by the calls of a request that match it
-/// the same way.
-#[derive(Debug, Clone, PartialEq)]
+/// What a `Matched` step shows of an invocation, shared by the calls of the requests that match
+/// it the same way (the engine keeps one copy of each).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub(crate) struct MatchTexts {
     pub(crate) resource: Box<str>,
     pub(crate) kind: Box<str>,
@@ -506,7 +538,18 @@ impl Trace {
         })
     }
 
-    pub(crate) fn from_vec(steps: Vec<TraceStep>) -> Self {
+    /// The trace of a dispatch that ended with `status`: denials that gave the request its
+    /// status refer to the outcome's rather than keep a copy.
+    pub(crate) fn from_steps(mut steps: Vec<TraceStep>, status: Option<&Status>) -> Self {
+        if let Some(status) = status {
+            for s in &mut steps {
+                if let Entry::Denied { status: own, .. } = &mut s.entry
+                    && own.as_deref() == Some(status)
+                {
+                    *own = None;
+                }
+            }
+        }
         Trace {
             steps: steps.into_boxed_slice(),
         }
@@ -627,32 +670,30 @@ impl super::Outcome {
             Entry::ReplyReceived {
                 call,
                 http_status,
-                elapsed_nanos,
                 body,
             } => StepKind::ReplyReceived {
                 hook: self.hook_ref(*call),
                 http_status: Some(*http_status),
                 body: Some(Arc::clone(body)),
                 transport_error: None,
-                elapsed: Duration::from_nanos(*elapsed_nanos),
+                elapsed: record(call).map(CallRecord::elapsed).unwrap_or_default(),
             },
-            Entry::ReplyFailed {
-                call,
-                elapsed_nanos,
-                error,
-            } => StepKind::ReplyReceived {
+            Entry::ReplyFailed { call, error } => StepKind::ReplyReceived {
                 hook: self.hook_ref(*call),
                 http_status: None,
                 body: None,
                 transport_error: Some(error.to_string()),
-                elapsed: Duration::from_nanos(*elapsed_nanos),
+                elapsed: record(call).map(CallRecord::elapsed).unwrap_or_default(),
             },
             Entry::Allowed { call } => StepKind::Allowed {
                 hook: self.hook_ref(*call),
             },
             Entry::Denied { call, status } => StepKind::Denied {
                 hook: self.hook_ref(*call),
-                status: status.clone(),
+                status: status
+                    .clone()
+                    .or_else(|| self.status.clone())
+                    .unwrap_or_default(),
             },
             Entry::CallFailed { call, failed_open } => StepKind::CallFailed {
                 hook: self.hook_ref(*call),
@@ -686,8 +727,8 @@ impl super::Outcome {
             },
             Entry::Annotation { index } => match self.annotations.get(*index as usize) {
                 Some(a) => StepKind::Annotation {
-                    key: a.key.clone(),
-                    value: a.value.clone(),
+                    key: a.key.to_string(),
+                    value: a.value.to_string(),
                     level: a.level,
                 },
                 None => StepKind::Annotation {
@@ -712,7 +753,7 @@ impl super::Outcome {
             },
             Entry::Verdict { allowed } => StepKind::Verdict {
                 allowed: *allowed,
-                status: self.status.clone().map(Box::new),
+                status: self.status.clone(),
             },
         }
     }
@@ -768,6 +809,49 @@ impl super::Outcome {
                 .into_iter()
                 .map(|(k, v)| (Cow::Borrowed(k), v))
                 .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    #[cfg(target_pointer_width = "64")]
+    fn a_step_is_32_bytes() {
+        assert_eq!(std::mem::size_of::<TraceStep>(), 32);
+    }
+
+    #[test]
+    fn a_reply_step_reads_its_duration_from_the_record_to_the_nanosecond() {
+        let record = |elapsed: Duration| CallRecord {
+            phase: WebhookKind::Mutating,
+            round: 0,
+            index: 0,
+            configuration: Arc::from("c"),
+            webhook: Arc::from("w"),
+            decision: super::super::CallDecision::Called,
+            skip_reason: None,
+            allowed: Some(true),
+            mutated: false,
+            patch: None,
+            error: None,
+            failure_policy: "Fail",
+            duration_ms: elapsed.as_secs_f64() * 1000.0,
+        };
+        for nanos in [
+            0,
+            1,
+            999,
+            1_000_001,
+            4_000_000,
+            1_234_567_891,
+            29_999_999_999,
+            86_399_999_999_999,
+        ] {
+            let d = Duration::from_nanos(nanos);
+            assert_eq!(record(d).elapsed(), d, "{nanos} ns");
         }
     }
 }

@@ -218,7 +218,7 @@ impl AuditEvent {
             verb: origin
                 .map(|o| o.verb.clone())
                 .unwrap_or_else(|| verb_of(a.operation).into()),
-            user: a.user_info.clone(),
+            user: (*a.user_info).clone(),
             source_ips: origin.map(|o| o.source_ips.clone()).unwrap_or_default(),
             user_agent: origin.and_then(|o| o.user_agent.clone()),
             object_ref: ObjectReference {

@@ -14,6 +14,7 @@ pub mod run;
 
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -70,8 +71,9 @@ pub enum NamespaceState {
     /// Not a namespaced request (or a Namespace object, whose own labels are used).
     #[default]
     NotApplicable,
-    /// The namespace's labels, from `--cluster` or learned from the audit log.
-    Known(BTreeMap<String, String>),
+    /// The namespace's labels, from `--cluster` or learned from the audit log; shared by the
+    /// requests captured while the namespace had them.
+    Known(Arc<BTreeMap<String, String>>),
     /// Nothing is known about the namespace: the replay treats its labels as empty and says so.
     Unknown,
 }
@@ -113,8 +115,8 @@ pub struct CapturedRequest {
     pub attrs: Attributes,
     /// Labels of `attrs.namespace` at capture time.
     pub namespace: NamespaceState,
-    /// Present when the request came from an audit log.
-    pub audit: Option<AuditOrigin>,
+    /// Present when the request came from an audit log (boxed: most captures have none).
+    pub audit: Option<Box<AuditOrigin>>,
     /// What the loader could not take from the capture as is and how it filled the gap (e.g. an
     /// audit event whose final stage never arrived); empty when the request is as captured.
     pub notes: Vec<String>,

@@ -206,7 +206,7 @@ impl CallReport {
                 CallDecision::Called => "called",
                 CallDecision::Skipped => "skipped",
             },
-            skip_reason: c.skip_reason.map(String::from),
+            skip_reason: c.skip_reason.as_deref().map(String::from),
             allowed: c.allowed,
             mutated: c.mutated,
             patch,

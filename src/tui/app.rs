@@ -15,7 +15,7 @@ use super::model::{self, AnnotationRow, Block, HookCounts, HookInfo, RequestRow,
 use super::source::SourceMsg;
 use super::theme::Theme;
 use super::view::hit::ChainHit;
-use crate::engine::AuditLevel;
+use crate::engine::{AuditAnnotation, AuditLevel};
 use crate::metrics::Metrics;
 use crate::replay::run::{ReplayEvent, Replayed};
 
@@ -143,13 +143,32 @@ pub enum ChainPane {
     Detail,
 }
 
-/// A replayed request and its table row.
+/// A replayed request, with what the status bar counts and masking need on every frame; the
+/// rest of its table row is derived when drawn ([`Entry::row`]).
 #[derive(Debug, Clone)]
 pub struct Entry {
     /// What the replay produced (request, outcome, trace).
     pub replayed: Box<Replayed>,
-    /// Derived row.
-    pub row: RequestRow,
+    /// The verdict the table shows.
+    pub verdict: Verdict,
+    /// The request concerns a Secret (masked unless revealed).
+    pub secret: bool,
+}
+
+impl Entry {
+    /// An entry for a replayed request.
+    pub fn new(replayed: Box<Replayed>) -> Entry {
+        Entry {
+            verdict: model::verdict(&replayed.outcome),
+            secret: crate::replay::report::is_secret(&replayed.request),
+            replayed,
+        }
+    }
+
+    /// Its row of the Requests view.
+    pub fn row(&self) -> RequestRow {
+        RequestRow::new(&self.replayed)
+    }
 }
 
 /// Replay progress.
@@ -491,18 +510,32 @@ impl State {
             .iter()
             .filter(|a| {
                 f.is_empty()
-                    || a.key.to_lowercase().contains(&f)
-                    || a.value.to_lowercase().contains(&f)
-                    || self.entries[a.request].row.target.contains(&f)
+                    || self.annotation(a).is_some_and(|w| {
+                        w.key.to_lowercase().contains(&f) || w.value.to_lowercase().contains(&f)
+                    })
+                    || self
+                        .entries
+                        .get(a.request())
+                        .is_some_and(|e| e.row().target.contains(&f))
             })
             .collect()
+    }
+
+    /// The annotation a row of the Annotations view stands for.
+    pub fn annotation(&self, row: &AnnotationRow) -> Option<&AuditAnnotation> {
+        self.entries
+            .get(row.request())?
+            .replayed
+            .outcome
+            .annotations
+            .get(row.annotation as usize)
     }
 
     /// Counts for the status bar: replayed, allowed, denied, failed open.
     pub fn counts(&self) -> (usize, usize, usize, usize) {
         let mut c = (self.entries.len(), 0, 0, 0);
         for e in &self.entries {
-            match e.row.verdict {
+            match e.verdict {
                 Verdict::Allowed => c.1 += 1,
                 Verdict::FailedOpen => {
                     c.1 += 1;
@@ -521,14 +554,18 @@ impl State {
             .filter(|&i| {
                 filter
                     .as_ref()
-                    .is_some_and(|f| f.matches(&self.entries[i].row))
+                    .is_some_and(|f| f.matches(&self.entries[i].row()))
             })
             .collect();
         let (key, reverse) = self.sort;
         if key != SortKey::Input {
-            let rows = &self.entries;
+            // The rows of the shown entries, derived once for the sort.
+            let rows: std::collections::HashMap<usize, RequestRow> = visible
+                .iter()
+                .map(|&i| (i, self.entries[i].row()))
+                .collect();
             visible.sort_by(|&a, &b| {
-                let (x, y) = (&rows[a].row, &rows[b].row);
+                let (x, y) = (&rows[&a], &rows[&b]);
                 match key {
                     SortKey::Input => a.cmp(&b),
                     SortKey::Operation => x.operation.cmp(&y.operation),
@@ -691,24 +728,21 @@ impl State {
     pub(super) fn push_replayed(&mut self, r: Box<Replayed>) {
         let index = self.entries.len();
         self.count_calls(&r);
-        for a in &r.outcome.annotations {
+        for (at, a) in r.outcome.annotations.iter().enumerate() {
             if self.audit_level == AuditLevel::None || a.level > self.audit_level {
                 continue;
             }
             self.annotations.push(AnnotationRow {
-                request: index,
-                decoded: model::decode_annotation(&a.key, &a.value),
-                key: a.key.clone(),
-                value: a.value.clone(),
+                request: u32::try_from(index).unwrap_or(u32::MAX),
+                annotation: u32::try_from(at).unwrap_or(u32::MAX),
             });
         }
-        let row = RequestRow::new(&r);
-        self.entries.push(Entry { replayed: r, row });
+        self.entries.push(Entry::new(r));
         // Cheap when the new row lands at the end (input order); otherwise re-sort.
         if self.sort.0 == SortKey::Input && !self.sort.1 {
             let shown = self.filter.is_empty()
                 || RequestFilter::parse(&self.filter)
-                    .is_ok_and(|f| f.matches(&self.entries[index].row));
+                    .is_ok_and(|f| f.matches(&self.entries[index].row()));
             if shown {
                 self.visible.push(index);
                 if self.selected.is_none() {
@@ -895,7 +929,7 @@ impl State {
             self.say("nothing selected to copy", true);
             return Vec::new();
         };
-        let mask = entry.row.secret && !self.reveal_secrets;
+        let mask = entry.secret && !self.reveal_secrets;
         let o = &entry.replayed.outcome;
         let picked = if self.view == View::Chain {
             let applied = o
@@ -1140,10 +1174,13 @@ impl State {
     /// wrote it: `…/round_{r}_index_{i}` names the call, a webhook's own annotation is keyed
     /// by its name.
     fn open_annotation(&mut self, i: usize) {
-        let Some(a) = self.visible_annotations().get(i).map(|a| (*a).clone()) else {
+        let Some(row) = self.visible_annotations().get(i).map(|a| **a) else {
             return;
         };
-        let Some(entry) = self.entries.get(a.request) else {
+        let Some(entry) = self.entries.get(row.request()) else {
+            return;
+        };
+        let Some(a) = self.annotation(&row) else {
             return;
         };
         let calls = &entry.replayed.outcome.calls;
@@ -1169,7 +1206,7 @@ impl State {
                     &*c.webhook == prefix && c.decision == crate::engine::CallDecision::Called
                 })
             });
-        self.selected = Some(a.request);
+        self.selected = Some(row.request());
         self.compare = false;
         self.view = View::Chain;
         self.chain_pane = ChainPane::Grid;

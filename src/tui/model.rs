@@ -86,6 +86,20 @@ pub enum Verdict {
     Denied(i32),
 }
 
+/// The verdict of a request as the table shows it.
+pub fn verdict(o: &Outcome) -> Verdict {
+    let failed_open = o
+        .calls
+        .iter()
+        .any(|c| cell_state(c) == CellState::FailedOpen);
+    match (&o.status, o.allowed) {
+        (Some(s), false) => Verdict::Denied(s.code),
+        (None, false) => Verdict::Denied(0),
+        _ if failed_open => Verdict::FailedOpen,
+        _ => Verdict::Allowed,
+    }
+}
+
 /// One row of the Requests view.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestRow {
@@ -133,16 +147,7 @@ impl RequestRow {
             (true, _) => a.name.clone(),
             (false, _) => format!("{}/{}", a.namespace, a.name),
         };
-        let failed_open = o
-            .calls
-            .iter()
-            .any(|c| cell_state(c) == CellState::FailedOpen);
-        let verdict = match (&o.status, o.allowed) {
-            (Some(s), false) => Verdict::Denied(s.code),
-            (None, false) => Verdict::Denied(0),
-            _ if failed_open => Verdict::FailedOpen,
-            _ => Verdict::Allowed,
-        };
+        let verdict = verdict(o);
         let called: Vec<&CallRecord> = o
             .calls
             .iter()
@@ -357,17 +362,21 @@ pub fn applied_patch(o: &Outcome, c: &CallRecord) -> Option<(Value, Arc<Value>)>
     })
 }
 
-/// One audit annotation of the Annotations view.
-#[derive(Debug, Clone, PartialEq)]
+/// One audit annotation of the Annotations view: which request wrote it and where it is among
+/// that outcome's annotations (`State::annotation` gives it; [`decode_annotation`] its reading).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AnnotationRow {
     /// Input position of the request (index into the requests).
-    pub request: usize,
-    /// Key.
-    pub key: String,
-    /// Value as written.
-    pub value: String,
-    /// A readable rendering of the value, when it is one of the apiserver's JSON values.
-    pub decoded: Option<String>,
+    pub request: u32,
+    /// Index into the request's outcome's annotations.
+    pub annotation: u32,
+}
+
+impl AnnotationRow {
+    /// Input position of the request, as an index.
+    pub fn request(&self) -> usize {
+        self.request as usize
+    }
 }
 
 /// A short reading of the apiserver's `mutation.webhook…` and `patch.webhook…` values.

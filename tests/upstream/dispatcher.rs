@@ -245,12 +245,12 @@ pub fn upstream_attributes(req: &Value, is_crd: bool) -> Attributes {
             "metadata": {"name": name, "namespace": ns},
         }))),
         dry_run: req["dryRun"] == true,
-        options: Some(json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"})),
-        user_info: hookscope::api::UserInfo {
+        options: Some(json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"}).into()),
+        user_info: std::sync::Arc::new(hookscope::api::UserInfo {
             username: "webhook-test".into(),
             uid: "webhook-test".into(),
             ..Default::default()
-        },
+        }),
     }
 }
 

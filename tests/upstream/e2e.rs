@@ -335,12 +335,12 @@ fn attrs(
         object: object.map(Arc::new),
         old_object: old_object.map(Arc::new),
         dry_run: false,
-        options: (!options.is_null()).then_some(options),
-        user_info: UserInfo {
+        options: (!options.is_null()).then_some(options.into()),
+        user_info: std::sync::Arc::new(UserInfo {
             username: "e2e-user".into(),
             groups: vec!["system:authenticated".into()],
             ..Default::default()
-        },
+        }),
     }
 }
 

@@ -111,12 +111,12 @@ pub fn reinvocation() -> Report {
             }))),
             old_object: None,
             dry_run: false,
-            options: Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"})),
-            user_info: hookscope::api::UserInfo {
+            options: Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}).into()),
+            user_info: std::sync::Arc::new(hookscope::api::UserInfo {
                 username: "webhook-reinvocation-integration-client".into(),
                 groups: vec!["system:masters".into(), "system:authenticated".into()],
                 ..Default::default()
-            },
+            }),
         };
         // These webhooks were created through the API, which defaults a nil objectSelector to `{}`.
         let mut webhooks = case["webhooks"].as_array().expect("webhooks").clone();
@@ -257,7 +257,7 @@ pub fn timeout() -> Report {
             )),
             old_object: None,
             dry_run: false,
-            options: Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"})),
+            options: Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}).into()),
             user_info: Default::default(),
         };
         // The nil namespaceSelector of these webhooks (upstream's structs are defaulted by the API
@@ -399,12 +399,11 @@ pub fn match_conditions() -> Report {
                     old_object: None,
                     dry_run: true,
                     options: Some(
-                        json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1", "dryRun": ["All"]}),
-                    ),
-                    user_info: hookscope::api::UserInfo {
+                        json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1", "dryRun": ["All"]}).into()),
+                    user_info: std::sync::Arc::new(hookscope::api::UserInfo {
                         username: "admin".into(),
                         ..Default::default()
-                    },
+                    }),
                 };
                 let r = run(
                     &up,

@@ -544,8 +544,8 @@ pub fn create_admission_objects() -> Report {
             &s(&req["name"]),
         );
         a.kind = gvk(&req["requestKind"]);
-        a.options = Some(req["options"].clone());
-        a.user_info = user(&req["userInfo"]);
+        a.options = Some(req["options"].clone().into());
+        a.user_info = user(&req["userInfo"]).into();
         let object = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"resourceVersion": req["objectResourceVersion"]}});
         let old = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"resourceVersion": req["oldObjectResourceVersion"]}});
         a.object = Some(Arc::new(object.clone()));

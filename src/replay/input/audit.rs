@@ -443,7 +443,10 @@ impl Reader {
         };
         let built = self.build(&ev, &oref, source, note);
         if let Built::Items(items) = built {
-            for item in items {
+            for mut item in items {
+                if let InputItem::Request(r) = &mut item {
+                    self.intern.request(r);
+                }
                 sink(item);
             }
         }
@@ -539,8 +542,8 @@ impl Reader {
             object: parts.object.map(Arc::new),
             old_object: parts.old_object.map(Arc::new),
             dry_run: parts.options.as_ref().is_some_and(query::is_dry_run),
-            options: parts.options,
-            user_info,
+            options: parts.options.map(Arc::new),
+            user_info: Arc::new(user_info),
         };
         let namespace = namespace_state(&attrs, &self.store);
         let audit = AuditOrigin {
@@ -560,7 +563,7 @@ impl Reader {
             uid: ev.audit_id.clone(),
             attrs,
             namespace,
-            audit: Some(audit),
+            audit: Some(Box::new(audit)),
             notes: ctx.notes.clone(),
         }))
     }

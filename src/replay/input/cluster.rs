@@ -86,7 +86,7 @@ impl ClusterState {
 
     /// Labels of namespace `name`, if known.
     pub fn namespace_labels(&self, name: &str) -> Option<&BTreeMap<String, String>> {
-        self.store.namespace_labels(name)
+        self.store.namespace_labels(name).map(|l| &**l)
     }
 
     /// Declares namespace `name` with `labels` (without a Namespace object).

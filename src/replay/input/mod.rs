@@ -59,6 +59,7 @@
 
 mod audit;
 mod cluster;
+mod intern;
 mod merge;
 mod query;
 mod review;
@@ -77,6 +78,7 @@ use crate::KubeVersion;
 use crate::registry::ResourceRegistry;
 
 pub use cluster::{ClusterState, ObjectError};
+pub use intern::Interner;
 
 use super::{IndexUnit, InputItem, InputProblem, SourceRef};
 use store::Store;
@@ -103,6 +105,7 @@ pub struct Reader {
     builtin: ResourceRegistry,
     pending: HashMap<String, Pending>,
     seq: u64,
+    intern: Interner,
 }
 
 impl std::fmt::Debug for Pending {
@@ -144,6 +147,7 @@ impl Reader {
             builtin,
             pending: HashMap::new(),
             seq: 0,
+            intern: Interner::default(),
         }
     }
 
@@ -517,7 +521,10 @@ impl Reader {
                 Err(e) => return sink(invalid(source, prefix, "", format!("invalid JSON: {e}"))),
             };
             return match review::request(doc, source, &self.store) {
-                Ok(req) => sink(InputItem::Request(Box::new(req))),
+                Ok(mut req) => {
+                    self.intern.request(&mut req);
+                    sink(InputItem::Request(Box::new(req)))
+                }
                 Err((b, source)) => sink(invalid(source, prefix, &b.field, b.message)),
             };
         }

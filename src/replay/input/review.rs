@@ -102,8 +102,8 @@ fn attributes_and_uid(doc: Value) -> Result<(Attributes, String), Bad> {
         object: object(req, "object")?.map(Arc::new),
         old_object: object(req, "oldObject")?.map(Arc::new),
         dry_run: optional(req, "dryRun")?.unwrap_or(false),
-        options: object(req, "options")?,
-        user_info: optional::<UserInfo>(req, "userInfo")?.unwrap_or_default(),
+        options: object(req, "options")?.map(Arc::new),
+        user_info: Arc::new(optional::<UserInfo>(req, "userInfo")?.unwrap_or_default()),
     };
     let uid = optional(req, "uid")?.unwrap_or_default();
     Ok((attrs, uid))
@@ -119,7 +119,7 @@ pub(crate) fn namespace_state(attrs: &Attributes, store: &Store) -> NamespaceSta
         return NamespaceState::NotApplicable;
     }
     match store.namespace_labels(&attrs.namespace) {
-        Some(labels) => NamespaceState::Known(labels.clone()),
+        Some(labels) => NamespaceState::Known(Arc::clone(labels)),
         None => NamespaceState::Unknown,
     }
 }

@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use serde_json::Value;
 
@@ -153,7 +154,8 @@ pub(crate) fn labels(json: &[u8], span: Option<Span>) -> BTreeMap<String, String
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Store {
     objects: HashMap<String, Stored>,
-    namespaces: HashMap<String, BTreeMap<String, String>>,
+    /// Shared with the requests captured while the namespace had these labels.
+    namespaces: HashMap<String, Arc<BTreeMap<String, String>>>,
     /// A key being built, so that looking up allocates nothing.
     scratch: String,
 }
@@ -165,13 +167,19 @@ impl Store {
     }
 
     /// Labels of namespace `name`.
-    pub(crate) fn namespace_labels(&self, name: &str) -> Option<&BTreeMap<String, String>> {
+    pub(crate) fn namespace_labels(&self, name: &str) -> Option<&Arc<BTreeMap<String, String>>> {
         self.namespaces.get(name)
     }
 
-    /// Sets the labels of namespace `name`.
+    /// Sets the labels of namespace `name` (the shared labels stay as they are when unchanged).
     pub(crate) fn set_namespace(&mut self, name: &str, labels: BTreeMap<String, String>) {
-        self.namespaces.insert(name.to_string(), labels);
+        match self.namespaces.get_mut(name) {
+            Some(known) if **known == labels => {}
+            Some(known) => *known = Arc::new(labels),
+            None => {
+                self.namespaces.insert(name.to_string(), Arc::new(labels));
+            }
+        }
     }
 
     /// Number of objects known.
@@ -206,8 +214,7 @@ impl Store {
         if group.is_empty() && resource == "namespaces" {
             let known = self.objects.get(self.scratch.as_str());
             if known.is_none_or(|old| !old.holds(meta, text)) {
-                self.namespaces
-                    .insert(meta.name.to_string(), labels(json, meta.labels));
+                self.set_namespace(&meta.name, labels(json, meta.labels));
             }
         }
         let type_meta = type_meta.filter(|_| meta.api_version.is_empty());

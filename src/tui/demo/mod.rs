@@ -20,6 +20,7 @@ use crate::engine::{
     Attributes, Engine, EngineOptions, Replier, Reply, ReplyOutcome, TransportError,
     TransportErrorKind, WebhookCall,
 };
+use crate::replay::input::Interner;
 use crate::replay::replier::AnyReplier;
 use crate::replay::run::IdMode;
 use crate::replay::run::{ReplaySettings, Replayer};
@@ -580,10 +581,15 @@ pub fn requests() -> Vec<InputItem> {
         dry(create(deployment("shop", "cart", 2, Some(3)))),
         create(pod("default", "nginx", json!({"app": "nginx"}), &["nginx"])),
     ];
+    let mut intern = Interner::default();
     captures
         .into_iter()
         .enumerate()
-        .map(|(i, c)| InputItem::Request(Box::new(captured(i, c))))
+        .map(|(i, c)| {
+            let mut r = captured(i, c);
+            intern.request(&mut r);
+            InputItem::Request(Box::new(r))
+        })
         .collect()
 }
 
@@ -636,7 +642,7 @@ fn captured(i: usize, c: Capture) -> CapturedRequest {
         namespace: if is_namespace || namespace.is_empty() {
             NamespaceState::NotApplicable
         } else {
-            NamespaceState::Known(namespace_labels(&namespace))
+            NamespaceState::Known(Arc::new(namespace_labels(&namespace)))
         },
         attrs,
         audit: None,

@@ -65,11 +65,16 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
                 .iter()
                 .skip(top)
                 .take(height)
-                .map(|a| Shown {
-                    origin: format!("#{} {}", a.request + 1, state.entries[a.request].row.target),
-                    key: a.key.clone(),
-                    decoded: a.decoded.clone().unwrap_or_else(|| a.value.clone()),
-                    raw: a.value.clone(),
+                .filter_map(|a| {
+                    let written = state.annotation(a)?;
+                    let target = state.entries.get(a.request())?.row().target;
+                    Some(Shown {
+                        origin: format!("#{} {target}", a.request() + 1),
+                        key: written.key.to_string(),
+                        decoded: crate::tui::model::decode_annotation(&written.key, &written.value)
+                            .unwrap_or_else(|| written.value.to_string()),
+                        raw: written.value.to_string(),
+                    })
                 })
                 .collect();
             (

@@ -56,7 +56,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
 }
 
 fn render_head(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
-    let r = &entry.row;
+    let r = entry.row();
     let o = &entry.replayed.outcome;
     let (v, vkey) = verdict(state, r.verdict);
     // The request's number in the replay, as the Requests view's "#" shows it.
@@ -131,8 +131,8 @@ fn render_compare(frame: &mut Frame, state: &State, before: &Entry, after: &Entr
         Layout::vertical([Constraint::Percentage(55), Constraint::Min(4)]).areas(area);
     let [left, right] =
         Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)]).areas(grids);
-    let (vb, _) = verdict(state, before.row.verdict);
-    let (va, _) = verdict(state, after.row.verdict);
+    let (vb, _) = verdict(state, before.verdict);
+    let (va, _) = verdict(state, after.verdict);
     grid(
         frame,
         state,
@@ -151,7 +151,7 @@ fn render_compare(frame: &mut Frame, state: &State, before: &Entry, after: &Entr
         &format!("After · {va} ·"),
         true,
     );
-    let mask = after.row.secret && !state.reveal_secrets;
+    let mask = after.secret && !state.reveal_secrets;
     let text = |e: &Entry| {
         e.replayed
             .outcome
@@ -316,7 +316,7 @@ fn block_of<'a>(state: &State, lines: &mut Vec<Line<'a>>, text: &str) {
 /// The detail lines of one call: state, why, patch, diff, objects, annotations, review, reply.
 pub(crate) fn detail_lines(state: &State, entry: &Entry, c: &CallRecord) -> Vec<Line<'static>> {
     let o = &entry.replayed.outcome;
-    let mask = entry.row.secret && !state.reveal_secrets;
+    let mask = entry.secret && !state.reveal_secrets;
     let cs = model::cell_state(c);
     let (key, sym) = cell_look(state, cs);
     let mut lines: Vec<Line<'static>> = vec![

@@ -80,7 +80,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         .skip(offset)
         .take(height)
         .map(|(i, &e)| {
-            let r = &state.entries[e].row;
+            let r = state.entries[e].row();
             let (v, vkey) = verdict(state, r.verdict);
             let marker = if i == pos { sel } else { " " };
             let mut op = r.operation.clone();

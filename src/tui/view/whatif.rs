@@ -71,8 +71,9 @@ fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
         .filter_map(|(i, r)| {
             let e = state.entries.get(r.index)?;
             let b = baseline.entries.get(r.index)?;
-            let (before, bkey) = verdict(state, b.row.verdict);
-            let (after, akey) = verdict(state, e.row.verdict);
+            let (before, bkey) = verdict(state, b.verdict);
+            let (after, akey) = verdict(state, e.verdict);
+            let row = e.row();
             let mut what = Vec::new();
             if r.verdict.is_some() {
                 what.push("verdict");
@@ -89,9 +90,9 @@ fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
             let marker = if i == state.whatif_selected { sel } else { " " };
             let row = Row::new(vec![
                 Cell::from(format!("{marker}{}", r.index + 1)),
-                Cell::from(e.row.operation.clone()),
-                Cell::from(clip(&e.row.resource, 22)),
-                Cell::from(clip(&e.row.target, 34)),
+                Cell::from(row.operation),
+                Cell::from(clip(&row.resource, 22)),
+                Cell::from(clip(&row.target, 34)),
                 Cell::from(Span::styled(before, style(state, bkey))),
                 Cell::from(Span::styled(after, style(state, akey))),
                 Cell::from(what.join(", ")),
