@@ -370,6 +370,19 @@ fn decode_reply(
             "0-length response with status code: {code} and content type: {content_type}"
         )));
     }
+    // The common case decodes straight into the wire type. Whatever that path would not read
+    // exactly as decoding a `Value` first does (a `Status`, duplicate fields, any error) takes
+    // the general path below, which has the exact error texts.
+    if let Ok(review) = serde_json::from_slice::<AdmissionReviewReply>(body)
+        && review.kind.as_deref() != Some("Status")
+    {
+        let obj_kind = review.kind.as_deref().unwrap_or("");
+        let obj_version = review.api_version.as_deref().unwrap_or("");
+        return match unconvertible_version(obj_kind, obj_version, version) {
+            Some(detail) => Err(transport(detail)),
+            None => Ok(review),
+        };
+    }
     let raw: Value = serde_json::from_slice(body).map_err(|e| {
         transport(format!(
             "couldn't get version/kind; json parse error: {}",
@@ -388,17 +401,21 @@ fn decode_reply(
         }
         return Ok(AdmissionReviewReply::default());
     }
-    let sent = format!("admission.k8s.io/{version}");
-    if !obj_version.is_empty()
-        && obj_version != sent
-        && obj_version.starts_with("admission.k8s.io/")
-    {
-        return Err(transport(format!(
-            "converting (admission.k8s.io/{}, Kind={obj_kind}) to ({sent}, Kind=AdmissionReview): no conversion function registered",
-            obj_version.trim_start_matches("admission.k8s.io/")
-        )));
+    if let Some(detail) = unconvertible_version(obj_kind, obj_version, version) {
+        return Err(transport(detail));
     }
     serde_json::from_value::<AdmissionReviewReply>(raw).map_err(|e| transport(format!("json: {e}")))
+}
+
+/// The decoder's error for a reply in another `admission.k8s.io` version than the one sent.
+fn unconvertible_version(obj_kind: &str, obj_version: &str, version: &str) -> Option<String> {
+    let other = obj_version.strip_prefix("admission.k8s.io/")?;
+    (other != version).then(|| {
+        format!(
+            "converting (admission.k8s.io/{}, Kind={obj_kind}) to (admission.k8s.io/{version}, Kind=AdmissionReview): no conversion function registered",
+            obj_version.trim_start_matches("admission.k8s.io/")
+        )
+    })
 }
 
 /// A JSON body that decodes to a `Status` with `status: Failure`.
