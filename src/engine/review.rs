@@ -549,6 +549,47 @@ mod tests {
     use serde_json::json;
     use std::sync::Arc;
 
+    /// Decoding a reply straight into the wire type must give what decoding it into a `Value`
+    /// first gives, duplicate members included.
+    #[test]
+    fn replies_decode_as_through_a_value() {
+        let http = |body: &str| ReplyOutcome::Http {
+            status: 200,
+            content_type: Some("application/json".into()),
+            body: body.as_bytes().to_vec(),
+        };
+        for body in [
+            r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u","allowed":true,"patch":"W10=","patchType":"JSONPatch","auditAnnotations":{"a":"1","a":"2"},"warnings":["w","w"]}}"#,
+            r#"{"kind":"AdmissionReview","response":{"uid":"u","allowed":false,"status":{"code":403,"message":"no <"}}}"#,
+            r#"{"kind":null,"response":{"uid":"u","allowed":true,"extra":[1,{}]},"response2":1}"#,
+            r#"{"response":{"uid":"u","uid":"v","allowed":true}}"#,
+            r#"{"apiVersion":"v1","kind":"Other","response":null}"#,
+        ] {
+            let value: Value = serde_json::from_str(body).unwrap();
+            let expected = serde_json::from_value::<AdmissionReviewReply>(value).unwrap();
+            assert_eq!(
+                decode_reply(&http(body), "https://x", "v1").unwrap(),
+                expected,
+                "{body}"
+            );
+        }
+        let twice = r#"{"apiVersion":"admission.k8s.io/v1","apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","response":{"uid":"u"}}"#;
+        assert_eq!(
+            decode_reply(&http(twice), "https://x", "v1")
+                .unwrap_err()
+                .reason,
+            "failed to call webhook: converting (admission.k8s.io/v1beta1, Kind=AdmissionReview) to (admission.k8s.io/v1, Kind=AdmissionReview): no conversion function registered"
+        );
+        let status =
+            r#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"m","code":500}"#;
+        assert_eq!(
+            decode_reply(&http(status), "https://x", "v1")
+                .unwrap_err()
+                .reason,
+            "failed to call webhook: m"
+        );
+    }
+
     /// `review_body` must write exactly what serialising `build_review`'s wire type writes.
     #[test]
     fn review_body_is_the_wire_type_serialised() {
