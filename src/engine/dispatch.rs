@@ -72,8 +72,10 @@ pub(super) struct Run<'e, 'c> {
     /// cleared whenever a patch replaces the object.
     object_json: Option<String>,
     old_object_json: Option<String>,
-    /// The texts of each invocation (resource, subresource, kind) seen so far, and the review
-    /// text after `oldObject`: the same for every call.
+    /// The texts of the request's own invocation (every exact match), of each equivalent
+    /// invocation (resource, subresource, kind) seen so far, and the review text after
+    /// `oldObject`: the same for every call.
+    own_invocation: Option<InvocationTexts>,
     invocations: Vec<(Invocation, InvocationTexts)>,
     review_tail: Option<Arc<str>>,
 }
@@ -95,6 +97,7 @@ impl<'e, 'c> Run<'e, 'c> {
             current_call: None,
             object_json: None,
             old_object_json: None,
+            own_invocation: None,
             invocations: Vec::new(),
             review_tail: None,
         }
@@ -314,8 +317,34 @@ impl<'e, 'c> Run<'e, 'c> {
         }
     }
 
+    /// Whether the invocation sends the request's own kind (always so for exact matches, which
+    /// send the request's resource and kind: comparing the names each time costs more).
+    fn sends_request_kind(&self, inv: &Invocation) -> bool {
+        !inv.equivalent || inv.kind == self.attrs.kind
+    }
+
     /// The texts calls share for an invocation, made the first time it is seen.
     fn invocation_texts(&mut self, inv: &Invocation) -> &mut InvocationTexts {
+        fn texts(engine: &Engine, inv: &Invocation) -> InvocationTexts {
+            let resource = if inv.sub_resource.is_empty() {
+                inv.resource.to_string()
+            } else {
+                format!("{}, Subresource={}", inv.resource, inv.sub_resource)
+            };
+            InvocationTexts {
+                matched: engine.shared_match(MatchTexts {
+                    resource: resource.into_boxed_str(),
+                    kind: inv.kind.to_string().into_boxed_str(),
+                }),
+                review: None,
+            }
+        }
+        if !inv.equivalent {
+            let engine = self.engine;
+            return self
+                .own_invocation
+                .get_or_insert_with(|| texts(engine, inv));
+        }
         let same = |i: &Invocation| {
             i.kind == inv.kind
                 && i.resource == inv.resource
@@ -324,20 +353,8 @@ impl<'e, 'c> Run<'e, 'c> {
         let at = match self.invocations.iter().position(|(i, _)| same(i)) {
             Some(at) => at,
             None => {
-                let resource = if inv.sub_resource.is_empty() {
-                    inv.resource.to_string()
-                } else {
-                    format!("{}, Subresource={}", inv.resource, inv.sub_resource)
-                };
-                let matched = self.engine.shared_match(MatchTexts {
-                    resource: resource.into_boxed_str(),
-                    kind: inv.kind.to_string().into_boxed_str(),
-                });
-                let texts = InvocationTexts {
-                    matched,
-                    review: None,
-                };
-                self.invocations.push((inv.clone(), texts));
+                self.invocations
+                    .push((inv.clone(), texts(self.engine, inv)));
                 self.invocations.len() - 1
             }
         };
@@ -428,7 +445,7 @@ impl<'e, 'c> Run<'e, 'c> {
         let texts = self.review_texts(inv);
         let (head, tail) = (texts.head(), &*texts.tail);
         let mut body = String::new();
-        let (object, old_object) = if inv.kind == self.attrs.kind {
+        let (object, old_object) = if self.sends_request_kind(inv) {
             let object = self
                 .object_json
                 .get_or_insert_with(|| review::object_json(self.attrs.object.as_deref()));
@@ -890,7 +907,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 canceled: false,
             }));
         }
-        let (patched, changed) = match self.patch_object(&patch, &inv.kind) {
+        let (patched, changed, patched_json) = match self.patch_object(&patch, inv) {
             Ok(p) => p,
             Err(e) => {
                 self.step(Entry::PatchFailed {
@@ -910,7 +927,8 @@ impl<'e, 'c> Run<'e, 'c> {
             value,
             AuditLevel::Request,
         );
-        let after = Arc::new(if inv.kind == self.attrs.kind {
+        let same_kind = self.sends_request_kind(inv);
+        let after = Arc::new(if same_kind {
             patched
         } else {
             review::relabel(&patched, &inv.kind, &self.attrs.kind)
@@ -926,29 +944,30 @@ impl<'e, 'c> Run<'e, 'c> {
             after: Arc::clone(&after),
         });
         self.attrs.object = Some(after);
-        self.object_json = None;
+        self.object_json = patched_json.filter(|_| same_kind);
         Ok(changed)
     }
 
-    /// Applies a patch to the current object as sent for the invocation kind `kind`, as upstream
-    /// does (Go's marshalling of the object, evanphx's patch, a decode). Returns the patched
-    /// object (still labelled `kind`) and whether it differs semantically from the object sent.
+    /// Applies a patch to the current object as sent for the invocation `inv`, as upstream does
+    /// (Go's marshalling of the object, evanphx's patch, a decode). Returns the patched object
+    /// (still labelled with the invocation kind), whether it differs semantically from the
+    /// object sent, and its serialisation for review bodies when the patch could produce it.
     fn patch_object(
         &self,
         patch: &jsonpatch::Patch,
-        kind: &crate::api::GroupVersionKind,
-    ) -> Result<(Value, bool), jsonpatch::ApplyError> {
+        inv: &Invocation,
+    ) -> Result<(Value, bool, Option<String>), jsonpatch::ApplyError> {
         let current = self.attrs.object.as_deref().unwrap_or(&Value::Null);
         let relabelled;
-        let sent = if *kind == self.attrs.kind {
+        let sent = if self.sends_request_kind(inv) {
             current
         } else {
-            relabelled = review::relabel(current, &self.attrs.kind, kind);
+            relabelled = review::relabel(current, &self.attrs.kind, &inv.kind);
             &relabelled
         };
-        let patched = patch.apply_prepared(&jsonpatch::Prepared::new(sent))?;
+        let (patched, json) = patch.apply_prepared_json(&jsonpatch::Prepared::new(sent))?;
         let changed = !semantic_eq(sent, &patched);
-        Ok((patched, changed))
+        Ok((patched, changed, json))
     }
 
     async fn validating_plugin<R: Replier + Send>(

@@ -398,6 +398,19 @@ fn decode_reply(
             "0-length response with status code: {code} and content type: {content_type}"
         )));
     }
+    // The common case decodes straight into the wire type. Whatever that path would not read
+    // exactly as decoding a `Value` first does (a `Status`, duplicate fields, any error) takes
+    // the general path below, which has the exact error texts.
+    if let Ok(review) = serde_json::from_slice::<AdmissionReviewReply>(body)
+        && review.kind.as_deref() != Some("Status")
+    {
+        let obj_kind = review.kind.as_deref().unwrap_or("");
+        let obj_version = review.api_version.as_deref().unwrap_or("");
+        return match unconvertible_version(obj_kind, obj_version, version) {
+            Some(detail) => Err(transport(detail)),
+            None => Ok(review),
+        };
+    }
     let raw: Value = serde_json::from_slice(body).map_err(|e| {
         transport(format!(
             "couldn't get version/kind; json parse error: {}",
@@ -416,17 +429,21 @@ fn decode_reply(
         }
         return Ok(AdmissionReviewReply::default());
     }
-    let sent = format!("admission.k8s.io/{version}");
-    if !obj_version.is_empty()
-        && obj_version != sent
-        && obj_version.starts_with("admission.k8s.io/")
-    {
-        return Err(transport(format!(
-            "converting (admission.k8s.io/{}, Kind={obj_kind}) to ({sent}, Kind=AdmissionReview): no conversion function registered",
-            obj_version.trim_start_matches("admission.k8s.io/")
-        )));
+    if let Some(detail) = unconvertible_version(obj_kind, obj_version, version) {
+        return Err(transport(detail));
     }
     serde_json::from_value::<AdmissionReviewReply>(raw).map_err(|e| transport(format!("json: {e}")))
+}
+
+/// The decoder's error for a reply in another `admission.k8s.io` version than the one sent.
+fn unconvertible_version(obj_kind: &str, obj_version: &str, version: &str) -> Option<String> {
+    let other = obj_version.strip_prefix("admission.k8s.io/")?;
+    (other != version).then(|| {
+        format!(
+            "converting (admission.k8s.io/{}, Kind={obj_kind}) to (admission.k8s.io/{version}, Kind=AdmissionReview): no conversion function registered",
+            obj_version.trim_start_matches("admission.k8s.io/")
+        )
+    })
 }
 
 /// A JSON body that decodes to a `Status` with `status: Failure`.
@@ -559,6 +576,47 @@ mod tests {
     use crate::api::{GroupVersionResource, Operation};
     use serde_json::json;
     use std::sync::Arc;
+
+    /// Decoding a reply straight into the wire type must give what decoding it into a `Value`
+    /// first gives, duplicate members included.
+    #[test]
+    fn replies_decode_as_through_a_value() {
+        let http = |body: &str| ReplyOutcome::Http {
+            status: 200,
+            content_type: Some("application/json".into()),
+            body: body.as_bytes().to_vec(),
+        };
+        for body in [
+            r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u","allowed":true,"patch":"W10=","patchType":"JSONPatch","auditAnnotations":{"a":"1","a":"2"},"warnings":["w","w"]}}"#,
+            r#"{"kind":"AdmissionReview","response":{"uid":"u","allowed":false,"status":{"code":403,"message":"no <"}}}"#,
+            r#"{"kind":null,"response":{"uid":"u","allowed":true,"extra":[1,{}]},"response2":1}"#,
+            r#"{"response":{"uid":"u","uid":"v","allowed":true}}"#,
+            r#"{"apiVersion":"v1","kind":"Other","response":null}"#,
+        ] {
+            let value: Value = serde_json::from_str(body).unwrap();
+            let expected = serde_json::from_value::<AdmissionReviewReply>(value).unwrap();
+            assert_eq!(
+                decode_reply(&http(body), "https://x", "v1").unwrap(),
+                expected,
+                "{body}"
+            );
+        }
+        let twice = r#"{"apiVersion":"admission.k8s.io/v1","apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","response":{"uid":"u"}}"#;
+        assert_eq!(
+            decode_reply(&http(twice), "https://x", "v1")
+                .unwrap_err()
+                .reason,
+            "failed to call webhook: converting (admission.k8s.io/v1beta1, Kind=AdmissionReview) to (admission.k8s.io/v1, Kind=AdmissionReview): no conversion function registered"
+        );
+        let status =
+            r#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"m","code":500}"#;
+        assert_eq!(
+            decode_reply(&http(status), "https://x", "v1")
+                .unwrap_err()
+                .reason,
+            "failed to call webhook: m"
+        );
+    }
 
     /// `review_body` must write exactly what serialising `build_review`'s wire type writes.
     #[test]

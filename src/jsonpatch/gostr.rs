@@ -96,6 +96,13 @@ pub(crate) fn unquote(raw: &[u8]) -> Cow<'_, str> {
 
 /// Appends `s` as a JSON string the way Go's `json.Marshal` does (HTML-safe escaping).
 pub(crate) fn append_string(out: &mut Vec<u8>, s: &str) {
+    append_string_html(out, s);
+}
+
+/// [`append_string`]; returns whether it wrote an escape serde_json does not (`<`, `>`, `&`,
+/// U+2028, U+2029): when it did not, the bytes are serde_json's too.
+pub(crate) fn append_string_html(out: &mut Vec<u8>, s: &str) -> bool {
+    let mut html = false;
     out.reserve(s.len() + 2);
     out.push(b'"');
     let b = s.as_bytes();
@@ -126,11 +133,13 @@ pub(crate) fn append_string(out: &mut Vec<u8>, s: &str) {
             out.extend_from_slice(esc);
             start = i + 1;
         } else if c == 0xE2 {
+            html = true;
             let last = b.get(i + 2).copied().unwrap_or(0xA8);
             out.extend_from_slice(b"\\u202");
             out.push(HEX[usize::from(last & 0xF)]);
             start = i + 3;
         } else {
+            html |= c >= 0x20;
             out.extend_from_slice(b"\\u00");
             out.push(HEX[usize::from(c >> 4)]);
             out.push(HEX[usize::from(c & 0xF)]);
@@ -140,6 +149,7 @@ pub(crate) fn append_string(out: &mut Vec<u8>, s: &str) {
     }
     out.extend_from_slice(b.get(start..).unwrap_or_default());
     out.push(b'"');
+    html
 }
 
 const fn table(bytes: &[u8], controls: bool) -> [bool; 256] {

@@ -20,7 +20,7 @@ pub use prepared::{Prepared, go_marshal};
 
 use std::borrow::Cow;
 
-use tree::{Fault, Node, ObjMap, Slot};
+use tree::{Fault, Node, ObjMap, Scan, Slot, Splitter};
 
 /// A decoded patch: `jsonpatch.Patch`, kept lazy like evanphx's `[]map[string]*json.RawMessage`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -190,23 +190,23 @@ impl Operation {
         })
     }
 
-    fn apply<'a>(&'a self, root: &mut Node<'a>) -> Result<(), Fault> {
+    fn apply<'a>(&'a self, root: &mut Node<'a>, sp: &dyn Splitter) -> Result<(), Fault> {
         match self.kind().as_ref() {
-            "add" => self.add(root),
-            "remove" => self.remove(root),
-            "replace" => self.replace(root),
-            "move" => self.move_(root),
-            "test" => self.test(root),
-            "copy" => self.copy(root),
+            "add" => self.add(root, sp),
+            "remove" => self.remove(root, sp),
+            "replace" => self.replace(root, sp),
+            "move" => self.move_(root, sp),
+            "test" => self.test(root, sp),
+            "copy" => self.copy(root, sp),
             other => Err(err(format!("Unexpected kind: {other}"))),
         }
     }
 
-    fn add<'a>(&'a self, root: &mut Node<'a>) -> Result<(), Fault> {
+    fn add<'a>(&'a self, root: &mut Node<'a>, sp: &dyn Splitter) -> Result<(), Fault> {
         let path = self
             .path()
             .map_err(|_| err("add operation failed to decode path: missing value".to_owned()))?;
-        let Some((con, key)) = tree::find_object(root, &path) else {
+        let Some((con, key)) = tree::find_object(root, &path, sp) else {
             return Err(err(format!(
                 "add operation does not apply: doc is missing path: \"{path}\": missing value"
             )));
@@ -215,11 +215,11 @@ impl Operation {
             .map_err(|f| f.wrap(|m| format!("error in add for path: '{path}': {m}")))
     }
 
-    fn remove<'a>(&'a self, root: &mut Node<'a>) -> Result<(), Fault> {
+    fn remove<'a>(&'a self, root: &mut Node<'a>, sp: &dyn Splitter) -> Result<(), Fault> {
         let path = self
             .path()
             .map_err(|_| err("remove operation failed to decode path: missing value".to_owned()))?;
-        let Some((con, key)) = tree::find_object(root, &path) else {
+        let Some((con, key)) = tree::find_object(root, &path, sp) else {
             return Err(err(format!(
                 "remove operation does not apply: doc is missing path: \"{path}\": missing value"
             )));
@@ -229,7 +229,7 @@ impl Operation {
             .map_err(|m| err(format!("error in remove for path: '{path}': {m}")))
     }
 
-    fn replace<'a>(&'a self, root: &mut Node<'a>) -> Result<(), Fault> {
+    fn replace<'a>(&'a self, root: &mut Node<'a>, sp: &dyn Splitter) -> Result<(), Fault> {
         let path = self
             .path()
             .map_err(|e| err(format!("replace operation failed to decode path: {e}")))?;
@@ -237,7 +237,7 @@ impl Operation {
             let Some(mut val) = self.value() else {
                 return Err(Fault::Panic(tree::NIL_DEREF));
             };
-            if !val.try_doc() && !val.try_ary() {
+            if !val.try_doc(sp) && !val.try_ary(sp) {
                 return Err(err(
                     "replace operation value must be object or array: %!w(<nil>)".to_owned(),
                 ));
@@ -245,7 +245,7 @@ impl Operation {
             *root = val;
             return Ok(());
         }
-        let Some((con, key)) = tree::find_object(root, &path) else {
+        let Some((con, key)) = tree::find_object(root, &path, sp) else {
             return Err(err(format!(
                 "replace operation does not apply: doc is missing path: {path}: missing value"
             )));
@@ -259,11 +259,11 @@ impl Operation {
             .map_err(|f| f.wrap(|m| format!("error in remove for path: '{path}': {m}")))
     }
 
-    fn move_<'a>(&'a self, root: &mut Node<'a>) -> Result<(), Fault> {
+    fn move_<'a>(&'a self, root: &mut Node<'a>, sp: &dyn Splitter) -> Result<(), Fault> {
         let from = self
             .from()
             .map_err(|e| err(format!("move operation failed to decode from: {e}")))?;
-        let Some((con, key)) = tree::find_object(root, &from) else {
+        let Some((con, key)) = tree::find_object(root, &from, sp) else {
             return Err(err(format!(
                 "move operation does not apply: doc is missing from path: {from}: missing value"
             )));
@@ -274,7 +274,7 @@ impl Operation {
         let path = self
             .path()
             .map_err(|e| err(format!("move operation failed to decode path: {e}")))?;
-        let Some((con, key)) = tree::find_object(root, &path) else {
+        let Some((con, key)) = tree::find_object(root, &path, sp) else {
             return Err(err(format!(
                 "move operation does not apply: doc is missing destination path: {path}: missing value"
             )));
@@ -283,7 +283,7 @@ impl Operation {
             .map_err(|f| f.wrap(|m| format!("error in move for path: '{path}': {m}")))
     }
 
-    fn test<'a>(&'a self, root: &mut Node<'a>) -> Result<(), Fault> {
+    fn test<'a>(&'a self, root: &mut Node<'a>, sp: &dyn Splitter) -> Result<(), Fault> {
         let path = self
             .path()
             .map_err(|e| err(format!("test operation failed to decode path: {e}")))?;
@@ -292,13 +292,13 @@ impl Operation {
             let Some(mut o) = self.value() else {
                 return Err(Fault::Panic(tree::NIL_DEREF));
             };
-            return if tree::equal(root, &mut o, 0)? {
+            return if tree::equal(root, &mut o, 0, sp)? {
                 Ok(())
             } else {
                 Err(failed())
             };
         }
-        let Some((con, key)) = tree::find_object(root, &path) else {
+        let Some((con, key)) = tree::find_object(root, &path, sp) else {
             return Err(err(format!(
                 "test operation does not apply: is missing path: {path}: missing value"
             )));
@@ -308,7 +308,7 @@ impl Operation {
         match (val, self.value()) {
             (None, None | Some(Node::Null)) => Ok(()),
             (Some(v), Some(mut o)) => {
-                if tree::equal(v, &mut o, 0)? {
+                if tree::equal(v, &mut o, 0, sp)? {
                     Ok(())
                 } else {
                     Err(failed())
@@ -318,11 +318,11 @@ impl Operation {
         }
     }
 
-    fn copy<'a>(&'a self, root: &mut Node<'a>) -> Result<(), Fault> {
+    fn copy<'a>(&'a self, root: &mut Node<'a>, sp: &dyn Splitter) -> Result<(), Fault> {
         let from = self
             .from()
             .map_err(|e| err(format!("copy operation failed to decode from: {e}")))?;
-        let Some((con, key)) = tree::find_object(root, &from) else {
+        let Some((con, key)) = tree::find_object(root, &from, sp) else {
             return Err(err(format!(
                 "copy operation does not apply: doc is missing from path: {from}: missing value"
             )));
@@ -338,10 +338,10 @@ impl Operation {
         };
         // Go walks the destination before marshalling the source, and walking converts nodes,
         // which can change how the source marshals: walk first, then look the source up again.
-        if tree::find_object(root, &path).is_none() {
+        if tree::find_object(root, &path, sp).is_none() {
             return Err(missing_dest());
         }
-        let copied: Slot<'a> = match tree::find_object(root, &from) {
+        let copied: Slot<'a> = match tree::find_object(root, &from, sp) {
             Some((con, key)) => match tree::get(con, &key) {
                 Ok(Some(n)) => {
                     let mut bytes = Vec::new();
@@ -352,7 +352,7 @@ impl Operation {
             },
             None => None,
         };
-        let Some((con, key)) = tree::find_object(root, &path) else {
+        let Some((con, key)) = tree::find_object(root, &path, sp) else {
             return Err(missing_dest());
         };
         tree::add(con, &key, copied)
@@ -378,7 +378,7 @@ impl Patch {
         if doc.is_empty() {
             return Ok(Vec::new());
         }
-        let root = self.apply_tree(doc)?;
+        let root = self.apply_tree(doc, &Scan, false)?;
         let mut out = Vec::with_capacity(doc.len() + 64);
         tree::marshal(Some(&root), &mut out);
         Ok(out)
@@ -386,11 +386,23 @@ impl Patch {
 
     /// [`Patch::apply`] up to the marshalling of the result: the patched document as a lazily
     /// decoded tree whose untouched nodes are still slices of `doc` (which must not be empty).
-    fn apply_tree<'a>(&'a self, doc: &'a [u8]) -> Result<Node<'a>, ApplyError> {
+    /// `sp` splits raw nodes; a `valid` document is known to be valid JSON without surrounding
+    /// whitespace that Go's decoder accepts, so `sp` splits it too.
+    fn apply_tree<'a>(
+        &'a self,
+        doc: &'a [u8],
+        sp: &dyn Splitter,
+        valid: bool,
+    ) -> Result<Node<'a>, ApplyError> {
         let first = doc.first().copied().unwrap_or(b' ');
         let mut children = Vec::new();
-        let (s, e) = scan::scan(doc, &mut children).map_err(|message| ApplyError { message })?;
-        let raw = doc.get(s..e).unwrap_or_default();
+        let raw = if valid && sp.split(doc, &mut children) {
+            doc
+        } else {
+            let (s, e) =
+                scan::scan(doc, &mut children).map_err(|message| ApplyError { message })?;
+            doc.get(s..e).unwrap_or_default()
+        };
         let mut root = if first == b'[' {
             Node::Ary(tree::ary_from_children(doc, &children))
         } else {
@@ -409,7 +421,7 @@ impl Patch {
         };
         for op in self.ops.iter().flatten() {
             match op {
-                Some(op) => op.apply(&mut root)?,
+                Some(op) => op.apply(&mut root, sp)?,
                 None => {
                     return Err(ApplyError {
                         message: "Unexpected kind: unknown".to_owned(),

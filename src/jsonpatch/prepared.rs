@@ -16,7 +16,8 @@ use std::io::Write as _;
 
 use serde_json::{Map, Value};
 
-use super::tree::{self, Node};
+use super::scan::Child;
+use super::tree::{self, Node, Scan, Splitter};
 use super::{ApplyError, Patch, gostr, parse_patched};
 
 /// Results nesting deeper than this are decoded whole: serde_json refuses documents nested 128
@@ -32,6 +33,13 @@ pub struct Prepared<'v> {
     record: bool,
     /// The document holds no float and does not nest too deeply (see the module notes).
     reusable: bool,
+    /// `bytes` are also what serde_json writes for the document: it holds no float and no string
+    /// with a character Go escapes and serde_json does not (`<`, `>`, `&`, U+2028, U+2029).
+    serde_equal: bool,
+    /// Levels of containers in the document.
+    depth: usize,
+    /// Where the key of the object member being written starts.
+    key_start: usize,
 }
 
 /// Where one sub-value was written.
@@ -39,6 +47,10 @@ pub struct Prepared<'v> {
 struct Span<'v> {
     start: usize,
     end: usize,
+    /// Where its key starts, for a member of an object (its key ends before `start - 1`).
+    key: usize,
+    /// The index of the first span after this sub-value's.
+    next: usize,
     /// Levels of containers in the sub-value (0 for a scalar).
     depth: usize,
     value: &'v Value,
@@ -58,8 +70,12 @@ impl<'v> Prepared<'v> {
             spans: Vec::with_capacity(if record { 256 } else { 0 }),
             record,
             reusable: true,
+            serde_equal: true,
+            depth: 0,
+            key_start: 0,
         };
-        if p.write(doc) > MAX_ASSEMBLED_DEPTH {
+        p.depth = p.write(doc);
+        if p.depth > MAX_ASSEMBLED_DEPTH {
             p.reusable = false;
         }
         p
@@ -83,6 +99,8 @@ impl<'v> Prepared<'v> {
             self.spans.push(Span {
                 start,
                 end: start,
+                key: self.key_start,
+                next: at + 1,
                 depth: 0,
                 value: v,
             });
@@ -101,6 +119,7 @@ impl<'v> Prepared<'v> {
                 match n.as_f64().filter(|_| n.is_f64()) {
                     Some(f) => {
                         self.reusable = false;
+                        self.serde_equal = false;
                         gostr::push_go_float(&mut self.bytes, f);
                     }
                     None => match (n.as_u64(), n.as_i64()) {
@@ -115,7 +134,9 @@ impl<'v> Prepared<'v> {
                 0
             }
             Value::String(s) => {
-                gostr::append_string(&mut self.bytes, s);
+                if gostr::append_string_html(&mut self.bytes, s) {
+                    self.serde_equal = false;
+                }
                 0
             }
             Value::Array(a) => {
@@ -137,7 +158,10 @@ impl<'v> Prepared<'v> {
                     if i > 0 {
                         self.bytes.push(b',');
                     }
-                    gostr::append_string(&mut self.bytes, k);
+                    self.key_start = self.bytes.len();
+                    if gostr::append_string_html(&mut self.bytes, k) {
+                        self.serde_equal = false;
+                    }
                     self.bytes.push(b':');
                     depth = depth.max(self.write(e));
                 }
@@ -145,8 +169,10 @@ impl<'v> Prepared<'v> {
                 depth + 1
             }
         };
+        let next = self.spans.len();
         if let Some(span) = self.spans.get_mut(at).filter(|_| self.record) {
             span.end = self.bytes.len();
+            span.next = next;
             span.depth = depth;
         }
         depth
@@ -154,13 +180,21 @@ impl<'v> Prepared<'v> {
 
     /// The sub-value whose marshalling `raw` is, if `raw` is a slice of this document's bytes.
     fn span_of(&self, raw: &[u8]) -> Option<&Span<'v>> {
+        self.span_index(raw).and_then(|i| self.spans.get(i))
+    }
+
+    /// The index of [`Prepared::span_of`]'s span.
+    fn span_index(&self, raw: &[u8]) -> Option<usize> {
         let base = self.bytes.as_ptr() as usize;
         let start = (raw.as_ptr() as usize).checked_sub(base)?;
         if start + raw.len() > self.bytes.len() {
             return None;
         }
         let i = self.spans.binary_search_by_key(&start, |s| s.start).ok()?;
-        self.spans.get(i).filter(|s| s.end == start + raw.len())
+        self.spans
+            .get(i)
+            .filter(|s| s.end == start + raw.len())
+            .map(|_| i)
     }
 
     /// The value a node of the patched tree decodes to, at `depth` containers down; `None` when
@@ -244,19 +278,125 @@ fn nesting(raw: &[u8]) -> usize {
     max
 }
 
+impl Splitter for Prepared<'_> {
+    /// Children of the document's own sub-values come from the notes taken while marshalling;
+    /// anything else is scanned.
+    fn split(&self, raw: &[u8], children: &mut Vec<Child>) -> bool {
+        let Some(i) = self.span_index(raw) else {
+            return Scan.split(raw, children);
+        };
+        children.clear();
+        let Some(span) = self.spans.get(i) else {
+            return false;
+        };
+        let base = span.start;
+        let object = raw.first() == Some(&b'{');
+        let mut j = i + 1;
+        while j < span.next {
+            let Some(c) = self.spans.get(j) else {
+                return false;
+            };
+            let key = if object {
+                (c.key - base, c.start - 1 - base)
+            } else {
+                (0, 0)
+            };
+            children.push(Child {
+                key,
+                val: (c.start - base, c.end - base),
+            });
+            j = c.next;
+        }
+        true
+    }
+}
+
+/// Writes a value as serde_json does.
+fn write_value<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    // Writing a string or a JSON value to a Vec cannot fail.
+    let _ = serde_json::to_writer(out, value);
+}
+
+impl Prepared<'_> {
+    /// Writes `value`, what [`Prepared::assemble`] made of `node`, as serde_json writes it:
+    /// untouched sub-values are copied from `bytes` (serde_json's own when `serde_equal`), the
+    /// rest is serialised.
+    fn write_serde(&self, node: Option<&Node<'_>>, value: &Value, out: &mut Vec<u8>) {
+        let start = out.len();
+        match (node, value) {
+            (Some(Node::Raw(raw)), _) if self.span_of(raw).is_some() => {
+                out.extend_from_slice(raw);
+            }
+            (Some(Node::Doc(m)), Value::Object(map)) if !m.nil && m.entries.len() == map.len() => {
+                out.push(b'{');
+                for (i, ((key, child), (k, v))) in m.entries.iter().zip(map).enumerate() {
+                    if key.as_ref() != k.as_str() {
+                        out.truncate(start);
+                        return write_value(out, value);
+                    }
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    write_value(out, k.as_str());
+                    out.push(b':');
+                    self.write_serde(child.as_ref(), v, out);
+                }
+                out.push(b'}');
+            }
+            (Some(Node::Ary(a)), Value::Array(vs)) if a.len() == vs.len() => {
+                out.push(b'[');
+                for (i, (child, v)) in a.iter().zip(vs).enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    self.write_serde(child.as_ref(), v, out);
+                }
+                out.push(b']');
+            }
+            _ => write_value(out, value),
+        }
+    }
+}
+
 impl Patch {
     /// [`Patch::apply_to_value`] on a prepared document: the same result, built mostly from
     /// clones of the document's untouched sub-values.
     pub fn apply_prepared(&self, doc: &Prepared<'_>) -> Result<Value, ApplyError> {
-        let root = self.apply_tree(&doc.bytes)?;
+        self.apply_assembled(doc, false).map(|(value, _)| value)
+    }
+
+    /// [`Patch::apply_prepared`], also returning the result as `serde_json::to_string` writes it
+    /// when that can be taken from the prepared bytes without serialising the whole result
+    /// (`None` otherwise: a document with floats or with characters Go escapes differently).
+    pub fn apply_prepared_json(
+        &self,
+        doc: &Prepared<'_>,
+    ) -> Result<(Value, Option<String>), ApplyError> {
+        self.apply_assembled(doc, true)
+    }
+
+    fn apply_assembled(
+        &self,
+        doc: &Prepared<'_>,
+        want_json: bool,
+    ) -> Result<(Value, Option<String>), ApplyError> {
+        let valid = doc.record && doc.depth <= MAX_ASSEMBLED_DEPTH;
+        let root = self.apply_tree(&doc.bytes, doc, valid)?;
         if doc.reusable
             && let Some(value) = doc.assemble(Some(&root), 0)
         {
-            return Ok(value);
+            let json = (want_json && doc.serde_equal)
+                .then(|| {
+                    let mut out = Vec::with_capacity(doc.bytes.len() + 64);
+                    doc.write_serde(Some(&root), &value, &mut out);
+                    String::from_utf8(out).ok()
+                })
+                .flatten();
+            return Ok((value, json));
         }
         let mut out = Vec::with_capacity(doc.bytes.len() + 64);
         tree::marshal(Some(&root), &mut out);
-        parse_patched(&out)
+        parse_patched(&out).map(|value| (value, None))
     }
 }
 
@@ -282,6 +422,72 @@ mod tests {
             "{}",
             String::from_utf8_lossy(patch)
         );
+        if let Ok((value, json)) = p.apply_prepared_json(&prepared) {
+            assert_eq!(Ok(value.clone()), whole(&p, doc));
+            if let Some(json) = json {
+                assert_eq!(json, serde_json::to_string(&value).unwrap());
+            }
+        }
+    }
+
+    #[test]
+    fn the_notes_split_values_as_scanning_does() {
+        let doc = json!({
+            "": [[], {}, [null, {"a\"b": [1, "x"]}], ""],
+            "m": {"k": {"e": {}}, "<": -1, "s": "\u{2028}"},
+            "z": true,
+        });
+        let p = Prepared::new(&doc);
+        assert_eq!(p.spans.len(), 17);
+        for s in &p.spans {
+            let raw = &p.bytes[s.start..s.end];
+            let (mut noted, mut scanned) = (Vec::new(), Vec::new());
+            assert_eq!(
+                p.split(raw, &mut noted),
+                crate::jsonpatch::scan::split(raw, &mut scanned)
+            );
+            assert_eq!(format!("{noted:?}"), format!("{scanned:?}"));
+        }
+    }
+
+    #[test]
+    fn the_result_json_is_serde_jsons_when_go_writes_the_same() {
+        let doc = json!({
+            "metadata": {"labels": {"a": "b\u{1}\n\"x\""}, "name": "x", "list": [1, -2, {}]},
+            "spec": {"containers": [{"name": "c", "u": u64::MAX}]},
+        });
+        for (patch, expected) in [
+            (
+                r#"[{"op":"add","path":"/spec/containers/-","value":{"name":"s","image":"p:1","name":"t","a":[1.0,2e2]}}]"#,
+                true,
+            ),
+            (
+                r#"[{"op":"move","from":"/metadata/labels","path":"/spec/l"}]"#,
+                true,
+            ),
+            (r#"[{"op":"add","path":"/spec/x","value":"<&>"}]"#, true),
+            (r#"[{"op":"replace","path":"","value":[1]}]"#, true),
+        ] {
+            let p = decode(patch.as_bytes()).unwrap();
+            let (value, json) = p.apply_prepared_json(&Prepared::new(&doc)).unwrap();
+            assert_eq!(json.is_some(), expected, "{patch}");
+            assert_eq!(
+                json.unwrap(),
+                serde_json::to_string(&value).unwrap(),
+                "{patch}"
+            );
+        }
+        for doc in [
+            json!({"a": "<"}),
+            json!({"<": 1}),
+            json!({"f": 1.5}),
+            json!({"a": "\u{2028}"}),
+        ] {
+            let p = decode(br#"[{"op":"add","path":"/b","value":1}]"#).unwrap();
+            let (value, json) = p.apply_prepared_json(&Prepared::new(&doc)).unwrap();
+            assert_eq!(json, None, "{doc}");
+            assert_eq!(Ok(value), whole(&p, &doc));
+        }
     }
 
     fn nested(levels: usize) -> Value {
@@ -385,6 +591,9 @@ mod tests {
             let patch = serde_json::to_vec(&ops).unwrap();
             let p = decode(&patch).unwrap();
             prop_assert_eq!(p.apply_prepared(&Prepared::new(&doc)), whole(&p, &doc));
+            if let Ok((value, Some(json))) = p.apply_prepared_json(&Prepared::new(&doc)) {
+                prop_assert_eq!(json, serde_json::to_string(&value).unwrap());
+            }
         }
     }
 }

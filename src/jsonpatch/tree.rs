@@ -132,11 +132,27 @@ fn own_slot(mut s: Slot<'_>) -> Slot<'static> {
     }
 }
 
+/// Splits valid JSON values into their direct children.
+pub(crate) trait Splitter {
+    /// [`scan::split`]: fills `children` with the direct children of `raw`, a valid JSON value
+    /// without surrounding whitespace; false if it is not valid after all.
+    fn split(&self, raw: &[u8], children: &mut Vec<Child>) -> bool;
+}
+
+/// Splitting by scanning the bytes.
+pub(crate) struct Scan;
+
+impl Splitter for Scan {
+    fn split(&self, raw: &[u8], children: &mut Vec<Child>) -> bool {
+        scan::split(raw, children)
+    }
+}
+
 /// `json.Unmarshal(raw, &partialDoc)` / `json.Unmarshal(raw, &partialArray)` on a raw node.
-fn decode_raw<'a>(raw: &Cow<'a, [u8]>, want_array: bool) -> Option<Node<'a>> {
-    fn go<'b>(b: &'b [u8], want_array: bool) -> Option<Node<'b>> {
+fn decode_raw<'a>(raw: &Cow<'a, [u8]>, want_array: bool, sp: &dyn Splitter) -> Option<Node<'a>> {
+    fn go<'b>(b: &'b [u8], want_array: bool, sp: &dyn Splitter) -> Option<Node<'b>> {
         let mut children = Vec::new();
-        if !scan::split(b, &mut children) {
+        if !sp.split(b, &mut children) {
             return None;
         }
         match (b.first(), want_array) {
@@ -150,9 +166,9 @@ fn decode_raw<'a>(raw: &Cow<'a, [u8]>, want_array: bool) -> Option<Node<'a>> {
         }
     }
     match raw {
-        Cow::Borrowed(b) => go(b, want_array),
+        Cow::Borrowed(b) => go(b, want_array, sp),
         Cow::Owned(v) => {
-            let mut n = go(v, want_array)?;
+            let mut n = go(v, want_array, sp)?;
             match &mut n {
                 Node::Doc(m) => Some(Node::Doc(ObjMap {
                     nil: m.nil,
@@ -172,10 +188,10 @@ fn decode_raw<'a>(raw: &Cow<'a, [u8]>, want_array: bool) -> Option<Node<'a>> {
 
 impl<'a> Node<'a> {
     /// `tryDoc` / `intoDoc` on a raw node; true if the node now is (or already was) a `partialDoc`.
-    pub(crate) fn try_doc(&mut self) -> bool {
+    pub(crate) fn try_doc(&mut self, sp: &dyn Splitter) -> bool {
         match self {
             Node::Doc(_) => true,
-            Node::Raw(raw) => match decode_raw(raw, false) {
+            Node::Raw(raw) => match decode_raw(raw, false, sp) {
                 Some(n) => {
                     *self = n;
                     true
@@ -187,10 +203,10 @@ impl<'a> Node<'a> {
     }
 
     /// `tryAry` / `intoAry`.
-    pub(crate) fn try_ary(&mut self) -> bool {
+    pub(crate) fn try_ary(&mut self, sp: &dyn Splitter) -> bool {
         match self {
             Node::Ary(_) => true,
-            Node::Raw(raw) => match decode_raw(raw, true) {
+            Node::Raw(raw) => match decode_raw(raw, true, sp) {
                 Some(n) => {
                     *self = n;
                     true
@@ -355,6 +371,7 @@ pub(crate) fn remove<'a>(con: &mut Node<'a>, key: &str) -> Result<Slot<'a>, Stri
 pub(crate) fn find_object<'n, 'a, 'p>(
     root: &'n mut Node<'a>,
     path: &'p str,
+    sp: &dyn Splitter,
 ) -> Option<(&'n mut Node<'a>, Cow<'p, str>)> {
     let mut segs = path.split('/');
     segs.next();
@@ -368,9 +385,9 @@ pub(crate) fn find_object<'n, 'a, 'p>(
             Node::Doc(_) | Node::Ary(_) => true,
             Node::Raw(raw) => {
                 if is_array(raw) {
-                    next.try_ary()
+                    next.try_ary(sp)
                 } else {
-                    next.try_doc()
+                    next.try_doc(sp)
                 }
             }
         };
@@ -394,20 +411,25 @@ fn compacted(n: &Node<'_>) -> Vec<u8> {
 /// `lazyNode.equal`. `n` is the document side, whose conversions persist; `o` the operation's
 /// value. Members are compared in key order (Go's map order is random, which only matters when one
 /// member would make Go panic and another would make it return false).
-pub(crate) fn equal(n: &mut Node<'_>, o: &mut Node<'_>, depth: usize) -> Result<bool, Fault> {
+pub(crate) fn equal(
+    n: &mut Node<'_>,
+    o: &mut Node<'_>,
+    depth: usize,
+    sp: &dyn Splitter,
+) -> Result<bool, Fault> {
     if depth > MAX_EQUAL_DEPTH {
         return Err(Fault::Err(format!(
             "test operation: value nested deeper than {MAX_EQUAL_DEPTH} levels"
         )));
     }
-    if matches!(n, Node::Null | Node::Raw(_)) && !n.try_doc() && !n.try_ary() {
+    if matches!(n, Node::Null | Node::Raw(_)) && !n.try_doc(sp) && !n.try_ary(sp) {
         if !matches!(o, Node::Null | Node::Raw(_)) {
             return Ok(false);
         }
         return Ok(compacted(n) == compacted(o));
     }
     if let Node::Doc(nm) = n {
-        if matches!(o, Node::Null | Node::Raw(_)) && !o.try_doc() {
+        if matches!(o, Node::Null | Node::Raw(_)) && !o.try_doc(sp) {
             return Ok(false);
         }
         let Node::Doc(om) = o else {
@@ -426,7 +448,7 @@ pub(crate) fn equal(n: &mut Node<'_>, o: &mut Node<'_>, depth: usize) -> Result<
             match (v, ov) {
                 (None, None) => {}
                 (Some(v), Some(ov)) => {
-                    if !equal(v, ov, depth + 1)? {
+                    if !equal(v, ov, depth + 1, sp)? {
                         return Ok(false);
                     }
                 }
@@ -438,7 +460,7 @@ pub(crate) fn equal(n: &mut Node<'_>, o: &mut Node<'_>, depth: usize) -> Result<
     let Node::Ary(na) = n else {
         return Ok(false);
     };
-    if !o.try_ary() {
+    if !o.try_ary(sp) {
         return Ok(false);
     }
     let Node::Ary(oa) = o else {
@@ -450,7 +472,7 @@ pub(crate) fn equal(n: &mut Node<'_>, o: &mut Node<'_>, depth: usize) -> Result<
     for (v, ov) in na.iter_mut().zip(oa.iter_mut()) {
         match (v, ov) {
             (Some(v), Some(ov)) => {
-                if !equal(v, ov, depth + 1)? {
+                if !equal(v, ov, depth + 1, sp)? {
                     return Ok(false);
                 }
             }
