@@ -182,6 +182,43 @@ fn filter_and_sort() {
     assert!(s.entries.iter().all(|e| e.row().duration <= first.duration));
 }
 
+/// Results that arrive while the table is sorted (either way, filtered or not) land where
+/// sorting the whole table would put them.
+#[test]
+fn results_arriving_under_a_sort_land_in_sorted_place() {
+    let msgs = demo_messages();
+    for (column, reverse, filter) in [
+        ("duration", false, ""),
+        ("verdict", true, ""),
+        ("name", false, "pods"),
+        ("called", true, "denied"),
+    ] {
+        let mut s = State::new("1.37".into(), AuditLevel::Request, Theme::default());
+        update(&mut s, Msg::Action(Action::Sort(column.into())));
+        if reverse {
+            key(&mut s, 'r');
+        }
+        s.filter = filter.into();
+        for m in msgs.iter().cloned() {
+            update(&mut s, Msg::Source(m));
+        }
+        assert!(s.entries.len() > 30, "the demo streamed in");
+        assert_eq!(s.sort.1, reverse, "{column}");
+        let arrived = s.visible.clone();
+        assert!(!arrived.is_empty(), "{column} {filter}");
+        // Choosing the same sort again sorts the whole table afresh.
+        update(&mut s, Msg::Action(Action::Sort(column.into())));
+        if reverse {
+            key(&mut s, 'r');
+        }
+        assert_eq!(s.sort.1, reverse);
+        assert_eq!(
+            arrived, s.visible,
+            "sorted by {column}, reversed {reverse}, filter {filter:?}"
+        );
+    }
+}
+
 #[test]
 fn command_mode_completes_and_runs() {
     let mut s = loaded();

@@ -1,6 +1,7 @@
 //! The console's state and its one update path: every change goes through [`update`], which
 //! returns the [`Command`]s (IO) for the event loop to perform.
 
+use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
@@ -516,7 +517,7 @@ impl State {
                     || self
                         .entries
                         .get(a.request())
-                        .is_some_and(|e| e.row().target.contains(&f))
+                        .is_some_and(|e| model::target(&e.replayed.request.attrs).contains(&f))
             })
             .collect()
     }
@@ -550,35 +551,21 @@ impl State {
     pub(super) fn refilter(&mut self) {
         // A filter that cannot be used shows nothing; the status line says why.
         let filter = RequestFilter::parse(&self.filter).ok();
-        let mut visible: Vec<usize> = (0..self.entries.len())
-            .filter(|&i| {
+        // Each row derived once, for the filter and the sort.
+        let mut shown: Vec<(usize, RequestRow)> = (0..self.entries.len())
+            .filter_map(|i| {
+                let row = self.entries[i].row();
                 filter
                     .as_ref()
-                    .is_some_and(|f| f.matches(&self.entries[i].row()))
+                    .is_some_and(|f| f.matches(&row))
+                    .then_some((i, row))
             })
             .collect();
         let (key, reverse) = self.sort;
         if key != SortKey::Input {
-            // The rows of the shown entries, derived once for the sort.
-            let rows: std::collections::HashMap<usize, RequestRow> = visible
-                .iter()
-                .map(|&i| (i, self.entries[i].row()))
-                .collect();
-            visible.sort_by(|&a, &b| {
-                let (x, y) = (&rows[&a], &rows[&b]);
-                match key {
-                    SortKey::Input => a.cmp(&b),
-                    SortKey::Operation => x.operation.cmp(&y.operation),
-                    SortKey::Resource => x.resource.cmp(&y.resource),
-                    SortKey::Name => x.target.cmp(&y.target),
-                    SortKey::Verdict => x.verdict.cmp(&y.verdict),
-                    SortKey::Called => x.called.cmp(&y.called),
-                    SortKey::Rounds => x.rounds.cmp(&y.rounds),
-                    SortKey::Duration => x.duration.cmp(&y.duration),
-                }
-                .then(a.cmp(&b))
-            });
+            shown.sort_by(|(a, x), (b, y)| sort_order(key, (*a, x), (*b, y)));
         }
+        let mut visible: Vec<usize> = shown.into_iter().map(|(i, _)| i).collect();
         if reverse {
             visible.reverse();
         }
@@ -750,7 +737,27 @@ impl State {
                 }
             }
         } else {
-            self.refilter();
+            // One row in its sorted place: a new entry must not cost a sort of all of them.
+            let row = self.entries[index].row();
+            let shown = self.filter.is_empty()
+                || RequestFilter::parse(&self.filter).is_ok_and(|f| f.matches(&row));
+            if shown {
+                let (key, reverse) = self.sort;
+                let at = self.visible.partition_point(|&i| {
+                    let order = sort_order(key, (i, &self.entries[i].row()), (index, &row));
+                    order
+                        == if reverse {
+                            Ordering::Greater
+                        } else {
+                            Ordering::Less
+                        }
+                });
+                self.visible.insert(at, index);
+                if self.selected_position().is_none() {
+                    self.selected = self.visible.first().copied();
+                    self.reset_chain();
+                }
+            }
         }
     }
 
@@ -1359,4 +1366,23 @@ pub fn sum_by(metrics: &Metrics, family: &str, by: &[&str]) -> Vec<((String, Str
         *out.entry(key).or_default() += s.value;
     }
     out.into_iter().collect()
+}
+
+/// How two entries (input position and row) compare under a sort key; ties keep input order.
+fn sort_order(
+    key: SortKey,
+    (a, x): (usize, &RequestRow),
+    (b, y): (usize, &RequestRow),
+) -> Ordering {
+    match key {
+        SortKey::Input => a.cmp(&b),
+        SortKey::Operation => x.operation.cmp(&y.operation),
+        SortKey::Resource => x.resource.cmp(&y.resource),
+        SortKey::Name => x.target.cmp(&y.target),
+        SortKey::Verdict => x.verdict.cmp(&y.verdict),
+        SortKey::Called => x.called.cmp(&y.called),
+        SortKey::Rounds => x.rounds.cmp(&y.rounds),
+        SortKey::Duration => x.duration.cmp(&y.duration),
+    }
+    .then(a.cmp(&b))
 }

@@ -100,6 +100,15 @@ pub fn verdict(o: &Outcome) -> Verdict {
     }
 }
 
+/// `namespace/name` of a request, or its name alone for cluster-scoped objects and Namespaces.
+pub fn target(a: &crate::engine::Attributes) -> String {
+    if a.namespace.is_empty() || a.is_namespace_resource() {
+        a.name.clone()
+    } else {
+        format!("{}/{}", a.namespace, a.name)
+    }
+}
+
 /// One row of the Requests view.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestRow {
@@ -140,13 +149,7 @@ impl RequestRow {
         if !a.sub_resource.is_empty() {
             resource = format!("{resource}/{}", a.sub_resource);
         }
-        let target = match (
-            a.namespace.is_empty() || a.is_namespace_resource(),
-            a.name.is_empty(),
-        ) {
-            (true, _) => a.name.clone(),
-            (false, _) => format!("{}/{}", a.namespace, a.name),
-        };
+        let target = target(a);
         let verdict = verdict(o);
         let called: Vec<&CallRecord> = o
             .calls
