@@ -440,8 +440,7 @@ fn unconvertible_version(obj_kind: &str, obj_version: &str, version: &str) -> Op
     let other = obj_version.strip_prefix("admission.k8s.io/")?;
     (other != version).then(|| {
         format!(
-            "converting (admission.k8s.io/{}, Kind={obj_kind}) to (admission.k8s.io/{version}, Kind=AdmissionReview): no conversion function registered",
-            obj_version.trim_start_matches("admission.k8s.io/")
+            "converting (admission.k8s.io/{other}, Kind={obj_kind}) to (admission.k8s.io/{version}, Kind=AdmissionReview): no conversion function registered"
         )
     })
 }
