@@ -11,11 +11,15 @@
 #
 # Defaults: 50000 requests, concurrency 16, wrk for 10 s, port 18443, no replay IO threads
 # (`hookscope replay --io-threads`: 0 keeps the whole replay on one thread). --no-build uses the
-# binaries already in target/release; --bin-dir DIR uses DIR/hookscope and DIR/webhook_server
+# binaries already in target/release; --bin-dir DIR uses DIR/hookscope, DIR/webhook_server and DIR/https_floor
 # (copies kept aside, when the target directory is shared and rebuilt by others).
 #
 # Besides the rates it prints the CPU time each process spent per request (user + system, from
-# /usr/bin/time and /proc), which says where the cycles go even on a busy machine.
+# /usr/bin/time and /proc), which says where the cycles go even on a busy machine, and the
+# transport's floor: `examples/https_floor.rs`, hookscope's own HTTPS client posting that same body
+# N times with C in flight and nothing else (no input, no dispatch, no report). The floor's rate
+# is what the replay would reach if the admission work cost nothing; the difference in CPU per
+# request between the replay and the floor is what that work costs.
 #
 # By default the webhook is reached through a service reference (HTTP/1.1, one connection per
 # request in flight, like wrk). With --h2 it is a URL webhook on 127.0.0.1, for which hookscope,
@@ -60,10 +64,11 @@ done
 
 cd "$(dirname "$0")/.."
 if [ "$build" = 1 ]; then
-    cargo build --release --quiet --bin hookscope --example webhook_server
+    cargo build --release --quiet --bin hookscope --example webhook_server --example https_floor
 fi
 hookscope=${bin_dir:-target/release}/hookscope
 webhook_server=${bin_dir:-target/release/examples}/webhook_server
+https_floor=${bin_dir:-target/release/examples}/https_floor
 
 work=$(mktemp -d)
 server_pid=
@@ -167,6 +172,20 @@ if grep -q "Non-2xx" "$work/wrk.txt"; then
     exit 1
 fi
 
+# The floor: the same client stack posting the same body, nothing else. Only service references
+# (HTTP/1.1) have one; with --h2 it is skipped.
+floor_line=
+if [ "$h2" = 0 ]; then
+    path=${url#https://*/}
+    /usr/bin/time -f "%U %S" -o "$work/floor.time" \
+        "$https_floor" --service "webhook-server.hookscope.svc:443/${path%%\?*}" \
+        --addr "127.0.0.1:$port" --ca "$work/server/ca.pem" --body "$work/body.json" \
+        -n "$requests" -c "$concurrency" >"$work/floor.txt"
+    floor_rate=$(awk '{ print $6 }' "$work/floor.txt")
+    floor_cpu=$(awk '{ print $1 + $2 }' "$work/floor.time")
+    floor_line="floor:            $floor_rate req/s (hookscope's HTTPS client alone, same body, -c $concurrency), $(per_request 0 "$floor_cpu" "$requests") µs CPU per request"
+fi
+
 echo "body: $(wc -c <"$work/body.json") bytes posted to $wrk_url"
 echo "hookscope replay: $requests requests in ${hookscope_secs}s = $hookscope_rate req/s" \
     "(--concurrency $concurrency --io-threads $io_threads, $protocol, whole command)"
@@ -174,5 +193,9 @@ echo "wrk:              $wrk_rate req/s (-t1 -c $concurrency -d ${duration}s, HT
 echo "CPU per request: hookscope $(per_request 0 "$hookscope_cpu" "$requests") µs," \
     "server $(per_request "$s0" "$s1" "$requests") µs while replaying;" \
     "wrk $(per_request 0 "$wrk_cpu" "$wrk_requests") µs, server $(per_request "$s1" "$s2" "$wrk_requests") µs under wrk"
+if [ -n "$floor_line" ]; then
+    echo "$floor_line"
+    awk -v a="$floor_rate" -v b="$wrk_rate" 'BEGIN { printf "ratio floor/wrk: %.2f\n", a / b }'
+fi
 awk -v a="$hookscope_rate" -v b="$wrk_rate" \
     'BEGIN { printf "ratio hookscope/wrk: %.2f (target at least 0.70)\n", a / b }'
