@@ -12,7 +12,7 @@ use divan::{Bencher, black_box};
 use hookscope::config;
 use hookscope::engine::{Attributes, Engine, EngineOptions};
 use hookscope::replay::record::{RecordedReplies, Recorder};
-use hookscope::replay::run::{ReplayEvent, ReplaySettings, Replayer};
+use hookscope::replay::run::{Batching, ReplayEvent, ReplaySettings, Replayer};
 use hookscope::replay::{CapturedRequest, IndexUnit, InputItem, NamespaceState, SourceRef};
 use hookscope::script::{ScriptedReplier, ScriptedReply};
 use serde_json::json;
@@ -121,6 +121,7 @@ fn record(replayer: &Replayer, items: &[InputItem]) -> std::path::PathBuf {
     futures::executor::block_on(replayer.run(
         futures::stream::iter(items.to_vec()),
         recorder.clone(),
+        Batching::EACH,
         |_| {},
     ));
     recorder.finish().expect("recording written");
@@ -141,9 +142,12 @@ fn offline_three_webhook_chain(bencher: Bencher) {
             futures::executor::block_on(replayer.run(
                 futures::stream::iter(items),
                 replies.clone(),
-                |e| {
-                    if let ReplayEvent::Replayed(r) = e {
-                        allowed += usize::from(r.outcome.allowed);
+                Batching::EACH,
+                |batch| {
+                    for e in batch {
+                        if let ReplayEvent::Replayed(r) = e {
+                            allowed += usize::from(r.outcome.allowed);
+                        }
                     }
                 },
             ));
@@ -175,9 +179,12 @@ fn scripted_three_webhook_chain(bencher: Bencher) {
             futures::executor::block_on(replayer.run(
                 futures::stream::iter(items),
                 script.clone(),
-                |e| {
-                    if let ReplayEvent::Replayed(r) = e {
-                        allowed += usize::from(r.outcome.allowed);
+                Batching::EACH,
+                |batch| {
+                    for e in batch {
+                        if let ReplayEvent::Replayed(r) = e {
+                            allowed += usize::from(r.outcome.allowed);
+                        }
                     }
                 },
             ));

@@ -24,7 +24,7 @@ use hookscope::replay::replier::{AnyReplier, ReplierFlags};
 use hookscope::replay::report::{
     Problem, ProblemKind, Report, ReportWriter, RequestReport, SecretPolicy,
 };
-use hookscope::replay::run::{ReplayEvent, ReplaySettings, Replayer};
+use hookscope::replay::run::{Batching, ReplayEvent, ReplaySettings, Replayer};
 use hookscope::replay::{IndexUnit, InputItem, InputProblem, SourceRef};
 
 use super::Paint;
@@ -269,6 +269,14 @@ const REPORT_BUFFER: usize = 1 << 16;
 /// Items handed from the reader thread to the replay at once: one channel operation (and at
 /// most one wake-up) per batch rather than per request.
 const BATCH: usize = 256;
+/// Results handed to the outputs' thread at once, at most, and how long a ready result may wait
+/// for its batch while the replay waits on webhooks.
+const OUTPUT_BATCHING: Batching = Batching {
+    max: 64,
+    linger: Duration::from_millis(20),
+};
+/// Batches of results waiting for the outputs' thread, at most.
+const OUTPUT_BATCHES: usize = 16;
 /// A batch is also handed over when it is this old, so slow inputs (a pipe) still flow.
 const BATCH_AGE: Duration = Duration::from_millis(50);
 
@@ -375,7 +383,7 @@ struct Sinks {
     secrets: SecretPolicy,
     report: Report,
     /// Where the JSON report streams (standard output, `--report`), with the first write error.
-    json: Vec<(&'static str, ReportWriter<Box<dyn Write>>)>,
+    json: Vec<(&'static str, ReportWriter<Box<dyn Write + Send>>)>,
     json_error: Option<String>,
     junit: Option<JUnit>,
     expect: Option<Expectations>,
@@ -532,7 +540,7 @@ impl Sinks {
             .calls
             .iter()
             .filter(|c| c.mutated)
-            .map(|c| c.webhook.as_str())
+            .map(|c| &*c.webhook)
             .collect();
         let verdict = match &r.status {
             None => p.good("allowed"),
@@ -738,14 +746,14 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         sinks.report.audit_level.clone(),
     );
     if args.format == Format::Json {
-        let out: Box<dyn Write> =
+        let out: Box<dyn Write + Send> =
             Box::new(BufWriter::with_capacity(REPORT_BUFFER, std::io::stdout()));
         let w = ReportWriter::begin(out, &kube, &level_text).map_err(|e| e.to_string())?;
         sinks.json.push(("standard output", w));
     }
     if let Some(path) = &args.report {
         let file = File::create(path).map_err(|e| format!("--report {}: {e}", path.display()))?;
-        let out: Box<dyn Write> = Box::new(BufWriter::with_capacity(REPORT_BUFFER, file));
+        let out: Box<dyn Write + Send> = Box::new(BufWriter::with_capacity(REPORT_BUFFER, file));
         let w = ReportWriter::begin(out, &kube, &level_text)
             .map_err(|e| format!("--report {}: {e}", path.display()))?;
         sinks.json.push(("--report", w));
@@ -777,7 +785,25 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     .map_err(|e| format!("cannot start the async runtime: {e}"))?;
     let items =
         futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).flat_map(futures::stream::iter);
-    let metrics = runtime.block_on(replayer.run(items, source.clone(), |e| sinks.on_event(e)));
+    // The outputs (report, audit log, text, JUnit) take their own thread, so that writing them
+    // does not hold back the dispatches; results reach it in input order, in batches.
+    let (out_tx, out_rx) = std::sync::mpsc::sync_channel::<Vec<ReplayEvent>>(OUTPUT_BATCHES);
+    let outputs = std::thread::spawn(move || {
+        for batch in out_rx {
+            for event in batch {
+                sinks.on_event(event);
+            }
+        }
+        sinks
+    });
+    let metrics = runtime.block_on(replayer.run(items, source.clone(), OUTPUT_BATCHING, |b| {
+        // The receiver only goes away if the outputs' thread panicked: reported below.
+        let _ = out_tx.send(b);
+    }));
+    drop(out_tx);
+    let mut sinks = outputs
+        .join()
+        .map_err(|_| "the report writer stopped unexpectedly".to_string())?;
     let (readable, unreadable) = reader
         .join()
         .map_err(|_| "the input reader stopped unexpectedly".to_string())?;

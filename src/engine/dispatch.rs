@@ -1,6 +1,7 @@
 //! One request through the chain: the mutating dispatcher (`mutating/dispatcher.go`) with its
 //! reinvocation bookkeeping, then the validating dispatcher (`validating/dispatcher.go`).
 
+use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,7 +57,8 @@ struct InvocationTexts {
 
 pub(super) struct Run<'e, 'c> {
     engine: &'e Engine,
-    attrs: Attributes,
+    /// The request; taken over (copied, when borrowed) only if a patch replaces the object.
+    attrs: Cow<'c, Attributes>,
     ctx: RequestContext<'c>,
     annotations: Annotations,
     warnings: Warnings,
@@ -81,7 +83,11 @@ pub(super) struct Run<'e, 'c> {
 }
 
 impl<'e, 'c> Run<'e, 'c> {
-    pub(super) fn new(engine: &'e Engine, attrs: Attributes, ctx: RequestContext<'c>) -> Self {
+    pub(super) fn new(
+        engine: &'e Engine,
+        attrs: Cow<'c, Attributes>,
+        ctx: RequestContext<'c>,
+    ) -> Self {
         Run {
             engine,
             attrs,
@@ -128,7 +134,10 @@ impl<'e, 'c> Run<'e, 'c> {
             allowed,
             trace: super::Trace::from_steps(self.trace, status.as_ref()),
             status: status.map(Box::new),
-            object: self.attrs.object,
+            object: match self.attrs {
+                Cow::Owned(a) => a.object,
+                Cow::Borrowed(a) => a.object.clone(),
+            },
             annotations: self.annotations.into_vec(),
             warnings: self.warnings.texts().to_vec(),
             calls: self.calls,
@@ -936,14 +945,14 @@ impl<'e, 'c> Run<'e, 'c> {
         if let Some(c) = self.call_record() {
             c.patch = Some(patch_json.into_boxed_str());
         }
-        let before = self.attrs.object.take().unwrap_or_default();
+        let before = self.attrs.to_mut().object.take().unwrap_or_default();
         self.step(Entry::PatchApplied {
             call: slot.call,
             changed,
             before,
             after: Arc::clone(&after),
         });
-        self.attrs.object = Some(after);
+        self.attrs.to_mut().object = Some(after);
         self.object_json = patched_json.filter(|_| same_kind);
         Ok(changed)
     }

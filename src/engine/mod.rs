@@ -345,7 +345,22 @@ impl Engine {
         ctx: RequestContext<'_>,
         replier: &mut R,
     ) -> Outcome {
-        dispatch::Run::new(self, attrs, ctx).run(replier).await
+        dispatch::Run::new(self, std::borrow::Cow::Owned(attrs), ctx)
+            .run(replier)
+            .await
+    }
+
+    /// [`Engine::dispatch`] of a borrowed request: the request is copied only if a patch
+    /// replaces its object.
+    pub async fn dispatch_ref<'c, R: Replier + Send>(
+        &self,
+        attrs: &'c Attributes,
+        ctx: RequestContext<'c>,
+        replier: &mut R,
+    ) -> Outcome {
+        dispatch::Run::new(self, std::borrow::Cow::Borrowed(attrs), ctx)
+            .run(replier)
+            .await
     }
 
     /// Dispatches with a replier whose futures complete immediately (scripted or recorded

@@ -212,16 +212,9 @@ impl Expectations {
 fn selects(s: &Selector, r: &RequestReport) -> bool {
     let eq = |want: &Option<String>, have: &str| want.as_deref().is_none_or(|w| w == have);
     let resource = if r.sub_resource.is_empty() {
-        r.resource["resource"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string()
+        r.resource.resource.clone()
     } else {
-        format!(
-            "{}/{}",
-            r.resource["resource"].as_str().unwrap_or_default(),
-            r.sub_resource
-        )
+        format!("{}/{}", r.resource.resource, r.sub_resource)
     };
     eq(&s.uid, &r.uid)
         && s.audit_id
@@ -231,7 +224,7 @@ fn selects(s: &Selector, r: &RequestReport) -> bool {
         && s.index.is_none_or(|i| i == r.source.index)
         && eq(&s.operation, r.operation.as_str())
         && eq(&s.resource, &resource)
-        && eq(&s.kind, r.kind["kind"].as_str().unwrap_or_default())
+        && eq(&s.kind, &r.kind.kind)
         && eq(&s.namespace, &r.namespace)
         && eq(&s.name, &r.name)
 }

@@ -111,10 +111,10 @@ pub struct RequestReport {
     pub uid: String,
     /// CREATE, UPDATE, DELETE or CONNECT.
     pub operation: Operation,
-    /// `group/version, Kind=…` spelled as `{group, version, kind}`.
-    pub kind: Value,
-    /// `{group, version, resource}`.
-    pub resource: Value,
+    /// `group/version, Kind=…` spelled as `{group, kind, version}`.
+    pub kind: ReportKind,
+    /// `{group, resource, version}`.
+    pub resource: ReportResource,
     /// Subresource, or empty.
     pub sub_resource: String,
     /// Namespace, or empty.
@@ -144,6 +144,28 @@ pub struct RequestReport {
     pub recorded: Option<Recorded>,
 }
 
+/// A request's kind in the report, its fields in the report's (alphabetical) order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReportKind {
+    /// API group, empty for the core group.
+    pub group: String,
+    /// Kind.
+    pub kind: String,
+    /// API version.
+    pub version: String,
+}
+
+/// A request's resource in the report, its fields in the report's (alphabetical) order.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReportResource {
+    /// API group, empty for the core group.
+    pub group: String,
+    /// Resource (plural).
+    pub resource: String,
+    /// API version.
+    pub version: String,
+}
+
 /// What an audit log recorded for the original request.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -166,13 +188,13 @@ pub struct CallReport {
     /// Annotation index.
     pub index: usize,
     /// Configuration name.
-    pub configuration: String,
+    pub configuration: Arc<str>,
     /// Webhook name.
-    pub webhook: String,
+    pub webhook: Arc<str>,
     /// `called` or `skipped`.
     pub decision: &'static str,
     /// Why it was skipped.
-    pub skip_reason: Option<String>,
+    pub skip_reason: Option<Arc<str>>,
     /// Its verdict, when it answered.
     pub allowed: Option<bool>,
     /// Whether its patch changed the object.
@@ -180,9 +202,9 @@ pub struct CallReport {
     /// Its patch, decoded.
     pub patch: Option<Value>,
     /// The error, when the call failed.
-    pub error: Option<String>,
+    pub error: Option<Box<str>>,
     /// Failure policy in force.
-    pub failure_policy: String,
+    pub failure_policy: &'static str,
     /// How long the call took.
     pub duration_ms: f64,
 }
@@ -200,18 +222,18 @@ impl CallReport {
             },
             round: c.round,
             index: c.index,
-            configuration: c.configuration.to_string(),
-            webhook: c.webhook.to_string(),
+            configuration: c.configuration,
+            webhook: c.webhook,
             decision: match c.decision {
                 CallDecision::Called => "called",
                 CallDecision::Skipped => "skipped",
             },
-            skip_reason: c.skip_reason.as_deref().map(String::from),
+            skip_reason: c.skip_reason,
             allowed: c.allowed,
             mutated: c.mutated,
             patch,
-            error: c.error.map(String::from),
-            failure_policy: c.failure_policy.to_string(),
+            error: c.error,
+            failure_policy: c.failure_policy,
             duration_ms: c.duration_ms,
         }
     }
@@ -302,8 +324,16 @@ impl RequestReport {
             source: req.source.clone(),
             uid: req.uid.clone(),
             operation: a.operation,
-            kind: serde_json::json!({"group": a.kind.group, "version": a.kind.version, "kind": a.kind.kind}),
-            resource: serde_json::json!({"group": a.resource.group, "version": a.resource.version, "resource": a.resource.resource}),
+            kind: ReportKind {
+                group: a.kind.group.clone(),
+                kind: a.kind.kind.clone(),
+                version: a.kind.version.clone(),
+            },
+            resource: ReportResource {
+                group: a.resource.group.clone(),
+                resource: a.resource.resource.clone(),
+                version: a.resource.version.clone(),
+            },
             sub_resource: a.sub_resource.clone(),
             namespace: a.namespace.clone(),
             name: a.name.clone(),
@@ -337,14 +367,11 @@ impl RequestReport {
 
     /// `CREATE configmaps default/name` style label.
     pub fn title(&self) -> String {
-        let mut resource = self.resource["resource"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
+        let mut resource = self.resource.resource.clone();
         if !self.sub_resource.is_empty() {
             resource = format!("{resource}/{}", self.sub_resource);
         }
-        let group = self.resource["group"].as_str().unwrap_or_default();
+        let group = &self.resource.group;
         if !group.is_empty() {
             resource = format!("{resource}.{group}");
         }
@@ -594,8 +621,16 @@ mod tests {
                 },
                 uid: format!("u-{i}"),
                 operation: Operation::Create,
-                kind: serde_json::json!({"group": "", "version": "v1", "kind": "ConfigMap"}),
-                resource: serde_json::json!({"group": "", "version": "v1", "resource": "configmaps"}),
+                kind: ReportKind {
+                    group: String::new(),
+                    kind: "ConfigMap".into(),
+                    version: "v1".into(),
+                },
+                resource: ReportResource {
+                    group: String::new(),
+                    resource: "configmaps".into(),
+                    version: "v1".into(),
+                },
                 sub_resource: String::new(),
                 namespace: "default".into(),
                 name: "a\nb".into(),

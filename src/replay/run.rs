@@ -4,6 +4,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::task::Poll;
 use std::time::Duration;
 
 use futures::{Stream, StreamExt};
@@ -136,9 +137,7 @@ impl Replayer {
             deadline: self.settings.deadline,
             phases: Phases::All,
         };
-        self.engine
-            .dispatch(request.attrs.clone(), ctx, replier)
-            .await
+        self.engine.dispatch_ref(&request.attrs, ctx, replier).await
     }
 
     /// Dispatches a stream of input items with up to `concurrency` requests in flight and
@@ -202,28 +201,89 @@ impl Replayer {
     }
 
     /// Replays a stream of input items (see [`Replayer::events`]) with random call uids, as the
-    /// apiserver does. `on_event` sees every item in input order. Returns the webhook metrics of
-    /// the whole replay.
+    /// apiserver does, handing the results to `on_batch` in input order, in batches: a batch
+    /// goes out when it holds `batching.max` items, when the input ends, or when the replay
+    /// waits (on webhooks or on input) with results that have been ready for `batching.linger`.
+    /// Returns the webhook metrics of the whole replay.
     pub async fn run<S, R>(
         &self,
         items: S,
         replier: R,
-        mut on_event: impl FnMut(ReplayEvent),
+        batching: Batching,
+        mut on_batch: impl FnMut(Vec<ReplayEvent>),
     ) -> Metrics
     where
         S: Stream<Item = InputItem>,
-        R: Replier + Clone + Send,
+        R: Replier + Clone + Send + 'static,
     {
+        let max = batching.max.max(1);
         let mut metrics = Metrics::new();
         let mut events = std::pin::pin!(self.events(items, replier, IdMode::Random));
-        while let Some(d) = events.next().await {
-            if let Some(m) = &d.metrics {
-                metrics.merge(m);
+        let mut batch = Vec::with_capacity(max);
+        // Only a batching replay needs a timer (and so a tokio runtime).
+        let mut linger: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
+        let mut lingering = false;
+        std::future::poll_fn(|cx| {
+            loop {
+                match events.as_mut().poll_next(cx) {
+                    Poll::Ready(Some(d)) => {
+                        if let Some(m) = &d.metrics {
+                            metrics.merge(m);
+                        }
+                        if batch.is_empty() && max > 1 {
+                            let until = tokio::time::Instant::now() + batching.linger;
+                            match &mut linger {
+                                Some(l) => l.as_mut().reset(until),
+                                None => linger = Some(Box::pin(tokio::time::sleep_until(until))),
+                            }
+                            lingering = true;
+                        }
+                        batch.push(d.event);
+                        if batch.len() >= max {
+                            on_batch(std::mem::replace(&mut batch, Vec::with_capacity(max)));
+                            lingering = false;
+                        }
+                    }
+                    Poll::Ready(None) => {
+                        if !batch.is_empty() {
+                            on_batch(std::mem::take(&mut batch));
+                        }
+                        return Poll::Ready(());
+                    }
+                    Poll::Pending => {
+                        if lingering
+                            && let Some(l) = &mut linger
+                            && l.as_mut().poll(cx).is_ready()
+                        {
+                            on_batch(std::mem::replace(&mut batch, Vec::with_capacity(max)));
+                            lingering = false;
+                            continue;
+                        }
+                        return Poll::Pending;
+                    }
+                }
             }
-            on_event(d.event);
-        }
+        })
+        .await;
         metrics
     }
+}
+
+/// How [`Replayer::run`] groups results.
+#[derive(Debug, Clone, Copy)]
+pub struct Batching {
+    /// Most results per batch.
+    pub max: usize,
+    /// Longest a ready result waits for its batch to fill while the replay waits.
+    pub linger: Duration,
+}
+
+impl Batching {
+    /// Every result on its own, as soon as it is ready.
+    pub const EACH: Batching = Batching {
+        max: 1,
+        linger: Duration::ZERO,
+    };
 }
 
 /// How a replay makes the `request.uid` of each webhook call.
@@ -318,6 +378,75 @@ mod tests {
                 replies
             }
         }
+    }
+
+    /// Answers as the demo does, but answers calls about any request after the first only once
+    /// the outputs have been handed a result.
+    #[derive(Clone)]
+    struct WaitsForOutput {
+        first: Arc<Mutex<Option<String>>>,
+        delivered: watch::Receiver<usize>,
+    }
+
+    impl Replier for WaitsForOutput {
+        fn reply(&mut self, calls: &[WebhookCall]) -> impl Future<Output = Vec<Reply>> + Send {
+            let request = calls.first().map(request_of).unwrap_or_default();
+            let first = self
+                .first
+                .lock()
+                .expect("not poisoned")
+                .get_or_insert_with(|| request.clone())
+                == &request;
+            let replies = futures::executor::block_on(DemoReplier.reply(calls));
+            let mut delivered = self.delivered.clone();
+            async move {
+                if !first {
+                    let _ = delivered.wait_for(|&n| n >= 1).await;
+                }
+                replies
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_ready_result_is_handed_out_while_the_replay_waits() {
+        let configs =
+            demo::configurations("https://127.0.0.1:8443", "demo-ca").expect("demo configs");
+        let replayer = Replayer::new(
+            Arc::new(Engine::new(&configs, EngineOptions::default())),
+            ReplaySettings::default(),
+        );
+        let items: Vec<InputItem> = demo::requests()
+            .into_iter()
+            .filter(|i| matches!(i, InputItem::Request(_)))
+            .take(3)
+            .collect();
+        let (tx, rx) = watch::channel(0);
+        let replier = WaitsForOutput {
+            first: Arc::default(),
+            delivered: rx,
+        };
+        let mut batches = Vec::new();
+        let run = replayer.run(
+            futures::stream::iter(items),
+            replier,
+            Batching {
+                max: 64,
+                linger: Duration::from_millis(5),
+            },
+            |batch| {
+                tx.send_modify(|n| *n += batch.len());
+                batches.push(batch.len());
+            },
+        );
+        tokio::time::timeout(Duration::from_secs(60), run)
+            .await
+            .expect("the first result went out before the batch was full");
+        assert_eq!(batches.iter().sum::<usize>(), 3);
+        assert_eq!(
+            batches[0], 1,
+            "the first result alone, while the second waited"
+        );
     }
 
     #[tokio::test]
