@@ -511,10 +511,12 @@ impl Inner {
             let _guard = pool.dial.lock().await;
             match self.take_pooled(pool).await {
                 Some(conn) => conn,
-                None => self.connect(pool, endpoint, tls).await?,
+                None => Box::pin(self.connect(pool, endpoint, tls)).await?,
             }
         } else {
-            self.connect(pool, endpoint, tls).await?
+            // Dialling and the TLS handshake make a large future, needed only for a new
+            // connection: boxed, it stays out of every call's state.
+            Box::pin(self.connect(pool, endpoint, tls)).await?
         };
         let ended = match &conn {
             Conn::H1(c) => c.ended.clone(),
