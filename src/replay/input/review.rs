@@ -15,7 +15,7 @@ use crate::api::{GroupVersionKind, GroupVersionResource, Operation, UserInfo};
 use crate::engine::Attributes;
 use crate::replay::{CapturedRequest, NamespaceState, SourceRef};
 
-use super::intern::Interner;
+use super::intern::{Interner, Recent};
 use super::scan::{self, CHECKED_DEPTH};
 use super::store::Store;
 
@@ -160,7 +160,12 @@ impl<'t> Fields<'t> {
             if key.contains(&b'\\') {
                 return None;
             }
-            return scan::checked_value_end(b, v, MEMBER_DEPTH);
+            if let Some(((), n)) = intern.checked.find(&b[v..]) {
+                return Some(v + n);
+            }
+            let end = scan::checked_value_end(b, v, MEMBER_DEPTH)?;
+            intern.checked.remember(&b[v..end], ());
+            return Some(end);
         };
         if self.seen & (1 << slot) != 0 {
             return None;
@@ -170,12 +175,6 @@ impl<'t> Fields<'t> {
             // Null is absent; a required member then leaves the answer to a full parse.
             return Some(v + 4);
         }
-        let embedded = || {
-            if b[v] != b'{' {
-                return None;
-            }
-            scan::nested_end_within(b, v, CHECKED_DEPTH - MEMBER_DEPTH)
-        };
         match slot {
             0 => {
                 let (op, end) = string_at(text, v)?;
@@ -183,13 +182,13 @@ impl<'t> Fields<'t> {
                 Some(end)
             }
             1 => {
-                let end = typed_end(b, v)?;
-                self.kind = Some(serde_json::from_str(&text[v..end]).ok()?);
+                let (kind, end) = typed(&mut intern.kinds, text, v)?;
+                self.kind = Some(kind);
                 Some(end)
             }
             2 => {
-                let end = typed_end(b, v)?;
-                self.resource = Some(serde_json::from_str(&text[v..end]).ok()?);
+                let (resource, end) = typed(&mut intern.resources, text, v)?;
+                self.resource = Some(resource);
                 Some(end)
             }
             3..=6 => {
@@ -203,8 +202,7 @@ impl<'t> Fields<'t> {
                 Some(end)
             }
             7 | 8 => {
-                let end = embedded()?;
-                let value = serde_json::from_str(&text[v..end]).ok()?;
+                let (value, end) = embedded(text, v)?;
                 *if slot == 7 {
                     &mut self.object
                 } else {
@@ -224,22 +222,28 @@ impl<'t> Fields<'t> {
                 Some(end)
             }
             10 => {
-                let end = embedded()?;
-                let raw = &text[v..end];
-                self.options =
-                    Some(intern.options_text(raw.as_bytes(), || serde_json::from_str(raw).ok())?);
-                Some(end)
+                let (options, n) = intern.options_text(&b[v..], || {
+                    embedded(text, v).map(|(value, end)| (value, end - v))
+                })?;
+                self.options = Some(options);
+                Some(v + n)
             }
             _ => {
-                let end = embedded()?;
-                let raw = &text[v..end];
-                self.user_info = Some(intern.user_text(raw.as_bytes(), || {
-                    if scan::checked_value_end(b, v, MEMBER_DEPTH)? != end {
-                        return None;
-                    }
-                    serde_json::from_str(raw).ok()
-                })?);
-                Some(end)
+                if b[v] != b'{' {
+                    return None;
+                }
+                let (user, n) = intern.user_text(
+                    &b[v..],
+                    || Some(scan::value_end(b, v).ok()? - v),
+                    |n| {
+                        if scan::checked_value_end(b, v, MEMBER_DEPTH)? != v + n {
+                            return None;
+                        }
+                        serde_json::from_str(&text[v..v + n]).ok()
+                    },
+                )?;
+                self.user_info = Some(user);
+                Some(v + n)
             }
         }
     }
@@ -276,12 +280,47 @@ impl<'t> Fields<'t> {
     }
 }
 
-/// End of a member deserialized into a Rust type: an object, checked whole.
-fn typed_end(b: &[u8], v: usize) -> Option<usize> {
+/// A member deserialized into a Rust type from the object starting at `v` (checked whole), or
+/// found again by its text; and its end.
+fn typed<T: DeserializeOwned + Clone, const N: usize>(
+    recent: &mut Recent<T, N>,
+    text: &str,
+    v: usize,
+) -> Option<(T, usize)> {
+    let b = text.as_bytes();
+    if let Some((known, n)) = recent.find(&b[v..]) {
+        return Some((known.clone(), v + n));
+    }
     if b[v] != b'{' {
         return None;
     }
-    scan::checked_value_end(b, v, MEMBER_DEPTH)
+    let end = scan::checked_value_end(b, v, MEMBER_DEPTH)?;
+    let value: T = serde_json::from_str(&text[v..end]).ok()?;
+    recent.remember(&b[v..end], value.clone());
+    Some((value, end))
+}
+
+/// An embedded object (`object`, `oldObject`, `options`) starting at `v`, and its end: parsed
+/// where it stands, so that its end is where the parser stopped.
+fn embedded(text: &str, v: usize) -> Option<(Value, usize)> {
+    if text.as_bytes()[v] != b'{' {
+        return None;
+    }
+    let mut values = serde_json::Deserializer::from_str(&text[v..]).into_iter::<Value>();
+    let value = values.next()?.ok()?;
+    if deeper_than(&value, CHECKED_DEPTH - MEMBER_DEPTH) {
+        return None;
+    }
+    Some((value, v + values.byte_offset()))
+}
+
+/// Whether `value` nests deeper than `limit` (an object or array counting one).
+fn deeper_than(value: &Value, limit: usize) -> bool {
+    match value {
+        Value::Object(m) => limit == 0 || m.values().any(|v| deeper_than(v, limit - 1)),
+        Value::Array(a) => limit == 0 || a.iter().any(|v| deeper_than(v, limit - 1)),
+        _ => false,
+    }
 }
 
 /// The string starting at `v`, decoded, and its end.

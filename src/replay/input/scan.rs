@@ -127,11 +127,6 @@ pub(crate) fn value_end(buf: &[u8], i: usize) -> Result<usize, ScanError> {
 
 /// End of the object or array starting at `i`, counting brackets outside strings.
 fn nested_end(buf: &[u8], i: usize) -> Result<usize, ScanError> {
-    nested_end_limited(buf, i, usize::MAX)
-}
-
-/// [`nested_end`], failing where brackets nest deeper than `limit`.
-fn nested_end_limited(buf: &[u8], i: usize, limit: usize) -> Result<usize, ScanError> {
     let mut depth = 0usize;
     let mut j = i;
     while let Some(&b) = buf.get(j) {
@@ -140,12 +135,7 @@ fn nested_end_limited(buf: &[u8], i: usize, limit: usize) -> Result<usize, ScanE
                 j = string_end(buf, j + 1)? + 1;
                 continue;
             }
-            b'{' | b'[' => {
-                depth += 1;
-                if depth > limit {
-                    return fail(j, "nested too deep");
-                }
-            }
+            b'{' | b'[' => depth += 1,
             b'}' | b']' => {
                 depth -= 1;
                 if depth == 0 {
@@ -532,15 +522,6 @@ pub(crate) fn checked_members(
             _ => return None,
         }
     }
-}
-
-/// End of the object or array starting at `i`, found by its brackets as [`value_end`] finds it;
-/// `None` when it is unterminated or nests deeper than `limit` (itself counting one).
-pub(crate) fn nested_end_within(buf: &[u8], i: usize, limit: usize) -> Option<usize> {
-    if !matches!(buf.get(i), Some(b'{' | b'[')) {
-        return None;
-    }
-    nested_end_limited(buf, i, limit).ok()
 }
 
 /// True when only whitespace follows `i`.
