@@ -4,6 +4,11 @@
 //! through a chain of two mutating webhooks (each adds a label) and one validating webhook, on
 //! one thread, results consumed in input order as `hookscope replay --replies` does. The
 //! recording is made once, before measuring, by recording scripted replies.
+//!
+//! `reader_admission_review_lines`: the reader alone, as on `hookscope replay`'s reader thread:
+//! 30,000 AdmissionReview lines (ConfigMap creates with userInfo and options, the shape
+//! `benches/wrk-side-by-side.sh` generates) read from memory by [`Reader::read`] into a sink
+//! that only counts requests.
 
 use std::sync::Arc;
 
@@ -11,6 +16,7 @@ use divan::counter::ItemsCount;
 use divan::{Bencher, black_box};
 use hookscope::config;
 use hookscope::engine::{Attributes, Engine, EngineOptions};
+use hookscope::replay::input::{ClusterState, Reader};
 use hookscope::replay::record::{RecordedReplies, Recorder};
 use hookscope::replay::run::{Batching, ReplayEvent, ReplaySettings, Replayer};
 use hookscope::replay::{CapturedRequest, IndexUnit, InputItem, NamespaceState, SourceRef};
@@ -190,4 +196,52 @@ fn scripted_three_webhook_chain(bencher: Bencher) {
             ));
             black_box(allowed)
         });
+}
+
+const LINES: usize = 30_000;
+
+/// `LINES` AdmissionReview lines of `benches/wrk-side-by-side.sh`'s shape.
+fn review_lines() -> Vec<u8> {
+    let mut out = Vec::new();
+    for i in 1..=LINES {
+        let line = format!(
+            concat!(
+                r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"#,
+                r#""uid":"00000000-0000-4000-8000-{i:012}","#,
+                r#""kind":{{"group":"","version":"v1","kind":"ConfigMap"}},"#,
+                r#""resource":{{"group":"","version":"v1","resource":"configmaps"}},"#,
+                r#""requestKind":{{"group":"","version":"v1","kind":"ConfigMap"}},"#,
+                r#""requestResource":{{"group":"","version":"v1","resource":"configmaps"}},"#,
+                r#""name":"cm-{i}","namespace":"bench","operation":"CREATE","#,
+                r#""userInfo":{{"username":"alice","uid":"1c3a5b2e","#,
+                r#""groups":["developers","system:authenticated"]}},"#,
+                r#""object":{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"cm-{i}","#,
+                r#""namespace":"bench","labels":{{"app":"web","tier":"frontend"}},"#,
+                r#""annotations":{{"example.com/owner":"team-web"}}}},"#,
+                r#""data":{{"config.yaml":"listen: :8080\nlogLevel: info\nmetrics: :9090\n"}}}},"#,
+                r#""oldObject":null,"dryRun":false,"#,
+                r#""options":{{"apiVersion":"meta.k8s.io/v1","kind":"CreateOptions"}}}}}}"#,
+                "\n"
+            ),
+            i = i
+        );
+        out.extend_from_slice(line.as_bytes());
+    }
+    out
+}
+
+#[divan::bench(sample_count = 10)]
+fn reader_admission_review_lines(bencher: Bencher) {
+    let input = review_lines();
+    bencher.counter(ItemsCount::new(LINES)).bench_local(|| {
+        let mut reader = Reader::new(ClusterState::new());
+        let mut requests = 0usize;
+        let mut sink =
+            |item: InputItem| requests += usize::from(matches!(item, InputItem::Request(_)));
+        reader
+            .read("bench.jsonl", &mut &input[..], &mut sink)
+            .expect("readable");
+        assert_eq!(requests, LINES, "every line is a request");
+        black_box(requests)
+    });
 }

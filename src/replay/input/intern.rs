@@ -1,13 +1,15 @@
 //! One copy of what the requests of a capture have in common: the requesting users, the options
 //! objects and the namespace labels repeat from request to request, so the requests loaded from
-//! one capture refer to shared allocations instead of holding a copy each.
+//! one capture refer to shared allocations instead of holding a copy each. What is read from
+//! JSON text (users, options, kinds, resources) is also found again by that text, so that text
+//! repeated from one request to the next is not parsed again.
 
-use std::collections::{BTreeMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use crate::api::UserInfo;
+use crate::api::{GroupVersionKind, GroupVersionResource, UserInfo};
 use crate::engine::shared_copy;
 use crate::replay::{CapturedRequest, NamespaceState};
 
@@ -15,12 +17,65 @@ use crate::replay::{CapturedRequest, NamespaceState};
 /// operation, a field manager or two); they are compared by value, so the list stays short.
 const MAX_OPTIONS: usize = 16;
 
+/// Texts of users kept for lookup; the map starts over when it is full.
+const MAX_USER_TEXTS: usize = 256;
+
+/// Longest text kept for lookup (users and options are a few hundred bytes).
+const MAX_TEXT: usize = 4096;
+
+/// Values read from the JSON texts of objects, most recent first, at most `N`: an object's text
+/// ends where its brackets close, so a text that begins with a remembered one begins with that
+/// very object, and is found without finding its end first.
+#[derive(Debug)]
+pub(crate) struct Recent<T, const N: usize> {
+    entries: VecDeque<(Box<[u8]>, T)>,
+}
+
+impl<T, const N: usize> Default for Recent<T, N> {
+    fn default() -> Self {
+        Recent {
+            entries: VecDeque::new(),
+        }
+    }
+}
+
+impl<T, const N: usize> Recent<T, N> {
+    /// The value of the remembered object `rest` begins with, and the length of its text.
+    pub(crate) fn find(&self, rest: &[u8]) -> Option<(&T, usize)> {
+        self.entries
+            .iter()
+            .find(|(text, _)| rest.starts_with(text))
+            .map(|(text, value)| (value, text.len()))
+    }
+
+    /// Remembers `value`, read from `text`: the whole text of an object (anything else, or a
+    /// text longer than a few kilobytes, is not kept).
+    pub(crate) fn remember(&mut self, text: &[u8], value: T) {
+        if text.first() != Some(&b'{') || text.last() != Some(&b'}') || text.len() > MAX_TEXT {
+            return;
+        }
+        if self.entries.len() >= N {
+            self.entries.pop_back();
+        }
+        self.entries.push_front((text.into(), value));
+    }
+}
+
 /// Shares users, options and namespace labels between the requests of a capture.
 #[derive(Debug, Default)]
 pub struct Interner {
     users: HashSet<Arc<UserInfo>>,
     labels: HashSet<Arc<BTreeMap<String, String>>>,
     options: VecDeque<Arc<Value>>,
+    user_texts: HashMap<Box<[u8]>, Arc<UserInfo>>,
+    recent_users: Recent<Arc<UserInfo>, 4>,
+    option_texts: Recent<Arc<Value>, MAX_OPTIONS>,
+    /// Kinds read from text.
+    pub(crate) kinds: Recent<GroupVersionKind, 8>,
+    /// Resources read from text.
+    pub(crate) resources: Recent<GroupVersionResource, 8>,
+    /// Objects found valid JSON, as members of an AdmissionReview's request.
+    pub(crate) checked: Recent<(), 8>,
 }
 
 impl Interner {
@@ -56,9 +111,62 @@ impl Interner {
         if let Some(options) = attrs.options.take() {
             attrs.options = Some(self.options(options));
         }
-        if let NamespaceState::Known(labels) = &mut request.namespace {
+        self.namespace(&mut request.namespace);
+    }
+
+    /// Replaces known namespace labels by their shared copy.
+    pub(crate) fn namespace(&mut self, state: &mut NamespaceState) {
+        if let NamespaceState::Known(labels) = state {
             *labels = self.labels(std::mem::take(labels));
         }
+    }
+
+    /// The shared copy of the user whose JSON text (an object, always found at the same place
+    /// in a document) begins `rest`, and the length of that text: the one read before from the
+    /// same text, else `parse(length)`'s, `length` being `len()`'s. `None` when either fails.
+    pub(crate) fn user_text(
+        &mut self,
+        rest: &[u8],
+        len: impl FnOnce() -> Option<usize>,
+        parse: impl FnOnce(usize) -> Option<UserInfo>,
+    ) -> Option<(Arc<UserInfo>, usize)> {
+        if let Some((known, n)) = self.recent_users.find(rest) {
+            return Some((Arc::clone(known), n));
+        }
+        let n = len()?;
+        let text = rest.get(..n)?;
+        let user = match self.user_texts.get(text) {
+            Some(known) => Arc::clone(known),
+            None => {
+                let user = self.user(Arc::new(parse(n)?));
+                if n <= MAX_TEXT {
+                    if self.user_texts.len() >= MAX_USER_TEXTS {
+                        self.user_texts.clear();
+                    }
+                    self.user_texts.insert(text.into(), Arc::clone(&user));
+                }
+                user
+            }
+        };
+        self.recent_users.remember(text, Arc::clone(&user));
+        Some((user, n))
+    }
+
+    /// The shared copy of the options object whose JSON text begins `rest` (as for
+    /// [`user_text`](Self::user_text)), and the length of that text; `parse` reads both.
+    pub(crate) fn options_text(
+        &mut self,
+        rest: &[u8],
+        parse: impl FnOnce() -> Option<(Value, usize)>,
+    ) -> Option<(Arc<Value>, usize)> {
+        if let Some((known, n)) = self.option_texts.find(rest) {
+            return Some((Arc::clone(known), n));
+        }
+        let (value, n) = parse()?;
+        let options = self.options(Arc::new(value));
+        self.option_texts
+            .remember(rest.get(..n)?, Arc::clone(&options));
+        Some((options, n))
     }
 }
 
@@ -102,5 +210,82 @@ mod tests {
         let again = i.options(Arc::new(serde_json::json!({"n": 0})));
         assert!(!Arc::ptr_eq(&first, &again));
         assert_eq!(first, again);
+    }
+
+    #[test]
+    fn texts_already_read_are_not_parsed_again_and_stay_bounded() {
+        let mut i = Interner::default();
+        let alice = br#"{"username":"alice"}"#;
+        let user = |_| {
+            Some(UserInfo {
+                username: "alice".into(),
+                ..UserInfo::default()
+            })
+        };
+        fn len(t: &[u8]) -> impl FnOnce() -> Option<usize> {
+            let n = t.len();
+            move || Some(n)
+        }
+        let (a, n) = i.user_text(alice, len(alice), user).unwrap();
+        assert_eq!(n, alice.len());
+        // Found again at the start of a longer text, without its end being looked for.
+        let rest = [&alice[..], b",\"object\":{}}"].concat();
+        let (b, n) = i
+            .user_text(
+                &rest,
+                || panic!("end looked for"),
+                |_| panic!("parsed again"),
+            )
+            .unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(n, alice.len());
+        // Another spelling of the same user is parsed, and shares the one copy.
+        let spaced = br#"{ "username": "alice" }"#;
+        let (c, _) = i.user_text(spaced, len(spaced), user).unwrap();
+        assert!(Arc::ptr_eq(&a, &c));
+        assert!(i.user_text(b"{}", len(b"{}"), |_| None).is_none());
+        // Beyond the few recent ones, the map finds users by their text.
+        let numbered = |n: usize| format!(r#"{{"n":{n}}}"#);
+        for n in 0..10 {
+            let t = numbered(n);
+            i.user_text(t.as_bytes(), len(t.as_bytes()), user);
+        }
+        assert_eq!(i.recent_users.entries.len(), 4);
+        let t = numbered(3);
+        i.user_text(t.as_bytes(), len(t.as_bytes()), |_| panic!("parsed again"))
+            .unwrap();
+        for n in 0..=MAX_USER_TEXTS {
+            let t = numbered(n + 10);
+            i.user_text(t.as_bytes(), len(t.as_bytes()), user);
+        }
+        assert!(i.user_texts.len() <= MAX_USER_TEXTS);
+
+        let create = br#"{"kind":"CreateOptions"}"#;
+        let parsed = || Some((serde_json::json!({"kind": "CreateOptions"}), create.len()));
+        let (x, _) = i.options_text(create, parsed).unwrap();
+        let (y, n) = i
+            .options_text(&[&create[..], b"}"].concat(), || panic!("parsed again"))
+            .unwrap();
+        assert!(Arc::ptr_eq(&x, &y));
+        assert_eq!(n, create.len());
+        for n in 0..=MAX_OPTIONS {
+            let t = format!(r#"{{"n":{n}}}"#);
+            i.options_text(t.as_bytes(), || Some((serde_json::json!(n), t.len())));
+        }
+        assert_eq!(i.option_texts.entries.len(), MAX_OPTIONS);
+    }
+
+    #[test]
+    fn only_whole_objects_are_remembered() {
+        let mut r: Recent<u8, 2> = Recent::default();
+        r.remember(b"\"x\"", 0);
+        r.remember(b"{\"a\":1", 0);
+        assert!(r.entries.is_empty());
+        r.remember(b"{\"a\":1}", 1);
+        r.remember(b"{\"a\":2}", 2);
+        r.remember(b"{\"a\":3}", 3);
+        assert_eq!(r.find(b"{\"a\":3},"), Some((&3, 7)));
+        assert_eq!(r.find(b"{\"a\":2}"), Some((&2, 7)));
+        assert_eq!(r.find(b"{\"a\":1}"), None);
     }
 }

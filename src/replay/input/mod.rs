@@ -516,6 +516,11 @@ impl Reader {
             return self.audit_fast(text, &spans, source, sink);
         }
         if kind == "AdmissionReview" {
+            if let Some((attrs, uid)) = review::read(text, &mut self.intern) {
+                let mut req = review::captured(attrs, uid, source, &self.store);
+                self.intern.namespace(&mut req.namespace);
+                return sink(InputItem::Request(Box::new(req)));
+            }
             let doc = match scan::parse::<Value>(text) {
                 Ok(d) => d,
                 Err(e) => return sink(invalid(source, prefix, "", format!("invalid JSON: {e}"))),

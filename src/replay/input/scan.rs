@@ -359,6 +359,176 @@ pub(crate) fn is_null(buf: &[u8], span: Span) -> bool {
     buf.get(span.0..span.1) == Some(b"null")
 }
 
+/// Deepest nesting (the outermost container counts one) the checked reads below accept: under
+/// serde_json's limit of 127, so that text they accept is never too deep for a full parse.
+pub(crate) const CHECKED_DEPTH: usize = 120;
+
+/// Flags (high bit per byte) the bytes of `w` below 0x20. Only the lowest flag is exact.
+#[inline(always)]
+fn below_space(w: u64) -> u64 {
+    w.wrapping_sub(ONES * 0x20) & !w & HIGHS
+}
+
+/// Index of the first `"`, `\` or control character at or after `from`.
+#[inline]
+fn string_stop(buf: &[u8], from: usize) -> Option<usize> {
+    first_hit(
+        buf,
+        from,
+        |w| {
+            eq_bytes(w, ONES * u64::from(b'"'))
+                | eq_bytes(w, ONES * u64::from(b'\\'))
+                | below_space(w)
+        },
+        |b| b == b'"' || b == b'\\' || b < 0x20,
+    )
+}
+
+/// End (after the closing quote) of the string whose opening quote is at `i`, checked as a JSON
+/// parser checks it: no control characters, only JSON's escapes. Escapes of UTF-16 surrogates
+/// are refused (whether they pair up is left to a full parse). The text must be valid UTF-8.
+pub(crate) fn checked_string_end(buf: &[u8], i: usize) -> Option<usize> {
+    if buf.get(i) != Some(&b'"') {
+        return None;
+    }
+    let mut j = i + 1;
+    loop {
+        let k = string_stop(buf, j)?;
+        match buf[k] {
+            b'"' => return Some(k + 1),
+            b'\\' => {}
+            _ => return None,
+        }
+        j = match buf.get(k + 1)? {
+            b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => k + 2,
+            b'u' => {
+                let hex = std::str::from_utf8(buf.get(k + 2..k + 6)?).ok()?;
+                if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return None;
+                }
+                let unit = u32::from_str_radix(hex, 16).ok()?;
+                if (0xD800..=0xDFFF).contains(&unit) {
+                    return None;
+                }
+                k + 6
+            }
+            _ => return None,
+        };
+    }
+}
+
+/// End of the number starting at `i`, checked against JSON's grammar. Numbers whose magnitude
+/// could overflow a double (more than 64 characters, or an exponent of three digits or more)
+/// are refused, as are numbers a full parser would take.
+fn checked_number_end(buf: &[u8], i: usize) -> Option<usize> {
+    let digits = |mut j: usize| {
+        while buf.get(j).is_some_and(u8::is_ascii_digit) {
+            j += 1;
+        }
+        j
+    };
+    let mut j = i + usize::from(buf.get(i) == Some(&b'-'));
+    j = match buf.get(j)? {
+        b'0' => j + 1,
+        b'1'..=b'9' => digits(j + 1),
+        _ => return None,
+    };
+    if buf.get(j) == Some(&b'.') {
+        let end = digits(j + 1);
+        if end == j + 1 {
+            return None;
+        }
+        j = end;
+    }
+    if let Some(b'e' | b'E') = buf.get(j) {
+        j += 1;
+        if let Some(b'+' | b'-') = buf.get(j) {
+            j += 1;
+        }
+        let end = digits(j);
+        if end == j || end - j > 2 {
+            return None;
+        }
+        j = end;
+    }
+    (j - i <= 64).then_some(j)
+}
+
+/// End of the JSON value starting at `i` (not whitespace), checked as a full parser into a
+/// `serde_json::Value` would check it (within the limits above), `depth` containers deep.
+/// `None` when the text is invalid or beyond those limits.
+pub(crate) fn checked_value_end(buf: &[u8], i: usize, depth: usize) -> Option<usize> {
+    let literal = |word: &[u8]| buf[i..].starts_with(word).then_some(i + word.len());
+    match buf.get(i)? {
+        b'"' => checked_string_end(buf, i),
+        b'{' => checked_members(buf, i, depth + 1, |_, v| {
+            checked_value_end(buf, v, depth + 1)
+        }),
+        b'[' => checked_elements(buf, i, depth + 1),
+        b't' => literal(b"true"),
+        b'f' => literal(b"false"),
+        b'n' => literal(b"null"),
+        _ => checked_number_end(buf, i),
+    }
+}
+
+fn checked_elements(buf: &[u8], i: usize, depth: usize) -> Option<usize> {
+    if depth > CHECKED_DEPTH {
+        return None;
+    }
+    let mut j = skip_ws(buf, i + 1);
+    if buf.get(j) == Some(&b']') {
+        return Some(j + 1);
+    }
+    loop {
+        j = skip_ws(buf, checked_value_end(buf, j, depth)?);
+        match buf.get(j)? {
+            b',' => j = skip_ws(buf, j + 1),
+            b']' => return Some(j + 1),
+            _ => return None,
+        }
+    }
+}
+
+/// Walks the object whose `{` is at `i` (after whitespace), `depth` containers deep counting
+/// itself, checking its member names and punctuation: `f(raw name, value start)` must give the
+/// end of each value (and so checks it). Returns the end of the object; `None` when the text is
+/// invalid, beyond the limits above, or `f` gives `None`.
+pub(crate) fn checked_members(
+    buf: &[u8],
+    i: usize,
+    depth: usize,
+    mut f: impl FnMut(&[u8], usize) -> Option<usize>,
+) -> Option<usize> {
+    let mut j = skip_ws(buf, i);
+    if buf.get(j) != Some(&b'{') || depth > CHECKED_DEPTH {
+        return None;
+    }
+    j = skip_ws(buf, j + 1);
+    if buf.get(j) == Some(&b'}') {
+        return Some(j + 1);
+    }
+    loop {
+        let key_end = checked_string_end(buf, j)?;
+        let key = &buf[j + 1..key_end - 1];
+        j = skip_ws(buf, key_end);
+        if buf.get(j) != Some(&b':') {
+            return None;
+        }
+        j = skip_ws(buf, f(key, skip_ws(buf, j + 1))?);
+        match buf.get(j)? {
+            b',' => j = skip_ws(buf, j + 1),
+            b'}' => return Some(j + 1),
+            _ => return None,
+        }
+    }
+}
+
+/// True when only whitespace follows `i`.
+pub(crate) fn only_whitespace_after(buf: &[u8], i: usize) -> bool {
+    skip_ws(buf, i) >= buf.len()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
