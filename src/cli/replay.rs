@@ -803,7 +803,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     drop(out_tx);
     let mut sinks = outputs
         .join()
-        .map_err(|_| "the report writer stopped unexpectedly".to_string())?;
+        .map_err(|_| "writing the outputs stopped unexpectedly".to_string())?;
     let (readable, unreadable) = reader
         .join()
         .map_err(|_| "the input reader stopped unexpectedly".to_string())?;

@@ -214,7 +214,7 @@ impl Replayer {
     ) -> Metrics
     where
         S: Stream<Item = InputItem>,
-        R: Replier + Clone + Send + 'static,
+        R: Replier + Clone + Send,
     {
         let max = batching.max.max(1);
         let mut metrics = Metrics::new();
@@ -222,7 +222,6 @@ impl Replayer {
         let mut batch = Vec::with_capacity(max);
         // Only a batching replay needs a timer (and so a tokio runtime).
         let mut linger: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
-        let mut lingering = false;
         std::future::poll_fn(|cx| {
             loop {
                 match events.as_mut().poll_next(cx) {
@@ -236,12 +235,10 @@ impl Replayer {
                                 Some(l) => l.as_mut().reset(until),
                                 None => linger = Some(Box::pin(tokio::time::sleep_until(until))),
                             }
-                            lingering = true;
                         }
                         batch.push(d.event);
                         if batch.len() >= max {
                             on_batch(std::mem::replace(&mut batch, Vec::with_capacity(max)));
-                            lingering = false;
                         }
                     }
                     Poll::Ready(None) => {
@@ -251,12 +248,12 @@ impl Replayer {
                         return Poll::Ready(());
                     }
                     Poll::Pending => {
-                        if lingering
+                        // With `max` 1 every result leaves at once: only a batching replay waits here.
+                        if !batch.is_empty()
                             && let Some(l) = &mut linger
                             && l.as_mut().poll(cx).is_ready()
                         {
                             on_batch(std::mem::replace(&mut batch, Vec::with_capacity(max)));
-                            lingering = false;
                             continue;
                         }
                         return Poll::Pending;
