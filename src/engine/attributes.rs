@@ -58,6 +58,30 @@ impl Attributes {
     }
 }
 
+/// The JSON text of a request's object and old object, when the caller already holds it (a
+/// capture's own bytes): the AdmissionReviews sent embed it as it stands instead of serialising
+/// the objects again, as the apiserver sends the bytes it encoded. Each text, when present, must
+/// be JSON of the same value as the corresponding object of the request.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ObjectsJson {
+    /// JSON of [`Attributes::object`].
+    pub object: Option<Arc<str>>,
+    /// JSON of [`Attributes::old_object`].
+    pub old_object: Option<Arc<str>>,
+}
+
+impl ObjectsJson {
+    /// Whether each text present is JSON of the corresponding object of `attrs`.
+    pub fn describes(&self, attrs: &Attributes) -> bool {
+        let same = |text: &Option<Arc<str>>, value: &Option<Arc<Value>>| match (text, value) {
+            (None, _) => true,
+            (Some(t), Some(v)) => serde_json::from_str::<Value>(t).is_ok_and(|t| t == **v),
+            (Some(_), None) => false,
+        };
+        same(&self.object, &attrs.object) && same(&self.old_object, &attrs.old_object)
+    }
+}
+
 /// Serde for `Option<Arc<Value>>` fields: the JSON value itself, as for `Option<Value>`.
 pub(crate) mod shared_value {
     use std::sync::Arc;

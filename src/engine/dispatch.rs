@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::attributes::ObjectsJson;
 use super::audit::{Annotations, AuditLevel, Warnings};
 use super::call::{Replier, Reply, ReplyOutcome, TransportError, TransportErrorKind, WebhookCall};
 use super::hooks::Hook;
@@ -72,8 +73,8 @@ pub(super) struct Run<'e, 'c> {
     current_call: Option<usize>,
     /// `attrs.object` and `attrs.old_object` serialised for AdmissionReview bodies; the first is
     /// cleared whenever a patch replaces the object.
-    object_json: Option<String>,
-    old_object_json: Option<String>,
+    object_json: Option<Arc<str>>,
+    old_object_json: Option<Arc<str>>,
     /// The texts of the request's own invocation (every exact match), of each equivalent
     /// invocation (resource, subresource, kind) seen so far, and the review text after
     /// `oldObject`: the same for every call.
@@ -86,6 +87,7 @@ impl<'e, 'c> Run<'e, 'c> {
     pub(super) fn new(
         engine: &'e Engine,
         attrs: Cow<'c, Attributes>,
+        json: ObjectsJson,
         ctx: RequestContext<'c>,
     ) -> Self {
         Run {
@@ -101,8 +103,8 @@ impl<'e, 'c> Run<'e, 'c> {
             reinvoke: BTreeSet::new(),
             should_reinvoke: false,
             current_call: None,
-            object_json: None,
-            old_object_json: None,
+            object_json: json.object,
+            old_object_json: json.old_object,
             own_invocation: None,
             invocations: Vec::new(),
             review_tail: None,
@@ -454,15 +456,21 @@ impl<'e, 'c> Run<'e, 'c> {
         let texts = self.review_texts(inv);
         let (head, tail) = (texts.head(), &*texts.tail);
         let mut body = String::new();
+        // The texts sent, when they are the request's objects' (not relabelled ones).
+        let mut json = ObjectsJson::default();
         let (object, old_object) = if self.sends_request_kind(inv) {
             let object = self
                 .object_json
-                .get_or_insert_with(|| review::object_json(self.attrs.object.as_deref()));
-            let old_object = self
-                .old_object_json
-                .get_or_insert_with(|| review::object_json(self.attrs.old_object.as_deref()));
+                .get_or_insert_with(|| review::object_json(self.attrs.object.as_deref()).into());
+            let old_object = self.old_object_json.get_or_insert_with(|| {
+                review::object_json(self.attrs.old_object.as_deref()).into()
+            });
             body.reserve(object.len() + old_object.len() + texts.len() + 128);
             review::write_review(&mut body, version, &uid, &head, object, old_object, tail);
+            json = ObjectsJson {
+                object: Some(Arc::clone(object)),
+                old_object: Some(Arc::clone(old_object)),
+            };
             (self.attrs.object.clone(), self.attrs.old_object.clone())
         } else {
             let relabelled = |o: &Option<Arc<Value>>| {
@@ -495,6 +503,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 texts: Arc::clone(&texts),
                 object,
                 old_object,
+                json,
             }),
         });
         let body = body.into_bytes();
@@ -953,7 +962,7 @@ impl<'e, 'c> Run<'e, 'c> {
             after: Arc::clone(&after),
         });
         self.attrs.to_mut().object = Some(after);
-        self.object_json = patched_json.filter(|_| same_kind);
+        self.object_json = patched_json.filter(|_| same_kind).map(Arc::from);
         Ok(changed)
     }
 

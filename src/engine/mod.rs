@@ -30,7 +30,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use attributes::{
-    Attributes, IdSource, NamespaceLookup, NamespaceSource, Namespaces, SequentialIds,
+    Attributes, IdSource, NamespaceLookup, NamespaceSource, Namespaces, ObjectsJson, SequentialIds,
 };
 pub use audit::{AuditAnnotation, AuditLevel};
 pub use call::{
@@ -345,20 +345,27 @@ impl Engine {
         ctx: RequestContext<'_>,
         replier: &mut R,
     ) -> Outcome {
-        dispatch::Run::new(self, std::borrow::Cow::Owned(attrs), ctx)
-            .run(replier)
-            .await
+        dispatch::Run::new(
+            self,
+            std::borrow::Cow::Owned(attrs),
+            ObjectsJson::default(),
+            ctx,
+        )
+        .run(replier)
+        .await
     }
 
-    /// [`Engine::dispatch`] of a borrowed request: the request is copied only if a patch
-    /// replaces its object.
+    /// [`Engine::dispatch`] of a borrowed request, whose objects' JSON the caller may already
+    /// hold (see [`ObjectsJson`]): the request is copied only if a patch replaces its object.
     pub async fn dispatch_ref<'c, R: Replier + Send>(
         &self,
         attrs: &'c Attributes,
+        json: ObjectsJson,
         ctx: RequestContext<'c>,
         replier: &mut R,
     ) -> Outcome {
-        dispatch::Run::new(self, std::borrow::Cow::Borrowed(attrs), ctx)
+        debug_assert!(json.describes(attrs), "ObjectsJson of other objects");
+        dispatch::Run::new(self, std::borrow::Cow::Borrowed(attrs), json, ctx)
             .run(replier)
             .await
     }

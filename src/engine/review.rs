@@ -123,9 +123,9 @@ pub(crate) fn write_review(
     old_object: &str,
     tail: &str,
 ) {
-    out.push_str("{\"kind\":\"AdmissionReview\",\"apiVersion\":");
-    push_json_str(out, &format!("admission.k8s.io/{version}"));
-    out.push_str(",\"request\":{\"uid\":");
+    out.push_str("{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/");
+    out.push_str(version);
+    out.push_str("\",\"request\":{\"uid\":");
     push_json_str(out, uid);
     for piece in head {
         out.push_str(piece);

@@ -107,6 +107,8 @@ pub(crate) struct ReviewParts {
     pub(crate) texts: Arc<ReviewTexts>,
     pub(crate) object: Option<Arc<Value>>,
     pub(crate) old_object: Option<Arc<Value>>,
+    /// The texts the objects were sent as, when they were not serialised for this review.
+    pub(crate) json: super::ObjectsJson,
 }
 
 /// The text of a request's AdmissionReviews around the uid and the objects, in the pieces of
@@ -133,6 +135,14 @@ impl ReviewTexts {
     }
 }
 
+/// An object's text in a review: the one it was sent as, or its serialisation.
+fn sent_json<'a>(json: &'a Option<Arc<str>>, value: &Option<Arc<Value>>) -> Cow<'a, str> {
+    match json {
+        Some(text) => Cow::Borrowed(text),
+        None => Cow::Owned(super::review::object_json(value.as_deref())),
+    }
+}
+
 impl ReviewBody {
     pub(crate) fn new(parts: ReviewParts) -> Self {
         ReviewBody(Box::new(parts))
@@ -141,8 +151,8 @@ impl ReviewBody {
     /// The review exactly as sent.
     pub fn text(&self) -> String {
         let p = &self.0;
-        let object = super::review::object_json(p.object.as_deref());
-        let old_object = super::review::object_json(p.old_object.as_deref());
+        let object = sent_json(&p.json.object, &p.object);
+        let old_object = sent_json(&p.json.old_object, &p.old_object);
         let mut out = String::with_capacity(p.texts.len() + object.len() + old_object.len() + 128);
         super::review::write_review(
             &mut out,

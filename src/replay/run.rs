@@ -137,7 +137,9 @@ impl Replayer {
             deadline: self.settings.deadline,
             phases: Phases::All,
         };
-        self.engine.dispatch_ref(&request.attrs, ctx, replier).await
+        self.engine
+            .dispatch_ref(&request.attrs, request.json.clone(), ctx, replier)
+            .await
     }
 
     /// Dispatches a stream of input items with up to `concurrency` requests in flight and

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::api::{GroupVersionKind, GroupVersionResource, Operation, UserInfo};
-use crate::engine::Attributes;
+use crate::engine::{Attributes, ObjectsJson};
 use crate::replay::{AuditOrigin, CapturedRequest, InputItem, InputProblem, SourceRef};
 
 use super::merge::merge_patch;
@@ -562,6 +562,7 @@ impl Reader {
             source: ctx.source.clone(),
             uid: ev.audit_id.clone(),
             attrs,
+            json: ObjectsJson::default(),
             namespace,
             audit: Some(Box::new(audit)),
             notes: ctx.notes.clone(),

@@ -516,8 +516,8 @@ impl Reader {
             return self.audit_fast(text, &spans, source, sink);
         }
         if kind == "AdmissionReview" {
-            if let Some((attrs, uid)) = review::read(text, &mut self.intern) {
-                let mut req = review::captured(attrs, uid, source, &self.store);
+            if let Some((attrs, uid, json)) = review::read(text, &mut self.intern) {
+                let mut req = review::captured(attrs, json, uid, source, &self.store);
                 self.intern.namespace(&mut req.namespace);
                 return sink(InputItem::Request(Box::new(req)));
             }

@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::api::{GroupVersionKind, GroupVersionResource, Operation, UserInfo};
-use crate::engine::Attributes;
+use crate::engine::{Attributes, ObjectsJson};
 use crate::replay::{CapturedRequest, NamespaceState, SourceRef};
 
 use super::intern::{Interner, Recent};
@@ -41,7 +41,7 @@ pub(crate) fn request(
     store: &Store,
 ) -> Result<CapturedRequest, (Bad, SourceRef)> {
     match attributes_and_uid(doc) {
-        Ok((attrs, uid)) => Ok(captured(attrs, uid, source, store)),
+        Ok((attrs, uid)) => Ok(captured(attrs, ObjectsJson::default(), uid, source, store)),
         Err(bad) => Err((bad, source)),
     }
 }
@@ -49,6 +49,7 @@ pub(crate) fn request(
 /// The captured request of `attrs` and `uid` found at `source`.
 pub(crate) fn captured(
     attrs: Attributes,
+    json: ObjectsJson,
     uid: String,
     source: SourceRef,
     store: &Store,
@@ -58,21 +59,25 @@ pub(crate) fn captured(
         uid,
         namespace: namespace_state(&attrs, store),
         attrs,
+        json,
         audit: None,
         notes: Vec::new(),
     }
 }
 
-/// The request of the AdmissionReview written as `text` and its uid, read without parsing the
-/// review as a whole: the members are found by the scanner, each field is deserialized from its
-/// own bytes, and the user and options are shared through `intern` by their text. Every byte is
-/// checked as a full parse would check it.
+/// The request of the AdmissionReview written as `text`, its uid, and the text of its objects
+/// where it is compact; read without parsing the review as a whole: the members are found by
+/// the scanner, each field is deserialized from its own bytes, and the user and options are
+/// shared through `intern` by their text. Every byte is checked as a full parse would check it.
 ///
 /// `None` when the text holds anything this does not decide alone: an error to report, a member
 /// name written with escapes, a member of the review or of its request that repeats, numbers or
 /// nesting near a parser's limits. [`request`] on the parsed document then gives the answer, so
 /// results and errors are always those of a full parse.
-pub(crate) fn read(text: &[u8], intern: &mut Interner) -> Option<(Attributes, String)> {
+pub(crate) fn read(
+    text: &[u8],
+    intern: &mut Interner,
+) -> Option<(Attributes, String, ObjectsJson)> {
     let text = std::str::from_utf8(text).ok()?;
     let b = text.as_bytes();
     let mut version = None;
@@ -123,6 +128,9 @@ struct Fields<'t> {
     uid: Option<Cow<'t, str>>,
     object: Option<Value>,
     old_object: Option<Value>,
+    /// The texts of `object` and `old_object`, when compact.
+    object_text: Option<&'t str>,
+    old_object_text: Option<&'t str>,
     dry_run: Option<bool>,
     options: Option<Arc<Value>>,
     user_info: Option<Arc<UserInfo>>,
@@ -203,11 +211,13 @@ impl<'t> Fields<'t> {
             }
             7 | 8 => {
                 let (value, end) = embedded(text, v)?;
-                *if slot == 7 {
-                    &mut self.object
+                let own = &text[v..end];
+                let compact = scan::is_compact(own.as_bytes()).then_some(own);
+                if slot == 7 {
+                    (self.object, self.object_text) = (Some(value), compact);
                 } else {
-                    &mut self.old_object
-                } = Some(value);
+                    (self.old_object, self.old_object_text) = (Some(value), compact);
+                }
                 Some(end)
             }
             9 => {
@@ -249,7 +259,7 @@ impl<'t> Fields<'t> {
     }
 
     /// The request, when it has what [`attributes_and_uid`] requires.
-    fn finish(self, intern: &mut Interner) -> Option<(Attributes, String)> {
+    fn finish(self, intern: &mut Interner) -> Option<(Attributes, String, ObjectsJson)> {
         let kind = self.kind?;
         let resource = self.resource?;
         if kind.version.is_empty()
@@ -276,7 +286,11 @@ impl<'t> Fields<'t> {
                 None => intern.user(Arc::default()),
             },
         };
-        Some((attrs, owned(self.uid)))
+        let json = ObjectsJson {
+            object: self.object_text.map(Arc::from),
+            old_object: self.old_object_text.map(Arc::from),
+        };
+        Some((attrs, owned(self.uid), json))
     }
 }
 
@@ -453,6 +467,16 @@ mod tests {
     /// What the whole-document path gives: the attributes and uid, or the field and message of
     /// the problem (`invalid JSON: …` for text that does not parse).
     type Outcome = Result<(Attributes, String), (String, String)>;
+
+    /// [`read`], checking that each object text it keeps is compact JSON of that object.
+    fn read_checked(text: &[u8], intern: &mut Interner) -> Option<(Attributes, String)> {
+        let (attrs, uid, json) = read(text, intern)?;
+        assert!(json.describes(&attrs), "{json:?} for {attrs:?}");
+        for t in json.object.iter().chain(&json.old_object) {
+            assert!(scan::is_compact(t.as_bytes()), "{t}");
+        }
+        Some((attrs, uid))
+    }
 
     fn full_parse(text: &[u8]) -> Outcome {
         let doc = scan::parse::<Value>(text)
@@ -656,7 +680,7 @@ mod tests {
             assert!(expected.is_ok(), "{line}: {expected:?}");
             // Twice: the second time the user and options are found by their text.
             for _ in 0..2 {
-                let got = read(line.as_bytes(), &mut intern);
+                let got = read_checked(line.as_bytes(), &mut intern);
                 assert!(got.is_some(), "not read alone: {line}");
                 assert_eq!(got.ok_or_else(Default::default), expected, "{line}");
             }
@@ -671,7 +695,7 @@ mod tests {
         for line in left_to_full_parse() {
             let expected = full_parse(line.as_bytes());
             errors += usize::from(expected.is_err());
-            assert_eq!(read(line.as_bytes(), &mut intern), None, "{line}");
+            assert!(read(line.as_bytes(), &mut intern).is_none(), "{line}");
             if scan::find(line.as_bytes(), (0, line.len()), [b"kind"]).is_ok() {
                 assert_eq!(through_reader(line.as_bytes()), expected, "{line}");
             }
@@ -692,7 +716,7 @@ mod tests {
             let expected = full_parse(line.as_bytes());
             // The review, the request and the object hold the arrays.
             assert_eq!(expected.is_ok(), 3 + depth <= 127, "depth {depth}");
-            match read(line.as_bytes(), &mut Interner::default()) {
+            match read_checked(line.as_bytes(), &mut Interner::default()) {
                 Some(got) => assert_eq!(Ok(got), expected, "depth {depth}"),
                 None => assert!(3 + depth > CHECKED_DEPTH, "depth {depth}"),
             }
@@ -765,7 +789,7 @@ mod tests {
             for b in bases {
                 read(b.as_bytes(), &mut intern);
             }
-            if let Some(got) = read(&line, &mut intern) {
+            if let Some(got) = read_checked(&line, &mut intern) {
                 prop_assert_eq!(Ok(got), full_parse(&line), "{}", String::from_utf8_lossy(&line));
             }
         }

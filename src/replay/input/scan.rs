@@ -97,6 +97,22 @@ pub(crate) fn string_end(buf: &[u8], from: usize) -> Result<usize, ScanError> {
     }
 }
 
+/// Whether the valid JSON value `buf` has no whitespace outside its strings.
+pub(crate) fn is_compact(buf: &[u8]) -> bool {
+    let mut i = 0;
+    while let Some(&b) = buf.get(i) {
+        match b {
+            b'"' => match string_end(buf, i + 1) {
+                Ok(end) => i = end + 1,
+                Err(_) => return false,
+            },
+            b' ' | b'\t' | b'\r' | b'\n' => return false,
+            _ => i += 1,
+        }
+    }
+    true
+}
+
 #[inline]
 fn skip_ws(buf: &[u8], mut i: usize) -> usize {
     while let Some(b' ' | b'\t' | b'\r' | b'\n') = buf.get(i) {
@@ -535,6 +551,27 @@ mod tests {
 
     fn whole(s: &str) -> Span {
         (0, s.len())
+    }
+
+    #[test]
+    fn compact_means_no_whitespace_outside_strings() {
+        for text in [
+            r#"{"a":"x y\n","b":[1,{"c":" "}],"d":"\" "}"#,
+            r#""a b""#,
+            "[]",
+            "1",
+        ] {
+            assert!(is_compact(text.as_bytes()), "{text}");
+        }
+        for text in [
+            r#"{"a": 1}"#,
+            "{\"a\":1\n}",
+            r#"{"a":"\" ",	"b":1}"#,
+            r#"[1, 2]"#,
+            "{\"a\":\"x\"}\r",
+        ] {
+            assert!(!is_compact(text.as_bytes()), "{text}");
+        }
     }
 
     #[test]
