@@ -305,7 +305,9 @@ impl Inner {
         let client_timeout = call.timeout >= CLIENT_TIMEOUT;
         let limit = call.timeout.min(CLIENT_TIMEOUT);
         let phase = AtomicU8::new(0);
-        let exchange = self.exchange(&pool, endpoint, tls, request, &phase);
+        // Boxed: the exchange's state (TLS, HTTP) is most of a call's, and every future that
+        // awaits a call up to the replay's would otherwise hold it and be moved with it.
+        let exchange = Box::pin(self.exchange(&pool, endpoint, tls, request, &phase));
         match tokio::time::timeout(limit, exchange).await {
             Ok(Ok(a)) => ReplyOutcome::Http {
                 status: a.status,
