@@ -71,16 +71,14 @@ pub(super) struct Run<'e, 'c> {
     should_reinvoke: bool,
     /// Index in `calls` of the record of the call being handled.
     current_call: Option<usize>,
-    /// `attrs.object` and `attrs.old_object` serialised for AdmissionReview bodies; the first is
-    /// cleared whenever a patch replaces the object.
+    /// `attrs.object` and `attrs.old_object` as AdmissionReview bodies embed them (as given, or
+    /// serialised); the first is replaced whenever a patch replaces the object.
     object_json: Option<Arc<str>>,
     old_object_json: Option<Arc<str>>,
-    /// The texts of the request's own invocation (every exact match), of each equivalent
-    /// invocation (resource, subresource, kind) seen so far, and the review text after
-    /// `oldObject`: the same for every call.
+    /// The texts of the request's own invocation (every exact match) and of each equivalent
+    /// invocation (resource, subresource, kind) seen so far.
     own_invocation: Option<InvocationTexts>,
     invocations: Vec<(Invocation, InvocationTexts)>,
-    review_tail: Option<Arc<str>>,
 }
 
 impl<'e, 'c> Run<'e, 'c> {
@@ -107,7 +105,6 @@ impl<'e, 'c> Run<'e, 'c> {
             old_object_json: json.old_object,
             own_invocation: None,
             invocations: Vec::new(),
-            review_tail: None,
         }
     }
 
@@ -528,16 +525,11 @@ impl<'e, 'c> Run<'e, 'c> {
         if let Some(texts) = &self.invocation_texts(inv).review {
             return Arc::clone(texts);
         }
-        let engine = self.engine;
-        let tail = Arc::clone(
-            self.review_tail
-                .get_or_insert_with(|| engine.shared_text(review::request_tail(&self.attrs))),
-        );
-        let [kinds, names, user] = review::request_head_pieces(&self.attrs, inv);
+        let [kinds, user, tail] = self.engine.review_pieces(&self.attrs, inv);
         let texts = Arc::new(ReviewTexts {
-            kinds: engine.shared_text(kinds),
-            names: names.into_boxed_str(),
-            user: engine.shared_text(user),
+            kinds,
+            names: review::request_names(&self.attrs).into_boxed_str(),
+            user,
             tail,
         });
         self.invocation_texts(inv).review = Some(Arc::clone(&texts));

@@ -256,6 +256,7 @@ pub struct Engine {
 struct Shared {
     texts: HashSet<Arc<str>>,
     matches: HashSet<Arc<trace::MatchTexts>>,
+    pieces: review::PieceCache,
 }
 
 /// Distinct values a sharing set keeps; beyond it the set starts afresh (sharing is an economy,
@@ -301,6 +302,38 @@ impl Engine {
             Some(known) => Arc::clone(known),
             None => shared_copy(&mut shared.texts, Arc::from(text)),
         }
+    }
+
+    /// The shared review pieces of a request for an invocation: its kinds, its user (up to the
+    /// object) and its tail (after the old object), found again when a recent request had the
+    /// same, else written and shared.
+    fn review_pieces(
+        &self,
+        attrs: &Attributes,
+        invocation: &matching::Invocation,
+    ) -> [Arc<str>; 3] {
+        let mut shared = self.shared();
+        let Shared { texts, pieces, .. } = &mut *shared;
+        let mut share = |text: String| match texts.get(text.as_str()) {
+            Some(known) => Arc::clone(known),
+            None => shared_copy(texts, Arc::from(text)),
+        };
+        let kinds = pieces.kinds(attrs, invocation).unwrap_or_else(|| {
+            let text = share(review::request_kinds(attrs, invocation));
+            pieces.remember_kinds(attrs, invocation, Arc::clone(&text));
+            text
+        });
+        let user = pieces.user(attrs).unwrap_or_else(|| {
+            let text = share(review::request_user(attrs));
+            pieces.remember_user(attrs, Arc::clone(&text));
+            text
+        });
+        let tail = pieces.tail(attrs).unwrap_or_else(|| {
+            let text = share(review::request_tail(attrs));
+            pieces.remember_tail(attrs, Arc::clone(&text));
+            text
+        });
+        [kinds, user, tail]
     }
 
     /// The engine's shared copy of what a `Matched` step shows.

@@ -1,7 +1,8 @@
 //! Building the AdmissionReview sent to a webhook, and reading what came back: client-go's HTTP
 //! handling followed by upstream's `VerifyAdmissionResponse`.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -12,7 +13,7 @@ use super::call::{ReplyOutcome, TransportError};
 use super::matching::Invocation;
 use super::status;
 use crate::api::admission::{AdmissionRequest, AdmissionReviewReply, AdmissionReviewRequest};
-use crate::api::{GroupVersionKind, GroupVersionResource, Status, UserInfo};
+use crate::api::{GroupVersionKind, GroupVersionResource, Operation, Status, UserInfo};
 
 /// The first of `admissionReviewVersions` that is `v1` or `v1beta1`.
 pub fn negotiate_version(versions: Option<&[String]>) -> Option<&'static str> {
@@ -144,8 +145,15 @@ pub(crate) fn object_json(object: Option<&Value>) -> String {
 
 /// A string as serde_json writes it.
 fn push_json_str(out: &mut String, s: &str) {
-    // Serialising a string cannot fail.
-    out.push_str(&serde_json::to_string(s).unwrap_or_default());
+    // serde_json escapes quotes, backslashes and control characters, nothing else.
+    if s.bytes().all(|b| b >= 0x20 && b != b'"' && b != b'\\') {
+        out.push('"');
+        out.push_str(s);
+        out.push('"');
+    } else {
+        // Serialising a string cannot fail.
+        out.push_str(&serde_json::to_string(s).unwrap_or_default());
+    }
 }
 
 /// The part of `request` between `uid` and the object: `,"kind":…,"userInfo":{…},"object":`.
@@ -159,8 +167,34 @@ pub(crate) fn request_head(attrs: &Attributes, invocation: &Invocation) -> Strin
 /// both are) and the rest (`,"operation":…,"userInfo":{…},"object":`, the same for the requests
 /// of one user and operation), so that what repeats from request to request can be shared.
 pub(crate) fn request_head_pieces(attrs: &Attributes, invocation: &Invocation) -> [String; 3] {
-    // `AdmissionReviewRequest`'s fields after `uid` and before `object`, borrowed; the field
-    // order and omissions are the wire type's (the tests compare the two).
+    [
+        request_kinds(attrs, invocation),
+        request_names(attrs),
+        request_user(attrs),
+    ]
+}
+
+/// The fields of a serialised object, after a comma (empty when it has none).
+fn fields<T: Serialize>(v: &T) -> String {
+    // Serialising borrowed strings cannot fail.
+    let mut text = serde_json::to_string(v).unwrap_or_else(|_| "{}".into());
+    if text == "{}" {
+        return String::new();
+    }
+    text.replace_range(..1, ",");
+    text.pop();
+    text
+}
+
+// `AdmissionReviewRequest`'s fields after `uid` and before `object`, borrowed; the field order
+// and omissions are the wire type's (the tests compare the two).
+
+fn is_empty(s: &&str) -> bool {
+    s.is_empty()
+}
+
+/// The kinds piece of [`request_head_pieces`].
+pub(crate) fn request_kinds(attrs: &Attributes, invocation: &Invocation) -> String {
     #[derive(Serialize)]
     #[serde(rename_all = "camelCase")]
     struct Kinds<'a> {
@@ -173,51 +207,145 @@ pub(crate) fn request_head_pieces(attrs: &Attributes, invocation: &Invocation) -
         #[serde(skip_serializing_if = "is_empty")]
         request_sub_resource: &'a str,
     }
-    #[derive(Serialize)]
-    struct Names<'a> {
-        #[serde(skip_serializing_if = "is_empty")]
-        name: &'a str,
-        #[serde(skip_serializing_if = "is_empty")]
-        namespace: &'a str,
-    }
-    #[derive(Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct User<'a> {
-        operation: &'a str,
-        user_info: &'a UserInfo,
-    }
-    fn is_empty(s: &&str) -> bool {
-        s.is_empty()
-    }
-    /// The fields of a serialised object, after a comma (empty when it has none).
-    fn fields<T: Serialize>(v: &T) -> String {
-        // Serialising borrowed strings cannot fail.
-        let mut text = serde_json::to_string(v).unwrap_or_else(|_| "{}".into());
-        if text == "{}" {
-            return String::new();
-        }
-        text.replace_range(..1, ",");
-        text.pop();
-        text
-    }
-    let kinds = fields(&Kinds {
+    fields(&Kinds {
         kind: &invocation.kind,
         resource: &invocation.resource,
         sub_resource: &invocation.sub_resource,
         request_kind: &attrs.kind,
         request_resource: &attrs.resource,
         request_sub_resource: &attrs.sub_resource,
-    });
-    let names = fields(&Names {
-        name: &attrs.name,
-        namespace: &attrs.namespace,
-    });
+    })
+}
+
+/// The names piece of [`request_head_pieces`].
+pub(crate) fn request_names(attrs: &Attributes) -> String {
+    let mut out = String::with_capacity(attrs.name.len() + attrs.namespace.len() + 32);
+    if !attrs.name.is_empty() {
+        out.push_str(",\"name\":");
+        push_json_str(&mut out, &attrs.name);
+    }
+    if !attrs.namespace.is_empty() {
+        out.push_str(",\"namespace\":");
+        push_json_str(&mut out, &attrs.namespace);
+    }
+    out
+}
+
+/// The user piece of [`request_head_pieces`], up to the object.
+pub(crate) fn request_user(attrs: &Attributes) -> String {
+    #[derive(Serialize)]
+    #[serde(rename_all = "camelCase")]
+    struct User<'a> {
+        operation: &'a str,
+        user_info: &'a UserInfo,
+    }
     let mut user = fields(&User {
         operation: attrs.operation.as_str(),
         user_info: &attrs.user_info,
     });
     user.push_str(",\"object\":");
-    [kinds, names, user]
+    user
+}
+
+/// The pieces of review text that repeat from request to request, found again without being
+/// written: the user piece by the operation and the user's allocation (a capture's reader hands
+/// out one per user), the tail by dry run and the options' allocation, the kinds by value. The
+/// most recent few of each are kept; holding the allocations keeps their addresses theirs.
+#[derive(Debug, Default)]
+pub(crate) struct PieceCache {
+    kinds: VecDeque<(Box<KindsKey>, Arc<str>)>,
+    users: VecDeque<(Operation, Arc<UserInfo>, Arc<str>)>,
+    tails: VecDeque<(bool, Option<Arc<Value>>, Arc<str>)>,
+}
+
+/// What the kinds piece is made of.
+#[derive(Debug, PartialEq)]
+struct KindsKey {
+    kind: GroupVersionKind,
+    resource: GroupVersionResource,
+    sub_resource: String,
+    request_kind: GroupVersionKind,
+    request_resource: GroupVersionResource,
+    request_sub_resource: String,
+}
+
+/// Pieces of each sort a [`PieceCache`] keeps.
+const RECENT_PIECES: usize = 8;
+
+fn keep<T>(list: &mut VecDeque<T>, entry: T) {
+    if list.len() >= RECENT_PIECES {
+        list.pop_back();
+    }
+    list.push_front(entry);
+}
+
+impl PieceCache {
+    /// The kinds piece of `attrs` and `invocation`, when known.
+    pub(crate) fn kinds(&self, attrs: &Attributes, invocation: &Invocation) -> Option<Arc<str>> {
+        self.kinds.iter().find_map(|(k, text)| {
+            (k.kind == invocation.kind
+                && k.resource == invocation.resource
+                && k.sub_resource == invocation.sub_resource
+                && k.request_kind == attrs.kind
+                && k.request_resource == attrs.resource
+                && k.request_sub_resource == attrs.sub_resource)
+                .then(|| Arc::clone(text))
+        })
+    }
+
+    /// Remembers the kinds piece of `attrs` and `invocation`.
+    pub(crate) fn remember_kinds(
+        &mut self,
+        attrs: &Attributes,
+        invocation: &Invocation,
+        text: Arc<str>,
+    ) {
+        let key = KindsKey {
+            kind: invocation.kind.clone(),
+            resource: invocation.resource.clone(),
+            sub_resource: invocation.sub_resource.clone(),
+            request_kind: attrs.kind.clone(),
+            request_resource: attrs.resource.clone(),
+            request_sub_resource: attrs.sub_resource.clone(),
+        };
+        keep(&mut self.kinds, (Box::new(key), text));
+    }
+
+    /// The user piece of `attrs`, when known.
+    pub(crate) fn user(&self, attrs: &Attributes) -> Option<Arc<str>> {
+        self.users.iter().find_map(|(op, user, text)| {
+            (*op == attrs.operation && Arc::ptr_eq(user, &attrs.user_info))
+                .then(|| Arc::clone(text))
+        })
+    }
+
+    /// Remembers the user piece of `attrs`.
+    pub(crate) fn remember_user(&mut self, attrs: &Attributes, text: Arc<str>) {
+        keep(
+            &mut self.users,
+            (attrs.operation, Arc::clone(&attrs.user_info), text),
+        );
+    }
+
+    /// The tail of `attrs`, when known.
+    pub(crate) fn tail(&self, attrs: &Attributes) -> Option<Arc<str>> {
+        self.tails.iter().find_map(|(dry_run, options, text)| {
+            let same_options = match (options, &attrs.options) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            };
+            (*dry_run == attrs.dry_run && same_options).then(|| Arc::clone(text))
+        })
+    }
+
+    /// Remembers the tail of `attrs`.
+    pub(crate) fn remember_tail(&mut self, attrs: &Attributes, text: Arc<str>) {
+        keep(
+            &mut self.tails,
+            (attrs.dry_run, attrs.options.clone(), text),
+        );
+    }
 }
 
 /// The end of the review after `oldObject`: `,"dryRun":…,"options":…}}`. Calls share it.
@@ -618,6 +746,67 @@ mod tests {
     }
 
     /// `review_body` must write exactly what serialising `build_review`'s wire type writes.
+    #[test]
+    fn pieces_are_found_again_only_for_what_they_were_written_from() {
+        let user = Arc::new(UserInfo {
+            username: "alice".into(),
+            ..UserInfo::default()
+        });
+        let options = Arc::new(json!({"kind": "CreateOptions"}));
+        let attrs = Attributes {
+            operation: Operation::Create,
+            kind: GroupVersionKind::new("", "v1", "ConfigMap"),
+            resource: GroupVersionResource::new("", "v1", "configmaps"),
+            sub_resource: String::new(),
+            namespace: "default".into(),
+            name: "a".into(),
+            object: None,
+            old_object: None,
+            dry_run: false,
+            options: Some(Arc::clone(&options)),
+            user_info: Arc::clone(&user),
+        };
+        let invocation = Invocation {
+            resource: attrs.resource.clone(),
+            sub_resource: String::new(),
+            kind: attrs.kind.clone(),
+            rule: 0,
+            equivalent: false,
+        };
+        let mut cache = PieceCache::default();
+        cache.remember_kinds(
+            &attrs,
+            &invocation,
+            request_kinds(&attrs, &invocation).into(),
+        );
+        cache.remember_user(&attrs, request_user(&attrs).into());
+        cache.remember_tail(&attrs, request_tail(&attrs).into());
+        let found = |cache: &PieceCache, a: &Attributes, inv: &Invocation| {
+            [cache.kinds(a, inv), cache.user(a), cache.tail(a)].map(|t| t.map(|t| t.to_string()))
+        };
+        let written = |a: &Attributes, inv: &Invocation| {
+            [request_kinds(a, inv), request_user(a), request_tail(a)].map(Some)
+        };
+        // Another request of the same kind, user and options: every piece is found again.
+        let mut other = attrs.clone();
+        other.name = "b".into();
+        assert_eq!(
+            found(&cache, &other, &invocation),
+            written(&other, &invocation)
+        );
+        // What a piece is written from differs: that piece is not found.
+        other.operation = Operation::Update;
+        other.dry_run = true;
+        let mut equivalent = invocation.clone();
+        equivalent.resource = GroupVersionResource::new("", "v1beta1", "configmaps");
+        assert_eq!(found(&cache, &other, &equivalent), [None, None, None]);
+        // An equal user or options in another allocation is not looked into: not found either.
+        let mut copy = attrs.clone();
+        copy.user_info = Arc::new((*user).clone());
+        copy.options = Some(Arc::new((*options).clone()));
+        assert_eq!(found(&cache, &copy, &invocation)[1..], [None, None]);
+    }
+
     #[test]
     fn review_body_is_the_wire_type_serialised() {
         let mut attrs = Attributes {
