@@ -75,6 +75,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 
 use crate::KubeVersion;
+use crate::engine::{Attributes, ObjectsJson};
 use crate::registry::ResourceRegistry;
 
 pub use cluster::{ClusterState, ObjectError};
@@ -106,6 +107,9 @@ pub struct Reader {
     pending: HashMap<String, Pending>,
     seq: u64,
     intern: Interner,
+    /// The last document was an AdmissionReview that [`review::read`] took alone: the next one
+    /// is tried that way first, before its kind is looked for.
+    reviews: bool,
 }
 
 impl std::fmt::Debug for Pending {
@@ -148,6 +152,7 @@ impl Reader {
             pending: HashMap::new(),
             seq: 0,
             intern: Interner::default(),
+            reviews: false,
         }
     }
 
@@ -480,6 +485,18 @@ impl Reader {
         }
     }
 
+    /// The request of an AdmissionReview that [`review::read`] took alone.
+    fn review_read_alone(
+        &mut self,
+        (attrs, uid, json): (Attributes, String, ObjectsJson),
+        source: SourceRef,
+        sink: Sink<'_>,
+    ) {
+        let mut req = review::captured(attrs, json, uid, source, &self.store);
+        self.intern.namespace(&mut req.namespace);
+        sink(InputItem::Request(Box::new(req)));
+    }
+
     /// One JSON document or line: an audit event, an AdmissionReview, or a list of them.
     fn json_text(
         &mut self,
@@ -489,6 +506,12 @@ impl Reader {
         list_kind: Option<&str>,
         sink: Sink<'_>,
     ) {
+        if self.reviews {
+            if let Some(read) = review::read(text, &mut self.intern) {
+                return self.review_read_alone(read, source, sink);
+            }
+            self.reviews = false;
+        }
         let spans: audit::Spans = match scan::find_by(text, (0, text.len()), audit::key_index) {
             Ok(s) => s,
             Err(_) => {
@@ -516,10 +539,9 @@ impl Reader {
             return self.audit_fast(text, &spans, source, sink);
         }
         if kind == "AdmissionReview" {
-            if let Some((attrs, uid, json)) = review::read(text, &mut self.intern) {
-                let mut req = review::captured(attrs, json, uid, source, &self.store);
-                self.intern.namespace(&mut req.namespace);
-                return sink(InputItem::Request(Box::new(req)));
+            if let Some(read) = review::read(text, &mut self.intern) {
+                self.reviews = true;
+                return self.review_read_alone(read, source, sink);
             }
             let doc = match scan::parse::<Value>(text) {
                 Ok(d) => d,

@@ -70,8 +70,8 @@ pub(crate) fn captured(
 /// the scanner, each field is deserialized from its own bytes, and the user and options are
 /// shared through `intern` by their text. Every byte is checked as a full parse would check it.
 ///
-/// `None` when the text holds anything this does not decide alone: an error to report, a member
-/// name written with escapes, a member of the review or of its request that repeats, numbers or
+/// `None` when the text holds anything this does not decide alone: an error to report, a kind
+/// other than `"AdmissionReview"` written as such, a member name written with escapes, a member of the review or of its request that repeats, numbers or
 /// nesting near a parser's limits. [`request`] on the parsed document then gives the answer, so
 /// results and errors are always those of a full parse.
 pub(crate) fn read(
@@ -81,11 +81,17 @@ pub(crate) fn read(
     let text = std::str::from_utf8(text).ok()?;
     let b = text.as_bytes();
     let mut version = None;
+    let mut kind = None;
     let mut fields: Option<Fields<'_>> = None;
     let end = scan::checked_members(b, 0, 1, |key, v| match key {
         b"apiVersion" if version.is_none() => {
             let end = scan::checked_value_end(b, v, 1)?;
             version = Some(&b[v..end]);
+            Some(end)
+        }
+        b"kind" if kind.is_none() => {
+            let end = scan::checked_value_end(b, v, 1)?;
+            kind = Some(&b[v..end]);
             Some(end)
         }
         b"request" if fields.is_none() => {
@@ -95,7 +101,7 @@ pub(crate) fn read(
             fields = Some(f);
             Some(end)
         }
-        b"apiVersion" | b"request" => None,
+        b"apiVersion" | b"kind" | b"request" => None,
         _ if key.contains(&b'\\') => None,
         _ => scan::checked_value_end(b, v, 1),
     })?;
@@ -105,7 +111,7 @@ pub(crate) fn read(
     if !matches!(
         version?,
         br#""admission.k8s.io/v1""# | br#""admission.k8s.io/v1beta1""#
-    ) {
+    ) || kind? != br#""AdmissionReview""# {
         return None;
     }
     fields?.finish(intern)
