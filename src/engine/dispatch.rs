@@ -334,16 +334,8 @@ impl<'e, 'c> Run<'e, 'c> {
     /// The texts calls share for an invocation, made the first time it is seen.
     fn invocation_texts(&mut self, inv: &Invocation) -> &mut InvocationTexts {
         fn texts(engine: &Engine, inv: &Invocation) -> InvocationTexts {
-            let resource = if inv.sub_resource.is_empty() {
-                inv.resource.to_string()
-            } else {
-                format!("{}, Subresource={}", inv.resource, inv.sub_resource)
-            };
             InvocationTexts {
-                matched: engine.shared_match(MatchTexts {
-                    resource: resource.into_boxed_str(),
-                    kind: inv.kind.to_string().into_boxed_str(),
-                }),
+                matched: engine.match_texts(inv),
                 review: None,
             }
         }

@@ -336,9 +336,33 @@ impl Engine {
         [kinds, user, tail]
     }
 
-    /// The engine's shared copy of what a `Matched` step shows.
-    fn shared_match(&self, texts: trace::MatchTexts) -> Arc<trace::MatchTexts> {
-        shared_copy(&mut self.shared().matches, Arc::new(texts))
+    /// What a `Matched` step shows for an invocation: found again when a recent request had
+    /// the same, else written and shared.
+    fn match_texts(&self, invocation: &matching::Invocation) -> Arc<trace::MatchTexts> {
+        let mut shared = self.shared();
+        let Shared {
+            matches, pieces, ..
+        } = &mut *shared;
+        if let Some(known) = pieces.match_texts(invocation) {
+            return known;
+        }
+        let resource = if invocation.sub_resource.is_empty() {
+            invocation.resource.to_string()
+        } else {
+            format!(
+                "{}, Subresource={}",
+                invocation.resource, invocation.sub_resource
+            )
+        };
+        let texts = shared_copy(
+            matches,
+            Arc::new(trace::MatchTexts {
+                resource: resource.into_boxed_str(),
+                kind: invocation.kind.to_string().into_boxed_str(),
+            }),
+        );
+        pieces.remember_match_texts(invocation, Arc::clone(&texts));
+        texts
     }
 
     /// The mutating webhooks in dispatch order.

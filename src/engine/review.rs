@@ -12,6 +12,7 @@ use super::attributes::Attributes;
 use super::call::{ReplyOutcome, TransportError};
 use super::matching::Invocation;
 use super::status;
+use super::trace::MatchTexts;
 use crate::api::admission::{AdmissionRequest, AdmissionReviewReply, AdmissionReviewRequest};
 use crate::api::{GroupVersionKind, GroupVersionResource, Operation, Status, UserInfo};
 
@@ -247,8 +248,8 @@ pub(crate) fn request_user(attrs: &Attributes) -> String {
     user
 }
 
-/// The pieces of review text that repeat from request to request, found again without being
-/// written: the user piece by the operation and the user's allocation (a capture's reader hands
+/// The pieces of review text (and the texts of `Matched` steps, by invocation) that repeat from
+/// request to request, found again without being written: the user piece by the operation and the user's allocation (a capture's reader hands
 /// out one per user), the tail by dry run and the options' allocation, the kinds by value. The
 /// most recent few of each are kept; holding the allocations keeps their addresses theirs.
 #[derive(Debug, Default)]
@@ -256,6 +257,7 @@ pub(crate) struct PieceCache {
     kinds: VecDeque<(Box<KindsKey>, Arc<str>)>,
     users: VecDeque<(Operation, Arc<UserInfo>, Arc<str>)>,
     tails: VecDeque<(bool, Option<Arc<Value>>, Arc<str>)>,
+    matches: VecDeque<(Box<Invocation>, Arc<MatchTexts>)>,
 }
 
 /// What the kinds piece is made of.
@@ -337,6 +339,21 @@ impl PieceCache {
             };
             (*dry_run == attrs.dry_run && same_options).then(|| Arc::clone(text))
         })
+    }
+
+    /// What a `Matched` step shows for `invocation`, when known.
+    pub(crate) fn match_texts(&self, invocation: &Invocation) -> Option<Arc<MatchTexts>> {
+        self.matches.iter().find_map(|(known, texts)| {
+            (known.kind == invocation.kind
+                && known.resource == invocation.resource
+                && known.sub_resource == invocation.sub_resource)
+                .then(|| Arc::clone(texts))
+        })
+    }
+
+    /// Remembers what a `Matched` step shows for `invocation`.
+    pub(crate) fn remember_match_texts(&mut self, invocation: &Invocation, texts: Arc<MatchTexts>) {
+        keep(&mut self.matches, (Box::new(invocation.clone()), texts));
     }
 
     /// Remembers the tail of `attrs`.
@@ -800,6 +817,17 @@ mod tests {
         let mut equivalent = invocation.clone();
         equivalent.resource = GroupVersionResource::new("", "v1beta1", "configmaps");
         assert_eq!(found(&cache, &other, &equivalent), [None, None, None]);
+        let matched = Arc::new(MatchTexts {
+            resource: "/v1, Resource=configmaps".into(),
+            kind: "/v1, Kind=ConfigMap".into(),
+        });
+        cache.remember_match_texts(&invocation, Arc::clone(&matched));
+        let other_rule = Invocation {
+            rule: 3,
+            ..invocation.clone()
+        };
+        assert_eq!(cache.match_texts(&other_rule), Some(matched));
+        assert_eq!(cache.match_texts(&equivalent), None);
         // An equal user or options in another allocation is not looked into: not found either.
         let mut copy = attrs.clone();
         copy.user_info = Arc::new((*user).clone());
