@@ -73,12 +73,39 @@ pub(super) struct Run<'e, 'c> {
     current_call: Option<usize>,
     /// `attrs.object` and `attrs.old_object` as AdmissionReview bodies embed them (as given, or
     /// serialised); the first is replaced whenever a patch replaces the object.
-    object_json: Option<Arc<str>>,
-    old_object_json: Option<Arc<str>>,
+    object_json: Option<ObjectText>,
+    old_object_json: Option<ObjectText>,
     /// The texts of the request's own invocation (every exact match) and of each equivalent
     /// invocation (resource, subresource, kind) seen so far.
     own_invocation: Option<InvocationTexts>,
     invocations: Vec<(Invocation, InvocationTexts)>,
+}
+
+/// An object's JSON for review bodies: the caller's text (shared with the trace), or serialised
+/// here (the trace serialises it again when it is shown).
+enum ObjectText {
+    Given(Arc<str>),
+    Serialised(String),
+}
+
+impl std::ops::Deref for ObjectText {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        match self {
+            ObjectText::Given(text) => text,
+            ObjectText::Serialised(text) => text,
+        }
+    }
+}
+
+impl ObjectText {
+    fn given(&self) -> Option<Arc<str>> {
+        match self {
+            ObjectText::Given(text) => Some(Arc::clone(text)),
+            ObjectText::Serialised(_) => None,
+        }
+    }
 }
 
 impl<'e, 'c> Run<'e, 'c> {
@@ -101,8 +128,8 @@ impl<'e, 'c> Run<'e, 'c> {
             reinvoke: BTreeSet::new(),
             should_reinvoke: false,
             current_call: None,
-            object_json: json.object,
-            old_object_json: json.old_object,
+            object_json: json.object.map(ObjectText::Given),
+            old_object_json: json.old_object.map(ObjectText::Given),
             own_invocation: None,
             invocations: Vec::new(),
         }
@@ -448,17 +475,20 @@ impl<'e, 'c> Run<'e, 'c> {
         // The texts sent, when they are the request's objects' (not relabelled ones).
         let mut json = ObjectsJson::default();
         let (object, old_object) = if self.sends_request_kind(inv) {
+            let serialised =
+                |o: &Option<Arc<Value>>| ObjectText::Serialised(review::object_json(o.as_deref()));
             let object = self
                 .object_json
-                .get_or_insert_with(|| review::object_json(self.attrs.object.as_deref()).into());
-            let old_object = self.old_object_json.get_or_insert_with(|| {
-                review::object_json(self.attrs.old_object.as_deref()).into()
-            });
+                .get_or_insert_with(|| serialised(&self.attrs.object));
+            let old_object = self
+                .old_object_json
+                .get_or_insert_with(|| serialised(&self.attrs.old_object));
+            let (object, old_object) = (&*object, &*old_object);
             body.reserve(object.len() + old_object.len() + texts.len() + 128);
             review::write_review(&mut body, version, &uid, &head, object, old_object, tail);
             json = ObjectsJson {
-                object: Some(Arc::clone(object)),
-                old_object: Some(Arc::clone(old_object)),
+                object: object.given(),
+                old_object: old_object.given(),
             };
             (self.attrs.object.clone(), self.attrs.old_object.clone())
         } else {
@@ -946,7 +976,9 @@ impl<'e, 'c> Run<'e, 'c> {
             after: Arc::clone(&after),
         });
         self.attrs.to_mut().object = Some(after);
-        self.object_json = patched_json.filter(|_| same_kind).map(Arc::from);
+        self.object_json = patched_json
+            .filter(|_| same_kind)
+            .map(ObjectText::Serialised);
         Ok(changed)
     }
 

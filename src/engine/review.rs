@@ -249,9 +249,10 @@ pub(crate) fn request_user(attrs: &Attributes) -> String {
 }
 
 /// The pieces of review text (and the texts of `Matched` steps, by invocation) that repeat from
-/// request to request, found again without being written: the user piece by the operation and the user's allocation (a capture's reader hands
-/// out one per user), the tail by dry run and the options' allocation, the kinds by value. The
-/// most recent few of each are kept; holding the allocations keeps their addresses theirs.
+/// request to request, found again without being written: the kinds by value, the user piece by
+/// the operation and the user, the tail by dry run and the options' allocation (the reader shares
+/// options; equal JSON values can be written differently: `0.0` and `-0.0`). The most recent few
+/// of each are kept.
 #[derive(Debug, Default)]
 pub(crate) struct PieceCache {
     kinds: VecDeque<(Box<KindsKey>, Arc<str>)>,
@@ -273,6 +274,12 @@ struct KindsKey {
 
 /// Pieces of each sort a [`PieceCache`] keeps.
 const RECENT_PIECES: usize = 8;
+
+/// The same user: the same allocation (the reader shares users), or equal (which for a user's
+/// strings means written alike).
+fn same(a: &Arc<UserInfo>, b: &Arc<UserInfo>) -> bool {
+    Arc::ptr_eq(a, b) || **a == **b
+}
 
 fn keep<T>(list: &mut VecDeque<T>, entry: T) {
     if list.len() >= RECENT_PIECES {
@@ -316,8 +323,7 @@ impl PieceCache {
     /// The user piece of `attrs`, when known.
     pub(crate) fn user(&self, attrs: &Attributes) -> Option<Arc<str>> {
         self.users.iter().find_map(|(op, user, text)| {
-            (*op == attrs.operation && Arc::ptr_eq(user, &attrs.user_info))
-                .then(|| Arc::clone(text))
+            (*op == attrs.operation && same(user, &attrs.user_info)).then(|| Arc::clone(text))
         })
     }
 
@@ -828,11 +834,21 @@ mod tests {
         };
         assert_eq!(cache.match_texts(&other_rule), Some(matched));
         assert_eq!(cache.match_texts(&equivalent), None);
-        // An equal user or options in another allocation is not looked into: not found either.
+        // An equal user in another allocation is the same user; options are found again only
+        // in the same allocation.
         let mut copy = attrs.clone();
         copy.user_info = Arc::new((*user).clone());
         copy.options = Some(Arc::new((*options).clone()));
-        assert_eq!(found(&cache, &copy, &invocation)[1..], [None, None]);
+        assert_eq!(
+            found(&cache, &copy, &invocation)[1],
+            Some(request_user(&copy))
+        );
+        assert_eq!(found(&cache, &copy, &invocation)[2], None);
+        copy.user_info = Arc::new(UserInfo {
+            username: "bob".into(),
+            ..UserInfo::default()
+        });
+        assert_eq!(found(&cache, &copy, &invocation)[1], None);
     }
 
     #[test]
