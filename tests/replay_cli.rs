@@ -468,6 +468,72 @@ fn a_failing_webhook_with_failure_policy_fail_refuses_the_request_as_the_apiserv
 }
 
 #[test]
+fn a_compact_captured_object_is_sent_byte_for_byte() {
+    let pki = TestPki::new();
+    let server = WebhookServer::start(&pki, behaviours());
+    let dir = scratch("as-captured");
+    let client = url_client(
+        &format!("https://127.0.0.1:{}/allow", server.port()),
+        pki.ca_pem(),
+    );
+    let config = config_file(
+        &dir,
+        "c.yaml",
+        "ValidatingWebhookConfiguration",
+        "as-captured",
+        &[hook("allow.example.com", &client, "Fail", 10)],
+    );
+    // As the apiserver writes objects: its own field order, `<` and `>` escaped. The second
+    // line's object has whitespace, so it is not what an apiserver sent and is serialised.
+    let compact = r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm-1","namespace":"default"},"data":{"html":"\u003cb\u003e"}}"#;
+    let spaced = r#"{"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "cm-2", "namespace": "default"}}"#;
+    let line = |name: &str, object: &str| {
+        let mut review = review(&format!("u-{name}"), "default", name);
+        let generated = serde_json::to_string(&json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "default"},
+            "data": {"k": "v"},
+        }))
+        .unwrap();
+        assert!(review.contains(&generated), "{review}");
+        review = review.replace(&generated, object);
+        review
+    };
+    let input = write(
+        &dir,
+        "in.jsonl",
+        &format!("{}\n{}\n", line("cm-1", compact), line("cm-2", spaced)),
+    );
+    let (report, out) = run_json(&[
+        "--webhooks",
+        config.to_str().unwrap(),
+        "--input",
+        input.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_eq!(report["summary"]["allowed"], 2, "{report}");
+    let bodies: BTreeMap<String, String> = server
+        .requests()
+        .iter()
+        .map(|r| {
+            let body = text(&r.body);
+            let review: Value = serde_json::from_str(&body).expect("the body is JSON");
+            (
+                review["request"]["name"].as_str().unwrap().to_string(),
+                body,
+            )
+        })
+        .collect();
+    assert!(bodies["cm-1"].contains(&format!(r#""object":{compact},"oldObject":null"#)));
+    let serialised =
+        serde_json::to_string(&serde_json::from_str::<Value>(spaced).unwrap()).unwrap();
+    assert!(bodies["cm-2"].contains(&format!(r#""object":{serialised},"oldObject":null"#)));
+    // Either way the report holds the object itself.
+    let reported = &report["requests"][0]["object"];
+    assert_eq!(reported, &serde_json::from_str::<Value>(compact).unwrap());
+}
+
+#[test]
 fn service_references_are_dialled_through_resolve_and_verified_by_service_name() {
     let pki = TestPki::new();
     let server = WebhookServer::start(&pki, behaviours());
