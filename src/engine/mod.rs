@@ -263,6 +263,15 @@ struct Shared {
 /// not a promise: the copies handed out stay valid).
 const MAX_SHARED: usize = 4096;
 
+/// The copy of `text` in `set`, which keeps it from now on (see [`shared_copy`]); looked up by the
+/// text itself, so that only a new text is copied into an `Arc`.
+fn shared_text_in(set: &mut HashSet<Arc<str>>, text: String) -> Arc<str> {
+    match set.get(text.as_str()) {
+        Some(known) => Arc::clone(known),
+        None => shared_copy(set, Arc::from(text)),
+    }
+}
+
 /// The copy of `value` in `set`, which keeps it from now on: the one place values that repeat
 /// from request to request (texts, users, labels) are made one allocation.
 pub(crate) fn shared_copy<T: Eq + std::hash::Hash + ?Sized>(
@@ -297,11 +306,7 @@ impl Engine {
 
     /// The engine's shared copy of `text`.
     fn shared_text(&self, text: String) -> Arc<str> {
-        let mut shared = self.shared();
-        match shared.texts.get(text.as_str()) {
-            Some(known) => Arc::clone(known),
-            None => shared_copy(&mut shared.texts, Arc::from(text)),
-        }
+        shared_text_in(&mut self.shared().texts, text)
     }
 
     /// The shared review pieces of a request for an invocation: its kinds, its user (up to the
@@ -314,10 +319,7 @@ impl Engine {
     ) -> [Arc<str>; 3] {
         let mut shared = self.shared();
         let Shared { texts, pieces, .. } = &mut *shared;
-        let mut share = |text: String| match texts.get(text.as_str()) {
-            Some(known) => Arc::clone(known),
-            None => shared_copy(texts, Arc::from(text)),
-        };
+        let mut share = |text: String| shared_text_in(texts, text);
         let kinds = pieces.kinds(attrs, invocation).unwrap_or_else(|| {
             let text = share(review::request_kinds(attrs, invocation));
             pieces.remember_kinds(attrs, invocation, Arc::clone(&text));

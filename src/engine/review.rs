@@ -163,10 +163,12 @@ pub(crate) fn request_head(attrs: &Attributes, invocation: &Invocation) -> Strin
     request_head_pieces(attrs, invocation).concat()
 }
 
-/// [`request_head`] in three pieces: the kinds and resources (`,"kind":…`, the same for the
-/// requests of one kind), the names (`,"name":…,"namespace":…`, the request's own, empty when
-/// both are) and the rest (`,"operation":…,"userInfo":{…},"object":`, the same for the requests
-/// of one user and operation), so that what repeats from request to request can be shared.
+/// [`request_head`] in three pieces (`AdmissionReviewRequest`'s fields after `uid` and before
+/// `object`, in the wire type's order and with its omissions; the tests compare the two): the
+/// kinds and resources (`,"kind":…`, the same for the requests of one kind), the names
+/// (`,"name":…,"namespace":…`, the request's own, empty when both are) and the rest
+/// (`,"operation":…,"userInfo":{…},"object":`, the same for the requests of one user and
+/// operation), so that what repeats from request to request can be shared.
 pub(crate) fn request_head_pieces(attrs: &Attributes, invocation: &Invocation) -> [String; 3] {
     [
         request_kinds(attrs, invocation),
@@ -186,9 +188,6 @@ fn fields<T: Serialize>(v: &T) -> String {
     text.pop();
     text
 }
-
-// `AdmissionReviewRequest`'s fields after `uid` and before `object`, borrowed; the field order
-// and omissions are the wire type's (the tests compare the two).
 
 fn is_empty(s: &&str) -> bool {
     s.is_empty()
@@ -262,7 +261,7 @@ pub(crate) struct PieceCache {
 }
 
 /// What the kinds piece is made of.
-#[derive(Debug, PartialEq)]
+#[derive(Debug)]
 struct KindsKey {
     kind: GroupVersionKind,
     resource: GroupVersionResource,

@@ -71,9 +71,10 @@ pub(crate) fn captured(
 /// shared through `intern` by their text. Every byte is checked as a full parse would check it.
 ///
 /// `None` when the text holds anything this does not decide alone: an error to report, a kind
-/// other than `"AdmissionReview"` written as such, a member name written with escapes, a member of the review or of its request that repeats, numbers or
-/// nesting near a parser's limits. [`request`] on the parsed document then gives the answer, so
-/// results and errors are always those of a full parse.
+/// other than `"AdmissionReview"` written as such, a member name written with escapes, a member
+/// of the review or of its request that repeats, numbers or nesting near a parser's limits.
+/// [`request`] on the parsed document then gives the answer, so results and errors are always
+/// those of a full parse.
 pub(crate) fn read(
     text: &[u8],
     intern: &mut Interner,
