@@ -106,7 +106,7 @@ fn scale_request() -> Attributes {
         namespace: "ns".into(),
         name: "name".into(),
         object: Some(Arc::new(
-            json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "name", "namespace": "ns"}}),
+            json!({"apiVersion": "autoscaling/v1", "kind": "Scale", "metadata": {"name": "name", "namespace": "ns"}}).into(),
         )),
         old_object: None,
         dry_run: false,
@@ -206,7 +206,7 @@ fn pod_request() -> Attributes {
         sub_resource: String::new(),
         namespace: "shop".into(),
         name: "web-7d9f8".into(),
-        object: Some(Arc::new(pod())),
+        object: Some(Arc::new(pod().into())),
         old_object: None,
         dry_run: false,
         options: Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}).into()),

@@ -93,8 +93,8 @@ fn attributes() -> Attributes {
         sub_resource: String::new(),
         namespace: NAMESPACE.into(),
         name: "my-pod".into(),
-        object: Some(std::sync::Arc::new(meta(true))),
-        old_object: Some(std::sync::Arc::new(meta(false))),
+        object: Some(std::sync::Arc::new(meta(true).into())),
+        old_object: Some(std::sync::Arc::new(meta(false).into())),
         dry_run: false,
         options: Some(json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"}).into()),
         user_info: std::sync::Arc::new(UserInfo {

@@ -75,6 +75,7 @@ fn renamed(r: &CapturedRequest, i: usize) -> CapturedRequest {
         .flatten()
     {
         if let Some(m) = std::sync::Arc::make_mut(o)
+            .value_mut()
             .get_mut("metadata")
             .and_then(|m| m.as_object_mut())
         {

@@ -100,7 +100,6 @@ fn requests() -> Vec<InputItem> {
                 },
                 uid: format!("bench-{i}"),
                 attrs,
-                json: Default::default(),
                 namespace: NamespaceState::Known(Default::default()),
                 audit: None,
                 notes: Vec::new(),

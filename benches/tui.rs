@@ -20,7 +20,7 @@ use std::collections::HashSet;
 use std::sync::OnceLock;
 
 use divan::Bencher;
-use hookscope::engine::{AuditLevel, CallRecord, StepKind, TraceStep};
+use hookscope::engine::{AuditLevel, CallRecord, Object, StepKind, TraceStep};
 use hookscope::replay::run::{ReplayEvent, Replayed};
 use hookscope::tui::app::{Msg, State, View, update};
 use hookscope::tui::source::{SourceMsg, collect};
@@ -67,9 +67,14 @@ fn demo_results(msgs: Vec<SourceMsg>) -> Vec<Box<Replayed>> {
 /// before/after and review objects. The same allocation may appear many times.
 fn objects_of(r: &Replayed) -> Vec<&Value> {
     let a = &r.request.attrs;
-    let mut out: Vec<&Value> = a.object.iter().chain(&a.old_object).map(|o| &**o).collect();
-    out.extend(r.outcome.object.as_deref());
-    out.extend(r.outcome.trace.objects().map(|o| &**o));
+    let mut out: Vec<&Value> = a
+        .object
+        .iter()
+        .chain(&a.old_object)
+        .map(|o| o.value())
+        .collect();
+    out.extend(r.outcome.object.as_deref().map(Object::value));
+    out.extend(r.outcome.trace.objects().map(|o| o.value()));
     out
 }
 

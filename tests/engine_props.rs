@@ -257,8 +257,8 @@ fn pod_request(op: Operation, labels: &Option<BTreeMap<String, String>>) -> Attr
         sub_resource: String::new(),
         namespace: "default".into(),
         name: "p".into(),
-        object: (op != Operation::Delete).then(|| Arc::new(object.clone())),
-        old_object: (op != Operation::Create).then_some(Arc::new(object)),
+        object: (op != Operation::Delete).then(|| Arc::new(object.clone().into())),
+        old_object: (op != Operation::Create).then_some(Arc::new(object.into())),
         dry_run: false,
         options: None,
         user_info: Default::default(),
@@ -684,7 +684,7 @@ proptest! {
             prop_assert_eq!(&call.webhook, &format!("v{i}.example.com"));
             prop_assert_eq!(call.index, j, "index among matching hooks");
             let review: Value = serde_json::from_slice(&call.body).unwrap();
-            prop_assert_eq!(&review["request"]["object"], &*final_object);
+            prop_assert_eq!(&review["request"]["object"], final_object.value());
         }
 
         // The expected verdict: the lowest-index failure among the matching webhooks.

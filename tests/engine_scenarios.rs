@@ -70,8 +70,8 @@ fn request(op: Operation, kind: (&str, &str, &str), resource: &str, object: Valu
         sub_resource: String::new(),
         namespace,
         name,
-        object: (op != Operation::Delete).then(|| Arc::new(object.clone())),
-        old_object: (op != Operation::Create).then_some(Arc::new(object)),
+        object: (op != Operation::Delete).then(|| Arc::new(object.clone().into())),
+        old_object: (op != Operation::Create).then_some(Arc::new(object.into())),
         dry_run: false,
         options: None,
         user_info: Default::default(),
@@ -335,7 +335,13 @@ fn sidecar_injector_is_reinvoked_after_a_later_label_defaulter() {
                 after,
                 changed,
                 ..
-            } => Some((hook.round, hook.index, &**before, &**after, *changed)),
+            } => Some((
+                hook.round,
+                hook.index,
+                before.value(),
+                after.value(),
+                *changed,
+            )),
             _ => None,
         })
         .collect();
@@ -347,7 +353,7 @@ fn sidecar_injector_is_reinvoked_after_a_later_label_defaulter() {
     final_object["metadata"]["labels"]["team"] = json!("platform");
     assert_eq!(applied[1], (0, 1, &injected, &final_object, true));
     assert_eq!(applied[2], (1, 0, &final_object, &final_object, false));
-    assert_eq!(o.object.as_deref(), Some(&final_object));
+    assert_eq!(o.object.as_deref().map(|o| o.value()), Some(&final_object));
 
     let ok = labels(&[
         ("code", "200"),

@@ -71,11 +71,14 @@ fn pod_create() -> Attributes {
         sub_resource: String::new(),
         namespace: "default".into(),
         name: "web-0".into(),
-        object: Some(Arc::new(json!({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": "web-0", "namespace": "default"},
-            "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
-        }))),
+        object: Some(Arc::new(
+            json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": "web-0", "namespace": "default"},
+                "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]},
+            })
+            .into(),
+        )),
         old_object: None,
         dry_run: false,
         options: Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}).into()),

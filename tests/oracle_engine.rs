@@ -144,7 +144,7 @@ fn recorded_requests() -> (Vec<Recorded>, Namespaces) {
                     .unwrap_or_default()
                     .into(),
                 name: e["objectRef"]["name"].as_str().unwrap_or_default().into(),
-                object: Some(Arc::new(e["requestObject"].clone())),
+                object: Some(Arc::new(e["requestObject"].clone().into())),
                 old_object: None,
                 dry_run: uri.contains("dryRun=All"),
                 options: Some(Arc::new(

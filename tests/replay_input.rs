@@ -159,7 +159,7 @@ fn the_oracle_audit_log_yields_the_requests_the_oracle_test_replays() {
         // apiserver sent it so: see the received reviews below); the oracle test leaves it out.
         let mut object = e["requestObject"].clone();
         object["metadata"]["namespace"] = json!(a.namespace);
-        assert_eq!(a.object.as_deref(), Some(&object), "{what}");
+        assert_eq!(a.object_value(), Some(&object), "{what}");
         assert_eq!(a.old_object, None);
         assert_eq!(
             a.dry_run,
@@ -209,7 +209,7 @@ fn the_oracle_audit_log_yields_the_requests_the_oracle_test_replays() {
                 )
             });
         assert_eq!(
-            got.attrs.object.as_deref().cloned(),
+            got.attrs.object_value().cloned(),
             Some(without_managed_fields(sent["object"].clone())),
             "{first}"
         );
@@ -728,7 +728,7 @@ fn updates_use_the_last_state_seen() {
     let update = r[1];
     assert_eq!(update.attrs.operation, Operation::Update);
     assert_eq!(
-        update.attrs.old_object.as_deref().cloned(),
+        update.attrs.old_object_value().cloned(),
         Some(cm("c", "5", json!({"k": "1"})))
     );
     assert_eq!(update.attrs.object.as_ref().unwrap()["data"]["k"], "2");
@@ -815,7 +815,7 @@ fn reads_teach_old_objects_and_requests_without_bodies_are_not_replayable() {
     assert_eq!(r.len(), 2, "{items:?}");
     // The list item gets the list's type meta back.
     assert_eq!(
-        r[0].attrs.old_object.as_deref().cloned(),
+        r[0].attrs.old_object_value().cloned(),
         Some(
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "a", "namespace": "shop", "resourceVersion": "20"}, "data": {"x": "1"}})
         )
@@ -906,7 +906,7 @@ fn patches_are_applied_to_the_last_state_when_their_type_is_certain() {
     let json_patch = r[1];
     assert_eq!(json_patch.attrs.operation, Operation::Update);
     assert_eq!(
-        json_patch.attrs.old_object.as_deref().cloned(),
+        json_patch.attrs.old_object_value().cloned(),
         Some(created.clone())
     );
     assert_eq!(
@@ -925,7 +925,7 @@ fn patches_are_applied_to_the_last_state_when_their_type_is_certain() {
     );
     assert!(json_patch.notes.is_empty());
     let merge = r[2];
-    assert_eq!(merge.attrs.old_object.as_deref().cloned(), Some(after_json));
+    assert_eq!(merge.attrs.old_object_value().cloned(), Some(after_json));
     assert_eq!(
         merge.attrs.object.as_ref().unwrap()["data"],
         json!({"b": "2"})
@@ -1041,7 +1041,7 @@ fn deletes_use_earlier_state_and_forget_deleted_objects() {
     assert_eq!(r[1].attrs.operation, Operation::Delete);
     assert_eq!(r[1].attrs.object, None);
     assert_eq!(
-        r[1].attrs.old_object.as_deref().cloned(),
+        r[1].attrs.old_object_value().cloned(),
         Some(cm("c", "1", json!({})))
     );
     assert_eq!(
@@ -1222,7 +1222,7 @@ fn connect_requests_and_requests_whose_final_stage_never_came() {
         GroupVersionKind::new("", "v1", "PodExecOptions")
     );
     assert_eq!(
-        r[0].attrs.object.as_deref().cloned(),
+        r[0].attrs.object_value().cloned(),
         Some(
             json!({"kind": "PodExecOptions", "apiVersion": "v1", "stdout": true, "command": ["date"]})
         )
@@ -1236,14 +1236,14 @@ fn connect_requests_and_requests_whose_final_stage_never_came() {
         (None, None, false)
     );
     assert_eq!(
-        r[1].attrs.object.as_deref().cloned(),
+        r[1].attrs.object_value().cloned(),
         Some(json!({"kind": "ServiceProxyOptions", "apiVersion": "v1", "path": "/metrics/"}))
     );
     assert_eq!(r[1].attrs.name, "api:http");
     // Emitted by finish(), from the latest stage seen.
     assert_eq!(r[2].uid, "1");
     assert_eq!(
-        r[2].attrs.object.as_deref().cloned(),
+        r[2].attrs.object_value().cloned(),
         Some(
             json!({"kind": "PodExecOptions", "apiVersion": "v1", "stdin": true, "stdout": true, "container": "app", "command": ["sh", "-c", "ls -l"]})
         )

@@ -282,6 +282,8 @@ const BATCH_AGE: Duration = Duration::from_millis(50);
 
 /// Collects input items into batches for the channel.
 struct Batcher {
+    /// Parse the objects of each request before handing it over.
+    parse_objects: bool,
     tx: tokio::sync::mpsc::Sender<Vec<InputItem>>,
     batch: Vec<InputItem>,
     started: Instant,
@@ -289,6 +291,13 @@ struct Batcher {
 
 impl Batcher {
     fn push(&mut self, item: InputItem) {
+        if self.parse_objects
+            && let InputItem::Request(r) = &item
+        {
+            for o in r.attrs.object.iter().chain(&r.attrs.old_object) {
+                o.value();
+            }
+        }
         if self.batch.is_empty() {
             self.started = Instant::now();
         }
@@ -307,16 +316,20 @@ impl Batcher {
     }
 }
 
-/// Reads every input on a thread of its own, sending items in batches over a bounded channel.
-/// Returns how many inputs could be read, and the problems of those that could not.
+/// Reads every input on a thread of its own, sending items in batches over a bounded channel;
+/// with `parse_objects`, parses there the objects captured as text (`engine::Object`), which the
+/// replay will read. Returns how many inputs could be read, and the problems of those that
+/// could not.
 fn spawn_reader(
     inputs: Vec<String>,
     mut reader: Reader,
+    parse_objects: bool,
     tx: tokio::sync::mpsc::Sender<Vec<InputItem>>,
     read: Arc<AtomicU64>,
 ) -> std::thread::JoinHandle<(usize, Vec<InputProblem>)> {
     std::thread::spawn(move || {
         let mut batcher = Batcher {
+            parse_objects,
             tx,
             batch: Vec::with_capacity(BATCH),
             started: Instant::now(),
@@ -771,7 +784,10 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     }
 
     let (tx, mut rx) = tokio::sync::mpsc::channel::<Vec<InputItem>>(8);
-    let reader = spawn_reader(args.input.clone(), reader, tx, read);
+    // Objects the dispatch or the outputs will read are parsed on the reader's thread.
+    let parse_objects =
+        replayer.engine().reads_objects() || args.audit_log.is_some() || args.expect.is_some();
+    let reader = spawn_reader(args.input.clone(), reader, parse_objects, tx, read);
     let runtime = match args.io_threads {
         0 => tokio::runtime::Builder::new_current_thread(),
         n => {

@@ -318,7 +318,7 @@ fn request_change(index: usize, b: &Replayed, a: &Replayed) -> RequestChange {
     let (vb, va) = (Verdict::of(b), Verdict::of(a));
     let mut object = Vec::new();
     match (&b.outcome.object, &a.outcome.object) {
-        (Some(x), Some(y)) => json_diff(x, y, &mut String::new(), &mut object),
+        (Some(x), Some(y)) => json_diff(x.value(), y.value(), &mut String::new(), &mut object),
         (None, Some(_)) => object.push(ObjectChange::Added(String::new())),
         (Some(_), None) => object.push(ObjectChange::Removed(String::new())),
         (None, None) => {}

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::Object;
 use crate::api::{GroupVersionKind, GroupVersionResource, Operation, UserInfo};
 
 /// One admission request.
@@ -31,17 +32,17 @@ pub struct Attributes {
     pub name: String,
     /// The new object (None for DELETE). Shared: the dispatch's trace and outcome refer to this
     /// allocation for as long as no patch changes the object.
-    #[serde(default, with = "shared_value")]
-    pub object: Option<Arc<Value>>,
+    #[serde(default, with = "shared_option")]
+    pub object: Option<Arc<Object>>,
     /// The stored object (None for CREATE and CONNECT). Shared like `object`.
-    #[serde(default, with = "shared_value")]
-    pub old_object: Option<Arc<Value>>,
+    #[serde(default, with = "shared_option")]
+    pub old_object: Option<Arc<Object>>,
     /// `?dryRun=All`.
     #[serde(default)]
     pub dry_run: bool,
     /// CreateOptions, UpdateOptions, DeleteOptions, or None for CONNECT. Shared: the requests of
     /// a capture with the same options refer to one allocation.
-    #[serde(default, with = "shared_value")]
+    #[serde(default, with = "shared_option")]
     pub options: Option<Arc<Value>>,
     /// The requesting user. Shared: the requests of one user refer to one allocation.
     #[serde(default, with = "shared")]
@@ -56,45 +57,35 @@ impl Attributes {
             && self.resource.version == "v1"
             && self.resource.resource == "namespaces"
     }
-}
 
-/// The JSON text of a request's object and old object, when the caller already holds it (a
-/// capture's own bytes): the AdmissionReviews sent embed it as it stands instead of serialising
-/// the objects again, as the apiserver sends the bytes it encoded. Each text, when present, must
-/// be JSON of the same value as the corresponding object of the request.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ObjectsJson {
-    /// JSON of [`Attributes::object`].
-    pub object: Option<Arc<str>>,
-    /// JSON of [`Attributes::old_object`].
-    pub old_object: Option<Arc<str>>,
-}
+    /// The value of the new object.
+    pub fn object_value(&self) -> Option<&Value> {
+        self.object.as_deref().map(Object::value)
+    }
 
-impl ObjectsJson {
-    /// Whether each text present is JSON of the corresponding object of `attrs`.
-    pub fn describes(&self, attrs: &Attributes) -> bool {
-        let same = |text: &Option<Arc<str>>, value: &Option<Arc<Value>>| match (text, value) {
-            (None, _) => true,
-            (Some(t), Some(v)) => serde_json::from_str::<Value>(t).is_ok_and(|t| t == **v),
-            (Some(_), None) => false,
-        };
-        same(&self.object, &attrs.object) && same(&self.old_object, &attrs.old_object)
+    /// The value of the stored object.
+    pub fn old_object_value(&self) -> Option<&Value> {
+        self.old_object.as_deref().map(Object::value)
     }
 }
 
-/// Serde for `Option<Arc<Value>>` fields: the JSON value itself, as for `Option<Value>`.
-pub(crate) mod shared_value {
+/// Serde for `Option<Arc<T>>` fields: the value itself, as for `Option<T>`.
+pub(crate) mod shared_option {
     use std::sync::Arc;
 
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
-    use serde_json::Value;
 
-    pub fn serialize<S: Serializer>(v: &Option<Arc<Value>>, s: S) -> Result<S::Ok, S::Error> {
+    pub fn serialize<T: Serialize, S: Serializer>(
+        v: &Option<Arc<T>>,
+        s: S,
+    ) -> Result<S::Ok, S::Error> {
         v.as_deref().serialize(s)
     }
 
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Arc<Value>>, D::Error> {
-        Ok(Option::<Value>::deserialize(d)?.map(Arc::new))
+    pub fn deserialize<'de, T: Deserialize<'de>, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<Arc<T>>, D::Error> {
+        Ok(Option::<T>::deserialize(d)?.map(Arc::new))
     }
 }
 

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::attributes::ObjectsJson;
 use super::audit::{Annotations, AuditLevel, Warnings};
 use super::call::{Replier, Reply, ReplyOutcome, TransportError, TransportErrorKind, WebhookCall};
 use super::hooks::Hook;
 use super::matching::{self, ConditionStats, Decision, Invocation, MatchEnv, SkipReason};
+use super::object::Object;
 use super::review::{self, CallingError};
 use super::status::{self, go_json_string, go_quote};
 use super::trace::{
@@ -71,40 +71,22 @@ pub(super) struct Run<'e, 'c> {
     should_reinvoke: bool,
     /// Index in `calls` of the record of the call being handled.
     current_call: Option<usize>,
-    /// `attrs.object` and `attrs.old_object` as AdmissionReview bodies embed them (as given, or
-    /// serialised); the first is replaced whenever a patch replaces the object.
-    object_json: Option<ObjectText>,
-    old_object_json: Option<ObjectText>,
+    /// `attrs.object` and `attrs.old_object` serialised for AdmissionReview bodies, when they
+    /// were not given as JSON; the first is replaced whenever a patch replaces the object.
+    object_json: Option<String>,
+    old_object_json: Option<String>,
     /// The texts of the request's own invocation (every exact match) and of each equivalent
     /// invocation (resource, subresource, kind) seen so far.
     own_invocation: Option<InvocationTexts>,
     invocations: Vec<(Invocation, InvocationTexts)>,
 }
 
-/// An object's JSON for review bodies: the caller's text (shared with the trace), or serialised
-/// here (the trace serialises it again when it is shown).
-enum ObjectText {
-    Given(Arc<str>),
-    Serialised(String),
-}
-
-impl std::ops::Deref for ObjectText {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        match self {
-            ObjectText::Given(text) => text,
-            ObjectText::Serialised(text) => text,
-        }
-    }
-}
-
-impl ObjectText {
-    fn given(&self) -> Option<Arc<str>> {
-        match self {
-            ObjectText::Given(text) => Some(Arc::clone(text)),
-            ObjectText::Serialised(_) => None,
-        }
+/// An object's JSON for review bodies: the text it was given as, or its serialisation, made
+/// once into `cache`.
+fn object_text<'a>(o: &'a Option<Arc<Object>>, cache: &'a mut Option<String>) -> &'a str {
+    match o.as_deref().and_then(Object::json) {
+        Some(text) => text,
+        None => cache.get_or_insert_with(|| review::object_json(o.as_deref().map(Object::value))),
     }
 }
 
@@ -112,7 +94,6 @@ impl<'e, 'c> Run<'e, 'c> {
     pub(super) fn new(
         engine: &'e Engine,
         attrs: Cow<'c, Attributes>,
-        json: ObjectsJson,
         ctx: RequestContext<'c>,
     ) -> Self {
         Run {
@@ -128,8 +109,8 @@ impl<'e, 'c> Run<'e, 'c> {
             reinvoke: BTreeSet::new(),
             should_reinvoke: false,
             current_call: None,
-            object_json: json.object.map(ObjectText::Given),
-            old_object_json: json.old_object.map(ObjectText::Given),
+            object_json: None,
+            old_object_json: None,
             own_invocation: None,
             invocations: Vec::new(),
         }
@@ -472,29 +453,21 @@ impl<'e, 'c> Run<'e, 'c> {
         let texts = self.review_texts(inv);
         let (head, tail) = (texts.head(), &*texts.tail);
         let mut body = String::new();
-        // The texts sent, when they are the request's objects' (not relabelled ones).
-        let mut json = ObjectsJson::default();
         let (object, old_object) = if self.sends_request_kind(inv) {
-            let serialised =
-                |o: &Option<Arc<Value>>| ObjectText::Serialised(review::object_json(o.as_deref()));
-            let object = self
-                .object_json
-                .get_or_insert_with(|| serialised(&self.attrs.object));
-            let old_object = self
-                .old_object_json
-                .get_or_insert_with(|| serialised(&self.attrs.old_object));
-            let (object, old_object) = (&*object, &*old_object);
+            let object = object_text(&self.attrs.object, &mut self.object_json);
+            let old_object = object_text(&self.attrs.old_object, &mut self.old_object_json);
             body.reserve(object.len() + old_object.len() + texts.len() + 128);
             review::write_review(&mut body, version, &uid, &head, object, old_object, tail);
-            json = ObjectsJson {
-                object: object.given(),
-                old_object: old_object.given(),
-            };
             (self.attrs.object.clone(), self.attrs.old_object.clone())
         } else {
-            let relabelled = |o: &Option<Arc<Value>>| {
-                o.as_deref()
-                    .map(|o| Arc::new(review::relabel(o, &self.attrs.kind, &inv.kind)))
+            let relabelled = |o: &Option<Arc<Object>>| {
+                o.as_deref().map(|o| {
+                    Arc::new(Object::new(review::relabel(
+                        o.value(),
+                        &self.attrs.kind,
+                        &inv.kind,
+                    )))
+                })
             };
             let (object, old_object) = (
                 relabelled(&self.attrs.object),
@@ -505,8 +478,8 @@ impl<'e, 'c> Run<'e, 'c> {
                 version,
                 &uid,
                 &head,
-                &review::object_json(object.as_deref()),
-                &review::object_json(old_object.as_deref()),
+                &review::object_json(object.as_deref().map(Object::value)),
+                &review::object_json(old_object.as_deref().map(Object::value)),
                 tail,
             );
             (object, old_object)
@@ -522,7 +495,6 @@ impl<'e, 'c> Run<'e, 'c> {
                 texts: Arc::clone(&texts),
                 object,
                 old_object,
-                json,
             }),
         });
         let body = body.into_bytes();
@@ -960,11 +932,11 @@ impl<'e, 'c> Run<'e, 'c> {
             AuditLevel::Request,
         );
         let same_kind = self.sends_request_kind(inv);
-        let after = Arc::new(if same_kind {
+        let after = Arc::new(Object::new(if same_kind {
             patched
         } else {
             review::relabel(&patched, &inv.kind, &self.attrs.kind)
-        });
+        }));
         if let Some(c) = self.call_record() {
             c.patch = Some(patch_json.into_boxed_str());
         }
@@ -976,9 +948,7 @@ impl<'e, 'c> Run<'e, 'c> {
             after: Arc::clone(&after),
         });
         self.attrs.to_mut().object = Some(after);
-        self.object_json = patched_json
-            .filter(|_| same_kind)
-            .map(ObjectText::Serialised);
+        self.object_json = patched_json.filter(|_| same_kind);
         Ok(changed)
     }
 
@@ -991,7 +961,7 @@ impl<'e, 'c> Run<'e, 'c> {
         patch: &jsonpatch::Patch,
         inv: &Invocation,
     ) -> Result<(Value, bool, Option<String>), jsonpatch::ApplyError> {
-        let current = self.attrs.object.as_deref().unwrap_or(&Value::Null);
+        let current = self.attrs.object_value().unwrap_or(&Value::Null);
         let relabelled;
         let sent = if self.sends_request_kind(inv) {
             current

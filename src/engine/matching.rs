@@ -235,7 +235,7 @@ fn namespace_labels<'a>(
         )
     {
         return Ok(Cow::Owned(
-            object_labels(attrs.object.as_deref())
+            object_labels(attrs.object_value())
                 .map(labels_to_map)
                 .unwrap_or_default(),
         ));
@@ -272,7 +272,7 @@ fn match_object_selector(hook: &Hook, attrs: &Attributes) -> Result<bool, Box<St
         Some(meta) => selector.matches_json(meta.get("labels").and_then(Value::as_object)),
         None => false,
     };
-    Ok(m(attrs.object.as_deref()) || m(attrs.old_object.as_deref()))
+    Ok(m(attrs.object_value()) || m(attrs.old_object_value()))
 }
 
 /// `metadata` of an object, or None when the object has none (meta.Accessor fails: options
@@ -420,8 +420,8 @@ fn explain_object_skip(hook: &Hook, attrs: &Attributes) -> (String, String) {
     };
     let detail = match (
         &hook.object_selector,
-        metadata(attrs.object.as_deref()),
-        metadata(attrs.old_object.as_deref()),
+        metadata(attrs.object_value()),
+        metadata(attrs.old_object_value()),
     ) {
         (_, None, None) => "the request carries no object with metadata".to_string(),
         (Ok(s), obj, old) => {
@@ -569,8 +569,8 @@ fn evaluate_conditions(
     let request = cel_request(attrs, invocation);
     let null = Value::Null;
     let activation = cel::Activation {
-        object: attrs.object.as_deref().unwrap_or(&null),
-        old_object: attrs.old_object.as_deref().unwrap_or(&null),
+        object: attrs.object_value().unwrap_or(&null),
+        old_object: attrs.old_object_value().unwrap_or(&null),
         request: &request,
         authorizer: env.authorizer,
         user: &attrs.user_info,

@@ -18,6 +18,7 @@ mod dispatch;
 pub mod endpoint;
 pub mod hooks;
 pub mod matching;
+mod object;
 pub mod review;
 pub mod status;
 pub mod trace;
@@ -30,7 +31,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 pub use attributes::{
-    Attributes, IdSource, NamespaceLookup, NamespaceSource, Namespaces, ObjectsJson, SequentialIds,
+    Attributes, IdSource, NamespaceLookup, NamespaceSource, Namespaces, SequentialIds,
 };
 pub use audit::{AuditAnnotation, AuditLevel};
 pub use call::{
@@ -39,6 +40,7 @@ pub use call::{
 pub use dispatch::{mutation_annotation_value, patch_annotation_value, semantic_eq};
 pub use hooks::Hook;
 pub use matching::{Decision, Invocation, SkipReason};
+pub use object::Object;
 pub use trace::{HookRef, ReviewBody, Step, StepKind, Trace, TraceStep};
 
 use crate::api::{GroupResource, Status, WebhookConfiguration, WebhookKind};
@@ -112,7 +114,7 @@ pub struct Outcome {
     pub status: Option<Box<Status>>,
     /// The object after the mutating chain (None for requests without an object): the request's
     /// own object when no patch changed it, else the last patch's result, shared with the trace.
-    pub object: Option<Arc<Value>>,
+    pub object: Option<Arc<Object>>,
     /// Audit annotations in the order written, with their levels.
     pub annotations: Vec<AuditAnnotation>,
     /// Warnings returned to the client.
@@ -137,7 +139,7 @@ impl Serialize for Outcome {
         struct Full<'a> {
             allowed: bool,
             status: Option<&'a Status>,
-            object: Option<&'a Value>,
+            object: Option<&'a Object>,
             annotations: &'a [AuditAnnotation],
             warnings: &'a [String],
             calls: &'a [CallRecord],
@@ -377,6 +379,16 @@ impl Engine {
         &self.validating
     }
 
+    /// Whether dispatching may read the value of a request's object or old object rather than
+    /// only send it: when a webhook mutates, selects objects by label, or has match conditions.
+    /// (Namespace objects are also read for their labels, whatever the webhooks.)
+    pub fn reads_objects(&self) -> bool {
+        !self.mutating.is_empty()
+            || self.validating.iter().any(|h| {
+                !h.conditions.is_empty() || h.object_selector.as_ref().is_ok_and(|s| !s.is_empty())
+            })
+    }
+
     /// The options.
     pub fn options(&self) -> &EngineOptions {
         &self.options
@@ -404,27 +416,20 @@ impl Engine {
         ctx: RequestContext<'_>,
         replier: &mut R,
     ) -> Outcome {
-        dispatch::Run::new(
-            self,
-            std::borrow::Cow::Owned(attrs),
-            ObjectsJson::default(),
-            ctx,
-        )
-        .run(replier)
-        .await
+        dispatch::Run::new(self, std::borrow::Cow::Owned(attrs), ctx)
+            .run(replier)
+            .await
     }
 
-    /// [`Engine::dispatch`] of a borrowed request, whose objects' JSON the caller may already
-    /// hold (see [`ObjectsJson`]): the request is copied only if a patch replaces its object.
+    /// [`Engine::dispatch`] of a borrowed request: it is copied only if a patch replaces its
+    /// object.
     pub async fn dispatch_ref<'c, R: Replier + Send>(
         &self,
         attrs: &'c Attributes,
-        json: ObjectsJson,
         ctx: RequestContext<'c>,
         replier: &mut R,
     ) -> Outcome {
-        debug_assert!(json.describes(attrs), "ObjectsJson of other objects");
-        dispatch::Run::new(self, std::borrow::Cow::Borrowed(attrs), json, ctx)
+        dispatch::Run::new(self, std::borrow::Cow::Borrowed(attrs), ctx)
             .run(replier)
             .await
     }

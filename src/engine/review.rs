@@ -873,8 +873,8 @@ mod tests {
             equivalent: false,
         };
         let check = |attrs: &Attributes, invocation: &Invocation, version: &str| {
-            let object = attrs.object.as_deref().cloned().unwrap_or(Value::Null);
-            let old_object = attrs.old_object.as_deref().cloned().unwrap_or(Value::Null);
+            let object = attrs.object_value().cloned().unwrap_or(Value::Null);
+            let old_object = attrs.old_object_value().cloned().unwrap_or(Value::Null);
             let expected = serde_json::to_vec(&build_review(
                 attrs,
                 invocation,
@@ -904,9 +904,9 @@ mod tests {
             json!({"kind": "UpdateOptions", "fieldManager": "<m>"}),
         ));
         attrs.object = Some(Arc::new(
-            json!({"a": [1, 2.5, -3, 1e300, null, {}], "s": "\u{1}\\/<"}),
+            json!({"a": [1, 2.5, -3, 1e300, null, {}], "s": "\u{1}\\/<"}).into(),
         ));
-        attrs.old_object = Some(Arc::new(json!({"b": true})));
+        attrs.old_object = Some(Arc::new(json!({"b": true}).into()));
         attrs.user_info = Arc::new(UserInfo {
             username: "u".into(),
             uid: "1".into(),

@@ -12,6 +12,7 @@ use serde_json::Value;
 use super::CallRecord;
 use super::audit::AuditLevel;
 use super::matching::SkipReason;
+use super::object::Object;
 use crate::api::{Status, WebhookKind};
 
 /// Which webhook, in which phase, round and annotation index.
@@ -46,9 +47,9 @@ pub(crate) fn ser_opt_shared_str<S: serde::Serializer>(
     v.as_deref().serialize(s)
 }
 
-/// Serialises a shared JSON value as the value itself.
-pub(crate) fn ser_shared_value<S: serde::Serializer>(
-    v: &Arc<Value>,
+/// Serialises a shared object as the object's value.
+pub(crate) fn ser_shared_object<S: serde::Serializer>(
+    v: &Arc<Object>,
     s: S,
 ) -> Result<S::Ok, S::Error> {
     v.as_ref().serialize(s)
@@ -105,10 +106,8 @@ pub(crate) struct ReviewParts {
     pub(crate) timeout_secs: u64,
     pub(crate) timeout: Duration,
     pub(crate) texts: Arc<ReviewTexts>,
-    pub(crate) object: Option<Arc<Value>>,
-    pub(crate) old_object: Option<Arc<Value>>,
-    /// The texts the objects were sent as, when they were not serialised for this review.
-    pub(crate) json: super::ObjectsJson,
+    pub(crate) object: Option<Arc<Object>>,
+    pub(crate) old_object: Option<Arc<Object>>,
 }
 
 /// The text of a request's AdmissionReviews around the uid and the objects, in the pieces of
@@ -135,11 +134,13 @@ impl ReviewTexts {
     }
 }
 
-/// An object's text in a review: the one it was sent as, or its serialisation.
-fn sent_json<'a>(json: &'a Option<Arc<str>>, value: &Option<Arc<Value>>) -> Cow<'a, str> {
-    match json {
+/// An object's text in a review: the one it was given as, or its serialisation.
+fn sent_json(object: &Option<Arc<Object>>) -> Cow<'_, str> {
+    match object.as_deref().and_then(Object::json) {
         Some(text) => Cow::Borrowed(text),
-        None => Cow::Owned(super::review::object_json(value.as_deref())),
+        None => Cow::Owned(super::review::object_json(
+            object.as_deref().map(Object::value),
+        )),
     }
 }
 
@@ -151,8 +152,8 @@ impl ReviewBody {
     /// The review exactly as sent.
     pub fn text(&self) -> String {
         let p = &self.0;
-        let object = sent_json(&p.json.object, &p.object);
-        let old_object = sent_json(&p.json.old_object, &p.old_object);
+        let object = sent_json(&p.object);
+        let old_object = sent_json(&p.old_object);
         let mut out = String::with_capacity(p.texts.len() + object.len() + old_object.len() + 128);
         super::review::write_review(
             &mut out,
@@ -168,12 +169,12 @@ impl ReviewBody {
 
     /// The object sent (relabelled to the invocation's kind when matched as an equivalent).
     pub fn object(&self) -> Option<&Value> {
-        self.0.object.as_deref()
+        self.0.object.as_deref().map(Object::value)
     }
 
     /// The old object sent.
     pub fn old_object(&self) -> Option<&Value> {
-        self.0.old_object.as_deref()
+        self.0.old_object.as_deref().map(Object::value)
     }
 
     /// `request.uid` of the review.
@@ -192,7 +193,7 @@ impl ReviewBody {
     }
 
     /// The objects sent, as shared.
-    fn shared_objects(&self) -> impl Iterator<Item = &Arc<Value>> {
+    fn shared_objects(&self) -> impl Iterator<Item = &Arc<Object>> {
         self.0.object.iter().chain(&self.0.old_object)
     }
 }
@@ -300,12 +301,12 @@ pub enum StepKind {
         hook: HookRef,
         /// The JSON patch as the webhook sent it (decoded).
         patch: Value,
-        #[serde(serialize_with = "ser_shared_value")]
+        #[serde(serialize_with = "ser_shared_object")]
         /// Object before (shared with the request, the previous patch's `after`, or both).
-        before: Arc<Value>,
-        #[serde(serialize_with = "ser_shared_value")]
+        before: Arc<Object>,
+        #[serde(serialize_with = "ser_shared_object")]
         /// Object after (shared with the next patch's `before` or the outcome's object).
-        after: Arc<Value>,
+        after: Arc<Object>,
         /// Whether the object changed semantically (drives reinvocation).
         changed: bool,
     },
@@ -451,8 +452,8 @@ pub(crate) enum Entry {
     PatchApplied {
         call: CallIx,
         changed: bool,
-        before: Arc<Value>,
-        after: Arc<Value>,
+        before: Arc<Object>,
+        after: Arc<Object>,
     },
     PatchFailed {
         call: CallIx,
@@ -534,9 +535,9 @@ impl Trace {
 
     /// Every JSON object the trace refers to (objects before and after patches, objects sent),
     /// once per reference: the same allocation may appear many times.
-    pub fn objects(&self) -> impl Iterator<Item = &Arc<Value>> {
+    pub fn objects(&self) -> impl Iterator<Item = &Arc<Object>> {
         self.steps.iter().flat_map(|s| {
-            let (a, b): (Option<&Arc<Value>>, Option<&Arc<Value>>) = match &s.entry {
+            let (a, b): (Option<&Arc<Object>>, Option<&Arc<Object>>) = match &s.entry {
                 Entry::PatchApplied { before, after, .. } => (Some(before), Some(after)),
                 _ => (None, None),
             };
@@ -600,7 +601,7 @@ impl TraceStep {
     }
 
     /// The object before and after, when the step is an applied patch.
-    pub fn patch_objects(&self) -> Option<(&Arc<Value>, &Arc<Value>)> {
+    pub fn patch_objects(&self) -> Option<(&Arc<Object>, &Arc<Object>)> {
         match &self.entry {
             Entry::PatchApplied { before, after, .. } => Some((before, after)),
             _ => None,

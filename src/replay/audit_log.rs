@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use super::report::{SecretPolicy, is_secret, redact_secret};
 use super::run::Replayed;
 use crate::api::{Operation, UserInfo};
-use crate::engine::AuditLevel;
+use crate::engine::{AuditLevel, Object};
 
 /// An audit event, fields in the order the apiserver writes them.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -176,7 +176,7 @@ impl AuditEvent {
         };
         let request_object = (level >= AuditLevel::Request
             && matches!(a.operation, Operation::Create | Operation::Update))
-        .then(|| a.object.as_deref().cloned())
+        .then(|| a.object_value().cloned())
         .flatten()
         .map(|mut o| {
             if redact {
@@ -195,12 +195,17 @@ impl AuditEvent {
                     }
                     Some(v)
                 }
-                None => outcome.object.as_deref().cloned().map(|mut o| {
-                    if redact {
-                        redact_secret(&mut o);
-                    }
-                    o
-                }),
+                None => outcome
+                    .object
+                    .as_deref()
+                    .map(Object::value)
+                    .cloned()
+                    .map(|mut o| {
+                        if redact {
+                            redact_secret(&mut o);
+                        }
+                        o
+                    }),
             })
             .flatten();
         let stamp = rfc3339_micros(now);

@@ -272,7 +272,7 @@ fn compare(entry: usize, e: &Expectation, r: &RequestReport, out: &mut Vec<Misma
     let labels = r
         .object
         .as_ref()
-        .and_then(|o| o.pointer("/metadata/labels"))
+        .and_then(|o| o.value().pointer("/metadata/labels"))
         .and_then(Value::as_object);
     for (k, want) in &e.labels {
         diff(

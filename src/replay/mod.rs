@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::engine::{Attributes, ObjectsJson};
+use crate::engine::Attributes;
 
 /// Where a captured request (or a problem) was found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -113,9 +113,6 @@ pub struct CapturedRequest {
     pub uid: String,
     /// The request as the dispatcher sees it.
     pub attrs: Attributes,
-    /// The captured JSON text of `attrs`' objects, where the capture held them in the compact
-    /// form reviews are sent in: sent as captured.
-    pub json: ObjectsJson,
     /// Labels of `attrs.namespace` at capture time.
     pub namespace: NamespaceState,
     /// Present when the request came from an audit log (boxed: most captures have none).

@@ -11,7 +11,7 @@ use serde_json::Value;
 use super::{CapturedRequest, InputProblem, NamespaceState, SourceRef};
 use crate::KubeVersion;
 use crate::api::{Operation, WebhookKind};
-use crate::engine::{AuditLevel, CallDecision, CallRecord, Outcome};
+use crate::engine::{AuditLevel, CallDecision, CallRecord, Object, Outcome};
 
 /// The whole report.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -131,9 +131,10 @@ pub struct RequestReport {
     pub warnings: Vec<String>,
     /// Audit annotations, exactly as the apiserver writes them at the chosen level.
     pub annotations: BTreeMap<String, String>,
-    /// The object after the mutating chain, or null (shared with the outcome).
-    #[serde(serialize_with = "crate::engine::attributes::shared_value::serialize")]
-    pub object: Option<Arc<Value>>,
+    /// The object after the mutating chain, or null (shared with the outcome). Written as the
+    /// webhooks received it: the text it was captured as, when it was sent so.
+    #[serde(serialize_with = "ser_object")]
+    pub object: Option<Arc<Object>>,
     /// One entry per webhook considered.
     pub calls: Vec<CallReport>,
     /// What the replay had to assume (unknown namespace labels, …).
@@ -298,6 +299,22 @@ pub fn is_admission_annotation(key: &str) -> bool {
         && !key.starts_with("apiserver.latency.k8s.io/")
 }
 
+/// An object as the webhooks received it: the text it was captured as, when it has one (in JSON
+/// output that text is written as it stands, and laid out like the rest by the report's writer),
+/// else its value.
+fn ser_object<S: serde::Serializer>(o: &Option<Arc<Object>>, s: S) -> Result<S::Ok, S::Error> {
+    let Some(o) = o.as_deref() else {
+        return s.serialize_none();
+    };
+    match o
+        .json()
+        .and_then(|t| serde_json::from_str::<&serde_json::value::RawValue>(t).ok())
+    {
+        Some(raw) => raw.serialize(s),
+        None => o.value().serialize(s),
+    }
+}
+
 impl RequestReport {
     /// The report entry of one replayed request, taking what it needs from the outcome.
     pub fn new(
@@ -310,7 +327,7 @@ impl RequestReport {
         let annotations = outcome.annotations_at(level);
         let mut object = outcome.object;
         if redact && let Some(o) = &mut object {
-            redact_secret(Arc::make_mut(o));
+            redact_secret(Arc::make_mut(o).value_mut());
         }
         let mut notes = req.notes.clone();
         if req.namespace == NamespaceState::Unknown {
@@ -547,6 +564,63 @@ impl serde_json::ser::Formatter for Nested {
         self.has_value = true;
         Ok(())
     }
+
+    /// A raw fragment here is compact JSON (an object's captured text): it is written in the
+    /// layout it would have had if serialised here.
+    fn write_raw_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        w: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let b = fragment.as_bytes();
+        // `b[run..i]` is copied as it stands when punctuation interrupts it.
+        let (mut run, mut i) = (0, 0);
+        while i < b.len() {
+            match b[i] {
+                b'"' => {
+                    i += 1;
+                    while i < b.len() && b[i] != b'"' {
+                        i += if b[i] == b'\\' { 2 } else { 1 };
+                    }
+                    i += 1;
+                    continue;
+                }
+                open @ (b'{' | b'[') => {
+                    w.write_all(&b[run..i])?;
+                    let close = if open == b'{' { b'}' } else { b']' };
+                    if b.get(i + 1) == Some(&close) {
+                        w.write_all(&[open, close])?;
+                        i += 1;
+                    } else {
+                        self.level += 1;
+                        w.write_all(&[open])?;
+                        self.newline(w, b"\n")?;
+                    }
+                }
+                close @ (b'}' | b']') => {
+                    w.write_all(&b[run..i])?;
+                    self.level = self.level.saturating_sub(1);
+                    self.newline(w, b"\n")?;
+                    w.write_all(&[close])?;
+                }
+                b',' => {
+                    w.write_all(&b[run..i])?;
+                    self.newline(w, b",\n")?;
+                }
+                b':' => {
+                    w.write_all(&b[run..i])?;
+                    w.write_all(b": ")?;
+                }
+                _ => {
+                    i += 1;
+                    continue;
+                }
+            }
+            i += 1;
+            run = i;
+        }
+        w.write_all(&b[run.min(b.len())..])
+    }
 }
 
 /// Appends `value` pretty-printed as if nested `level` levels deep.
@@ -606,6 +680,105 @@ mod tests {
     use super::*;
     use crate::replay::IndexUnit;
 
+    use proptest::prelude::*;
+    use serde_json::value::RawValue;
+
+    /// `value` written by the report's writer `level` deep, as a value and as compact text.
+    fn both_ways(value: &Value, level: usize) -> (String, String) {
+        let text = serde_json::to_string(value).unwrap();
+        let raw: &RawValue = serde_json::from_str(&text).unwrap();
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        write_nested(&mut a, value, level).unwrap();
+        write_nested(&mut b, &raw, level).unwrap();
+        (String::from_utf8(a).unwrap(), String::from_utf8(b).unwrap())
+    }
+
+    #[test]
+    fn captured_text_is_laid_out_as_a_serialised_value() {
+        let values = [
+            serde_json::json!({}),
+            serde_json::json!([]),
+            serde_json::json!({"a": {}, "b": [], "c": [[], {}], "d": [1, [2, {"e": null}]]}),
+            serde_json::json!({"s": "{[,:]}\"\\", "t": "\\", "u": "é\u{2028}<>", "n": -1.5e-7}),
+            serde_json::json!({"k\"{": {"x,": true, "y:": false}}),
+        ];
+        for v in &values {
+            for level in 0..4 {
+                let (serialised, raw) = both_ways(v, level);
+                assert_eq!(raw, serialised, "{v} at {level}");
+            }
+        }
+        assert_eq!(
+            both_ways(&values[2], 0).0,
+            serde_json::to_string_pretty(&values[2]).unwrap()
+        );
+    }
+
+    fn scalar() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(Value::from),
+            "\\PC{0,6}".prop_map(Value::String),
+            proptest::sample::select(vec!["{", "}", "[", "]", ",", ":", "\"", "\\", "\\\""])
+                .prop_map(Value::from),
+        ]
+    }
+
+    fn value() -> impl Strategy<Value = Value> {
+        scalar().prop_recursive(5, 40, 5, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..5).prop_map(Value::Array),
+                proptest::collection::btree_map("[a-c{}:,\"\\\\]{0,3}", inner, 0..5)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn any_compact_text_is_laid_out_as_its_value(v in value(), level in 0usize..4) {
+            let (serialised, raw) = both_ways(&v, level);
+            prop_assert_eq!(raw, serialised);
+        }
+    }
+
+    #[test]
+    fn a_captured_object_is_reported_as_captured() {
+        let text = r#"{"kind":"ConfigMap","apiVersion":"v1","data":{"b":"\u00e9","a":"x"}}"#;
+        let object = Some(Arc::new(Object::from_checked_json(text.into())));
+        let mut out = Vec::new();
+        let mut ser = serde_json::Serializer::with_formatter(&mut out, Nested::new(0));
+        ser_object(&object, &mut ser).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert_eq!(
+            out,
+            "{\n  \"kind\": \"ConfigMap\",\n  \"apiVersion\": \"v1\",\n  \"data\": {\n    \"b\": \"\\u00e9\",\n    \"a\": \"x\"\n  }\n}"
+        );
+        assert!(
+            !object.as_deref().unwrap().is_parsed(),
+            "reported without parsing"
+        );
+        let mut changed = object.clone();
+        Arc::make_mut(changed.as_mut().unwrap()).value_mut()["data"]["a"] = "y".into();
+        let out = serde_json::to_string(&Wrap(&changed)).unwrap();
+        assert_eq!(
+            out,
+            r#"{"apiVersion":"v1","data":{"a":"y","b":"é"},"kind":"ConfigMap"}"#
+        );
+    }
+
+    struct Wrap<'a>(&'a Option<Arc<Object>>);
+
+    impl Serialize for Wrap<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            ser_object(self.0, s)
+        }
+    }
+
     #[test]
     fn the_streamed_report_is_the_pretty_printed_report() {
         let mut report = Report::new(KubeVersion::default(), AuditLevel::Request);
@@ -640,7 +813,7 @@ mod tests {
                 warnings: vec![],
                 annotations: BTreeMap::from([("k/v".into(), "{\"x\":1}".into())]),
                 object: Some(Arc::new(
-                    serde_json::json!({"data": {"k": "v"}, "list": [1, {"a": []}]}),
+                    serde_json::json!({"data": {"k": "v"}, "list": [1, {"a": []}]}).into(),
                 )),
                 calls: vec![],
                 notes: vec![],

@@ -86,8 +86,7 @@ impl NamespaceSource for CapturedNamespace<'_> {
             NamespaceState::NotApplicable if req.attrs.is_namespace_resource() => {
                 NamespaceLookup::Found(Cow::Owned(
                     req.attrs
-                        .old_object
-                        .as_ref()
+                        .old_object_value()
                         .and_then(|o| o.pointer("/metadata/labels"))
                         .and_then(|l| serde_json::from_value(l.clone()).ok())
                         .unwrap_or_default(),
@@ -137,9 +136,7 @@ impl Replayer {
             deadline: self.settings.deadline,
             phases: Phases::All,
         };
-        self.engine
-            .dispatch_ref(&request.attrs, request.json.clone(), ctx, replier)
-            .await
+        self.engine.dispatch_ref(&request.attrs, ctx, replier).await
     }
 
     /// Dispatches a stream of input items with up to `concurrency` requests in flight and

@@ -948,13 +948,13 @@ impl State {
                     Ok(("patch", model::masked_patch(&patch, mask)))
                 }
                 (Some((_, after)), ChainPane::Grid) => {
-                    Ok(("object after", model::masked_object(&after, mask)))
+                    Ok(("object after", model::masked_object(after.value(), mask)))
                 }
                 (None, _) => Err("this step applied no patch: nothing to copy"),
             }
         } else {
             match &o.object {
-                Some(obj) => Ok(("final object", model::masked_object(obj, mask))),
+                Some(obj) => Ok(("final object", model::masked_object(obj.value(), mask))),
                 None => Err("this request has no object to copy"),
             }
         };

@@ -7,7 +7,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::api::WebhookKind;
-use crate::engine::{CallDecision, CallRecord, Hook, Outcome, Step, StepKind};
+use crate::engine::{CallDecision, CallRecord, Hook, Object, Outcome, Step, StepKind};
 use crate::replay::run::Replayed;
 
 /// A webhook as the engine dispatches it, with its effective (defaulted) settings.
@@ -358,7 +358,7 @@ pub fn masked_patch(patch: &Value, mask: bool) -> Value {
 }
 
 /// The patch a call applied and the object after it, from the call's trace steps.
-pub fn applied_patch(o: &Outcome, c: &CallRecord) -> Option<(Value, Arc<Value>)> {
+pub fn applied_patch(o: &Outcome, c: &CallRecord) -> Option<(Value, Arc<Object>)> {
     steps_of(o, c).into_iter().find_map(|s| match s.kind {
         StepKind::PatchApplied { patch, after, .. } => Some((patch, after)),
         _ => None,

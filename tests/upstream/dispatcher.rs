@@ -236,14 +236,20 @@ pub fn upstream_attributes(req: &Value, is_crd: bool) -> Attributes {
         sub_resource: s(&req["subresource"]),
         namespace: ns.clone(),
         name: name.clone(),
-        object: Some(Arc::new(json!({
-            "apiVersion": api_version, "kind": kind.kind,
-            "metadata": {"name": name, "namespace": ns, "labels": object_labels},
-        }))),
-        old_object: Some(Arc::new(json!({
-            "apiVersion": api_version, "kind": kind.kind,
-            "metadata": {"name": name, "namespace": ns},
-        }))),
+        object: Some(Arc::new(
+            json!({
+                "apiVersion": api_version, "kind": kind.kind,
+                "metadata": {"name": name, "namespace": ns, "labels": object_labels},
+            })
+            .into(),
+        )),
+        old_object: Some(Arc::new(
+            json!({
+                "apiVersion": api_version, "kind": kind.kind,
+                "metadata": {"name": name, "namespace": ns},
+            })
+            .into(),
+        )),
         dry_run: req["dryRun"] == true,
         options: Some(json!({"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"}).into()),
         user_info: std::sync::Arc::new(hookscope::api::UserInfo {

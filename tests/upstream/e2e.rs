@@ -332,8 +332,8 @@ fn attrs(
         sub_resource: String::new(),
         namespace: NS.into(),
         name: name.into(),
-        object: object.map(Arc::new),
-        old_object: old_object.map(Arc::new),
+        object: object.map(|o| Arc::new(o.into())),
+        old_object: old_object.map(|o| Arc::new(o.into())),
         dry_run: false,
         options: (!options.is_null()).then_some(options.into()),
         user_info: std::sync::Arc::new(UserInfo {
@@ -808,7 +808,7 @@ async fn e2e_case(up: &Upstream, case: &Value) -> Option<Check> {
                     c.ok(out.allowed, || format!("{step}: denied: {:?}", out.status));
                     c.eq(
                         &format!("{step}: object"),
-                        out.object.as_deref().cloned(),
+                        out.object.as_deref().map(|o| o.value().clone()),
                         obj,
                     );
                     c.eq(&format!("{step}: requests at the server"), seen.len(), 0);

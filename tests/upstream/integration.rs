@@ -108,7 +108,7 @@ pub fn reinvocation() -> Report {
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": req["name"], "namespace": ns, "labels": req["objectLabels"]},
                 "spec": spec,
-            }))),
+            }).into())),
             old_object: None,
             dry_run: false,
             options: Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}).into()),
@@ -253,7 +253,7 @@ pub fn timeout() -> Report {
             namespace: "default".into(),
             name: "timeout-test".into(),
             object: Some(Arc::new(
-                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "timeout-test", "namespace": "default"}}),
+                json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "timeout-test", "namespace": "default"}}).into(),
             )),
             old_object: None,
             dry_run: false,
@@ -395,7 +395,7 @@ pub fn match_conditions() -> Report {
                         "apiVersion": "v1", "kind": "Pod",
                         "metadata": {"name": pod["name"], "namespace": ns},
                         "spec": {"containers": [{"name": "test", "image": "test"}]},
-                    }))),
+                    }).into())),
                     old_object: None,
                     dry_run: true,
                     options: Some(

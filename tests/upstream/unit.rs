@@ -143,11 +143,14 @@ pub fn namespace_selector() -> Report {
             &s(&req["name"]),
         );
         if let Some(o) = req["object"].as_object() {
-            a.object = Some(Arc::new(json!({
-                "apiVersion": "v1",
-                "kind": o["kind"],
-                "metadata": {"name": o["name"], "labels": o["labels"]},
-            })));
+            a.object = Some(Arc::new(
+                json!({
+                    "apiVersion": "v1",
+                    "kind": o["kind"],
+                    "metadata": {"name": o["name"], "labels": o["labels"]},
+                })
+                .into(),
+            ));
         }
         if let Some(want) = case["expect"]["namespaceLabels"].as_object() {
             // GetNamespaceLabels is observed through ShouldCallHook: a selector requiring exactly
@@ -212,8 +215,8 @@ pub fn object_selector() -> Report {
             &s(&req["namespace"]),
             &s(&req["name"]),
         );
-        a.object = object(&req["object"]).map(Arc::new);
-        a.old_object = object(&req["oldObject"]).map(Arc::new);
+        a.object = object(&req["object"]).map(|o| Arc::new(o.into()));
+        a.old_object = object(&req["oldObject"]).map(|o| Arc::new(o.into()));
         let hook = super::webhook(&case["webhooks"][0], &ServerRef::default());
         let d = decide(
             &engine_for(hook, EngineOptions::default()),
@@ -413,7 +416,7 @@ pub fn match_conditions_unit() -> Report {
             &s(&req["name"]),
         );
         a.object = Some(Arc::new(
-            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": a.name, "namespace": a.namespace}}),
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": a.name, "namespace": a.namespace}}).into(),
         ));
         let mut namespaces = Namespaces::default();
         namespaces.insert(&a.namespace.clone(), BTreeMap::new());
@@ -548,8 +551,8 @@ pub fn create_admission_objects() -> Report {
         a.user_info = user(&req["userInfo"]).into();
         let object = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"resourceVersion": req["objectResourceVersion"]}});
         let old = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"resourceVersion": req["oldObjectResourceVersion"]}});
-        a.object = Some(Arc::new(object.clone()));
-        a.old_object = Some(Arc::new(old.clone()));
+        a.object = Some(Arc::new(object.clone().into()));
+        a.old_object = Some(Arc::new(old.clone().into()));
         let e = &case["expect"];
         match (
             negotiate_version(versions.as_deref()),

@@ -15,7 +15,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::api::{GroupVersionKind, GroupVersionResource, Operation, UserInfo};
-use crate::engine::{Attributes, ObjectsJson};
+use crate::engine::{Attributes, Object};
 use crate::replay::{AuditOrigin, CapturedRequest, InputItem, InputProblem, SourceRef};
 
 use super::merge::merge_patch;
@@ -539,8 +539,8 @@ impl Reader {
             sub_resource: ctx.sub.clone(),
             namespace: ctx.namespace.clone(),
             name: parts.name.unwrap_or_else(|| ctx.name.clone()),
-            object: parts.object.map(Arc::new),
-            old_object: parts.old_object.map(Arc::new),
+            object: parts.object.map(|o| Arc::new(Object::new(o))),
+            old_object: parts.old_object.map(|o| Arc::new(Object::new(o))),
             dry_run: parts.options.as_ref().is_some_and(query::is_dry_run),
             options: parts.options.map(Arc::new),
             user_info: Arc::new(user_info),
@@ -562,7 +562,6 @@ impl Reader {
             source: ctx.source.clone(),
             uid: ev.audit_id.clone(),
             attrs,
-            json: ObjectsJson::default(),
             namespace,
             audit: Some(Box::new(audit)),
             notes: ctx.notes.clone(),

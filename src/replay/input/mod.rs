@@ -75,7 +75,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 
 use crate::KubeVersion;
-use crate::engine::{Attributes, ObjectsJson};
+use crate::engine::Attributes;
 use crate::registry::ResourceRegistry;
 
 pub use cluster::{ClusterState, ObjectError};
@@ -488,11 +488,11 @@ impl Reader {
     /// The request of an AdmissionReview that [`review::read`] took alone.
     fn review_read_alone(
         &mut self,
-        (attrs, uid, json): (Attributes, String, ObjectsJson),
+        (attrs, uid): (Attributes, String),
         source: SourceRef,
         sink: Sink<'_>,
     ) {
-        let mut req = review::captured(attrs, json, uid, source, &self.store);
+        let mut req = review::captured(attrs, uid, source, &self.store);
         self.intern.namespace(&mut req.namespace);
         sink(InputItem::Request(Box::new(req)));
     }

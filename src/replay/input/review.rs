@@ -12,7 +12,7 @@ use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
 use crate::api::{GroupVersionKind, GroupVersionResource, Operation, UserInfo};
-use crate::engine::{Attributes, ObjectsJson};
+use crate::engine::{Attributes, Object};
 use crate::replay::{CapturedRequest, NamespaceState, SourceRef};
 
 use super::intern::{Interner, Recent};
@@ -41,7 +41,7 @@ pub(crate) fn request(
     store: &Store,
 ) -> Result<CapturedRequest, (Bad, SourceRef)> {
     match attributes_and_uid(doc) {
-        Ok((attrs, uid)) => Ok(captured(attrs, ObjectsJson::default(), uid, source, store)),
+        Ok((attrs, uid)) => Ok(captured(attrs, uid, source, store)),
         Err(bad) => Err((bad, source)),
     }
 }
@@ -49,7 +49,6 @@ pub(crate) fn request(
 /// The captured request of `attrs` and `uid` found at `source`.
 pub(crate) fn captured(
     attrs: Attributes,
-    json: ObjectsJson,
     uid: String,
     source: SourceRef,
     store: &Store,
@@ -59,26 +58,23 @@ pub(crate) fn captured(
         uid,
         namespace: namespace_state(&attrs, store),
         attrs,
-        json,
         audit: None,
         notes: Vec::new(),
     }
 }
 
-/// The request of the AdmissionReview written as `text`, its uid, and the text of its objects
-/// where it is compact; read without parsing the review as a whole: the members are found by
-/// the scanner, each field is deserialized from its own bytes, and the user and options are
-/// shared through `intern` by their text. Every byte is checked as a full parse would check it.
+/// The request of the AdmissionReview written as `text` and its uid, read without parsing the
+/// review as a whole: the members are found by the scanner, each field is deserialized from its
+/// own bytes, the user and options are shared through `intern` by their text, and objects in
+/// compact form are kept as their text, to be parsed when read ([`Object::from_checked_json`]).
+/// Every byte is checked as a full parse would check it.
 ///
 /// `None` when the text holds anything this does not decide alone: an error to report, a kind
 /// other than `"AdmissionReview"` written as such, a member name written with escapes, a member
 /// of the review or of its request that repeats, numbers or nesting near a parser's limits.
 /// [`request`] on the parsed document then gives the answer, so results and errors are always
 /// those of a full parse.
-pub(crate) fn read(
-    text: &[u8],
-    intern: &mut Interner,
-) -> Option<(Attributes, String, ObjectsJson)> {
+pub(crate) fn read(text: &[u8], intern: &mut Interner) -> Option<(Attributes, String)> {
     let text = std::str::from_utf8(text).ok()?;
     let b = text.as_bytes();
     let mut version = None;
@@ -133,11 +129,8 @@ struct Fields<'t> {
     namespace: Option<Cow<'t, str>>,
     name: Option<Cow<'t, str>>,
     uid: Option<Cow<'t, str>>,
-    object: Option<Value>,
-    old_object: Option<Value>,
-    /// The texts of `object` and `old_object`, when compact.
-    object_text: Option<&'t str>,
-    old_object_text: Option<&'t str>,
+    object: Option<Object>,
+    old_object: Option<Object>,
     dry_run: Option<bool>,
     options: Option<Arc<Value>>,
     user_info: Option<Arc<UserInfo>>,
@@ -217,14 +210,12 @@ impl<'t> Fields<'t> {
                 Some(end)
             }
             7 | 8 => {
-                let (value, end) = embedded(text, v)?;
-                let own = &text[v..end];
-                let compact = scan::is_compact(own.as_bytes()).then_some(own);
-                if slot == 7 {
-                    (self.object, self.object_text) = (Some(value), compact);
+                let (object, end) = embedded_object(text, v)?;
+                *if slot == 7 {
+                    &mut self.object
                 } else {
-                    (self.old_object, self.old_object_text) = (Some(value), compact);
-                }
+                    &mut self.old_object
+                } = Some(object);
                 Some(end)
             }
             9 => {
@@ -266,7 +257,7 @@ impl<'t> Fields<'t> {
     }
 
     /// The request, when it has what [`attributes_and_uid`] requires.
-    fn finish(self, intern: &mut Interner) -> Option<(Attributes, String, ObjectsJson)> {
+    fn finish(self, intern: &mut Interner) -> Option<(Attributes, String)> {
         let kind = self.kind?;
         let resource = self.resource?;
         if kind.version.is_empty()
@@ -293,11 +284,7 @@ impl<'t> Fields<'t> {
                 None => intern.user(Arc::default()),
             },
         };
-        let json = ObjectsJson {
-            object: self.object_text.map(Arc::from),
-            old_object: self.old_object_text.map(Arc::from),
-        };
-        Some((attrs, owned(self.uid), json))
+        Some((attrs, owned(self.uid)))
     }
 }
 
@@ -319,6 +306,21 @@ fn typed<T: DeserializeOwned + Clone, const N: usize>(
     let value: T = serde_json::from_str(&text[v..end]).ok()?;
     recent.remember(&b[v..end], value.clone());
     Some((value, end))
+}
+
+/// The object (`object`, `oldObject`) starting at `v`, and its end: kept as its text when that
+/// is compact JSON within the checked limits, else parsed.
+fn embedded_object(text: &str, v: usize) -> Option<(Object, usize)> {
+    if text.as_bytes()[v] != b'{' {
+        return None;
+    }
+    if let Some(end) = scan::checked_value_end(text.as_bytes(), v, MEMBER_DEPTH)
+        && scan::is_compact(&text.as_bytes()[v..end])
+    {
+        return Some((Object::from_checked_json(text[v..end].into()), end));
+    }
+    let (value, end) = embedded(text, v)?;
+    Some((Object::new(value), end))
 }
 
 /// An embedded object (`object`, `oldObject`, `options`) starting at `v`, and its end: parsed
@@ -406,8 +408,8 @@ fn attributes_and_uid(doc: Value) -> Result<(Attributes, String), Bad> {
         sub_resource: optional(req, "subResource")?.unwrap_or_default(),
         namespace: optional(req, "namespace")?.unwrap_or_default(),
         name: optional(req, "name")?.unwrap_or_default(),
-        object: object(req, "object")?.map(Arc::new),
-        old_object: object(req, "oldObject")?.map(Arc::new),
+        object: object(req, "object")?.map(|o| Arc::new(Object::new(o))),
+        old_object: object(req, "oldObject")?.map(|o| Arc::new(Object::new(o))),
         dry_run: optional(req, "dryRun")?.unwrap_or(false),
         options: object(req, "options")?.map(Arc::new),
         user_info: Arc::new(optional::<UserInfo>(req, "userInfo")?.unwrap_or_default()),
@@ -475,12 +477,14 @@ mod tests {
     /// the problem (`invalid JSON: …` for text that does not parse).
     type Outcome = Result<(Attributes, String), (String, String)>;
 
-    /// [`read`], checking that each object text it keeps is compact JSON of that object.
+    /// [`read`], checking that each object it keeps as text is compact JSON that parses.
     fn read_checked(text: &[u8], intern: &mut Interner) -> Option<(Attributes, String)> {
-        let (attrs, uid, json) = read(text, intern)?;
-        assert!(json.describes(&attrs), "{json:?} for {attrs:?}");
-        for t in json.object.iter().chain(&json.old_object) {
-            assert!(scan::is_compact(t.as_bytes()), "{t}");
+        let (attrs, uid) = read(text, intern)?;
+        for o in attrs.object.iter().chain(&attrs.old_object) {
+            if let Some(t) = o.json() {
+                assert!(scan::is_compact(t.as_bytes()), "{t}");
+                assert!(serde_json::from_str::<Value>(t).is_ok(), "{t}");
+            }
         }
         Some((attrs, uid))
     }

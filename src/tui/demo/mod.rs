@@ -645,7 +645,6 @@ fn captured(i: usize, c: Capture) -> CapturedRequest {
             NamespaceState::Known(Arc::new(namespace_labels(&namespace)))
         },
         attrs,
-        json: Default::default(),
         audit: None,
         notes: Vec::new(),
     }

@@ -157,7 +157,7 @@ fn render_compare(frame: &mut Frame, state: &State, before: &Entry, after: &Entr
             .outcome
             .object
             .as_ref()
-            .map(|o| pretty(o, mask))
+            .map(|o| pretty(o.value(), mask))
             .unwrap_or_default()
     };
     let (tb, ta) = (text(before), text(after));
@@ -430,7 +430,7 @@ pub(crate) fn detail_lines(state: &State, entry: &Entry, c: &CallRecord) -> Vec<
     }) {
         section(state, &mut lines, "JSON patch");
         block_of(state, &mut lines, &masked_patch(patch, mask));
-        let (b, a) = (pretty(before, mask), pretty(after, mask));
+        let (b, a) = (pretty(before.value(), mask), pretty(after.value(), mask));
         section(
             state,
             &mut lines,
