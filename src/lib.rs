@@ -71,6 +71,7 @@ pub mod live;
 pub mod metrics;
 pub mod registry;
 pub mod replay;
+mod scan;
 pub mod script;
 pub mod selector;
 pub mod transport;

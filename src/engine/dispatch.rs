@@ -554,7 +554,11 @@ impl<'e, 'c> Run<'e, 'c> {
                 self.step(Entry::ReplyReceived {
                     call: slot.call,
                     http_status: *status,
-                    body: Arc::from(String::from_utf8_lossy(body)),
+                    // `from_utf8_lossy` decodes byte by byte even when nothing is lost.
+                    body: match std::str::from_utf8(body) {
+                        Ok(text) => Arc::from(text),
+                        Err(_) => Arc::from(String::from_utf8_lossy(body)),
+                    },
                 });
                 None
             }

@@ -13,8 +13,11 @@ use super::call::{ReplyOutcome, TransportError};
 use super::matching::Invocation;
 use super::status;
 use super::trace::MatchTexts;
-use crate::api::admission::{AdmissionRequest, AdmissionReviewReply, AdmissionReviewRequest};
+use crate::api::admission::{
+    AdmissionRequest, AdmissionResponse, AdmissionReviewReply, AdmissionReviewRequest,
+};
 use crate::api::{GroupVersionKind, GroupVersionResource, Operation, Status, UserInfo};
+use crate::scan;
 
 /// The first of `admissionReviewVersions` that is `v1` or `v1beta1`.
 pub fn negotiate_version(versions: Option<&[String]>) -> Option<&'static str> {
@@ -551,7 +554,8 @@ fn decode_reply(
     // The common case decodes straight into the wire type. Whatever that path would not read
     // exactly as decoding a `Value` first does (a `Status`, duplicate fields, any error) takes
     // the general path below, which has the exact error texts.
-    if let Ok(review) = serde_json::from_slice::<AdmissionReviewReply>(body)
+    if let Some(review) =
+        plain_reply(body).or_else(|| serde_json::from_slice::<AdmissionReviewReply>(body).ok())
         && review.kind.as_deref() != Some("Status")
     {
         let obj_kind = review.kind.as_deref().unwrap_or("");
@@ -583,6 +587,56 @@ fn decode_reply(
         return Err(transport(detail));
     }
     serde_json::from_value::<AdmissionReviewReply>(raw).map_err(|e| transport(format!("json: {e}")))
+}
+
+/// A reply of the plain shape most webhooks send — `apiVersion`, `kind` and a `response` holding
+/// only `uid` and `allowed`, each member once, strings without escapes — read field by field;
+/// None for anything else, which decoding the wire type then reads. Where this gives a reply,
+/// that decoding gives the same.
+fn plain_reply(body: &[u8]) -> Option<AdmissionReviewReply> {
+    let text = std::str::from_utf8(body).ok()?;
+    let plain_string = |v: usize| {
+        let end = scan::checked_string_end(body, v)?;
+        let inner = &text[v + 1..end - 1];
+        (!inner.contains('\\')).then(|| (inner.to_owned(), end))
+    };
+    let (mut api_version, mut kind, mut response) = (None, None, None);
+    let end = scan::checked_members(body, 0, 1, |key, v| {
+        let (slot, (value, end)) = match key {
+            b"apiVersion" if api_version.is_none() => (&mut api_version, plain_string(v)?),
+            b"kind" if kind.is_none() => (&mut kind, plain_string(v)?),
+            b"response" if response.is_none() => {
+                let (mut uid, mut allowed) = (None, None);
+                let end = scan::checked_members(body, v, 2, |key, v| match key {
+                    b"uid" if uid.is_none() => {
+                        let (value, end) = plain_string(v)?;
+                        uid = Some(value);
+                        Some(end)
+                    }
+                    b"allowed" if allowed.is_none() => {
+                        let (value, end) = scan::bool_at(body, v)?;
+                        allowed = Some(value);
+                        Some(end)
+                    }
+                    _ => None,
+                })?;
+                response = Some(AdmissionResponse {
+                    uid: uid.unwrap_or_default(),
+                    allowed: allowed.unwrap_or_default(),
+                    ..AdmissionResponse::default()
+                });
+                return Some(end);
+            }
+            _ => return None,
+        };
+        *slot = Some(value);
+        Some(end)
+    })?;
+    scan::only_whitespace_after(body, end).then_some(AdmissionReviewReply {
+        api_version,
+        kind,
+        response,
+    })
 }
 
 /// The decoder's error for a reply in another `admission.k8s.io` version than the one sent.
@@ -725,6 +779,81 @@ mod tests {
     use crate::api::{GroupVersionResource, Operation};
     use serde_json::json;
     use std::sync::Arc;
+
+    /// Where the plain reader gives a reply, decoding the wire type gives the same; and it gives
+    /// one for the shape most webhooks send.
+    #[test]
+    fn plain_replies_read_as_decoded() {
+        let plain = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u-1","allowed":true}}"#;
+        let bodies = [
+            plain,
+            " {\"kind\" : \"AdmissionReview\", \"response\":{ \"allowed\":false , \"uid\":\"é\"}} \n",
+            r#"{"apiVersion":"admission.k8s.io/v1","response":{}}"#,
+            r#"{}"#,
+            r#"{"response":{"uid":"a\"b","allowed":true}}"#,
+            r#"{"response":{"uid":"u","allowed":true,"allowed":false}}"#,
+            r#"{"kind":"A","kind":"B","response":{"uid":"u"}}"#,
+            r#"{"response":{"uid":null,"allowed":true}}"#,
+            r#"{"response":{"uid":"u","allowed":null}}"#,
+            r#"{"response":{"uid":"u","allowed":1}}"#,
+            r#"{"response":{"uid":"u","allowed":truex}}"#,
+            r#"{"response":{"uid":"u","allowed":true},"extra":[1]}"#,
+            r#"{"response":{"uid":"u","allowed":true,"warnings":["w"]}}"#,
+            r#"{"response":null}"#,
+            r#"{"response":{"uid":"u","allowed":true}} x"#,
+            r#"{"response":{"uid":"u","allowed":true}"#,
+            r#"{"kind":"Status","apiVersion":"v1","status":"Failure"}"#,
+            r#"[1]"#,
+            "{\"response\":{\"uid\":\"\u{1}\",\"allowed\":true}}",
+        ];
+        for body in bodies {
+            let decoded = serde_json::from_slice::<AdmissionReviewReply>(body.as_bytes());
+            if let Some(read) = plain_reply(body.as_bytes()) {
+                assert_eq!(Some(&read), decoded.as_ref().ok(), "{body}");
+            }
+        }
+        assert!(plain_reply(bodies[0].as_bytes()).is_some());
+        assert!(plain_reply(bodies[1].as_bytes()).is_some());
+        let bad = b"{\"response\":{\"uid\":\"\xff\",\"allowed\":true}}";
+        assert_eq!(plain_reply(bad), None);
+        let read = plain_reply(plain.as_bytes()).unwrap();
+        assert_eq!(read.kind.as_deref(), Some("AdmissionReview"));
+        assert_eq!(
+            read.response.as_ref().map(|r| (&*r.uid, r.allowed)),
+            Some(("u-1", true))
+        );
+    }
+
+    proptest::proptest! {
+        /// Members of the plain shape and others, any order, repeated or not, any values.
+        #[test]
+        fn any_reply_the_plain_reader_takes_decodes_the_same(
+            top in proptest::collection::vec((0usize..4, 0usize..6), 0..5),
+            inner in proptest::collection::vec((0usize..4, 0usize..6), 0..5),
+        ) {
+            let keys = ["apiVersion", "kind", "response", "other"];
+            let inner_keys = ["uid", "allowed", "status", "other"];
+            let values = ["\"v\"", "\"a\\\"b\"", "true", "false", "null", "{}"];
+            let members = |m: &[(usize, usize)], keys: &[&str], response: Option<&str>| {
+                m.iter()
+                    .map(|&(k, v)| {
+                        let value = match (keys[k], response) {
+                            ("response", Some(r)) if v < 3 => r.to_string(),
+                            _ => values[v].to_string(),
+                        };
+                        format!("\"{}\":{value}", keys[k])
+                    })
+                    .collect::<Vec<_>>()
+                    .join(",")
+            };
+            let response = format!("{{{}}}", members(&inner, &inner_keys, None));
+            let body = format!("{{{}}}", members(&top, &keys, Some(&response)));
+            let decoded = serde_json::from_slice::<AdmissionReviewReply>(body.as_bytes());
+            if let Some(read) = plain_reply(body.as_bytes()) {
+                proptest::prop_assert_eq!(Some(&read), decoded.as_ref().ok(), "{}", body);
+            }
+        }
+    }
 
     /// Decoding a reply straight into the wire type must give what decoding it into a `Value`
     /// first gives, duplicate members included.

@@ -21,9 +21,9 @@ use crate::replay::{AuditOrigin, CapturedRequest, InputItem, InputProblem, Sourc
 use super::merge::merge_patch;
 use super::query::{self, Query};
 use super::review::namespace_state;
-use super::scan::{self, Span};
 use super::store;
 use super::{Reader, Sink};
+use crate::scan::{self, Span};
 
 /// The top-level members of a document the loader looks at: those telling what it is, then every
 /// member of an audit event it uses.

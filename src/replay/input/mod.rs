@@ -63,7 +63,7 @@ mod intern;
 mod merge;
 mod query;
 mod review;
-mod scan;
+use crate::scan;
 mod store;
 mod stream;
 

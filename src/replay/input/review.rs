@@ -16,8 +16,8 @@ use crate::engine::{Attributes, Object};
 use crate::replay::{CapturedRequest, NamespaceState, SourceRef};
 
 use super::intern::{Interner, Recent};
-use super::scan::{self, CHECKED_DEPTH};
 use super::store::Store;
+use crate::scan::{self, CHECKED_DEPTH};
 
 /// A field that is wrong, and why.
 pub(crate) struct Bad {
@@ -219,13 +219,7 @@ impl<'t> Fields<'t> {
                 Some(end)
             }
             9 => {
-                let (value, end) = if b[v..].starts_with(b"true") {
-                    (true, v + 4)
-                } else if b[v..].starts_with(b"false") {
-                    (false, v + 5)
-                } else {
-                    return None;
-                };
+                let (value, end) = scan::bool_at(b, v)?;
                 self.dry_run = Some(value);
                 Some(end)
             }

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::scan::{self, Span};
+use crate::scan::{self, Span};
 
 /// The last known state of one object.
 #[derive(Debug, Clone, PartialEq, Eq)]

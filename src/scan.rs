@@ -1,5 +1,7 @@
 //! A structural JSON scanner: finds the members of an object or the elements of an array without
-//! building values, so that the audit events the loader ignores cost one pass over their bytes.
+//! building values, so that the audit events the loader ignores cost one pass over their bytes,
+//! and reads the common shapes of AdmissionReviews (captured ones, webhooks' replies) field by
+//! field.
 //!
 //! The scanner checks structure (strings terminated, brackets balanced, members separated by `:`
 //! and `,`), not the whole grammar: text it accepts may still be rejected by a full parser, which
@@ -537,6 +539,17 @@ pub(crate) fn checked_members(
             b'}' => return Some(j + 1),
             _ => return None,
         }
+    }
+}
+
+/// The literal `true` or `false` starting at `i`, and its end (the caller checks what follows).
+pub(crate) fn bool_at(buf: &[u8], i: usize) -> Option<(bool, usize)> {
+    if buf[i..].starts_with(b"true") {
+        Some((true, i + 4))
+    } else if buf[i..].starts_with(b"false") {
+        Some((false, i + 5))
+    } else {
+        None
     }
 }
 
