@@ -228,7 +228,7 @@ impl Replier for Scripted {
         let allow = ScriptedReply::allow();
         let replies = calls
             .iter()
-            .map(|c| self.0.get(&c.webhook).unwrap_or(&allow).reply_to(c))
+            .map(|c| self.0.get(&*c.webhook).unwrap_or(&allow).reply_to(c))
             .collect();
         std::future::ready(replies)
     }

@@ -88,12 +88,12 @@ fn call(a: &Args) -> Result<(WebhookCall, HttpsReplier), String> {
         configuration: "floor".into(),
         webhook: "floor".into(),
         uid: "floor/floor/0".into(),
-        endpoint: endpoint(&cfg, 10)?,
-        ca_bundle: Some(ca),
+        endpoint: endpoint(&cfg, 10)?.into(),
+        ca_bundle: Some(ca.into()),
         timeout: Duration::from_secs(10),
         review_version: "v1",
         request_uid: String::new(),
-        body,
+        body: body.into(),
     };
     let addr = a.addr.parse().map_err(|e| format!("--addr: {e}"))?;
     let replier = HttpsReplier::new(HttpsOptions {

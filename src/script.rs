@@ -195,7 +195,7 @@ impl Replier for ScriptedReplier {
     fn reply(&mut self, calls: &[WebhookCall]) -> impl Future<Output = Vec<Reply>> + Send {
         let replies: Vec<Reply> = calls
             .iter()
-            .map(|c| match self.replies.get(&c.webhook) {
+            .map(|c| match self.replies.get(&*c.webhook) {
                 Some(script) => script.reply_to(c),
                 None => ScriptedReply::allow().reply_to(c),
             })

@@ -681,7 +681,8 @@ proptest! {
             r.inner.seen.iter().filter(|c| c.phase == WebhookKind::Validating).collect();
         prop_assert_eq!(seen.len(), matching.len());
         for (j, (call, &i)) in seen.iter().zip(&matching).enumerate() {
-            prop_assert_eq!(&call.webhook, &format!("v{i}.example.com"));
+            let expected = format!("v{i}.example.com");
+            prop_assert_eq!(&*call.webhook, expected.as_str());
             prop_assert_eq!(call.index, j, "index among matching hooks");
             let review: Value = serde_json::from_slice(&call.body).unwrap();
             prop_assert_eq!(&review["request"]["object"], final_object.value());

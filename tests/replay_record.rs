@@ -181,9 +181,9 @@ fn call(cfg: &str, webhook: &str, uid: &str, request: Value) -> WebhookCall {
     });
     c.configuration = cfg.into();
     c.webhook = webhook.into();
-    c.uid = format!("{cfg}/{webhook}/0");
+    c.uid = format!("{cfg}/{webhook}/0").into();
     c.request_uid = uid.into();
-    c.body = serde_json::to_vec(&review).expect("review");
+    c.body = serde_json::to_vec(&review).expect("review").into();
     c
 }
 
@@ -201,7 +201,7 @@ impl Replier for Fixed {
             .iter()
             .map(|c| {
                 self.replies
-                    .get(&c.webhook)
+                    .get(&*c.webhook)
                     .cloned()
                     .unwrap_or_else(|| panic!("no reply for {}", c.webhook))
             })

@@ -67,7 +67,7 @@ async fn allow_over_http1_sends_what_kube_apiserver_sends() {
     let server = WebhookServer::start(&pki, upstream_handler());
     let mut replier = replier_for(&pki);
     let mut call = url_call(&server.url("/allow"), Some(pki.ca_pem()), TEN_SECONDS);
-    call.endpoint.http2 = false;
+    Arc::make_mut(&mut call.endpoint).http2 = false;
     let body = call.body.clone();
     let reply = one(&mut replier, call).await;
 
@@ -303,7 +303,7 @@ async fn closed_without_answer_is_eof() {
     let server = WebhookServer::start(&pki, handler(|_| TestResponse::close()));
     let mut replier = replier_for(&pki);
     let mut call = url_call(&server.url("/close"), Some(pki.ca_pem()), TEN_SECONDS);
-    call.endpoint.http2 = false;
+    Arc::make_mut(&mut call.endpoint).http2 = false;
     let reply = one(&mut replier, call).await;
     assert_eq!(transport_error(&reply), (TransportErrorKind::Reset, "EOF"));
 }
@@ -370,7 +370,7 @@ async fn client_certificate_is_presented_when_credentials_say_so() {
     );
     for http2 in [false, true] {
         let mut call = url_call(&server.url("/allow"), Some(pki.ca_pem()), TEN_SECONDS);
-        call.endpoint.http2 = http2;
+        Arc::make_mut(&mut call.endpoint).http2 = http2;
         let reply = one(&mut with_cert, call).await;
         assert_eq!(http(&reply).0, 200);
     }
@@ -378,7 +378,7 @@ async fn client_certificate_is_presented_when_credentials_say_so() {
 
     let mut without = replier_for(&pki);
     let mut call = url_call(&server.url("/allow"), Some(pki.ca_pem()), TEN_SECONDS);
-    call.endpoint.http2 = false;
+    Arc::make_mut(&mut call.endpoint).http2 = false;
     let reply = one(&mut without, call).await;
     let (kind, detail) = transport_error(&reply);
     assert_eq!(kind, TransportErrorKind::Tls, "{detail}");
@@ -562,7 +562,7 @@ async fn connections_are_reused_per_client_config() {
     for http2 in [false, true] {
         for _ in 0..4 {
             let mut call = url_call(&server.url("/noop"), Some(pki.ca_pem()), TEN_SECONDS);
-            call.endpoint.http2 = http2;
+            Arc::make_mut(&mut call.endpoint).http2 = http2;
             assert_eq!(http(&one(&mut replier, call).await).0, 200);
         }
     }

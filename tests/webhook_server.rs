@@ -65,12 +65,13 @@ fn call(server: &WebhookServer, path: &str, ca: &Pki, http2: bool, review: Value
             auth_target: server.addr().to_string(),
             service: None,
             http2,
-        },
-        ca_bundle: Some(ca.ca_pem().as_bytes().to_vec()),
+        }
+        .into(),
+        ca_bundle: Some(ca.ca_pem().as_bytes().into()),
         timeout: Duration::from_secs(10),
         review_version: "v1",
         request_uid: uid,
-        body: serde_json::to_vec(&review).expect("json"),
+        body: serde_json::to_vec(&review).expect("json").into(),
     }
 }
 
@@ -258,7 +259,7 @@ async fn unknown_paths_and_bad_bodies() {
     assert_eq!(server.unrouted_requests(), 1);
 
     let mut bad = call(&server, "/allow", &pki, true, json!({}));
-    bad.body = b"not json".to_vec();
+    bad.body = b"not json".to_vec().into();
     let (status, _, _) = http(&send(&mut replier, bad).await);
     assert_eq!(status, 400);
     let (status, _, body) = http(

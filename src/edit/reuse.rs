@@ -217,7 +217,7 @@ pub fn call_key(call: &WebhookCall) -> ContentHash {
     }
     h.write(call.review_version.as_bytes());
     let uid = format!("\"{}\"", call.request_uid);
-    let mut rest = call.body.as_slice();
+    let mut rest = &call.body[..];
     if !call.request_uid.is_empty() {
         while let Some(i) = find(rest, uid.as_bytes()) {
             h.write(&rest[..i]);

@@ -6,6 +6,7 @@
 //! set of recorded exchanges or a script; the engine cannot tell them apart.
 
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 use crate::api::{ServiceReference, WebhookKind};
@@ -20,23 +21,24 @@ pub struct WebhookCall {
     /// Annotation index (mutating: position in the whole list; validating: among matching hooks).
     pub index: usize,
     /// Owning configuration's `metadata.name`.
-    pub configuration: String,
+    pub configuration: Arc<str>,
     /// The webhook's `name`.
-    pub webhook: String,
+    pub webhook: Arc<str>,
     /// Accessor UID `<configuration>/<webhook>/<n>`.
-    pub uid: String,
-    /// Where to send it.
-    pub endpoint: Endpoint,
-    /// PEM CA bundle from the configuration (`None`: system roots).
-    pub ca_bundle: Option<Vec<u8>>,
+    pub uid: Arc<str>,
+    /// Where to send it (shared by the calls of a webhook with the same `?timeout=`).
+    pub endpoint: Arc<Endpoint>,
+    /// PEM CA bundle from the configuration (`None`: system roots), shared by the webhook's calls.
+    pub ca_bundle: Option<Arc<[u8]>>,
     /// Time left for this call (webhook timeout and request deadline, whichever is sooner).
     pub timeout: Duration,
     /// AdmissionReview version sent: `v1` or `v1beta1`.
     pub review_version: &'static str,
     /// `request.uid` of the AdmissionReview sent.
     pub request_uid: String,
-    /// The AdmissionReview as JSON, exactly the bytes to POST.
-    pub body: Vec<u8>,
+    /// The AdmissionReview as JSON, exactly the bytes to POST (shared, not copied, by whatever
+    /// sends them).
+    pub body: bytes::Bytes,
 }
 
 /// Where a call goes, derived from `clientConfig` as upstream derives it.

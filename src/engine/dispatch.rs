@@ -24,7 +24,7 @@ use crate::api::{Status, WebhookKind};
 use crate::jsonpatch;
 use crate::metrics::{RejectionErrorType, WebhookType};
 
-const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
+pub(super) const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Index of a call record in the outcome.
 type CallIx = u32;
@@ -431,25 +431,25 @@ impl<'e, 'c> Run<'e, 'c> {
         let uid = self.ctx.ids.next_uid();
         let (timeout, timeout_secs) = self.call_timeout(hook);
         let kube_version = self.engine.options.kube_version;
-        let endpoint = hook
-            .endpoint
-            .clone()
-            .map(|mut endpoint| {
+        let endpoint = match &hook.timed_endpoint {
+            Some((secs, endpoint)) if *secs == timeout_secs => Ok(Arc::clone(endpoint)),
+            _ => hook.endpoint.clone().map(|mut endpoint| {
                 super::endpoint::with_timeout(&mut endpoint, timeout_secs);
-                endpoint
+                Arc::new(endpoint)
+            }),
+        }
+        .map_err(|e| {
+            // Upstream's client builder returns its own ErrCallingWebhook, which the
+            // dispatcher wraps again.
+            CallError::Calling(CallingError {
+                reason: format!(
+                    "could not get REST client: failed calling webhook {}: {e}",
+                    go_quote(&hook.webhook.name)
+                ),
+                status: review::legacy_calling_status(kube_version, status::internal_error(&e)),
+                canceled: false,
             })
-            .map_err(|e| {
-                // Upstream's client builder returns its own ErrCallingWebhook, which the
-                // dispatcher wraps again.
-                CallError::Calling(CallingError {
-                    reason: format!(
-                        "could not get REST client: failed calling webhook {}: {e}",
-                        go_quote(&hook.webhook.name)
-                    ),
-                    status: review::legacy_calling_status(kube_version, status::internal_error(&e)),
-                    canceled: false,
-                })
-            })?;
+        })?;
         let texts = self.review_texts(inv);
         let (head, tail) = (texts.head(), &*texts.tail);
         let mut body = String::new();
@@ -497,16 +497,16 @@ impl<'e, 'c> Run<'e, 'c> {
                 old_object,
             }),
         });
-        let body = body.into_bytes();
+        let body = body.into_bytes().into();
         Ok(WebhookCall {
             phase: slot.phase,
             round: slot.round,
             index: slot.index,
-            configuration: hook.configuration.clone(),
-            webhook: hook.webhook.name.clone(),
-            uid: hook.uid.clone(),
+            configuration: Arc::clone(&hook.configuration_name),
+            webhook: Arc::clone(&hook.webhook_name),
+            uid: Arc::clone(&hook.call_uid),
             endpoint,
-            ca_bundle: hook.webhook.client_config.ca_bundle.clone(),
+            ca_bundle: hook.ca_bundle.clone(),
             timeout,
             review_version: version,
             request_uid: uid,

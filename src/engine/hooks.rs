@@ -31,6 +31,13 @@ pub struct Hook {
     /// The endpoint's URL before `?timeout=`, shared by the trace of every call.
     pub(crate) url_base: Arc<str>,
     pub(crate) webhook_name: Arc<str>,
+    /// `uid`, shared by every call.
+    pub(crate) call_uid: Arc<str>,
+    /// The configured caBundle, shared by every call.
+    pub(crate) ca_bundle: Option<Arc<[u8]>>,
+    /// The endpoint with `?timeout=` for the webhook's own timeout (the usual case): its seconds
+    /// and the endpoint every such call shares.
+    pub(crate) timed_endpoint: Option<(u64, Arc<crate::engine::Endpoint>)>,
 }
 
 /// A compiled matchCondition.
@@ -60,7 +67,19 @@ impl Hook {
             })
             .collect();
         let endpoint = super::endpoint::untimed_endpoint(&webhook.client_config);
+        let timed_endpoint = endpoint.as_ref().ok().map(|e| {
+            let secs = match webhook.timeout_seconds {
+                Some(s) if s > 0 => s.unsigned_abs().into(),
+                _ => super::dispatch::CLIENT_TIMEOUT.as_secs(),
+            };
+            let mut e = e.clone();
+            super::endpoint::with_timeout(&mut e, secs);
+            (secs, Arc::new(e))
+        });
         Hook {
+            call_uid: Arc::from(uid.as_str()),
+            ca_bundle: webhook.client_config.ca_bundle.as_deref().map(Arc::from),
+            timed_endpoint,
             uid,
             configuration: configuration.into(),
             webhook: webhook.clone(),

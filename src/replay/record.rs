@@ -1238,8 +1238,8 @@ impl RecordedReplies {
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&call.body).into_owned()));
         let description = describe(&review);
         let key = MatchKey {
-            configuration: call.configuration.clone(),
-            webhook: call.webhook.clone(),
+            configuration: call.configuration.to_string(),
+            webhook: call.webhook.to_string(),
             phase: call.phase,
             content: content_key(review),
         };
@@ -1252,8 +1252,8 @@ impl RecordedReplies {
             return recorded.reply_to(call);
         }
         let missing = MissingReply {
-            configuration: call.configuration.clone(),
-            webhook: call.webhook.clone(),
+            configuration: call.configuration.to_string(),
+            webhook: call.webhook.to_string(),
             phase: call.phase,
             round: call.round,
             request_uid: call.request_uid.clone(),

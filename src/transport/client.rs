@@ -90,13 +90,41 @@ struct Inner {
     /// The TLS configuration and pool of each webhook client seen, by a digest of what decides
     /// them, so a call finds both without copying or hashing its caBundle twice.
     clients: Mutex<HashMap<u64, Vec<Client>>>,
+    /// What the calls of one shared endpoint and caBundle (one webhook, one `?timeout=`) reuse,
+    /// found by pointer: most calls skip the digest, the URL parse and the header checks.
+    targets: Mutex<Vec<Arc<Target>>>,
+}
+
+/// Targets remembered before the list starts again (each is small; a replay has a few).
+const MAX_TARGETS: usize = 256;
+
+/// A call's destination as the transport prepares it: client, pool, request target and `Host`.
+struct Target {
+    /// Held so that the pointer identity the lookup relies on stays valid.
+    endpoint: Arc<Endpoint>,
+    ca_bundle: Option<Arc<[u8]>>,
+    tls: Arc<ClientConfig>,
+    pool: Arc<Pool>,
+    request_target: Uri,
+    host: Option<HeaderValue>,
+}
+
+impl Target {
+    fn serves(&self, call: &WebhookCall) -> bool {
+        Arc::ptr_eq(&self.endpoint, &call.endpoint)
+            && match (&self.ca_bundle, &call.ca_bundle) {
+                (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+                (None, None) => true,
+                _ => false,
+            }
+    }
 }
 
 /// What a webhook call's client is made of (its credentials follow from `auth_target`), with the
 /// TLS configuration and connection pool built for it.
 struct Client {
     http2: bool,
-    ca_bundle: Option<Vec<u8>>,
+    ca_bundle: Option<Arc<[u8]>>,
     auth_target: String,
     server_name: String,
     port: u16,
@@ -201,6 +229,7 @@ impl HttpsReplier {
                 tls: Mutex::new(HashMap::new()),
                 pools: Mutex::new(HashMap::new()),
                 clients: Mutex::new(HashMap::new()),
+                targets: Mutex::new(Vec::new()),
             }),
         }
     }
@@ -282,9 +311,15 @@ struct Answer {
 impl Inner {
     async fn perform(&self, call: &WebhookCall) -> ReplyOutcome {
         let endpoint = &call.endpoint;
-        let uri: Uri = match endpoint.url.parse() {
-            Ok(u) => u,
-            Err(e) => return ReplyOutcome::ClientConfig(format!("parse {:?}: {e}", endpoint.url)),
+        let cached = self.cached_target(call);
+        let uri = match &cached {
+            Some(_) => None,
+            None => match endpoint.url.parse::<Uri>() {
+                Ok(u) => Some(u),
+                Err(e) => {
+                    return ReplyOutcome::ClientConfig(format!("parse {:?}: {e}", endpoint.url));
+                }
+            },
         };
         let creds = if self.opts.auth.is_empty() {
             None
@@ -294,20 +329,25 @@ impl Inner {
                 Err(e) => return ReplyOutcome::ClientConfig(e.to_string()),
             }
         };
-        let (tls, pool) = match self.client(call, creds) {
-            Ok(t) => t,
-            Err(msg) => return ReplyOutcome::ClientConfig(msg),
+        let target = match (cached, uri) {
+            (Some(t), _) => t,
+            (None, uri) => match self.new_target(call, uri, creds) {
+                Ok(t) => t,
+                Err(msg) => return ReplyOutcome::ClientConfig(msg),
+            },
         };
-        let request = match build_request(call, &uri, creds) {
+        let request = match build_request(call, &target, creds) {
             Ok(r) => r,
             Err(msg) => return ReplyOutcome::ClientConfig(msg),
         };
         let client_timeout = call.timeout >= CLIENT_TIMEOUT;
         let limit = call.timeout.min(CLIENT_TIMEOUT);
         let phase = AtomicU8::new(0);
+        // A retry (`Retry-After`) sends the same request again: built again, as the first was.
+        let again = || build_request(call, &target, creds);
         // Boxed: the exchange's state (TLS, HTTP) is most of a call's, and every future that
         // awaits a call up to the replay's would otherwise hold it and be moved with it.
-        let exchange = Box::pin(self.exchange(&pool, endpoint, tls, request, &phase));
+        let exchange = Box::pin(self.exchange(&target, request, again, &phase));
         match tokio::time::timeout(limit, exchange).await {
             Ok(Ok(a)) => ReplyOutcome::Http {
                 status: a.status,
@@ -319,6 +359,65 @@ impl Inner {
                 ReplyOutcome::Transport(errors::timeout_error(phase_of(&phase), client_timeout))
             }
         }
+    }
+
+    /// The target of a call seen before: the same shared endpoint and caBundle.
+    fn cached_target(&self, call: &WebhookCall) -> Option<Arc<Target>> {
+        lock(&self.targets)
+            .iter()
+            .find(|t| t.serves(call))
+            .map(Arc::clone)
+    }
+
+    /// Builds (and remembers) what calls to this endpoint share.
+    fn new_target(
+        &self,
+        call: &WebhookCall,
+        uri: Option<Uri>,
+        creds: Option<&Credentials>,
+    ) -> Result<Arc<Target>, String> {
+        let endpoint = &call.endpoint;
+        let uri = match uri {
+            Some(u) => u,
+            None => endpoint
+                .url
+                .parse::<Uri>()
+                .map_err(|e| format!("parse {:?}: {e}", endpoint.url))?,
+        };
+        let (tls, pool) = self.client(call, creds)?;
+        let authority = uri
+            .authority()
+            .map(|a| a.as_str().to_string())
+            .ok_or_else(|| format!("parse {:?}: missing host", endpoint.url))?;
+        let path = uri.path_and_query().map_or("/", |p| p.as_str());
+        let request_target: Uri = if endpoint.http2 {
+            format!("https://{authority}{path}")
+                .parse()
+                .map_err(|e| format!("parse {:?}: {e}", endpoint.url))?
+        } else {
+            path.parse()
+                .map_err(|e| format!("parse {:?}: {e}", endpoint.url))?
+        };
+        // HTTP/2 carries the authority in the request target, not in a Host header.
+        let host = if endpoint.http2 {
+            None
+        } else {
+            Some(HeaderValue::from_str(&authority).map_err(|e| e.to_string())?)
+        };
+        let target = Arc::new(Target {
+            endpoint: Arc::clone(endpoint),
+            ca_bundle: call.ca_bundle.clone(),
+            tls,
+            pool,
+            request_target,
+            host,
+        });
+        let mut targets = lock(&self.targets);
+        if targets.len() >= MAX_TARGETS {
+            targets.clear();
+        }
+        targets.push(Arc::clone(&target));
+        Ok(target)
     }
 
     /// The TLS configuration and connection pool for a call: found by the call's client digest,
@@ -425,18 +524,21 @@ impl Inner {
 
     async fn exchange(
         &self,
-        pool: &Pool,
-        endpoint: &Endpoint,
-        tls: Arc<ClientConfig>,
-        request: Request<Full<Bytes>>,
+        target: &Target,
+        first: Request<Full<Bytes>>,
+        again: impl Fn() -> Result<Request<Full<Bytes>>, String>,
         phase: &AtomicU8,
     ) -> Result<Answer, TransportError> {
+        let (pool, endpoint, tls) = (&*target.pool, &*target.endpoint, &target.tls);
         let mut retries = 0;
+        let mut request = Some(first);
         loop {
             set_phase(phase, Phase::Connecting);
-            let (conn_addrs, response, h1) = self
-                .send(pool, endpoint, &tls, request.clone(), phase)
-                .await?;
+            let request = match request.take() {
+                Some(r) => r,
+                None => again().map_err(|e| errors::transport(TransportErrorKind::Other, e))?,
+            };
+            let (conn_addrs, response, h1) = self.send(pool, endpoint, tls, request, phase).await?;
             set_phase(phase, Phase::ReadingBody);
             let status = response.status().as_u16();
             let retry_after = retry_after(&response);
@@ -791,30 +893,17 @@ fn hyper_error(e: &hyper::Error, addrs: &ConnAddrs, tap: Option<&Tap>) -> Transp
 
 fn build_request(
     call: &WebhookCall,
-    uri: &Uri,
+    target: &Target,
     creds: Option<&Credentials>,
 ) -> Result<Request<Full<Bytes>>, String> {
-    let authority = uri
-        .authority()
-        .map(|a| a.as_str().to_string())
-        .ok_or_else(|| format!("parse {:?}: missing host", call.endpoint.url))?;
-    let path = uri.path_and_query().map_or("/", |p| p.as_str());
-    let target: Uri = if call.endpoint.http2 {
-        format!("https://{authority}{path}")
-            .parse()
-            .map_err(|e| format!("parse {:?}: {e}", call.endpoint.url))?
-    } else {
-        path.parse()
-            .map_err(|e| format!("parse {:?}: {e}", call.endpoint.url))?
-    };
-    let mut req = Request::post(target);
+    let mut req = Request::post(target.request_target.clone());
     let headers = req
         .headers_mut()
         .ok_or_else(|| "invalid request".to_string())?;
-    headers.insert(
-        HOST,
-        HeaderValue::from_str(&authority).map_err(|e| e.to_string())?,
-    );
+    headers.reserve(4);
+    if let Some(host) = &target.host {
+        headers.insert(HOST, host.clone());
+    }
     headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
     headers.insert(ACCEPT, HeaderValue::from_static("application/json, */*"));
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -861,10 +950,7 @@ fn build_request(
             }
         }
     }
-    if call.endpoint.http2 {
-        headers.remove(HOST);
-    }
-    req.body(Full::new(Bytes::from(call.body.clone())))
+    req.body(Full::new(call.body.clone()))
         .map_err(|e| e.to_string())
 }
 

@@ -846,12 +846,12 @@ fn base_call(
         configuration: "test-webhooks".into(),
         webhook: "test.webhook.io".into(),
         uid: "test-webhooks/test.webhook.io/0".into(),
-        endpoint,
-        ca_bundle: ca_pem.map(|c| c.as_bytes().to_vec()),
+        endpoint: endpoint.into(),
+        ca_bundle: ca_pem.map(|c| c.as_bytes().into()),
         timeout,
         review_version: "v1",
         request_uid: uid,
-        body: serde_json::to_vec(&body).unwrap_or_default(),
+        body: serde_json::to_vec(&body).unwrap_or_default().into(),
     }
 }
 
