@@ -102,8 +102,10 @@ impl<'e, 'c> Run<'e, 'c> {
             ctx,
             annotations: Annotations::default(),
             warnings: Warnings::default(),
-            trace: Vec::new(),
-            calls: Vec::new(),
+            // A request's usual steps: phases, a match, a review and its reply, a verdict.
+            trace: Vec::with_capacity(8),
+            // One record per webhook considered: at most every hook once, reinvocation aside.
+            calls: Vec::with_capacity(engine.mutating.len() + engine.validating.len()),
             elapsed: Duration::ZERO,
             previously_invoked: BTreeSet::new(),
             reinvoke: BTreeSet::new(),
@@ -999,7 +1001,7 @@ impl<'e, 'c> Run<'e, 'c> {
         replier: &mut R,
     ) -> Result<(), Status> {
         let phase = WebhookKind::Validating;
-        let mut relevant: Vec<(&Hook, Invocation)> = Vec::new();
+        let mut relevant: Vec<(&Hook, Invocation)> = Vec::with_capacity(engine.validating.len());
         for (i, hook) in engine.validating.iter().enumerate() {
             match self.decide(hook, phase) {
                 Decision::Fail(s) => return Err(s),
@@ -1017,8 +1019,8 @@ impl<'e, 'c> Run<'e, 'c> {
         }
         // Call records of the matching webhooks follow one another from here, in order.
         let first_record = self.calls.len();
-        let mut batch: Vec<WebhookCall> = Vec::new();
-        let mut prepared: Vec<Result<usize, CallError>> = Vec::new();
+        let mut batch: Vec<WebhookCall> = Vec::with_capacity(relevant.len());
+        let mut prepared: Vec<Result<usize, CallError>> = Vec::with_capacity(relevant.len());
         for (j, (hook, inv)) in relevant.iter().enumerate() {
             let slot = self.record_match(hook, inv, phase, 0, j);
             prepared.push(self.prepare_call(hook, inv, slot).map(|call| {
