@@ -464,17 +464,37 @@ fn merge_of_per_request_sets_equals_recording_in_one_set() {
             0,
         );
         m.observe_webhook_fail_open("f", WebhookType::Validating);
+        if i.is_multiple_of(3) {
+            m.observe_match_condition_error("m", WebhookType::Admit, Operation::Update);
+            m.observe_match_condition_exclusion("v", WebhookType::Validating, Operation::Create);
+        }
     };
     let mut one = Metrics::new();
     let mut merged = Metrics::new();
+    let mut merged_lists = Metrics::new();
     for i in 0..700 {
         record(&mut one, i);
         let mut request = Metrics::new();
         record(&mut request, i);
         merged.merge(&request);
+        let mut list = Metrics::per_request();
+        record(&mut list, i);
+        assert_eq!(list.encode_text(), request.encode_text(), "read directly");
+        merged_lists.merge(&list);
     }
     assert_eq!(merged.encode_text(), one.encode_text());
     assert_eq!(merged.samples(), one.samples());
+    assert_eq!(merged_lists.encode_text(), one.encode_text());
+    assert_eq!(merged_lists.samples(), one.samples());
+    // A per-request set merged into another keeps the observations in order.
+    let (mut a, mut b) = (Metrics::per_request(), Metrics::per_request());
+    record(&mut a, 1);
+    record(&mut b, 2);
+    a.merge(&b);
+    let mut both = Metrics::new();
+    record(&mut both, 1);
+    record(&mut both, 2);
+    assert_eq!(a.encode_text(), both.encode_text());
     assert_eq!(
         merged.value(
             "apiserver_admission_webhook_fail_open_count",

@@ -20,10 +20,11 @@
 //!   encoded (Go's quantile stream merges its buffer into the estimate on every scrape). Below
 //!   500 observations per series the quantiles are exact either way.
 //! * [`Metrics::merge`] replays the other set's observations one by one, so sums add in the same
-//!   order as kube-apiserver adds them, when the other set holds at most 4 observations per
-//!   histogram series and fewer than 500 per summary series (a per-request set always does);
-//!   beyond that it adds the totals (the sum may differ in the last bit) and the summary's
-//!   estimate is approximate.
+//!   order as kube-apiserver adds them: all of a [`Metrics::per_request`] set's, in order (exactly
+//!   as if recorded on this set); any other set's when it holds at most 4 observations per
+//!   histogram series and fewer than 500 per summary series (one request's always does). Beyond
+//!   that it adds the totals (the sum may differ in the last bit) and the summary's estimate is
+//!   approximate.
 
 mod expfmt;
 mod quantile;
@@ -299,12 +300,85 @@ pub struct Metrics {
     webhooks: BTreeMap<String, WebhookSeries>,
     controller: Vec<(PhaseKey, Histogram)>,
     step: Vec<(PhaseKey, (Histogram, Summary))>,
+    /// A per-request set's observations, in order, kept instead of series.
+    log: Option<Vec<Observation>>,
+}
+
+/// One call of an `observe_*` method, as a per-request set keeps it.
+#[derive(Debug, Clone)]
+enum Observation {
+    Webhook(Box<str>, PhaseKey, i32, Duration),
+    Rejection(Box<str>, RejectionKey),
+    FailOpen(Box<str>, WebhookType),
+    ConditionError(Box<str>, WebhookType, Operation),
+    ConditionExclusion(Box<str>, WebhookType, Operation),
+    ConditionEvaluation(Box<str>, WebhookType, Operation, Duration),
+    Controller(PhaseKey, Duration),
+    Step(PhaseKey, Duration),
 }
 
 impl Metrics {
     /// An empty set (no series: nothing is printed).
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// An empty set for one request's observations, to be [merged](Metrics::merge) into a
+    /// longer-lived set: it keeps the observations as a list (recording one is a push, with no
+    /// series built), and merging replays them in order, exactly as if they had been made on the
+    /// other set. Read directly, it shows the series those observations make.
+    pub fn per_request() -> Self {
+        Metrics {
+            log: Some(Vec::with_capacity(4)),
+            ..Self::default()
+        }
+    }
+
+    /// Keeps `o()` when this is a per-request set; false when the caller records it as series.
+    fn defer(&mut self, o: impl FnOnce() -> Observation) -> bool {
+        match &mut self.log {
+            Some(log) => {
+                log.push(o());
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Records `o` as series (or keeps it, in a per-request set).
+    fn apply(&mut self, o: &Observation) {
+        match o {
+            Observation::Webhook(name, k, code, elapsed) => {
+                self.observe_webhook(name, k.ty, k.op, k.rejected, *code, *elapsed);
+            }
+            Observation::Rejection(name, k) => {
+                self.observe_webhook_rejection(name, k.ty, k.op, k.error_type, k.code);
+            }
+            Observation::FailOpen(name, ty) => self.observe_webhook_fail_open(name, *ty),
+            Observation::ConditionError(name, ty, op) => {
+                self.observe_match_condition_error(name, *ty, *op);
+            }
+            Observation::ConditionExclusion(name, ty, op) => {
+                self.observe_match_condition_exclusion(name, *ty, *op);
+            }
+            Observation::ConditionEvaluation(name, ty, op, elapsed) => {
+                self.observe_match_condition_evaluation(name, *ty, *op, *elapsed);
+            }
+            Observation::Controller(k, elapsed) => {
+                self.observe_controller(k.ty, k.op, k.rejected, *elapsed);
+            }
+            Observation::Step(k, elapsed) => self.observe_step(k.ty, k.op, k.rejected, *elapsed),
+        }
+    }
+
+    /// The series of a per-request set's observations (None for a set that records series).
+    fn folded(&self) -> Option<Metrics> {
+        let log = self.log.as_ref()?;
+        let mut m = Metrics::new();
+        for o in log {
+            m.apply(o);
+        }
+        Some(m)
     }
 
     /// Runs `f` on the series of webhook `name`, created if absent (the name is copied only then).
@@ -330,6 +404,9 @@ impl Metrics {
         elapsed: Duration,
     ) {
         let key = PhaseKey { ty, op, rejected };
+        if self.defer(|| Observation::Webhook(name.into(), key, code, elapsed)) {
+            return;
+        }
         self.with_webhook(name, |series| {
             *slot(&mut series.requests, (key, cap_code(code))) += 1;
             slot(&mut series.duration, key).observe(WEBHOOK_BUCKETS, elapsed.as_secs_f64());
@@ -353,12 +430,18 @@ impl Metrics {
             error_type,
             code: cap_code(code),
         };
+        if self.defer(|| Observation::Rejection(name.into(), key)) {
+            return;
+        }
         self.with_webhook(name, |w| *slot(&mut w.rejections, key) += 1);
     }
 
     /// A webhook that failed open (`ObserveWebhookFailOpen`): increments
     /// `apiserver_admission_webhook_fail_open_count{name,type}`, `type` = `admit`/`validating`.
     pub fn observe_webhook_fail_open(&mut self, name: &str, ty: WebhookType) {
+        if self.defer(|| Observation::FailOpen(name.into(), ty)) {
+            return;
+        }
         self.with_webhook(name, |w| *slot(&mut w.fail_open, ty) += 1);
     }
 
@@ -366,6 +449,9 @@ impl Metrics {
     /// `apiserver_admission_match_condition_evaluation_errors_total{name,kind="webhook",type,operation}`,
     /// `type` = `admit`/`validating`.
     pub fn observe_match_condition_error(&mut self, name: &str, ty: WebhookType, op: Operation) {
+        if self.defer(|| Observation::ConditionError(name.into(), ty, op)) {
+            return;
+        }
         self.with_webhook(name, |w| *slot(&mut w.mc_errors, (ty, op)) += 1);
     }
 
@@ -378,6 +464,9 @@ impl Metrics {
         ty: WebhookType,
         op: Operation,
     ) {
+        if self.defer(|| Observation::ConditionExclusion(name.into(), ty, op)) {
+            return;
+        }
         self.with_webhook(name, |w| *slot(&mut w.mc_exclusions, (ty, op)) += 1);
     }
 
@@ -392,6 +481,9 @@ impl Metrics {
         op: Operation,
         elapsed: Duration,
     ) {
+        if self.defer(|| Observation::ConditionEvaluation(name.into(), ty, op, elapsed)) {
+            return;
+        }
         self.with_webhook(name, |w| {
             slot(&mut w.mc_seconds, (ty, op)).observe(MC_BUCKETS, elapsed.as_secs_f64());
         });
@@ -409,6 +501,9 @@ impl Metrics {
         elapsed: Duration,
     ) {
         let key = PhaseKey { ty, op, rejected };
+        if self.defer(|| Observation::Controller(key, elapsed)) {
+            return;
+        }
         slot(&mut self.controller, key).observe(PHASE_BUCKETS, elapsed.as_secs_f64());
     }
 
@@ -424,6 +519,9 @@ impl Metrics {
         elapsed: Duration,
     ) {
         let key = PhaseKey { ty, op, rejected };
+        if self.defer(|| Observation::Step(key, elapsed)) {
+            return;
+        }
         let v = elapsed.as_secs_f64();
         let (histogram, summary) = slot(&mut self.step, key);
         histogram.observe(PHASE_BUCKETS, v);
@@ -431,8 +529,15 @@ impl Metrics {
     }
 
     /// Adds every series of `other` into `self`, as if `other`'s observations had been recorded
-    /// on `self` after its own (exactly so for per-request sets; see the module notes).
+    /// on `self` after its own (exactly so for [`Metrics::per_request`] sets and small ones; see
+    /// the module notes).
     pub fn merge(&mut self, other: &Metrics) {
+        if let Some(log) = &other.log {
+            for o in log {
+                self.apply(o);
+            }
+            return;
+        }
         for (name, from) in &other.webhooks {
             self.with_webhook(name, |into| {
                 for (k, h) in &from.duration {
@@ -461,6 +566,9 @@ impl Metrics {
     /// The exposition text (format 0.0.4) of every family with at least one series, exactly as
     /// kube-apiserver's `/metrics` prints them (see the module documentation).
     pub fn encode_text(&self) -> String {
+        if let Some(m) = self.folded() {
+            return m.encode_text();
+        }
         let mut out = String::new();
         for family in self.families() {
             out.push_str("# HELP ");
@@ -509,6 +617,9 @@ impl Metrics {
     /// Every sample line of [`Metrics::encode_text`], in the same order: counters, histogram
     /// buckets (with `le`), sums and counts, summary quantiles (with `quantile`), sums and counts.
     pub fn samples(&self) -> Vec<Sample> {
+        if let Some(m) = self.folded() {
+            return m.samples();
+        }
         let mut out = Vec::new();
         for family in self.families() {
             for series in &family.series {

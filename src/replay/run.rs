@@ -180,7 +180,7 @@ impl Replayer {
                     };
                     // Never closed, so acquiring only waits.
                     let _permit = in_flight.acquire().await.ok();
-                    let mut metrics = Metrics::new();
+                    let mut metrics = Metrics::per_request();
                     // The dispatch's state is large; boxed, it is written once on the heap
                     // instead of being moved with every request future as it is queued.
                     let (mut random, mut sequence) = (RandomIds, SharedSequence(&issued));
