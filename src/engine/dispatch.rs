@@ -185,11 +185,14 @@ impl<'e, 'c> Run<'e, 'c> {
                 self.attrs.resource.group_resource()
             ));
         }
-        let gr = self.attrs.resource.group_resource();
-        if self.engine.options.excluded_resources.contains(&gr) {
-            return Some(format!(
-                "{gr} is excluded from admission webhooks by configuration"
-            ));
+        let excluded = &self.engine.options.excluded_resources;
+        if !excluded.is_empty() {
+            let gr = self.attrs.resource.group_resource();
+            if excluded.contains(&gr) {
+                return Some(format!(
+                    "{gr} is excluded from admission webhooks by configuration"
+                ));
+            }
         }
         if matching::is_exempt_kind(&self.attrs.kind, v) {
             return Some(format!(
