@@ -464,7 +464,7 @@ impl Sinks {
                     }
                 }
                 let r = *r;
-                let rep = RequestReport::new(&r.request, r.outcome, self.level, self.secrets);
+                let rep = RequestReport::new(*r.request, r.outcome, self.level, self.secrets);
                 let mismatches = self
                     .expect
                     .as_mut()

@@ -316,44 +316,45 @@ fn ser_object<S: serde::Serializer>(o: &Option<Arc<Object>>, s: S) -> Result<S::
 }
 
 impl RequestReport {
-    /// The report entry of one replayed request, taking what it needs from the outcome.
+    /// The report entry of one replayed request, made of the request and its outcome (their
+    /// strings are moved, not copied).
     pub fn new(
-        req: &CapturedRequest,
+        req: CapturedRequest,
         outcome: Outcome,
         level: AuditLevel,
         secrets: SecretPolicy,
     ) -> Self {
-        let redact = secrets == SecretPolicy::Redact && is_secret(req);
+        let redact = secrets == SecretPolicy::Redact && is_secret(&req);
         let annotations = outcome.annotations_at(level);
         let mut object = outcome.object;
         if redact && let Some(o) = &mut object {
             redact_secret(Arc::make_mut(o).value_mut());
         }
-        let mut notes = req.notes.clone();
+        let mut notes = req.notes;
         if req.namespace == NamespaceState::Unknown {
             notes.push(format!(
                 "namespace {:?} is not known (not in --cluster nor learned from the input): its labels were taken as empty",
                 req.attrs.namespace
             ));
         }
-        let a = &req.attrs;
+        let a = req.attrs;
         RequestReport {
-            source: req.source.clone(),
-            uid: req.uid.clone(),
+            source: req.source,
+            uid: req.uid,
             operation: a.operation,
             kind: ReportKind {
-                group: a.kind.group.clone(),
-                kind: a.kind.kind.clone(),
-                version: a.kind.version.clone(),
+                group: a.kind.group,
+                kind: a.kind.kind,
+                version: a.kind.version,
             },
             resource: ReportResource {
-                group: a.resource.group.clone(),
-                resource: a.resource.resource.clone(),
-                version: a.resource.version.clone(),
+                group: a.resource.group,
+                resource: a.resource.resource,
+                version: a.resource.version,
             },
-            sub_resource: a.sub_resource.clone(),
-            namespace: a.namespace.clone(),
-            name: a.name.clone(),
+            sub_resource: a.sub_resource,
+            namespace: a.namespace,
+            name: a.name,
             dry_run: a.dry_run,
             allowed: outcome.allowed,
             status: outcome.status.map(|s| ClientStatus {
@@ -370,13 +371,12 @@ impl RequestReport {
                 .map(|c| CallReport::new(c, redact))
                 .collect(),
             notes,
-            recorded: req.audit.as_ref().map(|o| Recorded {
+            recorded: req.audit.map(|o| Recorded {
                 code: o.response_code,
                 annotations: o
                     .annotations
-                    .iter()
+                    .into_iter()
                     .filter(|(k, _)| is_admission_annotation(k))
-                    .map(|(k, v)| (k.clone(), v.clone()))
                     .collect(),
             }),
         }
