@@ -106,7 +106,9 @@ struct Target {
     tls: Arc<ClientConfig>,
     pool: Arc<Pool>,
     request_target: Uri,
-    host: Option<HeaderValue>,
+    /// The headers every call sends (`Host` for HTTP/1.1, user agent, accept, content type),
+    /// copied into each request instead of being inserted one by one.
+    headers: http::HeaderMap,
 }
 
 impl Target {
@@ -398,19 +400,22 @@ impl Inner {
             path.parse()
                 .map_err(|e| format!("parse {:?}: {e}", endpoint.url))?
         };
+        let mut headers = http::HeaderMap::with_capacity(4);
         // HTTP/2 carries the authority in the request target, not in a Host header.
-        let host = if endpoint.http2 {
-            None
-        } else {
-            Some(HeaderValue::from_str(&authority).map_err(|e| e.to_string())?)
-        };
+        if !endpoint.http2 {
+            let host = HeaderValue::from_str(&authority).map_err(|e| e.to_string())?;
+            headers.insert(HOST, host);
+        }
+        headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
+        headers.insert(ACCEPT, HeaderValue::from_static("application/json, */*"));
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
         let target = Arc::new(Target {
             endpoint: Arc::clone(endpoint),
             ca_bundle: call.ca_bundle.clone(),
             tls,
             pool,
             request_target,
-            host,
+            headers,
         });
         let mut targets = lock(&self.targets);
         if targets.len() >= MAX_TARGETS {
@@ -900,13 +905,7 @@ fn build_request(
     let headers = req
         .headers_mut()
         .ok_or_else(|| "invalid request".to_string())?;
-    headers.reserve(4);
-    if let Some(host) = &target.host {
-        headers.insert(HOST, host.clone());
-    }
-    headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
-    headers.insert(ACCEPT, HeaderValue::from_static("application/json, */*"));
-    headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    headers.clone_from(&target.headers);
     if let Some(c) = creds {
         let has_basic = c.username.is_some() || c.password.is_some();
         let token = c.bearer_token.as_deref().filter(|t| !t.is_empty());
