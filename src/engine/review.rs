@@ -443,6 +443,27 @@ pub fn interpret_reply(
     version: &str,
     mutating: bool,
 ) -> Result<Verified, CallingError> {
+    if version == "v1"
+        && let ReplyOutcome::Http { status, body, .. } = outcome
+        && ((200..=206).contains(status) || *status == 101)
+        && let Some(allowed) = plain_v1_verdict(body, request_uid)
+    {
+        return Ok(Verified {
+            allowed,
+            ..Verified::default()
+        });
+    }
+    decoded_reply(outcome, url, request_uid, version, mutating)
+}
+
+/// [`interpret_reply`] without the plain-reply shortcut: decoding, then verification.
+fn decoded_reply(
+    outcome: &ReplyOutcome,
+    url: &str,
+    request_uid: &str,
+    version: &str,
+    mutating: bool,
+) -> Result<Verified, CallingError> {
     let review = decode_reply(outcome, url, version)?;
     verify(review, request_uid, version, mutating).map_err(|m| {
         CallingError::new(
@@ -598,11 +619,44 @@ fn decode_reply(
 /// None for anything else, which decoding the wire type then reads. Where this gives a reply,
 /// that decoding gives the same.
 fn plain_reply(body: &[u8]) -> Option<AdmissionReviewReply> {
+    let p = plain_parts(body)?;
+    Some(AdmissionReviewReply {
+        api_version: p.api_version.map(str::to_owned),
+        kind: p.kind.map(str::to_owned),
+        response: p.response.map(|(uid, allowed)| AdmissionResponse {
+            uid: uid.unwrap_or_default().to_owned(),
+            allowed: allowed.unwrap_or_default(),
+            ..AdmissionResponse::default()
+        }),
+    })
+}
+
+/// The verdict of a plain reply (see [`plain_reply`]) to a v1 review that passes every check
+/// [`verify`] makes (`admission.k8s.io/v1`, `AdmissionReview`, the request's uid), read without
+/// building the reply; None for any other reply.
+fn plain_v1_verdict(body: &[u8], request_uid: &str) -> Option<bool> {
+    let p = plain_parts(body)?;
+    let (uid, allowed) = p.response?;
+    (p.api_version == Some("admission.k8s.io/v1")
+        && p.kind == Some("AdmissionReview")
+        && uid == Some(request_uid))
+    .then_some(allowed.unwrap_or_default())
+}
+
+/// A plain reply's members, borrowed from its body (strings without escapes are their text).
+struct PlainParts<'a> {
+    api_version: Option<&'a str>,
+    kind: Option<&'a str>,
+    /// `response`'s `uid` and `allowed`.
+    response: Option<(Option<&'a str>, Option<bool>)>,
+}
+
+fn plain_parts(body: &[u8]) -> Option<PlainParts<'_>> {
     let text = std::str::from_utf8(body).ok()?;
     let plain_string = |v: usize| {
         let end = scan::checked_string_end(body, v)?;
         let inner = &text[v + 1..end - 1];
-        (!inner.contains('\\')).then(|| (inner.to_owned(), end))
+        (!inner.contains('\\')).then_some((inner, end))
     };
     let (mut api_version, mut kind, mut response) = (None, None, None);
     let end = scan::checked_members(body, 0, 1, |key, v| {
@@ -624,11 +678,7 @@ fn plain_reply(body: &[u8]) -> Option<AdmissionReviewReply> {
                     }
                     _ => None,
                 })?;
-                response = Some(AdmissionResponse {
-                    uid: uid.unwrap_or_default(),
-                    allowed: allowed.unwrap_or_default(),
-                    ..AdmissionResponse::default()
-                });
+                response = Some((uid, allowed));
                 return Some(end);
             }
             _ => return None,
@@ -636,7 +686,7 @@ fn plain_reply(body: &[u8]) -> Option<AdmissionReviewReply> {
         *slot = Some(value);
         Some(end)
     })?;
-    scan::only_whitespace_after(body, end).then_some(AdmissionReviewReply {
+    scan::only_whitespace_after(body, end).then_some(PlainParts {
         api_version,
         kind,
         response,
@@ -826,6 +876,20 @@ mod tests {
             read.response.as_ref().map(|r| (&*r.uid, r.allowed)),
             Some(("u-1", true))
         );
+        // The v1 shortcut answers for it, as decoding and verifying do.
+        assert_eq!(plain_v1_verdict(plain.as_bytes(), "u-1"), Some(true));
+        assert_eq!(plain_v1_verdict(plain.as_bytes(), "u-2"), None);
+        let outcome = ReplyOutcome::Http {
+            status: 200,
+            content_type: None,
+            body: plain.as_bytes().to_vec(),
+        };
+        let shortcut = interpret_reply(&outcome, "https://h/", "u-1", "v1", true);
+        assert_eq!(
+            shortcut,
+            decoded_reply(&outcome, "https://h/", "u-1", "v1", true)
+        );
+        assert!(shortcut.is_ok_and(|v| v.allowed));
     }
 
     proptest::proptest! {
@@ -855,6 +919,49 @@ mod tests {
             let decoded = serde_json::from_slice::<AdmissionReviewReply>(body.as_bytes());
             if let Some(read) = plain_reply(body.as_bytes()) {
                 proptest::prop_assert_eq!(Some(&read), decoded.as_ref().ok(), "{}", body);
+            }
+        }
+
+        /// Where the v1 shortcut gives a verdict, decoding and verifying give the same result.
+        #[test]
+        fn the_plain_v1_shortcut_verifies_as_decoding_does(
+            api_version in proptest::sample::select(vec![None, Some("admission.k8s.io/v1"), Some("admission.k8s.io/v1"), Some("admission.k8s.io/v1beta1"), Some("v1")]),
+            kind in proptest::sample::select(vec![None, Some("AdmissionReview"), Some("AdmissionReview"), Some("Status"), Some("Other")]),
+            uid in proptest::sample::select(vec![None, Some("u-1"), Some("u-1"), Some("u-2"), Some("")]),
+            allowed in proptest::option::of(proptest::bool::ANY),
+            response in proptest::bool::ANY,
+            mutating in proptest::bool::ANY,
+            status in proptest::sample::select(vec![101u16, 200, 204, 206, 207, 400, 500]),
+        ) {
+            let mut members = Vec::new();
+            if let Some(a) = api_version {
+                members.push(format!("\"apiVersion\":\"{a}\""));
+            }
+            if let Some(k) = kind {
+                members.push(format!("\"kind\":\"{k}\""));
+            }
+            if response {
+                let mut inner = Vec::new();
+                if let Some(u) = uid {
+                    inner.push(format!("\"uid\":\"{u}\""));
+                }
+                if let Some(a) = allowed {
+                    inner.push(format!("\"allowed\":{a}"));
+                }
+                members.push(format!("\"response\":{{{}}}", inner.join(",")));
+            }
+            let body = format!("{{{}}}", members.join(","));
+            let outcome = ReplyOutcome::Http {
+                status,
+                content_type: Some("application/json".into()),
+                body: body.clone().into_bytes(),
+            };
+            let url = "https://h/x?timeout=10s";
+            let full = decoded_reply(&outcome, url, "u-1", "v1", mutating);
+            let shortcut = interpret_reply(&outcome, url, "u-1", "v1", mutating);
+            proptest::prop_assert_eq!(&shortcut, &full, "{}", body);
+            if body == r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u-1","allowed":true}}"# && status == 200 {
+                proptest::prop_assert_eq!(plain_v1_verdict(body.as_bytes(), "u-1"), Some(true));
             }
         }
     }
