@@ -89,7 +89,12 @@ fn pod_create() -> Attributes {
 /// A request that is patched twice (so reinvoked), fails open once, warns, annotates, and is
 /// denied by the validating webhook.
 fn dispatch() -> Outcome {
-    let engine = Engine::new(&configs(), EngineOptions::default());
+    dispatch_with(EngineOptions::default()).0
+}
+
+/// [`dispatch`] with `options`, with the calls made and the metrics recorded.
+fn dispatch_with(options: EngineOptions) -> (Outcome, Vec<String>, String) {
+    let engine = Engine::new(&configs(), options);
     let mut namespaces = Namespaces::default();
     namespaces.insert("default", BTreeMap::new());
     let mut replier = ScriptedReplier::new([
@@ -127,7 +132,7 @@ fn dispatch() -> Outcome {
     ]);
     let mut ids = SequentialIds::default();
     let mut metrics = Metrics::new();
-    engine.dispatch_blocking(
+    let outcome = engine.dispatch_blocking(
         pod_create(),
         RequestContext {
             namespaces: &namespaces,
@@ -137,7 +142,30 @@ fn dispatch() -> Outcome {
             phases: Phases::All,
         },
         &mut replier,
-    )
+    );
+    let bodies = replier
+        .seen
+        .iter()
+        .map(|c| String::from_utf8_lossy(&c.body).into_owned())
+        .collect();
+    (outcome, bodies, metrics.encode_text())
+}
+
+/// Without a trace, a dispatch sends the same reviews and ends the same way, metrics included.
+#[test]
+fn a_dispatch_without_trace_is_the_same_dispatch() {
+    let (traced, traced_calls, traced_metrics) = dispatch_with(EngineOptions::default());
+    let (mut plain, plain_calls, plain_metrics) = dispatch_with(EngineOptions {
+        trace: false,
+        ..EngineOptions::default()
+    });
+    assert!(!traced.trace.is_empty());
+    assert!(plain.trace.is_empty(), "no steps recorded");
+    assert_eq!(traced_calls.len(), 5, "both rounds' calls");
+    assert_eq!(plain_calls, traced_calls);
+    assert_eq!(plain_metrics, traced_metrics);
+    plain.trace = traced.trace.clone();
+    assert_eq!(plain, traced);
 }
 
 #[test]

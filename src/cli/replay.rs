@@ -143,11 +143,13 @@ impl SourceArgs {
     }
 
     /// The runner over `configs` and the reader of the inputs, both knowing the `--cluster`
-    /// objects and custom resources; with the problems of the `--cluster` files.
+    /// objects and custom resources; with the problems of the `--cluster` files. `trace`: whether
+    /// dispatches record their trace (the console shows it; the headless replay does not).
     pub fn replayer_and_reader(
         &self,
         configs: &[WebhookConfiguration],
         version: KubeVersion,
+        trace: bool,
     ) -> (Replayer, Reader, Vec<InputProblem>) {
         let (cluster, problems) = ClusterState::load(&self.cluster);
         let registry = cluster.registry(version);
@@ -155,6 +157,7 @@ impl SourceArgs {
             configs,
             EngineOptions {
                 registry: registry.clone(),
+                trace,
                 ..EngineOptions::for_version(version)
             },
         );
@@ -716,7 +719,9 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         None => None,
     };
 
-    let (replayer, reader, cluster_problems) = args.source.replayer_and_reader(&configs, version);
+    // The headless replay reports outcomes only: its dispatches record no trace.
+    let (replayer, reader, cluster_problems) =
+        args.source.replayer_and_reader(&configs, version, false);
     for p in &cluster_problems {
         report.push_problem(Problem::from_input(ProblemKind::Invalid, p));
     }

@@ -71,7 +71,8 @@ fn file_source(args: &Args, version: KubeVersion) -> Result<ReplaySource, String
         })
         .collect();
     let replier = args.source.replier()?;
-    let (replayer, reader, cluster_problems) = args.source.replayer_and_reader(&configs, version);
+    let (replayer, reader, cluster_problems) =
+        args.source.replayer_and_reader(&configs, version, true);
     let problems = (report.problems.iter())
         .map(|p| format!("{}: {}", p.source, p.message))
         .chain(cluster_problems.iter().map(ToString::to_string))

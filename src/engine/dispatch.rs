@@ -103,7 +103,7 @@ impl<'e, 'c> Run<'e, 'c> {
             annotations: Annotations::default(),
             warnings: Warnings::default(),
             // A request's usual steps: phases, a match, a review and its reply, a verdict.
-            trace: Vec::with_capacity(8),
+            trace: Vec::with_capacity(if engine.options.trace { 8 } else { 0 }),
             // One record per webhook considered: at most every hook once, reinvocation aside.
             calls: Vec::with_capacity(engine.mutating.len() + engine.validating.len()),
             elapsed: Duration::ZERO,
@@ -204,7 +204,9 @@ impl<'e, 'c> Run<'e, 'c> {
     }
 
     fn step(&mut self, entry: Entry) {
-        self.trace.push(TraceStep::new(self.elapsed, entry));
+        if self.engine.options.trace {
+            self.trace.push(TraceStep::new(self.elapsed, entry));
+        }
     }
 
     fn annotate(&mut self, key: String, value: String, level: AuditLevel) {
@@ -489,19 +491,21 @@ impl<'e, 'c> Run<'e, 'c> {
             );
             (object, old_object)
         };
-        self.step(Entry::ReviewSent {
-            call: slot.call,
-            review: ReviewBody::new(ReviewParts {
-                version,
-                uid: uid.as_str().into(),
-                url: Arc::clone(&hook.url_base),
-                timeout_secs,
-                timeout,
-                texts: Arc::clone(&texts),
-                object,
-                old_object,
-            }),
-        });
+        if self.engine.options.trace {
+            self.step(Entry::ReviewSent {
+                call: slot.call,
+                review: ReviewBody::new(ReviewParts {
+                    version,
+                    uid: uid.as_str().into(),
+                    url: Arc::clone(&hook.url_base),
+                    timeout_secs,
+                    timeout,
+                    texts: Arc::clone(&texts),
+                    object,
+                    old_object,
+                }),
+            });
+        }
         let body = body.into_bytes().into();
         Ok(WebhookCall {
             phase: slot.phase,
@@ -555,6 +559,7 @@ impl<'e, 'c> Run<'e, 'c> {
 
     fn record_reply(&mut self, slot: Slot, reply: &Reply) {
         let error = match &reply.outcome {
+            ReplyOutcome::Http { .. } if !self.engine.options.trace => None,
             ReplyOutcome::Http { status, body, .. } => {
                 self.step(Entry::ReplyReceived {
                     call: slot.call,

@@ -59,6 +59,9 @@ pub struct EngineOptions {
     pub authorizer: cel::Authorizer,
     /// Resources for which no webhook is ever called, beyond upstream's built-in exclusions.
     pub excluded_resources: Vec<GroupResource>,
+    /// Whether dispatches record their step-by-step trace ([`Outcome::trace`]; on by default). A
+    /// headless replay that reports only outcomes turns it off: the trace is then empty.
+    pub trace: bool,
 }
 
 impl Default for EngineOptions {
@@ -75,6 +78,7 @@ impl EngineOptions {
             registry: ResourceRegistry::builtin(kube_version),
             authorizer: cel::Authorizer::default(),
             excluded_resources: Vec::new(),
+            trace: true,
         }
     }
 }
