@@ -49,9 +49,10 @@ enum CallError {
 }
 
 /// What the calls of a request that match the same way share.
+#[derive(Default)]
 struct InvocationTexts {
-    /// What `Matched` steps show.
-    matched: Arc<MatchTexts>,
+    /// What `Matched` steps show, once one was recorded.
+    matched: Option<Arc<MatchTexts>>,
     /// The review text around the uid and the objects, once a call was prepared.
     review: Option<Arc<ReviewTexts>>,
 }
@@ -325,13 +326,20 @@ impl<'e, 'c> Run<'e, 'c> {
     ) -> Slot {
         let call = self.push_record(hook, phase, round, index, CallDecision::Called);
         self.current_call = Some(self.calls.len() - 1);
-        let texts = Arc::clone(&self.invocation_texts(inv).matched);
-        self.step(Entry::Matched {
-            call,
-            rule: u32::try_from(inv.rule).unwrap_or(u32::MAX),
-            equivalent: inv.equivalent,
-            texts,
-        });
+        if self.engine.options.trace {
+            let engine = self.engine;
+            let texts = Arc::clone(
+                self.invocation_texts(inv)
+                    .matched
+                    .get_or_insert_with(|| engine.match_texts(inv)),
+            );
+            self.step(Entry::Matched {
+                call,
+                rule: u32::try_from(inv.rule).unwrap_or(u32::MAX),
+                equivalent: inv.equivalent,
+                texts,
+            });
+        }
         Slot {
             phase,
             round,
@@ -348,17 +356,8 @@ impl<'e, 'c> Run<'e, 'c> {
 
     /// The texts calls share for an invocation, made the first time it is seen.
     fn invocation_texts(&mut self, inv: &Invocation) -> &mut InvocationTexts {
-        fn texts(engine: &Engine, inv: &Invocation) -> InvocationTexts {
-            InvocationTexts {
-                matched: engine.match_texts(inv),
-                review: None,
-            }
-        }
         if !inv.equivalent {
-            let engine = self.engine;
-            return self
-                .own_invocation
-                .get_or_insert_with(|| texts(engine, inv));
+            return self.own_invocation.get_or_insert_default();
         }
         let same = |i: &Invocation| {
             i.kind == inv.kind
@@ -369,7 +368,7 @@ impl<'e, 'c> Run<'e, 'c> {
             Some(at) => at,
             None => {
                 self.invocations
-                    .push((inv.clone(), texts(self.engine, inv)));
+                    .push((inv.clone(), InvocationTexts::default()));
                 self.invocations.len() - 1
             }
         };
