@@ -66,6 +66,8 @@ impl<T, const N: usize> Recent<T, N> {
 pub struct Interner {
     users: HashSet<Arc<UserInfo>>,
     labels: HashSet<Arc<BTreeMap<String, String>>>,
+    /// The labels last shared: the requests of a capture mostly come from a few namespaces.
+    last_labels: Option<Arc<BTreeMap<String, String>>>,
     options: VecDeque<Arc<Value>>,
     user_texts: HashMap<Box<[u8]>, Arc<UserInfo>>,
     recent_users: Recent<Arc<UserInfo>, 4>,
@@ -89,7 +91,16 @@ impl Interner {
         &mut self,
         labels: Arc<BTreeMap<String, String>>,
     ) -> Arc<BTreeMap<String, String>> {
-        shared_copy(&mut self.labels, labels)
+        // Labels from the cluster's objects are already a shared copy, most often the last one:
+        // no need to hash them again to find it.
+        if let Some(last) = &self.last_labels
+            && Arc::ptr_eq(last, &labels)
+        {
+            return labels;
+        }
+        let shared = shared_copy(&mut self.labels, labels);
+        self.last_labels = Some(Arc::clone(&shared));
+        shared
     }
 
     /// The shared copy of `options`.
@@ -190,6 +201,16 @@ mod tests {
         assert!(Arc::ptr_eq(&a, &b));
         assert!(!Arc::ptr_eq(&a, &c));
         assert_eq!(c.username, "bob");
+
+        let labels =
+            |team: &str| Arc::new(BTreeMap::from([("team".to_string(), team.to_string())]));
+        let web = i.labels(labels("web"));
+        let db = i.labels(labels("db"));
+        // The shared copies given back, the last one shared or another, stay the shared copies.
+        assert!(Arc::ptr_eq(&i.labels(Arc::clone(&db)), &db));
+        assert!(Arc::ptr_eq(&i.labels(Arc::clone(&web)), &web));
+        assert!(Arc::ptr_eq(&i.labels(labels("db")), &db));
+        assert!(Arc::ptr_eq(&i.labels(labels("web")), &web));
 
         let create = || Arc::new(serde_json::json!({"kind": "CreateOptions"}));
         let x = i.options(create());
