@@ -71,7 +71,7 @@ fn first_hit(
 
 /// Index of the first `"` or `\` at or after `from`.
 #[inline]
-fn quote_or_backslash(buf: &[u8], from: usize) -> Option<usize> {
+pub(crate) fn quote_or_backslash(buf: &[u8], from: usize) -> Option<usize> {
     first_hit(
         buf,
         from,

@@ -572,55 +572,66 @@ impl serde_json::ser::Formatter for Nested {
         w: &mut W,
         fragment: &str,
     ) -> std::io::Result<()> {
-        let b = fragment.as_bytes();
-        // `b[run..i]` is copied as it stands when punctuation interrupts it.
-        let (mut run, mut i) = (0, 0);
-        while i < b.len() {
-            match b[i] {
-                b'"' => {
-                    i += 1;
-                    while i < b.len() && b[i] != b'"' {
-                        i += if b[i] == b'\\' { 2 } else { 1 };
+        let mut out = Vec::with_capacity(fragment.len() * 2);
+        reindent(&mut out, fragment.as_bytes(), self.level);
+        w.write_all(&out)
+    }
+}
+
+/// Appends `compact` (compact JSON) in the report's pretty layout, `level` levels deep.
+fn reindent(out: &mut Vec<u8>, compact: &[u8], mut level: usize) {
+    let b = compact;
+    // `b[run..i]` is copied as it stands when punctuation interrupts it.
+    let (mut run, mut i) = (0, 0);
+    while i < b.len() {
+        match b[i] {
+            b'"' => {
+                // A string is copied as it stands: on to its closing quote.
+                i += 1;
+                i = loop {
+                    match crate::scan::quote_or_backslash(b, i) {
+                        Some(k) if b[k] == b'\\' => i = k + 2,
+                        Some(k) => break k + 1,
+                        None => break b.len(),
                     }
+                };
+                continue;
+            }
+            open @ (b'{' | b'[') => {
+                out.extend_from_slice(&b[run..i]);
+                let close = if open == b'{' { b'}' } else { b']' };
+                if b.get(i + 1) == Some(&close) {
+                    out.extend_from_slice(&[open, close]);
                     i += 1;
-                    continue;
-                }
-                open @ (b'{' | b'[') => {
-                    w.write_all(&b[run..i])?;
-                    let close = if open == b'{' { b'}' } else { b']' };
-                    if b.get(i + 1) == Some(&close) {
-                        w.write_all(&[open, close])?;
-                        i += 1;
-                    } else {
-                        self.level += 1;
-                        w.write_all(&[open])?;
-                        self.newline(w, b"\n")?;
-                    }
-                }
-                close @ (b'}' | b']') => {
-                    w.write_all(&b[run..i])?;
-                    self.level = self.level.saturating_sub(1);
-                    self.newline(w, b"\n")?;
-                    w.write_all(&[close])?;
-                }
-                b',' => {
-                    w.write_all(&b[run..i])?;
-                    self.newline(w, b",\n")?;
-                }
-                b':' => {
-                    w.write_all(&b[run..i])?;
-                    w.write_all(b": ")?;
-                }
-                _ => {
-                    i += 1;
-                    continue;
+                } else {
+                    level += 1;
+                    out.push(open);
+                    line(out, false, level);
                 }
             }
-            i += 1;
-            run = i;
+            close @ (b'}' | b']') => {
+                out.extend_from_slice(&b[run..i]);
+                level = level.saturating_sub(1);
+                line(out, false, level);
+                out.push(close);
+            }
+            b',' => {
+                out.extend_from_slice(&b[run..i]);
+                line(out, true, level);
+            }
+            b':' => {
+                out.extend_from_slice(&b[run..i]);
+                out.extend_from_slice(b": ");
+            }
+            _ => {
+                i += 1;
+                continue;
+            }
         }
-        w.write_all(&b[run.min(b.len())..])
+        i += 1;
+        run = i;
     }
+    out.extend_from_slice(&b[run.min(b.len())..]);
 }
 
 /// Appends `value` pretty-printed as if nested `level` levels deep.
@@ -819,10 +830,7 @@ impl RequestReport {
             None => f.buf.extend_from_slice(b"null"),
             // The text was checked when it was captured: compact JSON of an object.
             Some(o) => match o.json() {
-                Some(text) => {
-                    use serde_json::ser::Formatter as _;
-                    Nested::new(level + 1).write_raw_fragment(f.buf, text)?;
-                }
+                Some(text) => reindent(f.buf, text.as_bytes(), level + 1),
                 None => write_nested(f.buf, o.value(), level + 1)?,
             },
         }
