@@ -446,7 +446,8 @@ pub fn interpret_reply(
     if version == "v1"
         && let ReplyOutcome::Http { status, body, .. } = outcome
         && ((200..=206).contains(status) || *status == 101)
-        && let Some(allowed) = plain_v1_verdict(body, request_uid)
+        && let Some(allowed) =
+            canonical_v1_verdict(body, request_uid).or_else(|| plain_v1_verdict(body, request_uid))
     {
         return Ok(Verified {
             allowed,
@@ -641,6 +642,32 @@ fn plain_v1_verdict(body: &[u8], request_uid: &str) -> Option<bool> {
         && p.kind == Some("AdmissionReview")
         && uid == Some(request_uid))
     .then_some(allowed.unwrap_or_default())
+}
+
+/// The verdict of a plain v1 reply written byte for byte as Go's `encoding/json` writes an
+/// `AdmissionReview` (`kind` first) or with `apiVersion` first, compact, for `request_uid`; None
+/// for any other text. Such a text is a plain reply that passes verification (its uid has no
+/// escapes, so it reads as itself): this only spares scanning it.
+fn canonical_v1_verdict(body: &[u8], request_uid: &str) -> Option<bool> {
+    const HEADS: [&[u8]; 2] = [
+        br#"{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","response":{"uid":""#,
+        br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":""#,
+    ];
+    let uid = request_uid.as_bytes();
+    if uid.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+        return None;
+    }
+    let rest = HEADS.iter().find_map(|h| body.strip_prefix(*h))?;
+    let rest = rest.strip_prefix(uid)?;
+    let end = rest
+        .iter()
+        .rposition(|b| !b" \t\r\n".contains(b))
+        .map_or(0, |i| i + 1);
+    match &rest[..end] {
+        br#"","allowed":true}}"# => Some(true),
+        br#"","allowed":false}}"# => Some(false),
+        _ => None,
+    }
 }
 
 /// A plain reply's members, borrowed from its body (strings without escapes are their text).
@@ -878,6 +905,12 @@ mod tests {
         );
         // The v1 shortcut answers for it, as decoding and verifying do.
         assert_eq!(plain_v1_verdict(plain.as_bytes(), "u-1"), Some(true));
+        assert_eq!(canonical_v1_verdict(plain.as_bytes(), "u-1"), Some(true));
+        let go = "{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1\",\"response\":{\"uid\":\"u-1\",\"allowed\":false}}\n";
+        assert_eq!(canonical_v1_verdict(go.as_bytes(), "u-1"), Some(false));
+        assert_eq!(plain_v1_verdict(go.as_bytes(), "u-1"), Some(false));
+        assert_eq!(canonical_v1_verdict(go.as_bytes(), "u-"), None);
+        assert_eq!(canonical_v1_verdict(go.as_bytes(), "u-12"), None);
         assert_eq!(plain_v1_verdict(plain.as_bytes(), "u-2"), None);
         let outcome = ReplyOutcome::Http {
             status: 200,
@@ -922,6 +955,33 @@ mod tests {
             }
         }
 
+        /// Where the byte-for-byte shortcut answers, the plain reader answers the same.
+        #[test]
+        fn the_canonical_shortcut_reads_as_the_plain_reader(
+            kind_first in proptest::bool::ANY,
+            uid in "[a-z0-9\"\\\\-]{0,4}",
+            middle in "[a-z0-9\"\\\\-]{0,4}",
+            same in proptest::bool::ANY,
+            tail in proptest::sample::select(vec![
+                r#"","allowed":true}}"#, r#"","allowed":false}}"#, "\",\"allowed\":true}}\n",
+                r#"","allowed":true} }"#, r#"","allowed":true,"x":1}}"#, r#"","allowed":tru}}"#,
+            ]),
+        ) {
+            let head = if kind_first {
+                r#"{"kind":"AdmissionReview","apiVersion":"admission.k8s.io/v1","response":{"uid":""#
+            } else {
+                r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":""#
+            };
+            let middle = if same { uid.clone() } else { middle };
+            let body = format!("{head}{middle}{tail}");
+            if let Some(verdict) = canonical_v1_verdict(body.as_bytes(), &uid) {
+                proptest::prop_assert_eq!(Some(verdict), plain_v1_verdict(body.as_bytes(), &uid), "{}", body);
+            }
+            if middle == uid && !uid.contains(['"', '\\']) && (tail.ends_with("}}") || tail.ends_with("}}\n")) && !tail.contains('x') && !tail.contains("tru}") {
+                proptest::prop_assert!(canonical_v1_verdict(body.as_bytes(), &uid).is_some(), "{}", body);
+            }
+        }
+
         /// Where the v1 shortcut gives a verdict, decoding and verifying give the same result.
         #[test]
         fn the_plain_v1_shortcut_verifies_as_decoding_does(
@@ -960,6 +1020,9 @@ mod tests {
             let full = decoded_reply(&outcome, url, "u-1", "v1", mutating);
             let shortcut = interpret_reply(&outcome, url, "u-1", "v1", mutating);
             proptest::prop_assert_eq!(&shortcut, &full, "{}", body);
+            if let Some(verdict) = canonical_v1_verdict(body.as_bytes(), "u-1") {
+                proptest::prop_assert_eq!(Some(verdict), plain_v1_verdict(body.as_bytes(), "u-1"));
+            }
             if body == r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u-1","allowed":true}}"# && status == 200 {
                 proptest::prop_assert_eq!(plain_v1_verdict(body.as_bytes(), "u-1"), Some(true));
             }
