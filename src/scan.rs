@@ -387,6 +387,31 @@ fn below_space(w: u64) -> u64 {
     w.wrapping_sub(ONES * 0x20) & !w & HIGHS
 }
 
+/// Whether `s` holds a `"`, a `\` or a control character: what a JSON string escapes. Eight
+/// bytes at a time (the last word may overlap the one before), for the short strings of a
+/// report.
+pub(crate) fn needs_json_escape(s: &[u8]) -> bool {
+    let hit = |w: u64| {
+        eq_bytes(w, ONES * u64::from(b'"')) | eq_bytes(w, ONES * u64::from(b'\\')) | below_space(w)
+    };
+    if s.len() < 8 {
+        return s.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
+    }
+    let word = |i: usize| {
+        s.get(i..i + 8)
+            .and_then(|w| w.try_into().ok())
+            .map_or(0, |w| hit(u64::from_le_bytes(w)))
+    };
+    let mut i = 0;
+    while i + 8 <= s.len() {
+        if word(i) != 0 {
+            return true;
+        }
+        i += 8;
+    }
+    i < s.len() && word(s.len() - 8) != 0
+}
+
 /// Index of the first `"`, `\` or control character at or after `from`.
 #[inline]
 fn string_stop(buf: &[u8], from: usize) -> Option<usize> {
@@ -561,6 +586,23 @@ pub(crate) fn only_whitespace_after(buf: &[u8], i: usize) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn escapes_are_found_wherever_they_are() {
+        for len in 0..40 {
+            let plain: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+            assert!(!needs_json_escape(&plain), "{len}");
+            let high: Vec<u8> = "é".repeat(len).into_bytes();
+            assert!(!needs_json_escape(&high), "{len} non-ASCII");
+            for at in 0..len {
+                for bad in [b'"', b'\\', b'\n', 0, 0x1f] {
+                    let mut s = plain.clone();
+                    s[at] = bad;
+                    assert!(needs_json_escape(&s), "{len} {at} {bad}");
+                }
+            }
+        }
+    }
 
     fn whole(s: &str) -> Span {
         (0, s.len())

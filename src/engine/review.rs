@@ -149,12 +149,8 @@ pub(crate) fn object_json(object: Option<&Value>) -> String {
 
 /// A string as serde_json writes it.
 fn push_json_str(out: &mut String, s: &str) {
-    // serde_json escapes quotes, backslashes and control characters, nothing else. The check
-    // does not stop early, so that it runs over whole vectors of bytes.
-    let plain = !s
-        .bytes()
-        .fold(false, |e, b| e | (b < 0x20) | (b == b'"') | (b == b'\\'));
-    if plain {
+    // serde_json escapes quotes, backslashes and control characters, nothing else.
+    if !scan::needs_json_escape(s.as_bytes()) {
         out.push('"');
         out.push_str(s);
         out.push('"');

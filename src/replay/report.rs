@@ -642,11 +642,7 @@ fn write_nested<T: Serialize>(buf: &mut Vec<u8>, value: &T, level: usize) -> std
 
 /// Appends `s` as a JSON string, escaped as serde_json escapes it.
 fn write_str(buf: &mut Vec<u8>, s: &str) {
-    // Not short-circuiting, so that the check runs over whole vectors of bytes.
-    let plain = !s
-        .bytes()
-        .fold(false, |e, b| e | (b < 0x20) | (b == b'"') | (b == b'\\'));
-    if plain {
+    if !crate::scan::needs_json_escape(s.as_bytes()) {
         buf.reserve(s.len() + 2);
         buf.push(b'"');
         buf.extend_from_slice(s.as_bytes());
