@@ -103,67 +103,65 @@ impl Stream {
         m
     }
 
-    /// perks `stream.merge` of sorted unit samples.
+    /// perks `stream.merge` of sorted unit samples: each goes before the first kept sample of a
+    /// greater value. Written into a new list (perks inserts in place, which moves the list's
+    /// tail once per sample); the result is the same.
     fn merge(&mut self, samples: &[f64]) {
+        let old = std::mem::take(&mut self.l);
+        let mut out = Vec::with_capacity(old.len() + samples.len());
         let mut r = 0.0;
         let mut i = 0;
         for &value in samples {
-            let mut inserted = false;
-            while i < self.l.len() {
-                let c = self.l[i];
-                if c.value > value {
-                    let delta = f64::max(0.0, self.invariant(r).floor() - 1.0);
-                    self.l.insert(
-                        i,
-                        QSample {
-                            value,
-                            width: 1.0,
-                            delta,
-                        },
-                    );
-                    i += 1;
-                    inserted = true;
-                    break;
-                }
+            while let Some(&c) = old
+                .get(i)
+                .filter(|c| c.value.partial_cmp(&value) != Some(Ordering::Greater))
+            {
                 r += c.width;
+                out.push(c);
                 i += 1;
             }
-            if !inserted {
-                self.l.push(QSample {
-                    value,
-                    width: 1.0,
-                    delta: 0.0,
-                });
-                i += 1;
-            }
+            let delta = if i < old.len() {
+                f64::max(0.0, self.invariant(r).floor() - 1.0)
+            } else {
+                0.0
+            };
+            out.push(QSample {
+                value,
+                width: 1.0,
+                delta,
+            });
             self.n += 1.0;
             r += 1.0;
         }
+        out.extend_from_slice(old.get(i..).unwrap_or_default());
+        self.l = out;
         self.compress();
     }
 
-    /// perks `stream.compress`.
+    /// perks `stream.compress`: from the largest sample down, each folds into the one above it
+    /// while the invariant allows. Written into a new list, as [`Stream::merge`].
     fn compress(&mut self) {
-        let len = self.l.len();
-        if len < 2 {
+        let Some((&last, rest)) = self.l.split_last() else {
+            return;
+        };
+        if rest.is_empty() {
             return;
         }
-        let mut xi = len - 1;
-        let mut x = self.l[xi];
+        let mut kept = Vec::with_capacity(self.l.len());
+        let mut x = last;
         let mut r = self.n - 1.0 - x.width;
-        for i in (0..len - 1).rev() {
-            let c = self.l[i];
+        for &c in rest.iter().rev() {
             if c.width + x.width + x.delta <= self.invariant(r) {
                 x.width += c.width;
-                self.l[xi] = x;
-                self.l.remove(i);
-                xi -= 1;
             } else {
+                kept.push(x);
                 x = c;
-                xi = i;
             }
             r -= c.width;
         }
+        kept.push(x);
+        kept.reverse();
+        self.l = kept;
     }
 
     /// perks `stream.query`.
@@ -223,6 +221,99 @@ mod tests {
         assert!((p99 - 9900.0).abs() <= 10.0, "{p99}");
         // Querying a copy leaves the stream as it was.
         assert_eq!(s.query_objectives(), [p50, p90, p99]);
+    }
+
+    /// perks' merge and compress as written there, in place.
+    impl Stream {
+        fn merge_in_place(&mut self, samples: &[f64]) {
+            let mut r = 0.0;
+            let mut i = 0;
+            for &value in samples {
+                let mut inserted = false;
+                while i < self.l.len() {
+                    let c = self.l[i];
+                    if c.value > value {
+                        let delta = f64::max(0.0, self.invariant(r).floor() - 1.0);
+                        self.l.insert(
+                            i,
+                            QSample {
+                                value,
+                                width: 1.0,
+                                delta,
+                            },
+                        );
+                        i += 1;
+                        inserted = true;
+                        break;
+                    }
+                    r += c.width;
+                    i += 1;
+                }
+                if !inserted {
+                    self.l.push(QSample {
+                        value,
+                        width: 1.0,
+                        delta: 0.0,
+                    });
+                    i += 1;
+                }
+                self.n += 1.0;
+                r += 1.0;
+            }
+            self.compress_in_place();
+        }
+
+        fn compress_in_place(&mut self) {
+            let len = self.l.len();
+            if len < 2 {
+                return;
+            }
+            let mut xi = len - 1;
+            let mut x = self.l[xi];
+            let mut r = self.n - 1.0 - x.width;
+            for i in (0..len - 1).rev() {
+                let c = self.l[i];
+                if c.width + x.width + x.delta <= self.invariant(r) {
+                    x.width += c.width;
+                    self.l[xi] = x;
+                    self.l.remove(i);
+                    xi -= 1;
+                } else {
+                    x = c;
+                    xi = i;
+                }
+                r -= c.width;
+            }
+        }
+    }
+
+    #[test]
+    fn merging_into_a_new_list_is_merging_in_place() {
+        let (mut new, mut reference) = (Stream::default(), Stream::default());
+        // Batches of a scrambled sequence with repeats and ties, as flushes see them.
+        let mut x = 12345u64;
+        let mut total = 0;
+        for round in 0..40 {
+            let mut batch: Vec<f64> = (0..(BUFFER_CAP / 4 + round))
+                .map(|_| {
+                    x = x
+                        .wrapping_mul(6364136223846793005)
+                        .wrapping_add(1442695040888963407);
+                    ((x >> 33) % 997) as f64 / 7.0
+                })
+                .collect();
+            sort_values(&mut batch);
+            total += batch.len();
+            new.merge(&batch);
+            reference.merge_in_place(&batch);
+            assert_eq!(new.n, reference.n);
+            assert_eq!(new.l, reference.l, "round {round}");
+        }
+        assert!(
+            new.l.len() * 4 < total,
+            "compressed: {} of {total}",
+            new.l.len()
+        );
     }
 
     #[test]
