@@ -66,7 +66,11 @@ pub struct RandomIds;
 
 impl IdSource for RandomIds {
     fn next_uid(&mut self) -> String {
-        uuid::Uuid::new_v4().to_string()
+        let mut text = uuid::Uuid::encode_buffer();
+        uuid::Uuid::new_v4()
+            .hyphenated()
+            .encode_lower(&mut text)
+            .to_owned()
     }
 }
 
