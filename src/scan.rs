@@ -299,13 +299,7 @@ pub(crate) fn find<const N: usize>(
     span: Span,
     keys: [&[u8]; N],
 ) -> Result<[Option<Span>; N], ScanError> {
-    let mut out = [None; N];
-    members(buf, span, |k, v| {
-        if let Some(pos) = keys.iter().position(|want| *want == k) {
-            out[pos] = Some(v);
-        }
-    })?;
-    Ok(out)
+    find_by(buf, span, |k| keys.iter().position(|want| *want == k))
 }
 
 /// The spans of the members `index` knows (by their position in the result), in the object at
