@@ -650,7 +650,7 @@ fn canonical_v1_verdict(body: &[u8], request_uid: &str) -> Option<bool> {
         br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":""#,
     ];
     let uid = request_uid.as_bytes();
-    if uid.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+    if scan::needs_json_escape(uid) {
         return None;
     }
     let rest = HEADS.iter().find_map(|h| body.strip_prefix(*h))?;
