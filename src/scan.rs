@@ -37,7 +37,7 @@ fn eq_bytes(w: u64, pattern: u64) -> u64 {
 }
 
 /// Index of the first byte at or after `from` that `hits` flags (in a little-endian word, see
-/// [`eq_bytes`]) and `is_hit` accepts, sixteen bytes at a time.
+/// [`eq_bytes`]) and `is_hit` accepts: a word, then sixteen bytes at a time.
 #[inline(always)]
 fn first_hit(
     buf: &[u8],
@@ -45,9 +45,18 @@ fn first_hit(
     hits: impl Fn(u64) -> u64,
     is_hit: impl Fn(u8) -> bool,
 ) -> Option<usize> {
-    let rest = buf.get(from..)?;
-    let mut chunks = rest.chunks_exact(16);
+    let mut rest = buf.get(from..)?;
     let mut at = from;
+    // Most strings scanned end within a word: one word first.
+    if let Some(w) = rest.first_chunk::<8>() {
+        let w = hits(u64::from_le_bytes(*w));
+        if w != 0 {
+            return Some(at + (w.trailing_zeros() / 8) as usize);
+        }
+        rest = &rest[8..];
+        at += 8;
+    }
+    let mut chunks = rest.chunks_exact(16);
     for chunk in chunks.by_ref() {
         let (lo, hi) = chunk.split_at(8);
         let lo = hits(u64::from_le_bytes(lo.try_into().unwrap_or_default()));
@@ -100,6 +109,7 @@ pub(crate) fn string_end(buf: &[u8], from: usize) -> Result<usize, ScanError> {
 }
 
 /// Whether the valid JSON value `buf` has no whitespace outside its strings.
+#[cfg(test)]
 pub(crate) fn is_compact(buf: &[u8]) -> bool {
     let mut i = 0;
     while let Some(&b) = buf.get(i) {
@@ -495,13 +505,30 @@ fn checked_number_end(buf: &[u8], i: usize) -> Option<usize> {
 /// `serde_json::Value` would check it (within the limits above), `depth` containers deep.
 /// `None` when the text is invalid or beyond those limits.
 pub(crate) fn checked_value_end(buf: &[u8], i: usize, depth: usize) -> Option<usize> {
+    value_in::<true>(buf, i, depth)
+}
+
+/// [`checked_value_end`] of a value written compactly: `None` also when whitespace stands
+/// anywhere outside its strings, so that one pass both checks the value and tells it compact.
+pub(crate) fn checked_compact_value_end(buf: &[u8], i: usize, depth: usize) -> Option<usize> {
+    value_in::<false>(buf, i, depth)
+}
+
+/// Whitespace between tokens: skipped, or (in compact text, `SKIP` false) none allowed, so that
+/// the token expected next is not found.
+#[inline(always)]
+fn ws<const SKIP: bool>(buf: &[u8], i: usize) -> usize {
+    if SKIP { skip_ws(buf, i) } else { i }
+}
+
+fn value_in<const SKIP: bool>(buf: &[u8], i: usize, depth: usize) -> Option<usize> {
     let literal = |word: &[u8]| buf[i..].starts_with(word).then_some(i + word.len());
     match buf.get(i)? {
         b'"' => checked_string_end(buf, i),
-        b'{' => checked_members(buf, i, depth + 1, |_, v| {
-            checked_value_end(buf, v, depth + 1)
+        b'{' => members_in::<SKIP>(buf, i, depth + 1, &mut |_, v| {
+            value_in::<SKIP>(buf, v, depth + 1)
         }),
-        b'[' => checked_elements(buf, i, depth + 1),
+        b'[' => elements_in::<SKIP>(buf, i, depth + 1),
         b't' => literal(b"true"),
         b'f' => literal(b"false"),
         b'n' => literal(b"null"),
@@ -509,18 +536,18 @@ pub(crate) fn checked_value_end(buf: &[u8], i: usize, depth: usize) -> Option<us
     }
 }
 
-fn checked_elements(buf: &[u8], i: usize, depth: usize) -> Option<usize> {
+fn elements_in<const SKIP: bool>(buf: &[u8], i: usize, depth: usize) -> Option<usize> {
     if depth > CHECKED_DEPTH {
         return None;
     }
-    let mut j = skip_ws(buf, i + 1);
+    let mut j = ws::<SKIP>(buf, i + 1);
     if buf.get(j) == Some(&b']') {
         return Some(j + 1);
     }
     loop {
-        j = skip_ws(buf, checked_value_end(buf, j, depth)?);
+        j = ws::<SKIP>(buf, value_in::<SKIP>(buf, j, depth)?);
         match buf.get(j)? {
-            b',' => j = skip_ws(buf, j + 1),
+            b',' => j = ws::<SKIP>(buf, j + 1),
             b']' => return Some(j + 1),
             _ => return None,
         }
@@ -537,24 +564,33 @@ pub(crate) fn checked_members(
     depth: usize,
     mut f: impl FnMut(&[u8], usize) -> Option<usize>,
 ) -> Option<usize> {
-    let mut j = skip_ws(buf, i);
-    if buf.get(j) != Some(&b'{') || depth > CHECKED_DEPTH {
+    members_in::<true>(buf, skip_ws(buf, i), depth, &mut f)
+}
+
+#[inline(always)]
+fn members_in<const SKIP: bool>(
+    buf: &[u8],
+    i: usize,
+    depth: usize,
+    f: &mut impl FnMut(&[u8], usize) -> Option<usize>,
+) -> Option<usize> {
+    if buf.get(i) != Some(&b'{') || depth > CHECKED_DEPTH {
         return None;
     }
-    j = skip_ws(buf, j + 1);
+    let mut j = ws::<SKIP>(buf, i + 1);
     if buf.get(j) == Some(&b'}') {
         return Some(j + 1);
     }
     loop {
         let key_end = checked_string_end(buf, j)?;
         let key = &buf[j + 1..key_end - 1];
-        j = skip_ws(buf, key_end);
+        j = ws::<SKIP>(buf, key_end);
         if buf.get(j) != Some(&b':') {
             return None;
         }
-        j = skip_ws(buf, f(key, skip_ws(buf, j + 1))?);
+        j = ws::<SKIP>(buf, f(key, ws::<SKIP>(buf, j + 1))?);
         match buf.get(j)? {
-            b',' => j = skip_ws(buf, j + 1),
+            b',' => j = ws::<SKIP>(buf, j + 1),
             b'}' => return Some(j + 1),
             _ => return None,
         }
@@ -624,6 +660,41 @@ mod tests {
     }
 
     #[test]
+    fn compact_scan_is_the_checked_scan_of_compact_text() {
+        let texts = [
+            r#"{"a":"x y\n","b":[1,{"c":" "}],"d":"\" ","e":[],"f":{},"g":-1.5e3}"#,
+            r#"{"a": 1}"#,
+            "{\"a\":1\n}",
+            r#"{"a":[1, 2]}"#,
+            r#"{"a":[1 ,2]}"#,
+            r#"{"a" :1}"#,
+            r#"{ "a":1}"#,
+            r#"{"a":{ }}"#,
+            r#"{"a":[ ]}"#,
+            r#"{"a":true,"b":false,"c":null}"#,
+            r#"{"a":tru}"#,
+            r#"{"a":1,}"#,
+            r#"{"a":"\x"}"#,
+            r#"[{"a":[[[]]]},"\u00e9"]"#,
+            r#""a b""#,
+            "7",
+        ];
+        for text in texts {
+            let b = text.as_bytes();
+            for cut in 0..=b.len() {
+                let b = &b[..cut];
+                let want = checked_value_end(b, 0, 1).filter(|&end| is_compact(&b[..end]));
+                assert_eq!(
+                    checked_compact_value_end(b, 0, 1),
+                    want,
+                    "{:?}",
+                    &text[..cut]
+                );
+            }
+        }
+    }
+
+    #[test]
     fn finds_top_level_members_only() {
         let s = r#"{"a":{"stage":"x"},"stage":"ResponseComplete","b":[1,"]"],"verb" : "get"}"#;
         let [stage, verb, missing] =
@@ -661,6 +732,29 @@ mod tests {
             "\"\\",
         ] {
             assert!(find(bad.as_bytes(), whole(bad), [b"a"]).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn searches_find_the_first_hit_wherever_it_is() {
+        for len in 0..40 {
+            for from in 0..=len {
+                let plain: Vec<u8> = (0..len).map(|i| b'a' + (i % 26) as u8).collect();
+                assert_eq!(quote_or_backslash(&plain, from), None);
+                assert_eq!(string_stop(&plain, from), None);
+                for at in 0..len {
+                    for (hit, stops) in [(b'"', true), (b'\\', true), (0x1f, false), (b'\n', false)]
+                    {
+                        let mut s = plain.clone();
+                        s[at] = hit;
+                        let quote = (at >= from && stops).then_some(at);
+                        assert_eq!(quote_or_backslash(&s, from), quote, "{len} {from} {at}");
+                        let stop = (at >= from).then_some(at);
+                        assert_eq!(string_stop(&s, from), stop, "{len} {from} {at}");
+                        assert_eq!(find_byte(&s, from, hit), stop, "{len} {from} {at}");
+                    }
+                }
+            }
         }
     }
 

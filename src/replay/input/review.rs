@@ -308,9 +308,7 @@ fn embedded_object(text: &str, v: usize) -> Option<(Object, usize)> {
     if text.as_bytes()[v] != b'{' {
         return None;
     }
-    if let Some(end) = scan::checked_value_end(text.as_bytes(), v, MEMBER_DEPTH)
-        && scan::is_compact(&text.as_bytes()[v..end])
-    {
+    if let Some(end) = scan::checked_compact_value_end(text.as_bytes(), v, MEMBER_DEPTH) {
         return Some((Object::from_checked_json(text[v..end].into()), end));
     }
     let (value, end) = embedded(text, v)?;
