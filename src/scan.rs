@@ -434,19 +434,30 @@ fn string_stop(buf: &[u8], from: usize) -> Option<usize> {
 /// End (after the closing quote) of the string whose opening quote is at `i`, checked as a JSON
 /// parser checks it: no control characters, only JSON's escapes. Escapes of UTF-16 surrogates
 /// are refused (whether they pair up is left to a full parse). The text must be valid UTF-8.
+#[inline]
 pub(crate) fn checked_string_end(buf: &[u8], i: usize) -> Option<usize> {
     if buf.get(i) != Some(&b'"') {
         return None;
     }
-    let mut j = i + 1;
+    let k = string_stop(buf, i + 1)?;
+    if buf[k] == b'"' {
+        return Some(k + 1);
+    }
+    checked_escapes_end(buf, k)
+}
+
+/// [`checked_string_end`] from `k`, the first `\` or control character of the string: rare, so
+/// kept out of the common path.
+#[cold]
+#[inline(never)]
+fn checked_escapes_end(buf: &[u8], mut k: usize) -> Option<usize> {
     loop {
-        let k = string_stop(buf, j)?;
         match buf[k] {
             b'"' => return Some(k + 1),
             b'\\' => {}
             _ => return None,
         }
-        j = match buf.get(k + 1)? {
+        let j = match buf.get(k + 1)? {
             b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => k + 2,
             b'u' => {
                 let hex = std::str::from_utf8(buf.get(k + 2..k + 6)?).ok()?;
@@ -461,6 +472,7 @@ pub(crate) fn checked_string_end(buf: &[u8], i: usize) -> Option<usize> {
             }
             _ => return None,
         };
+        k = string_stop(buf, j)?;
     }
 }
 
@@ -656,6 +668,31 @@ mod tests {
             "{\"a\":\"x\"}\r",
         ] {
             assert!(!is_compact(text.as_bytes()), "{text}");
+        }
+    }
+
+    #[test]
+    fn checked_strings_are_json_strings() {
+        let long = "x".repeat(37);
+        for (text, end) in [
+            (r#""""#.to_string(), Some(2)),
+            (r#""abc"x"#.to_string(), Some(5)),
+            (format!(r#""{long}""#), Some(39)),
+            (r#""a\"b""#.to_string(), Some(6)),
+            (r#""\\\/\b\f\n\r\t\u00e9""#.to_string(), Some(22)),
+            (format!(r#""{long}\n{long}\"""#), Some(80)),
+            (r#""\ud800""#.to_string(), None),
+            (r#""\u00g0""#.to_string(), None),
+            (r#""\x""#.to_string(), None),
+            ("\"a\tb\"".to_string(), None),
+            (r#""abc"#.to_string(), None),
+            (r#""a\"#.to_string(), None),
+            (r#""\u12""#.to_string(), None),
+            ("x".to_string(), None),
+        ] {
+            assert_eq!(checked_string_end(text.as_bytes(), 0), end, "{text}");
+            let valid = serde_json::from_str::<String>(&text[..end.unwrap_or(text.len())]).is_ok();
+            assert_eq!(end.is_some(), valid, "{text}");
         }
     }
 
