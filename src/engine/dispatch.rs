@@ -462,7 +462,7 @@ impl<'e, 'c> Run<'e, 'c> {
         let (object, old_object) = if self.sends_request_kind(inv) {
             let object = object_text(&self.attrs.object, &mut self.object_json);
             let old_object = object_text(&self.attrs.old_object, &mut self.old_object_json);
-            body.reserve(object.len() + old_object.len() + texts.len() + 128);
+            body.reserve(object.len() + old_object.len() + texts.len() + uid.len() + 128);
             review::write_review(&mut body, version, &uid, &head, object, old_object, tail);
             (self.attrs.object.clone(), self.attrs.old_object.clone())
         } else {
