@@ -656,15 +656,32 @@ fn write_str(buf: &mut Vec<u8>, s: &str) {
 /// A newline (after a comma when `comma`) and the indentation of `level`, two spaces a level.
 fn line(buf: &mut Vec<u8>, comma: bool, level: usize) {
     const LINE: &[u8; 65] = b"\n                                                                ";
+    /// The first `N` bytes of [`LINE`]: a copy of constant length, which compiles to a few
+    /// moves rather than a call to `memcpy`.
+    #[inline(always)]
+    fn first<const N: usize>(buf: &mut Vec<u8>) {
+        buf.extend_from_slice(&LINE[..N]);
+    }
     if comma {
         buf.push(b',');
     }
-    match LINE.get(..=level * 2) {
-        Some(line) => buf.extend_from_slice(line),
-        None => {
-            buf.push(b'\n');
-            buf.resize(buf.len() + level * 2, b' ');
-        }
+    match level {
+        0 => first::<1>(buf),
+        1 => first::<3>(buf),
+        2 => first::<5>(buf),
+        3 => first::<7>(buf),
+        4 => first::<9>(buf),
+        5 => first::<11>(buf),
+        6 => first::<13>(buf),
+        7 => first::<15>(buf),
+        8 => first::<17>(buf),
+        _ => match LINE.get(..=level * 2) {
+            Some(line) => buf.extend_from_slice(line),
+            None => {
+                buf.push(b'\n');
+                buf.resize(buf.len() + level * 2, b' ');
+            }
+        },
     }
 }
 
@@ -940,6 +957,19 @@ mod tests {
         write_nested(&mut a, value, level).unwrap();
         write_nested(&mut b, &raw, level).unwrap();
         (String::from_utf8(a).unwrap(), String::from_utf8(b).unwrap())
+    }
+
+    #[test]
+    fn lines_are_indented_two_spaces_a_level_at_any_depth() {
+        for level in 0..80 {
+            for comma in [false, true] {
+                let mut buf = b"x".to_vec();
+                line(&mut buf, comma, level);
+                let comma = if comma { "," } else { "" };
+                let want = format!("x{comma}\n{}", " ".repeat(level * 2));
+                assert_eq!(String::from_utf8(buf).unwrap(), want, "{level}");
+            }
+        }
     }
 
     #[test]
