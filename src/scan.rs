@@ -89,10 +89,9 @@ pub(crate) fn quote_or_backslash(buf: &[u8], from: usize) -> Option<usize> {
     )
 }
 
-/// Index of the first `byte` at or after `from`.
+/// Index of the first `byte` at or after `from`: for searches that go far (a line's end).
 pub(crate) fn find_byte(buf: &[u8], from: usize, byte: u8) -> Option<usize> {
-    let pattern = ONES * u64::from(byte);
-    first_hit(buf, from, |w| eq_bytes(w, pattern), |b| b == byte)
+    memchr::memchr(byte, buf.get(from..)?).map(|i| from + i)
 }
 
 /// Index of the quote closing the string whose content starts at `from`.
