@@ -181,9 +181,10 @@ if [ "$h2" = 0 ]; then
         "$https_floor" --service "webhook-server.hookscope.svc:443/${path%%\?*}" \
         --addr "127.0.0.1:$port" --ca "$work/server/ca.pem" --body "$work/body.json" \
         -n "$requests" -c "$concurrency" >"$work/floor.txt"
+    s3=$(server_cpu)
     floor_rate=$(awk '{ print $6 }' "$work/floor.txt")
     floor_cpu=$(awk '{ print $1 + $2 }' "$work/floor.time")
-    floor_line="floor:            $floor_rate req/s (hookscope's HTTPS client alone, same body, -c $concurrency), $(per_request 0 "$floor_cpu" "$requests") µs CPU per request"
+    floor_line="floor:            $floor_rate req/s (hookscope's HTTPS client alone, same body, -c $concurrency), $(per_request 0 "$floor_cpu" "$requests") µs CPU per request, server $(per_request "$s2" "$s3" "$requests") µs"
 fi
 
 echo "body: $(wc -c <"$work/body.json") bytes posted to $wrk_url"
