@@ -390,20 +390,30 @@ fn below_space(w: u64) -> u64 {
     w.wrapping_sub(ONES * 0x20) & !w & HIGHS
 }
 
+/// Flags (high bit per byte) the bytes of `w` a JSON string escapes: `"`, `\`, control
+/// characters. Only the lowest flag is exact.
+#[inline(always)]
+fn escaped_bytes(w: u64) -> u64 {
+    eq_bytes(w, ONES * u64::from(b'"')) | eq_bytes(w, ONES * u64::from(b'\\')) | below_space(w)
+}
+
+/// Whether a JSON string escapes `b`: what [`escaped_bytes`] flags, one byte.
+#[inline(always)]
+fn is_escaped(b: u8) -> bool {
+    b == b'"' || b == b'\\' || b < 0x20
+}
+
 /// Whether `s` holds a `"`, a `\` or a control character: what a JSON string escapes. Eight
 /// bytes at a time (the last word may overlap the one before), for the short strings of a
 /// report.
 pub(crate) fn needs_json_escape(s: &[u8]) -> bool {
-    let hit = |w: u64| {
-        eq_bytes(w, ONES * u64::from(b'"')) | eq_bytes(w, ONES * u64::from(b'\\')) | below_space(w)
-    };
     if s.len() < 8 {
-        return s.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\');
+        return s.iter().any(|&b| is_escaped(b));
     }
     let word = |i: usize| {
         s.get(i..i + 8)
             .and_then(|w| w.try_into().ok())
-            .map_or(0, |w| hit(u64::from_le_bytes(w)))
+            .map_or(0, |w| escaped_bytes(u64::from_le_bytes(w)))
     };
     let mut i = 0;
     while i + 8 <= s.len() {
@@ -418,16 +428,7 @@ pub(crate) fn needs_json_escape(s: &[u8]) -> bool {
 /// Index of the first `"`, `\` or control character at or after `from`.
 #[inline]
 fn string_stop(buf: &[u8], from: usize) -> Option<usize> {
-    first_hit(
-        buf,
-        from,
-        |w| {
-            eq_bytes(w, ONES * u64::from(b'"'))
-                | eq_bytes(w, ONES * u64::from(b'\\'))
-                | below_space(w)
-        },
-        |b| b == b'"' || b == b'\\' || b < 0x20,
-    )
+    first_hit(buf, from, escaped_bytes, is_escaped)
 }
 
 /// End (after the closing quote) of the string whose opening quote is at `i`, checked as a JSON
