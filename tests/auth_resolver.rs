@@ -1,7 +1,12 @@
 //! Upstream's `TestAuthenticationDetection` table (`auth-info-resolver` cases), data-driven from
 //! `tests/fixtures/auth/`, plus kubeconfig parsing details of the resolver.
 
+#[path = "common/scratch.rs"]
+mod scratch;
+
 use std::collections::BTreeMap;
+
+use scratch::Scratch;
 
 use hookscope::transport::{AuthError, Credentials, Impersonation, WebhookAuth};
 use serde_json::{Value, json};
@@ -171,8 +176,7 @@ users:
 
 #[test]
 fn client_certificate_files_are_relative_to_the_kubeconfig() {
-    let dir = std::env::temp_dir().join(format!("hookscope-auth-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).expect("dir");
+    let dir = Scratch::new(&format!("hookscope-auth-{}", std::process::id()));
     std::fs::write(dir.join("client.crt"), "CERT").expect("cert");
     std::fs::write(dir.join("client.key"), "KEY").expect("key");
     std::fs::write(dir.join("token"), "file-token").expect("token");
@@ -200,7 +204,6 @@ users:
     assert_eq!(creds.client_key_pem.as_deref(), Some(&b"KEY"[..]));
     assert_eq!(creds.bearer_token.as_deref(), Some("file-token"));
     assert!(creds.has_client_cert());
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -1,5 +1,9 @@
 //! The `check` and `patch` commands, run as a user runs them.
 
+#[path = "common/scratch.rs"]
+mod scratch;
+
+use scratch::Scratch;
 use std::process::{Command, Output};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
@@ -79,11 +83,9 @@ fn check_refuses_the_removed_alpha_kind_with_its_replacement() {
 
 #[test]
 fn check_without_configurations_is_a_usage_error() {
-    let empty = std::env::temp_dir().join(format!("hookscope-empty-{}", std::process::id()));
-    std::fs::create_dir_all(&empty).unwrap();
+    let empty = Scratch::new(&format!("hookscope-empty-{}", std::process::id()));
     let out = hookscope(&["check", "--webhooks", empty.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
-    let _ = std::fs::remove_dir(&empty);
 }
 
 #[test]

@@ -3,6 +3,9 @@
 //! what-if counts follow; an invalid edit keeps the configuration in force; saving writes the
 //! file; recovered text comes back.
 
+#[path = "common/scratch.rs"]
+mod scratch;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use hookscope::engine::AuditLevel;
 use hookscope::tui::app::{Command, Msg, RecoveredText, State, View, update};
@@ -10,6 +13,7 @@ use hookscope::tui::keymap::Action;
 use hookscope::tui::model::Verdict;
 use hookscope::tui::source::{Source, SourceCtl, SourceMsg};
 use hookscope::tui::theme::Theme;
+use scratch::Scratch;
 use tokio::sync::mpsc;
 
 /// The offline demo's source, running, with the console's side of its channels.
@@ -292,8 +296,7 @@ fn saving_writes_the_file_and_quitting_with_unsaved_edits_asks() {
     // The built-in demo has no file: saving needs a path.
     assert!(h.act(Action::Save(None)).is_empty());
     assert!(h.state.message.as_ref().unwrap().1);
-    let dir = std::env::temp_dir().join(format!("hookscope-edit-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new(&format!("hookscope-edit-test-{}", std::process::id()));
     let path = dir.join("demo.yaml");
     let commands = h.act(Action::Save(Some(path.display().to_string())));
     let [
@@ -340,13 +343,11 @@ fn saving_writes_the_file_and_quitting_with_unsaved_edits_asks() {
         .unwrap();
     assert_eq!(std::fs::read_to_string(&backup).unwrap(), *text);
     assert_eq!(std::fs::read_to_string(&path).unwrap(), *t2);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
 fn a_change_on_disk_reloads_a_clean_buffer_and_asks_for_an_edited_one() {
-    let dir = std::env::temp_dir().join(format!("hookscope-watch-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = Scratch::new(&format!("hookscope-watch-test-{}", std::process::id()));
     let path = dir.join("hooks.yaml");
     let text = hookscope::tui::demo::configuration_text("https://127.0.0.1:8443", "ca");
     std::fs::write(&path, &text).unwrap();
@@ -395,7 +396,6 @@ fn a_change_on_disk_reloads_a_clean_buffer_and_asks_for_an_edited_one() {
     assert!(s.buffers[0].disk_changed.is_some());
     update(&mut s, Msg::Action(Action::Reload));
     assert_eq!(s.buffers[0].text(), text);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]

@@ -118,12 +118,11 @@ impl Drop for Tmux {
     }
 }
 
-/// A fresh folder of this test's own.
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("hookscope-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A folder of this test's own, emptied first and removed when the test ends. Emptied first
+/// matters: a session left with `:q!` or killed keeps its recovery copies by design, and process
+/// ids recur across runs on one machine.
+fn scratch(name: &str) -> Scratch {
+    Scratch::new(&format!("hookscope-{name}-{}", std::process::id()))
 }
 
 fn tmux_available() -> bool {
@@ -143,10 +142,9 @@ fn demo_in_tmux() {
     let server = Tmux::new("test");
     // After the console ends the shell prints its exit status and whether the terminal is back
     // in canonical mode, then waits so the pane can be read.
-    // No settings file (a directory that does not exist): the keys are the defaults.
-    // Recovery copies go to a folder of this test's own.
-    let config_home =
-        std::env::temp_dir().join(format!("hookscope-test-none-{}", std::process::id()));
+    // No settings file (an empty folder): the keys are the defaults. Recovery copies go to the
+    // same folder, so none of an earlier run is offered.
+    let config_home = scratch("test-none");
     let config_home = config_home.display();
     let script = format!(
         "XDG_CONFIG_HOME='{config_home}' XDG_STATE_HOME='{config_home}' '{bin}'; echo \"exit=$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon; sleep 30"
@@ -303,7 +301,6 @@ fn an_edit_survives_sigkill() {
     again.keys(&["-l", "recover"]);
     again.keys(&["Enter"]);
     again.wait_for(&["# a line typed before the crash"], "text recovered");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -343,7 +340,6 @@ fn edit_bang_runs_the_users_editor_and_takes_its_text() {
         &["re-dispatched 34 requests", "verdicts flipped"],
         "edit! taken",
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The bytes the binary writes to a 120x40 pseudo-terminal (util-linux `script`) until its first
