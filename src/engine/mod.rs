@@ -414,28 +414,26 @@ impl Engine {
     }
 
     /// Dispatches one request.
-    pub async fn dispatch<R: Replier + Send>(
+    // Not `async fn`s: the dispatch's own future is returned as it is, not wrapped in one more
+    // that would copy it (some kilobytes) into its state when first polled.
+    pub fn dispatch<R: Replier + Send>(
         &self,
         attrs: Attributes,
         ctx: RequestContext<'_>,
         replier: &mut R,
-    ) -> Outcome {
-        dispatch::Run::new(self, std::borrow::Cow::Owned(attrs), ctx)
-            .run(replier)
-            .await
+    ) -> impl Future<Output = Outcome> {
+        dispatch::Run::new(self, std::borrow::Cow::Owned(attrs), ctx).run(replier)
     }
 
     /// [`Engine::dispatch`] of a borrowed request: it is copied only if a patch replaces its
     /// object.
-    pub async fn dispatch_ref<'c, R: Replier + Send>(
+    pub fn dispatch_ref<'c, R: Replier + Send>(
         &self,
         attrs: &'c Attributes,
         ctx: RequestContext<'c>,
         replier: &mut R,
-    ) -> Outcome {
-        dispatch::Run::new(self, std::borrow::Cow::Borrowed(attrs), ctx)
-            .run(replier)
-            .await
+    ) -> impl Future<Output = Outcome> {
+        dispatch::Run::new(self, std::borrow::Cow::Borrowed(attrs), ctx).run(replier)
     }
 
     /// Dispatches with a replier whose futures complete immediately (scripted or recorded

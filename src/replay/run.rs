@@ -75,11 +75,9 @@ impl IdSource for RandomIds {
 }
 
 /// The namespace labels a captured request carries, as the dispatcher's namespace lookup.
-struct CapturedNamespace<'a>(&'a CapturedRequest);
-
-impl NamespaceSource for CapturedNamespace<'_> {
+impl NamespaceSource for CapturedRequest {
     fn namespace(&self, name: &str) -> NamespaceLookup<'_> {
-        let req = self.0;
+        let req = self;
         if name != req.attrs.namespace {
             return NamespaceLookup::NotFound;
         }
@@ -125,22 +123,21 @@ impl Replayer {
     }
 
     /// Dispatches one captured request.
-    pub async fn replay_one<R: Replier + Send>(
-        &self,
-        request: &CapturedRequest,
-        replier: &mut R,
-        metrics: &mut Metrics,
-        ids: &mut (dyn IdSource + Send),
-    ) -> Outcome {
-        let namespaces = CapturedNamespace(request);
+    pub fn replay_one<'a, R: Replier + Send>(
+        &'a self,
+        request: &'a CapturedRequest,
+        replier: &'a mut R,
+        metrics: &'a mut Metrics,
+        ids: &'a mut (dyn IdSource + Send),
+    ) -> impl Future<Output = Outcome> + 'a {
         let ctx = RequestContext {
-            namespaces: &namespaces,
+            namespaces: request,
             ids,
             metrics,
             deadline: self.settings.deadline,
             phases: Phases::All,
         };
-        self.engine.dispatch_ref(&request.attrs, ctx, replier).await
+        self.engine.dispatch_ref(&request.attrs, ctx, replier)
     }
 
     /// Dispatches a stream of input items with up to `concurrency` requests in flight and
