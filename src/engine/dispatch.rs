@@ -458,13 +458,15 @@ impl<'e, 'c> Run<'e, 'c> {
         })?;
         let texts = self.review_texts(inv);
         let (head, tail) = (texts.head(), &*texts.tail);
-        let mut body = String::new();
-        let (object, old_object) = if self.sends_request_kind(inv) {
+        let (body, object, old_object) = if self.sends_request_kind(inv) {
             let object = object_text(&self.attrs.object, &mut self.object_json);
             let old_object = object_text(&self.attrs.old_object, &mut self.old_object_json);
-            body.reserve(object.len() + old_object.len() + texts.len() + uid.len() + 128);
-            review::write_review(&mut body, version, &uid, &head, object, old_object, tail);
-            (self.attrs.object.clone(), self.attrs.old_object.clone())
+            let body = review::review_text(version, &uid, &head, object, old_object, tail);
+            (
+                body,
+                self.attrs.object.clone(),
+                self.attrs.old_object.clone(),
+            )
         } else {
             let relabelled = |o: &Option<Arc<Object>>| {
                 o.as_deref().map(|o| {
@@ -479,8 +481,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 relabelled(&self.attrs.object),
                 relabelled(&self.attrs.old_object),
             );
-            review::write_review(
-                &mut body,
+            let body = review::review_text(
                 version,
                 &uid,
                 &head,
@@ -488,7 +489,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 &review::object_json(old_object.as_deref().map(Object::value)),
                 tail,
             );
-            (object, old_object)
+            (body, object, old_object)
         };
         if self.engine.options.trace {
             self.step(Entry::ReviewSent {
@@ -530,7 +531,7 @@ impl<'e, 'c> Run<'e, 'c> {
         let [kinds, user, tail] = self.engine.review_pieces(&self.attrs, inv);
         let texts = Arc::new(ReviewTexts {
             kinds,
-            names: review::request_names(&self.attrs).into_boxed_str(),
+            names: review::request_names(&self.attrs),
             user,
             tail,
         });

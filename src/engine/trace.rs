@@ -117,7 +117,7 @@ pub(crate) struct ReviewParts {
 #[derive(Debug, PartialEq)]
 pub(crate) struct ReviewTexts {
     pub(crate) kinds: Arc<str>,
-    pub(crate) names: Box<str>,
+    pub(crate) names: String,
     pub(crate) user: Arc<str>,
     pub(crate) tail: Arc<str>,
 }
@@ -126,11 +126,6 @@ impl ReviewTexts {
     /// The text between the uid and the object, in pieces.
     pub(crate) fn head(&self) -> [&str; 3] {
         [&self.kinds, &self.names, &self.user]
-    }
-
-    /// Bytes of text in all.
-    pub(crate) fn len(&self) -> usize {
-        self.kinds.len() + self.names.len() + self.user.len() + self.tail.len()
     }
 }
 
@@ -154,17 +149,14 @@ impl ReviewBody {
         let p = &self.0;
         let object = sent_json(&p.object);
         let old_object = sent_json(&p.old_object);
-        let mut out = String::with_capacity(p.texts.len() + object.len() + old_object.len() + 128);
-        super::review::write_review(
-            &mut out,
+        super::review::review_text(
             p.version,
             &p.uid,
             &p.texts.head(),
             &object,
             &old_object,
             &p.texts.tail,
-        );
-        out
+        )
     }
 
     /// The object sent (relabelled to the invocation's kind when matched as an equivalent).
