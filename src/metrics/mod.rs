@@ -329,7 +329,9 @@ impl Metrics {
     /// other set. Read directly, it shows the series those observations make.
     pub fn per_request() -> Self {
         Metrics {
-            log: Some(Vec::with_capacity(4)),
+            // A request with one webhook already makes five: the call, and each plugin's step
+            // and controller durations; room for a few more calls without growing.
+            log: Some(Vec::with_capacity(8)),
             ..Self::default()
         }
     }
