@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use bytes::Bytes;
-use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, HeaderValue, USER_AGENT};
+use http::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, HeaderValue, RETRY_AFTER, USER_AGENT,
+};
 use http::{Request, Response, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -546,7 +548,12 @@ impl Inner {
             let (conn_addrs, response, h1) = self.send(pool, endpoint, tls, request, phase).await?;
             set_phase(phase, Phase::ReadingBody);
             let status = response.status().as_u16();
-            let retry_after = retry_after(&response);
+            let retryable = status == 429 || status >= 500;
+            let retry_after = if retryable {
+                retry_after(&response)
+            } else {
+                None
+            };
             let content_type = response
                 .headers()
                 .get(CONTENT_TYPE)
@@ -555,7 +562,7 @@ impl Inner {
             if let Some(h1) = h1 {
                 self.park(pool, h1);
             }
-            if (status == 429 || status >= 500)
+            if retryable
                 && retries < MAX_RETRIES
                 && let Some(wait) = retry_after
             {
@@ -857,7 +864,7 @@ fn phase_of(phase: &AtomicU8) -> Phase {
 
 /// client-go's `retryAfterSeconds`: an integer `Retry-After`.
 fn retry_after(resp: &Response<Incoming>) -> Option<Duration> {
-    let value = resp.headers().get("Retry-After")?.to_str().ok()?;
+    let value = resp.headers().get(RETRY_AFTER)?.to_str().ok()?;
     let secs: i64 = value.parse().ok()?;
     Some(Duration::from_secs(secs.max(0).unsigned_abs()).min(CLIENT_TIMEOUT))
 }
