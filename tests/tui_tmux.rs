@@ -120,7 +120,8 @@ impl Drop for Tmux {
 
 /// A folder of this test's own, emptied first and removed when the test ends. Emptied first
 /// matters: a session left with `:q!` or killed keeps its recovery copies by design, and process
-/// ids recur across runs on one machine.
+/// ids recur across runs on one machine. Declared before the test's tmux server, it is removed
+/// after the server and its consoles are killed.
 fn scratch(name: &str) -> Scratch {
     Scratch::new(&format!("hookscope-{name}-{}", std::process::id()))
 }
@@ -139,12 +140,12 @@ fn demo_in_tmux() {
         return;
     }
     let bin = env!("CARGO_BIN_EXE_hookscope");
+    let config_home = scratch("test-none");
     let server = Tmux::new("test");
     // After the console ends the shell prints its exit status and whether the terminal is back
     // in canonical mode, then waits so the pane can be read.
     // No settings file (an empty folder): the keys are the defaults. Recovery copies go to the
     // same folder, so none of an earlier run is offered.
-    let config_home = scratch("test-none");
     let config_home = config_home.display();
     let script = format!(
         "XDG_CONFIG_HOME='{config_home}' XDG_STATE_HOME='{config_home}' '{bin}'; echo \"exit=$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon; sleep 30"
@@ -259,8 +260,8 @@ fn an_edit_survives_sigkill() {
         return;
     }
     let bin = env!("CARGO_BIN_EXE_hookscope");
-    let server = Tmux::new("kill");
     let dir = scratch("kill");
+    let server = Tmux::new("kill");
     let pid_file = dir.join("pid");
     let env = format!(
         "XDG_CONFIG_HOME='{d}/config' XDG_STATE_HOME='{d}/state'",
@@ -310,8 +311,8 @@ fn edit_bang_runs_the_users_editor_and_takes_its_text() {
         return;
     }
     let bin = env!("CARGO_BIN_EXE_hookscope");
-    let server = Tmux::new("editor");
     let dir = scratch("editor");
+    let server = Tmux::new("editor");
     // An "editor" that changes the slow webhook's failurePolicy in place, as a person would.
     let editor = dir.join("editor.sh");
     std::fs::write(

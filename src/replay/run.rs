@@ -77,17 +77,16 @@ impl IdSource for RandomIds {
 /// The namespace labels a captured request carries, as the dispatcher's namespace lookup.
 impl NamespaceSource for CapturedRequest {
     fn namespace(&self, name: &str) -> NamespaceLookup<'_> {
-        let req = self;
-        if name != req.attrs.namespace {
+        if name != self.attrs.namespace {
             return NamespaceLookup::NotFound;
         }
-        match &req.namespace {
+        match &self.namespace {
             NamespaceState::Known(labels) => NamespaceLookup::Found(Cow::Borrowed(labels)),
             NamespaceState::Unknown => NamespaceLookup::Found(Cow::Owned(BTreeMap::new())),
             // A Namespace being deleted is its own namespace: its labels are the stored object's.
-            NamespaceState::NotApplicable if req.attrs.is_namespace_resource() => {
+            NamespaceState::NotApplicable if self.attrs.is_namespace_resource() => {
                 NamespaceLookup::Found(Cow::Owned(
-                    req.attrs
+                    self.attrs
                         .old_object_value()
                         .and_then(|o| o.pointer("/metadata/labels"))
                         .and_then(|l| serde_json::from_value(l.clone()).ok())
