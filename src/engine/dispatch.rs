@@ -558,10 +558,13 @@ impl<'e, 'c> Run<'e, 'c> {
     }
 
     fn record_reply(&mut self, slot: Slot, reply: &Reply) {
-        let error = match &reply.outcome {
-            ReplyOutcome::Http { .. } if !self.engine.options.trace => None,
-            ReplyOutcome::Http { status, body, .. } => {
-                self.step(Entry::ReplyReceived {
+        if self.engine.options.trace {
+            let failed = |error: String| Entry::ReplyFailed {
+                call: slot.call,
+                error: error.into_boxed_str(),
+            };
+            let entry = match &reply.outcome {
+                ReplyOutcome::Http { status, body, .. } => Entry::ReplyReceived {
                     call: slot.call,
                     http_status: *status,
                     // `from_utf8_lossy` decodes byte by byte even when nothing is lost.
@@ -569,19 +572,13 @@ impl<'e, 'c> Run<'e, 'c> {
                         Ok(text) => Arc::from(text),
                         Err(_) => Arc::from(String::from_utf8_lossy(body)),
                     },
-                });
-                None
-            }
-            ReplyOutcome::Transport(e) => Some(e.detail.clone()),
-            ReplyOutcome::ClientConfig(e) => Some(format!("could not build client: {e}")),
-            ReplyOutcome::Canceled => Some("context canceled".into()),
-            ReplyOutcome::Panicked(p) => Some(format!("panic: {p}")),
-        };
-        if let Some(error) = error {
-            self.step(Entry::ReplyFailed {
-                call: slot.call,
-                error: error.into_boxed_str(),
-            });
+                },
+                ReplyOutcome::Transport(e) => failed(e.detail.clone()),
+                ReplyOutcome::ClientConfig(e) => failed(format!("could not build client: {e}")),
+                ReplyOutcome::Canceled => failed("context canceled".into()),
+                ReplyOutcome::Panicked(p) => failed(format!("panic: {p}")),
+            };
+            self.step(entry);
         }
         if let Some(c) = self.call_record() {
             c.duration_ms = reply.elapsed.as_secs_f64() * 1000.0;

@@ -674,15 +674,11 @@ fn canonical_v1_verdict(body: &[u8], request_uid: &str) -> Option<bool> {
     }
     let rest = HEADS.iter().find_map(|h| body.strip_prefix(*h))?;
     let rest = rest.strip_prefix(uid)?;
-    let end = rest
-        .iter()
-        .rposition(|b| !b" \t\r\n".contains(b))
-        .map_or(0, |i| i + 1);
-    match &rest[..end] {
-        br#"","allowed":true}}"# => Some(true),
-        br#"","allowed":false}}"# => Some(false),
-        _ => None,
-    }
+    let (allowed, after) = match rest.strip_prefix(br#"","allowed":true}}"#) {
+        Some(after) => (true, after),
+        None => (false, rest.strip_prefix(br#"","allowed":false}}"#)?),
+    };
+    scan::only_whitespace_after(after, 0).then_some(allowed)
 }
 
 /// A plain reply's members, borrowed from its body (strings without escapes are their text).
