@@ -74,10 +74,22 @@ struct Live {
 
 impl Live {
     async fn start(setup: impl FnOnce(&FakeApiServer)) -> Live {
+        Live::start_with(setup, false).await
+    }
+
+    /// [`Live::start`] with the server stopped before the run task starts.
+    async fn start_down(setup: impl FnOnce(&FakeApiServer)) -> Live {
+        Live::start_with(setup, true).await
+    }
+
+    async fn start_with(setup: impl FnOnce(&FakeApiServer), down: bool) -> Live {
         let server = FakeApiServer::start().await.expect("fake server");
         let scratch = scratch_dir();
         let kubeconfig = write(&scratch, "config", &server.kubeconfig());
         setup(&server);
+        if down {
+            server.stop().await;
+        }
         let (tx, rx) = mpsc::channel(64);
         tokio::spawn(run(fast_options(kubeconfig.clone()), tx));
         Live {
@@ -467,7 +479,7 @@ async fn relist_after_a_gap_reports_what_really_changed() {
     live.synced().await;
     live.watching().await;
     // The connection drops; meanwhile one object goes away; the events are compacted.
-    live.server.stop();
+    live.server.stop().await;
     live.server
         .delete(FakeResource::MutatingWebhookConfigurations, "gone")
         .unwrap();
@@ -630,9 +642,8 @@ async fn metrics_are_scraped_as_text_and_a_403_names_the_non_resource_rule() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_down_at_start_fails_with_a_retry_then_connects() {
-    let mut live = Live::start(|s| {
+    let mut live = Live::start_down(|s| {
         s.create("kubectl", mutating("m", "Fail")).unwrap();
-        s.stop();
     })
     .await;
     let failure = live.until_failed().await.1;
@@ -658,7 +669,7 @@ async fn server_down_at_start_fails_with_a_retry_then_connects() {
     assert_eq!(names(&live.synced().await.mutating), ["m"]);
 
     // A lost connection is shown and retried, without spurious changes on reconnection.
-    live.server.stop();
+    live.server.stop().await;
     let (_, failure) = live.until_failed().await;
     assert_eq!(failure.kind, FailureKind::Unreachable);
     live.server.restart().await.unwrap();

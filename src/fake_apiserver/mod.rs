@@ -319,14 +319,24 @@ impl FakeApiServer {
         self.kubeconfig_named("fake")
     }
 
-    /// Stops listening and closes every connection (open watches end abruptly). Objects and the
+    /// Stops listening and closes every connection (open watches end abruptly); returns once the
+    /// port is closed, so a client connecting afterwards is refused. Objects and the
     /// resourceVersion are kept for [`FakeApiServer::restart`].
-    pub fn stop(&self) {
+    pub async fn stop(&self) {
+        if let Some(task) = self.halt() {
+            // An aborted task's future, and with it the listener, is dropped before this resolves.
+            let _ = task.await;
+        }
+    }
+
+    fn halt(&self) -> Option<JoinHandle<()>> {
         self.shared.running.store(false, Ordering::SeqCst);
-        if let Some(task) = lock(&self.task).take() {
+        let task = lock(&self.task).take();
+        if let Some(task) = &task {
             task.abort();
         }
         lock(&self.shared.store).subscribers.clear();
+        task
     }
 
     /// Listens again on the same address (after [`FakeApiServer::stop`]; a no-op while running).
@@ -334,23 +344,10 @@ impl FakeApiServer {
         if lock(&self.task).is_some() {
             return Ok(());
         }
-        // The stopped accept loop releases the port when its task is next polled.
-        let mut attempts = 0;
-        let listener = loop {
-            match serve::bind(self.addr) {
-                Ok(listener) => break listener,
-                Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && attempts < 200 => {
-                    attempts += 1;
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                }
-                Err(source) => {
-                    return Err(FakeError::Listen {
-                        addr: self.addr,
-                        source,
-                    });
-                }
-            }
-        };
+        let listener = serve::bind(self.addr).map_err(|source| FakeError::Listen {
+            addr: self.addr,
+            source,
+        })?;
         self.shared.running.store(true, Ordering::SeqCst);
         let mut task = lock(&self.task);
         *task = Some(tokio::spawn(serve::accept_loop(
@@ -456,7 +453,7 @@ impl FakeApiServer {
 
 impl Drop for FakeApiServer {
     fn drop(&mut self) {
-        self.stop();
+        self.halt();
     }
 }
 
