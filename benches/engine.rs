@@ -25,10 +25,13 @@ use hookscope::metrics::Metrics;
 use hookscope::script::ScriptedReply;
 use serde_json::{Value, json};
 
+#[path = "../src/allocator.rs"]
+mod allocator;
+
 // The allocator of the `hookscope` binary, so the figures are the command's (as in the replay
 // bench); `docs/benchmarks.md` also gives the dispatch figures with the system allocator.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 fn main() {
     divan::main();

@@ -11,6 +11,8 @@
 //! Before the timings it prints the console's memory after 10,000 and after 100,000 events:
 //! with the limit, the second is no larger than the first.
 
+#[path = "../src/allocator.rs"]
+mod allocator;
 #[path = "support/counting.rs"]
 mod counting;
 #[path = "support/frame.rs"]

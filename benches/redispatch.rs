@@ -44,9 +44,12 @@ use hookscope::tui::source::{CHANNEL_CAPACITY, ReplayInput, Source, SourceCtl, S
 use hookscope::tui::theme::Theme;
 use tokio::sync::mpsc;
 
+#[path = "../src/allocator.rs"]
+mod allocator;
+
 // The allocator of the `hookscope` binary, so the figures are the console's.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 const REQUESTS: usize = 10_000;
 

@@ -23,9 +23,12 @@ use hookscope::replay::{CapturedRequest, IndexUnit, InputItem, NamespaceState, S
 use hookscope::script::{ScriptedReplier, ScriptedReply};
 use serde_json::json;
 
+#[path = "../src/allocator.rs"]
+mod allocator;
+
 // The allocator of the `hookscope` binary, so the figures are the command's.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 fn main() {
     divan::main();

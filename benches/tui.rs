@@ -11,6 +11,8 @@
 //! the bytes loading a request into the console state adds (row, annotations, indices). Their
 //! sum is the honest figure a loaded request costs beyond its distinct objects.
 
+#[path = "../src/allocator.rs"]
+mod allocator;
 #[path = "support/counting.rs"]
 mod counting;
 #[path = "support/frame.rs"]

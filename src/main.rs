@@ -4,10 +4,11 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+mod allocator;
 mod cli;
 
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 
 /// A terminal console for Kubernetes admission webhooks, built on a faithful re-implementation
 /// of kube-apiserver's webhook dispatcher.

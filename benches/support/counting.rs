@@ -1,4 +1,4 @@
-//! A global allocator for benches: the binary's allocator (mimalloc) with the live total of
+//! A global allocator for benches: the binary's allocator (`src/allocator.rs`, mimalloc) with the live total of
 //! allocated bytes counted.
 
 use std::alloc::{GlobalAlloc, Layout};
@@ -8,9 +8,9 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 pub struct Counting;
 
 pub static LIVE: AtomicIsize = AtomicIsize::new(0);
-static INNER: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static INNER: crate::allocator::Allocator = crate::allocator::Allocator;
 
-// SAFETY: every call is forwarded to mimalloc unchanged; only a counter is added.
+// SAFETY: every call is forwarded to the binary's allocator unchanged; only a counter is added.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
         LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
