@@ -7,9 +7,12 @@
 # `wrk -t1 -cC` for D seconds posting the same body (the AdmissionReview hookscope sends, captured
 # from a recorded call) to the same webhook URL, and prints both request rates and their ratio.
 #
-#   benches/wrk-side-by-side.sh [-n REQUESTS] [-c CONCURRENCY] [-d SECONDS] [-p PORT] [--h2] [--io-threads N] [--no-build] [--bin-dir DIR]
+#   benches/wrk-side-by-side.sh [-n REQUESTS] [-c CONCURRENCY] [-d SECONDS] [-r SITTINGS] [-p PORT] [--h2] [--io-threads N] [--no-build] [--bin-dir DIR]
 #
-# Defaults: 50000 requests, concurrency 16, wrk for 10 s, port 18443, no replay IO threads
+# With -r, the replay, wrk and the floor are run that many times in turn (one sitting each) and
+# the median of the sittings' ratios is printed as well.
+#
+# Defaults: 50000 requests, concurrency 16, wrk for 10 s, 1 sitting, port 18443, no replay IO threads
 # (`hookscope replay --io-threads`: 0 keeps the whole replay on one thread). --no-build uses the
 # binaries already in target/release; --bin-dir DIR uses DIR/hookscope, DIR/webhook_server and DIR/https_floor
 # (copies kept aside, when the target directory is shared and rebuilt by others).
@@ -32,6 +35,7 @@ set -euo pipefail
 requests=50000
 concurrency=16
 duration=10
+rounds=1
 port=18443
 h2=0
 io_threads=0
@@ -48,6 +52,7 @@ while [ $# -gt 0 ]; do
     -n) requests=$2; shift 2 ;;
     -c) concurrency=$2; shift 2 ;;
     -d) duration=$2; shift 2 ;;
+    -r) rounds=$2; shift 2 ;;
     -p) port=$2; shift 2 ;;
     --h2) h2=1; shift ;;
     --io-threads) io_threads=$2; shift 2 ;;
@@ -148,55 +153,77 @@ per_request() {
     awk -v a="$1" -v b="$2" -v n="$3" 'BEGIN { printf "%.1f", (b - a) * 1e6 / n }'
 }
 
-s0=$(server_cpu)
-start=$(date +%s%N)
-/usr/bin/time -f "%U %S" -o "$work/hookscope.time" \
-    "$hookscope" replay "${webhooks[@]}" --input "$work/input.jsonl" \
-    --cluster "$work/cluster.yaml" --concurrency "$concurrency" --io-threads "$io_threads" \
-    --format json >/dev/null
-end=$(date +%s%N)
-s1=$(server_cpu)
-hookscope_rate=$(awk -v n="$requests" -v ns=$((end - start)) 'BEGIN { printf "%.0f", n * 1e9 / ns }')
-hookscope_secs=$(awk -v ns=$((end - start)) 'BEGIN { printf "%.2f", ns / 1e9 }')
-hookscope_cpu=$(awk '{ print $1 + $2 }' "$work/hookscope.time")
+# One sitting: the replay, wrk, then the floor, back to back; prints its figures and appends
+# "HOOKSCOPE_RATE WRK_RATE" to $work/rates.
+sitting() {
+    local s0 s1 s2 s3 start end hookscope_rate hookscope_secs hookscope_cpu
+    local wrk_rate wrk_requests wrk_cpu floor_line floor_rate floor_cpu path
+    s0=$(server_cpu)
+    start=$(date +%s%N)
+    /usr/bin/time -f "%U %S" -o "$work/hookscope.time" \
+        "$hookscope" replay "${webhooks[@]}" --input "$work/input.jsonl" \
+        --cluster "$work/cluster.yaml" --concurrency "$concurrency" --io-threads "$io_threads" \
+        --format json >/dev/null
+    end=$(date +%s%N)
+    s1=$(server_cpu)
+    hookscope_rate=$(awk -v n="$requests" -v ns=$((end - start)) 'BEGIN { printf "%.0f", n * 1e9 / ns }')
+    hookscope_secs=$(awk -v ns=$((end - start)) 'BEGIN { printf "%.2f", ns / 1e9 }')
+    hookscope_cpu=$(awk '{ print $1 + $2 }' "$work/hookscope.time")
 
-/usr/bin/time -f "%U %S" -o "$work/wrk.time" \
-    wrk -t1 -c "$concurrency" -d "${duration}s" -s "$work/post.lua" "$wrk_url" >"$work/wrk.txt"
-s2=$(server_cpu)
-wrk_rate=$(awk '/^Requests\/sec:/ { printf "%.0f", $2 }' "$work/wrk.txt")
-wrk_requests=$(awk '/requests in/ { print $1 }' "$work/wrk.txt")
-wrk_cpu=$(awk '{ print $1 + $2 }' "$work/wrk.time")
-if grep -q "Non-2xx" "$work/wrk.txt"; then
-    cat "$work/wrk.txt" >&2
-    echo "wrk got error responses" >&2
-    exit 1
-fi
+    /usr/bin/time -f "%U %S" -o "$work/wrk.time" \
+        wrk -t1 -c "$concurrency" -d "${duration}s" -s "$work/post.lua" "$wrk_url" >"$work/wrk.txt"
+    s2=$(server_cpu)
+    wrk_rate=$(awk '/^Requests\/sec:/ { printf "%.0f", $2 }' "$work/wrk.txt")
+    wrk_requests=$(awk '/requests in/ { print $1 }' "$work/wrk.txt")
+    wrk_cpu=$(awk '{ print $1 + $2 }' "$work/wrk.time")
+    if grep -q "Non-2xx" "$work/wrk.txt"; then
+        cat "$work/wrk.txt" >&2
+        echo "wrk got error responses" >&2
+        exit 1
+    fi
 
-# The floor: the same client stack posting the same body, nothing else. Only service references
-# (HTTP/1.1) have one; with --h2 it is skipped.
-floor_line=
-if [ "$h2" = 0 ]; then
-    path=${url#https://*/}
-    /usr/bin/time -f "%U %S" -o "$work/floor.time" \
-        "$https_floor" --service "webhook-server.hookscope.svc:443/${path%%\?*}" \
-        --addr "127.0.0.1:$port" --ca "$work/server/ca.pem" --body "$work/body.json" \
-        -n "$requests" -c "$concurrency" >"$work/floor.txt"
-    s3=$(server_cpu)
-    floor_rate=$(awk '{ print $6 }' "$work/floor.txt")
-    floor_cpu=$(awk '{ print $1 + $2 }' "$work/floor.time")
-    floor_line="floor:            $floor_rate req/s (hookscope's HTTPS client alone, same body, -c $concurrency), $(per_request 0 "$floor_cpu" "$requests") µs CPU per request, server $(per_request "$s2" "$s3" "$requests") µs"
-fi
+    # The floor: the same client stack posting the same body, nothing else. Only service
+    # references (HTTP/1.1) have one; with --h2 it is skipped.
+    floor_line=
+    if [ "$h2" = 0 ]; then
+        path=${url#https://*/}
+        /usr/bin/time -f "%U %S" -o "$work/floor.time" \
+            "$https_floor" --service "webhook-server.hookscope.svc:443/${path%%\?*}" \
+            --addr "127.0.0.1:$port" --ca "$work/server/ca.pem" --body "$work/body.json" \
+            -n "$requests" -c "$concurrency" >"$work/floor.txt"
+        s3=$(server_cpu)
+        floor_rate=$(awk '{ print $6 }' "$work/floor.txt")
+        floor_cpu=$(awk '{ print $1 + $2 }' "$work/floor.time")
+        floor_line="floor:            $floor_rate req/s (hookscope's HTTPS client alone, same body, -c $concurrency), $(per_request 0 "$floor_cpu" "$requests") µs CPU per request, server $(per_request "$s2" "$s3" "$requests") µs"
+    fi
+
+    echo "hookscope replay: $requests requests in ${hookscope_secs}s = $hookscope_rate req/s" \
+        "(--concurrency $concurrency --io-threads $io_threads, $protocol, whole command)"
+    echo "wrk:              $wrk_rate req/s (-t1 -c $concurrency -d ${duration}s, HTTP/1.1)"
+    echo "CPU per request: hookscope $(per_request 0 "$hookscope_cpu" "$requests") µs," \
+        "server $(per_request "$s0" "$s1" "$requests") µs while replaying;" \
+        "wrk $(per_request 0 "$wrk_cpu" "$wrk_requests") µs, server $(per_request "$s1" "$s2" "$wrk_requests") µs under wrk"
+    if [ -n "$floor_line" ]; then
+        echo "$floor_line"
+        awk -v a="$floor_rate" -v b="$wrk_rate" 'BEGIN { printf "ratio floor/wrk: %.2f\n", a / b }'
+    fi
+    awk -v a="$hookscope_rate" -v b="$wrk_rate" \
+        'BEGIN { printf "ratio hookscope/wrk: %.2f (target at least 0.70)\n", a / b }'
+    echo "$hookscope_rate $wrk_rate" >>"$work/rates"
+}
 
 echo "body: $(wc -c <"$work/body.json") bytes posted to $wrk_url"
-echo "hookscope replay: $requests requests in ${hookscope_secs}s = $hookscope_rate req/s" \
-    "(--concurrency $concurrency --io-threads $io_threads, $protocol, whole command)"
-echo "wrk:              $wrk_rate req/s (-t1 -c $concurrency -d ${duration}s, HTTP/1.1)"
-echo "CPU per request: hookscope $(per_request 0 "$hookscope_cpu" "$requests") µs," \
-    "server $(per_request "$s0" "$s1" "$requests") µs while replaying;" \
-    "wrk $(per_request 0 "$wrk_cpu" "$wrk_requests") µs, server $(per_request "$s1" "$s2" "$wrk_requests") µs under wrk"
-if [ -n "$floor_line" ]; then
-    echo "$floor_line"
-    awk -v a="$floor_rate" -v b="$wrk_rate" 'BEGIN { printf "ratio floor/wrk: %.2f\n", a / b }'
+for round in $(seq "$rounds"); do
+    [ "$rounds" = 1 ] || echo "-- sitting $round of $rounds"
+    sitting
+done
+if [ "$rounds" -gt 1 ]; then
+    # Each sitting's ratio, and their median: the machine's speed drifts between sittings, and
+    # within one sitting the two tools meet the same drift.
+    awk '{ printf "%.4f\n", $1 / $2 }' "$work/rates" | sort -n | awk '{ r[NR] = $1 } END {
+        median = (NR % 2) ? r[(NR + 1) / 2] : (r[NR / 2] + r[NR / 2 + 1]) / 2
+        printf "ratios hookscope/wrk, sorted:"
+        for (i = 1; i <= NR; i++) printf " %.2f", r[i]
+        printf "\nmedian ratio hookscope/wrk over %d sittings: %.2f (target at least 0.70)\n", NR, median
+    }'
 fi
-awk -v a="$hookscope_rate" -v b="$wrk_rate" \
-    'BEGIN { printf "ratio hookscope/wrk: %.2f (target at least 0.70)\n", a / b }'
