@@ -59,6 +59,8 @@
 //! );
 //! ```
 
+#![forbid(unsafe_code)]
+
 pub mod api;
 pub mod cel;
 pub mod config;

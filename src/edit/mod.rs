@@ -1,13 +1,13 @@
 //! Editing webhook configurations while a replay is loaded: validation, saving, recovery,
 //! re-dispatch and what changed.
 //!
-//! * [`check`]: an edited text parsed, defaulted and validated as kube-apiserver would (as an
+//! * [`check()`]: an edited text parsed, defaulted and validated as kube-apiserver would (as an
 //!   update of the configuration it replaces), every problem placed at its line and column
 //!   ([`locate`] maps field paths to text positions).
 //! * [`save_atomic`]: write, flush, keep a `.bak`, rename over.
 //! * [`RecoveryStore`]: unsaved buffers kept across crashes.
 //! * [`ConfigWatcher`]: changes made to the loaded files outside the console.
-//! * [`ReusingReplier`] and [`redispatch`]: the loaded requests run again through the edited
+//! * [`ReusingReplier`] and [`redispatch()`]: the loaded requests run again through the edited
 //!   engine, reusing the replies of calls whose content did not change.
 //! * [`compare`]: what the edit changes, request by request and webhook by webhook.
 

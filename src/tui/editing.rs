@@ -1,6 +1,6 @@
 //! Editing configurations in the console: the buffers, their checks, and what an edit changed.
 //! State only; the IO (saving, recovery files, the user's editor, file watching) is done by the
-//! event loop on the [`Command`](super::app::Command)s these functions return.
+//! event loop on the [`Command`]s these functions return.
 
 use std::path::PathBuf;
 

@@ -51,7 +51,7 @@ pub enum AuditInput {
     },
 }
 
-/// Starts the audit webhook backend with a feed of [`AUDIT_CHANNEL`] messages.
+/// Starts the audit webhook backend; its events come through a bounded channel (4,096 at most).
 pub async fn start_audit_webhook(
     options: AuditWebhookOptions,
 ) -> Result<AuditInput, crate::live::audit::AuditWebhookError> {
