@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use base64::Engine as _;
-use common::{Handler, TestPki, WebhookServer, handler, oracle_handler, v1_deny, v1_patch};
+use common::{
+    Handler, RefusingPort, TestPki, WebhookServer, handler, oracle_handler, v1_deny, v1_patch,
+};
 use serde_json::{Value, json};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
@@ -305,9 +307,8 @@ fn every_transport_failure_class_fails_open_with_the_apiservers_message_and_metr
     // the other calls multiplexed on the same HTTP/2 connection, as in Go.
     let slow = WebhookServer::start(&pki, behaviours());
     let closing = WebhookServer::start(&pki, behaviours());
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
-    let closed_port = closed.local_addr().expect("addr").port();
-    drop(closed);
+    let closed = RefusingPort::new();
+    let closed_port = closed.port();
     let dir = scratch("failures");
     let ca = pki.ca_pem();
     let hooks = [
@@ -431,9 +432,8 @@ fn every_transport_failure_class_fails_open_with_the_apiservers_message_and_metr
 
 #[test]
 fn a_failing_webhook_with_failure_policy_fail_refuses_the_request_as_the_apiserver_does() {
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("port");
-    let port = closed.local_addr().expect("addr").port();
-    drop(closed);
+    let closed = RefusingPort::new();
+    let port = closed.port();
     let pki = TestPki::new();
     let dir = scratch("fail-closed");
     let config = config_file(
@@ -918,7 +918,7 @@ fn concurrent_replays_report_in_input_order() {
             let review: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
             let response = common::v1_allow(&uid);
             if review["request"]["name"] == "first" {
-                response.with_delay(std::time::Duration::from_millis(500))
+                response.with_delay(std::time::Duration::from_secs(2))
             } else {
                 response
             }

@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use base64::Engine as _;
 use common::{
-    ServerOptions, TestPki, TestResponse, WebhookServer, handler, resolve_to, service_call,
-    upstream_handler, url_call, v1_allow_handler,
+    RefusingPort, ServerOptions, TestPki, TestResponse, WebhookServer, handler, resolve_to,
+    service_call, upstream_handler, url_call, v1_allow_handler,
 };
 use hookscope::engine::call::{Replier, Reply, ReplyOutcome, TransportErrorKind, WebhookCall};
 use hookscope::transport::{HttpsOptions, HttpsReplier, WebhookAuth};
@@ -223,10 +223,8 @@ async fn wrong_ca_is_a_tls_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn closed_port_is_connection_refused() {
-    let port = {
-        let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        l.local_addr().expect("addr").port()
-    };
+    let refusing = RefusingPort::new();
+    let port = refusing.port();
     let pki = TestPki::new();
     let mut replier = replier_for(&pki);
     let url = format!("https://127.0.0.1:{port}/allow");
@@ -529,7 +527,7 @@ async fn validating_batch_runs_concurrently_and_keeps_call_order() {
         &pki,
         handler(|req| {
             TestResponse::json(200, req.path_only().as_bytes().to_vec())
-                .with_delay(Duration::from_millis(600))
+                .with_delay(Duration::from_secs(2))
         }),
     );
     let mut replier = replier_for(&pki);

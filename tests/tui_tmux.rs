@@ -280,10 +280,22 @@ fn an_edit_survives_sigkill() {
     t.keys(&["Enter"]);
     t.wait_for(&["name: 40-policy"], "editor");
     t.keys(&["-l", "# a line typed before the crash"]);
-    // The check after the typing pause writes the recovery copy.
+    // The check after the typing pause writes the recovery copy: a temporary file renamed into
+    // place, so only a finished copy holding the typed line counts.
     let recovery = dir.join("state/hookscope/recovery");
+    let written = || {
+        std::fs::read_dir(&recovery).is_ok_and(|entries| {
+            entries.flatten().any(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                !name.starts_with('.')
+                    && name.ends_with(".json")
+                    && std::fs::read_to_string(e.path())
+                        .is_ok_and(|text| text.contains("# a line typed before the crash"))
+            })
+        })
+    };
     let deadline = Instant::now() + Duration::from_secs(30);
-    while !std::fs::read_dir(&recovery).is_ok_and(|mut d| d.next().is_some()) {
+    while !written() {
         assert!(Instant::now() < deadline, "no recovery copy was written");
         std::thread::sleep(Duration::from_millis(100));
     }

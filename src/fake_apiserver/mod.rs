@@ -229,6 +229,8 @@ pub struct FakeApiServer {
     addr: SocketAddr,
     acceptor: tokio_rustls::TlsAcceptor,
     task: Mutex<Option<JoinHandle<()>>>,
+    /// While stopped, the port, bound but not listening (see [`FakeApiServer::stop`]).
+    reserved: Mutex<Option<tokio::net::TcpSocket>>,
 }
 
 impl FakeApiServer {
@@ -275,6 +277,7 @@ impl FakeApiServer {
             addr,
             acceptor,
             task: Mutex::new(Some(task)),
+            reserved: Mutex::new(None),
         })
     }
 
@@ -320,12 +323,14 @@ impl FakeApiServer {
     }
 
     /// Stops listening and closes every connection (open watches end abruptly); returns once the
-    /// port is closed, so a client connecting afterwards is refused. Objects and the
-    /// resourceVersion are kept for [`FakeApiServer::restart`].
+    /// port is closed, so a client connecting afterwards is refused. The port stays bound to
+    /// this server until [`FakeApiServer::restart`], which keeps the objects and the
+    /// resourceVersion.
     pub async fn stop(&self) {
         if let Some(task) = self.halt() {
             // An aborted task's future, and with it the listener, is dropped before this resolves.
             let _ = task.await;
+            *lock(&self.reserved) = serve::reserve(self.addr).ok();
         }
     }
 
@@ -344,7 +349,12 @@ impl FakeApiServer {
         if lock(&self.task).is_some() {
             return Ok(());
         }
-        let listener = serve::bind(self.addr).map_err(|source| FakeError::Listen {
+        let reserved = lock(&self.reserved).take();
+        let listener = match reserved {
+            Some(socket) => socket.listen(serve::BACKLOG),
+            None => serve::bind(self.addr),
+        }
+        .map_err(|source| FakeError::Listen {
             addr: self.addr,
             source,
         })?;

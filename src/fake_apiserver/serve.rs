@@ -34,6 +34,15 @@ const MAX_BODY: usize = 3 * 1024 * 1024;
 
 /// A listener on `addr` that may rebind right after a previous one on the same port closed.
 pub(crate) fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
+    reserve(addr)?.listen(BACKLOG)
+}
+
+/// Connections waiting to be accepted, at most.
+pub(crate) const BACKLOG: u32 = 128;
+
+/// A socket bound to `addr` (address reuse allowed) but not listening: connections to it are
+/// refused, and no other socket can take the port.
+pub(crate) fn reserve(addr: SocketAddr) -> std::io::Result<TcpSocket> {
     let socket = if addr.is_ipv4() {
         TcpSocket::new_v4()?
     } else {
@@ -41,7 +50,7 @@ pub(crate) fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
     };
     socket.set_reuseaddr(true)?;
     socket.bind(addr)?;
-    socket.listen(128)
+    Ok(socket)
 }
 
 /// Accepts connections until aborted; aborting also aborts every connection it spawned.

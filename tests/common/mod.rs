@@ -888,3 +888,29 @@ pub fn oracle_handler() -> Handler {
         }
     })
 }
+
+/// A loopback port where connections are refused, and stay refused while this lives: the port is
+/// bound but never listened on, so no other test can be given it meanwhile (a port bound and
+/// released could be).
+pub struct RefusingPort {
+    _socket: tokio::net::TcpSocket,
+    port: u16,
+}
+
+impl RefusingPort {
+    pub fn new() -> Self {
+        let socket = tokio::net::TcpSocket::new_v4().expect("socket");
+        socket
+            .bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .expect("bind");
+        let port = socket.local_addr().expect("addr").port();
+        RefusingPort {
+            _socket: socket,
+            port,
+        }
+    }
+
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+}
