@@ -1,11 +1,11 @@
 //! The binary's global allocator: mimalloc, asked for plain blocks whenever their natural
 //! alignment suffices.
 //!
-//! The `mimalloc` crate's allocator always calls mimalloc's aligned entry points, which serve
-//! any block above 1 KiB (and any block while the size class has no suitably aligned free
-//! block) on a slow path that over-allocates by the alignment. A replay allocates several such
-//! blocks per request (review bodies, TLS records, report lines); mimalloc's own `malloc`
-//! serves them on its fast path.
+//! The `mimalloc` crate's allocator always calls mimalloc's aligned entry points, which send
+//! every block above 1 KiB, whatever its alignment, down a generic path that over-allocates by
+//! the alignment (all but power-of-two sizes). A replay allocates several such blocks per request
+//! (review bodies, TLS records, report lines); mimalloc's own `malloc` serves them on its fast
+//! path.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::c_void;
