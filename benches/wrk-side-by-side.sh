@@ -63,6 +63,10 @@ while [ $# -gt 0 ]; do
     esac
 done
 
+case "$rounds" in
+'' | *[!0-9]* | 0) echo "-r takes a number of sittings, at least 1" >&2; usage ;;
+esac
+
 for tool in wrk jq awk cargo /usr/bin/time; do
     command -v "$tool" >/dev/null || { echo "$tool not found" >&2; exit 2; }
 done

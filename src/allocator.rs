@@ -2,10 +2,10 @@
 //! alignment suffices.
 //!
 //! The `mimalloc` crate's allocator always calls mimalloc's aligned entry points, which send
-//! every block above 1 KiB, whatever its alignment, down a generic path that over-allocates by
-//! the alignment (all but power-of-two sizes). A replay allocates several such blocks per request
-//! (review bodies, TLS records, report lines); mimalloc's own `malloc` serves them on its fast
-//! path.
+//! every block above 1 KiB, whatever its alignment, down a generic path; there, unless the block's
+//! size class is a power of two of at most 4 KiB, it is over-allocated by the alignment and
+//! placed inside. A replay allocates several such blocks per request (review bodies, TLS records,
+//! report lines); mimalloc's own `malloc` serves them on its fast path.
 
 use std::alloc::{GlobalAlloc, Layout};
 use std::ffi::c_void;

@@ -323,9 +323,10 @@ impl FakeApiServer {
     }
 
     /// Stops listening and closes every connection (open watches end abruptly); returns once the
-    /// port is closed, so a client connecting afterwards is refused. The port stays bound to
-    /// this server until [`FakeApiServer::restart`], which keeps the objects and the
-    /// resourceVersion.
+    /// port is closed, so a client connecting afterwards is refused. The port normally stays
+    /// bound to this server (not listening) until [`FakeApiServer::restart`], which keeps the
+    /// objects and the resourceVersion. Meant for one caller at a time: a second `stop` while one
+    /// is under way returns at once.
     pub async fn stop(&self) {
         if let Some(task) = self.halt() {
             // An aborted task's future, and with it the listener, is dropped before this resolves.
@@ -352,7 +353,7 @@ impl FakeApiServer {
         let reserved = lock(&self.reserved).take();
         let listener = match reserved {
             Some(socket) => socket.listen(serve::BACKLOG),
-            None => serve::bind(self.addr),
+            None => self.bind_again().await,
         }
         .map_err(|source| FakeError::Listen {
             addr: self.addr,
@@ -366,6 +367,21 @@ impl FakeApiServer {
             self.shared.clone(),
         )));
         Ok(())
+    }
+
+    /// Binds the address again without a reserved socket (a `stop` cancelled before it ended):
+    /// the aborted accept loop releases the port when its task is next run.
+    async fn bind_again(&self) -> std::io::Result<tokio::net::TcpListener> {
+        let mut attempts = 0;
+        loop {
+            match serve::bind(self.addr) {
+                Err(e) if e.kind() == std::io::ErrorKind::AddrInUse && attempts < 200 => {
+                    attempts += 1;
+                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+                }
+                bound => return bound,
+            }
+        }
     }
 
     /// Creates an object (its `kind` picks the resource) as `manager` (operation `Update`, as a

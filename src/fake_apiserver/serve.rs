@@ -40,8 +40,9 @@ pub(crate) fn bind(addr: SocketAddr) -> std::io::Result<TcpListener> {
 /// Connections waiting to be accepted, at most.
 pub(crate) const BACKLOG: u32 = 128;
 
-/// A socket bound to `addr` (address reuse allowed) but not listening: connections to it are
-/// refused, and no other socket can take the port.
+/// A socket bound to `addr` (address reuse allowed, as connections of the previous listener may
+/// linger) but not listening: connections to it are refused, and binds to an ephemeral port are
+/// not handed this one.
 pub(crate) fn reserve(addr: SocketAddr) -> std::io::Result<TcpSocket> {
     let socket = if addr.is_ipv4() {
         TcpSocket::new_v4()?
