@@ -713,17 +713,20 @@ impl<'a> Fields<'a> {
 
     /// Starts a field; `key` is the field's name already quoted and followed by `: ` (see
     /// [`key!`]).
+    #[inline(always)]
     fn key(&mut self, key: &str) {
         line(self.buf, !self.first, self.level + 1);
         self.first = false;
         self.buf.extend_from_slice(key.as_bytes());
     }
 
+    #[inline(always)]
     fn str(&mut self, key: &str, v: &str) {
         self.key(key);
         write_str(self.buf, v);
     }
 
+    #[inline(always)]
     fn opt_str(&mut self, key: &str, v: Option<&str>) {
         match v {
             Some(v) => self.str(key, v),
@@ -731,15 +734,18 @@ impl<'a> Fields<'a> {
         }
     }
 
+    #[inline(always)]
     fn raw(&mut self, key: &str, text: &str) {
         self.key(key);
         self.buf.extend_from_slice(text.as_bytes());
     }
 
+    #[inline(always)]
     fn bool(&mut self, key: &str, v: bool) {
         self.raw(key, if v { "true" } else { "false" });
     }
 
+    #[inline(always)]
     fn uint(&mut self, key: &str, v: u64) {
         self.key(key);
         self.buf
@@ -753,6 +759,7 @@ impl<'a> Fields<'a> {
     }
 
     /// A nested object of string fields.
+    #[inline(always)]
     fn strs<const N: usize>(&mut self, key: &str, fields: [(&str, &String); N]) {
         self.key(key);
         let mut inner = Fields::begin(self.buf, self.level + 1);
