@@ -277,6 +277,7 @@ fn console() -> Console {
             Command::Redispatch {
                 generation,
                 configurations,
+                ..
             } => Some((generation, configurations)),
             _ => None,
         })
@@ -285,6 +286,7 @@ fn console() -> Console {
     rt.block_on(ctl.send(SourceCtl::Redispatch {
         generation,
         configurations,
+        fresh: false,
     }))
     .expect("the source listens");
     let mut started = None;

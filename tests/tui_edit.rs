@@ -68,12 +68,14 @@ impl Harness {
                 Command::Redispatch {
                     generation,
                     configurations,
+                    fresh,
                 } => {
                     let ctl = self.ctl.clone();
                     self.rt
                         .block_on(ctl.send(SourceCtl::Redispatch {
                             generation,
                             configurations,
+                            fresh,
                         }))
                         .unwrap();
                     self.pump_until(|m| {
@@ -231,6 +233,55 @@ fn a_valid_edit_re_dispatches_and_the_what_if_counts_follow() {
     assert_eq!(h.state.selected, Some(h.state.whatif.requests[0].index));
     h.act(Action::Back);
     assert_eq!(h.state.view, View::WhatIf);
+}
+
+#[test]
+fn redispatch_calls_every_webhook_again_where_an_edit_reuses_the_replies() {
+    let mut h = Harness::start();
+    let total = h.state.entries.len();
+    let verdicts: Vec<Verdict> = h.state.entries.iter().map(|e| e.verdict).collect();
+
+    let commands = h.act(Action::Redispatch);
+    assert!(
+        matches!(
+            commands.as_slice(),
+            [Command::Redispatch { fresh: true, configurations, .. }] if !configurations.is_empty()
+        ),
+        "{commands:?}"
+    );
+    assert!(h.perform(commands).is_empty());
+    let (reused, sent) = h.state.redispatch_calls;
+    assert_eq!(reused, 0, "no reply reused");
+    assert!(sent > 0);
+    assert_eq!(h.state.entries.len(), total);
+    // The demo's webhooks answer as before: nothing changed.
+    let again: Vec<Verdict> = h.state.entries.iter().map(|e| e.verdict).collect();
+    assert_eq!(again, verdicts);
+    assert_eq!(h.state.whatif.requests.len(), 0);
+
+    // The replies of that dispatch are kept: a second, plain re-dispatch (what an edit sends)
+    // reuses every one of them.
+    h.state.edit_generation += 1;
+    let generation = h.state.edit_generation;
+    let plain = vec![Command::Redispatch {
+        generation,
+        configurations: h.state.configurations_in_force(),
+        fresh: false,
+    }];
+    assert!(h.perform(plain).is_empty());
+    assert_eq!(h.state.redispatch_calls, (sent, 0));
+}
+
+#[test]
+fn redispatch_is_refused_with_nothing_replayed() {
+    let mut state = State::new("1.33".into(), AuditLevel::Request, Theme::default());
+    let commands = update(&mut state, Msg::Action(Action::Redispatch));
+    assert!(commands.is_empty());
+    assert!(
+        matches!(&state.message, Some((text, true)) if text.contains("nothing to dispatch again")),
+        "{:?}",
+        state.message
+    );
 }
 
 #[test]

@@ -279,6 +279,22 @@ async fn a_cluster_its_metrics_and_its_audit_log_fill_the_live_views() {
         .unwrap();
     assert_eq!(state.hook_counts[deny].denied, 1);
 
+    // :redispatch calls the webhooks again rather than reusing the replies just received.
+    let cs = update(&mut state, Msg::Action(Action::Redispatch));
+    assert!(
+        matches!(cs.as_slice(), [Command::Redispatch { fresh: true, .. }]),
+        "{cs:?}"
+    );
+    perform_all(cs, &ctl).await;
+    pump(&mut state, &mut rx, &ctl, "the re-dispatch", |s| {
+        s.redispatch_calls != (0, 0)
+    })
+    .await;
+    let (reused, sent) = state.redispatch_calls;
+    assert_eq!(reused, 0);
+    assert!(sent > 0);
+    assert!(matches!(state.entries[0].verdict, Verdict::Denied(403)));
+
     // A change in the cluster reaches the history, with who made it and a diff.
     let mut changed = oracle_configuration("validating.yaml", &pki);
     changed["webhooks"][0]["failurePolicy"] = json!("Ignore");
@@ -699,10 +715,12 @@ async fn perform_all(cs: Vec<Command>, ctl: &mpsc::Sender<SourceCtl>) {
             Command::Redispatch {
                 generation,
                 configurations,
+                fresh,
             } => ctl
                 .send(SourceCtl::Redispatch {
                     generation,
                     configurations,
+                    fresh,
                 })
                 .await
                 .unwrap(),

@@ -382,6 +382,8 @@ pub enum Command {
         generation: u64,
         /// Every configuration in force.
         configurations: Vec<crate::api::WebhookConfiguration>,
+        /// Call every webhook anew instead of reusing the replies already received.
+        fresh: bool,
     },
     /// Save text atomically, keeping a backup; answers with [`Msg::Saved`].
     Save {
@@ -791,6 +793,7 @@ impl State {
             A::Redo => return self.undo(true),
             A::NextBuffer => self.next_buffer(),
             A::Reload => return self.reload(false),
+            A::Redispatch => return self.redispatch_fresh(),
             A::KeepMine => return self.reload(true),
             A::Recover => return self.recover(),
             A::DiscardRecovered => return self.discard_recovered(),

@@ -586,6 +586,7 @@ impl State {
             commands.push(Command::Redispatch {
                 generation: self.edit_generation,
                 configurations: Vec::new(),
+                fresh: false,
             });
         }
         let b = &mut self.buffers[buffer];
@@ -744,6 +745,39 @@ impl State {
             false,
         );
         self.check_due(i, generation)
+    }
+
+    /// `:redispatch`: every request through the configurations in force again, every webhook
+    /// called anew (a webhook that was down or slow may answer now). The what-if view then
+    /// compares with the first dispatch.
+    pub(super) fn redispatch_fresh(&mut self) -> Vec<Command> {
+        if self.entries.is_empty() {
+            self.say(
+                "nothing to dispatch again: no request has been replayed",
+                true,
+            );
+            return Vec::new();
+        }
+        if !self.progress.done && self.live.is_none() {
+            self.say(
+                "the first dispatch is still running: :redispatch once it is done",
+                true,
+            );
+            return Vec::new();
+        }
+        self.edit_generation += 1;
+        self.say(
+            format!(
+                "dispatching {} requests again, calling every webhook",
+                self.entries.len()
+            ),
+            false,
+        );
+        vec![Command::Redispatch {
+            generation: self.edit_generation,
+            configurations: self.configurations_in_force(),
+            fresh: true,
+        }]
     }
 
     pub(super) fn reload(&mut self, keep_mine: bool) -> Vec<Command> {

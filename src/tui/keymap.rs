@@ -82,6 +82,9 @@ pub enum Action {
     NextBuffer,
     /// Take the text on disk over the buffer's edits.
     Reload,
+    /// Dispatch every request again with the configurations in force, calling every webhook
+    /// anew (no reply kept from earlier dispatches is reused).
+    Redispatch,
     /// Keep the buffer's edits over the text on disk.
     KeepMine,
     /// Open the texts recovered from an earlier session.
@@ -539,6 +542,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ),
     ("edits", "", "the Edit view"),
     ("whatif", "", "the What-if view: what the edits changed"),
+    (
+        "redispatch",
+        "",
+        "dispatch every request again, calling every webhook anew",
+    ),
     ("reload", "", "take the file on disk over your edits"),
     ("keep", "", "keep your edits over the file on disk"),
     (
@@ -621,6 +629,7 @@ pub fn parse_command(line: &str) -> Result<Action, String> {
         }
         "w" | "write" => Ok(Action::Save(opt(arg))),
         "reload" => Ok(Action::Reload),
+        "redispatch" => Ok(Action::Redispatch),
         "keep" => Ok(Action::KeepMine),
         "recover" => Ok(Action::Recover),
         "discard" => Ok(Action::DiscardRecovered),

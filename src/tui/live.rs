@@ -564,6 +564,7 @@ impl State {
                     commands.push(Command::Redispatch {
                         generation: self.edit_generation,
                         configurations: self.configurations_in_force(),
+                        fresh: false,
                     });
                     return commands;
                 }

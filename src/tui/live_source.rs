@@ -257,7 +257,10 @@ impl LiveSource {
                         kept.extend(items.iter().cloned());
                         spawn_replay(Arc::clone(r), items, seeding.clone(), tx.clone());
                     }
-                    Some(SourceCtl::Redispatch { generation, configurations }) => {
+                    Some(SourceCtl::Redispatch { generation, configurations, fresh }) => {
+                        if fresh {
+                            cache.clear();
+                        }
                         let engine = Engine::new(&configurations, engine_options.clone());
                         let again = Arc::new(Replayer::new(Arc::new(engine), settings.clone()));
                         edited = Some(Arc::clone(&again));

@@ -118,6 +118,7 @@ fn perform(state: &mut State, commands: Vec<Command>, io: &mut Io) -> bool {
             Command::Redispatch {
                 generation,
                 configurations,
+                fresh,
             } => {
                 let ctl = io.ctl.clone();
                 tokio::spawn(async move {
@@ -125,6 +126,7 @@ fn perform(state: &mut State, commands: Vec<Command>, io: &mut Io) -> bool {
                         .send(SourceCtl::Redispatch {
                             generation,
                             configurations,
+                            fresh,
                         })
                         .await;
                 });

@@ -55,13 +55,15 @@ pub struct ConfigDocument {
 /// What the console asks of a source.
 #[derive(Debug, Clone)]
 pub enum SourceCtl {
-    /// Dispatch the loaded requests again with these configurations (an edit became valid).
-    /// A newer request cancels the one in progress.
+    /// Dispatch the loaded requests again with these configurations (an edit became valid, or
+    /// `:redispatch`). A newer request cancels the one in progress.
     Redispatch {
         /// Which edit this is; the answers carry it.
         generation: u64,
         /// Every configuration in force.
         configurations: Vec<WebhookConfiguration>,
+        /// Forget the replies kept so far first, so that every webhook is called anew.
+        fresh: bool,
     },
     /// Dispatch these requests with the configurations in force and send each result as an
     /// [`SourceMsg::Event`] (a live source: captured audit events replayed on demand).
@@ -312,7 +314,11 @@ impl ReplaySource {
         let kept: std::sync::Arc<[InputItem]> = kept.into();
         let mut next = None;
         loop {
-            let (generation, configurations) = match next.take() {
+            let Redispatch {
+                generation,
+                configurations,
+                fresh,
+            } = match next.take() {
                 Some(c) => c,
                 None => match ctl.recv().await {
                     Some(c) => match latest(c, &mut ctl) {
@@ -322,6 +328,9 @@ impl ReplaySource {
                     None => break,
                 },
             };
+            if fresh {
+                cache.clear();
+            }
             let engine = Engine::new(&configurations, replayer.engine().options().clone());
             let again = Replayer::new(std::sync::Arc::new(engine), replayer.settings().clone());
             let reusing = ReusingReplier::new(replier.clone(), cache.clone());
@@ -363,23 +372,34 @@ impl<R: Replier + Send> Replier for Seeding<R> {
     }
 }
 
-/// The newest re-dispatch of the control messages already queued, starting from `first`
-/// (a replay source has no live events to replay: such requests are dropped).
-fn latest(
-    first: SourceCtl,
-    ctl: &mut mpsc::Receiver<SourceCtl>,
-) -> Option<(u64, Vec<WebhookConfiguration>)> {
-    let mut last = None;
+/// The newest re-dispatch of the control messages already queued, starting from `first`, fresh
+/// when any of them asked for it (a replay source has no live events to replay: such requests
+/// are dropped).
+fn latest(first: SourceCtl, ctl: &mut mpsc::Receiver<SourceCtl>) -> Option<Redispatch> {
+    let mut last: Option<Redispatch> = None;
     for c in std::iter::once(first).chain(std::iter::from_fn(|| ctl.try_recv().ok())) {
         if let SourceCtl::Redispatch {
             generation,
             configurations,
+            fresh,
         } = c
         {
-            last = Some((generation, configurations));
+            let fresh = fresh || last.as_ref().is_some_and(|l| l.fresh);
+            last = Some(Redispatch {
+                generation,
+                configurations,
+                fresh,
+            });
         }
     }
     last
+}
+
+/// A re-dispatch to run.
+struct Redispatch {
+    generation: u64,
+    configurations: Vec<WebhookConfiguration>,
+    fresh: bool,
 }
 
 /// Dispatches the kept requests with an edited engine; false when the console is gone.
