@@ -25,7 +25,15 @@ struct Harness {
 }
 
 impl Harness {
+    /// The demo's source, its first replay done.
     fn start() -> Harness {
+        let mut h = Harness::spawn();
+        h.pump_until(|m| matches!(m, SourceMsg::Finished { .. }));
+        h
+    }
+
+    /// The demo's source, started, none of its messages taken yet.
+    fn spawn() -> Harness {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -36,9 +44,7 @@ impl Harness {
         let source = hookscope::tui::demo::offline(hookscope::KubeVersion::default());
         rt.spawn(Box::new(source).run(tx, ctl_rx));
         let state = State::new("1.33".into(), AuditLevel::Request, Theme::default());
-        let mut h = Harness { rt, rx, ctl, state };
-        h.pump_until(|m| matches!(m, SourceMsg::Finished { .. }));
-        h
+        Harness { rt, rx, ctl, state }
     }
 
     /// Feeds source messages to `update` until one matches.
@@ -273,8 +279,45 @@ fn redispatch_calls_every_webhook_again_where_an_edit_reuses_the_replies() {
 }
 
 #[test]
+fn redispatch_asked_during_the_first_dispatch_runs_after_it() {
+    let mut h = Harness::spawn();
+    h.pump_until(|m| matches!(m, SourceMsg::Event { .. }));
+    assert!(!h.state.progress.done);
+
+    let commands = h.act(Action::Redispatch);
+    assert!(
+        matches!(
+            commands.as_slice(),
+            [Command::Redispatch { fresh: true, .. }]
+        ),
+        "{commands:?}"
+    );
+    assert!(
+        matches!(&h.state.message, Some((text, false)) if text.contains("once the first dispatch is done")),
+        "{:?}",
+        h.state.message
+    );
+    assert!(h.perform(commands).is_empty());
+    assert!(h.state.progress.done);
+    let total = h.state.progress.seen;
+    assert_eq!(h.state.entries.len(), total);
+    let (reused, sent) = h.state.redispatch_calls;
+    assert_eq!(reused, 0);
+    assert!(sent > 0);
+    assert_eq!(
+        h.state.baseline.as_ref().map(|b| b.entries.len()),
+        Some(total),
+        "the what-if compares with the whole first dispatch"
+    );
+}
+
+#[test]
 fn redispatch_is_refused_with_nothing_replayed() {
     let mut state = State::new("1.33".into(), AuditLevel::Request, Theme::default());
+    update(
+        &mut state,
+        Msg::Source(SourceMsg::Finished { missing_replies: 0 }),
+    );
     let commands = update(&mut state, Msg::Action(Action::Redispatch));
     assert!(commands.is_empty());
     assert!(

@@ -749,30 +749,27 @@ impl State {
 
     /// `:redispatch`: every request through the configurations in force again, every webhook
     /// called anew (a webhook that was down or slow may answer now). The what-if view then
-    /// compares with the first dispatch.
+    /// compares with the first dispatch. Asked while the first dispatch runs, the source does it
+    /// once that is done.
     pub(super) fn redispatch_fresh(&mut self) -> Vec<Command> {
-        if self.entries.is_empty() {
+        let first_running = !self.progress.done && self.live.is_none();
+        if self.entries.is_empty() && !first_running {
             self.say(
                 "nothing to dispatch again: no request has been replayed",
                 true,
             );
             return Vec::new();
         }
-        if !self.progress.done && self.live.is_none() {
-            self.say(
-                "the first dispatch is still running: :redispatch once it is done",
-                true,
-            );
-            return Vec::new();
-        }
         self.edit_generation += 1;
-        self.say(
+        let text = if first_running {
+            "every request will be dispatched again, calling every webhook, once the first dispatch is done".to_string()
+        } else {
             format!(
                 "dispatching {} requests again, calling every webhook",
                 self.entries.len()
-            ),
-            false,
-        );
+            )
+        };
+        self.say(text, false);
         vec![Command::Redispatch {
             generation: self.edit_generation,
             configurations: self.configurations_in_force(),
