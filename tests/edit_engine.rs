@@ -106,8 +106,8 @@ fn called(r: &Replayed, webhook: &str) -> bool {
         .any(|c| &*c.webhook == webhook && c.decision == hookscope::engine::CallDecision::Called)
 }
 
-#[tokio::test]
-async fn only_calls_whose_content_changed_reach_the_webhook_again() {
+/// A webhook server of this test's PKI: `/label` adds the label `edited: yes`, `/allow` allows.
+async fn label_and_allow() -> (Pki, WebhookServer) {
     let pki = Pki::mint(&[]).expect("pki");
     let behaviours = Behaviours::new()
         .route("/label", Behaviour::add_label("edited", "yes"))
@@ -115,6 +115,85 @@ async fn only_calls_whose_content_changed_reach_the_webhook_again() {
     let server = WebhookServer::start(&pki, behaviours, ServerOptions::default())
         .await
         .expect("server");
+    (pki, server)
+}
+
+/// Forwards calls to `inner`, holding the first batch until `release` has a permit; records
+/// every call it forwards.
+#[derive(Clone)]
+struct HoldsTheFirst<R> {
+    inner: R,
+    entered: Arc<tokio::sync::Notify>,
+    release: Arc<tokio::sync::Semaphore>,
+    seen: Arc<std::sync::Mutex<Vec<WebhookCall>>>,
+}
+
+impl<R: Replier + Send> Replier for HoldsTheFirst<R> {
+    fn reply(&mut self, calls: &[WebhookCall]) -> impl Future<Output = Vec<Reply>> + Send {
+        let first = {
+            let mut seen = self.seen.lock().unwrap();
+            let first = seen.is_empty();
+            seen.extend(calls.iter().cloned());
+            first
+        };
+        let (entered, release) = (self.entered.clone(), self.release.clone());
+        let reply = self.inner.reply(calls);
+        async move {
+            if first {
+                entered.notify_one();
+                let _ = release.acquire().await;
+            }
+            reply.await
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_reply_to_a_call_made_before_the_cache_was_cleared_is_not_kept() {
+    let (pki, server) = label_and_allow().await;
+    let text = https_configs(&server.url(""), pki.ca_pem(), "{}");
+    let replayer = replayer_for(&text, &[]);
+    let pod: Arc<[CapturedRequest]> = demo_requests()
+        .iter()
+        .filter(|r| r.attrs.resource.resource == "pods" && r.attrs.namespace != "shop")
+        .take(1)
+        .cloned()
+        .collect();
+    assert_eq!(pod.len(), 1);
+    let cache = ReplyCache::default();
+    let holds = HoldsTheFirst {
+        inner: HttpsReplier::new(HttpsOptions::default()),
+        entered: Arc::default(),
+        release: Arc::new(tokio::sync::Semaphore::new(0)),
+        seen: Arc::default(),
+    };
+    let replier = ReusingReplier::new(holds.clone(), cache.clone());
+    let task = tokio::spawn(async move { run(&pod, &replayer, replier).await });
+
+    // The mutating call is out when the cache is cleared; its reply comes after.
+    holds.entered.notified().await;
+    cache.clear();
+    holds.release.add_permits(1);
+    let done = task.await.expect("the run");
+    assert!(done.results[0].outcome.allowed);
+    let seen = holds.seen.lock().unwrap().clone();
+    assert_eq!(
+        seen.iter().map(|c| &*c.webhook).collect::<Vec<_>>(),
+        ["label.edit.test", "check.edit.test"]
+    );
+    assert!(
+        cache.lookup(&seen[0]).is_none(),
+        "answered after the clear, asked before it: not kept"
+    );
+    assert!(
+        cache.lookup(&seen[1]).is_some(),
+        "asked after the clear: kept"
+    );
+}
+
+#[tokio::test]
+async fn only_calls_whose_content_changed_reach_the_webhook_again() {
+    let (pki, server) = label_and_allow().await;
     let requests = demo_requests();
     let cache = ReplyCache::default();
     let https = HttpsReplier::new(HttpsOptions::default());

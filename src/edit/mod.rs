@@ -29,7 +29,7 @@ pub use redispatch::{
     CancelToken, Cancelled, Progress, RedispatchHandle, RedispatchMsg, Redispatched, redispatch,
     spawn_redispatch,
 };
-pub use reuse::{CacheStats, ReplyCache, ReusingReplier, call_key};
+pub use reuse::{CacheStats, Epoch, ReplyCache, ReusingReplier, call_key};
 pub use save::{SaveError, Saved, backup_path, save_atomic};
 pub use watch::{ConfigWatcher, DEFAULT_DEBOUNCE, FileChange, FileContent, WatchError};
 pub use whatif::{

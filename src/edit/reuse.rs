@@ -34,7 +34,14 @@ struct Store {
     replies: HashMap<ContentHash, Kept>,
     /// Insertion order, for evicting the oldest entries first.
     order: VecDeque<ContentHash>,
+    /// Clears so far: a reply to a call made before the last clear is not kept.
+    epoch: u64,
 }
+
+/// When a call was made, as far as [`ReplyCache::clear`] is concerned: its reply is kept only
+/// if the cache was not cleared meanwhile.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Epoch(u64);
 
 #[derive(Debug, Default)]
 struct Counters {
@@ -96,11 +103,18 @@ impl ReplyCache {
         }
     }
 
-    /// Forgets every reply (e.g. when the user asks to call the webhooks again).
+    /// Forgets every reply (e.g. when the user asks to call the webhooks again), and every reply
+    /// still to come to a call made before.
     pub fn clear(&self) {
         let mut s = self.store();
         s.replies.clear();
         s.order.clear();
+        s.epoch += 1;
+    }
+
+    /// Now, for a call about to be made: what [`ReplyCache::insert`] is given with its reply.
+    pub fn epoch(&self) -> Epoch {
+        Epoch(self.store().epoch)
     }
 
     /// The reply for a call, when the same content was answered before.
@@ -118,12 +132,13 @@ impl ReplyCache {
         kept.map(|k| readdressed(k, &call.request_uid))
     }
 
-    /// Keeps the reply to a call (not for cancelled calls or panics).
-    pub fn insert(&self, call: &WebhookCall, reply: &Reply) {
-        self.insert_key(call_key(call), call, reply);
+    /// Keeps the reply to a call made at `since` (not for cancelled calls or panics, nor when the
+    /// cache was cleared after the call was made).
+    pub fn insert(&self, since: Epoch, call: &WebhookCall, reply: &Reply) {
+        self.insert_key(since, call_key(call), call, reply);
     }
 
-    fn insert_key(&self, key: ContentHash, call: &WebhookCall, reply: &Reply) {
+    fn insert_key(&self, since: Epoch, key: ContentHash, call: &WebhookCall, reply: &Reply) {
         if matches!(
             reply.outcome,
             ReplyOutcome::Canceled | ReplyOutcome::Panicked(_)
@@ -135,6 +150,9 @@ impl ReplyCache {
             uid: call.request_uid.clone(),
         };
         let mut s = self.store();
+        if s.epoch != since.0 {
+            return;
+        }
         if s.replies.insert(key, kept).is_none() {
             s.order.push_back(key);
         }
@@ -256,6 +274,7 @@ impl<R> ReusingReplier<R> {
 
 impl<R: Replier + Send> Replier for ReusingReplier<R> {
     fn reply(&mut self, calls: &[WebhookCall]) -> impl Future<Output = Vec<Reply>> + Send {
+        let since = self.cache.epoch();
         let keys: Vec<ContentHash> = calls.iter().map(call_key).collect();
         let mut out: Vec<Option<Reply>> = calls
             .iter()
@@ -276,7 +295,7 @@ impl<R: Replier + Send> Replier for ReusingReplier<R> {
                 };
                 let replies = inner.reply(forwarded).await;
                 for ((i, call), reply) in misses.iter().zip(forwarded).zip(replies) {
-                    cache.insert_key(keys[*i], call, &reply);
+                    cache.insert_key(since, keys[*i], call, &reply);
                     out[*i] = Some(reply);
                 }
             }

@@ -313,7 +313,8 @@ impl ReplaySource {
         }
         let kept: std::sync::Arc<[InputItem]> = kept.into();
         let mut next = None;
-        loop {
+        let mut newest = 0;
+        'runs: loop {
             let Redispatch {
                 generation,
                 configurations,
@@ -328,19 +329,31 @@ impl ReplaySource {
                     None => break,
                 },
             };
+            // The console sends each from its own task: an older one may come last.
+            if generation < newest {
+                continue;
+            }
+            newest = generation;
             if fresh {
                 cache.clear();
             }
             let engine = Engine::new(&configurations, replayer.engine().options().clone());
             let again = Replayer::new(std::sync::Arc::new(engine), replayer.settings().clone());
             let reusing = ReusingReplier::new(replier.clone(), cache.clone());
-            let run = redispatch(&again, generation, &kept, reusing, ids, &tx);
-            tokio::select! {
-                open = run => if !open { break },
-                c = ctl.recv() => match c {
-                    Some(c) => next = latest(c, &mut ctl),
-                    None => break,
-                },
+            let mut run = std::pin::pin!(redispatch(&again, generation, &kept, reusing, ids, &tx));
+            loop {
+                tokio::select! {
+                    open = &mut run => if open { break } else { break 'runs },
+                    c = ctl.recv() => match c.and_then(|c| latest(c, &mut ctl)) {
+                        Some(r) if r.generation > generation => {
+                            next = Some(r);
+                            break;
+                        }
+                        Some(_) => {}
+                        None if ctl.is_closed() => break 'runs,
+                        None => {}
+                    },
+                }
             }
         }
         drop(server);
@@ -361,38 +374,46 @@ pub(super) struct Seeding<R> {
 impl<R: Replier + Send> Replier for Seeding<R> {
     fn reply(&mut self, calls: &[WebhookCall]) -> impl Future<Output = Vec<Reply>> + Send {
         let cache = self.cache.clone();
+        let since = cache.epoch();
         let replies = self.inner.reply(calls);
         async move {
             let replies = replies.await;
             for (call, reply) in calls.iter().zip(&replies) {
-                cache.insert(call, reply);
+                cache.insert(since, call, reply);
             }
             replies
         }
     }
 }
 
-/// The newest re-dispatch of the control messages already queued, starting from `first`, fresh
-/// when any of them asked for it (a replay source has no live events to replay: such requests
-/// are dropped).
+/// The newest re-dispatch (highest generation: the console sends each from its own task, so
+/// they may arrive out of order) of the control messages already queued, starting from `first`,
+/// fresh when any of them asked for it (a replay source has no live events to replay: such
+/// requests are dropped).
 fn latest(first: SourceCtl, ctl: &mut mpsc::Receiver<SourceCtl>) -> Option<Redispatch> {
-    let mut last: Option<Redispatch> = None;
+    let mut newest: Option<Redispatch> = None;
     for c in std::iter::once(first).chain(std::iter::from_fn(|| ctl.try_recv().ok())) {
-        if let SourceCtl::Redispatch {
+        let SourceCtl::Redispatch {
             generation,
             configurations,
             fresh,
         } = c
-        {
-            let fresh = fresh || last.as_ref().is_some_and(|l| l.fresh);
-            last = Some(Redispatch {
-                generation,
-                configurations,
-                fresh,
-            });
+        else {
+            continue;
+        };
+        match &mut newest {
+            Some(n) if n.generation > generation => n.fresh |= fresh,
+            _ => {
+                let fresh = fresh || newest.as_ref().is_some_and(|n| n.fresh);
+                newest = Some(Redispatch {
+                    generation,
+                    configurations,
+                    fresh,
+                });
+            }
         }
     }
-    last
+    newest
 }
 
 /// A re-dispatch to run.
@@ -464,4 +485,41 @@ pub async fn collect(source: Box<dyn Source>) -> Vec<SourceMsg> {
     }
     let _ = task.await;
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn redispatch(generation: u64, fresh: bool) -> SourceCtl {
+        SourceCtl::Redispatch {
+            generation,
+            configurations: Vec::new(),
+            fresh,
+        }
+    }
+
+    #[test]
+    fn the_newest_queued_redispatch_wins_and_keeps_any_fresh() {
+        let (tx, mut rx) = mpsc::channel(8);
+        for c in [
+            redispatch(3, false),
+            SourceCtl::Replay {
+                requests: Vec::new(),
+            },
+            redispatch(2, true),
+        ] {
+            tx.try_send(c).expect("room");
+        }
+        let r = latest(redispatch(1, false), &mut rx).expect("a re-dispatch");
+        assert_eq!((r.generation, r.fresh), (3, true));
+        assert!(rx.try_recv().is_err(), "every queued message taken");
+
+        let r = latest(redispatch(4, false), &mut rx).expect("a re-dispatch");
+        assert_eq!((r.generation, r.fresh), (4, false));
+        let replay = SourceCtl::Replay {
+            requests: Vec::new(),
+        };
+        assert!(latest(replay, &mut rx).is_none());
+    }
 }
