@@ -107,9 +107,10 @@ pub struct SourceArgs {
     /// Audit level of the annotations (and of `replay --audit-log` events).
     #[arg(long = "audit-level", default_value = "Request")]
     pub audit_level: AuditLevel,
-    /// Requests dispatched at once (results stay in input order). Over HTTPS at most 25 idle
-    /// connections per webhook host are kept, as kube-apiserver's client does: above 25 at
-    /// once, the calls beyond them dial and handshake a new connection each.
+    /// Requests dispatched at once (results stay in input order). Over HTTP/1.1 (service
+    /// references, URLs not on loopback) at most 25 idle connections per webhook server are
+    /// kept, as kube-apiserver's client does: above 25 calls at once to one server, the calls
+    /// beyond them dial and handshake a new connection each.
     #[arg(long = "concurrency", default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     pub concurrency: u16,
     /// The apiserver's request deadline in seconds, which bounds all webhook calls of a request.

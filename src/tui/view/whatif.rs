@@ -17,11 +17,11 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     if state.baseline.is_none() {
         let text = match &state.run {
             Some(r) => format!(
-                "Re-dispatching after the edit: {}/{} requests…",
+                "Dispatching again: {}/{} requests…",
                 r.results.len(),
                 r.total
             ),
-            None => "No edit has taken effect yet. Edit a configuration (Webhooks: e, or :edit NAME); once the edit is valid every loaded request is dispatched again, and this view lists what changed.".into(),
+            None => "Nothing dispatched again yet. Edit a configuration (Webhooks: e, or :edit NAME): once the edit is valid every loaded request is dispatched again, and this view lists what changed. :redispatch does it without an edit, calling every webhook anew.".into(),
         };
         let p = Paragraph::new(Line::styled(text, style(state, StyleKey::Muted)))
             .wrap(Wrap { trim: true })
