@@ -172,7 +172,6 @@ impl LiveSource {
             cache: cache.clone(),
         };
         let mut redispatching: Option<tokio::task::JoinHandle<()>> = None;
-        let mut newest = 0;
         let mut loaded = Some(loaded).filter(|l| !l.is_empty());
         let mut cluster_open = true;
         let mut audit_open = true;
@@ -259,11 +258,6 @@ impl LiveSource {
                         spawn_replay(Arc::clone(r), items, seeding.clone(), tx.clone());
                     }
                     Some(SourceCtl::Redispatch { generation, configurations, fresh }) => {
-                        // The console sends each from its own task: an older one may come last.
-                        if generation < newest {
-                            continue;
-                        }
-                        newest = generation;
                         if let Some(previous) = redispatching.take() {
                             previous.abort();
                             // Gone before the next run's cache counts are read.

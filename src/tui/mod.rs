@@ -53,8 +53,9 @@ pub enum TuiError {
 
 /// The event loop's side of the IO: where commands go.
 struct Io {
-    /// Requests to the source.
-    ctl: mpsc::Sender<SourceCtl>,
+    /// Requests to the source, forwarded by one task in the order the console made them (a
+    /// task per request could deliver an older re-dispatch after a newer one).
+    ctl: mpsc::UnboundedSender<SourceCtl>,
     /// Messages back into `update` from IO tasks (timers, saves, the watcher).
     inbox: mpsc::Sender<Msg>,
     /// Where unsaved text is kept.
@@ -65,10 +66,25 @@ struct Io {
     external: Option<(usize, String)>,
 }
 
+/// A sender whose messages reach `to` in the order they were sent, without the sender ever
+/// waiting: one task forwards them. Unbounded, but fed only by the user's actions; `to` stays
+/// bounded.
+fn forward_in_order<T: Send + 'static>(to: mpsc::Sender<T>) -> mpsc::UnboundedSender<T> {
+    let (tx, mut queue) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        while let Some(m) = queue.recv().await {
+            if to.send(m).await.is_err() {
+                break;
+            }
+        }
+    });
+    tx
+}
+
 impl Io {
-    fn new(ctl: mpsc::Sender<SourceCtl>, inbox: mpsc::Sender<Msg>) -> Io {
+    fn new(source: mpsc::Sender<SourceCtl>, inbox: mpsc::Sender<Msg>) -> Io {
         Io {
-            ctl,
+            ctl: forward_in_order(source),
             watcher: io::watcher(inbox.clone()),
             inbox,
             recovery: crate::edit::RecoveryStore::open_default().ok(),
@@ -103,32 +119,22 @@ fn perform(state: &mut State, commands: Vec<Command>, io: &mut Io) -> bool {
                     let _ = inbox.send(Msg::CheckDue { buffer, generation }).await;
                 });
             }
+            // The source gone, requests to it have nowhere to go.
             Command::Replay(requests) => {
-                let ctl = io.ctl.clone();
-                tokio::spawn(async move {
-                    let _ = ctl.send(SourceCtl::Replay { requests }).await;
-                });
+                let _ = io.ctl.send(SourceCtl::Replay { requests });
             }
             Command::Apply(request) => {
-                let ctl = io.ctl.clone();
-                tokio::spawn(async move {
-                    let _ = ctl.send(SourceCtl::Apply(request)).await;
-                });
+                let _ = io.ctl.send(SourceCtl::Apply(request));
             }
             Command::Redispatch {
                 generation,
                 configurations,
                 fresh,
             } => {
-                let ctl = io.ctl.clone();
-                tokio::spawn(async move {
-                    let _ = ctl
-                        .send(SourceCtl::Redispatch {
-                            generation,
-                            configurations,
-                            fresh,
-                        })
-                        .await;
+                let _ = io.ctl.send(SourceCtl::Redispatch {
+                    generation,
+                    configurations,
+                    fresh,
                 });
             }
             Command::Save { buffer, path, text } => {
@@ -286,4 +292,25 @@ pub async fn run_with(
     task.abort();
     drop(terminal);
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn requests_reach_the_source_in_the_order_they_were_made() {
+        // A bounded channel smaller than the burst: the sender never waits, the order holds.
+        let (to, mut rx) = mpsc::channel(2);
+        let tx = forward_in_order(to);
+        for i in 0..500 {
+            tx.send(i).expect("forwarder running");
+        }
+        drop(tx);
+        let mut got = Vec::new();
+        while let Some(i) = rx.recv().await {
+            got.push(i);
+        }
+        assert_eq!(got, (0..500).collect::<Vec<_>>());
+    }
 }

@@ -313,8 +313,7 @@ impl ReplaySource {
         }
         let kept: std::sync::Arc<[InputItem]> = kept.into();
         let mut next = None;
-        let mut newest = 0;
-        'runs: loop {
+        loop {
             let Redispatch {
                 generation,
                 configurations,
@@ -329,31 +328,19 @@ impl ReplaySource {
                     None => break,
                 },
             };
-            // The console sends each from its own task: an older one may come last.
-            if generation < newest {
-                continue;
-            }
-            newest = generation;
             if fresh {
                 cache.clear();
             }
             let engine = Engine::new(&configurations, replayer.engine().options().clone());
             let again = Replayer::new(std::sync::Arc::new(engine), replayer.settings().clone());
             let reusing = ReusingReplier::new(replier.clone(), cache.clone());
-            let mut run = std::pin::pin!(redispatch(&again, generation, &kept, reusing, ids, &tx));
-            loop {
-                tokio::select! {
-                    open = &mut run => if open { break } else { break 'runs },
-                    c = ctl.recv() => match c.and_then(|c| latest(c, &mut ctl)) {
-                        Some(r) if r.generation > generation => {
-                            next = Some(r);
-                            break;
-                        }
-                        Some(_) => {}
-                        None if ctl.is_closed() => break 'runs,
-                        None => {}
-                    },
-                }
+            let run = redispatch(&again, generation, &kept, reusing, ids, &tx);
+            tokio::select! {
+                open = run => if !open { break },
+                c = ctl.recv() => match c {
+                    Some(c) => next = latest(c, &mut ctl),
+                    None => break,
+                },
             }
         }
         drop(server);
@@ -386,34 +373,27 @@ impl<R: Replier + Send> Replier for Seeding<R> {
     }
 }
 
-/// The newest re-dispatch (highest generation: the console sends each from its own task, so
-/// they may arrive out of order) of the control messages already queued, starting from `first`,
-/// fresh when any of them asked for it (a replay source has no live events to replay: such
-/// requests are dropped).
+/// The newest re-dispatch of the control messages already queued, starting from `first`, fresh
+/// when any of them asked for it (a replay source has no live events to replay: such requests
+/// are dropped).
 fn latest(first: SourceCtl, ctl: &mut mpsc::Receiver<SourceCtl>) -> Option<Redispatch> {
-    let mut newest: Option<Redispatch> = None;
+    let mut last: Option<Redispatch> = None;
     for c in std::iter::once(first).chain(std::iter::from_fn(|| ctl.try_recv().ok())) {
-        let SourceCtl::Redispatch {
+        if let SourceCtl::Redispatch {
             generation,
             configurations,
             fresh,
         } = c
-        else {
-            continue;
-        };
-        match &mut newest {
-            Some(n) if n.generation > generation => n.fresh |= fresh,
-            _ => {
-                let fresh = fresh || newest.as_ref().is_some_and(|n| n.fresh);
-                newest = Some(Redispatch {
-                    generation,
-                    configurations,
-                    fresh,
-                });
-            }
+        {
+            let fresh = fresh || last.as_ref().is_some_and(|l| l.fresh);
+            last = Some(Redispatch {
+                generation,
+                configurations,
+                fresh,
+            });
         }
     }
-    newest
+    last
 }
 
 /// A re-dispatch to run.
@@ -500,14 +480,14 @@ mod tests {
     }
 
     #[test]
-    fn the_newest_queued_redispatch_wins_and_keeps_any_fresh() {
+    fn the_last_queued_redispatch_runs_fresh_if_any_asked() {
         let (tx, mut rx) = mpsc::channel(8);
         for c in [
-            redispatch(3, false),
+            redispatch(2, true),
             SourceCtl::Replay {
                 requests: Vec::new(),
             },
-            redispatch(2, true),
+            redispatch(3, false),
         ] {
             tx.try_send(c).expect("room");
         }
