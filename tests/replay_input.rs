@@ -939,10 +939,16 @@ fn patches_are_applied_to_the_last_state_when_their_type_is_certain() {
         "{:?}",
         merge.notes
     );
-    let reasons: Vec<&str> = not_replayable(&items)
+    let problems = not_replayable(&items);
+    let reasons: Vec<&str> = problems
         .iter()
         .map(|p| p.message.split(':').next().unwrap())
         .collect();
+    assert_eq!(
+        problems[2].message,
+        "apply patch: the request of configmaps shop/c sets `force`, which only server-side apply \
+         accepts; apply is not reproduced (field ownership decides the result)"
+    );
     assert_eq!(
         reasons,
         [

@@ -841,7 +841,7 @@ impl Reader {
         }
         if ctx.query.first("force").is_some() {
             return Err(format!(
-                "apply patch: `force` is only accepted for server-side apply; apply is not reproduced (field ownership decides the result) for {what}"
+                "apply patch: the request of {what} sets `force`, which only server-side apply accepts; apply is not reproduced (field ownership decides the result)"
             ));
         }
         if has_directive(body) {
