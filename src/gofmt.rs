@@ -1,5 +1,5 @@
 //! Go's formatting of strings, reproduced where kube-apiserver's messages and annotations embed
-//! them: `strconv.Quote` (`%q`) and encoding/json string literals.
+//! them: `strconv.Quote` (`%q`) and encoding/json string literals; and integers in decimal.
 
 /// Whether Go's `strconv.IsPrint` holds. Approximation: Rust has no general-category table, so
 /// control, separator, private-use and the common format (Cf) characters are treated as
@@ -81,4 +81,22 @@ pub fn push_json_string(out: &mut String, s: &str) {
         }
     }
     out.push('"');
+}
+
+/// Appends an integer in decimal, as Go (and serde_json) write integers.
+pub(crate) fn push_decimal(out: &mut Vec<u8>, negative: bool, mut n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    if negative {
+        out.push(b'-');
+    }
+    out.extend_from_slice(digits.get(at..).unwrap_or_default());
 }

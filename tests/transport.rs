@@ -624,3 +624,152 @@ async fn oversized_bodies_are_refused() {
     .await;
     assert_eq!(transport_error(&reply).0, TransportErrorKind::Other);
 }
+
+/// A call that must go over HTTP/1.1 (a URL webhook, HTTP/2 not allowed).
+fn h1_call(server: &WebhookServer, pki: &TestPki, path: &str) -> WebhookCall {
+    let mut call = url_call(&server.url(path), Some(pki.ca_pem()), TEN_SECONDS);
+    Arc::make_mut(&mut call.endpoint).http2 = false;
+    call
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http1_bodies_in_chunks_or_up_to_the_close_are_read_whole() {
+    let pki = TestPki::new();
+    // The server closes after each raw answer; those that could be kept alive say it, so that
+    // the next call does not race the close (Go's client would report that race as EOF too).
+    let server = WebhookServer::start(
+        &pki,
+        handler(|r| match r.path_only() {
+            "/chunked" => TestResponse::raw(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\
+                 Connection: close\r\n\r\n\
+                 5;name=value\r\n{\"a\":\r\n3\r\n 1}\r\n0\r\nX-Trailer: t\r\n\r\n",
+            ),
+            "/untilClose" => TestResponse::raw(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n{\"b\":2}",
+            ),
+            "/informational" => TestResponse::raw(
+                "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </x>\r\n\r\n\
+                 HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\
+                 Connection: close\r\n\r\n{}",
+            ),
+            _ => TestResponse::not_found(),
+        }),
+    );
+    let mut replier = replier_for(&pki);
+    for (path, body) in [
+        ("/chunked", "{\"a\": 1}"),
+        ("/untilClose", "{\"b\":2}"),
+        ("/informational", "{}"),
+    ] {
+        let reply = one(&mut replier, h1_call(&server, &pki, path)).await;
+        assert_eq!(
+            http(&reply),
+            (200, Some("application/json"), body.as_bytes()),
+            "{path}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http1_framing_failures_are_phrased_as_go_phrases_them() {
+    let cases: [(&str, &str, TransportErrorKind, &str); 7] = [
+        (
+            "/truncated",
+            "HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{}",
+            TransportErrorKind::Reset,
+            "unexpected error when reading response body. Please retry. Original error: unexpected EOF",
+        ),
+        (
+            "/chunkCut",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\n{}",
+            TransportErrorKind::Reset,
+            "unexpected error when reading response body. Please retry. Original error: unexpected EOF",
+        ),
+        (
+            "/badChunk",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+            TransportErrorKind::Malformed,
+            "unexpected error when reading response body. Please retry. Original error: invalid byte in chunk length",
+        ),
+        (
+            "/badLength",
+            "HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n",
+            TransportErrorKind::Malformed,
+            "net/http: HTTP/1.x transport connection broken: bad Content-Length \"1x\"",
+        ),
+        (
+            "/gzip",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+            TransportErrorKind::Malformed,
+            "net/http: HTTP/1.x transport connection broken: unsupported transfer encoding: \"gzip\"",
+        ),
+        (
+            "/headCut",
+            "HTTP/1.1 200 OK\r\nContent-Le",
+            TransportErrorKind::Reset,
+            "net/http: HTTP/1.x transport connection broken: unexpected EOF",
+        ),
+        (
+            "/many1xx",
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n\
+             HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 100 Continue\r\n\r\n",
+            TransportErrorKind::Malformed,
+            "net/http: HTTP/1.x transport connection broken: net/http: too many 1xx informational responses",
+        ),
+    ];
+    let pki = TestPki::new();
+    let answers: Vec<(String, String)> = cases
+        .iter()
+        .map(|(path, raw, _, _)| (path.to_string(), raw.to_string()))
+        .collect();
+    let server = WebhookServer::start(
+        &pki,
+        handler(move |r| {
+            let raw = answers.iter().find(|(p, _)| p == r.path_only());
+            TestResponse::raw(raw.expect("a case").1.clone())
+        }),
+    );
+    let mut replier = replier_for(&pki);
+    for (path, _, kind, detail) in cases {
+        let reply = one(&mut replier, h1_call(&server, &pki, path)).await;
+        assert_eq!(transport_error(&reply), (kind, detail), "{path}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn http1_connections_are_kept_only_while_the_webhook_keeps_them() {
+    let pki = TestPki::new();
+    let server = WebhookServer::start(
+        &pki,
+        handler(|r| match r.path_only() {
+            // A complete answer that allows reuse, then the webhook closes the connection.
+            "/thenClose" => TestResponse::raw(
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+            ),
+            "/closing" => TestResponse::json(200, "{}").with_header("Connection", "close"),
+            _ => TestResponse::json(200, "{}"),
+        }),
+    );
+    let mut replier = replier_for(&pki);
+    let mut ok = async |path: &str| {
+        let reply = one(&mut replier, h1_call(&server, &pki, path)).await;
+        assert_eq!(http(&reply).0, 200, "{path}: {reply:?}");
+    };
+    ok("/noop").await;
+    ok("/noop").await;
+    assert_eq!(server.handshakes(), 1, "kept alive");
+    ok("/closing").await;
+    ok("/noop").await;
+    assert_eq!(server.handshakes(), 2, "not kept after `Connection: close`");
+    ok("/thenClose").await;
+    // Let the close reach the client: the idle connection must then be found closed, not used.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    ok("/noop").await;
+    ok("/noop").await;
+    assert_eq!(
+        server.handshakes(),
+        3,
+        "a new connection once the webhook closed the idle one"
+    );
+}

@@ -123,8 +123,10 @@ impl<'v> Prepared<'v> {
                         gostr::push_go_float(&mut self.bytes, f);
                     }
                     None => match (n.as_u64(), n.as_i64()) {
-                        (Some(u), _) => push_decimal(&mut self.bytes, false, u),
-                        (None, Some(i)) => push_decimal(&mut self.bytes, i < 0, i.unsigned_abs()),
+                        (Some(u), _) => crate::gofmt::push_decimal(&mut self.bytes, false, u),
+                        (None, Some(i)) => {
+                            crate::gofmt::push_decimal(&mut self.bytes, i < 0, i.unsigned_abs())
+                        }
                         // Writing to a Vec cannot fail.
                         (None, None) => {
                             let _ = write!(self.bytes, "{n}");
@@ -232,24 +234,6 @@ impl<'v> Prepared<'v> {
 /// [`Patch::apply`].
 pub fn go_marshal(doc: &Value) -> Vec<u8> {
     Prepared::marshal(doc, false).into_bytes()
-}
-
-/// Appends an integer in decimal, as Go (and serde_json) write integers.
-fn push_decimal(out: &mut Vec<u8>, negative: bool, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    if negative {
-        out.push(b'-');
-    }
-    out.extend_from_slice(digits.get(at..).unwrap_or_default());
 }
 
 /// How deeply valid JSON bytes nest (0 for a scalar).

@@ -13,13 +13,11 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use bytes::Bytes;
-use http::header::{
-    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, HeaderValue, RETRY_AFTER, USER_AGENT,
-};
-use http::{Request, Response, Uri};
+use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue, RETRY_AFTER, USER_AGENT};
+use http::{HeaderMap, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
-use hyper::client::conn::{http1, http2};
+use hyper::client::conn::http2;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use rustls::crypto::CryptoProvider;
 use rustls::{ClientConfig, RootCertStore};
@@ -31,6 +29,7 @@ use tokio_rustls::client::TlsStream;
 
 use super::auth::{Credentials, WebhookAuth};
 use super::errors::{self, ConnAddrs, Phase};
+use super::h1::{H1Conn, H1Error};
 use super::pem;
 use crate::engine::call::{
     Endpoint, Replier, Reply, ReplyOutcome, TransportError, TransportErrorKind, WebhookCall,
@@ -45,8 +44,10 @@ pub const USER_AGENT_VALUE: &str = "kube-apiserver-admission";
 const DEFAULT_MAX_IDLE: usize = 25;
 /// client-go's limit on retries driven by `Retry-After`.
 const MAX_RETRIES: u32 = 10;
-/// Bytes of each response head kept to phrase parse errors as Go does.
-const TAP_LIMIT: usize = 512;
+/// The `Accept` header of kube-apiserver's webhook client.
+const ACCEPT_VALUE: &str = "application/json, */*";
+/// The `Content-Type` of every review sent.
+const CONTENT_TYPE_VALUE: &str = "application/json";
 
 /// Options of the HTTPS replier.
 #[derive(Debug, Clone)]
@@ -108,9 +109,11 @@ struct Target {
     tls: Arc<ClientConfig>,
     pool: Arc<Pool>,
     request_target: Uri,
-    /// The headers every call sends (`Host` for HTTP/1.1, user agent, accept, content type),
-    /// copied into each request instead of being inserted one by one.
-    headers: http::HeaderMap,
+    /// The headers every HTTP/2 call sends (user agent, accept, content type), copied into each
+    /// request instead of being inserted one by one.
+    headers: HeaderMap,
+    /// The start of every HTTP/1.1 request: request line, `Host` and `User-Agent`.
+    h1_head: Vec<u8>,
 }
 
 impl Target {
@@ -177,16 +180,13 @@ struct PoolKey {
 
 #[derive(Default)]
 struct Pool {
-    idle: Mutex<Vec<H1Conn>>,
+    #[expect(
+        clippy::vec_box,
+        reason = "a connection (TLS state included) moves between pool and call as a pointer"
+    )]
+    idle: Mutex<Vec<Box<H1Conn>>>,
     h2: Mutex<Option<H2Conn>>,
     dial: tokio::sync::Mutex<()>,
-}
-
-struct H1Conn {
-    sender: http1::SendRequest<Full<Bytes>>,
-    tap: Tap,
-    addrs: ConnAddrs,
-    ended: Ended,
 }
 
 #[derive(Clone)]
@@ -209,7 +209,7 @@ async fn ended_error(mut ended: Ended) -> TransportError {
 }
 
 enum Conn {
-    H1(H1Conn),
+    H1(Box<H1Conn>),
     H2(H2Conn),
 }
 
@@ -309,6 +309,8 @@ fn panic_text(e: tokio::task::JoinError) -> String {
 struct Answer {
     status: u16,
     content_type: Option<String>,
+    /// The raw `Retry-After` of a 429 or 5xx answer.
+    retry_after: Option<String>,
     body: Vec<u8>,
 }
 
@@ -340,18 +342,16 @@ impl Inner {
                 Err(msg) => return ReplyOutcome::ClientConfig(msg),
             },
         };
-        let request = match build_request(call, &target, creds) {
-            Ok(r) => r,
+        let auth = match creds.map(auth_headers).transpose() {
+            Ok(h) => h.unwrap_or_default(),
             Err(msg) => return ReplyOutcome::ClientConfig(msg),
         };
         let client_timeout = call.timeout >= CLIENT_TIMEOUT;
         let limit = call.timeout.min(CLIENT_TIMEOUT);
         let phase = AtomicU8::new(0);
-        // A retry (`Retry-After`) sends the same request again: built again, as the first was.
-        let again = || build_request(call, &target, creds);
         // Boxed: the exchange's state (TLS, HTTP) is most of a call's, and every future that
         // awaits a call up to the replay's would otherwise hold it and be moved with it.
-        let exchange = Box::pin(self.exchange(&target, request, again, &phase));
+        let exchange = Box::pin(self.exchange(&target, call, &auth, &phase));
         match tokio::time::timeout(limit, exchange).await {
             Ok(Ok(a)) => ReplyOutcome::Http {
                 status: a.status,
@@ -402,15 +402,26 @@ impl Inner {
             path.parse()
                 .map_err(|e| format!("parse {:?}: {e}", endpoint.url))?
         };
-        let mut headers = http::HeaderMap::with_capacity(4);
         // HTTP/2 carries the authority in the request target, not in a Host header.
-        if !endpoint.http2 {
-            let host = HeaderValue::from_str(&authority).map_err(|e| e.to_string())?;
-            headers.insert(HOST, host);
-        }
+        let host = HeaderValue::from_str(&authority).map_err(|e| e.to_string())?;
+        let mut headers = HeaderMap::with_capacity(4);
         headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
-        headers.insert(ACCEPT, HeaderValue::from_static("application/json, */*"));
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(ACCEPT, HeaderValue::from_static(ACCEPT_VALUE));
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE_VALUE));
+        // Go's `Request.write`: request line, Host, User-Agent, then the length and the
+        // remaining headers.
+        let mut h1_head = Vec::with_capacity(64 + path.len() + authority.len());
+        for part in [
+            "POST ",
+            path,
+            " HTTP/1.1\r\nHost: ",
+            host.to_str().map_err(|e| e.to_string())?,
+            "\r\nUser-Agent: ",
+            USER_AGENT_VALUE,
+            "\r\n",
+        ] {
+            h1_head.extend_from_slice(part.as_bytes());
+        }
         let target = Arc::new(Target {
             endpoint: Arc::clone(endpoint),
             ca_bundle: call.ca_bundle.clone(),
@@ -418,6 +429,7 @@ impl Inner {
             pool,
             request_target,
             headers,
+            h1_head,
         });
         let mut targets = lock(&self.targets);
         if targets.len() >= MAX_TARGETS {
@@ -529,52 +541,140 @@ impl Inner {
         lock(&self.pools).entry(key).or_default().clone()
     }
 
+    /// One call: a round trip, repeated while the webhook answers 429 or 5xx with a
+    /// `Retry-After` (client-go's retries).
     async fn exchange(
         &self,
         target: &Target,
-        first: Request<Full<Bytes>>,
-        again: impl Fn() -> Result<Request<Full<Bytes>>, String>,
+        call: &WebhookCall,
+        auth: &HeaderMap,
         phase: &AtomicU8,
     ) -> Result<Answer, TransportError> {
-        let (pool, endpoint, tls) = (&*target.pool, &*target.endpoint, &target.tls);
         let mut retries = 0;
-        let mut request = Some(first);
         loop {
             set_phase(phase, Phase::Connecting);
-            let request = match request.take() {
-                Some(r) => r,
-                None => again().map_err(|e| errors::transport(TransportErrorKind::Other, e))?,
-            };
-            let (conn_addrs, response, h1) = self.send(pool, endpoint, tls, request, phase).await?;
-            set_phase(phase, Phase::ReadingBody);
-            let status = response.status().as_u16();
-            let retryable = status == 429 || status >= 500;
-            let retry_after = if retryable {
-                retry_after(&response)
-            } else {
-                None
-            };
-            let content_type = response
-                .headers()
-                .get(CONTENT_TYPE)
-                .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-            let body = self.read_body(response.into_body(), &conn_addrs).await?;
-            if let Some(h1) = h1 {
-                self.park(pool, h1);
-            }
-            if retryable
-                && retries < MAX_RETRIES
-                && let Some(wait) = retry_after
+            let answer = self.round_trip(target, call, auth, phase).await?;
+            if retries < MAX_RETRIES
+                && let Some(wait) = answer.retry_after.as_deref().and_then(retry_after)
             {
                 retries += 1;
                 tokio::time::sleep(wait).await;
                 continue;
             }
-            return Ok(Answer {
-                status,
-                content_type,
-                body,
-            });
+            return Ok(answer);
+        }
+    }
+
+    /// Sends on a pooled connection, or on a new one. A request refused by a reused connection
+    /// before anything was written is sent again on a fresh connection, as Go's transport does.
+    async fn round_trip(
+        &self,
+        target: &Target,
+        call: &WebhookCall,
+        auth: &HeaderMap,
+        phase: &AtomicU8,
+    ) -> Result<Answer, TransportError> {
+        let (pool, endpoint) = (&*target.pool, &*target.endpoint);
+        if let Some(conn) = take_pooled(pool) {
+            match self.send_on(target, conn, call, auth, phase).await {
+                Ok(a) => return Ok(a),
+                Err(SendError::Failed(e)) => return Err(e),
+                Err(SendError::NotSent(_)) => set_phase(phase, Phase::Connecting),
+            }
+        }
+        let conn = if endpoint.http2 {
+            let _guard = pool.dial.lock().await;
+            match take_pooled(pool) {
+                Some(conn) => conn,
+                None => Box::pin(self.connect(pool, endpoint, &target.tls)).await?,
+            }
+        } else {
+            // Dialling and the TLS handshake make a large future, needed only for a new
+            // connection: boxed, it stays out of every call's state.
+            Box::pin(self.connect(pool, endpoint, &target.tls)).await?
+        };
+        match self.send_on(target, conn, call, auth, phase).await {
+            Ok(a) => Ok(a),
+            Err(SendError::Failed(e)) => Err(e),
+            Err(SendError::NotSent(NotSent::H1(e))) => Err(e),
+            Err(SendError::NotSent(NotSent::H2(ended))) => Err(ended_error(ended).await),
+        }
+    }
+
+    async fn send_on(
+        &self,
+        target: &Target,
+        conn: Conn,
+        call: &WebhookCall,
+        auth: &HeaderMap,
+        phase: &AtomicU8,
+    ) -> Result<Answer, SendError> {
+        set_phase(phase, Phase::AwaitingHeaders);
+        let pool = &*target.pool;
+        match conn {
+            Conn::H2(mut h2) => {
+                let request = build_request(call, target, auth).map_err(|e| {
+                    SendError::Failed(errors::transport(TransportErrorKind::Other, e))
+                })?;
+                let addrs = h2.addrs;
+                let response = match h2.sender.try_send_request(request).await {
+                    Ok(resp) => resp,
+                    Err(mut e) => {
+                        return Err(match e.take_message() {
+                            Some(_) => {
+                                lock(&pool.h2).take();
+                                SendError::NotSent(NotSent::H2(h2.ended))
+                            }
+                            None => SendError::Failed(hyper_error(e.error(), &addrs)),
+                        });
+                    }
+                };
+                set_phase(phase, Phase::ReadingBody);
+                let status = response.status().as_u16();
+                let header = |name| {
+                    response
+                        .headers()
+                        .get(name)
+                        .map(|v: &HeaderValue| String::from_utf8_lossy(v.as_bytes()).into_owned())
+                };
+                let retry_after = if status == 429 || status >= 500 {
+                    header(RETRY_AFTER)
+                } else {
+                    None
+                };
+                let content_type = header(CONTENT_TYPE);
+                let body = self
+                    .read_body(response.into_body(), &addrs)
+                    .await
+                    .map_err(SendError::Failed)?;
+                Ok(Answer {
+                    status,
+                    content_type,
+                    retry_after,
+                    body,
+                })
+            }
+            Conn::H1(mut h1) => {
+                let request = encode_h1(&target.h1_head, &call.body, auth);
+                match h1
+                    .exchange(&request, self.opts.max_response_bytes, phase)
+                    .await
+                {
+                    Ok(a) => {
+                        if a.reusable {
+                            self.park(pool, h1);
+                        }
+                        Ok(Answer {
+                            status: a.status,
+                            content_type: a.content_type,
+                            retry_after: a.retry_after,
+                            body: a.body,
+                        })
+                    }
+                    Err(H1Error::NotSent(e)) => Err(SendError::NotSent(NotSent::H1(e))),
+                    Err(H1Error::Failed(e)) => Err(SendError::Failed(e)),
+                }
+            }
         }
     }
 
@@ -586,7 +686,7 @@ impl Inner {
         let mut out = Vec::new();
         while let Some(frame) = body.frame().await {
             let frame = frame.map_err(|e| {
-                let inner = hyper_error(&e, addrs, None);
+                let inner = hyper_error(&e, addrs);
                 errors::transport(inner.kind, errors::body_error(&inner.detail))
             })?;
             if let Ok(data) = frame.into_data() {
@@ -605,109 +705,9 @@ impl Inner {
         Ok(out)
     }
 
-    /// Sends on a pooled connection, or on a new one. A request refused by a reused connection
-    /// before anything was written is sent again on a fresh connection, as Go's transport does.
-    async fn send(
-        &self,
-        pool: &Pool,
-        endpoint: &Endpoint,
-        tls: &Arc<ClientConfig>,
-        request: Request<Full<Bytes>>,
-        phase: &AtomicU8,
-    ) -> Result<Sent, TransportError> {
-        let mut request = request;
-        if let Some(conn) = self.take_pooled(pool).await {
-            match self.send_on(pool, conn, request, phase).await {
-                Ok(r) => return Ok(r),
-                Err(SendError::Failed(e)) => return Err(e),
-                Err(SendError::NotSent(req)) => request = *req,
-            }
-        }
-        let conn = if endpoint.http2 {
-            let _guard = pool.dial.lock().await;
-            match self.take_pooled(pool).await {
-                Some(conn) => conn,
-                None => Box::pin(self.connect(pool, endpoint, tls)).await?,
-            }
-        } else {
-            // Dialling and the TLS handshake make a large future, needed only for a new
-            // connection: boxed, it stays out of every call's state.
-            Box::pin(self.connect(pool, endpoint, tls)).await?
-        };
-        let ended = match &conn {
-            Conn::H1(c) => c.ended.clone(),
-            Conn::H2(c) => c.ended.clone(),
-        };
-        match self.send_on(pool, conn, request, phase).await {
-            Ok(r) => Ok(r),
-            Err(SendError::Failed(e)) => Err(e),
-            Err(SendError::NotSent(_)) => Err(ended_error(ended).await),
-        }
-    }
-
-    async fn take_pooled(&self, pool: &Pool) -> Option<Conn> {
-        if let Some(h2) = lock(&pool.h2).as_ref()
-            && !h2.sender.is_closed()
-        {
-            return Some(Conn::H2(h2.clone()));
-        }
-        loop {
-            let mut conn = lock(&pool.idle).pop()?;
-            if !conn.sender.is_closed() && conn.sender.ready().await.is_ok() {
-                return Some(Conn::H1(conn));
-            }
-        }
-    }
-
-    async fn send_on(
-        &self,
-        pool: &Pool,
-        conn: Conn,
-        request: Request<Full<Bytes>>,
-        phase: &AtomicU8,
-    ) -> Result<Sent, SendError> {
-        set_phase(phase, Phase::AwaitingHeaders);
-        match conn {
-            Conn::H2(mut h2) => {
-                let addrs = h2.addrs;
-                match h2.sender.try_send_request(request).await {
-                    Ok(resp) => Ok((addrs, resp, None)),
-                    Err(mut e) => match e.take_message() {
-                        Some(req) => {
-                            lock(&pool.h2).take();
-                            Err(SendError::NotSent(Box::new(req)))
-                        }
-                        None => Err(SendError::Failed(hyper_error(e.error(), &addrs, None))),
-                    },
-                }
-            }
-            Conn::H1(mut h1) => {
-                let addrs = h1.addrs;
-                h1.tap.reset();
-                let sent = h1.sender.try_send_request(request).await;
-                match sent {
-                    Ok(resp) => Ok((addrs, resp, Some(h1))),
-                    Err(mut e) => match e.take_message() {
-                        Some(req) => Err(SendError::NotSent(Box::new(req))),
-                        None => Err(SendError::Failed(hyper_error(
-                            e.error(),
-                            &addrs,
-                            Some(&h1.tap),
-                        ))),
-                    },
-                }
-            }
-        }
-    }
-
-    /// Returns an HTTP/1.1 connection to the pool; hyper's sender reports ready again once the
-    /// response body has been read to the end.
-    fn park(&self, pool: &Pool, conn: H1Conn) {
-        if conn.sender.is_closed() {
-            return;
-        }
+    /// Returns an HTTP/1.1 connection whose answer was read to its end to the pool.
+    fn park(&self, pool: &Pool, conn: Box<H1Conn>) {
         let mut idle = lock(&pool.idle);
-        idle.retain(|c| !c.sender.is_closed());
         if idle.len() < self.opts.max_idle_per_pool {
             idle.push(conn);
         }
@@ -765,49 +765,31 @@ impl Inner {
                 }
                 err
             })?;
-        let h2 = stream.get_ref().1.alpn_protocol() == Some(b"h2");
-        let tap = Tap::default();
+        if stream.get_ref().1.alpn_protocol() != Some(b"h2") {
+            return Ok(Conn::H1(Box::new(H1Conn::new(stream, addrs))));
+        }
+        let read_error = ReadError::default();
         let io = TokioIo::new(Tapped {
             inner: stream,
-            tap: tap.clone(),
+            read_error: read_error.clone(),
             addrs,
         });
-        let handshake_error = |e: hyper::Error| hyper_error(&e, &addrs, None);
         let (end_tx, ended) = tokio::sync::watch::channel(None);
-        if h2 {
-            let (sender, conn) = http2::Builder::new(TokioExecutor::new())
-                .handshake(io)
-                .await
-                .map_err(handshake_error)?;
-            let conn_tap = tap.clone();
-            tokio::spawn(async move {
-                let end = conn.await.err().map(|e| hyper_error(&e, &addrs, None));
-                let _ = end_tx.send(Some(end.or_else(|| conn_tap.error())));
-            });
-            let conn = H2Conn {
-                sender,
-                addrs,
-                ended,
-            };
-            *lock(&pool.h2) = Some(conn.clone());
-            Ok(Conn::H2(conn))
-        } else {
-            let (sender, conn) = http1::handshake(io).await.map_err(handshake_error)?;
-            let conn_tap = tap.clone();
-            tokio::spawn(async move {
-                let end = conn
-                    .await
-                    .err()
-                    .map(|e| hyper_error(&e, &addrs, Some(&conn_tap)));
-                let _ = end_tx.send(Some(end.or_else(|| conn_tap.error())));
-            });
-            Ok(Conn::H1(H1Conn {
-                sender,
-                tap,
-                addrs,
-                ended,
-            }))
-        }
+        let (sender, conn) = http2::Builder::new(TokioExecutor::new())
+            .handshake(io)
+            .await
+            .map_err(|e| hyper_error(&e, &addrs))?;
+        tokio::spawn(async move {
+            let end = conn.await.err().map(|e| hyper_error(&e, &addrs));
+            let _ = end_tx.send(Some(end.or_else(|| read_error.get())));
+        });
+        let conn = H2Conn {
+            sender,
+            addrs,
+            ended,
+        };
+        *lock(&pool.h2) = Some(conn.clone());
+        Ok(Conn::H2(conn))
     }
 
     async fn dial_addrs(
@@ -841,16 +823,36 @@ impl Inner {
     }
 }
 
-/// A response, the connection it came on, and the HTTP/1.1 connection to park once the body has
-/// been read.
-type Sent = (ConnAddrs, Response<Incoming>, Option<H1Conn>);
-
 enum SendError {
-    NotSent(Box<Request<Full<Bytes>>>),
+    NotSent(NotSent),
     Failed(TransportError),
 }
 
-fn set_phase(phase: &AtomicU8, p: Phase) {
+/// A request a connection refused before writing it, and what tells why.
+enum NotSent {
+    H1(TransportError),
+    /// The HTTP/2 connection task's end, which holds its error.
+    H2(Ended),
+}
+
+/// A pooled connection that can carry a request: the shared HTTP/2 one, else the most recently
+/// parked HTTP/1.1 one still open (those closed by the server meanwhile are dropped).
+fn take_pooled(pool: &Pool) -> Option<Conn> {
+    if let Some(h2) = lock(&pool.h2).as_ref()
+        && !h2.sender.is_closed()
+    {
+        return Some(Conn::H2(h2.clone()));
+    }
+    let mut idle = lock(&pool.idle);
+    while let Some(mut conn) = idle.pop() {
+        if conn.is_open() {
+            return Some(Conn::H1(conn));
+        }
+    }
+    None
+}
+
+pub(super) fn set_phase(phase: &AtomicU8, p: Phase) {
     phase.store(p as u8, Ordering::Relaxed);
 }
 
@@ -863,31 +865,21 @@ fn phase_of(phase: &AtomicU8) -> Phase {
 }
 
 /// client-go's `retryAfterSeconds`: an integer `Retry-After`.
-fn retry_after(resp: &Response<Incoming>) -> Option<Duration> {
-    let value = resp.headers().get(RETRY_AFTER)?.to_str().ok()?;
+fn retry_after(value: &str) -> Option<Duration> {
     let secs: i64 = value.parse().ok()?;
     Some(Duration::from_secs(secs.max(0).unsigned_abs()).min(CLIENT_TIMEOUT))
 }
 
-/// Maps a hyper failure on an established connection to Go's wording.
-fn hyper_error(e: &hyper::Error, addrs: &ConnAddrs, tap: Option<&Tap>) -> TransportError {
+/// Maps a hyper (HTTP/2) failure on an established connection to Go's wording.
+fn hyper_error(e: &hyper::Error, addrs: &ConnAddrs) -> TransportError {
     if e.is_parse() || e.is_parse_status() || e.is_parse_too_large() {
-        return match tap {
-            Some(tap) => errors::malformed_response(&tap.head()),
-            None => errors::transport(TransportErrorKind::Malformed, e.to_string()),
-        };
+        return errors::transport(TransportErrorKind::Malformed, e.to_string());
     }
     if let Some(io) = errors::find_io(e) {
         return errors::io_error(addrs, io, false);
     }
     if e.is_incomplete_message() {
-        let head = tap.map(Tap::head).unwrap_or_default();
-        let detail = if head.is_empty() {
-            "EOF".to_string()
-        } else {
-            "net/http: HTTP/1.x transport connection broken: unexpected EOF".to_string()
-        };
-        return errors::transport(TransportErrorKind::Reset, detail);
+        return errors::transport(TransportErrorKind::Reset, "EOF");
     }
     let text = std::iter::successors(Some(e as &(dyn std::error::Error + 'static)), |err| {
         err.source()
@@ -903,61 +895,121 @@ fn hyper_error(e: &hyper::Error, addrs: &ConnAddrs, tap: Option<&Tap>) -> Transp
     errors::transport(kind, text)
 }
 
+/// The headers credentials add to a call (client-go's bearer and basic auth round trippers,
+/// impersonation), checked as client-go checks them.
+fn auth_headers(c: &Credentials) -> Result<HeaderMap, String> {
+    let mut headers = HeaderMap::new();
+    let has_basic = c.username.is_some() || c.password.is_some();
+    let token = c.bearer_token.as_deref().filter(|t| !t.is_empty());
+    if has_basic && token.is_some() {
+        return Err("username/password or bearer token may be set, but not both".into());
+    }
+    if let Some(token) = token {
+        let value = HeaderValue::from_str(&format!("Bearer {token}"))
+            .map_err(|_| "invalid bearer token".to_string())?;
+        headers.insert(AUTHORIZATION, value);
+    } else if has_basic {
+        let pair = format!(
+            "{}:{}",
+            c.username.as_deref().unwrap_or_default(),
+            c.password.as_deref().unwrap_or_default()
+        );
+        let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
+        let value = HeaderValue::from_str(&format!("Basic {encoded}"))
+            .map_err(|_| "invalid basic auth".to_string())?;
+        headers.insert(AUTHORIZATION, value);
+    }
+    if let Some(imp) = &c.impersonate {
+        let value = |s: &str| {
+            HeaderValue::from_str(s).map_err(|_| format!("invalid impersonation value {s:?}"))
+        };
+        headers.insert("Impersonate-User", value(&imp.user)?);
+        if let Some(uid) = &imp.uid {
+            headers.insert("Impersonate-Uid", value(uid)?);
+        }
+        for group in &imp.groups {
+            headers.append("Impersonate-Group", value(group)?);
+        }
+        for (k, vs) in &imp.extra {
+            let name = http::HeaderName::from_bytes(
+                format!("Impersonate-Extra-{}", escape_extra_key(k)).as_bytes(),
+            )
+            .map_err(|_| format!("invalid impersonation extra key {k:?}"))?;
+            for v in vs {
+                headers.append(name.clone(), value(v)?);
+            }
+        }
+    }
+    Ok(headers)
+}
+
+/// An HTTP/2 request.
 fn build_request(
     call: &WebhookCall,
     target: &Target,
-    creds: Option<&Credentials>,
+    auth: &HeaderMap,
 ) -> Result<Request<Full<Bytes>>, String> {
     let mut req = Request::post(target.request_target.clone());
     let headers = req
         .headers_mut()
         .ok_or_else(|| "invalid request".to_string())?;
     headers.clone_from(&target.headers);
-    if let Some(c) = creds {
-        let has_basic = c.username.is_some() || c.password.is_some();
-        let token = c.bearer_token.as_deref().filter(|t| !t.is_empty());
-        if has_basic && token.is_some() {
-            return Err("username/password or bearer token may be set, but not both".into());
-        }
-        if let Some(token) = token {
-            let value = HeaderValue::from_str(&format!("Bearer {token}"))
-                .map_err(|_| "invalid bearer token".to_string())?;
-            headers.insert(AUTHORIZATION, value);
-        } else if has_basic {
-            let pair = format!(
-                "{}:{}",
-                c.username.as_deref().unwrap_or_default(),
-                c.password.as_deref().unwrap_or_default()
-            );
-            let encoded = base64::engine::general_purpose::STANDARD.encode(pair);
-            let value = HeaderValue::from_str(&format!("Basic {encoded}"))
-                .map_err(|_| "invalid basic auth".to_string())?;
-            headers.insert(AUTHORIZATION, value);
-        }
-        if let Some(imp) = &c.impersonate {
-            let value = |s: &str| {
-                HeaderValue::from_str(s).map_err(|_| format!("invalid impersonation value {s:?}"))
-            };
-            headers.insert("Impersonate-User", value(&imp.user)?);
-            if let Some(uid) = &imp.uid {
-                headers.insert("Impersonate-Uid", value(uid)?);
-            }
-            for group in &imp.groups {
-                headers.append("Impersonate-Group", value(group)?);
-            }
-            for (k, vs) in &imp.extra {
-                let name = http::HeaderName::from_bytes(
-                    format!("Impersonate-Extra-{}", escape_extra_key(k)).as_bytes(),
-                )
-                .map_err(|_| format!("invalid impersonation extra key {k:?}"))?;
-                for v in vs {
-                    headers.append(name.clone(), value(v)?);
-                }
-            }
-        }
+    for (name, value) in auth {
+        headers.append(name, value.clone());
     }
     req.body(Full::new(call.body.clone()))
         .map_err(|e| e.to_string())
+}
+
+/// An HTTP/1.1 request, head and body, as Go's `Request.write` lays it out: request line,
+/// `Host`, `User-Agent`, `Content-Length`, then the other headers sorted by their canonical name.
+fn encode_h1(head: &[u8], body: &[u8], auth: &HeaderMap) -> Vec<u8> {
+    let mut out = Vec::with_capacity(head.len() + 128 + body.len());
+    out.extend_from_slice(head);
+    out.extend_from_slice(b"Content-Length: ");
+    crate::gofmt::push_decimal(&mut out, false, body.len() as u64);
+    out.extend_from_slice(b"\r\n");
+    if auth.is_empty() {
+        out.extend_from_slice(
+            b"Accept: application/json, */*\r\nContent-Type: application/json\r\n\r\n",
+        );
+    } else {
+        let mut fields: Vec<(String, &[u8])> = vec![
+            ("Accept".into(), ACCEPT_VALUE.as_bytes()),
+            ("Content-Type".into(), CONTENT_TYPE_VALUE.as_bytes()),
+        ];
+        fields.extend(
+            auth.iter()
+                .map(|(name, value)| (canonical_header(name.as_str()), value.as_bytes())),
+        );
+        // Stable: the values of one header keep their order.
+        fields.sort_by(|a, b| a.0.cmp(&b.0));
+        for (name, value) in fields {
+            out.extend_from_slice(name.as_bytes());
+            out.extend_from_slice(b": ");
+            out.extend_from_slice(value);
+            out.extend_from_slice(b"\r\n");
+        }
+        out.extend_from_slice(b"\r\n");
+    }
+    out.extend_from_slice(body);
+    out
+}
+
+/// Go's `CanonicalMIMEHeaderKey` of a (lower-case) header name: each word capitalised.
+fn canonical_header(name: &str) -> String {
+    let mut upper = true;
+    name.chars()
+        .map(|c| {
+            let out = if upper {
+                c.to_ascii_uppercase()
+            } else {
+                c.to_ascii_lowercase()
+            };
+            upper = c == '-';
+            out
+        })
+        .collect()
 }
 
 /// client-go's `headerKeyEscape`: percent-encodes everything but legal header-name bytes.
@@ -1007,44 +1059,23 @@ impl rustls::client::ResolvesClientCert for SingleCert {
     }
 }
 
-/// Keeps the first bytes read since the last request, to phrase parse errors as Go does, and the
-/// read error that ended the connection (hyper drops errors of idle connections).
+/// The read error that ended an HTTP/2 connection (hyper drops errors of idle connections).
 #[derive(Clone, Default)]
-struct Tap(Arc<Mutex<TapState>>);
+struct ReadError(Arc<Mutex<Option<TransportError>>>);
 
-#[derive(Default)]
-struct TapState {
-    head: Vec<u8>,
-    error: Option<TransportError>,
-}
-
-impl Tap {
-    fn reset(&self) {
-        lock(&self.0).head.clear();
+impl ReadError {
+    fn get(&self) -> Option<TransportError> {
+        lock(&self.0).clone()
     }
 
-    fn head(&self) -> Vec<u8> {
-        lock(&self.0).head.clone()
-    }
-
-    fn error(&self) -> Option<TransportError> {
-        lock(&self.0).error.clone()
-    }
-
-    fn record(&self, bytes: &[u8]) {
-        let head = &mut lock(&self.0).head;
-        let room = TAP_LIMIT.saturating_sub(head.len());
-        head.extend_from_slice(&bytes[..room.min(bytes.len())]);
-    }
-
-    fn record_error(&self, e: TransportError) {
-        lock(&self.0).error.get_or_insert(e);
+    fn record(&self, e: TransportError) {
+        lock(&self.0).get_or_insert(e);
     }
 }
 
 struct Tapped {
     inner: TlsStream<TcpStream>,
-    tap: Tap,
+    read_error: ReadError,
     addrs: ConnAddrs,
 }
 
@@ -1054,15 +1085,11 @@ impl AsyncRead for Tapped {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
         let this = &mut *self;
         let polled = Pin::new(&mut this.inner).poll_read(cx, buf);
-        match &polled {
-            Poll::Ready(Ok(())) => this.tap.record(&buf.filled()[before..]),
-            Poll::Ready(Err(e)) => this
-                .tap
-                .record_error(errors::io_error(&this.addrs, e, false)),
-            Poll::Pending => {}
+        if let Poll::Ready(Err(e)) = &polled {
+            this.read_error
+                .record(errors::io_error(&this.addrs, e, false));
         }
         polled
     }
@@ -1095,5 +1122,61 @@ impl AsyncWrite for Tapped {
 
     fn is_write_vectored(&self) -> bool {
         self.inner.is_write_vectored()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http1_request_is_laid_out_as_go_writes_it() {
+        let head = b"POST /v?timeout=10s HTTP/1.1\r\nHost: w.ns.svc:443\r\nUser-Agent: kube-apiserver-admission\r\n";
+        let plain = encode_h1(head, b"{}", &HeaderMap::new());
+        assert_eq!(
+            String::from_utf8(plain).unwrap(),
+            "POST /v?timeout=10s HTTP/1.1\r\nHost: w.ns.svc:443\r\nUser-Agent: kube-apiserver-admission\r\n\
+             Content-Length: 2\r\nAccept: application/json, */*\r\nContent-Type: application/json\r\n\r\n{}"
+        );
+
+        let creds = Credentials {
+            bearer_token: Some("t0k".into()),
+            impersonate: Some(super::super::Impersonation {
+                user: "alice".into(),
+                uid: None,
+                groups: vec!["g2".into(), "g1".into()],
+                extra: [("scopes".to_string(), vec!["a".to_string()])].into(),
+            }),
+            ..Credentials::default()
+        };
+        let auth = auth_headers(&creds).unwrap();
+        let with_auth = String::from_utf8(encode_h1(head, &[b'x'; 1234], &auth)).unwrap();
+        let fields: Vec<&str> = with_auth.split("\r\n").skip(3).take(7).collect();
+        assert_eq!(
+            fields,
+            [
+                "Content-Length: 1234",
+                "Accept: application/json, */*",
+                "Authorization: Bearer t0k",
+                "Content-Type: application/json",
+                "Impersonate-Extra-Scopes: a",
+                "Impersonate-Group: g2",
+                "Impersonate-Group: g1",
+            ]
+        );
+        assert!(with_auth.ends_with(&format!(
+            "Impersonate-User: alice\r\n\r\n{}",
+            "x".repeat(1234)
+        )));
+    }
+
+    #[test]
+    fn header_names_are_canonicalised_like_go() {
+        assert_eq!(
+            canonical_header("impersonate-extra-scopes"),
+            "Impersonate-Extra-Scopes"
+        );
+        assert_eq!(canonical_header("www-authenticate"), "Www-Authenticate");
+        assert_eq!(canonical_header("x--y"), "X--Y");
     }
 }

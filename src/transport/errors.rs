@@ -283,8 +283,8 @@ pub(crate) fn io_error(addrs: &ConnAddrs, e: &io::Error, writing: bool) -> Trans
     }
 }
 
-/// Go's `http.ReadResponse` complaint about the first bytes of a response that hyper could not
-/// parse.
+/// Go's `http.ReadResponse` complaint about the first bytes of a response that could not be
+/// parsed.
 pub(crate) fn malformed_response(head: &[u8]) -> TransportError {
     let broken = |cause: String| {
         transport(
@@ -306,6 +306,42 @@ pub(crate) fn malformed_response(head: &[u8]) -> TransportError {
         return broken(first);
     }
     broken("malformed MIME header line".to_string())
+}
+
+/// Go's complaint about a response head cut short by the end of the stream: the status line's
+/// fault if it has one (a last unterminated line counts as a line), else `unexpected EOF`.
+pub(crate) fn truncated_head(head: &[u8]) -> TransportError {
+    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let fault = if line.is_empty() {
+        String::new()
+    } else {
+        first_line_error(&String::from_utf8_lossy(line))
+    };
+    if fault.is_empty() {
+        return transport(
+            TransportErrorKind::Reset,
+            "net/http: HTTP/1.x transport connection broken: unexpected EOF",
+        );
+    }
+    transport(
+        TransportErrorKind::Malformed,
+        format!("net/http: HTTP/1.x transport connection broken: {fault}"),
+    )
+}
+
+/// The status line's fault once the line is complete: Go checks it before reading on.
+pub(crate) fn status_line_error(head: &[u8]) -> Option<TransportError> {
+    let nl = head.iter().position(|&b| b == b'\n')?;
+    let line = &head[..nl];
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let fault = first_line_error(&String::from_utf8_lossy(line));
+    (!fault.is_empty()).then(|| {
+        transport(
+            TransportErrorKind::Malformed,
+            format!("net/http: HTTP/1.x transport connection broken: {fault}"),
+        )
+    })
 }
 
 /// The status-line checks of Go's `http.ReadResponse`; empty when the line is acceptable.

@@ -7,6 +7,7 @@
 mod auth;
 mod client;
 mod errors;
+mod h1;
 mod pem;
 
 pub use auth::{AuthError, Credentials, Impersonation, WebhookAuth};
