@@ -164,7 +164,8 @@ impl H1Conn {
         let mut scanned = 0;
         let mut line_checked = false;
         loop {
-            if head_ends(&self.buf, scanned) {
+            let from = scanned;
+            if head_ends(&self.buf, from) {
                 match parse_head(&self.buf)? {
                     Some(head) if (100..200).contains(&head.status) && head.status != 101 => {
                         informational += 1;
@@ -180,7 +181,7 @@ impl H1Conn {
                 }
             }
             scanned = self.buf.len().saturating_sub(2);
-            if !line_checked && self.buf.contains(&b'\n') {
+            if !line_checked && self.buf[from..].contains(&b'\n') {
                 line_checked = true;
                 if let Some(e) = errors::status_line_error(&self.buf) {
                     return Err(e);
@@ -471,7 +472,8 @@ fn parse_with<'b>(
         len,
         status,
         framing,
-        close: close || (http10 && !keep_alive),
+        // A 101 hands the connection over to another protocol.
+        close: close || (http10 && !keep_alive) || status == 101,
         content_type,
         retry_after,
     }))
