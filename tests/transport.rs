@@ -773,3 +773,55 @@ async fn http1_connections_are_kept_only_while_the_webhook_keeps_them() {
         "a new connection once the webhook closed the idle one"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gzip_is_asked_for_and_gzipped_answers_are_decoded_as_go_does() {
+    use std::io::Write as _;
+    let mut encoder = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+    encoder.write_all(ALLOW_BODY.as_bytes()).expect("gzip");
+    let gzipped = encoder.finish().expect("gzip");
+    let pki = TestPki::new();
+    let server = WebhookServer::start(
+        &pki,
+        handler(move |r| match r.path_only() {
+            "/gzip" => {
+                TestResponse::json(200, gzipped.clone()).with_header("Content-Encoding", "gzip")
+            }
+            "/notGzip" => {
+                TestResponse::json(200, "{\"response\":{}}").with_header("Content-Encoding", "GZIP")
+            }
+            _ => TestResponse::not_found(),
+        }),
+    );
+    let mut replier = replier_for(&pki);
+    for http2 in [false, true] {
+        let call = |path: &str| {
+            let mut call = url_call(&server.url(path), Some(pki.ca_pem()), TEN_SECONDS);
+            Arc::make_mut(&mut call.endpoint).http2 = http2;
+            call
+        };
+        let reply = one(&mut replier, call("/gzip")).await;
+        assert_eq!(
+            http(&reply),
+            (200, Some("application/json"), ALLOW_BODY.as_bytes()),
+            "http2 {http2}"
+        );
+        let reply = one(&mut replier, call("/notGzip")).await;
+        assert_eq!(
+            transport_error(&reply),
+            (
+                TransportErrorKind::Malformed,
+                "unexpected error when reading response body. Please retry. Original error: gzip: invalid header"
+            ),
+            "http2 {http2}"
+        );
+    }
+    let reqs = server.requests();
+    assert_eq!(reqs.len(), 4);
+    assert!(
+        reqs.iter()
+            .all(|r| r.header("accept-encoding") == Some("gzip"))
+    );
+    assert_eq!(reqs[0].version, "HTTP/1.1");
+    assert_eq!(reqs[3].version, "HTTP/2.0");
+}

@@ -13,7 +13,10 @@ use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use bytes::Bytes;
-use http::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderValue, RETRY_AFTER, USER_AGENT};
+use http::header::{
+    ACCEPT, ACCEPT_ENCODING, AUTHORIZATION, CONTENT_ENCODING, CONTENT_TYPE, HeaderValue,
+    RETRY_AFTER, USER_AGENT,
+};
 use http::{HeaderMap, Request, Uri};
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -109,8 +112,8 @@ struct Target {
     tls: Arc<ClientConfig>,
     pool: Arc<Pool>,
     request_target: Uri,
-    /// The headers every HTTP/2 call sends (user agent, accept, content type), copied into each
-    /// request instead of being inserted one by one.
+    /// The headers every HTTP/2 call sends (user agent, accept, content type, gzip accepted),
+    /// copied into each request instead of being inserted one by one.
     headers: HeaderMap,
     /// The start of every HTTP/1.1 request: request line, `Host` and `User-Agent`.
     h1_head: Vec<u8>,
@@ -311,6 +314,8 @@ struct Answer {
     content_type: Option<String>,
     /// The raw `Retry-After` of a 429 or 5xx answer.
     retry_after: Option<String>,
+    /// Whether the body is still gzip-encoded.
+    gzip: bool,
     body: Vec<u8>,
 }
 
@@ -408,6 +413,7 @@ impl Inner {
         headers.insert(USER_AGENT, HeaderValue::from_static(USER_AGENT_VALUE));
         headers.insert(ACCEPT, HeaderValue::from_static(ACCEPT_VALUE));
         headers.insert(CONTENT_TYPE, HeaderValue::from_static(CONTENT_TYPE_VALUE));
+        headers.insert(ACCEPT_ENCODING, HeaderValue::from_static("gzip"));
         // Go's `Request.write`: request line, Host, User-Agent, then the length and the
         // remaining headers.
         let mut h1_head = Vec::with_capacity(64 + path.len() + authority.len());
@@ -553,13 +559,18 @@ impl Inner {
         let mut retries = 0;
         loop {
             set_phase(phase, Phase::Connecting);
-            let answer = self.round_trip(target, call, auth, phase).await?;
+            let mut answer = self.round_trip(target, call, auth, phase).await?;
+            // client-go decides on a retry before it reads the body.
             if retries < MAX_RETRIES
                 && let Some(wait) = answer.retry_after.as_deref().and_then(retry_after)
             {
                 retries += 1;
                 tokio::time::sleep(wait).await;
                 continue;
+            }
+            if answer.gzip {
+                answer.body = gunzip(&answer.body, self.opts.max_response_bytes)?;
+                answer.gzip = false;
             }
             return Ok(answer);
         }
@@ -643,6 +654,10 @@ impl Inner {
                     None
                 };
                 let content_type = header(CONTENT_TYPE);
+                let gzip = response
+                    .headers()
+                    .get(CONTENT_ENCODING)
+                    .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
                 let body = self
                     .read_body(response.into_body(), &addrs)
                     .await
@@ -651,6 +666,7 @@ impl Inner {
                     status,
                     content_type,
                     retry_after,
+                    gzip,
                     body,
                 })
             }
@@ -668,6 +684,7 @@ impl Inner {
                             status: a.status,
                             content_type: a.content_type,
                             retry_after: a.retry_after,
+                            gzip: a.gzip,
                             body: a.body,
                         })
                     }
@@ -864,6 +881,50 @@ fn phase_of(phase: &AtomicU8) -> Phase {
     }
 }
 
+/// Go's transparent gzip (`gzipReader`): the body decoded, every member in turn as
+/// `gzip.Reader` reads a multistream, failures in Go's words. An empty body decodes to nothing.
+fn gunzip(data: &[u8], limit: usize) -> Result<Vec<u8>, TransportError> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    if data.is_empty() {
+        return Ok(out);
+    }
+    let decoded = flate2::read::MultiGzDecoder::new(data)
+        .take(limit as u64 + 1)
+        .read_to_end(&mut out);
+    let cause = match decoded {
+        Ok(_) if out.len() > limit => {
+            return Err(errors::transport(
+                TransportErrorKind::Other,
+                format!("response body exceeds hookscope's limit of {limit} bytes"),
+            ));
+        }
+        Ok(_) => return Ok(out),
+        Err(e) => gzip_cause(&e),
+    };
+    Err(errors::transport(
+        TransportErrorKind::Malformed,
+        errors::body_error(&cause),
+    ))
+}
+
+/// Go's text for a gzip decoding failure (`compress/gzip`, `compress/flate`).
+fn gzip_cause(e: &io::Error) -> String {
+    let text = e.to_string();
+    if e.kind() == io::ErrorKind::UnexpectedEof || text.contains("incomplete deflate stream") {
+        "unexpected EOF".into()
+    } else if text.contains("invalid gzip header") {
+        "gzip: invalid header".into()
+    } else if text.contains("checksum") {
+        "gzip: invalid checksum".into()
+    } else if text.contains("corrupt deflate stream") {
+        // Go adds the offset in the compressed stream, which the decoder here does not report.
+        "flate: corrupt input".into()
+    } else {
+        text
+    }
+}
+
 /// client-go's `retryAfterSeconds`: an integer `Retry-After`.
 fn retry_after(value: &str) -> Option<Duration> {
     let secs: i64 = value.parse().ok()?;
@@ -962,7 +1023,8 @@ fn build_request(
 }
 
 /// An HTTP/1.1 request, head and body, as Go's `Request.write` lays it out: request line,
-/// `Host`, `User-Agent`, `Content-Length`, then the other headers sorted by their canonical name.
+/// `Host`, `User-Agent`, `Content-Length`, the other headers sorted by their canonical name, then
+/// the `Accept-Encoding: gzip` Go's transport adds (it decodes gzipped answers itself).
 fn encode_h1(head: &[u8], body: &[u8], auth: &HeaderMap) -> Vec<u8> {
     let mut out = Vec::with_capacity(head.len() + 128 + body.len());
     out.extend_from_slice(head);
@@ -971,7 +1033,8 @@ fn encode_h1(head: &[u8], body: &[u8], auth: &HeaderMap) -> Vec<u8> {
     out.extend_from_slice(b"\r\n");
     if auth.is_empty() {
         out.extend_from_slice(
-            b"Accept: application/json, */*\r\nContent-Type: application/json\r\n\r\n",
+            b"Accept: application/json, */*\r\nContent-Type: application/json\r\n\
+              Accept-Encoding: gzip\r\n\r\n",
         );
     } else {
         let mut fields: Vec<(String, &[u8])> = vec![
@@ -990,7 +1053,8 @@ fn encode_h1(head: &[u8], body: &[u8], auth: &HeaderMap) -> Vec<u8> {
             out.extend_from_slice(value);
             out.extend_from_slice(b"\r\n");
         }
-        out.extend_from_slice(b"\r\n");
+        // The transport's own header comes after the request's.
+        out.extend_from_slice(b"Accept-Encoding: gzip\r\n\r\n");
     }
     out.extend_from_slice(body);
     out
@@ -1136,7 +1200,8 @@ mod tests {
         assert_eq!(
             String::from_utf8(plain).unwrap(),
             "POST /v?timeout=10s HTTP/1.1\r\nHost: w.ns.svc:443\r\nUser-Agent: kube-apiserver-admission\r\n\
-             Content-Length: 2\r\nAccept: application/json, */*\r\nContent-Type: application/json\r\n\r\n{}"
+             Content-Length: 2\r\nAccept: application/json, */*\r\nContent-Type: application/json\r\n\
+             Accept-Encoding: gzip\r\n\r\n{}"
         );
 
         let creds = Credentials {
@@ -1165,9 +1230,47 @@ mod tests {
             ]
         );
         assert!(with_auth.ends_with(&format!(
-            "Impersonate-User: alice\r\n\r\n{}",
+            "Impersonate-User: alice\r\nAccept-Encoding: gzip\r\n\r\n{}",
             "x".repeat(1234)
         )));
+    }
+
+    #[test]
+    fn gzip_answers_decode_as_go_decodes_them() {
+        use std::io::Write as _;
+        let gz = |data: &[u8]| {
+            let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            e.write_all(data).unwrap();
+            e.finish().unwrap()
+        };
+        let one = gz(b"{\"a\":1}");
+        assert_eq!(gunzip(&one, 100).unwrap(), b"{\"a\":1}");
+        // Members follow one another (a multistream); an empty body is an empty answer.
+        let two = [one.clone(), gz(b"x")].concat();
+        assert_eq!(gunzip(&two, 100).unwrap(), b"{\"a\":1}x");
+        assert_eq!(gunzip(b"", 100).unwrap(), b"");
+        let cause = |data: &[u8]| gunzip(data, 100).unwrap_err().detail;
+        let said = |c: &str| errors::body_error(c);
+        assert_eq!(cause(b"{\"not\": \"gzip\"}"), said("gzip: invalid header"));
+        assert_eq!(cause(&one[..5]), said("unexpected EOF"));
+        assert_eq!(cause(&one[..one.len() - 12]), said("unexpected EOF"));
+        assert_eq!(
+            cause(&[one.as_slice(), b"\n"].concat()),
+            said("unexpected EOF")
+        );
+        assert_eq!(
+            cause(&[one.as_slice(), b"garbage after"].concat()),
+            said("gzip: invalid header")
+        );
+        let mut crc = one.clone();
+        let n = crc.len();
+        crc[n - 6] ^= 0xff;
+        assert_eq!(cause(&crc), said("gzip: invalid checksum"));
+        assert_eq!(
+            gunzip(&gz(&[b' '; 101]), 100).unwrap_err().kind,
+            TransportErrorKind::Other
+        );
+        assert_eq!(gunzip(&gz(&[b' '; 100]), 100).unwrap().len(), 100);
     }
 
     #[test]

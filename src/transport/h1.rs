@@ -45,6 +45,8 @@ pub(super) struct H1Answer {
     pub content_type: Option<String>,
     /// The raw `Retry-After` value of a 429 or 5xx answer.
     pub retry_after: Option<String>,
+    /// Whether the body is gzip-encoded (`Content-Encoding: gzip`).
+    pub gzip: bool,
     pub body: Vec<u8>,
     /// Whether the connection may carry another request.
     pub reusable: bool,
@@ -76,6 +78,7 @@ struct Head {
     close: bool,
     content_type: Option<String>,
     retry_after: Option<String>,
+    gzip: bool,
 }
 
 fn broken(cause: impl std::fmt::Display) -> TransportError {
@@ -250,6 +253,7 @@ impl H1Conn {
             status: head.status,
             content_type: head.content_type,
             retry_after: head.retry_after,
+            gzip: head.gzip,
             body,
             reusable: reusable && !head.close,
         })
@@ -451,6 +455,7 @@ fn parse_with<'b>(
     let mut lengths: Vec<&[u8]> = Vec::new();
     let mut encodings: Vec<&[u8]> = Vec::new();
     let (mut close, mut keep_alive) = (false, false);
+    let mut encoding: Option<&[u8]> = None;
     for h in response.headers.iter() {
         let name = h.name.as_bytes();
         let value = h.value.trim_ascii();
@@ -463,6 +468,8 @@ fn parse_with<'b>(
         } else if name.eq_ignore_ascii_case(b"connection") {
             close |= has_token(value, b"close");
             keep_alive |= has_token(value, b"keep-alive");
+        } else if name.eq_ignore_ascii_case(b"content-encoding") {
+            encoding.get_or_insert(value);
         } else if name.eq_ignore_ascii_case(b"retry-after") && (status == 429 || status >= 500) {
             retry_after.get_or_insert_with(|| String::from_utf8_lossy(value).into_owned());
         }
@@ -476,6 +483,7 @@ fn parse_with<'b>(
         close: close || (http10 && !keep_alive) || status == 101,
         content_type,
         retry_after,
+        gzip: encoding.is_some_and(|e| e.eq_ignore_ascii_case(b"gzip")),
     }))
 }
 
@@ -575,7 +583,12 @@ mod tests {
         .unwrap();
         assert_eq!((h.status, h.len, h.framing), (200, 70, Framing::Length(2)));
         assert_eq!(h.content_type.as_deref(), Some("application/json"));
-        assert!(!h.close);
+        assert!(!h.close && !h.gzip);
+        let gzip = |text: &str| head(text).unwrap().unwrap().gzip;
+        assert!(gzip("HTTP/1.1 200 OK\r\nContent-Encoding: GZip\r\n\r\n"));
+        assert!(!gzip(
+            "HTTP/1.1 200 OK\r\nContent-Encoding: br\r\nContent-Encoding: gzip\r\n\r\n"
+        ));
         assert!(head("HTTP/1.1 200 OK\r\nContent-Len").unwrap().is_none());
         // Go accepts several spaces around the status code, and no reason phrase.
         assert_eq!(head("HTTP/1.1  204\r\n\r\n").unwrap().unwrap().status, 204);
