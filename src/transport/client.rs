@@ -671,9 +671,9 @@ impl Inner {
                 })
             }
             Conn::H1(mut h1) => {
-                let request = encode_h1(&target.h1_head, &call.body, auth);
+                let encode = |out: &mut Vec<u8>| encode_h1(out, &target.h1_head, &call.body, auth);
                 match h1
-                    .exchange(&request, self.opts.max_response_bytes, phase)
+                    .exchange(encode, self.opts.max_response_bytes, phase)
                     .await
                 {
                     Ok(a) => {
@@ -1025,11 +1025,11 @@ fn build_request(
 /// An HTTP/1.1 request, head and body, as Go's `Request.write` lays it out: request line,
 /// `Host`, `User-Agent`, `Content-Length`, the other headers sorted by their canonical name, then
 /// the `Accept-Encoding: gzip` Go's transport adds (it decodes gzipped answers itself).
-fn encode_h1(head: &[u8], body: &[u8], auth: &HeaderMap) -> Vec<u8> {
-    let mut out = Vec::with_capacity(head.len() + 128 + body.len());
+fn encode_h1(out: &mut Vec<u8>, head: &[u8], body: &[u8], auth: &HeaderMap) {
+    out.reserve(head.len() + 128 + body.len());
     out.extend_from_slice(head);
     out.extend_from_slice(b"Content-Length: ");
-    crate::gofmt::push_decimal(&mut out, false, body.len() as u64);
+    crate::gofmt::push_decimal(out, false, body.len() as u64);
     out.extend_from_slice(b"\r\n");
     if auth.is_empty() {
         out.extend_from_slice(
@@ -1057,7 +1057,6 @@ fn encode_h1(head: &[u8], body: &[u8], auth: &HeaderMap) -> Vec<u8> {
         out.extend_from_slice(b"Accept-Encoding: gzip\r\n\r\n");
     }
     out.extend_from_slice(body);
-    out
 }
 
 /// Go's `CanonicalMIMEHeaderKey` of a (lower-case) header name: each word capitalised.
@@ -1196,7 +1195,12 @@ mod tests {
     #[test]
     fn http1_request_is_laid_out_as_go_writes_it() {
         let head = b"POST /v?timeout=10s HTTP/1.1\r\nHost: w.ns.svc:443\r\nUser-Agent: kube-apiserver-admission\r\n";
-        let plain = encode_h1(head, b"{}", &HeaderMap::new());
+        let encoded = |body: &[u8], auth: &HeaderMap| {
+            let mut out = Vec::new();
+            encode_h1(&mut out, head, body, auth);
+            out
+        };
+        let plain = encoded(b"{}", &HeaderMap::new());
         assert_eq!(
             String::from_utf8(plain).unwrap(),
             "POST /v?timeout=10s HTTP/1.1\r\nHost: w.ns.svc:443\r\nUser-Agent: kube-apiserver-admission\r\n\
@@ -1215,7 +1219,7 @@ mod tests {
             ..Credentials::default()
         };
         let auth = auth_headers(&creds).unwrap();
-        let with_auth = String::from_utf8(encode_h1(head, &[b'x'; 1234], &auth)).unwrap();
+        let with_auth = String::from_utf8(encoded(&[b'x'; 1234], &auth)).unwrap();
         let fields: Vec<&str> = with_auth.split("\r\n").skip(3).take(7).collect();
         assert_eq!(
             fields,

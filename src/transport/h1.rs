@@ -7,6 +7,7 @@
 //! two, which is most of what a general client spends per request beyond TLS and the kernel.
 
 use std::io;
+use std::mem::MaybeUninit;
 use std::pin::Pin;
 use std::sync::atomic::AtomicU8;
 use std::task::{Context, Poll, Waker};
@@ -37,6 +38,8 @@ pub(super) struct H1Conn {
     addrs: ConnAddrs,
     /// Bytes read and not yet consumed; empty between exchanges.
     buf: Vec<u8>,
+    /// The request being written, kept for the next one.
+    out: Vec<u8>,
 }
 
 /// A final response, its body read to the end.
@@ -105,6 +108,7 @@ impl H1Conn {
             io,
             addrs,
             buf: Vec::with_capacity(4096),
+            out: Vec::new(),
         }
     }
 
@@ -121,15 +125,22 @@ impl H1Conn {
         )
     }
 
-    /// Writes `request` (head and body) and reads the final answer.
+    /// Writes the request `encode` lays out (head and body) and reads the final answer.
     pub(super) async fn exchange(
         &mut self,
-        request: &[u8],
+        encode: impl FnOnce(&mut Vec<u8>),
         max_body: usize,
         phase: &AtomicU8,
     ) -> Result<H1Answer, H1Error> {
         self.buf.clear();
-        if let Err(e) = self.write(request).await {
+        let mut request = std::mem::take(&mut self.out);
+        request.clear();
+        encode(&mut request);
+        let written = self.write(&request).await;
+        if request.capacity() <= KEPT_BUFFER {
+            self.out = request;
+        }
+        if let Err(e) = written {
             return Err(H1Error::NotSent(errors::io_error(&self.addrs, &e, true)));
         }
         let head = self.read_head().await.map_err(H1Error::Failed)?;
@@ -168,7 +179,9 @@ impl H1Conn {
         let mut line_checked = false;
         loop {
             let from = scanned;
-            if head_ends(&self.buf, from) {
+            // A head that came whole (the usual case) is parsed at once; one that comes in pieces
+            // is parsed once its end is seen, so that each byte is searched about once.
+            if (from == 0 && !self.buf.is_empty()) || head_ends(&self.buf, from) {
                 match parse_head(&self.buf)? {
                     Some(head) if (100..200).contains(&head.status) && head.status != 101 => {
                         informational += 1;
@@ -366,7 +379,7 @@ fn head_ends(bytes: &[u8], from: usize) -> bool {
 
 /// The offset of the next `\n`.
 fn find_line(bytes: &[u8]) -> Option<usize> {
-    bytes.iter().position(|&b| b == b'\n')
+    memchr::memchr(b'\n', bytes)
 }
 
 /// The size on a chunk-size line (without its `\n`), checked as Go's `readChunkLine` and
@@ -410,11 +423,12 @@ fn chunk_size(line: &[u8]) -> Result<u64, TransportError> {
 
 /// Parses a response head at the start of `bytes`: `None` while it is incomplete.
 fn parse_head(bytes: &[u8]) -> Result<Option<Head>, TransportError> {
-    let mut inline = [httparse::EMPTY_HEADER; INLINE_HEADERS];
+    let mut inline = [const { MaybeUninit::uninit() }; INLINE_HEADERS];
     let parsed = match parse_with(bytes, &mut inline) {
         Err(HeadError::Syntax(httparse::Error::TooManyHeaders)) => {
             let lines = bytes.iter().filter(|&&b| b == b'\n').count();
-            let mut counted = vec![httparse::EMPTY_HEADER; lines];
+            let mut counted = Vec::with_capacity(lines);
+            counted.resize_with(lines, MaybeUninit::uninit);
             parse_with(bytes, &mut counted)
         }
         other => other,
@@ -436,13 +450,13 @@ enum HeadError {
 
 fn parse_with<'b>(
     bytes: &'b [u8],
-    headers: &mut [httparse::Header<'b>],
+    headers: &mut [MaybeUninit<httparse::Header<'b>>],
 ) -> Result<Option<Head>, HeadError> {
-    let mut response = httparse::Response::new(headers);
+    let mut response = httparse::Response::new(&mut []);
     let mut config = httparse::ParserConfig::default();
     config.allow_multiple_spaces_in_response_status_delimiters(true);
     let len = match config
-        .parse_response(&mut response, bytes)
+        .parse_response_with_uninit_headers(&mut response, bytes, headers)
         .map_err(HeadError::Syntax)?
     {
         httparse::Status::Complete(len) => len,
@@ -452,29 +466,36 @@ fn parse_with<'b>(
     let http10 = response.version == Some(0);
     let mut content_type = None;
     let mut retry_after = None;
-    let mut lengths: Vec<&[u8]> = Vec::new();
-    let mut encodings: Vec<&[u8]> = Vec::new();
+    let mut lengths = Values::default();
+    let mut encodings = Values::default();
     let (mut close, mut keep_alive) = (false, false);
     let mut encoding: Option<&[u8]> = None;
     for h in response.headers.iter() {
         let name = h.name.as_bytes();
+        let is = |known: &[u8]| name.eq_ignore_ascii_case(known);
         let value = h.value.trim_ascii();
-        if name.eq_ignore_ascii_case(b"content-type") {
-            content_type.get_or_insert_with(|| String::from_utf8_lossy(value).into_owned());
-        } else if name.eq_ignore_ascii_case(b"content-length") {
-            lengths.push(value);
-        } else if name.eq_ignore_ascii_case(b"transfer-encoding") {
-            encodings.push(value);
-        } else if name.eq_ignore_ascii_case(b"connection") {
-            close |= has_token(value, b"close");
-            keep_alive |= has_token(value, b"keep-alive");
-        } else if name.eq_ignore_ascii_case(b"content-encoding") {
-            encoding.get_or_insert(value);
-        } else if name.eq_ignore_ascii_case(b"retry-after") && (status == 429 || status >= 500) {
-            retry_after.get_or_insert_with(|| String::from_utf8_lossy(value).into_owned());
+        // By length first: most headers are none of these.
+        match name.len() {
+            12 if is(b"content-type") => {
+                content_type.get_or_insert_with(|| String::from_utf8_lossy(value).into_owned());
+            }
+            14 if is(b"content-length") => lengths.push(value),
+            17 if is(b"transfer-encoding") => encodings.push(value),
+            10 if is(b"connection") => {
+                close |= has_token(value, b"close");
+                keep_alive |= has_token(value, b"keep-alive");
+            }
+            16 if is(b"content-encoding") => {
+                encoding.get_or_insert(value);
+            }
+            11 if is(b"retry-after") && (status == 429 || status >= 500) => {
+                retry_after.get_or_insert_with(|| String::from_utf8_lossy(value).into_owned());
+            }
+            _ => {}
         }
     }
-    let framing = framing(status, http10, &lengths, &encodings).map_err(HeadError::Framing)?;
+    let framing =
+        framing(status, http10, &lengths.list(), &encodings.list()).map_err(HeadError::Framing)?;
     Ok(Some(Head {
         len,
         status,
@@ -485,6 +506,32 @@ fn parse_with<'b>(
         retry_after,
         gzip: encoding.is_some_and(|e| e.eq_ignore_ascii_case(b"gzip")),
     }))
+}
+
+/// The values of one header, in order: the usual one or two without an allocation.
+#[derive(Default)]
+struct Values<'a> {
+    inline: [&'a [u8]; 2],
+    len: usize,
+    more: Vec<&'a [u8]>,
+}
+
+impl<'a> Values<'a> {
+    fn push(&mut self, value: &'a [u8]) {
+        match self.inline.get_mut(self.len) {
+            Some(slot) => *slot = value,
+            None => self.more.push(value),
+        }
+        self.len += 1;
+    }
+
+    fn list(&self) -> std::borrow::Cow<'_, [&'a [u8]]> {
+        if self.more.is_empty() {
+            std::borrow::Cow::Borrowed(&self.inline[..self.len.min(2)])
+        } else {
+            std::borrow::Cow::Owned([&self.inline[..], &self.more[..]].concat())
+        }
+    }
 }
 
 /// Whether a comma-separated header value holds `token` (case-insensitive).
@@ -673,6 +720,10 @@ mod tests {
             (
                 "Transfer-Encoding: gzip",
                 "unsupported transfer encoding: \"gzip\"",
+            ),
+            (
+                "Content-Length: 1\r\nContent-Length: 1\r\nContent-Length: 1\r\nContent-Length: 2",
+                "http: message cannot contain multiple Content-Length headers; got [\"1\" \"1\" \"1\" \"2\"]",
             ),
             (
                 "Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked",
