@@ -825,3 +825,41 @@ async fn gzip_is_asked_for_and_gzipped_answers_are_decoded_as_go_does() {
     assert_eq!(reqs[0].version, "HTTP/1.1");
     assert_eq!(reqs[3].version, "HTTP/2.0");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_completes_the_handshake_hits_the_tls_handshake_timeout() {
+    // Bound and listening but never accepting: the kernel completes the TCP handshake, nobody
+    // answers the TLS one.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = silent.local_addr().expect("addr");
+    let pki = TestPki::new();
+    let mut replier = replier_with(
+        &pki,
+        HttpsOptions {
+            tls_handshake_timeout: Duration::from_millis(200),
+            ..HttpsOptions::default()
+        },
+    );
+    let call = url_call(
+        &format!("https://{addr}/allow"),
+        Some(pki.ca_pem()),
+        TEN_SECONDS,
+    );
+    let reply = one(&mut replier, call).await;
+    assert_eq!(
+        transport_error(&reply),
+        (
+            TransportErrorKind::Timeout,
+            "net/http: TLS handshake timeout"
+        )
+    );
+    assert!(
+        reply.elapsed < Duration::from_secs(5),
+        "{:?}",
+        reply.elapsed
+    );
+    assert_eq!(
+        HttpsOptions::default().tls_handshake_timeout,
+        Duration::from_secs(10)
+    );
+}

@@ -43,6 +43,8 @@ use crate::registry::FxHasher;
 pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 /// The user agent kube-apiserver sends to webhooks.
 pub const USER_AGENT_VALUE: &str = "kube-apiserver-admission";
+/// client-go's `TLSHandshakeTimeout` (its transport cache sets it on every client).
+const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// client-go's `MaxIdleConnsPerHost`.
 const DEFAULT_MAX_IDLE: usize = 25;
 /// client-go's limit on retries driven by `Retry-After`.
@@ -66,6 +68,8 @@ pub struct HttpsOptions {
     pub max_response_bytes: usize,
     /// Idle connections kept per pool.
     pub max_idle_per_pool: usize,
+    /// How long a TLS handshake may take: client-go's `TLSHandshakeTimeout`, 10 s.
+    pub tls_handshake_timeout: Duration,
 }
 
 impl Default for HttpsOptions {
@@ -76,6 +80,7 @@ impl Default for HttpsOptions {
             extra_roots: Vec::new(),
             max_response_bytes: 32 * 1024 * 1024,
             max_idle_per_pool: DEFAULT_MAX_IDLE,
+            tls_handshake_timeout: TLS_HANDSHAKE_TIMEOUT,
         }
     }
 }
@@ -772,9 +777,15 @@ impl Inner {
                 format!("tls: invalid server name {}", crate::gofmt::quote(host)),
             )
         })?;
-        let stream = TlsConnector::from(tls.clone())
-            .connect(server_name, tcp)
+        let handshake = TlsConnector::from(tls.clone()).connect(server_name, tcp);
+        let stream = tokio::time::timeout(self.opts.tls_handshake_timeout, handshake)
             .await
+            .map_err(|_| {
+                errors::transport(
+                    TransportErrorKind::Timeout,
+                    "net/http: TLS handshake timeout",
+                )
+            })?
             .map_err(|e| {
                 let mut err = errors::io_error(&addrs, &e, false);
                 if err.kind != TransportErrorKind::Timeout {
