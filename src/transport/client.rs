@@ -713,13 +713,7 @@ impl Inner {
             })?;
             if let Ok(data) = frame.into_data() {
                 if out.len() + data.len() > self.opts.max_response_bytes {
-                    return Err(errors::transport(
-                        TransportErrorKind::Other,
-                        format!(
-                            "response body exceeds hookscope's limit of {} bytes",
-                            self.opts.max_response_bytes
-                        ),
-                    ));
+                    return Err(errors::body_too_large(self.opts.max_response_bytes));
                 }
                 out.extend_from_slice(&data);
             }
@@ -797,7 +791,7 @@ impl Inner {
             return Ok(Conn::H1(Box::new(H1Conn::new(stream, addrs))));
         }
         let read_error = ReadError::default();
-        let io = TokioIo::new(Tapped {
+        let io = TokioIo::new(H2Stream {
             inner: stream,
             read_error: read_error.clone(),
             addrs,
@@ -904,12 +898,7 @@ fn gunzip(data: &[u8], limit: usize) -> Result<Vec<u8>, TransportError> {
         .take(limit as u64 + 1)
         .read_to_end(&mut out);
     let cause = match decoded {
-        Ok(_) if out.len() > limit => {
-            return Err(errors::transport(
-                TransportErrorKind::Other,
-                format!("response body exceeds hookscope's limit of {limit} bytes"),
-            ));
-        }
+        Ok(_) if out.len() > limit => return Err(errors::body_too_large(limit)),
         Ok(_) => return Ok(out),
         Err(e) => gzip_cause(&e),
     };
@@ -1147,13 +1136,14 @@ impl ReadError {
     }
 }
 
-struct Tapped {
+/// The TLS stream under an HTTP/2 connection, keeping the read error that ended it.
+struct H2Stream {
     inner: TlsStream<TcpStream>,
     read_error: ReadError,
     addrs: ConnAddrs,
 }
 
-impl AsyncRead for Tapped {
+impl AsyncRead for H2Stream {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -1169,7 +1159,7 @@ impl AsyncRead for Tapped {
     }
 }
 
-impl AsyncWrite for Tapped {
+impl AsyncWrite for H2Stream {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,

@@ -283,65 +283,60 @@ pub(crate) fn io_error(addrs: &ConnAddrs, e: &io::Error, writing: bool) -> Trans
     }
 }
 
+/// A failure that broke an HTTP/1.x connection, as Go's `mapRoundTripError` wraps it.
+pub(crate) fn broken(kind: TransportErrorKind, cause: impl std::fmt::Display) -> TransportError {
+    transport(
+        kind,
+        format!("net/http: HTTP/1.x transport connection broken: {cause}"),
+    )
+}
+
+/// An answer larger than the replier accepts (client-go has no limit: a safety bound).
+pub(crate) fn body_too_large(limit: usize) -> TransportError {
+    transport(
+        TransportErrorKind::Other,
+        format!("response body exceeds hookscope's limit of {limit} bytes"),
+    )
+}
+
+/// What Go's `http.ReadResponse` finds wrong with the status line at the start of `head`. A line
+/// not yet ended is judged only `at_eof`, when Go's `textproto` returns it as the last line.
+fn status_line_fault(head: &[u8], at_eof: bool) -> Option<String> {
+    let line = match head.iter().position(|&b| b == b'\n') {
+        Some(nl) => &head[..nl],
+        None if at_eof && !head.is_empty() => head,
+        None => return None,
+    };
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    let fault = first_line_error(&String::from_utf8_lossy(line));
+    (!fault.is_empty()).then_some(fault)
+}
+
 /// Go's `http.ReadResponse` complaint about the first bytes of a response that could not be
 /// parsed.
 pub(crate) fn malformed_response(head: &[u8]) -> TransportError {
-    let broken = |cause: String| {
-        transport(
-            TransportErrorKind::Malformed,
-            format!("net/http: HTTP/1.x transport connection broken: {cause}"),
-        )
-    };
-    let Some(nl) = head.iter().position(|&b| b == b'\n') else {
-        if head.is_empty() {
-            return transport(TransportErrorKind::Reset, "EOF");
-        }
-        // Go's textproto returns a final unterminated line at EOF as a line.
-        return broken(first_line_error(&String::from_utf8_lossy(head)));
-    };
-    let line = String::from_utf8_lossy(&head[..nl]);
-    let line = line.strip_suffix('\r').unwrap_or(&line);
-    let first = first_line_error(line);
-    if !first.is_empty() {
-        return broken(first);
+    if head.is_empty() {
+        return transport(TransportErrorKind::Reset, "EOF");
     }
-    broken("malformed MIME header line".to_string())
+    let cause = status_line_fault(head, true);
+    broken(
+        TransportErrorKind::Malformed,
+        cause.as_deref().unwrap_or("malformed MIME header line"),
+    )
 }
 
 /// Go's complaint about a response head cut short by the end of the stream: the status line's
-/// fault if it has one (a last unterminated line counts as a line), else `unexpected EOF`.
+/// fault if it has one, else `unexpected EOF`.
 pub(crate) fn truncated_head(head: &[u8]) -> TransportError {
-    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let fault = if line.is_empty() {
-        String::new()
-    } else {
-        first_line_error(&String::from_utf8_lossy(line))
-    };
-    if fault.is_empty() {
-        return transport(
-            TransportErrorKind::Reset,
-            "net/http: HTTP/1.x transport connection broken: unexpected EOF",
-        );
+    match status_line_fault(head, true) {
+        Some(fault) => broken(TransportErrorKind::Malformed, fault),
+        None => broken(TransportErrorKind::Reset, "unexpected EOF"),
     }
-    transport(
-        TransportErrorKind::Malformed,
-        format!("net/http: HTTP/1.x transport connection broken: {fault}"),
-    )
 }
 
 /// The status line's fault once the line is complete: Go checks it before reading on.
 pub(crate) fn status_line_error(head: &[u8]) -> Option<TransportError> {
-    let nl = head.iter().position(|&b| b == b'\n')?;
-    let line = &head[..nl];
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    let fault = first_line_error(&String::from_utf8_lossy(line));
-    (!fault.is_empty()).then(|| {
-        transport(
-            TransportErrorKind::Malformed,
-            format!("net/http: HTTP/1.x transport connection broken: {fault}"),
-        )
-    })
+    status_line_fault(head, false).map(|fault| broken(TransportErrorKind::Malformed, fault))
 }
 
 /// The status-line checks of Go's `http.ReadResponse`; empty when the line is acceptable.

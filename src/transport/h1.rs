@@ -85,21 +85,11 @@ struct Head {
 }
 
 fn broken(cause: impl std::fmt::Display) -> TransportError {
-    errors::transport(
-        TransportErrorKind::Malformed,
-        format!("net/http: HTTP/1.x transport connection broken: {cause}"),
-    )
+    errors::broken(TransportErrorKind::Malformed, cause)
 }
 
 fn body_failure(kind: TransportErrorKind, cause: &str) -> TransportError {
     errors::transport(kind, errors::body_error(cause))
-}
-
-fn too_large(limit: usize) -> TransportError {
-    errors::transport(
-        TransportErrorKind::Other,
-        format!("response body exceeds hookscope's limit of {limit} bytes"),
-    )
 }
 
 impl H1Conn {
@@ -219,13 +209,7 @@ impl H1Conn {
                 Err(e) => {
                     let err = errors::io_error(&self.addrs, &e, false);
                     return Err(if started {
-                        errors::transport(
-                            err.kind,
-                            format!(
-                                "net/http: HTTP/1.x transport connection broken: {}",
-                                err.detail
-                            ),
-                        )
+                        errors::broken(err.kind, err.detail)
                     } else {
                         err
                     });
@@ -240,7 +224,7 @@ impl H1Conn {
             Framing::Empty => (Vec::new(), self.buf.len() == start),
             Framing::Length(n) => {
                 if n > max_body as u64 {
-                    return Err(too_large(max_body));
+                    return Err(errors::body_too_large(max_body));
                 }
                 let end = start + n as usize;
                 self.buf.reserve(end.saturating_sub(self.buf.len()));
@@ -253,9 +237,10 @@ impl H1Conn {
             Framing::UntilClose => {
                 loop {
                     if self.buf.len() - start > max_body {
-                        return Err(too_large(max_body));
+                        return Err(errors::body_too_large(max_body));
                     }
-                    if self.fill_body_until_close().await? == 0 {
+                    let read = self.fill().await.map_err(|e| self.body_io_error(&e))?;
+                    if read == 0 {
                         break;
                     }
                 }
@@ -280,10 +265,6 @@ impl H1Conn {
             Ok(_) => Ok(()),
             Err(e) => Err(self.body_io_error(&e)),
         }
-    }
-
-    async fn fill_body_until_close(&mut self) -> Result<usize, TransportError> {
-        self.fill().await.map_err(|e| self.body_io_error(&e))
     }
 
     fn body_io_error(&self, e: &io::Error) -> TransportError {
@@ -315,7 +296,7 @@ impl H1Conn {
                     .map(|reusable| (body, reusable));
             }
             if body.len() as u64 + size > max_body as u64 {
-                return Err(too_large(max_body));
+                return Err(errors::body_too_large(max_body));
             }
             let data = pos + line_end + 1;
             let end = data + size as usize;
@@ -662,6 +643,44 @@ mod tests {
         }
         assert!(head_ends(b"HTTP/1.0 200 OK\n\n", 0));
         assert!(!head_ends(b"HTTP/1.0 200 OK\r\n\r", 0));
+    }
+
+    #[test]
+    fn heads_cut_short_are_judged_by_their_status_line() {
+        let cut = |bytes: &[u8]| {
+            let e = errors::truncated_head(bytes);
+            (e.kind, e.detail)
+        };
+        let broken =
+            |cause: &str| format!("net/http: HTTP/1.x transport connection broken: {cause}");
+        assert_eq!(
+            cut(b""),
+            (TransportErrorKind::Reset, broken("unexpected EOF"))
+        );
+        assert_eq!(
+            cut(b"HTTP/1.1 200 OK\r\nContent-Le"),
+            (TransportErrorKind::Reset, broken("unexpected EOF"))
+        );
+        // The last line counts as a line at the end of the stream, an empty one too.
+        assert_eq!(
+            cut(b"nonsense"),
+            (
+                TransportErrorKind::Malformed,
+                broken("malformed HTTP response \"nonsense\"")
+            )
+        );
+        assert_eq!(
+            cut(b"\r\n"),
+            (
+                TransportErrorKind::Malformed,
+                broken("malformed HTTP response \"\"")
+            )
+        );
+        // A status line Go accepts but httparse does not: the fault is then in the headers.
+        assert_eq!(
+            refusal("HTTP/1.1 200 OK\x01"),
+            broken("malformed MIME header line")
+        );
     }
 
     #[test]
