@@ -74,6 +74,7 @@ pub mod metrics;
 pub mod registry;
 pub mod replay;
 mod scan;
+pub mod schema;
 pub mod script;
 pub mod selector;
 pub mod transport;

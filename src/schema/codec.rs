@@ -1,0 +1,671 @@
+//! An object decoded into its Go type and encoded again, as kube-apiserver's JSON serializer
+//! does (`sigs.k8s.io/json` to decode: case-sensitive, unknown fields dropped; `encoding/json` to
+//! encode: fields in Go's order, `omitempty`, HTML-safe strings, map keys sorted), and
+//! apimachinery's `Semantic.DeepEqual` over what that gives.
+//!
+//! Decoding and encoding are one pass here: [`encode`] writes the JSON that Go's encoder would
+//! write for the value Go's decoder would have made of the input. Defaulting, which the apiserver
+//! runs between the two, is not part of it.
+
+use std::fmt::Write as _;
+
+use serde_json::{Map, Number, Value};
+
+use super::{Field, IntType, Schema, Struct, Type, TypeId};
+use crate::jsonpatch::gostr;
+
+/// Why Go's decoder refuses a value: its message as `encoding/json` words it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct DecodeError(pub String);
+
+/// The JSON Go writes for `value` decoded into the struct type `id`: fields in Go's order,
+/// unknown fields dropped, `omitempty` applied, times at their precision, quantities canonical.
+pub fn encode(schema: &Schema, id: TypeId, value: &Value) -> Result<String, DecodeError> {
+    let mut enc = Encoder {
+        schema,
+        out: Vec::with_capacity(512),
+        path: Vec::new(),
+        owner: None,
+    };
+    enc.write(&Type::Struct(id), Some(value))?;
+    String::from_utf8(enc.out).map_err(|e| DecodeError(e.to_string()))
+}
+
+/// [`encode`], parsed back into a value: the object as the apiserver holds it after a decode.
+pub fn normalize(
+    schema: &Schema,
+    id: TypeId,
+    value: &Value,
+) -> Result<(Value, String), DecodeError> {
+    let json = encode(schema, id, value)?;
+    let value = serde_json::from_str(&json).map_err(|e| DecodeError(e.to_string()))?;
+    Ok((value, json))
+}
+
+struct Encoder<'s> {
+    schema: &'s Schema,
+    out: Vec<u8>,
+    /// JSON names from the root, for messages.
+    path: Vec<&'s str>,
+    /// The struct whose field is being decoded, for messages.
+    owner: Option<&'s Struct>,
+}
+
+/// What a JSON value is called in Go's `UnmarshalTypeError`.
+fn json_kind(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(_) => "bool".into(),
+        Value::Number(_) => "number".into(),
+        Value::String(_) => "string".into(),
+        Value::Array(_) => "array".into(),
+        Value::Object(_) => "object".into(),
+    }
+}
+
+impl<'s> Encoder<'s> {
+    fn type_error(&self, value: String, ty: &Type) -> DecodeError {
+        let go_type = self.go_type(ty);
+        match self.owner {
+            Some(owner) if !self.path.is_empty() => DecodeError(format!(
+                "json: cannot unmarshal {value} into Go struct field {}.{} of type {go_type}",
+                owner.go_name().rsplit('.').next().unwrap_or_default(),
+                self.path.join(".")
+            )),
+            _ => DecodeError(format!(
+                "json: cannot unmarshal {value} into Go value of type {go_type}"
+            )),
+        }
+    }
+
+    fn go_type(&self, ty: &Type) -> String {
+        match ty {
+            Type::String => "string".into(),
+            Type::Bool => "bool".into(),
+            Type::Int(i) => i.go_name().into(),
+            Type::Float => "float64".into(),
+            Type::Bytes => "[]uint8".into(),
+            Type::Time => "v1.Time".into(),
+            Type::MicroTime => "v1.MicroTime".into(),
+            Type::Quantity => "resource.Quantity".into(),
+            Type::IntOrString => "intstr.IntOrString".into(),
+            Type::Raw => "runtime.RawExtension".into(),
+            Type::Any => "interface {}".into(),
+            Type::Ptr(inner) => format!("*{}", self.go_type(inner)),
+            Type::List(inner) => format!("[]{}", self.go_type(inner)),
+            Type::Map(inner) => format!("map[string]{}", self.go_type(inner)),
+            Type::Struct(id) => self.schema.get(*id).go_name().into(),
+        }
+    }
+
+    /// Writes the Go encoding of `value` (None: absent) decoded into `ty`.
+    fn write(&mut self, ty: &Type, value: Option<&Value>) -> Result<(), DecodeError> {
+        let value = value.filter(|v| !v.is_null());
+        match ty {
+            Type::String => match value {
+                None => self.out.extend_from_slice(b"\"\""),
+                Some(Value::String(s)) => gostr::append_string(&mut self.out, s),
+                Some(v) => return Err(self.type_error(json_kind(v), ty)),
+            },
+            Type::Bool => match value {
+                None | Some(Value::Bool(false)) => self.out.extend_from_slice(b"false"),
+                Some(Value::Bool(true)) => self.out.extend_from_slice(b"true"),
+                Some(v) => return Err(self.type_error(json_kind(v), ty)),
+            },
+            Type::Int(it) => match value {
+                None => self.out.push(b'0'),
+                Some(Value::Number(n)) => self.write_int(n, *it, ty)?,
+                Some(v) => return Err(self.type_error(json_kind(v), ty)),
+            },
+            Type::Float => match value {
+                None => self.out.push(b'0'),
+                Some(Value::Number(n)) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                    (Some(i), _, _) => self.out.extend_from_slice(i.to_string().as_bytes()),
+                    (_, Some(u), _) => self.out.extend_from_slice(u.to_string().as_bytes()),
+                    (_, _, Some(f)) => gostr::push_go_float(&mut self.out, f),
+                    _ => self.out.push(b'0'),
+                },
+                Some(v) => return Err(self.type_error(json_kind(v), ty)),
+            },
+            Type::Bytes => match value {
+                None => self.out.extend_from_slice(b"null"),
+                Some(Value::String(s)) => {
+                    let bytes = decode_base64(s)?;
+                    self.out.push(b'"');
+                    self.out.extend_from_slice(encode_base64(&bytes).as_bytes());
+                    self.out.push(b'"');
+                }
+                Some(v) => return Err(self.type_error(json_kind(v), ty)),
+            },
+            Type::Time | Type::MicroTime => match value {
+                None => self.out.extend_from_slice(b"null"),
+                Some(Value::String(s)) => {
+                    let t = parse_rfc3339(s)?;
+                    let text = if *ty == Type::Time {
+                        t.format_seconds()
+                    } else {
+                        t.format_micros()
+                    };
+                    match text {
+                        Some(text) => {
+                            self.out.push(b'"');
+                            self.out.extend_from_slice(text.as_bytes());
+                            self.out.push(b'"');
+                        }
+                        None => self.out.extend_from_slice(b"null"),
+                    }
+                }
+                Some(v) => {
+                    return Err(DecodeError(format!(
+                        "json: cannot unmarshal {} into Go value of type string",
+                        json_kind(v)
+                    )));
+                }
+            },
+            Type::Quantity => match value {
+                None => self.out.extend_from_slice(b"\"0\""),
+                Some(Value::String(s)) => gostr::append_string(&mut self.out, s.trim()),
+                Some(Value::Number(n)) => gostr::append_string(&mut self.out, &n.to_string()),
+                Some(v) => {
+                    return Err(DecodeError(format!(
+                        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' ({})",
+                        json_kind(v)
+                    )));
+                }
+            },
+            Type::IntOrString => match value {
+                None => self.out.push(b'0'),
+                Some(Value::String(s)) => gostr::append_string(&mut self.out, s),
+                Some(Value::Number(n)) => {
+                    self.write_int(n, IntType::I32, &Type::Int(IntType::I32))?
+                }
+                Some(v) => {
+                    return Err(DecodeError(format!(
+                        "json: cannot unmarshal {} into Go value of type int32",
+                        json_kind(v)
+                    )));
+                }
+            },
+            Type::Raw | Type::Any => match value {
+                None => self.out.extend_from_slice(b"null"),
+                Some(v) => write_any(&mut self.out, v),
+            },
+            Type::Ptr(inner) => match value {
+                None => self.out.extend_from_slice(b"null"),
+                Some(v) => self.write(inner, Some(v))?,
+            },
+            Type::List(inner) => match value {
+                None => self.out.extend_from_slice(b"null"),
+                Some(Value::Array(items)) => {
+                    self.out.push(b'[');
+                    for (i, item) in items.iter().enumerate() {
+                        if i > 0 {
+                            self.out.push(b',');
+                        }
+                        self.write(inner, Some(item))?;
+                    }
+                    self.out.push(b']');
+                }
+                Some(v) => return Err(self.type_error(json_kind(v), ty)),
+            },
+            Type::Map(inner) => match value {
+                None => self.out.extend_from_slice(b"null"),
+                Some(Value::Object(members)) => {
+                    self.out.push(b'{');
+                    for (i, (k, v)) in members.iter().enumerate() {
+                        if i > 0 {
+                            self.out.push(b',');
+                        }
+                        gostr::append_string(&mut self.out, k);
+                        self.out.push(b':');
+                        self.write(inner, Some(v))?;
+                    }
+                    self.out.push(b'}');
+                }
+                Some(v) => return Err(self.type_error(json_kind(v), ty)),
+            },
+            Type::Struct(id) => {
+                let st = self.schema.get(*id);
+                match value {
+                    None => self.write_struct(st, None)?,
+                    Some(Value::Object(members)) => self.write_struct(st, Some(members))?,
+                    Some(v) => return Err(self.type_error(json_kind(v), ty)),
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn write_int(&mut self, n: &Number, it: IntType, ty: &Type) -> Result<(), DecodeError> {
+        let (min, max) = it.range();
+        let value = n
+            .as_i64()
+            .map(i128::from)
+            .or_else(|| n.as_u64().map(i128::from));
+        match value {
+            Some(v) if (min..=max).contains(&v) => {
+                self.out.extend_from_slice(v.to_string().as_bytes());
+                Ok(())
+            }
+            _ => Err(self.type_error(format!("number {n}"), ty)),
+        }
+    }
+
+    fn write_struct(
+        &mut self,
+        st: &'s Struct,
+        members: Option<&Map<String, Value>>,
+    ) -> Result<(), DecodeError> {
+        self.out.push(b'{');
+        let mut first = true;
+        let owner = self.owner.replace(st);
+        for field in st.fields.iter() {
+            let value = members.and_then(|m| m.get(&*field.name));
+            if omitted(self.schema, field, value) {
+                continue;
+            }
+            if !first {
+                self.out.push(b',');
+            }
+            first = false;
+            gostr::append_string(&mut self.out, &field.name);
+            self.out.push(b':');
+            self.path.push(&field.name);
+            self.owner = Some(st);
+            let result = self.write(&field.ty, value);
+            self.path.pop();
+            result?;
+        }
+        self.owner = owner;
+        self.out.push(b'}');
+        Ok(())
+    }
+}
+
+/// Whether Go's encoder leaves the field out: `omitempty` on a false, 0, "", nil pointer or empty
+/// slice/map/string (never a struct); `omitzero` on the zero value.
+fn omitted(schema: &Schema, field: &Field, value: Option<&Value>) -> bool {
+    if field.omitzero && is_zero(schema, &field.ty, value) {
+        return true;
+    }
+    if !field.omitempty {
+        return false;
+    }
+    let value = value.filter(|v| !v.is_null());
+    match &field.ty {
+        Type::String => value.is_none_or(|v| v.as_str() == Some("")),
+        Type::Bool => matches!(value, None | Some(Value::Bool(false))),
+        Type::Int(_) | Type::Float => match value {
+            None => true,
+            Some(Value::Number(n)) => n.as_f64() == Some(0.0),
+            Some(_) => false,
+        },
+        Type::Bytes => value.is_none_or(|v| v.as_str() == Some("")),
+        Type::Ptr(_) | Type::Any => value.is_none(),
+        Type::List(_) => value.is_none_or(|v| v.as_array().is_some_and(Vec::is_empty)),
+        Type::Map(_) => value.is_none_or(|v| v.as_object().is_some_and(Map::is_empty)),
+        Type::Time
+        | Type::MicroTime
+        | Type::Quantity
+        | Type::IntOrString
+        | Type::Raw
+        | Type::Struct(_) => false,
+    }
+}
+
+/// Go's zero value test (`reflect.Value.IsZero`, or the type's `IsZero` method) for `omitzero`.
+fn is_zero(schema: &Schema, ty: &Type, value: Option<&Value>) -> bool {
+    let value = value.filter(|v| !v.is_null());
+    match ty {
+        Type::Struct(id) => match value {
+            None => true,
+            Some(Value::Object(m)) => schema
+                .get(*id)
+                .fields
+                .iter()
+                .all(|f| is_zero(schema, &f.ty, m.get(&*f.name))),
+            Some(_) => false,
+        },
+        Type::Time | Type::MicroTime => match value {
+            None => true,
+            Some(Value::String(s)) => parse_rfc3339(s).is_ok_and(|t| t.is_zero()),
+            Some(_) => false,
+        },
+        Type::Ptr(_) | Type::Any | Type::Raw => value.is_none(),
+        Type::List(_) | Type::Map(_) | Type::Bytes => value.is_none(),
+        Type::String => value.is_none_or(|v| v.as_str() == Some("")),
+        Type::Bool => matches!(value, None | Some(Value::Bool(false))),
+        Type::Int(_) | Type::Float | Type::IntOrString => match value {
+            None => true,
+            Some(Value::Number(n)) => n.as_f64() == Some(0.0),
+            Some(_) => false,
+        },
+        Type::Quantity => false,
+    }
+}
+
+/// Writes any JSON value as Go's encoder writes an `interface{}` (map keys sorted, strings
+/// HTML-escaped, numbers as decoded: integers exactly, others as float64).
+fn write_any(out: &mut Vec<u8>, v: &Value) {
+    match v {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
+        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
+            (Some(i), _, _) => out.extend_from_slice(i.to_string().as_bytes()),
+            (_, Some(u), _) => out.extend_from_slice(u.to_string().as_bytes()),
+            (_, _, Some(f)) => gostr::push_go_float(out, f),
+            _ => out.extend_from_slice(n.to_string().as_bytes()),
+        },
+        Value::String(s) => gostr::append_string(out, s),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_any(out, item);
+            }
+            out.push(b']');
+        }
+        Value::Object(members) => {
+            out.push(b'{');
+            for (i, (k, item)) in members.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                gostr::append_string(out, k);
+                out.push(b':');
+                write_any(out, item);
+            }
+            out.push(b'}');
+        }
+    }
+}
+
+/// `apiequality.Semantic.DeepEqual` of two objects of the struct type `id`, each as
+/// [`normalize`] gives it: equal values, where a nil and an empty slice or map are equal and
+/// quantities compare by value.
+pub fn semantic_equal(schema: &Schema, id: TypeId, a: &Value, b: &Value) -> bool {
+    equal(schema, &Type::Struct(id), Some(a), Some(b))
+}
+
+fn equal(schema: &Schema, ty: &Type, a: Option<&Value>, b: Option<&Value>) -> bool {
+    let (a, b) = (a.filter(|v| !v.is_null()), b.filter(|v| !v.is_null()));
+    match ty {
+        Type::List(inner) => {
+            let (x, y) = (
+                a.and_then(Value::as_array).map_or(&[][..], Vec::as_slice),
+                b.and_then(Value::as_array).map_or(&[][..], Vec::as_slice),
+            );
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|(v, w)| equal(schema, inner, Some(v), Some(w)))
+        }
+        Type::Map(inner) => {
+            let empty = Map::new();
+            let x = a.and_then(Value::as_object).unwrap_or(&empty);
+            let y = b.and_then(Value::as_object).unwrap_or(&empty);
+            x.len() == y.len()
+                && x.iter().all(|(k, v)| {
+                    y.get(k)
+                        .is_some_and(|w| equal(schema, inner, Some(v), Some(w)))
+                })
+        }
+        Type::Ptr(inner) => match (a, b) {
+            (None, None) => true,
+            (Some(v), Some(w)) => equal(schema, inner, Some(v), Some(w)),
+            _ => false,
+        },
+        Type::Struct(id) => {
+            let (x, y) = (a.and_then(Value::as_object), b.and_then(Value::as_object));
+            schema.get(*id).fields.iter().all(|f| {
+                equal(
+                    schema,
+                    &f.ty,
+                    x.and_then(|m| m.get(&*f.name)),
+                    y.and_then(|m| m.get(&*f.name)),
+                )
+            })
+        }
+        Type::Any | Type::Raw => any_equal(a, b),
+        Type::Bytes => {
+            let empty = |v: Option<&Value>| v.is_none_or(|v| v.as_str() == Some(""));
+            a == b || empty(a) && empty(b)
+        }
+        _ => a == b || is_zero(schema, ty, a) && is_zero(schema, ty, b),
+    }
+}
+
+/// `Semantic.DeepEqual` of two `interface{}` values: empty and nil slices and maps are equal.
+fn any_equal(a: Option<&Value>, b: Option<&Value>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(Value::Array(x)), Some(Value::Array(y))) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(v, w)| any_equal(Some(v), Some(w)))
+        }
+        (Some(Value::Object(x)), Some(Value::Object(y))) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| any_equal(Some(v), Some(w))))
+        }
+        (Some(v), Some(w)) => v == w,
+        _ => false,
+    }
+}
+
+/// An instant as Go's `time.Time` holds it after `time.Parse(time.RFC3339, …)`: seconds since
+/// the epoch in UTC and nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Instant {
+    /// Seconds since 1970-01-01T00:00:00Z.
+    pub seconds: i64,
+    /// Nanoseconds within the second.
+    pub nanos: u32,
+}
+
+/// The zero `time.Time`, 0001-01-01T00:00:00Z, in seconds since the epoch.
+const GO_ZERO_SECONDS: i64 = -62_135_596_800;
+
+impl Instant {
+    /// Go's `Time.IsZero`.
+    pub fn is_zero(self) -> bool {
+        self.seconds == GO_ZERO_SECONDS && self.nanos == 0
+    }
+
+    /// `metav1.Time`'s JSON: RFC 3339 in UTC at second precision; None (`null`) when zero.
+    pub fn format_seconds(self) -> Option<String> {
+        if self.is_zero() {
+            return None;
+        }
+        Some(self.format(false))
+    }
+
+    /// `metav1.MicroTime`'s JSON: RFC 3339 in UTC with six fractional digits; None when zero.
+    pub fn format_micros(self) -> Option<String> {
+        if self.is_zero() {
+            return None;
+        }
+        Some(self.format(true))
+    }
+
+    fn format(self, micros: bool) -> String {
+        let days = self.seconds.div_euclid(86_400);
+        let secs = self.seconds.rem_euclid(86_400);
+        let (y, m, d) = civil_from_days(days);
+        let mut s = String::with_capacity(27);
+        let _ = write!(
+            s,
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}",
+            secs / 3600,
+            secs / 60 % 60,
+            secs % 60
+        );
+        if micros {
+            let _ = write!(s, ".{:06}", self.nanos / 1000);
+        }
+        s.push('Z');
+        s
+    }
+}
+
+/// Parses RFC 3339 as Go's `time.Parse(time.RFC3339, s)` accepts it (fractional seconds
+/// allowed, `Z` or a numeric offset), with Go's message when it does not.
+pub fn parse_rfc3339(s: &str) -> Result<Instant, DecodeError> {
+    let fail = || {
+        DecodeError(format!(
+            "parsing time {} as \"2006-01-02T15:04:05Z07:00\": cannot parse {} as \"2006\"",
+            crate::gofmt::quote(s),
+            crate::gofmt::quote(s)
+        ))
+    };
+    let b = s.as_bytes();
+    let num = |from: usize, len: usize| -> Option<i64> {
+        let part = b.get(from..from + len)?;
+        part.iter()
+            .all(u8::is_ascii_digit)
+            .then(|| part.iter().fold(0i64, |n, d| n * 10 + i64::from(d - b'0')))
+    };
+    let sep = |at: usize, c: u8| b.get(at) == Some(&c);
+    let (Some(year), Some(month), Some(day), Some(hour), Some(minute), Some(second)) = (
+        num(0, 4),
+        num(5, 2),
+        num(8, 2),
+        num(11, 2),
+        num(14, 2),
+        num(17, 2),
+    ) else {
+        return Err(fail());
+    };
+    if !(sep(4, b'-') && sep(7, b'-') && sep(10, b'T') && sep(13, b':') && sep(16, b':')) {
+        return Err(fail());
+    }
+    let mut at = 19;
+    let mut nanos = 0u32;
+    if sep(at, b'.') || sep(at, b',') {
+        at += 1;
+        let start = at;
+        while b.get(at).is_some_and(u8::is_ascii_digit) {
+            at += 1;
+        }
+        if at == start {
+            return Err(fail());
+        }
+        let digits = &s[start..at];
+        let mut n = 0u32;
+        for (i, d) in digits.bytes().take(9).enumerate() {
+            n += u32::from(d - b'0') * 10u32.pow(8 - i as u32);
+        }
+        nanos = n;
+    }
+    let offset = match b.get(at) {
+        Some(b'Z') if at + 1 == b.len() => 0,
+        Some(&c @ (b'+' | b'-')) if at + 6 == b.len() && sep(at + 3, b':') => {
+            let (Some(h), Some(m)) = (num(at + 1, 2), num(at + 4, 2)) else {
+                return Err(fail());
+            };
+            if h >= 24 || m >= 60 {
+                return Err(fail());
+            }
+            let o = h * 3600 + m * 60;
+            if c == b'-' { -o } else { o }
+        }
+        _ => return Err(fail()),
+    };
+    let days_in_month = match month {
+        1 | 3 | 5 | 7 | 8 | 10 | 12 => 31,
+        4 | 6 | 9 | 11 => 30,
+        2 if year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) => 29,
+        2 => 28,
+        _ => return Err(fail()),
+    };
+    if day < 1 || day > days_in_month || hour >= 24 || minute >= 60 || second >= 60 {
+        return Err(fail());
+    }
+    let days = days_from_civil(year, month, day);
+    Ok(Instant {
+        seconds: days * 86_400 + hour * 3600 + minute * 60 + second - offset,
+        nanos,
+    })
+}
+
+fn days_from_civil(y: i64, m: i64, d: i64) -> i64 {
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+/// Decodes base64 as Go's `encoding/json` does for `[]byte` (standard alphabet, padding
+/// required; `\r` and `\n` ignored), with its message when it cannot.
+fn decode_base64(s: &str) -> Result<Vec<u8>, DecodeError> {
+    use base64::Engine as _;
+    let cleaned: String;
+    let input = if s.contains(['\r', '\n']) {
+        cleaned = s.chars().filter(|c| !matches!(c, '\r' | '\n')).collect();
+        cleaned.as_str()
+    } else {
+        s
+    };
+    base64::engine::general_purpose::STANDARD
+        .decode(input)
+        .map_err(|e| {
+            let at = match e {
+                base64::DecodeError::InvalidByte(at, _)
+                | base64::DecodeError::InvalidLastSymbol(at, _) => at,
+                _ => input.len().saturating_sub(input.len() % 4),
+            };
+            DecodeError(format!("illegal base64 data at input byte {at}"))
+        })
+}
+
+fn encode_base64(bytes: &[u8]) -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_as_go_parses_and_formats_it() {
+        let t = parse_rfc3339("2026-11-21T05:36:02.123456789+01:30").unwrap();
+        assert_eq!(t.nanos, 123_456_789);
+        assert_eq!(t.format_seconds().unwrap(), "2026-11-21T04:06:02Z");
+        assert_eq!(t.format_micros().unwrap(), "2026-11-21T04:06:02.123456Z");
+        assert!(parse_rfc3339("0001-01-01T00:00:00Z").unwrap().is_zero());
+        assert_eq!(
+            parse_rfc3339("2000-02-29T23:59:59-00:01")
+                .unwrap()
+                .format_seconds()
+                .unwrap(),
+            "2000-03-01T00:00:59Z"
+        );
+        for bad in [
+            "",
+            "2026-11-21",
+            "2026-02-30T00:00:00Z",
+            "2026-11-21T05:36:02",
+        ] {
+            assert!(parse_rfc3339(bad).is_err(), "{bad}");
+        }
+    }
+}

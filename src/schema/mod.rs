@@ -1,0 +1,439 @@
+//! The Go types of kube-apiserver's built-in kinds, per release, and what they do to an object.
+//!
+//! kube-apiserver never keeps an object as bare JSON: it decodes it into the kind's Go type and
+//! encodes it again. What that changes follows from the Go struct definitions, which this module
+//! carries for every release modelled: fields in Go's order with their JSON names, `omitempty`,
+//! pointers, lists and maps, inline (embedded) structs, the types with a JSON form of their own
+//! (`metav1.Time`, `resource.Quantity`, `intstr.IntOrString`, raw JSON), and the markers that
+//! strategic merge patch and server-side apply read (`+listType`, `+listMapKey`, `+mapType`,
+//! `+structType`, `patchStrategy`, `patchMergeKey`), plus declarative `+default` values.
+//!
+//! The data are generated from the Go sources of kubernetes/api and kubernetes/apimachinery at each
+//! release's tag by `src/schema/generate.py` (its output, `src/schema/data/1.N.json.zz`, is
+//! committed); the generator also compares them with the OpenAPI documents the apiserver serves.
+//! A release's table is decompressed and indexed the first time it is asked for.
+//!
+//! [`codec`] decodes and encodes objects as Go does; [`codec::semantic_equal`] is
+//! apimachinery's `Semantic.DeepEqual`.
+
+pub mod codec;
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+use crate::KubeVersion;
+
+pub use codec::{DecodeError, encode, semantic_equal};
+
+/// A struct type's index in its [`Schema`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct TypeId(u32);
+
+/// The type of a field, as Go declares it (named non-struct types resolved to what they name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Type {
+    /// `string` and the named string types (`PullPolicy`, `types.UID`, ...).
+    String,
+    /// `bool`.
+    Bool,
+    /// An integer type, with its width and signedness.
+    Int(IntType),
+    /// A floating-point type (`float32`, `float64`).
+    Float,
+    /// `[]byte`: base64 in JSON.
+    Bytes,
+    /// `metav1.Time`: RFC 3339 at second precision, `null` when zero.
+    Time,
+    /// `metav1.MicroTime`: RFC 3339 with microseconds, `null` when zero.
+    MicroTime,
+    /// `resource.Quantity`: its canonical string.
+    Quantity,
+    /// `intstr.IntOrString`: an int32 or a string.
+    IntOrString,
+    /// JSON kept as it is (`runtime.RawExtension`, `metav1.FieldsV1`).
+    Raw,
+    /// `interface{}`.
+    Any,
+    /// A pointer: `null` is nil, anything else is the pointed-to type's value.
+    Ptr(Box<Type>),
+    /// A slice.
+    List(Box<Type>),
+    /// A map with string keys.
+    Map(Box<Type>),
+    /// A struct of the schema.
+    Struct(TypeId),
+}
+
+/// Go's integer types.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IntType {
+    /// `int8`
+    I8,
+    /// `int16`
+    I16,
+    /// `int32`
+    I32,
+    /// `int64` (and `int`)
+    I64,
+    /// `uint8`
+    U8,
+    /// `uint16`
+    U16,
+    /// `uint32`
+    U32,
+    /// `uint64` (and `uint`)
+    U64,
+}
+
+impl IntType {
+    /// The type's range.
+    pub fn range(self) -> (i128, i128) {
+        match self {
+            IntType::I8 => (i8::MIN.into(), i8::MAX.into()),
+            IntType::I16 => (i16::MIN.into(), i16::MAX.into()),
+            IntType::I32 => (i32::MIN.into(), i32::MAX.into()),
+            IntType::I64 => (i64::MIN.into(), i64::MAX.into()),
+            IntType::U8 => (0, u8::MAX.into()),
+            IntType::U16 => (0, u16::MAX.into()),
+            IntType::U32 => (0, u32::MAX.into()),
+            IntType::U64 => (0, u64::MAX.into()),
+        }
+    }
+
+    /// Go's name of the type.
+    pub fn go_name(self) -> &'static str {
+        match self {
+            IntType::I8 => "int8",
+            IntType::I16 => "int16",
+            IntType::I32 => "int32",
+            IntType::I64 => "int64",
+            IntType::U8 => "uint8",
+            IntType::U16 => "uint16",
+            IntType::U32 => "uint32",
+            IntType::U64 => "uint64",
+        }
+    }
+}
+
+/// `+listType`: how server-side apply merges a list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListType {
+    /// Replaced whole.
+    Atomic,
+    /// A set of scalars.
+    Set,
+    /// A map keyed by `+listMapKey` fields.
+    Map,
+}
+
+/// One field of a struct, in Go's order.
+#[derive(Debug, Clone)]
+pub struct Field {
+    /// The JSON name.
+    pub name: Box<str>,
+    /// The Go type.
+    pub ty: Type,
+    /// `omitempty`: left out of the JSON when empty (never for structs).
+    pub omitempty: bool,
+    /// `omitzero`: left out of the JSON when the zero value.
+    pub omitzero: bool,
+    /// `+optional`.
+    pub optional: bool,
+    /// `patchStrategy` (`merge`, `retainKeys`, `merge,retainKeys`, `replace`).
+    pub patch_strategy: Option<Box<str>>,
+    /// `patchMergeKey`.
+    pub patch_merge_key: Option<Box<str>>,
+    /// `+listType`.
+    pub list_type: Option<ListType>,
+    /// `+listMapKey`, in order.
+    pub list_map_keys: Box<[Box<str>]>,
+    /// `+mapType` (or a field's `+structType`): `atomic` or `granular`.
+    pub map_type: Option<Box<str>>,
+    /// `+default`, as written in the marker (JSON, or `ref(Name)` for a constant).
+    pub default: Option<Box<str>>,
+}
+
+/// A struct type.
+#[derive(Debug, Clone)]
+pub struct Struct {
+    /// The Go package (as `core/v1`, `meta/v1`) and name, as `core/v1.Container`.
+    pub name: Box<str>,
+    /// The fields in Go's order, inline (embedded) structs expanded in place.
+    pub fields: Box<[Field]>,
+    /// `+structType=atomic`.
+    pub atomic: bool,
+    by_name: HashMap<Box<str>, u16>,
+}
+
+impl Struct {
+    /// The field with this JSON name.
+    pub fn field(&self, name: &str) -> Option<&Field> {
+        self.by_name
+            .get(name)
+            .and_then(|&i| self.fields.get(usize::from(i)))
+    }
+
+    /// Go's name for the type in messages, as `v1.Container`.
+    pub fn go_name(&self) -> &str {
+        match self.name.rsplit_once('/') {
+            Some((_, tail)) => tail,
+            None => &self.name,
+        }
+    }
+}
+
+/// The built-in kinds and their types of one release.
+#[derive(Debug)]
+pub struct Schema {
+    release: KubeVersion,
+    source: Box<str>,
+    /// Keyed `group/version/Kind`, as the generated data name them.
+    kinds: HashMap<Box<str>, TypeId>,
+    types: Vec<Struct>,
+    by_name: HashMap<Box<str>, TypeId>,
+}
+
+impl Schema {
+    /// The schema of a release: decompressed and indexed on first use, then shared.
+    pub fn for_release(release: KubeVersion) -> &'static Schema {
+        static SCHEMAS: [OnceLock<Schema>; 10] = [const { OnceLock::new() }; 10];
+        let (index, data) = data_for(release);
+        SCHEMAS[index].get_or_init(|| {
+            Schema::from_compressed(data, release).unwrap_or_else(|e| {
+                debug_assert!(false, "schema data of {release}: {e}");
+                Schema::empty(release)
+            })
+        })
+    }
+
+    /// The release modelled.
+    pub fn release(&self) -> KubeVersion {
+        self.release
+    }
+
+    /// The tag of kubernetes/api the data were generated from.
+    pub fn source(&self) -> &str {
+        &self.source
+    }
+
+    /// The struct type of a built-in kind (`group` empty for the core group).
+    pub fn kind(&self, group: &str, version: &str, kind: &str) -> Option<TypeId> {
+        let key = [group, version, kind].join("/");
+        self.kinds.get(key.as_str()).copied()
+    }
+
+    /// Every kind the release has, as (group, version, kind).
+    pub fn kinds(&self) -> impl Iterator<Item = (&str, &str, &str)> {
+        self.kinds.keys().filter_map(|key| {
+            let (group, rest) = key.split_once('/')?;
+            let (version, kind) = rest.split_once('/')?;
+            Some((group, version, kind))
+        })
+    }
+
+    /// A struct type by its index.
+    pub fn get(&self, id: TypeId) -> &Struct {
+        &self.types[id.0 as usize]
+    }
+
+    /// A struct type by its name, as `core/v1.Container`.
+    pub fn by_name(&self, name: &str) -> Option<TypeId> {
+        self.by_name.get(name).copied()
+    }
+
+    /// The number of struct types.
+    pub fn len(&self) -> usize {
+        self.types.len()
+    }
+
+    /// Whether the schema has no types (never, for a release's generated data).
+    pub fn is_empty(&self) -> bool {
+        self.types.is_empty()
+    }
+
+    fn empty(release: KubeVersion) -> Schema {
+        Schema {
+            release,
+            source: "".into(),
+            kinds: HashMap::new(),
+            types: Vec::new(),
+            by_name: HashMap::new(),
+        }
+    }
+
+    /// Reads a release's table: zlib-compressed JSON as `generate.py` writes it.
+    pub fn from_compressed(data: &[u8], release: KubeVersion) -> Result<Schema, SchemaError> {
+        let mut json = Vec::with_capacity(data.len() * 16);
+        flate2::read::ZlibDecoder::new(data)
+            .read_to_end(&mut json)
+            .map_err(|e| SchemaError(format!("cannot decompress: {e}")))?;
+        let raw: RawSchema =
+            serde_json::from_slice(&json).map_err(|e| SchemaError(format!("{e}")))?;
+        Schema::from_raw(raw, release)
+    }
+
+    fn from_raw(raw: RawSchema, release: KubeVersion) -> Result<Schema, SchemaError> {
+        let mut by_name = HashMap::with_capacity(raw.types.len());
+        for (i, name) in raw.types.keys().enumerate() {
+            let id = u32::try_from(i).map_err(|_| SchemaError("too many types".into()))?;
+            by_name.insert(name.as_str().into(), TypeId(id));
+        }
+        let mut types = Vec::with_capacity(raw.types.len());
+        for (name, st) in raw.types {
+            let mut fields = Vec::with_capacity(st.fields.len());
+            let mut field_index = HashMap::with_capacity(st.fields.len());
+            for f in st.fields {
+                let ty = resolve(&f.ty, &by_name)
+                    .ok_or_else(|| SchemaError(format!("{name}.{}: unknown type", f.name)))?;
+                let list_type = match f.list_type.as_deref() {
+                    None => None,
+                    Some("atomic") => Some(ListType::Atomic),
+                    Some("set") => Some(ListType::Set),
+                    Some("map") => Some(ListType::Map),
+                    Some(other) => {
+                        return Err(SchemaError(format!("{name}.{}: listType {other}", f.name)));
+                    }
+                };
+                let index = u16::try_from(fields.len())
+                    .map_err(|_| SchemaError(format!("{name}: too many fields")))?;
+                field_index.insert(f.name.as_str().into(), index);
+                fields.push(Field {
+                    name: f.name.into(),
+                    ty,
+                    omitempty: f.omitempty,
+                    omitzero: f.omitzero,
+                    optional: f.optional,
+                    patch_strategy: f.patch_strategy.map(Into::into),
+                    patch_merge_key: f.patch_merge_key.map(Into::into),
+                    list_type,
+                    list_map_keys: f.list_map_keys.into_iter().map(Into::into).collect(),
+                    map_type: f.map_type.or(f.struct_type).map(Into::into),
+                    default: f.default.map(Into::into),
+                });
+            }
+            types.push(Struct {
+                name: name.into(),
+                fields: fields.into(),
+                atomic: st.atomic,
+                by_name: field_index,
+            });
+        }
+        let mut kinds = HashMap::with_capacity(raw.kinds.len());
+        for (gvk, type_name) in raw.kinds {
+            if gvk.split('/').count() != 3 {
+                return Err(SchemaError(format!("kind {gvk:?}")));
+            }
+            let id = *by_name
+                .get(type_name.as_str())
+                .ok_or_else(|| SchemaError(format!("kind {gvk}: no type {type_name}")))?;
+            kinds.insert(gvk.into(), id);
+        }
+        Ok(Schema {
+            release,
+            source: raw.source.into(),
+            kinds,
+            types,
+            by_name,
+        })
+    }
+}
+
+/// Generated data that cannot be read (a build of mismatched files).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("schema data: {0}")]
+pub struct SchemaError(String);
+
+fn data_for(release: KubeVersion) -> (usize, &'static [u8]) {
+    const DATA: [&[u8]; 10] = [
+        include_bytes!("data/1.28.json.zz"),
+        include_bytes!("data/1.29.json.zz"),
+        include_bytes!("data/1.30.json.zz"),
+        include_bytes!("data/1.31.json.zz"),
+        include_bytes!("data/1.32.json.zz"),
+        include_bytes!("data/1.33.json.zz"),
+        include_bytes!("data/1.34.json.zz"),
+        include_bytes!("data/1.35.json.zz"),
+        include_bytes!("data/1.36.json.zz"),
+        include_bytes!("data/1.37.json.zz"),
+    ];
+    let index = (release.minor() - KubeVersion::OLDEST.minor()) as usize;
+    let index = index.min(DATA.len() - 1);
+    (index, DATA[index])
+}
+
+fn resolve(raw: &RawType, by_name: &HashMap<Box<str>, TypeId>) -> Option<Type> {
+    Some(match raw {
+        RawType::Name(name) => match name.as_str() {
+            "string" => Type::String,
+            "bool" => Type::Bool,
+            "int8" => Type::Int(IntType::I8),
+            "int16" => Type::Int(IntType::I16),
+            "int32" => Type::Int(IntType::I32),
+            "int64" => Type::Int(IntType::I64),
+            "uint8" => Type::Int(IntType::U8),
+            "uint16" => Type::Int(IntType::U16),
+            "uint32" => Type::Int(IntType::U32),
+            "uint64" => Type::Int(IntType::U64),
+            "float32" | "float64" => Type::Float,
+            "bytes" => Type::Bytes,
+            "time" => Type::Time,
+            "microtime" => Type::MicroTime,
+            "quantity" => Type::Quantity,
+            "intorstring" => Type::IntOrString,
+            "raw" => Type::Raw,
+            "any" => Type::Any,
+            other => Type::Struct(*by_name.get(other.strip_prefix('@')?)?),
+        },
+        RawType::Ptr { ptr } => Type::Ptr(Box::new(resolve(ptr, by_name)?)),
+        RawType::List { list } => Type::List(Box::new(resolve(list, by_name)?)),
+        RawType::Map { map, .. } => Type::Map(Box::new(resolve(map, by_name)?)),
+    })
+}
+
+#[derive(Deserialize)]
+struct RawSchema {
+    source: String,
+    kinds: std::collections::BTreeMap<String, String>,
+    types: std::collections::BTreeMap<String, RawStruct>,
+}
+
+#[derive(Deserialize)]
+struct RawStruct {
+    fields: Vec<RawField>,
+    #[serde(default)]
+    atomic: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawField {
+    name: String,
+    #[serde(rename = "type")]
+    ty: RawType,
+    #[serde(default)]
+    omitempty: bool,
+    #[serde(default)]
+    omitzero: bool,
+    #[serde(default)]
+    optional: bool,
+    patch_strategy: Option<String>,
+    patch_merge_key: Option<String>,
+    list_type: Option<String>,
+    #[serde(default)]
+    list_map_keys: Vec<String>,
+    map_type: Option<String>,
+    struct_type: Option<String>,
+    default: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawType {
+    Name(String),
+    Ptr { ptr: Box<RawType> },
+    List { list: Box<RawType> },
+    Map { map: Box<RawType> },
+}

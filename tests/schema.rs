@@ -1,0 +1,234 @@
+//! The per-release Go types (src/schema) and the Go round trip they give, checked against what a
+//! real kube-apiserver v1.32 encoded (its audit log and the AdmissionReviews its webhooks got).
+
+use hookscope::KubeVersion;
+use hookscope::schema::{self, ListType, Schema, Type};
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+fn release(minor: u32) -> KubeVersion {
+    KubeVersion::new(minor).unwrap()
+}
+
+#[test]
+fn every_release_has_its_kinds_in_go_field_order() {
+    for minor in KubeVersion::OLDEST.minor()..=KubeVersion::NEWEST.minor() {
+        let s = Schema::for_release(release(minor));
+        assert!(s.len() > 800, "1.{minor}: {} types", s.len());
+        let pod = s.kind("", "v1", "Pod").expect("Pod");
+        let names: Vec<&str> = s.get(pod).fields.iter().map(|f| &*f.name).collect();
+        assert_eq!(
+            names,
+            ["kind", "apiVersion", "metadata", "spec", "status"],
+            "1.{minor}"
+        );
+        let container = s.by_name("core/v1.Container").unwrap();
+        let c = s.get(container);
+        assert_eq!(&*c.fields[0].name, "name");
+        assert_eq!(&*c.fields[1].name, "image");
+        let ports = c.field("ports").unwrap();
+        assert_eq!(ports.patch_merge_key.as_deref(), Some("containerPort"));
+        assert_eq!(ports.list_type, Some(ListType::Map));
+        assert_eq!(
+            ports.list_map_keys.iter().map(|k| &**k).collect::<Vec<_>>(),
+            ["containerPort", "protocol"]
+        );
+        assert!(s.kind("apps", "v1", "Deployment").is_some());
+        assert!(s.kind("batch", "v1", "CronJob").is_some());
+    }
+}
+
+#[test]
+fn releases_differ_where_the_go_types_do() {
+    // ValidatingAdmissionPolicy went GA (admissionregistration/v1) in 1.30.
+    assert!(
+        Schema::for_release(release(29))
+            .kind(
+                "admissionregistration.k8s.io",
+                "v1",
+                "ValidatingAdmissionPolicy"
+            )
+            .is_none()
+    );
+    assert!(
+        Schema::for_release(release(30))
+            .kind(
+                "admissionregistration.k8s.io",
+                "v1",
+                "ValidatingAdmissionPolicy"
+            )
+            .is_some()
+    );
+    // MutatingAdmissionPolicy: v1alpha1 from 1.32, v1beta1 from 1.34.
+    let map = |minor, version| {
+        Schema::for_release(release(minor))
+            .kind(
+                "admissionregistration.k8s.io",
+                version,
+                "MutatingAdmissionPolicy",
+            )
+            .is_some()
+    };
+    assert!(
+        !map(31, "v1alpha1") && map(32, "v1alpha1") && !map(33, "v1beta1") && map(34, "v1beta1")
+    );
+    // Container.resizePolicy came in 1.27 and Container.restartPolicy (sidecars) in 1.28.
+    let s = Schema::for_release(release(28));
+    let c = s.get(s.by_name("core/v1.Container").unwrap());
+    assert!(matches!(c.field("restartPolicy").unwrap().ty, Type::Ptr(_)));
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Event<'a> {
+    verb: &'a str,
+    #[serde(borrow)]
+    request_object: Option<&'a RawValue>,
+    #[serde(borrow)]
+    response_object: Option<&'a RawValue>,
+}
+
+/// Splits `apiVersion` into group and version.
+fn group_version(api_version: &str) -> (&str, &str) {
+    api_version.split_once('/').unwrap_or(("", api_version))
+}
+
+/// Encodes `raw` through its kind's Go type; None when the kind is not a built-in one.
+fn round_trip(s: &Schema, raw: &str) -> Option<String> {
+    let value: serde_json::Value = serde_json::from_str(raw).unwrap();
+    let (group, version) = group_version(value["apiVersion"].as_str()?);
+    let id = s.kind(group, version, value["kind"].as_str()?)?;
+    Some(schema::encode(s, id, &value).unwrap())
+}
+
+#[test]
+fn the_round_trip_gives_the_apiservers_bytes_for_every_object_of_its_audit_log() {
+    let s = Schema::for_release(release(32));
+    let log = std::fs::read_to_string("tests/fixtures/oracle-v1.32/audit.log").unwrap();
+    let mut compared = 0;
+    let mut kinds = std::collections::BTreeSet::new();
+    for (i, line) in log.lines().enumerate() {
+        let event: Event = serde_json::from_str(line).unwrap();
+        // The request of a patch is the patch, not an object.
+        let request = event
+            .request_object
+            .filter(|_| matches!(event.verb, "create" | "update"));
+        for raw in [request, event.response_object].into_iter().flatten() {
+            let Some(encoded) = round_trip(s, raw.get()) else {
+                continue;
+            };
+            assert_eq!(encoded, raw.get(), "line {}", i + 1);
+            let v: serde_json::Value = serde_json::from_str(raw.get()).unwrap();
+            kinds.insert(v["kind"].as_str().unwrap().to_string());
+            compared += 1;
+        }
+    }
+    assert!(compared >= 390, "{compared} objects compared");
+    assert!(kinds.len() > 30, "{kinds:?}");
+}
+
+#[test]
+fn the_round_trip_gives_the_bytes_webhooks_received() {
+    let s = Schema::for_release(release(32));
+    let mut compared = 0;
+    for entry in std::fs::read_dir("tests/fixtures/oracle-v1.32/received").unwrap() {
+        let path = entry.unwrap().path();
+        if !path.to_string_lossy().ends_with("-req.json") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        #[derive(Deserialize)]
+        struct Review<'a> {
+            #[serde(borrow)]
+            request: Request<'a>,
+        }
+        #[derive(Deserialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Request<'a> {
+            #[serde(borrow)]
+            object: Option<&'a RawValue>,
+        }
+        let review: Review = serde_json::from_str(&text).unwrap();
+        let raw = review.request.object.unwrap().get();
+        assert_eq!(round_trip(s, raw).unwrap(), raw, "{}", path.display());
+        compared += 1;
+    }
+    assert!(compared >= 19, "{compared}");
+}
+
+#[test]
+fn decoding_drops_unknown_fields_and_encoding_applies_omitempty() {
+    let s = Schema::for_release(release(33));
+    let pod = s.kind("", "v1", "Pod").unwrap();
+    let input = serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "labels": {}, "Labels": {"a": "b"}, "unknown": 1},
+        "spec": {"containers": [{"image": "nginx", "name": "c", "ports": [], "stdin": false}],
+                 "nodeName": "", "priority": 0, "hostNetwork": null},
+        "status": null
+    });
+    assert_eq!(
+        schema::encode(s, pod, &input).unwrap(),
+        r#"{"kind":"Pod","apiVersion":"v1","metadata":{"name":"p","creationTimestamp":null},"spec":{"containers":[{"name":"c","image":"nginx","resources":{}}],"priority":0},"status":{}}"#
+    );
+}
+
+#[test]
+fn special_types_decode_and_encode_as_go_does() {
+    let s = Schema::for_release(release(33));
+    let svc = s.kind("", "v1", "Service").unwrap();
+    let input = serde_json::json!({
+        "metadata": {"creationTimestamp": "2026-11-21T06:36:02.5+01:00"},
+        "spec": {"ports": [{"port": 80}, {"port": 81, "targetPort": "http"}, {"port": 82, "targetPort": 8080}]}
+    });
+    assert_eq!(
+        schema::encode(s, svc, &input).unwrap(),
+        r#"{"metadata":{"creationTimestamp":"2026-11-21T05:36:02Z"},"spec":{"ports":[{"port":80,"targetPort":0},{"port":81,"targetPort":"http"},{"port":82,"targetPort":8080}]},"status":{"loadBalancer":{}}}"#
+    );
+    let secret = s.kind("", "v1", "Secret").unwrap();
+    let bad = serde_json::json!({"data": {"k": "not base64!"}});
+    assert_eq!(
+        schema::encode(s, secret, &bad).unwrap_err().to_string(),
+        "illegal base64 data at input byte 3"
+    );
+    let wrong = serde_json::json!({"spec": {"containers": [{"name": 1}]}});
+    let pod = s.kind("", "v1", "Pod").unwrap();
+    assert_eq!(
+        schema::encode(s, pod, &wrong).unwrap_err().to_string(),
+        "json: cannot unmarshal number into Go struct field Container.spec.containers.name of type string"
+    );
+    let float = serde_json::json!({"spec": {"priority": 1.5}});
+    assert_eq!(
+        schema::encode(s, pod, &float).unwrap_err().to_string(),
+        "json: cannot unmarshal number 1.5 into Go struct field PodSpec.spec.priority of type int32"
+    );
+}
+
+#[test]
+fn semantic_equality_is_apimachinerys() {
+    let s = Schema::for_release(release(33));
+    let pod = s.kind("", "v1", "Pod").unwrap();
+    let eq = |a: serde_json::Value, b: serde_json::Value| schema::semantic_equal(s, pod, &a, &b);
+    // nil and empty slices and maps are equal, and absent is Go's zero value
+    assert!(eq(
+        serde_json::json!({"spec": {"containers": null}}),
+        serde_json::json!({"spec": {"containers": []}})
+    ));
+    assert!(eq(
+        serde_json::json!({"metadata": {"labels": {}}}),
+        serde_json::json!({"metadata": {}})
+    ));
+    assert!(eq(
+        serde_json::json!({"spec": {"hostNetwork": false, "nodeName": ""}}),
+        serde_json::json!({"spec": {}})
+    ));
+    // a nil pointer and a pointer to a zero value are not
+    assert!(!eq(
+        serde_json::json!({"spec": {"securityContext": {}}}),
+        serde_json::json!({"spec": {}})
+    ));
+    assert!(!eq(
+        serde_json::json!({"spec": {"containers": [{"name": "a"}]}}),
+        serde_json::json!({"spec": {"containers": [{"name": "b"}]}})
+    ));
+}
