@@ -346,8 +346,13 @@ fn sidecar_injector_is_reinvoked_after_a_later_label_defaulter() {
         })
         .collect();
     assert_eq!(applied.len(), 3);
+    // After a patch the object is what the Pod's Go type encodes: every container carries its
+    // (non-pointer) `resources` struct and the Pod its `status`, empty.
     let mut injected = original.clone();
-    injected["spec"]["initContainers"] = json!([{"name": "mesh-init", "image": "mesh/init:1"}]);
+    injected["spec"]["containers"][0]["resources"] = json!({});
+    injected["spec"]["initContainers"] =
+        json!([{"name": "mesh-init", "image": "mesh/init:1", "resources": {}}]);
+    injected["status"] = json!({});
     assert_eq!(applied[0], (0, 0, &original, &injected, true));
     let mut final_object = injected.clone();
     final_object["metadata"]["labels"]["team"] = json!("platform");

@@ -20,9 +20,10 @@ use super::trace::{
 };
 use super::{Attributes, CallDecision, CallRecord, Engine, Outcome, Phases, RequestContext};
 use crate::api::meta::short_eq;
-use crate::api::{Status, WebhookKind};
+use crate::api::{GroupVersionKind, Operation, Status, WebhookKind};
 use crate::jsonpatch;
 use crate::metrics::{RejectionErrorType, WebhookType};
+use crate::schema::{self, Schema};
 
 pub(super) const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -76,18 +77,29 @@ pub(super) struct Run<'e, 'c> {
     /// were not given as JSON; the first is replaced whenever a patch replaces the object.
     object_json: Option<String>,
     old_object_json: Option<String>,
+    /// Whether a patch has been decoded into the object's Go type yet: until then the
+    /// `managedFields` times the field manager set for this request are held at nanosecond
+    /// precision, which the first decode truncates to seconds.
+    decoded_once: bool,
     /// The texts of the request's own invocation (every exact match) and of each equivalent
     /// invocation (resource, subresource, kind) seen so far.
     own_invocation: Option<InvocationTexts>,
     invocations: Vec<(Invocation, InvocationTexts)>,
 }
 
-/// An object's JSON for review bodies: the text it was given as, or its serialisation, made
-/// once into `cache`.
-fn object_text<'a>(o: &'a Option<Arc<Object>>, cache: &'a mut Option<String>) -> &'a str {
+/// An object's JSON for review bodies: the text it was given as, or its serialisation as the
+/// apiserver's (of `kind`, in `release`), made once into `cache`.
+fn object_text<'a>(
+    o: &'a Option<Arc<Object>>,
+    cache: &'a mut Option<String>,
+    kind: &GroupVersionKind,
+    release: crate::KubeVersion,
+) -> &'a str {
     match o.as_deref().and_then(Object::json) {
         Some(text) => text,
-        None => cache.get_or_insert_with(|| review::object_json(o.as_deref().map(Object::value))),
+        None => cache.get_or_insert_with(|| {
+            review::typed_object_json(o.as_deref().map(Object::value), kind, release)
+        }),
     }
 }
 
@@ -114,6 +126,7 @@ impl<'e, 'c> Run<'e, 'c> {
             current_call: None,
             object_json: None,
             old_object_json: None,
+            decoded_once: false,
             own_invocation: None,
             invocations: Vec::new(),
         }
@@ -459,8 +472,14 @@ impl<'e, 'c> Run<'e, 'c> {
         let texts = self.review_texts(inv);
         let (head, tail) = (texts.head(), &*texts.tail);
         let (body, object, old_object) = if self.sends_request_kind(inv) {
-            let object = object_text(&self.attrs.object, &mut self.object_json);
-            let old_object = object_text(&self.attrs.old_object, &mut self.old_object_json);
+            let (kind, release) = (&self.attrs.kind, self.engine.options.kube_version);
+            let object = object_text(&self.attrs.object, &mut self.object_json, kind, release);
+            let old_object = object_text(
+                &self.attrs.old_object,
+                &mut self.old_object_json,
+                kind,
+                release,
+            );
             let body = review::review_text(version, &uid, &head, object, old_object, tail);
             (
                 body,
@@ -485,8 +504,16 @@ impl<'e, 'c> Run<'e, 'c> {
                 version,
                 &uid,
                 &head,
-                &review::object_json(object.as_deref().map(Object::value)),
-                &review::object_json(old_object.as_deref().map(Object::value)),
+                &review::typed_object_json(
+                    object.as_deref().map(Object::value),
+                    &inv.kind,
+                    self.engine.options.kube_version,
+                ),
+                &review::typed_object_json(
+                    old_object.as_deref().map(Object::value),
+                    &inv.kind,
+                    self.engine.options.kube_version,
+                ),
                 tail,
             );
             (body, object, old_object)
@@ -503,6 +530,8 @@ impl<'e, 'c> Run<'e, 'c> {
                     texts: Arc::clone(&texts),
                     object,
                     old_object,
+                    kind: inv.kind.clone(),
+                    release: self.engine.options.kube_version,
                 }),
             });
         }
@@ -927,9 +956,9 @@ impl<'e, 'c> Run<'e, 'c> {
             Err(e) => {
                 self.step(Entry::PatchFailed {
                     call: slot.call,
-                    error: e.to_string().into(),
+                    error: e.as_str().into(),
                 });
-                return Err(CallError::Other(status::internal_error(&e.to_string())));
+                return Err(CallError::Other(status::internal_error(&e)));
             }
         };
         let patch_json = patch.to_go_json();
@@ -943,11 +972,11 @@ impl<'e, 'c> Run<'e, 'c> {
             AuditLevel::Request,
         );
         let same_kind = self.sends_request_kind(inv);
-        let after = Arc::new(Object::new(if same_kind {
-            patched
-        } else {
-            review::relabel(&patched, &inv.kind, &self.attrs.kind)
-        }));
+        let after = Arc::new(match (same_kind, patched_json) {
+            (true, Some(json)) => Object::with_json(patched, json),
+            (true, None) => Object::new(patched),
+            (false, _) => Object::new(review::relabel(&patched, &inv.kind, &self.attrs.kind)),
+        });
         if let Some(c) = self.call_record() {
             c.patch = Some(patch_json.into_boxed_str());
         }
@@ -959,19 +988,21 @@ impl<'e, 'c> Run<'e, 'c> {
             after: Arc::clone(&after),
         });
         self.attrs.to_mut().object = Some(after);
-        self.object_json = patched_json.filter(|_| same_kind);
+        self.object_json = None;
         Ok(changed)
     }
 
-    /// Applies a patch to the current object as sent for the invocation `inv`, as upstream does
-    /// (Go's marshalling of the object, evanphx's patch, a decode). Returns the patched object
-    /// (still labelled with the invocation kind), whether it differs semantically from the
-    /// object sent, and its serialisation for review bodies when the patch could produce it.
+    /// Applies a patch to the current object as sent for the invocation `inv`, as upstream does:
+    /// Go's marshalling of the object, evanphx's patch, a decode into the kind's Go type
+    /// (unknown fields dropped; an unstructured object for kinds without one), `Semantic.DeepEqual`
+    /// with the object sent, then the scheme's defaulting. Returns the patched object (still
+    /// labelled with the invocation kind), whether it differs from the object sent, and its
+    /// serialisation for review bodies when there is one; or the error's message.
     fn patch_object(
-        &self,
+        &mut self,
         patch: &jsonpatch::Patch,
         inv: &Invocation,
-    ) -> Result<(Value, bool, Option<String>), jsonpatch::ApplyError> {
+    ) -> Result<(Value, bool, Option<String>), String> {
         let current = self.attrs.object_value().unwrap_or(&Value::Null);
         let relabelled;
         let sent = if self.sends_request_kind(inv) {
@@ -980,9 +1011,22 @@ impl<'e, 'c> Run<'e, 'c> {
             relabelled = review::relabel(current, &self.attrs.kind, &inv.kind);
             &relabelled
         };
-        let (patched, json) = patch.apply_prepared_json(&jsonpatch::Prepared::new(sent))?;
-        let changed = !semantic_eq(sent, &patched);
-        Ok((patched, changed, json))
+        let (patched, json) = patch
+            .apply_prepared_json(&jsonpatch::Prepared::new(sent))
+            .map_err(|e| e.to_string())?;
+        let release = self.engine.options.kube_version;
+        let schema = Schema::for_release(release);
+        let Some(id) = schema.kind(&inv.kind.group, &inv.kind.version, &inv.kind.kind) else {
+            // An unstructured object: a map, compared as one.
+            let changed = *sent != patched;
+            return Ok((patched, changed, json));
+        };
+        let (decoded, json) =
+            schema::codec::normalize(schema, id, &patched).map_err(|e| e.to_string())?;
+        let times_truncated = !self.decoded_once && managed_fields_fresh(&self.attrs);
+        self.decoded_once = true;
+        let changed = times_truncated || !schema::semantic_equal(schema, id, sent, &decoded);
+        Ok((decoded, changed, Some(json)))
     }
 
     async fn validating_plugin<R: Replier + Send>(
@@ -1000,11 +1044,56 @@ impl<'e, 'c> Run<'e, 'c> {
         result
     }
 
+    /// What the store sets on a created object before validation (`rest.BeforeCreate`'s
+    /// `FillObjectMetaSystemFields`): a fresh `uid` and the `creationTimestamp`. The time is the
+    /// field manager's (the newest `managedFields` time, the same instant at second precision);
+    /// an object without `managedFields` keeps its `creationTimestamp`.
+    fn fill_system_fields(&mut self) {
+        if self.attrs.operation != Operation::Create || !self.attrs.sub_resource.is_empty() {
+            return;
+        }
+        let Some(object) = self.attrs.object_value() else {
+            return;
+        };
+        let Some(meta) = object.get("metadata").and_then(Value::as_object) else {
+            return;
+        };
+        let has_uid = meta
+            .get("uid")
+            .and_then(Value::as_str)
+            .is_some_and(|u| !u.is_empty());
+        let has_time = meta.get("creationTimestamp").is_some_and(|t| !t.is_null());
+        if has_uid && has_time {
+            return;
+        }
+        let time = meta
+            .get("managedFields")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.get("time").and_then(Value::as_str))
+            .max()
+            .map(String::from);
+        let mut object = object.clone();
+        let Some(Value::Object(meta)) = object.get_mut("metadata") else {
+            return;
+        };
+        if !has_uid {
+            meta.insert("uid".into(), Value::String(self.ctx.ids.next_uid()));
+        }
+        if let (false, Some(time)) = (has_time, time) {
+            meta.insert("creationTimestamp".into(), Value::String(time));
+        }
+        self.attrs.to_mut().object = Some(Arc::new(Object::new(object)));
+        self.object_json = None;
+    }
+
     async fn validating_dispatch<R: Replier + Send>(
         &mut self,
         engine: &Engine,
         replier: &mut R,
     ) -> Result<(), Status> {
+        self.fill_system_fields();
         let phase = WebhookKind::Validating;
         let mut relevant: Vec<(&Hook, Invocation)> = Vec::with_capacity(engine.validating.len());
         for (i, hook) in engine.validating.iter().enumerate() {
@@ -1171,6 +1260,27 @@ fn webhook_type(phase: WebhookKind) -> WebhookType {
         WebhookKind::Mutating => WebhookType::Admit,
         WebhookKind::Validating => WebhookType::Validating,
     }
+}
+
+/// Whether the field manager set a `managedFields` time for this request, which the apiserver
+/// then holds at nanosecond precision until the first decode of a patched object truncates it:
+/// an entry of the object whose manager, operation and time no entry of the old object has (any
+/// entry on a create). The captured object shows the time at seconds only, so an entry the
+/// request refreshed within the second of its previous time is not seen as refreshed.
+fn managed_fields_fresh(attrs: &Attributes) -> bool {
+    fn entries(o: Option<&Value>) -> &[Value] {
+        o.and_then(|o| o.pointer("/metadata/managedFields"))
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice)
+    }
+    fn key(e: &Value) -> [&str; 4] {
+        ["manager", "operation", "subresource", "time"]
+            .map(|name| e.get(name).and_then(Value::as_str).unwrap_or_default())
+    }
+    let old = entries(attrs.old_object_value());
+    entries(attrs.object_value()).iter().any(|e| {
+        e.get("time").is_some_and(Value::is_string) && !old.iter().any(|o| key(o) == key(e))
+    })
 }
 
 /// `{"configuration":"<cfg>","webhook":"<name>","mutated":<bool>}`, as Go marshals it.

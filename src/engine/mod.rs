@@ -337,7 +337,7 @@ impl Engine {
             text
         });
         let tail = pieces.tail(attrs).unwrap_or_else(|| {
-            let text = share(review::request_tail(attrs));
+            let text = share(review::request_tail(attrs, self.options.kube_version));
             pieces.remember_tail(attrs, Arc::clone(&text));
             text
         });

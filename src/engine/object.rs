@@ -37,6 +37,15 @@ impl Object {
         }
     }
 
+    /// An object given both as a value and as the compact JSON text that encodes it (such as
+    /// Go's encoding of a decoded object), which reviews send as it stands.
+    pub fn with_json(value: Value, json: String) -> Self {
+        Object {
+            value: OnceLock::from(value),
+            json: Some(json.into_boxed_str()),
+        }
+    }
+
     /// The object's value.
     pub fn value(&self) -> &Value {
         self.value.get_or_init(|| {

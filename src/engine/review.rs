@@ -89,9 +89,10 @@ pub fn build_review(
     }
 }
 
-/// The AdmissionReview [`build_review`] describes, written as `serde_json::to_vec` writes it, with
-/// the objects spliced in already serialised: a dispatch serialises its current object once per
-/// change instead of cloning and serialising it for every call.
+/// The AdmissionReview [`build_review`] describes, written as kube-apiserver writes it (the
+/// options in their Go type's field order, a newline at the end), with the objects spliced in
+/// already serialised: a dispatch serialises its current object once per change instead of
+/// cloning and serialising it for every call.
 pub fn review_body(
     attrs: &Attributes,
     invocation: &Invocation,
@@ -99,9 +100,10 @@ pub fn review_body(
     old_object: &RawValue,
     uid: &str,
     version: &str,
+    release: crate::KubeVersion,
 ) -> String {
     let head = request_head(attrs, invocation);
-    let tail = request_tail(attrs);
+    let tail = request_tail(attrs, release);
     review_text(
         version,
         uid,
@@ -135,7 +137,8 @@ pub(crate) fn review_text(
         + object.len()
         + REVIEW_OLD_OBJECT.len()
         + old_object.len()
-        + tail.len();
+        + tail.len()
+        + 1;
     let mut out = String::with_capacity(len);
     out.push_str(REVIEW_START);
     out.push_str(version);
@@ -148,6 +151,8 @@ pub(crate) fn review_text(
     out.push_str(REVIEW_OLD_OBJECT);
     out.push_str(old_object);
     out.push_str(tail);
+    // Go's `json.Encoder` ends what it encodes with a newline.
+    out.push('\n');
     out
 }
 
@@ -164,6 +169,23 @@ fn json_str_len(s: &str) -> usize {
 pub(crate) fn object_json(object: Option<&Value>) -> String {
     // Serialising a JSON value cannot fail.
     serde_json::to_string(&object).unwrap_or_default()
+}
+
+/// An object (`null` when absent) as kube-apiserver serialises it into AdmissionReview bodies:
+/// Go's encoding of the kind's type when it is a built-in kind of `release`, otherwise the map an
+/// unstructured object is (members sorted by key).
+pub(crate) fn typed_object_json(
+    object: Option<&Value>,
+    kind: &GroupVersionKind,
+    release: crate::KubeVersion,
+) -> String {
+    let schema = crate::schema::Schema::for_release(release);
+    match (object, schema.kind(&kind.group, &kind.version, &kind.kind)) {
+        (Some(o), Some(id)) => {
+            crate::schema::encode(schema, id, o).unwrap_or_else(|_| object_json(Some(o)))
+        }
+        _ => object_json(object),
+    }
 }
 
 /// A string as serde_json writes it.
@@ -393,21 +415,25 @@ impl PieceCache {
 }
 
 /// The end of the review after `oldObject`: `,"dryRun":…,"options":…}}`. Calls share it.
-pub(crate) fn request_tail(attrs: &Attributes) -> String {
-    #[derive(Serialize)]
-    #[serde(rename_all = "camelCase")]
-    struct Tail<'a> {
-        dry_run: bool,
-        options: &'a Value,
-    }
-    let tail = Tail {
-        dry_run: attrs.dry_run,
-        options: attrs.options.as_deref().unwrap_or(&Value::Null),
-    };
-    // Serialising a JSON value cannot fail.
-    let mut text = serde_json::to_string(&tail).unwrap_or_else(|_| "{}".into());
-    text.replace_range(..1, ",");
-    text.push('}');
+pub(crate) fn request_tail(attrs: &Attributes, release: crate::KubeVersion) -> String {
+    let mut text = String::with_capacity(64);
+    text.push_str(if attrs.dry_run {
+        ",\"dryRun\":true,\"options\":"
+    } else {
+        ",\"dryRun\":false,\"options\":"
+    });
+    // The options are `CreateOptions`, `UpdateOptions` or `DeleteOptions` of meta.k8s.io/v1.
+    let options = attrs.options.as_deref();
+    let kind = options
+        .and_then(|o| o.get("kind"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    text.push_str(&typed_object_json(
+        options,
+        &GroupVersionKind::new("meta.k8s.io", "v1", kind),
+        release,
+    ));
+    text.push_str("}}");
     text
 }
 
@@ -1139,12 +1165,20 @@ mod tests {
             request_kinds(&attrs, &invocation).into(),
         );
         cache.remember_user(&attrs, request_user(&attrs).into());
-        cache.remember_tail(&attrs, request_tail(&attrs).into());
+        cache.remember_tail(
+            &attrs,
+            request_tail(&attrs, crate::KubeVersion::NEWEST).into(),
+        );
         let found = |cache: &PieceCache, a: &Attributes, inv: &Invocation| {
             [cache.kinds(a, inv), cache.user(a), cache.tail(a)].map(|t| t.map(|t| t.to_string()))
         };
         let written = |a: &Attributes, inv: &Invocation| {
-            [request_kinds(a, inv), request_user(a), request_tail(a)].map(Some)
+            [
+                request_kinds(a, inv),
+                request_user(a),
+                request_tail(a, crate::KubeVersion::NEWEST),
+            ]
+            .map(Some)
         };
         // Another request of the same kind, user and options: every piece is found again.
         let mut other = attrs.clone();
@@ -1229,8 +1263,13 @@ mod tests {
                 &raw(&old_object),
                 "uid-1",
                 version,
+                crate::KubeVersion::NEWEST,
             );
-            assert_eq!(String::from_utf8(expected).unwrap(), body);
+            // The same review; the options in their Go type's field order, and the newline
+            // Go's encoder ends with.
+            let expected: Value = serde_json::from_slice(&expected).unwrap();
+            assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), expected);
+            assert!(body.ends_with("}}\n"), "{body}");
         };
         check(&attrs, &invocation, "v1");
         attrs.sub_resource = "scale".into();

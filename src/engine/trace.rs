@@ -108,6 +108,10 @@ pub(crate) struct ReviewParts {
     pub(crate) texts: Arc<ReviewTexts>,
     pub(crate) object: Option<Arc<Object>>,
     pub(crate) old_object: Option<Arc<Object>>,
+    /// The kind the objects were sent as and the release whose Go types encoded them, for
+    /// objects that were not given as text.
+    pub(crate) kind: crate::api::GroupVersionKind,
+    pub(crate) release: crate::KubeVersion,
 }
 
 /// The text of a request's AdmissionReviews around the uid and the objects, in the pieces of
@@ -129,12 +133,14 @@ impl ReviewTexts {
     }
 }
 
-/// An object's text in a review: the one it was given as, or its serialisation.
-fn sent_json(object: &Option<Arc<Object>>) -> Cow<'_, str> {
+/// An object's text in a review: the one it was given as, or the apiserver's serialisation.
+fn sent_json<'a>(object: &'a Option<Arc<Object>>, parts: &ReviewParts) -> Cow<'a, str> {
     match object.as_deref().and_then(Object::json) {
         Some(text) => Cow::Borrowed(text),
-        None => Cow::Owned(super::review::object_json(
+        None => Cow::Owned(super::review::typed_object_json(
             object.as_deref().map(Object::value),
+            &parts.kind,
+            parts.release,
         )),
     }
 }
@@ -147,8 +153,8 @@ impl ReviewBody {
     /// The review exactly as sent.
     pub fn text(&self) -> String {
         let p = &self.0;
-        let object = sent_json(&p.object);
-        let old_object = sent_json(&p.old_object);
+        let object = sent_json(&p.object, p);
+        let old_object = sent_json(&p.old_object, p);
         super::review::review_text(
             p.version,
             &p.uid,

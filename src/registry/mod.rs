@@ -119,6 +119,8 @@ pub struct ResourceRegistry {
     entries: Vec<GroupResourceEntry>,
     /// `group_resource_hash` → indices into `entries` (more than one only on a hash collision).
     index: HashMap<u64, Vec<usize>, BuildHasherDefault<IdentityHasher>>,
+    /// The release whose resources these are (the newest for a registry built by hand).
+    release: KubeVersion,
 }
 
 /// Hasher for keys that are already hashes.
@@ -160,6 +162,7 @@ impl ResourceRegistry {
     pub fn builtin(version: KubeVersion) -> Self {
         let minor = version.minor();
         let mut reg = Self::empty();
+        reg.release = version;
         for row in data::ROWS
             .iter()
             .filter(|r| r.since <= minor && minor <= r.until)
@@ -188,6 +191,11 @@ impl ResourceRegistry {
             }
         }
         reg
+    }
+
+    /// The release whose built-in resources the registry holds.
+    pub fn release(&self) -> KubeVersion {
+        self.release
     }
 
     /// A registry with nothing registered.

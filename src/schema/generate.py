@@ -420,6 +420,15 @@ def generate(api, apimachinery, tag):
                 continue
             ref = em.resolve(name, gf)
             kinds[f"{group}/{version}/{name}"] = ref[1:]
+    # meta.k8s.io/v1: the options of writes (CreateOptions, UpdateOptions, ...) and Status, which
+    # admission reviews and responses carry.
+    meta = "k8s.io/apimachinery/pkg/apis/meta/v1"
+    for name in sorted(u.packages.get(meta, {})):
+        decl, gf = u.packages[meta][name]
+        if decl[0] == "struct" and any(
+            f["embedded"] and f["type"] == "TypeMeta" for f in decl[1]
+        ):
+            kinds[f"meta.k8s.io/v1/{name}"] = em.resolve(name, gf)[1:]
     return {"kinds": kinds, "types": {k: em.types[k] for k in sorted(em.types)}}, em.problems
 
 

@@ -17,6 +17,7 @@
 //! apimachinery's `Semantic.DeepEqual`.
 
 pub mod codec;
+pub mod fieldset;
 
 use std::collections::HashMap;
 use std::io::Read;

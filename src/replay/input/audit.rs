@@ -526,8 +526,14 @@ impl Reader {
     }
 
     /// The request as admission saw it, ready to emit.
-    fn request(&self, ctx: &Ctx<'_, '_>, parts: Parts) -> InputItem {
+    fn request(&self, ctx: &Ctx<'_, '_>, mut parts: Parts) -> InputItem {
         let ev = ctx.ev;
+        if let Some(object) = parts.object.as_mut() {
+            add_managed_fields(object, ev.response_object);
+            if parts.operation == Operation::Create {
+                self.add_field_manager_entry(ctx, &parts.kind, object, parts.options.as_ref());
+            }
+        }
         let (user_info, impersonator) = match &ev.impersonated {
             Some(u) => (u.clone(), Some(ev.user.clone())),
             None => (ev.user.clone(), None),
@@ -568,7 +574,77 @@ impl Reader {
         }))
     }
 
-    /// The request object of a create or update, parsed.
+    /// On a create whose object has no `managedFields` yet (the event's response did not show the
+    /// stored object: a denied create), the entry the field manager gave it: the request's field
+    /// manager (or its user agent's first word) owns, as an `Update` at the time the request was
+    /// received, every field the object sets.
+    fn add_field_manager_entry(
+        &self,
+        ctx: &Ctx<'_, '_>,
+        kind: &GroupVersionKind,
+        object: &mut Value,
+        options: Option<&Value>,
+    ) {
+        if object
+            .pointer("/metadata/managedFields")
+            .is_some_and(|m| !m.is_null())
+        {
+            return;
+        }
+        let schema = crate::schema::Schema::for_release(self.registry.release());
+        let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind) else {
+            return;
+        };
+        let Ok((typed, _)) = crate::schema::codec::normalize(schema, id, object) else {
+            return;
+        };
+        let reset_status = self.registry.kind_ref(&ctx.gvr, "status").is_some();
+        let Some(fields) = crate::schema::fieldset::fields_v1(schema, id, &typed, reset_status)
+        else {
+            return;
+        };
+        let manager = options
+            .and_then(|o| o.get("fieldManager"))
+            .and_then(Value::as_str)
+            .filter(|m| !m.is_empty())
+            .map(String::from)
+            .unwrap_or_else(|| {
+                let agent = ctx.ev.user_agent.as_deref().unwrap_or_default();
+                agent
+                    .split('/')
+                    .next()
+                    .unwrap_or_default()
+                    .chars()
+                    .take(128)
+                    .collect()
+            });
+        let Some(time) = ctx
+            .ev
+            .received
+            .as_deref()
+            .and_then(|t| crate::schema::codec::parse_rfc3339(t).ok())
+            .and_then(|t| t.format_seconds())
+        else {
+            return;
+        };
+        let Some(Value::Object(metadata)) = object.get_mut("metadata") else {
+            return;
+        };
+        metadata.insert(
+            "managedFields".into(),
+            json!([{
+                "manager": manager,
+                "operation": "Update",
+                "apiVersion": kind.api_version(),
+                "time": time,
+                "fieldsType": "FieldsV1",
+                "fieldsV1": fields,
+            }]),
+        );
+    }
+
+    /// The request object of a create or update, parsed. (The field manager's entries are added
+    /// by [`add_managed_fields`].)
     fn request_object(&self, ctx: &Ctx<'_, '_>) -> Result<Value, InputItem> {
         let Some(raw) = ctx.ev.request_object else {
             return Err(ctx.not_replayable(
@@ -1391,6 +1467,40 @@ fn escape_query(s: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// The `managedFields` the apiserver's field manager gave the object before admission, which
+/// the request body does not carry: those of the object the event's response shows (the stored
+/// object; mutating admission does not change them). Nothing when the response is not the
+/// object (a Status) or the request already has some.
+fn add_managed_fields(object: &mut Value, response: Option<&[u8]>) {
+    #[derive(Deserialize)]
+    struct Response {
+        metadata: Option<Metadata>,
+    }
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Metadata {
+        managed_fields: Option<Value>,
+    }
+    let Some(Value::Object(metadata)) = object.get_mut("metadata") else {
+        return;
+    };
+    if metadata.get("managedFields").is_some_and(|m| !m.is_null()) {
+        return;
+    }
+    let Some(raw) = response else {
+        return;
+    };
+    if let Ok(Response {
+        metadata:
+            Some(Metadata {
+                managed_fields: Some(entries @ Value::Array(_)),
+            }),
+    }) = scan::parse::<Response>(raw)
+    {
+        metadata.insert("managedFields".into(), entries);
+    }
 }
 
 #[cfg(test)]
