@@ -120,7 +120,7 @@ fn check(case: &Case, minor: u32) -> Vec<String> {
 #[test]
 fn upstream_defaulting_tables_hold_at_every_release() {
     let cases = load_cases();
-    assert!(cases.len() > 50, "only {} cases loaded", cases.len());
+    assert!(cases.len() > 120, "only {} cases loaded", cases.len());
     let mut runs = 0;
     let mut failures = Vec::new();
     for case in &cases {

@@ -18,16 +18,17 @@ const ROLLING_UPDATE: &str = "RollingUpdate";
 
 /// Defaults an apps/v1 object of `kind`; false when the kind has no defaulting.
 pub(super) fn apps(kind: &str, object: &mut Object, f: &Features) -> bool {
+    let spec_defaults: fn(&mut Object, &Features) = match kind {
+        "Deployment" => |spec, _| deployment(spec),
+        "DaemonSet" => |spec, _| daemon_set(spec),
+        "StatefulSet" => stateful_set,
+        "ReplicaSet" => |spec, _| apply(spec, &[REPLICAS]),
+        _ => return false,
+    };
     let Some(spec) = value_struct(object, "spec") else {
         return true;
     };
-    match kind {
-        "Deployment" => deployment(spec),
-        "DaemonSet" => daemon_set(spec),
-        "StatefulSet" => stateful_set(spec, f),
-        "ReplicaSet" => apply(spec, &[REPLICAS]),
-        _ => return false,
-    }
+    spec_defaults(spec, f);
     if let Some(template) = value_struct(spec, "template") {
         pod_template_spec(template, f);
     }
