@@ -18,8 +18,9 @@ pub(super) fn round_resource_lists(object: &mut Map<String, Value>, keys: &[&str
     }
 }
 
+/// How a quantity was written, which decides how a computed one is written back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Format {
+pub(super) enum Format {
     DecimalSI,
     DecimalExponent,
     BinarySI,
@@ -33,14 +34,34 @@ struct Exact {
     format: Format,
 }
 
+/// The text of a quantity in a JSON value (Go's `Quantity.UnmarshalJSON` takes both strings and
+/// numbers).
+fn text_of(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.trim().to_string()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// A quantity as a signed count of nano-units (parsing rounds finer values up, as the apiserver
+/// does), and its format.
+pub(super) fn nanos(value: &Value) -> Option<(i128, Format)> {
+    let q = parse(&text_of(value)?)?;
+    let magnitude = if q.scale >= -9 {
+        q.digits
+            .checked_mul(10u128.checked_pow(u32::try_from(q.scale + 9).ok()?)?)?
+    } else {
+        let divisor = 10u128.checked_pow(u32::try_from(-9 - q.scale).ok()?)?;
+        q.digits / divisor + u128::from(q.digits % divisor != 0)
+    };
+    let magnitude = i128::try_from(magnitude).ok()?;
+    Some((if q.negative { -magnitude } else { magnitude }, q.format))
+}
+
 /// The canonical text of the quantity rounded up to milli precision, when rounding changes it.
 fn rounded_up_to_milli(value: &Value) -> Option<String> {
-    let text = match value {
-        Value::String(s) => s.trim().to_string(),
-        Value::Number(n) => n.to_string(),
-        _ => return None,
-    };
-    let q = parse(&text)?;
+    let q = parse(&text_of(value)?)?;
     if q.scale >= -3 {
         return None;
     }
@@ -48,8 +69,9 @@ fn rounded_up_to_milli(value: &Value) -> Option<String> {
     if q.digits % divisor == 0 {
         return None;
     }
-    let millis = q.digits / divisor + 1;
-    Some(canonical(q.negative, millis, q.format))
+    let millis = i128::try_from(q.digits / divisor + 1).ok()?;
+    let nanos = millis.checked_mul(1_000_000)?;
+    Some(canonical(if q.negative { -nanos } else { nanos }, q.format))
 }
 
 fn parse(text: &str) -> Option<Exact> {
@@ -117,12 +139,13 @@ fn decimal_si_exponent(suffix: &str) -> Option<i32> {
         .map(|(_, e)| *e)
 }
 
-/// The canonical text of `±millis × 10^-3` in `format` (apimachinery's `CanonicalizeBytes`).
-fn canonical(negative: bool, millis: u128, format: Format) -> String {
-    let sign = if negative { "-" } else { "" };
-    let whole_units = millis % 1000 == 0;
-    if format == Format::BinarySI && whole_units && millis / 1000 >= 1024 {
-        let (mut n, mut power) = (millis / 1000, 0usize);
+/// The canonical text of `nanos × 10^-9` in `format` (apimachinery's `CanonicalizeBytes`).
+pub(super) fn canonical(nanos: i128, format: Format) -> String {
+    let sign = if nanos < 0 { "-" } else { "" };
+    let magnitude = nanos.unsigned_abs();
+    const UNIT: u128 = 1_000_000_000;
+    if format == Format::BinarySI && magnitude >= 1024 * UNIT && magnitude % UNIT == 0 {
+        let (mut n, mut power) = (magnitude / UNIT, 0usize);
         while power < 6 && n % 1024 == 0 {
             n /= 1024;
             power += 1;
@@ -130,10 +153,13 @@ fn canonical(negative: bool, millis: u128, format: Format) -> String {
         let suffix = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"][power];
         return format!("{sign}{n}{suffix}");
     }
-    let (mut mantissa, mut exponent) = (millis, -3);
+    let (mut mantissa, mut exponent) = (magnitude, -9);
     while mantissa != 0 && mantissa % 1000 == 0 {
         mantissa /= 1000;
         exponent += 3;
+    }
+    if mantissa == 0 {
+        exponent = 0;
     }
     let suffix = match (format, decimal_si_exponent_suffix(exponent)) {
         (Format::DecimalExponent, _) if exponent == 0 => String::new(),
@@ -169,6 +195,7 @@ mod tests {
             (json!("1.0001Ki"), Some("1024103m")),
             (json!(0.0001), Some("1m")),
             (json!("-100u"), Some("-1m")),
+            (json!("1.99999999Ki"), Some("2Ki")),
             (json!("10Gi"), None),
             (json!("0"), None),
             (json!("bogus"), None),
