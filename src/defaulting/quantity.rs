@@ -144,9 +144,9 @@ pub(super) fn canonical(nanos: i128, format: Format) -> String {
     let sign = if nanos < 0 { "-" } else { "" };
     let magnitude = nanos.unsigned_abs();
     const UNIT: u128 = 1_000_000_000;
-    if format == Format::BinarySI && magnitude >= 1024 * UNIT && magnitude % UNIT == 0 {
+    if format == Format::BinarySI && magnitude >= 1024 * UNIT && magnitude.is_multiple_of(UNIT) {
         let (mut n, mut power) = (magnitude / UNIT, 0usize);
-        while power < 6 && n % 1024 == 0 {
+        while power < 6 && n.is_multiple_of(1024) {
             n /= 1024;
             power += 1;
         }
@@ -154,7 +154,7 @@ pub(super) fn canonical(nanos: i128, format: Format) -> String {
         return format!("{sign}{n}{suffix}");
     }
     let (mut mantissa, mut exponent) = (magnitude, -9);
-    while mantissa != 0 && mantissa % 1000 == 0 {
+    while mantissa != 0 && mantissa.is_multiple_of(1000) {
         mantissa /= 1000;
         exponent += 3;
     }
