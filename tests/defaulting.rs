@@ -5,6 +5,7 @@ use std::path::Path;
 
 use hookscope::KubeVersion;
 use hookscope::defaulting::{default_object, is_defaulted};
+use proptest::prelude::*;
 use serde_json::{Value, json};
 
 /// One fixture case: `input` defaulted as `apiVersion`/`kind` must equal `expected` when given,
@@ -249,5 +250,124 @@ fn kinds_without_defaulting_say_so() {
         ("batch", "v1", "CronJob"),
     ] {
         assert!(is_defaulted(group, version, kind), "{kind}");
+    }
+}
+
+/// Field names the defaulting code looks at, so that random objects reach deep into it.
+const KEYS: &[&str] = &[
+    "spec",
+    "template",
+    "jobTemplate",
+    "metadata",
+    "labels",
+    "status",
+    "containers",
+    "initContainers",
+    "ephemeralContainers",
+    "volumes",
+    "resources",
+    "limits",
+    "requests",
+    "ports",
+    "env",
+    "valueFrom",
+    "fieldRef",
+    "image",
+    "livenessProbe",
+    "httpGet",
+    "grpc",
+    "lifecycle",
+    "postStart",
+    "hostNetwork",
+    "containerPort",
+    "restartPolicy",
+    "projected",
+    "sources",
+    "downwardAPI",
+    "items",
+    "ephemeral",
+    "volumeClaimTemplate",
+    "secret",
+    "hostPath",
+    "type",
+    "strategy",
+    "updateStrategy",
+    "rollingUpdate",
+    "behavior",
+    "scaleUp",
+    "metrics",
+    "policyTypes",
+    "egress",
+    "sessionAffinity",
+    "sessionAffinityConfig",
+    "clientIP",
+    "targetPort",
+    "port",
+    "loadBalancer",
+    "ingress",
+    "ip",
+    "podFailurePolicy",
+    "rules",
+    "onPodConditions",
+    "hugepages-2Mi",
+    "cpu",
+    "memory",
+    "capacity",
+    "name",
+];
+
+fn arbitrary_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        prop_oneof![
+            Just("Always"),
+            Just("1Gi"),
+            Just("100u"),
+            Just(""),
+            Just("ClientIP"),
+            Just("LoadBalancer"),
+            Just("1.5Ki"),
+            Just("x:latest")
+        ]
+        .prop_map(Value::from),
+    ];
+    leaf.prop_recursive(6, 96, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::vec((prop::sample::select(KEYS), inner), 0..6).prop_map(|entries| {
+                Value::Object(
+                    entries
+                        .into_iter()
+                        .map(|(k, v)| (k.to_string(), v))
+                        .collect(),
+                )
+            }),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Any JSON, at any release, for every defaulted kind: no panic, and defaulting twice is
+    /// defaulting once.
+    #[test]
+    fn arbitrary_objects_never_panic(object in arbitrary_json(), minor in 28u32..=37) {
+        let release = KubeVersion::new(minor).unwrap();
+        for (group, version, kind) in [
+            ("", "v1", "Pod"), ("", "v1", "PodTemplate"), ("", "v1", "ReplicationController"),
+            ("", "v1", "Service"), ("", "v1", "Namespace"), ("", "v1", "LimitRange"), ("", "v1", "Node"),
+            ("", "v1", "PersistentVolume"), ("apps", "v1", "StatefulSet"), ("apps", "v1", "Deployment"),
+            ("apps", "v1", "DaemonSet"), ("batch", "v1", "Job"), ("batch", "v1", "CronJob"),
+            ("autoscaling", "v2", "HorizontalPodAutoscaler"), ("networking.k8s.io", "v1", "NetworkPolicy"),
+        ] {
+            let mut once = object.clone();
+            default_object(group, version, kind, &mut once, release);
+            let mut twice = once.clone();
+            default_object(group, version, kind, &mut twice, release);
+            prop_assert_eq!(&once, &twice, "{} not idempotent", kind);
+        }
     }
 }

@@ -3,7 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use super::features::Features;
-use super::go::{Lit, Unset, apply, elements, field, non_nil, pointer, set_default, value_struct};
+use super::go::{Lit, Unset, apply, elements, field, pointer, set_default, value_struct};
 
 type Object = Map<String, Value>;
 
@@ -56,8 +56,8 @@ fn scaling_rules(set: Option<&Value>, defaults: Value, f: &Features) -> Value {
             .into_iter()
             .chain(tolerance)
         {
-            if non_nil(set, key) {
-                rules.insert(key.into(), set[key].clone());
+            if let Some(value) = set.get(key).filter(|v| !v.is_null()) {
+                rules.insert(key.into(), value.clone());
             }
         }
     }
