@@ -5,8 +5,8 @@ use serde_json::{Map, Value};
 
 use super::features::Features;
 use super::go::{
-    FieldDefault, Lit, Unset, apply, elements, field, non_nil, pointer, set_default, string_at,
-    value_struct,
+    FieldDefault, Lit, Unset, apply, elements, field, non_nil, pointer, pointer_or_new,
+    set_default, string_at, value_struct,
 };
 use super::image::default_pull_policy;
 use super::quantity::round_resource_lists;
@@ -212,8 +212,7 @@ fn requests_from_limits(resources: &mut Object) {
         return;
     };
     let limits = limits.clone();
-    set_default(resources, "requests", Unset::Nil, Value::Object(Map::new()));
-    if let Some(requests) = pointer(resources, "requests") {
+    if let Some(requests) = pointer_or_new(resources, "requests") {
         for (name, quantity) in limits {
             requests.entry(name).or_insert(quantity);
         }
@@ -399,12 +398,7 @@ fn replication_controller(rc: &mut Object, f: &Features) {
     let Some(spec) = value_struct(rc, "spec") else {
         return;
     };
-    let template_labels = pointer(spec, "template")
-        .and_then(|t| pointer(t, "metadata"))
-        .and_then(|m| m.get("labels"))
-        .filter(|l| l.is_object())
-        .cloned();
-    if let Some(labels) = template_labels {
+    if let Some(labels) = template_labels(spec) {
         set_default(spec, "selector", Unset::Empty, labels.clone());
         if let Some(metadata) = value_struct(rc, "metadata") {
             set_default(metadata, "labels", Unset::Empty, labels);
@@ -417,6 +411,15 @@ fn replication_controller(rc: &mut Object, f: &Features) {
     if let Some(template) = pointer(spec, "template") {
         pod_template_spec(template, f);
     }
+}
+
+/// The labels of `spec.template`, when the template and its labels map are non-nil.
+pub(super) fn template_labels(spec: &mut Object) -> Option<Value> {
+    pointer(spec, "template")
+        .and_then(|t| pointer(t, "metadata"))
+        .and_then(|m| m.get("labels"))
+        .filter(|l| l.is_object())
+        .cloned()
 }
 
 /// `SetObjectDefaults_Service`.
@@ -527,13 +530,9 @@ fn limit_range(lr: &mut Object) {
     };
     for item in elements(spec, "limits") {
         if string_at(item, "type") == "Container" {
-            set_default(item, "default", Unset::Nil, Value::Object(Map::new()));
-            set_default(
-                item,
-                "defaultRequest",
-                Unset::Nil,
-                Value::Object(Map::new()),
-            );
+            for key in ["default", "defaultRequest"] {
+                set_default(item, key, Unset::Nil, Value::Object(Map::new()));
+            }
             copy_missing(item, "max", "default");
             copy_missing(item, "default", "defaultRequest");
             copy_missing(item, "min", "defaultRequest");

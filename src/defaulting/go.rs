@@ -105,6 +105,16 @@ pub(super) fn pointer<'a>(
     object.get_mut(key).and_then(Value::as_object_mut)
 }
 
+/// A pointer (or map) field Go allocates when nil before writing into it (`if x == nil { x = &T{} }`):
+/// the struct, created empty when the field is absent or `null`.
+pub(super) fn pointer_or_new<'a>(
+    object: &'a mut Map<String, Value>,
+    key: &str,
+) -> Option<&'a mut Map<String, Value>> {
+    set_default(object, key, Unset::Nil, Value::Object(Map::new()));
+    pointer(object, key)
+}
+
 /// A field holding a struct by value: Go always has it, so an absent or `null` one is created
 /// empty for the defaults written into it. A value of another type is left alone (`None`).
 pub(super) fn value_struct<'a>(

@@ -2,11 +2,11 @@
 
 use serde_json::{Map, Value};
 
-use super::core::{persistent_volume_claim, pod_template_spec};
+use super::core::{persistent_volume_claim, pod_template_spec, template_labels};
 use super::features::Features;
 use super::go::{
-    FieldDefault, Lit, Unset, apply, elements, field, non_nil, pointer, set_default, string_at,
-    value_struct,
+    FieldDefault, Lit, Unset, apply, elements, field, non_nil, pointer, pointer_or_new,
+    set_default, string_at, value_struct,
 };
 
 type Object = Map<String, Value>;
@@ -52,16 +52,10 @@ fn rolling_update_strategy(spec: &mut Object, key: &str, table: &[FieldDefault])
         Unset::EmptyString,
         Value::from(ROLLING_UPDATE),
     );
-    if string_at(strategy, "type") == ROLLING_UPDATE {
-        set_default(
-            strategy,
-            "rollingUpdate",
-            Unset::Nil,
-            Value::Object(Map::new()),
-        );
-        if let Some(rolling) = pointer(strategy, "rollingUpdate") {
-            apply(rolling, table);
-        }
+    if string_at(strategy, "type") == ROLLING_UPDATE
+        && let Some(rolling) = pointer_or_new(strategy, "rollingUpdate")
+    {
+        apply(rolling, table);
     }
 }
 
@@ -122,13 +116,7 @@ fn stateful_set(spec: &mut Object, f: &Features) {
             }
         }
     }
-    set_default(
-        spec,
-        "persistentVolumeClaimRetentionPolicy",
-        Unset::Nil,
-        Value::Object(Map::new()),
-    );
-    if let Some(policy) = pointer(spec, "persistentVolumeClaimRetentionPolicy") {
+    if let Some(policy) = pointer_or_new(spec, "persistentVolumeClaimRetentionPolicy") {
         for key in ["whenDeleted", "whenScaled"] {
             set_default(policy, key, Unset::Empty, Value::from("Retain"));
         }
@@ -160,11 +148,7 @@ fn job(object: &mut Object, f: &Features) {
         6
     };
     set_default(spec, "backoffLimit", Unset::Nil, Value::from(backoff));
-    let template_labels = pointer(spec, "template")
-        .and_then(|t| pointer(t, "metadata"))
-        .and_then(|m| m.get("labels"))
-        .filter(|l| l.is_object())
-        .cloned();
+    let template_labels = template_labels(spec);
     set_default(
         spec,
         "completionMode",
