@@ -72,6 +72,8 @@ pub fn default_object(
             other::endpoint_slice(object);
             true
         }
+        ("rbac.authorization.k8s.io", "v1") => other::rbac(kind, object),
+        ("storage.k8s.io", "v1") => other::storage(kind, object),
         ("scheduling.k8s.io", "v1") if kind == "PriorityClass" => {
             other::priority_class(object);
             true

@@ -1,4 +1,5 @@
-//! The smaller groups: autoscaling/v1 and v2, networking/v1, discovery/v1, scheduling/v1.
+//! The smaller groups: autoscaling/v1 and v2, networking/v1, discovery/v1, scheduling/v1, rbac/v1,
+//! storage/v1.
 
 use serde_json::{Map, Value, json};
 
@@ -118,4 +119,71 @@ pub(super) fn priority_class(class: &mut Object) {
         Unset::Nil,
         Value::from("PreemptLowerPriority"),
     );
+}
+
+/// Defaults an rbac.authorization.k8s.io/v1 RoleBinding or ClusterRoleBinding; false for the
+/// other kinds.
+pub(super) fn rbac(kind: &str, binding: &mut Object) -> bool {
+    if kind != "RoleBinding" && kind != "ClusterRoleBinding" {
+        return false;
+    }
+    const GROUP: &str = "rbac.authorization.k8s.io";
+    if let Some(role_ref) = value_struct(binding, "roleRef") {
+        set_default(role_ref, "apiGroup", Unset::Empty, Value::from(GROUP));
+    }
+    for subject in elements(binding, "subjects") {
+        let group = match subject.get("kind").and_then(Value::as_str) {
+            Some("ServiceAccount") => "",
+            Some("User" | "Group") => GROUP,
+            _ => continue,
+        };
+        set_default(subject, "apiGroup", Unset::Empty, Value::from(group));
+    }
+    true
+}
+
+/// Defaults a storage.k8s.io/v1 StorageClass or CSIDriver; false for the other kinds.
+pub(super) fn storage(kind: &str, object: &mut Object) -> bool {
+    match kind {
+        "StorageClass" => apply(
+            object,
+            &[
+                field("reclaimPolicy", Unset::Nil, Lit::Str("Delete")),
+                field("volumeBindingMode", Unset::Nil, Lit::Str("Immediate")),
+            ],
+        ),
+        "CSIDriver" => {
+            let Some(spec) = value_struct(object, "spec") else {
+                return true;
+            };
+            apply(
+                spec,
+                &[
+                    field("attachRequired", Unset::Nil, Lit::Bool(true)),
+                    field("podInfoOnMount", Unset::Nil, Lit::Bool(false)),
+                    field("storageCapacity", Unset::Nil, Lit::Bool(false)),
+                    field(
+                        "fsGroupPolicy",
+                        Unset::Nil,
+                        Lit::Str("ReadWriteOnceWithFSType"),
+                    ),
+                ],
+            );
+            set_default(
+                spec,
+                "volumeLifecycleModes",
+                Unset::Empty,
+                json!(["Persistent"]),
+            );
+            apply(
+                spec,
+                &[
+                    field("requiresRepublish", Unset::Nil, Lit::Bool(false)),
+                    field("seLinuxMount", Unset::Nil, Lit::Bool(false)),
+                ],
+            );
+        }
+        _ => return false,
+    }
+    true
 }
