@@ -183,6 +183,56 @@ fn a_sidecar_added_by_a_webhook_gets_the_apiservers_fields() {
     }
 }
 
+/// An injected proxy with ports, probes and env gets every nested default, and a field a webhook
+/// removes from an already defaulted Pod comes back on the next round trip.
+#[test]
+fn an_injected_proxy_gets_nested_defaults_and_removed_defaults_come_back() {
+    let proxy = json!({
+        "name": "istio-proxy",
+        "image": "docker.io/istio/proxyv2:1.22.0",
+        "ports": [{"containerPort": 15090, "name": "http-envoy-prom"}],
+        "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+        "readinessProbe": {"httpGet": {"path": "/healthz/ready", "port": 15021}, "periodSeconds": 15},
+        "resources": {"limits": {"cpu": "2", "memory": "1Gi"}, "requests": {"cpu": "100m"}},
+    });
+    let mut pod = json!({"spec": {"containers": [proxy]}});
+    default_object("", "v1", "Pod", &mut pod, KubeVersion::NEWEST);
+    assert_eq!(
+        pod["spec"]["containers"][0],
+        json!({
+            "name": "istio-proxy",
+            "image": "docker.io/istio/proxyv2:1.22.0",
+            "imagePullPolicy": "IfNotPresent",
+            "terminationMessagePath": "/dev/termination-log",
+            "terminationMessagePolicy": "File",
+            "ports": [{"containerPort": 15090, "name": "http-envoy-prom", "protocol": "TCP"}],
+            "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name", "apiVersion": "v1"}}}],
+            "readinessProbe": {
+                "httpGet": {"path": "/healthz/ready", "port": 15021, "scheme": "HTTP"},
+                "periodSeconds": 15,
+                "timeoutSeconds": 1,
+                "successThreshold": 1,
+                "failureThreshold": 3,
+            },
+            "resources": {
+                "limits": {"cpu": "2", "memory": "1Gi"},
+                "requests": {"cpu": "100m", "memory": "1Gi"},
+            },
+        })
+    );
+
+    let defaulted = pod.clone();
+    let spec = pod["spec"].as_object_mut().unwrap();
+    spec.remove("terminationGracePeriodSeconds");
+    spec.remove("dnsPolicy");
+    spec["containers"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("imagePullPolicy");
+    default_object("", "v1", "Pod", &mut pod, KubeVersion::NEWEST);
+    assert_eq!(pod, defaulted);
+}
+
 /// Defaulting an already defaulted object changes nothing, at every release, for every case.
 #[test]
 fn defaulting_is_idempotent() {
