@@ -64,6 +64,7 @@
 pub mod api;
 pub mod cel;
 pub mod config;
+pub mod defaulting;
 pub mod edit;
 pub mod engine;
 pub mod fake_apiserver;

@@ -1,0 +1,423 @@
+//! Scheme defaulting against upstream's defaulting tests, ported as data
+//! (`tests/fixtures/defaulting/`, see its README), at every release each case applies to.
+
+use std::path::Path;
+
+use hookscope::KubeVersion;
+use hookscope::defaulting::{default_object, is_defaulted};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+/// One fixture case: `input` defaulted as `apiVersion`/`kind` must equal `expected` when given,
+/// have every pointer of `expect` at its value and none of `absent`.
+struct Case {
+    file: String,
+    name: String,
+    group: String,
+    version: String,
+    kind: String,
+    releases: (u32, u32),
+    defaulted: bool,
+    input: Value,
+    expected: Option<Value>,
+    expect: Vec<(String, Value)>,
+    absent: Vec<String>,
+}
+
+fn minor(v: &Value) -> u32 {
+    let text = v.as_str().expect("release is a string");
+    text.parse::<KubeVersion>()
+        .expect("release is modelled")
+        .minor()
+}
+
+fn load_cases() -> Vec<Case> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/defaulting");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .expect("fixture folder")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .collect();
+    files.sort();
+    let mut cases = Vec::new();
+    for path in files {
+        let text = std::fs::read_to_string(&path).expect("fixture file");
+        let doc: Value = serde_json::from_str(&text).expect("fixture JSON");
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        for c in doc["cases"].as_array().expect("cases") {
+            let api_version = c["apiVersion"].as_str().expect("apiVersion");
+            let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+            let releases = match c.get("releases") {
+                Some(r) => (minor(&r[0]), minor(&r[1])),
+                None => (KubeVersion::OLDEST.minor(), KubeVersion::NEWEST.minor()),
+            };
+            let map = |key: &str| -> Vec<(String, Value)> {
+                c.get(key)
+                    .and_then(Value::as_object)
+                    .map(|m| m.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                    .unwrap_or_default()
+            };
+            cases.push(Case {
+                file: file.clone(),
+                name: c["name"].as_str().expect("name").to_string(),
+                group: group.to_string(),
+                version: version.to_string(),
+                kind: c["kind"].as_str().expect("kind").to_string(),
+                releases,
+                defaulted: c.get("defaulted").and_then(Value::as_bool).unwrap_or(true),
+                input: c["input"].clone(),
+                expected: c.get("expected").cloned(),
+                expect: map("expect"),
+                absent: c
+                    .get("absent")
+                    .and_then(Value::as_array)
+                    .map(|a| {
+                        a.iter()
+                            .map(|p| p.as_str().expect("pointer").to_string())
+                            .collect()
+                    })
+                    .unwrap_or_default(),
+            });
+        }
+    }
+    cases
+}
+
+/// The failures of `case` at release `1.minor`, as messages.
+fn check(case: &Case, minor: u32) -> Vec<String> {
+    let release = KubeVersion::new(minor).unwrap();
+    let mut object = case.input.clone();
+    let mut failures = Vec::new();
+    let at = format!("{} / {} @1.{minor}", case.file, case.name);
+    let defaulted = default_object(&case.group, &case.version, &case.kind, &mut object, release);
+    if defaulted != case.defaulted {
+        failures.push(format!("{at}: default_object returned {defaulted}"));
+    }
+    if let Some(expected) = &case.expected
+        && &object != expected
+    {
+        failures.push(format!(
+            "{at}:\n  expected {}\n  got      {}",
+            serde_json::to_string(expected).unwrap(),
+            serde_json::to_string(&object).unwrap()
+        ));
+    }
+    for (pointer, value) in &case.expect {
+        if object.pointer(pointer) != Some(value) {
+            failures.push(format!(
+                "{at}: {pointer} is {:?}, expected {value}",
+                object.pointer(pointer)
+            ));
+        }
+    }
+    for pointer in &case.absent {
+        if let Some(v) = object.pointer(pointer) {
+            failures.push(format!("{at}: {pointer} should be absent, is {v}"));
+        }
+    }
+    failures
+}
+
+#[test]
+fn upstream_defaulting_tables_hold_at_every_release() {
+    let cases = load_cases();
+    assert!(cases.len() > 120, "only {} cases loaded", cases.len());
+    let mut runs = 0;
+    let mut failures = Vec::new();
+    for case in &cases {
+        for minor in case.releases.0..=case.releases.1 {
+            runs += 1;
+            failures.extend(check(case, minor));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {runs} runs failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// A mutating webhook adds a sidecar with only a name and an image; the apiserver's round trip
+/// gives it exactly these fields (plus `resources: {}`, which is encoding, not defaulting), and
+/// leaves the already defaulted containers as they were.
+#[test]
+fn a_sidecar_added_by_a_webhook_gets_the_apiservers_fields() {
+    let app = json!({
+        "name": "app",
+        "image": "registry.example.com/shop/web:2.4.1",
+        "imagePullPolicy": "IfNotPresent",
+        "terminationMessagePath": "/dev/termination-log",
+        "terminationMessagePolicy": "File",
+        "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+    });
+    for minor in KubeVersion::OLDEST.minor()..=KubeVersion::NEWEST.minor() {
+        let release = KubeVersion::new(minor).unwrap();
+        let mut pod = json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "web", "namespace": "shop"},
+            "spec": {"containers": [app.clone(), {"name": "envoy", "image": "envoyproxy/envoy:v1.31.0"}]},
+        });
+        default_object("", "v1", "Pod", &mut pod, release);
+        let containers = &pod["spec"]["containers"];
+        assert_eq!(containers[0], app, "1.{minor}");
+        assert_eq!(
+            containers[1],
+            json!({
+                "name": "envoy",
+                "image": "envoyproxy/envoy:v1.31.0",
+                "imagePullPolicy": "IfNotPresent",
+                "terminationMessagePath": "/dev/termination-log",
+                "terminationMessagePolicy": "File",
+            }),
+            "1.{minor}"
+        );
+
+        let mut pod = json!({"spec": {"containers": [{"name": "debug", "image": "busybox"}]}});
+        default_object("", "v1", "Pod", &mut pod, release);
+        assert_eq!(
+            pod["spec"]["containers"][0]["imagePullPolicy"], "Always",
+            "1.{minor}"
+        );
+    }
+}
+
+/// An injected proxy with ports, probes and env gets every nested default, and a field a webhook
+/// removes from an already defaulted Pod comes back on the next round trip.
+#[test]
+fn an_injected_proxy_gets_nested_defaults_and_removed_defaults_come_back() {
+    let proxy = json!({
+        "name": "istio-proxy",
+        "image": "docker.io/istio/proxyv2:1.22.0",
+        "ports": [{"containerPort": 15090, "name": "http-envoy-prom"}],
+        "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+        "readinessProbe": {"httpGet": {"path": "/healthz/ready", "port": 15021}, "periodSeconds": 15},
+        "resources": {"limits": {"cpu": "2", "memory": "1Gi"}, "requests": {"cpu": "100m"}},
+    });
+    let mut pod = json!({"spec": {"containers": [proxy]}});
+    default_object("", "v1", "Pod", &mut pod, KubeVersion::NEWEST);
+    assert_eq!(
+        pod["spec"]["containers"][0],
+        json!({
+            "name": "istio-proxy",
+            "image": "docker.io/istio/proxyv2:1.22.0",
+            "imagePullPolicy": "IfNotPresent",
+            "terminationMessagePath": "/dev/termination-log",
+            "terminationMessagePolicy": "File",
+            "ports": [{"containerPort": 15090, "name": "http-envoy-prom", "protocol": "TCP"}],
+            "env": [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name", "apiVersion": "v1"}}}],
+            "readinessProbe": {
+                "httpGet": {"path": "/healthz/ready", "port": 15021, "scheme": "HTTP"},
+                "periodSeconds": 15,
+                "timeoutSeconds": 1,
+                "successThreshold": 1,
+                "failureThreshold": 3,
+            },
+            "resources": {
+                "limits": {"cpu": "2", "memory": "1Gi"},
+                "requests": {"cpu": "100m", "memory": "1Gi"},
+            },
+        })
+    );
+
+    let defaulted = pod.clone();
+    let spec = pod["spec"].as_object_mut().unwrap();
+    spec.remove("terminationGracePeriodSeconds");
+    spec.remove("dnsPolicy");
+    spec["containers"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("imagePullPolicy");
+    default_object("", "v1", "Pod", &mut pod, KubeVersion::NEWEST);
+    assert_eq!(pod, defaulted);
+}
+
+/// Defaulting an already defaulted object changes nothing, at every release, for every case.
+#[test]
+fn defaulting_is_idempotent() {
+    for case in load_cases() {
+        for minor in case.releases.0..=case.releases.1 {
+            let release = KubeVersion::new(minor).unwrap();
+            let mut once = case.input.clone();
+            default_object(&case.group, &case.version, &case.kind, &mut once, release);
+            let mut twice = once.clone();
+            default_object(&case.group, &case.version, &case.kind, &mut twice, release);
+            assert_eq!(once, twice, "{} / {} @1.{minor}", case.file, case.name);
+        }
+    }
+}
+
+/// Values of a type Go could not have decoded are left alone, and nothing panics.
+#[test]
+fn values_of_the_wrong_type_are_left_alone() {
+    for (group, version, kind) in [
+        ("", "v1", "Pod"),
+        ("", "v1", "Service"),
+        ("", "v1", "ReplicationController"),
+        ("apps", "v1", "Deployment"),
+        ("apps", "v1", "StatefulSet"),
+        ("batch", "v1", "CronJob"),
+        ("autoscaling", "v2", "HorizontalPodAutoscaler"),
+    ] {
+        for input in [
+            json!(null),
+            json!("pod"),
+            json!([1, 2]),
+            json!({"spec": "x", "metadata": 3, "status": []}),
+            json!({"spec": {"containers": "x", "template": 1, "ports": {"a": 1}, "strategy": "x"}}),
+            json!({"spec": {"containers": [1, null, {"image": 3, "ports": [{"containerPort": "80"}]}]}}),
+        ] {
+            let mut object = input.clone();
+            default_object(group, version, kind, &mut object, KubeVersion::NEWEST);
+            if !input.is_object() || input.get("spec").is_some_and(|s| !s.is_object()) {
+                assert_eq!(object, input, "{kind}: {input}");
+            }
+        }
+    }
+    let mut pod = json!({"spec": {"dnsPolicy": 7, "containers": [{"image": 3, "terminationMessagePath": false}]}});
+    default_object("", "v1", "Pod", &mut pod, KubeVersion::NEWEST);
+    assert_eq!(pod["spec"]["dnsPolicy"], 7);
+    assert_eq!(
+        pod["spec"]["containers"][0]["terminationMessagePath"],
+        false
+    );
+}
+
+#[test]
+fn kinds_without_defaulting_say_so() {
+    for (group, version, kind) in [
+        ("", "v1", "ServiceAccount"),
+        ("networking.k8s.io", "v1", "Ingress"),
+        ("policy", "v1", "PodDisruptionBudget"),
+        ("example.com", "v1", "Widget"),
+    ] {
+        assert!(!is_defaulted(group, version, kind), "{kind}");
+    }
+    for (group, version, kind) in [
+        ("", "v1", "Pod"),
+        ("apps", "v1", "Deployment"),
+        ("batch", "v1", "CronJob"),
+    ] {
+        assert!(is_defaulted(group, version, kind), "{kind}");
+    }
+}
+
+/// Field names the defaulting code looks at, so that random objects reach deep into it.
+const KEYS: &[&str] = &[
+    "spec",
+    "template",
+    "jobTemplate",
+    "metadata",
+    "labels",
+    "status",
+    "containers",
+    "initContainers",
+    "ephemeralContainers",
+    "volumes",
+    "resources",
+    "limits",
+    "requests",
+    "ports",
+    "env",
+    "valueFrom",
+    "fieldRef",
+    "image",
+    "livenessProbe",
+    "httpGet",
+    "grpc",
+    "lifecycle",
+    "postStart",
+    "hostNetwork",
+    "containerPort",
+    "restartPolicy",
+    "projected",
+    "sources",
+    "downwardAPI",
+    "items",
+    "ephemeral",
+    "volumeClaimTemplate",
+    "secret",
+    "hostPath",
+    "type",
+    "strategy",
+    "updateStrategy",
+    "rollingUpdate",
+    "behavior",
+    "scaleUp",
+    "metrics",
+    "policyTypes",
+    "egress",
+    "sessionAffinity",
+    "sessionAffinityConfig",
+    "clientIP",
+    "targetPort",
+    "port",
+    "loadBalancer",
+    "ingress",
+    "ip",
+    "podFailurePolicy",
+    "rules",
+    "onPodConditions",
+    "hugepages-2Mi",
+    "cpu",
+    "memory",
+    "capacity",
+    "name",
+];
+
+fn arbitrary_json() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        Just(Value::Null),
+        any::<bool>().prop_map(Value::from),
+        any::<i64>().prop_map(Value::from),
+        prop_oneof![
+            Just("Always"),
+            Just("1Gi"),
+            Just("100u"),
+            Just(""),
+            Just("ClientIP"),
+            Just("LoadBalancer"),
+            Just("1.5Ki"),
+            Just("x:latest")
+        ]
+        .prop_map(Value::from),
+    ];
+    leaf.prop_recursive(6, 96, 6, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Array),
+            prop::collection::vec((prop::sample::select(KEYS), inner), 0..6).prop_map(|entries| {
+                Value::Object(
+                    entries
+                        .into_iter()
+                        .map(|(k, v)| (k.to_string(), v))
+                        .collect(),
+                )
+            }),
+        ]
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Any JSON, at any release, for every defaulted kind: no panic, and defaulting twice is
+    /// defaulting once.
+    #[test]
+    fn arbitrary_objects_never_panic(object in arbitrary_json(), minor in 28u32..=37) {
+        let release = KubeVersion::new(minor).unwrap();
+        for (group, version, kind) in [
+            ("", "v1", "Pod"), ("", "v1", "PodTemplate"), ("", "v1", "ReplicationController"),
+            ("", "v1", "Service"), ("", "v1", "Namespace"), ("", "v1", "LimitRange"), ("", "v1", "Node"),
+            ("", "v1", "PersistentVolume"), ("apps", "v1", "StatefulSet"), ("apps", "v1", "Deployment"),
+            ("apps", "v1", "DaemonSet"), ("batch", "v1", "Job"), ("batch", "v1", "CronJob"),
+            ("autoscaling", "v2", "HorizontalPodAutoscaler"), ("networking.k8s.io", "v1", "NetworkPolicy"),
+        ] {
+            let mut once = object.clone();
+            default_object(group, version, kind, &mut once, release);
+            let mut twice = once.clone();
+            default_object(group, version, kind, &mut twice, release);
+            prop_assert_eq!(&once, &twice, "{} not idempotent", kind);
+        }
+    }
+}
