@@ -307,10 +307,12 @@ fn sidecar_injector_is_reinvoked_after_a_later_label_defaulter() {
             "mutation.webhook.admission.k8s.io/round_0_index_1",
             &mutation("b-defaults", "label-defaulter.example.com", true),
         ),
-        // The injector's second patch is applied but changes nothing.
+        // The injector's second patch writes its init container again without the defaults
+        // the apiserver gave it after round 0: the decoded object differs from the defaulted
+        // one, so it counts as a mutation (defaulting restores them afterwards).
         (
             "mutation.webhook.admission.k8s.io/round_1_index_0",
-            &mutation("a-sidecar", "sidecar-injector.example.com", false),
+            &mutation("a-sidecar", "sidecar-injector.example.com", true),
         ),
     ]);
     assert_eq!(o.annotations_at(AuditLevel::Metadata), metadata);
@@ -346,19 +348,36 @@ fn sidecar_injector_is_reinvoked_after_a_later_label_defaulter() {
         })
         .collect();
     assert_eq!(applied.len(), 3);
-    // After a patch the object is what the Pod's Go type encodes: every container carries its
-    // (non-pointer) `resources` struct and the Pod its `status`, empty.
+    // After a patch the object is what the apiserver makes of it: decoded into the Pod's Go
+    // type (every container carries its `resources` struct, the Pod its `status`) and defaulted
+    // (SetDefaults_Pod, _PodSpec, _Container).
+    let container = |name: &str, image: &str| {
+        json!({"name": name, "image": image, "resources": {},
+               "terminationMessagePath": "/dev/termination-log",
+               "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent"})
+    };
     let mut injected = original.clone();
-    injected["spec"]["containers"][0]["resources"] = json!({});
-    injected["spec"]["initContainers"] =
-        json!([{"name": "mesh-init", "image": "mesh/init:1", "resources": {}}]);
+    injected["spec"] = json!({
+        "initContainers": [container("mesh-init", "mesh/init:1")],
+        "containers": [container("web", "nginx:1.27")],
+        "restartPolicy": "Always",
+        "terminationGracePeriodSeconds": 30,
+        "dnsPolicy": "ClusterFirst",
+        "securityContext": {},
+        "schedulerName": "default-scheduler",
+        "enableServiceLinks": true,
+    });
     injected["status"] = json!({});
     assert_eq!(applied[0], (0, 0, &original, &injected, true));
     let mut final_object = injected.clone();
     final_object["metadata"]["labels"]["team"] = json!("platform");
     assert_eq!(applied[1], (0, 1, &injected, &final_object, true));
-    assert_eq!(applied[2], (1, 0, &final_object, &final_object, false));
-    assert_eq!(o.object.as_deref().map(|o| o.value()), Some(&final_object));
+    assert_eq!(applied[2], (1, 0, &final_object, &final_object, true));
+    // The store gave the created object its uid before validation.
+    let mut stored = o.object.as_deref().map(|o| o.value().clone()).unwrap();
+    let uid = stored["metadata"].as_object_mut().unwrap().remove("uid");
+    assert_eq!(uid.as_ref().and_then(Value::as_str).map(str::len), Some(36));
+    assert_eq!(stored, final_object);
 
     let ok = labels(&[
         ("code", "200"),

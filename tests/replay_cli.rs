@@ -486,8 +486,10 @@ fn a_compact_captured_object_is_sent_byte_for_byte() {
     // As the apiserver writes objects: its own field order, `<` and `>` escaped. The second
     // line's object has whitespace, so it is not what an apiserver sent and is serialised as
     // the apiserver would: the ConfigMap's Go fields in order.
-    let compact = r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm-1","namespace":"default"},"data":{"html":"\u003cb\u003e"}}"#;
-    let spaced = r#"{"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "cm-2", "namespace": "default"}}"#;
+    // Both are creates as a validating webhook receives them: with the uid and creation time the
+    // store set.
+    let compact = r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm-1","namespace":"default","uid":"4a6b7f0e-5f7e-4d43-9c53-0d1b2c3e4f50","creationTimestamp":"2026-11-21T05:36:02Z"},"data":{"html":"\u003cb\u003e"}}"#;
+    let spaced = r#"{"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"creationTimestamp": "2026-11-21T05:36:02Z", "name": "cm-2", "namespace": "default", "uid": "5a6b7f0e-5f7e-4d43-9c53-0d1b2c3e4f50"}}"#;
     let line = |name: &str, object: &str| {
         let mut review = review(&format!("u-{name}"), "default", name);
         let generated = serde_json::to_string(&json!({
@@ -526,7 +528,7 @@ fn a_compact_captured_object_is_sent_byte_for_byte() {
         })
         .collect();
     assert!(bodies["cm-1"].contains(&format!(r#""object":{compact},"oldObject":null"#)));
-    let serialised = r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm-2","namespace":"default"}}"#;
+    let serialised = r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm-2","namespace":"default","uid":"5a6b7f0e-5f7e-4d43-9c53-0d1b2c3e4f50","creationTimestamp":"2026-11-21T05:36:02Z"}}"#;
     assert!(
         bodies["cm-2"].contains(&format!(r#""object":{serialised},"oldObject":null"#)),
         "{}",

@@ -1021,11 +1021,24 @@ impl<'e, 'c> Run<'e, 'c> {
             let changed = *sent != patched;
             return Ok((patched, changed, json));
         };
-        let (decoded, json) =
+        let (mut decoded, mut json) =
             schema::codec::normalize(schema, id, &patched).map_err(|e| e.to_string())?;
         let times_truncated = !self.decoded_once && managed_fields_fresh(&self.attrs);
         self.decoded_once = true;
         let changed = times_truncated || !schema::semantic_equal(schema, id, sent, &decoded);
+        let before = decoded.clone();
+        let kind = &inv.kind;
+        crate::defaulting::default_object(
+            &kind.group,
+            &kind.version,
+            &kind.kind,
+            &mut decoded,
+            release,
+        );
+        if decoded != before {
+            (decoded, json) =
+                schema::codec::normalize(schema, id, &decoded).map_err(|e| e.to_string())?;
+        }
         Ok((decoded, changed, Some(json)))
     }
 
@@ -1045,7 +1058,9 @@ impl<'e, 'c> Run<'e, 'c> {
     }
 
     /// What the store sets on a created object before validation (`rest.BeforeCreate`'s
-    /// `FillObjectMetaSystemFields`): a fresh `uid` and the `creationTimestamp`. The time is the
+    /// `FillObjectMetaSystemFields`): a fresh `uid` (random upstream; here derived from the
+    /// request, so that a request dispatched again sends the same) and the `creationTimestamp`.
+    /// The time is the
     /// field manager's (the newest `managedFields` time, the same instant at second precision);
     /// an object without `managedFields` keeps its `creationTimestamp`.
     fn fill_system_fields(&mut self) {
@@ -1073,15 +1088,19 @@ impl<'e, 'c> Run<'e, 'c> {
             .flatten()
             .filter_map(|e| e.get("time").and_then(Value::as_str))
             .max()
-            .map(String::from);
+            .map(String::from)
+            .filter(|_| !has_time);
+        if has_uid && time.is_none() {
+            return;
+        }
         let mut object = object.clone();
         let Some(Value::Object(meta)) = object.get_mut("metadata") else {
             return;
         };
         if !has_uid {
-            meta.insert("uid".into(), Value::String(self.ctx.ids.next_uid()));
+            meta.insert("uid".into(), Value::String(created_uid(&self.attrs)));
         }
-        if let (false, Some(time)) = (has_time, time) {
+        if let Some(time) = time {
             meta.insert("creationTimestamp".into(), Value::String(time));
         }
         self.attrs.to_mut().object = Some(Arc::new(Object::new(object)));
@@ -1260,6 +1279,39 @@ fn webhook_type(phase: WebhookKind) -> WebhookType {
         WebhookKind::Mutating => WebhookType::Admit,
         WebhookKind::Validating => WebhookType::Validating,
     }
+}
+
+/// A uid for a created object, the same whenever the same request is dispatched: FNV-1a of the
+/// resource, namespace and name, written as a version 4 UUID.
+fn created_uid(attrs: &Attributes) -> String {
+    let mut hashes = [0xcbf2_9ce4_8422_2325u64, 0x8422_2325_cbf2_9ce4u64];
+    for (i, h) in hashes.iter_mut().enumerate() {
+        let parts = [
+            attrs.resource.group.as_str(),
+            attrs.resource.resource.as_str(),
+            attrs.namespace.as_str(),
+            attrs.name.as_str(),
+        ];
+        for b in parts
+            .iter()
+            .flat_map(|p| p.bytes().chain([0]))
+            .chain([i as u8])
+        {
+            *h ^= u64::from(b);
+            *h = h.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+    }
+    let n = (u128::from(hashes[0]) << 64) | u128::from(hashes[1]);
+    let n = (n & !(0xf << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62);
+    let hex = format!("{n:032x}");
+    format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    )
 }
 
 /// Whether the field manager set a `managedFields` time for this request, which the apiserver

@@ -1,0 +1,298 @@
+//! The typed round trip after every patch, as kube-apiserver's mutating dispatcher does it:
+//! the patched object decoded into the kind's Go type, compared with `Semantic.DeepEqual`,
+//! defaulted and encoded again for the next webhook and the final object.
+
+use std::time::Duration;
+
+use hookscope::KubeVersion;
+use hookscope::api::WebhookConfiguration;
+use hookscope::engine::{
+    Attributes, AuditLevel, Engine, EngineOptions, Namespaces, Outcome, Phases, RequestContext,
+    SequentialIds,
+};
+use hookscope::metrics::Metrics;
+use hookscope::script::{ScriptedReplier, ScriptedReply};
+use serde_json::{Value, json};
+
+/// Two mutating webhooks on pods: `first.example.com` (reinvocationPolicy IfNeeded, in the
+/// configuration named first) then `second.example.com` (Never).
+const TWO_MUTATING: &str = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: a-first}
+webhooks:
+- name: first.example.com
+  clientConfig: {url: "https://first.example.com/mutate"}
+  rules: [{operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+  reinvocationPolicy: IfNeeded
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: b-second}
+webhooks:
+- name: second.example.com
+  clientConfig: {url: "https://second.example.com/mutate"}
+  rules: [{operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+"#;
+
+fn configurations() -> Vec<WebhookConfiguration> {
+    hookscope::config::parse_documents(TWO_MUTATING, "typed.yaml")
+        .into_iter()
+        .map(|r| {
+            let mut loaded = r.expect("configuration loads");
+            loaded.apply_defaults();
+            loaded.configuration
+        })
+        .collect()
+}
+
+fn pod() -> Value {
+    json!({
+        "kind": "Pod", "apiVersion": "v1",
+        "metadata": {"name": "web-0", "namespace": "shop", "labels": {"app": "web"}},
+        "spec": {"containers": [{
+            "name": "web", "image": "nginx:1.27", "resources": {},
+            "terminationMessagePath": "/dev/termination-log",
+            "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent"
+        }]},
+        "status": {}
+    })
+}
+
+fn managed_fields(time: &str) -> Value {
+    json!([{"manager": "kubectl-create", "operation": "Update", "apiVersion": "v1",
+            "time": time, "fieldsType": "FieldsV1",
+            "fieldsV1": {"f:spec": {"f:containers": {"k:{\"name\":\"web\"}": {".": {}, "f:image": {}, "f:name": {}}}}}}])
+}
+
+fn request(operation: &str, object: Value, old: Option<Value>) -> Attributes {
+    serde_json::from_value(json!({
+        "operation": operation,
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "namespace": "shop", "name": "web-0",
+        "object": object, "oldObject": old,
+    }))
+    .expect("attributes")
+}
+
+fn dispatch(
+    release: u32,
+    attrs: Attributes,
+    replies: Vec<(&str, ScriptedReply)>,
+) -> (Outcome, ScriptedReplier) {
+    let engine = Engine::new(
+        &configurations(),
+        EngineOptions::for_version(KubeVersion::new(release).unwrap()),
+    );
+    let mut replier = ScriptedReplier::new(replies.into_iter().map(|(n, r)| (n.to_string(), r)));
+    let (mut ids, mut metrics) = (SequentialIds::default(), Metrics::new());
+    let mut ns = Namespaces::default();
+    ns.insert("shop", Default::default());
+    let ctx = RequestContext {
+        namespaces: &ns,
+        ids: &mut ids,
+        metrics: &mut metrics,
+        deadline: Some(Duration::from_secs(60)),
+        phases: Phases::All,
+    };
+    let outcome = engine.dispatch_blocking(attrs, ctx, &mut replier);
+    (outcome, replier)
+}
+
+/// The object the n-th call received.
+fn received(replier: &ScriptedReplier, n: usize) -> Value {
+    let review: Value = serde_json::from_slice(&replier.seen[n].body).expect("a review");
+    review["request"]["object"].clone()
+}
+
+fn mutated(outcome: &Outcome, round: u8, index: usize) -> Option<bool> {
+    let key = format!("mutation.webhook.admission.k8s.io/round_{round}_index_{index}");
+    let value: Value =
+        serde_json::from_str(outcome.annotations_at(AuditLevel::Metadata).get(&key)?).ok()?;
+    value["mutated"].as_bool()
+}
+
+#[test]
+fn a_sidecar_reaches_the_next_webhook_and_the_object_with_the_apiservers_defaults() {
+    let sidecar = json!([{"op": "add", "path": "/spec/containers/-",
+                          "value": {"name": "proxy", "image": "mesh/proxy:1.2",
+                                    "ports": [{"containerPort": 15001}]}}]);
+    for release in [28, 33, 37] {
+        let (outcome, replier) = dispatch(
+            release,
+            request("CREATE", pod(), None),
+            vec![
+                ("first.example.com", ScriptedReply::patch(sidecar.clone())),
+                ("second.example.com", ScriptedReply::allow()),
+            ],
+        );
+        assert!(outcome.allowed, "{:?}", outcome.status);
+        let expected = json!({
+            "name": "proxy", "image": "mesh/proxy:1.2",
+            "ports": [{"containerPort": 15001, "protocol": "TCP"}],
+            "resources": {},
+            "terminationMessagePath": "/dev/termination-log",
+            "terminationMessagePolicy": "File", "imagePullPolicy": "IfNotPresent"
+        });
+        assert_eq!(
+            received(&replier, 1)["spec"]["containers"][1],
+            expected,
+            "1.{release}"
+        );
+        let object = outcome.object.as_deref().unwrap().value();
+        assert_eq!(object["spec"]["containers"][1], expected, "1.{release}");
+        // What the second webhook got is Go's encoding: fields in the Go struct's order.
+        let body = String::from_utf8_lossy(&replier.seen[1].body).into_owned();
+        assert!(
+            body.contains(r#"{"name":"proxy","image":"mesh/proxy:1.2","ports":[{"containerPort":15001,"protocol":"TCP"}],"resources":{},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","imagePullPolicy":"IfNotPresent"}"#),
+            "{body}"
+        );
+    }
+}
+
+#[test]
+fn a_map_a_patch_empties_is_absent_for_the_next_webhook() {
+    let remove = json!([{"op": "remove", "path": "/metadata/labels/app"}]);
+    let (outcome, replier) = dispatch(
+        33,
+        request("CREATE", pod(), None),
+        vec![
+            ("first.example.com", ScriptedReply::patch(remove)),
+            ("second.example.com", ScriptedReply::allow()),
+        ],
+    );
+    assert!(outcome.allowed);
+    let seen = received(&replier, 1);
+    assert!(seen["metadata"].get("labels").is_none(), "{seen}");
+    assert_eq!(mutated(&outcome, 0, 0), Some(true));
+}
+
+#[test]
+fn a_field_the_type_does_not_have_is_dropped_and_changes_nothing() {
+    let unknown = json!([{"op": "add", "path": "/spec/sidecarMode", "value": "strict"}]);
+    let (outcome, replier) = dispatch(
+        33,
+        request("CREATE", pod(), None),
+        vec![
+            ("first.example.com", ScriptedReply::allow()),
+            ("second.example.com", ScriptedReply::patch(unknown)),
+        ],
+    );
+    assert!(outcome.allowed);
+    assert_eq!(replier.seen.len(), 2, "nothing changed: no reinvocation");
+    assert_eq!(mutated(&outcome, 0, 1), Some(false));
+    let object = outcome.object.as_deref().unwrap().value();
+    assert!(object["spec"].get("sidecarMode").is_none());
+}
+
+/// The field manager set `managedFields` for this create at nanosecond precision; the first
+/// patch's decode truncates the time, so the object changed even though the patch did not
+/// change it, and the IfNeeded webhook called before it is reinvoked. A later no-op patch
+/// changes nothing.
+#[test]
+fn the_first_decode_of_a_create_truncates_the_field_managers_time() {
+    let mut object = pod();
+    object["metadata"]["managedFields"] = managed_fields("2026-11-21T05:36:02Z");
+    let no_op = json!([{"op": "test", "path": "/metadata/name", "value": "web-0"}]);
+    let (outcome, replier) = dispatch(
+        33,
+        request("CREATE", object.clone(), None),
+        vec![
+            ("first.example.com", ScriptedReply::allow()),
+            ("second.example.com", ScriptedReply::patch(no_op.clone())),
+        ],
+    );
+    assert_eq!(mutated(&outcome, 0, 1), Some(true));
+    assert!(outcome.reinvoked);
+    assert_eq!(
+        replier.seen.len(),
+        3,
+        "first.example.com is called again in round 1"
+    );
+
+    // Both webhooks patch without changing anything: only the first decode reports a change.
+    let (outcome, replier) = dispatch(
+        33,
+        request("CREATE", object, None),
+        vec![
+            ("first.example.com", ScriptedReply::patch(no_op.clone())),
+            ("second.example.com", ScriptedReply::patch(no_op.clone())),
+        ],
+    );
+    assert_eq!(mutated(&outcome, 0, 0), Some(true));
+    assert_eq!(mutated(&outcome, 0, 1), Some(false));
+    // The chain runs again, but no webhook changed the object after first.example.com's call.
+    assert!(outcome.reinvoked);
+    assert_eq!(replier.seen.len(), 2);
+
+    // An update that did not change the object keeps the stored entry: no change.
+    let mut stored = pod();
+    stored["metadata"]["managedFields"] = managed_fields("2026-11-20T10:00:00Z");
+    let (outcome, replier) = dispatch(
+        33,
+        request("UPDATE", stored.clone(), Some(stored.clone())),
+        vec![
+            ("first.example.com", ScriptedReply::allow()),
+            ("second.example.com", ScriptedReply::patch(no_op.clone())),
+        ],
+    );
+    assert_eq!(mutated(&outcome, 0, 1), Some(false));
+    assert_eq!(replier.seen.len(), 2);
+
+    // Without managedFields (a capture that lost them) nothing is truncated.
+    let (outcome, _) = dispatch(
+        33,
+        request("CREATE", pod(), None),
+        vec![
+            ("first.example.com", ScriptedReply::allow()),
+            ("second.example.com", ScriptedReply::patch(no_op)),
+        ],
+    );
+    assert_eq!(mutated(&outcome, 0, 1), Some(false));
+}
+
+#[test]
+fn a_value_the_go_type_cannot_hold_fails_the_request_as_the_decoder_does() {
+    let bad = json!([{"op": "add", "path": "/spec/priority", "value": "high"}]);
+    let (outcome, _) = dispatch(
+        33,
+        request("CREATE", pod(), None),
+        vec![
+            ("first.example.com", ScriptedReply::patch(bad)),
+            ("second.example.com", ScriptedReply::allow()),
+        ],
+    );
+    assert!(!outcome.allowed);
+    let status = outcome.status.as_deref().unwrap();
+    assert_eq!(status.code, 500);
+    assert_eq!(
+        status.message,
+        "Internal error occurred: json: cannot unmarshal string into Go struct field PodSpec.spec.priority of type int32"
+    );
+}
+
+#[test]
+fn creation_timestamp_null_is_written_until_1_34() {
+    let rename = json!([{"op": "add", "path": "/metadata/labels/team", "value": "a"}]);
+    for (release, has_null) in [(33, true), (34, false)] {
+        let (_, replier) = dispatch(
+            release,
+            request("CREATE", pod(), None),
+            vec![
+                ("first.example.com", ScriptedReply::patch(rename.clone())),
+                ("second.example.com", ScriptedReply::allow()),
+            ],
+        );
+        let body = String::from_utf8_lossy(&replier.seen[1].body).into_owned();
+        assert_eq!(
+            body.contains(r#""creationTimestamp":null"#),
+            has_null,
+            "1.{release}: {body}"
+        );
+    }
+}
