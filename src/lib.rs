@@ -76,6 +76,7 @@ pub mod replay;
 mod scan;
 pub mod script;
 pub mod selector;
+pub mod strategicpatch;
 pub mod transport;
 pub mod tui;
 pub mod version;
