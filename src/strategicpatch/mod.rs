@@ -122,3 +122,6 @@ fn into_object(v: Value) -> Result<Map<String, Value>, Error> {
         _ => Err(Error::BadJsonDoc),
     }
 }
+
+#[cfg(test)]
+mod tests;
