@@ -331,3 +331,68 @@ fn go_text(v: &Value) -> String {
         other => other.to_string(),
     }
 }
+
+/// Numbers as Go's `json.Marshal` leaves them: an integral float prints as an integer.
+fn go_marshalled(v: Value) -> Value {
+    match v {
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if n.as_i64().is_none() && f.fract() == 0.0 && f.abs() < 1e18 => {
+                Value::from(f as i64)
+            }
+            _ => Value::Number(n),
+        },
+        Value::Array(l) => Value::Array(l.into_iter().map(go_marshalled).collect()),
+        Value::Object(m) => {
+            Value::Object(m.into_iter().map(|(k, v)| (k, go_marshalled(v))).collect())
+        }
+        other => other,
+    }
+}
+
+/// Random documents and patches run through upstream's own apply code (see the README): the
+/// result, or the error text, must be one of the outcomes upstream gave.
+#[test]
+fn random_cases_match_upstream_outcomes() {
+    let schema = OpenApiSchema::new(fixture("random-cases-schema.json"));
+    let root = schema.definition("Item").expect("Item");
+    let path = format!(
+        "{}/tests/fixtures/strategicpatch/random-cases-go-outcomes.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut failures = Vec::new();
+    let mut count = 0;
+    for (i, line) in text.lines().enumerate() {
+        let case: Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("line {i}: {e}"));
+        let outcomes: Vec<&str> = case["outcomes"]
+            .as_array()
+            .expect("outcomes")
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        let got = strategic_merge_patch(case["original"].clone(), case["patch"].clone(), &root);
+        let matches =
+            |want: &&str| match (&got, want.strip_prefix("ok:"), want.strip_prefix("err:")) {
+                (Ok(v), Some(json), _) => serde_json::from_str::<Value>(json)
+                    .is_ok_and(|w| go_marshalled(v.clone()) == go_marshalled(w)),
+                (Err(e), _, Some(text)) => e.to_string() == text,
+                _ => false,
+            };
+        if !outcomes.iter().any(matches) {
+            failures.push(format!(
+                "line {}: original {} patch {}\n  upstream: {outcomes:?}\n  got: {got:?}",
+                i + 1,
+                case["original"],
+                case["patch"]
+            ));
+        }
+        count += 1;
+    }
+    assert_eq!(count, 2000);
+    assert!(
+        failures.is_empty(),
+        "{} differ:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}

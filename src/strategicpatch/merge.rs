@@ -55,6 +55,8 @@ pub(crate) fn merge_map<S: LookupPatchMeta>(
     apply_retain_keys_directive(&mut original, &mut patch)?;
     merge_patch_into_original(&mut original, &mut patch, schema)?;
 
+    // Lists this loop left with spare room in their Go array (see `merge_slice`).
+    let mut capacities: Vec<(String, usize)> = Vec::new();
     for (patch_key, patch_v) in patch {
         let mut k = patch_key;
         let mut is_delete_list = false;
@@ -94,14 +96,21 @@ pub(crate) fn merge_map<S: LookupPatchMeta>(
             (Value::Array(o), Value::Array(p)) => {
                 let (sub, meta) = schema.lookup_patch_metadata_for_slice(&k)?;
                 let (_, strategy) = extract_retain_keys_patch_strategy(meta.patch_strategies)?;
+                let capacity = capacities
+                    .iter()
+                    .find(|(key, _)| *key == k)
+                    .map_or(o.len(), |(_, c)| *c);
                 let merged = merge_slice_handler(
-                    o,
+                    Slice { items: o, capacity },
                     p,
                     &sub,
                     strategy,
                     meta.patch_merge_key,
                     is_delete_list,
                 )?;
+                if merged.capacity > merged.merged.len() {
+                    capacities.push((k, merged.capacity));
+                }
                 *original_v = Value::Array(merged.merged);
             }
             (_, scalar) => *original_v = scalar,
@@ -233,7 +242,11 @@ fn merge_patch_into_original<S: LookupPatchMeta>(
                 (merged, Vec::new(), edited)
             }
             (Some(o), Some(p)) => {
-                let m = merge_slice_handler(o, p.clone(), &sub, strategy, merge_key, false)?;
+                let original = Slice {
+                    capacity: o.len(),
+                    items: o,
+                };
+                let m = merge_slice_handler(original, p.clone(), &sub, strategy, merge_key, false)?;
                 (m.merged, m.server_view, p)
             }
             (None, None) => continue,
@@ -326,13 +339,22 @@ fn merge_key_value_equal(left: &Value, right: &Value, merge_key: &str) -> Result
 /// slots); `$setElementOrder` orders by the latter.
 struct Merged {
     merged: Vec<Value>,
+    /// The capacity of Go's array holding `merged`.
+    capacity: usize,
     server_view: Vec<Value>,
+}
+
+/// A list and the capacity of the Go array holding it: the length, for the deep copies
+/// kube-apiserver patches; more for a list this patch already shortened.
+struct Slice {
+    items: Vec<Value>,
+    capacity: usize,
 }
 
 /// `mergeSliceHandler`: merges for the `merge` strategy and parallel deletion lists, replaces
 /// otherwise.
 fn merge_slice_handler<S: LookupPatchMeta>(
-    original: Vec<Value>,
+    original: Slice,
     patch: Vec<Value>,
     schema: &S,
     strategy: &str,
@@ -343,23 +365,29 @@ fn merge_slice_handler<S: LookupPatchMeta>(
         merge_slice(original, patch, schema, merge_key, is_delete_list)
     } else {
         Ok(Merged {
+            capacity: patch.len(),
             merged: patch,
-            server_view: original,
+            server_view: original.items,
         })
     }
 }
 
 /// `mergeSlice`.
 fn merge_slice<S: LookupPatchMeta>(
-    original: Vec<Value>,
+    original: Slice,
     patch: Vec<Value>,
     schema: &S,
     merge_key: &str,
     is_delete_list: bool,
 ) -> Result<Merged, Error> {
+    let Slice {
+        items: original,
+        capacity,
+    } = original;
     if original.is_empty() && patch.is_empty() {
         return Ok(Merged {
             merged: original,
+            capacity,
             server_view: Vec::new(),
         });
     }
@@ -369,16 +397,25 @@ fn merge_slice<S: LookupPatchMeta>(
             let merged = delete_from_slice(&original, &patch)?;
             return Ok(Merged {
                 merged,
+                capacity: original.len(),
                 server_view: original,
             });
         }
         let mut both = original.clone();
         both.extend(patch.iter().cloned());
-        let merged = deduplicate_scalars(both)?;
-        let merged = order_merged(merged, &patch, &original, merge_key, kind)?;
+        let (merged, array) = deduplicate_scalars(both)?;
+        // Go's `append(original, patch...)` reuses the original's array when it has room, and the
+        // deduplication then rewrites the original in place.
+        let server_view = if original.len() + patch.len() <= capacity {
+            array[..original.len()].to_vec()
+        } else {
+            original
+        };
+        let merged = order_merged(merged, &patch, &server_view, merge_key, kind)?;
         return Ok(Merged {
+            capacity: merged.len(),
             merged,
-            server_view: original,
+            server_view,
         });
     }
     if merge_key.is_empty() {
@@ -443,6 +480,7 @@ fn merge_slice<S: LookupPatchMeta>(
     }
     let merged = order_merged(work, &patch, &server_order, merge_key, kind)?;
     Ok(Merged {
+        capacity: merged.len(),
         merged,
         server_view,
     })
@@ -518,21 +556,26 @@ fn delete_from_slice(current: &[Value], to_delete: &[Value]) -> Result<Vec<Value
     Ok(kept)
 }
 
-/// `deduplicateScalars`: drops later duplicates, moving the last element into each hole.
-fn deduplicate_scalars(mut s: Vec<Value>) -> Result<Vec<Value>, Error> {
+/// `deduplicateScalars`: drops later duplicates, moving the last element into each hole. Returns
+/// the deduplicated list and the whole array as Go leaves it (stale elements past the end).
+fn deduplicate_scalars(mut s: Vec<Value>) -> Result<(Vec<Value>, Vec<Value>), Error> {
+    let mut len = s.len();
     let mut i = 0;
-    while i + 1 < s.len() {
+    while i + 1 < len {
         let mut j = i + 1;
-        while j < s.len() {
+        while j < len {
             if go_eq(&s[i], &s[j])? {
-                s.swap_remove(j);
+                s[j] = s[len - 1].clone();
+                len -= 1;
             } else {
                 j += 1;
             }
         }
         i += 1;
     }
-    Ok(s)
+    let array = s.clone();
+    s.truncate(len);
+    Ok((s, array))
 }
 
 /// `partitionPrimitivesByPresentInList`.
