@@ -78,6 +78,7 @@ mod scan;
 pub mod schema;
 pub mod script;
 pub mod selector;
+pub mod strategicpatch;
 pub mod transport;
 pub mod tui;
 pub mod version;

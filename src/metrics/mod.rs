@@ -26,7 +26,7 @@
 //!   that it adds the totals (the sum may differ in the last bit) and the summary's estimate is
 //!   approximate.
 
-mod expfmt;
+pub(crate) mod expfmt;
 mod quantile;
 
 use std::collections::BTreeMap;
