@@ -915,7 +915,7 @@ fn patches_are_applied_to_the_last_state_when_their_type_is_certain() {
             .set("requestObject", Value::Null),
     ]));
     let r = requests(&items);
-    assert_eq!(r.len(), 3, "{items:#?}");
+    assert_eq!(r.len(), 5, "{items:#?}");
     let json_patch = r[1];
     assert_eq!(json_patch.attrs.operation, Operation::Update);
     assert_eq!(
@@ -937,6 +937,7 @@ fn patches_are_applied_to_the_last_state_when_their_type_is_certain() {
         )
     );
     assert!(json_patch.notes.is_empty());
+    // An object patch without lists: a merge patch and a strategic merge patch agree.
     let merge = r[2];
     assert_eq!(merge.attrs.old_object_value().cloned(), Some(after_json));
     assert_eq!(
@@ -947,10 +948,16 @@ fn patches_are_applied_to_the_last_state_when_their_type_is_certain() {
         merge.attrs.object.as_ref().unwrap()["metadata"]["labels"],
         json!({"l": "x"})
     );
-    assert!(
-        merge.notes[0].starts_with("patch type not recorded: applied as a merge patch"),
-        "{:?}",
-        merge.notes
+    assert!(merge.notes.is_empty(), "{:?}", merge.notes);
+    // A list the object does not have yet: both readings add it whole.
+    assert_eq!(
+        r[3].attrs.object.as_ref().unwrap()["metadata"]["finalizers"],
+        json!(["f"])
+    );
+    // A $-directive is strategic merge's alone: `$patch: replace` replaces the map.
+    assert_eq!(
+        r[4].attrs.object.as_ref().unwrap()["data"],
+        json!({"z": "1"})
     );
     let problems = not_replayable(&items);
     let reasons: Vec<&str> = problems
@@ -958,21 +965,80 @@ fn patches_are_applied_to_the_last_state_when_their_type_is_certain() {
         .map(|p| p.message.split(':').next().unwrap())
         .collect();
     assert_eq!(
-        problems[2].message,
+        problems[0].message,
         "apply patch: the request of configmaps shop/c sets `force`, which only server-side apply \
          accepts; apply is not reproduced (field ownership decides the result)"
     );
     assert_eq!(
         reasons,
         [
-            "patch type unknown",
-            "strategic merge patch",
             "apply patch",
             "patch type unknown",
             "patch does not apply",
             "patch not recorded"
         ]
     );
+}
+
+/// Where a merge patch and a strategic merge patch differ (a list with a merge strategy), the
+/// object the apiserver answered tells which the client sent; without it, neither is chosen.
+#[test]
+fn the_resulting_object_tells_a_strategic_merge_patch_from_a_merge_patch() {
+    let mut with_finalizer = cm("c", "1", json!({"a": "1"}));
+    with_finalizer["metadata"]["finalizers"] = json!(["a"]);
+    let create = create_cm("1", "c", "1", json!({"a": "1"})).resp(with_finalizer.clone());
+    let body = json!({"metadata": {"finalizers": ["f"]}});
+    let answered = |finalizers: Value| {
+        let mut o = with_finalizer.clone();
+        o["metadata"]["finalizers"] = finalizers;
+        o["metadata"]["resourceVersion"] = json!("2");
+        o
+    };
+    for (response, expected, note) in [
+        // Without `$setElementOrder`, strategic merge puts the patch's items first.
+        (
+            Some(answered(json!(["f", "a"]))),
+            Some(json!(["f", "a"])),
+            "read as a strategic merge patch",
+        ),
+        (
+            Some(answered(json!(["f"]))),
+            Some(json!(["f"])),
+            "read as a merge patch",
+        ),
+        (None, None, ""),
+    ] {
+        let mut patch = patch_cm("2", "c", "", body.clone());
+        if let Some(r) = &response {
+            patch = patch.resp(r.clone());
+        }
+        let items = read(&log(&[create.clone(), patch]));
+        let r = requests(&items);
+        match expected {
+            Some(finalizers) => {
+                assert_eq!(r.len(), 2, "{items:#?}");
+                assert_eq!(
+                    r[1].attrs.object.as_ref().unwrap()["metadata"]["finalizers"],
+                    finalizers
+                );
+                assert!(
+                    r[1].notes[0].starts_with(&format!("patch type not recorded: {note}")),
+                    "{:?}",
+                    r[1].notes
+                );
+            }
+            None => {
+                assert_eq!(r.len(), 1);
+                assert_eq!(
+                    not_replayable(&items)[0].message,
+                    "patch type unknown: the object patch of configmaps shop/c gives different \
+                     objects as a merge patch and as a strategic merge patch, and the audit event \
+                     records neither the content type nor the object that resulted (level \
+                     RequestResponse)"
+                );
+            }
+        }
+    }
 }
 
 #[test]

@@ -232,3 +232,37 @@ fn semantic_equality_is_apimachinerys() {
         serde_json::json!({"spec": {"containers": [{"name": "b"}]}})
     ));
 }
+
+#[test]
+fn strategic_merge_reads_the_go_types_patch_strategies() {
+    use hookscope::schema::patchmeta::PatchNode;
+    use hookscope::strategicpatch::strategic_merge_patch;
+    let s = Schema::for_release(release(33));
+    let node = PatchNode::new(s, s.kind("apps", "v1", "Deployment").unwrap());
+    let old = serde_json::json!({"spec": {"template": {"spec": {
+        "containers": [{"name": "a", "image": "x", "env": [{"name": "E", "value": "1"}]},
+                       {"name": "b", "image": "y"}],
+        "volumes": [{"name": "v", "emptyDir": {}}]}}}});
+    // What `kubectl apply` sends: containers merged by name, in the order given.
+    let patch = serde_json::json!({"spec": {"template": {"spec": {
+        "$setElementOrder/containers": [{"name": "b"}, {"name": "a"}],
+        "containers": [{"name": "a", "image": "x2", "env": [{"name": "F", "value": "2"}]}],
+        "volumes": [{"name": "v", "$retainKeys": ["configMap", "name"], "configMap": {"name": "cm"}}]}}}});
+    let patched = strategic_merge_patch(old, patch, &node).unwrap();
+    assert_eq!(
+        patched["spec"]["template"]["spec"],
+        serde_json::json!({
+            "containers": [{"name": "b", "image": "y"},
+                           {"name": "a", "image": "x2", "env": [{"name": "F", "value": "2"}, {"name": "E", "value": "1"}]}],
+            "volumes": [{"name": "v", "configMap": {"name": "cm"}}]})
+    );
+    // A field the Go type does not have, as upstream's struct-tag lookup words it.
+    let bad = serde_json::json!({"spec": {"template": {"spec": {"sidecars": [{"name": "x"}]}}}});
+    let old = serde_json::json!({"spec": {"template": {"spec": {"sidecars": [{"name": "y"}]}}}});
+    assert_eq!(
+        strategic_merge_patch(old, bad, &node)
+            .unwrap_err()
+            .to_string(),
+        "unable to find api field in struct PodSpec for the json field \"sidecars\""
+    );
+}

@@ -18,6 +18,7 @@
 
 pub mod codec;
 pub mod fieldset;
+pub mod patchmeta;
 
 use std::collections::HashMap;
 use std::io::Read;

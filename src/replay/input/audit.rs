@@ -863,14 +863,6 @@ impl Reader {
             Ok(t) => t,
             Err(reason) => return ctx.not_replayable("requestObject", reason),
         };
-        if matches!(patch_type, PatchType::Merge)
-            && self.builtin.kind_ref(&ctx.gvr, &ctx.sub).is_some()
-        {
-            ctx.notes.push(
-                "patch type not recorded: applied as a merge patch, which a strategic merge patch without lists or directives equals"
-                    .into(),
-            );
-        }
         let old = match self.old_object(ctx, &ctx.name, &ctx.namespace) {
             Ok(o) => o,
             Err(reason) => return ctx.not_replayable("", self.with_code(ctx, reason)),
@@ -880,6 +872,17 @@ impl Reader {
                 .map_err(|e| e.message)
                 .and_then(|p| p.apply_to_value(&old).map_err(|e| e.message)),
             PatchType::Merge => merge_patch(&old, &body).map_err(|e| e.to_string()),
+            PatchType::Object(kind) => match self.object_patch(ctx, &kind, &old, &body) {
+                Ok(Reading::Only(o)) => Ok(o),
+                Ok(Reading::Told(o, note)) => {
+                    ctx.notes.push(note);
+                    Ok(o)
+                }
+                Ok(Reading::Unknown(reason)) => {
+                    return ctx.not_replayable("requestObject", reason);
+                }
+                Err(e) => Err(e),
+            },
         };
         let object = match patched {
             Ok(o) => o,
@@ -920,24 +923,79 @@ impl Reader {
                 "apply patch: the request of {what} sets `force`, which only server-side apply accepts; apply is not reproduced (field ownership decides the result)"
             ));
         }
-        if has_directive(body) {
-            return Err(format!(
-                "strategic merge patch: the patch of {what} uses $-directives; strategic merge needs the type's patch strategies, which are not reproduced"
-            ));
-        }
         let typed_as_apply = obj.contains_key("apiVersion") && obj.contains_key("kind");
         if typed_as_apply && ctx.query.first("fieldManager").is_some() {
             return Err(format!(
                 "patch type unknown: the patch of {what} names apiVersion, kind and a fieldManager, so it may be a server-side apply (not reproduced) or a merge patch; the audit event does not record which"
             ));
         }
-        let builtin = self.builtin.kind_ref(&ctx.gvr, &ctx.sub).is_some();
-        if builtin && has_array(body) {
-            return Err(format!(
-                "patch type unknown: the object patch of {what} may be a merge patch or a strategic merge patch, which differ on lists, and the audit event does not record which"
-            ));
+        // Custom resources take no strategic merge patch (kube-apiserver answers 415).
+        Ok(match self.builtin.kind_ref(&ctx.gvr, &ctx.sub) {
+            Some(kind) => PatchType::Object(kind.clone()),
+            None => PatchType::Merge,
+        })
+    }
+
+    /// An object patch of a built-in kind: a merge patch or a strategic merge patch, which the
+    /// audit event does not tell apart. Both are applied; when they give the same object that is
+    /// the answer; when only one applies, or only one agrees with the object the apiserver
+    /// answered, that one; otherwise the reason why neither can be chosen.
+    fn object_patch(
+        &self,
+        ctx: &Ctx<'_, '_>,
+        kind: &GroupVersionKind,
+        old: &Value,
+        body: &Value,
+    ) -> Result<Reading, String> {
+        let schema = crate::schema::Schema::for_release(self.builtin.release());
+        let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind) else {
+            return merge_patch(old, body)
+                .map(Reading::Only)
+                .map_err(|e| e.to_string());
+        };
+        let node = crate::schema::patchmeta::PatchNode::new(schema, id);
+        let strategic =
+            crate::strategicpatch::strategic_merge_patch(old.clone(), body.clone(), &node)
+                .map_err(|e| e.to_string());
+        let what = ctx.what();
+        // Only a strategic merge patch has $-directives (kubectl never sends them otherwise).
+        if has_directive(body) {
+            return strategic.map(Reading::Only);
         }
-        Ok(PatchType::Merge)
+        let merge = merge_patch(old, body).map_err(|e| e.to_string());
+        let (s, m) = match (strategic, merge) {
+            (Ok(s), Ok(m)) => (s, m),
+            (Ok(s), Err(_)) => return Ok(Reading::Only(s)),
+            (Err(_), Ok(m)) => return Ok(Reading::Only(m)),
+            (Err(e), Err(_)) => return Err(e),
+        };
+        if s == m {
+            return Ok(Reading::Only(s));
+        }
+        let response = ctx
+            .ev
+            .response_object
+            .and_then(|r| scan::parse::<Value>(r).ok());
+        let Some(response) = response.filter(|r| r.get("metadata").is_some()) else {
+            return Ok(Reading::Unknown(format!(
+                "patch type unknown: the object patch of {what} gives different objects as a merge patch and as a strategic merge patch, and the audit event records neither the content type nor the object that resulted ({})",
+                ctx.ev.level_text()
+            )));
+        };
+        match (agrees(&s, &response, body), agrees(&m, &response, body)) {
+            (true, false) => Ok(Reading::Told(
+                s,
+                "patch type not recorded: read as a strategic merge patch, the only reading the resulting object agrees with".into(),
+            )),
+            (false, true) => Ok(Reading::Told(
+                m,
+                "patch type not recorded: read as a merge patch, the only reading the resulting object agrees with".into(),
+            )),
+            _ => Ok(Reading::Unknown(format!(
+                "patch type unknown: the object patch of {what} gives different objects as a merge patch and as a strategic merge patch, and the resulting object agrees with {} of them where the patch writes",
+                if agrees(&s, &response, body) { "both" } else { "neither" }
+            ))),
+        }
     }
 
     fn delete(&self, ctx: &mut Ctx<'_, '_>) -> InputItem {
@@ -1226,6 +1284,33 @@ struct Parts {
 enum PatchType {
     Json,
     Merge,
+    /// An object patch of a built-in kind: merge or strategic merge.
+    Object(GroupVersionKind),
+}
+
+/// What an object patch of a built-in kind is read as.
+enum Reading {
+    /// The only object the patch can give.
+    Only(Value),
+    /// The one reading the evidence points to, with a note saying so.
+    Told(Value, String),
+    /// Neither reading can be chosen: why.
+    Unknown(String),
+}
+
+/// Whether `candidate` and the object the apiserver answered agree wherever `patch` writes
+/// (webhooks may have changed the rest).
+fn agrees(candidate: &Value, response: &Value, patch: &Value) -> bool {
+    let Value::Object(p) = patch else {
+        return candidate == response;
+    };
+    p.iter().filter(|(k, _)| !k.starts_with('$')).all(|(k, v)| {
+        let (c, r) = (candidate.get(k), response.get(k));
+        match v {
+            Value::Object(_) => agrees(c.unwrap_or(&Value::Null), r.unwrap_or(&Value::Null), v),
+            _ => c.filter(|c| !c.is_null()) == r.filter(|r| !r.is_null()),
+        }
+    })
 }
 
 /// True when a strategic-merge directive (`$patch`, `$retainKeys`, `$setElementOrder/…`,
@@ -1236,14 +1321,6 @@ fn has_directive(v: &Value) -> bool {
             .iter()
             .any(|(k, v)| k.starts_with('$') || has_directive(v)),
         Value::Array(a) => a.iter().any(has_directive),
-        _ => false,
-    }
-}
-
-fn has_array(v: &Value) -> bool {
-    match v {
-        Value::Object(m) => m.values().any(has_array),
-        Value::Array(_) => true,
         _ => false,
     }
 }
