@@ -32,7 +32,7 @@ enum Command {
     Patch(cli::patch::Args),
     /// Replay captured AdmissionReviews or audit logs through the dispatcher against real,
     /// recorded or scripted webhooks. Exits 0 when the replay ran (whatever was allowed or
-    /// denied), 1 on --expect mismatches, 2 on bad usage or no readable input.
+    /// denied), 1 on --expect mismatches, 2 on bad usage or a path that yields nothing usable.
     Replay(Box<cli::replay::Args>),
     /// The console: replay captured requests (same source flags as replay) and step through
     /// every webhook call, annotation and metric; edit the configurations in place (saved back

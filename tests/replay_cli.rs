@@ -825,18 +825,7 @@ fn expectations_junit_audit_events_and_bad_lines() {
 #[test]
 fn unusable_runs_exit_2_with_a_reason() {
     let dir = scratch("unusable");
-    let config = config_file(
-        &dir,
-        "c.yaml",
-        "ValidatingWebhookConfiguration",
-        "c",
-        &[hook(
-            "a.example.com",
-            "{url: \"https://127.0.0.1:9/\"}",
-            "Fail",
-            10,
-        )],
-    );
+    let config = unreachable_config(&dir);
     let missing = dir.join("missing.jsonl");
     let out = hookscope(&[
         "replay",
@@ -848,7 +837,7 @@ fn unusable_runs_exit_2_with_a_reason() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("missing.jsonl"), "{stderr}");
-    assert!(stderr.contains("no readable input"), "{stderr}");
+    assert!(stderr.contains("cannot open --input path"), "{stderr}");
 
     let out = hookscope(&["replay", "--webhooks", config.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "--input is required");
@@ -861,6 +850,191 @@ fn unusable_runs_exit_2_with_a_reason() {
         missing.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// `c.yaml` in `dir`: one validating webhook for configmap creates at an address nothing serves.
+fn unreachable_config(dir: &Path) -> PathBuf {
+    config_file(
+        dir,
+        "c.yaml",
+        "ValidatingWebhookConfiguration",
+        "c",
+        &[hook(
+            "a.example.com",
+            "{url: \"https://127.0.0.1:9/\"}",
+            "Fail",
+            10,
+        )],
+    )
+}
+
+/// Runs `replay` with `args` (answered by a script that allows everything), writing the JSON
+/// report to a file; returns the exit code, standard error and the report.
+fn replay_with_report(dir: &Path, args: &[&str]) -> (Option<i32>, String, Value) {
+    let script = write(dir, "allow-all.yaml", "{}\n");
+    let report = dir.join("report.json");
+    let _ = std::fs::remove_file(&report);
+    let mut all = vec![
+        "replay",
+        "--script",
+        script.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    let out = hookscope(&all);
+    let stderr = text(&out.stderr);
+    let report = std::fs::read_to_string(&report)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| panic!("a report is written: {}\n{stderr}", text(&out.stdout)));
+    (out.status.code(), stderr, report)
+}
+
+/// The `unusable` problems of a report, as `file: message`.
+fn unusable(report: &Value) -> Vec<String> {
+    report["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .filter(|p| p["kind"] == "unusable")
+        .map(|p| {
+            format!(
+                "{}: {}",
+                p["source"]["file"].as_str().unwrap(),
+                p["message"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_broken_setup_exits_2_naming_the_path_and_a_partly_bad_one_replays_the_rest() {
+    let dir = scratch("broken-setup");
+    let d = |f: &str| dir.join(f).display().to_string();
+    let config = unreachable_config(&dir);
+    let config = config.to_str().unwrap();
+    let capture = write(
+        &dir,
+        "in.jsonl",
+        &format!("{}\n", review("u-1", "default", "cm")),
+    );
+    let capture = capture.to_str().unwrap();
+    let audit_log = format!("{FIXTURES}/oracle-v1.32/audit.log");
+    write(
+        &dir,
+        "garbage.jsonl",
+        "{\"not\": \"a request\"}\n{truncated\n",
+    );
+    write(
+        &dir,
+        "invalid-only.yaml",
+        &configuration(
+            "ValidatingWebhookConfiguration",
+            "c",
+            &[hook("short", "{url: \"https://127.0.0.1:9/\"}", "Fail", 10)],
+        ),
+    );
+    write(
+        &dir,
+        "partly-bad.jsonl",
+        &format!("{}\n{{truncated\n", review("u-2", "default", "cm")),
+    );
+
+    // (arguments, the path named, what the line says)
+    let cases: &[(Vec<String>, String, &str)] = &[
+        (
+            vec![
+                "--webhooks".into(),
+                d("nope.yaml"),
+                "--input".into(),
+                capture.into(),
+            ],
+            d("nope.yaml"),
+            "cannot read --webhooks path",
+        ),
+        (
+            vec![
+                "--webhooks".into(),
+                config.into(),
+                "--input".into(),
+                capture.into(),
+                d("nope.log"),
+            ],
+            d("nope.log"),
+            "cannot open --input path",
+        ),
+        (
+            vec![
+                "--webhooks".into(),
+                d("invalid-only.yaml"),
+                "--input".into(),
+                capture.into(),
+            ],
+            d("invalid-only.yaml"),
+            "no webhook configuration the apiserver would accept",
+        ),
+        (
+            vec![
+                "--webhooks".into(),
+                config.into(),
+                "--input".into(),
+                capture.into(),
+                d("garbage.jsonl"),
+            ],
+            d("garbage.jsonl"),
+            "no readable request: all 2 lines are invalid",
+        ),
+        (
+            vec![
+                "--webhooks".into(),
+                audit_log.clone(),
+                "--input".into(),
+                audit_log.clone(),
+            ],
+            audit_log.clone(),
+            "holds audit events, not webhook configurations: give it with --input",
+        ),
+        (
+            vec![
+                "--webhooks".into(),
+                config.into(),
+                "--input".into(),
+                config.into(),
+            ],
+            config.into(),
+            "is a webhook configuration, not a captured request: give its file with --webhooks",
+        ),
+    ];
+    for (args, path, says) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, stderr, report) = replay_with_report(&dir, &args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "one line: {stderr}");
+        assert!(
+            lines[0].starts_with(&format!("error: {path}: ")),
+            "{stderr}"
+        );
+        assert!(lines[0].contains(says), "{args:?}: {stderr}");
+        let problems = unusable(&report);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with(&format!("{path}: ")),
+            "{problems:?}"
+        );
+        assert_eq!(report["summary"]["unusable"], 1);
+    }
+
+    // A file partly bad replays the rest, its bad line reported, and the run succeeds.
+    let (code, stderr, report) = replay_with_report(
+        &dir,
+        &["--webhooks", config, "--input", &d("partly-bad.jsonl")],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(report["summary"]["total"], 1);
+    assert_eq!(report["summary"]["invalid"], 1);
+    assert!(unusable(&report).is_empty());
 }
 
 #[test]

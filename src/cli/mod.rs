@@ -1,6 +1,7 @@
 //! Subcommands.
 
 pub mod check;
+pub(crate) mod configs;
 pub mod live;
 pub mod patch;
 pub mod replay;

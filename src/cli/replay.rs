@@ -13,7 +13,6 @@ use futures::StreamExt;
 use futures::future::Either;
 use hookscope::KubeVersion;
 use hookscope::api::WebhookConfiguration;
-use hookscope::config;
 use hookscope::engine::{AuditLevel, Engine, EngineOptions, Replier, Reply, WebhookCall};
 use hookscope::replay::audit_log::AuditEvent;
 use hookscope::replay::expect::{Expectations, Mismatch};
@@ -189,84 +188,6 @@ impl Replier for Source {
             Source::Recording(r) => Either::Right(r.reply(calls)),
         }
     }
-}
-
-/// Loads, defaults and validates the configurations; invalid ones are left out and reported.
-pub(crate) fn load_configurations(
-    paths: &[PathBuf],
-    report: &mut Report,
-) -> Result<Vec<WebhookConfiguration>, String> {
-    let by_file = load_configurations_by_file(paths, report)?;
-    Ok(by_file.into_iter().flat_map(|(_, c)| c).collect())
-}
-
-/// [`load_configurations`] grouped by the file they were read from, in reading order; a file
-/// whose documents were all left out is listed with none.
-pub(crate) fn load_configurations_by_file(
-    paths: &[PathBuf],
-    report: &mut Report,
-) -> Result<Vec<(String, Vec<WebhookConfiguration>)>, String> {
-    let mut seen = 0;
-    let mut by_file: Vec<(String, Vec<WebhookConfiguration>)> = Vec::new();
-    let file_of = |name: &str, by_file: &mut Vec<(String, Vec<WebhookConfiguration>)>| {
-        if by_file.last().is_none_or(|(f, _)| f != name) {
-            by_file.push((name.to_string(), Vec::new()));
-        }
-        by_file.len() - 1
-    };
-    for loaded in config::load_paths(paths) {
-        seen += 1;
-        match loaded {
-            Err(e) => {
-                let (file, document) = e.location();
-                if !matches!(e, config::LoadError::Io { .. }) {
-                    file_of(file, &mut by_file);
-                }
-                report.push_problem(Problem {
-                    kind: ProblemKind::Configuration,
-                    source: SourceRef {
-                        file: file.to_string(),
-                        index: document.unwrap_or(0),
-                        unit: IndexUnit::Document,
-                        audit_id: None,
-                    },
-                    field: String::new(),
-                    message: e.to_string(),
-                });
-            }
-            Ok(mut l) => {
-                let at = file_of(&l.source.file, &mut by_file);
-                l.apply_defaults();
-                let errors = config::validate(&l.configuration, None);
-                if errors.is_empty() {
-                    by_file[at].1.push(l.configuration);
-                    continue;
-                }
-                for e in errors {
-                    report.push_problem(Problem {
-                        kind: ProblemKind::Configuration,
-                        source: SourceRef {
-                            file: l.source.file.clone(),
-                            index: l.source.document + 1,
-                            unit: IndexUnit::Document,
-                            audit_id: None,
-                        },
-                        field: e.field.clone(),
-                        message: format!(
-                            "{} {:?} left out (the apiserver would refuse it): {}",
-                            l.configuration.kind.configuration_kind(),
-                            l.configuration.name,
-                            e.message
-                        ),
-                    });
-                }
-            }
-        }
-    }
-    if seen == 0 {
-        return Err("no webhook configurations found in the --webhooks paths".into());
-    }
-    Ok(by_file)
 }
 
 /// Bytes of the JSON report gathered per write (a request's entry is a few KB).
@@ -666,6 +587,13 @@ impl Sinks {
                 p.bad(&s.invalid.to_string())
             ));
         }
+        if s.unusable > 0 {
+            line.push_str(&format!(
+                " · {} unusable path{}",
+                p.bad(&s.unusable.to_string()),
+                if s.unusable == 1 { "" } else { "s" }
+            ));
+        }
         if s.invalid_configurations > 0 {
             line.push_str(&format!(
                 " · {} configuration problems",
@@ -703,7 +631,28 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     };
     let mut report = Report::new(version, level);
 
-    let configs = load_configurations(&args.webhooks, &mut report)?;
+    let configs = super::configs::load_configurations(&args.webhooks, &mut report);
+    for input in args.input.iter().filter(|i| *i != "-") {
+        if let Err(e) = std::fs::metadata(input) {
+            report.push_problem(Problem {
+                kind: ProblemKind::Unusable,
+                source: SourceRef {
+                    file: input.clone(),
+                    index: 0,
+                    unit: IndexUnit::Document,
+                    audit_id: None,
+                },
+                field: String::new(),
+                message: format!("cannot open --input path: {e}"),
+            });
+        }
+    }
+    // A path that gives nothing usable fails the run: nothing is replayed, the outputs say why.
+    let inputs = if report.summary.unusable > 0 {
+        Vec::new()
+    } else {
+        args.input.clone()
+    };
     let expect = match &args.expect {
         Some(p) => Some(Expectations::load(p).map_err(|e| e.to_string())?),
         None => None,
@@ -780,7 +729,8 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         sinks.json.push(("--report", w));
     }
     if sinks.format == Format::Text {
-        for p in sinks.report.problems.clone() {
+        let shown = (sinks.report.problems.iter()).filter(|p| p.kind != ProblemKind::Unusable);
+        for p in shown.cloned().collect::<Vec<_>>() {
             let mark = sinks.paint.bad("!");
             let field = if p.field.is_empty() {
                 String::new()
@@ -795,7 +745,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     // Objects the dispatch or the outputs will read are parsed on the reader's thread.
     let parse_objects =
         replayer.engine().reads_objects() || args.audit_log.is_some() || args.expect.is_some();
-    let reader = spawn_reader(args.input.clone(), reader, parse_objects, tx, read);
+    let reader = spawn_reader(inputs, reader, parse_objects, tx, read);
     let runtime = match args.io_threads {
         0 => tokio::runtime::Builder::new_current_thread(),
         n => {
@@ -828,7 +778,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     let mut sinks = outputs
         .join()
         .map_err(|_| "writing the outputs stopped unexpectedly".to_string())?;
-    let (readable, unreadable) = reader
+    let (_, unreadable) = reader
         .join()
         .map_err(|_| "the input reader stopped unexpectedly".to_string())?;
     if let Some(p) = &mut sinks.progress {
@@ -836,10 +786,11 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         p.clear();
     }
     for p in &unreadable {
-        eprintln!("error: {p}");
-    }
-    if readable == 0 {
-        return Err("no readable input".into());
+        let p = Problem::from_input(ProblemKind::Unusable, p);
+        if let Some(j) = &mut sinks.junit {
+            j.problem(&p);
+        }
+        sinks.report.push_problem(p);
     }
 
     let missing = match &source {
@@ -892,7 +843,15 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
             sinks.print_summary(missing);
         }
     }
-    Ok(if sinks.mismatches > 0 {
+    let unusable = (sinks.report.problems.iter()).filter(|p| p.kind == ProblemKind::Unusable);
+    let mut failed = false;
+    for p in unusable {
+        eprintln!("error: {}: {}", p.source, p.message);
+        failed = true;
+    }
+    Ok(if failed {
+        ExitCode::from(2)
+    } else if sinks.mismatches > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -56,7 +56,7 @@ impl Args {
 /// The replay source of files given on the command line.
 fn file_source(args: &Args, version: KubeVersion) -> Result<ReplaySource, String> {
     let mut report = Report::new(version, args.source.audit_level);
-    let by_file = super::replay::load_configurations_by_file(&args.webhooks, &mut report)?;
+    let by_file = super::configs::load_configurations_by_file(&args.webhooks, &mut report);
     let configs: Vec<_> = by_file.iter().flat_map(|(_, c)| c.clone()).collect();
     let documents = by_file
         .into_iter()

@@ -45,6 +45,9 @@ pub struct Summary {
     pub invalid: usize,
     /// Configurations left out because they are unreadable or invalid.
     pub invalid_configurations: usize,
+    /// Paths given on the command line that yield nothing usable (missing, unreadable, no valid
+    /// configuration, no readable request): the replay exits 2 when there is any.
+    pub unusable: usize,
     /// Why requests were not replayed: reason → count.
     pub reasons: BTreeMap<String, usize>,
     /// Webhook calls answered from nothing (no recorded reply).
@@ -55,7 +58,7 @@ pub struct Summary {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Problem {
-    /// `notReplayable`, `invalid` or `configuration`.
+    /// `notReplayable`, `invalid`, `configuration` or `unusable`.
     pub kind: ProblemKind,
     /// Where.
     pub source: SourceRef,
@@ -75,6 +78,10 @@ pub enum ProblemKind {
     Invalid,
     /// A webhook configuration left out.
     Configuration,
+    /// A path given on the command line that yields nothing usable: it does not exist, cannot
+    /// be read, holds no configuration the apiserver would accept (`--webhooks`) or no readable
+    /// request (`--input`).
+    Unusable,
 }
 
 impl Problem {
@@ -446,6 +453,7 @@ impl Report {
             }
             ProblemKind::Invalid => self.summary.invalid += 1,
             ProblemKind::Configuration => self.summary.invalid_configurations += 1,
+            ProblemKind::Unusable => self.summary.unusable += 1,
         }
         self.problems.push(p);
     }

@@ -110,6 +110,11 @@ pub struct Reader {
     /// The last document was an AdmissionReview that [`review::read`] took alone: the next one
     /// is tried that way first, before its kind is looked for.
     reviews: bool,
+    /// Audit events read whole (any verb, any stage): an input of them is readable even when
+    /// none went through admission.
+    events: u64,
+    /// Audit requests, at their final stage, that did not go through admission.
+    skipped: u64,
 }
 
 impl std::fmt::Debug for Pending {
@@ -153,7 +158,16 @@ impl Reader {
             seq: 0,
             intern: Interner::default(),
             reviews: false,
+            events: 0,
+            skipped: 0,
         }
+    }
+
+    /// Audit requests read so far that did not go through admission, counted once at their
+    /// final stage: reads (`get`, `list`, `watch`), non-resource requests (`/healthz`, …) and
+    /// requests authorization refused.
+    pub fn skipped_events(&self) -> u64 {
+        self.skipped
     }
 
     /// Number of objects currently known (kept for old-object lookups).
@@ -195,16 +209,7 @@ impl Reader {
         input: &mut dyn BufRead,
         sink: &mut dyn FnMut(InputItem),
     ) -> Result<(), InputProblem> {
-        let whole = |message: String| InputProblem {
-            source: SourceRef {
-                file: name.to_string(),
-                index: 0,
-                unit: IndexUnit::Document,
-                audit_id: None,
-            },
-            field: String::new(),
-            message,
-        };
+        let whole = |message: String| whole_input(name, message);
         let io_err = |e: io::Error| whole(format!("cannot read: {e}"));
         let (first, line) = start(input).map_err(io_err)?;
         match first {
@@ -239,7 +244,9 @@ impl Reader {
     }
 
     /// Reads `paths` in order (`-`: standard input), then [`finish`](Self::finish)es. Returns
-    /// how many inputs could be read and the problems of those that could not. `read_bytes`,
+    /// how many inputs could be read and the problems of those that could not: an input that
+    /// cannot be opened or read, is empty or not JSON or YAML text, or whose every document is
+    /// invalid (its invalid documents are items too, as always). `read_bytes`,
     /// when given, counts the bytes read as they are read (progress of a long input).
     pub fn read_paths(
         &mut self,
@@ -265,23 +272,28 @@ impl Reader {
         read_bytes: Option<&Arc<AtomicU64>>,
         sink: &mut dyn FnMut(InputItem),
     ) -> Result<(), InputProblem> {
+        let events = self.events;
+        let mut tally = Tally::default();
+        let mut counted = |item: InputItem| {
+            tally.count(&item);
+            sink(item)
+        };
         if path == "-" {
             let stdin = io::stdin();
             let mut input = Counting::buffered(stdin.lock(), read_bytes);
-            return self.read(path, &mut input, sink);
+            self.read(path, &mut input, &mut counted)?;
+        } else {
+            let mut input = match std::fs::File::open(path) {
+                Ok(f) => Counting::buffered(f, read_bytes),
+                Err(e) => return Err(whole_input(path, format!("cannot open: {e}"))),
+            };
+            self.read(path, &mut input, &mut counted)?;
         }
-        match std::fs::File::open(path) {
-            Ok(f) => self.read(path, &mut Counting::buffered(f, read_bytes), sink),
-            Err(e) => Err(InputProblem {
-                source: SourceRef {
-                    file: path.to_string(),
-                    index: 0,
-                    unit: IndexUnit::Document,
-                    audit_id: None,
-                },
-                field: String::new(),
-                message: format!("cannot open: {e}"),
-            }),
+        match &tally.first_invalid {
+            Some(first) if tally.usable == 0 && self.events == events => {
+                Err(whole_input(path, tally.nothing_readable(first)))
+            }
+            _ => Ok(()),
         }
     }
 
@@ -569,10 +581,70 @@ impl Reader {
         }
         let message = if kind.is_empty() {
             "missing: not an AdmissionReview or an audit.k8s.io/v1 Event".to_string()
+        } else if matches!(
+            &*kind,
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"
+        ) {
+            format!(
+                "{kind:?} is a webhook configuration, not a captured request: give its file with --webhooks"
+            )
         } else {
             format!("{kind:?} is not an AdmissionReview or an audit.k8s.io/v1 Event")
         };
         sink(invalid(source, prefix, "kind", message))
+    }
+}
+
+/// A problem of input `name` as a whole.
+fn whole_input(name: &str, message: String) -> InputProblem {
+    InputProblem {
+        source: source(name, 0, IndexUnit::Document),
+        field: String::new(),
+        message,
+    }
+}
+
+/// What one input yielded, to tell an input of nothing but invalid documents.
+#[derive(Default)]
+struct Tally {
+    /// Requests, replayable or not.
+    usable: usize,
+    invalid: usize,
+    first_invalid: Option<InputProblem>,
+}
+
+impl Tally {
+    fn count(&mut self, item: &InputItem) {
+        match item {
+            InputItem::Request(_) | InputItem::NotReplayable(_) => self.usable += 1,
+            InputItem::Invalid(p) => {
+                self.invalid += 1;
+                if self.first_invalid.is_none() {
+                    self.first_invalid = Some(p.clone());
+                }
+            }
+        }
+    }
+
+    /// Why an input whose documents were all invalid, `first` the first of them, is unreadable.
+    fn nothing_readable(&self, first: &InputProblem) -> String {
+        let unit = match first.source.unit {
+            IndexUnit::Line => "line",
+            IndexUnit::Document => "document",
+        };
+        let all = match self.invalid {
+            1 => format!("its only {unit} is invalid"),
+            n => format!("all {n} {unit}s are invalid"),
+        };
+        let field = if first.field.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", first.field)
+        };
+        format!(
+            "no readable request: {all} ({unit} {}: {field}{})",
+            first.source.index, first.message
+        )
     }
 }
 

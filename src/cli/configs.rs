@@ -1,0 +1,196 @@
+//! Reading the `--webhooks` paths of `replay` and `tui`: configurations defaulted and validated,
+//! invalid ones left out and reported, and every path given checked for something usable.
+
+use std::path::{Path, PathBuf};
+
+use hookscope::api::WebhookConfiguration;
+use hookscope::config::{self, LoadError};
+use hookscope::replay::report::{Problem, ProblemKind, Report};
+use hookscope::replay::{IndexUnit, SourceRef};
+
+/// The configurations accepted, by the file they were read from, in reading order; a file whose
+/// documents were all left out is listed with none.
+pub(crate) type ByFile = Vec<(String, Vec<WebhookConfiguration>)>;
+
+/// Loads, defaults and validates the configurations; invalid ones are left out and reported.
+pub(crate) fn load_configurations(
+    paths: &[PathBuf],
+    report: &mut Report,
+) -> Vec<WebhookConfiguration> {
+    let by_file = load_configurations_by_file(paths, report);
+    by_file.into_iter().flat_map(|(_, c)| c).collect()
+}
+
+/// [`load_configurations`] grouped by file. Each path given must yield at least one
+/// configuration the apiserver would accept; one that does not (missing, unreadable, empty,
+/// nothing but invalid documents, captured requests) is reported as
+/// [`ProblemKind::Unusable`].
+pub(crate) fn load_configurations_by_file(paths: &[PathBuf], report: &mut Report) -> ByFile {
+    let mut by_file: ByFile = Vec::new();
+    for path in paths {
+        let mut seen = Seen::default();
+        for loaded in config::load_paths(std::slice::from_ref(path)) {
+            seen.documents += 1;
+            match loaded {
+                Err(e) => {
+                    let (file, document) = e.location();
+                    if let LoadError::Io { message, .. } = &e
+                        && Path::new(file) == path
+                    {
+                        seen.unreadable = Some(message.clone());
+                        continue;
+                    }
+                    if !matches!(e, LoadError::Io { .. }) {
+                        file_entry(file, &mut by_file);
+                    }
+                    if let LoadError::UnknownKind { kind, .. } = &e {
+                        seen.kinds.push(kind.clone());
+                    }
+                    seen.left_out(e.to_string());
+                    report.push_problem(Problem {
+                        kind: ProblemKind::Configuration,
+                        source: SourceRef {
+                            file: file.to_string(),
+                            index: document.unwrap_or(0),
+                            unit: IndexUnit::Document,
+                            audit_id: None,
+                        },
+                        field: String::new(),
+                        message: e.to_string(),
+                    });
+                }
+                Ok(mut l) => {
+                    let at = file_entry(&l.source.file, &mut by_file);
+                    l.apply_defaults();
+                    let errors = config::validate(&l.configuration, None);
+                    if errors.is_empty() {
+                        seen.accepted += 1;
+                        by_file[at].1.push(l.configuration);
+                        continue;
+                    }
+                    if let Some(e) = errors.first() {
+                        seen.left_out(format!("{}: {}: {}", l.source, e.field, e.message));
+                    }
+                    for e in errors {
+                        report.push_problem(Problem {
+                            kind: ProblemKind::Configuration,
+                            source: SourceRef {
+                                file: l.source.file.clone(),
+                                index: l.source.document + 1,
+                                unit: IndexUnit::Document,
+                                audit_id: None,
+                            },
+                            field: e.field.clone(),
+                            message: format!(
+                                "{} {:?} left out (the apiserver would refuse it): {}",
+                                l.configuration.kind.configuration_kind(),
+                                l.configuration.name,
+                                e.message
+                            ),
+                        });
+                    }
+                }
+            }
+        }
+        if seen.accepted == 0 {
+            report.push_problem(unusable(path, seen.why_unusable(path)));
+        }
+    }
+    by_file
+}
+
+/// The index of `file`'s entry, added when it is not the last one.
+fn file_entry(file: &str, by_file: &mut ByFile) -> usize {
+    if by_file.last().is_none_or(|(f, _)| f != file) {
+        by_file.push((file.to_string(), Vec::new()));
+    }
+    by_file.len() - 1
+}
+
+/// A `--webhooks` path that yields nothing usable.
+fn unusable(path: &Path, message: String) -> Problem {
+    Problem {
+        kind: ProblemKind::Unusable,
+        source: SourceRef {
+            file: path.display().to_string(),
+            index: 0,
+            unit: IndexUnit::Document,
+            audit_id: None,
+        },
+        field: String::new(),
+        message,
+    }
+}
+
+/// What one `--webhooks` path yielded.
+#[derive(Default)]
+struct Seen {
+    documents: usize,
+    accepted: usize,
+    left_out: usize,
+    /// The first document left out, with why.
+    first_left_out: Option<String>,
+    /// Why the path itself could not be read.
+    unreadable: Option<String>,
+    /// Kinds found that are not webhook configurations.
+    kinds: Vec<String>,
+}
+
+impl Seen {
+    fn left_out(&mut self, why: String) {
+        self.left_out += 1;
+        self.first_left_out.get_or_insert(why);
+    }
+
+    fn why_unusable(&self, path: &Path) -> String {
+        if let Some(message) = &self.unreadable {
+            return format!("cannot read --webhooks path: {message}");
+        }
+        if let Some(what) = captured_requests(path, &self.kinds) {
+            return format!(
+                "holds {what}, not webhook configurations: give it with --input, and the configurations with --webhooks"
+            );
+        }
+        if self.documents == 0 {
+            return if path.is_dir() {
+                "no webhook configuration: the folder holds no *.yaml, *.yml or *.json file".into()
+            } else {
+                "no webhook configuration: the file is empty".into()
+            };
+        }
+        let (n, first) = (self.left_out, self.first_left_out.as_deref());
+        format!(
+            "no webhook configuration the apiserver would accept: {n} document{} left out (the first: {})",
+            if n == 1 { "" } else { "s" },
+            first.unwrap_or_default()
+        )
+    }
+}
+
+/// What kind of capture a `--webhooks` path holds, if it looks like one: documents of a
+/// capture's kind, or a first line that is an audit event or AdmissionReview in JSON.
+fn captured_requests(path: &Path, kinds: &[String]) -> Option<&'static str> {
+    let describe = |kind: &str| match kind {
+        "Event" | "EventList" => Some("audit events"),
+        "AdmissionReview" => Some("AdmissionReviews"),
+        _ => None,
+    };
+    if let Some(what) = kinds.iter().find_map(|k| describe(k)) {
+        return Some(what);
+    }
+    if path.is_dir() {
+        return None;
+    }
+    let mut head = Vec::new();
+    std::io::Read::read_to_end(
+        &mut std::io::Read::take(std::fs::File::open(path).ok()?, 1 << 20),
+        &mut head,
+    )
+    .ok()?;
+    let line = head
+        .split(|&b| b == b'\n')
+        .map(<[u8]>::trim_ascii)
+        .find(|l| !l.is_empty())?;
+    let value: serde_json::Value = serde_json::from_slice(line).ok()?;
+    describe(value.get("kind")?.as_str()?)
+}
