@@ -164,3 +164,90 @@ fn live_refuses_bad_flags_before_opening_the_console() {
     let err = text(&interval.stderr);
     assert!(err.contains("unknown unit \"x\" (ms, s, m, h)"), "{err}");
 }
+
+/// Runs hookscope with its standard output (and, with `close_stderr`, its standard error) a pipe
+/// whose reading end is closed before it writes: as `hookscope … | head -1` once `head` is gone.
+fn with_closed_output(args: &[&str], close_stderr: bool) -> (Option<i32>, String) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hookscope"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    drop(child.stdout.take());
+    let mut stderr = String::new();
+    if close_stderr {
+        drop(child.stderr.take());
+    } else if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut stderr).expect("stderr");
+    }
+    let status = child.wait().expect("binary ends");
+    (status.code(), stderr)
+}
+
+#[test]
+fn a_closed_standard_output_ends_every_command_quietly() {
+    let oracle = format!("{FIXTURES}/oracle-v1.32");
+    let (mutating, validating) = (
+        format!("{oracle}/mutating.yaml"),
+        format!("{oracle}/validating.yaml"),
+    );
+    let log = format!("{oracle}/audit.log");
+    let object = format!("{FIXTURES}/cli/object.yaml");
+    let patch = format!("{FIXTURES}/cli/quirky-patch.json");
+    let replay = |format: &'static str| {
+        vec![
+            "replay".to_string(),
+            "--webhooks".into(),
+            mutating.clone(),
+            validating.clone(),
+            "--input".into(),
+            log.clone(),
+            "--format".into(),
+            format.into(),
+            "-v".into(),
+        ]
+    };
+    let commands: Vec<Vec<String>> = vec![
+        vec![
+            "check".into(),
+            "--webhooks".into(),
+            mutating.clone(),
+            validating.clone(),
+        ],
+        replay("text"),
+        replay("json"),
+        replay("junit"),
+        vec![
+            "patch".into(),
+            "--object".into(),
+            object,
+            "--patch".into(),
+            patch,
+        ],
+    ];
+    for args in &commands {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, stderr) = with_closed_output(&args, false);
+        assert_eq!(code, Some(141), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(
+            !stderr.to_lowercase().contains("broken pipe"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("backtrace"), "{args:?}: {stderr}");
+        // Both closed (`2>&1 | head`): still no panic.
+        let (code, _) = with_closed_output(&args, true);
+        assert_eq!(code, Some(141), "{args:?}, stderr closed too");
+    }
+    // clap writes the help itself and ignores a closed stdout.
+    for args in [&["--help"][..], &["replay", "--help"], &["--version"]] {
+        let (code, stderr) = with_closed_output(args, false);
+        assert!(matches!(code, Some(0 | 141)), "{args:?}: {code:?} {stderr}");
+        assert_eq!(stderr, "", "{args:?}");
+    }
+}

@@ -31,7 +31,7 @@ pub fn run(args: &Args, _version: KubeVersion) -> Result<ExitCode, String> {
             Ok(l) => l,
             Err(e) => {
                 failed = true;
-                println!("{} {e}", paint.bad("✗"));
+                outln!("{} {e}", paint.bad("✗"));
                 continue;
             }
         };
@@ -44,7 +44,7 @@ pub fn run(args: &Args, _version: KubeVersion) -> Result<ExitCode, String> {
         } else {
             paint.bad("✗")
         };
-        println!(
+        outln!(
             "{mark} {} {} {}",
             cfg.kind.configuration_kind(),
             paint.bold(&cfg.name),
@@ -57,14 +57,14 @@ pub fn run(args: &Args, _version: KubeVersion) -> Result<ExitCode, String> {
         );
         if !args.quiet {
             for d in &loaded.defaulted {
-                println!("    {} {d}", paint.dim("default"));
+                outln!("    {} {d}", paint.dim("default"));
             }
         }
         for e in &errors {
-            println!("    {} {e}", paint.bad("error"));
+            outln!("    {} {e}", paint.bad("error"));
         }
         for l in &lints {
-            println!("    {} {}: {}", paint.warn("warning"), l.field, l.message);
+            outln!("    {} {}: {}", paint.warn("warning"), l.field, l.message);
         }
         failed |= !errors.is_empty();
     }

@@ -31,17 +31,17 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     let patch = match jsonpatch::decode(&patch_bytes) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!(
+            errln!(
                 "{} {}: the patch cannot be decoded: {e}",
                 paint.bad("error:"),
                 args.patch.display()
             );
             if version.at_least(34) {
-                eprintln!(
+                errln!(
                     "the apiserver treats this as a webhook calling error (failurePolicy applies); with Fail the client gets:\n  Internal error occurred: failed calling webhook \"<webhook>\": received undecodable patch in webhook response: {e}"
                 );
             } else {
-                eprintln!(
+                errln!(
                     "Kubernetes {version} fails the request whatever the failurePolicy:\n  Internal error occurred: {e}"
                 );
             }
@@ -51,17 +51,17 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     match patch.apply_to_value(&object) {
         Ok(patched) => {
             if let Some(note) = strict_rfc_difference(&patch_bytes, &object, &patched) {
-                eprintln!("{} {note}", paint.warn("warning:"));
+                errln!("{} {note}", paint.warn("warning:"));
             }
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&patched).unwrap_or_default()
             );
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("{} the patch does not apply: {e}", paint.bad("error:"));
-            eprintln!(
+            errln!("{} the patch does not apply: {e}", paint.bad("error:"));
+            errln!(
                 "the apiserver fails the request (500) whatever the failurePolicy:\n  Internal error occurred: {e}"
             );
             Ok(ExitCode::from(1))

@@ -360,16 +360,19 @@ impl Progress {
         } else {
             String::new()
         };
-        eprint!(
+        err!(
             "\r\x1b[2K{bar}{} replayed ({} allowed, {} denied), {} not replayable",
-            s.total, s.allowed, s.denied, s.not_replayable
+            s.total,
+            s.allowed,
+            s.denied,
+            s.not_replayable
         );
         self.shown = true;
     }
 
     fn clear(&self) {
         if self.shown {
-            eprint!("\r\x1b[2K");
+            err!("\r\x1b[2K");
         }
     }
 }
@@ -443,7 +446,7 @@ impl Sinks {
                     } else {
                         format!("{}: ", p.field)
                     };
-                    println!("{mark} {}: {field}{}", p.source, p.message);
+                    outln!("{mark} {}: {field}{}", p.source, p.message);
                 }
                 if let Some(j) = &mut self.junit {
                     j.problem(&p);
@@ -495,14 +498,14 @@ impl Sinks {
         if !mutated.is_empty() {
             detail.push_str(&format!(", mutated by {}", mutated.join(", ")));
         }
-        println!(
+        outln!(
             "{mark} {} {verdict} {} {}",
             p.bold(&r.title()),
             p.dim(&format!("({detail})")),
             p.dim(&format!("[{}]", r.source))
         );
         if let Some(s) = &r.status {
-            println!("    {}", s.message);
+            outln!("    {}", s.message);
         }
         let shown = r
             .status
@@ -519,20 +522,20 @@ impl Sinks {
             } else {
                 p.bad("failed")
             };
-            println!(
+            outln!(
                 "    {how} {}: {}",
                 c.webhook,
                 c.error.as_deref().unwrap_or_default()
             );
         }
         for w in &r.warnings {
-            println!("    {} {w}", p.warn("warning"));
+            outln!("    {} {w}", p.warn("warning"));
         }
         for n in &r.notes {
-            println!("    {} {n}", p.dim("note"));
+            outln!("    {} {n}", p.dim("note"));
         }
         for m in mismatches {
-            println!(
+            outln!(
                 "    {} expectation {}: {}\n      {} {}\n      {} {}",
                 p.bad("mismatch"),
                 m.entry,
@@ -549,20 +552,24 @@ impl Sinks {
         let p = &self.paint;
         let s = &self.report.summary;
         if !self.hooks.is_empty() {
-            println!();
-            println!(
+            outln!();
+            outln!(
                 "{}",
                 p.bold("webhook                                          called  skipped  mutated  denied  errors")
             );
             for ((config, hook, phase), h) in self.hooks.sorted() {
                 let name = format!("{phase:<10} {config}/{hook}");
-                println!(
+                outln!(
                     "{name:<48} {:>7}  {:>7}  {:>7}  {:>6}  {:>6}",
-                    h.called, h.skipped, h.mutated, h.denied, h.errors
+                    h.called,
+                    h.skipped,
+                    h.mutated,
+                    h.denied,
+                    h.errors
                 );
             }
         }
-        println!();
+        outln!();
         let mut line = format!(
             "{} requests replayed: {} allowed, {} denied",
             s.total,
@@ -612,7 +619,7 @@ impl Sinks {
                 p.bad(&self.mismatches.to_string())
             ));
         }
-        println!("{line}");
+        outln!("{line}");
     }
 }
 
@@ -717,7 +724,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     );
     if args.format == Format::Json {
         let out: Box<dyn Write + Send> =
-            Box::new(BufWriter::with_capacity(REPORT_BUFFER, std::io::stdout()));
+            Box::new(BufWriter::with_capacity(REPORT_BUFFER, super::Stdout));
         let w = ReportWriter::begin(out, &kube, &level_text).map_err(|e| e.to_string())?;
         sinks.json.push(("standard output", w));
     }
@@ -737,7 +744,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
             } else {
                 format!("{}: ", p.field)
             };
-            println!("{mark} {}: {field}{}", p.source, p.message);
+            outln!("{mark} {}: {field}{}", p.source, p.message);
         }
     }
 
@@ -828,7 +835,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     }
     match args.format {
         Format::Json => {}
-        Format::Junit => print!(
+        Format::Junit => out!(
             "{}",
             sinks
                 .junit
@@ -838,7 +845,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         ),
         Format::Text => {
             for m in &unmatched {
-                println!("{} {m}", sinks.paint.bad("mismatch"));
+                outln!("{} {m}", sinks.paint.bad("mismatch"));
             }
             sinks.print_summary(missing);
         }
@@ -846,7 +853,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     let unusable = (sinks.report.problems.iter()).filter(|p| p.kind == ProblemKind::Unusable);
     let mut failed = false;
     for p in unusable {
-        eprintln!("error: {}: {}", p.source, p.message);
+        errln!("error: {}: {}", p.source, p.message);
         failed = true;
     }
     Ok(if failed {
