@@ -251,3 +251,67 @@ fn a_closed_standard_output_ends_every_command_quietly() {
         assert_eq!(stderr, "", "{args:?}");
     }
 }
+
+#[test]
+fn check_takes_the_admission_configurations_of_release_manifests_and_skips_the_rest() {
+    // (file, configurations, the skipped line)
+    let manifests = [
+        (
+            "cert-manager.yaml",
+            2,
+            "skipped 46 documents of other kinds: Namespace, CustomResourceDefinition ×6, ServiceAccount ×3, ConfigMap ×2, ClusterRole ×13, ClusterRoleBinding ×10, Role ×3, RoleBinding ×3, Service ×2, Deployment ×3",
+        ),
+        (
+            "gatekeeper.yaml",
+            2,
+            "skipped 29 documents of other kinds: Namespace, ResourceQuota, CustomResourceDefinition ×17, ServiceAccount, Role, ClusterRole, RoleBinding, ClusterRoleBinding, Secret, Service, Deployment ×2, PodDisruptionBudget",
+        ),
+        (
+            "ingress-nginx-cloud-deploy.yaml",
+            1,
+            "skipped 18 documents of other kinds: Namespace, ServiceAccount ×2, Role ×2, ClusterRole ×2, RoleBinding ×2, ClusterRoleBinding ×2, ConfigMap, Service ×2, Deployment, Job ×2, IngressClass",
+        ),
+    ];
+    for (file, configurations, skipped) in manifests {
+        let out = hookscope(&[
+            "check",
+            "--quiet",
+            "--webhooks",
+            &format!("{FIXTURES}/manifests/{file}"),
+        ]);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{file}: {stdout}");
+        assert_eq!(stdout.matches("✓ ").count(), configurations, "{stdout}");
+        assert!(!stdout.contains('✗'), "{stdout}");
+        let lines: Vec<&str> = stdout
+            .lines()
+            .filter(|l| l.starts_with("skipped"))
+            .collect();
+        assert_eq!(lines, [skipped], "one summary line");
+    }
+
+    // Admission policies are other kinds too (for now), and so is anything else of any group;
+    // a misspelt webhook configuration kind is not.
+    let dir = Scratch::new(&format!("hookscope-policies-{}", std::process::id()));
+    let path = dir.join("mixed.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: p}\nspec: {validations: [{expression: 'true'}]}\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {name: b}\nspec: {policyName: p}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: v}\nwebhooks: []\n",
+    )
+    .unwrap();
+    let out = hookscope(&["check", "--webhooks", path.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("skipped 3 documents of other kinds: ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding, Widget"),
+        "{stdout}"
+    );
+    std::fs::write(
+        &path,
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfigurations\nmetadata: {name: v}\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: v}\nwebhooks: []\n",
+    )
+    .unwrap();
+    let out = hookscope(&["check", "--webhooks", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("kind \"ValidatingWebhookConfigurations\""));
+}

@@ -1038,6 +1038,63 @@ fn a_broken_setup_exits_2_naming_the_path_and_a_partly_bad_one_replays_the_rest(
 }
 
 #[test]
+fn replay_takes_the_configurations_of_release_manifests_and_says_what_it_skipped_with_v() {
+    let dir = scratch("manifests");
+    let capture = write(
+        &dir,
+        "in.jsonl",
+        &format!("{}\n", review("u-1", "default", "cm")),
+    );
+    let manifests: Vec<String> = [
+        "cert-manager.yaml",
+        "gatekeeper.yaml",
+        "ingress-nginx-cloud-deploy.yaml",
+    ]
+    .iter()
+    .map(|f| format!("{FIXTURES}/manifests/{f}"))
+    .collect();
+    let mut args = vec!["--webhooks"];
+    args.extend(manifests.iter().map(String::as_str));
+    args.extend(["--input", capture.to_str().unwrap()]);
+    let (code, stderr, report) = replay_with_report(&dir, &args);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stderr, "", "silent");
+    assert_eq!(report["problems"], json!([]));
+    assert_eq!(report["summary"]["total"], 1);
+    // gatekeeper's webhooks see every resource: the ConfigMap create calls them.
+    let configurations: Vec<&str> = report["requests"][0]["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["configuration"].as_str().unwrap())
+        .collect();
+    assert!(
+        configurations.contains(&"gatekeeper-validating-webhook-configuration"),
+        "{configurations:?}"
+    );
+
+    args.push("-v");
+    let script = write(&dir, "allow-all.yaml", "{}\n");
+    args.extend(["--script", script.to_str().unwrap()]);
+    let mut all = vec!["replay"];
+    all.extend(&args);
+    let out = hookscope(&all);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    for (file, n) in [
+        ("cert-manager.yaml", 46),
+        ("gatekeeper.yaml", 29),
+        ("ingress-nginx-cloud-deploy.yaml", 18),
+    ] {
+        let line = format!("{FIXTURES}/manifests/{file}: skipped {n} documents of other kinds: ");
+        assert!(
+            stdout.lines().any(|l| l.starts_with(&line)),
+            "{line}\n{stdout}"
+        );
+    }
+}
+
+#[test]
 fn secrets_are_redacted_unless_asked() {
     let dir = scratch("secrets");
     let config = write(

@@ -4,11 +4,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use hookscope::KubeVersion;
-use hookscope::config;
+use hookscope::config::{self, LoadError};
 
 use super::Paint;
+use super::configs::OtherKinds;
 
-/// Arguments of `check`.
+/// Arguments of `check`. Objects of other kinds in the files (a release manifest's Namespaces,
+/// Deployments, CustomResourceDefinitions…) are skipped and counted in one line.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Files or folders of MutatingWebhookConfiguration / ValidatingWebhookConfiguration documents
@@ -25,7 +27,12 @@ pub fn run(args: &Args, _version: KubeVersion) -> Result<ExitCode, String> {
     let paint = Paint::stdout();
     let mut failed = false;
     let mut count = 0;
+    let mut other_kinds = OtherKinds::default();
     for loaded in config::load_paths(&args.webhooks) {
+        if let Err(LoadError::OtherKind { kind, .. }) = &loaded {
+            other_kinds.add(kind);
+            continue;
+        }
         count += 1;
         let mut loaded = match loaded {
             Ok(l) => l,
@@ -69,7 +76,17 @@ pub fn run(args: &Args, _version: KubeVersion) -> Result<ExitCode, String> {
         failed |= !errors.is_empty();
     }
     if count == 0 {
-        return Err("no webhook configurations found in the given paths".into());
+        let also = if other_kinds.is_empty() {
+            String::new()
+        } else {
+            format!(" ({other_kinds})")
+        };
+        return Err(format!(
+            "no webhook configurations found in the given paths{also}"
+        ));
+    }
+    if !other_kinds.is_empty() {
+        outln!("{}", paint.dim(&other_kinds.to_string()));
     }
     Ok(if failed {
         ExitCode::from(1)

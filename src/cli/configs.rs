@@ -12,26 +12,38 @@ use hookscope::replay::{IndexUnit, SourceRef};
 /// documents were all left out is listed with none.
 pub(crate) type ByFile = Vec<(String, Vec<WebhookConfiguration>)>;
 
-/// Loads, defaults and validates the configurations; invalid ones are left out and reported.
-pub(crate) fn load_configurations(
-    paths: &[PathBuf],
-    report: &mut Report,
-) -> Vec<WebhookConfiguration> {
-    let by_file = load_configurations_by_file(paths, report);
-    by_file.into_iter().flat_map(|(_, c)| c).collect()
+/// What the `--webhooks` paths gave.
+pub(crate) struct Configurations {
+    /// The configurations accepted.
+    pub by_file: ByFile,
+    /// Per path holding objects of other kinds (a release manifest's Namespaces, Deployments,
+    /// CustomResourceDefinitions…), which are skipped without a word: a line saying which.
+    pub skipped: Vec<String>,
 }
 
-/// [`load_configurations`] grouped by file. Each path given must yield at least one
+impl Configurations {
+    /// The configurations accepted, in reading order.
+    pub fn all(&self) -> Vec<WebhookConfiguration> {
+        (self.by_file.iter())
+            .flat_map(|(_, c)| c.iter().cloned())
+            .collect()
+    }
+}
+
+/// Loads, defaults and validates the configurations of `paths`; invalid ones are left out and
+/// reported, objects of other kinds skipped. Each path given must yield at least one
 /// configuration the apiserver would accept; one that does not (missing, unreadable, empty,
-/// nothing but invalid documents, captured requests) is reported as
+/// nothing but invalid documents or other kinds, captured requests) is reported as
 /// [`ProblemKind::Unusable`].
-pub(crate) fn load_configurations_by_file(paths: &[PathBuf], report: &mut Report) -> ByFile {
+pub(crate) fn load_configurations(paths: &[PathBuf], report: &mut Report) -> Configurations {
     let mut by_file: ByFile = Vec::new();
+    let mut skipped = Vec::new();
     for path in paths {
         let mut seen = Seen::default();
         for loaded in config::load_paths(std::slice::from_ref(path)) {
             seen.documents += 1;
             match loaded {
+                Err(LoadError::OtherKind { kind, .. }) => seen.other_kinds.add(&kind),
                 Err(e) => {
                     let (file, document) = e.location();
                     if let LoadError::Io { message, .. } = &e
@@ -94,9 +106,11 @@ pub(crate) fn load_configurations_by_file(paths: &[PathBuf], report: &mut Report
         }
         if seen.accepted == 0 {
             report.push_problem(unusable(path, seen.why_unusable(path)));
+        } else if !seen.other_kinds.is_empty() {
+            skipped.push(format!("{}: {}", path.display(), seen.other_kinds));
         }
     }
-    by_file
+    Configurations { by_file, skipped }
 }
 
 /// The index of `file`'s entry, added when it is not the last one.
@@ -132,8 +146,10 @@ struct Seen {
     first_left_out: Option<String>,
     /// Why the path itself could not be read.
     unreadable: Option<String>,
-    /// Kinds found that are not webhook configurations.
+    /// Kinds found that are not webhook configurations, by mistake.
     kinds: Vec<String>,
+    /// Objects of other kinds.
+    other_kinds: OtherKinds,
 }
 
 impl Seen {
@@ -146,10 +162,14 @@ impl Seen {
         if let Some(message) = &self.unreadable {
             return format!("cannot read --webhooks path: {message}");
         }
-        if let Some(what) = captured_requests(path, &self.kinds) {
+        let kinds = self.kinds.iter().chain(self.other_kinds.kinds());
+        if let Some(what) = captured_requests(path, kinds) {
             return format!(
                 "holds {what}, not webhook configurations: give it with --input, and the configurations with --webhooks"
             );
+        }
+        if self.left_out == 0 && !self.other_kinds.is_empty() {
+            return format!("no webhook configuration: {}", self.other_kinds);
         }
         if self.documents == 0 {
             return if path.is_dir() {
@@ -169,13 +189,16 @@ impl Seen {
 
 /// What kind of capture a `--webhooks` path holds, if it looks like one: documents of a
 /// capture's kind, or a first line that is an audit event or AdmissionReview in JSON.
-fn captured_requests(path: &Path, kinds: &[String]) -> Option<&'static str> {
+fn captured_requests<'k>(
+    path: &Path,
+    mut kinds: impl Iterator<Item = &'k String>,
+) -> Option<&'static str> {
     let describe = |kind: &str| match kind {
         "Event" | "EventList" => Some("audit events"),
         "AdmissionReview" => Some("AdmissionReviews"),
         _ => None,
     };
-    if let Some(what) = kinds.iter().find_map(|k| describe(k)) {
+    if let Some(what) = kinds.find_map(|k| describe(k)) {
         return Some(what);
     }
     if path.is_dir() {
@@ -193,4 +216,44 @@ fn captured_requests(path: &Path, kinds: &[String]) -> Option<&'static str> {
         .find(|l| !l.is_empty())?;
     let value: serde_json::Value = serde_json::from_slice(line).ok()?;
     describe(value.get("kind")?.as_str()?)
+}
+
+/// Objects of other kinds than webhook configurations, counted by kind in order of appearance.
+#[derive(Debug, Default)]
+pub(crate) struct OtherKinds(Vec<(String, usize)>);
+
+impl OtherKinds {
+    /// Counts one object of `kind`.
+    pub fn add(&mut self, kind: &str) {
+        match self.0.iter_mut().find(|(k, _)| k == kind) {
+            Some((_, n)) => *n += 1,
+            None => self.0.push((kind.to_string(), 1)),
+        }
+    }
+
+    /// Whether none was counted.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn kinds(&self) -> impl Iterator<Item = &String> {
+        self.0.iter().map(|(k, _)| k)
+    }
+}
+
+/// `skipped 3 documents of other kinds: Namespace, CustomResourceDefinition ×2`.
+impl std::fmt::Display for OtherKinds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let total: usize = self.0.iter().map(|(_, n)| n).sum();
+        let plural = if total == 1 { "" } else { "s" };
+        write!(f, "skipped {total} document{plural} of other kinds: ")?;
+        for (i, (kind, n)) in self.0.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            match n {
+                1 => write!(f, "{sep}{kind}")?,
+                n => write!(f, "{sep}{kind} ×{n}")?,
+            }
+        }
+        Ok(())
+    }
 }

@@ -73,7 +73,8 @@ pub struct Args {
     /// Print Secret data as captured instead of redacting it.
     #[arg(long = "show-secrets")]
     pub show_secrets: bool,
-    /// Text format: list every request, not only denials, failures and problems.
+    /// Text format: list every request, not only denials, failures and problems. Also say which
+    /// documents of other kinds the --webhooks files held (skipped).
     #[arg(short, long)]
     pub verbose: bool,
     /// Threads that run the HTTPS connections (TLS and HTTP) beside the one dispatching and
@@ -638,7 +639,16 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     };
     let mut report = Report::new(version, level);
 
-    let configs = super::configs::load_configurations(&args.webhooks, &mut report);
+    let loaded = super::configs::load_configurations(&args.webhooks, &mut report);
+    if args.verbose {
+        for line in &loaded.skipped {
+            match args.format {
+                Format::Text => outln!("{}", paint.dim(line)),
+                _ => errln!("{line}"),
+            }
+        }
+    }
+    let configs = loaded.all();
     for input in args.input.iter().filter(|i| *i != "-") {
         if let Err(e) = std::fs::metadata(input) {
             report.push_problem(Problem {

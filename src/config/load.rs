@@ -507,6 +507,21 @@ fn decode_object(
                 api_version,
             });
         }
+        _ if is_other_kind(&api_version, &kind_str) => {
+            let name = obj
+                .get("metadata")
+                .and_then(|m| m.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .into();
+            return Err(LoadError::OtherKind {
+                at: d.source,
+                item,
+                kind: kind_str,
+                api_version: api_version.into(),
+                name,
+            });
+        }
         _ => {
             return Err(LoadError::UnknownKind {
                 at: d.source,
@@ -560,6 +575,27 @@ fn decode_object(
         defaulted: Vec::new(),
         unknown_fields: d.unknown,
     })
+}
+
+/// The admission policy kinds of admissionregistration.k8s.io: not webhook configurations, and
+/// not read by hookscope (yet), but objects a manifest may hold.
+const POLICY_KINDS: [&str; 4] = [
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionPolicyBinding",
+];
+
+/// Whether a document of `kind` under `api_version` is an object of another kind rather than a
+/// mistaken webhook configuration: both are set, and the kind is neither one spelled wrong (it
+/// names no webhook configuration) nor another kind of admissionregistration.k8s.io than its
+/// policies.
+fn is_other_kind(api_version: &str, kind: &str) -> bool {
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    !api_version.is_empty()
+        && !kind.is_empty()
+        && !kind.to_ascii_lowercase().contains("webhookconfiguration")
+        && (group != GROUP || POLICY_KINDS.contains(&kind))
 }
 
 /// Read files or folders (folders recursively: `*.yaml`, `*.yml`, `*.json`, sorted by path) and

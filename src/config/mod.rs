@@ -3,7 +3,8 @@
 //!
 //! * [`parse_documents`] / [`load_paths`]: YAML or JSON, multi-document streams and `*List`
 //!   objects; every document yields a configuration or a [`LoadError`] naming file, document and
-//!   field. Fields the API does not know are kept in [`LoadedConfiguration::unknown_fields`]
+//!   field. Objects of other kinds (a release manifest's Namespaces, CRDs, Deployments…) yield
+//!   [`LoadError::OtherKind`], which readers of manifests skip. Fields the API does not know are kept in [`LoadedConfiguration::unknown_fields`]
 //!   (upstream drops them silently on a non-strict decode; hookscope reports them as notes).
 //! * [`apply_defaults`]: the defaults of the configuration's version.
 //! * [`validate`]: every error of `pkg/apis/admissionregistration/validation`, with upstream's
@@ -136,6 +137,25 @@ pub enum LoadError {
         /// The apiVersion as written.
         api_version: String,
     },
+    /// A Kubernetes object of another kind (a Namespace, a Deployment, a CustomResourceDefinition,
+    /// a ValidatingAdmissionPolicy, …), as release manifests mix them with webhook
+    /// configurations. Not an error for readers of such manifests: they skip it.
+    #[error(
+        "{at}{}: {kind} {name:?} ({api_version}) is not a webhook configuration",
+        item_note(item)
+    )]
+    OtherKind {
+        /// The document.
+        at: Source,
+        /// Index in the enclosing List, if any.
+        item: Option<usize>,
+        /// The kind.
+        kind: String,
+        /// The apiVersion.
+        api_version: Box<str>,
+        /// `metadata.name`, empty when absent.
+        name: Box<str>,
+    },
     /// A webhook configuration kind under an apiVersion other than v1 and v1beta1.
     #[error(
         "{at}{}: {kind} is not served as apiVersion {api_version:?}; use admissionregistration.k8s.io/v1 (or admissionregistration.k8s.io/v1beta1, served until Kubernetes 1.21)",
@@ -174,9 +194,16 @@ impl LoadError {
             | LoadError::NotAnObject { at, .. }
             | LoadError::Removed { at, .. }
             | LoadError::UnknownKind { at, .. }
+            | LoadError::OtherKind { at, .. }
             | LoadError::UnsupportedVersion { at, .. }
             | LoadError::FieldType { at, .. } => (&at.file, Some(at.document + 1)),
         }
+    }
+
+    /// Whether this is an object of another kind ([`LoadError::OtherKind`]), which readers of
+    /// release manifests skip rather than report.
+    pub fn is_other_kind(&self) -> bool {
+        matches!(self, LoadError::OtherKind { .. })
     }
 }
 
