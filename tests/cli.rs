@@ -315,3 +315,27 @@ fn check_takes_the_admission_configurations_of_release_manifests_and_skips_the_r
     assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
     assert!(text(&out.stdout).contains("kind \"ValidatingWebhookConfigurations\""));
 }
+
+#[test]
+fn check_warns_when_a_configuration_replaces_one_of_the_same_kind_and_name() {
+    let gatekeeper = format!("{FIXTURES}/manifests/gatekeeper-webhook-manifests.yaml");
+    let otel = format!("{FIXTURES}/manifests/opentelemetry-operator-webhook-manifests.yaml");
+    let out = hookscope(&["check", "--quiet", "--webhooks", &gatekeeper, &otel]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let replaced: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("    warning metadata.name: "))
+        .collect();
+    assert_eq!(
+        replaced,
+        [
+            format!(
+                "    warning metadata.name: MutatingWebhookConfiguration \"mutating-webhook-configuration\" replaces the one of {gatekeeper}: document 1 (starting at line 1): a cluster holds one object per kind and name, and applying both files in this order leaves this one"
+            ),
+            format!(
+                "    warning metadata.name: ValidatingWebhookConfiguration \"validating-webhook-configuration\" replaces the one of {gatekeeper}: document 2 (starting at line 29): a cluster holds one object per kind and name, and applying both files in this order leaves this one"
+            ),
+        ]
+    );
+}

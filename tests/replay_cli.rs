@@ -908,6 +908,16 @@ fn unusable(report: &Value) -> Vec<String> {
         .collect()
 }
 
+/// The `field` of every call considered for the report's first request.
+fn considered<'r>(report: &'r Value, field: &str) -> Vec<&'r str> {
+    (report["requests"][0]["calls"]
+        .as_array()
+        .expect("calls")
+        .iter())
+    .map(|c| c[field].as_str().unwrap())
+    .collect()
+}
+
 #[test]
 fn a_broken_setup_exits_2_naming_the_path_and_a_partly_bad_one_replays_the_rest() {
     let dir = scratch("broken-setup");
@@ -1062,12 +1072,7 @@ fn replay_takes_the_configurations_of_release_manifests_and_says_what_it_skipped
     assert_eq!(report["problems"], json!([]));
     assert_eq!(report["summary"]["total"], 1);
     // gatekeeper's webhooks see every resource: the ConfigMap create calls them.
-    let configurations: Vec<&str> = report["requests"][0]["calls"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| c["configuration"].as_str().unwrap())
-        .collect();
+    let configurations = considered(&report, "configuration");
     assert!(
         configurations.contains(&"gatekeeper-validating-webhook-configuration"),
         "{configurations:?}"
@@ -1092,6 +1097,72 @@ fn replay_takes_the_configurations_of_release_manifests_and_says_what_it_skipped
             "{line}\n{stdout}"
         );
     }
+}
+
+#[test]
+fn a_configuration_named_as_an_earlier_one_replaces_it_with_a_warning_naming_both_files() {
+    let dir = scratch("same-names");
+    let pod = json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "p-1", "operation": "CREATE", "namespace": "default", "name": "p",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "userInfo": {"username": "alice"},
+            "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"}},
+        }
+    });
+    let capture = write(&dir, "in.jsonl", &format!("{pod}\n"));
+    let gatekeeper = format!("{FIXTURES}/manifests/gatekeeper-webhook-manifests.yaml");
+    let otel = format!("{FIXTURES}/manifests/opentelemetry-operator-webhook-manifests.yaml");
+    let (code, stderr, report) = replay_with_report(
+        &dir,
+        &[
+            "--webhooks",
+            &gatekeeper,
+            &otel,
+            "--input",
+            capture.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let warnings: Vec<&Value> = report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "warning")
+        .collect();
+    assert_eq!(warnings.len(), 2, "{:#}", report["problems"]);
+    assert_eq!(report["summary"]["warnings"], 2);
+    for (w, (kind, name, document)) in warnings.iter().zip([
+        (
+            "MutatingWebhookConfiguration",
+            "mutating-webhook-configuration",
+            1,
+        ),
+        (
+            "ValidatingWebhookConfiguration",
+            "validating-webhook-configuration",
+            2,
+        ),
+    ]) {
+        assert_eq!(w["source"]["file"], otel.as_str());
+        assert_eq!(w["source"]["index"], document);
+        let message = w["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!(
+                "{kind} {name:?} replaces the one of {gatekeeper}: document {document}"
+            )),
+            "{message}"
+        );
+    }
+    // Only the later configurations are in force: gatekeeper's webhooks are gone.
+    let webhooks = considered(&report, "webhook");
+    assert!(webhooks.contains(&"mpod.kb.io"), "{webhooks:?}");
+    assert!(
+        !webhooks.iter().any(|w| w.ends_with("gatekeeper.sh")),
+        "{webhooks:?}"
+    );
 }
 
 #[test]

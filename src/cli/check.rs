@@ -1,5 +1,6 @@
 //! `hookscope check`: defaulting, validation and best-practice warnings.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -7,7 +8,7 @@ use hookscope::KubeVersion;
 use hookscope::config::{self, LoadError};
 
 use super::Paint;
-use super::configs::OtherKinds;
+use super::configs::{OtherKinds, replaces};
 
 /// Arguments of `check`. Objects of other kinds in the files (a release manifest's Namespaces,
 /// Deployments, CustomResourceDefinitions…) are skipped and counted in one line.
@@ -28,6 +29,7 @@ pub fn run(args: &Args, _version: KubeVersion) -> Result<ExitCode, String> {
     let mut failed = false;
     let mut count = 0;
     let mut other_kinds = OtherKinds::default();
+    let mut names = HashMap::new();
     for loaded in config::load_paths(&args.webhooks) {
         if let Err(LoadError::OtherKind { kind, .. }) = &loaded {
             other_kinds.add(kind);
@@ -69,6 +71,15 @@ pub fn run(args: &Args, _version: KubeVersion) -> Result<ExitCode, String> {
         }
         for e in &errors {
             outln!("    {} {e}", paint.bad("error"));
+        }
+        if let Some(earlier) = names.insert((cfg.kind, cfg.name.clone()), loaded.source.clone())
+            && !cfg.name.is_empty()
+        {
+            outln!(
+                "    {} metadata.name: {}",
+                paint.warn("warning"),
+                replaces(cfg, &earlier)
+            );
         }
         for l in &lints {
             outln!("    {} {}: {}", paint.warn("warning"), l.field, l.message);

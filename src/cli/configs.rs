@@ -1,9 +1,10 @@
 //! Reading the `--webhooks` paths of `replay` and `tui`: configurations defaulted and validated,
 //! invalid ones left out and reported, and every path given checked for something usable.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use hookscope::api::WebhookConfiguration;
+use hookscope::api::{WebhookConfiguration, WebhookKind};
 use hookscope::config::{self, LoadError};
 use hookscope::replay::report::{Problem, ProblemKind, Report};
 use hookscope::replay::{IndexUnit, SourceRef};
@@ -38,6 +39,7 @@ impl Configurations {
 pub(crate) fn load_configurations(paths: &[PathBuf], report: &mut Report) -> Configurations {
     let mut by_file: ByFile = Vec::new();
     let mut skipped = Vec::new();
+    let mut names: HashMap<(WebhookKind, String), config::Source> = HashMap::new();
     for path in paths {
         let mut seen = Seen::default();
         for loaded in config::load_paths(std::slice::from_ref(path)) {
@@ -59,17 +61,13 @@ pub(crate) fn load_configurations(paths: &[PathBuf], report: &mut Report) -> Con
                         seen.kinds.push(kind.clone());
                     }
                     seen.left_out(e.to_string());
-                    report.push_problem(Problem {
-                        kind: ProblemKind::Configuration,
-                        source: SourceRef {
-                            file: file.to_string(),
-                            index: document.unwrap_or(0),
-                            unit: IndexUnit::Document,
-                            audit_id: None,
-                        },
-                        field: String::new(),
-                        message: e.to_string(),
-                    });
+                    report.push_problem(problem(
+                        ProblemKind::Configuration,
+                        file,
+                        document.unwrap_or(0),
+                        String::new(),
+                        e.to_string(),
+                    ));
                 }
                 Ok(mut l) => {
                     let at = file_entry(&l.source.file, &mut by_file);
@@ -77,6 +75,22 @@ pub(crate) fn load_configurations(paths: &[PathBuf], report: &mut Report) -> Con
                     let errors = config::validate(&l.configuration, None);
                     if errors.is_empty() {
                         seen.accepted += 1;
+                        let cfg = &l.configuration;
+                        if let Some(earlier) =
+                            names.insert((cfg.kind, cfg.name.clone()), l.source.clone())
+                        {
+                            let earlier_file = by_file.iter_mut().find(|(f, _)| *f == earlier.file);
+                            if let Some((_, configurations)) = earlier_file {
+                                configurations.retain(|c| c.kind != cfg.kind || c.name != cfg.name);
+                            }
+                            report.push_problem(problem(
+                                ProblemKind::Warning,
+                                &l.source.file,
+                                l.source.document + 1,
+                                "metadata.name".into(),
+                                replaces(cfg, &earlier),
+                            ));
+                        }
                         by_file[at].1.push(l.configuration);
                         continue;
                     }
@@ -84,22 +98,18 @@ pub(crate) fn load_configurations(paths: &[PathBuf], report: &mut Report) -> Con
                         seen.left_out(format!("{}: {}: {}", l.source, e.field, e.message));
                     }
                     for e in errors {
-                        report.push_problem(Problem {
-                            kind: ProblemKind::Configuration,
-                            source: SourceRef {
-                                file: l.source.file.clone(),
-                                index: l.source.document + 1,
-                                unit: IndexUnit::Document,
-                                audit_id: None,
-                            },
-                            field: e.field.clone(),
-                            message: format!(
+                        report.push_problem(problem(
+                            ProblemKind::Configuration,
+                            &l.source.file,
+                            l.source.document + 1,
+                            e.field,
+                            format!(
                                 "{} {:?} left out (the apiserver would refuse it): {}",
                                 l.configuration.kind.configuration_kind(),
                                 l.configuration.name,
                                 e.message
                             ),
-                        });
+                        ));
                     }
                 }
             }
@@ -121,19 +131,37 @@ fn file_entry(file: &str, by_file: &mut ByFile) -> usize {
     by_file.len() - 1
 }
 
-/// A `--webhooks` path that yields nothing usable.
-fn unusable(path: &Path, message: String) -> Problem {
+/// A problem of `file`'s document `index` (1-based; 0: the file as a whole).
+fn problem(kind: ProblemKind, file: &str, index: usize, field: String, message: String) -> Problem {
     Problem {
-        kind: ProblemKind::Unusable,
+        kind,
         source: SourceRef {
-            file: path.display().to_string(),
-            index: 0,
+            file: file.to_string(),
+            index,
             unit: IndexUnit::Document,
             audit_id: None,
         },
-        field: String::new(),
+        field,
         message,
     }
+}
+
+/// A `--webhooks` path that yields nothing usable.
+fn unusable(path: &Path, message: String) -> Problem {
+    let file = path.display().to_string();
+    problem(ProblemKind::Unusable, &file, 0, String::new(), message)
+}
+
+/// The warning for `cfg`, which replaces the configuration of the same kind and name read
+/// `earlier`: one object per kind and name exists in a cluster, and `kubectl apply` of both
+/// files in this order leaves the later.
+pub(crate) fn replaces(cfg: &WebhookConfiguration, earlier: &config::Source) -> String {
+    format!(
+        "{} {:?} replaces the one of {}: a cluster holds one object per kind and name, and applying both files in this order leaves this one",
+        cfg.kind.configuration_kind(),
+        cfg.name,
+        earlier
+    )
 }
 
 /// What one `--webhooks` path yielded.

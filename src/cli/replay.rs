@@ -602,6 +602,13 @@ impl Sinks {
                 if s.unusable == 1 { "" } else { "s" }
             ));
         }
+        if s.warnings > 0 {
+            line.push_str(&format!(
+                " · {} warning{}",
+                p.warn(&s.warnings.to_string()),
+                if s.warnings == 1 { "" } else { "s" }
+            ));
+        }
         if s.invalid_configurations > 0 {
             line.push_str(&format!(
                 " · {} configuration problems",
@@ -748,7 +755,10 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     if sinks.format == Format::Text {
         let shown = (sinks.report.problems.iter()).filter(|p| p.kind != ProblemKind::Unusable);
         for p in shown.cloned().collect::<Vec<_>>() {
-            let mark = sinks.paint.bad("!");
+            let mark = match p.kind {
+                ProblemKind::Warning => sinks.paint.warn("warning"),
+                _ => sinks.paint.bad("!"),
+            };
             let field = if p.field.is_empty() {
                 String::new()
             } else {

@@ -48,6 +48,9 @@ pub struct Summary {
     /// Paths given on the command line that yield nothing usable (missing, unreadable, no valid
     /// configuration, no readable request): the replay exits 2 when there is any.
     pub unusable: usize,
+    /// Warnings about what was used as it stands (a configuration replacing another of the same
+    /// kind and name, an apiVersion the modelled release no longer serves).
+    pub warnings: usize,
     /// Why requests were not replayed: reason → count.
     pub reasons: BTreeMap<String, usize>,
     /// Webhook calls answered from nothing (no recorded reply).
@@ -58,7 +61,7 @@ pub struct Summary {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Problem {
-    /// `notReplayable`, `invalid`, `configuration` or `unusable`.
+    /// `notReplayable`, `invalid`, `configuration`, `unusable` or `warning`.
     pub kind: ProblemKind,
     /// Where.
     pub source: SourceRef,
@@ -82,6 +85,9 @@ pub enum ProblemKind {
     /// be read, holds no configuration the apiserver would accept (`--webhooks`) or no readable
     /// request (`--input`).
     Unusable,
+    /// Something used as it stands, but worth knowing: a configuration that replaced another of
+    /// the same kind and name, a configuration under an apiVersion the release no longer serves.
+    Warning,
 }
 
 impl Problem {
@@ -454,6 +460,7 @@ impl Report {
             ProblemKind::Invalid => self.summary.invalid += 1,
             ProblemKind::Configuration => self.summary.invalid_configurations += 1,
             ProblemKind::Unusable => self.summary.unusable += 1,
+            ProblemKind::Warning => self.summary.warnings += 1,
         }
         self.problems.push(p);
     }
