@@ -908,6 +908,20 @@ fn unusable(report: &Value) -> Vec<String> {
         .collect()
 }
 
+/// A captured v1 AdmissionReview of the create of Pod `p` in `namespace`.
+fn pod_review(namespace: &str) -> Value {
+    json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "p-1", "operation": "CREATE", "namespace": namespace, "name": "p",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "userInfo": {"username": "alice"},
+            "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": namespace}},
+        }
+    })
+}
+
 /// The `field` of every call considered for the report's first request.
 fn considered<'r>(report: &'r Value, field: &str) -> Vec<&'r str> {
     (report["requests"][0]["calls"]
@@ -1102,16 +1116,7 @@ fn replay_takes_the_configurations_of_release_manifests_and_says_what_it_skipped
 #[test]
 fn a_configuration_named_as_an_earlier_one_replaces_it_with_a_warning_naming_both_files() {
     let dir = scratch("same-names");
-    let pod = json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {
-            "uid": "p-1", "operation": "CREATE", "namespace": "default", "name": "p",
-            "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "userInfo": {"username": "alice"},
-            "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"}},
-        }
-    });
+    let pod = pod_review("default");
     let capture = write(&dir, "in.jsonl", &format!("{pod}\n"));
     let gatekeeper = format!("{FIXTURES}/manifests/gatekeeper-webhook-manifests.yaml");
     let otel = format!("{FIXTURES}/manifests/opentelemetry-operator-webhook-manifests.yaml");
@@ -1162,6 +1167,114 @@ fn a_configuration_named_as_an_earlier_one_replaces_it_with_a_warning_naming_bot
     assert!(
         !webhooks.iter().any(|w| w.ends_with("gatekeeper.sh")),
         "{webhooks:?}"
+    );
+}
+
+#[test]
+fn reads_are_counted_unserved_versions_warned_namespaces_cleared_and_notes_only_where_read() {
+    let dir = scratch("counted");
+    let oracle = format!("{FIXTURES}/oracle-v1.32");
+    let (mutating, validating) = (
+        format!("{oracle}/mutating.yaml"),
+        format!("{oracle}/validating.yaml"),
+    );
+
+    // The session's 195 gets and 39 lists did not go through admission: counted, not hidden.
+    let log = format!("{oracle}/audit.log");
+    let args = ["--webhooks", &mutating, &validating, "--input", &log];
+    let (code, stderr, report) = replay_with_report(&dir, &args);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(report["summary"]["skippedEvents"], 195 + 39);
+    let script = write(&dir, "allow-all.yaml", "{}\n");
+    let mut all = vec!["replay", "--script", script.to_str().unwrap()];
+    all.extend(args);
+    let out = hookscope(&all);
+    let summary = text(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        summary.contains(" · 234 audit events skipped (reads and other requests that do not go through admission)"),
+        "{summary}"
+    );
+
+    // v1beta1 is not served by any modelled release: replay warns and goes on, check refuses.
+    let beta = write(
+        &dir,
+        "beta.yaml",
+        "apiVersion: admissionregistration.k8s.io/v1beta1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: old, namespace: ignored}\nwebhooks:\n- name: old.example.com\n  clientConfig: {url: \"https://127.0.0.1:9/\"}\n  rules: [{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [pods]}]\n  sideEffects: None\n",
+    );
+    let pod = pod_review("nobody-knows");
+    let capture = write(&dir, "pod.jsonl", &format!("{pod}\n"));
+    let (code, stderr, report) = replay_with_report(
+        &dir,
+        &[
+            "--kube-version",
+            "1.28",
+            "--webhooks",
+            beta.to_str().unwrap(),
+            "--input",
+            capture.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let problems = report["problems"].as_array().unwrap();
+    assert_eq!(
+        problems.len(),
+        1,
+        "only the warning; the namespace was cleared: {problems:#?}"
+    );
+    assert_eq!(problems[0]["kind"], "warning");
+    assert_eq!(problems[0]["field"], "apiVersion");
+    let message = problems[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("admissionregistration.k8s.io/v1beta1 is not served since Kubernetes 1.22 (modelled: 1.28): kubectl apply fails with 'no matches for kind \"ValidatingWebhookConfiguration\" in version \"admissionregistration.k8s.io/v1beta1\"'"),
+        "{message}"
+    );
+    assert_eq!(considered(&report, "webhook"), ["old.example.com"]);
+    // No namespace selector read the unknown namespace's labels: no note about them.
+    assert_eq!(
+        report["requests"][0].get("notes"),
+        None,
+        "{:#}",
+        report["requests"][0]
+    );
+
+    let out = hookscope(&["check", "--webhooks", beta.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("    error apiVersion: admissionregistration.k8s.io/v1beta1 is not served since Kubernetes 1.22"), "{stdout}");
+    assert!(
+        stdout.contains("    default metadata.namespace: \"\" (was \"ignored\": cluster-scoped, the apiserver clears it)"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("metadata.namespace: Forbidden"),
+        "{stdout}"
+    );
+
+    // With a namespace selector, the labels were read, and the note says what was assumed.
+    let selective = write(
+        &dir,
+        "selective.yaml",
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: sel}\nwebhooks:\n- name: sel.example.com\n  clientConfig: {url: \"https://127.0.0.1:9/\"}\n  rules: [{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [pods]}]\n  namespaceSelector: {matchExpressions: [{key: skip, operator: DoesNotExist}]}\n  sideEffects: None\n  admissionReviewVersions: [v1]\n",
+    );
+    let (code, stderr, report) = replay_with_report(
+        &dir,
+        &[
+            "--webhooks",
+            selective.to_str().unwrap(),
+            "--input",
+            capture.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        report["requests"][0]["notes"],
+        json!([
+            "namespace \"nobody-knows\" is not known (not in --cluster nor learned from the input): its labels were taken as empty"
+        ])
     );
 }
 

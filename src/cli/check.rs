@@ -24,7 +24,7 @@ pub struct Args {
 }
 
 /// Runs `check`.
-pub fn run(args: &Args, _version: KubeVersion) -> Result<ExitCode, String> {
+pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     let paint = Paint::stdout();
     let mut failed = false;
     let mut count = 0;
@@ -46,7 +46,11 @@ pub fn run(args: &Args, _version: KubeVersion) -> Result<ExitCode, String> {
         };
         loaded.apply_defaults();
         let cfg = &loaded.configuration;
-        let errors = config::validate(cfg, None);
+        let mut errors: Vec<String> = (config::validate(cfg, None).iter())
+            .map(ToString::to_string)
+            .collect();
+        // The file cannot be applied at all: what a gate on configuration changes must see.
+        errors.extend(config::unserved(cfg, version).map(|why| format!("apiVersion: {why}")));
         let lints = config::lint(cfg);
         let mark = if errors.is_empty() {
             paint.good("✓")

@@ -4,6 +4,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use hookscope::KubeVersion;
 use hookscope::api::{WebhookConfiguration, WebhookKind};
 use hookscope::config::{self, LoadError};
 use hookscope::replay::report::{Problem, ProblemKind, Report};
@@ -32,11 +33,16 @@ impl Configurations {
 }
 
 /// Loads, defaults and validates the configurations of `paths`; invalid ones are left out and
-/// reported, objects of other kinds skipped. Each path given must yield at least one
+/// reported, objects of other kinds skipped, those under an apiVersion `version` does not serve
+/// kept with a warning. Each path given must yield at least one
 /// configuration the apiserver would accept; one that does not (missing, unreadable, empty,
 /// nothing but invalid documents or other kinds, captured requests) is reported as
 /// [`ProblemKind::Unusable`].
-pub(crate) fn load_configurations(paths: &[PathBuf], report: &mut Report) -> Configurations {
+pub(crate) fn load_configurations(
+    paths: &[PathBuf],
+    version: KubeVersion,
+    report: &mut Report,
+) -> Configurations {
     let mut by_file: ByFile = Vec::new();
     let mut skipped = Vec::new();
     let mut names: HashMap<(WebhookKind, String), config::Source> = HashMap::new();
@@ -76,6 +82,15 @@ pub(crate) fn load_configurations(paths: &[PathBuf], report: &mut Report) -> Con
                     if errors.is_empty() {
                         seen.accepted += 1;
                         let cfg = &l.configuration;
+                        if let Some(why) = config::unserved(cfg, version) {
+                            report.push_problem(problem(
+                                ProblemKind::Warning,
+                                &l.source.file,
+                                l.source.document + 1,
+                                "apiVersion".into(),
+                                why,
+                            ));
+                        }
                         if let Some(earlier) =
                             names.insert((cfg.kind, cfg.name.clone()), l.source.clone())
                         {

@@ -246,15 +246,15 @@ impl Batcher {
 
 /// Reads every input on a thread of its own, sending items in batches over a bounded channel;
 /// with `parse_objects`, parses there the objects captured as text (`engine::Object`), which the
-/// replay will read. Returns how many inputs could be read, and the problems of those that
-/// could not.
+/// replay will read. Returns the problems of the inputs that could not be read, and how many
+/// audit requests did not go through admission.
 fn spawn_reader(
     inputs: Vec<String>,
     mut reader: Reader,
     parse_objects: bool,
     tx: tokio::sync::mpsc::Sender<Vec<InputItem>>,
     read: Arc<AtomicU64>,
-) -> std::thread::JoinHandle<(usize, Vec<InputProblem>)> {
+) -> std::thread::JoinHandle<(Vec<InputProblem>, u64)> {
     std::thread::spawn(move || {
         let mut batcher = Batcher {
             parse_objects,
@@ -262,9 +262,10 @@ fn spawn_reader(
             batch: Vec::with_capacity(BATCH),
             started: Instant::now(),
         };
-        let result = reader.read_paths(&inputs, Some(&read), &mut |item| batcher.push(item));
+        let (_, unreadable) =
+            reader.read_paths(&inputs, Some(&read), &mut |item| batcher.push(item));
         batcher.flush();
-        result
+        (unreadable, reader.skipped_events())
     })
 }
 
@@ -581,6 +582,12 @@ impl Sinks {
                 s.denied.to_string()
             }
         );
+        if s.skipped_events > 0 {
+            line.push_str(&format!(
+                " · {} audit events skipped (reads and other requests that do not go through admission)",
+                s.skipped_events
+            ));
+        }
         if s.not_replayable > 0 {
             let reasons: Vec<String> = s.reasons.iter().map(|(r, n)| format!("{r}: {n}")).collect();
             line.push_str(&format!(
@@ -646,7 +653,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     };
     let mut report = Report::new(version, level);
 
-    let loaded = super::configs::load_configurations(&args.webhooks, &mut report);
+    let loaded = super::configs::load_configurations(&args.webhooks, version, &mut report);
     if args.verbose {
         for line in &loaded.skipped {
             match args.format {
@@ -805,13 +812,14 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     let mut sinks = outputs
         .join()
         .map_err(|_| "writing the outputs stopped unexpectedly".to_string())?;
-    let (_, unreadable) = reader
+    let (unreadable, skipped_events) = reader
         .join()
         .map_err(|_| "the input reader stopped unexpectedly".to_string())?;
     if let Some(p) = &mut sinks.progress {
         p.tick(&sinks.report.summary, true);
         p.clear();
     }
+    sinks.report.summary.skipped_events = skipped_events;
     for p in &unreadable {
         let p = Problem::from_input(ProblemKind::Unusable, p);
         if let Some(j) = &mut sinks.junit {

@@ -60,7 +60,7 @@ impl Args {
 /// The replay source of files given on the command line.
 fn file_source(args: &Args, version: KubeVersion) -> Result<ReplaySource, String> {
     let mut report = Report::new(version, args.source.audit_level);
-    let loaded = super::configs::load_configurations(&args.webhooks, &mut report);
+    let loaded = super::configs::load_configurations(&args.webhooks, version, &mut report);
     let configs = loaded.all();
     let skipped = if args.verbose {
         loaded.skipped

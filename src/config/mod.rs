@@ -63,11 +63,40 @@ pub struct LoadedConfiguration {
 }
 
 impl LoadedConfiguration {
-    /// Applies the defaults of the configuration's version and records them in `defaulted`.
+    /// Does what the apiserver does to a configuration before validating its create: clears
+    /// the namespace of this cluster-scoped object (`rest.BeforeCreate` sets it to the request's,
+    /// none, instead of refusing it), then applies the defaults of its version; records both in
+    /// `defaulted`.
     pub fn apply_defaults(&mut self) {
+        if let Some(meta) = self.configuration.metadata.as_object_mut()
+            && let Some(serde_json::Value::String(ns)) = meta.get("namespace")
+            && !ns.is_empty()
+        {
+            self.defaulted.push(format!(
+                "metadata.namespace: \"\" (was {ns:?}: cluster-scoped, the apiserver clears it)"
+            ));
+            meta.remove("namespace");
+        }
         let applied = apply_defaults(&mut self.configuration);
         self.defaulted.extend(applied);
     }
+}
+
+/// Why a configuration could not be applied to a cluster of `version`, when its apiVersion is
+/// no longer served there: `admissionregistration.k8s.io/v1beta1` configurations since 1.22.
+/// kubectl then fails before any request reaches the apiserver (no REST mapping for the kind in
+/// that version). An object created under v1beta1 before 1.22 still exists after an upgrade,
+/// with the v1beta1 defaults it was stored with, which is how hookscope reads such a document.
+pub fn unserved(
+    cfg: &crate::api::WebhookConfiguration,
+    version: crate::KubeVersion,
+) -> Option<String> {
+    (cfg.api_version == V1BETA1 && version.at_least(22)).then(|| {
+        let kind = cfg.kind.configuration_kind();
+        format!(
+            "{V1BETA1} is not served since Kubernetes 1.22 (modelled: {version}): kubectl apply fails with 'no matches for kind \"{kind}\" in version \"{V1BETA1}\"'; read with v1beta1's defaults, as an object created before 1.22 and kept through upgrades would be; write it as {V1}"
+        )
+    })
 }
 
 fn item_note(item: &Option<usize>) -> String {

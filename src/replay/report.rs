@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{CapturedRequest, InputProblem, NamespaceState, SourceRef};
+use super::{CapturedRequest, InputProblem, SourceRef};
 use crate::KubeVersion;
 use crate::api::{Operation, WebhookKind};
 use crate::engine::{AuditLevel, CallDecision, CallRecord, Object, Outcome};
@@ -48,6 +48,10 @@ pub struct Summary {
     /// Paths given on the command line that yield nothing usable (missing, unreadable, no valid
     /// configuration, no readable request): the replay exits 2 when there is any.
     pub unusable: usize,
+    /// Audit requests read that did not go through admission, counted once at their final
+    /// stage: reads (`get`, `list`, `watch`), non-resource requests, requests authorization
+    /// refused.
+    pub skipped_events: u64,
     /// Warnings about what was used as it stands (a configuration replacing another of the same
     /// kind and name, an apiVersion the modelled release no longer serves).
     pub warnings: usize,
@@ -343,13 +347,7 @@ impl RequestReport {
         if redact && let Some(o) = &mut object {
             redact_secret(Arc::make_mut(o).value_mut());
         }
-        let mut notes = req.notes;
-        if req.namespace == NamespaceState::Unknown {
-            notes.push(format!(
-                "namespace {:?} is not known (not in --cluster nor learned from the input): its labels were taken as empty",
-                req.attrs.namespace
-            ));
-        }
+        let notes = req.notes;
         let a = req.attrs;
         RequestReport {
             source: req.source,

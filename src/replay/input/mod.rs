@@ -18,8 +18,9 @@
 //!
 //! Only events that went through admission become requests: `create`, `update`, `patch`, `delete`
 //! and `deletecollection` on resources, and connect requests (`exec`, `attach`, `portforward`,
-//! `proxy`, whatever their verb). Reads and non-resource requests are skipped without a word, and
-//! so are requests authorization denied (they never reached admission). Each request is taken
+//! `proxy`, whatever their verb). Reads and non-resource requests are skipped, and so are requests
+//! authorization denied (they never reached admission); they are counted once each, at their
+//! final stage ([`Reader::skipped_events`]). Each request is taken
 //! from the final stage of its `auditID` (`ResponseComplete` or `Panic`); requests whose final
 //! stage never comes are emitted by [`Reader::finish`] from the latest stage seen, with a note.
 //!
