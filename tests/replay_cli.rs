@@ -991,6 +991,18 @@ fn a_broken_setup_exits_2_naming_the_path_and_a_partly_bad_one_replays_the_rest(
         (
             vec![
                 "--webhooks".into(),
+                config.into(),
+                "--input".into(),
+                capture.into(),
+                "--cluster".into(),
+                d("namespaces.yaml"),
+            ],
+            d("namespaces.yaml"),
+            "cannot open --cluster path",
+        ),
+        (
+            vec![
+                "--webhooks".into(),
                 d("invalid-only.yaml"),
                 "--input".into(),
                 capture.into(),

@@ -663,19 +663,23 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         }
     }
     let configs = loaded.all();
-    for input in args.input.iter().filter(|i| *i != "-") {
-        if let Err(e) = std::fs::metadata(input) {
+    let inputs = (args.input.iter().filter(|i| *i != "-")).map(|i| ("--input", i.clone()));
+    let cluster = (args.source.cluster.iter()).map(|c| ("--cluster", c.display().to_string()));
+    let mut missing = Vec::new();
+    for (flag, path) in inputs.chain(cluster) {
+        if let Err(e) = std::fs::metadata(&path) {
             report.push_problem(Problem {
                 kind: ProblemKind::Unusable,
                 source: SourceRef {
-                    file: input.clone(),
+                    file: path.clone(),
                     index: 0,
                     unit: IndexUnit::Document,
                     audit_id: None,
                 },
                 field: String::new(),
-                message: format!("cannot open --input path: {e}"),
+                message: format!("cannot open {flag} path: {e}"),
             });
+            missing.push(path);
         }
     }
     // A path that gives nothing usable fails the run: nothing is replayed, the outputs say why.
@@ -705,7 +709,9 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     // The headless replay reports outcomes only: its dispatches record no trace.
     let (replayer, reader, cluster_problems) =
         args.source.replayer_and_reader(&configs, version, false);
-    for p in &cluster_problems {
+    // A missing --cluster path is reported above, once.
+    let whole_missing = |p: &&InputProblem| p.source.index == 0 && missing.contains(&p.source.file);
+    for p in cluster_problems.iter().filter(|p| !whole_missing(p)) {
         report.push_problem(Problem::from_input(ProblemKind::Invalid, p));
     }
 
