@@ -339,3 +339,39 @@ fn check_warns_when_a_configuration_replaces_one_of_the_same_kind_and_name() {
         ]
     );
 }
+
+#[test]
+fn check_reads_yaml_as_kubectl_does() {
+    let dir = Scratch::new(&format!("hookscope-kubectl-yaml-{}", std::process::id()));
+    let path = dir.join("c.yaml");
+    // go-yaml v2 continues a long quoted string at its key's column; a key given twice keeps
+    // its last value, as kubectl's decoding does.
+    std::fs::write(
+        &path,
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata:\n  name: v\n  annotations:\n    description: 'a long description that go-yaml wrapped\n    at the key''s column'\nwebhooks:\n- name: v.example.com\n  clientConfig: {url: \"https://v.example.com/\"}\n  sideEffects: None\n  admissionReviewVersions: [v1]\n  timeoutSeconds: 40\n  timeoutSeconds: 5\n",
+    )
+    .unwrap();
+    let out = hookscope(&["check", "--webhooks", path.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("✓ ValidatingWebhookConfiguration v"),
+        "{stdout}"
+    );
+
+    // Alias bombs are still refused, in YAML's words.
+    let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..7 {
+        let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+        bomb.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+    }
+    std::fs::write(&path, bomb).unwrap();
+    let out = hookscope(&["check", "--webhooks", path.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("(an alias bomb?)"), "{stdout}");
+    assert!(
+        !stdout.contains("Options") && !stdout.contains("budget"),
+        "{stdout}"
+    );
+}

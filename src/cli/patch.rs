@@ -25,7 +25,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     let read = |p: &PathBuf| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
     let object_text = read(&args.object)?;
     let object: Value = serde_json::from_slice(&object_text)
-        .or_else(|_| serde_saphyr::from_slice::<Value>(&object_text).map_err(|e| e.to_string()))
+        .or_else(|_| hookscope::yaml::from_slice::<Value>(&object_text).map_err(|e| e.to_string()))
         .map_err(|e| format!("{}: not a JSON or YAML object: {e}", args.object.display()))?;
     let patch_bytes = read(&args.patch)?;
     let patch = match jsonpatch::decode(&patch_bytes) {

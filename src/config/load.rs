@@ -78,22 +78,18 @@ pub fn parse_documents(text: &str, file: &str) -> Vec<Result<LoadedConfiguration
     let mut index = 0usize;
     for doc in split_documents(text) {
         let line = Some(doc.first_line + 1);
-        let parsed: Result<Value, _> = serde_saphyr::from_str(&doc.text);
+        let parsed: Result<Value, _> = crate::yaml::from_str(&doc.text);
         match parsed {
             Err(e) => {
-                let (l, c) = e
-                    .location()
-                    .map(|l| (l.line() as usize, l.column() as usize))
-                    .unwrap_or((1, 1));
                 out.push(Err(LoadError::Syntax {
                     at: Source {
                         file: file.to_string(),
                         document: index,
                         line,
                     },
-                    line: doc.first_line + l,
-                    column: c,
-                    message: syntax_message(&e.to_string()),
+                    line: doc.first_line + e.line.unwrap_or(1),
+                    column: e.column.unwrap_or(1),
+                    message: e.message,
                 }));
                 index += 1;
             }
@@ -102,19 +98,6 @@ pub fn parse_documents(text: &str, file: &str) -> Vec<Result<LoadedConfiguration
         }
     }
     out
-}
-
-/// The first line of a serde-saphyr error, without its `error: line L column C: ` prefix.
-fn syntax_message(display: &str) -> String {
-    let first = display.lines().next().unwrap_or_default();
-    let first = first.strip_prefix("error: ").unwrap_or(first);
-    if let Some((_, msg)) = first
-        .strip_prefix("line ")
-        .and_then(|rest| rest.split_once(": "))
-    {
-        return msg.to_string();
-    }
-    first.to_string()
 }
 
 fn decode_top(

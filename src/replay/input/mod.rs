@@ -449,7 +449,7 @@ impl Reader {
         let mut first = true;
         while let Some(doc) = docs.next_doc().map_err(YamlEnd::Io)? {
             let source = source(name, doc.doc, IndexUnit::Document);
-            match serde_saphyr::from_str::<Value>(&doc.text) {
+            match crate::yaml::from_str::<Value>(&doc.text) {
                 Ok(v) => {
                     if first && !matches!(v, Value::Object(_) | Value::Array(_) | Value::Null) {
                         return Err(YamlEnd::NotObjects(
