@@ -1291,6 +1291,46 @@ fn reads_are_counted_unserved_versions_warned_namespaces_cleared_and_notes_only_
 }
 
 #[test]
+fn json_errors_point_at_the_line_and_column_of_the_input() {
+    let dir = scratch("json-positions");
+    let config = unreachable_config(&dir);
+    let mut bad: Value = serde_json::from_str(&review("u-1", "default", "cm")).unwrap();
+    bad["request"]["object"]["data"]["k"] = json!("PLACEHOLDER");
+    let pretty = serde_json::to_string_pretty(&bad)
+        .unwrap()
+        .replace("\"PLACEHOLDER\"", "01x");
+    let line = pretty.lines().position(|l| l.contains("01x")).unwrap() + 1;
+    let column = pretty.lines().nth(line - 1).unwrap().find("01x").unwrap() + 2;
+    assert!(line > 10, "the number is deep in the document");
+    // One good document first, so the file is readable and the bad one is one problem.
+    let good = serde_json::to_string_pretty(
+        &serde_json::from_str::<Value>(&review("u-2", "default", "cm")).unwrap(),
+    )
+    .unwrap();
+    let offset = good.lines().count();
+    let capture = write(&dir, "pretty.json", &format!("{good}\n{pretty}\n"));
+    let (code, stderr, report) = replay_with_report(
+        &dir,
+        &[
+            "--webhooks",
+            config.to_str().unwrap(),
+            "--input",
+            capture.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let problems = report["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    assert_eq!(
+        problems[0]["message"],
+        format!(
+            "invalid JSON: invalid number at line {} column {column}",
+            offset + line
+        )
+    );
+}
+
+#[test]
 fn secrets_are_redacted_unless_asked() {
     let dir = scratch("secrets");
     let config = write(

@@ -84,7 +84,7 @@ pub use intern::Interner;
 
 use super::{IndexUnit, InputItem, InputProblem, SourceRef};
 use store::Store;
-use stream::{JsonDocs, Piece, YamlDocs};
+use stream::{JsonDocs, Piece, Positions, YamlDocs};
 
 /// Where items go.
 type Sink<'s> = &'s mut dyn FnMut(InputItem);
@@ -116,6 +116,8 @@ pub struct Reader {
     events: u64,
     /// Audit requests, at their final stage, that did not go through admission.
     skipped: u64,
+    /// Where the bytes of the document being read were in the input, when it was compacted.
+    positions: Positions,
 }
 
 impl std::fmt::Debug for Pending {
@@ -161,6 +163,7 @@ impl Reader {
             reviews: false,
             events: 0,
             skipped: 0,
+            positions: Positions::default(),
         }
     }
 
@@ -389,6 +392,7 @@ impl Reader {
     fn json_line(&mut self, name: &str, line: &[u8], line_no: usize, sink: Sink<'_>) {
         let text = trim(line);
         if !text.is_empty() {
+            self.positions = Positions::line(line_no);
             self.json_text(text, source(name, line_no, IndexUnit::Line), "", None, sink);
         }
     }
@@ -404,7 +408,12 @@ impl Reader {
         let mut docs = JsonDocs::new(input, prefix, line);
         while let Some(piece) = docs.next_piece()? {
             match piece {
-                Piece::Value { text, doc } => {
+                Piece::Value {
+                    text,
+                    doc,
+                    positions,
+                } => {
+                    self.positions = positions;
                     self.json_text(
                         &text,
                         source(name, doc, IndexUnit::Document),
@@ -418,7 +427,9 @@ impl Reader {
                     doc,
                     item,
                     list_kind,
+                    positions,
                 } => {
+                    self.positions = positions;
                     let prefix = format!("items[{item}]");
                     let source = source(name, doc, IndexUnit::Document);
                     self.json_text(
@@ -519,6 +530,8 @@ impl Reader {
         list_kind: Option<&str>,
         sink: Sink<'_>,
     ) {
+        // Positions are those of the document as read, not of the parts it is read in.
+        let positions = std::mem::take(&mut self.positions);
         if self.reviews {
             if let Some(read) = review::read(text, &mut self.intern) {
                 return self.review_read_alone(read, source, sink);
@@ -529,7 +542,7 @@ impl Reader {
             Ok(s) => s,
             Err(_) => {
                 let message = match serde_json::from_slice::<serde::de::IgnoredAny>(text) {
-                    Err(e) => format!("invalid JSON: {e}"),
+                    Err(e) => format!("invalid JSON: {}", relocate(e.to_string(), &positions)),
                     Ok(_) => "expected a JSON object".to_string(),
                 };
                 return sink(invalid(source, prefix, "", message));
@@ -558,7 +571,10 @@ impl Reader {
             }
             let doc = match scan::parse::<Value>(text) {
                 Ok(d) => d,
-                Err(e) => return sink(invalid(source, prefix, "", format!("invalid JSON: {e}"))),
+                Err(e) => {
+                    let message = format!("invalid JSON: {}", relocate(e, &positions));
+                    return sink(invalid(source, prefix, "", message));
+                }
             };
             return match review::request(doc, source, &self.store) {
                 Ok(mut req) => {
@@ -593,6 +609,18 @@ impl Reader {
             format!("{kind:?} is not an AdmissionReview or an audit.k8s.io/v1 Event")
         };
         sink(invalid(source, prefix, "kind", message))
+    }
+}
+
+/// A parser's message ending `at line 1 column N` in a compacted document, with the line and
+/// column the byte was at in the input.
+fn relocate(message: String, positions: &Positions) -> String {
+    let found = (message.rsplit_once(" at line 1 column "))
+        .and_then(|(what, col)| Some((what, col.parse::<usize>().ok()?)))
+        .and_then(|(what, col)| Some((what, positions.locate(col.saturating_sub(1))?)));
+    match found {
+        Some((what, (line, col))) => format!("{what} at line {line} column {col}"),
+        None => message,
     }
 }
 
