@@ -26,7 +26,8 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Default and validate webhook configurations as the apiserver would, with best-practice
-    /// warnings. Exits 1 when any configuration is invalid or unreadable.
+    /// warnings; objects of other kinds in the files (a release manifest's) are skipped. Exits 1
+    /// when any configuration is invalid, unreadable or under an apiVersion no longer served.
     Check(cli::check::Args),
     /// Apply a JSON patch to an object with kube-apiserver's patch semantics (evanphx/json-patch
     /// v4). Exits 1 when the apiserver would refuse the patch.
