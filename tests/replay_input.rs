@@ -1572,3 +1572,21 @@ fn a_cluster_list_of_2000_pods_in_yaml_loads_whole() {
     assert_eq!(problems, [], "every Pod is read");
     assert_eq!(cluster.len(), 2000);
 }
+
+#[test]
+fn json_nested_deeper_than_read_says_so_where_it_is() {
+    let deep = format!("{}1{}", r#"{"k":"#.repeat(200), "}".repeat(200));
+    let line = format!(
+        r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u","object":{deep}}}}}"#
+    );
+    let items = read(&format!("\n{line}\n"));
+    let bad = invalid(&items);
+    assert_eq!(bad.len(), 1, "{items:?}");
+    assert!(
+        bad[0].message.starts_with(
+            "invalid JSON: nested deeper than the 128 levels hookscope reads (kube-apiserver reads 10,000) at line 2 column "
+        ),
+        "{}",
+        bad[0].message
+    );
+}

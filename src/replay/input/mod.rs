@@ -618,8 +618,14 @@ fn relocate(message: String, positions: &Positions) -> String {
     let found = (message.rsplit_once(" at line 1 column "))
         .and_then(|(what, col)| Some((what, col.parse::<usize>().ok()?)))
         .and_then(|(what, col)| Some((what, positions.locate(col.saturating_sub(1))?)));
-    match found {
+    let message = match found {
         Some((what, (line, col))) => format!("{what} at line {line} column {col}"),
+        None => message,
+    };
+    match message.strip_prefix("recursion limit exceeded") {
+        Some(at) => format!(
+            "nested deeper than the 128 levels hookscope reads (kube-apiserver reads 10,000){at}"
+        ),
         None => message,
     }
 }

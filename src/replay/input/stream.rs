@@ -457,7 +457,10 @@ fn capture(
     base: usize,
 ) -> io::Result<Result<(), Syntax>> {
     if depth > MAX_DEPTH {
-        return Ok(Err(Syntax(format!("line {}: nesting too deep", src.line))));
+        let line = src.line;
+        return Ok(Err(Syntax(format!(
+            "line {line}: nested deeper than {MAX_DEPTH} levels"
+        ))));
     }
     match positions.skip(src, base + out.len())? {
         Some(b'"') => capture_string(src, out),
