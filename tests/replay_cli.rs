@@ -1062,6 +1062,27 @@ fn a_broken_setup_exits_2_naming_the_path_and_a_partly_bad_one_replays_the_rest(
         assert_eq!(report["summary"]["unusable"], 1);
     }
 
+    // JUnit counts such a path as an error of the suite.
+    let out = hookscope(&[
+        "replay",
+        "--format",
+        "junit",
+        "--webhooks",
+        &d("nope.yaml"),
+        "--input",
+        capture,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let junit = text(&out.stdout);
+    assert!(junit.contains(r#"errors="1""#), "{junit}");
+    assert!(
+        junit.contains(&format!(
+            r#"<testcase name="whole input" classname="{}""#,
+            d("nope.yaml")
+        )),
+        "{junit}"
+    );
+
     // A file partly bad replays the rest, its bad line reported, and the run succeeds.
     let (code, stderr, report) = replay_with_report(
         &dir,

@@ -748,6 +748,12 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         progress,
         report,
     };
+    if let Some(j) = &mut sinks.junit {
+        // Paths found unusable before the replay are errors of the suite too.
+        for p in (sinks.report.problems.iter()).filter(|p| p.kind == ProblemKind::Unusable) {
+            j.problem(p);
+        }
+    }
     let (kube, level_text) = (
         sinks.report.kube_version.clone(),
         sinks.report.audit_level.clone(),
