@@ -83,5 +83,6 @@ pub mod transport;
 pub mod tui;
 pub mod version;
 pub mod webhook_server;
+pub mod yaml;
 
 pub use version::KubeVersion;

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod allocator;
+#[macro_use]
 mod cli;
 
 #[global_allocator]
@@ -25,14 +26,15 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Default and validate webhook configurations as the apiserver would, with best-practice
-    /// warnings. Exits 1 when any configuration is invalid or unreadable.
+    /// warnings; objects of other kinds in the files (a release manifest's) are skipped. Exits 1
+    /// when any configuration is invalid, unreadable or under an apiVersion no longer served.
     Check(cli::check::Args),
     /// Apply a JSON patch to an object with kube-apiserver's patch semantics (evanphx/json-patch
     /// v4). Exits 1 when the apiserver would refuse the patch.
     Patch(cli::patch::Args),
     /// Replay captured AdmissionReviews or audit logs through the dispatcher against real,
     /// recorded or scripted webhooks. Exits 0 when the replay ran (whatever was allowed or
-    /// denied), 1 on --expect mismatches, 2 on bad usage or no readable input.
+    /// denied), 1 on --expect mismatches, 2 on bad usage or a path that yields nothing usable.
     Replay(Box<cli::replay::Args>),
     /// The console: replay captured requests (same source flags as replay) and step through
     /// every webhook call, annotation and metric; edit the configurations in place (saved back
@@ -65,7 +67,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e}");
+            errln!("error: {e}");
             ExitCode::from(2)
         }
     }

@@ -186,7 +186,7 @@ impl ScriptedReplier {
     /// Parses a YAML or JSON mapping of webhook name to reply.
     pub fn from_yaml(text: &str) -> Result<Self, String> {
         let replies: BTreeMap<String, ScriptedReply> =
-            serde_saphyr::from_str(text).map_err(|e| e.to_string())?;
+            crate::yaml::from_str(text).map_err(|e| e.to_string())?;
         Ok(Self::new(replies))
     }
 }

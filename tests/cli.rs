@@ -164,3 +164,214 @@ fn live_refuses_bad_flags_before_opening_the_console() {
     let err = text(&interval.stderr);
     assert!(err.contains("unknown unit \"x\" (ms, s, m, h)"), "{err}");
 }
+
+/// Runs hookscope with its standard output (and, with `close_stderr`, its standard error) a pipe
+/// whose reading end is closed before it writes: as `hookscope … | head -1` once `head` is gone.
+fn with_closed_output(args: &[&str], close_stderr: bool) -> (Option<i32>, String) {
+    use std::io::Read;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_hookscope"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("binary runs");
+    drop(child.stdout.take());
+    let mut stderr = String::new();
+    if close_stderr {
+        drop(child.stderr.take());
+    } else if let Some(mut e) = child.stderr.take() {
+        e.read_to_string(&mut stderr).expect("stderr");
+    }
+    let status = child.wait().expect("binary ends");
+    (status.code(), stderr)
+}
+
+#[test]
+fn a_closed_standard_output_ends_every_command_quietly() {
+    let oracle = format!("{FIXTURES}/oracle-v1.32");
+    let (mutating, validating) = (
+        format!("{oracle}/mutating.yaml"),
+        format!("{oracle}/validating.yaml"),
+    );
+    let log = format!("{oracle}/audit.log");
+    let object = format!("{FIXTURES}/cli/object.yaml");
+    let patch = format!("{FIXTURES}/cli/quirky-patch.json");
+    let replay = |format: &'static str| {
+        vec![
+            "replay".to_string(),
+            "--webhooks".into(),
+            mutating.clone(),
+            validating.clone(),
+            "--input".into(),
+            log.clone(),
+            "--format".into(),
+            format.into(),
+            "-v".into(),
+        ]
+    };
+    let commands: Vec<Vec<String>> = vec![
+        vec![
+            "check".into(),
+            "--webhooks".into(),
+            mutating.clone(),
+            validating.clone(),
+        ],
+        replay("text"),
+        replay("json"),
+        replay("junit"),
+        vec![
+            "patch".into(),
+            "--object".into(),
+            object,
+            "--patch".into(),
+            patch,
+        ],
+    ];
+    for args in &commands {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, stderr) = with_closed_output(&args, false);
+        assert_eq!(code, Some(141), "{args:?}: {stderr}");
+        assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
+        assert!(
+            !stderr.to_lowercase().contains("broken pipe"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("backtrace"), "{args:?}: {stderr}");
+        // Both closed (`2>&1 | head`): still no panic.
+        let (code, _) = with_closed_output(&args, true);
+        assert_eq!(code, Some(141), "{args:?}, stderr closed too");
+    }
+    // clap writes the help itself and ignores a closed stdout.
+    for args in [&["--help"][..], &["replay", "--help"], &["--version"]] {
+        let (code, stderr) = with_closed_output(args, false);
+        assert!(matches!(code, Some(0 | 141)), "{args:?}: {code:?} {stderr}");
+        assert_eq!(stderr, "", "{args:?}");
+    }
+}
+
+#[test]
+fn check_takes_the_admission_configurations_of_release_manifests_and_skips_the_rest() {
+    // (file, configurations, the skipped line)
+    let manifests = [
+        (
+            "cert-manager.yaml",
+            2,
+            "skipped 46 documents of other kinds: Namespace, CustomResourceDefinition ×6, ServiceAccount ×3, ConfigMap ×2, ClusterRole ×13, ClusterRoleBinding ×10, Role ×3, RoleBinding ×3, Service ×2, Deployment ×3",
+        ),
+        (
+            "gatekeeper.yaml",
+            2,
+            "skipped 29 documents of other kinds: Namespace, ResourceQuota, CustomResourceDefinition ×17, ServiceAccount, Role, ClusterRole, RoleBinding, ClusterRoleBinding, Secret, Service, Deployment ×2, PodDisruptionBudget",
+        ),
+        (
+            "ingress-nginx-cloud-deploy.yaml",
+            1,
+            "skipped 18 documents of other kinds: Namespace, ServiceAccount ×2, Role ×2, ClusterRole ×2, RoleBinding ×2, ClusterRoleBinding ×2, ConfigMap, Service ×2, Deployment, Job ×2, IngressClass",
+        ),
+    ];
+    for (file, configurations, skipped) in manifests {
+        let out = hookscope(&[
+            "check",
+            "--quiet",
+            "--webhooks",
+            &format!("{FIXTURES}/manifests/{file}"),
+        ]);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{file}: {stdout}");
+        assert_eq!(stdout.matches("✓ ").count(), configurations, "{stdout}");
+        assert!(!stdout.contains('✗'), "{stdout}");
+        let lines: Vec<&str> = stdout
+            .lines()
+            .filter(|l| l.starts_with("skipped"))
+            .collect();
+        assert_eq!(lines, [skipped], "one summary line");
+    }
+
+    // Admission policies are other kinds too (for now), and so is anything else of any group;
+    // a misspelt webhook configuration kind is not.
+    let dir = Scratch::new(&format!("hookscope-policies-{}", std::process::id()));
+    let path = dir.join("mixed.yaml");
+    std::fs::write(
+        &path,
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: p}\nspec: {validations: [{expression: 'true'}]}\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicyBinding\nmetadata: {name: b}\nspec: {policyName: p}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: v}\nwebhooks: []\n",
+    )
+    .unwrap();
+    let out = hookscope(&["check", "--webhooks", path.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("skipped 3 documents of other kinds: ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding, Widget"),
+        "{stdout}"
+    );
+    std::fs::write(
+        &path,
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfigurations\nmetadata: {name: v}\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: v}\nwebhooks: []\n",
+    )
+    .unwrap();
+    let out = hookscope(&["check", "--webhooks", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stdout));
+    assert!(text(&out.stdout).contains("kind \"ValidatingWebhookConfigurations\""));
+}
+
+#[test]
+fn check_warns_when_a_configuration_replaces_one_of_the_same_kind_and_name() {
+    let gatekeeper = format!("{FIXTURES}/manifests/gatekeeper-webhook-manifests.yaml");
+    let otel = format!("{FIXTURES}/manifests/opentelemetry-operator-webhook-manifests.yaml");
+    let out = hookscope(&["check", "--quiet", "--webhooks", &gatekeeper, &otel]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    let replaced: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with("    warning metadata.name: "))
+        .collect();
+    assert_eq!(
+        replaced,
+        [
+            format!(
+                "    warning metadata.name: MutatingWebhookConfiguration \"mutating-webhook-configuration\" replaces the one of {gatekeeper}: document 1 (starting at line 1): a cluster holds one object per kind and name, and applying both files in this order leaves this one"
+            ),
+            format!(
+                "    warning metadata.name: ValidatingWebhookConfiguration \"validating-webhook-configuration\" replaces the one of {gatekeeper}: document 2 (starting at line 29): a cluster holds one object per kind and name, and applying both files in this order leaves this one"
+            ),
+        ]
+    );
+}
+
+#[test]
+fn check_reads_yaml_as_kubectl_does() {
+    let dir = Scratch::new(&format!("hookscope-kubectl-yaml-{}", std::process::id()));
+    let path = dir.join("c.yaml");
+    // go-yaml v2 continues a long quoted string at its key's column; a key given twice keeps
+    // its last value, as kubectl's decoding does.
+    std::fs::write(
+        &path,
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata:\n  name: v\n  annotations:\n    description: 'a long description that go-yaml wrapped\n    at the key''s column'\nwebhooks:\n- name: v.example.com\n  clientConfig: {url: \"https://v.example.com/\"}\n  sideEffects: None\n  admissionReviewVersions: [v1]\n  timeoutSeconds: 40\n  timeoutSeconds: 5\n",
+    )
+    .unwrap();
+    let out = hookscope(&["check", "--webhooks", path.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert!(
+        stdout.contains("✓ ValidatingWebhookConfiguration v"),
+        "{stdout}"
+    );
+
+    // Alias bombs are still refused, in YAML's words.
+    let mut bomb = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..7 {
+        let refs = vec![format!("*a{}", i - 1); 10].join(", ");
+        bomb.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
+    }
+    std::fs::write(&path, bomb).unwrap();
+    let out = hookscope(&["check", "--webhooks", path.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("(an alias bomb?)"), "{stdout}");
+    assert!(
+        !stdout.contains("Options") && !stdout.contains("budget"),
+        "{stdout}"
+    );
+}

@@ -444,8 +444,9 @@ fn list_items_each_load_or_fail() {
         WebhookKind::Mutating
     );
     assert!(
-        matches!(loaded[1], Err(LoadError::UnknownKind { ref kind, .. }) if kind == "ConfigMap")
+        matches!(loaded[1], Err(LoadError::OtherKind { ref kind, ref name, .. }) if kind == "ConfigMap" && &**name == "not-a-webhook")
     );
+    assert!(loaded[1].as_ref().unwrap_err().is_other_kind());
     let err = loaded[2].as_ref().unwrap_err();
     assert_eq!(
         err.to_string(),

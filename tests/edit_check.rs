@@ -139,8 +139,8 @@ fn syntax_and_type_errors_are_placed() {
         .expect("a syntax error");
     assert!(syntax.position.line >= find(&text, 1, "kind: [unclosed").0);
     let kind = check(
-        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
-        "cm.yaml",
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfigurations\nmetadata: {name: x}\n",
+        "typo.yaml",
         &[],
     );
     let p = problem(&kind, "kind", ProblemKind::Load);
@@ -150,6 +150,13 @@ fn syntax_and_type_errors_are_placed() {
         "{}",
         p.message
     );
+    // Another kind, as in a release manifest, is left as it is: not an error.
+    let other = check(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n",
+        "cm.yaml",
+        &[],
+    );
+    assert_eq!(other.errors().count(), 0, "{:#?}", other.problems);
 }
 
 fn webhook(side_effects: &str) -> String {

@@ -831,18 +831,7 @@ fn expectations_junit_audit_events_and_bad_lines() {
 #[test]
 fn unusable_runs_exit_2_with_a_reason() {
     let dir = scratch("unusable");
-    let config = config_file(
-        &dir,
-        "c.yaml",
-        "ValidatingWebhookConfiguration",
-        "c",
-        &[hook(
-            "a.example.com",
-            "{url: \"https://127.0.0.1:9/\"}",
-            "Fail",
-            10,
-        )],
-    );
+    let config = unreachable_config(&dir);
     let missing = dir.join("missing.jsonl");
     let out = hookscope(&[
         "replay",
@@ -854,7 +843,7 @@ fn unusable_runs_exit_2_with_a_reason() {
     assert_eq!(out.status.code(), Some(2));
     let stderr = text(&out.stderr);
     assert!(stderr.contains("missing.jsonl"), "{stderr}");
-    assert!(stderr.contains("no readable input"), "{stderr}");
+    assert!(stderr.contains("cannot open --input path"), "{stderr}");
 
     let out = hookscope(&["replay", "--webhooks", config.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(2), "--input is required");
@@ -867,6 +856,505 @@ fn unusable_runs_exit_2_with_a_reason() {
         missing.to_str().unwrap(),
     ]);
     assert_eq!(out.status.code(), Some(2));
+}
+
+/// `c.yaml` in `dir`: one validating webhook for configmap creates at an address nothing serves.
+fn unreachable_config(dir: &Path) -> PathBuf {
+    config_file(
+        dir,
+        "c.yaml",
+        "ValidatingWebhookConfiguration",
+        "c",
+        &[hook(
+            "a.example.com",
+            "{url: \"https://127.0.0.1:9/\"}",
+            "Fail",
+            10,
+        )],
+    )
+}
+
+/// Runs `replay` with `args` (answered by a script that allows everything), writing the JSON
+/// report to a file; returns the exit code, standard error and the report.
+fn replay_with_report(dir: &Path, args: &[&str]) -> (Option<i32>, String, Value) {
+    let script = write(dir, "allow-all.yaml", "{}\n");
+    let report = dir.join("report.json");
+    let _ = std::fs::remove_file(&report);
+    let mut all = vec![
+        "replay",
+        "--script",
+        script.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ];
+    all.extend_from_slice(args);
+    let out = hookscope(&all);
+    let stderr = text(&out.stderr);
+    let report = std::fs::read_to_string(&report)
+        .ok()
+        .and_then(|t| serde_json::from_str(&t).ok())
+        .unwrap_or_else(|| panic!("a report is written: {}\n{stderr}", text(&out.stdout)));
+    (out.status.code(), stderr, report)
+}
+
+/// The `unusable` problems of a report, as `file: message`.
+fn unusable(report: &Value) -> Vec<String> {
+    report["problems"]
+        .as_array()
+        .expect("problems")
+        .iter()
+        .filter(|p| p["kind"] == "unusable")
+        .map(|p| {
+            format!(
+                "{}: {}",
+                p["source"]["file"].as_str().unwrap(),
+                p["message"].as_str().unwrap()
+            )
+        })
+        .collect()
+}
+
+/// A captured v1 AdmissionReview of the create of Pod `p` in `namespace`.
+fn pod_review(namespace: &str) -> Value {
+    json!({
+        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+        "request": {
+            "uid": "p-1", "operation": "CREATE", "namespace": namespace, "name": "p",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "userInfo": {"username": "alice"},
+            "object": {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": namespace}},
+        }
+    })
+}
+
+/// The `field` of every call considered for the report's first request.
+fn considered<'r>(report: &'r Value, field: &str) -> Vec<&'r str> {
+    (report["requests"][0]["calls"]
+        .as_array()
+        .expect("calls")
+        .iter())
+    .map(|c| c[field].as_str().unwrap())
+    .collect()
+}
+
+#[test]
+fn a_broken_setup_exits_2_naming_the_path_and_a_partly_bad_one_replays_the_rest() {
+    let dir = scratch("broken-setup");
+    let d = |f: &str| dir.join(f).display().to_string();
+    let config = unreachable_config(&dir);
+    let config = config.to_str().unwrap();
+    let capture = write(
+        &dir,
+        "in.jsonl",
+        &format!("{}\n", review("u-1", "default", "cm")),
+    );
+    let capture = capture.to_str().unwrap();
+    let audit_log = format!("{FIXTURES}/oracle-v1.32/audit.log");
+    write(
+        &dir,
+        "garbage.jsonl",
+        "{\"not\": \"a request\"}\n{truncated\n",
+    );
+    write(
+        &dir,
+        "invalid-only.yaml",
+        &configuration(
+            "ValidatingWebhookConfiguration",
+            "c",
+            &[hook("short", "{url: \"https://127.0.0.1:9/\"}", "Fail", 10)],
+        ),
+    );
+    write(
+        &dir,
+        "partly-bad.jsonl",
+        &format!("{}\n{{truncated\n", review("u-2", "default", "cm")),
+    );
+
+    // (arguments, the path named, what the line says)
+    let cases: &[(Vec<String>, String, &str)] = &[
+        (
+            vec![
+                "--webhooks".into(),
+                d("nope.yaml"),
+                "--input".into(),
+                capture.into(),
+            ],
+            d("nope.yaml"),
+            "cannot read --webhooks path",
+        ),
+        (
+            vec![
+                "--webhooks".into(),
+                config.into(),
+                "--input".into(),
+                capture.into(),
+                d("nope.log"),
+            ],
+            d("nope.log"),
+            "cannot open --input path",
+        ),
+        (
+            vec![
+                "--webhooks".into(),
+                config.into(),
+                "--input".into(),
+                capture.into(),
+                "--cluster".into(),
+                d("namespaces.yaml"),
+            ],
+            d("namespaces.yaml"),
+            "cannot open --cluster path",
+        ),
+        (
+            vec![
+                "--webhooks".into(),
+                d("invalid-only.yaml"),
+                "--input".into(),
+                capture.into(),
+            ],
+            d("invalid-only.yaml"),
+            "no webhook configuration the apiserver would accept",
+        ),
+        (
+            vec![
+                "--webhooks".into(),
+                config.into(),
+                "--input".into(),
+                capture.into(),
+                d("garbage.jsonl"),
+            ],
+            d("garbage.jsonl"),
+            "no readable request: all 2 lines are invalid",
+        ),
+        (
+            vec![
+                "--webhooks".into(),
+                audit_log.clone(),
+                "--input".into(),
+                audit_log.clone(),
+            ],
+            audit_log.clone(),
+            "holds audit events, not webhook configurations: give it with --input",
+        ),
+        (
+            vec![
+                "--webhooks".into(),
+                config.into(),
+                "--input".into(),
+                config.into(),
+            ],
+            config.into(),
+            "is a webhook configuration, not a captured request: give its file with --webhooks",
+        ),
+    ];
+    for (args, path, says) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let (code, stderr, report) = replay_with_report(&dir, &args);
+        assert_eq!(code, Some(2), "{args:?}: {stderr}");
+        let lines: Vec<&str> = stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "one line: {stderr}");
+        assert!(
+            lines[0].starts_with(&format!("error: {path}: ")),
+            "{stderr}"
+        );
+        assert!(lines[0].contains(says), "{args:?}: {stderr}");
+        let problems = unusable(&report);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(
+            problems[0].starts_with(&format!("{path}: ")),
+            "{problems:?}"
+        );
+        assert_eq!(report["summary"]["unusable"], 1);
+    }
+
+    // JUnit counts such a path as an error of the suite.
+    let out = hookscope(&[
+        "replay",
+        "--format",
+        "junit",
+        "--webhooks",
+        &d("nope.yaml"),
+        "--input",
+        capture,
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let junit = text(&out.stdout);
+    assert!(junit.contains(r#"errors="1""#), "{junit}");
+    assert!(
+        junit.contains(&format!(
+            r#"<testcase name="whole input" classname="{}""#,
+            d("nope.yaml")
+        )),
+        "{junit}"
+    );
+
+    // A file partly bad replays the rest, its bad line reported, and the run succeeds.
+    let (code, stderr, report) = replay_with_report(
+        &dir,
+        &["--webhooks", config, "--input", &d("partly-bad.jsonl")],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(report["summary"]["total"], 1);
+    assert_eq!(report["summary"]["invalid"], 1);
+    assert!(unusable(&report).is_empty());
+}
+
+#[test]
+fn replay_takes_the_configurations_of_release_manifests_and_says_what_it_skipped_with_v() {
+    let dir = scratch("manifests");
+    let capture = write(
+        &dir,
+        "in.jsonl",
+        &format!("{}\n", review("u-1", "default", "cm")),
+    );
+    let manifests: Vec<String> = [
+        "cert-manager.yaml",
+        "gatekeeper.yaml",
+        "ingress-nginx-cloud-deploy.yaml",
+    ]
+    .iter()
+    .map(|f| format!("{FIXTURES}/manifests/{f}"))
+    .collect();
+    let mut args = vec!["--webhooks"];
+    args.extend(manifests.iter().map(String::as_str));
+    args.extend(["--input", capture.to_str().unwrap()]);
+    let (code, stderr, report) = replay_with_report(&dir, &args);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stderr, "", "silent");
+    assert_eq!(report["problems"], json!([]));
+    assert_eq!(report["summary"]["total"], 1);
+    // gatekeeper's webhooks see every resource: the ConfigMap create calls them.
+    let configurations = considered(&report, "configuration");
+    assert!(
+        configurations.contains(&"gatekeeper-validating-webhook-configuration"),
+        "{configurations:?}"
+    );
+
+    args.push("-v");
+    let script = write(&dir, "allow-all.yaml", "{}\n");
+    args.extend(["--script", script.to_str().unwrap()]);
+    let mut all = vec!["replay"];
+    all.extend(&args);
+    let out = hookscope(&all);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    for (file, n) in [
+        ("cert-manager.yaml", 46),
+        ("gatekeeper.yaml", 29),
+        ("ingress-nginx-cloud-deploy.yaml", 18),
+    ] {
+        let line = format!("{FIXTURES}/manifests/{file}: skipped {n} documents of other kinds: ");
+        assert!(
+            stdout.lines().any(|l| l.starts_with(&line)),
+            "{line}\n{stdout}"
+        );
+    }
+}
+
+#[test]
+fn a_configuration_named_as_an_earlier_one_replaces_it_with_a_warning_naming_both_files() {
+    let dir = scratch("same-names");
+    let pod = pod_review("default");
+    let capture = write(&dir, "in.jsonl", &format!("{pod}\n"));
+    let gatekeeper = format!("{FIXTURES}/manifests/gatekeeper-webhook-manifests.yaml");
+    let otel = format!("{FIXTURES}/manifests/opentelemetry-operator-webhook-manifests.yaml");
+    let (code, stderr, report) = replay_with_report(
+        &dir,
+        &[
+            "--webhooks",
+            &gatekeeper,
+            &otel,
+            "--input",
+            capture.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let warnings: Vec<&Value> = report["problems"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["kind"] == "warning")
+        .collect();
+    assert_eq!(warnings.len(), 2, "{:#}", report["problems"]);
+    assert_eq!(report["summary"]["warnings"], 2);
+    for (w, (kind, name, document)) in warnings.iter().zip([
+        (
+            "MutatingWebhookConfiguration",
+            "mutating-webhook-configuration",
+            1,
+        ),
+        (
+            "ValidatingWebhookConfiguration",
+            "validating-webhook-configuration",
+            2,
+        ),
+    ]) {
+        assert_eq!(w["source"]["file"], otel.as_str());
+        assert_eq!(w["source"]["index"], document);
+        let message = w["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(&format!(
+                "{kind} {name:?} replaces the one of {gatekeeper}: document {document}"
+            )),
+            "{message}"
+        );
+    }
+    // Only the later configurations are in force: gatekeeper's webhooks are gone.
+    let webhooks = considered(&report, "webhook");
+    assert!(webhooks.contains(&"mpod.kb.io"), "{webhooks:?}");
+    assert!(
+        !webhooks.iter().any(|w| w.ends_with("gatekeeper.sh")),
+        "{webhooks:?}"
+    );
+}
+
+#[test]
+fn reads_are_counted_unserved_versions_warned_namespaces_cleared_and_notes_only_where_read() {
+    let dir = scratch("counted");
+    let oracle = format!("{FIXTURES}/oracle-v1.32");
+    let (mutating, validating) = (
+        format!("{oracle}/mutating.yaml"),
+        format!("{oracle}/validating.yaml"),
+    );
+
+    // The session's 195 gets and 39 lists did not go through admission: counted, not hidden.
+    let log = format!("{oracle}/audit.log");
+    let args = ["--webhooks", &mutating, &validating, "--input", &log];
+    let (code, stderr, report) = replay_with_report(&dir, &args);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(report["summary"]["skippedEvents"], 195 + 39);
+    let script = write(&dir, "allow-all.yaml", "{}\n");
+    let mut all = vec!["replay", "--script", script.to_str().unwrap()];
+    all.extend(args);
+    let out = hookscope(&all);
+    let summary = text(&out.stdout)
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        summary.contains(" · 234 audit events skipped (reads and other requests that do not go through admission)"),
+        "{summary}"
+    );
+
+    // v1beta1 is not served by any modelled release: replay warns and goes on, check refuses.
+    let beta = write(
+        &dir,
+        "beta.yaml",
+        "apiVersion: admissionregistration.k8s.io/v1beta1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: old, namespace: ignored}\nwebhooks:\n- name: old.example.com\n  clientConfig: {url: \"https://127.0.0.1:9/\"}\n  rules: [{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [pods]}]\n  sideEffects: None\n",
+    );
+    let pod = pod_review("nobody-knows");
+    let capture = write(&dir, "pod.jsonl", &format!("{pod}\n"));
+    let (code, stderr, report) = replay_with_report(
+        &dir,
+        &[
+            "--kube-version",
+            "1.28",
+            "--webhooks",
+            beta.to_str().unwrap(),
+            "--input",
+            capture.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let problems = report["problems"].as_array().unwrap();
+    assert_eq!(
+        problems.len(),
+        1,
+        "only the warning; the namespace was cleared: {problems:#?}"
+    );
+    assert_eq!(problems[0]["kind"], "warning");
+    assert_eq!(problems[0]["field"], "apiVersion");
+    let message = problems[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("admissionregistration.k8s.io/v1beta1 is not served since Kubernetes 1.22 (modelled: 1.28): kubectl apply fails with 'no matches for kind \"ValidatingWebhookConfiguration\" in version \"admissionregistration.k8s.io/v1beta1\"'"),
+        "{message}"
+    );
+    assert_eq!(considered(&report, "webhook"), ["old.example.com"]);
+    // No namespace selector read the unknown namespace's labels: no note about them.
+    assert_eq!(
+        report["requests"][0].get("notes"),
+        None,
+        "{:#}",
+        report["requests"][0]
+    );
+
+    let out = hookscope(&["check", "--webhooks", beta.to_str().unwrap()]);
+    let stdout = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("    error apiVersion: admissionregistration.k8s.io/v1beta1 is not served since Kubernetes 1.22"), "{stdout}");
+    assert!(
+        stdout.contains("    default metadata.namespace: \"\" (was \"ignored\": cluster-scoped, the apiserver clears it)"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout.contains("metadata.namespace: Forbidden"),
+        "{stdout}"
+    );
+
+    // With a namespace selector, the labels were read, and the note says what was assumed.
+    let selective = write(
+        &dir,
+        "selective.yaml",
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: sel}\nwebhooks:\n- name: sel.example.com\n  clientConfig: {url: \"https://127.0.0.1:9/\"}\n  rules: [{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [pods]}]\n  namespaceSelector: {matchExpressions: [{key: skip, operator: DoesNotExist}]}\n  sideEffects: None\n  admissionReviewVersions: [v1]\n",
+    );
+    let (code, stderr, report) = replay_with_report(
+        &dir,
+        &[
+            "--webhooks",
+            selective.to_str().unwrap(),
+            "--input",
+            capture.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        report["requests"][0]["notes"],
+        json!([
+            "namespace \"nobody-knows\" is not known (not in --cluster nor learned from the input): its labels were taken as empty"
+        ])
+    );
+}
+
+#[test]
+fn json_errors_point_at_the_line_and_column_of_the_input() {
+    let dir = scratch("json-positions");
+    let config = unreachable_config(&dir);
+    let mut bad: Value = serde_json::from_str(&review("u-1", "default", "cm")).unwrap();
+    bad["request"]["object"]["data"]["k"] = json!("PLACEHOLDER");
+    let pretty = serde_json::to_string_pretty(&bad)
+        .unwrap()
+        .replace("\"PLACEHOLDER\"", "01x");
+    let line = pretty.lines().position(|l| l.contains("01x")).unwrap() + 1;
+    let column = pretty.lines().nth(line - 1).unwrap().find("01x").unwrap() + 2;
+    assert!(line > 10, "the number is deep in the document");
+    // One good document first, so the file is readable and the bad one is one problem.
+    let good = serde_json::to_string_pretty(
+        &serde_json::from_str::<Value>(&review("u-2", "default", "cm")).unwrap(),
+    )
+    .unwrap();
+    let offset = good.lines().count();
+    let capture = write(&dir, "pretty.json", &format!("{good}\n{pretty}\n"));
+    let (code, stderr, report) = replay_with_report(
+        &dir,
+        &[
+            "--webhooks",
+            config.to_str().unwrap(),
+            "--input",
+            capture.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let problems = report["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    assert_eq!(
+        problems[0]["message"],
+        format!(
+            "invalid JSON: invalid number at line {} column {column}",
+            offset + line
+        )
+    );
 }
 
 #[test]

@@ -1537,7 +1537,7 @@ fn a_yaml_alias_bomb_is_one_invalid_document() {
     let bad = invalid(&items);
     assert_eq!(bad.len(), 1);
     assert!(
-        bad[0].message.starts_with("invalid YAML: ") && bad[0].message.contains("budget"),
+        bad[0].message.starts_with("invalid YAML: ") && bad[0].message.contains("alias bomb"),
         "{}",
         bad[0].message
     );
@@ -1622,4 +1622,50 @@ proptest! {
         let expected = requests(&whole).iter().filter(|r| r.source.index != victim + 1).count();
         prop_assert_eq!(intact, expected);
     }
+}
+
+/// A `kind: List` of `n` Pods in YAML as `kubectl get pods -o yaml` writes it, each with the
+/// labels, annotations, containers, probes and volumes of a real Pod (about 150 nodes).
+fn pod_list_yaml(n: usize) -> String {
+    let mut out =
+        String::from("apiVersion: v1\nkind: List\nmetadata:\n  resourceVersion: \"\"\nitems:\n");
+    for i in 0..n {
+        out.push_str(&format!(
+            "- apiVersion: v1\n  kind: Pod\n  metadata:\n    name: web-{i}\n    namespace: shop\n    uid: 00000000-0000-4000-8000-{i:012}\n    resourceVersion: \"{i}\"\n    labels:\n      app: web\n      pod-template-hash: 5d4f8c7b9\n      tier: frontend\n    annotations:\n      kubectl.kubernetes.io/restartedAt: \"2024-01-01T00:00:00Z\"\n      prometheus.io/scrape: \"true\"\n    ownerReferences:\n    - apiVersion: apps/v1\n      kind: ReplicaSet\n      name: web-5d4f8c7b9\n      uid: 11111111-0000-4000-8000-000000000000\n      controller: true\n      blockOwnerDeletion: true\n  spec:\n    serviceAccountName: web\n    nodeName: node-{}\n    containers:\n    - name: web\n      image: registry.example.com/web:1.2.3\n      ports:\n      - {{containerPort: 8080, name: http, protocol: TCP}}\n      env:\n      - {{name: MODE, value: production}}\n      - {{name: POD_NAME, valueFrom: {{fieldRef: {{apiVersion: v1, fieldPath: metadata.name}}}}}}\n      resources:\n        limits: {{cpu: 500m, memory: 256Mi}}\n        requests: {{cpu: 100m, memory: 128Mi}}\n      readinessProbe:\n        httpGet: {{path: /healthz, port: http, scheme: HTTP}}\n        periodSeconds: 10\n        timeoutSeconds: 1\n      volumeMounts:\n      - {{mountPath: /var/run/secrets/kubernetes.io/serviceaccount, name: kube-api-access, readOnly: true}}\n    volumes:\n    - name: kube-api-access\n      projected:\n        defaultMode: 420\n        sources:\n        - serviceAccountToken: {{expirationSeconds: 3607, path: token}}\n        - configMap:\n            name: kube-root-ca.crt\n            items:\n            - {{key: ca.crt, path: ca.crt}}\n    tolerations:\n    - {{effect: NoExecute, key: node.kubernetes.io/not-ready, operator: Exists, tolerationSeconds: 300}}\n    - {{effect: NoExecute, key: node.kubernetes.io/unreachable, operator: Exists, tolerationSeconds: 300}}\n  status:\n    phase: Running\n    podIP: 10.0.{}.{}\n    conditions:\n    - {{type: Ready, status: \"True\"}}\n    - {{type: ContainersReady, status: \"True\"}}\n",
+            i % 7,
+            i / 250,
+            i % 250
+        ));
+    }
+    out
+}
+
+#[test]
+fn a_cluster_list_of_2000_pods_in_yaml_loads_whole() {
+    let dir = std::env::temp_dir().join(format!("hookscope-pods-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("pods.yaml");
+    std::fs::write(&path, pod_list_yaml(2000)).unwrap();
+    let (cluster, problems) = ClusterState::load(std::slice::from_ref(&path));
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(problems, [], "every Pod is read");
+    assert_eq!(cluster.len(), 2000);
+}
+
+#[test]
+fn json_nested_deeper_than_read_says_so_where_it_is() {
+    let deep = format!("{}1{}", r#"{"k":"#.repeat(200), "}".repeat(200));
+    let line = format!(
+        r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u","object":{deep}}}}}"#
+    );
+    let items = read(&format!("\n{line}\n"));
+    let bad = invalid(&items);
+    assert_eq!(bad.len(), 1, "{items:?}");
+    assert!(
+        bad[0].message.starts_with(
+            "invalid JSON: nested deeper than the 128 levels hookscope reads (kube-apiserver reads 10,000) at line 2 column "
+        ),
+        "{}",
+        bad[0].message
+    );
 }

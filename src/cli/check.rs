@@ -1,14 +1,17 @@
 //! `hookscope check`: defaulting, validation and best-practice warnings.
 
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use hookscope::KubeVersion;
-use hookscope::config;
+use hookscope::config::{self, LoadError};
 
 use super::Paint;
+use super::configs::{OtherKinds, replaces};
 
-/// Arguments of `check`.
+/// Arguments of `check`. Objects of other kinds in the files (a release manifest's Namespaces,
+/// Deployments, CustomResourceDefinitions…) are skipped and counted in one line.
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Files or folders of MutatingWebhookConfiguration / ValidatingWebhookConfiguration documents
@@ -21,30 +24,40 @@ pub struct Args {
 }
 
 /// Runs `check`.
-pub fn run(args: &Args, _version: KubeVersion) -> Result<ExitCode, String> {
+pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     let paint = Paint::stdout();
     let mut failed = false;
     let mut count = 0;
+    let mut other_kinds = OtherKinds::default();
+    let mut names = HashMap::new();
     for loaded in config::load_paths(&args.webhooks) {
+        if let Err(LoadError::OtherKind { kind, .. }) = &loaded {
+            other_kinds.add(kind);
+            continue;
+        }
         count += 1;
         let mut loaded = match loaded {
             Ok(l) => l,
             Err(e) => {
                 failed = true;
-                println!("{} {e}", paint.bad("✗"));
+                outln!("{} {e}", paint.bad("✗"));
                 continue;
             }
         };
         loaded.apply_defaults();
         let cfg = &loaded.configuration;
-        let errors = config::validate(cfg, None);
+        let mut errors: Vec<String> = (config::validate(cfg, None).iter())
+            .map(ToString::to_string)
+            .collect();
+        // The file cannot be applied at all: what a gate on configuration changes must see.
+        errors.extend(config::unserved(cfg, version).map(|why| format!("apiVersion: {why}")));
         let lints = config::lint(cfg);
         let mark = if errors.is_empty() {
             paint.good("✓")
         } else {
             paint.bad("✗")
         };
-        println!(
+        outln!(
             "{mark} {} {} {}",
             cfg.kind.configuration_kind(),
             paint.bold(&cfg.name),
@@ -57,19 +70,38 @@ pub fn run(args: &Args, _version: KubeVersion) -> Result<ExitCode, String> {
         );
         if !args.quiet {
             for d in &loaded.defaulted {
-                println!("    {} {d}", paint.dim("default"));
+                outln!("    {} {d}", paint.dim("default"));
             }
         }
         for e in &errors {
-            println!("    {} {e}", paint.bad("error"));
+            outln!("    {} {e}", paint.bad("error"));
+        }
+        if let Some(earlier) = names.insert((cfg.kind, cfg.name.clone()), loaded.source.clone())
+            && !cfg.name.is_empty()
+        {
+            outln!(
+                "    {} metadata.name: {}",
+                paint.warn("warning"),
+                replaces(cfg, &earlier)
+            );
         }
         for l in &lints {
-            println!("    {} {}: {}", paint.warn("warning"), l.field, l.message);
+            outln!("    {} {}: {}", paint.warn("warning"), l.field, l.message);
         }
         failed |= !errors.is_empty();
     }
     if count == 0 {
-        return Err("no webhook configurations found in the given paths".into());
+        let also = if other_kinds.is_empty() {
+            String::new()
+        } else {
+            format!(" ({other_kinds})")
+        };
+        return Err(format!(
+            "no webhook configurations found in the given paths{also}"
+        ));
+    }
+    if !other_kinds.is_empty() {
+        outln!("{}", paint.dim(&other_kinds.to_string()));
     }
     Ok(if failed {
         ExitCode::from(1)

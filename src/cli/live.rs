@@ -207,7 +207,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
                             ));
                         }
                         None => {
-                            println!(
+                            outln!(
                                 "# kubeconfig for the apiserver's --audit-webhook-config-file:\n{kubeconfig}"
                             );
                             summary.push(format!("audit webhook {}", server.url()));

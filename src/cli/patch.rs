@@ -25,23 +25,23 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     let read = |p: &PathBuf| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
     let object_text = read(&args.object)?;
     let object: Value = serde_json::from_slice(&object_text)
-        .or_else(|_| serde_saphyr::from_slice::<Value>(&object_text).map_err(|e| e.to_string()))
+        .or_else(|_| hookscope::yaml::from_slice::<Value>(&object_text).map_err(|e| e.to_string()))
         .map_err(|e| format!("{}: not a JSON or YAML object: {e}", args.object.display()))?;
     let patch_bytes = read(&args.patch)?;
     let patch = match jsonpatch::decode(&patch_bytes) {
         Ok(p) => p,
         Err(e) => {
-            eprintln!(
+            errln!(
                 "{} {}: the patch cannot be decoded: {e}",
                 paint.bad("error:"),
                 args.patch.display()
             );
             if version.at_least(34) {
-                eprintln!(
+                errln!(
                     "the apiserver treats this as a webhook calling error (failurePolicy applies); with Fail the client gets:\n  Internal error occurred: failed calling webhook \"<webhook>\": received undecodable patch in webhook response: {e}"
                 );
             } else {
-                eprintln!(
+                errln!(
                     "Kubernetes {version} fails the request whatever the failurePolicy:\n  Internal error occurred: {e}"
                 );
             }
@@ -51,17 +51,17 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     match patch.apply_to_value(&object) {
         Ok(patched) => {
             if let Some(note) = strict_rfc_difference(&patch_bytes, &object, &patched) {
-                eprintln!("{} {note}", paint.warn("warning:"));
+                errln!("{} {note}", paint.warn("warning:"));
             }
-            println!(
+            outln!(
                 "{}",
                 serde_json::to_string_pretty(&patched).unwrap_or_default()
             );
             Ok(ExitCode::SUCCESS)
         }
         Err(e) => {
-            eprintln!("{} the patch does not apply: {e}", paint.bad("error:"));
-            eprintln!(
+            errln!("{} the patch does not apply: {e}", paint.bad("error:"));
+            errln!(
                 "the apiserver fails the request (500) whatever the failurePolicy:\n  Internal error occurred: {e}"
             );
             Ok(ExitCode::from(1))

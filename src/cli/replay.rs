@@ -13,7 +13,6 @@ use futures::StreamExt;
 use futures::future::Either;
 use hookscope::KubeVersion;
 use hookscope::api::WebhookConfiguration;
-use hookscope::config;
 use hookscope::engine::{AuditLevel, Engine, EngineOptions, Replier, Reply, WebhookCall};
 use hookscope::replay::audit_log::AuditEvent;
 use hookscope::replay::expect::{Expectations, Mismatch};
@@ -74,7 +73,8 @@ pub struct Args {
     /// Print Secret data as captured instead of redacting it.
     #[arg(long = "show-secrets")]
     pub show_secrets: bool,
-    /// Text format: list every request, not only denials, failures and problems.
+    /// Text format: list every request, not only denials, failures and problems. Also say which
+    /// documents of other kinds the --webhooks files held (skipped).
     #[arg(short, long)]
     pub verbose: bool,
     /// Threads that run the HTTPS connections (TLS and HTTP) beside the one dispatching and
@@ -191,84 +191,6 @@ impl Replier for Source {
     }
 }
 
-/// Loads, defaults and validates the configurations; invalid ones are left out and reported.
-pub(crate) fn load_configurations(
-    paths: &[PathBuf],
-    report: &mut Report,
-) -> Result<Vec<WebhookConfiguration>, String> {
-    let by_file = load_configurations_by_file(paths, report)?;
-    Ok(by_file.into_iter().flat_map(|(_, c)| c).collect())
-}
-
-/// [`load_configurations`] grouped by the file they were read from, in reading order; a file
-/// whose documents were all left out is listed with none.
-pub(crate) fn load_configurations_by_file(
-    paths: &[PathBuf],
-    report: &mut Report,
-) -> Result<Vec<(String, Vec<WebhookConfiguration>)>, String> {
-    let mut seen = 0;
-    let mut by_file: Vec<(String, Vec<WebhookConfiguration>)> = Vec::new();
-    let file_of = |name: &str, by_file: &mut Vec<(String, Vec<WebhookConfiguration>)>| {
-        if by_file.last().is_none_or(|(f, _)| f != name) {
-            by_file.push((name.to_string(), Vec::new()));
-        }
-        by_file.len() - 1
-    };
-    for loaded in config::load_paths(paths) {
-        seen += 1;
-        match loaded {
-            Err(e) => {
-                let (file, document) = e.location();
-                if !matches!(e, config::LoadError::Io { .. }) {
-                    file_of(file, &mut by_file);
-                }
-                report.push_problem(Problem {
-                    kind: ProblemKind::Configuration,
-                    source: SourceRef {
-                        file: file.to_string(),
-                        index: document.unwrap_or(0),
-                        unit: IndexUnit::Document,
-                        audit_id: None,
-                    },
-                    field: String::new(),
-                    message: e.to_string(),
-                });
-            }
-            Ok(mut l) => {
-                let at = file_of(&l.source.file, &mut by_file);
-                l.apply_defaults();
-                let errors = config::validate(&l.configuration, None);
-                if errors.is_empty() {
-                    by_file[at].1.push(l.configuration);
-                    continue;
-                }
-                for e in errors {
-                    report.push_problem(Problem {
-                        kind: ProblemKind::Configuration,
-                        source: SourceRef {
-                            file: l.source.file.clone(),
-                            index: l.source.document + 1,
-                            unit: IndexUnit::Document,
-                            audit_id: None,
-                        },
-                        field: e.field.clone(),
-                        message: format!(
-                            "{} {:?} left out (the apiserver would refuse it): {}",
-                            l.configuration.kind.configuration_kind(),
-                            l.configuration.name,
-                            e.message
-                        ),
-                    });
-                }
-            }
-        }
-    }
-    if seen == 0 {
-        return Err("no webhook configurations found in the --webhooks paths".into());
-    }
-    Ok(by_file)
-}
-
 /// Bytes of the JSON report gathered per write (a request's entry is a few KB).
 const REPORT_BUFFER: usize = 1 << 16;
 
@@ -324,15 +246,15 @@ impl Batcher {
 
 /// Reads every input on a thread of its own, sending items in batches over a bounded channel;
 /// with `parse_objects`, parses there the objects captured as text (`engine::Object`), which the
-/// replay will read. Returns how many inputs could be read, and the problems of those that
-/// could not.
+/// replay will read. Returns the problems of the inputs that could not be read, and how many
+/// audit requests did not go through admission.
 fn spawn_reader(
     inputs: Vec<String>,
     mut reader: Reader,
     parse_objects: bool,
     tx: tokio::sync::mpsc::Sender<Vec<InputItem>>,
     read: Arc<AtomicU64>,
-) -> std::thread::JoinHandle<(usize, Vec<InputProblem>)> {
+) -> std::thread::JoinHandle<(Vec<InputProblem>, u64)> {
     std::thread::spawn(move || {
         let mut batcher = Batcher {
             parse_objects,
@@ -340,9 +262,10 @@ fn spawn_reader(
             batch: Vec::with_capacity(BATCH),
             started: Instant::now(),
         };
-        let result = reader.read_paths(&inputs, Some(&read), &mut |item| batcher.push(item));
+        let (_, unreadable) =
+            reader.read_paths(&inputs, Some(&read), &mut |item| batcher.push(item));
         batcher.flush();
-        result
+        (unreadable, reader.skipped_events())
     })
 }
 
@@ -439,16 +362,19 @@ impl Progress {
         } else {
             String::new()
         };
-        eprint!(
+        err!(
             "\r\x1b[2K{bar}{} replayed ({} allowed, {} denied), {} not replayable",
-            s.total, s.allowed, s.denied, s.not_replayable
+            s.total,
+            s.allowed,
+            s.denied,
+            s.not_replayable
         );
         self.shown = true;
     }
 
     fn clear(&self) {
         if self.shown {
-            eprint!("\r\x1b[2K");
+            err!("\r\x1b[2K");
         }
     }
 }
@@ -522,7 +448,7 @@ impl Sinks {
                     } else {
                         format!("{}: ", p.field)
                     };
-                    println!("{mark} {}: {field}{}", p.source, p.message);
+                    outln!("{mark} {}: {field}{}", p.source, p.message);
                 }
                 if let Some(j) = &mut self.junit {
                     j.problem(&p);
@@ -574,14 +500,14 @@ impl Sinks {
         if !mutated.is_empty() {
             detail.push_str(&format!(", mutated by {}", mutated.join(", ")));
         }
-        println!(
+        outln!(
             "{mark} {} {verdict} {} {}",
             p.bold(&r.title()),
             p.dim(&format!("({detail})")),
             p.dim(&format!("[{}]", r.source))
         );
         if let Some(s) = &r.status {
-            println!("    {}", s.message);
+            outln!("    {}", s.message);
         }
         let shown = r
             .status
@@ -598,20 +524,20 @@ impl Sinks {
             } else {
                 p.bad("failed")
             };
-            println!(
+            outln!(
                 "    {how} {}: {}",
                 c.webhook,
                 c.error.as_deref().unwrap_or_default()
             );
         }
         for w in &r.warnings {
-            println!("    {} {w}", p.warn("warning"));
+            outln!("    {} {w}", p.warn("warning"));
         }
         for n in &r.notes {
-            println!("    {} {n}", p.dim("note"));
+            outln!("    {} {n}", p.dim("note"));
         }
         for m in mismatches {
-            println!(
+            outln!(
                 "    {} expectation {}: {}\n      {} {}\n      {} {}",
                 p.bad("mismatch"),
                 m.entry,
@@ -628,20 +554,24 @@ impl Sinks {
         let p = &self.paint;
         let s = &self.report.summary;
         if !self.hooks.is_empty() {
-            println!();
-            println!(
+            outln!();
+            outln!(
                 "{}",
                 p.bold("webhook                                          called  skipped  mutated  denied  errors")
             );
             for ((config, hook, phase), h) in self.hooks.sorted() {
                 let name = format!("{phase:<10} {config}/{hook}");
-                println!(
+                outln!(
                     "{name:<48} {:>7}  {:>7}  {:>7}  {:>6}  {:>6}",
-                    h.called, h.skipped, h.mutated, h.denied, h.errors
+                    h.called,
+                    h.skipped,
+                    h.mutated,
+                    h.denied,
+                    h.errors
                 );
             }
         }
-        println!();
+        outln!();
         let mut line = format!(
             "{} requests replayed: {} allowed, {} denied",
             s.total,
@@ -652,6 +582,12 @@ impl Sinks {
                 s.denied.to_string()
             }
         );
+        if s.skipped_events > 0 {
+            line.push_str(&format!(
+                " · {} audit events skipped (reads and other requests that do not go through admission)",
+                s.skipped_events
+            ));
+        }
         if s.not_replayable > 0 {
             let reasons: Vec<String> = s.reasons.iter().map(|(r, n)| format!("{r}: {n}")).collect();
             line.push_str(&format!(
@@ -664,6 +600,20 @@ impl Sinks {
             line.push_str(&format!(
                 " · {} invalid input",
                 p.bad(&s.invalid.to_string())
+            ));
+        }
+        if s.unusable > 0 {
+            line.push_str(&format!(
+                " · {} unusable path{}",
+                p.bad(&s.unusable.to_string()),
+                if s.unusable == 1 { "" } else { "s" }
+            ));
+        }
+        if s.warnings > 0 {
+            line.push_str(&format!(
+                " · {} warning{}",
+                p.warn(&s.warnings.to_string()),
+                if s.warnings == 1 { "" } else { "s" }
             ));
         }
         if s.invalid_configurations > 0 {
@@ -684,7 +634,7 @@ impl Sinks {
                 p.bad(&self.mismatches.to_string())
             ));
         }
-        println!("{line}");
+        outln!("{line}");
     }
 }
 
@@ -703,7 +653,41 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     };
     let mut report = Report::new(version, level);
 
-    let configs = load_configurations(&args.webhooks, &mut report)?;
+    let loaded = super::configs::load_configurations(&args.webhooks, version, &mut report);
+    if args.verbose {
+        for line in &loaded.skipped {
+            match args.format {
+                Format::Text => outln!("{}", paint.dim(line)),
+                _ => errln!("{line}"),
+            }
+        }
+    }
+    let configs = loaded.all();
+    let inputs = (args.input.iter().filter(|i| *i != "-")).map(|i| ("--input", i.clone()));
+    let cluster = (args.source.cluster.iter()).map(|c| ("--cluster", c.display().to_string()));
+    let mut missing = Vec::new();
+    for (flag, path) in inputs.chain(cluster) {
+        if let Err(e) = std::fs::metadata(&path) {
+            report.push_problem(Problem {
+                kind: ProblemKind::Unusable,
+                source: SourceRef {
+                    file: path.clone(),
+                    index: 0,
+                    unit: IndexUnit::Document,
+                    audit_id: None,
+                },
+                field: String::new(),
+                message: format!("cannot open {flag} path: {e}"),
+            });
+            missing.push(path);
+        }
+    }
+    // A path that gives nothing usable fails the run: nothing is replayed, the outputs say why.
+    let inputs = if report.summary.unusable > 0 {
+        Vec::new()
+    } else {
+        args.input.clone()
+    };
     let expect = match &args.expect {
         Some(p) => Some(Expectations::load(p).map_err(|e| e.to_string())?),
         None => None,
@@ -725,7 +709,9 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     // The headless replay reports outcomes only: its dispatches record no trace.
     let (replayer, reader, cluster_problems) =
         args.source.replayer_and_reader(&configs, version, false);
-    for p in &cluster_problems {
+    // A missing --cluster path is reported above, once.
+    let whole_missing = |p: &&InputProblem| p.source.index == 0 && missing.contains(&p.source.file);
+    for p in cluster_problems.iter().filter(|p| !whole_missing(p)) {
         report.push_problem(Problem::from_input(ProblemKind::Invalid, p));
     }
 
@@ -762,13 +748,19 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         progress,
         report,
     };
+    if let Some(j) = &mut sinks.junit {
+        // Paths found unusable before the replay are errors of the suite too.
+        for p in (sinks.report.problems.iter()).filter(|p| p.kind == ProblemKind::Unusable) {
+            j.problem(p);
+        }
+    }
     let (kube, level_text) = (
         sinks.report.kube_version.clone(),
         sinks.report.audit_level.clone(),
     );
     if args.format == Format::Json {
         let out: Box<dyn Write + Send> =
-            Box::new(BufWriter::with_capacity(REPORT_BUFFER, std::io::stdout()));
+            Box::new(BufWriter::with_capacity(REPORT_BUFFER, super::Stdout));
         let w = ReportWriter::begin(out, &kube, &level_text).map_err(|e| e.to_string())?;
         sinks.json.push(("standard output", w));
     }
@@ -780,14 +772,18 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         sinks.json.push(("--report", w));
     }
     if sinks.format == Format::Text {
-        for p in sinks.report.problems.clone() {
-            let mark = sinks.paint.bad("!");
+        let shown = (sinks.report.problems.iter()).filter(|p| p.kind != ProblemKind::Unusable);
+        for p in shown.cloned().collect::<Vec<_>>() {
+            let mark = match p.kind {
+                ProblemKind::Warning => sinks.paint.warn("warning"),
+                _ => sinks.paint.bad("!"),
+            };
             let field = if p.field.is_empty() {
                 String::new()
             } else {
                 format!("{}: ", p.field)
             };
-            println!("{mark} {}: {field}{}", p.source, p.message);
+            outln!("{mark} {}: {field}{}", p.source, p.message);
         }
     }
 
@@ -795,7 +791,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     // Objects the dispatch or the outputs will read are parsed on the reader's thread.
     let parse_objects =
         replayer.engine().reads_objects() || args.audit_log.is_some() || args.expect.is_some();
-    let reader = spawn_reader(args.input.clone(), reader, parse_objects, tx, read);
+    let reader = spawn_reader(inputs, reader, parse_objects, tx, read);
     let runtime = match args.io_threads {
         0 => tokio::runtime::Builder::new_current_thread(),
         n => {
@@ -828,18 +824,20 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     let mut sinks = outputs
         .join()
         .map_err(|_| "writing the outputs stopped unexpectedly".to_string())?;
-    let (readable, unreadable) = reader
+    let (unreadable, skipped_events) = reader
         .join()
         .map_err(|_| "the input reader stopped unexpectedly".to_string())?;
     if let Some(p) = &mut sinks.progress {
         p.tick(&sinks.report.summary, true);
         p.clear();
     }
+    sinks.report.summary.skipped_events = skipped_events;
     for p in &unreadable {
-        eprintln!("error: {p}");
-    }
-    if readable == 0 {
-        return Err("no readable input".into());
+        let p = Problem::from_input(ProblemKind::Unusable, p);
+        if let Some(j) = &mut sinks.junit {
+            j.problem(&p);
+        }
+        sinks.report.push_problem(p);
     }
 
     let missing = match &source {
@@ -877,7 +875,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     }
     match args.format {
         Format::Json => {}
-        Format::Junit => print!(
+        Format::Junit => out!(
             "{}",
             sinks
                 .junit
@@ -887,12 +885,20 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         ),
         Format::Text => {
             for m in &unmatched {
-                println!("{} {m}", sinks.paint.bad("mismatch"));
+                outln!("{} {m}", sinks.paint.bad("mismatch"));
             }
             sinks.print_summary(missing);
         }
     }
-    Ok(if sinks.mismatches > 0 {
+    let unusable = (sinks.report.problems.iter()).filter(|p| p.kind == ProblemKind::Unusable);
+    let mut failed = false;
+    for p in unusable {
+        errln!("error: {}: {}", p.source, p.message);
+        failed = true;
+    }
+    Ok(if failed {
+        ExitCode::from(2)
+    } else if sinks.mismatches > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS

@@ -32,6 +32,10 @@ pub struct Args {
     /// wins over the settings file's theme. [default: default]
     #[arg(long = "theme", value_name = "NAME|PATH")]
     pub theme: Option<String>,
+    /// List among the problems the documents of other kinds the --webhooks files held
+    /// (skipped).
+    #[arg(short, long)]
+    pub verbose: bool,
     /// Open the embedded demo (webhooks served over HTTPS on 127.0.0.1).
     #[arg(long = "demo", conflicts_with_all = ["webhooks", "input"])]
     pub demo: bool,
@@ -56,9 +60,15 @@ impl Args {
 /// The replay source of files given on the command line.
 fn file_source(args: &Args, version: KubeVersion) -> Result<ReplaySource, String> {
     let mut report = Report::new(version, args.source.audit_level);
-    let by_file = super::replay::load_configurations_by_file(&args.webhooks, &mut report)?;
-    let configs: Vec<_> = by_file.iter().flat_map(|(_, c)| c.clone()).collect();
-    let documents = by_file
+    let loaded = super::configs::load_configurations(&args.webhooks, version, &mut report);
+    let configs = loaded.all();
+    let skipped = if args.verbose {
+        loaded.skipped
+    } else {
+        Vec::new()
+    };
+    let documents = loaded
+        .by_file
         .into_iter()
         .filter_map(|(file, configurations)| {
             // Read a second time for editing; a file gone since is simply not editable.
@@ -76,6 +86,7 @@ fn file_source(args: &Args, version: KubeVersion) -> Result<ReplaySource, String
     let problems = (report.problems.iter())
         .map(|p| format!("{}: {}", p.source, p.message))
         .chain(cluster_problems.iter().map(ToString::to_string))
+        .chain(skipped)
         .collect();
     let files = args.input.len();
     Ok(ReplaySource {

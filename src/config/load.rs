@@ -78,22 +78,18 @@ pub fn parse_documents(text: &str, file: &str) -> Vec<Result<LoadedConfiguration
     let mut index = 0usize;
     for doc in split_documents(text) {
         let line = Some(doc.first_line + 1);
-        let parsed: Result<Value, _> = serde_saphyr::from_str(&doc.text);
+        let parsed: Result<Value, _> = crate::yaml::from_str(&doc.text);
         match parsed {
             Err(e) => {
-                let (l, c) = e
-                    .location()
-                    .map(|l| (l.line() as usize, l.column() as usize))
-                    .unwrap_or((1, 1));
                 out.push(Err(LoadError::Syntax {
                     at: Source {
                         file: file.to_string(),
                         document: index,
                         line,
                     },
-                    line: doc.first_line + l,
-                    column: c,
-                    message: syntax_message(&e.to_string()),
+                    line: doc.first_line + e.line.unwrap_or(1),
+                    column: e.column.unwrap_or(1),
+                    message: e.message,
                 }));
                 index += 1;
             }
@@ -102,19 +98,6 @@ pub fn parse_documents(text: &str, file: &str) -> Vec<Result<LoadedConfiguration
         }
     }
     out
-}
-
-/// The first line of a serde-saphyr error, without its `error: line L column C: ` prefix.
-fn syntax_message(display: &str) -> String {
-    let first = display.lines().next().unwrap_or_default();
-    let first = first.strip_prefix("error: ").unwrap_or(first);
-    if let Some((_, msg)) = first
-        .strip_prefix("line ")
-        .and_then(|rest| rest.split_once(": "))
-    {
-        return msg.to_string();
-    }
-    first.to_string()
 }
 
 fn decode_top(
@@ -507,6 +490,21 @@ fn decode_object(
                 api_version,
             });
         }
+        _ if is_other_kind(&api_version, &kind_str) => {
+            let name = obj
+                .get("metadata")
+                .and_then(|m| m.get("name"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .into();
+            return Err(LoadError::OtherKind {
+                at: d.source,
+                item,
+                kind: kind_str,
+                api_version: api_version.into(),
+                name,
+            });
+        }
         _ => {
             return Err(LoadError::UnknownKind {
                 at: d.source,
@@ -560,6 +558,27 @@ fn decode_object(
         defaulted: Vec::new(),
         unknown_fields: d.unknown,
     })
+}
+
+/// The admission policy kinds of admissionregistration.k8s.io: not webhook configurations, and
+/// not read by hookscope (yet), but objects a manifest may hold.
+const POLICY_KINDS: [&str; 4] = [
+    "ValidatingAdmissionPolicy",
+    "ValidatingAdmissionPolicyBinding",
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionPolicyBinding",
+];
+
+/// Whether a document of `kind` under `api_version` is an object of another kind rather than a
+/// mistaken webhook configuration: both are set, and the kind is neither one spelled wrong (it
+/// names no webhook configuration) nor another kind of admissionregistration.k8s.io than its
+/// policies.
+fn is_other_kind(api_version: &str, kind: &str) -> bool {
+    let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
+    !api_version.is_empty()
+        && !kind.is_empty()
+        && !kind.to_ascii_lowercase().contains("webhookconfiguration")
+        && (group != GROUP || POLICY_KINDS.contains(&kind))
 }
 
 /// Read files or folders (folders recursively: `*.yaml`, `*.yml`, `*.json`, sorted by path) and

@@ -3,7 +3,8 @@
 //!
 //! * [`parse_documents`] / [`load_paths`]: YAML or JSON, multi-document streams and `*List`
 //!   objects; every document yields a configuration or a [`LoadError`] naming file, document and
-//!   field. Fields the API does not know are kept in [`LoadedConfiguration::unknown_fields`]
+//!   field. Objects of other kinds (a release manifest's Namespaces, CRDs, Deployments…) yield
+//!   [`LoadError::OtherKind`], which readers of manifests skip. Fields the API does not know are kept in [`LoadedConfiguration::unknown_fields`]
 //!   (upstream drops them silently on a non-strict decode; hookscope reports them as notes).
 //! * [`apply_defaults`]: the defaults of the configuration's version.
 //! * [`validate`]: every error of `pkg/apis/admissionregistration/validation`, with upstream's
@@ -62,11 +63,40 @@ pub struct LoadedConfiguration {
 }
 
 impl LoadedConfiguration {
-    /// Applies the defaults of the configuration's version and records them in `defaulted`.
+    /// Does what the apiserver does to a configuration before validating its create: clears
+    /// the namespace of this cluster-scoped object (`rest.BeforeCreate` sets it to the request's,
+    /// none, instead of refusing it), then applies the defaults of its version; records both in
+    /// `defaulted`.
     pub fn apply_defaults(&mut self) {
+        if let Some(meta) = self.configuration.metadata.as_object_mut()
+            && let Some(serde_json::Value::String(ns)) = meta.get("namespace")
+            && !ns.is_empty()
+        {
+            self.defaulted.push(format!(
+                "metadata.namespace: \"\" (was {ns:?}: cluster-scoped, the apiserver clears it)"
+            ));
+            meta.remove("namespace");
+        }
         let applied = apply_defaults(&mut self.configuration);
         self.defaulted.extend(applied);
     }
+}
+
+/// Why a configuration could not be applied to a cluster of `version`, when its apiVersion is
+/// no longer served there: `admissionregistration.k8s.io/v1beta1` configurations since 1.22.
+/// kubectl then fails before any request reaches the apiserver (no REST mapping for the kind in
+/// that version). An object created under v1beta1 before 1.22 still exists after an upgrade,
+/// with the v1beta1 defaults it was stored with, which is how hookscope reads such a document.
+pub fn unserved(
+    cfg: &crate::api::WebhookConfiguration,
+    version: crate::KubeVersion,
+) -> Option<String> {
+    (cfg.api_version == V1BETA1 && version.at_least(22)).then(|| {
+        let kind = cfg.kind.configuration_kind();
+        format!(
+            "{V1BETA1} is not served since Kubernetes 1.22 (modelled: {version}): kubectl apply fails with 'no matches for kind \"{kind}\" in version \"{V1BETA1}\"'; read with v1beta1's defaults, as an object created before 1.22 and kept through upgrades would be; write it as {V1}"
+        )
+    })
 }
 
 fn item_note(item: &Option<usize>) -> String {
@@ -136,6 +166,25 @@ pub enum LoadError {
         /// The apiVersion as written.
         api_version: String,
     },
+    /// A Kubernetes object of another kind (a Namespace, a Deployment, a CustomResourceDefinition,
+    /// a ValidatingAdmissionPolicy, …), as release manifests mix them with webhook
+    /// configurations. Not an error for readers of such manifests: they skip it.
+    #[error(
+        "{at}{}: {kind} {name:?} ({api_version}) is not a webhook configuration",
+        item_note(item)
+    )]
+    OtherKind {
+        /// The document.
+        at: Source,
+        /// Index in the enclosing List, if any.
+        item: Option<usize>,
+        /// The kind.
+        kind: String,
+        /// The apiVersion.
+        api_version: Box<str>,
+        /// `metadata.name`, empty when absent.
+        name: Box<str>,
+    },
     /// A webhook configuration kind under an apiVersion other than v1 and v1beta1.
     #[error(
         "{at}{}: {kind} is not served as apiVersion {api_version:?}; use admissionregistration.k8s.io/v1 (or admissionregistration.k8s.io/v1beta1, served until Kubernetes 1.21)",
@@ -174,9 +223,16 @@ impl LoadError {
             | LoadError::NotAnObject { at, .. }
             | LoadError::Removed { at, .. }
             | LoadError::UnknownKind { at, .. }
+            | LoadError::OtherKind { at, .. }
             | LoadError::UnsupportedVersion { at, .. }
             | LoadError::FieldType { at, .. } => (&at.file, Some(at.document + 1)),
         }
+    }
+
+    /// Whether this is an object of another kind ([`LoadError::OtherKind`]), which readers of
+    /// release manifests skip rather than report.
+    pub fn is_other_kind(&self) -> bool {
+        matches!(self, LoadError::OtherKind { .. })
     }
 }
 

@@ -196,6 +196,7 @@ fn source_of(e: &LoadError) -> Option<&Source> {
         | LoadError::NotAnObject { at, .. }
         | LoadError::Removed { at, .. }
         | LoadError::UnknownKind { at, .. }
+        | LoadError::OtherKind { at, .. }
         | LoadError::UnsupportedVersion { at, .. }
         | LoadError::FieldType { at, .. } => Some(at),
     }
@@ -229,6 +230,8 @@ pub fn check(text: &str, file: &str, previous: &[WebhookConfiguration]) -> Check
     for r in results {
         let mut loaded = match r {
             Ok(l) => l,
+            // A manifest's other objects are kept as they are, unchecked.
+            Err(e) if e.is_other_kind() => continue,
             Err(e) => {
                 errors.push(load_problem(&e, &places, &mut locator));
                 continue;
@@ -322,6 +325,7 @@ fn load_problem(e: &LoadError, places: &Places, locator: &mut Locator<'_>) -> Pr
     let list_item = match e {
         LoadError::Removed { item, .. }
         | LoadError::UnknownKind { item, .. }
+        | LoadError::OtherKind { item, .. }
         | LoadError::UnsupportedVersion { item, .. }
         | LoadError::FieldType { item, .. } => *item,
         _ => None,
@@ -358,11 +362,13 @@ fn load_problem(e: &LoadError, places: &Places, locator: &mut Locator<'_>) -> Pr
             "apiVersion".to_string(),
             locator.locate(line, item, "apiVersion", None),
         ),
-        LoadError::Removed { .. } | LoadError::UnknownKind { .. } => (
-            ProblemKind::Load,
-            "kind".to_string(),
-            locator.locate(line, item, "kind", None),
-        ),
+        LoadError::Removed { .. } | LoadError::UnknownKind { .. } | LoadError::OtherKind { .. } => {
+            (
+                ProblemKind::Load,
+                "kind".to_string(),
+                locator.locate(line, item, "kind", None),
+            )
+        }
         _ => (
             ProblemKind::Load,
             String::new(),

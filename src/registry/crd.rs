@@ -132,7 +132,7 @@ pub fn load_custom_resources(text: &str) -> Result<Vec<CustomResourceSpec>, Regi
 }
 
 fn yaml_documents(text: &str) -> Result<Vec<Value>, RegistryError> {
-    serde_saphyr::from_multiple::<Value>(text).map_err(|e| RegistryError::Parse(e.to_string()))
+    crate::yaml::from_multiple::<Value>(text).map_err(|e| RegistryError::Parse(e.to_string()))
 }
 
 /// Context for error messages of one entry.

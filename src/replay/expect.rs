@@ -145,7 +145,7 @@ impl Expectations {
     /// Parses an expectations document.
     pub fn parse(text: &str, file: &str) -> Result<Self, ExpectError> {
         let doc: Document =
-            serde_saphyr::from_str(text).map_err(|e| ExpectError::Invalid {
+            crate::yaml::from_str(text).map_err(|e| ExpectError::Invalid {
                 file: file.into(),
                 message: format!(
                     "expected a list of expectations (match, allowed, code, message, reason, annotations, labels, warnings): {e}"

@@ -67,8 +67,13 @@ impl JUnit {
 
     /// Adds the case of an input item that was not replayed.
     pub fn problem(&mut self, p: &Problem) {
+        let name = match p.source.index {
+            // The input as a whole.
+            0 => "whole input".to_string(),
+            i => format!("{i} {}", p.field),
+        };
         self.cases.push(Case::Problem {
-            name: format!("{} {}", p.source.index, p.field),
+            name,
             class: p.source.file.clone(),
             kind: p.kind,
             message: p.message.clone(),

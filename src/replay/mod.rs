@@ -122,6 +122,17 @@ pub struct CapturedRequest {
     pub notes: Vec<String>,
 }
 
+impl CapturedRequest {
+    /// The note of a request whose namespace is unknown ([`NamespaceState::Unknown`]) when a
+    /// webhook's namespace selector read its labels, taken as empty.
+    pub fn unknown_namespace_note(&self) -> String {
+        format!(
+            "namespace {:?} is not known (not in --cluster nor learned from the input): its labels were taken as empty",
+            self.attrs.namespace
+        )
+    }
+}
+
 /// A problem with the input, named by file, position and field.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]

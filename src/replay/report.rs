@@ -8,7 +8,7 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{CapturedRequest, InputProblem, NamespaceState, SourceRef};
+use super::{CapturedRequest, InputProblem, SourceRef};
 use crate::KubeVersion;
 use crate::api::{Operation, WebhookKind};
 use crate::engine::{AuditLevel, CallDecision, CallRecord, Object, Outcome};
@@ -45,6 +45,16 @@ pub struct Summary {
     pub invalid: usize,
     /// Configurations left out because they are unreadable or invalid.
     pub invalid_configurations: usize,
+    /// Paths given on the command line that yield nothing usable (missing, unreadable, no valid
+    /// configuration, no readable request): the replay exits 2 when there is any.
+    pub unusable: usize,
+    /// Audit requests read that did not go through admission, counted once at their final
+    /// stage: reads (`get`, `list`, `watch`), non-resource requests, requests authorization
+    /// refused.
+    pub skipped_events: u64,
+    /// Warnings about what was used as it stands (a configuration replacing another of the same
+    /// kind and name, an apiVersion the modelled release no longer serves).
+    pub warnings: usize,
     /// Why requests were not replayed: reason → count.
     pub reasons: BTreeMap<String, usize>,
     /// Webhook calls answered from nothing (no recorded reply).
@@ -55,7 +65,7 @@ pub struct Summary {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Problem {
-    /// `notReplayable`, `invalid` or `configuration`.
+    /// `notReplayable`, `invalid`, `configuration`, `unusable` or `warning`.
     pub kind: ProblemKind,
     /// Where.
     pub source: SourceRef,
@@ -75,6 +85,13 @@ pub enum ProblemKind {
     Invalid,
     /// A webhook configuration left out.
     Configuration,
+    /// A path given on the command line that yields nothing usable: it does not exist, cannot
+    /// be read, holds no configuration the apiserver would accept (`--webhooks`) or no readable
+    /// request (`--input`).
+    Unusable,
+    /// Something used as it stands, but worth knowing: a configuration that replaced another of
+    /// the same kind and name, a configuration under an apiVersion the release no longer serves.
+    Warning,
 }
 
 impl Problem {
@@ -330,13 +347,7 @@ impl RequestReport {
         if redact && let Some(o) = &mut object {
             redact_secret(Arc::make_mut(o).value_mut());
         }
-        let mut notes = req.notes;
-        if req.namespace == NamespaceState::Unknown {
-            notes.push(format!(
-                "namespace {:?} is not known (not in --cluster nor learned from the input): its labels were taken as empty",
-                req.attrs.namespace
-            ));
-        }
+        let notes = req.notes;
         let a = req.attrs;
         RequestReport {
             source: req.source,
@@ -446,6 +457,8 @@ impl Report {
             }
             ProblemKind::Invalid => self.summary.invalid += 1,
             ProblemKind::Configuration => self.summary.invalid_configurations += 1,
+            ProblemKind::Unusable => self.summary.unusable += 1,
+            ProblemKind::Warning => self.summary.warnings += 1,
         }
         self.problems.push(p);
     }

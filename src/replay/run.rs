@@ -3,7 +3,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::Poll;
 use std::time::Duration;
 
@@ -98,6 +98,20 @@ impl NamespaceSource for CapturedRequest {
     }
 }
 
+/// A request's namespace labels as the dispatcher looks them up, remembering whether it did: only
+/// a webhook with a namespace selector reads them.
+struct Observed<'a> {
+    request: &'a CapturedRequest,
+    read: AtomicBool,
+}
+
+impl NamespaceSource for Observed<'_> {
+    fn namespace(&self, name: &str) -> NamespaceLookup<'_> {
+        self.read.store(true, Ordering::Relaxed);
+        self.request.namespace(name)
+    }
+}
+
 /// Runs captured requests through one engine.
 #[derive(Debug, Clone)]
 pub struct Replayer {
@@ -129,8 +143,19 @@ impl Replayer {
         metrics: &'a mut Metrics,
         ids: &'a mut (dyn IdSource + Send),
     ) -> impl Future<Output = Outcome> + 'a {
+        self.dispatch(request, request, replier, metrics, ids)
+    }
+
+    fn dispatch<'a, R: Replier + Send>(
+        &'a self,
+        namespaces: &'a (dyn NamespaceSource + Sync),
+        request: &'a CapturedRequest,
+        replier: &'a mut R,
+        metrics: &'a mut Metrics,
+        ids: &'a mut (dyn IdSource + Send),
+    ) -> impl Future<Output = Outcome> + 'a {
         let ctx = RequestContext {
-            namespaces: request,
+            namespaces,
             ids,
             metrics,
             deadline: self.settings.deadline,
@@ -188,8 +213,20 @@ impl Replayer {
                         IdMode::Random => &mut random,
                         IdMode::Sequential => &mut sequence,
                     };
-                    let outcome =
-                        Box::pin(self.replay_one(&request, &mut replier, &mut metrics, ids)).await;
+                    let observed = Observed {
+                        request: &request,
+                        read: AtomicBool::new(false),
+                    };
+                    let dispatch =
+                        self.dispatch(&observed, &request, &mut replier, &mut metrics, ids);
+                    let outcome = Box::pin(dispatch).await;
+                    let labels_read = observed.read.into_inner();
+                    let mut request = request;
+                    // The assumption matters only where a namespace selector read the labels.
+                    if labels_read && request.namespace == NamespaceState::Unknown {
+                        let note = request.unknown_namespace_note();
+                        request.notes.push(note);
+                    }
                     Dispatched {
                         event: ReplayEvent::Replayed(Box::new(Replayed { request, outcome })),
                         metrics: Some(metrics),

@@ -191,7 +191,7 @@ impl WebhookAuth {
         let raw: RawConfig = if text.trim().is_empty() {
             RawConfig::default()
         } else {
-            serde_saphyr::from_str::<Option<RawConfig>>(text)
+            crate::yaml::from_str::<Option<RawConfig>>(text)
                 .map_err(|e| AuthError::Parse(e.to_string()))?
                 .unwrap_or_default()
         };

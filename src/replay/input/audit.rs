@@ -327,11 +327,15 @@ impl Reader {
         let Some(verb) = s(K_VERB) else {
             return sink(invalid("verb", "missing".into(), &source));
         };
+        self.events += 1;
+        let skipped = u64::from(final_stage);
         if verb == "watch" {
+            self.skipped += skipped;
             return;
         }
         // Non-resource requests (`/healthz`, `/version`, …) have no objectRef.
         let Some(oref_span) = spans[K_OBJECT_REF].filter(|sp| !scan::is_null(text, *sp)) else {
+            self.skipped += skipped;
             return;
         };
         match &*verb {
@@ -345,6 +349,7 @@ impl Reader {
                 // Reads do not go through admission, except connect requests made with GET.
                 if verb == "list" || !is_connect(&oref.api_group, &oref.resource, &oref.subresource)
                 {
+                    self.skipped += skipped;
                     if final_stage {
                         self.learn_read(text, spans, &oref, verb == "list");
                     }
@@ -439,9 +444,13 @@ impl Reader {
         }
         // Non-resource requests have no objectRef (or one without a resource).
         let Some(oref) = ev.object_ref.clone().filter(|o| !o.resource.is_empty()) else {
+            self.skipped += 1;
             return;
         };
         let built = self.build(&ev, &oref, source, note);
+        if matches!(built, Built::Ignored) {
+            self.skipped += 1;
+        }
         if let Built::Items(items) = built {
             for mut item in items {
                 if let InputItem::Request(r) = &mut item {

@@ -302,7 +302,7 @@ fn read_file(path: &Path, found: &mut Vec<Found>, problems: &mut Vec<InputProble
         let mut input = body;
         let mut split = YamlDocs::new(&mut input);
         while let Ok(Some(doc)) = split.next_doc() {
-            let v = serde_saphyr::from_str::<Value>(&doc.text).map_err(|e| super::yaml_error(&e));
+            let v = crate::yaml::from_str::<Value>(&doc.text).map_err(|e| super::yaml_error(&e));
             docs.push((at(doc.doc), String::new(), v));
         }
     }

@@ -18,8 +18,9 @@
 //!
 //! Only events that went through admission become requests: `create`, `update`, `patch`, `delete`
 //! and `deletecollection` on resources, and connect requests (`exec`, `attach`, `portforward`,
-//! `proxy`, whatever their verb). Reads and non-resource requests are skipped without a word, and
-//! so are requests authorization denied (they never reached admission). Each request is taken
+//! `proxy`, whatever their verb). Reads and non-resource requests are skipped, and so are requests
+//! authorization denied (they never reached admission); they are counted once each, at their
+//! final stage ([`Reader::skipped_events`]). Each request is taken
 //! from the final stage of its `auditID` (`ResponseComplete` or `Panic`); requests whose final
 //! stage never comes are emitted by [`Reader::finish`] from the latest stage seen, with a note.
 //!
@@ -83,7 +84,7 @@ pub use intern::Interner;
 
 use super::{IndexUnit, InputItem, InputProblem, SourceRef};
 use store::Store;
-use stream::{JsonDocs, Piece, YamlDocs};
+use stream::{JsonDocs, Piece, Positions, YamlDocs};
 
 /// Where items go.
 type Sink<'s> = &'s mut dyn FnMut(InputItem);
@@ -110,6 +111,13 @@ pub struct Reader {
     /// The last document was an AdmissionReview that [`review::read`] took alone: the next one
     /// is tried that way first, before its kind is looked for.
     reviews: bool,
+    /// Audit events read whole (any verb, any stage): an input of them is readable even when
+    /// none went through admission.
+    events: u64,
+    /// Audit requests, at their final stage, that did not go through admission.
+    skipped: u64,
+    /// Where the bytes of the document being read were in the input, when it was compacted.
+    positions: Positions,
 }
 
 impl std::fmt::Debug for Pending {
@@ -153,7 +161,17 @@ impl Reader {
             seq: 0,
             intern: Interner::default(),
             reviews: false,
+            events: 0,
+            skipped: 0,
+            positions: Positions::default(),
         }
+    }
+
+    /// Audit requests read so far that did not go through admission, counted once at their
+    /// final stage: reads (`get`, `list`, `watch`), non-resource requests (`/healthz`, …) and
+    /// requests authorization refused.
+    pub fn skipped_events(&self) -> u64 {
+        self.skipped
     }
 
     /// Number of objects currently known (kept for old-object lookups).
@@ -195,16 +213,7 @@ impl Reader {
         input: &mut dyn BufRead,
         sink: &mut dyn FnMut(InputItem),
     ) -> Result<(), InputProblem> {
-        let whole = |message: String| InputProblem {
-            source: SourceRef {
-                file: name.to_string(),
-                index: 0,
-                unit: IndexUnit::Document,
-                audit_id: None,
-            },
-            field: String::new(),
-            message,
-        };
+        let whole = |message: String| whole_input(name, message);
         let io_err = |e: io::Error| whole(format!("cannot read: {e}"));
         let (first, line) = start(input).map_err(io_err)?;
         match first {
@@ -239,7 +248,9 @@ impl Reader {
     }
 
     /// Reads `paths` in order (`-`: standard input), then [`finish`](Self::finish)es. Returns
-    /// how many inputs could be read and the problems of those that could not. `read_bytes`,
+    /// how many inputs could be read and the problems of those that could not: an input that
+    /// cannot be opened or read, is empty or not JSON or YAML text, or whose every document is
+    /// invalid (its invalid documents are items too, as always). `read_bytes`,
     /// when given, counts the bytes read as they are read (progress of a long input).
     pub fn read_paths(
         &mut self,
@@ -265,23 +276,28 @@ impl Reader {
         read_bytes: Option<&Arc<AtomicU64>>,
         sink: &mut dyn FnMut(InputItem),
     ) -> Result<(), InputProblem> {
+        let events = self.events;
+        let mut tally = Tally::default();
+        let mut counted = |item: InputItem| {
+            tally.count(&item);
+            sink(item)
+        };
         if path == "-" {
             let stdin = io::stdin();
             let mut input = Counting::buffered(stdin.lock(), read_bytes);
-            return self.read(path, &mut input, sink);
+            self.read(path, &mut input, &mut counted)?;
+        } else {
+            let mut input = match std::fs::File::open(path) {
+                Ok(f) => Counting::buffered(f, read_bytes),
+                Err(e) => return Err(whole_input(path, format!("cannot open: {e}"))),
+            };
+            self.read(path, &mut input, &mut counted)?;
         }
-        match std::fs::File::open(path) {
-            Ok(f) => self.read(path, &mut Counting::buffered(f, read_bytes), sink),
-            Err(e) => Err(InputProblem {
-                source: SourceRef {
-                    file: path.to_string(),
-                    index: 0,
-                    unit: IndexUnit::Document,
-                    audit_id: None,
-                },
-                field: String::new(),
-                message: format!("cannot open: {e}"),
-            }),
+        match &tally.first_invalid {
+            Some(first) if tally.usable == 0 && self.events == events => {
+                Err(whole_input(path, tally.nothing_readable(first)))
+            }
+            _ => Ok(()),
         }
     }
 
@@ -376,6 +392,7 @@ impl Reader {
     fn json_line(&mut self, name: &str, line: &[u8], line_no: usize, sink: Sink<'_>) {
         let text = trim(line);
         if !text.is_empty() {
+            self.positions = Positions::line(line_no);
             self.json_text(text, source(name, line_no, IndexUnit::Line), "", None, sink);
         }
     }
@@ -391,7 +408,12 @@ impl Reader {
         let mut docs = JsonDocs::new(input, prefix, line);
         while let Some(piece) = docs.next_piece()? {
             match piece {
-                Piece::Value { text, doc } => {
+                Piece::Value {
+                    text,
+                    doc,
+                    positions,
+                } => {
+                    self.positions = positions;
                     self.json_text(
                         &text,
                         source(name, doc, IndexUnit::Document),
@@ -405,7 +427,9 @@ impl Reader {
                     doc,
                     item,
                     list_kind,
+                    positions,
                 } => {
+                    self.positions = positions;
                     let prefix = format!("items[{item}]");
                     let source = source(name, doc, IndexUnit::Document);
                     self.json_text(
@@ -436,7 +460,7 @@ impl Reader {
         let mut first = true;
         while let Some(doc) = docs.next_doc().map_err(YamlEnd::Io)? {
             let source = source(name, doc.doc, IndexUnit::Document);
-            match serde_saphyr::from_str::<Value>(&doc.text) {
+            match crate::yaml::from_str::<Value>(&doc.text) {
                 Ok(v) => {
                     if first && !matches!(v, Value::Object(_) | Value::Array(_) | Value::Null) {
                         return Err(YamlEnd::NotObjects(
@@ -506,6 +530,8 @@ impl Reader {
         list_kind: Option<&str>,
         sink: Sink<'_>,
     ) {
+        // Positions are those of the document as read, not of the parts it is read in.
+        let positions = std::mem::take(&mut self.positions);
         if self.reviews {
             if let Some(read) = review::read(text, &mut self.intern) {
                 return self.review_read_alone(read, source, sink);
@@ -516,7 +542,7 @@ impl Reader {
             Ok(s) => s,
             Err(_) => {
                 let message = match serde_json::from_slice::<serde::de::IgnoredAny>(text) {
-                    Err(e) => format!("invalid JSON: {e}"),
+                    Err(e) => format!("invalid JSON: {}", relocate(e.to_string(), &positions)),
                     Ok(_) => "expected a JSON object".to_string(),
                 };
                 return sink(invalid(source, prefix, "", message));
@@ -545,7 +571,10 @@ impl Reader {
             }
             let doc = match scan::parse::<Value>(text) {
                 Ok(d) => d,
-                Err(e) => return sink(invalid(source, prefix, "", format!("invalid JSON: {e}"))),
+                Err(e) => {
+                    let message = format!("invalid JSON: {}", relocate(e, &positions));
+                    return sink(invalid(source, prefix, "", message));
+                }
             };
             return match review::request(doc, source, &self.store) {
                 Ok(mut req) => {
@@ -569,10 +598,88 @@ impl Reader {
         }
         let message = if kind.is_empty() {
             "missing: not an AdmissionReview or an audit.k8s.io/v1 Event".to_string()
+        } else if matches!(
+            &*kind,
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"
+        ) {
+            format!(
+                "{kind:?} is a webhook configuration, not a captured request: give its file with --webhooks"
+            )
         } else {
             format!("{kind:?} is not an AdmissionReview or an audit.k8s.io/v1 Event")
         };
         sink(invalid(source, prefix, "kind", message))
+    }
+}
+
+/// A parser's message ending `at line 1 column N` in a compacted document, with the line and
+/// column the byte was at in the input.
+fn relocate(message: String, positions: &Positions) -> String {
+    let found = (message.rsplit_once(" at line 1 column "))
+        .and_then(|(what, col)| Some((what, col.parse::<usize>().ok()?)))
+        .and_then(|(what, col)| Some((what, positions.locate(col.saturating_sub(1))?)));
+    let message = match found {
+        Some((what, (line, col))) => format!("{what} at line {line} column {col}"),
+        None => message,
+    };
+    match message.strip_prefix("recursion limit exceeded") {
+        Some(at) => format!(
+            "nested deeper than the 128 levels hookscope reads (kube-apiserver reads 10,000){at}"
+        ),
+        None => message,
+    }
+}
+
+/// A problem of input `name` as a whole.
+fn whole_input(name: &str, message: String) -> InputProblem {
+    InputProblem {
+        source: source(name, 0, IndexUnit::Document),
+        field: String::new(),
+        message,
+    }
+}
+
+/// What one input yielded, to tell an input of nothing but invalid documents.
+#[derive(Default)]
+struct Tally {
+    /// Requests, replayable or not.
+    usable: usize,
+    invalid: usize,
+    first_invalid: Option<InputProblem>,
+}
+
+impl Tally {
+    fn count(&mut self, item: &InputItem) {
+        match item {
+            InputItem::Request(_) | InputItem::NotReplayable(_) => self.usable += 1,
+            InputItem::Invalid(p) => {
+                self.invalid += 1;
+                if self.first_invalid.is_none() {
+                    self.first_invalid = Some(p.clone());
+                }
+            }
+        }
+    }
+
+    /// Why an input whose documents were all invalid, `first` the first of them, is unreadable.
+    fn nothing_readable(&self, first: &InputProblem) -> String {
+        let unit = match first.source.unit {
+            IndexUnit::Line => "line",
+            IndexUnit::Document => "document",
+        };
+        let all = match self.invalid {
+            1 => format!("its only {unit} is invalid"),
+            n => format!("all {n} {unit}s are invalid"),
+        };
+        let field = if first.field.is_empty() {
+            String::new()
+        } else {
+            format!("{}: ", first.field)
+        };
+        format!(
+            "no readable request: {all} ({unit} {}: {field}{})",
+            first.source.index, first.message
+        )
     }
 }
 

@@ -9,12 +9,14 @@ use std::io::{self, BufRead};
 /// Nesting deeper than this is refused (the full parser refuses it anyway).
 const MAX_DEPTH: usize = 512;
 
-/// Bytes of a reader, with the line number of the next byte.
+/// Bytes of a reader, with the line and column of the next byte.
 struct ByteSource<'r> {
     inner: &'r mut dyn BufRead,
     chunk: Vec<u8>,
     pos: usize,
     line: usize,
+    /// 1-based, in bytes.
+    col: usize,
     /// The last byte taken ended a line (or nothing was taken yet).
     at_line_start: bool,
 }
@@ -26,6 +28,7 @@ impl<'r> ByteSource<'r> {
             chunk: prefix,
             pos: 0,
             line,
+            col: 1,
             at_line_start: true,
         }
     }
@@ -57,6 +60,9 @@ impl<'r> ByteSource<'r> {
             self.at_line_start = c == b'\n';
             if self.at_line_start {
                 self.line += 1;
+                self.col = 1;
+            } else {
+                self.col += 1;
             }
         }
         Ok(b)
@@ -88,6 +94,61 @@ impl<'r> ByteSource<'r> {
     }
 }
 
+/// Where the bytes of a compacted document were in the input: the captured text drops the
+/// whitespace between tokens, so a parser's offsets in it are not the input's lines and columns.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Positions(Vec<Gap>);
+
+/// From offset `at` of the captured text on, bytes follow one another from `line`, `col` of the
+/// input (up to the next gap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Gap {
+    at: usize,
+    line: usize,
+    col: usize,
+}
+
+impl Positions {
+    /// The input's 1-based line and column of the byte at 0-based `offset` of the captured text.
+    pub(crate) fn locate(&self, offset: usize) -> Option<(usize, usize)> {
+        let i = self.0.partition_point(|g| g.at <= offset).checked_sub(1)?;
+        let g = self.0[i];
+        Some((g.line, g.col + (offset - g.at)))
+    }
+
+    /// A text taken whole from the start of 1-based `line` of the input.
+    pub(crate) fn line(line: usize) -> Self {
+        Positions(vec![Gap {
+            at: 0,
+            line,
+            col: 1,
+        }])
+    }
+
+    /// Notes that the next byte of `src` goes to offset `at` of the captured text.
+    fn mark(&mut self, src: &ByteSource<'_>, at: usize) {
+        let gap = Gap {
+            at,
+            line: src.line,
+            col: src.col,
+        };
+        match self.0.last_mut() {
+            Some(last) if last.at == at => *last = gap,
+            _ => self.0.push(gap),
+        }
+    }
+
+    /// [`ByteSource::skip_ws`], noting where the next byte is when whitespace was skipped.
+    fn skip(&mut self, src: &mut ByteSource<'_>, at: usize) -> io::Result<Option<u8>> {
+        let before = (src.line, src.col);
+        let b = src.skip_ws()?;
+        if (src.line, src.col) != before {
+            self.mark(src, at);
+        }
+        Ok(b)
+    }
+}
+
 /// A syntax problem found while splitting (the line it was found on is in the message).
 struct Syntax(String);
 
@@ -102,6 +163,8 @@ pub(crate) enum Piece {
         text: Vec<u8>,
         /// 1-based document number.
         doc: usize,
+        /// Where its bytes were in the input.
+        positions: Positions,
     },
     /// An element of the `items` array of top-level object `doc` (a list), 0-based `item`, with
     /// the list's `kind` when it came before `items` (as Go writes it).
@@ -114,6 +177,8 @@ pub(crate) enum Piece {
         item: usize,
         /// The list's `kind`, if already seen.
         list_kind: Option<String>,
+        /// Where its bytes were in the input.
+        positions: Positions,
     },
     /// Text that is not JSON, in document `doc`.
     Invalid {
@@ -136,6 +201,7 @@ enum State {
         kind: Option<String>,
         items: Option<usize>,
         had_items: bool,
+        positions: Positions,
     },
 }
 
@@ -169,6 +235,8 @@ impl<'r> JsonDocs<'r> {
                         continue;
                     }
                     Some(b'{') => {
+                        let mut positions = Positions::default();
+                        positions.mark(&self.src, 0);
                         self.src.bump()?;
                         self.doc += 1;
                         self.state = State::Object {
@@ -178,6 +246,7 @@ impl<'r> JsonDocs<'r> {
                             kind: None,
                             items: None,
                             had_items: false,
+                            positions,
                         };
                         continue;
                     }
@@ -199,11 +268,12 @@ impl<'r> JsonDocs<'r> {
                             self.state = State::Top;
                             continue;
                         }
-                        Ok(Some(text)) => {
+                        Ok(Some((text, positions))) => {
                             self.state = State::Array { first: false };
                             return Ok(Some(Piece::Value {
                                 text,
                                 doc: self.doc,
+                                positions,
                             }));
                         }
                         Err(e) => Err(e),
@@ -228,7 +298,7 @@ impl<'r> JsonDocs<'r> {
     }
 
     /// The next element of a top-level array, `None` at its end.
-    fn array_element(&mut self, first: bool) -> Step<Option<Vec<u8>>> {
+    fn array_element(&mut self, first: bool) -> Step<Option<(Vec<u8>, Positions)>> {
         let mut b = self.src.skip_ws()?;
         if b == Some(b']') {
             self.src.bump()?;
@@ -246,7 +316,10 @@ impl<'r> JsonDocs<'r> {
         }
         self.doc += 1;
         let mut text = Vec::new();
-        Ok(self.capture(&mut text, 0)?.map(|()| Some(text)))
+        let mut positions = Positions::default();
+        positions.mark(&self.src, 0);
+        let captured = capture(&mut self.src, &mut text, 0, &mut positions, 0)?;
+        Ok(captured.map(|()| Some((text, positions))))
     }
 
     /// One step inside a top-level object: a member, an item of its `items`, or its end.
@@ -258,6 +331,7 @@ impl<'r> JsonDocs<'r> {
             kind,
             items,
             had_items,
+            positions,
         } = &mut self.state
         else {
             return Ok(Ok(None));
@@ -281,7 +355,9 @@ impl<'r> JsonDocs<'r> {
                 return Ok(Err(expected(src, "a list item")));
             }
             let mut item = Vec::new();
-            if let Err(e) = capture(src, &mut item, 1)? {
+            let mut at = Positions::default();
+            at.mark(src, 0);
+            if let Err(e) = capture(src, &mut item, 1, &mut at, 0)? {
                 return Ok(Err(e));
             }
             let piece = Piece::Item {
@@ -289,39 +365,48 @@ impl<'r> JsonDocs<'r> {
                 doc: *doc,
                 item: *n,
                 list_kind: kind.clone(),
+                positions: at,
             };
             *n += 1;
             return Ok(Ok(Some(piece)));
         }
-        let b = src.skip_ws()?;
+        let b = positions.skip(src, text.len())?;
         if b == Some(b'}') {
             src.bump()?;
             let (doc, had) = (*doc, *had_items);
             text.push(b'}');
             let text = std::mem::take(text);
+            let positions = std::mem::take(positions);
             self.state = State::Top;
             // A list's items were handed out one by one; the rest of it is not a document.
-            return Ok(Ok((!had).then_some(Piece::Value { text, doc })));
+            return Ok(Ok((!had).then_some(Piece::Value {
+                text,
+                doc,
+                positions,
+            })));
         }
+        let key_at = text.len() + usize::from(!*first);
         if !*first {
             if b != Some(b',') {
                 return Ok(Err(expected(src, "',' or '}'")));
             }
             src.bump()?;
-            src.skip_ws()?;
+            positions.skip(src, key_at)?;
         }
         let mut key = Vec::new();
         if src.peek()? != Some(b'"') {
             return Ok(Err(expected(src, "a member name")));
         }
-        if let Err(e) = capture(src, &mut key, 1)? {
+        positions.mark(src, key_at);
+        if let Err(e) = capture(src, &mut key, 1, positions, key_at)? {
             return Ok(Err(e));
         }
-        if src.skip_ws()? != Some(b':') {
+        if positions.skip(src, key_at + key.len())? != Some(b':') {
             return Ok(Err(expected(src, "':'")));
         }
         src.bump()?;
-        let next = src.skip_ws()?;
+        let value_at = key_at + key.len() + 1;
+        let next = positions.skip(src, value_at)?;
         if key == b"\"items\"" && next == Some(b'[') {
             src.bump()?;
             *items = Some(0);
@@ -330,7 +415,8 @@ impl<'r> JsonDocs<'r> {
             return Ok(Ok(None));
         }
         let mut value = Vec::new();
-        if let Err(e) = capture(src, &mut value, 1)? {
+        positions.mark(src, value_at);
+        if let Err(e) = capture(src, &mut value, 1, positions, value_at)? {
             return Ok(Err(e));
         }
         if key == b"\"kind\"" {
@@ -349,10 +435,6 @@ impl<'r> JsonDocs<'r> {
     fn expected(&mut self, what: &str) -> Syntax {
         expected(&mut self.src, what)
     }
-
-    fn capture(&mut self, out: &mut Vec<u8>, depth: usize) -> io::Result<Result<(), Syntax>> {
-        capture(&mut self.src, out, depth)
-    }
 }
 
 fn expected(src: &mut ByteSource<'_>, what: &str) -> Syntax {
@@ -364,45 +446,51 @@ fn expected(src: &mut ByteSource<'_>, what: &str) -> Syntax {
     Syntax(format!("line {}: expected {what}, found {found}", src.line))
 }
 
-/// Copies one JSON value from `src` into `out`, checking its grammar (loosely for numbers and
-/// literals, which the full parser checks later).
+/// Copies one JSON value from `src` into `out` without the whitespace between its tokens,
+/// checking its grammar (loosely for numbers and literals, which the full parser checks later);
+/// `out` starts at offset `base` of the document, whose `positions` it notes.
 fn capture(
     src: &mut ByteSource<'_>,
     out: &mut Vec<u8>,
     depth: usize,
+    positions: &mut Positions,
+    base: usize,
 ) -> io::Result<Result<(), Syntax>> {
     if depth > MAX_DEPTH {
-        return Ok(Err(Syntax(format!("line {}: nesting too deep", src.line))));
+        let line = src.line;
+        return Ok(Err(Syntax(format!(
+            "line {line}: nested deeper than {MAX_DEPTH} levels"
+        ))));
     }
-    match src.skip_ws()? {
+    match positions.skip(src, base + out.len())? {
         Some(b'"') => capture_string(src, out),
         Some(open @ (b'{' | b'[')) => {
             let close = if open == b'{' { b'}' } else { b']' };
             src.bump()?;
             out.push(open);
-            if src.skip_ws()? == Some(close) {
+            if positions.skip(src, base + out.len())? == Some(close) {
                 src.bump()?;
                 out.push(close);
                 return Ok(Ok(()));
             }
             loop {
                 if open == b'{' {
-                    if src.skip_ws()? != Some(b'"') {
+                    if positions.skip(src, base + out.len())? != Some(b'"') {
                         return Ok(Err(expected(src, "a member name")));
                     }
                     if let Err(e) = capture_string(src, out)? {
                         return Ok(Err(e));
                     }
-                    if src.skip_ws()? != Some(b':') {
+                    if positions.skip(src, base + out.len())? != Some(b':') {
                         return Ok(Err(expected(src, "':'")));
                     }
                     src.bump()?;
                     out.push(b':');
                 }
-                if let Err(e) = capture(src, out, depth + 1)? {
+                if let Err(e) = capture(src, out, depth + 1, positions, base)? {
                     return Ok(Err(e));
                 }
-                match src.skip_ws()? {
+                match positions.skip(src, base + out.len())? {
                     Some(b',') => {
                         src.bump()?;
                         out.push(b',');
@@ -575,7 +663,10 @@ mod tests {
         let mut input = text.as_bytes();
         let mut docs = JsonDocs::new(&mut input, Vec::new(), 1);
         let mut out = Vec::new();
-        while let Some(p) = docs.next_piece().unwrap() {
+        while let Some(mut p) = docs.next_piece().unwrap() {
+            if let Piece::Value { positions, .. } | Piece::Item { positions, .. } = &mut p {
+                *positions = Positions::default();
+            }
             out.push(p);
         }
         out
@@ -585,6 +676,7 @@ mod tests {
         Piece::Value {
             text: text.as_bytes().to_vec(),
             doc,
+            positions: Positions::default(),
         }
     }
 
@@ -607,9 +699,37 @@ mod tests {
                 text: br#"{"y":2}"#.to_vec(),
                 doc: 1,
                 item: 1,
-                list_kind: Some("EventList".into())
+                list_kind: Some("EventList".into()),
+                positions: Positions::default(),
             }
         );
+    }
+
+    #[test]
+    fn positions_in_compacted_documents_are_the_inputs() {
+        let text = "\n{\n  \"a\": [1,\n    {\"b\" :  \"c\"}],\n  \"d\": 01x\n}\n";
+        let mut input = text.as_bytes();
+        let mut docs = JsonDocs::new(&mut input, Vec::new(), 1);
+        let Some(Piece::Value {
+            text: compact,
+            positions,
+            ..
+        }) = docs.next_piece().unwrap()
+        else {
+            panic!("a value")
+        };
+        assert_eq!(compact, br#"{"a":[1,{"b":"c"}],"d":01x}"#);
+        let at = |needle: &str| {
+            let i = compact
+                .windows(needle.len())
+                .position(|w| w == needle.as_bytes())
+                .unwrap();
+            positions.locate(i)
+        };
+        assert_eq!(at("{\"a\""), Some((2, 1)));
+        assert_eq!(at("\"a\""), Some((3, 3)));
+        assert_eq!(at("\"c\""), Some((4, 13)));
+        assert_eq!(at("01x"), Some((5, 8)));
     }
 
     #[test]
