@@ -217,6 +217,7 @@ fn test_quantity_string() {
         let expect = text(&case["expect"]);
         assert_eq!(q.to_string(), expect, "{case}");
         assert_eq!(q.to_json_string(), format!("\"{expect}\""), "{case}");
+        assert_eq!(serde_json::to_string(&q).unwrap(), q.to_json_string());
         let parsed = parse(expect);
         assert_eq!(
             parsed.kept_text(),

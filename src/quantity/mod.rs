@@ -10,10 +10,13 @@
 //! [`Quantity::as_int64`] and in a few 32-bit exponent wrap-arounds. The behaviour is the same in
 //! every Kubernetes release from 1.28 to 1.37.
 //!
-//! Where upstream cannot finish: a decimal exponent that makes the value need more than about a
-//! billion digits (`"1234567890123456789e900000000"`, `"1e-2000000000"`) makes kube-apiserver
-//! build that number digit by digit and run out of time or memory; here the exact result is
-//! computed at once.
+//! Where upstream does not finish: on its arbitrary-precision path (19 digits or more, a
+//! fraction with a binary suffix, an exponent below -9) upstream writes the value out in full
+//! and strips its factors of ten one division at a time, so `1234567890123456789e100000` takes
+//! it seconds, `…e1000000` many minutes, and `1e-2147483648` never ends. Comparing
+//! `1e2147483647` with `1` never ends either, and with `1n` panics (a 32-bit scale difference
+//! wraps). Here every one of these is answered at once, with the value upstream's 32-bit
+//! arithmetic leads to.
 //!
 //! ```
 //! use hookscope::quantity::{Format, Quantity};
@@ -35,17 +38,15 @@ use std::fmt;
 
 use decimal::Decimal;
 
-/// The regular expression named by upstream's format error (the parser is a hand-written
-/// scanner that accepts slightly more, such as `1.G`).
+/// The regular expression named by upstream's format error. The parser is a scanner that
+/// accepts a little more: a sign or a suffix alone (`-`, `Ki`) is zero.
 pub const SPLIT_RE: &str = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$";
 
 /// The errors `ParseQuantity` (and so `UnmarshalJSON`) returns; their texts are upstream's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum QuantityError {
     /// `ErrFormatWrong`: empty input, or characters outside the grammar (spaces included).
-    #[error(
-        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
-    )]
+    #[error("quantities must match the regular expression '{}'", SPLIT_RE)]
     FormatWrong,
     /// `ErrNumeric`: a suffix that needs the slow path with no digits before it (`e-10`).
     #[error("unable to parse numeric part of quantity")]
@@ -428,7 +429,8 @@ impl Quantity {
     }
 
     /// `UnmarshalJSON` on a decoded JSON value. `null` gives `None`: upstream then leaves a
-    /// pointer field nil and a value field zero (printed `0`). A string is parsed with
+    /// pointer field nil, and a value field or map entry (`resources.limits.cpu: null`) zero,
+    /// printed `0`. A string is parsed with
     /// surrounding white space trimmed; other values are parsed from their JSON text, so
     /// numbers are accepted and `true`, arrays and objects fail with
     /// [`QuantityError::FormatWrong`].
@@ -442,7 +444,9 @@ impl Quantity {
     /// - a number is written by `serde_json`: integers exactly, but a number with a fraction
     ///   or exponent, or beyond 64 bits, has become an `f64` printed in shortest form. Its value
     ///   differs when the literal had more than 17 significant digits, and its format when it
-    ///   was written with an exponent: `1e3` is `1e3` upstream but `1000.0`, so `1k`, here.
+    ///   was written with an exponent: `1e3` is `1e3` upstream but `1000.0`, so `1k`, here
+    ///   (with serde_json's `arbitrary_precision` feature a number keeps its literal and this
+    ///   gap closes).
     ///
     /// [`Quantity::from_json_text`] on the raw text has none of these gaps.
     pub fn from_json(value: &serde_json::Value) -> Result<Option<Quantity>, QuantityError> {
@@ -478,7 +482,7 @@ impl Quantity {
         Quantity::parse(inner.trim()).map(Some)
     }
 
-    /// `MarshalJSON`: the JSON string of [`Quantity::to_string`] (the kept text when upstream
+    /// `MarshalJSON`: the JSON string of the `Display` text (the kept text when upstream
     /// kept it, else the canonical form), quotes included. It never needs escaping.
     pub fn to_json_string(&self) -> String {
         format!("\"{self}\"")
@@ -501,7 +505,7 @@ impl Quantity {
     }
 
     /// The input text `parse` kept because upstream judged it canonical (its `s`), which
-    /// [`Quantity::to_string`] and [`Quantity::to_json_string`] print verbatim. Upstream's
+    /// `Display` and [`Quantity::to_json_string`] print verbatim. Upstream's
     /// check is loose: `+1`, `01`, `1.500`, `1E3` and `1e+3` are all kept as written.
     pub fn kept_text(&self) -> Option<&str> {
         self.text.as_deref()
@@ -731,6 +735,13 @@ impl PartialOrd for Quantity {
 impl Ord for Quantity {
     fn cmp(&self, other: &Self) -> Ordering {
         self.cmp_value(other)
+    }
+}
+
+impl serde::Serialize for Quantity {
+    /// As `MarshalJSON`: the `Display` text.
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
     }
 }
 
