@@ -709,7 +709,10 @@ fn go_json_escapes(c: char) -> bool {
 }
 
 impl fmt::Display for Quantity {
-    /// `String`: the kept text, or the canonical form.
+    /// `String`: the kept text, or the canonical form. A BinarySI quantity of 1024 or more is
+    /// written as a whole number times a power of 1024, in full: one built with a huge power of
+    /// ten (through [`Quantity::new_decimal`] or [`Quantity::set_format`]; parsing caps binary
+    /// quantities at 2^63-1) prints as many digits.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &self.text {
             Some(text) => f.write_str(text),
