@@ -72,6 +72,7 @@ pub mod gofmt;
 pub mod jsonpatch;
 pub mod live;
 pub mod metrics;
+pub mod quantity;
 pub mod registry;
 pub mod replay;
 mod scan;
