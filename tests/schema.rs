@@ -266,3 +266,37 @@ fn strategic_merge_reads_the_go_types_patch_strategies() {
         "unable to find api field in struct PodSpec for the json field \"sidecars\""
     );
 }
+
+#[test]
+fn quantities_come_back_canonical_and_compare_by_value() {
+    let s = Schema::for_release(release(33));
+    let pod = s.kind("", "v1", "Pod").unwrap();
+    let with = |limits: serde_json::Value| serde_json::json!({"spec": {"containers": [{"name": "c", "resources": {"limits": limits}}]}});
+    let (decoded, _) = schema::codec::normalize(
+        s,
+        pod,
+        &with(serde_json::json!({"cpu": "0.5", "memory": "1024Mi", "ephemeral-storage": 2000})),
+    )
+    .unwrap();
+    assert_eq!(
+        decoded["spec"]["containers"][0]["resources"]["limits"],
+        serde_json::json!({"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "2k"})
+    );
+    assert!(schema::semantic_equal(
+        s,
+        pod,
+        &with(serde_json::json!({"memory": "1Gi"})),
+        &with(serde_json::json!({"memory": "1073741824"}))
+    ));
+    assert!(!schema::semantic_equal(
+        s,
+        pod,
+        &with(serde_json::json!({"cpu": "1"})),
+        &with(serde_json::json!({"cpu": "1001m"}))
+    ));
+    let bad = with(serde_json::json!({"cpu": "lots"}));
+    assert_eq!(
+        schema::encode(s, pod, &bad).unwrap_err().to_string(),
+        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'"
+    );
+}

@@ -13,6 +13,7 @@ use serde_json::{Map, Number, Value};
 
 use super::{Field, IntType, Schema, Struct, Type, TypeId};
 use crate::jsonpatch::gostr;
+use crate::quantity::Quantity;
 
 /// Why Go's decoder refuses a value: its message as `encoding/json` words it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -165,14 +166,11 @@ impl<'s> Encoder<'s> {
             },
             Type::Quantity => match value {
                 None => self.out.extend_from_slice(b"\"0\""),
-                Some(Value::String(s)) => gostr::append_string(&mut self.out, s.trim()),
-                Some(Value::Number(n)) => gostr::append_string(&mut self.out, &n.to_string()),
-                Some(v) => {
-                    return Err(DecodeError(format!(
-                        "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' ({})",
-                        json_kind(v)
-                    )));
-                }
+                Some(v) => match Quantity::from_json(v) {
+                    Ok(Some(q)) => self.out.extend_from_slice(q.to_json_string().as_bytes()),
+                    Ok(None) => self.out.extend_from_slice(b"\"0\""),
+                    Err(e) => return Err(DecodeError(e.to_string())),
+                },
             },
             Type::IntOrString => match value {
                 None => self.out.push(b'0'),
@@ -430,6 +428,16 @@ fn equal(schema: &Schema, ty: &Type, a: Option<&Value>, b: Option<&Value>) -> bo
             })
         }
         Type::Any | Type::Raw => any_equal(a, b),
+        Type::Quantity => {
+            let parse = |v: Option<&Value>| {
+                v.map_or(Ok(None), Quantity::from_json)
+                    .map(|q| q.unwrap_or_default())
+            };
+            match (parse(a), parse(b)) {
+                (Ok(x), Ok(y)) => x.cmp_value(&y).is_eq(),
+                _ => a == b,
+            }
+        }
         Type::Bytes => {
             let empty = |v: Option<&Value>| v.is_none_or(|v| v.as_str() == Some(""));
             a == b || empty(a) && empty(b)
