@@ -700,7 +700,15 @@ mod tests {
             errors += usize::from(expected.is_err());
             assert!(read(line.as_bytes(), &mut intern).is_none(), "{line}");
             if scan::find(line.as_bytes(), (0, line.len()), [b"kind"]).is_ok() {
-                assert_eq!(through_reader(line.as_bytes()), expected, "{line}");
+                // The reader words serde_json's depth error for the user.
+                let reported = expected.clone().map_err(|(field, message)| {
+                    let message = message.replace(
+                        "recursion limit exceeded",
+                        "nested deeper than the 128 levels hookscope reads (kube-apiserver reads 10,000)",
+                    );
+                    (field, message)
+                });
+                assert_eq!(through_reader(line.as_bytes()), reported, "{line}");
             }
         }
         // Most are errors; the others parse, and are read the long way.
