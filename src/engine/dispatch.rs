@@ -1011,35 +1011,36 @@ impl<'e, 'c> Run<'e, 'c> {
             relabelled = review::relabel(current, &self.attrs.kind, &inv.kind);
             &relabelled
         };
-        let (patched, json) = patch
-            .apply_prepared_json(&jsonpatch::Prepared::new(sent))
-            .map_err(|e| e.to_string())?;
         let release = self.engine.options.kube_version;
         let schema = Schema::for_release(release);
-        let Some(id) = schema.kind(&inv.kind.group, &inv.kind.version, &inv.kind.kind) else {
+        let kind = &inv.kind;
+        let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind) else {
             // An unstructured object: a map, compared as one.
+            let (patched, json) = patch
+                .apply_prepared_json(&jsonpatch::Prepared::new(sent))
+                .map_err(|e| e.to_string())?;
             let changed = *sent != patched;
             return Ok((patched, changed, json));
         };
-        let (mut decoded, mut json) =
-            schema::codec::normalize(schema, id, &patched).map_err(|e| e.to_string())?;
+        let mut decoded = patch
+            .apply_prepared(&jsonpatch::Prepared::new(sent))
+            .map_err(|e| e.to_string())?;
+        schema::codec::normalize_in_place(schema, id, &mut decoded).map_err(|e| e.to_string())?;
         let times_truncated = !self.decoded_once && managed_fields_fresh(&self.attrs);
         self.decoded_once = true;
         let changed = times_truncated || !schema::semantic_equal(schema, id, sent, &decoded);
-        let before = decoded.clone();
-        let kind = &inv.kind;
-        crate::defaulting::default_object(
+        if crate::defaulting::default_object(
             &kind.group,
             &kind.version,
             &kind.kind,
             &mut decoded,
             release,
-        );
-        if decoded != before {
-            (decoded, json) =
-                schema::codec::normalize(schema, id, &decoded).map_err(|e| e.to_string())?;
+        ) {
+            schema::codec::normalize_in_place(schema, id, &mut decoded)
+                .map_err(|e| e.to_string())?;
         }
-        Ok((decoded, changed, Some(json)))
+        // Reviews encode it when a webhook is called with it.
+        Ok((decoded, changed, None))
     }
 
     async fn validating_plugin<R: Replier + Send>(

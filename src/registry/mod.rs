@@ -38,7 +38,7 @@ pub struct ResourceInfo {
 /// A small, fast, non-cryptographic hasher (the FxHash mixing step) for the lookup maps. Keys are
 /// short API names; lookups are on the hot path of webhook matching.
 #[derive(Debug, Clone, Copy, Default)]
-pub(crate) struct FxHasher(u64);
+pub struct FxHasher(u64);
 
 impl FxHasher {
     const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;

@@ -44,6 +44,24 @@ pub fn normalize(
     Ok((value, json))
 }
 
+/// [`normalize`]'s value, made in place: what Go's decoder and encoder change is changed (unknown
+/// fields dropped, empty `omitempty` fields removed, absent fields Go writes added as their zero
+/// value, times, quantities and base64 rewritten), the rest is left where it is. The same errors
+/// as [`encode`]; on an error the value is left partly normalised.
+pub fn normalize_in_place(
+    schema: &Schema,
+    id: TypeId,
+    value: &mut Value,
+) -> Result<(), DecodeError> {
+    let mut enc = Encoder {
+        schema,
+        out: Vec::new(),
+        path: Vec::new(),
+        owner: None,
+    };
+    enc.normalize(&Type::Struct(id), value)
+}
+
 struct Encoder<'s> {
     schema: &'s Schema,
     out: Vec<u8>,
@@ -235,6 +253,117 @@ impl<'s> Encoder<'s> {
         Ok(())
     }
 
+    /// Normalises `value` (`null` standing for an absent one) as [`Encoder::write`] would
+    /// write it, in place.
+    fn normalize(&mut self, ty: &Type, value: &mut Value) -> Result<(), DecodeError> {
+        match ty {
+            Type::Ptr(inner) => {
+                if !value.is_null() {
+                    self.normalize(inner, value)?;
+                }
+            }
+            Type::List(inner) => match value {
+                Value::Null => {}
+                Value::Array(items) => {
+                    for item in items {
+                        self.normalize(inner, item)?;
+                    }
+                }
+                v => return Err(self.type_error(json_kind(v), ty)),
+            },
+            Type::Map(inner) => match value {
+                Value::Null => {}
+                Value::Object(members) => {
+                    for item in members.values_mut() {
+                        self.normalize(inner, item)?;
+                    }
+                }
+                v => return Err(self.type_error(json_kind(v), ty)),
+            },
+            Type::Struct(id) => {
+                let st = self.schema.get(*id);
+                if value.is_null() {
+                    *value = Value::Object(Map::new());
+                }
+                let Value::Object(members) = value else {
+                    return Err(self.type_error(json_kind(value), ty));
+                };
+                let owner = self.owner.replace(st);
+                let mut present = [0u64; 4];
+                let mut drop: Vec<String> = Vec::new();
+                for (k, v) in members.iter_mut() {
+                    let Some(i) = st.index_of(k) else {
+                        drop.push(k.clone());
+                        continue;
+                    };
+                    let field = &st.fields[i];
+                    if omitted(self.schema, field, Some(v)) {
+                        drop.push(k.clone());
+                        continue;
+                    }
+                    if let Some(word) = present.get_mut(i / 64) {
+                        *word |= 1 << (i % 64);
+                    }
+                    self.path.push(&field.name);
+                    self.owner = Some(st);
+                    let result = self.normalize(&field.ty, v);
+                    self.path.pop();
+                    result?;
+                }
+                for k in drop {
+                    members.remove(&k);
+                }
+                for &i in st.absent_written() {
+                    let i = usize::from(i);
+                    let known = present.get(i / 64).map(|w| w & (1 << (i % 64)) != 0);
+                    if known == Some(true) {
+                        continue;
+                    }
+                    let field = &st.fields[i];
+                    if members.contains_key(&*field.name) {
+                        continue;
+                    }
+                    let mut zero = Value::Null;
+                    self.path.push(&field.name);
+                    self.owner = Some(st);
+                    let result = self.normalize(&field.ty, &mut zero);
+                    self.path.pop();
+                    result?;
+                    members.insert(field.name.to_string(), zero);
+                }
+                self.owner = owner;
+            }
+            // Unchanged when valid; null becomes the zero value.
+            Type::String => match value {
+                Value::Null => *value = Value::String(String::new()),
+                Value::String(_) => {}
+                v => return Err(self.type_error(json_kind(v), ty)),
+            },
+            Type::Bool => match value {
+                Value::Null => *value = Value::Bool(false),
+                Value::Bool(_) => {}
+                v => return Err(self.type_error(json_kind(v), ty)),
+            },
+            Type::Int(it) => match value {
+                Value::Null => *value = Value::from(0),
+                Value::Number(n) => {
+                    self.out.clear();
+                    self.write_int(&n.clone(), *it, ty)?;
+                }
+                v => return Err(self.type_error(json_kind(v), ty)),
+            },
+            Type::Raw | Type::Any if !has_float(value) => {}
+            _ => {
+                // The rest is rewritten by Go: write it and read it back.
+                self.out.clear();
+                self.write(ty, Some(value))?;
+                *value =
+                    serde_json::from_slice(&self.out).map_err(|e| DecodeError(e.to_string()))?;
+            }
+        }
+        Ok(())
+    }
+
     fn write_int(&mut self, n: &Number, it: IntType, ty: &Type) -> Result<(), DecodeError> {
         let (min, max) = it.range();
         let value = n
@@ -258,8 +387,9 @@ impl<'s> Encoder<'s> {
         self.out.push(b'{');
         let mut first = true;
         let owner = self.owner.replace(st);
-        for field in st.fields.iter() {
-            let value = members.and_then(|m| m.get(&*field.name));
+        let slots = Slots::new(st, members);
+        for (i, field) in st.fields.iter().enumerate() {
+            let value = slots.get(i);
             if omitted(self.schema, field, value) {
                 continue;
             }
@@ -278,6 +408,43 @@ impl<'s> Encoder<'s> {
         self.owner = owner;
         self.out.push(b'}');
         Ok(())
+    }
+}
+
+/// A struct's members by field index: each member looked up once by name, instead of each of
+/// the (often many more) fields being searched for among the members.
+struct Slots<'v> {
+    small: [Option<&'v Value>; 64],
+    large: Vec<Option<&'v Value>>,
+}
+
+impl<'v> Slots<'v> {
+    fn new(st: &Struct, members: Option<&'v Map<String, Value>>) -> Self {
+        let mut slots = Slots {
+            small: [None; 64],
+            large: Vec::new(),
+        };
+        if st.fields.len() > slots.small.len() {
+            slots.large = vec![None; st.fields.len()];
+        }
+        for (k, v) in members.into_iter().flatten() {
+            if let Some(i) = st.index_of(k) {
+                if let Some(slot) = slots.small.get_mut(i).filter(|_| slots.large.is_empty()) {
+                    *slot = Some(v);
+                } else if let Some(slot) = slots.large.get_mut(i) {
+                    *slot = Some(v);
+                }
+            }
+        }
+        slots
+    }
+
+    fn get(&self, i: usize) -> Option<&'v Value> {
+        if self.large.is_empty() {
+            self.small.get(i).copied().flatten()
+        } else {
+            self.large.get(i).copied().flatten()
+        }
     }
 }
 
@@ -340,6 +507,16 @@ fn is_zero(schema: &Schema, ty: &Type, value: Option<&Value>) -> bool {
             Some(_) => false,
         },
         Type::Quantity => false,
+    }
+}
+
+/// Whether a float is anywhere in `v` (Go may write it as an integer).
+fn has_float(v: &Value) -> bool {
+    match v {
+        Value::Number(n) => n.is_f64(),
+        Value::Array(items) => items.iter().any(has_float),
+        Value::Object(members) => members.values().any(has_float),
+        _ => false,
     }
 }
 

@@ -167,8 +167,13 @@ pub struct Struct {
     pub fields: Box<[Field]>,
     /// `+structType=atomic`.
     pub atomic: bool,
-    by_name: HashMap<Box<str>, u16>,
+    by_name: FieldIndex,
+    /// The fields Go's encoder writes even when the decoded value left them unset (no
+    /// `omitempty`, or a struct type, which `omitempty` never leaves out; not `omitzero`).
+    absent_written: Box<[u16]>,
 }
+
+type FieldIndex = HashMap<Box<str>, u16, std::hash::BuildHasherDefault<crate::registry::FxHasher>>;
 
 impl Struct {
     /// The field with this JSON name.
@@ -176,6 +181,16 @@ impl Struct {
         self.by_name
             .get(name)
             .and_then(|&i| self.fields.get(usize::from(i)))
+    }
+
+    /// The indices of the fields Go writes even when unset.
+    pub(crate) fn absent_written(&self) -> &[u16] {
+        &self.absent_written
+    }
+
+    /// The index in [`Struct::fields`] of the field with this JSON name.
+    pub fn index_of(&self, name: &str) -> Option<usize> {
+        self.by_name.get(name).map(|&i| usize::from(i))
     }
 
     /// Go's name for the type in messages, as `v1.Container`.
@@ -194,6 +209,8 @@ pub struct Schema {
     source: Box<str>,
     /// Keyed `group/version/Kind`, as the generated data name them.
     kinds: HashMap<Box<str>, TypeId>,
+    /// The same by group, then version, then kind, to look up without allocating.
+    by_gvk: HashMap<Box<str>, HashMap<Box<str>, HashMap<Box<str>, TypeId>>>,
     types: Vec<Struct>,
     by_name: HashMap<Box<str>, TypeId>,
 }
@@ -223,8 +240,7 @@ impl Schema {
 
     /// The struct type of a built-in kind (`group` empty for the core group).
     pub fn kind(&self, group: &str, version: &str, kind: &str) -> Option<TypeId> {
-        let key = [group, version, kind].join("/");
-        self.kinds.get(key.as_str()).copied()
+        self.by_gvk.get(group)?.get(version)?.get(kind).copied()
     }
 
     /// Every kind the release has, as (group, version, kind).
@@ -261,6 +277,7 @@ impl Schema {
             release,
             source: "".into(),
             kinds: HashMap::new(),
+            by_gvk: HashMap::new(),
             types: Vec::new(),
             by_name: HashMap::new(),
         }
@@ -286,7 +303,7 @@ impl Schema {
         let mut types = Vec::with_capacity(raw.types.len());
         for (name, st) in raw.types {
             let mut fields = Vec::with_capacity(st.fields.len());
-            let mut field_index = HashMap::with_capacity(st.fields.len());
+            let mut field_index = FieldIndex::default();
             for f in st.fields {
                 let ty = resolve(&f.ty, &by_name)
                     .ok_or_else(|| SchemaError(format!("{name}.{}: unknown type", f.name)))?;
@@ -316,14 +333,33 @@ impl Schema {
                     default: f.default.map(Into::into),
                 });
             }
+            let absent_written = fields
+                .iter()
+                .enumerate()
+                .filter(|(_, f)| {
+                    !f.omitzero
+                        && (!f.omitempty
+                            || matches!(
+                                f.ty,
+                                Type::Time
+                                    | Type::MicroTime
+                                    | Type::Quantity
+                                    | Type::IntOrString
+                                    | Type::Raw
+                                    | Type::Struct(_)
+                            ))
+                })
+                .filter_map(|(i, _)| u16::try_from(i).ok())
+                .collect();
             types.push(Struct {
                 name: name.into(),
                 fields: fields.into(),
                 atomic: st.atomic,
                 by_name: field_index,
+                absent_written,
             });
         }
-        let mut kinds = HashMap::with_capacity(raw.kinds.len());
+        let mut kinds: HashMap<Box<str>, TypeId> = HashMap::with_capacity(raw.kinds.len());
         for (gvk, type_name) in raw.kinds {
             if gvk.split('/').count() != 3 {
                 return Err(SchemaError(format!("kind {gvk:?}")));
@@ -331,12 +367,26 @@ impl Schema {
             let id = *by_name
                 .get(type_name.as_str())
                 .ok_or_else(|| SchemaError(format!("kind {gvk}: no type {type_name}")))?;
-            kinds.insert(gvk.into(), id);
+            kinds.insert(gvk.as_str().into(), id);
+        }
+        let mut by_gvk: HashMap<Box<str>, HashMap<Box<str>, HashMap<Box<str>, TypeId>>> =
+            HashMap::new();
+        for (gvk, id) in &kinds {
+            let mut parts = gvk.splitn(3, '/');
+            if let (Some(g), Some(v), Some(k)) = (parts.next(), parts.next(), parts.next()) {
+                by_gvk
+                    .entry(g.into())
+                    .or_default()
+                    .entry(v.into())
+                    .or_default()
+                    .insert(k.into(), *id);
+            }
         }
         Ok(Schema {
             release,
             source: raw.source.into(),
             kinds,
+            by_gvk,
             types,
             by_name,
         })
