@@ -173,6 +173,9 @@ pub struct Struct {
     absent_written: Box<[u16]>,
 }
 
+/// Kinds by group, then version, then kind.
+type KindIndex = HashMap<Box<str>, HashMap<Box<str>, HashMap<Box<str>, TypeId>>>;
+
 type FieldIndex = HashMap<Box<str>, u16, std::hash::BuildHasherDefault<crate::registry::FxHasher>>;
 
 impl Struct {
@@ -210,7 +213,7 @@ pub struct Schema {
     /// Keyed `group/version/Kind`, as the generated data name them.
     kinds: HashMap<Box<str>, TypeId>,
     /// The same by group, then version, then kind, to look up without allocating.
-    by_gvk: HashMap<Box<str>, HashMap<Box<str>, HashMap<Box<str>, TypeId>>>,
+    by_gvk: KindIndex,
     types: Vec<Struct>,
     by_name: HashMap<Box<str>, TypeId>,
 }
@@ -369,8 +372,7 @@ impl Schema {
                 .ok_or_else(|| SchemaError(format!("kind {gvk}: no type {type_name}")))?;
             kinds.insert(gvk.as_str().into(), id);
         }
-        let mut by_gvk: HashMap<Box<str>, HashMap<Box<str>, HashMap<Box<str>, TypeId>>> =
-            HashMap::new();
+        let mut by_gvk = KindIndex::new();
         for (gvk, id) in &kinds {
             let mut parts = gvk.splitn(3, '/');
             if let (Some(g), Some(v), Some(k)) = (parts.next(), parts.next(), parts.next()) {
