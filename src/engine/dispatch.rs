@@ -465,7 +465,7 @@ impl<'e, 'c> Run<'e, 'c> {
                     "could not get REST client: failed calling webhook {}: {e}",
                     go_quote(&hook.webhook.name)
                 ),
-                status: review::legacy_calling_status(kube_version, status::internal_error(&e)),
+                status: review::rest_client_status(kube_version, &e),
                 canceled: false,
             })
         })?;
@@ -878,12 +878,10 @@ impl<'e, 'c> Run<'e, 'c> {
             &call.request_uid,
             call.review_version,
             true,
+            self.engine.options.kube_version,
         ) {
             Ok(v) => v,
-            Err(e) => {
-                let e = self.versioned_status(&reply.outcome, e);
-                return (false, Some(CallError::Calling(e)), elapsed);
-            }
+            Err(e) => return (false, Some(CallError::Calling(e)), elapsed),
         };
         if let Err(e) = self.absorb_response(hook, slot, &verified) {
             return (false, Some(e), elapsed);
@@ -1191,11 +1189,9 @@ impl<'e, 'c> Run<'e, 'c> {
                             &call.request_uid,
                             call.review_version,
                             false,
+                            self.engine.options.kube_version,
                         ) {
-                            Err(e) => {
-                                let e = self.versioned_status(&reply.outcome, e);
-                                (Some(CallError::Calling(e)), reply.elapsed, false)
-                            }
+                            Err(e) => (Some(CallError::Calling(e)), reply.elapsed, false),
                             Ok(v) => (
                                 self.absorb_response(hook, slot, &v).err(),
                                 reply.elapsed,
@@ -1260,17 +1256,6 @@ impl<'e, 'c> Run<'e, 'c> {
             Some(s) => Err(s),
             None => Ok(()),
         }
-    }
-
-    /// Before 1.34 client-build and transport failures carried a 400 status (metrics only).
-    fn versioned_status(&self, outcome: &ReplyOutcome, mut e: CallingError) -> CallingError {
-        if matches!(
-            outcome,
-            ReplyOutcome::ClientConfig(_) | ReplyOutcome::Transport(_) | ReplyOutcome::Canceled
-        ) {
-            e.status = review::legacy_calling_status(self.engine.options.kube_version, e.status);
-        }
-        e
     }
 }
 

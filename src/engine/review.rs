@@ -483,6 +483,7 @@ pub fn interpret_reply(
     request_uid: &str,
     version: &str,
     mutating: bool,
+    release: crate::KubeVersion,
 ) -> Result<Verified, CallingError> {
     if version == "v1"
         && let ReplyOutcome::Http { status, body, .. } = outcome
@@ -495,7 +496,7 @@ pub fn interpret_reply(
             ..Verified::default()
         });
     }
-    decoded_reply(outcome, url, request_uid, version, mutating)
+    decoded_reply(outcome, url, request_uid, version, mutating, release)
 }
 
 /// [`interpret_reply`] without the plain-reply shortcut: decoding, then verification.
@@ -505,8 +506,9 @@ fn decoded_reply(
     request_uid: &str,
     version: &str,
     mutating: bool,
+    release: crate::KubeVersion,
 ) -> Result<Verified, CallingError> {
-    let review = decode_reply(outcome, url, version)?;
+    let review = decode_reply(outcome, url, version, release)?;
     verify(review, request_uid, version, mutating).map_err(|m| {
         CallingError::new(
             format!("received invalid webhook response: {m}"),
@@ -529,13 +531,26 @@ fn transport_reason(url: &str, e: &TransportError) -> String {
     )
 }
 
-/// The status recorded for a client-build or transport failure: 500 and 503 from Kubernetes 1.34,
-/// 400 before (only metric label values differ; the client's error is the same).
-pub fn legacy_calling_status(version: crate::KubeVersion, modern: Status) -> Status {
-    if version.at_least(34) {
-        modern
+/// The status a calling error carries when client-go's `Do().Into()` fails with an error that is
+/// not an API status (transport failures, an empty or undecodable reply): `ServiceUnavailable`
+/// (503) from Kubernetes 1.34, `BadRequest` (400) before. Only metric label values show it; the
+/// client's error is the same.
+pub fn call_failure_status(release: crate::KubeVersion) -> Status {
+    if release.at_least(34) {
+        status::service_unavailable("error calling webhook")
     } else {
-        status::bad_request(&modern.message)
+        status::bad_request("error calling webhook")
+    }
+}
+
+/// The status a calling error carries when the webhook's REST client cannot be built (`err`, the
+/// client builder's error): `InternalError` (500) from Kubernetes 1.34, `BadRequest` (400)
+/// before. Only metric label values show it.
+pub fn rest_client_status(release: crate::KubeVersion, err: &str) -> Status {
+    if release.at_least(34) {
+        status::internal_error(err)
+    } else {
+        status::bad_request("error getting REST client")
     }
 }
 
@@ -544,6 +559,7 @@ fn decode_reply(
     outcome: &ReplyOutcome,
     url: &str,
     version: &str,
+    release: crate::KubeVersion,
 ) -> Result<AdmissionReviewReply, CallingError> {
     let (code, content_type, body) = match outcome {
         ReplyOutcome::Http {
@@ -554,13 +570,13 @@ fn decode_reply(
         ReplyOutcome::ClientConfig(msg) => {
             return Err(CallingError::new(
                 format!("could not get REST client: {msg}"),
-                status::internal_error(msg),
+                rest_client_status(release, msg),
             ));
         }
         ReplyOutcome::Transport(e) => {
             return Err(CallingError::new(
                 transport_reason(url, e),
-                status::service_unavailable("error calling webhook"),
+                call_failure_status(release),
             ));
         }
         ReplyOutcome::Canceled => {
@@ -569,7 +585,7 @@ fn decode_reply(
                     "failed to call webhook: Post {}: context canceled",
                     status::go_quote(url)
                 ),
-                status::service_unavailable("error calling webhook"),
+                call_failure_status(release),
             );
             e.canceled = true;
             return Err(e);
@@ -607,53 +623,177 @@ fn decode_reply(
             s,
         ));
     }
-    let transport = |detail: String| {
+    // Whatever the decoder refuses is a plain error, not an API status.
+    let undecodable = |detail: String| {
         CallingError::new(
             format!("failed to call webhook: {detail}"),
-            status::service_unavailable("error calling webhook"),
+            call_failure_status(release),
         )
     };
     if body.is_empty() {
-        return Err(transport(format!(
+        return Err(undecodable(format!(
             "0-length response with status code: {code} and content type: {content_type}"
         )));
     }
     // The common case decodes straight into the wire type. Whatever that path would not read
-    // exactly as decoding a `Value` first does (a `Status`, duplicate fields, any error) takes
-    // the general path below, which has the exact error texts.
+    // exactly as decoding a `Value` first does (duplicate fields, any error) takes the general
+    // path below, which has the exact error texts.
     if let Some(review) =
         plain_reply(body).or_else(|| serde_json::from_slice::<AdmissionReviewReply>(body).ok())
-        && review.kind.as_deref() != Some("Status")
     {
-        let obj_kind = review.kind.as_deref().unwrap_or("");
-        let obj_version = review.api_version.as_deref().unwrap_or("");
-        return match unconvertible_version(obj_kind, obj_version, version) {
-            Some(detail) => Err(transport(detail)),
+        let api_version = review.api_version.as_deref().unwrap_or("");
+        let kind = review.kind.as_deref().unwrap_or("");
+        return match kind_error(api_version, kind, version, body, release) {
+            Some(detail) => Err(undecodable(detail)),
             None => Ok(review),
         };
     }
     let raw: Value = serde_json::from_slice(body).map_err(|e| {
-        transport(format!(
+        undecodable(format!(
             "couldn't get version/kind; json parse error: {}",
             go_json_error(&e, body)
         ))
     })?;
-    let obj_kind = raw.get("kind").and_then(Value::as_str).unwrap_or("");
-    let obj_version = raw.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    if obj_kind == "Status" && (obj_version == "v1" || obj_version.is_empty()) {
-        let s: Status = serde_json::from_value(raw).unwrap_or_default();
-        if s.status != "Success" {
-            return Err(CallingError::new(
-                format!("failed to call webhook: {}", s.message),
-                s,
-            ));
-        }
+    let (api_version, kind) = type_meta(&raw)
+        .map_err(|e| undecodable(format!("couldn't get version/kind; json parse error: {e}")))?;
+    if let Some(detail) = kind_error(api_version, kind, version, body, release) {
+        return Err(undecodable(detail));
+    }
+    if raw.is_null() {
         return Ok(AdmissionReviewReply::default());
     }
-    if let Some(detail) = unconvertible_version(obj_kind, obj_version, version) {
-        return Err(transport(detail));
+    serde_json::from_value::<AdmissionReviewReply>(raw)
+        .map_err(|e| undecodable(format!("json: {e}")))
+}
+
+/// The group of AdmissionReview.
+const ADMISSION_GROUP: &str = "admission.k8s.io";
+
+/// `apiVersion` and `kind` as apimachinery's `SimpleMetaFactory.Interpret` reads them from a
+/// reply (`null` members and a `null` reply read as empty), or Go's `json.Unmarshal` error.
+fn type_meta(raw: &Value) -> Result<(&str, &str), String> {
+    const FIND_KIND: &str = r#"struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" }"#;
+    let go_type = crate::api::admission::go_json_type;
+    let map = match raw {
+        Value::Null => return Ok(("", "")),
+        Value::Object(map) => map,
+        other => {
+            return Err(format!(
+                "json: cannot unmarshal {} into Go value of type {FIND_KIND}",
+                go_type(other)
+            ));
+        }
+    };
+    let member = |name: &str| match map.get(name) {
+        None | Some(Value::Null) => Ok(""),
+        Some(Value::String(s)) => Ok(s.as_str()),
+        Some(other) => Err(format!(
+            "json: cannot unmarshal {} into Go struct field .{name} of type string",
+            go_type(other)
+        )),
+    };
+    Ok((member("apiVersion")?, member("kind")?))
+}
+
+/// The name of the scheme the webhook client decodes replies with, as apimachinery names a scheme:
+/// the file and line of `runtime.NewScheme()` in `k8s.io/apiserver/pkg/util/webhook/client.go`.
+fn hook_scheme_name(release: crate::KubeVersion) -> &'static str {
+    if release.at_least(29) {
+        "k8s.io/apiserver/pkg/util/webhook/client.go:71"
+    } else {
+        "k8s.io/apiserver/pkg/util/webhook/client.go:69"
     }
-    serde_json::from_value::<AdmissionReviewReply>(raw).map_err(|e| transport(format!("json: {e}")))
+}
+
+/// The Go type the webhook client's scheme decodes `group/version, Kind=kind` into: the two
+/// AdmissionReview versions with the types `metav1.AddToGroupVersion` registers beside them, and
+/// the unversioned types, which any group and version name.
+fn registered_type(group: &str, version: &str, kind: &str) -> Option<String> {
+    const UNVERSIONED: [&str; 5] = [
+        "Status",
+        "APIVersions",
+        "APIGroupList",
+        "APIGroup",
+        "APIResourceList",
+    ];
+    const OPTIONS: [&str; 6] = [
+        "ListOptions",
+        "GetOptions",
+        "DeleteOptions",
+        "CreateOptions",
+        "UpdateOptions",
+        "PatchOptions",
+    ];
+    if group == ADMISSION_GROUP {
+        match (version, kind) {
+            ("v1" | "v1beta1", "AdmissionReview") => return Some(format!("{version}.{kind}")),
+            ("v1" | "v1beta1", "WatchEvent") => return Some("v1.WatchEvent".into()),
+            ("v1" | "v1beta1", k) if OPTIONS.contains(&k) => return Some(format!("v1.{k}")),
+            ("__internal", "WatchEvent") => return Some("v1.InternalEvent".into()),
+            _ => {}
+        }
+    }
+    UNVERSIONED.contains(&kind).then(|| format!("v1.{kind}"))
+}
+
+/// Why the webhook client's decoder refuses a reply labelled `api_version`/`kind` when it
+/// decodes into the AdmissionReview version `sent` (apimachinery's JSON serializer, then the
+/// versioning codec's conversion); None when the reply decodes into it. A missing `kind`, or a
+/// missing `apiVersion`, is taken from the AdmissionReview sent.
+fn kind_error(
+    api_version: &str,
+    kind: &str,
+    sent: &str,
+    body: &[u8],
+    release: crate::KubeVersion,
+) -> Option<String> {
+    let (mut group, mut version) = if api_version.is_empty() || api_version == "/" {
+        ("", "")
+    } else {
+        match api_version.matches('/').count() {
+            0 => ("", api_version),
+            1 => api_version.split_once('/').unwrap_or(("", api_version)),
+            _ => return Some(format!("unexpected GroupVersion string: {api_version}")),
+        }
+    };
+    let kind = if kind.is_empty() {
+        "AdmissionReview"
+    } else {
+        kind
+    };
+    if version.is_empty() && (group.is_empty() || group == ADMISSION_GROUP) {
+        (group, version) = (ADMISSION_GROUP, sent);
+    }
+    if version.is_empty() {
+        return Some(format!(
+            "Object 'apiVersion' is missing in '{}'",
+            String::from_utf8_lossy(body)
+        ));
+    }
+    if group == ADMISSION_GROUP && version == sent && kind == "AdmissionReview" {
+        return None;
+    }
+    let scheme = status::go_quote(hook_scheme_name(release));
+    Some(match registered_type(group, version, kind) {
+        Some(ty) => format!("converting ({ty}) to ({sent}.AdmissionReview): unknown conversion"),
+        None if version == "__internal" => format!(
+            "no kind {} is registered for the internal version of group {} in scheme {scheme}",
+            status::go_quote(kind),
+            status::go_quote(group)
+        ),
+        None => {
+            let gv = if group.is_empty() {
+                version.to_string()
+            } else {
+                format!("{group}/{version}")
+            };
+            format!(
+                "no kind {} is registered for version {} in scheme {scheme}",
+                status::go_quote(kind),
+                status::go_quote(&gv)
+            )
+        }
+    })
 }
 
 /// A reply of the plain shape most webhooks send — `apiVersion`, `kind` and a `response` holding
@@ -757,19 +897,18 @@ fn plain_parts(body: &[u8]) -> Option<PlainParts<'_>> {
     })
 }
 
-/// The decoder's error for a reply in another `admission.k8s.io` version than the one sent.
-fn unconvertible_version(obj_kind: &str, obj_version: &str, version: &str) -> Option<String> {
-    let other = obj_version.strip_prefix("admission.k8s.io/")?;
-    (other != version).then(|| {
-        format!(
-            "converting (admission.k8s.io/{other}, Kind={obj_kind}) to (admission.k8s.io/{version}, Kind=AdmissionReview): no conversion function registered"
-        )
-    })
-}
-
 /// A JSON body that decodes to a `Status` with `status: Failure`.
 fn failure_status_in_body(body: &[u8]) -> Option<Status> {
     let v: Value = serde_json::from_slice(body).ok()?;
+    // client-go decodes it with `v1` as the default version: only `kind: Status` (an unversioned
+    // kind, whatever the group and version) decodes to a Status.
+    let (api_version, kind) = type_meta(&v).ok()?;
+    let version_missing = api_version
+        .split_once('/')
+        .is_some_and(|(group, version)| !group.is_empty() && version.is_empty());
+    if kind != "Status" || api_version.matches('/').count() > 1 || version_missing {
+        return None;
+    }
     let s: Status = serde_json::from_value(v).ok()?;
     (s.status == "Failure").then_some(s)
 }
@@ -977,10 +1116,11 @@ mod tests {
             content_type: None,
             body: plain.as_bytes().to_vec(),
         };
-        let shortcut = interpret_reply(&outcome, "https://h/", "u-1", "v1", true);
+        let release = crate::KubeVersion::NEWEST;
+        let shortcut = interpret_reply(&outcome, "https://h/", "u-1", "v1", true, release);
         assert_eq!(
             shortcut,
-            decoded_reply(&outcome, "https://h/", "u-1", "v1", true)
+            decoded_reply(&outcome, "https://h/", "u-1", "v1", true, release)
         );
         assert!(shortcut.is_ok_and(|v| v.allowed));
     }
@@ -1077,8 +1217,9 @@ mod tests {
                 body: body.clone().into_bytes(),
             };
             let url = "https://h/x?timeout=10s";
-            let full = decoded_reply(&outcome, url, "u-1", "v1", mutating);
-            let shortcut = interpret_reply(&outcome, url, "u-1", "v1", mutating);
+            let release = crate::KubeVersion::NEWEST;
+            let full = decoded_reply(&outcome, url, "u-1", "v1", mutating, release);
+            let shortcut = interpret_reply(&outcome, url, "u-1", "v1", mutating, release);
             proptest::prop_assert_eq!(&shortcut, &full, "{}", body);
             if let Some(verdict) = canonical_v1_verdict(body.as_bytes(), "u-1") {
                 proptest::prop_assert_eq!(Some(verdict), plain_v1_verdict(body.as_bytes(), "u-1"));
@@ -1093,6 +1234,7 @@ mod tests {
     /// first gives, duplicate members included.
     #[test]
     fn replies_decode_as_through_a_value() {
+        let release = crate::KubeVersion::NEWEST;
         let http = |body: &str| ReplyOutcome::Http {
             status: 200,
             content_type: Some("application/json".into()),
@@ -1103,30 +1245,32 @@ mod tests {
             r#"{"kind":"AdmissionReview","response":{"uid":"u","allowed":false,"status":{"code":403,"message":"no <"}}}"#,
             r#"{"kind":null,"response":{"uid":"u","allowed":true,"extra":[1,{}]},"response2":1}"#,
             r#"{"response":{"uid":"u","uid":"v","allowed":true}}"#,
-            r#"{"apiVersion":"v1","kind":"Other","response":null}"#,
+            r#"{"apiVersion":"admission.k8s.io/v1","response":null}"#,
         ] {
             let value: Value = serde_json::from_str(body).unwrap();
             let expected = serde_json::from_value::<AdmissionReviewReply>(value).unwrap();
             assert_eq!(
-                decode_reply(&http(body), "https://x", "v1").unwrap(),
+                decode_reply(&http(body), "https://x", "v1", release).unwrap(),
                 expected,
                 "{body}"
             );
         }
         let twice = r#"{"apiVersion":"admission.k8s.io/v1","apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","response":{"uid":"u"}}"#;
         assert_eq!(
-            decode_reply(&http(twice), "https://x", "v1")
+            decode_reply(&http(twice), "https://x", "v1", release)
                 .unwrap_err()
                 .reason,
-            "failed to call webhook: converting (admission.k8s.io/v1beta1, Kind=AdmissionReview) to (admission.k8s.io/v1, Kind=AdmissionReview): no conversion function registered"
+            "failed to call webhook: converting (v1beta1.AdmissionReview) to (v1.AdmissionReview): unknown conversion"
         );
+        // A Status in a successful reply decodes to a Status, which the codec then cannot
+        // convert into the AdmissionReview it decodes into.
         let status =
             r#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"m","code":500}"#;
         assert_eq!(
-            decode_reply(&http(status), "https://x", "v1")
+            decode_reply(&http(status), "https://x", "v1", release)
                 .unwrap_err()
                 .reason,
-            "failed to call webhook: m"
+            "failed to call webhook: converting (v1.Status) to (v1.AdmissionReview): unknown conversion"
         );
     }
 
