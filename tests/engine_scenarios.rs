@@ -1993,3 +1993,259 @@ webhooks:
     assert!(!r.outcome.allowed);
     assert_eq!(r.replier.seen.len(), 1);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Why a webhook was not called: every reason the dispatcher has, word for word
+// ---------------------------------------------------------------------------------------------
+
+/// The skip reason recorded for `webhook` in `phase`/`round`.
+fn skip_reason(o: &Outcome, phase: WebhookKind, round: u8, webhook: &str) -> String {
+    let c = o
+        .calls
+        .iter()
+        .find(|c| c.phase == phase && c.round == round && &*c.webhook == webhook)
+        .unwrap_or_else(|| panic!("no record of {webhook} in {phase:?} round {round}"));
+    assert_eq!(c.decision, CallDecision::Skipped, "{webhook}: {c:?}");
+    c.skip_reason.as_deref().unwrap_or_default().to_string()
+}
+
+fn one_hook(kind: &str, body: &str) -> Vec<WebhookConfiguration> {
+    load(&format!(
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: {kind}
+metadata: {{name: c}}
+webhooks:
+- name: w.example.com
+  clientConfig: {{url: "https://hooks.example.com/w"}}
+  sideEffects: None
+  admissionReviewVersions: [v1]
+{body}"#
+    ))
+}
+
+const POD_RULES: &str =
+    "  rules: [{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [pods]}]\n";
+
+#[test]
+fn each_selector_rule_and_condition_skip_says_what_excluded_the_webhook() {
+    let mut namespaces = default_namespaces();
+    namespaces.insert(
+        "shop",
+        BTreeMap::from([("tier".to_string(), "web".to_string())]),
+    );
+    let cases: Vec<(&str, String, Attributes, &str)> = vec![
+        (
+            "namespaceSelector",
+            format!("{POD_RULES}  namespaceSelector: {{matchLabels: {{tier: db}}}}\n"),
+            pod_request(Operation::Create, pod("shop", json!({"app": "web"}))),
+            r#"namespaceSelector {tier=db} does not select namespace "shop": tier=db: label "tier" is "web""#,
+        ),
+        (
+            "objectSelector",
+            format!("{POD_RULES}  objectSelector: {{matchLabels: {{sidecar: \"on\"}}}}\n"),
+            pod_request(Operation::Create, pod("default", json!({"app": "web"}))),
+            r#"objectSelector {sidecar=on} selects neither the object nor the old object: sidecar=on: label "sidecar" is absent"#,
+        ),
+        (
+            "rules",
+            "  rules: [{operations: [UPDATE], apiGroups: [\"\"], apiVersions: [v1], resources: [pods]}]\n".into(),
+            pod_request(Operation::Create, pod("default", json!({}))),
+            r#"no rule matches: CREATE pods (v1) is outside rules[0] operations ["UPDATE"]"#,
+        ),
+        (
+            "rules, matchPolicy Exact",
+            "  matchPolicy: Exact\n  rules: [{operations: [CREATE], apiGroups: [apps], apiVersions: [v1beta1], resources: [deployments]}]\n".into(),
+            request(
+                Operation::Create,
+                ("apps", "v1", "Deployment"),
+                "deployments",
+                json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "default"}}),
+            ),
+            r#"no rule matches: CREATE deployments (apps/v1) is outside rules[0] apiVersions ["v1beta1"] (matchPolicy Exact: equivalent resources not considered)"#,
+        ),
+        (
+            "matchCondition false",
+            format!("{POD_RULES}  matchConditions: [{{name: not-web, expression: \"object.metadata.labels.app != 'web'\"}}]\n"),
+            pod_request(Operation::Create, pod("default", json!({"app": "web"}))),
+            r#"matchCondition "not-web" evaluated to false"#,
+        ),
+        (
+            "matchCondition error, Ignore",
+            format!("{POD_RULES}  failurePolicy: Ignore\n  matchConditions: [{{name: missing, expression: \"object.metadata.labels.missing == 'x'\"}}]\n"),
+            pod_request(Operation::Create, pod("default", json!({"app": "web"}))),
+            "matchConditions failed and failurePolicy is Ignore: ",
+        ),
+        (
+            "matchCondition error, Fail",
+            format!("{POD_RULES}  failurePolicy: Fail\n  matchConditions: [{{name: missing, expression: \"object.metadata.labels.missing == 'x'\"}}]\n"),
+            pod_request(Operation::Create, pod("default", json!({"app": "web"}))),
+            "deciding whether to call it failed the request, which stops here: pods \"web-0\" is forbidden: ",
+        ),
+    ];
+    for (what, body, attrs, want) in cases {
+        for (kind, phase) in [
+            ("MutatingWebhookConfiguration", WebhookKind::Mutating),
+            ("ValidatingWebhookConfiguration", WebhookKind::Validating),
+        ] {
+            let r = run_with(
+                &one_hook(kind, &body),
+                KubeVersion::default(),
+                attrs.clone(),
+                &namespaces,
+                None,
+                ScriptedReplier::default(),
+            );
+            let got = skip_reason(&r.outcome, phase, 0, "w.example.com");
+            assert!(
+                got.starts_with(want),
+                "{what} ({phase:?}):\n got  {got}\n want {want}…"
+            );
+            assert!(r.replier.seen.is_empty(), "{what}: a call was made");
+        }
+    }
+}
+
+/// The demo's situation: the sidecar injector's objectSelector does not select the pod in round
+/// 0; the defaulter after it adds the label and changes the object; in round 1 the injector
+/// matches, but a webhook is never called for the first time in the reinvocation round.
+#[test]
+fn a_webhook_not_called_in_round_0_is_not_reinvoked_whatever_changed() {
+    let configs = load(
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: a-sidecar}
+webhooks:
+- name: sidecar-injector.example.com
+  clientConfig: {url: "https://hooks.example.com/inject"}
+  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+  objectSelector: {matchLabels: {sidecar: "on"}}
+  sideEffects: None
+  admissionReviewVersions: [v1]
+  reinvocationPolicy: IfNeeded
+- name: never.example.com
+  clientConfig: {url: "https://hooks.example.com/never"}
+  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+- name: if-needed-last.example.com
+  clientConfig: {url: "https://hooks.example.com/last"}
+  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+  reinvocationPolicy: IfNeeded
+- name: labeller.example.com
+  clientConfig: {url: "https://hooks.example.com/label"}
+  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+  reinvocationPolicy: IfNeeded
+"#,
+    );
+    let r = run(
+        &configs,
+        pod_request(Operation::Create, pod("default", json!({"app": "web"}))),
+        vec![(
+            "labeller.example.com",
+            ScriptedReply::patch(
+                json!([{"op": "add", "path": "/metadata/labels/sidecar", "value": "on"}]),
+            ),
+        )],
+    );
+    let o = &r.outcome;
+    assert!(o.allowed && o.reinvoked, "{:?}", o.status);
+    let m = WebhookKind::Mutating;
+    assert_eq!(
+        skip_reason(o, m, 0, "sidecar-injector.example.com"),
+        r#"objectSelector {sidecar=on} selects neither the object nor the old object: sidecar=on: label "sidecar" is absent"#
+    );
+    assert_eq!(
+        skip_reason(o, m, 1, "sidecar-injector.example.com"),
+        r#"not reinvoked: it was not called in round 0, and a webhook is never called for the first time in the reinvocation round (round 0: objectSelector {sidecar=on} selects neither the object nor the old object: sidecar=on: label "sidecar" is absent)"#
+    );
+    assert_eq!(
+        skip_reason(o, m, 1, "never.example.com"),
+        "not reinvoked: its reinvocationPolicy is Never (the default): it is called at most once per request"
+    );
+    // The last changer is not reinvoked for its own change.
+    assert_eq!(
+        skip_reason(o, m, 1, "labeller.example.com"),
+        "not reinvoked: no webhook after it changed the object in round 0 (reinvocationPolicy IfNeeded reinvokes a webhook only then)"
+    );
+    // The IfNeeded webhook before the change is reinvoked.
+    assert_eq!(
+        called(o)
+            .into_iter()
+            .filter(|c| c.1 == 1)
+            .map(|c| c.3)
+            .collect::<Vec<_>>(),
+        ["if-needed-last.example.com"]
+    );
+}
+
+/// A dry run to a webhook with side effects: matched, never called (no request is sent), and the
+/// request fails; an exempt kind reaches no webhook at all.
+#[test]
+fn a_matched_webhook_refused_before_its_call_and_an_exempt_request_say_so() {
+    let configs = one_hook(
+        "MutatingWebhookConfiguration",
+        &POD_RULES.replace("[CREATE]", "[\"*\"]"),
+    )
+    .into_iter()
+    .map(|mut c| {
+        for w in &mut c.webhooks {
+            w.side_effects = Some("Some".into());
+        }
+        c
+    })
+    .collect::<Vec<_>>();
+    let mut attrs = pod_request(Operation::Create, pod("default", json!({})));
+    attrs.dry_run = true;
+    let r = run(&configs, attrs, vec![]);
+    assert!(r.replier.seen.is_empty());
+    let c = &r.outcome.calls[0];
+    assert_eq!(c.decision, CallDecision::Called);
+    assert_eq!(
+        c.error.as_deref(),
+        Some(r#"admission webhook "w.example.com" does not support dry run"#)
+    );
+    assert!(
+        !r.outcome
+            .steps()
+            .iter()
+            .any(|s| matches!(s.kind, StepKind::ReviewSent { .. })),
+        "no AdmissionReview was sent"
+    );
+
+    let exempt = run(
+        &configs,
+        request(
+            Operation::Create,
+            (
+                "admissionregistration.k8s.io",
+                "v1",
+                "MutatingWebhookConfiguration",
+            ),
+            "mutatingwebhookconfigurations",
+            json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration", "metadata": {"name": "x"}}),
+        ),
+        vec![],
+    );
+    assert!(exempt.outcome.calls.is_empty());
+    let reasons: Vec<String> = exempt
+        .outcome
+        .steps()
+        .iter()
+        .filter_map(|s| match &s.kind {
+            StepKind::RequestExempt { reason } => Some(reason.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            "MutatingWebhookConfiguration objects are never sent to API-registered webhooks (they configure admission themselves)"
+        ]
+    );
+}

@@ -259,6 +259,12 @@ fn grid(
         }
         lines.push(line);
     }
+    if let Some(note) = not_considered(o) {
+        lines.push(Line::raw(""));
+        for l in wrap_words(&note, width.max(10)) {
+            lines.push(Line::styled(l, style(state, StyleKey::Muted)));
+        }
+    }
     let height = area.height.saturating_sub(2) as usize;
     let scroll = selected_line.saturating_sub(height.saturating_sub(2));
     let title = format!(
@@ -270,6 +276,49 @@ fn grid(
         .scroll((scroll as u16, 0))
         .block(pane(state, title, focused));
     frame.render_widget(p, area);
+}
+
+/// What the dispatcher never considered because the request failed in the mutating phase: the
+/// webhooks after the last one recorded, the reinvocation round and the validating phase.
+pub(crate) fn not_considered(o: &crate::engine::Outcome) -> Option<String> {
+    use crate::api::WebhookKind;
+    let last = o.calls.last()?;
+    let validating_ran = o.steps().iter().any(|s| {
+        matches!(
+            s.kind,
+            StepKind::PhaseStarted {
+                phase: WebhookKind::Validating,
+                ..
+            }
+        )
+    });
+    if o.allowed || last.phase != WebhookKind::Mutating || validating_ran {
+        return None;
+    }
+    Some(format!(
+        "The request failed in mutating round {}: later webhooks{} and the validating phase were not considered.",
+        last.round,
+        if last.round == 0 { ", round 1" } else { "" }
+    ))
+}
+
+/// `text` in lines of at most `width` characters, broken between words.
+fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 /// Pretty JSON, with Secret data masked unless revealed.
@@ -359,19 +408,29 @@ pub(crate) fn detail_lines(state: &State, entry: &Entry, c: &CallRecord) -> Vec<
         }),
     ) {
         (Some(reason), _) => lines.push(Line::raw(format!("not called: {reason}"))),
-        (None, Some((rule, resource, kind, eq))) => lines.push(Line::raw(format!(
-            "called: rule {rule} matched {resource} ({kind}){}",
-            if *eq {
-                " through matchPolicy Equivalent"
+        (None, Some((rule, resource, kind, eq))) => {
+            let matched = format!(
+                "rule {rule} matched {resource} ({kind}){}",
+                if *eq {
+                    " through matchPolicy Equivalent"
+                } else {
+                    ""
+                }
+            );
+            let sent = steps
+                .iter()
+                .any(|s| matches!(s.kind, StepKind::ReviewSent { .. }));
+            lines.push(Line::raw(if sent {
+                format!("called: {matched}")
             } else {
-                ""
-            }
-        ))),
+                format!("not called: {matched}, but the call failed before a request was sent")
+            }));
+        }
         (None, None) => lines.push(Line::raw("called")),
     }
-    if c.round == 1 && cs != CellState::Skipped {
+    if c.round == 1 && c.skip_reason.is_none() {
         lines.push(Line::styled(
-            "reinvoked: an earlier webhook changed the object after this one ran in round 0 (reinvocationPolicy IfNeeded)",
+            "reinvoked: it was called in round 0 with reinvocationPolicy IfNeeded, and a webhook after it changed the object in that round",
             style(state, StyleKey::Muted),
         ));
     }
