@@ -648,12 +648,7 @@ fn decode_reply(
             None => Ok(review),
         };
     }
-    let raw: Value = serde_json::from_slice(body).map_err(|e| {
-        undecodable(format!(
-            "couldn't get version/kind; json parse error: {}",
-            go_json_error(&e, body)
-        ))
-    })?;
+    let raw = reply_value(body).map_err(undecodable)?;
     let (api_version, kind) = type_meta(&raw)
         .map_err(|e| undecodable(format!("couldn't get version/kind; json parse error: {e}")))?;
     if let Some(detail) = kind_error(api_version, kind, version, body, release) {
@@ -664,6 +659,28 @@ fn decode_reply(
     }
     serde_json::from_value::<AdmissionReviewReply>(raw)
         .map_err(|e| undecodable(format!("json: {e}")))
+}
+
+/// A reply's body as the webhook client's decoder reads it: as JSON when it starts with `{`
+/// (after whitespace), otherwise as YAML converted to JSON (apimachinery's YAML serializer, which
+/// the decoder tries for data its JSON serializer does not recognise), or the decoder's error. A
+/// body that is YAML to neither reader keeps the JSON reader's error.
+fn reply_value(body: &[u8]) -> Result<Value, String> {
+    let json_error = |e: serde_json::Error| {
+        format!(
+            "couldn't get version/kind; json parse error: {}",
+            go_json_error(&e, body)
+        )
+    };
+    let starts_object = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    if !starts_object
+        && let Some(v) = std::str::from_utf8(body)
+            .ok()
+            .and_then(|text| serde_saphyr::from_str::<Value>(text).ok())
+    {
+        return Ok(v);
+    }
+    serde_json::from_slice(body).map_err(json_error)
 }
 
 /// The group of AdmissionReview.
@@ -913,31 +930,54 @@ fn failure_status_in_body(body: &[u8]) -> Option<Status> {
     (s.status == "Failure").then_some(s)
 }
 
-/// Go encoding/json's syntax error text for the common shapes.
+/// Go encoding/json's syntax error text for what serde_json refused: the character at the
+/// position serde_json reports and the scanner state Go names. Shapes without a counterpart
+/// keep the generic wording.
 fn go_json_error(e: &serde_json::Error, body: &[u8]) -> String {
     use serde_json::error::Category;
-    match e.classify() {
-        Category::Eof => "unexpected end of JSON input".into(),
-        _ => {
-            let offset = byte_offset(body, e.line(), e.column());
-            let c = body.get(offset.saturating_sub(1)).copied().unwrap_or(b' ');
-            let shown = match c {
-                b'\'' => "'\\''".to_string(),
-                c if c.is_ascii_graphic() => format!("'{}'", c as char),
-                c => format!("'\\x{c:02x}'"),
-            };
-            if offset <= 1
-                || body
-                    .iter()
-                    .take(offset.saturating_sub(1))
-                    .all(u8::is_ascii_whitespace)
-            {
-                format!("invalid character {shown} looking for beginning of value")
-            } else {
-                format!("invalid character {shown} after top-level value")
-            }
-        }
+    if e.classify() == Category::Eof {
+        return "unexpected end of JSON input".into();
     }
+    let offset = byte_offset(body, e.line(), e.column());
+    let c = body.get(offset.saturating_sub(1)).copied().unwrap_or(b' ');
+    let shown = match c {
+        b'\'' => "'\\''".to_string(),
+        b'"' => "'\"'".to_string(),
+        b'\n' => "'\\n'".to_string(),
+        b'\t' => "'\\t'".to_string(),
+        b'\r' => "'\\r'".to_string(),
+        c if c.is_ascii_graphic() || c == b' ' => format!("'{}'", c as char),
+        c => format!("'\\x{c:02x}'"),
+    };
+    let message = e.to_string();
+    let before = &body[..offset.saturating_sub(1).min(body.len())];
+    let last = before.iter().rev().find(|b| !b.is_ascii_whitespace());
+    let context = if message.starts_with("key must be a string") {
+        "looking for beginning of object key string"
+    } else if message.starts_with("trailing comma") {
+        if c == b'}' {
+            "looking for beginning of object key string"
+        } else {
+            "looking for beginning of value"
+        }
+    } else if message.starts_with("expected `:`") {
+        "after object key"
+    } else if message.starts_with("expected `,` or `}`") {
+        "after object key:value pair"
+    } else if message.starts_with("expected `,` or `]`") {
+        "after array element"
+    } else if message.starts_with("control character") {
+        "in string literal"
+    } else if message.starts_with("invalid escape") {
+        "in string escape code"
+    } else if message.starts_with("trailing characters") {
+        "after top-level value"
+    } else if message.starts_with("expected value") || last.is_none() {
+        "looking for beginning of value"
+    } else {
+        "after top-level value"
+    };
+    format!("invalid character {shown} {context}")
 }
 
 fn byte_offset(body: &[u8], line: usize, column: usize) -> usize {
@@ -1272,6 +1312,93 @@ mod tests {
                 .reason,
             "failed to call webhook: converting (v1.Status) to (v1.AdmissionReview): unknown conversion"
         );
+    }
+
+    /// What the decoder makes of replies that are not a JSON object: YAML for what does not start
+    /// with `{`, Go's syntax errors for what does.
+    #[test]
+    fn replies_that_are_not_json_objects_read_as_the_decoder_reads_them() {
+        let release = crate::KubeVersion::NEWEST;
+        let reason = |body: &str| {
+            let outcome = ReplyOutcome::Http {
+                status: 200,
+                content_type: Some("text/plain".into()),
+                body: body.as_bytes().to_vec(),
+            };
+            match decoded_reply(&outcome, "https://x", "u", "v1", false, release) {
+                Ok(v) => format!("allowed {}", v.allowed),
+                Err(e) => format!("{} {}", e.status.code, e.reason),
+            }
+        };
+        let find_kind = r#"struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" }"#;
+        let parse = "failed to call webhook: couldn't get version/kind; json parse error:";
+        for (body, want) in [
+            (
+                "webhook invalid response",
+                format!(
+                    "503 {parse} json: cannot unmarshal string into Go value of type {find_kind}"
+                ),
+            ),
+            (
+                "[1, 2]",
+                format!(
+                    "503 {parse} json: cannot unmarshal array into Go value of type {find_kind}"
+                ),
+            ),
+            // YAML that is a mapping decodes into an empty AdmissionReview.
+            (
+                "error: boom",
+                "503 received invalid webhook response: webhook response was absent".into(),
+            ),
+            (
+                "null",
+                "503 received invalid webhook response: webhook response was absent".into(),
+            ),
+            (
+                "{oops",
+                format!(
+                    "503 {parse} invalid character 'o' looking for beginning of object key string"
+                ),
+            ),
+            (
+                r#"{"a":1,}"#,
+                format!(
+                    "503 {parse} invalid character '}}' looking for beginning of object key string"
+                ),
+            ),
+            (
+                r#"{"a" 1}"#,
+                format!("503 {parse} invalid character '1' after object key"),
+            ),
+            (
+                r#"{"a":1 "b":2}"#,
+                format!("503 {parse} invalid character '\"' after object key:value pair"),
+            ),
+            (
+                r#"{"a":[1 2]}"#,
+                format!("503 {parse} invalid character '2' after array element"),
+            ),
+            (
+                r#"{"a":}"#,
+                format!("503 {parse} invalid character '}}' looking for beginning of value"),
+            ),
+            (
+                r#"{"a":1} x"#,
+                format!("503 {parse} invalid character 'x' after top-level value"),
+            ),
+            (
+                r#"{"a":1"#,
+                format!("503 {parse} unexpected end of JSON input"),
+            ),
+            (
+                r#"{"kind":5}"#,
+                format!(
+                    "503 {parse} json: cannot unmarshal number into Go struct field .kind of type string"
+                ),
+            ),
+        ] {
+            assert_eq!(reason(body), want, "{body}");
+        }
     }
 
     /// `review_body` must write exactly what serialising `build_review`'s wire type writes.
