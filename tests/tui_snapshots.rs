@@ -323,3 +323,16 @@ fn chain_says_a_matched_webhook_refused_before_its_call_was_not_called() {
         "{text}"
     );
 }
+
+#[test]
+fn chain_says_why_there_was_no_round_1() {
+    // Request #5, a ConfigMap: no mutating webhook matches, so none changed the object.
+    let mut s = refused_chain();
+    keys(&mut s, "jjjj\n");
+    let screen = screen(&s);
+    assert!(screen.contains("#5 CREATE configmaps"), "{screen}");
+    assert!(
+        screen.contains("· no round 1: no webhook changed the object in round 0"),
+        "{screen}"
+    );
+}

@@ -79,6 +79,9 @@ fn render_head(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
         )),
         Span::styled(
             match (o.reinvoked, o.reinvoke_set.is_empty()) {
+                (false, _) if round0_completed(o) => {
+                    "  · no round 1: no webhook changed the object in round 0".into()
+                }
                 (false, _) => String::new(),
                 (true, true) => "  · round 1 ran: no webhook was due".into(),
                 (true, false) => format!(
@@ -219,7 +222,7 @@ fn grid(
                 StepKind::RequestExempt { reason } => Some(reason.clone()),
                 _ => None,
             })
-            .unwrap_or_else(|| "no webhook is configured for this phase".into());
+            .unwrap_or_else(|| "no webhook is configured".into());
         lines.push(Line::styled(why, style(state, StyleKey::Muted)));
     }
     let width = area.width.saturating_sub(4) as usize;
@@ -276,6 +279,13 @@ fn grid(
         .scroll((scroll as u16, 0))
         .block(pane(state, title, focused));
     frame.render_widget(p, area);
+}
+
+/// Whether the mutating round 0 ran to its end: it had webhooks, and the request did not fail in
+/// it.
+fn round0_completed(o: &crate::engine::Outcome) -> bool {
+    use crate::api::WebhookKind;
+    o.calls.iter().any(|c| c.phase == WebhookKind::Mutating) && not_considered(o).is_none()
 }
 
 /// What the dispatcher never considered because the request failed in the mutating phase: the
