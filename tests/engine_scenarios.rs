@@ -873,6 +873,17 @@ fn calling_cases() -> Vec<CallingCase> {
             "503",
         ),
         (
+            "Content-Type that is not a media type",
+            Setup::Plain,
+            |_| http(200, "application/json; charset", "{}"),
+            |_| {
+                "failed to call webhook: Internal error occurred: mime: invalid media parameter"
+                    .into()
+            },
+            "500",
+            "500",
+        ),
+        (
             "HTTP error, text body",
             Setup::Plain,
             |_| http(500, "text/plain", "boom"),

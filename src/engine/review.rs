@@ -600,6 +600,15 @@ fn decode_reply(
     let content_type = content_type
         .filter(|c| !c.is_empty())
         .unwrap_or("application/json");
+    // client-go parses the media type before looking at the status; a parse error is an
+    // internal error (an API status) in every release.
+    if let Err(e) = parse_media_type(content_type) {
+        let s = status::internal_error(e);
+        return Err(CallingError::new(
+            format!("failed to call webhook: {}", s.message),
+            s,
+        ));
+    }
     if !(200..=206).contains(&code) && code != 101 {
         if let Some(s) = failure_status_in_body(body) {
             return Err(CallingError::new(
@@ -659,6 +668,92 @@ fn decode_reply(
     }
     serde_json::from_value::<AdmissionReviewReply>(raw)
         .map_err(|e| undecodable(format!("json: {e}")))
+}
+
+/// Go's `mime.ParseMediaType`: the media type, or its error.
+fn parse_media_type(v: &str) -> Result<String, &'static str> {
+    fn is_token_char(c: char) -> bool {
+        c.is_ascii() && c > ' ' && c != '\u{7f}' && !"()<>@,;:\\\"/[]?=".contains(c)
+    }
+    fn token(v: &str) -> (&str, &str) {
+        let end = v.find(|c| !is_token_char(c)).unwrap_or(v.len());
+        v.split_at(end)
+    }
+    /// A parameter value: a quoted string or a token; None when there is none.
+    fn value(v: &str) -> Option<(String, &str)> {
+        let Some(quoted) = v.strip_prefix('"') else {
+            let (t, rest) = token(v);
+            return (!t.is_empty()).then(|| (t.to_string(), rest));
+        };
+        let mut out = String::new();
+        let mut chars = quoted.char_indices();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '"' => return Some((out, &quoted[i + 1..])),
+                '\\' if quoted[i + 1..]
+                    .chars()
+                    .next()
+                    .is_some_and(|n| "()<>@,;:\\\"/[]?=".contains(n)) =>
+                {
+                    if let Some((_, n)) = chars.next() {
+                        out.push(n);
+                    }
+                }
+                '\r' | '\n' => return None,
+                c => out.push(c),
+            }
+        }
+        None
+    }
+    let base = v.split(';').next().unwrap_or_default();
+    let media = base.to_lowercase().trim().to_string();
+    let (typ, rest) = token(&media);
+    if typ.is_empty() {
+        return Err("mime: no media type");
+    }
+    if !rest.is_empty() {
+        let Some(rest) = rest.strip_prefix('/') else {
+            return Err("mime: expected slash after first token");
+        };
+        let (subtype, rest) = token(rest);
+        if subtype.is_empty() {
+            return Err("mime: expected token after slash");
+        }
+        if !rest.is_empty() {
+            return Err("mime: unexpected content after media subtype");
+        }
+    }
+    let mut params: BTreeMap<String, String> = BTreeMap::new();
+    let mut v = &v[base.len()..];
+    loop {
+        v = v.trim_start();
+        if v.is_empty() {
+            break;
+        }
+        let param = v.strip_prefix(';').and_then(|r| {
+            let (key, r) = token(r.trim_start());
+            let r = r.trim_start().strip_prefix('=')?;
+            let (value, r) = value(r.trim_start())?;
+            (!key.is_empty()).then(|| (key.to_lowercase(), value, r))
+        });
+        let Some((key, value, rest)) = param else {
+            if v.trim() == ";" {
+                break;
+            }
+            return Err("mime: invalid media parameter");
+        };
+        // Parameters with a `*` (continuations) are kept apart per base name.
+        let slot = match key.split_once('*') {
+            Some((base, _)) => format!("{base}\u{0}{key}"),
+            None => key,
+        };
+        if params.get(&slot).is_some_and(|old| *old != value) {
+            return Err("mime: duplicate parameter name");
+        }
+        params.insert(slot, value);
+        v = rest;
+    }
+    Ok(media)
 }
 
 /// A reply's body as the webhook client's decoder reads it: as JSON when it starts with `{`
@@ -1398,6 +1493,43 @@ mod tests {
             ),
         ] {
             assert_eq!(reason(body), want, "{body}");
+        }
+    }
+
+    /// Go's `mime.ParseMediaType` verdicts, as client-go meets them in a reply's Content-Type.
+    #[test]
+    fn media_types_parse_as_go_parses_them() {
+        for (v, want) in [
+            ("application/json", Ok("application/json")),
+            (" Application/JSON ; charset=UTF-8", Ok("application/json")),
+            ("text/plain; charset=\"utf-8\";", Ok("text/plain")),
+            ("json", Ok("json")),
+            ("a/b; x=1; x=1", Ok("a/b")),
+            ("; charset=utf-8", Err("mime: no media type")),
+            (
+                "application json",
+                Err("mime: expected slash after first token"),
+            ),
+            ("application/", Err("mime: expected token after slash")),
+            (
+                "application/json x",
+                Err("mime: unexpected content after media subtype"),
+            ),
+            (
+                "application/json; charset",
+                Err("mime: invalid media parameter"),
+            ),
+            (
+                "application/json; charset=",
+                Err("mime: invalid media parameter"),
+            ),
+            (
+                "a/b; x=\"unterminated",
+                Err("mime: invalid media parameter"),
+            ),
+            ("a/b; x=1; x=2", Err("mime: duplicate parameter name")),
+        ] {
+            assert_eq!(parse_media_type(v).as_deref().map_err(|e| *e), want, "{v}");
         }
     }
 
