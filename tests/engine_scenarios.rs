@@ -2260,3 +2260,52 @@ fn a_matched_webhook_refused_before_its_call_and_an_exempt_request_say_so() {
         ]
     );
 }
+
+/// The request's deadline spent by the mutating phase: the validating webhooks that match are
+/// never called, and say so.
+#[test]
+fn validating_webhooks_matched_after_the_deadline_say_they_were_not_called() {
+    let configs = load(
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: m}
+webhooks:
+- name: slow.example.com
+  clientConfig: {url: "https://hooks.example.com/slow"}
+  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: v}
+webhooks:
+- name: check.example.com
+  clientConfig: {url: "https://hooks.example.com/check"}
+  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+"#,
+    );
+    let r = run_with(
+        &configs,
+        KubeVersion::default(),
+        pod_request(Operation::Create, pod("default", json!({}))),
+        &default_namespaces(),
+        Some(Duration::from_secs(5)),
+        ScriptedReplier::new([(
+            "slow.example.com".to_string(),
+            ScriptedReply {
+                delay_ms: 5_000,
+                ..ScriptedReply::allow()
+            },
+        )]),
+    );
+    assert_eq!(client_error(&r.outcome).0, 504);
+    assert_eq!(r.replier.seen.len(), 1);
+    assert_eq!(
+        skip_reason(&r.outcome, WebhookKind::Validating, 0, "check.example.com"),
+        "it matched, but the request had already timed out when the validating webhooks were to be called (the request fails: Timeout)"
+    );
+}

@@ -218,7 +218,7 @@ pub fn hook_stats<'a>(
                 | SkipReason::MatchConditionErrorIgnored { .. } => s.skipped_match_condition += 1,
                 SkipReason::NotReinvoked { .. } => s.not_reinvoked += 1,
                 // The request failed there: neither a match nor a skip.
-                SkipReason::RequestFailed { .. } => {}
+                SkipReason::RequestFailed { .. } | SkipReason::TimedOutBeforeCall => {}
             }
         }
     }

@@ -1171,6 +1171,9 @@ impl<'e, 'c> Run<'e, 'c> {
             return Ok(());
         }
         if self.parent_done() {
+            for (j, (hook, _)) in relevant.iter().enumerate() {
+                self.record_skip(hook, phase, 0, j, SkipReason::TimedOutBeforeCall);
+            }
             return Err(status::timeout_error(
                 "request did not complete within requested timeout",
             ));

@@ -59,6 +59,9 @@ pub enum SkipReason {
         /// The message of the error the request fails with.
         message: String,
     },
+    /// It matched, but the request had timed out before the validating webhooks were called:
+    /// none is, and the request fails with a timeout.
+    TimedOutBeforeCall,
     /// Reinvocation round: the webhook matches, but it is not among the webhooks to reinvoke
     /// (upstream's `ShouldReinvokeWebhook`).
     NotReinvoked {
@@ -108,6 +111,9 @@ impl fmt::Display for SkipReason {
             SkipReason::RequestFailed { message } => write!(
                 f,
                 "deciding whether to call it failed the request, which stops here: {message}"
+            ),
+            SkipReason::TimedOutBeforeCall => f.write_str(
+                "it matched, but the request had already timed out when the validating webhooks were to be called (the request fails: Timeout)",
             ),
             SkipReason::NotReinvoked { why } => write!(f, "not reinvoked: {why}"),
         }
