@@ -2065,6 +2065,12 @@ fn each_selector_rule_and_condition_skip_says_what_excluded_the_webhook() {
             r#"no rule matches: CREATE pods (v1) is outside rules[0] operations ["UPDATE"]"#,
         ),
         (
+            "rules, scope first",
+            "  rules: [{operations: [UPDATE], apiGroups: [\"\"], apiVersions: [v1], resources: [pods], scope: Cluster}]\n".into(),
+            pod_request(Operation::Create, pod("default", json!({}))),
+            r#"no rule matches: CREATE pods (v1) is outside rules[0] scope "Cluster" (the request is namespaced)"#,
+        ),
+        (
             "rules, matchPolicy Exact",
             "  matchPolicy: Exact\n  rules: [{operations: [CREATE], apiGroups: [apps], apiVersions: [v1beta1], resources: [deployments]}]\n".into(),
             request(

@@ -526,7 +526,19 @@ fn explain_rules(hook: &Hook, attrs: &Attributes) -> String {
     );
     let mut parts = Vec::new();
     for (i, r) in rules.iter().enumerate() {
-        let why = if !exact_or_wildcard(r.operations.as_deref(), attrs.operation.as_str()) {
+        // In the order upstream's rule matcher tests them: scope, operation, group, version,
+        // resource; the first that fails is named.
+        let why = if !scope_matches(r.scope.as_deref(), attrs, &attrs.resource) {
+            format!(
+                "scope {:?} ({})",
+                r.scope.as_deref().unwrap_or("*"),
+                if is_namespaces(&attrs.resource) || attrs.namespace.is_empty() {
+                    "the request is cluster-scoped"
+                } else {
+                    "the request is namespaced"
+                }
+            )
+        } else if !exact_or_wildcard(r.operations.as_deref(), attrs.operation.as_str()) {
             format!(
                 "operations {:?}",
                 r.operations.as_deref().unwrap_or_default()
@@ -541,14 +553,8 @@ fn explain_rules(hook: &Hook, attrs: &Attributes) -> String {
                 "apiVersions {:?}",
                 r.api_versions.as_deref().unwrap_or_default()
             )
-        } else if !resource_matches(
-            r.resources.as_deref(),
-            &attrs.resource.resource,
-            &attrs.sub_resource,
-        ) {
-            format!("resources {:?}", r.resources.as_deref().unwrap_or_default())
         } else {
-            format!("scope {:?}", r.scope.as_deref().unwrap_or("*"))
+            format!("resources {:?}", r.resources.as_deref().unwrap_or_default())
         };
         parts.push(format!("rules[{i}] {why}"));
     }

@@ -808,7 +808,9 @@ fn type_meta(raw: &Value) -> Result<(&str, &str), String> {
 }
 
 /// The name of the scheme the webhook client decodes replies with, as apimachinery names a scheme:
-/// the file and line of `runtime.NewScheme()` in `k8s.io/apiserver/pkg/util/webhook/client.go`.
+/// the file and line of `runtime.NewScheme()` in `k8s.io/apiserver/pkg/util/webhook/client.go`
+/// (line 69 in 1.28.3; 71 in 1.30.0, 1.31.2 and 1.33.3, which the other releases are taken to
+/// share).
 fn hook_scheme_name(release: crate::KubeVersion) -> &'static str {
     if release.at_least(29) {
         "k8s.io/apiserver/pkg/util/webhook/client.go:71"
