@@ -336,3 +336,40 @@ fn chain_says_why_there_was_no_round_1() {
         "{screen}"
     );
 }
+
+/// Every webhook of every demo request that was not called shows, in the Chain view, exactly
+/// the reason the engine recorded for it.
+#[test]
+fn chain_shows_the_engines_reason_for_every_webhook_not_called() {
+    let base = loaded("default");
+    let count = base.entries.len();
+    let mut checked = 0;
+    for i in 0..count {
+        let mut s = loaded("default");
+        keys(&mut s, &format!("{}\n", "j".repeat(i)));
+        let calls = s
+            .selected_entry()
+            .map(|e| e.replayed.outcome.calls.clone())
+            .unwrap_or_default();
+        for (step, c) in calls.iter().enumerate() {
+            if step > 0 {
+                keys(&mut s, "j");
+            }
+            let Some(reason) = c.skip_reason.as_deref() else {
+                continue;
+            };
+            let want = format!("not called: {reason}")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let text = detail_text(&s);
+            assert!(
+                text.contains(&want),
+                "request {} step {step}: want {want:?} in {text:?}",
+                i + 1
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 20, "only {checked} skipped webhooks checked");
+}
