@@ -157,3 +157,219 @@ fn styles_are_recorded_in_every_theme() {
         }
     }
 }
+
+/// The words of one pane of the Chain view (the grid on the left, the selected step's detail on
+/// the right), the pane borders and line breaks taken out.
+fn pane_words(s: &State, grid: bool) -> String {
+    let screen = screen(s);
+    let mut words = Vec::new();
+    for line in screen.lines() {
+        let Some((left, right)) = line.split_once("││") else {
+            continue;
+        };
+        let pane = if grid {
+            left.trim_start_matches('│')
+        } else {
+            right.trim_end_matches('│')
+        };
+        words.extend(pane.split_whitespace().map(str::to_string));
+    }
+    words.join(" ")
+}
+
+fn detail_text(s: &State) -> String {
+    pane_words(s, false)
+}
+
+#[test]
+fn chain_says_why_a_webhook_was_not_reinvoked() {
+    // Request #2: the sidecar injector's objectSelector does not select the pod in round 0; the
+    // defaulter then changes the object; in round 1 the injector matches but is not called.
+    let mut s = loaded("default");
+    keys(&mut s, "j\n]");
+    let text = detail_text(&s);
+    assert!(
+        text.contains("not called: not reinvoked: it was not called in round 0, and a webhook is never called for the first time in the reinvocation round (round 0: objectSelector"),
+        "{text}"
+    );
+    assert!(!text.contains("no later webhook changed"), "{text}");
+}
+
+#[test]
+fn chain_says_why_a_webhook_was_reinvoked() {
+    let mut s = loaded("default");
+    keys(&mut s, "\n]");
+    let text = detail_text(&s);
+    assert!(
+        text.contains("reinvoked: it was called in round 0 with reinvocationPolicy IfNeeded, and a webhook after it changed the object in that round"),
+        "{text}"
+    );
+}
+
+/// The demo's requests replayed through a webhook that refuses connections (failurePolicy Fail)
+/// and, behind it, another mutating webhook and a validating one.
+fn refused_chain() -> State {
+    use hookscope::replay::replier::AnyReplier;
+    use hookscope::replay::run::{IdMode, ReplaySettings, Replayer};
+    use hookscope::script::{ScriptedReplier, ScriptedReply};
+    use hookscope::tui::source::{
+        ConfigDocument, ConsoleReplier, DocumentOrigin, ReplayInput, ReplaySource,
+    };
+    let text = r#"
+apiVersion: admissionregistration.k8s.io/v1beta1
+kind: MutatingWebhookConfiguration
+metadata: {name: a}
+webhooks:
+- name: refuses.test
+  clientConfig: {url: "https://refuses.test/m"}
+  failurePolicy: Fail
+  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+- name: later.test
+  clientConfig: {url: "https://later.test/m"}
+  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: v}
+webhooks:
+- name: validates.test
+  clientConfig: {url: "https://validates.test/v"}
+  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+"#;
+    let configurations: Vec<_> = hookscope::config::parse_documents(text, "refused.yaml")
+        .into_iter()
+        .map(|l| {
+            let mut l = l.expect("configuration loads");
+            l.apply_defaults();
+            l.configuration
+        })
+        .collect();
+    let version = "1.35".parse().unwrap();
+    let engine = std::sync::Arc::new(hookscope::engine::Engine::new(
+        &configurations,
+        hookscope::engine::EngineOptions::for_version(version),
+    ));
+    let replier = ScriptedReplier::new([(
+        "refuses.test".to_string(),
+        ScriptedReply {
+            error: Some("refused".into()),
+            ..ScriptedReply::default()
+        },
+    )]);
+    let source = ReplaySource {
+        label: "refused".into(),
+        replayer: Replayer::new(engine, ReplaySettings::default()),
+        input: ReplayInput::Items(hookscope::tui::demo::requests()),
+        replier: ConsoleReplier::Replay(AnyReplier::Scripted(replier)),
+        ids: IdMode::Sequential,
+        problems: Vec::new(),
+        server: None,
+        documents: vec![ConfigDocument {
+            origin: DocumentOrigin::Embedded("refused.yaml".into()),
+            text: text.into(),
+            configurations,
+        }],
+    };
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let msgs = rt.block_on(collect(Box::new(source)));
+    let mut s = State::new(
+        "1.35".into(),
+        AuditLevel::Request,
+        Theme::load("default").unwrap(),
+    );
+    update(&mut s, Msg::Resize(120, 40));
+    for m in msgs {
+        update(&mut s, Msg::Source(m));
+    }
+    s
+}
+
+fn grid_text(s: &State) -> String {
+    pane_words(s, true)
+}
+
+#[test]
+fn chain_says_what_a_failed_request_never_considered() {
+    let mut s = refused_chain();
+    keys(&mut s, "\n");
+    let grid = grid_text(&s);
+    assert!(
+        grid.contains("The request failed in mutating round 0: later webhooks, round 1 and the validating phase were not considered."),
+        "{}",
+        screen(&s)
+    );
+    assert!(!grid.contains("later.test"), "{grid}");
+}
+
+#[test]
+fn chain_says_a_matched_webhook_refused_before_its_call_was_not_called() {
+    // Request #7 is a dry run: the v1beta1 default sideEffects Unknown refuses it before any
+    // request is sent.
+    let mut s = refused_chain();
+    keys(&mut s, "jjjjjj\n");
+    let text = detail_text(&s);
+    assert!(
+        text.contains("not called: rule 0 matched /v1, Resource=pods (/v1, Kind=Pod), but the call failed before a request was sent"),
+        "{}",
+        screen(&s)
+    );
+    assert!(
+        text.contains(r#"admission webhook "refuses.test" does not support dry run"#),
+        "{text}"
+    );
+}
+
+#[test]
+fn chain_says_why_there_was_no_round_1() {
+    // Request #5, a ConfigMap: no mutating webhook matches, so none changed the object.
+    let mut s = refused_chain();
+    keys(&mut s, "jjjj\n");
+    let screen = screen(&s);
+    assert!(screen.contains("#5 CREATE configmaps"), "{screen}");
+    assert!(
+        screen.contains("· no round 1: no webhook changed the object in round 0"),
+        "{screen}"
+    );
+}
+
+/// Every webhook of every demo request that was not called shows, in the Chain view, exactly
+/// the reason the engine recorded for it.
+#[test]
+fn chain_shows_the_engines_reason_for_every_webhook_not_called() {
+    let base = loaded("default");
+    let count = base.entries.len();
+    let mut checked = 0;
+    for i in 0..count {
+        let mut s = loaded("default");
+        keys(&mut s, &format!("{}\n", "j".repeat(i)));
+        let calls = s
+            .selected_entry()
+            .map(|e| e.replayed.outcome.calls.clone())
+            .unwrap_or_default();
+        for (step, c) in calls.iter().enumerate() {
+            if step > 0 {
+                keys(&mut s, "j");
+            }
+            let Some(reason) = c.skip_reason.as_deref() else {
+                continue;
+            };
+            let want = format!("not called: {reason}")
+                .split_whitespace()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let text = detail_text(&s);
+            assert!(
+                text.contains(&want),
+                "request {} step {step}: want {want:?} in {text:?}",
+                i + 1
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 20, "only {checked} skipped webhooks checked");
+}

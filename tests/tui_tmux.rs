@@ -168,7 +168,7 @@ fn demo_in_tmux() {
         "jump to round 1",
     );
     assert!(
-        s.contains("reinvoked: an earlier webhook changed the object"),
+        s.contains("reinvoked: it was called in round 0 with reinvocationPolicy IfNeeded,"),
         "{s}"
     );
 

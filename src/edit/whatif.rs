@@ -217,6 +217,8 @@ pub fn hook_stats<'a>(
                 SkipReason::MatchConditionFalse { .. }
                 | SkipReason::MatchConditionErrorIgnored { .. } => s.skipped_match_condition += 1,
                 SkipReason::NotReinvoked { .. } => s.not_reinvoked += 1,
+                // The request failed there: neither a match nor a skip.
+                SkipReason::RequestFailed { .. } | SkipReason::TimedOutBeforeCall => {}
             }
         }
     }

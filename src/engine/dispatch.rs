@@ -11,7 +11,9 @@ use serde_json::Value;
 use super::audit::{Annotations, AuditLevel, Warnings};
 use super::call::{Replier, Reply, ReplyOutcome, TransportError, TransportErrorKind, WebhookCall};
 use super::hooks::Hook;
-use super::matching::{self, ConditionStats, Decision, Invocation, MatchEnv, SkipReason};
+use super::matching::{
+    self, ConditionStats, Decision, Invocation, MatchEnv, NotReinvokedWhy, SkipReason,
+};
 use super::object::Object;
 use super::review::{self, CallingError};
 use super::status::{self, go_json_string, go_quote};
@@ -289,6 +291,24 @@ impl<'e, 'c> Run<'e, 'c> {
         });
     }
 
+    /// Records a webhook whose matching failed the request.
+    fn record_match_failure(
+        &mut self,
+        hook: &Hook,
+        phase: WebhookKind,
+        round: u8,
+        index: usize,
+        status: &Status,
+    ) {
+        let reason = SkipReason::RequestFailed {
+            message: status.message.clone(),
+        };
+        self.record_skip(hook, phase, round, index, reason);
+        if let Some(c) = self.calls.last_mut() {
+            c.error = Some(status.message.as_str().into());
+        }
+    }
+
     /// Appends the record of a webhook considered; returns its index.
     fn push_record(
         &mut self,
@@ -465,7 +485,7 @@ impl<'e, 'c> Run<'e, 'c> {
                     "could not get REST client: failed calling webhook {}: {e}",
                     go_quote(&hook.webhook.name)
                 ),
-                status: review::legacy_calling_status(kube_version, status::internal_error(&e)),
+                status: review::rest_client_status(kube_version, &e),
                 canceled: false,
             })
         })?;
@@ -681,7 +701,10 @@ impl<'e, 'c> Run<'e, 'c> {
         let phase = WebhookKind::Mutating;
         for (i, hook) in engine.mutating.iter().enumerate() {
             let inv = match self.decide(hook, phase) {
-                Decision::Fail(s) => return Err(s),
+                Decision::Fail(s) => {
+                    self.record_match_failure(hook, phase, round, i, &s);
+                    return Err(s);
+                }
                 Decision::Skip(reason) => {
                     self.record_skip(hook, phase, round, i, reason);
                     continue;
@@ -690,7 +713,7 @@ impl<'e, 'c> Run<'e, 'c> {
             };
             if round == 1 && !self.reinvoke.contains(&hook.uid) {
                 let reason = SkipReason::NotReinvoked {
-                    if_needed: hook.reinvoke_if_needed,
+                    why: self.not_reinvoked_why(hook, i),
                 };
                 self.record_skip(hook, phase, round, i, reason);
                 continue;
@@ -751,6 +774,27 @@ impl<'e, 'c> Run<'e, 'c> {
             }
         }
         Ok(())
+    }
+
+    /// Why the mutating webhook at `index`, matching in the reinvocation round, is not in the set
+    /// to reinvoke, from what round 0 recorded of it.
+    fn not_reinvoked_why(&self, hook: &Hook, index: usize) -> NotReinvokedWhy {
+        let round0 = self
+            .calls
+            .iter()
+            .find(|c| c.phase == WebhookKind::Mutating && c.round == 0 && c.index == index);
+        match round0 {
+            Some(c) if c.decision == CallDecision::Called => {
+                if hook.reinvoke_if_needed {
+                    NotReinvokedWhy::NoLaterChange
+                } else {
+                    NotReinvokedWhy::PolicyNever
+                }
+            }
+            other => NotReinvokedWhy::NotCalledInRound0 {
+                round0: other.and_then(|c| c.skip_reason.as_deref().map(str::to_string)),
+            },
+        }
     }
 
     fn fail_call(&mut self, slot: Slot, message: &str, failed_open: bool) {
@@ -878,12 +922,10 @@ impl<'e, 'c> Run<'e, 'c> {
             &call.request_uid,
             call.review_version,
             true,
+            self.engine.options.kube_version,
         ) {
             Ok(v) => v,
-            Err(e) => {
-                let e = self.versioned_status(&reply.outcome, e);
-                return (false, Some(CallError::Calling(e)), elapsed);
-            }
+            Err(e) => return (false, Some(CallError::Calling(e)), elapsed),
         };
         if let Err(e) = self.absorb_response(hook, slot, &verified) {
             return (false, Some(e), elapsed);
@@ -1118,7 +1160,10 @@ impl<'e, 'c> Run<'e, 'c> {
         let mut relevant: Vec<(&Hook, Invocation)> = Vec::with_capacity(engine.validating.len());
         for (i, hook) in engine.validating.iter().enumerate() {
             match self.decide(hook, phase) {
-                Decision::Fail(s) => return Err(s),
+                Decision::Fail(s) => {
+                    self.record_match_failure(hook, phase, 0, i, &s);
+                    return Err(s);
+                }
                 Decision::Skip(reason) => self.record_skip(hook, phase, 0, i, reason),
                 Decision::Call(inv) => relevant.push((hook, inv)),
             }
@@ -1127,6 +1172,9 @@ impl<'e, 'c> Run<'e, 'c> {
             return Ok(());
         }
         if self.parent_done() {
+            for (j, (hook, _)) in relevant.iter().enumerate() {
+                self.record_skip(hook, phase, 0, j, SkipReason::TimedOutBeforeCall);
+            }
             return Err(status::timeout_error(
                 "request did not complete within requested timeout",
             ));
@@ -1192,11 +1240,9 @@ impl<'e, 'c> Run<'e, 'c> {
                             &call.request_uid,
                             call.review_version,
                             false,
+                            self.engine.options.kube_version,
                         ) {
-                            Err(e) => {
-                                let e = self.versioned_status(&reply.outcome, e);
-                                (Some(CallError::Calling(e)), reply.elapsed, false)
-                            }
+                            Err(e) => (Some(CallError::Calling(e)), reply.elapsed, false),
                             Ok(v) => (
                                 self.absorb_response(hook, slot, &v).err(),
                                 reply.elapsed,
@@ -1261,17 +1307,6 @@ impl<'e, 'c> Run<'e, 'c> {
             Some(s) => Err(s),
             None => Ok(()),
         }
-    }
-
-    /// Before 1.34 client-build and transport failures carried a 400 status (metrics only).
-    fn versioned_status(&self, outcome: &ReplyOutcome, mut e: CallingError) -> CallingError {
-        if matches!(
-            outcome,
-            ReplyOutcome::ClientConfig(_) | ReplyOutcome::Transport(_) | ReplyOutcome::Canceled
-        ) {
-            e.status = review::legacy_calling_status(self.engine.options.kube_version, e.status);
-        }
-        e
     }
 }
 

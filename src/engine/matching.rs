@@ -52,11 +52,40 @@ pub enum SkipReason {
         /// The evaluation error.
         error: String,
     },
-    /// Reinvocation round: the webhook is not in the set to reinvoke.
-    NotReinvoked {
-        /// The webhook's reinvocationPolicy is IfNeeded (so nothing after it changed the object).
-        if_needed: bool,
+    /// Deciding whether to call it failed the request (a selector or namespace error, an
+    /// equivalent resource without a kind, matchConditions that failed under failurePolicy Fail):
+    /// the dispatcher stops there.
+    RequestFailed {
+        /// The message of the error the request fails with.
+        message: String,
     },
+    /// It matched, but the request had timed out before the validating webhooks were called:
+    /// none is, and the request fails with a timeout.
+    TimedOutBeforeCall,
+    /// Reinvocation round: the webhook matches, but it is not among the webhooks to reinvoke
+    /// (upstream's `ShouldReinvokeWebhook`).
+    NotReinvoked {
+        /// Why it is not.
+        why: NotReinvokedWhy,
+    },
+}
+
+/// Why a webhook that matches in the reinvocation round is not among the webhooks to reinvoke.
+/// Only webhooks with `reinvocationPolicy: IfNeeded` that were called in round 0 enter that set,
+/// and only when a webhook after them then changed the object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotReinvokedWhy {
+    /// It was not called in round 0, and a webhook is never called for the first time in the
+    /// reinvocation round.
+    NotCalledInRound0 {
+        /// Why it was not called in round 0, as that round's record says.
+        round0: Option<String>,
+    },
+    /// It was called in round 0 and its `reinvocationPolicy` is `Never` (the default).
+    PolicyNever,
+    /// It was called in round 0 (`reinvocationPolicy: IfNeeded`), and no webhook after it changed
+    /// the object in that round.
+    NoLaterChange,
 }
 
 impl fmt::Display for SkipReason {
@@ -79,12 +108,36 @@ impl fmt::Display for SkipReason {
                     "matchConditions failed and failurePolicy is Ignore: {error}"
                 )
             }
-            SkipReason::NotReinvoked { if_needed: true } => f.write_str(
-                "not reinvoked: no later webhook changed the object after its round-0 call",
+            SkipReason::RequestFailed { message } => write!(
+                f,
+                "deciding whether to call it failed the request, which stops here: {message}"
             ),
-            SkipReason::NotReinvoked { if_needed: false } => {
-                f.write_str("not reinvoked: reinvocationPolicy is Never")
+            SkipReason::TimedOutBeforeCall => f.write_str(
+                "it matched, but the request had already timed out when the validating webhooks were to be called (the request fails: Timeout)",
+            ),
+            SkipReason::NotReinvoked { why } => write!(f, "not reinvoked: {why}"),
+        }
+    }
+}
+
+impl fmt::Display for NotReinvokedWhy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NotReinvokedWhy::NotCalledInRound0 { round0 } => {
+                f.write_str(
+                    "it was not called in round 0, and a webhook is never called for the first time in the reinvocation round",
+                )?;
+                match round0 {
+                    Some(why) => write!(f, " (round 0: {why})"),
+                    None => Ok(()),
+                }
             }
+            NotReinvokedWhy::PolicyNever => f.write_str(
+                "its reinvocationPolicy is Never (the default): it is called at most once per request",
+            ),
+            NotReinvokedWhy::NoLaterChange => f.write_str(
+                "no webhook after it changed the object in round 0 (reinvocationPolicy IfNeeded reinvokes a webhook only then)",
+            ),
         }
     }
 }
@@ -473,7 +526,19 @@ fn explain_rules(hook: &Hook, attrs: &Attributes) -> String {
     );
     let mut parts = Vec::new();
     for (i, r) in rules.iter().enumerate() {
-        let why = if !exact_or_wildcard(r.operations.as_deref(), attrs.operation.as_str()) {
+        // In the order upstream's rule matcher tests them: scope, operation, group, version,
+        // resource; the first that fails is named.
+        let why = if !scope_matches(r.scope.as_deref(), attrs, &attrs.resource) {
+            format!(
+                "scope {:?} ({})",
+                r.scope.as_deref().unwrap_or("*"),
+                if is_namespaces(&attrs.resource) || attrs.namespace.is_empty() {
+                    "the request is cluster-scoped"
+                } else {
+                    "the request is namespaced"
+                }
+            )
+        } else if !exact_or_wildcard(r.operations.as_deref(), attrs.operation.as_str()) {
             format!(
                 "operations {:?}",
                 r.operations.as_deref().unwrap_or_default()
@@ -488,14 +553,8 @@ fn explain_rules(hook: &Hook, attrs: &Attributes) -> String {
                 "apiVersions {:?}",
                 r.api_versions.as_deref().unwrap_or_default()
             )
-        } else if !resource_matches(
-            r.resources.as_deref(),
-            &attrs.resource.resource,
-            &attrs.sub_resource,
-        ) {
-            format!("resources {:?}", r.resources.as_deref().unwrap_or_default())
         } else {
-            format!("scope {:?}", r.scope.as_deref().unwrap_or("*"))
+            format!("resources {:?}", r.resources.as_deref().unwrap_or_default())
         };
         parts.push(format!("rules[{i}] {why}"));
     }

@@ -39,7 +39,7 @@ pub use call::{
 };
 pub use dispatch::{mutation_annotation_value, patch_annotation_value, semantic_eq};
 pub use hooks::Hook;
-pub use matching::{Decision, Invocation, SkipReason};
+pub use matching::{Decision, Invocation, NotReinvokedWhy, SkipReason};
 pub use object::Object;
 pub use trace::{HookRef, ReviewBody, Step, StepKind, Trace, TraceStep};
 

@@ -483,6 +483,7 @@ pub fn interpret_reply(
     request_uid: &str,
     version: &str,
     mutating: bool,
+    release: crate::KubeVersion,
 ) -> Result<Verified, CallingError> {
     if version == "v1"
         && let ReplyOutcome::Http { status, body, .. } = outcome
@@ -495,7 +496,7 @@ pub fn interpret_reply(
             ..Verified::default()
         });
     }
-    decoded_reply(outcome, url, request_uid, version, mutating)
+    decoded_reply(outcome, url, request_uid, version, mutating, release)
 }
 
 /// [`interpret_reply`] without the plain-reply shortcut: decoding, then verification.
@@ -505,8 +506,9 @@ fn decoded_reply(
     request_uid: &str,
     version: &str,
     mutating: bool,
+    release: crate::KubeVersion,
 ) -> Result<Verified, CallingError> {
-    let review = decode_reply(outcome, url, version)?;
+    let review = decode_reply(outcome, url, version, release)?;
     verify(review, request_uid, version, mutating).map_err(|m| {
         CallingError::new(
             format!("received invalid webhook response: {m}"),
@@ -529,13 +531,26 @@ fn transport_reason(url: &str, e: &TransportError) -> String {
     )
 }
 
-/// The status recorded for a client-build or transport failure: 500 and 503 from Kubernetes 1.34,
-/// 400 before (only metric label values differ; the client's error is the same).
-pub fn legacy_calling_status(version: crate::KubeVersion, modern: Status) -> Status {
-    if version.at_least(34) {
-        modern
+/// The status a calling error carries when client-go's `Do().Into()` fails with an error that is
+/// not an API status (transport failures, an empty or undecodable reply): `ServiceUnavailable`
+/// (503) from Kubernetes 1.34, `BadRequest` (400) before. Only metric label values show it; the
+/// client's error is the same.
+pub fn call_failure_status(release: crate::KubeVersion) -> Status {
+    if release.at_least(34) {
+        status::service_unavailable("error calling webhook")
     } else {
-        status::bad_request(&modern.message)
+        status::bad_request("error calling webhook")
+    }
+}
+
+/// The status a calling error carries when the webhook's REST client cannot be built (`err`, the
+/// client builder's error): `InternalError` (500) from Kubernetes 1.34, `BadRequest` (400)
+/// before. Only metric label values show it.
+pub fn rest_client_status(release: crate::KubeVersion, err: &str) -> Status {
+    if release.at_least(34) {
+        status::internal_error(err)
+    } else {
+        status::bad_request("error getting REST client")
     }
 }
 
@@ -544,6 +559,7 @@ fn decode_reply(
     outcome: &ReplyOutcome,
     url: &str,
     version: &str,
+    release: crate::KubeVersion,
 ) -> Result<AdmissionReviewReply, CallingError> {
     let (code, content_type, body) = match outcome {
         ReplyOutcome::Http {
@@ -554,13 +570,13 @@ fn decode_reply(
         ReplyOutcome::ClientConfig(msg) => {
             return Err(CallingError::new(
                 format!("could not get REST client: {msg}"),
-                status::internal_error(msg),
+                rest_client_status(release, msg),
             ));
         }
         ReplyOutcome::Transport(e) => {
             return Err(CallingError::new(
                 transport_reason(url, e),
-                status::service_unavailable("error calling webhook"),
+                call_failure_status(release),
             ));
         }
         ReplyOutcome::Canceled => {
@@ -569,7 +585,7 @@ fn decode_reply(
                     "failed to call webhook: Post {}: context canceled",
                     status::go_quote(url)
                 ),
-                status::service_unavailable("error calling webhook"),
+                call_failure_status(release),
             );
             e.canceled = true;
             return Err(e);
@@ -584,6 +600,17 @@ fn decode_reply(
     let content_type = content_type
         .filter(|c| !c.is_empty())
         .unwrap_or("application/json");
+    // client-go parses the media type before looking at the status; a parse error is an
+    // internal error (an API status) in every release.
+    if content_type != "application/json"
+        && let Err(e) = parse_media_type(content_type)
+    {
+        let s = status::internal_error(e);
+        return Err(CallingError::new(
+            format!("failed to call webhook: {}", s.message),
+            s,
+        ));
+    }
     if !(200..=206).contains(&code) && code != 101 {
         if let Some(s) = failure_status_in_body(body) {
             return Err(CallingError::new(
@@ -607,53 +634,282 @@ fn decode_reply(
             s,
         ));
     }
-    let transport = |detail: String| {
+    // Whatever the decoder refuses is a plain error, not an API status.
+    let undecodable = |detail: String| {
         CallingError::new(
             format!("failed to call webhook: {detail}"),
-            status::service_unavailable("error calling webhook"),
+            call_failure_status(release),
         )
     };
     if body.is_empty() {
-        return Err(transport(format!(
+        return Err(undecodable(format!(
             "0-length response with status code: {code} and content type: {content_type}"
         )));
     }
     // The common case decodes straight into the wire type. Whatever that path would not read
-    // exactly as decoding a `Value` first does (a `Status`, duplicate fields, any error) takes
-    // the general path below, which has the exact error texts.
+    // exactly as decoding a `Value` first does (duplicate fields, any error) takes the general
+    // path below, which has the exact error texts.
     if let Some(review) =
         plain_reply(body).or_else(|| serde_json::from_slice::<AdmissionReviewReply>(body).ok())
-        && review.kind.as_deref() != Some("Status")
     {
-        let obj_kind = review.kind.as_deref().unwrap_or("");
-        let obj_version = review.api_version.as_deref().unwrap_or("");
-        return match unconvertible_version(obj_kind, obj_version, version) {
-            Some(detail) => Err(transport(detail)),
+        let api_version = review.api_version.as_deref().unwrap_or("");
+        let kind = review.kind.as_deref().unwrap_or("");
+        return match kind_error(api_version, kind, version, body, release) {
+            Some(detail) => Err(undecodable(detail)),
             None => Ok(review),
         };
     }
-    let raw: Value = serde_json::from_slice(body).map_err(|e| {
-        transport(format!(
-            "couldn't get version/kind; json parse error: {}",
-            go_json_error(&e, body)
-        ))
-    })?;
-    let obj_kind = raw.get("kind").and_then(Value::as_str).unwrap_or("");
-    let obj_version = raw.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-    if obj_kind == "Status" && (obj_version == "v1" || obj_version.is_empty()) {
-        let s: Status = serde_json::from_value(raw).unwrap_or_default();
-        if s.status != "Success" {
-            return Err(CallingError::new(
-                format!("failed to call webhook: {}", s.message),
-                s,
-            ));
-        }
+    let raw = reply_value(body).map_err(undecodable)?;
+    let (api_version, kind) = type_meta(&raw)
+        .map_err(|e| undecodable(format!("couldn't get version/kind; json parse error: {e}")))?;
+    if let Some(detail) = kind_error(api_version, kind, version, body, release) {
+        return Err(undecodable(detail));
+    }
+    if raw.is_null() {
         return Ok(AdmissionReviewReply::default());
     }
-    if let Some(detail) = unconvertible_version(obj_kind, obj_version, version) {
-        return Err(transport(detail));
+    serde_json::from_value::<AdmissionReviewReply>(raw)
+        .map_err(|e| undecodable(format!("json: {e}")))
+}
+
+/// Go's `mime.ParseMediaType`: the media type, or its error.
+fn parse_media_type(v: &str) -> Result<String, &'static str> {
+    fn is_token_char(c: char) -> bool {
+        c.is_ascii() && c > ' ' && c != '\u{7f}' && !"()<>@,;:\\\"/[]?=".contains(c)
     }
-    serde_json::from_value::<AdmissionReviewReply>(raw).map_err(|e| transport(format!("json: {e}")))
+    fn token(v: &str) -> (&str, &str) {
+        let end = v.find(|c| !is_token_char(c)).unwrap_or(v.len());
+        v.split_at(end)
+    }
+    /// A parameter value: a quoted string or a token; None when there is none.
+    fn value(v: &str) -> Option<(String, &str)> {
+        let Some(quoted) = v.strip_prefix('"') else {
+            let (t, rest) = token(v);
+            return (!t.is_empty()).then(|| (t.to_string(), rest));
+        };
+        let mut out = String::new();
+        let mut chars = quoted.char_indices();
+        while let Some((i, c)) = chars.next() {
+            match c {
+                '"' => return Some((out, &quoted[i + 1..])),
+                '\\' if quoted[i + 1..]
+                    .chars()
+                    .next()
+                    .is_some_and(|n| "()<>@,;:\\\"/[]?=".contains(n)) =>
+                {
+                    if let Some((_, n)) = chars.next() {
+                        out.push(n);
+                    }
+                }
+                '\r' | '\n' => return None,
+                c => out.push(c),
+            }
+        }
+        None
+    }
+    let base = v.split(';').next().unwrap_or_default();
+    let media = base.to_lowercase().trim().to_string();
+    let (typ, rest) = token(&media);
+    if typ.is_empty() {
+        return Err("mime: no media type");
+    }
+    if !rest.is_empty() {
+        let Some(rest) = rest.strip_prefix('/') else {
+            return Err("mime: expected slash after first token");
+        };
+        let (subtype, rest) = token(rest);
+        if subtype.is_empty() {
+            return Err("mime: expected token after slash");
+        }
+        if !rest.is_empty() {
+            return Err("mime: unexpected content after media subtype");
+        }
+    }
+    let mut params: BTreeMap<String, String> = BTreeMap::new();
+    let mut v = &v[base.len()..];
+    loop {
+        v = v.trim_start();
+        if v.is_empty() {
+            break;
+        }
+        let param = v.strip_prefix(';').and_then(|r| {
+            let (key, r) = token(r.trim_start());
+            let r = r.trim_start().strip_prefix('=')?;
+            let (value, r) = value(r.trim_start())?;
+            (!key.is_empty()).then(|| (key.to_lowercase(), value, r))
+        });
+        let Some((key, value, rest)) = param else {
+            if v.trim() == ";" {
+                break;
+            }
+            return Err("mime: invalid media parameter");
+        };
+        // Parameters with a `*` (continuations) are kept apart per base name.
+        let slot = match key.split_once('*') {
+            Some((base, _)) => format!("{base}\u{0}{key}"),
+            None => key,
+        };
+        if params.get(&slot).is_some_and(|old| *old != value) {
+            return Err("mime: duplicate parameter name");
+        }
+        params.insert(slot, value);
+        v = rest;
+    }
+    Ok(media)
+}
+
+/// A reply's body as the webhook client's decoder reads it: as JSON when it starts with `{`
+/// (after whitespace), otherwise as YAML converted to JSON (apimachinery's YAML serializer, which
+/// the decoder tries for data its JSON serializer does not recognise), or the decoder's error. A
+/// body that is YAML to neither reader keeps the JSON reader's error.
+fn reply_value(body: &[u8]) -> Result<Value, String> {
+    let json_error = |e: serde_json::Error| {
+        format!(
+            "couldn't get version/kind; json parse error: {}",
+            go_json_error(&e, body)
+        )
+    };
+    let starts_object = body.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'{');
+    if !starts_object
+        && let Some(v) = std::str::from_utf8(body)
+            .ok()
+            .and_then(|text| serde_saphyr::from_str::<Value>(text).ok())
+    {
+        return Ok(v);
+    }
+    serde_json::from_slice(body).map_err(json_error)
+}
+
+/// The group of AdmissionReview.
+const ADMISSION_GROUP: &str = "admission.k8s.io";
+
+/// `apiVersion` and `kind` as apimachinery's `SimpleMetaFactory.Interpret` reads them from a
+/// reply (`null` members and a `null` reply read as empty), or Go's `json.Unmarshal` error.
+fn type_meta(raw: &Value) -> Result<(&str, &str), String> {
+    const FIND_KIND: &str = r#"struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" }"#;
+    let go_type = crate::api::admission::go_json_type;
+    let map = match raw {
+        Value::Null => return Ok(("", "")),
+        Value::Object(map) => map,
+        other => {
+            return Err(format!(
+                "json: cannot unmarshal {} into Go value of type {FIND_KIND}",
+                go_type(other)
+            ));
+        }
+    };
+    let member = |name: &str| match map.get(name) {
+        None | Some(Value::Null) => Ok(""),
+        Some(Value::String(s)) => Ok(s.as_str()),
+        Some(other) => Err(format!(
+            "json: cannot unmarshal {} into Go struct field .{name} of type string",
+            go_type(other)
+        )),
+    };
+    Ok((member("apiVersion")?, member("kind")?))
+}
+
+/// The name of the scheme the webhook client decodes replies with, as apimachinery names a scheme:
+/// the file and line of `runtime.NewScheme()` in `k8s.io/apiserver/pkg/util/webhook/client.go`
+/// (line 69 in 1.28.3; 71 in 1.30.0, 1.31.2 and 1.33.3, which the other releases are taken to
+/// share).
+fn hook_scheme_name(release: crate::KubeVersion) -> &'static str {
+    if release.at_least(29) {
+        "k8s.io/apiserver/pkg/util/webhook/client.go:71"
+    } else {
+        "k8s.io/apiserver/pkg/util/webhook/client.go:69"
+    }
+}
+
+/// The Go type the webhook client's scheme decodes `group/version, Kind=kind` into: the two
+/// AdmissionReview versions with the types `metav1.AddToGroupVersion` registers beside them, and
+/// the unversioned types, which any group and version name.
+fn registered_type(group: &str, version: &str, kind: &str) -> Option<String> {
+    const UNVERSIONED: [&str; 5] = [
+        "Status",
+        "APIVersions",
+        "APIGroupList",
+        "APIGroup",
+        "APIResourceList",
+    ];
+    const OPTIONS: [&str; 6] = [
+        "ListOptions",
+        "GetOptions",
+        "DeleteOptions",
+        "CreateOptions",
+        "UpdateOptions",
+        "PatchOptions",
+    ];
+    if group == ADMISSION_GROUP {
+        match (version, kind) {
+            ("v1" | "v1beta1", "AdmissionReview") => return Some(format!("{version}.{kind}")),
+            ("v1" | "v1beta1", "WatchEvent") => return Some("v1.WatchEvent".into()),
+            ("v1" | "v1beta1", k) if OPTIONS.contains(&k) => return Some(format!("v1.{k}")),
+            ("__internal", "WatchEvent") => return Some("v1.InternalEvent".into()),
+            _ => {}
+        }
+    }
+    UNVERSIONED.contains(&kind).then(|| format!("v1.{kind}"))
+}
+
+/// Why the webhook client's decoder refuses a reply labelled `api_version`/`kind` when it
+/// decodes into the AdmissionReview version `sent` (apimachinery's JSON serializer, then the
+/// versioning codec's conversion); None when the reply decodes into it. A missing `kind`, or a
+/// missing `apiVersion`, is taken from the AdmissionReview sent.
+fn kind_error(
+    api_version: &str,
+    kind: &str,
+    sent: &str,
+    body: &[u8],
+    release: crate::KubeVersion,
+) -> Option<String> {
+    let (mut group, mut version) = if api_version.is_empty() || api_version == "/" {
+        ("", "")
+    } else {
+        match api_version.matches('/').count() {
+            0 => ("", api_version),
+            1 => api_version.split_once('/').unwrap_or(("", api_version)),
+            _ => return Some(format!("unexpected GroupVersion string: {api_version}")),
+        }
+    };
+    let kind = if kind.is_empty() {
+        "AdmissionReview"
+    } else {
+        kind
+    };
+    if version.is_empty() && (group.is_empty() || group == ADMISSION_GROUP) {
+        (group, version) = (ADMISSION_GROUP, sent);
+    }
+    if version.is_empty() {
+        return Some(format!(
+            "Object 'apiVersion' is missing in '{}'",
+            String::from_utf8_lossy(body)
+        ));
+    }
+    if group == ADMISSION_GROUP && version == sent && kind == "AdmissionReview" {
+        return None;
+    }
+    let scheme = status::go_quote(hook_scheme_name(release));
+    Some(match registered_type(group, version, kind) {
+        Some(ty) => format!("converting ({ty}) to ({sent}.AdmissionReview): unknown conversion"),
+        None if version == "__internal" => format!(
+            "no kind {} is registered for the internal version of group {} in scheme {scheme}",
+            status::go_quote(kind),
+            status::go_quote(group)
+        ),
+        None => {
+            let gv = if group.is_empty() {
+                version.to_string()
+            } else {
+                format!("{group}/{version}")
+            };
+            format!(
+                "no kind {} is registered for version {} in scheme {scheme}",
+                status::go_quote(kind),
+                status::go_quote(&gv)
+            )
+        }
+    })
 }
 
 /// A reply of the plain shape most webhooks send — `apiVersion`, `kind` and a `response` holding
@@ -757,48 +1013,70 @@ fn plain_parts(body: &[u8]) -> Option<PlainParts<'_>> {
     })
 }
 
-/// The decoder's error for a reply in another `admission.k8s.io` version than the one sent.
-fn unconvertible_version(obj_kind: &str, obj_version: &str, version: &str) -> Option<String> {
-    let other = obj_version.strip_prefix("admission.k8s.io/")?;
-    (other != version).then(|| {
-        format!(
-            "converting (admission.k8s.io/{other}, Kind={obj_kind}) to (admission.k8s.io/{version}, Kind=AdmissionReview): no conversion function registered"
-        )
-    })
-}
-
 /// A JSON body that decodes to a `Status` with `status: Failure`.
 fn failure_status_in_body(body: &[u8]) -> Option<Status> {
     let v: Value = serde_json::from_slice(body).ok()?;
+    // client-go decodes it with `v1` as the default version: only `kind: Status` (an unversioned
+    // kind, whatever the group and version) decodes to a Status.
+    let (api_version, kind) = type_meta(&v).ok()?;
+    let version_missing = api_version
+        .split_once('/')
+        .is_some_and(|(group, version)| !group.is_empty() && version.is_empty());
+    if kind != "Status" || api_version.matches('/').count() > 1 || version_missing {
+        return None;
+    }
     let s: Status = serde_json::from_value(v).ok()?;
     (s.status == "Failure").then_some(s)
 }
 
-/// Go encoding/json's syntax error text for the common shapes.
+/// Go encoding/json's syntax error text for what serde_json refused: the character at the
+/// position serde_json reports and the scanner state Go names. Shapes without a counterpart
+/// keep the generic wording.
 fn go_json_error(e: &serde_json::Error, body: &[u8]) -> String {
     use serde_json::error::Category;
-    match e.classify() {
-        Category::Eof => "unexpected end of JSON input".into(),
-        _ => {
-            let offset = byte_offset(body, e.line(), e.column());
-            let c = body.get(offset.saturating_sub(1)).copied().unwrap_or(b' ');
-            let shown = match c {
-                b'\'' => "'\\''".to_string(),
-                c if c.is_ascii_graphic() => format!("'{}'", c as char),
-                c => format!("'\\x{c:02x}'"),
-            };
-            if offset <= 1
-                || body
-                    .iter()
-                    .take(offset.saturating_sub(1))
-                    .all(u8::is_ascii_whitespace)
-            {
-                format!("invalid character {shown} looking for beginning of value")
-            } else {
-                format!("invalid character {shown} after top-level value")
-            }
-        }
+    if e.classify() == Category::Eof {
+        return "unexpected end of JSON input".into();
     }
+    let offset = byte_offset(body, e.line(), e.column());
+    let c = body.get(offset.saturating_sub(1)).copied().unwrap_or(b' ');
+    let shown = match c {
+        b'\'' => "'\\''".to_string(),
+        b'"' => "'\"'".to_string(),
+        b'\n' => "'\\n'".to_string(),
+        b'\t' => "'\\t'".to_string(),
+        b'\r' => "'\\r'".to_string(),
+        c if c.is_ascii_graphic() || c == b' ' => format!("'{}'", c as char),
+        c => format!("'\\x{c:02x}'"),
+    };
+    let message = e.to_string();
+    let before = &body[..offset.saturating_sub(1).min(body.len())];
+    let last = before.iter().rev().find(|b| !b.is_ascii_whitespace());
+    let context = if message.starts_with("key must be a string") {
+        "looking for beginning of object key string"
+    } else if message.starts_with("trailing comma") {
+        if c == b'}' {
+            "looking for beginning of object key string"
+        } else {
+            "looking for beginning of value"
+        }
+    } else if message.starts_with("expected `:`") {
+        "after object key"
+    } else if message.starts_with("expected `,` or `}`") {
+        "after object key:value pair"
+    } else if message.starts_with("expected `,` or `]`") {
+        "after array element"
+    } else if message.starts_with("control character") {
+        "in string literal"
+    } else if message.starts_with("invalid escape") {
+        "in string escape code"
+    } else if message.starts_with("trailing characters") {
+        "after top-level value"
+    } else if message.starts_with("expected value") || last.is_none() {
+        "looking for beginning of value"
+    } else {
+        "after top-level value"
+    };
+    format!("invalid character {shown} {context}")
 }
 
 fn byte_offset(body: &[u8], line: usize, column: usize) -> usize {
@@ -977,10 +1255,11 @@ mod tests {
             content_type: None,
             body: plain.as_bytes().to_vec(),
         };
-        let shortcut = interpret_reply(&outcome, "https://h/", "u-1", "v1", true);
+        let release = crate::KubeVersion::NEWEST;
+        let shortcut = interpret_reply(&outcome, "https://h/", "u-1", "v1", true, release);
         assert_eq!(
             shortcut,
-            decoded_reply(&outcome, "https://h/", "u-1", "v1", true)
+            decoded_reply(&outcome, "https://h/", "u-1", "v1", true, release)
         );
         assert!(shortcut.is_ok_and(|v| v.allowed));
     }
@@ -1077,8 +1356,9 @@ mod tests {
                 body: body.clone().into_bytes(),
             };
             let url = "https://h/x?timeout=10s";
-            let full = decoded_reply(&outcome, url, "u-1", "v1", mutating);
-            let shortcut = interpret_reply(&outcome, url, "u-1", "v1", mutating);
+            let release = crate::KubeVersion::NEWEST;
+            let full = decoded_reply(&outcome, url, "u-1", "v1", mutating, release);
+            let shortcut = interpret_reply(&outcome, url, "u-1", "v1", mutating, release);
             proptest::prop_assert_eq!(&shortcut, &full, "{}", body);
             if let Some(verdict) = canonical_v1_verdict(body.as_bytes(), "u-1") {
                 proptest::prop_assert_eq!(Some(verdict), plain_v1_verdict(body.as_bytes(), "u-1"));
@@ -1093,6 +1373,7 @@ mod tests {
     /// first gives, duplicate members included.
     #[test]
     fn replies_decode_as_through_a_value() {
+        let release = crate::KubeVersion::NEWEST;
         let http = |body: &str| ReplyOutcome::Http {
             status: 200,
             content_type: Some("application/json".into()),
@@ -1103,31 +1384,157 @@ mod tests {
             r#"{"kind":"AdmissionReview","response":{"uid":"u","allowed":false,"status":{"code":403,"message":"no <"}}}"#,
             r#"{"kind":null,"response":{"uid":"u","allowed":true,"extra":[1,{}]},"response2":1}"#,
             r#"{"response":{"uid":"u","uid":"v","allowed":true}}"#,
-            r#"{"apiVersion":"v1","kind":"Other","response":null}"#,
+            r#"{"apiVersion":"admission.k8s.io/v1","response":null}"#,
         ] {
             let value: Value = serde_json::from_str(body).unwrap();
             let expected = serde_json::from_value::<AdmissionReviewReply>(value).unwrap();
             assert_eq!(
-                decode_reply(&http(body), "https://x", "v1").unwrap(),
+                decode_reply(&http(body), "https://x", "v1", release).unwrap(),
                 expected,
                 "{body}"
             );
         }
         let twice = r#"{"apiVersion":"admission.k8s.io/v1","apiVersion":"admission.k8s.io/v1beta1","kind":"AdmissionReview","response":{"uid":"u"}}"#;
         assert_eq!(
-            decode_reply(&http(twice), "https://x", "v1")
+            decode_reply(&http(twice), "https://x", "v1", release)
                 .unwrap_err()
                 .reason,
-            "failed to call webhook: converting (admission.k8s.io/v1beta1, Kind=AdmissionReview) to (admission.k8s.io/v1, Kind=AdmissionReview): no conversion function registered"
+            "failed to call webhook: converting (v1beta1.AdmissionReview) to (v1.AdmissionReview): unknown conversion"
         );
+        // A Status in a successful reply decodes to a Status, which the codec then cannot
+        // convert into the AdmissionReview it decodes into.
         let status =
             r#"{"kind":"Status","apiVersion":"v1","status":"Failure","message":"m","code":500}"#;
         assert_eq!(
-            decode_reply(&http(status), "https://x", "v1")
+            decode_reply(&http(status), "https://x", "v1", release)
                 .unwrap_err()
                 .reason,
-            "failed to call webhook: m"
+            "failed to call webhook: converting (v1.Status) to (v1.AdmissionReview): unknown conversion"
         );
+    }
+
+    /// What the decoder makes of replies that are not a JSON object: YAML for what does not start
+    /// with `{`, Go's syntax errors for what does.
+    #[test]
+    fn replies_that_are_not_json_objects_read_as_the_decoder_reads_them() {
+        let release = crate::KubeVersion::NEWEST;
+        let reason = |body: &str| {
+            let outcome = ReplyOutcome::Http {
+                status: 200,
+                content_type: Some("text/plain".into()),
+                body: body.as_bytes().to_vec(),
+            };
+            match decoded_reply(&outcome, "https://x", "u", "v1", false, release) {
+                Ok(v) => format!("allowed {}", v.allowed),
+                Err(e) => format!("{} {}", e.status.code, e.reason),
+            }
+        };
+        let find_kind = r#"struct { APIVersion string "json:\"apiVersion,omitempty\""; Kind string "json:\"kind,omitempty\"" }"#;
+        let parse = "failed to call webhook: couldn't get version/kind; json parse error:";
+        for (body, want) in [
+            (
+                "webhook invalid response",
+                format!(
+                    "503 {parse} json: cannot unmarshal string into Go value of type {find_kind}"
+                ),
+            ),
+            (
+                "[1, 2]",
+                format!(
+                    "503 {parse} json: cannot unmarshal array into Go value of type {find_kind}"
+                ),
+            ),
+            // YAML that is a mapping decodes into an empty AdmissionReview.
+            (
+                "error: boom",
+                "503 received invalid webhook response: webhook response was absent".into(),
+            ),
+            (
+                "null",
+                "503 received invalid webhook response: webhook response was absent".into(),
+            ),
+            (
+                "{oops",
+                format!(
+                    "503 {parse} invalid character 'o' looking for beginning of object key string"
+                ),
+            ),
+            (
+                r#"{"a":1,}"#,
+                format!(
+                    "503 {parse} invalid character '}}' looking for beginning of object key string"
+                ),
+            ),
+            (
+                r#"{"a" 1}"#,
+                format!("503 {parse} invalid character '1' after object key"),
+            ),
+            (
+                r#"{"a":1 "b":2}"#,
+                format!("503 {parse} invalid character '\"' after object key:value pair"),
+            ),
+            (
+                r#"{"a":[1 2]}"#,
+                format!("503 {parse} invalid character '2' after array element"),
+            ),
+            (
+                r#"{"a":}"#,
+                format!("503 {parse} invalid character '}}' looking for beginning of value"),
+            ),
+            (
+                r#"{"a":1} x"#,
+                format!("503 {parse} invalid character 'x' after top-level value"),
+            ),
+            (
+                r#"{"a":1"#,
+                format!("503 {parse} unexpected end of JSON input"),
+            ),
+            (
+                r#"{"kind":5}"#,
+                format!(
+                    "503 {parse} json: cannot unmarshal number into Go struct field .kind of type string"
+                ),
+            ),
+        ] {
+            assert_eq!(reason(body), want, "{body}");
+        }
+    }
+
+    /// Go's `mime.ParseMediaType` verdicts, as client-go meets them in a reply's Content-Type.
+    #[test]
+    fn media_types_parse_as_go_parses_them() {
+        for (v, want) in [
+            ("application/json", Ok("application/json")),
+            (" Application/JSON ; charset=UTF-8", Ok("application/json")),
+            ("text/plain; charset=\"utf-8\";", Ok("text/plain")),
+            ("json", Ok("json")),
+            ("a/b; x=1; x=1", Ok("a/b")),
+            ("; charset=utf-8", Err("mime: no media type")),
+            (
+                "application json",
+                Err("mime: expected slash after first token"),
+            ),
+            ("application/", Err("mime: expected token after slash")),
+            (
+                "application/json x",
+                Err("mime: unexpected content after media subtype"),
+            ),
+            (
+                "application/json; charset",
+                Err("mime: invalid media parameter"),
+            ),
+            (
+                "application/json; charset=",
+                Err("mime: invalid media parameter"),
+            ),
+            (
+                "a/b; x=\"unterminated",
+                Err("mime: invalid media parameter"),
+            ),
+            ("a/b; x=1; x=2", Err("mime: duplicate parameter name")),
+        ] {
+            assert_eq!(parse_media_type(v).as_deref().map_err(|e| *e), want, "{v}");
+        }
     }
 
     /// `review_body` must write exactly what serialising `build_review`'s wire type writes.

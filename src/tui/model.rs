@@ -237,7 +237,12 @@ impl CellState {
 /// The state of a call record.
 pub fn cell_state(c: &CallRecord) -> CellState {
     if c.decision == CallDecision::Skipped {
-        CellState::Skipped
+        // Matching it failed the request.
+        if c.error.is_some() {
+            CellState::Errored
+        } else {
+            CellState::Skipped
+        }
     } else if c.error.is_some() {
         if c.failure_policy == "Ignore" && c.allowed != Some(false) {
             CellState::FailedOpen

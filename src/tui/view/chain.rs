@@ -79,6 +79,9 @@ fn render_head(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
         )),
         Span::styled(
             match (o.reinvoked, o.reinvoke_set.is_empty()) {
+                (false, _) if round0_completed(o) => {
+                    "  · no round 1: no webhook changed the object in round 0".into()
+                }
                 (false, _) => String::new(),
                 (true, true) => "  · round 1 ran: no webhook was due".into(),
                 (true, false) => format!(
@@ -219,7 +222,7 @@ fn grid(
                 StepKind::RequestExempt { reason } => Some(reason.clone()),
                 _ => None,
             })
-            .unwrap_or_else(|| "no webhook is configured for this phase".into());
+            .unwrap_or_else(|| "no webhook is configured".into());
         lines.push(Line::styled(why, style(state, StyleKey::Muted)));
     }
     let width = area.width.saturating_sub(4) as usize;
@@ -259,6 +262,12 @@ fn grid(
         }
         lines.push(line);
     }
+    if let Some(note) = not_considered(o) {
+        lines.push(Line::raw(""));
+        for l in wrap_words(&note, width.max(10)) {
+            lines.push(Line::styled(l, style(state, StyleKey::Muted)));
+        }
+    }
     let height = area.height.saturating_sub(2) as usize;
     let scroll = selected_line.saturating_sub(height.saturating_sub(2));
     let title = format!(
@@ -270,6 +279,56 @@ fn grid(
         .scroll((scroll as u16, 0))
         .block(pane(state, title, focused));
     frame.render_widget(p, area);
+}
+
+/// Whether the mutating round 0 ran to its end: it had webhooks, and the request did not fail in
+/// it.
+fn round0_completed(o: &crate::engine::Outcome) -> bool {
+    use crate::api::WebhookKind;
+    o.calls.iter().any(|c| c.phase == WebhookKind::Mutating) && not_considered(o).is_none()
+}
+
+/// What the dispatcher never considered because the request failed in the mutating phase: the
+/// webhooks after the last one recorded, the reinvocation round and the validating phase.
+pub(crate) fn not_considered(o: &crate::engine::Outcome) -> Option<String> {
+    use crate::api::WebhookKind;
+    let last = o.calls.last()?;
+    let validating_ran = o.steps().iter().any(|s| {
+        matches!(
+            s.kind,
+            StepKind::PhaseStarted {
+                phase: WebhookKind::Validating,
+                ..
+            }
+        )
+    });
+    if o.allowed || last.phase != WebhookKind::Mutating || validating_ran {
+        return None;
+    }
+    Some(format!(
+        "The request failed in mutating round {}: later webhooks{} and the validating phase were not considered.",
+        last.round,
+        if last.round == 0 { ", round 1" } else { "" }
+    ))
+}
+
+/// `text` in lines of at most `width` characters, broken between words.
+fn wrap_words(text: &str, width: usize) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(word);
+    }
+    if !line.is_empty() {
+        lines.push(line);
+    }
+    lines
 }
 
 /// Pretty JSON, with Secret data masked unless revealed.
@@ -359,19 +418,29 @@ pub(crate) fn detail_lines(state: &State, entry: &Entry, c: &CallRecord) -> Vec<
         }),
     ) {
         (Some(reason), _) => lines.push(Line::raw(format!("not called: {reason}"))),
-        (None, Some((rule, resource, kind, eq))) => lines.push(Line::raw(format!(
-            "called: rule {rule} matched {resource} ({kind}){}",
-            if *eq {
-                " through matchPolicy Equivalent"
+        (None, Some((rule, resource, kind, eq))) => {
+            let matched = format!(
+                "rule {rule} matched {resource} ({kind}){}",
+                if *eq {
+                    " through matchPolicy Equivalent"
+                } else {
+                    ""
+                }
+            );
+            let sent = steps
+                .iter()
+                .any(|s| matches!(s.kind, StepKind::ReviewSent { .. }));
+            lines.push(Line::raw(if sent {
+                format!("called: {matched}")
             } else {
-                ""
-            }
-        ))),
+                format!("not called: {matched}, but the call failed before a request was sent")
+            }));
+        }
         (None, None) => lines.push(Line::raw("called")),
     }
-    if c.round == 1 && cs != CellState::Skipped {
+    if c.round == 1 && c.skip_reason.is_none() {
         lines.push(Line::styled(
-            "reinvoked: an earlier webhook changed the object after this one ran in round 0 (reinvocationPolicy IfNeeded)",
+            "reinvoked: it was called in round 0 with reinvocationPolicy IfNeeded, and a webhook after it changed the object in that round",
             style(state, StyleKey::Muted),
         ));
     }
