@@ -1,5 +1,544 @@
-//! Server-side apply as kube-apiserver's field manager does it, before admission.
+//! Server-side apply as kube-apiserver's field manager does it, before admission: the object a
+//! `PATCH` of type `application/apply-patch+yaml` produces from the stored object and the apply
+//! configuration, and the `managedFields` it carries.
+//!
+//! The semantics are structured-merge-diff's (`merge.Updater`): [`fieldpath`] has its field sets
+//! and their `FieldsV1` form, [`typed`] its walks over an object and a schema ([`TypeModel`]),
+//! [`updater`] its apply and update over managers. [`apply`] and [`update`] add what the
+//! apiserver's field manager adds around them for a built-in kind ([`GoModel`]): managers
+//! identified as the apiserver identifies them, the system fields of `metadata` never owned, the
+//! reset fields ignored, times, the entries encoded and sorted, and conflicts worded as the
+//! apiserver words them. No IO, no clock: the time of an entry is an input.
 
 pub mod fieldpath;
+pub mod go;
+pub mod typed;
+pub mod updater;
+
+use std::collections::BTreeMap;
+
+use serde_json::{Map, Value};
 
 pub use fieldpath::{FieldsV1Error, Path, PathElement, Set};
+pub use go::{GoModel, GoType};
+pub use typed::{Atom, ListRelationship, TypeModel};
+pub use updater::{Conflict, Conflicts, Managers, Updater, UpdaterError, VersionedSet};
+
+use crate::schema::{Schema, TypeId, codec};
+
+/// `operation` of a `managedFields` entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Operation {
+    /// Fields set by server-side apply.
+    Apply,
+    /// Fields set by any other write.
+    Update,
+}
+
+impl Operation {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Operation::Apply => "Apply",
+            Operation::Update => "Update",
+        }
+    }
+}
+
+/// One `metadata.managedFields` entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ManagedFieldsEntry {
+    /// `manager`.
+    pub manager: String,
+    /// `operation`.
+    pub operation: Operation,
+    /// `apiVersion`.
+    pub api_version: String,
+    /// `time`, RFC 3339 as the apiserver writes it.
+    pub time: Option<String>,
+    /// `fieldsV1` (`fieldsType` is `FieldsV1`).
+    pub fields: Set,
+    /// `subresource`.
+    pub subresource: String,
+}
+
+impl ManagedFieldsEntry {
+    /// The entry as JSON, members in the Go type's order.
+    pub fn to_value(&self) -> Value {
+        let mut m = Map::new();
+        m.insert("manager".into(), Value::String(self.manager.clone()));
+        m.insert("operation".into(), self.operation.as_str().into());
+        m.insert("apiVersion".into(), Value::String(self.api_version.clone()));
+        if let Some(t) = &self.time {
+            m.insert("time".into(), Value::String(t.clone()));
+        }
+        m.insert("fieldsType".into(), "FieldsV1".into());
+        m.insert("fieldsV1".into(), self.fields.to_fields_v1());
+        if !self.subresource.is_empty() {
+            m.insert(
+                "subresource".into(),
+                Value::String(self.subresource.clone()),
+            );
+        }
+        Value::Object(m)
+    }
+
+    /// The identifier the apiserver keys the entry by (`BuildManagerIdentifier`): manager,
+    /// operation, the API version of an update, the subresource.
+    fn identifier(&self) -> String {
+        let mut m = Map::new();
+        m.insert("manager".into(), Value::String(self.manager.clone()));
+        m.insert("operation".into(), self.operation.as_str().into());
+        if self.operation == Operation::Update {
+            m.insert("apiVersion".into(), Value::String(self.api_version.clone()));
+        }
+        if !self.subresource.is_empty() {
+            m.insert(
+                "subresource".into(),
+                Value::String(self.subresource.clone()),
+            );
+        }
+        serde_json::to_string(&m).unwrap_or_default()
+    }
+
+    /// The manager as the apiserver names it in a conflict (`printManager`).
+    fn describe(&self) -> String {
+        let mut s = crate::gofmt::quote(&self.manager);
+        if !self.subresource.is_empty() {
+            s = format!(
+                "{s} with subresource {}",
+                crate::gofmt::quote(&self.subresource)
+            );
+        }
+        if self.operation == Operation::Update {
+            s = format!("{s} using {}", self.api_version);
+        }
+        s
+    }
+}
+
+/// `metadata.managedFields`: the entries in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ManagedFields(pub Vec<ManagedFieldsEntry>);
+
+impl ManagedFields {
+    /// The entries of an object's `metadata.managedFields` (none when absent).
+    pub fn from_object(object: &Value) -> Result<ManagedFields, ApplyError> {
+        match object.pointer("/metadata/managedFields") {
+            None | Some(Value::Null) => Ok(ManagedFields::default()),
+            Some(v) => ManagedFields::from_value(v),
+        }
+    }
+
+    /// Reads a `managedFields` list as the apiserver decodes it.
+    pub fn from_value(v: &Value) -> Result<ManagedFields, ApplyError> {
+        let bad = |msg: String| ApplyError::ManagedFields(msg);
+        let Value::Array(items) = v else {
+            return Err(bad("managedFields must be a list".into()));
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (i, item) in items.iter().enumerate() {
+            let s = |k: &str| item.get(k).and_then(Value::as_str).unwrap_or_default();
+            let operation = match s("operation") {
+                "Apply" => Operation::Apply,
+                "Update" => Operation::Update,
+                other => {
+                    return Err(bad(format!(
+                        "error decoding managed fields entry {i}: operation {other:?}"
+                    )));
+                }
+            };
+            match s("fieldsType") {
+                "FieldsV1" => {}
+                other => {
+                    return Err(bad(format!(
+                        "error decoding versioned set from {}: invalid fieldsType: {other:?}",
+                        s("manager")
+                    )));
+                }
+            }
+            let fields = match item.get("fieldsV1") {
+                None | Some(Value::Null) => Set::new(),
+                Some(f) => {
+                    Set::from_fields_v1(f).map_err(|e| bad(format!("error decoding set: {e}")))?
+                }
+            };
+            out.push(ManagedFieldsEntry {
+                manager: s("manager").into(),
+                operation,
+                api_version: s("apiVersion").into(),
+                time: item.get("time").and_then(Value::as_str).map(Into::into),
+                fields,
+                subresource: s("subresource").into(),
+            });
+        }
+        Ok(ManagedFields(out))
+    }
+
+    /// The entries as a JSON list.
+    pub fn to_value(&self) -> Value {
+        Value::Array(self.0.iter().map(ManagedFieldsEntry::to_value).collect())
+    }
+
+    /// The entry of the manager's apply, if any.
+    pub fn applier(&self, manager: &str) -> Option<&ManagedFieldsEntry> {
+        self.0
+            .iter()
+            .find(|e| e.manager == manager && e.operation == Operation::Apply)
+    }
+}
+
+/// Why an apply or update is refused, in the apiserver's words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ApplyError {
+    /// 409 Conflict: fields other managers own would change (`Apply failed with N conflicts:
+    /// ...`); each cause is the manager (`conflict with "kubectl" using apps/v1`) and the field.
+    #[error("{message}")]
+    Conflict {
+        /// The status message.
+        message: String,
+        /// `(message, field)` of each `FieldManagerConflict` cause.
+        causes: Vec<(String, String)>,
+    },
+    /// 400 Bad Request: the apply configuration is not one the apiserver takes.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The object's `managedFields` cannot be decoded.
+    #[error("failed to decode managed fields: {0}")]
+    ManagedFields(String),
+    /// An object does not fit its type (Go's decoding error, or structured-merge-diff's).
+    #[error("{0}")]
+    Invalid(String),
+}
+
+/// What one write is: who makes it, at which API version, when.
+#[derive(Debug, Clone, Copy)]
+pub struct Request<'a> {
+    /// The field manager (`fieldManager`, or what the apiserver derives from the user agent).
+    pub manager: &'a str,
+    /// The object's `apiVersion` as the request names it (`apps/v1`).
+    pub api_version: &'a str,
+    /// The time the entry records, RFC 3339 at second precision (`2024-05-01T10:00:00Z`).
+    pub time: &'a str,
+    /// `force` (apply only).
+    pub force: bool,
+    /// The subresource written, empty for the resource itself.
+    pub subresource: &'a str,
+    /// The fields the resource's strategy resets and nobody owns (`status` for most resources
+    /// with a status subresource), as a set of the resource's paths.
+    pub reset_fields: Option<&'a Set>,
+}
+
+/// The fields of `metadata` the apiserver never records as owned, and `apiVersion`, `kind`.
+fn strip_set() -> Set {
+    let mut s = Set::new();
+    for p in [&["apiVersion"][..], &["kind"], &["metadata"]] {
+        s.insert(&p.iter().map(|n| PathElement::field(n)).collect::<Vec<_>>());
+    }
+    for name in crate::schema::fieldset::SYSTEM_METADATA {
+        s.insert(&[PathElement::field("metadata"), PathElement::field(name)]);
+    }
+    s
+}
+
+/// Managers by identifier, with what each identifier stands for and the times kept.
+struct Decoded {
+    managers: Managers,
+    entries: BTreeMap<String, ManagedFieldsEntry>,
+}
+
+/// The managers of `managed`, and the identifier of the request's manager (known from then on).
+fn decode(managed: &ManagedFields, req: &Request<'_>, operation: Operation) -> (Decoded, String) {
+    let mut managers = Managers::new();
+    let mut entries = BTreeMap::new();
+    for e in &managed.0 {
+        let id = e.identifier();
+        managers.insert(
+            id.clone(),
+            VersionedSet {
+                set: e.fields.clone(),
+                api_version: e.api_version.clone(),
+                applied: e.operation == Operation::Apply,
+            },
+        );
+        entries.insert(id, e.clone());
+    }
+    let me = ManagedFieldsEntry {
+        manager: req.manager.into(),
+        operation,
+        api_version: req.api_version.into(),
+        time: None,
+        fields: Set::new(),
+        subresource: req.subresource.into(),
+    };
+    let my_id = me.identifier();
+    entries.entry(my_id.clone()).or_insert(me);
+    (Decoded { managers, entries }, my_id)
+}
+
+/// The entries the apiserver writes back (`encodeManagedFields`): an entry whose fields did not
+/// change kept as it was, the others rebuilt; sorted by operation, time, manager, API version,
+/// subresource.
+fn encode(d: &Decoded, times: &BTreeMap<String, String>) -> ManagedFields {
+    let mut out = Vec::with_capacity(d.managers.len());
+    for (id, vs) in &d.managers {
+        let Some(base) = d.entries.get(id) else {
+            continue;
+        };
+        let mut e = base.clone();
+        e.api_version = vs.api_version.clone();
+        e.operation = if vs.applied {
+            Operation::Apply
+        } else {
+            Operation::Update
+        };
+        e.fields = vs.set.clone();
+        if let Some(t) = times.get(id) {
+            e.time = Some(t.clone());
+        }
+        out.push(e);
+    }
+    out.sort_by(|p, q| {
+        p.operation
+            .cmp(&q.operation)
+            .then_with(|| seconds(p.time.as_deref()).cmp(&seconds(q.time.as_deref())))
+            .then_with(|| p.manager.cmp(&q.manager))
+            .then_with(|| p.api_version.cmp(&q.api_version))
+            .then_with(|| p.subresource.cmp(&q.subresource))
+    });
+    ManagedFields(out)
+}
+
+/// Seconds since the epoch of an RFC 3339 time (0 when absent or unreadable), for ordering.
+fn seconds(t: Option<&str>) -> i64 {
+    let Some(t) = t else { return 0 };
+    let num = |s: &str| s.parse::<i64>().ok();
+    let parse = || -> Option<i64> {
+        let (date, rest) = t.split_once('T')?;
+        let mut d = date.splitn(3, '-');
+        let (y, m, day) = (num(d.next()?)?, num(d.next()?)?, num(d.next()?)?);
+        let clock = rest.get(..8)?;
+        let mut c = clock.splitn(3, ':');
+        let (h, mi, s) = (num(c.next()?)?, num(c.next()?)?, num(c.next()?)?);
+        let zone = rest[8..].trim_start_matches(|ch: char| ch == '.' || ch.is_ascii_digit());
+        let offset = match zone {
+            "Z" | "" => 0,
+            z => {
+                let sign = if z.starts_with('-') { -1 } else { 1 };
+                let (zh, zm) = z.get(1..)?.split_once(':')?;
+                sign * (num(zh)? * 3600 + num(zm)? * 60)
+            }
+        };
+        // Days from the civil date (proleptic Gregorian).
+        let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };
+        let era = y.div_euclid(400);
+        let yoe = y - era * 400;
+        let doy = (153 * m + 2) / 5 + day - 1;
+        let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+        let days = era * 146_097 + doe - 719_468;
+        Some(days * 86_400 + h * 3600 + mi * 60 + s - offset)
+    };
+    parse().unwrap_or(0)
+}
+
+fn conflict_error(
+    conflicts: &Conflicts,
+    entries: &BTreeMap<String, ManagedFieldsEntry>,
+) -> ApplyError {
+    let describe = |id: &str| {
+        entries
+            .get(id)
+            .map(ManagedFieldsEntry::describe)
+            .unwrap_or_else(|| crate::gofmt::quote(id))
+    };
+    let causes = conflicts
+        .0
+        .iter()
+        .map(|c| {
+            (
+                format!("conflict with {}", describe(&c.manager)),
+                c.path.to_string(),
+            )
+        })
+        .collect();
+    let message = if let [c] = conflicts.0.as_slice() {
+        format!(
+            "Apply failed with 1 conflict: conflict with {}: {}",
+            describe(&c.manager),
+            c.path
+        )
+    } else {
+        // Managers sorted by identifier, as upstream sorts them.
+        let mut lines = Vec::new();
+        for (id, paths) in conflicts.by_manager() {
+            lines.push(format!("conflicts with {}:", describe(id)));
+            lines.extend(paths.iter().map(|p| format!("- {p}")));
+        }
+        format!(
+            "Apply failed with {} conflicts: {}",
+            conflicts.0.len(),
+            lines.join("\n")
+        )
+    };
+    ApplyError::Conflict { message, causes }
+}
+
+fn updater(req: &Request<'_>) -> Updater {
+    Updater {
+        ignored: req.reset_fields.cloned(),
+    }
+}
+
+fn walk_error(e: UpdaterError, entries: &BTreeMap<String, ManagedFieldsEntry>) -> ApplyError {
+    match e {
+        UpdaterError::Conflicts(c) => conflict_error(&c, entries),
+        UpdaterError::Invalid(e) => ApplyError::Invalid(e.0),
+    }
+}
+
+/// The object as the apiserver holds it (decoded into its Go type), without `managedFields`.
+fn typed_object(schema: &Schema, id: TypeId, object: Option<&Value>) -> Result<Value, ApplyError> {
+    let mut v = codec::normalize(schema, id, object.unwrap_or(&Value::Null))
+        .map_err(|e| ApplyError::Invalid(e.0))?
+        .0;
+    if let Some(Value::Object(meta)) = v.get_mut("metadata") {
+        meta.remove("managedFields");
+    }
+    Ok(v)
+}
+
+fn with_managed_fields(mut object: Value, managed: &ManagedFields) -> Value {
+    if let Value::Object(top) = &mut object {
+        let meta = top
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Value::Object(meta) = meta {
+            if managed.0.is_empty() {
+                meta.remove("managedFields");
+            } else {
+                meta.insert("managedFields".into(), managed.to_value());
+            }
+        }
+    }
+    object
+}
+
+fn strip(managers: &mut Managers, id: &str) {
+    if let Some(vs) = managers.get_mut(id) {
+        vs.set = vs.set.difference(&strip_set());
+        if vs.set.is_empty() {
+            managers.remove(id);
+        }
+    }
+}
+
+/// Server-side apply of `config` by `req.manager` to `live` (None when the apply creates the
+/// object) of the built-in kind `id`: the object the admission webhooks receive, with its
+/// `managedFields`, and those entries. `managed` are the live object's entries.
+///
+/// Defaulting of the result, which the apiserver runs next, is not part of it.
+pub fn apply(
+    schema: &Schema,
+    id: TypeId,
+    live: Option<&Value>,
+    config: &Value,
+    req: &Request<'_>,
+    managed: &ManagedFields,
+) -> Result<(Value, ManagedFields), ApplyError> {
+    let patch_version = config
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if patch_version != req.api_version {
+        return Err(ApplyError::BadRequest(format!(
+            "incorrect version specified in apply patch. Specified patch version: {patch_version}, expected: {}",
+            req.api_version
+        )));
+    }
+    if config
+        .pointer("/metadata/managedFields")
+        .is_some_and(|v| !v.is_null())
+    {
+        return Err(ApplyError::BadRequest(
+            "metadata.managedFields must be nil".into(),
+        ));
+    }
+    let model = GoModel(schema);
+    let ty = GoType::Struct(id);
+    let live = typed_object(schema, id, live)?;
+    let (mut d, my_id) = decode(managed, req, Operation::Apply);
+    let result = updater(req)
+        .apply(
+            &model,
+            &ty,
+            &live,
+            config,
+            req.api_version,
+            &mut d.managers,
+            &my_id,
+            req.force,
+        )
+        .map_err(|e| walk_error(e, &d.entries))?;
+    strip(&mut d.managers, &my_id);
+    let mut times = BTreeMap::new();
+    let object = match result {
+        Some(new) => {
+            times.insert(my_id, req.time.to_string());
+            codec::normalize(schema, id, &new)
+                .map_err(|e| ApplyError::Invalid(e.0))?
+                .0
+        }
+        None => live,
+    };
+    let managed = encode(&d, &times);
+    Ok((with_managed_fields(object, &managed), managed))
+}
+
+/// An update (create, update, non-apply patch) of the object from `live` (None on create) to
+/// `new` by `req.manager`, as the field manager records it: the fields that changed become the
+/// manager's `Update` entry at `req.api_version`, and other managers lose them. Returns `new` with
+/// its `managedFields`, and those entries.
+pub fn update(
+    schema: &Schema,
+    id: TypeId,
+    live: Option<&Value>,
+    new: &Value,
+    req: &Request<'_>,
+    managed: &ManagedFields,
+) -> Result<(Value, ManagedFields), ApplyError> {
+    const CURRENT: &str = "current-operation";
+    let model = GoModel(schema);
+    let ty = GoType::Struct(id);
+    let live = typed_object(schema, id, live)?;
+    let new = typed_object(schema, id, Some(new))?;
+    let (mut d, my_id) = decode(managed, req, Operation::Update);
+    updater(req)
+        .update(
+            &model,
+            &ty,
+            &live,
+            &new,
+            req.api_version,
+            &mut d.managers,
+            CURRENT,
+        )
+        .map_err(|e| walk_error(e, &d.entries))?;
+    let mut times = BTreeMap::new();
+    if let Some(vs) = d.managers.remove(CURRENT) {
+        let merged = match d.managers.remove(&my_id) {
+            Some(previous) => VersionedSet {
+                set: vs.set.union(&previous.set),
+                ..vs
+            },
+            None => vs,
+        };
+        d.managers.insert(my_id.clone(), merged);
+        times.insert(my_id.clone(), req.time.to_string());
+    }
+    strip(&mut d.managers, &my_id);
+    let managed = encode(&d, &times);
+    Ok((with_managed_fields(new, &managed), managed))
+}
+
+#[cfg(test)]
+mod tests;
