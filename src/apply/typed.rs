@@ -118,30 +118,36 @@ pub fn list_item_element<M: TypeModel>(
             v => Ok(PathElement::Value(v.clone())),
         },
         ListRelationship::Map(keys) => {
-            let Value::Object(m) = item else {
-                return Err(WalkError(
-                    "associative list with keys may not have non-map elements".into(),
-                ));
+            let m = match item {
+                Value::Null => {
+                    return Err(WalkError(
+                        "associative list with keys may not have a null element".into(),
+                    ));
+                }
+                Value::Object(m) => m,
+                _ => {
+                    return Err(WalkError(
+                        "associative list with keys may not have non-map elements".into(),
+                    ));
+                }
             };
-            if keys.is_empty() {
-                return Err(WalkError(
-                    "associative list with keys may not have an empty key list".into(),
-                ));
-            }
+            // A key field neither set nor defaulted is left out: the item is another entry.
             let mut fields = Vec::with_capacity(keys.len());
             for k in keys {
-                match m.get(&**k) {
-                    Some(v) => fields.push((k.to_string(), v.clone())),
-                    None => match element.and_then(|t| model.key_default(t, k)) {
-                        Some(d) => fields.push((k.to_string(), d)),
-                        None => {
-                            return Err(WalkError(format!(
-                                "associative list with keys has an element that omits key field {} (and doesn't have default value)",
-                                crate::gofmt::quote(k)
-                            )));
-                        }
-                    },
+                let v = m
+                    .get(&**k)
+                    .cloned()
+                    .or_else(|| element.and_then(|t| model.key_default(t, k)));
+                if let Some(v) = v {
+                    fields.push((k.to_string(), v));
                 }
+            }
+            if !keys.is_empty() && fields.is_empty() {
+                let quoted: Vec<String> = keys.iter().map(|k| crate::gofmt::quote(k)).collect();
+                return Err(WalkError(format!(
+                    "associative list with keys has an element that omits all key fields [{}] (and doesn't have default values for any key fields)",
+                    quoted.join(" ")
+                )));
             }
             Ok(PathElement::key(fields))
         }
