@@ -86,19 +86,25 @@ impl ManagedFieldsEntry {
     /// The identifier the apiserver keys the entry by (`BuildManagerIdentifier`): manager,
     /// operation, the API version of an update, the subresource.
     fn identifier(&self) -> String {
-        let mut m = Map::new();
-        m.insert("manager".into(), Value::String(self.manager.clone()));
-        m.insert("operation".into(), self.operation.as_str().into());
-        if self.operation == Operation::Update {
-            m.insert("apiVersion".into(), Value::String(self.api_version.clone()));
+        let mut out = Vec::with_capacity(64);
+        let member = |out: &mut Vec<u8>, name: &str, value: &str| {
+            out.push(if out.is_empty() { b'{' } else { b',' });
+            out.extend_from_slice(format!("\"{name}\":").as_bytes());
+            crate::jsonpatch::gostr::append_string(out, value);
+        };
+        // The members of Go's ManagedFieldsEntry in its order, empty ones left out.
+        if !self.manager.is_empty() {
+            member(&mut out, "manager", &self.manager);
+        }
+        member(&mut out, "operation", self.operation.as_str());
+        if self.operation == Operation::Update && !self.api_version.is_empty() {
+            member(&mut out, "apiVersion", &self.api_version);
         }
         if !self.subresource.is_empty() {
-            m.insert(
-                "subresource".into(),
-                Value::String(self.subresource.clone()),
-            );
+            member(&mut out, "subresource", &self.subresource);
         }
-        serde_json::to_string(&m).unwrap_or_default()
+        out.push(b'}');
+        String::from_utf8_lossy(&out).into_owned()
     }
 
     /// The manager as the apiserver names it in a conflict (`printManager`).
@@ -218,6 +224,8 @@ pub struct Request<'a> {
     pub manager: &'a str,
     /// The object's `apiVersion` as the request names it (`apps/v1`).
     pub api_version: &'a str,
+    /// The object's kind (`Deployment`).
+    pub kind: &'a str,
     /// The time the entry records, RFC 3339 at second precision (`2024-05-01T10:00:00Z`).
     pub time: &'a str,
     /// `force` (apply only).
@@ -241,7 +249,8 @@ fn strip_set() -> Set {
     s
 }
 
-/// Managers by identifier, with what each identifier stands for and the times kept.
+/// The field manager's bookkeeping: managers by identifier, and the entry each identifier
+/// stands for (its manager, operation, subresource and time).
 struct Decoded {
     managers: Managers,
     entries: BTreeMap<String, ManagedFieldsEntry>,
@@ -249,19 +258,12 @@ struct Decoded {
 
 /// The managers of `managed`, and the identifier of the request's manager (known from then on).
 fn decode(managed: &ManagedFields, req: &Request<'_>, operation: Operation) -> (Decoded, String) {
-    let mut managers = Managers::new();
-    let mut entries = BTreeMap::new();
+    let mut d = Decoded {
+        managers: Managers::new(),
+        entries: BTreeMap::new(),
+    };
     for e in &managed.0 {
-        let id = e.identifier();
-        managers.insert(
-            id.clone(),
-            VersionedSet {
-                set: e.fields.clone(),
-                api_version: e.api_version.clone(),
-                applied: e.operation == Operation::Apply,
-            },
-        );
-        entries.insert(id, e.clone());
+        d.add(e.clone(), e.fields.clone(), e.operation == Operation::Apply);
     }
     let me = ManagedFieldsEntry {
         manager: req.manager.into(),
@@ -272,41 +274,137 @@ fn decode(managed: &ManagedFields, req: &Request<'_>, operation: Operation) -> (
         subresource: req.subresource.into(),
     };
     let my_id = me.identifier();
-    entries.entry(my_id.clone()).or_insert(me);
-    (Decoded { managers, entries }, my_id)
+    d.entries.entry(my_id.clone()).or_insert(me);
+    (d, my_id)
 }
 
-/// The entries the apiserver writes back (`encodeManagedFields`): an entry whose fields did not
-/// change kept as it was, the others rebuilt; sorted by operation, time, manager, API version,
-/// subresource.
-fn encode(d: &Decoded, times: &BTreeMap<String, String>) -> ManagedFields {
-    let mut out = Vec::with_capacity(d.managers.len());
-    for (id, vs) in &d.managers {
-        let Some(base) = d.entries.get(id) else {
-            continue;
-        };
-        let mut e = base.clone();
-        e.api_version = vs.api_version.clone();
-        e.operation = if vs.applied {
-            Operation::Apply
-        } else {
-            Operation::Update
-        };
-        e.fields = vs.set.clone();
-        if let Some(t) = times.get(id) {
-            e.time = Some(t.clone());
-        }
-        out.push(e);
+impl Decoded {
+    fn add(&mut self, entry: ManagedFieldsEntry, set: Set, applied: bool) -> String {
+        let id = entry.identifier();
+        self.managers.insert(
+            id.clone(),
+            VersionedSet {
+                set,
+                api_version: entry.api_version.clone(),
+                applied,
+            },
+        );
+        self.entries.insert(id.clone(), entry);
+        id
     }
-    out.sort_by(|p, q| {
-        p.operation
-            .cmp(&q.operation)
-            .then_with(|| seconds(p.time.as_deref()).cmp(&seconds(q.time.as_deref())))
-            .then_with(|| p.manager.cmp(&q.manager))
-            .then_with(|| p.api_version.cmp(&q.api_version))
-            .then_with(|| p.subresource.cmp(&q.subresource))
-    });
-    ManagedFields(out)
+
+    fn time(&self, id: &str) -> i64 {
+        seconds(self.entries.get(id).and_then(|e| e.time.as_deref()))
+    }
+
+    fn set_time(&mut self, id: &str, time: &str) {
+        if let Some(e) = self.entries.get_mut(id) {
+            e.time = Some(time.into());
+        }
+    }
+
+    /// The field manager's `stripMetaManager`: the request's manager never owns `apiVersion`,
+    /// `kind` or the system fields of `metadata`.
+    fn strip(&mut self, id: &str) {
+        if let Some(vs) = self.managers.get_mut(id) {
+            vs.set = vs.set.difference(&strip_set());
+            if vs.set.is_empty() {
+                self.managers.remove(id);
+            }
+        }
+    }
+
+    /// The field manager's `capManagersManager`: beyond ten update entries, the oldest are merged
+    /// into one `ancient-changes` entry per API version.
+    fn cap_updaters(&mut self) {
+        const MAX_UPDATERS: usize = 10;
+        let mut updaters: Vec<String> = self
+            .managers
+            .iter()
+            .filter(|(_, vs)| !vs.applied)
+            .map(|(id, _)| id.clone())
+            .collect();
+        if updaters.len() <= MAX_UPDATERS {
+            return;
+        }
+        updaters.sort_by(|a, b| self.time(a).cmp(&self.time(b)).then_with(|| a.cmp(b)));
+        let mut first_of_version: BTreeMap<String, String> = BTreeMap::new();
+        let mut length = updaters.len();
+        for id in &updaters {
+            if length <= MAX_UPDATERS {
+                break;
+            }
+            let Some(vs) = self.managers.get(id).cloned() else {
+                continue;
+            };
+            let time = self.entries.get(id).and_then(|e| e.time.clone());
+            let bucket = ManagedFieldsEntry {
+                manager: "ancient-changes".into(),
+                operation: Operation::Update,
+                api_version: vs.api_version.clone(),
+                time: None,
+                fields: Set::new(),
+                subresource: String::new(),
+            };
+            let bucket_id = bucket.identifier();
+            match first_of_version.get(&vs.api_version) {
+                Some(first) => {
+                    if !self.managers.contains_key(&bucket_id) {
+                        let moved = self.managers.remove(first).map_or_else(Set::new, |f| f.set);
+                        self.add(bucket, moved, false);
+                    }
+                    let merged = self
+                        .managers
+                        .get(&bucket_id)
+                        .map_or_else(|| vs.set.clone(), |b| vs.set.union(&b.set));
+                    self.managers.insert(
+                        bucket_id.clone(),
+                        VersionedSet {
+                            set: merged,
+                            ..vs.clone()
+                        },
+                    );
+                    self.managers.remove(id);
+                    length -= 1;
+                    if let Some(e) = self.entries.get_mut(&bucket_id) {
+                        e.time = time;
+                    }
+                }
+                None => {
+                    first_of_version.insert(vs.api_version.clone(), id.clone());
+                }
+            }
+        }
+    }
+
+    /// The entries the apiserver writes back (`encodeManagedFields`), sorted by operation, time,
+    /// manager, API version and subresource.
+    fn encode(&self) -> ManagedFields {
+        let mut out = Vec::with_capacity(self.managers.len());
+        for (id, vs) in &self.managers {
+            let Some(base) = self.entries.get(id) else {
+                continue;
+            };
+            let mut e = base.clone();
+            e.api_version = vs.api_version.clone();
+            e.operation = if vs.applied {
+                Operation::Apply
+            } else {
+                Operation::Update
+            };
+            e.fields = vs.set.clone();
+            out.push(e);
+        }
+        out.sort_by(|p, q| {
+            p.operation
+                .cmp(&q.operation)
+                .then_with(|| seconds(p.time.as_deref()).cmp(&seconds(q.time.as_deref())))
+                .then_with(|| p.manager.cmp(&q.manager))
+                .then_with(|| p.api_version.cmp(&q.api_version))
+                .then_with(|| p.subresource.cmp(&q.subresource))
+        });
+        ManagedFields(out)
+    }
 }
 
 /// Seconds since the epoch of an RFC 3339 time (0 when absent or unreadable), for ordering.
@@ -320,7 +418,9 @@ fn seconds(t: Option<&str>) -> i64 {
         let clock = rest.get(..8)?;
         let mut c = clock.splitn(3, ':');
         let (h, mi, s) = (num(c.next()?)?, num(c.next()?)?, num(c.next()?)?);
-        let zone = rest[8..].trim_start_matches(|ch: char| ch == '.' || ch.is_ascii_digit());
+        let zone = rest
+            .get(8..)?
+            .trim_start_matches(|ch: char| ch == '.' || ch.is_ascii_digit());
         let offset = match zone {
             "Z" | "" => 0,
             z => {
@@ -341,12 +441,9 @@ fn seconds(t: Option<&str>) -> i64 {
     parse().unwrap_or(0)
 }
 
-fn conflict_error(
-    conflicts: &Conflicts,
-    entries: &BTreeMap<String, ManagedFieldsEntry>,
-) -> ApplyError {
+fn conflict_error(conflicts: &Conflicts, d: &Decoded) -> ApplyError {
     let describe = |id: &str| {
-        entries
+        d.entries
             .get(id)
             .map(ManagedFieldsEntry::describe)
             .unwrap_or_else(|| crate::gofmt::quote(id))
@@ -368,7 +465,7 @@ fn conflict_error(
             c.path
         )
     } else {
-        // Managers sorted by identifier, as upstream sorts them.
+        // Grouped by manager identifier, sorted, as upstream groups them.
         let mut lines = Vec::new();
         for (id, paths) in conflicts.by_manager() {
             lines.push(format!("conflicts with {}:", describe(id)));
@@ -389,9 +486,9 @@ fn updater(req: &Request<'_>) -> Updater {
     }
 }
 
-fn walk_error(e: UpdaterError, entries: &BTreeMap<String, ManagedFieldsEntry>) -> ApplyError {
+fn updater_error(e: UpdaterError, d: &Decoded) -> ApplyError {
     match e {
-        UpdaterError::Conflicts(c) => conflict_error(&c, entries),
+        UpdaterError::Conflicts(c) => conflict_error(&c, d),
         UpdaterError::Invalid(e) => ApplyError::Invalid(e.0),
     }
 }
@@ -407,28 +504,72 @@ fn typed_object(schema: &Schema, id: TypeId, object: Option<&Value>) -> Result<V
     Ok(v)
 }
 
+fn metadata_mut(object: &mut Value) -> Option<&mut Map<String, Value>> {
+    object
+        .as_object_mut()?
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+}
+
 fn with_managed_fields(mut object: Value, managed: &ManagedFields) -> Value {
-    if let Value::Object(top) = &mut object {
-        let meta = top
-            .entry("metadata")
-            .or_insert_with(|| Value::Object(Map::new()));
-        if let Value::Object(meta) = meta {
-            if managed.0.is_empty() {
-                meta.remove("managedFields");
-            } else {
-                meta.insert("managedFields".into(), managed.to_value());
-            }
+    if let Some(meta) = metadata_mut(&mut object) {
+        if managed.0.is_empty() {
+            meta.remove("managedFields");
+        } else {
+            meta.insert("managedFields".into(), managed.to_value());
         }
     }
     object
 }
 
-fn strip(managers: &mut Managers, id: &str) {
-    if let Some(vs) = managers.get_mut(id) {
-        vs.set = vs.set.difference(&strip_set());
-        if vs.set.is_empty() {
-            managers.remove(id);
+/// `group/version, Kind=kind`, as Go prints a `GroupVersionKind`.
+fn gvk_string(api_version: &str, kind: &str) -> String {
+    match api_version.split_once('/') {
+        Some((group, version)) if !version.contains('/') => {
+            format!("{group}/{version}, Kind={kind}")
         }
+        Some(_) => "/, Kind=".into(),
+        None => format!("/{api_version}, Kind={kind}"),
+    }
+}
+
+/// `kubectl.kubernetes.io/last-applied-configuration`.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// The field manager's `lastAppliedUpdater`: an apply by `kubectl` to an object that carries a
+/// client-side apply annotation rewrites the annotation to the applied configuration (without
+/// the annotation, encoded as Go encodes it, newline-terminated), unless the annotations would
+/// then exceed their size limit, in which case it is dropped.
+fn sync_last_applied(object: &mut Value, config: &Value, manager: &str) {
+    const TOTAL_ANNOTATION_SIZE_LIMIT: usize = 256 * 1024;
+    let has = object
+        .pointer(&format!(
+            "/metadata/annotations/{}",
+            LAST_APPLIED.replace('/', "~1")
+        ))
+        .and_then(Value::as_str)
+        .is_some_and(|s| !s.is_empty());
+    if manager != "kubectl" || !has {
+        return;
+    }
+    let mut applied = config.clone();
+    if let Some(Value::Object(annotations)) = applied.pointer_mut("/metadata/annotations") {
+        annotations.remove(LAST_APPLIED);
+    }
+    let mut text = crate::jsonpatch::go_marshal(&applied);
+    text.push(b'\n');
+    let text = String::from_utf8_lossy(&text).into_owned();
+    let Some(Value::Object(annotations)) = object.pointer_mut("/metadata/annotations") else {
+        return;
+    };
+    annotations.insert(LAST_APPLIED.into(), Value::String(text));
+    let size: usize = annotations
+        .iter()
+        .map(|(k, v)| k.len() + v.as_str().map_or(0, str::len))
+        .sum();
+    if size > TOTAL_ANNOTATION_SIZE_LIMIT {
+        annotations.remove(LAST_APPLIED);
     }
 }
 
@@ -436,7 +577,10 @@ fn strip(managers: &mut Managers, id: &str) {
 /// object) of the built-in kind `id`: the object the admission webhooks receive, with its
 /// `managedFields`, and those entries. `managed` are the live object's entries.
 ///
-/// Defaulting of the result, which the apiserver runs next, is not part of it.
+/// As the apiserver's field manager: the configuration must name the request's kind and version;
+/// the merged object is decoded into its Go type and defaulted; an apply that changes nothing
+/// returns the live object (with the entries updated, the applier's time unchanged); `kubectl`
+/// keeps a client-side apply annotation in step.
 pub fn apply(
     schema: &Schema,
     id: TypeId,
@@ -445,14 +589,12 @@ pub fn apply(
     req: &Request<'_>,
     managed: &ManagedFields,
 ) -> Result<(Value, ManagedFields), ApplyError> {
-    let patch_version = config
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if patch_version != req.api_version {
+    let text = |k: &str| config.get(k).and_then(Value::as_str).unwrap_or_default();
+    let (patch_version, patch_kind) = (text("apiVersion"), text("kind"));
+    if gvk_string(patch_version, patch_kind) != gvk_string(req.api_version, req.kind) {
         return Err(ApplyError::BadRequest(format!(
-            "incorrect version specified in apply patch. Specified patch version: {patch_version}, expected: {}",
-            req.api_version
+            "invalid object type: {}",
+            gvk_string(patch_version, patch_kind)
         )));
     }
     if config
@@ -478,26 +620,40 @@ pub fn apply(
             &my_id,
             req.force,
         )
-        .map_err(|e| walk_error(e, &d.entries))?;
-    strip(&mut d.managers, &my_id);
-    let mut times = BTreeMap::new();
-    let object = match result {
+        .map_err(|e| updater_error(e, &d))?;
+    d.strip(&my_id);
+    let mut object = match result {
         Some(new) => {
-            times.insert(my_id, req.time.to_string());
-            codec::normalize(schema, id, &new)
-                .map_err(|e| ApplyError::Invalid(e.0))?
-                .0
+            d.set_time(&my_id, req.time);
+            let (mut v, _) =
+                codec::normalize(schema, id, &new).map_err(|e| ApplyError::Invalid(e.0))?;
+            let before = v.clone();
+            let (group, version) = req
+                .api_version
+                .split_once('/')
+                .unwrap_or(("", req.api_version));
+            crate::defaulting::default_object(group, version, req.kind, &mut v, schema.release());
+            if v != before {
+                v = codec::normalize(schema, id, &v)
+                    .map_err(|e| ApplyError::Invalid(e.0))?
+                    .0;
+            }
+            v
         }
         None => live,
     };
-    let managed = encode(&d, &times);
+    sync_last_applied(&mut object, config, req.manager);
+    let managed = d.encode();
     Ok((with_managed_fields(object, &managed), managed))
 }
 
 /// An update (create, update, non-apply patch) of the object from `live` (None on create) to
 /// `new` by `req.manager`, as the field manager records it: the fields that changed become the
-/// manager's `Update` entry at `req.api_version`, and other managers lose them. Returns `new` with
-/// its `managedFields`, and those entries.
+/// manager's `Update` entry at `req.api_version`, other managers lose them, and beyond ten update
+/// entries the oldest are merged into `ancient-changes`. An update of an existing object (one
+/// with a `metadata.uid`) that has no entries is not tracked, as upstream. `managed` are the
+/// entries in force ([`ManagedFields::for_update`]). Returns `new` with its `managedFields`, and
+/// those entries.
 pub fn update(
     schema: &Schema,
     id: TypeId,
@@ -507,10 +663,17 @@ pub fn update(
     managed: &ManagedFields,
 ) -> Result<(Value, ManagedFields), ApplyError> {
     const CURRENT: &str = "current-operation";
+    let existing = live
+        .and_then(|l| l.pointer("/metadata/uid"))
+        .and_then(Value::as_str)
+        .is_some_and(|uid| !uid.is_empty());
+    let new = typed_object(schema, id, Some(new))?;
+    if managed.0.is_empty() && existing {
+        return Ok((new, ManagedFields::default()));
+    }
     let model = GoModel(schema);
     let ty = GoType::Struct(id);
     let live = typed_object(schema, id, live)?;
-    let new = typed_object(schema, id, Some(new))?;
     let (mut d, my_id) = decode(managed, req, Operation::Update);
     updater(req)
         .update(
@@ -522,8 +685,7 @@ pub fn update(
             &mut d.managers,
             CURRENT,
         )
-        .map_err(|e| walk_error(e, &d.entries))?;
-    let mut times = BTreeMap::new();
+        .map_err(|e| updater_error(e, &d))?;
     if let Some(vs) = d.managers.remove(CURRENT) {
         let merged = match d.managers.remove(&my_id) {
             Some(previous) => VersionedSet {
@@ -533,11 +695,42 @@ pub fn update(
             None => vs,
         };
         d.managers.insert(my_id.clone(), merged);
-        times.insert(my_id.clone(), req.time.to_string());
+        d.set_time(&my_id, req.time);
     }
-    strip(&mut d.managers, &my_id);
-    let managed = encode(&d, &times);
+    d.strip(&my_id);
+    d.cap_updaters();
+    let managed = d.encode();
     Ok((with_managed_fields(new, &managed), managed))
+}
+
+impl ManagedFields {
+    /// The entries an update starts from (`decodeLiveOrNew`): those the new object carries,
+    /// unless it carries none (or they cannot be read), then the live object's; an empty list or
+    /// a single empty entry in the new object resets them. A subresource always starts from the
+    /// live object's.
+    pub fn for_update(
+        live: Option<&Value>,
+        new: &Value,
+        subresource: &str,
+    ) -> Result<ManagedFields, ApplyError> {
+        let from_live = || live.map_or(Ok(ManagedFields::default()), ManagedFields::from_object);
+        if !subresource.is_empty() {
+            return from_live();
+        }
+        match new.pointer("/metadata/managedFields") {
+            Some(Value::Array(items))
+                if items.is_empty()
+                    || (items.len() == 1 && items[0].as_object().is_some_and(Map::is_empty)) =>
+            {
+                return Ok(ManagedFields::default());
+            }
+            _ => {}
+        }
+        match ManagedFields::from_object(new) {
+            Ok(m) if !m.0.is_empty() => Ok(m),
+            _ => from_live(),
+        }
+    }
 }
 
 #[cfg(test)]

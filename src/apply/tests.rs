@@ -13,6 +13,7 @@ fn req<'a>(manager: &'a str, time: &'a str, force: bool) -> Request<'a> {
     Request {
         manager,
         api_version: "apps/v1",
+        kind: "Deployment",
         time,
         force,
         subresource: "",
@@ -157,7 +158,7 @@ fn apply_refuses_another_version_and_managed_fields() {
     );
     assert_eq!(
         err.unwrap_err().to_string(),
-        "incorrect version specified in apply patch. Specified patch version: apps/v1beta1, expected: apps/v1"
+        "invalid object type: apps/v1beta1, Kind=Deployment"
     );
 }
 
@@ -166,4 +167,129 @@ fn times_order_entries() {
     assert!(seconds(Some("2024-05-01T10:00:00Z")) < seconds(Some("2024-05-01T10:00:01Z")));
     assert_eq!(seconds(Some("1970-01-01T00:00:00Z")), 0);
     assert_eq!(seconds(Some("1970-01-02T01:00:00+01:00")), 86_400);
+}
+
+#[test]
+fn conflicts_with_several_managers_are_grouped_by_identifier() {
+    let (schema, id) = deployment();
+    let (obj, managed) = apply(
+        schema,
+        id,
+        None,
+        &config(2, "nginx:1"),
+        &req("alpha", "2024-05-01T10:00:00Z", false),
+        &ManagedFields::default(),
+    )
+    .unwrap();
+    let mut changed = obj.clone();
+    changed["spec"]["replicas"] = json!(4);
+    let upd = Request {
+        manager: "zeta",
+        ..req("", "2024-05-01T10:01:00Z", false)
+    };
+    let (obj, managed) = update(schema, id, Some(&obj), &changed, &upd, &managed).unwrap();
+    let err = apply(
+        schema,
+        id,
+        Some(&obj),
+        &config(5, "nginx:9"),
+        &req("beta", "2024-05-01T10:02:00Z", false),
+        &managed,
+    )
+    .unwrap_err();
+    // Identifiers sort by manager name first, as Go's encoding of the entry puts it first.
+    assert_eq!(
+        err.to_string(),
+        "Apply failed with 2 conflicts: conflicts with \"alpha\":\n- .spec.template.spec.containers[name=\"web\"].image\nconflicts with \"zeta\" using apps/v1:\n- .spec.replicas"
+    );
+    let ApplyError::Conflict { causes, .. } = err else {
+        panic!("not a conflict");
+    };
+    assert_eq!(causes[1].0, "conflict with \"zeta\" using apps/v1");
+    assert_eq!(causes[1].1, ".spec.replicas");
+}
+
+#[test]
+fn updates_beyond_ten_managers_merge_into_ancient_changes() {
+    let (schema, id) = deployment();
+    let (mut obj, mut managed) = apply(
+        schema,
+        id,
+        None,
+        &config(1, "nginx:1"),
+        &req("kubectl", "2024-05-01T10:00:00Z", false),
+        &ManagedFields::default(),
+    )
+    .unwrap();
+    for i in 0..12 {
+        let mut changed = obj.clone();
+        changed["metadata"]["annotations"][format!("a{i}")] = json!("x");
+        let manager = format!("m{i:02}");
+        let time = format!("2024-05-01T11:{i:02}:00Z");
+        let upd = Request {
+            manager: &manager,
+            ..req("", &time, false)
+        };
+        (obj, managed) = update(schema, id, Some(&obj), &changed, &upd, &managed).unwrap();
+    }
+    let names: Vec<&str> = managed.0.iter().map(|e| e.manager.as_str()).collect();
+    assert_eq!(names.len(), 11, "{names:?}");
+    assert_eq!(names[0], "kubectl");
+    assert!(names.contains(&"ancient-changes"), "{names:?}");
+    assert!(!names.contains(&"m00") && !names.contains(&"m01") && !names.contains(&"m02"));
+}
+
+#[test]
+fn an_untracked_object_stays_untracked_on_update() {
+    let (schema, id) = deployment();
+    let mut live = config(1, "nginx:1");
+    live["metadata"]["uid"] = json!("1234");
+    let mut new = live.clone();
+    new["spec"]["replicas"] = json!(2);
+    let upd = Request {
+        manager: "kubectl-edit",
+        ..req("", "2024-05-01T10:00:00Z", false)
+    };
+    let managed = ManagedFields::for_update(Some(&live), &new, "").unwrap();
+    let (obj, managed) = update(schema, id, Some(&live), &new, &upd, &managed).unwrap();
+    assert!(managed.0.is_empty());
+    assert!(obj["metadata"].get("managedFields").is_none());
+}
+
+#[test]
+fn kubectl_keeps_the_client_side_annotation_in_step() {
+    let (schema, id) = deployment();
+    const KEY: &str = "kubectl.kubernetes.io/last-applied-configuration";
+    let mut live = config(1, "nginx:1");
+    live["metadata"]["annotations"] = json!({ KEY: "{\"old\":true}\n" });
+    let mut c = config(2, "nginx:<2>");
+    c["metadata"]["annotations"] = json!({ KEY: "ignored" });
+    let (obj, _) = apply(
+        schema,
+        id,
+        Some(&live),
+        &c,
+        &req("kubectl", "2024-05-01T10:00:00Z", false),
+        &ManagedFields::default(),
+    )
+    .unwrap();
+    let text = obj["metadata"]["annotations"][KEY].as_str().unwrap();
+    assert!(text.ends_with("}\n"), "{text}");
+    assert!(text.contains(r#""image":"nginx:\u003c2\u003e""#), "{text}");
+    assert!(!text.contains("ignored"));
+}
+
+#[test]
+fn field_sets_are_read_as_upstream_reads_them() {
+    let managed = ManagedFields::from_value(&json!([{
+        "manager": "m", "operation": "Update", "apiVersion": "v1",
+        "fieldsType": "FieldsV1", "fieldsV1": {"f:a": {}, "x:unknown": {}}
+    }]))
+    .unwrap();
+    assert_eq!(managed.0[0].fields.to_fields_v1_string(), r#"{"f:a":{}}"#);
+    let err = ManagedFields::from_value(&json!([{
+        "manager": "m", "operation": "Update", "fieldsType": "FieldsV2"
+    }]))
+    .unwrap_err();
+    assert!(err.to_string().contains("invalid fieldsType"));
 }
