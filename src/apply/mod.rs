@@ -212,7 +212,9 @@ pub enum ApplyError {
     /// The object's `managedFields` cannot be decoded.
     #[error("failed to decode managed fields: {0}")]
     ManagedFields(String),
-    /// An object does not fit its type (Go's decoding error, or structured-merge-diff's).
+    /// An object does not fit its type (Go's decoding error, or structured-merge-diff's, as
+    /// `failed to create typed patch object (ns/name; apps/v1, Kind=Deployment): .spec.foo:
+    /// field not declared in schema`, which the apiserver returns as a 500).
     #[error("{0}")]
     Invalid(String),
 }
@@ -607,6 +609,20 @@ pub fn apply(
     }
     let model = GoModel(schema);
     let ty = GoType::Struct(id);
+    typed::validate(&model, &ty, config).map_err(|e| {
+        let meta = |k: &str| {
+            config
+                .pointer(&format!("/metadata/{k}"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        ApplyError::Invalid(format!(
+            "failed to create typed patch object ({}/{}; {}): {e}",
+            meta("namespace"),
+            meta("name"),
+            gvk_string(patch_version, patch_kind)
+        ))
+    })?;
     let live = typed_object(schema, id, live)?;
     let (mut d, my_id) = decode(managed, req, Operation::Apply);
     let result = updater(req)

@@ -293,3 +293,37 @@ fn field_sets_are_read_as_upstream_reads_them() {
     .unwrap_err();
     assert!(err.to_string().contains("invalid fieldsType"));
 }
+
+#[test]
+fn fields_the_type_lacks_are_refused_in_upstream_words() {
+    let (schema, id) = deployment();
+    let mut c = config(1, "x");
+    c["metadata"]["namespace"] = json!("prod");
+    c["spec"]["template"]["spec"]["containers"][0]["imagePolicy"] = json!("x");
+    let err = apply(
+        schema,
+        id,
+        None,
+        &c,
+        &req("m", "t", false),
+        &ManagedFields::default(),
+    );
+    assert_eq!(
+        err.unwrap_err().to_string(),
+        "failed to create typed patch object (prod/web; apps/v1, Kind=Deployment): .spec.template.spec.containers[name=\"web\"].imagePolicy: field not declared in schema"
+    );
+    let mut c = config(1, "x");
+    c["spec"]["template"]["spec"]["containers"] = json!([{"name": "a"}, {"name": "a"}]);
+    let err = apply(
+        schema,
+        id,
+        None,
+        &c,
+        &req("m", "t", false),
+        &ManagedFields::default(),
+    );
+    assert_eq!(
+        err.unwrap_err().to_string(),
+        "failed to create typed patch object (/web; apps/v1, Kind=Deployment): .spec.template.spec.containers: duplicate entries for key [name=\"a\"]"
+    );
+}

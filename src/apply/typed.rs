@@ -658,3 +658,70 @@ fn ensure_walk<M: TypeModel>(model: &M, ty: Option<&M::Type>, set: &Set) -> Set 
     }
     out
 }
+
+/// Checks an object against the schema as upstream's `Validate` does for what this module
+/// models: fields a struct does not declare, list items without keys, duplicate keys. Errors
+/// as upstream's `ValidationErrors` prints them (`.spec.foo: field not declared in schema`;
+/// several as `errors:` and one per line). Scalar types are not checked.
+pub fn validate<M: TypeModel>(model: &M, ty: &M::Type, value: &Value) -> Result<(), WalkError> {
+    let mut errors = Vec::new();
+    validate_walk(model, Some(ty), value, "", &mut errors);
+    match errors.len() {
+        0 => Ok(()),
+        1 => Err(WalkError(errors.remove(0))),
+        _ => Err(WalkError(format!("errors:\n  {}", errors.join("\n  ")))),
+    }
+}
+
+fn validate_walk<M: TypeModel>(
+    model: &M,
+    ty: Option<&M::Type>,
+    value: &Value,
+    path: &str,
+    errors: &mut Vec<String>,
+) {
+    let at = |msg: String| {
+        if path.is_empty() {
+            msg
+        } else {
+            format!("{path}: {msg}")
+        }
+    };
+    let Some(t) = ty else { return };
+    match (model.atom(t), value) {
+        (Atom::List(rel), Value::Array(items)) => {
+            let element = model.element(t);
+            let mut seen = std::collections::BTreeSet::new();
+            for (i, item) in items.iter().enumerate() {
+                let pe = match rel {
+                    ListRelationship::Atomic => PathElement::Index(i as i64),
+                    _ => match list_item_element(model, rel, element.as_ref(), i, item) {
+                        Ok(pe) => pe,
+                        Err(e) => {
+                            errors.push(at(format!("element {i}: {e}")));
+                            return;
+                        }
+                    },
+                };
+                if !matches!(rel, ListRelationship::Atomic) && !seen.insert(pe.clone()) {
+                    errors.push(at(format!("duplicate entries for key {pe}")));
+                }
+                let child = format!("{path}{pe}");
+                validate_walk(model, element.as_ref(), item, &child, errors);
+            }
+        }
+        (Atom::Map { .. } | Atom::Deduced, Value::Object(m)) => {
+            for (k, v) in m {
+                let child = format!("{path}.{k}");
+                match member_type(model, ty, k) {
+                    Some(ft) => validate_walk(model, Some(&ft), v, &child, errors),
+                    None => {
+                        errors.push(format!("{child}: field not declared in schema"));
+                        return;
+                    }
+                }
+            }
+        }
+        _ => {}
+    }
+}
