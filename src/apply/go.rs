@@ -85,6 +85,11 @@ impl<'s> TypeModel for GoModel<'s> {
         }
     }
 
+    /// Kubernetes 1.34 moved to structured-merge-diff v6, which lets an item omit key fields.
+    fn optional_keys(&self) -> bool {
+        self.0.release().minor() >= 34
+    }
+
     fn key_default(&self, item: &GoType<'s>, key: &str) -> Option<Value> {
         let (id, _) = self.struct_of(*item)?;
         let default = self.0.get(id).field(key)?.default.as_deref()?;

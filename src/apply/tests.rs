@@ -21,6 +21,19 @@ fn req<'a>(manager: &'a str, time: &'a str, force: bool) -> Request<'a> {
     }
 }
 
+/// An apply that creates the Deployment.
+fn create(c: &Value, manager: &str, time: &str) -> Result<(Value, ManagedFields), ApplyError> {
+    let (schema, id) = deployment();
+    apply(
+        schema,
+        id,
+        None,
+        c,
+        &req(manager, time, false),
+        &ManagedFields::default(),
+    )
+}
+
 fn config(replicas: i64, image: &str) -> Value {
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
@@ -121,15 +134,7 @@ fn apply_removes_what_the_applier_no_longer_applies() {
     let (schema, id) = deployment();
     let mut first = config(2, "nginx:1");
     first["metadata"]["labels"]["tier"] = json!("front");
-    let (obj, managed) = apply(
-        schema,
-        id,
-        None,
-        &first,
-        &req("kubectl", "2024-05-01T10:00:00Z", false),
-        &ManagedFields::default(),
-    )
-    .unwrap();
+    let (obj, managed) = create(&first, "kubectl", "2024-05-01T10:00:00Z").unwrap();
     assert_eq!(obj["metadata"]["labels"]["tier"], "front");
     let (obj, _) = apply(
         schema,
@@ -145,17 +150,9 @@ fn apply_removes_what_the_applier_no_longer_applies() {
 
 #[test]
 fn apply_refuses_another_version_and_managed_fields() {
-    let (schema, id) = deployment();
     let mut c = config(1, "x");
     c["apiVersion"] = json!("apps/v1beta1");
-    let err = apply(
-        schema,
-        id,
-        None,
-        &c,
-        &req("m", "t", false),
-        &ManagedFields::default(),
-    );
+    let err = create(&c, "m", "t");
     assert_eq!(
         err.unwrap_err().to_string(),
         "invalid object type: apps/v1beta1, Kind=Deployment"
@@ -296,34 +293,52 @@ fn field_sets_are_read_as_upstream_reads_them() {
 
 #[test]
 fn fields_the_type_lacks_are_refused_in_upstream_words() {
-    let (schema, id) = deployment();
     let mut c = config(1, "x");
     c["metadata"]["namespace"] = json!("prod");
     c["spec"]["template"]["spec"]["containers"][0]["imagePolicy"] = json!("x");
-    let err = apply(
-        schema,
-        id,
-        None,
-        &c,
-        &req("m", "t", false),
-        &ManagedFields::default(),
-    );
+    let err = create(&c, "m", "t");
     assert_eq!(
         err.unwrap_err().to_string(),
         "failed to create typed patch object (prod/web; apps/v1, Kind=Deployment): .spec.template.spec.containers[name=\"web\"].imagePolicy: field not declared in schema"
     );
     let mut c = config(1, "x");
     c["spec"]["template"]["spec"]["containers"] = json!([{"name": "a"}, {"name": "a"}]);
-    let err = apply(
-        schema,
-        id,
-        None,
-        &c,
-        &req("m", "t", false),
-        &ManagedFields::default(),
-    );
+    let err = create(&c, "m", "t");
     assert_eq!(
         err.unwrap_err().to_string(),
         "failed to create typed patch object (/web; apps/v1, Kind=Deployment): .spec.template.spec.containers: duplicate entries for key [name=\"a\"]"
+    );
+}
+
+#[test]
+fn items_without_a_key_field_follow_the_release() {
+    let c = json!({
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {
+            "containers": [{"name": "c", "image": "x"}],
+            "topologySpreadConstraints": [{"topologyKey": "zone", "maxSkew": 1}]
+        }
+    });
+    let r = Request {
+        api_version: "v1",
+        kind: "Pod",
+        ..req("m", "2024-05-01T10:00:00Z", false)
+    };
+    let old = Schema::for_release(KubeVersion::new(33).unwrap());
+    let id = old.kind("", "v1", "Pod").unwrap();
+    let err = apply(old, id, None, &c, &r, &ManagedFields::default()).unwrap_err();
+    assert!(
+        err.to_string().ends_with(".spec.topologySpreadConstraints: element 0: associative list with keys has an element that omits key field \"whenUnsatisfiable\" (and doesn't have default value)"),
+        "{err}"
+    );
+    let new = Schema::for_release(KubeVersion::new(34).unwrap());
+    let id = new.kind("", "v1", "Pod").unwrap();
+    let (obj, managed) = apply(new, id, None, &c, &r, &ManagedFields::default()).unwrap();
+    assert_eq!(obj["spec"]["topologySpreadConstraints"][0]["maxSkew"], 1);
+    assert!(
+        managed.0[0]
+            .fields
+            .to_fields_v1_string()
+            .contains(r#"k:{\"topologyKey\":\"zone\"}"#)
     );
 }

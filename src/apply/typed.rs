@@ -56,6 +56,12 @@ pub trait TypeModel {
     fn key_default(&self, _item: &Self::Type, _key: &str) -> Option<Value> {
         None
     }
+
+    /// Whether an item may omit a key field that has no default (structured-merge-diff v6.3 and
+    /// later: the item is then another entry) rather than being refused (v4).
+    fn optional_keys(&self) -> bool {
+        true
+    }
 }
 
 /// Why a walk failed: upstream's validation message.
@@ -131,15 +137,21 @@ pub fn list_item_element<M: TypeModel>(
                     ));
                 }
             };
-            // A key field neither set nor defaulted is left out: the item is another entry.
             let mut fields = Vec::with_capacity(keys.len());
             for k in keys {
                 let v = m
                     .get(&**k)
                     .cloned()
                     .or_else(|| element.and_then(|t| model.key_default(t, k)));
-                if let Some(v) = v {
-                    fields.push((k.to_string(), v));
+                match v {
+                    Some(v) => fields.push((k.to_string(), v)),
+                    None if model.optional_keys() => {}
+                    None => {
+                        return Err(WalkError(format!(
+                            "associative list with keys has an element that omits key field {} (and doesn't have default value)",
+                            crate::gofmt::quote(k)
+                        )));
+                    }
                 }
             }
             if !keys.is_empty() && fields.is_empty() {
