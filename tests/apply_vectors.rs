@@ -284,16 +284,17 @@ fn run(case: &Case, schemas: &HashMap<String, SmdSchema>) -> Result<(), String> 
             Some(text) => Some(Set::from_fields_v1_str(text).map_err(|e| e.to_string())?),
             None => None,
         };
-        let updater = Updater { ignored };
-        let ty = root_of(&op.api_version)?;
+        let updater = Updater {
+            model: schema,
+            ty: root_of(&op.api_version)?,
+            ignored,
+        };
         let object = yaml(&op.object)?;
         let fail = |e: String| format!("failed operation {i}: {e}");
         match op.op.as_str() {
             "apply" | "force_apply" => {
                 let force = op.op == "force_apply";
                 let result = updater.apply(
-                    schema,
-                    &ty,
                     &live,
                     &object,
                     &op.api_version,
@@ -326,15 +327,7 @@ fn run(case: &Case, schemas: &HashMap<String, SmdSchema>) -> Result<(), String> 
             }
             "update" => {
                 updater
-                    .update(
-                        schema,
-                        &ty,
-                        &live,
-                        &object,
-                        &op.api_version,
-                        &mut managers,
-                        &op.manager,
-                    )
+                    .update(&live, &object, &op.api_version, &mut managers, &op.manager)
                     .map_err(|e| fail(e.to_string()))?;
                 live = object;
             }

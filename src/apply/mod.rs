@@ -482,8 +482,10 @@ fn conflict_error(conflicts: &Conflicts, d: &Decoded) -> ApplyError {
     ApplyError::Conflict { message, causes }
 }
 
-fn updater(req: &Request<'_>) -> Updater {
+fn updater<'s>(model: &'s GoModel<'s>, id: TypeId, req: &Request<'_>) -> Updater<'s, GoModel<'s>> {
     Updater {
+        model,
+        ty: GoType::Struct(id),
         ignored: req.reset_fields.cloned(),
     }
 }
@@ -625,10 +627,8 @@ pub fn apply(
     })?;
     let live = typed_object(schema, id, live)?;
     let (mut d, my_id) = decode(managed, req, Operation::Apply);
-    let result = updater(req)
+    let result = updater(&model, id, req)
         .apply(
-            &model,
-            &ty,
             &live,
             config,
             req.api_version,
@@ -688,19 +688,10 @@ pub fn update(
         return Ok((new, ManagedFields::default()));
     }
     let model = GoModel(schema);
-    let ty = GoType::Struct(id);
     let live = typed_object(schema, id, live)?;
     let (mut d, my_id) = decode(managed, req, Operation::Update);
-    updater(req)
-        .update(
-            &model,
-            &ty,
-            &live,
-            &new,
-            req.api_version,
-            &mut d.managers,
-            CURRENT,
-        )
+    updater(&model, id, req)
+        .update(&live, &new, req.api_version, &mut d.managers, CURRENT)
         .map_err(|e| updater_error(e, &d))?;
     if let Some(vs) = d.managers.remove(CURRENT) {
         let merged = match d.managers.remove(&my_id) {

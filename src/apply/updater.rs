@@ -82,15 +82,18 @@ pub enum UpdaterError {
     Invalid(#[from] WalkError),
 }
 
-/// The updater's options.
-#[derive(Debug, Clone, Default)]
-pub struct Updater {
+/// An updater of objects of one type.
+pub struct Updater<'m, M: TypeModel> {
+    /// The schema.
+    pub model: &'m M,
+    /// The objects' type.
+    pub ty: M::Type,
     /// Fields never owned or compared (the apiserver's reset fields, such as `status` for
     /// resources with a status subresource).
     pub ignored: Option<Set>,
 }
 
-impl Updater {
+impl<M: TypeModel> Updater<'_, M> {
     fn filter(&self, set: Set) -> Set {
         match &self.ignored {
             Some(ignored) => set.recursive_difference(ignored),
@@ -98,17 +101,15 @@ impl Updater {
         }
     }
 
-    fn update_managers<M: TypeModel>(
+    fn update_managers(
         &self,
-        model: &M,
-        ty: &M::Type,
         old: &Value,
         new: &Value,
         managers: &mut Managers,
         workflow: &str,
         force: bool,
     ) -> Result<Comparison, UpdaterError> {
-        let mut compare = typed::compare(model, ty, old, new)?;
+        let mut compare = typed::compare(self.model, &self.ty, old, new)?;
         if let Some(ignored) = &self.ignored {
             compare.exclude(ignored);
         }
@@ -152,17 +153,15 @@ impl Updater {
 
     /// An update by `manager` (upstream's `Updater.Update`): the fields that changed between
     /// `live` and `new` become the manager's, and other managers lose them.
-    pub fn update<M: TypeModel>(
+    pub fn update(
         &self,
-        model: &M,
-        ty: &M::Type,
         live: &Value,
         new: &Value,
         version: &str,
         managers: &mut Managers,
         manager: &str,
     ) -> Result<(), UpdaterError> {
-        let compare = self.update_managers(model, ty, live, new, managers, manager, true)?;
+        let compare = self.update_managers(live, new, managers, manager, true)?;
         let previous = managers
             .remove(manager)
             .map(|vs| vs.set)
@@ -189,11 +188,8 @@ impl Updater {
     /// live object, the fields the manager applied before and no longer applies removed unless
     /// another manager owns them, conflicts with other managers unless `force`. None when the
     /// object does not change.
-    #[allow(clippy::too_many_arguments)]
-    pub fn apply<M: TypeModel>(
+    pub fn apply(
         &self,
-        model: &M,
-        ty: &M::Type,
         live: &Value,
         config: &Value,
         version: &str,
@@ -201,6 +197,7 @@ impl Updater {
         manager: &str,
         force: bool,
     ) -> Result<Option<Value>, UpdaterError> {
+        let (model, ty) = (self.model, &self.ty);
         let merged = typed::merge(model, ty, Some(live), Some(config))?
             .unwrap_or_else(|| Value::Object(Map::new()));
         let last = managers.get(manager).cloned();
@@ -214,16 +211,14 @@ impl Updater {
                 applied: true,
             },
         );
-        let new = self.prune(model, ty, merged, &proposed, last.as_ref())?;
-        self.update_managers(model, ty, live, &new, &mut proposed, manager, force)?;
+        let new = self.prune(merged, &proposed, last.as_ref())?;
+        self.update_managers(live, &new, &mut proposed, manager, force)?;
         *managers = proposed;
         Ok((!values_equal(live, &new)).then_some(new))
     }
 
-    fn prune<M: TypeModel>(
+    fn prune(
         &self,
-        model: &M,
-        ty: &M::Type,
         merged: Value,
         managers: &Managers,
         last: Option<&VersionedSet>,
@@ -231,6 +226,7 @@ impl Updater {
         let Some(last) = last.filter(|l| !l.set.is_empty()) else {
             return Ok(merged);
         };
+        let (model, ty) = (self.model, &self.ty);
         let ensure = |s: &Set| ensure_named_fields_are_members(model, ty, s);
         let fields =
             |v: &Value| -> Result<Set, WalkError> { Ok(ensure(&to_field_set(model, ty, v)?)) };
