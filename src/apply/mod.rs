@@ -538,6 +538,39 @@ fn gvk_string(api_version: &str, kind: &str) -> String {
     }
 }
 
+/// The fields of the live object's client-side apply annotation that still hold the values it
+/// records (`allowedConflictsFromLastApplied`); None when there is no usable annotation.
+fn client_side_applied(
+    model: &GoModel<'_>,
+    id: TypeId,
+    live: &Value,
+    api_version: &str,
+) -> Option<Set> {
+    let text = live
+        .pointer("/metadata/annotations")?
+        .get(LAST_APPLIED)?
+        .as_str()
+        .filter(|t| !t.is_empty())?;
+    let last: Value = serde_json::from_str(text).ok()?;
+    if last
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        != api_version
+    {
+        return None;
+    }
+    let ty = GoType::Struct(id);
+    typed::validate(model, &ty, &last).ok()?;
+    let set = typed::to_field_set(model, &ty, &last).ok()?;
+    let changed = typed::compare(model, &ty, &last, live).ok()?;
+    Some(
+        set.difference(&changed.modified)
+            .difference(&changed.added)
+            .difference(&changed.removed),
+    )
+}
+
 /// `kubectl.kubernetes.io/last-applied-configuration`.
 const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
 
@@ -627,16 +660,38 @@ pub fn apply(
     })?;
     let live = typed_object(schema, id, live)?;
     let (mut d, my_id) = decode(managed, req, Operation::Apply);
-    let result = updater(&model, id, req)
-        .apply(
-            &live,
-            config,
-            req.api_version,
-            &mut d.managers,
-            &my_id,
-            req.force,
-        )
-        .map_err(|e| updater_error(e, &d))?;
+    let updater = updater(&model, id, req);
+    let mut managers = d.managers.clone();
+    let result = match updater.apply(
+        &live,
+        config,
+        req.api_version,
+        &mut managers,
+        &my_id,
+        req.force,
+    ) {
+        Err(UpdaterError::Conflicts(conflicts)) if req.manager == "kubectl" => {
+            // The field manager's lastAppliedManager: kubectl moving from client-side apply
+            // may take the fields its client-side annotation still describes.
+            let allowed = client_side_applied(&model, id, &live, req.api_version);
+            let remaining = Conflicts(
+                conflicts
+                    .0
+                    .iter()
+                    .filter(|c| !allowed.as_ref().is_some_and(|a| a.has(&c.path.0)))
+                    .cloned()
+                    .collect(),
+            );
+            if !remaining.0.is_empty() {
+                return Err(conflict_error(&remaining, &d));
+            }
+            managers = d.managers.clone();
+            updater.apply(&live, config, req.api_version, &mut managers, &my_id, true)
+        }
+        other => other,
+    }
+    .map_err(|e| updater_error(e, &d))?;
+    d.managers = managers;
     d.strip(&my_id);
     let mut object = match result {
         Some(new) => {

@@ -342,3 +342,41 @@ fn items_without_a_key_field_follow_the_release() {
             .contains(r#"k:{\"topologyKey\":\"zone\"}"#)
     );
 }
+
+#[test]
+fn kubectl_takes_over_what_it_applied_client_side() {
+    let (schema, id) = deployment();
+    const KEY: &str = "kubectl.kubernetes.io/last-applied-configuration";
+    let mut live = config(2, "nginx:1");
+    let mut last = config(2, "nginx:1");
+    last["metadata"].as_object_mut().unwrap().remove("labels");
+    live["metadata"]["annotations"] = json!({ KEY: last.to_string() });
+    let csa = Request {
+        manager: "kubectl-client-side-apply",
+        ..req("", "2024-05-01T10:00:00Z", false)
+    };
+    let (live, managed) = update(schema, id, None, &live, &csa, &ManagedFields::default()).unwrap();
+    // kubectl's server-side apply changes fields the annotation records: let through.
+    let (obj, managed2) = apply(
+        schema,
+        id,
+        Some(&live),
+        &config(3, "nginx:1"),
+        &req("kubectl", "2024-05-01T10:01:00Z", false),
+        &managed,
+    )
+    .unwrap();
+    assert_eq!(obj["spec"]["replicas"], 3);
+    assert_eq!(managed2.0[0].manager, "kubectl");
+    // Another applier gets the conflict.
+    let err = apply(
+        schema,
+        id,
+        Some(&live),
+        &config(3, "nginx:1"),
+        &req("helm", "2024-05-01T10:01:00Z", false),
+        &managed,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains(".spec.replicas"), "{err}");
+}
