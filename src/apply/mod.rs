@@ -209,7 +209,7 @@ pub enum ApplyError {
     /// 400 Bad Request: the apply configuration is not one the apiserver takes.
     #[error("{0}")]
     BadRequest(String),
-    /// The object's `managedFields` cannot be decoded.
+    /// The object's `managedFields` cannot be decoded (an apply fails with it).
     #[error("failed to decode managed fields: {0}")]
     ManagedFields(String),
     /// An object does not fit its type (Go's decoding error, or structured-merge-diff's, as
@@ -217,6 +217,41 @@ pub enum ApplyError {
     /// field not declared in schema`, which the apiserver returns as a 500).
     #[error("{0}")]
     Invalid(String),
+}
+
+impl ApplyError {
+    /// The `Status` the apiserver answers with: 409 `Conflict` with one `FieldManagerConflict`
+    /// cause per field, 400 `BadRequest`, or a 500 without a reason for the rest (errors the
+    /// field manager returns unwrapped).
+    pub fn status(&self) -> crate::api::meta::Status {
+        use crate::api::meta::{Status, StatusCause, StatusDetails};
+        let (code, reason, details) = match self {
+            ApplyError::Conflict { causes, .. } => (
+                409,
+                "Conflict",
+                Some(StatusDetails {
+                    causes: causes
+                        .iter()
+                        .map(|(message, field)| StatusCause {
+                            cause_type: "FieldManagerConflict".into(),
+                            message: message.clone(),
+                            field: field.clone(),
+                        })
+                        .collect(),
+                    ..Default::default()
+                }),
+            ),
+            ApplyError::BadRequest(_) => (400, "BadRequest", None),
+            ApplyError::ManagedFields(_) | ApplyError::Invalid(_) => (500, "", None),
+        };
+        Status {
+            status: "Failure".into(),
+            message: self.to_string(),
+            reason: reason.into(),
+            details,
+            code,
+        }
+    }
 }
 
 /// What one write is: who makes it, at which API version, when.

@@ -199,6 +199,12 @@ fn conflicts_with_several_managers_are_grouped_by_identifier() {
         err.to_string(),
         "Apply failed with 2 conflicts: conflicts with \"alpha\":\n- .spec.template.spec.containers[name=\"web\"].image\nconflicts with \"zeta\" using apps/v1:\n- .spec.replicas"
     );
+    let status = err.status();
+    assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"));
+    assert_eq!(
+        status.details.as_ref().unwrap().causes[0].cause_type,
+        "FieldManagerConflict"
+    );
     let ApplyError::Conflict { causes, .. } = err else {
         panic!("not a conflict");
     };
