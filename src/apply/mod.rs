@@ -136,7 +136,8 @@ impl ManagedFields {
         }
     }
 
-    /// Reads a `managedFields` list as the apiserver decodes it.
+    /// Reads a `managedFields` list as the apiserver decodes it, with its messages (a `fieldsV1`
+    /// that cannot be read is reported without upstream's dump of the Go entry).
     pub fn from_value(v: &Value) -> Result<ManagedFields, ApplyError> {
         let bad = |msg: String| ApplyError::ManagedFields(msg);
         let Value::Array(items) = v else {
@@ -148,18 +149,22 @@ impl ManagedFields {
             let operation = match s("operation") {
                 "Apply" => Operation::Apply,
                 "Update" => Operation::Update,
-                other => {
-                    return Err(bad(format!(
-                        "error decoding managed fields entry {i}: operation {other:?}"
-                    )));
-                }
+                _ => return Err(bad("operation must be `Apply` or `Update`".into())),
             };
+            if s("apiVersion").is_empty() {
+                return Err(bad("apiVersion must not be empty".into()));
+            }
             match s("fieldsType") {
                 "FieldsV1" => {}
+                "" => {
+                    return Err(bad(format!(
+                        "missing fieldsType in managed fields entry {i}"
+                    )));
+                }
                 other => {
                     return Err(bad(format!(
-                        "error decoding versioned set from {}: invalid fieldsType: {other:?}",
-                        s("manager")
+                        "invalid fieldsType {} in managed fields entry {i}",
+                        crate::gofmt::quote(other)
                     )));
                 }
             }
@@ -810,6 +815,7 @@ impl ManagedFields {
         new: &Value,
         subresource: &str,
     ) -> Result<ManagedFields, ApplyError> {
+        // An error here makes the apiserver leave the new object's entries as they are.
         let from_live = || live.map_or(Ok(ManagedFields::default()), ManagedFields::from_object);
         if !subresource.is_empty() {
             return from_live();

@@ -294,7 +294,18 @@ fn field_sets_are_read_as_upstream_reads_them() {
         "manager": "m", "operation": "Update", "fieldsType": "FieldsV2"
     }]))
     .unwrap_err();
-    assert!(err.to_string().contains("invalid fieldsType"));
+    assert_eq!(
+        err.to_string(),
+        "failed to decode managed fields: apiVersion must not be empty"
+    );
+    let err = ManagedFields::from_value(&json!([{
+        "manager": "m", "operation": "Update", "apiVersion": "v1", "fieldsType": "FieldsV2"
+    }]))
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "failed to decode managed fields: invalid fieldsType \"FieldsV2\" in managed fields entry 0"
+    );
 }
 
 #[test]
