@@ -455,6 +455,10 @@ fn seconds(t: Option<&str>) -> i64 {
     let num = |s: &str| s.parse::<i64>().ok();
     let parse = || -> Option<i64> {
         let (date, rest) = t.split_once('T')?;
+        // RFC 3339's four-digit years keep the arithmetic below far from overflow.
+        if date.len() != 10 {
+            return None;
+        }
         let mut d = date.splitn(3, '-');
         let (y, m, day) = (num(d.next()?)?, num(d.next()?)?, num(d.next()?)?);
         let clock = rest.get(..8)?;
@@ -465,11 +469,12 @@ fn seconds(t: Option<&str>) -> i64 {
             .trim_start_matches(|ch: char| ch == '.' || ch.is_ascii_digit());
         let offset = match zone {
             "Z" | "" => 0,
-            z => {
+            z if z.len() == 6 => {
                 let sign = if z.starts_with('-') { -1 } else { 1 };
                 let (zh, zm) = z.get(1..)?.split_once(':')?;
                 sign * (num(zh)? * 3600 + num(zm)? * 60)
             }
+            _ => return None,
         };
         // Days from the civil date (proleptic Gregorian).
         let (y, m) = if m <= 2 { (y - 1, m + 9) } else { (y, m - 3) };

@@ -164,6 +164,8 @@ fn times_order_entries() {
     assert!(seconds(Some("2024-05-01T10:00:00Z")) < seconds(Some("2024-05-01T10:00:01Z")));
     assert_eq!(seconds(Some("1970-01-01T00:00:00Z")), 0);
     assert_eq!(seconds(Some("1970-01-02T01:00:00+01:00")), 86_400);
+    assert_eq!(seconds(Some("99999999999999999-01-01T00:00:00Z")), 0);
+    assert_eq!(seconds(Some("2024-05-01T1")), 0);
 }
 
 #[test]
@@ -396,4 +398,133 @@ fn kubectl_takes_over_what_it_applied_client_side() {
     )
     .unwrap_err();
     assert!(err.to_string().contains(".spec.replicas"), "{err}");
+}
+
+mod properties {
+    use proptest::prelude::*;
+    use serde_json::{Map, Value, json};
+
+    use super::*;
+
+    fn maybe(v: impl Strategy<Value = Value>) -> impl Strategy<Value = Option<Value>> {
+        proptest::option::of(v)
+    }
+
+    fn name() -> impl Strategy<Value = Value> {
+        proptest::sample::select(vec!["a", "b", "c"]).prop_map(|s| json!(s))
+    }
+
+    fn labels() -> impl Strategy<Value = Value> {
+        proptest::collection::btree_map(
+            proptest::sample::select(vec!["app", "tier", "x<"]),
+            proptest::sample::select(vec!["web", "db", ""]),
+            0..3,
+        )
+        .prop_map(|m| json!(m))
+    }
+
+    fn object(members: Vec<(&'static str, Option<Value>)>) -> Value {
+        let m: Map<String, Value> = members
+            .into_iter()
+            .filter_map(|(k, v)| Some((k.to_string(), v?)))
+            .collect();
+        Value::Object(m)
+    }
+
+    fn container() -> impl Strategy<Value = Value> {
+        let port = (
+            0i64..3,
+            maybe(prop_oneof![Just(json!("TCP")), Just(json!("UDP"))]),
+        )
+            .prop_map(|(p, proto)| {
+                object(vec![("containerPort", Some(json!(p))), ("protocol", proto)])
+            });
+        let env = (name(), maybe(name().prop_map(|v| json!(format!("v{v}")))))
+            .prop_map(|(n, v)| object(vec![("name", Some(n)), ("value", v)]));
+        (
+            name(),
+            maybe(proptest::sample::select(vec!["nginx:1", "nginx:2"]).prop_map(|s| json!(s))),
+            maybe(proptest::collection::vec(port, 0..3).prop_map(Value::Array)),
+            maybe(proptest::collection::vec(env, 0..3).prop_map(Value::Array)),
+            maybe(proptest::collection::vec(name(), 0..3).prop_map(Value::Array)),
+        )
+            .prop_map(|(n, image, ports, env, args)| {
+                object(vec![
+                    ("name", Some(n)),
+                    ("image", image),
+                    ("ports", ports),
+                    ("env", env),
+                    ("args", args),
+                ])
+            })
+    }
+
+    /// A Deployment apply configuration of random shape (some of them invalid).
+    fn config() -> impl Strategy<Value = Value> {
+        (
+            maybe(labels()),
+            maybe((0i64..4).prop_map(|n| json!(n))),
+            maybe(labels()),
+            proptest::collection::vec(container(), 0..3),
+        )
+            .prop_map(|(meta_labels, replicas, pod_labels, containers)| {
+                json!({
+                    "apiVersion": "apps/v1",
+                    "kind": "Deployment",
+                    "metadata": object(vec![("name", Some(json!("web"))), ("labels", meta_labels)]),
+                    "spec": object(vec![
+                        ("replicas", replicas),
+                        ("template", Some(json!({
+                            "metadata": object(vec![("labels", pod_labels)]),
+                            "spec": {"containers": containers}
+                        }))),
+                    ]),
+                })
+            })
+    }
+
+    fn untimed(v: &Value) -> Value {
+        let mut v = v.clone();
+        if let Some(Value::Array(entries)) = v.pointer_mut("/metadata/managedFields") {
+            for e in entries {
+                if let Value::Object(e) = e {
+                    e.remove("time");
+                }
+            }
+        }
+        v
+    }
+
+    proptest! {
+        /// Applies by two managers, forced or not, succeed or are refused without a panic, and
+        /// an apply that succeeds leaves nothing for the same apply to change.
+        #[test]
+        fn apply_is_total_and_idempotent(
+            first in config(),
+            second in config(),
+            force in any::<bool>(),
+        ) {
+            let (schema, id) = deployment();
+            let none = ManagedFields::default();
+            let Ok((live, managed)) =
+                apply(schema, id, None, &first, &req("one", "2024-05-01T10:00:00Z", true), &none)
+            else {
+                return Ok(());
+            };
+            let r = req("two", "2024-05-01T10:01:00Z", force);
+            let Ok((once, managed)) = apply(schema, id, Some(&live), &second, &r, &managed) else {
+                return Ok(());
+            };
+            let r2 = req("two", "2024-05-01T10:02:00Z", force);
+            let (twice, managed2) = apply(schema, id, Some(&once), &second, &r2, &managed)
+                .expect("the same apply again");
+            // The applier's time may move: an empty list or map in the configuration makes the
+            // merge differ from the decoded live object, which upstream counts as a change too.
+            prop_assert_eq!(untimed(&twice), untimed(&once));
+            let sets = |m: &ManagedFields| -> Vec<(String, Set)> {
+                m.0.iter().map(|e| (e.manager.clone(), e.fields.clone())).collect()
+            };
+            prop_assert_eq!(sets(&managed2), sets(&managed));
+        }
+    }
 }
