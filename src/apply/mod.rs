@@ -83,25 +83,45 @@ impl ManagedFieldsEntry {
         Value::Object(m)
     }
 
+    /// The entry as Go encodes it: members in the Go type's order, `fieldsV1` in upstream's
+    /// order (which [`ManagedFieldsEntry::to_value`] cannot keep), strings escaped as Go escapes
+    /// them.
+    pub fn to_json(&self) -> String {
+        let mut out = Vec::with_capacity(128);
+        if !self.manager.is_empty() {
+            push_member(&mut out, "manager", &self.manager);
+        }
+        push_member(&mut out, "operation", self.operation.as_str());
+        if !self.api_version.is_empty() {
+            push_member(&mut out, "apiVersion", &self.api_version);
+        }
+        if let Some(t) = &self.time {
+            push_member(&mut out, "time", t);
+        }
+        push_member(&mut out, "fieldsType", "FieldsV1");
+        out.extend_from_slice(b",\"fieldsV1\":");
+        out.extend_from_slice(self.fields.to_fields_v1_string().as_bytes());
+        if !self.subresource.is_empty() {
+            push_member(&mut out, "subresource", &self.subresource);
+        }
+        out.push(b'}');
+        String::from_utf8_lossy(&out).into_owned()
+    }
+
     /// The identifier the apiserver keys the entry by (`BuildManagerIdentifier`): manager,
     /// operation, the API version of an update, the subresource.
     fn identifier(&self) -> String {
         let mut out = Vec::with_capacity(64);
-        let member = |out: &mut Vec<u8>, name: &str, value: &str| {
-            out.push(if out.is_empty() { b'{' } else { b',' });
-            out.extend_from_slice(format!("\"{name}\":").as_bytes());
-            crate::jsonpatch::gostr::append_string(out, value);
-        };
         // The members of Go's ManagedFieldsEntry in its order, empty ones left out.
         if !self.manager.is_empty() {
-            member(&mut out, "manager", &self.manager);
+            push_member(&mut out, "manager", &self.manager);
         }
-        member(&mut out, "operation", self.operation.as_str());
+        push_member(&mut out, "operation", self.operation.as_str());
         if self.operation == Operation::Update && !self.api_version.is_empty() {
-            member(&mut out, "apiVersion", &self.api_version);
+            push_member(&mut out, "apiVersion", &self.api_version);
         }
         if !self.subresource.is_empty() {
-            member(&mut out, "subresource", &self.subresource);
+            push_member(&mut out, "subresource", &self.subresource);
         }
         out.push(b'}');
         String::from_utf8_lossy(&out).into_owned()
@@ -121,6 +141,13 @@ impl ManagedFieldsEntry {
         }
         s
     }
+}
+
+/// Appends `"name":"value"` to a JSON object being written, opening it first.
+fn push_member(out: &mut Vec<u8>, name: &str, value: &str) {
+    out.push(if out.is_empty() { b'{' } else { b',' });
+    out.extend_from_slice(format!("\"{name}\":").as_bytes());
+    crate::jsonpatch::gostr::append_string(out, value);
 }
 
 /// `metadata.managedFields`: the entries in order.
@@ -184,6 +211,12 @@ impl ManagedFields {
             });
         }
         Ok(ManagedFields(out))
+    }
+
+    /// The entries as Go encodes the list (see [`ManagedFieldsEntry::to_json`]).
+    pub fn to_json(&self) -> String {
+        let entries: Vec<String> = self.0.iter().map(ManagedFieldsEntry::to_json).collect();
+        format!("[{}]", entries.join(","))
     }
 
     /// The entries as a JSON list.
