@@ -288,6 +288,7 @@ fn run(case: &Case, schemas: &HashMap<String, SmdSchema>) -> Result<(), String> 
             model: schema,
             ty: root_of(&op.api_version)?,
             ignored,
+            noop_by_comparison: false,
         };
         let object = yaml(&op.object)?;
         let fail = |e: String| format!("failed operation {i}: {e}");

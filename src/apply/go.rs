@@ -55,7 +55,16 @@ impl<'s> TypeModel for GoModel<'s> {
                 Some(f) => match f.list_type {
                     Some(ListType::Set) => ListRelationship::Set,
                     Some(ListType::Map) => ListRelationship::Map(&f.list_map_keys),
-                    Some(ListType::Atomic) | None => ListRelationship::Atomic,
+                    Some(ListType::Atomic) => ListRelationship::Atomic,
+                    // Without a list type, the apiserver's schema conversion reads the strategic
+                    // merge patch markers: a merge key makes a map, a merge without one a set.
+                    None => match (f.patch_strategy.as_deref(), &f.patch_merge_key) {
+                        (Some("merge" | "merge,retainKeys"), Some(key)) => {
+                            ListRelationship::Map(std::slice::from_ref(key))
+                        }
+                        (Some("merge" | "merge,retainKeys"), None) => ListRelationship::Set,
+                        _ => ListRelationship::Atomic,
+                    },
                 },
                 None => ListRelationship::Atomic,
             }),

@@ -565,6 +565,8 @@ fn updater<'s>(model: &'s GoModel<'s>, id: TypeId, req: &Request<'_>) -> Updater
         model,
         ty: GoType::Struct(id),
         ignored: req.reset_fields.cloned(),
+        // Kubernetes 1.28 vendors structured-merge-diff v4.2.
+        noop_by_comparison: model.0.release().minor() < 29,
     }
 }
 

@@ -400,6 +400,64 @@ fn kubectl_takes_over_what_it_applied_client_side() {
     assert!(err.to_string().contains(".spec.replicas"), "{err}");
 }
 
+#[test]
+fn before_1_29_an_apply_changing_only_reset_fields_changes_nothing() {
+    let mut status = Set::new();
+    status.insert(&[PathElement::field("status")]);
+    let mut c = config(1, "nginx:1");
+    c["status"] = json!({"replicas": 7});
+    for (minor, changed) in [(28, false), (29, true)] {
+        let schema = Schema::for_release(KubeVersion::new(minor).unwrap());
+        let id = schema.kind("apps", "v1", "Deployment").unwrap();
+        let r = Request {
+            reset_fields: Some(&status),
+            ..req("m", "2024-05-01T10:00:00Z", false)
+        };
+        let (live, managed) = apply(
+            schema,
+            id,
+            None,
+            &config(1, "nginx:1"),
+            &r,
+            &ManagedFields::default(),
+        )
+        .unwrap();
+        let r2 = Request {
+            time: "2024-05-01T11:00:00Z",
+            ..r
+        };
+        let (obj, managed) = apply(schema, id, Some(&live), &c, &r2, &managed).unwrap();
+        assert_eq!(obj["status"]["replicas"] == 7, changed, "1.{minor}");
+        assert_eq!(
+            managed.0[0].time.as_deref() == Some("2024-05-01T11:00:00Z"),
+            changed
+        );
+    }
+}
+
+#[test]
+fn lists_without_a_list_type_follow_their_patch_strategy() {
+    for minor in 28..=37 {
+        let schema = Schema::for_release(KubeVersion::new(minor).unwrap());
+        let id = schema.kind("apps", "v1", "Deployment").unwrap();
+        let r = req("m", "2024-05-01T10:00:00Z", false);
+        let (_, managed) = apply(
+            schema,
+            id,
+            None,
+            &config(1, "nginx:1"),
+            &r,
+            &ManagedFields::default(),
+        )
+        .unwrap();
+        let fields = managed.0[0].fields.to_fields_v1_string();
+        assert!(
+            fields.contains(r#""f:containers":{"k:{\"name\":\"web\"}""#),
+            "1.{minor}: {fields}"
+        );
+    }
+}
+
 mod properties {
     use proptest::prelude::*;
     use serde_json::{Map, Value, json};

@@ -91,6 +91,9 @@ pub struct Updater<'m, M: TypeModel> {
     /// Fields never owned or compared (the apiserver's reset fields, such as `status` for
     /// resources with a status subresource).
     pub ignored: Option<Set>,
+    /// How an apply is found to change nothing: by the comparison, ignored fields left out
+    /// (structured-merge-diff before v4.3, Kubernetes 1.28), rather than by the objects' equality.
+    pub noop_by_comparison: bool,
 }
 
 impl<M: TypeModel> Updater<'_, M> {
@@ -212,9 +215,14 @@ impl<M: TypeModel> Updater<'_, M> {
             },
         );
         let new = self.prune(merged, &proposed, last.as_ref())?;
-        self.update_managers(live, &new, &mut proposed, manager, force)?;
+        let compare = self.update_managers(live, &new, &mut proposed, manager, force)?;
         *managers = proposed;
-        Ok((!values_equal(live, &new)).then_some(new))
+        let unchanged = if self.noop_by_comparison {
+            compare.removed.is_empty() && compare.modified.is_empty() && compare.added.is_empty()
+        } else {
+            values_equal(live, &new)
+        };
+        Ok((!unchanged).then_some(new))
     }
 
     fn prune(
