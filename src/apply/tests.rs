@@ -34,6 +34,22 @@ fn create(c: &Value, manager: &str, time: &str) -> Result<(Value, ManagedFields)
     )
 }
 
+/// The Deployment of `config(1, "nginx:1")` created by an apply at release 1.`minor`.
+fn created_at(minor: u32, r: &Request<'_>) -> (&'static Schema, TypeId, Value, ManagedFields) {
+    let schema = Schema::for_release(KubeVersion::new(minor).expect("a modelled release"));
+    let id = schema.kind("apps", "v1", "Deployment").expect("Deployment");
+    let (live, managed) = apply(
+        schema,
+        id,
+        None,
+        &config(1, "nginx:1"),
+        r,
+        &ManagedFields::default(),
+    )
+    .expect("the apply creates it");
+    (schema, id, live, managed)
+}
+
 fn config(replicas: i64, image: &str) -> Value {
     json!({
         "apiVersion": "apps/v1", "kind": "Deployment",
@@ -407,21 +423,11 @@ fn before_1_29_an_apply_changing_only_reset_fields_changes_nothing() {
     let mut c = config(1, "nginx:1");
     c["status"] = json!({"replicas": 7});
     for (minor, changed) in [(28, false), (29, true)] {
-        let schema = Schema::for_release(KubeVersion::new(minor).unwrap());
-        let id = schema.kind("apps", "v1", "Deployment").unwrap();
         let r = Request {
             reset_fields: Some(&status),
             ..req("m", "2024-05-01T10:00:00Z", false)
         };
-        let (live, managed) = apply(
-            schema,
-            id,
-            None,
-            &config(1, "nginx:1"),
-            &r,
-            &ManagedFields::default(),
-        )
-        .unwrap();
+        let (schema, id, live, managed) = created_at(minor, &r);
         let r2 = Request {
             time: "2024-05-01T11:00:00Z",
             ..r
@@ -438,18 +444,8 @@ fn before_1_29_an_apply_changing_only_reset_fields_changes_nothing() {
 #[test]
 fn lists_without_a_list_type_follow_their_patch_strategy() {
     for minor in 28..=37 {
-        let schema = Schema::for_release(KubeVersion::new(minor).unwrap());
-        let id = schema.kind("apps", "v1", "Deployment").unwrap();
         let r = req("m", "2024-05-01T10:00:00Z", false);
-        let (_, managed) = apply(
-            schema,
-            id,
-            None,
-            &config(1, "nginx:1"),
-            &r,
-            &ManagedFields::default(),
-        )
-        .unwrap();
+        let (_, _, _, managed) = created_at(minor, &r);
         let fields = managed.0[0].fields.to_fields_v1_string();
         assert!(
             fields.contains(r#""f:containers":{"k:{\"name\":\"web\"}""#),
