@@ -46,10 +46,15 @@ struct Case {
 #[serde(rename_all = "camelCase")]
 struct Op {
     op: String,
+    #[serde(default)]
     manager: String,
+    #[serde(default)]
     api_version: String,
+    #[serde(default)]
     object: String,
     conflicts: Option<Vec<ExpectedConflict>>,
+    /// The schema a `change_schema` operation moves to.
+    schema: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -266,10 +271,9 @@ fn path_of(elements: &[String]) -> Result<Vec<PathElement>, String> {
 }
 
 fn run(case: &Case, schemas: &HashMap<String, SmdSchema>) -> Result<(), String> {
-    let schema = schemas
-        .get(&case.schema)
-        .ok_or_else(|| format!("no schema {}", case.schema))?;
-    let root_of = |version: &str| {
+    let schema_named = |name: &str| schemas.get(name).ok_or_else(|| format!("no schema {name}"));
+    let mut schema = schema_named(&case.schema)?;
+    let root_of = |schema: &SmdSchema, version: &str| {
         let name = if case.root == "$apiVersion" {
             version
         } else {
@@ -280,13 +284,18 @@ fn run(case: &Case, schemas: &HashMap<String, SmdSchema>) -> Result<(), String> 
     let mut live = Value::Null;
     let mut managers = Managers::new();
     for (i, op) in case.ops.iter().enumerate() {
+        if let Some(next) = op.schema.as_deref().filter(|_| op.op == "change_schema") {
+            // The live object is kept and read with the new schema from then on.
+            schema = schema_named(next)?;
+            continue;
+        }
         let ignored = match case.ignored.as_ref().and_then(|m| m.get(&op.api_version)) {
             Some(text) => Some(Set::from_fields_v1_str(text).map_err(|e| e.to_string())?),
             None => None,
         };
         let updater = Updater {
             model: schema,
-            ty: root_of(&op.api_version)?,
+            ty: root_of(schema, &op.api_version)?,
             ignored,
             noop_by_comparison: false,
         };

@@ -737,3 +737,94 @@ fn validate_walk<M: TypeModel>(
         _ => {}
     }
 }
+
+/// A manager's set made to fit the schema (upstream's `ReconcileFieldSetWithSchema`): a list or
+/// map the schema now makes atomic, owned through paths below it, becomes owned as a whole.
+/// None when the set fits already.
+pub fn reconcile_with_schema<M: TypeModel>(model: &M, ty: &M::Type, set: &Set) -> Option<Set> {
+    let mut to_remove = Set::new();
+    let mut to_add = Set::new();
+    reconcile_walk(
+        model,
+        ty,
+        Some(set),
+        false,
+        &mut Vec::new(),
+        &mut to_remove,
+        &mut to_add,
+    );
+    if to_remove.is_empty() && to_add.is_empty() {
+        return None;
+    }
+    Some(set.recursive_difference(&to_remove).union(&to_add))
+}
+
+fn reconcile_walk<M: TypeModel>(
+    model: &M,
+    ty: &M::Type,
+    set: Option<&Set>,
+    is_atomic: bool,
+    path: &mut Vec<PathElement>,
+    to_remove: &mut Set,
+    to_add: &mut Set,
+) {
+    let child_type = |pe: &PathElement| -> Option<M::Type> {
+        match model.atom(ty) {
+            Atom::List(_) => model.element(ty),
+            Atom::Map { .. } => match pe {
+                PathElement::Field(name) => model.field(ty, name).map(|(t, _)| t),
+                _ => None,
+            },
+            _ => None,
+        }
+    };
+    let collapse = |path: &[PathElement], to_remove: &mut Set, to_add: &mut Set| {
+        to_remove.insert(path);
+        to_add.insert(path);
+    };
+    match model.atom(ty) {
+        Atom::Scalar | Atom::Deduced => return,
+        Atom::List(ListRelationship::Atomic) => {
+            if !is_atomic {
+                collapse(path, to_remove, to_add);
+            }
+            return;
+        }
+        Atom::Map { atomic: true } => {
+            if !is_atomic
+                && set
+                    .is_some_and(|s| s.members().next().is_some() || s.children().next().is_some())
+            {
+                collapse(path, to_remove, to_add);
+            }
+            return;
+        }
+        Atom::List(_) | Atom::Map { atomic: false } => {}
+    }
+    let Some(set) = set else { return };
+    let members: std::collections::BTreeSet<&PathElement> = set.members().collect();
+    // Upstream visits the elements with paths below them first, then the members.
+    let mut visit = |pe: &PathElement, member: bool| {
+        let Some(t) = child_type(pe) else { return };
+        let below = set.with_prefix(pe);
+        path.push(pe.clone());
+        reconcile_walk(
+            model,
+            &t,
+            below,
+            member && below.is_none(),
+            path,
+            to_remove,
+            to_add,
+        );
+        path.pop();
+    };
+    for (pe, _) in set.children() {
+        if !members.contains(pe) {
+            visit(pe, false);
+        }
+    }
+    for pe in &members {
+        visit(pe, true);
+    }
+}

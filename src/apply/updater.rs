@@ -97,6 +97,15 @@ pub struct Updater<'m, M: TypeModel> {
 }
 
 impl<M: TypeModel> Updater<'_, M> {
+    /// Every manager's set made to fit the schema (`reconcileManagedFieldsWithSchemaChanges`).
+    fn reconcile(&self, managers: &mut Managers) {
+        for vs in managers.values_mut() {
+            if let Some(set) = typed::reconcile_with_schema(self.model, &self.ty, &vs.set) {
+                vs.set = set;
+            }
+        }
+    }
+
     fn filter(&self, set: Set) -> Set {
         match &self.ignored {
             Some(ignored) => set.recursive_difference(ignored),
@@ -164,7 +173,10 @@ impl<M: TypeModel> Updater<'_, M> {
         managers: &mut Managers,
         manager: &str,
     ) -> Result<(), UpdaterError> {
-        let compare = self.update_managers(live, new, managers, manager, true)?;
+        let mut proposed = managers.clone();
+        self.reconcile(&mut proposed);
+        let compare = self.update_managers(live, new, &mut proposed, manager, true)?;
+        *managers = proposed;
         let previous = managers
             .remove(manager)
             .map(|vs| vs.set)
@@ -200,12 +212,13 @@ impl<M: TypeModel> Updater<'_, M> {
         manager: &str,
         force: bool,
     ) -> Result<Option<Value>, UpdaterError> {
+        let mut proposed = managers.clone();
+        self.reconcile(&mut proposed);
         let (model, ty) = (self.model, &self.ty);
         let merged = typed::merge(model, ty, Some(live), Some(config))?
             .unwrap_or_else(|| Value::Object(Map::new()));
-        let last = managers.get(manager).cloned();
+        let last = proposed.get(manager).cloned();
         let set = self.filter(to_field_set(model, ty, config)?);
-        let mut proposed = managers.clone();
         proposed.insert(
             manager.to_string(),
             VersionedSet {
