@@ -62,6 +62,7 @@
 #![forbid(unsafe_code)]
 
 pub mod api;
+pub mod apply;
 pub mod cel;
 pub mod config;
 pub mod defaulting;

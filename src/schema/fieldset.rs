@@ -6,6 +6,19 @@ use serde_json::{Map, Value};
 
 use super::{Field, ListType, Schema, Type, TypeId};
 
+/// The fields of `metadata` the field manager never records as owned.
+pub const SYSTEM_METADATA: [&str; 9] = [
+    "name",
+    "namespace",
+    "creationTimestamp",
+    "selfLink",
+    "uid",
+    "clusterName",
+    "generation",
+    "managedFields",
+    "resourceVersion",
+];
+
 /// The fields of `object` (of the struct type `id`, as [`super::codec::normalize`] gives it)
 /// that the zero object of its type does not have, as a `FieldsV1` value; None when there are
 /// none. What the field manager strips is left out: `apiVersion`, `kind`, the system fields of
@@ -22,17 +35,7 @@ pub fn fields_v1(schema: &Schema, id: TypeId, object: &Value, reset_status: bool
         top.remove("f:status");
     }
     if let Some(Value::Object(meta)) = top.get_mut("f:metadata") {
-        for system in [
-            "name",
-            "namespace",
-            "creationTimestamp",
-            "selfLink",
-            "uid",
-            "clusterName",
-            "generation",
-            "managedFields",
-            "resourceVersion",
-        ] {
+        for system in SYSTEM_METADATA {
             meta.remove(&format!("f:{system}"));
         }
         if meta.is_empty() {
