@@ -872,11 +872,15 @@ impl Reader {
             Ok(t) => t,
             Err(reason) => return ctx.not_replayable("requestObject", reason),
         };
+        if let PatchType::Apply(kind, created) = &patch_type {
+            return self.server_side_apply(ctx, kind, *created, &body);
+        }
         let old = match self.old_object(ctx, &ctx.name, &ctx.namespace) {
             Ok(o) => o,
             Err(reason) => return ctx.not_replayable("", self.with_code(ctx, reason)),
         };
         let patched = match patch_type {
+            PatchType::Apply(..) => unreachable!("handled above"),
             PatchType::Json => crate::jsonpatch::decode(raw)
                 .map_err(|e| e.message)
                 .and_then(|p| p.apply_to_value(&old).map_err(|e| e.message)),
@@ -922,27 +926,146 @@ impl Reader {
                 ));
             }
         };
-        if ctx.ev.code == Some(201) {
-            return Err(format!(
-                "apply patch: the patch created {what} (201), which only server-side apply does; apply is not reproduced (field ownership decides the result)"
-            ));
-        }
-        if ctx.query.first("force").is_some() {
-            return Err(format!(
-                "apply patch: the request of {what} sets `force`, which only server-side apply accepts; apply is not reproduced (field ownership decides the result)"
-            ));
-        }
         let typed_as_apply = obj.contains_key("apiVersion") && obj.contains_key("kind");
-        if typed_as_apply && ctx.query.first("fieldManager").is_some() {
-            return Err(format!(
-                "patch type unknown: the patch of {what} names apiVersion, kind and a fieldManager, so it may be a server-side apply (not reproduced) or a merge patch; the audit event does not record which"
-            ));
+        let created = ctx.ev.code == Some(201);
+        let forced = ctx.query.first("force").is_some();
+        // Only server-side apply creates with a patch or takes `force`; an object that names its
+        // apiVersion and kind with a fieldManager is an apply configuration (a merge patch would
+        // not repeat them).
+        if created || forced || typed_as_apply && ctx.query.first("fieldManager").is_some() {
+            let why = if created {
+                format!("the patch created {what} (201), which only server-side apply does")
+            } else if forced {
+                format!("the request of {what} sets `force`, which only server-side apply accepts")
+            } else {
+                format!("the patch of {what} names apiVersion, kind and a fieldManager")
+            };
+            return match self.builtin.kind_ref(&ctx.gvr, &ctx.sub) {
+                Some(kind) => Ok(PatchType::Apply(kind.clone(), created)),
+                None => Err(format!(
+                    "apply patch: {why}; server-side apply of custom resources is not reproduced"
+                )),
+            };
         }
         // Custom resources take no strategic merge patch (kube-apiserver answers 415).
         Ok(match self.builtin.kind_ref(&ctx.gvr, &ctx.sub) {
             Some(kind) => PatchType::Object(kind.clone()),
             None => PatchType::Merge,
         })
+    }
+
+    /// A server-side apply: the object the field manager builds from the stored object (none when
+    /// the apply creates it) and the apply configuration, with the `managedFields` it records,
+    /// which is what admission sees. The manager is the request's `fieldManager`; the time is
+    /// when the request was received.
+    fn server_side_apply(
+        &self,
+        ctx: &mut Ctx<'_, '_>,
+        kind: &GroupVersionKind,
+        created: bool,
+        config: &Value,
+    ) -> InputItem {
+        let what = ctx.what();
+        let schema = crate::schema::Schema::for_release(self.builtin.release());
+        let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind) else {
+            return ctx.not_replayable(
+                "requestObject",
+                format!(
+                    "apply patch: {} has no Go type in this release",
+                    kind.api_version()
+                ),
+            );
+        };
+        let Some(manager) = ctx.query.first("fieldManager").map(String::from) else {
+            return ctx.not_replayable(
+                "requestURI",
+                format!(
+                    "no admission: the apply of {what} names no fieldManager, which apply requires (400)"
+                ),
+            );
+        };
+        let old = if created {
+            None
+        } else {
+            match self.old_object(ctx, &ctx.name, &ctx.namespace) {
+                Ok(o) => Some(o),
+                Err(reason) => return ctx.not_replayable("", self.with_code(ctx, reason)),
+            }
+        };
+        let time = ctx
+            .ev
+            .received
+            .as_deref()
+            .and_then(|t| crate::schema::codec::parse_rfc3339(t).ok())
+            .and_then(|t| t.format_seconds())
+            .unwrap_or_default();
+        let managed = match old.as_ref().map(crate::apply::ManagedFields::from_object) {
+            Some(Ok(m)) => m,
+            Some(Err(e)) => {
+                return ctx.not_replayable("", format!("apply patch: {e} ({what})"));
+            }
+            None => crate::apply::ManagedFields::default(),
+        };
+        // What the resource's strategy resets: `status` on the resource itself where there is a
+        // status subresource; `spec` and `metadata` on the status subresource.
+        let mut reset = crate::apply::Set::new();
+        let field = crate::apply::PathElement::field;
+        if ctx.sub == "status" {
+            reset.insert(&[field("spec")]);
+            reset.insert(&[field("metadata")]);
+        } else if ctx.sub.is_empty() && self.builtin.kind_ref(&ctx.gvr, "status").is_some() {
+            reset.insert(&[field("status")]);
+        }
+        let api_version = kind.api_version();
+        let req = crate::apply::Request {
+            manager: &manager,
+            api_version: &api_version,
+            kind: &kind.kind,
+            time: &time,
+            force: ctx.query.first("force") == Some("true"),
+            subresource: &ctx.sub,
+            reset_fields: (!reset.is_empty()).then_some(&reset),
+        };
+        let (mut object, managed) = match crate::apply::apply(
+            schema,
+            id,
+            old.as_ref(),
+            config,
+            &req,
+            &managed,
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                return ctx.not_replayable(
+                        "requestObject",
+                        format!(
+                            "no admission: the apply of {what} fails before admission: {e} (the apiserver answered {})",
+                            ctx.ev.code.map_or("nothing".to_string(), |c| c.to_string())
+                        ),
+                    );
+            }
+        };
+        if let Some(Value::Object(meta)) = object.get_mut("metadata") {
+            meta.insert("managedFields".into(), managed.to_value());
+        }
+        ensure_namespace(&mut object, &ctx.gvr, &ctx.namespace);
+        match old {
+            Some(old) => self.update_request(ctx, object, old),
+            None => {
+                let options = query::write_options("CreateOptions", &ctx.query);
+                self.request(
+                    ctx,
+                    Parts {
+                        operation: Operation::Create,
+                        kind: kind.clone(),
+                        name: None,
+                        object: Some(object),
+                        old_object: None,
+                        options: Some(options),
+                    },
+                )
+            }
+        }
     }
 
     /// An object patch of a built-in kind: a merge patch or a strategic merge patch, which the
@@ -1295,6 +1418,8 @@ enum PatchType {
     Merge,
     /// An object patch of a built-in kind: merge or strategic merge.
     Object(GroupVersionKind),
+    /// A server-side apply configuration of a built-in kind; true when it created the object.
+    Apply(GroupVersionKind, bool),
 }
 
 /// What an object patch of a built-in kind is read as.
