@@ -567,6 +567,10 @@ pub fn semantic_equal(schema: &Schema, id: TypeId, a: &Value, b: &Value) -> bool
 
 fn equal(schema: &Schema, ty: &Type, a: Option<&Value>, b: Option<&Value>) -> bool {
     let (a, b) = (a.filter(|v| !v.is_null()), b.filter(|v| !v.is_null()));
+    // Equal JSON is equal Go values; only what differs needs the type's rules.
+    if a == b {
+        return true;
+    }
     match ty {
         Type::List(inner) => {
             let (x, y) = (
@@ -594,14 +598,15 @@ fn equal(schema: &Schema, ty: &Type, a: Option<&Value>, b: Option<&Value>) -> bo
             _ => false,
         },
         Type::Struct(id) => {
+            // Fields absent from both are equal: only the members need comparing.
+            let st = schema.get(*id);
             let (x, y) = (a.and_then(Value::as_object), b.and_then(Value::as_object));
-            schema.get(*id).fields.iter().all(|f| {
-                equal(
-                    schema,
-                    &f.ty,
-                    x.and_then(|m| m.get(&*f.name)),
-                    y.and_then(|m| m.get(&*f.name)),
-                )
+            let field = |k: &str| st.index_of(k).map(|i| &st.fields[i]);
+            x.into_iter().flatten().all(|(k, v)| {
+                field(k).is_none_or(|f| equal(schema, &f.ty, Some(v), y.and_then(|m| m.get(k))))
+            }) && y.into_iter().flatten().all(|(k, w)| {
+                x.is_some_and(|m| m.contains_key(k))
+                    || field(k).is_none_or(|f| equal(schema, &f.ty, None, Some(w)))
             })
         }
         Type::Any | Type::Raw => any_equal(a, b),
