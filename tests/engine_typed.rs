@@ -296,3 +296,79 @@ fn creation_timestamp_null_is_written_until_1_34() {
         );
     }
 }
+
+/// A captured create's compact text gets the store's `uid` and `creationTimestamp` where Go's
+/// encoder writes them, the rest of its bytes as captured; an object given as a value is
+/// encoded as Go does.
+#[test]
+fn validating_webhooks_of_a_create_see_the_stores_uid_and_creation_time() {
+    let yaml = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: check}
+webhooks:
+- name: check.example.com
+  clientConfig: {url: "https://check.example.com/validate"}
+  rules: [{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+"#;
+    let configs: Vec<WebhookConfiguration> = hookscope::config::parse_documents(yaml, "v.yaml")
+        .into_iter()
+        .map(|r| {
+            let mut loaded = r.unwrap();
+            loaded.apply_defaults();
+            loaded.configuration
+        })
+        .collect();
+    let captured = r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm","namespace":"shop","creationTimestamp":null,"labels":{"a":"b"},"managedFields":[{"manager":"kubectl-create","operation":"Update","apiVersion":"v1","time":"2026-11-21T05:36:02Z","fieldsType":"FieldsV1","fieldsV1":{"f:data":{".":{},"f:k":{}}}}]},"data":{"k":"v"}}"#;
+    for (release, as_text) in [(32, true), (32, false), (34, true)] {
+        let mut attrs: Attributes = serde_json::from_value(json!({
+            "operation": "CREATE",
+            "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "namespace": "shop", "name": "cm",
+            "object": serde_json::from_str::<Value>(captured).unwrap(),
+        }))
+        .unwrap();
+        if as_text {
+            attrs.object = Some(std::sync::Arc::new(
+                hookscope::engine::Object::from_checked_json(captured.into()),
+            ));
+        }
+        let engine = Engine::new(
+            &configs,
+            EngineOptions::for_version(KubeVersion::new(release).unwrap()),
+        );
+        let mut replier =
+            ScriptedReplier::new([("check.example.com".to_string(), ScriptedReply::allow())]);
+        let (mut ids, mut metrics) = (SequentialIds::default(), Metrics::new());
+        let mut ns = Namespaces::default();
+        ns.insert("shop", Default::default());
+        let ctx = RequestContext {
+            namespaces: &ns,
+            ids: &mut ids,
+            metrics: &mut metrics,
+            deadline: Some(Duration::from_secs(60)),
+            phases: Phases::All,
+        };
+        let outcome = engine.dispatch_blocking(attrs, ctx, &mut replier);
+        assert!(outcome.allowed);
+        let body = String::from_utf8_lossy(&replier.seen[0].body).into_owned();
+        let review: Value = serde_json::from_str(&body).unwrap();
+        let uid = review["request"]["object"]["metadata"]["uid"]
+            .as_str()
+            .unwrap();
+        assert_eq!(uid.len(), 36);
+        let expected = captured.replace(
+            r#""namespace":"shop","creationTimestamp":null"#,
+            &format!(
+                r#""namespace":"shop","uid":"{uid}","creationTimestamp":"2026-11-21T05:36:02Z""#
+            ),
+        );
+        assert!(
+            body.contains(&format!(r#""object":{expected},"oldObject":null"#)),
+            "1.{release} as text {as_text}: {body}"
+        );
+    }
+}

@@ -1136,17 +1136,43 @@ impl<'e, 'c> Run<'e, 'c> {
         if has_uid && time.is_none() {
             return;
         }
-        let mut object = object.clone();
-        let Some(Value::Object(meta)) = object.get_mut("metadata") else {
-            return;
+        let uid = (!has_uid).then(|| created_uid(&self.attrs));
+        // A captured object's text gets the two members where Go's encoder writes them, without
+        // decoding and encoding the whole object.
+        let spliced = self
+            .attrs
+            .object
+            .as_deref()
+            .and_then(Object::json)
+            .and_then(|text| {
+                let schema = Schema::for_release(self.engine.options.kube_version);
+                let meta = schema.get(schema.by_name("meta/v1.ObjectMeta")?);
+                let mut members = Vec::with_capacity(2);
+                if let Some(uid) = &uid {
+                    members.push(("uid", uid.as_str()));
+                }
+                if let Some(time) = &time {
+                    members.push(("creationTimestamp", time.as_str()));
+                }
+                splice_metadata(text, meta, &members)
+            });
+        let object = match spliced {
+            Some(text) => Object::from_checked_json(text.into_boxed_str()),
+            None => {
+                let mut object = object.clone();
+                let Some(Value::Object(meta)) = object.get_mut("metadata") else {
+                    return;
+                };
+                if let Some(uid) = uid {
+                    meta.insert("uid".into(), Value::String(uid));
+                }
+                if let Some(time) = time {
+                    meta.insert("creationTimestamp".into(), Value::String(time));
+                }
+                Object::new(object)
+            }
         };
-        if !has_uid {
-            meta.insert("uid".into(), Value::String(created_uid(&self.attrs)));
-        }
-        if let Some(time) = time {
-            meta.insert("creationTimestamp".into(), Value::String(time));
-        }
-        self.attrs.to_mut().object = Some(Arc::new(Object::new(object)));
+        self.attrs.to_mut().object = Some(Arc::new(object));
         self.object_json = None;
     }
 
@@ -1315,6 +1341,62 @@ fn webhook_type(phase: WebhookKind) -> WebhookType {
         WebhookKind::Mutating => WebhookType::Admit,
         WebhookKind::Validating => WebhookType::Validating,
     }
+}
+
+/// `text` (an object's compact JSON) with string members set in its `metadata`: a member that is
+/// there with `null` gets the value, one that is not is inserted after the last member that Go's
+/// `ObjectMeta` writes before it. None when the text has no `metadata` object, or already has one
+/// of the members with a value.
+fn splice_metadata(text: &str, meta: &schema::Struct, members: &[(&str, &str)]) -> Option<String> {
+    let buf = text.as_bytes();
+    let mut metadata = None;
+    crate::scan::members(buf, (0, buf.len()), |k, v| {
+        if k == b"metadata" {
+            metadata = Some(v);
+        }
+    })
+    .ok()?;
+    let span = metadata.filter(|(start, _)| buf.get(*start) == Some(&b'{'))?;
+    let mut present: Vec<(usize, Vec<u8>, (usize, usize))> = Vec::new();
+    crate::scan::members(buf, span, |k, v| {
+        let index = std::str::from_utf8(k)
+            .ok()
+            .and_then(|k| meta.index_of(k))
+            .unwrap_or(usize::MAX);
+        present.push((index, k.to_vec(), v));
+    })
+    .ok()?;
+    // (position, text to insert, bytes replaced)
+    let mut edits: Vec<(usize, String, usize)> = Vec::with_capacity(members.len());
+    for (name, value) in members {
+        let mut quoted = String::with_capacity(value.len() + 2);
+        crate::gofmt::push_json_string(&mut quoted, value);
+        if let Some(&(_, _, (start, end))) = present.iter().find(|(_, k, _)| k == name.as_bytes()) {
+            if &buf[start..end] != b"null" {
+                return None;
+            }
+            edits.push((start, quoted, end - start));
+            continue;
+        }
+        let index = meta.index_of(name)?;
+        let member = format!("\"{name}\":{quoted}");
+        match present
+            .iter()
+            .filter(|(i, _, _)| *i < index)
+            .map(|(_, _, v)| v.1)
+            .max()
+        {
+            Some(after) => edits.push((after, format!(",{member}"), 0)),
+            None if present.is_empty() => edits.push((span.0 + 1, member, 0)),
+            None => edits.push((span.0 + 1, format!("{member},"), 0)),
+        }
+    }
+    edits.sort_by(|a, b| b.0.cmp(&a.0));
+    let mut out = text.to_string();
+    for (at, insert, replaced) in edits {
+        out.replace_range(at..at + replaced, &insert);
+    }
+    Some(out)
 }
 
 /// A uid for a created object, the same whenever the same request is dispatched: FNV-1a of the
