@@ -1110,43 +1110,20 @@ impl<'e, 'c> Run<'e, 'c> {
         if self.attrs.operation != Operation::Create || !self.attrs.sub_resource.is_empty() {
             return;
         }
-        let Some(object) = self.attrs.object_value() else {
+        let Some(current) = self.attrs.object.as_deref() else {
             return;
         };
-        let Some(meta) = object.get("metadata").and_then(Value::as_object) else {
-            return;
-        };
-        let has_uid = meta
-            .get("uid")
-            .and_then(Value::as_str)
-            .is_some_and(|u| !u.is_empty());
-        let has_time = meta.get("creationTimestamp").is_some_and(|t| !t.is_null());
-        if has_uid && has_time {
-            return;
-        }
-        let time = meta
-            .get("managedFields")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(|e| e.get("time").and_then(Value::as_str))
-            .max()
-            .map(String::from)
-            .filter(|_| !has_time);
-        if has_uid && time.is_none() {
-            return;
-        }
-        let uid = (!has_uid).then(|| created_uid(&self.attrs));
-        // A captured object's text gets the two members where Go's encoder writes them, without
-        // decoding and encoding the whole object.
-        let spliced = self
-            .attrs
-            .object
-            .as_deref()
-            .and_then(Object::json)
-            .and_then(|text| {
-                let schema = Schema::for_release(self.engine.options.kube_version);
-                let meta = schema.get(schema.by_name("meta/v1.ObjectMeta")?);
+        // A captured object's text is read and given the two members where Go's encoder writes
+        // them, without decoding and encoding the whole object.
+        if let Some(text) = current.json() {
+            let Some(found) = system_fields_in_text(text) else {
+                return;
+            };
+            let Some((uid, time)) = self.missing_system_fields(found) else {
+                return;
+            };
+            let schema = Schema::for_release(self.engine.options.kube_version);
+            let spliced = schema.by_name("meta/v1.ObjectMeta").and_then(|id| {
                 let mut members = Vec::with_capacity(2);
                 if let Some(uid) = &uid {
                     members.push(("uid", uid.as_str()));
@@ -1154,26 +1131,61 @@ impl<'e, 'c> Run<'e, 'c> {
                 if let Some(time) = &time {
                     members.push(("creationTimestamp", time.as_str()));
                 }
-                splice_metadata(text, meta, &members)
+                splice_metadata(text, schema.get(id), &members)
             });
-        let object = match spliced {
-            Some(text) => Object::from_checked_json(text.into_boxed_str()),
-            None => {
-                let mut object = object.clone();
-                let Some(Value::Object(meta)) = object.get_mut("metadata") else {
-                    return;
-                };
-                if let Some(uid) = uid {
-                    meta.insert("uid".into(), Value::String(uid));
-                }
-                if let Some(time) = time {
-                    meta.insert("creationTimestamp".into(), Value::String(time));
-                }
-                Object::new(object)
+            if let Some(text) = spliced {
+                self.attrs.to_mut().object =
+                    Some(Arc::new(Object::from_checked_json(text.into_boxed_str())));
+                self.object_json = None;
+                return;
             }
+        }
+        let Some(object) = self.attrs.object_value() else {
+            return;
         };
-        self.attrs.to_mut().object = Some(Arc::new(object));
+        let Some(meta) = object.get("metadata").and_then(Value::as_object) else {
+            return;
+        };
+        let times = meta
+            .get("managedFields")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.get("time").and_then(Value::as_str));
+        let found = SystemFields {
+            has_uid: meta
+                .get("uid")
+                .and_then(Value::as_str)
+                .is_some_and(|u| !u.is_empty()),
+            has_time: meta.get("creationTimestamp").is_some_and(|t| !t.is_null()),
+            newest_managed_time: times.max().map(String::from),
+        };
+        let Some((uid, time)) = self.missing_system_fields(found) else {
+            return;
+        };
+        let mut object = object.clone();
+        let Some(Value::Object(meta)) = object.get_mut("metadata") else {
+            return;
+        };
+        if let Some(uid) = uid {
+            meta.insert("uid".into(), Value::String(uid));
+        }
+        if let Some(time) = time {
+            meta.insert("creationTimestamp".into(), Value::String(time));
+        }
+        self.attrs.to_mut().object = Some(Arc::new(Object::new(object)));
         self.object_json = None;
+    }
+
+    /// The `uid` and `creationTimestamp` to set, if any is missing (the time only where the
+    /// field manager's is known).
+    fn missing_system_fields(
+        &self,
+        found: SystemFields,
+    ) -> Option<(Option<String>, Option<String>)> {
+        let uid = (!found.has_uid).then(|| created_uid(&self.attrs));
+        let time = found.newest_managed_time.filter(|_| !found.has_time);
+        (uid.is_some() || time.is_some()).then_some((uid, time))
     }
 
     async fn validating_dispatch<R: Replier + Send>(
@@ -1341,6 +1353,54 @@ fn webhook_type(phase: WebhookKind) -> WebhookType {
         WebhookKind::Mutating => WebhookType::Admit,
         WebhookKind::Validating => WebhookType::Validating,
     }
+}
+
+/// What an object's `metadata` holds of the fields the store sets on create.
+struct SystemFields {
+    has_uid: bool,
+    has_time: bool,
+    newest_managed_time: Option<String>,
+}
+
+/// [`SystemFields`] read from an object's JSON text; None when it has no `metadata` object.
+fn system_fields_in_text(text: &str) -> Option<SystemFields> {
+    use crate::scan;
+    let buf = text.as_bytes();
+    let mut metadata = None;
+    scan::members(buf, (0, buf.len()), |k, v| {
+        if k == b"metadata" {
+            metadata = Some(v);
+        }
+    })
+    .ok()?;
+    let span = metadata.filter(|(start, _)| buf.get(*start) == Some(&b'{'))?;
+    let mut found = SystemFields {
+        has_uid: false,
+        has_time: false,
+        newest_managed_time: None,
+    };
+    let mut managed = None;
+    scan::members(buf, span, |k, v| match k {
+        b"uid" => found.has_uid = scan::string(buf, v).is_some_and(|u| !u.is_empty()),
+        b"creationTimestamp" => found.has_time = !scan::is_null(buf, v),
+        b"managedFields" => managed = Some(v),
+        _ => {}
+    })
+    .ok()?;
+    if let Some(list) = managed.filter(|(start, _)| buf.get(*start) == Some(&b'[')) {
+        let mut times: Vec<String> = Vec::new();
+        let _ = scan::elements(buf, list, |_, entry| {
+            let _ = scan::members(buf, entry, |k, v| {
+                if k == b"time"
+                    && let Some(t) = scan::string(buf, v)
+                {
+                    times.push(t.into_owned());
+                }
+            });
+        });
+        found.newest_managed_time = times.into_iter().max();
+    }
+    Some(found)
 }
 
 /// `text` (an object's compact JSON) with string members set in its `metadata`: a member that is
