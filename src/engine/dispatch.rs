@@ -1451,7 +1451,7 @@ fn splice_metadata(text: &str, meta: &schema::Struct, members: &[(&str, &str)]) 
             None => edits.push((span.0 + 1, format!("{member},"), 0)),
         }
     }
-    edits.sort_by(|a, b| b.0.cmp(&a.0));
+    edits.sort_by_key(|e| std::cmp::Reverse(e.0));
     let mut out = text.to_string();
     for (at, insert, replaced) in edits {
         out.replace_range(at..at + replaced, &insert);
