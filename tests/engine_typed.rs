@@ -322,6 +322,9 @@ webhooks:
         })
         .collect();
     let captured = r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm","namespace":"shop","creationTimestamp":null,"labels":{"a":"b"},"managedFields":[{"manager":"kubectl-create","operation":"Update","apiVersion":"v1","time":"2026-11-21T05:36:02Z","fieldsType":"FieldsV1","fieldsV1":{"f:data":{".":{},"f:k":{}}}}]},"data":{"k":"v"}}"#;
+    // As 1.34 writes it (no creationTimestamp at all), and with an empty metadata but for
+    // managedFields placed first.
+    let without_time = captured.replace(r#""creationTimestamp":null,"#, "");
     for (release, as_text) in [(32, true), (32, false), (34, true)] {
         let mut attrs: Attributes = serde_json::from_value(json!({
             "operation": "CREATE",
@@ -371,4 +374,40 @@ webhooks:
             "1.{release} as text {as_text}: {body}"
         );
     }
+    let mut attrs: Attributes = serde_json::from_value(json!({
+        "operation": "CREATE",
+        "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+        "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+        "namespace": "shop", "name": "cm",
+    }))
+    .unwrap();
+    attrs.object = Some(std::sync::Arc::new(
+        hookscope::engine::Object::from_checked_json(without_time.clone().into()),
+    ));
+    let engine = Engine::new(
+        &configs,
+        EngineOptions::for_version(KubeVersion::new(34).unwrap()),
+    );
+    let mut replier =
+        ScriptedReplier::new([("check.example.com".to_string(), ScriptedReply::allow())]);
+    let (mut ids, mut metrics) = (SequentialIds::default(), Metrics::new());
+    let ns = Namespaces::default();
+    let ctx = RequestContext {
+        namespaces: &ns,
+        ids: &mut ids,
+        metrics: &mut metrics,
+        deadline: Some(Duration::from_secs(60)),
+        phases: Phases::All,
+    };
+    engine.dispatch_blocking(attrs, ctx, &mut replier);
+    let body = String::from_utf8_lossy(&replier.seen[0].body).into_owned();
+    let review: Value = serde_json::from_str(&body).unwrap();
+    let uid = review["request"]["object"]["metadata"]["uid"]
+        .as_str()
+        .unwrap();
+    let expected = without_time.replace(
+        r#""namespace":"shop","#,
+        &format!(r#""namespace":"shop","uid":"{uid}","creationTimestamp":"2026-11-21T05:36:02Z","#),
+    );
+    assert!(body.contains(&expected), "{body}");
 }

@@ -1428,6 +1428,9 @@ fn splice_metadata(text: &str, meta: &schema::Struct, members: &[(&str, &str)]) 
     .ok()?;
     // (position, text to insert, bytes replaced)
     let mut edits: Vec<(usize, String, usize)> = Vec::with_capacity(members.len());
+    // New members by where they go (after a member's value, or at the object's start), with
+    // their Go index so that several at one place keep Go's order.
+    let mut inserts: Vec<(usize, usize, String)> = Vec::with_capacity(members.len());
     for (name, value) in members {
         let mut quoted = String::with_capacity(value.len() + 2);
         crate::gofmt::push_json_string(&mut quoted, value);
@@ -1439,17 +1442,29 @@ fn splice_metadata(text: &str, meta: &schema::Struct, members: &[(&str, &str)]) 
             continue;
         }
         let index = meta.index_of(name)?;
-        let member = format!("\"{name}\":{quoted}");
-        match present
+        let after = present
             .iter()
             .filter(|(i, _, _)| *i < index)
             .map(|(_, _, v)| v.1)
-            .max()
-        {
-            Some(after) => edits.push((after, format!(",{member}"), 0)),
-            None if present.is_empty() => edits.push((span.0 + 1, member, 0)),
-            None => edits.push((span.0 + 1, format!("{member},"), 0)),
-        }
+            .max();
+        inserts.push((
+            after.unwrap_or(span.0 + 1),
+            index,
+            format!("\"{name}\":{quoted}"),
+        ));
+    }
+    inserts.sort_by_key(|(at, index, _)| (*at, *index));
+    for group in inserts.chunk_by(|a, b| a.0 == b.0) {
+        let at = group[0].0;
+        let joined: Vec<&str> = group.iter().map(|(_, _, m)| m.as_str()).collect();
+        let text = if at == span.0 + 1 {
+            // At the start of metadata: before its first member, if any.
+            let comma = if present.is_empty() { "" } else { "," };
+            format!("{}{comma}", joined.join(","))
+        } else {
+            format!(",{}", joined.join(","))
+        };
+        edits.push((at, text, 0));
     }
     edits.sort_by_key(|e| std::cmp::Reverse(e.0));
     let mut out = text.to_string();
@@ -1606,6 +1621,35 @@ mod tests {
         assert_eq!(
             mutation_annotation_value("test-config", "test-webhook", true),
             r#"{"configuration":"test-config","webhook":"test-webhook","mutated":true}"#
+        );
+    }
+
+    #[test]
+    fn store_fields_are_spliced_where_go_writes_them() {
+        let schema = Schema::for_release(crate::KubeVersion::NEWEST);
+        let meta = schema.get(schema.by_name("meta/v1.ObjectMeta").unwrap());
+        let fields = [("uid", "u"), ("creationTimestamp", "t")];
+        let splice = |text: &str| splice_metadata(text, meta, &fields);
+        assert_eq!(
+            splice(r#"{"metadata":{}}"#).as_deref(),
+            Some(r#"{"metadata":{"uid":"u","creationTimestamp":"t"}}"#)
+        );
+        assert_eq!(
+            splice(r#"{"kind":"X","metadata":{"labels":{"a":"b"}},"data":{}}"#).as_deref(),
+            Some(
+                r#"{"kind":"X","metadata":{"uid":"u","creationTimestamp":"t","labels":{"a":"b"}},"data":{}}"#
+            )
+        );
+        assert_eq!(
+            splice(r#"{"metadata":{"name":"n","creationTimestamp":null,"labels":{}}}"#).as_deref(),
+            Some(r#"{"metadata":{"name":"n","uid":"u","creationTimestamp":"t","labels":{}}}"#)
+        );
+        assert_eq!(splice(r#"{"metadata":{"uid":"x"}}"#), None);
+        assert_eq!(splice(r#"{"spec":{}}"#), None);
+        assert_eq!(
+            serde_json::from_str::<Value>(&splice(r#"{"metadata":{"generation":2}}"#).unwrap())
+                .unwrap(),
+            serde_json::json!({"metadata": {"uid": "u", "generation": 2, "creationTimestamp": "t"}})
         );
     }
 

@@ -880,7 +880,8 @@ impl Reader {
             Err(reason) => return ctx.not_replayable("", self.with_code(ctx, reason)),
         };
         let patched = match patch_type {
-            PatchType::Apply(..) => unreachable!("handled above"),
+            // Applies returned above.
+            PatchType::Apply(..) => Err("a server-side apply".to_string()),
             PatchType::Json => crate::jsonpatch::decode(raw)
                 .map_err(|e| e.message)
                 .and_then(|p| p.apply_to_value(&old).map_err(|e| e.message)),
