@@ -352,6 +352,19 @@ impl<'s> Encoder<'s> {
                 }
                 v => return Err(self.type_error(json_kind(v), ty)),
             },
+            Type::Quantity => {
+                let canonical = match &*value {
+                    Value::Null => "0".to_string(),
+                    v => match Quantity::from_json(v) {
+                        Ok(Some(q)) => q.to_string(),
+                        Ok(None) => "0".to_string(),
+                        Err(e) => return Err(DecodeError(e.to_string())),
+                    },
+                };
+                if value.as_str() != Some(canonical.as_str()) {
+                    *value = Value::String(canonical);
+                }
+            }
             Type::Raw | Type::Any if !has_float(value) => {}
             _ => {
                 // The rest is rewritten by Go: write it and read it back.
