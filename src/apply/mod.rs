@@ -312,13 +312,27 @@ pub struct Request<'a> {
     pub reset_fields: Option<&'a Set>,
 }
 
+/// The fields of `metadata` the field manager strips before it records what a manager owns
+/// (`managedfields/internal/stripmeta.go`).
+pub const SYSTEM_METADATA: [&str; 9] = [
+    "name",
+    "namespace",
+    "creationTimestamp",
+    "selfLink",
+    "uid",
+    "clusterName",
+    "generation",
+    "managedFields",
+    "resourceVersion",
+];
+
 /// The fields of `metadata` the apiserver never records as owned, and `apiVersion`, `kind`.
 fn strip_set() -> Set {
     let mut s = Set::new();
     for p in [&["apiVersion"][..], &["kind"], &["metadata"]] {
         s.insert(&p.iter().map(|n| PathElement::field(n)).collect::<Vec<_>>());
     }
-    for name in crate::schema::fieldset::SYSTEM_METADATA {
+    for name in SYSTEM_METADATA {
         s.insert(&[PathElement::field("metadata"), PathElement::field(name)]);
     }
     s

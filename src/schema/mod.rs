@@ -17,7 +17,6 @@
 //! apimachinery's `Semantic.DeepEqual`.
 
 pub mod codec;
-pub mod fieldset;
 pub mod patchmeta;
 
 use std::collections::HashMap;

@@ -584,9 +584,9 @@ impl Reader {
     }
 
     /// On a create whose object has no `managedFields` yet (the event's response did not show the
-    /// stored object: a denied create), the entry the field manager gave it: the request's field
-    /// manager (or its user agent's first word) owns, as an `Update` at the time the request was
-    /// received, every field the object sets.
+    /// stored object: a denied create), the entry the field manager gave it: the field manager's
+    /// Update ([`crate::apply::update`]) by the request's `fieldManager` (or its user agent's first
+    /// word) at the time the request was received.
     fn add_field_manager_entry(
         &self,
         ctx: &Ctx<'_, '_>,
@@ -604,14 +604,6 @@ impl Reader {
         let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind) else {
             return;
         };
-        let Ok((typed, _)) = crate::schema::codec::normalize(schema, id, object) else {
-            return;
-        };
-        let reset_status = self.registry.kind_ref(&ctx.gvr, "status").is_some();
-        let Some(fields) = crate::schema::fieldset::fields_v1(schema, id, &typed, reset_status)
-        else {
-            return;
-        };
         let manager = options
             .and_then(|o| o.get("fieldManager"))
             .and_then(Value::as_str)
@@ -627,29 +619,39 @@ impl Reader {
                     .take(128)
                     .collect()
             });
-        let Some(time) = ctx
-            .ev
-            .received
-            .as_deref()
-            .and_then(|t| crate::schema::codec::parse_rfc3339(t).ok())
-            .and_then(|t| t.format_seconds())
-        else {
+        let Some(time) = received_at_seconds(ctx) else {
             return;
         };
-        let Some(Value::Object(metadata)) = object.get_mut("metadata") else {
+        let mut reset = crate::apply::Set::new();
+        if self.registry.kind_ref(&ctx.gvr, "status").is_some() {
+            reset.insert(&[crate::apply::PathElement::field("status")]);
+        }
+        let api_version = kind.api_version();
+        let req = crate::apply::Request {
+            manager: &manager,
+            api_version: &api_version,
+            kind: &kind.kind,
+            time: &time,
+            force: false,
+            subresource: "",
+            reset_fields: (!reset.is_empty()).then_some(&reset),
+        };
+        let Ok((_, managed)) = crate::apply::update(
+            schema,
+            id,
+            None,
+            object,
+            &req,
+            &crate::apply::ManagedFields::default(),
+        ) else {
             return;
         };
-        metadata.insert(
-            "managedFields".into(),
-            json!([{
-                "manager": manager,
-                "operation": "Update",
-                "apiVersion": kind.api_version(),
-                "time": time,
-                "fieldsType": "FieldsV1",
-                "fieldsV1": fields,
-            }]),
-        );
+        if managed.0.is_empty() {
+            return;
+        }
+        if let Some(Value::Object(metadata)) = object.get_mut("metadata") {
+            metadata.insert("managedFields".into(), managed.to_value());
+        }
     }
 
     /// The request object of a create or update, parsed. (The field manager's entries are added
@@ -993,13 +995,7 @@ impl Reader {
                 Err(reason) => return ctx.not_replayable("", self.with_code(ctx, reason)),
             }
         };
-        let time = ctx
-            .ev
-            .received
-            .as_deref()
-            .and_then(|t| crate::schema::codec::parse_rfc3339(t).ok())
-            .and_then(|t| t.format_seconds())
-            .unwrap_or_default();
+        let time = received_at_seconds(ctx).unwrap_or_default();
         let managed = match old.as_ref().map(crate::apply::ManagedFields::from_object) {
             Some(Ok(m)) => m,
             Some(Err(e)) => {
@@ -1679,6 +1675,12 @@ fn escape_query(s: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// When the request was received, at the second precision `managedFields` times have.
+fn received_at_seconds(ctx: &Ctx<'_, '_>) -> Option<String> {
+    let received = crate::schema::codec::parse_rfc3339(ctx.ev.received.as_deref()?).ok()?;
+    received.format_seconds()
 }
 
 /// The `managedFields` the apiserver's field manager gave the object before admission, which
