@@ -59,19 +59,11 @@ pub(super) fn nanos(value: &Value) -> Option<(i128, Format)> {
     Some((if q.negative { -magnitude } else { magnitude }, q.format))
 }
 
-/// The canonical text of the quantity rounded up to milli precision, when rounding changes it.
+/// The text of the quantity rounded up to milli precision (`RoundUp(-3)`), as the apiserver then
+/// encodes it, when rounding changes it.
 fn rounded_up_to_milli(value: &Value) -> Option<String> {
-    let q = parse(&text_of(value)?)?;
-    if q.scale >= -3 {
-        return None;
-    }
-    let divisor = 10u128.checked_pow(u32::try_from(-3 - q.scale).ok()?)?;
-    if q.digits % divisor == 0 {
-        return None;
-    }
-    let millis = i128::try_from(q.digits / divisor + 1).ok()?;
-    let nanos = millis.checked_mul(1_000_000)?;
-    Some(canonical(if q.negative { -nanos } else { nanos }, q.format))
+    let mut q = crate::quantity::Quantity::from_json(value).ok()??;
+    (!q.round_up(-3)).then(|| q.to_string())
 }
 
 fn parse(text: &str) -> Option<Exact> {
