@@ -85,8 +85,17 @@ fn dispatch(
     attrs: Attributes,
     replies: Vec<(&str, ScriptedReply)>,
 ) -> (Outcome, ScriptedReplier) {
+    dispatch_with(&configurations(), release, attrs, replies)
+}
+
+fn dispatch_with(
+    configs: &[WebhookConfiguration],
+    release: u32,
+    attrs: Attributes,
+    replies: Vec<(&str, ScriptedReply)>,
+) -> (Outcome, ScriptedReplier) {
     let engine = Engine::new(
-        &configurations(),
+        configs,
         EngineOptions::for_version(KubeVersion::new(release).unwrap()),
     );
     let mut replier = ScriptedReplier::new(replies.into_iter().map(|(n, r)| (n.to_string(), r)));
@@ -339,23 +348,12 @@ webhooks:
                 hookscope::engine::Object::from_checked_json(captured.into()),
             ));
         }
-        let engine = Engine::new(
+        let (outcome, replier) = dispatch_with(
             &configs,
-            EngineOptions::for_version(KubeVersion::new(release).unwrap()),
+            release,
+            attrs,
+            vec![("check.example.com", ScriptedReply::allow())],
         );
-        let mut replier =
-            ScriptedReplier::new([("check.example.com".to_string(), ScriptedReply::allow())]);
-        let (mut ids, mut metrics) = (SequentialIds::default(), Metrics::new());
-        let mut ns = Namespaces::default();
-        ns.insert("shop", Default::default());
-        let ctx = RequestContext {
-            namespaces: &ns,
-            ids: &mut ids,
-            metrics: &mut metrics,
-            deadline: Some(Duration::from_secs(60)),
-            phases: Phases::All,
-        };
-        let outcome = engine.dispatch_blocking(attrs, ctx, &mut replier);
         assert!(outcome.allowed);
         let body = String::from_utf8_lossy(&replier.seen[0].body).into_owned();
         let review: Value = serde_json::from_str(&body).unwrap();
@@ -384,22 +382,12 @@ webhooks:
     attrs.object = Some(std::sync::Arc::new(
         hookscope::engine::Object::from_checked_json(without_time.clone().into()),
     ));
-    let engine = Engine::new(
+    let (_, replier) = dispatch_with(
         &configs,
-        EngineOptions::for_version(KubeVersion::new(34).unwrap()),
+        34,
+        attrs,
+        vec![("check.example.com", ScriptedReply::allow())],
     );
-    let mut replier =
-        ScriptedReplier::new([("check.example.com".to_string(), ScriptedReply::allow())]);
-    let (mut ids, mut metrics) = (SequentialIds::default(), Metrics::new());
-    let ns = Namespaces::default();
-    let ctx = RequestContext {
-        namespaces: &ns,
-        ids: &mut ids,
-        metrics: &mut metrics,
-        deadline: Some(Duration::from_secs(60)),
-        phases: Phases::All,
-    };
-    engine.dispatch_blocking(attrs, ctx, &mut replier);
     let body = String::from_utf8_lossy(&replier.seen[0].body).into_owned();
     let review: Value = serde_json::from_str(&body).unwrap();
     let uid = review["request"]["object"]["metadata"]["uid"]
