@@ -1558,63 +1558,9 @@ pub fn patch_annotation_value(configuration: &str, webhook: &str, patch_json: &s
     value
 }
 
-/// Semantic equality as the apiserver uses it to decide whether a patch changed the object:
-/// absent, null, empty objects and empty arrays are all equal.
-pub fn semantic_eq(a: &Value, b: &Value) -> bool {
-    fn empty(v: &Value) -> bool {
-        match v {
-            Value::Null => true,
-            Value::Object(m) => m.is_empty(),
-            Value::Array(a) => a.is_empty(),
-            _ => false,
-        }
-    }
-    match (a, b) {
-        // Both maps iterate in key order: one merge walk instead of a lookup per key.
-        (Value::Object(x), Value::Object(y)) => {
-            let (mut xs, mut ys) = (x.iter().peekable(), y.iter().peekable());
-            loop {
-                match (xs.peek(), ys.peek()) {
-                    (None, None) => return true,
-                    (Some((k, v)), Some((l, w))) => match k.cmp(l) {
-                        std::cmp::Ordering::Equal => {
-                            if !semantic_eq(v, w) {
-                                return false;
-                            }
-                            xs.next();
-                            ys.next();
-                        }
-                        std::cmp::Ordering::Less if empty(v) => {
-                            xs.next();
-                        }
-                        std::cmp::Ordering::Greater if empty(w) => {
-                            ys.next();
-                        }
-                        _ => return false,
-                    },
-                    (Some((_, v)), None) if empty(v) => {
-                        xs.next();
-                    }
-                    (None, Some((_, w))) if empty(w) => {
-                        ys.next();
-                    }
-                    _ => return false,
-                }
-            }
-        }
-        (Value::Array(x), Value::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(v, w)| semantic_eq(v, w))
-        }
-        (Value::Number(x), Value::Number(y)) => x == y || x.as_f64() == y.as_f64(),
-        _ if empty(a) && empty(b) => true,
-        _ => a == b,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn mutation_annotation_is_byte_identical() {
@@ -1651,20 +1597,5 @@ mod tests {
                 .unwrap(),
             serde_json::json!({"metadata": {"uid": "u", "generation": 2, "creationTimestamp": "t"}})
         );
-    }
-
-    #[test]
-    fn semantic_equality_treats_nil_as_empty() {
-        assert!(semantic_eq(&json!({"a": {}, "b": 1}), &json!({"b": 1})));
-        assert!(semantic_eq(&json!({"l": []}), &json!({"l": null})));
-        assert!(!semantic_eq(&json!({"l": [1]}), &json!({"l": []})));
-        assert!(!semantic_eq(&json!({"a": "x"}), &json!({"a": "y"})));
-        assert!(semantic_eq(
-            &json!({"a": 1, "b": null, "d": [], "e": 2}),
-            &json!({"a": 1, "c": {}, "e": 2, "f": null})
-        ));
-        assert!(!semantic_eq(&json!({"a": 1, "b": 2}), &json!({"a": 1})));
-        assert!(!semantic_eq(&json!({"a": 1}), &json!({"a": 1, "b": 2})));
-        assert!(!semantic_eq(&json!({"b": 1}), &json!({"a": 1})));
     }
 }

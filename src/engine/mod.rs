@@ -37,7 +37,7 @@ pub use audit::{AuditAnnotation, AuditLevel};
 pub use call::{
     Endpoint, Replier, Reply, ReplyOutcome, TransportError, TransportErrorKind, WebhookCall,
 };
-pub use dispatch::{mutation_annotation_value, patch_annotation_value, semantic_eq};
+pub use dispatch::{mutation_annotation_value, patch_annotation_value};
 pub use hooks::Hook;
 pub use matching::{Decision, Invocation, NotReinvokedWhy, SkipReason};
 pub use object::Object;
