@@ -11,7 +11,7 @@
 //!
 //! Whatever the format, each document is an `admission.k8s.io/v1` or `v1beta1` `AdmissionReview`
 //! (replayed as captured; with a `response` too, its `request` is used), an `audit.k8s.io`
-//! `Event` (v1, v1beta1 or v1alpha1), or a list of them; or one of the shapes of [`wrapped`]: an
+//! `Event` (v1, v1beta1 or v1alpha1), or a list of them; or one of the shapes of `wrapped.rs`: an
 //! envelope around events (AKS diagnostic records, CloudWatch payloads, container log lines), a
 //! bare `AdmissionRequest`, or a plain manifest, replayed as the create `kubectl create -f` sends. Input is streamed: memory holds one line or document, the objects
 //! needed as old objects, and the audit requests whose final stage is still to come.
