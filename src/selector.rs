@@ -326,6 +326,29 @@ fn aggregate(mut errs: Vec<String>) -> String {
     }
 }
 
+/// `LabelSelectorAsSelector(selector).String()` for a selector as JSON (`None` or `null`: a nil
+/// selector); `None` when it is not a valid label selector.
+pub fn label_selector_string(selector: Option<&serde_json::Value>) -> Option<String> {
+    let parsed: Option<LabelSelector> = match selector {
+        None | Some(serde_json::Value::Null) => None,
+        Some(v) => Some(serde_json::from_value(v.clone()).ok()?),
+    };
+    Selector::parse_optional(parsed.as_ref())
+        .ok()
+        .map(|s| s.to_string())
+}
+
+/// `labels.SelectorFromSet(set).String()` for a map of labels as JSON (a ReplicationController's
+/// selector): `k=v` sorted by key, joined by `,`; `None` when it is not a map of strings.
+pub fn set_string(set: Option<&serde_json::Value>) -> Option<String> {
+    let labels: BTreeMap<String, String> = match set {
+        None | Some(serde_json::Value::Null) => BTreeMap::new(),
+        Some(v) => serde_json::from_value(v.clone()).ok()?,
+    };
+    let pairs: Vec<String> = labels.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    Some(pairs.join(","))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -605,7 +605,9 @@ proptest! {
             for c in &expected.calls {
                 model_call(&flat[c.1], &mut object).expect("allowed chains do not stop");
             }
-            let want = object.flatten().map(|l| json!(l));
+            // Go omits an empty label map when it encodes the object.
+            let want = object.flatten().filter(|l| !l.is_empty()).map(|l| json!(l));
+            let labels = labels.filter(|l| l.as_object().is_none_or(|m| !m.is_empty()));
             prop_assert_eq!(labels, want);
         }
     }

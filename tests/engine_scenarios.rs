@@ -378,7 +378,11 @@ fn sidecar_injector_is_reinvoked_after_a_later_label_defaulter() {
     let mut stored = o.object.as_deref().map(|o| o.value().clone()).unwrap();
     let uid = stored["metadata"].as_object_mut().unwrap().remove("uid");
     assert_eq!(uid.as_ref().and_then(Value::as_str).map(str::len), Some(36));
-    assert_eq!(stored, final_object);
+    // And the pod strategy's PrepareForCreate its generation and pending status.
+    let mut prepared = final_object.clone();
+    prepared["metadata"]["generation"] = json!(1);
+    prepared["status"] = json!({"phase": "Pending", "qosClass": "BestEffort"});
+    assert_eq!(stored, prepared);
 
     let ok = labels(&[
         ("code", "200"),

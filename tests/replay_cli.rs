@@ -1531,12 +1531,7 @@ fn the_replay_sends_what_the_apiserver_sent_its_webhooks() {
     // Calls grouped by (object name, webhook path), in order within each group: requests may
     // be replayed concurrently, a request's own calls are in order.
     let mut recorded: BTreeMap<(String, String), Vec<String>> = BTreeMap::new();
-    let mut files: Vec<_> = std::fs::read_dir(format!("{FIXTURES}/oracle-v1.32/received"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with("-req.json"))
-        .collect();
-    files.sort();
+    let files = received_requests("oracle-v1.32");
     for path in &files {
         let body = std::fs::read_to_string(path).unwrap();
         let review: Value = serde_json::from_str(&body).unwrap();
@@ -1587,13 +1582,7 @@ fn the_replay_sends_what_the_apiserver_sent_its_webhooks() {
 #[test]
 fn a_plain_manifest_is_sent_as_kubectl_create_sent_it() {
     let pki = TestPki::new();
-    let server = WebhookServer::start(
-        &pki,
-        handler(|req| {
-            let review: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
-            common::v1_allow(review["request"]["uid"].as_str().unwrap_or_default())
-        }),
-    );
+    let server = WebhookServer::start(&pki, allow_every_review());
     let dir = scratch("manifest-create");
     let webhooks =
         fixture_configurations(&pki, &dir, "policies-v1.33", &["inputs/webhooks.yaml"]).remove(0);
@@ -1646,4 +1635,103 @@ fn a_plain_manifest_is_sent_as_kubectl_create_sent_it() {
         .find(|r| r.path_only() == "/add-label")
         .expect("the mutating webhook called");
     assert_eq!(timeless(&text(&first.body)), timeless(&want));
+}
+
+/// Every AdmissionReview a real kube-apiserver v1.33 sent its webhooks for subresources
+/// (tests/fixtures/subresources-v1.33: scale of each scalable kind by patch and by update, a
+/// service account token, a binding, an eviction, ephemeral containers, a resize), compared with
+/// what the replay of its audit log sends, byte for byte but for the request uid: the Scales the
+/// apiserver built from the stored objects, with their converted `managedFields`.
+#[test]
+fn subresource_requests_are_sent_as_the_apiserver_sent_them() {
+    let pki = TestPki::new();
+    let server = WebhookServer::start(&pki, allow_every_review());
+    let dir = scratch("subresources-received");
+    let webhooks =
+        fixture_configurations(&pki, &dir, "subresources-v1.33", &["inputs/webhooks.yaml"])
+            .remove(0);
+    let out = hookscope(&[
+        "replay",
+        "--kube-version",
+        "1.33",
+        "--webhooks",
+        webhooks.to_str().unwrap(),
+        "--input",
+        &format!("{FIXTURES}/subresources-v1.33/audit.log"),
+        "--resolve",
+        &format!("127.0.0.1:18443=127.0.0.1:{}", server.port()),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("report");
+    assert_eq!(report["problems"], json!([]), "{}", report["problems"]);
+
+    let key = |body: &str, path: &str| {
+        let review: Value = serde_json::from_str(body).unwrap();
+        let r = &review["request"];
+        (
+            format!("{}/{}", r["resource"]["resource"], r["subResource"]),
+            r["name"].as_str().unwrap_or_default().to_string(),
+            path.to_string(),
+        )
+    };
+    let mut recorded: BTreeMap<_, Vec<String>> = BTreeMap::new();
+    for path in &received_requests("subresources-v1.33") {
+        let body = std::fs::read_to_string(path).unwrap();
+        let file = path.file_name().unwrap().to_string_lossy().to_string();
+        let webhook = &file[5..file.len() - "-req.json".len()];
+        recorded
+            .entry(key(&body, webhook))
+            .or_default()
+            .push(request_without_uid(&body));
+    }
+    let mut replayed: BTreeMap<_, Vec<String>> = BTreeMap::new();
+    for r in server.requests() {
+        let body = text(&r.body);
+        let webhook = r.path_only().trim_start_matches('/').to_string();
+        replayed
+            .entry(key(&body, &webhook))
+            .or_default()
+            .push(request_without_uid(&body));
+    }
+    assert_eq!(
+        recorded.keys().collect::<Vec<_>>(),
+        replayed.keys().collect::<Vec<_>>()
+    );
+    for (k, want) in &recorded {
+        let got = &replayed[k];
+        assert_eq!(got.len(), want.len(), "{k:?}");
+        for (g, w) in got.iter().zip(want) {
+            let at = g.bytes().zip(w.bytes()).take_while(|(a, b)| a == b).count();
+            let around = |t: &str| {
+                t[at.saturating_sub(120).min(t.len())..(at + 120).min(t.len())].to_string()
+            };
+            assert!(
+                g == w,
+                "{k:?} differs at byte {at}:\n replayed …{}…\n recorded …{}…",
+                around(g),
+                around(w)
+            );
+        }
+    }
+}
+
+/// A handler that allows every review, echoing its uid.
+fn allow_every_review() -> common::Handler {
+    handler(|req| {
+        let review: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        common::v1_allow(review["request"]["uid"].as_str().unwrap_or_default())
+    })
+}
+
+/// The request files a recorded session's webhook server received, in order.
+fn received_requests(fixture: &str) -> Vec<PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(format!("{FIXTURES}/{fixture}/received"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("-req.json"))
+        .collect();
+    files.sort();
+    files
 }

@@ -12,6 +12,7 @@
 
 pub mod fieldpath;
 pub mod go;
+pub mod scale;
 pub mod typed;
 pub mod updater;
 
@@ -484,16 +485,22 @@ impl Decoded {
             e.fields = vs.set.clone();
             out.push(e);
         }
-        out.sort_by(|p, q| {
-            p.operation
-                .cmp(&q.operation)
-                .then_with(|| seconds(p.time.as_deref()).cmp(&seconds(q.time.as_deref())))
-                .then_with(|| p.manager.cmp(&q.manager))
-                .then_with(|| p.api_version.cmp(&q.api_version))
-                .then_with(|| p.subresource.cmp(&q.subresource))
-        });
+        sort_encoded(&mut out);
         ManagedFields(out)
     }
+}
+
+/// Sorts entries as the apiserver writes them (`sortEncodedManagedFields`): by operation, time,
+/// manager, API version and subresource.
+fn sort_encoded(entries: &mut [ManagedFieldsEntry]) {
+    entries.sort_by(|p, q| {
+        p.operation
+            .cmp(&q.operation)
+            .then_with(|| seconds(p.time.as_deref()).cmp(&seconds(q.time.as_deref())))
+            .then_with(|| p.manager.cmp(&q.manager))
+            .then_with(|| p.api_version.cmp(&q.api_version))
+            .then_with(|| p.subresource.cmp(&q.subresource))
+    });
 }
 
 /// Seconds since the epoch of an RFC 3339 time (0 when absent or unreadable), for ordering.

@@ -17,6 +17,7 @@ use super::matching::{
 use super::object::Object;
 use super::review::{self, CallingError};
 use super::status::{self, go_json_string, go_quote};
+use super::strategy;
 use super::trace::{
     Entry, MatchTexts, MetricStep, ReviewBody, ReviewParts, ReviewTexts, TraceStep,
 };
@@ -1188,12 +1189,84 @@ impl<'e, 'c> Run<'e, 'c> {
         (uid.is_some() || time.is_some()).then_some((uid, time))
     }
 
+    /// What the kind's registry strategy changes before validation (see [`strategy`]): the
+    /// generation, the status of a create, the status or spec an update cannot change.
+    fn prepare_for_validation(&mut self) {
+        let a = &self.attrs;
+        let Some(object) = a.object_value() else {
+            return;
+        };
+        let Some(prepared) = strategy::prepare(
+            self.engine.options.kube_version,
+            a.operation,
+            &a.resource,
+            &a.sub_resource,
+            &a.name,
+            object,
+            a.old_object_value(),
+        ) else {
+            return;
+        };
+        let mut prepared = prepared;
+        let schema = Schema::for_release(self.engine.options.kube_version);
+        let kind = &self.attrs.kind;
+        if let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind) {
+            // The object as the apiserver holds it: its Go type's encoding.
+            let _ = schema::codec::normalize_in_place(schema, id, &mut prepared);
+        }
+        self.attrs.to_mut().object = Some(Arc::new(Object::new(prepared)));
+        self.object_json = None;
+    }
+
+    /// The scale subresource of the built-in workloads (`toScaleUpdateValidation` in each
+    /// registry): validation sees Scales rebuilt from the parent that the mutated Scale updated,
+    /// which carry no `managedFields`: the old Scale as it was, the new one with the mutated
+    /// replicas and resourceVersion (whatever else mutation changed in the Scale is lost, as in
+    /// the apiserver).
+    fn scale_for_validation(&mut self) {
+        let a = &self.attrs;
+        let builtin = matches!(
+            (a.resource.group.as_str(), a.resource.resource.as_str()),
+            ("apps", "deployments" | "statefulsets" | "replicasets")
+                | ("", "replicationcontrollers")
+        );
+        if a.operation != Operation::Update || a.sub_resource != "scale" || !builtin {
+            return;
+        }
+        let (Some(new), Some(old)) = (a.object_value(), a.old_object_value()) else {
+            return;
+        };
+        let mut old = old.clone();
+        if let Some(Value::Object(meta)) = old.get_mut("metadata") {
+            meta.remove("managedFields");
+        }
+        let mut rebuilt = old.clone();
+        let replicas = new.pointer("/spec/replicas").cloned();
+        if let Some(Value::Object(spec)) = rebuilt.get_mut("spec") {
+            match replicas {
+                Some(r) => spec.insert("replicas".into(), r),
+                None => spec.remove("replicas"),
+            };
+        }
+        let rv = new.pointer("/metadata/resourceVersion").cloned();
+        if let (Some(Value::Object(meta)), Some(rv)) = (rebuilt.get_mut("metadata"), rv) {
+            meta.insert("resourceVersion".into(), rv);
+        }
+        let attrs = self.attrs.to_mut();
+        attrs.object = Some(Arc::new(Object::new(rebuilt)));
+        attrs.old_object = Some(Arc::new(Object::new(old)));
+        self.object_json = None;
+        self.old_object_json = None;
+    }
+
     async fn validating_dispatch<R: Replier + Send>(
         &mut self,
         engine: &Engine,
         replier: &mut R,
     ) -> Result<(), Status> {
         self.fill_system_fields();
+        self.scale_for_validation();
+        self.prepare_for_validation();
         let phase = WebhookKind::Validating;
         let mut relevant: Vec<(&Hook, Invocation)> = Vec::with_capacity(engine.validating.len());
         for (i, hook) in engine.validating.iter().enumerate() {

@@ -21,6 +21,7 @@ pub mod matching;
 mod object;
 pub mod review;
 pub mod status;
+mod strategy;
 pub mod trace;
 
 use std::collections::{BTreeSet, HashSet};

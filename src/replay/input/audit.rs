@@ -538,7 +538,11 @@ impl Reader {
     fn request(&self, ctx: &Ctx<'_, '_>, mut parts: Parts) -> InputItem {
         let ev = ctx.ev;
         if let Some(object) = parts.object.as_mut() {
-            add_managed_fields(object, ev.response_object);
+            let old_managed = parts
+                .old_object
+                .as_ref()
+                .and_then(|o| o.pointer("/metadata/managedFields"));
+            add_managed_fields(object, ev.response_object, old_managed);
             if parts.operation == Operation::Create {
                 self.add_field_manager_entry(ctx, &parts.kind, object, parts.options.as_ref());
             }
@@ -600,50 +604,14 @@ impl Reader {
         {
             return;
         }
-        let schema = crate::schema::Schema::for_release(self.registry.release());
-        let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind) else {
-            return;
-        };
-        let manager = options
-            .and_then(|o| o.get("fieldManager"))
-            .and_then(Value::as_str)
-            .filter(|m| !m.is_empty())
-            .map(String::from)
-            .unwrap_or_else(|| {
-                let agent = ctx.ev.user_agent.as_deref().unwrap_or_default();
-                agent
-                    .split('/')
-                    .next()
-                    .unwrap_or_default()
-                    .chars()
-                    .take(128)
-                    .collect()
-            });
-        let Some(time) = received_at_seconds(ctx) else {
-            return;
-        };
         let mut reset = crate::apply::Set::new();
         if self.registry.kind_ref(&ctx.gvr, "status").is_some() {
             reset.insert(&[crate::apply::PathElement::field("status")]);
         }
-        let api_version = kind.api_version();
-        let req = crate::apply::Request {
-            manager: &manager,
-            api_version: &api_version,
-            kind: &kind.kind,
-            time: &time,
-            force: false,
-            subresource: "",
-            reset_fields: (!reset.is_empty()).then_some(&reset),
-        };
-        let Ok((_, managed)) = crate::apply::update(
-            schema,
-            id,
-            None,
-            object,
-            &req,
-            &crate::apply::ManagedFields::default(),
-        ) else {
+        let none = crate::apply::ManagedFields::default();
+        let Some(managed) =
+            self.field_manager_update(ctx, kind, None, object, &none, options, &reset)
+        else {
             return;
         };
         if managed.0.is_empty() {
@@ -651,6 +619,68 @@ impl Reader {
         }
         if let Some(Value::Object(metadata)) = object.get_mut("metadata") {
             metadata.insert("managedFields".into(), managed.to_value());
+        }
+    }
+
+    /// The entries the field manager's Update leaves: by the request's manager
+    /// ([`field_manager`]) for its subresource, at the time it was received, from `managed`
+    /// (the live object's entries); `None` when the kind has no Go type or the update fails.
+    #[allow(clippy::too_many_arguments)]
+    fn field_manager_update(
+        &self,
+        ctx: &Ctx<'_, '_>,
+        kind: &GroupVersionKind,
+        live: Option<&Value>,
+        object: &Value,
+        managed: &crate::apply::ManagedFields,
+        options: Option<&Value>,
+        reset: &crate::apply::Set,
+    ) -> Option<crate::apply::ManagedFields> {
+        let schema = crate::schema::Schema::for_release(self.registry.release());
+        let id = schema.kind(&kind.group, &kind.version, &kind.kind)?;
+        let time = received_at_seconds(ctx)?;
+        let manager = field_manager(ctx, options);
+        let api_version = kind.api_version();
+        let req = crate::apply::Request {
+            manager: &manager,
+            api_version: &api_version,
+            kind: &kind.kind,
+            time: &time,
+            force: false,
+            subresource: &ctx.sub,
+            reset_fields: (!reset.is_empty()).then_some(reset),
+        };
+        crate::apply::update(schema, id, live, object, &req, managed)
+            .ok()
+            .map(|(_, managed)| managed)
+    }
+
+    /// The Scale's `managedFields` after the field manager's update (the scale subresource's
+    /// `UpdatedObject` runs it on the Scales before admission): the old Scale's entries, as the
+    /// ScaleHandler converted them, updated by the request's manager for subresource `scale`.
+    fn scale_managed_fields(
+        &self,
+        ctx: &Ctx<'_, '_>,
+        kind: &GroupVersionKind,
+        object: &mut Value,
+        old: &Value,
+        options: Option<&Value>,
+    ) {
+        let Ok(managed) = crate::apply::ManagedFields::from_object(old) else {
+            return;
+        };
+        let none = crate::apply::Set::new();
+        let Some(managed) =
+            self.field_manager_update(ctx, kind, Some(old), object, &managed, options, &none)
+        else {
+            return;
+        };
+        if let Some(Value::Object(metadata)) = object.get_mut("metadata") {
+            if managed.0.is_empty() {
+                metadata.remove("managedFields");
+            } else {
+                metadata.insert("managedFields".into(), managed.to_value());
+            }
         }
     }
 
@@ -715,7 +745,8 @@ impl Reader {
     /// The stored object an update, patch or delete found (the parent object for `status` and
     /// other subresources of the same kind).
     fn old_object(&self, ctx: &Ctx<'_, '_>, name: &str, namespace: &str) -> Result<Value, String> {
-        if !ctx.sub.is_empty() {
+        let scale = ctx.sub == "scale" && scale_replicas_path(&ctx.gvr).is_some();
+        if !ctx.sub.is_empty() && !scale {
             let main = self.registry.kind_ref(&ctx.gvr, "");
             let sub = self.registry.kind_ref(&ctx.gvr, &ctx.sub);
             let same = match (main, sub) {
@@ -744,12 +775,21 @@ impl Reader {
                 stored.api_version()
             ));
         }
-        stored.value().ok_or_else(|| {
+        let parent = stored.value().ok_or_else(|| {
             format!(
                 "old object unknown: the known state of {} is not valid JSON",
                 ctx.what()
             )
-        })
+        })?;
+        if scale {
+            return scale_of(&parent, &ctx.gvr).ok_or_else(|| {
+                format!(
+                    "old object unknown: the stored object of {} cannot be read as a scalable object",
+                    ctx.what()
+                )
+            });
+        }
+        Ok(parent)
     }
 
     /// A create, or an update that created the object (`by_update`: the update handler neither
@@ -836,6 +876,9 @@ impl Reader {
         };
         dedup_owner_references(&mut object);
         let options = query::write_options("UpdateOptions", &ctx.query);
+        if ctx.sub == "scale" && scale_replicas_path(&ctx.gvr).is_some() {
+            self.scale_managed_fields(ctx, &kind, &mut object, &old, Some(&options));
+        }
         self.request(
             ctx,
             Parts {
@@ -913,7 +956,36 @@ impl Reader {
                 );
             }
         };
+        let object = self.decoded(ctx, object);
         self.update_request(ctx, object, old)
+    }
+
+    /// The patched object as the patch handler holds it before admission: decoded into the
+    /// kind's Go type and defaulted (kinds without one are left as they are).
+    fn decoded(&self, ctx: &Ctx<'_, '_>, mut object: Value) -> Value {
+        let release = self.registry.release();
+        let schema = crate::schema::Schema::for_release(release);
+        let Some(kind) = self.registry.kind_ref(&ctx.gvr, &ctx.sub) else {
+            return object;
+        };
+        let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind) else {
+            return object;
+        };
+        let before = object.clone();
+        let normalized = crate::schema::codec::normalize_in_place(schema, id, &mut object).is_ok();
+        if normalized
+            && crate::defaulting::default_object(
+                &kind.group,
+                &kind.version,
+                &kind.kind,
+                &mut object,
+                release,
+            )
+            && crate::schema::codec::normalize_in_place(schema, id, &mut object).is_err()
+        {
+            return before;
+        }
+        if normalized { object } else { before }
     }
 
     /// Which patch the body is. The audit event does not record the Content-Type, so the type is
@@ -1307,6 +1379,98 @@ impl Reader {
     }
 
     /// After an event is handled: what its response says about the objects it wrote.
+    /// After a successful write of a built-in `scale` subresource, the stored parent as the
+    /// scale's `UpdatedObject` leaves it: the new replicas and resourceVersion, the generation
+    /// bumped when the replicas changed, and the Scale's `managedFields` folded back
+    /// ([`crate::apply::scale::to_parent`]).
+    fn learn_scale(&mut self, ev: &Event<'_>, oref: &ObjectRef<'_>) {
+        let version = if oref.api_version.is_empty() {
+            match self
+                .registry
+                .preferred_version(&oref.api_group, &oref.resource)
+            {
+                Some(gvr) => gvr.version,
+                None => return,
+            }
+        } else {
+            oref.api_version.to_string()
+        };
+        let gvr = GroupVersionResource::new(&oref.api_group, &version, &oref.resource);
+        let Some(replicas_path) = scale_replicas_path(&gvr) else {
+            return;
+        };
+        let Some(Ok(mut new_scale)) = ev.response_object.map(scan::parse::<Value>) else {
+            return;
+        };
+        let ctx = Ctx {
+            ev,
+            source: SourceRef {
+                file: String::new(),
+                index: 0,
+                unit: crate::replay::IndexUnit::Line,
+                audit_id: None,
+            },
+            gvr: gvr.clone(),
+            sub: "scale".into(),
+            namespace: oref.namespace.to_string(),
+            name: oref.name.to_string(),
+            query: Query::of_uri(&ev.uri),
+            notes: Vec::new(),
+        };
+        let key = store::key(&gvr.group, &gvr.resource, &ctx.namespace, &ctx.name);
+        let Some(mut parent) = self.store.get(&key).and_then(|s| s.value()) else {
+            return;
+        };
+        let Some(old_scale) = scale_of(&parent, &gvr) else {
+            return;
+        };
+        let kind = GroupVersionKind::new("autoscaling", "v1", "Scale");
+        let options = query::write_options("UpdateOptions", &ctx.query);
+        self.scale_managed_fields(&ctx, &kind, &mut new_scale, &old_scale, Some(&options));
+        let int = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_i64).unwrap_or(0);
+        let replicas = int(&new_scale, "/spec/replicas");
+        let changed = replicas != int(&parent, "/spec/replicas");
+        let parent_version = GroupVersionKind::new(&gvr.group, &gvr.version, "").api_version();
+        let managed = (
+            crate::apply::ManagedFields::from_object(&parent),
+            crate::apply::ManagedFields::from_object(&new_scale),
+        );
+        let (Ok(parent_managed), Ok(scale_managed)) = managed else {
+            return;
+        };
+        let folded = crate::apply::scale::to_parent(
+            &parent_managed,
+            &scale_managed,
+            &parent_version,
+            replicas_path,
+        );
+        if let Some(Value::Object(spec)) = parent.get_mut("spec") {
+            spec.insert("replicas".into(), Value::from(replicas));
+        }
+        let rv = new_scale.pointer("/metadata/resourceVersion").cloned();
+        if let Some(Value::Object(meta)) = parent.get_mut("metadata") {
+            if let Some(rv) = rv {
+                meta.insert("resourceVersion".into(), rv);
+            }
+            if changed {
+                let generation = meta.get("generation").and_then(Value::as_i64).unwrap_or(0);
+                meta.insert("generation".into(), Value::from(generation + 1));
+            }
+            if folded.0.is_empty() {
+                meta.remove("managedFields");
+            } else {
+                meta.insert("managedFields".into(), folded.to_value());
+            }
+        }
+        let Ok(text) = serde_json::to_vec(&parent) else {
+            return;
+        };
+        if let Some(m) = store::meta(&text, (0, text.len())) {
+            self.store
+                .put(&gvr.group, &gvr.resource, &text, (0, text.len()), &m, None);
+        }
+    }
+
     fn learn_write(&mut self, ev: &Event<'_>, oref: &ObjectRef<'_>) {
         if !ev.succeeded() || Query::of_uri(&ev.uri).first("dryRun").is_some() {
             return;
@@ -1320,6 +1484,9 @@ impl Reader {
             return;
         }
         let (group, resource) = (&*oref.api_group, &*oref.resource);
+        if oref.subresource == "scale" && matches!(ev.verb.as_str(), "update" | "patch") {
+            return self.learn_scale(ev, oref);
+        }
         let main_kind = self
             .registry
             .kind_ref(
@@ -1677,6 +1844,77 @@ fn escape_query(s: &str) -> String {
         .collect()
 }
 
+/// The manager the field manager records a write under: the request's `fieldManager`, else the
+/// first word of its user agent (at most 128 characters).
+fn field_manager(ctx: &Ctx<'_, '_>, options: Option<&Value>) -> String {
+    options
+        .and_then(|o| o.get("fieldManager"))
+        .and_then(Value::as_str)
+        .filter(|m| !m.is_empty())
+        .map(String::from)
+        .unwrap_or_else(|| {
+            let agent = ctx.ev.user_agent.as_deref().unwrap_or_default();
+            agent
+                .split('/')
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(128)
+                .collect()
+        })
+}
+
+/// Where the built-in scalable kinds keep their replicas, per `managedFields` API version; `None`
+/// for a resource whose scale subresource is not built in.
+fn scale_replicas_path(gvr: &GroupVersionResource) -> Option<crate::apply::scale::ReplicasPath> {
+    use crate::apply::scale::{apps_replicas, core_replicas};
+    match (gvr.group.as_str(), gvr.resource.as_str()) {
+        ("apps", "deployments" | "statefulsets" | "replicasets") => Some(apps_replicas),
+        ("", "replicationcontrollers") => Some(core_replicas),
+        _ => None,
+    }
+}
+
+/// The Scale kube-apiserver builds from a stored scalable object (`scaleFromDeployment` and its
+/// siblings in each registry): name, namespace, uid, resourceVersion and creationTimestamp, the
+/// replicas, the status replicas, the selector as a string, and the parent's `managedFields` of
+/// the replicas as the ScaleHandler converts them.
+fn scale_of(parent: &Value, gvr: &GroupVersionResource) -> Option<Value> {
+    let replicas_path = scale_replicas_path(gvr)?;
+    let selector = parent.pointer("/spec/selector");
+    let selector = if gvr.group.is_empty() {
+        crate::selector::set_string(selector)?
+    } else {
+        crate::selector::label_selector_string(selector)?
+    };
+    let meta = parent.get("metadata")?.as_object()?;
+    let mut metadata = serde_json::Map::new();
+    for key in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
+        if let Some(v) = meta.get(key) {
+            metadata.insert(key.into(), v.clone());
+        }
+    }
+    let managed = crate::apply::ManagedFields::from_object(parent).ok()?;
+    let converted = crate::apply::scale::to_subresource(&managed, replicas_path);
+    if !converted.0.is_empty() {
+        metadata.insert("managedFields".into(), converted.to_value());
+    }
+    let int = |p: &str| parent.pointer(p).and_then(Value::as_i64).unwrap_or(0);
+    Some(serde_json::json!({
+        "kind": "Scale",
+        "apiVersion": crate::apply::scale::SCALE_API_VERSION,
+        "metadata": metadata,
+        "spec": {"replicas": int("/spec/replicas")},
+        "status": {"replicas": int("/status/replicas"), "selector": selector},
+    }))
+}
+
 /// When the request was received, at the second precision `managedFields` times have.
 fn received_at_seconds(ctx: &Ctx<'_, '_>) -> Option<String> {
     let received = crate::schema::codec::parse_rfc3339(ctx.ev.received.as_deref()?).ok()?;
@@ -1686,8 +1924,8 @@ fn received_at_seconds(ctx: &Ctx<'_, '_>) -> Option<String> {
 /// The `managedFields` the apiserver's field manager gave the object before admission, which
 /// the request body does not carry: those of the object the event's response shows (the stored
 /// object; mutating admission does not change them). Nothing when the response is not the
-/// object (a Status) or the request already has some.
-fn add_managed_fields(object: &mut Value, response: Option<&[u8]>) {
+/// object (a Status) or the request brought entries of its own (other than the old object's).
+fn add_managed_fields(object: &mut Value, response: Option<&[u8]>, old: Option<&Value>) {
     #[derive(Deserialize)]
     struct Response {
         metadata: Option<Metadata>,
@@ -1700,7 +1938,11 @@ fn add_managed_fields(object: &mut Value, response: Option<&[u8]>) {
     let Some(Value::Object(metadata)) = object.get_mut("metadata") else {
         return;
     };
-    if metadata.get("managedFields").is_some_and(|m| !m.is_null()) {
+    // Entries the request brought itself are the field manager's to judge; those an update or
+    // patch kept from the old object are replaced by what the field manager made of them.
+    if let Some(own) = metadata.get("managedFields").filter(|m| !m.is_null())
+        && old.is_none_or(|old| old != own)
+    {
         return;
     }
     let Some(raw) = response else {

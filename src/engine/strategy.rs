@@ -1,0 +1,371 @@
+//! What kube-apiserver's registry strategies do to an object between mutating and validating
+//! admission (`rest.BeforeCreate` and `rest.BeforeUpdate` run `PrepareForCreate` and
+//! `PrepareForUpdate` after the mutating webhooks and before validation, so validating webhooks
+//! see their work): the `generation` a create starts at and an update of the spec bumps, the
+//! status a create starts with, the status an update of the main resource cannot change and the
+//! spec an update of `status` cannot change.
+//!
+//! Only what is visible to webhooks and the same for every object of a kind is modelled; each
+//! entry of [`STRATEGIES`] names the upstream strategy it follows (`pkg/registry/*/*/strategy.go`).
+
+use serde_json::{Map, Value};
+
+use crate::KubeVersion;
+use crate::api::{GroupVersionResource, Operation};
+
+/// The status a create starts with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CreateStatus {
+    /// Left as the request has it.
+    Keep,
+    /// Cleared (`obj.Status = XStatus{}`).
+    Empty,
+    /// A Pod's: `{phase: Pending, qosClass: …}`.
+    PodPending,
+}
+
+/// One kind's strategy: group, resource, the first minor release that keeps `generation`
+/// (0: none), and its create status.
+struct Strategy {
+    group: &'static str,
+    resource: &'static str,
+    generation_since: u32,
+    create_status: CreateStatus,
+    /// Whether an update of the main resource keeps the old status (the kind has a `status`
+    /// subresource).
+    keeps_status: bool,
+}
+
+const fn s(
+    group: &'static str,
+    resource: &'static str,
+    generation_since: u32,
+    create_status: CreateStatus,
+    keeps_status: bool,
+) -> Strategy {
+    Strategy {
+        group,
+        resource,
+        generation_since,
+        create_status,
+        keeps_status,
+    }
+}
+
+use CreateStatus::{Empty, Keep, PodPending};
+
+/// Every release hookscope models keeps `generation` for these kinds, since 1.0.
+const ALWAYS: u32 = 1;
+
+/// The strategies modelled, from upstream's `pkg/registry`.
+const STRATEGIES: &[Strategy] = &[
+    s("apps", "deployments", ALWAYS, Empty, true),
+    s("apps", "statefulsets", ALWAYS, Empty, true),
+    s("apps", "daemonsets", ALWAYS, Empty, true),
+    s("apps", "replicasets", ALWAYS, Empty, true),
+    s("", "replicationcontrollers", ALWAYS, Empty, true),
+    s("batch", "jobs", ALWAYS, Empty, true),
+    s("batch", "cronjobs", ALWAYS, Empty, true),
+    s("policy", "poddisruptionbudgets", ALWAYS, Empty, true),
+    s("networking.k8s.io", "ingresses", ALWAYS, Empty, true),
+    s("networking.k8s.io", "networkpolicies", ALWAYS, Keep, false),
+    s("networking.k8s.io", "ingressclasses", ALWAYS, Keep, false),
+    s("scheduling.k8s.io", "priorityclasses", ALWAYS, Keep, false),
+    // Pods keep a generation from 1.33 (KEP-5067).
+    s("", "pods", 33, PodPending, true),
+    s("", "services", 0, Empty, true),
+    s("", "persistentvolumeclaims", 0, Empty, true),
+    s("autoscaling", "horizontalpodautoscalers", 0, Empty, true),
+];
+
+/// The subresources whose strategy bumps a Pod's generation when they change its spec
+/// (`updatePodGeneration`).
+const POD_SPEC_SUBRESOURCES: &[&str] = &["", "ephemeralcontainers", "resize"];
+
+/// The object validation sees after the strategy of `resource`, or `None` when the strategy
+/// changes nothing webhooks see. `old` is the object before the update.
+pub(crate) fn prepare(
+    release: KubeVersion,
+    operation: Operation,
+    resource: &GroupVersionResource,
+    subresource: &str,
+    name: &str,
+    object: &Value,
+    old: Option<&Value>,
+) -> Option<Value> {
+    if operation == Operation::Create
+        && resource.group.is_empty()
+        && resource.resource == "serviceaccounts"
+        && subresource == "token"
+    {
+        return token_request(name, object);
+    }
+    let strategy = STRATEGIES
+        .iter()
+        .find(|s| s.group == resource.group && s.resource == resource.resource)?;
+    let generation = strategy.generation_since != 0 && release.at_least(strategy.generation_since);
+    let mut new = object.clone();
+    match operation {
+        Operation::Create if subresource.is_empty() => {
+            let map = new.as_object_mut()?;
+            if generation {
+                set_generation(map, 1);
+            }
+            match strategy.create_status {
+                Keep => {}
+                Empty => {
+                    map.insert("status".into(), Value::Object(Map::new()));
+                }
+                PodPending => {
+                    let qos = pod_qos(map.get("spec"));
+                    let mut status = Map::new();
+                    status.insert("phase".into(), "Pending".into());
+                    status.insert("qosClass".into(), qos.into());
+                    map.insert("status".into(), Value::Object(status));
+                }
+            }
+        }
+        Operation::Update => {
+            let old = old?.as_object()?;
+            let map = new.as_object_mut()?;
+            match subresource {
+                "" if strategy.keeps_status => match old.get("status") {
+                    Some(status) => {
+                        map.insert("status".into(), status.clone());
+                    }
+                    None => {
+                        map.remove("status");
+                    }
+                },
+                "status" => match old.get("spec") {
+                    Some(spec) => {
+                        map.insert("spec".into(), spec.clone());
+                    }
+                    None => {
+                        map.remove("spec");
+                    }
+                },
+                _ => {}
+            }
+            let bumps = if resource.group.is_empty() && resource.resource == "pods" {
+                POD_SPEC_SUBRESOURCES.contains(&subresource)
+            } else {
+                subresource.is_empty()
+            };
+            if generation && bumps && changed(strategy, map, old) {
+                let was = old
+                    .get("metadata")
+                    .and_then(|m| m.get("generation"))
+                    .and_then(Value::as_i64)
+                    .unwrap_or(0);
+                set_generation(map, was + 1);
+            }
+        }
+        _ => return None,
+    }
+    (new != *object).then_some(new)
+}
+
+/// The audiences a TokenRequest without any gets: the apiserver's `--api-audiences`, which
+/// default to its `--service-account-issuer`; kubeadm's and most clusters' issuer is this one.
+pub(crate) const DEFAULT_API_AUDIENCE: &str = "https://kubernetes.default.svc";
+
+/// The token REST's `Create` before validation: the name and namespace of the service account
+/// where the request has none (the namespace is already the URL's), the creation time (the
+/// field manager's, the same instant at second precision), and the server's audiences where
+/// the request names none.
+fn token_request(name: &str, object: &Value) -> Option<Value> {
+    let mut new = object.clone();
+    let map = new.as_object_mut()?;
+    if let Some(Value::Object(meta)) = map.get_mut("metadata") {
+        if meta
+            .get("name")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+            && !name.is_empty()
+        {
+            meta.insert("name".into(), Value::String(name.into()));
+        }
+        let newest = meta
+            .get("managedFields")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.get("time").and_then(Value::as_str))
+            .max()
+            .map(String::from);
+        if let Some(time) = newest {
+            meta.insert("creationTimestamp".into(), Value::String(time));
+        }
+    }
+    if let Some(Value::Object(spec)) = map.get_mut("spec") {
+        let empty = spec
+            .get("audiences")
+            .is_none_or(|a| a.as_array().is_none_or(Vec::is_empty));
+        if empty {
+            spec.insert(
+                "audiences".into(),
+                Value::Array(vec![DEFAULT_API_AUDIENCE.into()]),
+            );
+        }
+    }
+    (new != *object).then_some(new)
+}
+
+/// Whether the update changes what bumps the kind's generation: the spec (and, for a
+/// Deployment, the annotations, which it copies to its ReplicaSets).
+fn changed(strategy: &Strategy, new: &Map<String, Value>, old: &Map<String, Value>) -> bool {
+    let annotations = |m: &Map<String, Value>| {
+        m.get("metadata")
+            .and_then(|meta| meta.get("annotations"))
+            .filter(|a| a.as_object().is_some_and(|a| !a.is_empty()))
+            .cloned()
+    };
+    new.get("spec") != old.get("spec")
+        || (strategy.resource == "deployments" && annotations(new) != annotations(old))
+}
+
+fn set_generation(map: &mut Map<String, Value>, generation: i64) {
+    if let Some(Value::Object(meta)) = map.get_mut("metadata") {
+        meta.insert("generation".into(), Value::from(generation));
+    }
+}
+
+/// `qos.GetPodQOS` on the containers and init containers of `spec` (requests already defaulted
+/// from limits): `BestEffort` without any cpu or memory request or limit, `Guaranteed` when
+/// every container limits cpu and memory and requests what it limits, else `Burstable`.
+fn pod_qos(spec: Option<&Value>) -> &'static str {
+    const COMPUTE: [&str; 2] = ["cpu", "memory"];
+    let containers: Vec<&Value> = ["containers", "initContainers"]
+        .iter()
+        .filter_map(|k| spec.and_then(|s| s.get(*k)).and_then(Value::as_array))
+        .flatten()
+        .collect();
+    let quantity = |c: &Value, kind: &str, name: &str| -> Option<String> {
+        let q = c.get("resources")?.get(kind)?.get(name)?;
+        let text = q
+            .as_str()
+            .map(String::from)
+            .unwrap_or_else(|| q.to_string());
+        crate::quantity::Quantity::parse(&text)
+            .ok()
+            .filter(|q| !q.is_zero())
+            .map(|q| q.to_string())
+    };
+    let mut any = false;
+    let mut guaranteed = true;
+    for c in &containers {
+        for name in COMPUTE {
+            let request = quantity(c, "requests", name);
+            let limit = quantity(c, "limits", name);
+            any |= request.is_some() || limit.is_some();
+            if limit.is_none() || request != limit {
+                guaranteed = false;
+            }
+        }
+    }
+    if !any {
+        "BestEffort"
+    } else if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn pods() -> GroupVersionResource {
+        GroupVersionResource::new("", "v1", "pods")
+    }
+
+    #[test]
+    fn pod_qos_classes() {
+        let c = |resources: Value| json!({"containers": [{"name": "c", "resources": resources}]});
+        assert_eq!(pod_qos(Some(&c(json!({})))), "BestEffort");
+        assert_eq!(
+            pod_qos(Some(&c(json!({"requests": {"cpu": "100m"}})))),
+            "Burstable"
+        );
+        let equal = json!({"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "1000m", "memory": "1Gi"}});
+        assert_eq!(pod_qos(Some(&c(equal))), "Guaranteed");
+        let unequal = json!({"requests": {"cpu": "500m", "memory": "1Gi"}, "limits": {"cpu": "1", "memory": "1Gi"}});
+        assert_eq!(pod_qos(Some(&c(unequal))), "Burstable");
+    }
+
+    #[test]
+    fn a_pod_create_starts_pending_with_generation_one_from_1_33() {
+        let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}, "status": {"phase": "Running"}});
+        let at = |minor| {
+            prepare(
+                KubeVersion::new(minor).unwrap(),
+                Operation::Create,
+                &pods(),
+                "",
+                "p",
+                &pod,
+                None,
+            )
+            .unwrap()
+        };
+        let new = at(33);
+        assert_eq!(new["metadata"]["generation"], 1);
+        assert_eq!(
+            new["status"],
+            json!({"phase": "Pending", "qosClass": "BestEffort"})
+        );
+        assert!(at(32)["metadata"].get("generation").is_none());
+    }
+
+    #[test]
+    fn updates_keep_the_status_and_bump_the_generation_on_spec_changes() {
+        let deployments = GroupVersionResource::new("apps", "v1", "deployments");
+        let old = json!({"metadata": {"name": "d", "generation": 4}, "spec": {"replicas": 1}, "status": {"replicas": 1}});
+        let scaled = json!({"metadata": {"name": "d", "generation": 4}, "spec": {"replicas": 2}, "status": {"replicas": 9}});
+        let release = KubeVersion::new(33).unwrap();
+        let new = prepare(
+            release,
+            Operation::Update,
+            &deployments,
+            "",
+            "d",
+            &scaled,
+            Some(&old),
+        )
+        .unwrap();
+        assert_eq!(new["metadata"]["generation"], 5);
+        assert_eq!(new["status"], json!({"replicas": 1}));
+
+        // A status update keeps the spec and the generation.
+        let status = json!({"metadata": {"name": "d", "generation": 4}, "spec": {"replicas": 7}, "status": {"replicas": 3}});
+        let new = prepare(
+            release,
+            Operation::Update,
+            &deployments,
+            "status",
+            "d",
+            &status,
+            Some(&old),
+        )
+        .unwrap();
+        assert_eq!(new["spec"], json!({"replicas": 1}));
+        assert_eq!(new["metadata"]["generation"], 4);
+
+        // Nothing changed: nothing to do.
+        assert!(
+            prepare(
+                release,
+                Operation::Update,
+                &deployments,
+                "",
+                "d",
+                &old,
+                Some(&old)
+            )
+            .is_none()
+        );
+    }
+}
