@@ -1,0 +1,117 @@
+//! The bodies of hookscope's fuzz targets, one function per parser a user feeds: the binaries in
+//! `fuzz_targets/` call them under libFuzzer, and `tests/fuzz_corpus.rs` runs every file of the
+//! seed corpora through them in the ordinary test suite. Each must return (any result, any
+//! error) and never panic, overflow its stack or run away in time or memory.
+
+use std::sync::OnceLock;
+
+use hookscope::KubeVersion;
+use hookscope::replay::input::{ClusterState, Reader};
+use hookscope::schema::Schema;
+use serde_json::{Value, json};
+
+/// `--input`: AdmissionReviews, audit events and logs, their envelopes, manifests, in any of
+/// the formats the reader detects.
+pub fn input(data: &[u8]) {
+    let mut reader = Reader::new(ClusterState::new());
+    let mut items = 0usize;
+    let _ = reader.read("fuzz", &mut &data[..], &mut |_| items += 1);
+    reader.finish(&mut |_| items += 1);
+}
+
+/// `--webhooks`: webhook configurations (and the other kinds of a release manifest) in YAML or
+/// JSON, defaulted and validated.
+pub fn configurations(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = hookscope::config::parse_documents(text, "fuzz");
+    }
+}
+
+fn pod() -> &'static Value {
+    static POD: OnceLock<Value> = OnceLock::new();
+    POD.get_or_init(|| {
+        json!({
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "default", "labels": {"app": "web"}},
+            "spec": {
+                "containers": [{"name": "app", "image": "nginx", "ports": [{"containerPort": 80}]}],
+                "volumes": [{"name": "data", "emptyDir": {}}],
+            },
+        })
+    })
+}
+
+/// A webhook's JSON patch (evanphx's decoding and application) on a Pod, as bytes and as a
+/// value.
+pub fn json_patch(data: &[u8]) {
+    if let Ok(patch) = hookscope::jsonpatch::decode(data) {
+        let doc = serde_json::to_vec(pod()).unwrap_or_default();
+        let _ = patch.apply(&doc);
+        let _ = patch.apply_to_value(pod());
+    }
+}
+
+fn release() -> KubeVersion {
+    KubeVersion::new(33).unwrap_or_default()
+}
+
+/// An audit log's strategic merge patch of a Pod, over the Pod's Go type.
+pub fn strategic_merge(data: &[u8]) {
+    let Ok(patch) = serde_json::from_slice::<Value>(data) else {
+        return;
+    };
+    let schema = Schema::for_release(release());
+    if let Some(id) = schema.kind("", "v1", "Pod") {
+        let meta = hookscope::schema::patchmeta::PatchNode::new(schema, id);
+        let _ = hookscope::strategicpatch::strategic_merge_patch(pod().clone(), patch, &meta);
+    }
+}
+
+/// An audit log's server-side apply of a Pod configuration onto a live Pod.
+pub fn apply(data: &[u8]) {
+    let Ok(config) = serde_json::from_slice::<Value>(data) else {
+        return;
+    };
+    let schema = Schema::for_release(release());
+    let Some(id) = schema.kind("", "v1", "Pod") else {
+        return;
+    };
+    let req = hookscope::apply::Request {
+        manager: "fuzz",
+        api_version: "v1",
+        kind: "Pod",
+        time: "2024-01-01T00:00:00Z",
+        force: data.len().is_multiple_of(2),
+        subresource: "",
+        reset_fields: None,
+    };
+    let managed = hookscope::apply::ManagedFields::default();
+    let _ = hookscope::apply::apply(schema, id, Some(pod()), &config, &req, &managed);
+}
+
+/// A scraped `/metrics` text.
+pub fn metrics_text(data: &[u8]) {
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = hookscope::live::metrics::parse_admission(text);
+    }
+}
+
+/// The small files: `--script`, `--expect`, `--webhook-auth` (kubeconfig format), the console's
+/// settings and theme files, and quantities. The first byte picks the parser.
+pub fn small_files(data: &[u8]) {
+    let Some((&which, rest)) = data.split_first() else {
+        return;
+    };
+    let Ok(text) = std::str::from_utf8(rest) else {
+        return;
+    };
+    match which % 6 {
+        0 => drop(hookscope::script::ScriptedReplier::from_yaml(text)),
+        1 => drop(hookscope::replay::expect::Expectations::parse(text, "fuzz")),
+        2 => drop(hookscope::transport::WebhookAuth::parse(text)),
+        3 => drop(hookscope::tui::config::parse("fuzz", text)),
+        4 => drop(hookscope::tui::theme::Theme::from_toml("fuzz", text)),
+        _ => drop(hookscope::quantity::Quantity::parse(text)),
+    }
+}
