@@ -518,9 +518,11 @@ fn decoded_reply(
 }
 
 fn transport_reason(url: &str, e: &TransportError) -> String {
-    // client-go reports a failed body read without the url.Error wrapper.
+    // client-go reports a failed body read without the url.Error wrapper; a failure after a
+    // redirect comes wrapped already, with the URL Go names (the hop's, or the `Location`).
     if e.detail
         .starts_with("unexpected error when reading response body")
+        || e.detail.starts_with("Post \"")
     {
         return format!("failed to call webhook: {}", e.detail);
     }

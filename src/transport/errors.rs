@@ -265,13 +265,41 @@ pub(crate) fn body_error(cause: &str) -> String {
     format!("unexpected error when reading response body. Please retry. Original error: {cause}")
 }
 
+/// A TLS record cut short by the end of the stream: Go's `crypto/tls` reads it as
+/// `io.ErrUnexpectedEOF`.
+#[derive(Debug)]
+struct TruncatedRecord;
+
+impl std::fmt::Display for TruncatedRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("unexpected EOF")
+    }
+}
+
+impl StdError for TruncatedRecord {}
+
+/// The error for a stream that ended inside a TLS record.
+pub(crate) fn truncated_record() -> io::Error {
+    io::Error::new(io::ErrorKind::UnexpectedEof, TruncatedRecord)
+}
+
+/// Whether rustls reports the peer's close without `close_notify` (an end of stream that is not
+/// a TLS failure of its own).
+pub(crate) fn unclean_close(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::UnexpectedEof
+        && e.get_ref()
+            .is_none_or(|inner| !inner.is::<rustls::Error>() && !inner.is::<TruncatedRecord>())
+}
+
 /// Maps an IO error on an established (TLS) connection.
 pub(crate) fn io_error(addrs: &ConnAddrs, e: &io::Error, writing: bool) -> TransportError {
-    if let Some(tls) = e
-        .get_ref()
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-    {
-        return transport(TransportErrorKind::Tls, rustls_text(tls));
+    if let Some(inner) = e.get_ref() {
+        if let Some(tls) = inner.downcast_ref::<rustls::Error>() {
+            return transport(TransportErrorKind::Tls, rustls_text(tls));
+        }
+        if inner.is::<TruncatedRecord>() {
+            return transport(TransportErrorKind::Reset, "unexpected EOF");
+        }
     }
     match e.kind() {
         io::ErrorKind::UnexpectedEof => transport(TransportErrorKind::Reset, "EOF"),
