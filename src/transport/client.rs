@@ -109,8 +109,12 @@ struct Inner {
     targets: Mutex<Vec<Arc<Target>>>,
     /// Connections to where webhooks redirected their calls, per TLS configuration (by address;
     /// 0 for plain HTTP), dial host, port and server name.
-    hop_pools: Mutex<HashMap<(usize, String, u16, String), Arc<Pool>>>,
+    hop_pools: Mutex<HashMap<HopPoolKey, Arc<Pool>>>,
 }
+
+/// A redirect target's pool: TLS configuration (by address, 0 for plain HTTP), dial host, port
+/// and server name.
+type HopPoolKey = (usize, String, u16, String);
 
 /// Targets remembered before the list starts again (each is small; a replay has a few).
 const MAX_TARGETS: usize = 256;
@@ -701,7 +705,7 @@ impl Inner {
         let http2 = endpoint.http2 && dial.tls.is_some();
         if let Some(conn) = take_pooled(pool) {
             match self
-                .send_on(target, pool, conn, call, auth, phase, hop)
+                .send_on(target, (pool, hop), conn, call, auth, phase)
                 .await
             {
                 Ok(a) => return Ok(a),
@@ -721,7 +725,7 @@ impl Inner {
             Box::pin(self.connect(pool, &dial)).await?
         };
         match self
-            .send_on(target, pool, conn, call, auth, phase, hop)
+            .send_on(target, (pool, hop), conn, call, auth, phase)
             .await
         {
             Ok(a) => Ok(a),
@@ -734,12 +738,11 @@ impl Inner {
     async fn send_on(
         &self,
         target: &Target,
-        pool: &Pool,
+        (pool, hop): (&Pool, Option<&Hop>),
         conn: Conn,
         call: &WebhookCall,
         auth: &HeaderMap,
         phase: &AtomicU8,
-        hop: Option<&Hop>,
     ) -> Result<Answer, SendError> {
         set_phase(phase, Phase::AwaitingHeaders);
         match conn {

@@ -40,6 +40,10 @@ const RESERVE_AHEAD: usize = 1 << 20;
 
 /// The byte stream under an HTTP/1.1 connection: TLS, or plain TCP for an `http://` URL a
 /// webhook redirected to.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "connections are boxed whole; TLS is the variant nearly every one has"
+)]
 pub(super) enum H1Io {
     Tls(TlsStream<RecordTcp>),
     Plain(TcpStream),
