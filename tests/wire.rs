@@ -6,11 +6,13 @@
 
 mod common;
 
-use common::TestPki;
 use common::hostile::{HostileServer, Listener, Seen};
+use common::{TestPki, TestResponse, WebhookServer, handler, service_call, url_call};
 use hookscope::KubeVersion;
+use hookscope::engine::call::{Replier, ReplyOutcome, WebhookCall};
 use hookscope::engine::{Attributes, Engine, EngineOptions, Outcome};
 use hookscope::metrics::Metrics;
+use hookscope::transport::WebhookAuth;
 use hookscope::transport::{HttpsOptions, HttpsReplier};
 use serde_json::{Value, json};
 
@@ -441,4 +443,159 @@ fn limits_hold_whatever_the_reads() {
         assert_eq!(w.chars().count(), 256);
         assert!(w.starts_with(&format!("{i:02} ")));
     }
+}
+
+/// One call through the transport alone.
+fn call_once(replier: &mut HttpsReplier, call: WebhookCall) -> ReplyOutcome {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let mut replies = runtime.block_on(replier.reply(&[call]));
+    replies.remove(0).outcome
+}
+
+fn allowed_body(outcome: &ReplyOutcome) -> Value {
+    match outcome {
+        ReplyOutcome::Http {
+            status: 200, body, ..
+        } => serde_json::from_slice(body).expect("json"),
+        other => panic!("expected a 200 answer, got {other:?}"),
+    }
+}
+
+const TEN_SECONDS: std::time::Duration = std::time::Duration::from_secs(10);
+
+#[test]
+fn every_hop_carries_the_credentials_as_client_go_round_trippers_add_them() {
+    let pki = TestPki::new();
+    let server = HostileServer::start(&pki);
+    let port = server.port();
+    let kubeconfig = format!(
+        "apiVersion: v1\nkind: Config\nusers:\n- name: \"127.0.0.1:{port}\"\n  user:\n    token: t0k\n"
+    );
+    let mut replier = HttpsReplier::new(HttpsOptions {
+        auth: WebhookAuth::parse(&kubeconfig).expect("kubeconfig"),
+        ..HttpsOptions::default()
+    });
+    // To another host, and on to plain HTTP: the token goes along (it is added below Go's
+    // client, which strips only the headers of the original request).
+    for path in ["/redirect/307/host/allow", "/redirect/307/plain/allow"] {
+        server.clear();
+        let call = url_call(&server.url(path), Some(pki.ca_pem()), TEN_SECONDS);
+        allowed_body(&call_once(&mut replier, call));
+        let seen = server.seen();
+        assert_eq!(seen.len(), 2, "{path}");
+        for s in &seen {
+            assert_eq!(s.header("Authorization"), Some("Bearer t0k"), "{path}");
+        }
+    }
+}
+
+#[test]
+fn a_service_webhook_follows_a_redirect_to_another_port() {
+    let pki = TestPki::new();
+    let server = HostileServer::start(&pki);
+    let mut replier = HttpsReplier::new(HttpsOptions {
+        resolve: [(
+            format!("{}:443", common::SERVICE_HOST),
+            ([127, 0, 0, 1], server.port()).into(),
+        )]
+        .into(),
+        ..HttpsOptions::default()
+    });
+    let call = service_call(
+        "webhook-test",
+        "default",
+        443,
+        "/redirect/307/port/allow",
+        Some(pki.ca_pem()),
+        TEN_SECONDS,
+    );
+    let uid = call.request_uid.clone();
+    let body = allowed_body(&call_once(&mut replier, call));
+    assert_eq!(body["response"]["uid"], uid.as_str());
+    let seen = server.seen();
+    assert_eq!(
+        (seen[1].listener, seen[1].header("Host")),
+        (
+            Listener::Other,
+            Some(format!("127.0.0.1:{}", server.other_port()).as_str())
+        )
+    );
+}
+
+#[test]
+fn a_timeout_after_a_redirect_names_the_hop() {
+    let pki = TestPki::new();
+    let server = HostileServer::start(&pki);
+    let mut replier = HttpsReplier::new(HttpsOptions::default());
+    let call = url_call(
+        &server.url("/redirect/307/same/hang"),
+        Some(pki.ca_pem()),
+        std::time::Duration::from_secs(1),
+    );
+    match call_once(&mut replier, call) {
+        ReplyOutcome::Transport(e) => assert_eq!(
+            e.detail,
+            format!(
+                "Post \"{}\": context deadline exceeded",
+                server.url("/hang")
+            )
+        ),
+        other => panic!("expected a timeout, got {other:?}"),
+    }
+}
+
+#[test]
+fn redirects_are_followed_over_http2_too() {
+    let pki = TestPki::new();
+    let server = WebhookServer::start(
+        &pki,
+        handler(|r| match r.path_only() {
+            "/moved" => {
+                TestResponse::new(307, "text/plain", "moved").with_header("Location", "/allow")
+            }
+            "/seeOther" => {
+                TestResponse::new(303, "text/plain", "").with_header("Location", "/allow")
+            }
+            "/allow" => {
+                let uid = r.review_uid().unwrap_or_default();
+                TestResponse::json(200, common::hostile::review(&uid, json!({})))
+            }
+            _ => TestResponse::not_found(),
+        }),
+    );
+    let mut replier = HttpsReplier::new(HttpsOptions::default());
+    for path in ["/moved", "/seeOther"] {
+        let call = url_call(&server.url(path), Some(pki.ca_pem()), TEN_SECONDS);
+        assert!(call.endpoint.http2);
+        allowed_body(&call_once(&mut replier, call));
+    }
+    let reqs = server.requests();
+    let seen: Vec<(&str, &str, &str, usize)> = reqs
+        .iter()
+        .map(|r| {
+            (
+                r.version.as_str(),
+                r.method.as_str(),
+                r.path.as_str(),
+                r.body.len(),
+            )
+        })
+        .collect();
+    let posted = reqs[0].body.len();
+    assert_eq!(
+        seen,
+        [
+            ("HTTP/2.0", "POST", "/moved?timeout=10s", posted),
+            ("HTTP/2.0", "POST", "/allow", posted),
+            ("HTTP/2.0", "POST", "/seeOther?timeout=10s", posted),
+            ("HTTP/2.0", "GET", "/allow", 0),
+        ]
+    );
+    assert_eq!(
+        reqs[1].header("referer"),
+        Some(server.url("/moved?timeout=10s").as_str())
+    );
 }

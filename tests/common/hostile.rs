@@ -27,6 +27,7 @@
 //! | `/headers/over-limit` | a head of 10 MiB + 16 KiB, then the allowing review |
 //! | `/warnings` | allowed with 20 warnings of 300 characters each |
 //! | `/large-body` | the allowing review padded with spaces to 40 MiB |
+//! | `/hang` | no answer for 30 s |
 //! | anything else | 404 |
 
 use std::io::{self, Read, Write};
@@ -530,6 +531,10 @@ fn answer(req: &Seen, ports: &Ports) -> (Vec<u8>, End) {
                 &uid,
                 serde_json::json!({ "warnings": warnings }),
             )))
+        }
+        ["hang"] => {
+            std::thread::sleep(Duration::from_secs(30));
+            keep(json(&allow))
         }
         ["large-body"] => {
             let mut body = allow.into_bytes();
