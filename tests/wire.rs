@@ -599,3 +599,25 @@ fn redirects_are_followed_over_http2_too() {
         Some(server.url("/moved?timeout=10s").as_str())
     );
 }
+
+/// Serves the hostile webhook until the process is stopped, to check the table against a real
+/// kube-apiserver (docs/wire.md says how): writes the CA to `$HOSTILE_DIR/ca.pem` and the three
+/// ports (main, other, plain) to `$HOSTILE_DIR/ports`.
+#[test]
+#[ignore = "serves until stopped: for checking the table against a real kube-apiserver"]
+fn serve_the_hostile_webhook() {
+    let dir = std::path::PathBuf::from(std::env::var("HOSTILE_DIR").expect("HOSTILE_DIR"));
+    let pki = TestPki::new();
+    let server = HostileServer::start(&pki);
+    std::fs::write(dir.join("ca.pem"), pki.ca_pem()).expect("ca.pem");
+    let ports = format!(
+        "{} {} {}\n",
+        server.port(),
+        server.other_port(),
+        server.plain_port()
+    );
+    std::fs::write(dir.join("ports"), ports).expect("ports");
+    loop {
+        std::thread::sleep(std::time::Duration::from_secs(3600));
+    }
+}
