@@ -548,6 +548,26 @@ fn a_timeout_after_a_redirect_names_the_hop() {
 }
 
 #[test]
+fn http2_answers_may_carry_headers_up_to_go_s_limit() {
+    let pki = TestPki::new();
+    // 64 KiB of headers: past hyper's default list size, far below Go's 10 MiB.
+    let server = WebhookServer::start(
+        &pki,
+        handler(|r| {
+            let uid = r.review_uid().unwrap_or_default();
+            (0..16).fold(
+                TestResponse::json(200, common::hostile::review(&uid, json!({}))),
+                |answer, i| answer.with_header(&format!("x-filler-{i}"), &"f".repeat(4096)),
+            )
+        }),
+    );
+    let mut replier = HttpsReplier::new(HttpsOptions::default());
+    let call = url_call(&server.url("/allow"), Some(pki.ca_pem()), TEN_SECONDS);
+    allowed_body(&call_once(&mut replier, call));
+    assert_eq!(server.requests()[0].version, "HTTP/2.0");
+}
+
+#[test]
 fn redirects_are_followed_over_http2_too() {
     let pki = TestPki::new();
     let server = WebhookServer::start(

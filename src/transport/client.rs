@@ -47,6 +47,9 @@ pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const USER_AGENT_VALUE: &str = "kube-apiserver-admission";
 /// client-go's `TLSHandshakeTimeout` (its transport cache sets it on every client).
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The `SETTINGS_MAX_HEADER_LIST_SIZE` Go's HTTP/2 transport advertises and enforces when
+/// `MaxResponseHeaderBytes` is unset, as in client-go: 10 MiB (hyper's default is 16 KiB).
+const H2_MAX_HEADER_LIST: u32 = 10 << 20;
 /// client-go's `MaxIdleConnsPerHost`.
 const DEFAULT_MAX_IDLE: usize = 25;
 /// client-go's limit on retries driven by `Retry-After`.
@@ -938,6 +941,7 @@ impl Inner {
         });
         let (end_tx, ended) = tokio::sync::watch::channel(None);
         let (sender, conn) = http2::Builder::new(TokioExecutor::new())
+            .max_header_list_size(H2_MAX_HEADER_LIST)
             .handshake(io)
             .await
             .map_err(|e| hyper_error(&e, &addrs))?;
