@@ -367,6 +367,7 @@ fn content_types_and_encodings_as_client_go_decodes_them() {
                 "500",
             ),
         ),
+        ("/content-type/text", Expect::Allowed),
         ("/yaml", Expect::Allowed),
         ("/bom", Expect::Allowed),
         ("/encoding/br", Expect::Allowed),

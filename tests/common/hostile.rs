@@ -15,6 +15,7 @@
 //! | `/chain/{n}` | 307 to `/chain/{n-1}` down to `/chain/0`, which allows |
 //! | `/redirect-without-location/{code}` | `{code}` without a `Location`, a text body |
 //! | `/content-type/unparsable` | the allowing review with `Content-Type: application/json; charset` |
+//! | `/content-type/text` | the allowing review as `text/plain; charset=utf-8` |
 //! | `/yaml` | the allowing review in YAML, `Content-Type: application/yaml` |
 //! | `/bom` | the allowing review in JSON behind a UTF-8 byte-order mark |
 //! | `/encoding/br` | the allowing review, not compressed, with `Content-Encoding: br` |
@@ -488,6 +489,11 @@ fn answer(req: &Seen, ports: &Ports) -> (Vec<u8>, End) {
         ["content-type", "unparsable"] => keep(response(
             "200 OK",
             &[("Content-Type", "application/json; charset")],
+            allow.as_bytes(),
+        )),
+        ["content-type", "text"] => keep(response(
+            "200 OK",
+            &[("Content-Type", "text/plain; charset=utf-8")],
             allow.as_bytes(),
         )),
         ["yaml"] => {
