@@ -42,6 +42,8 @@ struct Seen1 {
     allowed: bool,
     reason: Option<String>,
     code: String,
+    /// The `rejected` label: a failure that failed open is not a rejection.
+    rejected: bool,
     failed_open: bool,
     labels: Value,
     warnings: Vec<String>,
@@ -117,16 +119,20 @@ fn observe(outcome: &Outcome, metrics: &Metrics) -> Seen1 {
     };
     let requests = labels_of("apiserver_admission_webhook_request_total");
     assert_eq!(requests.len(), 1, "one call counted: {requests:?}");
-    let code = requests[0]
-        .iter()
-        .find(|(k, _)| k == "code")
-        .map(|(_, v)| v.clone())
-        .expect("code label");
+    let label = |name: &str| {
+        requests[0]
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .expect("label")
+    };
+    let (code, rejected) = (label("code"), label("rejected"));
     let call = outcome.calls.first().expect("a call");
     Seen1 {
         allowed: outcome.allowed,
         reason: call.error.as_deref().map(str::to_string),
         code,
+        rejected: rejected == "true",
         failed_open: !labels_of("apiserver_admission_webhook_fail_open_count").is_empty(),
         labels: outcome
             .object
@@ -163,7 +169,7 @@ fn check(server: &HostileServer, pki: &TestPki, path: &str, kind: &str, expect: 
                     assert!(seen.allowed, "{at}");
                     assert_eq!(seen.reason, None, "{at}");
                     assert_eq!(seen.code, "200", "{at}");
-                    assert!(!seen.failed_open, "{at}");
+                    assert!(!seen.failed_open && !seen.rejected, "{at}");
                     if *expect == Expect::Patched {
                         assert_eq!(seen.labels, json!({"hostile.test/patched": "yes"}), "{at}");
                     }
@@ -175,6 +181,7 @@ fn check(server: &HostileServer, pki: &TestPki, path: &str, kind: &str, expect: 
                 } => {
                     assert_eq!(seen.allowed, policy == "Ignore", "{at}");
                     assert_eq!(seen.failed_open, policy == "Ignore", "{at}");
+                    assert_eq!(seen.rejected, policy == "Fail", "{at}");
                     let full = format!("failed calling webhook \"{WEBHOOK}\": {reason}");
                     assert_eq!(seen.reason.as_deref(), Some(full.as_str()), "{at}");
                     let code = if release == "1.33" {
@@ -246,6 +253,19 @@ fn redirects_307_and_308_resend_the_post_anywhere_and_the_final_answer_counts() 
             ("POST", "/allow")
         );
         assert_eq!(hop.body, first.body, "{path}: the review sent again");
+        // As kube-apiserver 1.33.3 sends it: Go's order, the Referer among the sorted headers.
+        let mut names = vec![
+            "Host",
+            "User-Agent",
+            "Content-Length",
+            "Accept",
+            "Content-Type",
+        ];
+        if listener != Listener::Plain {
+            names.push("Referer");
+        }
+        names.push("Accept-Encoding");
+        assert_eq!(hop.header_names(), names, "{path}");
         let referer = hop.header("Referer");
         if listener == Listener::Plain {
             assert_eq!(referer, None, "{path}: no Referer from https to http");
@@ -633,7 +653,8 @@ fn redirects_are_followed_over_http2_too() {
 
 /// Serves the hostile webhook until the process is stopped, to check the table against a real
 /// kube-apiserver (docs/wire.md says how): writes the CA to `$HOSTILE_DIR/ca.pem` and the three
-/// ports (main, other, plain) to `$HOSTILE_DIR/ports`.
+/// ports (main, other, plain) to `$HOSTILE_DIR/ports`, and keeps `$HOSTILE_DIR/seen` up to date
+/// with the requests received (listener, method, target, body length, headers).
 #[test]
 #[ignore = "serves until stopped: for checking the table against a real kube-apiserver"]
 fn serve_the_hostile_webhook() {
@@ -649,6 +670,21 @@ fn serve_the_hostile_webhook() {
     );
     std::fs::write(dir.join("ports"), ports).expect("ports");
     loop {
-        std::thread::sleep(std::time::Duration::from_secs(3600));
+        std::thread::sleep(std::time::Duration::from_secs(1));
+        let seen: String = server
+            .seen()
+            .iter()
+            .map(|s| {
+                format!(
+                    "{:?} {} {} {} {:?}\n",
+                    s.listener,
+                    s.method,
+                    s.target,
+                    s.body.len(),
+                    s.headers
+                )
+            })
+            .collect();
+        std::fs::write(dir.join("seen"), seen).expect("seen");
     }
 }
