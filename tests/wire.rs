@@ -520,6 +520,20 @@ fn every_hop_carries_the_credentials_as_client_go_round_trippers_add_them() {
         for s in &seen {
             assert_eq!(s.header("Authorization"), Some("Bearer t0k"), "{path}");
         }
+        // As kube-apiserver 1.33.3 sends it (an admission kubeconfig with a token).
+        let mut names = vec![
+            "Host",
+            "User-Agent",
+            "Content-Length",
+            "Accept",
+            "Authorization",
+            "Content-Type",
+        ];
+        if seen[1].listener != Listener::Plain {
+            names.push("Referer");
+        }
+        names.push("Accept-Encoding");
+        assert_eq!(seen[1].header_names(), names, "{path}");
     }
 }
 
