@@ -660,7 +660,11 @@ impl Inner {
             hop.url.port,
             server_name.to_string(),
         );
-        lock(&self.hop_pools).entry(key).or_default().clone()
+        let mut pools = lock(&self.hop_pools);
+        if pools.len() >= MAX_TARGETS && !pools.contains_key(&key) {
+            pools.clear();
+        }
+        pools.entry(key).or_default().clone()
     }
 
     /// Sends on a pooled connection, or on a new one. A request refused by a reused connection
