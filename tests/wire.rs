@@ -410,6 +410,66 @@ fn content_types_and_encodings_as_client_go_decodes_them() {
 }
 
 #[test]
+fn framing_failures_as_go_net_http_reports_them() {
+    let pki = TestPki::new();
+    let server = HostileServer::start(&pki);
+    let broken = |path: &str, cause: &str| {
+        client_error(format!(
+            "failed to call webhook: Post \"{}\": net/http: HTTP/1.x transport connection broken: {cause}",
+            server.url(&format!("{path}?timeout=10s"))
+        ))
+    };
+    let body = |cause: &str| {
+        client_error(format!(
+            "failed to call webhook: unexpected error when reading response body. Please retry. Original error: {cause}"
+        ))
+    };
+    let rows = [
+        (
+            "/framing/bad-length",
+            broken("/framing/bad-length", "bad Content-Length \"1x\""),
+        ),
+        (
+            "/framing/transfer-encoding-gzip",
+            broken(
+                "/framing/transfer-encoding-gzip",
+                "unsupported transfer encoding: \"gzip\"",
+            ),
+        ),
+        ("/framing/short-body", body("unexpected EOF")),
+        (
+            "/framing/cut-head",
+            broken(
+                "/framing/cut-head",
+                "malformed MIME header: missing colon: \"Content-Le\"",
+            ),
+        ),
+        (
+            "/framing/many-1xx",
+            broken("/framing/many-1xx", "unexpected EOF"),
+        ),
+        (
+            "/framing/no-colon",
+            broken(
+                "/framing/no-colon",
+                "malformed MIME header: missing colon: \"NoColon\"",
+            ),
+        ),
+        (
+            "/framing/bad-name",
+            broken(
+                "/framing/bad-name",
+                "malformed MIME header line: Bad(Name): v",
+            ),
+        ),
+        ("/encoding/gzip-not-gzip", body("gzip: invalid header")),
+    ];
+    for (path, expect) in rows {
+        check(&server, &pki, path, "Validating", &expect);
+    }
+}
+
+#[test]
 fn tls_endings_as_go_crypto_tls_reads_them() {
     let pki = TestPki::new();
     let server = HostileServer::start(&pki);

@@ -24,10 +24,6 @@ use crate::engine::call::{TransportError, TransportErrorKind};
 const MAX_HEAD_BYTES: usize = 10 << 20;
 /// Go's `maxLineLength` for a chunk-size line.
 const MAX_CHUNK_LINE: usize = 4096;
-/// Go's transport gives up after this many `1xx` responses before the final one.
-const MAX_INFORMATIONAL: usize = 5;
-/// Bytes of a response head kept to phrase parse errors as Go does.
-const QUOTED_HEAD: usize = 512;
 /// Headers parsed in place before falling back to a counted allocation.
 const INLINE_HEADERS: usize = 32;
 /// Read buffer capacity kept on an idle connection; a larger one (a large answer) is dropped.
@@ -270,10 +266,9 @@ impl H1Conn {
                         return Err(head_too_large());
                     }
                     Some(head) if (100..200).contains(&head.status) && head.status != 101 => {
+                        // Go 1.24 counts no 1xx responses: only their bytes, against the
+                        // head limit.
                         informational += 1;
-                        if informational > MAX_INFORMATIONAL {
-                            return Err(broken("net/http: too many 1xx informational responses"));
-                        }
                         consumed += head.len;
                         self.buf.drain(..head.len);
                         (scanned, line_checked) = (0, false);
@@ -555,9 +550,7 @@ fn parse_head(bytes: &[u8]) -> Result<Option<Head>, TransportError> {
     };
     match parsed {
         Ok(head) => Ok(head),
-        Err(HeadError::Syntax(_)) => Err(errors::malformed_response(
-            &bytes[..bytes.len().min(QUOTED_HEAD)],
-        )),
+        Err(HeadError::Syntax(_)) => Err(errors::malformed_response(bytes)),
         Err(HeadError::Framing(cause)) => Err(broken(cause)),
     }
 }
@@ -802,9 +795,25 @@ mod tests {
             cut(b""),
             (TransportErrorKind::Reset, broken("unexpected EOF"))
         );
+        // The unended last line is a line to Go's textproto, checked as a header line (as
+        // kube-apiserver 1.33.3 reports it).
         assert_eq!(
             cut(b"HTTP/1.1 200 OK\r\nContent-Le"),
+            (
+                TransportErrorKind::Malformed,
+                broken("malformed MIME header: missing colon: \"Content-Le\"")
+            )
+        );
+        assert_eq!(
+            cut(b"HTTP/1.1 200 OK\r\nContent-Length: 1"),
             (TransportErrorKind::Reset, broken("unexpected EOF"))
+        );
+        assert_eq!(
+            cut(b"HTTP/1.1 200 OK\r\n\tfolded"),
+            (
+                TransportErrorKind::Malformed,
+                broken("malformed MIME header initial line: \tfolded")
+            )
         );
         // The last line counts as a line at the end of the stream, an empty one too.
         assert_eq!(
@@ -825,6 +834,15 @@ mod tests {
         assert_eq!(
             refusal("HTTP/1.1 200 OK\x01"),
             broken("malformed MIME header line")
+        );
+        // Complete heads with a header line Go's textproto refuses.
+        assert_eq!(
+            refusal("HTTP/1.1 200 OK\r\nA: b\r\nNoColon\r\n\r\n"),
+            broken("malformed MIME header: missing colon: \"NoColon\"")
+        );
+        assert_eq!(
+            refusal("HTTP/1.1 200 OK\r\nBad(Key): v\r\n\r\n"),
+            broken("malformed MIME header line: Bad(Key): v")
         );
     }
 

@@ -19,6 +19,14 @@
 //! | `/yaml` | the allowing review in YAML, `Content-Type: application/yaml` |
 //! | `/bom` | the allowing review in JSON behind a UTF-8 byte-order mark |
 //! | `/encoding/br` | the allowing review, not compressed, with `Content-Encoding: br` |
+//! | `/encoding/gzip-not-gzip` | the allowing review, not compressed, with `Content-Encoding: gzip` |
+//! | `/framing/bad-length` | a head with `Content-Length: 1x`, then the close |
+//! | `/framing/transfer-encoding-gzip` | a head with `Transfer-Encoding: gzip`, then the close |
+//! | `/framing/short-body` | `Content-Length: 10` and two bytes, then the close |
+//! | `/framing/cut-head` | half a head, then the close |
+//! | `/framing/many-1xx` | six `100 Continue` heads, then the close |
+//! | `/framing/no-colon` | a complete head with a header line without a colon |
+//! | `/framing/bad-name` | a complete head with the header name `Bad(Name)` |
 //! | `/no-content` | 204 without a body |
 //! | `/empty` | 200 with an empty body |
 //! | `/tls/no-close-notify` | the allowing review delimited by the connection's close, no `close_notify`, on a record boundary |
@@ -515,6 +523,29 @@ fn answer(req: &Seen, ports: &Ports) -> (Vec<u8>, End) {
             ],
             allow.as_bytes(),
         )),
+        ["encoding", "gzip-not-gzip"] => keep(response(
+            "200 OK",
+            &[
+                ("Content-Type", "application/json"),
+                ("Content-Encoding", "gzip"),
+            ],
+            allow.as_bytes(),
+        )),
+        ["framing", case] => {
+            let raw: &[u8] = match *case {
+                "bad-length" => b"HTTP/1.1 200 OK\r\nContent-Length: 1x\r\n\r\n",
+                "transfer-encoding-gzip" => b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n",
+                "short-body" => {
+                    b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 10\r\n\r\n{}"
+                }
+                "cut-head" => b"HTTP/1.1 200 OK\r\nContent-Le",
+                "no-colon" => b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nNoColon\r\n\r\n",
+                "bad-name" => b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nBad(Name): v\r\n\r\n",
+                _ => b"HTTP/1.1 100 Continue\r\n\r\n",
+            };
+            let repeat = if *case == "many-1xx" { 6 } else { 1 };
+            (raw.repeat(repeat), End::NoCloseNotify)
+        }
         ["no-content"] => keep(b"HTTP/1.1 204 No Content\r\n\r\n".to_vec()),
         ["empty"] => keep(json("")),
         ["tls", ending] => {
