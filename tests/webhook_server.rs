@@ -1,16 +1,15 @@
 //! The in-process webhook server answered over real TLS by the crate's HTTPS client, trusting the
 //! minted CA through the call's caBundle, on HTTP/2 and HTTP/1.1.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
 use hookscope::api::WebhookKind;
 use hookscope::engine::call::{Endpoint, Replier, Reply, ReplyOutcome, WebhookCall};
-use hookscope::engine::{
-    Attributes, Engine, EngineOptions, Namespaces, Phases, RequestContext, SequentialIds,
-};
-use hookscope::metrics::Metrics;
+use hookscope::engine::{Attributes, Engine, EngineOptions};
 use hookscope::transport::{HttpsOptions, HttpsReplier};
 use hookscope::webhook_server::{
     Answer, Behaviour, Behaviours, Pki, ServerError, ServerOptions, WebhookServer,
@@ -385,19 +384,7 @@ webhooks:
         resolve: [(format!("{SERVICE}:8443"), resolve)].into(),
         ..HttpsOptions::default()
     });
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .expect("runtime");
-    let (mut ids, mut metrics) = (SequentialIds::default(), Metrics::new());
-    let ctx = RequestContext {
-        namespaces: &Namespaces::default(),
-        ids: &mut ids,
-        metrics: &mut metrics,
-        deadline: Some(Duration::from_secs(30)),
-        phases: Phases::All,
-    };
-    let outcome = runtime.block_on(engine.dispatch(request, ctx, &mut replier));
+    let (outcome, _) = common::dispatch_on_runtime(&engine, request, &mut replier);
     assert!(outcome.allowed, "{outcome:?}");
     assert_eq!(
         outcome.object.as_ref().expect("object")["metadata"]["labels"],

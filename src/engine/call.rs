@@ -103,6 +103,9 @@ pub struct TransportError {
     /// Cause as Go's net/http would phrase it, e.g.
     /// `dial tcp 127.0.0.1:8443: connect: connection refused` or
     /// `tls: failed to verify certificate: x509: certificate signed by unknown authority`.
+    /// A failure after the webhook redirected the call carries Go's `url.Error` whole, naming
+    /// the URL Go names (the hop's, or the `Location` that was refused):
+    /// `Post "https://…/next": stopped after 10 redirects`.
     pub detail: String,
 }
 

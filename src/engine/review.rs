@@ -486,8 +486,17 @@ pub fn interpret_reply(
     release: crate::KubeVersion,
 ) -> Result<Verified, CallingError> {
     if version == "v1"
-        && let ReplyOutcome::Http { status, body, .. } = outcome
+        && let ReplyOutcome::Http {
+            status,
+            body,
+            content_type,
+        } = outcome
         && ((200..=206).contains(status) || *status == 101)
+        // client-go parses the media type first: a reply it cannot parse is an error, however
+        // plain its body.
+        && content_type
+            .as_deref()
+            .is_none_or(|c| c.is_empty() || c == "application/json" || parse_media_type(c).is_ok())
         && let Some(allowed) =
             canonical_v1_verdict(body, request_uid).or_else(|| plain_v1_verdict(body, request_uid))
     {
@@ -518,9 +527,11 @@ fn decoded_reply(
 }
 
 fn transport_reason(url: &str, e: &TransportError) -> String {
-    // client-go reports a failed body read without the url.Error wrapper.
+    // client-go reports a failed body read without the url.Error wrapper; a failure after a
+    // redirect comes wrapped already, with the URL Go names (the hop's, or the `Location`).
     if e.detail
         .starts_with("unexpected error when reading response body")
+        || e.detail.starts_with("Post \"")
     {
         return format!("failed to call webhook: {}", e.detail);
     }

@@ -32,8 +32,10 @@ use tokio_rustls::client::TlsStream;
 
 use super::auth::{Credentials, WebhookAuth};
 use super::errors::{self, ConnAddrs, Phase};
-use super::h1::{H1Conn, H1Error};
+use super::h1::{H1Conn, H1Error, H1Io};
 use super::pem;
+use super::record::RecordTcp;
+use super::redirect::{self, Hop, HopUrl};
 use crate::engine::call::{
     Endpoint, Replier, Reply, ReplyOutcome, TransportError, TransportErrorKind, WebhookCall,
 };
@@ -45,14 +47,17 @@ pub const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
 pub const USER_AGENT_VALUE: &str = "kube-apiserver-admission";
 /// client-go's `TLSHandshakeTimeout` (its transport cache sets it on every client).
 const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The `SETTINGS_MAX_HEADER_LIST_SIZE` Go's HTTP/2 transport advertises and enforces when
+/// `MaxResponseHeaderBytes` is unset, as in client-go: 10 MiB (hyper's default is 16 KiB).
+const H2_MAX_HEADER_LIST: u32 = 10 << 20;
 /// client-go's `MaxIdleConnsPerHost`.
 const DEFAULT_MAX_IDLE: usize = 25;
 /// client-go's limit on retries driven by `Retry-After`.
 const MAX_RETRIES: u32 = 10;
 /// The `Accept` header of kube-apiserver's webhook client.
-const ACCEPT_VALUE: &str = "application/json, */*";
+pub(super) const ACCEPT_VALUE: &str = "application/json, */*";
 /// The `Content-Type` of every review sent.
-const CONTENT_TYPE_VALUE: &str = "application/json";
+pub(super) const CONTENT_TYPE_VALUE: &str = "application/json";
 
 /// Options of the HTTPS replier.
 #[derive(Debug, Clone)]
@@ -64,7 +69,8 @@ pub struct HttpsOptions {
     pub resolve: HashMap<String, SocketAddr>,
     /// Trust anchors added to every configuration (tests, private CAs).
     pub extra_roots: Vec<CertificateDer<'static>>,
-    /// Largest response body accepted. client-go has no limit; this is a safety bound.
+    /// Largest response body accepted. client-go has no limit, nor has the default
+    /// (`usize::MAX`); a smaller value is a safety bound of the caller's choosing.
     pub max_response_bytes: usize,
     /// Idle connections kept per pool.
     pub max_idle_per_pool: usize,
@@ -78,7 +84,7 @@ impl Default for HttpsOptions {
             auth: WebhookAuth::empty(),
             resolve: HashMap::new(),
             extra_roots: Vec::new(),
-            max_response_bytes: 32 * 1024 * 1024,
+            max_response_bytes: usize::MAX,
             max_idle_per_pool: DEFAULT_MAX_IDLE,
             tls_handshake_timeout: TLS_HANDSHAKE_TIMEOUT,
         }
@@ -104,7 +110,14 @@ struct Inner {
     /// What the calls of one shared endpoint and caBundle (one webhook, one `?timeout=`) reuse,
     /// found by pointer: most calls skip the digest, the URL parse and the header checks.
     targets: Mutex<Vec<Arc<Target>>>,
+    /// Connections to where webhooks redirected their calls, per TLS configuration (by address;
+    /// 0 for plain HTTP), dial host, port and server name.
+    hop_pools: Mutex<HashMap<HopPoolKey, Arc<Pool>>>,
 }
+
+/// A redirect target's pool: TLS configuration (by address, 0 for plain HTTP), dial host, port
+/// and server name.
+type HopPoolKey = (usize, String, u16, String);
 
 /// Targets remembered before the list starts again (each is small; a replay has a few).
 const MAX_TARGETS: usize = 256;
@@ -242,6 +255,7 @@ impl HttpsReplier {
                 pools: Mutex::new(HashMap::new()),
                 clients: Mutex::new(HashMap::new()),
                 targets: Mutex::new(Vec::new()),
+                hop_pools: Mutex::new(HashMap::new()),
             }),
         }
     }
@@ -322,6 +336,8 @@ struct Answer {
     /// Whether the body is still gzip-encoded.
     gzip: bool,
     body: Vec<u8>,
+    /// A redirect's `Location` (its body was not kept).
+    location: Option<String>,
 }
 
 impl Inner {
@@ -359,9 +375,11 @@ impl Inner {
         let client_timeout = call.timeout >= CLIENT_TIMEOUT;
         let limit = call.timeout.min(CLIENT_TIMEOUT);
         let phase = AtomicU8::new(0);
+        // The URL of the redirect being followed, which Go names in a timeout's error.
+        let hop_url = Mutex::new(None);
         // Boxed: the exchange's state (TLS, HTTP) is most of a call's, and every future that
         // awaits a call up to the replay's would otherwise hold it and be moved with it.
-        let exchange = Box::pin(self.exchange(&target, call, &auth, &phase));
+        let exchange = Box::pin(self.exchange(&target, call, &auth, &phase, &hop_url));
         match tokio::time::timeout(limit, exchange).await {
             Ok(Ok(a)) => ReplyOutcome::Http {
                 status: a.status,
@@ -370,7 +388,11 @@ impl Inner {
             },
             Ok(Err(e)) => ReplyOutcome::Transport(e),
             Err(_) => {
-                ReplyOutcome::Transport(errors::timeout_error(phase_of(&phase), client_timeout))
+                let e = errors::timeout_error(phase_of(&phase), client_timeout);
+                ReplyOutcome::Transport(match lock(&hop_url).take() {
+                    Some(url) => redirect::hop_error(&url, e),
+                    None => e,
+                })
             }
         }
     }
@@ -552,19 +574,23 @@ impl Inner {
         lock(&self.pools).entry(key).or_default().clone()
     }
 
-    /// One call: a round trip, repeated while the webhook answers 429 or 5xx with a
-    /// `Retry-After` (client-go's retries).
+    /// One call: a round trip and the redirects it leads to, repeated while the final answer is
+    /// a 429 or 5xx with a `Retry-After` (client-go's retries).
     async fn exchange(
         &self,
         target: &Target,
         call: &WebhookCall,
         auth: &HeaderMap,
         phase: &AtomicU8,
+        hop_url: &Mutex<Option<String>>,
     ) -> Result<Answer, TransportError> {
         let mut retries = 0;
         loop {
             set_phase(phase, Phase::Connecting);
-            let mut answer = self.round_trip(target, call, auth, phase).await?;
+            let mut answer = self.round_trip(target, call, auth, phase, None).await?;
+            if answer.location.is_some() {
+                answer = Box::pin(self.follow(target, call, auth, phase, answer, hop_url)).await?;
+            }
             // client-go decides on a retry before it reads the body.
             if retries < MAX_RETRIES
                 && let Some(wait) = answer.retry_after.as_deref().and_then(retry_after)
@@ -581,35 +607,134 @@ impl Inner {
         }
     }
 
+    /// Follows the redirects of `answer` as Go's `http.Client` follows them (`Client.do`, the
+    /// default `CheckRedirect`): the final answer, or the error Go's client returns, wrapped as
+    /// its `url.Error` with the URL it names.
+    async fn follow(
+        &self,
+        target: &Target,
+        call: &WebhookCall,
+        auth: &HeaderMap,
+        phase: &AtomicU8,
+        mut answer: Answer,
+        hop_url: &Mutex<Option<String>>,
+    ) -> Result<Answer, TransportError> {
+        let mut current = HopUrl::parse(&target.endpoint.url)
+            .map_err(|e| errors::transport(TransportErrorKind::Other, format!("parse: {e}")))?;
+        let mut sent = 1;
+        let mut post = true;
+        while let Some(location) = answer.location.take() {
+            let hop = redirect::next_hop(&current, &location, answer.status, post, sent)?;
+            post = hop.post;
+            *lock(hop_url) = Some(hop.url.to_string());
+            set_phase(phase, Phase::Connecting);
+            answer = self
+                .round_trip(target, call, auth, phase, Some(&hop))
+                .await
+                .map_err(|e| redirect::hop_error(&hop.url.to_string(), e))?;
+            sent += 1;
+            current = hop.url;
+        }
+        Ok(answer)
+    }
+
+    /// The pool of connections to where a redirect leads: the webhook's own when the hop goes
+    /// back to it.
+    fn hop_pool(&self, target: &Target, hop: &Hop, server_name: &str) -> Arc<Pool> {
+        let endpoint = &*target.endpoint;
+        if hop.url.https
+            && hop.url.port == endpoint.port
+            && hop.url.host == dial_host(endpoint)
+            && server_name == endpoint.server_name
+        {
+            return target.pool.clone();
+        }
+        let tls = if hop.url.https {
+            Arc::as_ptr(&target.tls) as usize
+        } else {
+            0
+        };
+        let key = (
+            tls,
+            hop.url.host.clone(),
+            hop.url.port,
+            server_name.to_string(),
+        );
+        let mut pools = lock(&self.hop_pools);
+        if pools.len() >= MAX_TARGETS && !pools.contains_key(&key) {
+            pools.clear();
+        }
+        pools.entry(key).or_default().clone()
+    }
+
     /// Sends on a pooled connection, or on a new one. A request refused by a reused connection
     /// before anything was written is sent again on a fresh connection, as Go's transport does.
+    /// `hop` is where a redirect leads, when the request follows one.
     async fn round_trip(
         &self,
         target: &Target,
         call: &WebhookCall,
         auth: &HeaderMap,
         phase: &AtomicU8,
+        hop: Option<&Hop>,
     ) -> Result<Answer, TransportError> {
-        let (pool, endpoint) = (&*target.pool, &*target.endpoint);
+        let endpoint = &*target.endpoint;
+        let dial = match hop {
+            None => Dial {
+                host: dial_host(endpoint),
+                port: endpoint.port,
+                service: endpoint.service.is_some(),
+                server_name: endpoint.server_name.as_str(),
+                tls: Some(&target.tls),
+            },
+            Some(hop) => Dial {
+                host: &hop.url.host,
+                port: hop.url.port,
+                service: false,
+                // A service webhook's client names the service in every TLS handshake; a URL
+                // webhook's names the host it dials.
+                server_name: if endpoint.service.is_some() {
+                    endpoint.server_name.as_str()
+                } else {
+                    hop.url.host.as_str()
+                },
+                tls: hop.url.https.then_some(&target.tls),
+            },
+        };
+        let hop_pool;
+        let pool = match hop {
+            None => &*target.pool,
+            Some(hop) => {
+                hop_pool = self.hop_pool(target, hop, dial.server_name);
+                &*hop_pool
+            }
+        };
+        let http2 = endpoint.http2 && dial.tls.is_some();
         if let Some(conn) = take_pooled(pool) {
-            match self.send_on(target, conn, call, auth, phase).await {
+            match self
+                .send_on(target, (pool, hop), conn, call, auth, phase)
+                .await
+            {
                 Ok(a) => return Ok(a),
                 Err(SendError::Failed(e)) => return Err(e),
                 Err(SendError::NotSent(_)) => set_phase(phase, Phase::Connecting),
             }
         }
-        let conn = if endpoint.http2 {
+        let conn = if http2 {
             let _guard = pool.dial.lock().await;
             match take_pooled(pool) {
                 Some(conn) => conn,
-                None => Box::pin(self.connect(pool, endpoint, &target.tls)).await?,
+                None => Box::pin(self.connect(pool, &dial)).await?,
             }
         } else {
             // Dialling and the TLS handshake make a large future, needed only for a new
             // connection: boxed, it stays out of every call's state.
-            Box::pin(self.connect(pool, endpoint, &target.tls)).await?
+            Box::pin(self.connect(pool, &dial)).await?
         };
-        match self.send_on(target, conn, call, auth, phase).await {
+        match self
+            .send_on(target, (pool, hop), conn, call, auth, phase)
+            .await
+        {
             Ok(a) => Ok(a),
             Err(SendError::Failed(e)) => Err(e),
             Err(SendError::NotSent(NotSent::H1(e))) => Err(e),
@@ -620,18 +745,20 @@ impl Inner {
     async fn send_on(
         &self,
         target: &Target,
+        (pool, hop): (&Pool, Option<&Hop>),
         conn: Conn,
         call: &WebhookCall,
         auth: &HeaderMap,
         phase: &AtomicU8,
     ) -> Result<Answer, SendError> {
         set_phase(phase, Phase::AwaitingHeaders);
-        let pool = &*target.pool;
         match conn {
             Conn::H2(mut h2) => {
-                let request = build_request(call, target, auth).map_err(|e| {
-                    SendError::Failed(errors::transport(TransportErrorKind::Other, e))
-                })?;
+                let request = match hop {
+                    None => build_request(call, target, auth),
+                    Some(hop) => redirect::h2_request(hop, call, &target.headers, auth),
+                }
+                .map_err(|e| SendError::Failed(errors::transport(TransportErrorKind::Other, e)))?;
                 let addrs = h2.addrs;
                 let response = match h2.sender.try_send_request(request).await {
                     Ok(resp) => resp,
@@ -663,6 +790,22 @@ impl Inner {
                     .headers()
                     .get(CONTENT_ENCODING)
                     .is_some_and(|v| v.as_bytes().eq_ignore_ascii_case(b"gzip"));
+                let location = if super::h1::is_redirect(status) {
+                    header(http::header::LOCATION).filter(|l| !l.is_empty())
+                } else {
+                    None
+                };
+                if location.is_some() {
+                    // Skimmed, not kept: the stream is reset when the body is dropped.
+                    return Ok(Answer {
+                        status,
+                        content_type,
+                        retry_after: None,
+                        gzip: false,
+                        body: Vec::new(),
+                        location,
+                    });
+                }
                 let body = self
                     .read_body(response.into_body(), &addrs)
                     .await
@@ -673,10 +816,14 @@ impl Inner {
                     retry_after,
                     gzip,
                     body,
+                    location: None,
                 })
             }
             Conn::H1(mut h1) => {
-                let encode = |out: &mut Vec<u8>| encode_h1(out, &target.h1_head, &call.body, auth);
+                let encode = |out: &mut Vec<u8>| match hop {
+                    None => encode_h1(out, &target.h1_head, &call.body, auth),
+                    Some(hop) => redirect::encode_h1(out, hop, &call.body, auth),
+                };
                 match h1
                     .exchange(encode, self.opts.max_response_bytes, phase)
                     .await
@@ -691,6 +838,7 @@ impl Inner {
                             retry_after: a.retry_after,
                             gzip: a.gzip,
                             body: a.body,
+                            location: a.location,
                         })
                     }
                     Err(H1Error::NotSent(e)) => Err(SendError::NotSent(NotSent::H1(e))),
@@ -729,17 +877,9 @@ impl Inner {
         }
     }
 
-    async fn connect(
-        &self,
-        pool: &Pool,
-        endpoint: &Endpoint,
-        tls: &Arc<ClientConfig>,
-    ) -> Result<Conn, TransportError> {
-        let host = endpoint
-            .server_name
-            .trim_start_matches('[')
-            .trim_end_matches(']');
-        let candidates = self.dial_addrs(endpoint, host).await?;
+    async fn connect(&self, pool: &Pool, dial: &Dial<'_>) -> Result<Conn, TransportError> {
+        let host = dial.host;
+        let candidates = self.dial_addrs(dial).await?;
         let mut last = None;
         let mut stream = None;
         for addr in candidates {
@@ -765,13 +905,20 @@ impl Inner {
                 errors::transport(TransportErrorKind::Connect, format!("dial tcp: {e}"))
             })?,
         };
-        let server_name = ServerName::try_from(host.to_string()).map_err(|_| {
+        let Some(tls) = dial.tls else {
+            return Ok(Conn::H1(Box::new(H1Conn::new(H1Io::Plain(tcp), addrs))));
+        };
+        let name = dial
+            .server_name
+            .trim_start_matches('[')
+            .trim_end_matches(']');
+        let server_name = ServerName::try_from(name.to_string()).map_err(|_| {
             errors::transport(
                 TransportErrorKind::Tls,
-                format!("tls: invalid server name {}", crate::gofmt::quote(host)),
+                format!("tls: invalid server name {}", crate::gofmt::quote(name)),
             )
         })?;
-        let handshake = TlsConnector::from(tls.clone()).connect(server_name, tcp);
+        let handshake = TlsConnector::from(tls.clone()).connect(server_name, RecordTcp::new(tcp));
         let stream = tokio::time::timeout(self.opts.tls_handshake_timeout, handshake)
             .await
             .map_err(|_| {
@@ -788,7 +935,7 @@ impl Inner {
                 err
             })?;
         if stream.get_ref().1.alpn_protocol() != Some(b"h2") {
-            return Ok(Conn::H1(Box::new(H1Conn::new(stream, addrs))));
+            return Ok(Conn::H1(Box::new(H1Conn::new(H1Io::Tls(stream), addrs))));
         }
         let read_error = ReadError::default();
         let io = TokioIo::new(H2Stream {
@@ -798,6 +945,7 @@ impl Inner {
         });
         let (end_tx, ended) = tokio::sync::watch::channel(None);
         let (sender, conn) = http2::Builder::new(TokioExecutor::new())
+            .max_header_list_size(H2_MAX_HEADER_LIST)
             .handshake(io)
             .await
             .map_err(|e| hyper_error(&e, &addrs))?;
@@ -814,24 +962,21 @@ impl Inner {
         Ok(Conn::H2(conn))
     }
 
-    async fn dial_addrs(
-        &self,
-        endpoint: &Endpoint,
-        host: &str,
-    ) -> Result<Vec<SocketAddr>, TransportError> {
+    async fn dial_addrs(&self, dial: &Dial<'_>) -> Result<Vec<SocketAddr>, TransportError> {
+        let (host, port) = (dial.host, dial.port);
         let resolve = &self.opts.resolve;
-        let bracketed = format!("[{host}]:{}", endpoint.port);
-        let plain = format!("{host}:{}", endpoint.port);
+        let bracketed = format!("[{host}]:{port}");
+        let plain = format!("{host}:{port}");
         if let Some(addr) = resolve.get(&plain).or_else(|| resolve.get(&bracketed)) {
             return Ok(vec![*addr]);
         }
         if let Ok(ip) = host.parse::<IpAddr>() {
-            return Ok(vec![SocketAddr::new(ip, endpoint.port)]);
+            return Ok(vec![SocketAddr::new(ip, port)]);
         }
-        if endpoint.service.is_some() {
+        if dial.service {
             return Err(errors::lookup_error(host));
         }
-        match tokio::net::lookup_host((host, endpoint.port)).await {
+        match tokio::net::lookup_host((host, port)).await {
             Ok(addrs) => {
                 let addrs: Vec<_> = addrs.collect();
                 if addrs.is_empty() {
@@ -843,6 +988,25 @@ impl Inner {
             Err(_) => Err(errors::lookup_error(host)),
         }
     }
+}
+
+/// Where a connection goes: the host and port dialled (through the resolve map first), whether
+/// it is a service's (resolved only through that map), the name the TLS handshake verifies, and
+/// the TLS configuration (none for plain HTTP).
+struct Dial<'a> {
+    host: &'a str,
+    port: u16,
+    service: bool,
+    server_name: &'a str,
+    tls: Option<&'a Arc<ClientConfig>>,
+}
+
+/// The host a webhook's endpoint is dialled at: its server name without IPv6 brackets.
+fn dial_host(endpoint: &Endpoint) -> &str {
+    endpoint
+        .server_name
+        .trim_start_matches('[')
+        .trim_end_matches(']')
 }
 
 enum SendError {
@@ -895,7 +1059,7 @@ fn gunzip(data: &[u8], limit: usize) -> Result<Vec<u8>, TransportError> {
         return Ok(out);
     }
     let decoded = flate2::read::MultiGzDecoder::new(data)
-        .take(limit as u64 + 1)
+        .take((limit as u64).saturating_add(1))
         .read_to_end(&mut out);
     let cause = match decoded {
         Ok(_) if out.len() > limit => return Err(errors::body_too_large(limit)),
@@ -1060,7 +1224,7 @@ fn encode_h1(out: &mut Vec<u8>, head: &[u8], body: &[u8], auth: &HeaderMap) {
 }
 
 /// Go's `CanonicalMIMEHeaderKey` of a (lower-case) header name: each word capitalised.
-fn canonical_header(name: &str) -> String {
+pub(super) fn canonical_header(name: &str) -> String {
     let mut upper = true;
     name.chars()
         .map(|c| {
@@ -1138,7 +1302,7 @@ impl ReadError {
 
 /// The TLS stream under an HTTP/2 connection, keeping the read error that ended it.
 struct H2Stream {
-    inner: TlsStream<TcpStream>,
+    inner: TlsStream<RecordTcp>,
     read_error: ReadError,
     addrs: ConnAddrs,
 }

@@ -265,13 +265,41 @@ pub(crate) fn body_error(cause: &str) -> String {
     format!("unexpected error when reading response body. Please retry. Original error: {cause}")
 }
 
+/// A TLS record cut short by the end of the stream: Go's `crypto/tls` reads it as
+/// `io.ErrUnexpectedEOF`.
+#[derive(Debug)]
+struct TruncatedRecord;
+
+impl std::fmt::Display for TruncatedRecord {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("unexpected EOF")
+    }
+}
+
+impl StdError for TruncatedRecord {}
+
+/// The error for a stream that ended inside a TLS record.
+pub(crate) fn truncated_record() -> io::Error {
+    io::Error::new(io::ErrorKind::UnexpectedEof, TruncatedRecord)
+}
+
+/// Whether rustls reports the peer's close without `close_notify` (an end of stream that is not
+/// a TLS failure of its own).
+pub(crate) fn unclean_close(e: &io::Error) -> bool {
+    e.kind() == io::ErrorKind::UnexpectedEof
+        && e.get_ref()
+            .is_none_or(|inner| !inner.is::<rustls::Error>() && !inner.is::<TruncatedRecord>())
+}
+
 /// Maps an IO error on an established (TLS) connection.
 pub(crate) fn io_error(addrs: &ConnAddrs, e: &io::Error, writing: bool) -> TransportError {
-    if let Some(tls) = e
-        .get_ref()
-        .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-    {
-        return transport(TransportErrorKind::Tls, rustls_text(tls));
+    if let Some(inner) = e.get_ref() {
+        if let Some(tls) = inner.downcast_ref::<rustls::Error>() {
+            return transport(TransportErrorKind::Tls, rustls_text(tls));
+        }
+        if inner.is::<TruncatedRecord>() {
+            return transport(TransportErrorKind::Reset, "unexpected EOF");
+        }
     }
     match e.kind() {
         io::ErrorKind::UnexpectedEof => transport(TransportErrorKind::Reset, "EOF"),
@@ -313,12 +341,12 @@ fn status_line_fault(head: &[u8], at_eof: bool) -> Option<String> {
 }
 
 /// Go's `http.ReadResponse` complaint about the first bytes of a response that could not be
-/// parsed.
+/// parsed: the status line's fault, else the first header line `textproto` refuses.
 pub(crate) fn malformed_response(head: &[u8]) -> TransportError {
     if head.is_empty() {
         return transport(TransportErrorKind::Reset, "EOF");
     }
-    let cause = status_line_fault(head, true);
+    let cause = status_line_fault(head, true).or_else(|| mime_header_fault(head, false));
     broken(
         TransportErrorKind::Malformed,
         cause.as_deref().unwrap_or("malformed MIME header line"),
@@ -326,12 +354,62 @@ pub(crate) fn malformed_response(head: &[u8]) -> TransportError {
 }
 
 /// Go's complaint about a response head cut short by the end of the stream: the status line's
-/// fault if it has one, else `unexpected EOF`.
+/// fault if it has one, else that of a header line (the last one, unended, counts as a line, as
+/// `bufio.Reader.ReadLine` returns it at the end of the stream), else `unexpected EOF`.
 pub(crate) fn truncated_head(head: &[u8]) -> TransportError {
-    match status_line_fault(head, true) {
+    match status_line_fault(head, true).or_else(|| mime_header_fault(head, true)) {
         Some(fault) => broken(TransportErrorKind::Malformed, fault),
         None => broken(TransportErrorKind::Reset, "unexpected EOF"),
     }
+}
+
+/// What Go's `textproto.Reader.ReadMIMEHeader` refuses in the header lines of `head` (after its
+/// status line, up to the empty line that ends them); a last line without its `\n` is read as a
+/// line only `at_eof`.
+fn mime_header_fault(head: &[u8], at_eof: bool) -> Option<String> {
+    let start = head.iter().position(|&b| b == b'\n')? + 1;
+    let mut rest = &head[start..];
+    let mut first = true;
+    while !rest.is_empty() {
+        let (line, next) = match rest.iter().position(|&b| b == b'\n') {
+            Some(nl) => (&rest[..nl], &rest[nl + 1..]),
+            None if at_eof => (rest, &rest[rest.len()..]),
+            None => return None,
+        };
+        rest = next;
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if line.is_empty() {
+            return None;
+        }
+        let text = String::from_utf8_lossy(line);
+        let continued = matches!(line[0], b' ' | b'\t');
+        if first && continued {
+            return Some(format!("malformed MIME header initial line: {text}"));
+        }
+        first = false;
+        if continued {
+            continue;
+        }
+        let Some(colon) = line.iter().position(|&b| b == b':') else {
+            return Some(format!(
+                "malformed MIME header: missing colon: {}",
+                go_quote(&text)
+            ));
+        };
+        let (key, value) = (&line[..colon], &line[colon + 1..]);
+        let key_ok = !key.is_empty() && key.iter().all(|&b| b == b' ' || is_token_byte(b));
+        let value_ok = value.iter().all(|&b| b == b'\t' || b >= 0x20 && b != 0x7f);
+        if !key_ok || !value_ok {
+            let trimmed = text.trim_matches([' ', '\t']);
+            return Some(format!("malformed MIME header line: {trimmed}"));
+        }
+    }
+    None
+}
+
+/// A byte of an HTTP token (RFC 7230 `tchar`).
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 /// The status line's fault once the line is complete: Go checks it before reading on.

@@ -12,29 +12,93 @@ use std::pin::Pin;
 use std::sync::atomic::AtomicU8;
 use std::task::{Context, Poll, Waker};
 
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::TcpStream;
 use tokio_rustls::client::TlsStream;
 
 use super::errors::{self, ConnAddrs, Phase};
+use super::record::RecordTcp;
 use crate::engine::call::{TransportError, TransportErrorKind};
 
 /// Go's default `Transport.MaxResponseHeaderBytes` (10 MiB).
 const MAX_HEAD_BYTES: usize = 10 << 20;
 /// Go's `maxLineLength` for a chunk-size line.
 const MAX_CHUNK_LINE: usize = 4096;
-/// Go's transport gives up after this many `1xx` responses before the final one.
-const MAX_INFORMATIONAL: usize = 5;
-/// Bytes of a response head kept to phrase parse errors as Go does.
-const QUOTED_HEAD: usize = 512;
 /// Headers parsed in place before falling back to a counted allocation.
 const INLINE_HEADERS: usize = 32;
 /// Read buffer capacity kept on an idle connection; a larger one (a large answer) is dropped.
 const KEPT_BUFFER: usize = 64 * 1024;
+/// How much of a redirect's body Go's client reads before following it (`maxBodySlurpSize`).
+const REDIRECT_SLURP: usize = 2 << 10;
+/// The most buffer reserved ahead for a body of announced length; beyond it the buffer grows as
+/// bytes arrive, so an announced length alone commits no memory.
+const RESERVE_AHEAD: usize = 1 << 20;
+
+/// The byte stream under an HTTP/1.1 connection: TLS, or plain TCP for an `http://` URL a
+/// webhook redirected to.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "connections are boxed whole; TLS is the variant nearly every one has"
+)]
+pub(super) enum H1Io {
+    Tls(TlsStream<RecordTcp>),
+    Plain(TcpStream),
+}
+
+impl H1Io {
+    /// Whether a peer that closed without TLS `close_notify` closed where Go's TLS client accepts
+    /// it: on a record boundary.
+    fn closed_on_boundary(&self) -> bool {
+        match self {
+            H1Io::Tls(tls) => tls.get_ref().0.at_record_boundary(),
+            H1Io::Plain(_) => true,
+        }
+    }
+}
+
+impl AsyncRead for H1Io {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            H1Io::Tls(tls) => Pin::new(tls).poll_read(cx, buf),
+            H1Io::Plain(tcp) => Pin::new(tcp).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for H1Io {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            H1Io::Tls(tls) => Pin::new(tls).poll_write(cx, buf),
+            H1Io::Plain(tcp) => Pin::new(tcp).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            H1Io::Tls(tls) => Pin::new(tls).poll_flush(cx),
+            H1Io::Plain(tcp) => Pin::new(tcp).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            H1Io::Tls(tls) => Pin::new(tls).poll_shutdown(cx),
+            H1Io::Plain(tcp) => Pin::new(tcp).poll_shutdown(cx),
+        }
+    }
+}
 
 /// An HTTP/1.1 connection that carries one request at a time.
 pub(super) struct H1Conn {
-    io: TlsStream<TcpStream>,
+    io: H1Io,
     addrs: ConnAddrs,
     /// Bytes read and not yet consumed; empty between exchanges.
     buf: Vec<u8>,
@@ -53,6 +117,9 @@ pub(super) struct H1Answer {
     pub body: Vec<u8>,
     /// Whether the connection may carry another request.
     pub reusable: bool,
+    /// The `Location` of a redirect (301, 302, 303, 307, 308) that names one; its body was
+    /// skimmed, not kept, as Go's client skims it before following.
+    pub location: Option<String>,
 }
 
 /// Why an exchange failed.
@@ -82,6 +149,13 @@ struct Head {
     content_type: Option<String>,
     retry_after: Option<String>,
     gzip: bool,
+    /// A redirect's non-empty `Location`.
+    location: Option<String>,
+}
+
+/// Whether Go's client follows a response with this status (given a `Location`).
+pub(super) fn is_redirect(status: u16) -> bool {
+    matches!(status, 301 | 302 | 303 | 307 | 308)
 }
 
 fn broken(cause: impl std::fmt::Display) -> TransportError {
@@ -93,7 +167,7 @@ fn body_failure(kind: TransportErrorKind, cause: &str) -> TransportError {
 }
 
 impl H1Conn {
-    pub(super) fn new(io: TlsStream<TcpStream>, addrs: ConnAddrs) -> Self {
+    pub(super) fn new(io: H1Io, addrs: ConnAddrs) -> Self {
         Self {
             io,
             addrs,
@@ -135,10 +209,13 @@ impl H1Conn {
         }
         let head = self.read_head().await.map_err(H1Error::Failed)?;
         super::client::set_phase(phase, Phase::ReadingBody);
-        let answer = self
-            .read_body(head, max_body)
-            .await
-            .map_err(H1Error::Failed)?;
+        let answer = if head.location.is_some() {
+            self.skim_redirect(head).await
+        } else {
+            self.read_body(head, max_body)
+                .await
+                .map_err(H1Error::Failed)?
+        };
         if self.buf.capacity() > KEPT_BUFFER {
             self.buf = Vec::with_capacity(4096);
         }
@@ -151,19 +228,29 @@ impl H1Conn {
     }
 
     /// Reads more bytes into the buffer: 0 at the end of the stream. A peer that closes without
-    /// TLS `close_notify` ends the stream as Go's TLS client sees it (EOF).
+    /// TLS `close_notify` ends the stream as Go's TLS client sees it: cleanly on a record
+    /// boundary (`io.EOF`), else with a record cut short (`io.ErrUnexpectedEOF`).
     async fn fill(&mut self) -> io::Result<usize> {
         if self.buf.capacity() - self.buf.len() < 1024 {
             self.buf.reserve(self.buf.len().max(4096));
         }
         match self.io.read_buf(&mut self.buf).await {
-            Err(e) if e.kind() == io::ErrorKind::UnexpectedEof && e.get_ref().is_none() => Ok(0),
+            Err(e) if errors::unclean_close(&e) => {
+                if self.io.closed_on_boundary() {
+                    Ok(0)
+                } else {
+                    Err(errors::truncated_record())
+                }
+            }
             other => other,
         }
     }
 
     async fn read_head(&mut self) -> Result<Head, TransportError> {
         let mut informational = 0;
+        // Bytes of informational heads already consumed: Go's limit counts every head byte read
+        // for this response.
+        let mut consumed = 0;
         // Where the search for the head's end resumes, and whether the status line was checked.
         let mut scanned = 0;
         let mut line_checked = false;
@@ -173,11 +260,16 @@ impl H1Conn {
             // is parsed once its end is seen, so that each byte is searched about once.
             if (from == 0 && !self.buf.is_empty()) || head_ends(&self.buf, from) {
                 match parse_head(&self.buf)? {
+                    // Go reads at most the limit's bytes while looking for the end of the heads,
+                    // however the bytes arrive: a head that ends past it is refused.
+                    Some(head) if consumed + head.len > MAX_HEAD_BYTES => {
+                        return Err(head_too_large());
+                    }
                     Some(head) if (100..200).contains(&head.status) && head.status != 101 => {
+                        // Go 1.24 counts no 1xx responses: only their bytes, against the
+                        // head limit.
                         informational += 1;
-                        if informational > MAX_INFORMATIONAL {
-                            return Err(broken("net/http: too many 1xx informational responses"));
-                        }
+                        consumed += head.len;
                         self.buf.drain(..head.len);
                         (scanned, line_checked) = (0, false);
                         continue;
@@ -193,13 +285,8 @@ impl H1Conn {
                     return Err(e);
                 }
             }
-            if self.buf.len() >= MAX_HEAD_BYTES {
-                return Err(errors::transport(
-                    TransportErrorKind::Malformed,
-                    format!(
-                        "net/http: server response headers exceeded {MAX_HEAD_BYTES} bytes; aborted"
-                    ),
-                ));
+            if consumed + self.buf.len() >= MAX_HEAD_BYTES {
+                return Err(head_too_large());
             }
             let started = !self.buf.is_empty() || informational > 0;
             match self.fill().await {
@@ -227,7 +314,8 @@ impl H1Conn {
                     return Err(errors::body_too_large(max_body));
                 }
                 let end = start + n as usize;
-                self.buf.reserve(end.saturating_sub(self.buf.len()));
+                self.buf
+                    .reserve(end.saturating_sub(self.buf.len()).min(RESERVE_AHEAD));
                 while self.buf.len() < end {
                     self.fill_body().await?;
                 }
@@ -254,7 +342,44 @@ impl H1Conn {
             gzip: head.gzip,
             body,
             reusable: reusable && !head.close,
+            location: None,
         })
+    }
+
+    /// A redirect's body, skimmed as Go's client skims it before following: up to 2 KiB read
+    /// (only when the length is unknown or no more than that), read errors ignored. The
+    /// connection is kept only when the body was read to its end.
+    async fn skim_redirect(&mut self, head: Head) -> H1Answer {
+        let start = head.len;
+        let reusable = match head.framing {
+            Framing::Empty => self.buf.len() == start,
+            Framing::Length(n) if n <= REDIRECT_SLURP as u64 => {
+                let end = start + n as usize;
+                let mut complete = true;
+                while self.buf.len() < end && complete {
+                    complete = self.fill_body().await.is_ok();
+                }
+                complete && self.buf.len() == end
+            }
+            Framing::Chunked => self
+                .read_chunked(start, REDIRECT_SLURP)
+                .await
+                .is_ok_and(|(_, reusable)| reusable),
+            // Read no further: the connection is closed, not reused.
+            Framing::Length(_) | Framing::UntilClose => false,
+        };
+        if self.buf.capacity() > KEPT_BUFFER {
+            self.buf = Vec::with_capacity(4096);
+        }
+        H1Answer {
+            status: head.status,
+            content_type: head.content_type,
+            retry_after: None,
+            gzip: false,
+            body: Vec::new(),
+            reusable: reusable && !head.close,
+            location: head.location,
+        }
     }
 
     /// Reads more of a body whose end is known: the stream ending first is Go's
@@ -339,6 +464,15 @@ impl H1Conn {
     }
 }
 
+/// Go's refusal of response heads longer than `MaxResponseHeaderBytes`: the read loop's error on
+/// a connection it then closes, hence the `connection broken` wrapping.
+fn head_too_large() -> TransportError {
+    errors::broken(
+        TransportErrorKind::Malformed,
+        format!("net/http: server response headers exceeded {MAX_HEAD_BYTES} bytes; aborted"),
+    )
+}
+
 fn chunk_error(cause: &str) -> TransportError {
     body_failure(TransportErrorKind::Malformed, cause)
 }
@@ -416,9 +550,7 @@ fn parse_head(bytes: &[u8]) -> Result<Option<Head>, TransportError> {
     };
     match parsed {
         Ok(head) => Ok(head),
-        Err(HeadError::Syntax(_)) => Err(errors::malformed_response(
-            &bytes[..bytes.len().min(QUOTED_HEAD)],
-        )),
+        Err(HeadError::Syntax(_)) => Err(errors::malformed_response(bytes)),
         Err(HeadError::Framing(cause)) => Err(broken(cause)),
     }
 }
@@ -447,6 +579,7 @@ fn parse_with<'b>(
     let http10 = response.version == Some(0);
     let mut content_type = None;
     let mut retry_after = None;
+    let mut location = None;
     let mut lengths = Values::default();
     let mut encodings = Values::default();
     let (mut close, mut keep_alive) = (false, false);
@@ -472,6 +605,10 @@ fn parse_with<'b>(
             11 if is(b"retry-after") && (status == 429 || status >= 500) => {
                 retry_after.get_or_insert_with(|| String::from_utf8_lossy(value).into_owned());
             }
+            // Go's `Header.Get`: the first value, an empty one as good as none.
+            8 if is(b"location") && is_redirect(status) => {
+                location.get_or_insert_with(|| String::from_utf8_lossy(value).into_owned());
+            }
             _ => {}
         }
     }
@@ -486,6 +623,7 @@ fn parse_with<'b>(
         content_type,
         retry_after,
         gzip: encoding.is_some_and(|e| e.eq_ignore_ascii_case(b"gzip")),
+        location: location.filter(|l| !l.is_empty()),
     }))
 }
 
@@ -657,9 +795,25 @@ mod tests {
             cut(b""),
             (TransportErrorKind::Reset, broken("unexpected EOF"))
         );
+        // The unended last line is a line to Go's textproto, checked as a header line (as
+        // kube-apiserver 1.33.3 reports it).
         assert_eq!(
             cut(b"HTTP/1.1 200 OK\r\nContent-Le"),
+            (
+                TransportErrorKind::Malformed,
+                broken("malformed MIME header: missing colon: \"Content-Le\"")
+            )
+        );
+        assert_eq!(
+            cut(b"HTTP/1.1 200 OK\r\nContent-Length: 1"),
             (TransportErrorKind::Reset, broken("unexpected EOF"))
+        );
+        assert_eq!(
+            cut(b"HTTP/1.1 200 OK\r\n\tfolded"),
+            (
+                TransportErrorKind::Malformed,
+                broken("malformed MIME header initial line: \tfolded")
+            )
         );
         // The last line counts as a line at the end of the stream, an empty one too.
         assert_eq!(
@@ -680,6 +834,15 @@ mod tests {
         assert_eq!(
             refusal("HTTP/1.1 200 OK\x01"),
             broken("malformed MIME header line")
+        );
+        // Complete heads with a header line Go's textproto refuses.
+        assert_eq!(
+            refusal("HTTP/1.1 200 OK\r\nA: b\r\nNoColon\r\n\r\n"),
+            broken("malformed MIME header: missing colon: \"NoColon\"")
+        );
+        assert_eq!(
+            refusal("HTTP/1.1 200 OK\r\nBad(Key): v\r\n\r\n"),
+            broken("malformed MIME header line: Bad(Key): v")
         );
     }
 

@@ -9,6 +9,8 @@ mod client;
 mod errors;
 mod h1;
 mod pem;
+mod record;
+mod redirect;
 
 pub use auth::{AuthError, Credentials, Impersonation, WebhookAuth};
 pub use client::{CLIENT_TIMEOUT, HttpsOptions, HttpsReplier, USER_AGENT_VALUE};

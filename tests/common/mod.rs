@@ -4,6 +4,8 @@
 //! sync and async tests can both use it; it listens on 127.0.0.1 only and stops when dropped.
 #![allow(dead_code)]
 
+pub mod hostile;
+
 use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
@@ -926,4 +928,28 @@ pub fn requests(
             _ => None,
         })
         .collect()
+}
+
+/// Dispatches `request` through `engine` with `replier` on a runtime of its own, with upstream's
+/// 30 s request deadline: the outcome and the metrics it recorded.
+pub fn dispatch_on_runtime(
+    engine: &hookscope::engine::Engine,
+    request: hookscope::engine::Attributes,
+    replier: &mut hookscope::transport::HttpsReplier,
+) -> (hookscope::engine::Outcome, hookscope::metrics::Metrics) {
+    use hookscope::engine::{Namespaces, Phases, RequestContext, SequentialIds};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let (mut ids, mut metrics) = (SequentialIds::default(), hookscope::metrics::Metrics::new());
+    let ctx = RequestContext {
+        namespaces: &Namespaces::default(),
+        ids: &mut ids,
+        metrics: &mut metrics,
+        deadline: Some(Duration::from_secs(30)),
+        phases: Phases::All,
+    };
+    let outcome = runtime.block_on(engine.dispatch(request, ctx, replier));
+    (outcome, metrics)
 }
