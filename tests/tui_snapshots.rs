@@ -68,6 +68,34 @@ fn check(theme: &str) {
     }
 }
 
+/// (name, keys pressed from the loaded state) of every view, drawn at every size.
+const VIEWS: &[(&str, &str)] = &[
+    ("requests", ""),
+    ("chain", "j\n"),
+    ("annotations", "3"),
+    ("metrics", "4"),
+    ("webhooks", "5"),
+    ("editor", "6"),
+    ("whatif", "7"),
+    ("help", "?"),
+];
+
+/// The sizes every view is drawn at: a small terminal, a common one, a wide one.
+const SIZES: [(u16, u16); 3] = [(80, 24), (120, 40), (250, 60)];
+
+#[test]
+fn every_view_at_every_size() {
+    for (w, h) in SIZES {
+        for (name, k) in VIEWS {
+            let mut s = loaded("default");
+            update(&mut s, Msg::Resize(w, h));
+            keys(&mut s, k);
+            let screen = hookscope::tui::view::render_text(&s, w, h);
+            insta::assert_snapshot!(format!("sized__{name}_{w}x{h}"), screen);
+        }
+    }
+}
+
 #[test]
 fn default_theme() {
     check("default");
@@ -351,10 +379,15 @@ fn chain_shows_the_engines_reason_for_every_webhook_not_called() {
             .selected_entry()
             .map(|e| e.replayed.outcome.calls.clone())
             .unwrap_or_default();
-        for (step, c) in calls.iter().enumerate() {
-            if step > 0 {
+        // The grid lists the calls in dispatch order; `j` moves down it.
+        let order = s.chain_order();
+        assert_eq!(order.len(), calls.len());
+        for (at, &step) in order.iter().enumerate() {
+            if at > 0 {
                 keys(&mut s, "j");
             }
+            assert_eq!(s.step, step);
+            let c = &calls[step];
             let Some(reason) = c.skip_reason.as_deref() else {
                 continue;
             };

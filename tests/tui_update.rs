@@ -57,6 +57,142 @@ fn the_demo_streams_into_the_state() {
     );
 }
 
+/// `✓`, `✗` and `!` of the status bar are three kinds of request: they add up to the requests
+/// replayed, and a request allowed though a call failed open is counted under `!` alone.
+#[test]
+fn the_status_counts_add_up_to_the_requests() {
+    let s = loaded();
+    let (replayed, allowed, denied, open) = s.counts();
+    assert_eq!(allowed + denied + open, replayed);
+    let want_open = s
+        .entries
+        .iter()
+        .filter(|e| e.verdict == Verdict::FailedOpen)
+        .count();
+    assert!(want_open > 0);
+    assert_eq!(open, want_open);
+    let line = status_line(&s);
+    assert!(
+        line.contains(&format!("✓ {allowed} ✗ {denied} ! {open}")),
+        "{line}"
+    );
+}
+
+/// "matched" and the other per-webhook words count the same thing in the Webhooks view and in
+/// What-if: the Webhooks view's counts equal the what-if counts of the same results.
+#[test]
+fn webhooks_counts_mean_what_the_what_if_counts_mean() {
+    let s = loaded();
+    let results: Vec<_> = s.entries.iter().map(|e| &*e.replayed).collect();
+    let stats = hookscope::edit::hook_stats(results);
+    let mut checked = 0;
+    for (h, c) in s.hooks.iter().zip(&s.hook_counts) {
+        let Some((_, w)) = stats.iter().find(|(k, _)| {
+            k.phase == h.phase && k.configuration == h.configuration && k.webhook == h.webhook
+        }) else {
+            continue;
+        };
+        assert_eq!(c, w, "{}", h.webhook);
+        // A request matched a webhook or skipped it, never both.
+        assert!(c.matched + c.skipped() <= s.entries.len(), "{}", h.webhook);
+        checked += 1;
+    }
+    assert_eq!(checked, s.hooks.len());
+}
+
+/// The Chain view lists a request's webhooks in dispatch order, each with its position in that
+/// order (the Webhooks view's POS), whether it was called or skipped.
+#[test]
+fn the_chain_lists_webhooks_in_dispatch_order_by_position() {
+    let mut s = loaded();
+    update(&mut s, Msg::Resize(160, 50));
+    let positions: std::collections::HashMap<String, usize> = s
+        .hooks
+        .iter()
+        .map(|h| (h.webhook.clone(), h.position))
+        .collect();
+    let mut checked = 0;
+    for i in 0..s.entries.len() {
+        key(&mut s, '1');
+        select(&mut s, i);
+        key(&mut s, '2');
+        let screen = hookscope::tui::view::render_text(&s, 160, 50);
+        let mut last: Option<usize> = None;
+        for line in screen.lines() {
+            let Some((grid, _)) = line.split_once("││") else {
+                continue;
+            };
+            let words: Vec<&str> = grid.trim_start_matches('│').split_whitespace().collect();
+            if words
+                .first()
+                .is_some_and(|w| *w == "mutating" || *w == "validating")
+            {
+                last = None;
+                continue;
+            }
+            // A step: [marker] symbol position name state.
+            let Some(at) = words.iter().position(|w| positions.contains_key(*w)) else {
+                continue;
+            };
+            let shown: usize = words[at - 1].parse().expect("a position before the name");
+            assert_eq!(shown, positions[words[at]], "request {}: {line}", i + 1);
+            assert!(
+                last.is_none_or(|l| l < shown),
+                "request {}: {screen}",
+                i + 1
+            );
+            last = Some(shown);
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "{checked}");
+}
+
+/// At any width, a number in the Requests or Webhooks table is shown whole or its column is
+/// dropped whole and named in the pane's title; a dry run keeps its `dry` mark.
+#[test]
+fn numbers_are_whole_or_their_column_is_named_hidden() {
+    let mut s = loaded();
+    for width in [50u16, 60, 70, 80, 90, 100, 120, 160, 250] {
+        update(&mut s, Msg::Resize(width, 60));
+        key(&mut s, '1');
+        let screen = hookscope::tui::view::render_text(&s, width, 60);
+        let lines: Vec<&str> = screen.lines().collect();
+        let title = lines[1];
+        for (row, line) in lines[3..].iter().enumerate() {
+            let Some(e) = s.visible.get(row).map(|&i| s.entries[i].row()) else {
+                break;
+            };
+            let duration = format!(" {:.1} ms", e.duration.as_secs_f64() * 1000.0);
+            assert!(
+                line.contains(&duration) || title.contains("TIME"),
+                "{width}: {duration:?} in {line:?}\n{screen}"
+            );
+            let called = format!(" {} ", e.called);
+            assert!(
+                line.contains(&called) || title.contains("CALL"),
+                "{width}: {called:?} in {line:?}"
+            );
+            if e.dry_run {
+                assert!(line.contains(" dry "), "{width}: {line:?}");
+            }
+        }
+        key(&mut s, '5');
+        let screen = hookscope::tui::view::render_text(&s, width, 60);
+        let lines: Vec<&str> = screen.lines().collect();
+        for (i, c) in s.hook_counts.iter().enumerate() {
+            let cells: Vec<&str> = lines[3 + i].trim_matches('│').split_whitespace().collect();
+            for (n, title) in [(c.matched, "MATCH"), (c.failed_open, "OPEN")] {
+                assert!(
+                    cells.contains(&n.to_string().as_str()) || lines[1].contains(title),
+                    "{width}: {title} {n} in {:?}",
+                    lines[3 + i]
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn metrics_are_the_merge_of_every_request() {
     let s = loaded();

@@ -34,5 +34,5 @@ pub use save::{SaveError, Saved, backup_path, save_atomic};
 pub use watch::{ConfigWatcher, DEFAULT_DEBOUNCE, FileChange, FileContent, WatchError};
 pub use whatif::{
     AnnotationChange, HookDelta, HookKey, HookStats, ObjectChange, RequestChange, Verdict, WhatIf,
-    compare, hook_stats,
+    compare, hook_stats, request_stats,
 };

@@ -534,16 +534,14 @@ impl State {
             .get(row.annotation as usize)
     }
 
-    /// Counts for the status bar: replayed, allowed, denied, failed open.
+    /// Counts for the status bar: replayed; allowed with no call failed open (`✓`); denied
+    /// (`✗`); allowed though a call failed open (`!`). The last three add up to the first.
     pub fn counts(&self) -> (usize, usize, usize, usize) {
         let mut c = (self.entries.len(), 0, 0, 0);
         for e in &self.entries {
             match e.verdict {
                 Verdict::Allowed => c.1 += 1,
-                Verdict::FailedOpen => {
-                    c.1 += 1;
-                    c.3 += 1;
-                }
+                Verdict::FailedOpen => c.3 += 1,
                 Verdict::Denied(_) => c.2 += 1,
             }
         }
@@ -579,7 +577,7 @@ impl State {
     }
 
     pub(super) fn reset_chain(&mut self) {
-        self.step = 0;
+        self.step = self.chain_order().first().copied().unwrap_or(0);
         self.detail_scroll = 0;
     }
 
@@ -601,21 +599,26 @@ impl State {
         self.select_position((pos + delta).clamp(0, last) as usize);
     }
 
-    fn calls_len(&self) -> usize {
+    /// The selected request's calls in the order the Chain view lists them (dispatch order).
+    pub fn chain_order(&self) -> Vec<usize> {
         self.selected_entry()
-            .map_or(0, |e| e.replayed.outcome.calls.len())
+            .map(|e| model::chain_order(&e.replayed.outcome, &self.hooks))
+            .unwrap_or_default()
     }
 
     fn move_step(&mut self, delta: isize) {
-        let n = self.calls_len();
-        if n == 0 {
+        let order = self.chain_order();
+        if order.is_empty() {
             return;
         }
-        self.step = (self.step as isize + delta).clamp(0, n as isize - 1) as usize;
+        let at = order.iter().position(|&i| i == self.step).unwrap_or(0);
+        let to = (at as isize + delta).clamp(0, order.len() as isize - 1) as usize;
+        self.step = order[to];
         self.detail_scroll = 0;
     }
 
     fn jump_round(&mut self, forward: bool) {
+        let order = self.chain_order();
         let Some(e) = self.selected_entry() else {
             return;
         };
@@ -623,11 +626,12 @@ impl State {
         let Some(cur) = calls.get(self.step).map(Block::of) else {
             return;
         };
+        let block = |i: &usize| Block::of(&calls[*i]);
         let target = if forward {
-            calls.iter().position(|c| Block::of(c) > cur)
+            order.iter().find(|i| block(i) > cur).copied()
         } else {
-            let prev = calls.iter().rev().map(Block::of).find(|b| *b < cur);
-            prev.and_then(|p| calls.iter().position(|c| Block::of(c) == p))
+            let prev = order.iter().rev().map(block).find(|b| *b < cur);
+            prev.and_then(|p| order.iter().find(|i| block(i) == p).copied())
         };
         match target {
             Some(t) => {
@@ -702,14 +706,14 @@ impl State {
         Vec::new()
     }
 
-    /// Adds the calls of `r` to the Webhooks view's counts.
+    /// Adds what each webhook did in `r` to the Webhooks view's counts.
     pub(super) fn count_calls(&mut self, r: &Replayed) {
-        for c in &r.outcome.calls {
+        for (k, stats) in crate::edit::request_stats(r) {
             let at = self.hooks.iter().position(|h| {
-                h.phase == c.phase && h.configuration == *c.configuration && h.webhook == *c.webhook
+                h.phase == k.phase && h.configuration == k.configuration && h.webhook == k.webhook
             });
             if let Some(at) = at {
-                self.hook_counts[at].add(c);
+                self.hook_counts[at].add(&stats);
             }
         }
     }

@@ -3,11 +3,13 @@
 //! unless scrolled.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Paragraph, Row, Table};
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
 
-use super::{clip, pane, style};
+use super::table::{Column, Laid, TableRow};
+use super::{pane, style};
 use crate::tui::app::State;
 use crate::tui::theme::StyleKey;
 
@@ -97,8 +99,8 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     if !state.annotation_filter.is_empty() {
         title.push_str(&format!("· filter {:?} ", state.annotation_filter));
     }
-    let block = pane(state, title, true);
     if total == 0 {
+        let block = pane(state, title, true);
         let p = Paragraph::new(Line::styled(
             "No annotation written yet.",
             style(state, StyleKey::Muted),
@@ -107,40 +109,35 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         frame.render_widget(p, area);
         return;
     }
-    let width = area.width.saturating_sub(2) as usize;
-    let raw_width = width.saturating_sub(24 + 28 + 50 + 3);
-    let table_rows: Vec<Row> = rows
+    let plain = Style::default();
+    let table_rows: Vec<TableRow> = rows
         .into_iter()
         .map(|a| {
-            Row::new(vec![
-                Cell::from(clip(&a.origin, 24)),
-                Cell::from(Span::styled(
-                    clip(&short_key(&a.key), 28),
-                    style(state, StyleKey::AnnotationKey),
-                )),
-                Cell::from(clip(&a.decoded, 50)),
-                Cell::from(Span::styled(
-                    clip(&a.raw, raw_width),
-                    style(state, StyleKey::AnnotationValue),
-                )),
+            TableRow::new(vec![
+                (a.origin, plain),
+                (short_key(&a.key), style(state, StyleKey::AnnotationKey)),
+                (a.decoded, plain),
+                (a.raw, style(state, StyleKey::AnnotationValue)),
             ])
         })
         .collect();
-    let header =
-        Row::new(vec![first_column, "KEY", "DECODED", "RAW"]).style(style(state, StyleKey::Header));
-    let table = Table::new(
-        table_rows,
-        [
-            Constraint::Length(24),
-            Constraint::Length(28),
-            Constraint::Length(50),
-            Constraint::Min(10),
-        ],
-    )
-    .header(header)
-    .block(block);
+    let mut columns = COLUMNS;
+    columns[0].title = first_column;
+    let laid = Laid::new(&columns, &table_rows, area.width.saturating_sub(2));
+    title.push_str(&laid.hidden_note());
+    let table = laid
+        .table(table_rows, style(state, StyleKey::Header))
+        .block(pane(state, title, true));
     frame.render_widget(table, area);
 }
+
+/// The table's columns (the first one's title says whether rows come from requests or events).
+const COLUMNS: [Column; 4] = [
+    Column::text("REQUEST", 8, 12),
+    Column::text("KEY", 9, 16),
+    Column::text("DECODED", 7, 16),
+    Column::text("RAW", 2, 10),
+];
 
 /// The first row shown of `total` in `height` rows, and whether the view follows the tail.
 fn window(state: &State, total: usize, height: usize) -> (usize, bool) {

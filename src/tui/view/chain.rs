@@ -214,6 +214,7 @@ fn grid(
     let mut lines: Vec<Line> = Vec::new();
     let mut current: Option<Block> = None;
     let mut selected_line = 0;
+    let mut shown_step = 0;
     if o.calls.is_empty() {
         let why = o
             .steps()
@@ -226,7 +227,9 @@ fn grid(
         lines.push(Line::styled(why, style(state, StyleKey::Muted)));
     }
     let width = area.width.saturating_sub(4) as usize;
-    for (i, c) in o.calls.iter().enumerate() {
+    let order = model::chain_order(o, &state.hooks);
+    for (at, &i) in order.iter().enumerate() {
+        let c = &o.calls[i];
         let b = Block::of(c);
         if current != Some(b) {
             if current.is_some() {
@@ -246,7 +249,11 @@ fn grid(
         } else {
             " "
         };
-        let label = format!("{marker}{sym} {} {}", c.index, c.webhook);
+        let label = format!(
+            "{marker}{sym} {} {}",
+            model::dispatch_position(&state.hooks, c),
+            c.webhook
+        );
         let label = format!(
             "{:<w$}",
             clip(&label, width.saturating_sub(11)),
@@ -259,6 +266,7 @@ fn grid(
         if Some(i) == step {
             line = line.style(style(state, StyleKey::Selected));
             selected_line = lines.len();
+            shown_step = at + 1;
         }
         lines.push(line);
     }
@@ -270,11 +278,7 @@ fn grid(
     }
     let height = area.height.saturating_sub(2) as usize;
     let scroll = selected_line.saturating_sub(height.saturating_sub(2));
-    let title = format!(
-        " {title} {}/{} ",
-        step.map_or(0, |s| (s + 1).min(o.calls.len())),
-        o.calls.len()
-    );
+    let title = format!(" {title} {shown_step}/{} ", o.calls.len());
     let p = Paragraph::new(lines)
         .scroll((scroll as u16, 0))
         .block(pane(state, title, focused));
@@ -387,10 +391,10 @@ pub(crate) fn detail_lines(state: &State, entry: &Entry, c: &CallRecord) -> Vec<
             ),
         ]),
         Line::raw(format!(
-            "{} · round {} · index {} · {} · failurePolicy {} · {:.1} ms",
+            "{} · round {} · position {} · {} · failurePolicy {} · {:.1} ms",
             c.phase,
             c.round,
-            c.index,
+            model::dispatch_position(&state.hooks, c),
             cs.as_str(),
             c.failure_policy,
             c.duration_ms
