@@ -25,6 +25,13 @@ fn loaded() -> State {
     s
 }
 
+/// The demo loaded on a terminal `w`×`h`.
+fn loaded_at(w: u16, h: u16) -> State {
+    let mut s = loaded();
+    update(&mut s, Msg::Resize(w, h));
+    s
+}
+
 fn key(s: &mut State, c: char) -> Vec<Command> {
     update(
         s,
@@ -104,8 +111,7 @@ fn webhooks_counts_mean_what_the_what_if_counts_mean() {
 /// order (the Webhooks view's POS), whether it was called or skipped.
 #[test]
 fn the_chain_lists_webhooks_in_dispatch_order_by_position() {
-    let mut s = loaded();
-    update(&mut s, Msg::Resize(160, 50));
+    let mut s = loaded_at(160, 50);
     let positions: std::collections::HashMap<String, usize> = s
         .hooks
         .iter()
@@ -424,11 +430,11 @@ fn annotations_follow_the_tail_until_scrolled() {
     let mut s = loaded();
     update(&mut s, Msg::Resize(120, 40));
     key(&mut s, '3');
-    assert_eq!(s.annotation_top, None);
+    assert_eq!(s.annotation_selected, None);
     key(&mut s, 'k');
-    assert!(s.annotation_top.is_some());
+    assert!(s.annotation_selected.is_some());
     key(&mut s, 'G');
-    assert_eq!(s.annotation_top, None);
+    assert_eq!(s.annotation_selected, None);
 }
 
 #[test]
@@ -1001,7 +1007,132 @@ fn clicks_in_what_if_select_and_open_a_request() {
     click(&mut s, 20, y);
     assert_eq!(s.step, last, "the \"before\" grid selects nothing");
     wheel(&mut s, 100, 45, true);
-    assert_eq!((s.step, s.detail_scroll), (last, 3));
+    assert_eq!(
+        (s.step, s.detail_scroll),
+        (last, 0),
+        "the diff fits its pane: the wheel does not scroll it into blank space"
+    );
+}
+
+fn ctrl(s: &mut State, c: char) -> Vec<Command> {
+    update(
+        s,
+        Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)),
+    )
+}
+
+/// The title of the pane drawn on `row` of the screen.
+fn pane_title(screen: &str, row: usize) -> String {
+    screen.lines().nth(row).unwrap_or_default().to_string()
+}
+
+#[test]
+fn the_chain_detail_scrolls_within_its_text_and_says_where() {
+    let mut s = loaded_at(80, 24);
+    // Request #2's deciding step (a denial, its review sent and answered) in a narrow pane.
+    key(&mut s, 'j');
+    code(&mut s, KeyCode::Enter);
+    key(&mut s, 'd');
+    code(&mut s, KeyCode::Tab);
+    assert_eq!(s.chain_pane, ChainPane::Detail);
+    let screen = hookscope::tui::view::render_text(&s, 80, 24);
+    assert!(pane_title(&screen, 5).contains("1–"), "{screen}");
+    key(&mut s, 'G');
+    let bottom = s.detail_scroll;
+    assert!(bottom > 0);
+    let screen = hookscope::tui::view::render_text(&s, 80, 24);
+    let title = pane_title(&screen, 5);
+    assert!(title.contains(&format!("{}–", bottom + 1)), "{title}");
+    // Past the end there is nothing: G again, ctrl-d and pgdn stay; k comes back one line.
+    key(&mut s, 'G');
+    ctrl(&mut s, 'd');
+    code(&mut s, KeyCode::PageDown);
+    assert_eq!(s.detail_scroll, bottom);
+    key(&mut s, 'k');
+    assert_eq!(s.detail_scroll, bottom - 1);
+    ctrl(&mut s, 'u');
+    key(&mut s, 'g');
+    assert_eq!(s.detail_scroll, 0);
+    // A step that fits its pane (the first, skipped) does not scroll at all.
+    update(&mut s, Msg::Resize(250, 60));
+    code(&mut s, KeyCode::Esc);
+    key(&mut s, 'g');
+    code(&mut s, KeyCode::Tab);
+    key(&mut s, 'G');
+    ctrl(&mut s, 'd');
+    assert_eq!(s.detail_scroll, 0);
+}
+
+#[test]
+fn the_help_overlay_scrolls_to_its_last_command_at_80_by_24() {
+    let mut s = loaded_at(80, 24);
+    key(&mut s, '?');
+    let screen = hookscope::tui::view::render_text(&s, 80, 24);
+    assert!(!screen.contains("as apply, taking over"), "{screen}");
+    assert!(pane_title(&screen, 1).contains("1–20/"), "{screen}");
+    key(&mut s, 'G');
+    assert!(s.help, "scrolling keeps the overlay open");
+    let screen = hookscope::tui::view::render_text(&s, 80, 24);
+    assert!(screen.contains("quit"), "{screen}");
+    assert!(screen.contains("as apply, taking over"), "{screen}");
+    let end = s.help_scroll;
+    key(&mut s, 'j');
+    assert_eq!(s.help_scroll, end);
+    key(&mut s, 'k');
+    assert_eq!(s.help_scroll, end - 1);
+    // Words are never run together: each key is followed by a blank before its meaning.
+    key(&mut s, 'g');
+    key(&mut s, '?');
+    key(&mut s, '1');
+    key(&mut s, '?');
+    let screen = hookscope::tui::view::render_text(&s, 160, 45);
+    assert!(!screen.contains("hook:a"), "{screen}");
+    assert!(!screen.contains("namespace:the"), "{screen}");
+    code(&mut s, KeyCode::Esc);
+    assert!(!s.help);
+}
+
+#[test]
+fn the_metrics_samples_scroll_and_say_where() {
+    let mut s = loaded_at(80, 24);
+    key(&mut s, '4');
+    let screen = hookscope::tui::view::render_text(&s, 80, 24);
+    assert!(screen.contains("Exported samples"), "{screen}");
+    let title = screen
+        .lines()
+        .find(|l| l.contains("Exported samples"))
+        .unwrap()
+        .to_string();
+    assert!(title.contains("1–"), "{title}");
+    key(&mut s, 'G');
+    let end = s.samples_scroll;
+    assert!(end > 0);
+    key(&mut s, 'j');
+    assert_eq!(s.samples_scroll, end);
+    key(&mut s, 'k');
+    assert_eq!(s.samples_scroll, end - 1);
+}
+
+#[test]
+fn enter_on_an_annotation_opens_its_step_in_the_chain() {
+    let mut s = loaded_at(120, 40);
+    key(&mut s, '3');
+    key(&mut s, 'g');
+    let first = *s.visible_annotations()[0];
+    let key_name = s.annotation(&first).unwrap().key.to_string();
+    assert!(s.annotation_selected == Some(0));
+    let screen = hookscope::tui::view::render_text(&s, 120, 40);
+    assert!(screen.lines().nth(3).unwrap().contains('▸'), "{screen}");
+    code(&mut s, KeyCode::Enter);
+    assert_eq!(s.view, View::Chain);
+    assert_eq!(s.selected, Some(first.request()));
+    // `…/round_{r}_index_{i}`: the step is that round's call at that index.
+    if let Some(rest) = key_name.split_once("/round_").map(|(_, r)| r.to_string()) {
+        let (round, index) = rest.split_once("_index_").unwrap();
+        let c = &s.selected_entry().unwrap().replayed.outcome.calls[s.step];
+        assert_eq!(c.round.to_string(), round);
+        assert_eq!(c.index.to_string(), index);
+    }
 }
 
 #[test]

@@ -16,6 +16,7 @@ use super::model::{self, AnnotationRow, Block, HookCounts, HookInfo, RequestRow,
 use super::source::SourceMsg;
 use super::theme::Theme;
 use super::view::hit::ChainHit;
+use super::view::scroll;
 use crate::engine::{AuditAnnotation, AuditLevel};
 use crate::metrics::Metrics;
 use crate::replay::run::{ReplayEvent, Replayed};
@@ -232,8 +233,13 @@ pub struct State {
     pub chain_pane: ChainPane,
     /// Detail scroll (lines).
     pub detail_scroll: u16,
-    /// Annotations: first row shown, or None to follow the tail.
-    pub annotation_top: Option<usize>,
+    /// Annotations: the row cursor (index into the annotations shown), or None to follow the
+    /// tail (the cursor on the last row).
+    pub annotation_selected: Option<usize>,
+    /// The help overlay's first line shown.
+    pub help_scroll: usize,
+    /// The Metrics view's exported samples: first line shown.
+    pub samples_scroll: usize,
     /// Webhooks view: selected webhook.
     pub hook_selected: usize,
     /// Secret data shown as captured.
@@ -459,7 +465,9 @@ impl State {
             step: 0,
             chain_pane: ChainPane::Grid,
             detail_scroll: 0,
-            annotation_top: None,
+            annotation_selected: None,
+            help_scroll: 0,
+            samples_scroll: 0,
             hook_selected: 0,
             reveal_secrets: false,
             theme,
@@ -801,7 +809,10 @@ impl State {
             A::KeepMine => return self.reload(true),
             A::Recover => return self.recover(),
             A::DiscardRecovered => return self.discard_recovered(),
-            A::Help => self.help = !self.help,
+            A::Help => {
+                self.help = !self.help;
+                self.help_scroll = 0;
+            }
             A::CommandMode => {
                 self.mode = Mode::Command {
                     input: String::new(),
@@ -845,6 +856,21 @@ impl State {
                     self.view = View::Chain;
                     self.chain_pane = ChainPane::Grid;
                     self.reset_chain();
+                }
+            }
+            A::Open if self.view == View::Annotations => {
+                let shown = self.annotation_count();
+                if shown == 0 {
+                    return Vec::new();
+                }
+                let at = self.annotation_selected.unwrap_or(shown - 1).min(shown - 1);
+                if self.live.is_some() {
+                    self.say(
+                        "a live annotation has no chain: replay its event (Events: r)",
+                        false,
+                    );
+                } else {
+                    self.open_annotation(at);
                 }
             }
             A::Open => {
@@ -919,13 +945,13 @@ impl State {
                 return self.live_action(action);
             }
             A::Apply(force) => return self.apply_to_cluster(force),
-            A::DetailDown => self.detail_scroll = self.detail_scroll.saturating_add(5),
-            A::DetailUp => self.detail_scroll = self.detail_scroll.saturating_sub(5),
+            A::DetailDown => self.scroll_detail(5),
+            A::DetailUp => self.scroll_detail(-5),
             A::Theme(name) => return vec![Command::LoadTheme(name)],
             A::Filter(text) => {
                 if self.view == View::Annotations {
                     self.annotation_filter = text;
-                    self.annotation_top = None;
+                    self.annotation_selected = None;
                 } else {
                     self.filter = text;
                     self.refilter();
@@ -997,22 +1023,18 @@ impl State {
         };
         match self.view {
             View::Requests => self.move_selection(delta),
-            View::Chain if self.chain_pane == ChainPane::Detail => {
-                let d = delta.clamp(-10_000, 10_000);
-                self.detail_scroll = (self.detail_scroll as isize + d).clamp(0, 10_000) as u16;
-            }
+            View::Chain if self.chain_pane == ChainPane::Detail => self.scroll_detail(delta),
             View::Chain => self.move_step(delta.clamp(-10_000, 10_000)),
             View::Annotations => {
-                let n = self.annotation_count();
-                let last_top = n.saturating_sub(self.page.max(1));
+                let last = self.annotation_count().saturating_sub(1);
                 if action == A::Bottom {
-                    self.annotation_top = None;
+                    self.annotation_selected = None;
                     return;
                 }
-                let top = self.annotation_top.unwrap_or(last_top) as isize;
-                let new = (top + delta).clamp(0, last_top as isize) as usize;
-                // Scrolling back to the end follows the tail again.
-                self.annotation_top = (new < last_top).then_some(new);
+                let at = self.annotation_selected.unwrap_or(last).min(last) as isize;
+                let new = (at.saturating_add(delta)).clamp(0, last as isize) as usize;
+                // Back on the last row, the cursor follows the tail again.
+                self.annotation_selected = (new < last).then_some(new);
             }
             View::Webhooks => {
                 let n = self.hooks.len().max(1) as isize;
@@ -1037,8 +1059,40 @@ impl State {
                     }
                 }
             }
+            View::Metrics if self.live.is_none() => {
+                let (total, height) = super::view::samples_extent(self);
+                self.samples_scroll = scroll::moved(self.samples_scroll, delta, total, height);
+            }
             View::Metrics | View::Editor => {}
         }
+    }
+
+    /// Scrolls the Chain view's detail pane by `delta` lines, within its text.
+    fn scroll_detail(&mut self, delta: isize) {
+        let (total, height) = super::view::detail_extent(self).unwrap_or((0, 0));
+        let top = scroll::moved(usize::from(self.detail_scroll), delta, total, height);
+        self.detail_scroll = u16::try_from(top).unwrap_or(u16::MAX);
+    }
+
+    /// The lines an up/down/page/end action moves a scrolled pane by (a page: `page` lines).
+    fn scroll_delta(action: &Action, page: usize) -> Option<isize> {
+        use Action as A;
+        let page = page.max(1) as isize;
+        Some(match action {
+            A::Up => -1,
+            A::Down => 1,
+            A::PageUp => -page,
+            A::PageDown => page,
+            A::Top => isize::MIN / 2,
+            A::Bottom => isize::MAX / 2,
+            _ => return None,
+        })
+    }
+
+    /// Scrolls the help overlay by `delta` lines, within its text.
+    fn scroll_help(&mut self, delta: isize) {
+        let (total, height) = super::view::help_extent(self);
+        self.help_scroll = scroll::moved(self.help_scroll, delta, total, height);
     }
 
     fn on_key(&mut self, key: KeyEvent) -> Vec<Command> {
@@ -1048,14 +1102,20 @@ impl State {
         match std::mem::take(&mut self.mode) {
             Mode::Normal => {
                 self.message = None;
-                if self.help
-                    && !matches!(
+                if self.help {
+                    // The scrolling keys scroll the overlay; any other key closes it and acts.
+                    let action = self.keymap.action(self.view, &key);
+                    let (_, height) = super::view::help_extent(self);
+                    if let Some(d) = action.as_ref().and_then(|a| Self::scroll_delta(a, height)) {
+                        self.scroll_help(d);
+                        return Vec::new();
+                    }
+                    if !matches!(
                         key.code,
                         KeyCode::Char('?') | KeyCode::Esc | KeyCode::Char('q')
-                    )
-                {
-                    // Any other key closes the overlay and acts.
-                    self.help = false;
+                    ) {
+                        self.help = false;
+                    }
                 }
                 if self.view == View::Editor && !self.help {
                     return match self.keymap.action_in(View::Editor, &key) {
@@ -1162,16 +1222,13 @@ impl State {
     /// lines a notch) and the grid steps; elsewhere the view's selection or scroll moves.
     fn wheel(&mut self, x: u16, y: u16, down: bool) {
         if self.help {
+            self.scroll_help(if down { 3 } else { -3 });
             return;
         }
         if self.view == View::Chain {
             match super::view::hit::chain_at(self, x, y) {
                 Some(ChainHit::Detail) => {
-                    self.detail_scroll = if down {
-                        self.detail_scroll.saturating_add(3)
-                    } else {
-                        self.detail_scroll.saturating_sub(3)
-                    };
+                    self.scroll_detail(if down { 3 } else { -3 });
                     return;
                 }
                 Some(_) => {

@@ -406,6 +406,12 @@ impl Default for Keymap {
                 "chain before / after the edit",
             ),
             b(
+                vec![p(K::Enter), c('l'), p(K::Right)],
+                A::Open,
+                In(View::Annotations),
+                "the step that wrote it, in the Chain",
+            ),
+            b(
                 vec![c('8')],
                 A::Show(View::Cluster),
                 Global,

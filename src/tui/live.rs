@@ -661,7 +661,7 @@ impl State {
                 live.event_selected = live
                     .event_selected
                     .filter(|&s| live.event(s).is_some_and(|e| live.shows(e)));
-                self.annotation_top = None;
+                self.annotation_selected = None;
                 self.say(text, false);
             }
             Action::ReplayEvents => {

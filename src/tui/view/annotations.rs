@@ -11,7 +11,7 @@ use ratatui::widgets::Paragraph;
 use super::table::{Column, Laid, TableRow};
 use super::{pane, style};
 use crate::tui::app::State;
-use crate::tui::theme::StyleKey;
+use crate::tui::theme::{StyleKey, SymbolKey};
 
 /// One row: where it came from, the key, the decoded value, the raw value.
 struct Shown {
@@ -30,7 +30,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     {
         Some(live) => {
             let visible: Vec<_> = state.visible_live_annotations(live).collect();
-            let (top, _) = window(state, visible.len(), height);
+            let (top, _, _) = window(state, visible.len(), height);
             let rows = visible
                 .iter()
                 .skip(top)
@@ -58,11 +58,11 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
                     }
                 })
                 .collect();
-            (visible.len(), rows, "from audit events".into(), "EVENT")
+            (visible.len(), rows, "from audit events".into(), " EVENT")
         }
         None => {
             let visible = state.visible_annotations();
-            let (top, _) = window(state, visible.len(), height);
+            let (top, _, _) = window(state, visible.len(), height);
             let rows = visible
                 .iter()
                 .skip(top)
@@ -83,18 +83,15 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
                 visible.len(),
                 rows,
                 format!("(level {})", state.audit_level),
-                "REQUEST",
+                " REQUEST",
             )
         }
     };
-    let (_, following) = window(state, total, height);
+    let (top, cursor, following) = window(state, total, height);
     let mut title = format!(
-        " Annotations {total} {what} · {} ",
-        if following {
-            "following"
-        } else {
-            "scrolled: G follows"
-        }
+        " Annotations {total} {what} · {}/{total} · {} ",
+        cursor + 1,
+        if following { "following" } else { "G follows" }
     );
     if !state.annotation_filter.is_empty() {
         title.push_str(&format!("· filter {:?} ", state.annotation_filter));
@@ -110,15 +107,26 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         return;
     }
     let plain = Style::default();
+    let sel = state.theme.symbol(SymbolKey::Selected);
     let table_rows: Vec<TableRow> = rows
         .into_iter()
-        .map(|a| {
-            TableRow::new(vec![
-                (a.origin, plain),
+        .enumerate()
+        .map(|(i, a)| {
+            let here = top + i == cursor;
+            let row = TableRow::new(vec![
+                (
+                    format!("{}{}", if here { sel } else { " " }, a.origin),
+                    plain,
+                ),
                 (short_key(&a.key), style(state, StyleKey::AnnotationKey)),
                 (a.decoded, plain),
                 (a.raw, style(state, StyleKey::AnnotationValue)),
-            ])
+            ]);
+            if here {
+                row.style(style(state, StyleKey::Selected))
+            } else {
+                row
+            }
         })
         .collect();
     let mut columns = COLUMNS;
@@ -133,19 +141,19 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
 
 /// The table's columns (the first one's title says whether rows come from requests or events).
 const COLUMNS: [Column; 4] = [
-    Column::text("REQUEST", 8, 12),
+    Column::text(" REQUEST", 8, 12),
     Column::text("KEY", 9, 16),
     Column::text("DECODED", 7, 16),
     Column::text("RAW", 2, 10),
 ];
 
-/// The first row shown of `total` in `height` rows, and whether the view follows the tail.
-fn window(state: &State, total: usize, height: usize) -> (usize, bool) {
-    let last_top = total.saturating_sub(height);
-    match state.annotation_top {
-        Some(t) => (t.min(last_top), false),
-        None => (last_top, true),
-    }
+/// The first row shown of `total` in `height` rows (the cursor's row kept on screen), the
+/// cursor's row, and whether the view follows the tail.
+pub(crate) fn window(state: &State, total: usize, height: usize) -> (usize, usize, bool) {
+    let last = total.saturating_sub(1);
+    let cursor = state.annotation_selected.unwrap_or(last).min(last);
+    let top = cursor.saturating_sub(height.saturating_sub(1));
+    (top, cursor, state.annotation_selected.is_none())
 }
 
 /// `mutation.webhook.admission.k8s.io/round_0_index_1` as `mutation/round_0_index_1`.

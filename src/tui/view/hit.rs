@@ -37,7 +37,7 @@ pub enum ChainHit {
 /// The Chain view's grid of the selected request's steps and its detail pane, as
 /// `chain::render` lays them out; when it compares before and after the edits, the "after" grid
 /// and the final object's diff.
-fn chain_panes(state: &State) -> (Rect, Rect) {
+pub(crate) fn chain_panes(state: &State) -> (Rect, Rect) {
     let [_, body] =
         Layout::vertical([Constraint::Length(4), Constraint::Min(1)]).areas(main_area(state));
     let compared = state.compare
@@ -159,11 +159,10 @@ pub fn annotation_at(state: &State, x: u16, y: u16) -> Option<usize> {
     if !rows.contains(Position::new(x, y)) || y == rows.y {
         return None;
     }
-    // As `annotations::render` scrolls: from `annotation_top`, or following the tail.
+    // As `annotations::render` scrolls: the cursor's row kept on screen.
     let n = state.visible_annotations().len();
     let height = usize::from(area.height.saturating_sub(3));
-    let last_top = n.saturating_sub(height);
-    let top = state.annotation_top.map_or(last_top, |t| t.min(last_top));
+    let (top, _, _) = super::annotations::window(state, n, height);
     let i = top + usize::from(y - rows.y - 1);
     (i < n).then_some(i)
 }

@@ -1,6 +1,6 @@
 //! Rendering: pure functions of [`State`] into a ratatui [`Frame`]. Nothing here changes state.
 
-mod annotations;
+pub(crate) mod annotations;
 mod chain;
 mod cluster;
 mod confirm;
@@ -11,6 +11,7 @@ pub mod hit;
 mod live_metrics;
 mod metrics;
 mod requests;
+pub(crate) mod scroll;
 mod table;
 mod webhooks;
 mod whatif;
@@ -20,6 +21,10 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
+
+pub(crate) use chain::detail_extent;
+pub(crate) use help::extent as help_extent;
+pub(crate) use metrics::samples_extent;
 
 use super::app::{Mode, State, View};
 use super::theme::{StyleKey, SymbolKey};
