@@ -132,6 +132,15 @@ fn scratch(name: &str) -> Scratch {
     Scratch::new(&format!("hookscope-{name}-{}", std::process::id()))
 }
 
+/// The shell script that runs the demo console with settings and recovery copies in
+/// `config_home` (an empty folder: the default keys, nothing of an earlier run offered), then
+/// runs `after`.
+fn demo_script(config_home: &Scratch, after: &str) -> String {
+    let bin = env!("CARGO_BIN_EXE_hookscope");
+    let home = config_home.display();
+    format!("XDG_CONFIG_HOME='{home}' XDG_STATE_HOME='{home}' '{bin}'; {after}")
+}
+
 fn tmux_available() -> bool {
     Command::new("tmux")
         .arg("-V")
@@ -145,16 +154,13 @@ fn demo_in_tmux() {
         println!("skipped: tmux is not installed");
         return;
     }
-    let bin = env!("CARGO_BIN_EXE_hookscope");
     let config_home = scratch("test-none");
     let server = Tmux::new("test");
     // After the console ends the shell prints its exit status and whether the terminal is back
     // in canonical mode, then waits so the pane can be read.
-    // No settings file (an empty folder): the keys are the defaults. Recovery copies go to the
-    // same folder, so none of an earlier run is offered.
-    let config_home = config_home.display();
-    let script = format!(
-        "XDG_CONFIG_HOME='{config_home}' XDG_STATE_HOME='{config_home}' '{bin}'; echo \"exit=$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon; sleep 30"
+    let script = demo_script(
+        &config_home,
+        "echo \"exit=$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon; sleep 30",
     );
     let t = server.session("console", &script);
 
@@ -268,12 +274,9 @@ fn the_console_at_80_by_24_and_250_by_60() {
         println!("skipped: tmux is not installed");
         return;
     }
-    let bin = env!("CARGO_BIN_EXE_hookscope");
     let config_home = scratch("sizes");
     let server = Tmux::new("sizes");
-    let config_home = config_home.display();
-    let script =
-        format!("XDG_CONFIG_HOME='{config_home}' XDG_STATE_HOME='{config_home}' '{bin}'; sleep 30");
+    let script = demo_script(&config_home, "sleep 30");
     let t = server.session_sized("console", &script, (80, 24));
     let s = t.wait_for(
         &["Requests", "shop/web-1", "34 done"],
