@@ -23,6 +23,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 pub(crate) use chain::detail_extent;
+pub use help::WORDS;
 pub(crate) use help::extent as help_extent;
 pub(crate) use metrics::samples_extent;
 
