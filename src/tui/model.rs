@@ -480,12 +480,13 @@ pub fn line_diff<'a>(before: &'a str, after: &'a str) -> Vec<(char, &'a str)> {
             out.push((' ', ma[i]));
             i += 1;
             j += 1;
-        } else if j < m && (i == n || lcs[at(i, j + 1)] >= lcs[at(i + 1, j)]) {
-            out.push(('+', mb[j]));
-            j += 1;
-        } else {
+        } else if i < n && (j == m || lcs[at(i + 1, j)] >= lcs[at(i, j + 1)]) {
+            // A changed line reads as removed, then added (as unified diffs write it).
             out.push(('-', ma[i]));
             i += 1;
+        } else {
+            out.push(('+', mb[j]));
+            j += 1;
         }
     }
     out.extend(a[a.len() - tail..].iter().map(|l| (' ', *l)));
@@ -497,11 +498,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_line_that_gains_a_trailing_comma_is_removed_before_it_is_added() {
+        let before = "{\n  \"a\": 1\n}";
+        let after = "{\n  \"a\": 1,\n  \"b\": 2\n}";
+        assert_eq!(
+            line_diff(before, after),
+            vec![
+                (' ', "{"),
+                ('-', "  \"a\": 1"),
+                ('+', "  \"a\": 1,"),
+                ('+', "  \"b\": 2"),
+                (' ', "}"),
+            ]
+        );
+    }
+
+    #[test]
     fn diff_marks_changes() {
         let d = line_diff("a\nb\nc\n", "a\nx\nc\nd\n");
         assert_eq!(
             d,
-            vec![(' ', "a"), ('+', "x"), ('-', "b"), (' ', "c"), ('+', "d")]
+            vec![(' ', "a"), ('-', "b"), ('+', "x"), (' ', "c"), ('+', "d")]
         );
         assert!(line_diff("same", "same").iter().all(|(c, _)| *c == ' '));
     }
