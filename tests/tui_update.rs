@@ -1221,3 +1221,47 @@ fn a_click_on_an_annotation_opens_the_step_that_wrote_it() {
     click(&mut s, 60, 2);
     assert_eq!(s.view, View::Annotations);
 }
+
+#[test]
+fn e_opens_a_configuration_at_its_start_not_its_name_on_the_last_row() {
+    for (w, h) in [(80u16, 24u16), (120, 40)] {
+        let mut s = loaded_at(w, h);
+        for k in "5jjje".chars() {
+            key(&mut s, k);
+        }
+        assert_eq!(s.view, View::Editor);
+        let screen = hookscope::tui::view::render_text(&s, w, h);
+        let lines: Vec<&str> = screen.lines().collect();
+        let top = lines
+            .iter()
+            .position(|l| l.contains("valid, in force"))
+            .unwrap();
+        let name = lines
+            .iter()
+            .position(|l| l.contains("name: 40-policy"))
+            .unwrap_or_else(|| panic!("{screen}"));
+        assert_eq!(name - top, 4, "{w}x{h}:\n{screen}");
+        assert!(lines[name - 3].contains("apiVersion:"), "{screen}");
+    }
+}
+
+#[test]
+fn tab_means_next_pane_in_every_view() {
+    let mut s = loaded_at(120, 40);
+    for view in ['1', '3', '4', '5', '7'] {
+        key(&mut s, view);
+        let before = s.view;
+        code(&mut s, KeyCode::Tab);
+        assert_eq!(s.view, before, "tab does not switch views");
+        assert!(
+            s.message
+                .as_ref()
+                .is_some_and(|(m, _)| m.contains("switch views")),
+            "{:?}",
+            s.message
+        );
+    }
+    key(&mut s, '2');
+    code(&mut s, KeyCode::Tab);
+    assert_eq!((s.view, s.chain_pane), (View::Chain, ChainPane::Detail));
+}

@@ -830,21 +830,22 @@ impl State {
                 self.mode = Mode::Filter(current);
             }
             A::NextPane | A::PrevPane => {
-                let forward = action == A::NextPane;
                 if self.view == View::Chain {
                     self.chain_pane = match self.chain_pane {
                         ChainPane::Grid => ChainPane::Detail,
                         ChainPane::Detail => ChainPane::Grid,
                     };
                 } else {
-                    let tabs = self.tabs();
-                    let at = tabs.iter().position(|v| *v == self.view).unwrap_or(0);
-                    let n = tabs.len();
-                    self.view = tabs[if forward {
-                        (at + 1) % n
-                    } else {
-                        (at + n - 1) % n
-                    }];
+                    // Tab means one thing everywhere: the next pane that takes the keys. Views
+                    // are switched by their number.
+                    let last = self.tabs().len();
+                    self.say(
+                        format!(
+                            "one pane takes the keys in {}: 1–{last} or : switch views",
+                            self.view.title()
+                        ),
+                        false,
+                    );
                 }
             }
             A::Show(v) => self.view = v,

@@ -189,6 +189,18 @@ impl Buffer {
         self.area.move_cursor(CursorMove::Jump(row, 0));
     }
 
+    /// Moves the cursor to a 1-based line shown near the top of the view, `above` lines of
+    /// context over it (a configuration opened at its `name:` shows its start, not its name on
+    /// the last row).
+    pub fn show_line(&mut self, line: usize, above: usize) {
+        let want = line.saturating_sub(1).saturating_sub(above);
+        let top = usize::from(self.area.scroll_offset().0);
+        let delta = want as isize - top as isize;
+        self.area
+            .scroll((i16::try_from(delta).unwrap_or(i16::MAX), 0));
+        self.goto_line(line);
+    }
+
     /// The 1-based line where configuration `name` starts (its `metadata.name` line, else the
     /// top).
     pub fn line_of(&self, name: &str) -> usize {
@@ -446,7 +458,8 @@ impl State {
                 self.buffer = i;
                 if let Some(n) = name {
                     let line = self.buffers[i].line_of(&n);
-                    self.buffers[i].goto_line(line);
+                    // Its apiVersion, kind and metadata lines above it.
+                    self.buffers[i].show_line(line, 3);
                 }
                 self.view = View::Editor;
             }

@@ -231,13 +231,13 @@ impl Default for Keymap {
                 "command (tab completes)",
             ),
             b(vec![c('/')], A::FilterMode, Global, "filter"),
-            b(vec![p(K::Tab)], A::NextPane, Global, "next pane / view"),
             b(
-                vec![p(K::BackTab)],
-                A::PrevPane,
+                vec![p(K::Tab)],
+                A::NextPane,
                 Global,
-                "previous pane / view",
+                "next pane (Chain: grid, detail)",
             ),
+            b(vec![p(K::BackTab)], A::PrevPane, Global, "previous pane"),
             b(
                 vec![c('1')],
                 A::Show(View::Requests),
