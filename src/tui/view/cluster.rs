@@ -93,9 +93,25 @@ fn render_connection(frame: &mut Frame, state: &State, live: &LiveState, area: R
             if let Some(r) = &f.rbac {
                 lines.push(Line::raw(format!("check: {}", r.check)));
             }
+            match &live.target {
+                Some((server, context)) => {
+                    lines.push(Line::from(vec![label("server"), Span::raw(server.clone())]));
+                    lines.push(Line::from(vec![
+                        label("context"),
+                        Span::raw(context.clone()),
+                    ]));
+                }
+                None => lines.push(Line::from(vec![
+                    label("context"),
+                    Span::styled(
+                        "none read: the kubeconfig could not be used",
+                        style(state, StyleKey::Muted),
+                    ),
+                ])),
+            }
         }
     }
-    let synced = if live.synced { "listed" } else { "listing…" };
+    let synced = live.listing();
     lines.push(Line::from(vec![
         label("in force"),
         Span::raw(format!(

@@ -118,13 +118,19 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     }
     if state.entries.is_empty() {
         let block = pane(state, title, true);
-        let text = if state.progress.done {
-            "No request was replayed."
-        } else {
-            "Waiting for the first replayed request…"
+        let text = match state.live.as_deref() {
+            // Live, requests come only from replaying audit events.
+            Some(live) => match live.replay_refusal() {
+                Some(why) => format!("No request replayed: {why}."),
+                None => "No request replayed yet: replay audit events from the Events view (r: the selected one, :replay: all kept).".into(),
+            },
+            None if state.progress.done => "No request was replayed.".into(),
+            None => "Waiting for the first replayed request…".into(),
         };
         frame.render_widget(
-            Paragraph::new(Line::styled(text, style(state, StyleKey::Muted))).block(block),
+            Paragraph::new(Line::styled(text, style(state, StyleKey::Muted)))
+                .wrap(ratatui::widgets::Wrap { trim: true })
+                .block(block),
             area,
         );
         return;
