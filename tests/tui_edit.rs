@@ -554,6 +554,12 @@ fn snapshots_of_an_invalid_edit_and_the_what_if_view() {
     h.perform(commands);
     h.act(Action::Show(View::WhatIf));
     insta::assert_snapshot!("whatif", screen(&h.state));
+    for (w, hh) in [(80, 24), (250, 60)] {
+        let mut s = h.state.clone();
+        update(&mut s, Msg::Resize(w, hh));
+        let text = hookscope::tui::view::render_text(&s, w, hh);
+        insta::assert_snapshot!(format!("sized__whatif_{w}x{hh}"), text);
+    }
     h.act(Action::Open);
     insta::assert_snapshot!("whatif_compare", screen(&h.state));
 }

@@ -760,6 +760,22 @@ fn live_views_snapshots() {
             insta::assert_snapshot!(format!("{theme}__live_{name}"), screen);
         }
     }
+    // Every live view at a small, a common and a wide size.
+    for (w, h) in [(80, 24), (120, 40), (250, 60)] {
+        for (name, view) in [
+            ("cluster", View::Cluster),
+            ("events", View::Events),
+            ("metrics", View::Metrics),
+            ("annotations", View::Annotations),
+        ] {
+            let mut v = base.clone();
+            update(&mut v, Msg::Resize(w, h));
+            update(&mut v, Msg::Action(Action::Show(view)));
+            v.message = None;
+            let screen = hookscope::tui::view::render_text(&v, w, h);
+            insta::assert_snapshot!(format!("sized__live_{name}_{w}x{h}"), screen);
+        }
+    }
     // A replay's console has no live tabs; a live one has both.
     let replay = State::new("1.32".into(), AuditLevel::Request, Theme::default());
     assert_eq!(replay.tabs().len(), 7);

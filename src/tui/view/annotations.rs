@@ -132,7 +132,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     let mut columns = COLUMNS;
     columns[0].title = first_column;
     let laid = Laid::new(&columns, &table_rows, area.width.saturating_sub(2));
-    title.push_str(&laid.hidden_note());
+    let title = laid.titled(&title, area.width);
     let table = laid
         .table(table_rows, style(state, StyleKey::Header))
         .block(pane(state, title, true));

@@ -264,7 +264,7 @@ fn render_changes(frame: &mut Frame, state: &State, live: &LiveState, area: Rect
         })
         .collect();
     let laid = Laid::new(&CHANGES, &rows, area.width.saturating_sub(2));
-    let title = format!("{title}{}", laid.hidden_note());
+    let title = laid.titled(&title, area.width);
     let table = laid
         .table(rows, style(state, StyleKey::Header))
         .block(pane(state, title, true));

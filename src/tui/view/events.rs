@@ -91,7 +91,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         })
         .collect();
     let laid = Laid::new(&COLUMNS, &rows, list.width.saturating_sub(2));
-    let title = format!("{title}{}", laid.hidden_note());
+    let title = laid.titled(&title, list.width);
     let table = laid
         .table(rows, style(state, StyleKey::Header))
         .block(pane(state, title, true));

@@ -325,7 +325,16 @@ fn render_status(frame: &mut Frame, state: &State, area: Rect) {
         };
         parts.remove(at);
     }
-    let spans: Vec<Span> = parts.into_iter().flat_map(|(_, s)| s).collect();
+    let mut spans: Vec<Span> = parts.into_iter().flat_map(|(_, s)| s).collect();
+    // What is left and still too wide (a long message) is cut between words, with an ellipsis.
+    let mut room = usize::from(area.width);
+    for span in &mut spans {
+        let w = span.width();
+        if w > room {
+            span.content = words_within(&span.content, room).into();
+        }
+        room = room.saturating_sub(w);
+    }
     frame.render_widget(Paragraph::new(Line::from(spans)).style(bar), area);
 }
 
@@ -363,6 +372,26 @@ pub(crate) fn pane<'a>(state: &State, title: impl Into<Line<'a>>, focused: bool)
         .borders(Borders::ALL)
         .border_style(t.style(border))
         .title(title.into().style(t.style(StyleKey::Title)))
+}
+
+/// `s` cut after the last whole word that fits `width` columns with an ellipsis (the ellipsis
+/// alone where no word fits).
+pub(crate) fn words_within(s: &str, width: usize) -> String {
+    if table::width(s) <= width {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    for word in s.split_inclusive(' ') {
+        if table::width(&out) + table::width(word.trim_end()) + 1 > width {
+            break;
+        }
+        out.push_str(word);
+    }
+    let mut out = out.trim_end().to_string();
+    if width > 0 {
+        out.push('…');
+    }
+    out
 }
 
 /// Truncates to `width` characters with an ellipsis.
@@ -458,4 +487,19 @@ pub(crate) fn line_chart<'a>(
                 .labels([Span::styled("0", axis), Span::styled(y_label, axis)])
                 .style(axis),
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::words_within;
+
+    #[test]
+    fn a_long_message_is_cut_between_words() {
+        assert_eq!(
+            words_within("4 changed, 4 verdicts flipped", 20),
+            "4 changed, 4…"
+        );
+        assert_eq!(words_within("short", 20), "short");
+        assert_eq!(words_within("unbreakable", 5), "…");
+    }
 }

@@ -137,7 +137,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     }
     let rows = table_rows(state, area);
     let laid = Laid::new(&COLUMNS, &rows, area.width.saturating_sub(2));
-    title.push_str(&laid.hidden_note());
+    let title = laid.titled(&title, area.width);
     let block = pane(state, title, true);
     let table = laid
         .table(rows, style(state, StyleKey::Header))

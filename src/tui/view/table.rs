@@ -208,6 +208,21 @@ impl Laid {
         }
     }
 
+    /// A pane's `title` with what was hidden, as it fits a pane `pane_width` wide: the hidden
+    /// columns named, else counted (`· 2 hidden `), else the title alone.
+    pub fn titled(&self, title: &str, pane_width: u16) -> String {
+        let hidden = self.hidden().len();
+        if hidden == 0 {
+            return title.to_string();
+        }
+        let room = usize::from(pane_width.saturating_sub(2));
+        [self.hidden_note(), format!("· {hidden} hidden ")]
+            .into_iter()
+            .map(|note| format!("{title}{note}"))
+            .find(|t| width(t) <= room)
+            .unwrap_or_else(|| title.to_string())
+    }
+
     /// The width of column `i`, None if it was dropped.
     #[cfg(test)]
     pub fn width_of(&self, i: usize) -> Option<u16> {
@@ -324,6 +339,9 @@ mod tests {
         assert_eq!(l.hidden(), vec!["RND"]);
         assert_eq!(l.width_of(1), Some(9));
         assert_eq!(l.hidden_note(), "· hidden: RND ");
+        assert_eq!(l.titled(" T ", 40), " T · hidden: RND ");
+        assert_eq!(l.titled(" Table ", 20), " Table · 1 hidden ");
+        assert_eq!(l.titled(" Table ", 10), " Table ");
     }
 
     #[test]

@@ -81,10 +81,9 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     let laid = Laid::new(&columns, &rows, list.width.saturating_sub(2));
     let table = laid.table(rows, style(state, StyleKey::Header)).block(pane(
         state,
-        format!(
-            " Webhooks {} in dispatch order {}",
-            state.hooks.len(),
-            laid.hidden_note()
+        laid.titled(
+            &format!(" Webhooks {} in dispatch order ", state.hooks.len()),
+            list.width,
         ),
         true,
     ));

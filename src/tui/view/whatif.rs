@@ -123,9 +123,9 @@ fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
     let laid = Laid::new(&ROWS, &rows, area.width.saturating_sub(2));
     let table = laid.table(rows, style(state, StyleKey::Header)).block(pane(
         state,
-        format!(
-            " Changed requests (enter: chain before / after) {}",
-            laid.hidden_note()
+        laid.titled(
+            " Changed requests (enter: chain before / after) ",
+            area.width,
         ),
         true,
     ));
@@ -185,7 +185,7 @@ fn render_hooks(frame: &mut Frame, state: &State, area: Rect) {
     let laid = Laid::new(&columns, &rows, area.width.saturating_sub(2));
     let table = laid.table(rows, style(state, StyleKey::Header)).block(pane(
         state,
-        format!(" Webhooks before → after {}", laid.hidden_note()),
+        laid.titled(" Webhooks before → after ", area.width),
         false,
     ));
     frame.render_widget(table, area);
