@@ -741,38 +741,38 @@ fn the_chart_window_zooms_and_pauses() {
     assert_eq!(live(&s).history.len(), 13);
 }
 
+/// The live views, by snapshot name.
+const LIVE_VIEWS: [(&str, View); 4] = [
+    ("cluster", View::Cluster),
+    ("events", View::Events),
+    ("metrics", View::Metrics),
+    ("annotations", View::Annotations),
+];
+
+/// `s` showing `view` at `w`×`h`, without a message.
+fn live_screen(s: &State, view: View, (w, h): (u16, u16)) -> String {
+    let mut v = s.clone();
+    update(&mut v, Msg::Resize(w, h));
+    update(&mut v, Msg::Action(Action::Show(view)));
+    v.message = None;
+    hookscope::tui::view::render_text(&v, w, h)
+}
+
 #[test]
 fn live_views_snapshots() {
     let base = session();
     for theme in ["default", "high-contrast"] {
         let mut s = base.clone();
         s.theme = Theme::load(theme).unwrap();
-        for (name, view) in [
-            ("cluster", View::Cluster),
-            ("events", View::Events),
-            ("metrics", View::Metrics),
-            ("annotations", View::Annotations),
-        ] {
-            let mut v = s.clone();
-            update(&mut v, Msg::Action(Action::Show(view)));
-            v.message = None;
-            let screen = hookscope::tui::view::render_text(&v, 160, 40);
+        for (name, view) in LIVE_VIEWS {
+            let screen = live_screen(&s, view, (160, 40));
             insta::assert_snapshot!(format!("{theme}__live_{name}"), screen);
         }
     }
     // Every live view at a small, a common and a wide size.
     for (w, h) in [(80, 24), (120, 40), (250, 60)] {
-        for (name, view) in [
-            ("cluster", View::Cluster),
-            ("events", View::Events),
-            ("metrics", View::Metrics),
-            ("annotations", View::Annotations),
-        ] {
-            let mut v = base.clone();
-            update(&mut v, Msg::Resize(w, h));
-            update(&mut v, Msg::Action(Action::Show(view)));
-            v.message = None;
-            let screen = hookscope::tui::view::render_text(&v, w, h);
+        for (name, view) in LIVE_VIEWS {
+            let screen = live_screen(&base, view, (w, h));
             insta::assert_snapshot!(format!("sized__live_{name}_{w}x{h}"), screen);
         }
     }
