@@ -1265,3 +1265,84 @@ fn tab_means_next_pane_in_every_view() {
     code(&mut s, KeyCode::Tab);
     assert_eq!((s.view, s.chain_pane), (View::Chain, ChainPane::Detail));
 }
+
+/// A console whose only `--webhooks` file (two documents) was left out, as the replay source
+/// reports it.
+fn nothing_loaded() -> State {
+    use hookscope::replay::report::{Problem, ProblemKind};
+    use hookscope::replay::{IndexUnit, SourceRef};
+    use hookscope::tui::source::{ConfigDocument, DocumentOrigin};
+    let mut s = State::new("1.35".into(), AuditLevel::Request, Theme::default());
+    update(&mut s, Msg::Resize(160, 40));
+    let text = "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata: {name: a}\nwebhooks: []\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: b}\nwebhooks:\n- name: b.example.com\n  timeoutSeconds: 31\n";
+    update(
+        &mut s,
+        Msg::Source(SourceMsg::Started {
+            label: "replay 1 file".into(),
+            hooks: Vec::new(),
+            total: Some(0),
+            documents: vec![ConfigDocument {
+                origin: DocumentOrigin::File("hooks.yaml".into()),
+                text: text.into(),
+                configurations: Vec::new(),
+            }],
+        }),
+    );
+    let problem = Problem {
+        kind: ProblemKind::Configuration,
+        source: SourceRef {
+            file: "hooks.yaml".into(),
+            index: 2,
+            unit: IndexUnit::Document,
+            audit_id: None,
+        },
+        field: "webhooks[0].timeoutSeconds".into(),
+        message: "Invalid value: 31: the timeout value must be between 1 and 30 seconds".into(),
+    };
+    update(&mut s, Msg::Source(SourceMsg::Problem(Box::new(problem))));
+    update(
+        &mut s,
+        Msg::Source(SourceMsg::Finished { missing_replies: 0 }),
+    );
+    s
+}
+
+#[test]
+fn problems_are_listed_with_file_position_field_and_reason() {
+    let mut s = nothing_loaded();
+    // Nothing loaded is said where the requests are, not only counted.
+    let screen = hookscope::tui::view::render_text(&s, 160, 40);
+    assert!(screen.contains("no configuration loaded"), "{screen}");
+    assert!(screen.contains("1 problems: :problems"), "{screen}");
+    assert!(
+        screen.lines().next().unwrap().contains("! Problems"),
+        "{screen}"
+    );
+    key(&mut s, ':');
+    for c in "problems".chars() {
+        key(&mut s, c);
+    }
+    code(&mut s, KeyCode::Enter);
+    assert_eq!(s.view, View::Problems);
+    let screen = hookscope::tui::view::render_text(&s, 160, 40);
+    let row = screen
+        .lines()
+        .find(|l| l.contains("configuration left out"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    for part in [
+        "hooks.yaml document 2",
+        "webhooks[0].timeoutSeconds",
+        "must be between 1 and 30 seconds",
+    ] {
+        assert!(row.contains(part), "{part}: {row}");
+    }
+    assert!(
+        screen.contains("No webhook configuration loaded"),
+        "{screen}"
+    );
+    // enter opens the file at the document that was left out.
+    code(&mut s, KeyCode::Enter);
+    assert_eq!(s.view, View::Editor);
+    let screen = hookscope::tui::view::render_text(&s, 160, 40);
+    assert!(screen.contains(" · 6:1 · "), "{screen}");
+}

@@ -42,6 +42,8 @@ pub enum View {
     Cluster,
     /// A live cluster's audit events, replayable on demand.
     Events,
+    /// What could not be replayed or loaded (`:problems`; no tab of its own).
+    Problems,
 }
 
 impl View {
@@ -71,6 +73,7 @@ impl View {
             View::WhatIf => "What-if",
             View::Cluster => "Cluster",
             View::Events => "Events",
+            View::Problems => "Problems",
         }
     }
 }
@@ -200,7 +203,7 @@ pub struct State {
     /// Replayed requests in input order.
     pub entries: Vec<Entry>,
     /// Problems the source reported (configurations left out, unreadable input, skipped items).
-    pub problems: Vec<String>,
+    pub problems: Vec<crate::replay::report::Problem>,
     /// Annotations in the order written.
     pub annotations: Vec<AnnotationRow>,
     /// The merged metrics of every replayed request.
@@ -236,6 +239,8 @@ pub struct State {
     /// Annotations: the row cursor (index into the annotations shown), or None to follow the
     /// tail (the cursor on the last row).
     pub annotation_selected: Option<usize>,
+    /// Problems view: the row cursor.
+    pub problem_selected: usize,
     /// The help overlay's first line shown.
     pub help_scroll: usize,
     /// The Metrics view's exported samples: first line shown.
@@ -467,6 +472,7 @@ impl State {
             detail_scroll: 0,
             annotation_selected: None,
             help_scroll: 0,
+            problem_selected: 0,
             samples_scroll: 0,
             hook_selected: 0,
             reveal_secrets: false,
@@ -500,7 +506,15 @@ impl State {
         } else {
             &[]
         };
-        View::ALL.iter().chain(live).copied().collect()
+        // Problems, when there are any (or it is shown), last and without a number.
+        let problems =
+            (!self.problems.is_empty() || self.view == View::Problems).then_some(View::Problems);
+        View::ALL
+            .iter()
+            .chain(live)
+            .copied()
+            .chain(problems)
+            .collect()
     }
 
     /// The selected entry.
@@ -690,20 +704,26 @@ impl State {
                     }
                     ReplayEvent::Skipped(item) => {
                         self.progress.skipped += 1;
-                        let text = match item {
+                        use crate::replay::report::{Problem, ProblemKind};
+                        let problem = match item {
                             crate::replay::InputItem::NotReplayable(p) => {
-                                format!("not replayable: {p}")
+                                Problem::from_input(ProblemKind::NotReplayable, &p)
                             }
-                            crate::replay::InputItem::Invalid(p) => format!("invalid: {p}"),
-                            crate::replay::InputItem::Request(r) => {
-                                format!("skipped: {}", r.source)
+                            crate::replay::InputItem::Invalid(p) => {
+                                Problem::from_input(ProblemKind::Invalid, &p)
                             }
+                            crate::replay::InputItem::Request(r) => Problem {
+                                kind: ProblemKind::NotReplayable,
+                                source: r.source.clone(),
+                                field: String::new(),
+                                message: "skipped".into(),
+                            },
                         };
-                        self.problems.push(text);
+                        self.problems.push(problem);
                     }
                 }
             }
-            SourceMsg::Problem(p) => self.problems.push(p),
+            SourceMsg::Problem(p) => self.problems.push(*p),
             SourceMsg::Live(m) => return self.on_live(m),
             SourceMsg::Finished { missing_replies } => {
                 self.progress.done = true;
@@ -859,6 +879,7 @@ impl State {
                     self.reset_chain();
                 }
             }
+            A::Open if self.view == View::Problems => self.open_problem(),
             A::Open if self.view == View::Annotations => {
                 let shown = self.annotation_count();
                 if shown == 0 {
@@ -1060,11 +1081,44 @@ impl State {
                     }
                 }
             }
+            View::Problems => {
+                let last = self.problems.len().saturating_sub(1) as isize;
+                self.problem_selected = (self.problem_selected as isize)
+                    .saturating_add(delta)
+                    .clamp(0, last) as usize;
+            }
             View::Metrics if self.live.is_none() => {
                 let (total, height) = super::view::samples_extent(self);
                 self.samples_scroll = scroll::moved(self.samples_scroll, delta, total, height);
             }
             View::Metrics | View::Editor => {}
+        }
+    }
+
+    /// Opens the selected problem's configuration file in the editor at its document; for a
+    /// problem of the requests' input, says where it is.
+    fn open_problem(&mut self) {
+        let Some(p) = self.problems.get(self.problem_selected) else {
+            return;
+        };
+        let place = super::view::problem_place(p);
+        let file = std::path::Path::new(&p.source.file);
+        let buffer = self.buffers.iter().position(|b| match &b.origin {
+            super::editing::BufferOrigin::File(f) => f == file,
+            _ => false,
+        });
+        match buffer {
+            Some(i) if !p.source.file.is_empty() => {
+                let line = self.buffers[i].document_line(p.source.index.max(1));
+                self.buffers[i].show_line(line, 0);
+                self.buffer = i;
+                self.view = View::Editor;
+            }
+            _ if place.is_empty() => self.say("this problem has no file position", false),
+            _ => self.say(
+                format!("{place}: not a configuration the console edits"),
+                false,
+            ),
         }
     }
 

@@ -201,6 +201,28 @@ impl Buffer {
         self.goto_line(line);
     }
 
+    /// The 1-based line where the `n`-th (1-based) YAML document starts: the line after the
+    /// `n-1`-th `---` separator (the top for the first).
+    pub fn document_line(&self, n: usize) -> usize {
+        if n <= 1 {
+            return 1;
+        }
+        let mut seen = 0;
+        for (i, l) in self.area.lines().iter().enumerate() {
+            if l.trim_end() == "---" || l.starts_with("--- ") {
+                // A leading separator opens the first document.
+                if i == 0 {
+                    continue;
+                }
+                seen += 1;
+                if seen == n - 1 {
+                    return i + 2;
+                }
+            }
+        }
+        1
+    }
+
     /// The 1-based line where configuration `name` starts (its `metadata.name` line, else the
     /// top).
     pub fn line_of(&self, name: &str) -> usize {

@@ -412,6 +412,12 @@ impl Default for Keymap {
                 "the step that wrote it, in the Chain",
             ),
             b(
+                vec![p(K::Enter), c('l'), p(K::Right)],
+                A::Open,
+                In(View::Problems),
+                "open a configuration at the document left out",
+            ),
+            b(
                 vec![c('8')],
                 A::Show(View::Cluster),
                 Global,
@@ -549,6 +555,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("edits", "", "the Edit view"),
     ("whatif", "", "the What-if view: what the edits changed"),
     (
+        "problems",
+        "",
+        "what could not be replayed or loaded, with file, line and field",
+    ),
+    (
         "redispatch",
         "",
         "dispatch every request again, calling every webhook anew",
@@ -619,6 +630,7 @@ pub fn parse_command(line: &str) -> Result<Action, String> {
         "whatif" | "what-if" => view(View::WhatIf),
         "cluster" => view(View::Cluster),
         "events" => view(View::Events),
+        "problems" => view(View::Problems),
         "replay" => Ok(Action::ReplayEvents),
         "ns" | "namespace" => Ok(Action::Namespace(opt(arg).filter(|a| a != "-" && a != "*"))),
         "apply" => Ok(Action::Apply(false)),

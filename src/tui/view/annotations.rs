@@ -122,11 +122,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
                 (a.decoded, plain),
                 (a.raw, style(state, StyleKey::AnnotationValue)),
             ]);
-            if here {
-                row.style(style(state, StyleKey::Selected))
-            } else {
-                row
-            }
+            row.selected_if(here, state)
         })
         .collect();
     let mut columns = COLUMNS;

@@ -6,7 +6,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::table::{Column, Laid, TableRow};
+use super::table::{Column, TableRow};
 use super::{pane, style};
 use crate::live::cluster::{ChangeAction, Feed, Seen};
 use crate::tui::app::State;
@@ -216,12 +216,7 @@ fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) 
 fn render_changes(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) {
     let title = format!(" Configuration changes {} ", live.changes.len());
     if live.changes.is_empty() {
-        let p = Paragraph::new(Line::styled(
-            "No change seen yet.",
-            style(state, StyleKey::Muted),
-        ))
-        .block(pane(state, title, true));
-        frame.render_widget(p, area);
+        super::empty_pane(frame, state, "No change seen yet.", title, area);
         return;
     }
     let height = area.height.saturating_sub(3) as usize;
@@ -256,19 +251,10 @@ fn render_changes(frame: &mut Frame, state: &State, live: &LiveState, area: Rect
                 (c.who.clone(), plain),
                 (c.resource_version.clone(), plain),
             ]);
-            if i == selected {
-                row.style(style(state, StyleKey::Selected))
-            } else {
-                row
-            }
+            row.selected_if(i == selected, state)
         })
         .collect();
-    let laid = Laid::new(&CHANGES, &rows, area.width.saturating_sub(2));
-    let title = laid.titled(&title, area.width);
-    let table = laid
-        .table(rows, style(state, StyleKey::Header))
-        .block(pane(state, title, true));
-    frame.render_widget(table, area);
+    super::table::draw(frame, state, (&CHANGES, rows), (&title, true), area);
 }
 
 /// The changes table's columns.

@@ -83,11 +83,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
                 (format!("{}", e.annotations.len()), plain),
                 (replay.to_string(), plain),
             ]);
-            if i == at && !following {
-                row.style(style(state, StyleKey::Selected))
-            } else {
-                row
-            }
+            row.selected_if(i == at && !following, state)
         })
         .collect();
     let laid = Laid::new(&COLUMNS, &rows, list.width.saturating_sub(2));

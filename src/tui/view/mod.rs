@@ -10,6 +10,7 @@ mod help;
 pub mod hit;
 mod live_metrics;
 mod metrics;
+mod problems;
 mod requests;
 pub(crate) mod scroll;
 mod table;
@@ -26,6 +27,7 @@ pub(crate) use chain::detail_extent;
 pub use help::WORDS;
 pub(crate) use help::extent as help_extent;
 pub(crate) use metrics::samples_extent;
+pub use problems::place as problem_place;
 
 use super::app::{Mode, State, View};
 use super::theme::{StyleKey, SymbolKey};
@@ -53,6 +55,7 @@ pub fn render(frame: &mut Frame, state: &State) {
         View::WhatIf => whatif::render(frame, state, main),
         View::Cluster => cluster::render(frame, state, main),
         View::Events => events::render(frame, state, main),
+        View::Problems => problems::render(frame, state, main),
     }
     match &state.mode {
         Mode::Normal => render_status(frame, state, bottom),
@@ -123,6 +126,13 @@ enum TabLabels {
 
 /// The label of a view's tab in the header.
 fn tab_label(i: usize, v: View, current: bool, labels: TabLabels) -> String {
+    // Problems has no number key: `:problems` shows it.
+    if v == View::Problems {
+        return match labels {
+            TabLabels::Numbers => " ! ".into(),
+            _ => " ! Problems ".into(),
+        };
+    }
     match labels {
         TabLabels::Full => format!(" {} {} ", i + 1, v.title()),
         TabLabels::Compact if current => format!(" {} {} ", i + 1, v.title()),
@@ -287,7 +297,7 @@ fn status_parts(state: &State) -> Vec<(u8, Vec<Span<'static>>)> {
         parts.push((
             5,
             vec![Span::styled(
-                format!(" {} problems │", state.problems.len()),
+                format!(" {} problems: :problems │", state.problems.len()),
                 bar,
             )],
         ));
@@ -358,6 +368,17 @@ fn render_input(
         ));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// A focused pane `title` over `area` that says, muted, why it has nothing to show.
+pub(crate) fn empty_pane(frame: &mut Frame, state: &State, text: &str, title: String, area: Rect) {
+    let p = Paragraph::new(Line::styled(
+        text.to_string(),
+        style(state, StyleKey::Muted),
+    ))
+    .wrap(ratatui::widgets::Wrap { trim: true })
+    .block(pane(state, title, true));
+    frame.render_widget(p, area);
 }
 
 /// A bordered block with a title, its border styled by focus.

@@ -65,11 +65,7 @@ fn table_rows(state: &State, area: Rect) -> Vec<TableRow> {
                     plain,
                 ),
             ]);
-            if i == pos {
-                row.style(style(state, StyleKey::Selected))
-            } else {
-                row
-            }
+            row.selected_if(i == pos, state)
         })
         .collect()
 }
@@ -115,6 +111,9 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     }
     if !state.filter.is_empty() {
         title.push_str(&format!("· filter {:?} ", state.filter));
+    }
+    if super::problems::no_configuration_loaded(state) {
+        title.push_str("· no configuration loaded: all allowed for want of a webhook (:problems) ");
     }
     if state.entries.is_empty() {
         let block = pane(state, title, true);

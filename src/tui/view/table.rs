@@ -10,7 +10,9 @@ use ratatui::style::Style;
 use ratatui::text::Span;
 use ratatui::widgets::{Cell, Row, Table};
 
-use super::clip;
+use super::{clip, pane};
+use crate::tui::app::State;
+use crate::tui::theme::StyleKey;
 
 /// How a column gives way when the table is narrower than its cells.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -111,6 +113,31 @@ impl TableRow {
     pub fn style(self, style: Style) -> TableRow {
         TableRow { style, ..self }
     }
+
+    /// The row in the theme's selection style when `selected`.
+    pub fn selected_if(self, selected: bool, state: &State) -> TableRow {
+        if selected {
+            self.style(super::style(state, StyleKey::Selected))
+        } else {
+            self
+        }
+    }
+}
+
+/// Draws `rows` as a table of `columns` in a bordered pane over `area`, its title naming the
+/// columns hidden for want of width.
+pub(crate) fn draw(
+    frame: &mut ratatui::Frame,
+    state: &State,
+    (columns, rows): (&[Column], Vec<TableRow>),
+    (title, focused): (&str, bool),
+    area: ratatui::layout::Rect,
+) {
+    let laid = Laid::new(columns, &rows, area.width.saturating_sub(2));
+    let table = laid
+        .table(rows, super::style(state, StyleKey::Header))
+        .block(pane(state, laid.titled(title, area.width), focused));
+    frame.render_widget(table, area);
 }
 
 /// Columns between two cells.

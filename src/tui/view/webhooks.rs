@@ -68,11 +68,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
                 style(state, StyleKey::CellFailedOpen),
             ),
         ]);
-        rows.push(if i == state.hook_selected {
-            row.style(style(state, StyleKey::Selected))
-        } else {
-            row
-        });
+        rows.push(row.selected_if(i == state.hook_selected, state));
     }
     let columns = [NAMES[0], Column::number("POS", 6), NAMES[1]]
         .into_iter()

@@ -8,7 +8,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::requests::verdict;
-use super::table::{Column, Laid, TableRow};
+use super::table::{Column, TableRow};
 use super::{pane, style};
 use crate::edit::HookStats;
 use crate::tui::app::State;
@@ -113,23 +113,16 @@ fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
                 (after, style(state, akey)),
                 (what.join(", "), plain),
             ]);
-            Some(if i == state.whatif_selected {
-                row.style(style(state, StyleKey::Selected))
-            } else {
-                row
-            })
+            Some(row.selected_if(i == state.whatif_selected, state))
         })
         .collect();
-    let laid = Laid::new(&ROWS, &rows, area.width.saturating_sub(2));
-    let table = laid.table(rows, style(state, StyleKey::Header)).block(pane(
+    super::table::draw(
+        frame,
         state,
-        laid.titled(
-            " Changed requests (enter: chain before / after) ",
-            area.width,
-        ),
-        true,
-    ));
-    frame.render_widget(table, area);
+        (&ROWS, rows),
+        (" Changed requests (enter: chain before / after) ", true),
+        area,
+    );
 }
 
 fn counts_text(c: Option<&HookStats>) -> [String; 6] {
@@ -182,11 +175,11 @@ fn render_hooks(frame: &mut Frame, state: &State, area: Rect) {
         .into_iter()
         .chain(super::webhooks::COUNTS)
         .collect();
-    let laid = Laid::new(&columns, &rows, area.width.saturating_sub(2));
-    let table = laid.table(rows, style(state, StyleKey::Header)).block(pane(
+    super::table::draw(
+        frame,
         state,
-        laid.titled(" Webhooks before → after ", area.width),
-        false,
-    ));
-    frame.render_widget(table, area);
+        (&columns, rows),
+        (" Webhooks before → after ", false),
+        area,
+    );
 }
