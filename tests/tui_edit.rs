@@ -142,6 +142,13 @@ impl Harness {
     }
 }
 
+/// Whether `commands` ask for a re-dispatch.
+fn redispatches(commands: &[Command]) -> bool {
+    commands
+        .iter()
+        .any(|c| matches!(c, Command::Redispatch { .. }))
+}
+
 fn denied(s: &State) -> usize {
     s.entries
         .iter()
@@ -340,11 +347,8 @@ fn an_invalid_edit_keeps_the_configuration_in_force() {
     }
     h.type_text("Sometimes");
     let line = h.state.buffers[h.state.buffer].area.cursor().0 + 1;
-    let commands = h.check_now();
     assert!(
-        !commands
-            .iter()
-            .any(|c| matches!(c, Command::Redispatch { .. })),
+        !redispatches(&h.check_now()),
         "an invalid edit is not dispatched"
     );
     let b = &h.state.buffers[h.state.buffer];
@@ -596,4 +600,37 @@ fn a_failed_save_keeps_the_edit_and_says_why() {
     );
     assert!(h.state.buffers[*buffer].modified());
     assert!(h.state.buffers[*buffer].text().contains("# kept"));
+}
+
+/// An emptied buffer is a deletion: shown as such and kept out of force until `:delete`
+/// confirms it; undo brings the text back.
+#[test]
+fn an_empty_buffer_is_a_deletion_confirmed_not_a_valid_configuration() {
+    let mut h = Harness::start();
+    h.act(Action::Edit(Some("40-policy".into())));
+    let before = denied(&h.state);
+    assert!(before > 0);
+    h.state.buffers[h.state.buffer].replace_text("  \n");
+    assert!(
+        !redispatches(&h.check_now()),
+        "an empty text is not dispatched"
+    );
+    let b = &h.state.buffers[h.state.buffer];
+    assert!(!b.in_force.is_empty(), "the configurations stay in force");
+    assert!(
+        b.check.errors[0].message.contains("would delete")
+            && b.check.errors[0].message.contains("40-policy"),
+        "{:?}",
+        b.check.errors
+    );
+    let text = screen(&h.state);
+    assert!(!text.contains("valid, in force"), "{text}");
+    // :delete confirms: nothing is in force from the buffer, every request is dispatched again.
+    let commands = h.act(Action::ConfirmDelete);
+    assert!(
+        matches!(commands.as_slice(), [Command::Redispatch { configurations, .. }] if configurations.is_empty()),
+        "{commands:?}"
+    );
+    h.perform(commands);
+    assert_eq!(denied(&h.state), 0, "no webhook left to deny");
 }

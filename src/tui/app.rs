@@ -825,6 +825,7 @@ impl State {
             A::Redo => return self.undo(true),
             A::NextBuffer => self.next_buffer(),
             A::Reload => return self.reload(false),
+            A::ConfirmDelete => return self.confirm_delete(),
             A::Redispatch => return self.redispatch_fresh(),
             A::KeepMine => return self.reload(true),
             A::Recover => return self.recover(),

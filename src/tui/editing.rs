@@ -571,6 +571,42 @@ impl State {
         }
     }
 
+    /// `:delete`: the current buffer's text is empty, and its configurations leave those in
+    /// force.
+    pub(super) fn confirm_delete(&mut self) -> Vec<Command> {
+        let Some(b) = self.buffers.get_mut(self.buffer) else {
+            self.say("no configuration is open", true);
+            return Vec::new();
+        };
+        if !b.text().trim().is_empty() {
+            self.say(
+                ":delete confirms the deletion an emptied buffer asks for; this one is not empty",
+                true,
+            );
+            return Vec::new();
+        }
+        if b.in_force.is_empty() {
+            self.say("nothing in force from this buffer to delete", false);
+            return Vec::new();
+        }
+        let n = b.in_force.len();
+        b.in_force.clear();
+        b.check.errors.clear();
+        self.edit_generation += 1;
+        self.say(
+            format!(
+                "deleted {n} configuration{} from those in force; re-dispatching",
+                if n == 1 { "" } else { "s" }
+            ),
+            false,
+        );
+        vec![Command::Redispatch {
+            generation: self.edit_generation,
+            configurations: self.configurations_in_force(),
+            fresh: false,
+        }]
+    }
+
     pub(super) fn next_buffer(&mut self) {
         if !self.buffers.is_empty() {
             self.buffer = (self.buffer + 1) % self.buffers.len();
@@ -609,6 +645,19 @@ impl State {
                     ),
                 });
             }
+        }
+        // An empty text is a deletion of the configurations in force, never taken silently.
+        if text.trim().is_empty() && !b.in_force.is_empty() {
+            let names: Vec<&str> = b.in_force.iter().map(|c| c.name.as_str()).collect();
+            checked.errors.push(EditProblem {
+                line: 1,
+                column: None,
+                field: String::new(),
+                message: format!(
+                    "the text is empty: it would delete {} from the configurations in force (:delete confirms, undo brings the text back)",
+                    names.join(", ")
+                ),
+            });
         }
         let mut commands = Vec::new();
         let b = &mut self.buffers[buffer];

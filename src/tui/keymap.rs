@@ -82,6 +82,8 @@ pub enum Action {
     NextBuffer,
     /// Take the text on disk over the buffer's edits.
     Reload,
+    /// Confirm that an emptied buffer deletes its configurations from those in force.
+    ConfirmDelete,
     /// Dispatch every request again with the configurations in force, calling every webhook
     /// anew (no reply kept from earlier dispatches is reused).
     Redispatch,
@@ -567,6 +569,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("reload", "", "take the file on disk over your edits"),
     ("keep", "", "keep your edits over the file on disk"),
     (
+        "delete",
+        "",
+        "an emptied buffer: remove its configurations from those in force",
+    ),
+    (
         "recover",
         "",
         "open the unsaved edits of an earlier session",
@@ -647,6 +654,7 @@ pub fn parse_command(line: &str) -> Result<Action, String> {
         }
         "w" | "write" => Ok(Action::Save(opt(arg))),
         "reload" => Ok(Action::Reload),
+        "delete" => Ok(Action::ConfirmDelete),
         "redispatch" => Ok(Action::Redispatch),
         "keep" => Ok(Action::KeepMine),
         "recover" => Ok(Action::Recover),

@@ -70,6 +70,11 @@ fn render_text(frame: &mut Frame, state: &State, buffer: &Buffer, area: Rect) {
     let ratatui_textarea::DataCursor(row, col) = buffer.area.cursor();
     let status = if buffer.checked != buffer.generation {
         "checking…".to_string()
+    } else if buffer.check.errors.is_empty()
+        && buffer.in_force.is_empty()
+        && buffer.text().trim().is_empty()
+    {
+        "empty: nothing in force from it".to_string()
     } else if buffer.check.errors.is_empty() {
         "valid, in force".to_string()
     } else {

@@ -8,8 +8,8 @@ use ratatui::style::Style;
 use ratatui::text::Line;
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::table::{Column, TableRow};
 use super::style;
+use super::table::{Column, TableRow};
 use crate::replay::IndexUnit;
 use crate::replay::report::Problem;
 use crate::tui::app::State;
