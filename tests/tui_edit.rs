@@ -634,3 +634,58 @@ fn an_empty_buffer_is_a_deletion_confirmed_not_a_valid_configuration() {
     h.perform(commands);
     assert_eq!(denied(&h.state), 0, "no webhook left to deny");
 }
+
+/// After `:edit!` the user is back where they were, and one undo brings back the whole text
+/// from before the external edit (not an empty buffer); typed words are undone a word at a time.
+#[test]
+fn an_external_edit_returns_where_the_user_was_and_undoes_in_one_step() {
+    let mut h = Harness::start();
+    h.act(Action::Show(View::Webhooks));
+    let commands = h.act(Action::EditExternal(Some("40-policy".into())));
+    let Some(Command::ExternalEdit { buffer, text }) = commands.first().cloned() else {
+        panic!("{commands:?}");
+    };
+    let edited = text.replace("timeoutSeconds: 5", "timeoutSeconds: 7");
+    assert_ne!(edited, text);
+    update(
+        &mut h.state,
+        Msg::ExternalEdited {
+            buffer,
+            result: Ok(edited.clone()),
+        },
+    );
+    assert_eq!(h.state.view, View::Webhooks, "back where the user was");
+    assert_eq!(h.state.buffers[buffer].text(), edited);
+    h.act(Action::Show(View::Editor));
+    h.key(KeyCode::Char('z'), KeyModifiers::CONTROL);
+    assert_eq!(
+        h.state.buffers[buffer].text(),
+        text,
+        "one undo, the text before"
+    );
+    h.key(KeyCode::Char('y'), KeyModifiers::CONTROL);
+    assert_eq!(
+        h.state.buffers[buffer].text(),
+        edited,
+        "one redo, the editor's text"
+    );
+
+    // Words typed are undone one word at a time.
+    h.goto("timeoutSeconds: 7", 0);
+    h.key(KeyCode::End, KeyModifiers::NONE);
+    h.type_text(" # one two");
+    let typed = h.state.buffers[buffer].text();
+    assert!(typed.contains("timeoutSeconds: 7 # one two"), "{typed}");
+    h.key(KeyCode::Char('z'), KeyModifiers::CONTROL);
+    assert!(
+        h.state.buffers[buffer]
+            .text()
+            .contains("timeoutSeconds: 7 # one \n")
+    );
+    h.key(KeyCode::Char('z'), KeyModifiers::CONTROL);
+    assert!(
+        h.state.buffers[buffer]
+            .text()
+            .contains("timeoutSeconds: 7 # \n")
+    );
+}

@@ -119,6 +119,13 @@ pub struct Buffer {
     /// The text on disk changed elsewhere while this buffer had edits: that text, until the
     /// user chooses (`:reload` or `:keep`).
     pub disk_changed: Option<String>,
+    /// The editor's history entries grouped as undo takes them back: a typed word, a whole
+    /// replacement of the text (an external edit, a reload), any other edit alone.
+    undo_groups: Vec<usize>,
+    /// The groups undone, for redo.
+    redo_groups: Vec<usize>,
+    /// The last group is a word being typed (another letter joins it).
+    typing_word: bool,
 }
 
 impl Buffer {
@@ -134,7 +141,68 @@ impl Buffer {
             check: Checked::default(),
             in_force,
             disk_changed: None,
+            undo_groups: Vec::new(),
+            redo_groups: Vec::new(),
+            typing_word: false,
         }
+    }
+
+    /// Takes a key into the editor; true when it changed the text. Letters typed one after
+    /// another form one undo step with the blank that ends them.
+    pub fn input(&mut self, key: crossterm::event::KeyEvent) -> bool {
+        use crossterm::event::{KeyCode, KeyModifiers};
+        if !self.area.input(key) {
+            return false;
+        }
+        self.redo_groups.clear();
+        let letter = match key.code {
+            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => Some(c),
+            _ => None,
+        };
+        match (letter, self.undo_groups.last_mut()) {
+            (Some(c), Some(n)) if self.typing_word => {
+                *n += 1;
+                self.typing_word = !c.is_whitespace();
+            }
+            (Some(c), _) => {
+                self.undo_groups.push(1);
+                self.typing_word = !c.is_whitespace();
+            }
+            (None, _) => {
+                self.undo_groups.push(1);
+                self.typing_word = false;
+            }
+        }
+        true
+    }
+
+    /// Undoes (or redoes) one step: a typed word, a whole replacement, or one other edit. False
+    /// when there was nothing to take back.
+    pub fn undo_step(&mut self, redo: bool) -> bool {
+        self.typing_word = false;
+        let (from, to) = if redo {
+            (&mut self.redo_groups, &mut self.undo_groups)
+        } else {
+            (&mut self.undo_groups, &mut self.redo_groups)
+        };
+        // Entries made before any group was recorded go back one at a time.
+        let n = from.pop().unwrap_or(1);
+        let mut done = 0;
+        for _ in 0..n {
+            let ok = if redo {
+                self.area.redo()
+            } else {
+                self.area.undo()
+            };
+            if !ok {
+                break;
+            }
+            done += 1;
+        }
+        if done > 0 {
+            to.push(done);
+        }
+        done > 0
     }
 
     /// A buffer over a source's document.
@@ -176,9 +244,17 @@ impl Buffer {
     /// Replaces the whole text (a reload, an external editor), keeping the undo history.
     pub fn replace_text(&mut self, text: &str) {
         self.area.select_all();
-        self.area.cut();
-        self.area
+        let cut = self.area.cut();
+        let inserted = self
+            .area
             .insert_str(text.strip_suffix('\n').unwrap_or(text));
+        // One undo step brings back the whole text before.
+        let entries = usize::from(cut) + usize::from(inserted);
+        if entries > 0 {
+            self.undo_groups.push(entries);
+            self.redo_groups.clear();
+        }
+        self.typing_word = false;
         self.area.move_cursor(CursorMove::Top);
         self.generation += 1;
     }
@@ -542,7 +618,7 @@ impl State {
         let Some(b) = self.buffers.get_mut(self.buffer) else {
             return Vec::new();
         };
-        if b.area.input(key) {
+        if b.input(key) {
             b.generation += 1;
             self.changed(self.buffer)
         } else {
@@ -554,7 +630,7 @@ impl State {
         let Some(b) = self.buffers.get_mut(self.buffer) else {
             return Vec::new();
         };
-        let done = if redo { b.area.redo() } else { b.area.undo() };
+        let done = b.undo_step(redo);
         if done {
             b.generation += 1;
             self.changed(self.buffer)
@@ -778,11 +854,19 @@ impl State {
                 Vec::new()
             }
             Ok(text) => {
+                // Back where the user was: the view they left, the text taken in one undo step.
                 b.replace_text(&text);
                 let generation = b.generation;
+                let label = b.origin.label();
                 self.buffer = buffer;
-                self.view = View::Editor;
-                self.check_due(buffer, generation)
+                let commands = self.check_due(buffer, generation);
+                if self.message.as_ref().is_none_or(|(_, error)| !error) {
+                    self.say(
+                        format!("took the editor's text of {label} (ctrl-z in the Edit view takes it back)"),
+                        false,
+                    );
+                }
+                commands
             }
             Err(e) => {
                 self.say(format!("editor: {e}"), true);
