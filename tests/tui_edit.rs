@@ -7,6 +7,7 @@
 mod scratch;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use hookscope::edit::BufferKey;
 use hookscope::engine::AuditLevel;
 use hookscope::tui::app::{Command, Msg, RecoveredText, State, View, update};
 use hookscope::tui::keymap::Action;
@@ -688,4 +689,49 @@ fn an_external_edit_returns_where_the_user_was_and_undoes_in_one_step() {
             .text()
             .contains("timeoutSeconds: 7 # \n")
     );
+}
+
+/// Recovery belongs to this run's files: a copy of a file this run did not open is not offered
+/// (nor turned into a buffer), a copy of a file that no longer exists is pruned, and a copy of a
+/// buffer this run opened is offered and restored.
+#[test]
+fn recovery_is_offered_only_for_this_runs_files_and_stale_copies_are_pruned() {
+    let mut h = Harness::start();
+    let dir = Scratch::new(&format!("hookscope-recovery-scope-{}", std::process::id()));
+    let elsewhere = dir.join("validating.yaml");
+    std::fs::write(&elsewhere, "kind: ValidatingWebhookConfiguration\n").unwrap();
+    let gone = dir.join("gone").join("validating.yaml");
+    let ours = h.state.buffers[0].origin.recovery_key();
+    let text = format!("{}# recovered\n", h.state.buffers[0].text());
+    let found = vec![
+        RecoveredText {
+            key: ours.clone(),
+            text: text.clone(),
+        },
+        RecoveredText {
+            key: BufferKey::File(elsewhere.clone()),
+            text: "kind: ValidatingWebhookConfiguration\n# an earlier run's edit\n".into(),
+        },
+        RecoveredText {
+            key: BufferKey::File(gone.clone()),
+            text: "# of a deleted folder\n".into(),
+        },
+    ];
+    let commands = update(&mut h.state, Msg::RecoveryFound(found));
+    assert_eq!(
+        commands,
+        vec![Command::DiscardRecovery(BufferKey::File(gone))],
+        "the copy of a file that no longer exists is pruned"
+    );
+    let notice = h.state.message.clone().unwrap().0;
+    assert!(notice.contains(":recover"), "{notice}");
+    assert!(!notice.contains("validating.yaml"), "{notice}");
+    let buffers = h.state.buffers.len();
+    h.act(Action::Recover);
+    assert_eq!(
+        h.state.buffers.len(),
+        buffers,
+        "no buffer for a file this run did not open"
+    );
+    assert_eq!(h.state.buffers[0].text(), text);
 }

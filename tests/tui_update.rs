@@ -1346,3 +1346,17 @@ fn problems_are_listed_with_file_position_field_and_reason() {
     let screen = hookscope::tui::view::render_text(&s, 160, 40);
     assert!(screen.contains(" · 6:1 · "), "{screen}");
 }
+
+#[test]
+fn a_long_notice_never_hides_the_progress() {
+    let mut s = loaded_at(80, 24);
+    s.message = Some((
+        "unsaved edits of validating.yaml, mutating.yaml and three more files from an earlier session: :recover opens, :discard drops".into(),
+        false,
+    ));
+    let screen = hookscope::tui::view::render_text(&s, 80, 24);
+    let status = screen.lines().last().unwrap();
+    assert!(status.contains("34 done"), "{status}");
+    assert!(status.contains("unsaved edits of"), "{status}");
+    assert!(status.contains('…'), "{status}");
+}

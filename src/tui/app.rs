@@ -1431,10 +1431,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
         } => state.saved(buffer, text, result),
         Msg::ExternalEdited { buffer, result } => state.external_edited(buffer, result),
         Msg::FileChanged { path, text } => state.file_changed(path, text),
-        Msg::RecoveryFound(found) => {
-            state.recovery_found(found);
-            Vec::new()
-        }
+        Msg::RecoveryFound(found) => state.recovery_found(found),
         Msg::Action(a) => state.apply(a),
         Msg::ThemeLoaded(Ok(t)) => {
             state.say(format!("theme {}", t.name), false);

@@ -425,6 +425,7 @@ impl State {
     ) -> Vec<Command> {
         self.buffers = documents.iter().map(Buffer::from_document).collect();
         self.buffer = 0;
+        self.offer_recovery();
         let files: Vec<(PathBuf, String)> = self
             .buffers
             .iter()
@@ -964,7 +965,10 @@ impl State {
     }
 
     pub(super) fn recover(&mut self) -> Vec<Command> {
-        let recovered = std::mem::take(&mut self.recovered);
+        let recovered: Vec<RecoveredText> = std::mem::take(&mut self.recovered)
+            .into_iter()
+            .filter(|r| self.ours(r))
+            .collect();
         if recovered.is_empty() {
             self.say("nothing to recover", false);
             return Vec::new();
@@ -1027,7 +1031,10 @@ impl State {
     }
 
     pub(super) fn discard_recovered(&mut self) -> Vec<Command> {
-        let recovered = std::mem::take(&mut self.recovered);
+        let recovered: Vec<RecoveredText> = std::mem::take(&mut self.recovered)
+            .into_iter()
+            .filter(|r| self.ours(r))
+            .collect();
         self.say(
             format!("dropped {} recovered edit(s)", recovered.len()),
             false,
@@ -1038,19 +1045,51 @@ impl State {
             .collect()
     }
 
-    pub(super) fn recovery_found(&mut self, found: Vec<RecoveredText>) {
-        if found.is_empty() {
+    /// Takes in the recovery copies found at start: those of files that no longer exist are
+    /// pruned; the rest wait for this run's buffers, and only those of a buffer this run opened
+    /// (or of a new one) are offered.
+    pub(super) fn recovery_found(&mut self, found: Vec<RecoveredText>) -> Vec<Command> {
+        let (stale, kept): (Vec<RecoveredText>, Vec<RecoveredText>) = found
+            .into_iter()
+            .partition(|r| matches!(&r.key, BufferKey::File(p) if !p.exists()));
+        self.recovered = kept;
+        self.offer_recovery();
+        stale
+            .into_iter()
+            .map(|r| Command::DiscardRecovery(r.key))
+            .collect()
+    }
+
+    /// Whether a recovery copy belongs to this run: a buffer it opened, or a new buffer.
+    fn ours(&self, r: &RecoveredText) -> bool {
+        matches!(r.key, BufferKey::New(_))
+            || self
+                .buffers
+                .iter()
+                .any(|b| b.origin.recovery_key() == r.key)
+    }
+
+    /// Says, once this run's buffers are open, which unsaved edits `:recover` brings back.
+    pub(super) fn offer_recovery(&mut self) {
+        let names: Vec<String> = (self.recovered.iter())
+            .filter(|r| self.ours(r))
+            .map(|r| match &r.key {
+                BufferKey::File(p) => p
+                    .file_name()
+                    .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into()),
+                other => other.to_string(),
+            })
+            .collect();
+        if names.is_empty() {
             return;
         }
-        let names: Vec<String> = found.iter().map(|r| r.key.to_string()).collect();
         self.say(
             format!(
-                ":recover opens the unsaved edits of an earlier session, :discard drops them ({})",
+                "unsaved edits of {} from an earlier session: :recover opens, :discard drops",
                 names.join(", ")
             ),
-            true,
+            false,
         );
-        self.recovered = found;
     }
 
     /// Re-dispatch messages from the source.

@@ -230,6 +230,9 @@ fn render_tabs(frame: &mut Frame, state: &State, area: Rect) {
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
+/// The status bar's message's priority: above every part but the progress.
+const MESSAGE: u8 = 10;
+
 /// The status bar's parts, each shown whole or not at all: where the bar is too narrow, the
 /// parts of the lowest priority are left out (a message is the last to go).
 fn status_parts(state: &State) -> Vec<(u8, Vec<Span<'static>>)> {
@@ -266,7 +269,7 @@ fn status_parts(state: &State) -> Vec<(u8, Vec<Span<'static>>)> {
         } else {
             bar.patch(t.raw(StyleKey::Message))
         };
-        parts.push((10, vec![Span::styled(format!(" {m} │"), style)]));
+        parts.push((MESSAGE, vec![Span::styled(format!(" {m} │"), style)]));
     }
     if let Some((f, error)) = requests::filter_summary(state) {
         let key = if error {
@@ -280,7 +283,8 @@ fn status_parts(state: &State) -> Vec<(u8, Vec<Span<'static>>)> {
         ));
     }
     parts.push((3, vec![Span::styled(format!(" {} │", state.source), bar)]));
-    parts.push((6, vec![Span::styled(format!(" {progress} │"), bar)]));
+    // The progress line is the last part to go: a notice never hides it.
+    parts.push((11, vec![Span::styled(format!(" {progress} │"), bar)]));
     parts.push((
         7,
         vec![Span::styled(
@@ -333,6 +337,15 @@ fn render_status(frame: &mut Frame, state: &State, area: Rect) {
         let Some(at) = (0..parts.len()).rev().min_by_key(|&i| parts[i].0) else {
             break;
         };
+        // A message is shortened between words rather than dropped, while it can say something.
+        let over = wide(&parts) - usize::from(area.width);
+        if parts[at].0 == MESSAGE
+            && let Some(span) = parts[at].1.first_mut()
+            && span.width() >= over + 12
+        {
+            span.content = words_within(&span.content, span.width() - over).into();
+            break;
+        }
         parts.remove(at);
     }
     let mut spans: Vec<Span> = parts.into_iter().flat_map(|(_, s)| s).collect();
