@@ -7,7 +7,7 @@
 mod scratch;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use hookscope::edit::BufferKey;
+use hookscope::edit::{BufferKey, content_hash};
 use hookscope::engine::AuditLevel;
 use hookscope::tui::app::{Command, Msg, RecoveredText, State, View, update};
 use hookscope::tui::keymap::Action;
@@ -507,6 +507,7 @@ fn recovered_text_is_offered_and_restored() {
         Msg::RecoveryFound(vec![RecoveredText {
             key: key.clone(),
             text: text.clone(),
+            base_hash: None,
         }]),
     );
     assert!(h.state.message.as_ref().unwrap().0.contains(":recover"));
@@ -707,14 +708,17 @@ fn recovery_is_offered_only_for_this_runs_files_and_stale_copies_are_pruned() {
         RecoveredText {
             key: ours.clone(),
             text: text.clone(),
+            base_hash: Some(content_hash(&h.state.buffers[0].saved)),
         },
         RecoveredText {
             key: BufferKey::File(elsewhere.clone()),
             text: "kind: ValidatingWebhookConfiguration\n# an earlier run's edit\n".into(),
+            base_hash: None,
         },
         RecoveredText {
             key: BufferKey::File(gone.clone()),
             text: "# of a deleted folder\n".into(),
+            base_hash: None,
         },
     ];
     let commands = update(&mut h.state, Msg::RecoveryFound(found));

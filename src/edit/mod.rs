@@ -24,7 +24,7 @@ pub mod whatif;
 pub use check::{Checked, Problem, ProblemKind, Severity, check};
 pub use hash::ContentHash;
 pub use locate::{Locator, TextPosition};
-pub use recovery::{BufferKey, RecoveryEntry, RecoveryError, RecoveryStore};
+pub use recovery::{BufferKey, RecoveryEntry, RecoveryError, RecoveryStore, content_hash};
 pub use redispatch::{
     CancelToken, Cancelled, Progress, RedispatchHandle, RedispatchMsg, Redispatched, redispatch,
     spawn_redispatch,

@@ -323,6 +323,8 @@ pub struct RecoveredText {
     pub key: crate::edit::BufferKey,
     /// The text.
     pub text: String,
+    /// [`crate::edit::content_hash`] of the file text the edits started from, when recorded.
+    pub base_hash: Option<u64>,
 }
 
 /// Something that happened.
@@ -419,6 +421,8 @@ pub enum Command {
         key: crate::edit::BufferKey,
         /// The text.
         text: String,
+        /// The text the edits started from (the file as loaded or saved).
+        base: String,
     },
     /// The text of this buffer is saved (or dropped): forget its recovery copy.
     DiscardRecovery(crate::edit::BufferKey),

@@ -756,6 +756,7 @@ impl State {
             commands.push(Command::WriteRecovery {
                 key: b.origin.recovery_key(),
                 text,
+                base: b.saved.clone(),
             });
         } else {
             commands.push(Command::DiscardRecovery(b.origin.recovery_key()));
@@ -1060,13 +1061,15 @@ impl State {
             .collect()
     }
 
-    /// Whether a recovery copy belongs to this run: a buffer it opened, or a new buffer.
+    /// Whether a recovery copy belongs to this run: a buffer it opened whose text is still the
+    /// one the edits started from (when the copy says which), or a new buffer.
     fn ours(&self, r: &RecoveredText) -> bool {
         matches!(r.key, BufferKey::New(_))
-            || self
-                .buffers
-                .iter()
-                .any(|b| b.origin.recovery_key() == r.key)
+            || self.buffers.iter().any(|b| {
+                b.origin.recovery_key() == r.key
+                    && r.base_hash
+                        .is_none_or(|h| h == crate::edit::content_hash(&b.saved))
+            })
     }
 
     /// Says, once this run's buffers are open, which unsaved edits `:recover` brings back.
