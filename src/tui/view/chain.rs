@@ -667,10 +667,14 @@ fn render_detail(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
     };
     let lines = detail_lines(state, entry, c);
     let (top, position) = scrolled(state, &lines, area);
-    let title = format!(
-        " Step {position}· {} · {} ",
-        c.webhook,
-        Block::of(c).title()
+    // A narrow pane cuts its title between words, never inside one.
+    let title = super::words_within(
+        &format!(
+            " Step {position}· {} · {} ",
+            c.webhook,
+            Block::of(c).title()
+        ),
+        usize::from(area.width.saturating_sub(2)),
     );
     let p = Paragraph::new(lines)
         .wrap(Wrap { trim: false })

@@ -421,7 +421,12 @@ pub(crate) fn words_within(s: &str, width: usize) -> String {
         }
         out.push_str(word);
     }
-    let mut out = out.trim_end().to_string();
+    // A separator left at the end says nothing.
+    let mut out = out
+        .trim_end()
+        .trim_end_matches(['·', '│'])
+        .trim_end()
+        .to_string();
     if width > 0 {
         out.push('…');
     }
