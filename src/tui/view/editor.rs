@@ -190,8 +190,8 @@ mod tests {
     #[test]
     fn tabs_of_files_with_one_name_show_the_parts_that_tell_them_apart() {
         let labels: Vec<String> = [
-            "/tmp/a/validating.yaml",
-            "/tmp/b/validating.yaml",
+            "/configs/a/validating.yaml",
+            "/configs/b/validating.yaml",
             "/srv/xa/validating.yaml",
             "/etc/mutating.yaml",
         ]
