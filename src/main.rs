@@ -46,11 +46,49 @@ enum Command {
     /// or as the audit webhook backend), replayable against the configurations in force.
     /// Read-only unless --allow-writes.
     Live(Box<cli::live::Args>),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell), e.g.
+    /// `hookscope completions bash > /etc/bash_completion.d/hookscope`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), e.g. `hookscope man | man -l -`.
+    Man,
+    /// Print the version and the Kubernetes releases modelled.
+    Version,
+}
+
+/// The subcommand named on the command line, if any (for the hints that follow a usage error).
+fn subcommand_typed() -> Option<String> {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    std::env::args()
+        .skip(1)
+        .find(|a| cmd.find_subcommand(a).is_some())
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let hint = cli::conventions::hint(&e, subcommand_typed().as_deref());
+            let _ = e.print();
+            if let Some(hint) = hint {
+                errln!("\n  hint: {hint}");
+            }
+            return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        }
+    };
     let result = match cli.command {
+        Some(Command::Completions { shell }) => {
+            use clap::CommandFactory;
+            Ok(cli::conventions::completions(Cli::command(), shell))
+        }
+        Some(Command::Man) => {
+            use clap::CommandFactory;
+            cli::conventions::man(Cli::command())
+        }
+        Some(Command::Version) => Ok(cli::conventions::version()),
         Some(Command::Check(args)) => cli::check::run(&args, cli.kube_version),
         Some(Command::Patch(args)) => cli::patch::run(&args, cli.kube_version),
         Some(Command::Replay(args)) => cli::replay::run(&args, cli.kube_version),

@@ -375,3 +375,96 @@ fn check_reads_yaml_as_kubectl_does() {
         "{stdout}"
     );
 }
+
+#[test]
+fn check_ends_with_a_one_line_summary() {
+    let out = hookscope(&[
+        "check",
+        "--webhooks",
+        &format!("{FIXTURES}/config/mutating.yaml"),
+        &format!("{FIXTURES}/config/five-problems.yaml"),
+    ]);
+    let stdout = text(&out.stdout);
+    let last = stdout.lines().last().unwrap_or_default();
+    let valid = stdout.lines().filter(|l| l.starts_with("✓ ")).count();
+    let invalid = stdout.lines().filter(|l| l.starts_with("✗ ")).count();
+    let warnings = stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("warning "))
+        .count();
+    assert!(valid > 0 && invalid > 0, "{stdout}");
+    assert_eq!(
+        last,
+        format!(
+            "{} configurations checked: {valid} valid, {invalid} invalid, {warnings} warning{}",
+            valid + invalid,
+            if warnings == 1 { "" } else { "s" }
+        ),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_file_without_its_flag_or_kubectls_dash_o_gets_a_hint() {
+    let out = hookscope(&["check", "hooks.yaml"]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("hint: files and folders are given with --webhooks: hookscope check --webhooks hooks.yaml"),
+        "{stderr}"
+    );
+    let out = hookscope(&[
+        "replay",
+        "--webhooks",
+        "a.yaml",
+        "--input",
+        "b",
+        "-o",
+        "json",
+    ]);
+    let stderr = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("hint: the output format is --format text|json|junit"),
+        "{stderr}"
+    );
+    // A flag that is simply unknown gets clap's own suggestion, no hint of ours.
+    let out = hookscope(&["check", "--webhook", "a.yaml"]);
+    assert!(
+        !text(&out.stderr).contains("hint:"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn completions_man_page_and_version_come_from_the_command_definitions() {
+    for (shell, marker) in [
+        ("bash", "_hookscope()"),
+        ("zsh", "#compdef hookscope"),
+        ("fish", "complete -c hookscope"),
+    ] {
+        let out = hookscope(&["completions", shell]);
+        let stdout = text(&out.stdout);
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        assert!(stdout.contains(marker), "{shell}: {stdout}");
+        // Every subcommand and a subcommand's flag are completed.
+        for word in ["check", "replay", "live", "--webhooks"] {
+            assert!(stdout.contains(word), "{shell} lacks {word}");
+        }
+    }
+    assert_eq!(hookscope(&["completions", "tcsh"]).status.code(), Some(2));
+    let out = hookscope(&["man"]);
+    let man = text(&out.stdout);
+    assert_eq!(out.status.code(), Some(0));
+    assert!(man.contains(".TH hookscope 1"), "{man}");
+    assert!(man.contains(".SH \"HOOKSCOPE CHECK\""), "{man}");
+    assert!(man.contains("\\-\\-webhooks"), "{man}");
+    let out = hookscope(&["version"]);
+    let v = text(&out.stdout);
+    assert!(
+        v.starts_with(&format!("hookscope {}\n", env!("CARGO_PKG_VERSION"))),
+        "{v}"
+    );
+    assert!(v.contains("models kube-apiserver 1.28 to 1.37"), "{v}");
+}

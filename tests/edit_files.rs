@@ -172,6 +172,18 @@ fn recovery_lists_an_empty_or_missing_store_and_reports_bad_entries() {
     assert_eq!(entries.len(), 1);
     assert_eq!(problems.len(), 1);
     assert!(problems[0].to_string().contains("garbage.json"));
+    assert_eq!(
+        entries[0].base_hash, None,
+        "written without the text it started from"
+    );
+    // The text an edit started from is kept as its hash, to offer it only against that text.
+    let key = BufferKey::File(dir.join("hooks.yaml"));
+    store.write_from(&key, "edited", Some("as loaded")).unwrap();
+    let entry = store.get(&key).unwrap().expect("kept");
+    assert_eq!(
+        entry.base_hash,
+        Some(hookscope::edit::content_hash("as loaded"))
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

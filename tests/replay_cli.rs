@@ -1735,3 +1735,76 @@ fn received_requests(fixture: &str) -> Vec<PathBuf> {
     files.sort();
     files
 }
+
+/// The text summary's per-webhook table stays aligned whatever the names' lengths, and JUnit
+/// counts the webhooks called, not those skipped.
+#[test]
+fn the_summary_table_aligns_long_names_and_junit_counts_calls_made() {
+    let dir = scratch("summary");
+    let skipped = format!(
+        "{}  objectSelector: {{matchLabels: {{never: \"x\"}}}}\n",
+        hook(
+            "skips.example.com",
+            "{url: \"https://127.0.0.1:9/s\"}",
+            "Fail",
+            10
+        )
+    );
+    let short = config_file(
+        &dir,
+        "a.yaml",
+        "ValidatingWebhookConfiguration",
+        "a",
+        &[skipped],
+    );
+    let input = write(
+        &dir,
+        "in.jsonl",
+        &format!("{}\n", review("u-1", "default", "a")),
+    );
+    let out = replay_files(&[&short], &input, &["--format", "junit"]);
+    let xml = text(&out.stdout);
+    assert!(xml.contains("allowed (0 webhook calls)"), "{xml}");
+
+    let long = config_file(
+        &dir,
+        "b.yaml",
+        "ValidatingWebhookConfiguration",
+        "a-configuration-with-a-rather-long-name-for-a-summary-table",
+        &[hook(
+            "and-a-long-webhook-name.validation.example.com",
+            "{url: \"https://127.0.0.1:9/v\"}",
+            "Ignore",
+            10,
+        )],
+    );
+    let script = write(
+        &dir,
+        "script.yaml",
+        "and-a-long-webhook-name.validation.example.com:\n  allowed: true\n",
+    );
+    let out = replay_files(
+        &[&short, &long],
+        &input,
+        &["--script", script.to_str().unwrap()],
+    );
+    let stdout = text(&out.stdout);
+    let table: Vec<&str> = stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("webhook "))
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(table.len(), 3, "{stdout}");
+    let widths: Vec<usize> = table.iter().map(|l| l.chars().count()).collect();
+    assert!(widths.iter().all(|w| *w == widths[0]), "{stdout}");
+    assert!(table[0].ends_with("fail-open"), "{stdout}");
+}
+
+/// `hookscope replay` of the configurations `webhooks` and the requests `input`, with `extra`.
+fn replay_files(webhooks: &[&Path], input: &Path, extra: &[&str]) -> Output {
+    let mut args = vec!["replay", "--webhooks"];
+    args.extend(webhooks.iter().map(|p| p.to_str().unwrap()));
+    args.extend(["--input", input.to_str().unwrap()]);
+    args.extend_from_slice(extra);
+    hookscope(&args)
+}

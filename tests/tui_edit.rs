@@ -7,6 +7,7 @@
 mod scratch;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use hookscope::edit::{BufferKey, content_hash};
 use hookscope::engine::AuditLevel;
 use hookscope::tui::app::{Command, Msg, RecoveredText, State, View, update};
 use hookscope::tui::keymap::Action;
@@ -140,6 +141,13 @@ impl Harness {
             .unwrap_or_else(|| panic!("{needle:?} in the buffer"));
         b.goto_line(line + 1);
     }
+}
+
+/// Whether `commands` ask for a re-dispatch.
+fn redispatches(commands: &[Command]) -> bool {
+    commands
+        .iter()
+        .any(|c| matches!(c, Command::Redispatch { .. }))
 }
 
 fn denied(s: &State) -> usize {
@@ -340,11 +348,8 @@ fn an_invalid_edit_keeps_the_configuration_in_force() {
     }
     h.type_text("Sometimes");
     let line = h.state.buffers[h.state.buffer].area.cursor().0 + 1;
-    let commands = h.check_now();
     assert!(
-        !commands
-            .iter()
-            .any(|c| matches!(c, Command::Redispatch { .. })),
+        !redispatches(&h.check_now()),
         "an invalid edit is not dispatched"
     );
     let b = &h.state.buffers[h.state.buffer];
@@ -502,6 +507,7 @@ fn recovered_text_is_offered_and_restored() {
         Msg::RecoveryFound(vec![RecoveredText {
             key: key.clone(),
             text: text.clone(),
+            base_hash: None,
         }]),
     );
     assert!(h.state.message.as_ref().unwrap().0.contains(":recover"));
@@ -554,6 +560,12 @@ fn snapshots_of_an_invalid_edit_and_the_what_if_view() {
     h.perform(commands);
     h.act(Action::Show(View::WhatIf));
     insta::assert_snapshot!("whatif", screen(&h.state));
+    for (w, hh) in [(80, 24), (250, 60)] {
+        let mut s = h.state.clone();
+        update(&mut s, Msg::Resize(w, hh));
+        let text = hookscope::tui::view::render_text(&s, w, hh);
+        insta::assert_snapshot!(format!("sized__whatif_{w}x{hh}"), text);
+    }
     h.act(Action::Open);
     insta::assert_snapshot!("whatif_compare", screen(&h.state));
 }
@@ -590,4 +602,140 @@ fn a_failed_save_keeps_the_edit_and_says_why() {
     );
     assert!(h.state.buffers[*buffer].modified());
     assert!(h.state.buffers[*buffer].text().contains("# kept"));
+}
+
+/// An emptied buffer is a deletion: shown as such and kept out of force until `:delete`
+/// confirms it; undo brings the text back.
+#[test]
+fn an_empty_buffer_is_a_deletion_confirmed_not_a_valid_configuration() {
+    let mut h = Harness::start();
+    h.act(Action::Edit(Some("40-policy".into())));
+    let before = denied(&h.state);
+    assert!(before > 0);
+    h.state.buffers[h.state.buffer].replace_text("  \n");
+    assert!(
+        !redispatches(&h.check_now()),
+        "an empty text is not dispatched"
+    );
+    let b = &h.state.buffers[h.state.buffer];
+    assert!(!b.in_force.is_empty(), "the configurations stay in force");
+    assert!(
+        b.check.errors[0].message.contains("would delete")
+            && b.check.errors[0].message.contains("40-policy"),
+        "{:?}",
+        b.check.errors
+    );
+    let text = screen(&h.state);
+    assert!(!text.contains("valid, in force"), "{text}");
+    // :delete confirms: nothing is in force from the buffer, every request is dispatched again.
+    let commands = h.act(Action::ConfirmDelete);
+    assert!(
+        matches!(commands.as_slice(), [Command::Redispatch { configurations, .. }] if configurations.is_empty()),
+        "{commands:?}"
+    );
+    h.perform(commands);
+    assert_eq!(denied(&h.state), 0, "no webhook left to deny");
+}
+
+/// After `:edit!` the user is back where they were, and one undo brings back the whole text
+/// from before the external edit (not an empty buffer); typed words are undone a word at a time.
+#[test]
+fn an_external_edit_returns_where_the_user_was_and_undoes_in_one_step() {
+    let mut h = Harness::start();
+    h.act(Action::Show(View::Webhooks));
+    let commands = h.act(Action::EditExternal(Some("40-policy".into())));
+    let Some(Command::ExternalEdit { buffer, text }) = commands.first().cloned() else {
+        panic!("{commands:?}");
+    };
+    let edited = text.replace("timeoutSeconds: 5", "timeoutSeconds: 7");
+    assert_ne!(edited, text);
+    update(
+        &mut h.state,
+        Msg::ExternalEdited {
+            buffer,
+            result: Ok(edited.clone()),
+        },
+    );
+    assert_eq!(h.state.view, View::Webhooks, "back where the user was");
+    assert_eq!(h.state.buffers[buffer].text(), edited);
+    h.act(Action::Show(View::Editor));
+    h.key(KeyCode::Char('z'), KeyModifiers::CONTROL);
+    assert_eq!(
+        h.state.buffers[buffer].text(),
+        text,
+        "one undo, the text before"
+    );
+    h.key(KeyCode::Char('y'), KeyModifiers::CONTROL);
+    assert_eq!(
+        h.state.buffers[buffer].text(),
+        edited,
+        "one redo, the editor's text"
+    );
+
+    // Words typed are undone one word at a time.
+    h.goto("timeoutSeconds: 7", 0);
+    h.key(KeyCode::End, KeyModifiers::NONE);
+    h.type_text(" # one two");
+    let typed = h.state.buffers[buffer].text();
+    assert!(typed.contains("timeoutSeconds: 7 # one two"), "{typed}");
+    h.key(KeyCode::Char('z'), KeyModifiers::CONTROL);
+    assert!(
+        h.state.buffers[buffer]
+            .text()
+            .contains("timeoutSeconds: 7 # one \n")
+    );
+    h.key(KeyCode::Char('z'), KeyModifiers::CONTROL);
+    assert!(
+        h.state.buffers[buffer]
+            .text()
+            .contains("timeoutSeconds: 7 # \n")
+    );
+}
+
+/// Recovery belongs to this run's files: a copy of a file this run did not open is not offered
+/// (nor turned into a buffer), a copy of a file that no longer exists is pruned, and a copy of a
+/// buffer this run opened is offered and restored.
+#[test]
+fn recovery_is_offered_only_for_this_runs_files_and_stale_copies_are_pruned() {
+    let mut h = Harness::start();
+    let dir = Scratch::new(&format!("hookscope-recovery-scope-{}", std::process::id()));
+    let elsewhere = dir.join("validating.yaml");
+    std::fs::write(&elsewhere, "kind: ValidatingWebhookConfiguration\n").unwrap();
+    let gone = dir.join("gone").join("validating.yaml");
+    let ours = h.state.buffers[0].origin.recovery_key();
+    let text = format!("{}# recovered\n", h.state.buffers[0].text());
+    let found = vec![
+        RecoveredText {
+            key: ours.clone(),
+            text: text.clone(),
+            base_hash: Some(content_hash(&h.state.buffers[0].saved)),
+        },
+        RecoveredText {
+            key: BufferKey::File(elsewhere.clone()),
+            text: "kind: ValidatingWebhookConfiguration\n# an earlier run's edit\n".into(),
+            base_hash: None,
+        },
+        RecoveredText {
+            key: BufferKey::File(gone.clone()),
+            text: "# of a deleted folder\n".into(),
+            base_hash: None,
+        },
+    ];
+    let commands = update(&mut h.state, Msg::RecoveryFound(found));
+    assert_eq!(
+        commands,
+        vec![Command::DiscardRecovery(BufferKey::File(gone))],
+        "the copy of a file that no longer exists is pruned"
+    );
+    let notice = h.state.message.clone().unwrap().0;
+    assert!(notice.contains(":recover"), "{notice}");
+    assert!(!notice.contains("validating.yaml"), "{notice}");
+    let buffers = h.state.buffers.len();
+    h.act(Action::Recover);
+    assert_eq!(
+        h.state.buffers.len(),
+        buffers,
+        "no buffer for a file this run did not open"
+    );
+    assert_eq!(h.state.buffers[0].text(), text);
 }

@@ -482,6 +482,14 @@ fn replaying_says_why_an_event_cannot_be_and_sends_the_ones_that_can() {
     );
     send(&mut s, LiveMsg::Audit(Box::new(record(1, true))));
     send(&mut s, LiveMsg::Audit(Box::new(record(2, true))));
+    // Before the configurations in force are listed there is nothing to replay against.
+    assert!(update(&mut s, Msg::Action(Action::ReplayEvent)).is_empty());
+    assert!(
+        s.message.as_ref().unwrap().0.contains("still being listed"),
+        "{:?}",
+        s.message
+    );
+    listed_none(&mut s);
     let c = update(&mut s, Msg::Action(Action::ReplayEvent));
     match c.as_slice() {
         [Command::Replay(r)] => assert_eq!(r.len(), 1),
@@ -497,6 +505,75 @@ fn replaying_says_why_an_event_cannot_be_and_sends_the_ones_that_can() {
     let mut replay = State::new("1.32".into(), AuditLevel::Request, Theme::default());
     assert!(update(&mut replay, Msg::Action(Action::ReplayEvents)).is_empty());
     assert!(replay.message.unwrap().0.contains("hookscope live"));
+}
+
+/// The configurations in force listed: none.
+fn listed_none(s: &mut State) {
+    send(
+        s,
+        LiveMsg::Configurations {
+            hooks: Vec::new(),
+            configurations: 0,
+            problems: Vec::new(),
+            synced: true,
+            documents: Vec::new(),
+        },
+    );
+}
+
+/// `live` without a cluster: the kubeconfig names one that refuses connections. Replaying says
+/// why it cannot, at once, instead of "replaying" forever; the Connection pane names the context
+/// and server it read and does not claim to be listing; Requests says where requests come from.
+#[test]
+fn without_a_cluster_the_console_says_why_nothing_replays() {
+    let mut s = live_state(100);
+    send(
+        &mut s,
+        LiveMsg::Cluster(Box::new(ClusterMsg::Connecting {
+            server: "https://127.0.0.1:1".into(),
+            context: "kind-gone".into(),
+            attempt: 1,
+        })),
+    );
+    send(
+        &mut s,
+        LiveMsg::Cluster(Box::new(ClusterMsg::Failed(Failure {
+            kind: FailureKind::Unreachable,
+            reason: "connection refused".into(),
+            action: "Start the cluster or pick another context.".into(),
+            rbac: None,
+            retry_in: Duration::from_secs(8),
+        }))),
+    );
+    send(&mut s, LiveMsg::Audit(Box::new(record(1, true))));
+    update(&mut s, Msg::Action(Action::Show(View::Events)));
+    for action in [Action::ReplayEvent, Action::ReplayEvents] {
+        assert!(update(&mut s, Msg::Action(action)).is_empty());
+        let (text, error) = s.message.clone().unwrap();
+        assert!(error, "{text}");
+        assert!(
+            text.contains("not connected") && text.contains("connection refused"),
+            "{text}"
+        );
+    }
+    update(&mut s, Msg::Action(Action::Show(View::Cluster)));
+    let screen = hookscope::tui::view::render_text(&s, 160, 40);
+    assert!(
+        screen.contains("kind-gone") && screen.contains("https://127.0.0.1:1"),
+        "{screen}"
+    );
+    assert!(!screen.contains("listing…"), "{screen}");
+    assert!(screen.contains("not listed: not connected"), "{screen}");
+    update(&mut s, Msg::Action(Action::Show(View::Requests)));
+    let screen = hookscope::tui::view::render_text(&s, 160, 40);
+    assert!(
+        !screen.contains("Waiting for the first replayed request"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("No request replayed: nothing replayed: not connected"),
+        "{screen}"
+    );
 }
 
 fn snapshot_with(counter: f64, duration_bucket: f64) -> AdmissionSnapshot {
@@ -664,23 +741,39 @@ fn the_chart_window_zooms_and_pauses() {
     assert_eq!(live(&s).history.len(), 13);
 }
 
+/// The live views, by snapshot name.
+const LIVE_VIEWS: [(&str, View); 4] = [
+    ("cluster", View::Cluster),
+    ("events", View::Events),
+    ("metrics", View::Metrics),
+    ("annotations", View::Annotations),
+];
+
+/// `s` showing `view` at `w`×`h`, without a message.
+fn live_screen(s: &State, view: View, (w, h): (u16, u16)) -> String {
+    let mut v = s.clone();
+    update(&mut v, Msg::Resize(w, h));
+    update(&mut v, Msg::Action(Action::Show(view)));
+    v.message = None;
+    hookscope::tui::view::render_text(&v, w, h)
+}
+
 #[test]
 fn live_views_snapshots() {
     let base = session();
     for theme in ["default", "high-contrast"] {
         let mut s = base.clone();
         s.theme = Theme::load(theme).unwrap();
-        for (name, view) in [
-            ("cluster", View::Cluster),
-            ("events", View::Events),
-            ("metrics", View::Metrics),
-            ("annotations", View::Annotations),
-        ] {
-            let mut v = s.clone();
-            update(&mut v, Msg::Action(Action::Show(view)));
-            v.message = None;
-            let screen = hookscope::tui::view::render_text(&v, 160, 40);
+        for (name, view) in LIVE_VIEWS {
+            let screen = live_screen(&s, view, (160, 40));
             insta::assert_snapshot!(format!("{theme}__live_{name}"), screen);
+        }
+    }
+    // Every live view at a small, a common and a wide size.
+    for (w, h) in [(80, 24), (120, 40), (250, 60)] {
+        for (name, view) in LIVE_VIEWS {
+            let screen = live_screen(&base, view, (w, h));
+            insta::assert_snapshot!(format!("sized__live_{name}_{w}x{h}"), screen);
         }
     }
     // A replay's console has no live tabs; a live one has both.
@@ -1057,6 +1150,7 @@ fn apply_is_refused_read_only_and_for_invalid_text() {
 #[test]
 fn the_namespace_filter_narrows_events_annotations_and_replays() {
     let mut s = live_state(100);
+    listed_none(&mut s);
     for i in 0..6 {
         let mut r = record(i, true);
         if i % 2 == 1 {

@@ -58,6 +58,8 @@ const SCREENS: &[(&str, &str)] = &[
     ("help_chain", "\n?"),
     ("command_completion", ":t"),
     ("editor", "5jje"),
+    ("walkthrough_defaulter", "/cart\n\nj"),
+    ("walkthrough_round1", "/cart\n\nj]"),
 ];
 
 fn check(theme: &str) {
@@ -65,6 +67,99 @@ fn check(theme: &str) {
         let mut s = loaded(theme);
         keys(&mut s, k);
         insta::assert_snapshot!(format!("{theme}__{name}"), screen(&s));
+    }
+}
+
+/// (name, keys pressed from the loaded state) of every view, drawn at every size.
+const VIEWS: &[(&str, &str)] = &[
+    ("requests", ""),
+    ("chain", "j\n"),
+    ("annotations", "3"),
+    ("metrics", "4"),
+    ("webhooks", "5"),
+    ("editor", "6"),
+    ("whatif", "7"),
+    ("help", "?"),
+];
+
+/// The sizes every view is drawn at: a small terminal, a common one, a wide one.
+const SIZES: [(u16, u16); 3] = [(80, 24), (120, 40), (250, 60)];
+
+#[test]
+fn every_view_at_every_size() {
+    for (w, h) in SIZES {
+        for (name, k) in VIEWS {
+            let mut s = loaded("default");
+            update(&mut s, Msg::Resize(w, h));
+            keys(&mut s, k);
+            let screen = hookscope::tui::view::render_text(&s, w, h);
+            insta::assert_snapshot!(format!("sized__{name}_{w}x{h}"), screen);
+        }
+    }
+}
+
+/// Each screen of the user guide (a `text` block after `<!-- screen: NAME -->`) is the committed
+/// snapshot NAME, so the guide cannot drift from what the console draws. With
+/// `HOOKSCOPE_UPDATE_GUIDE=1` the test writes the snapshots into the guide instead.
+#[test]
+fn the_user_guide_shows_the_committed_snapshots() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let guide_path = dir.join("docs/user-guide.md");
+    let guide = std::fs::read_to_string(&guide_path).unwrap();
+    let marker = "<!-- screen: ";
+    let mut out = String::new();
+    let mut rest = guide.as_str();
+    let mut stale = Vec::new();
+    let mut screens = 0;
+    while let Some(at) = rest.find(marker) {
+        let (before, from) = rest.split_at(at);
+        out.push_str(before);
+        let end = from.find(" -->").expect("a closed screen marker");
+        let name = &from[marker.len()..end];
+        let snapshot = std::fs::read_to_string(dir.join(format!("tests/snapshots/{name}.snap")))
+            .unwrap_or_else(|e| panic!("the guide's screen {name}: {e}"));
+        // The snapshot's text after its header.
+        let screen = snapshot.splitn(3, "---\n").nth(2).expect("a snapshot body");
+        let block_start = from
+            .find("```text\n")
+            .expect("a text block after the marker");
+        let body = &from[block_start + 8..];
+        let block_end = body.find("\n```").expect("a closed text block");
+        if body[..block_end].trim_end() != screen.trim_end() {
+            stale.push(name.to_string());
+        }
+        out.push_str(&from[..block_start + 8]);
+        out.push_str(screen.trim_end());
+        rest = &body[block_end..];
+        screens += 1;
+    }
+    out.push_str(rest);
+    assert!(screens >= 10, "only {screens} screens marked in the guide");
+    if std::env::var_os("HOOKSCOPE_UPDATE_GUIDE").is_some() {
+        std::fs::write(&guide_path, out).unwrap();
+        return;
+    }
+    assert!(
+        stale.is_empty(),
+        "the guide's screens differ from the snapshots {stale:?}: run the test with HOOKSCOPE_UPDATE_GUIDE=1"
+    );
+}
+
+/// The words the views use are defined once: the help overlay's list, which the user guide's
+/// table repeats word for word.
+#[test]
+fn the_user_guide_defines_the_words_the_help_overlay_defines() {
+    let guide = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/user-guide.md"),
+    )
+    .unwrap();
+    for (word, meaning) in hookscope::tui::view::WORDS {
+        let word = word
+            .replace("{allowed}", "✓")
+            .replace("{denied}", "✗")
+            .replace("{open}", "!");
+        let row = format!("| `{word}` | {meaning} |");
+        assert!(guide.contains(&row), "the guide lacks {row}");
     }
 }
 
@@ -351,10 +446,15 @@ fn chain_shows_the_engines_reason_for_every_webhook_not_called() {
             .selected_entry()
             .map(|e| e.replayed.outcome.calls.clone())
             .unwrap_or_default();
-        for (step, c) in calls.iter().enumerate() {
-            if step > 0 {
+        // The grid lists the calls in dispatch order; `j` moves down it.
+        let order = s.chain_order();
+        assert_eq!(order.len(), calls.len());
+        for (at, &step) in order.iter().enumerate() {
+            if at > 0 {
                 keys(&mut s, "j");
             }
+            assert_eq!(s.step, step);
+            let c = &calls[step];
             let Some(reason) = c.skip_reason.as_deref() else {
                 continue;
             };

@@ -33,15 +33,21 @@ impl Tmux {
 
     /// Starts session `target` at 120x40 running `script` with `sh -c`, and addresses it.
     fn session(&self, target: &'static str, script: &str) -> Tmux {
+        self.session_sized(target, script, (120, 40))
+    }
+
+    /// Starts session `target` at `size` (columns, rows) running `script` with `sh -c`.
+    fn session_sized(&self, target: &'static str, script: &str, size: (u16, u16)) -> Tmux {
+        let (w, h) = (size.0.to_string(), size.1.to_string());
         let out = self.cmd(&[
             "new-session",
             "-d",
             "-s",
             target,
             "-x",
-            "120",
+            &w,
             "-y",
-            "40",
+            &h,
             "sh",
             "-c",
             script,
@@ -126,6 +132,15 @@ fn scratch(name: &str) -> Scratch {
     Scratch::new(&format!("hookscope-{name}-{}", std::process::id()))
 }
 
+/// The shell script that runs the demo console with settings and recovery copies in
+/// `config_home` (an empty folder: the default keys, nothing of an earlier run offered), then
+/// runs `after`.
+fn demo_script(config_home: &Scratch, after: &str) -> String {
+    let bin = env!("CARGO_BIN_EXE_hookscope");
+    let home = config_home.display();
+    format!("XDG_CONFIG_HOME='{home}' XDG_STATE_HOME='{home}' '{bin}'; {after}")
+}
+
 fn tmux_available() -> bool {
     Command::new("tmux")
         .arg("-V")
@@ -139,16 +154,13 @@ fn demo_in_tmux() {
         println!("skipped: tmux is not installed");
         return;
     }
-    let bin = env!("CARGO_BIN_EXE_hookscope");
     let config_home = scratch("test-none");
     let server = Tmux::new("test");
     // After the console ends the shell prints its exit status and whether the terminal is back
     // in canonical mode, then waits so the pane can be read.
-    // No settings file (an empty folder): the keys are the defaults. Recovery copies go to the
-    // same folder, so none of an earlier run is offered.
-    let config_home = config_home.display();
-    let script = format!(
-        "XDG_CONFIG_HOME='{config_home}' XDG_STATE_HOME='{config_home}' '{bin}'; echo \"exit=$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon; sleep 30"
+    let script = demo_script(
+        &config_home,
+        "echo \"exit=$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon; sleep 30",
     );
     let t = server.session("console", &script);
 
@@ -164,7 +176,7 @@ fn demo_in_tmux() {
     t.wait_for(&["Steps 2/"], "next step");
     t.keys(&["]"]);
     let s = t.wait_for(
-        &["Step: inject.sidecar.demo · mutating · round 1"],
+        &["inject.sidecar.demo · mutating · round 1"],
         "jump to round 1",
     );
     assert!(
@@ -251,6 +263,91 @@ fn demo_in_tmux() {
     assert!(!s.contains("1 Requests"), "console still on screen:\n{s}");
     let alt = t.cmd(&["display-message", "-p", "-t", "console", "#{alternate_on}"]);
     assert_eq!(String::from_utf8_lossy(&alt.stdout).trim(), "0");
+}
+
+/// The console as a person sees it on a small terminal (80×24) and, resized, on a wide one
+/// (250×60): no number, mark or word cut, the help overlay scrolled to its end, names shown whole
+/// where there is room.
+#[test]
+fn the_console_at_80_by_24_and_250_by_60() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let config_home = scratch("sizes");
+    let server = Tmux::new("sizes");
+    let script = demo_script(&config_home, "sleep 30");
+    let t = server.session_sized("console", &script, (80, 24));
+    let s = t.wait_for(
+        &["Requests", "shop/web-1", "34 done"],
+        "demo opens at 80x24",
+    );
+    let lines: Vec<&str> = s.lines().collect();
+    // Every duration whole (a number with its one decimal and its unit), the dry-run mark kept.
+    let rows: Vec<&&str> = lines.iter().filter(|l| l.contains(" CREATE ")).collect();
+    assert!(rows.len() > 10, "{s}");
+    for row in rows {
+        let cells: Vec<&str> = row
+            .trim_end()
+            .trim_end_matches('│')
+            .split_whitespace()
+            .collect();
+        let [.., n, unit] = cells.as_slice() else {
+            panic!("{row:?}")
+        };
+        assert_eq!(*unit, "ms", "{row:?}");
+        assert!(n.parse::<f64>().is_ok() && n.contains('.'), "{row:?}");
+    }
+    assert!(s.contains("CREATE dry"), "{s}");
+    // The status bar and the tabs drop whole parts rather than cut a word.
+    let status = lines.iter().rev().find(|l| !l.trim().is_empty()).unwrap();
+    assert!(status.trim_end().ends_with("? help"), "{status:?}");
+    assert!(status.contains("✓ 22 ✗ 8 ! 4"), "{status:?}");
+    assert!(!lines[0].trim_end().ends_with(" E"), "{:?}", lines[0]);
+
+    // Webhooks: every count shown.
+    t.keys(&["5"]);
+    let s = t.wait_for(&["WEBHOOKS ", "MATCH"], "webhooks at 80x24");
+    let row = s
+        .lines()
+        .find(|l| l.contains("labels.defa"))
+        .unwrap_or_default();
+    assert!(row.contains(" 23 "), "{s}");
+    let row = s
+        .lines()
+        .find(|l| l.contains("quota.slow"))
+        .unwrap_or_default();
+    assert!(
+        row.trim_end()
+            .trim_end_matches('│')
+            .trim_end()
+            .ends_with('4'),
+        "{s}"
+    );
+
+    // The help overlay scrolls to its last command and says where it is.
+    t.keys(&["?"]);
+    t.wait_for(&["Help", "1–20/"], "help at 80x24");
+    t.keys(&["G"]);
+    t.wait_for(&["as apply, taking over"], "help scrolled to its end");
+    t.keys(&["Escape"]);
+    t.wait_gone("Help", "help closed");
+
+    // Wide: every tab and part of the status bar, names whole.
+    t.cmd(&["resize-window", "-t", "console", "-x", "250", "-y", "60"]);
+    t.keys(&["1"]);
+    let s = t.wait_for(
+        &["7 What-if", "payments/db-credentials", "│ k8s 1."],
+        "requests at 250x60",
+    );
+    assert!(s.contains("NAMESPACE/NAME"), "{s}");
+    assert!(!s.contains('…'), "nothing cut at 250 columns:\n{s}");
+    t.keys(&["5"]);
+    let s = t.wait_for(
+        &["50-deprecation-warner ─ warn.deprecations.demo"],
+        "webhooks wide",
+    );
+    assert!(s.contains("FAIL-OPEN"), "{s}");
 }
 
 #[test]

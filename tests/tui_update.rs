@@ -25,6 +25,13 @@ fn loaded() -> State {
     s
 }
 
+/// The demo loaded on a terminal `w`×`h`.
+fn loaded_at(w: u16, h: u16) -> State {
+    let mut s = loaded();
+    update(&mut s, Msg::Resize(w, h));
+    s
+}
+
 fn key(s: &mut State, c: char) -> Vec<Command> {
     update(
         s,
@@ -55,6 +62,141 @@ fn the_demo_streams_into_the_state() {
             .filter_map(|a| s.annotation(a))
             .any(|a| &*a.key == "mutation.webhook.admission.k8s.io/round_1_index_0")
     );
+}
+
+/// `✓`, `✗` and `!` of the status bar are three kinds of request: they add up to the requests
+/// replayed, and a request allowed though a call failed open is counted under `!` alone.
+#[test]
+fn the_status_counts_add_up_to_the_requests() {
+    let s = loaded();
+    let (replayed, allowed, denied, open) = s.counts();
+    assert_eq!(allowed + denied + open, replayed);
+    let want_open = s
+        .entries
+        .iter()
+        .filter(|e| e.verdict == Verdict::FailedOpen)
+        .count();
+    assert!(want_open > 0);
+    assert_eq!(open, want_open);
+    let line = status_line(&s);
+    assert!(
+        line.contains(&format!("✓ {allowed} ✗ {denied} ! {open}")),
+        "{line}"
+    );
+}
+
+/// "matched" and the other per-webhook words count the same thing in the Webhooks view and in
+/// What-if: the Webhooks view's counts equal the what-if counts of the same results.
+#[test]
+fn webhooks_counts_mean_what_the_what_if_counts_mean() {
+    let s = loaded();
+    let results: Vec<_> = s.entries.iter().map(|e| &*e.replayed).collect();
+    let stats = hookscope::edit::hook_stats(results);
+    let mut checked = 0;
+    for (h, c) in s.hooks.iter().zip(&s.hook_counts) {
+        let Some((_, w)) = stats.iter().find(|(k, _)| {
+            k.phase == h.phase && k.configuration == h.configuration && k.webhook == h.webhook
+        }) else {
+            continue;
+        };
+        assert_eq!(c, w, "{}", h.webhook);
+        // A request matched a webhook or skipped it, never both.
+        assert!(c.matched + c.skipped() <= s.entries.len(), "{}", h.webhook);
+        checked += 1;
+    }
+    assert_eq!(checked, s.hooks.len());
+}
+
+/// The Chain view lists a request's webhooks in dispatch order, each with its position in that
+/// order (the Webhooks view's POS), whether it was called or skipped.
+#[test]
+fn the_chain_lists_webhooks_in_dispatch_order_by_position() {
+    let mut s = loaded_at(160, 50);
+    let positions: std::collections::HashMap<String, usize> = s
+        .hooks
+        .iter()
+        .map(|h| (h.webhook.clone(), h.position))
+        .collect();
+    let mut checked = 0;
+    for i in 0..s.entries.len() {
+        key(&mut s, '1');
+        select(&mut s, i);
+        key(&mut s, '2');
+        let screen = hookscope::tui::view::render_text(&s, 160, 50);
+        let mut last: Option<usize> = None;
+        for line in screen.lines() {
+            let Some((grid, _)) = line.split_once("││") else {
+                continue;
+            };
+            let words: Vec<&str> = grid.trim_start_matches('│').split_whitespace().collect();
+            if words
+                .first()
+                .is_some_and(|w| *w == "mutating" || *w == "validating")
+            {
+                last = None;
+                continue;
+            }
+            // A step: [marker] symbol position name state.
+            let Some(at) = words.iter().position(|w| positions.contains_key(*w)) else {
+                continue;
+            };
+            let shown: usize = words[at - 1].parse().expect("a position before the name");
+            assert_eq!(shown, positions[words[at]], "request {}: {line}", i + 1);
+            assert!(
+                last.is_none_or(|l| l < shown),
+                "request {}: {screen}",
+                i + 1
+            );
+            last = Some(shown);
+            checked += 1;
+        }
+    }
+    assert!(checked > 50, "{checked}");
+}
+
+/// At any width, a number in the Requests or Webhooks table is shown whole or its column is
+/// dropped whole and named in the pane's title; a dry run keeps its `dry` mark.
+#[test]
+fn numbers_are_whole_or_their_column_is_named_hidden() {
+    let mut s = loaded();
+    for width in [50u16, 60, 70, 80, 90, 100, 120, 160, 250] {
+        update(&mut s, Msg::Resize(width, 60));
+        key(&mut s, '1');
+        let screen = hookscope::tui::view::render_text(&s, width, 60);
+        let lines: Vec<&str> = screen.lines().collect();
+        let title = lines[1];
+        for (row, line) in lines[3..].iter().enumerate() {
+            let Some(e) = s.visible.get(row).map(|&i| s.entries[i].row()) else {
+                break;
+            };
+            let duration = format!(" {:.1} ms", e.duration.as_secs_f64() * 1000.0);
+            assert!(
+                line.contains(&duration) || title.contains("TIME"),
+                "{width}: {duration:?} in {line:?}\n{screen}"
+            );
+            let called = format!(" {} ", e.called);
+            assert!(
+                line.contains(&called) || title.contains("CALL"),
+                "{width}: {called:?} in {line:?}"
+            );
+            if e.dry_run {
+                assert!(line.contains(" dry "), "{width}: {line:?}");
+            }
+        }
+        key(&mut s, '5');
+        let screen = hookscope::tui::view::render_text(&s, width, 60);
+        let lines: Vec<&str> = screen.lines().collect();
+        for (i, c) in s.hook_counts.iter().enumerate() {
+            let cells: Vec<&str> = lines[3 + i].trim_matches('│').split_whitespace().collect();
+            for (n, title) in [(c.matched, "MATCH"), (c.failed_open, "OPEN")] {
+                assert!(
+                    cells.contains(&n.to_string().as_str()) || lines[1].contains(title),
+                    "{width}: {title} {n} in {:?}",
+                    lines[3 + i]
+                );
+            }
+        }
+    }
 }
 
 #[test]
@@ -288,11 +430,11 @@ fn annotations_follow_the_tail_until_scrolled() {
     let mut s = loaded();
     update(&mut s, Msg::Resize(120, 40));
     key(&mut s, '3');
-    assert_eq!(s.annotation_top, None);
+    assert_eq!(s.annotation_selected, None);
     key(&mut s, 'k');
-    assert!(s.annotation_top.is_some());
+    assert!(s.annotation_selected.is_some());
     key(&mut s, 'G');
-    assert_eq!(s.annotation_top, None);
+    assert_eq!(s.annotation_selected, None);
 }
 
 #[test]
@@ -865,7 +1007,132 @@ fn clicks_in_what_if_select_and_open_a_request() {
     click(&mut s, 20, y);
     assert_eq!(s.step, last, "the \"before\" grid selects nothing");
     wheel(&mut s, 100, 45, true);
-    assert_eq!((s.step, s.detail_scroll), (last, 3));
+    assert_eq!(
+        (s.step, s.detail_scroll),
+        (last, 0),
+        "the diff fits its pane: the wheel does not scroll it into blank space"
+    );
+}
+
+fn ctrl(s: &mut State, c: char) -> Vec<Command> {
+    update(
+        s,
+        Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)),
+    )
+}
+
+/// The title of the pane drawn on `row` of the screen.
+fn pane_title(screen: &str, row: usize) -> String {
+    screen.lines().nth(row).unwrap_or_default().to_string()
+}
+
+#[test]
+fn the_chain_detail_scrolls_within_its_text_and_says_where() {
+    let mut s = loaded_at(80, 24);
+    // Request #2's deciding step (a denial, its review sent and answered) in a narrow pane.
+    key(&mut s, 'j');
+    code(&mut s, KeyCode::Enter);
+    key(&mut s, 'd');
+    code(&mut s, KeyCode::Tab);
+    assert_eq!(s.chain_pane, ChainPane::Detail);
+    let screen = hookscope::tui::view::render_text(&s, 80, 24);
+    assert!(pane_title(&screen, 5).contains("1–"), "{screen}");
+    key(&mut s, 'G');
+    let bottom = s.detail_scroll;
+    assert!(bottom > 0);
+    let screen = hookscope::tui::view::render_text(&s, 80, 24);
+    let title = pane_title(&screen, 5);
+    assert!(title.contains(&format!("{}–", bottom + 1)), "{title}");
+    // Past the end there is nothing: G again, ctrl-d and pgdn stay; k comes back one line.
+    key(&mut s, 'G');
+    ctrl(&mut s, 'd');
+    code(&mut s, KeyCode::PageDown);
+    assert_eq!(s.detail_scroll, bottom);
+    key(&mut s, 'k');
+    assert_eq!(s.detail_scroll, bottom - 1);
+    ctrl(&mut s, 'u');
+    key(&mut s, 'g');
+    assert_eq!(s.detail_scroll, 0);
+    // A step that fits its pane (the first, skipped) does not scroll at all.
+    update(&mut s, Msg::Resize(250, 60));
+    code(&mut s, KeyCode::Esc);
+    key(&mut s, 'g');
+    code(&mut s, KeyCode::Tab);
+    key(&mut s, 'G');
+    ctrl(&mut s, 'd');
+    assert_eq!(s.detail_scroll, 0);
+}
+
+#[test]
+fn the_help_overlay_scrolls_to_its_last_command_at_80_by_24() {
+    let mut s = loaded_at(80, 24);
+    key(&mut s, '?');
+    let screen = hookscope::tui::view::render_text(&s, 80, 24);
+    assert!(!screen.contains("as apply, taking over"), "{screen}");
+    assert!(pane_title(&screen, 1).contains("1–20/"), "{screen}");
+    key(&mut s, 'G');
+    assert!(s.help, "scrolling keeps the overlay open");
+    let screen = hookscope::tui::view::render_text(&s, 80, 24);
+    assert!(screen.contains("quit"), "{screen}");
+    assert!(screen.contains("as apply, taking over"), "{screen}");
+    let end = s.help_scroll;
+    key(&mut s, 'j');
+    assert_eq!(s.help_scroll, end);
+    key(&mut s, 'k');
+    assert_eq!(s.help_scroll, end - 1);
+    // Words are never run together: each key is followed by a blank before its meaning.
+    key(&mut s, 'g');
+    key(&mut s, '?');
+    key(&mut s, '1');
+    key(&mut s, '?');
+    let screen = hookscope::tui::view::render_text(&s, 160, 45);
+    assert!(!screen.contains("hook:a"), "{screen}");
+    assert!(!screen.contains("namespace:the"), "{screen}");
+    code(&mut s, KeyCode::Esc);
+    assert!(!s.help);
+}
+
+#[test]
+fn the_metrics_samples_scroll_and_say_where() {
+    let mut s = loaded_at(80, 24);
+    key(&mut s, '4');
+    let screen = hookscope::tui::view::render_text(&s, 80, 24);
+    assert!(screen.contains("Exported samples"), "{screen}");
+    let title = screen
+        .lines()
+        .find(|l| l.contains("Exported samples"))
+        .unwrap()
+        .to_string();
+    assert!(title.contains("1–"), "{title}");
+    key(&mut s, 'G');
+    let end = s.samples_scroll;
+    assert!(end > 0);
+    key(&mut s, 'j');
+    assert_eq!(s.samples_scroll, end);
+    key(&mut s, 'k');
+    assert_eq!(s.samples_scroll, end - 1);
+}
+
+#[test]
+fn enter_on_an_annotation_opens_its_step_in_the_chain() {
+    let mut s = loaded_at(120, 40);
+    key(&mut s, '3');
+    key(&mut s, 'g');
+    let first = *s.visible_annotations()[0];
+    let key_name = s.annotation(&first).unwrap().key.to_string();
+    assert!(s.annotation_selected == Some(0));
+    let screen = hookscope::tui::view::render_text(&s, 120, 40);
+    assert!(screen.lines().nth(3).unwrap().contains('▸'), "{screen}");
+    code(&mut s, KeyCode::Enter);
+    assert_eq!(s.view, View::Chain);
+    assert_eq!(s.selected, Some(first.request()));
+    // `…/round_{r}_index_{i}`: the step is that round's call at that index.
+    if let Some(rest) = key_name.split_once("/round_").map(|(_, r)| r.to_string()) {
+        let (round, index) = rest.split_once("_index_").unwrap();
+        let c = &s.selected_entry().unwrap().replayed.outcome.calls[s.step];
+        assert_eq!(c.round.to_string(), round);
+        assert_eq!(c.index.to_string(), index);
+    }
 }
 
 #[test]
@@ -953,4 +1220,143 @@ fn a_click_on_an_annotation_opens_the_step_that_wrote_it() {
     // The column titles open nothing.
     click(&mut s, 60, 2);
     assert_eq!(s.view, View::Annotations);
+}
+
+#[test]
+fn e_opens_a_configuration_at_its_start_not_its_name_on_the_last_row() {
+    for (w, h) in [(80u16, 24u16), (120, 40)] {
+        let mut s = loaded_at(w, h);
+        for k in "5jjje".chars() {
+            key(&mut s, k);
+        }
+        assert_eq!(s.view, View::Editor);
+        let screen = hookscope::tui::view::render_text(&s, w, h);
+        let lines: Vec<&str> = screen.lines().collect();
+        let top = lines
+            .iter()
+            .position(|l| l.contains("valid, in force"))
+            .unwrap();
+        let name = lines
+            .iter()
+            .position(|l| l.contains("name: 40-policy"))
+            .unwrap_or_else(|| panic!("{screen}"));
+        assert_eq!(name - top, 4, "{w}x{h}:\n{screen}");
+        assert!(lines[name - 3].contains("apiVersion:"), "{screen}");
+    }
+}
+
+#[test]
+fn tab_means_next_pane_in_every_view() {
+    let mut s = loaded_at(120, 40);
+    for view in ['1', '3', '4', '5', '7'] {
+        key(&mut s, view);
+        let before = s.view;
+        code(&mut s, KeyCode::Tab);
+        assert_eq!(s.view, before, "tab does not switch views");
+        assert!(
+            s.message
+                .as_ref()
+                .is_some_and(|(m, _)| m.contains("switch views")),
+            "{:?}",
+            s.message
+        );
+    }
+    key(&mut s, '2');
+    code(&mut s, KeyCode::Tab);
+    assert_eq!((s.view, s.chain_pane), (View::Chain, ChainPane::Detail));
+}
+
+/// A console whose only `--webhooks` file (two documents) was left out, as the replay source
+/// reports it.
+fn nothing_loaded() -> State {
+    use hookscope::replay::report::{Problem, ProblemKind};
+    use hookscope::replay::{IndexUnit, SourceRef};
+    use hookscope::tui::source::{ConfigDocument, DocumentOrigin};
+    let mut s = State::new("1.35".into(), AuditLevel::Request, Theme::default());
+    update(&mut s, Msg::Resize(160, 40));
+    let text = "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata: {name: a}\nwebhooks: []\n---\napiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: b}\nwebhooks:\n- name: b.example.com\n  timeoutSeconds: 31\n";
+    update(
+        &mut s,
+        Msg::Source(SourceMsg::Started {
+            label: "replay 1 file".into(),
+            hooks: Vec::new(),
+            total: Some(0),
+            documents: vec![ConfigDocument {
+                origin: DocumentOrigin::File("hooks.yaml".into()),
+                text: text.into(),
+                configurations: Vec::new(),
+            }],
+        }),
+    );
+    let problem = Problem {
+        kind: ProblemKind::Configuration,
+        source: SourceRef {
+            file: "hooks.yaml".into(),
+            index: 2,
+            unit: IndexUnit::Document,
+            audit_id: None,
+        },
+        field: "webhooks[0].timeoutSeconds".into(),
+        message: "Invalid value: 31: the timeout value must be between 1 and 30 seconds".into(),
+    };
+    update(&mut s, Msg::Source(SourceMsg::Problem(Box::new(problem))));
+    update(
+        &mut s,
+        Msg::Source(SourceMsg::Finished { missing_replies: 0 }),
+    );
+    s
+}
+
+#[test]
+fn problems_are_listed_with_file_position_field_and_reason() {
+    let mut s = nothing_loaded();
+    // Nothing loaded is said where the requests are, not only counted.
+    let screen = hookscope::tui::view::render_text(&s, 160, 40);
+    assert!(screen.contains("no configuration loaded"), "{screen}");
+    assert!(screen.contains("1 problems: :problems"), "{screen}");
+    assert!(
+        screen.lines().next().unwrap().contains("! Problems"),
+        "{screen}"
+    );
+    key(&mut s, ':');
+    for c in "problems".chars() {
+        key(&mut s, c);
+    }
+    code(&mut s, KeyCode::Enter);
+    assert_eq!(s.view, View::Problems);
+    let screen = hookscope::tui::view::render_text(&s, 160, 40);
+    let row = screen
+        .lines()
+        .find(|l| l.contains("configuration left out"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    for part in [
+        "hooks.yaml document 2",
+        "webhooks[0].timeoutSeconds",
+        "must be between 1 and 30 seconds",
+    ] {
+        assert!(row.contains(part), "{part}: {row}");
+    }
+    assert!(
+        screen.contains("No webhook configuration loaded"),
+        "{screen}"
+    );
+    // enter opens the file at the document that was left out.
+    code(&mut s, KeyCode::Enter);
+    assert_eq!(s.view, View::Editor);
+    let screen = hookscope::tui::view::render_text(&s, 160, 40);
+    assert!(screen.contains(" · 6:1 · "), "{screen}");
+}
+
+#[test]
+fn a_long_notice_never_hides_the_progress() {
+    let mut s = loaded_at(80, 24);
+    s.message = Some((
+        "unsaved edits of validating.yaml, mutating.yaml and three more files from an earlier session: :recover opens, :discard drops".into(),
+        false,
+    ));
+    let screen = hookscope::tui::view::render_text(&s, 80, 24);
+    let status = screen.lines().last().unwrap();
+    assert!(status.contains("34 done"), "{status}");
+    assert!(status.contains("unsaved edits of"), "{status}");
+    assert!(status.contains('…'), "{status}");
 }

@@ -23,11 +23,25 @@ pub struct Args {
     pub quiet: bool,
 }
 
+/// The last line of `check`: how many configurations, how many valid, invalid, and warnings.
+fn summary(count: usize, invalid: usize, warnings: usize) -> String {
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    format!(
+        "{} checked: {} valid, {} invalid, {}",
+        plural(count, "configuration"),
+        count - invalid,
+        invalid,
+        plural(warnings, "warning")
+    )
+}
+
 /// Runs `check`.
 pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     let paint = Paint::stdout();
     let mut failed = false;
     let mut count = 0;
+    let mut invalid = 0;
+    let mut warnings = 0;
     let mut other_kinds = OtherKinds::default();
     let mut names = HashMap::new();
     for loaded in config::load_paths(&args.webhooks) {
@@ -40,6 +54,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
             Ok(l) => l,
             Err(e) => {
                 failed = true;
+                invalid += 1;
                 outln!("{} {e}", paint.bad("✗"));
                 continue;
             }
@@ -79,16 +94,19 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         if let Some(earlier) = names.insert((cfg.kind, cfg.name.clone()), loaded.source.clone())
             && !cfg.name.is_empty()
         {
+            warnings += 1;
             outln!(
                 "    {} metadata.name: {}",
                 paint.warn("warning"),
                 replaces(cfg, &earlier)
             );
         }
+        warnings += lints.len();
         for l in &lints {
             outln!("    {} {}: {}", paint.warn("warning"), l.field, l.message);
         }
         failed |= !errors.is_empty();
+        invalid += usize::from(!errors.is_empty());
     }
     if count == 0 {
         let also = if other_kinds.is_empty() {
@@ -103,6 +121,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     if !other_kinds.is_empty() {
         outln!("{}", paint.dim(&other_kinds.to_string()));
     }
+    outln!("{}", summary(count, invalid, warnings));
     Ok(if failed {
         ExitCode::from(1)
     } else {

@@ -33,6 +33,7 @@ macro_rules! errln {
 
 pub mod check;
 pub(crate) mod configs;
+pub mod conventions;
 pub mod live;
 pub mod patch;
 pub mod replay;

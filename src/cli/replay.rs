@@ -304,7 +304,10 @@ struct HookCounts {
     skipped: usize,
     mutated: usize,
     denied: usize,
+    /// Calls that failed and failed the request (failurePolicy Fail).
     errors: usize,
+    /// Calls that failed and were ignored (failurePolicy Ignore).
+    failed_open: usize,
 }
 
 /// Per-webhook counts, found without copying names: a replay considers few webhooks, many times.
@@ -439,7 +442,10 @@ impl Sinks {
                         h.called += 1;
                         h.mutated += usize::from(c.mutated);
                         h.denied += usize::from(c.allowed == Some(false));
-                        h.errors += usize::from(c.error.is_some());
+                        // One meaning per word, as in the console: errors fail closed.
+                        let open = c.failure_policy == "Ignore" && c.allowed != Some(false);
+                        h.errors += usize::from(c.error.is_some() && !open);
+                        h.failed_open += usize::from(c.error.is_some() && open);
                     }
                 }
                 if let Some(j) = &mut self.junit {
@@ -582,20 +588,36 @@ impl Sinks {
         let p = &self.paint;
         let s = &self.report.summary;
         if !self.hooks.is_empty() {
+            // The name column as wide as the longest name, so long names never push the counts.
+            let names: Vec<(String, &HookCounts)> = self
+                .hooks
+                .sorted()
+                .into_iter()
+                .map(|((config, hook, phase), h)| (format!("{phase:<10} {config}/{hook}"), h))
+                .collect();
+            let w = names
+                .iter()
+                .map(|(n, _)| n.chars().count())
+                .max()
+                .unwrap_or(0)
+                .max("webhook".len());
             outln!();
             outln!(
                 "{}",
-                p.bold("webhook                                          called  skipped  mutated  denied  errors")
+                p.bold(&format!(
+                    "{:<w$} {:>7}  {:>7}  {:>7}  {:>6}  {:>6}  {:>9}",
+                    "webhook", "called", "skipped", "mutated", "denied", "errors", "fail-open"
+                ))
             );
-            for ((config, hook, phase), h) in self.hooks.sorted() {
-                let name = format!("{phase:<10} {config}/{hook}");
+            for (name, h) in &names {
                 outln!(
-                    "{name:<48} {:>7}  {:>7}  {:>7}  {:>6}  {:>6}",
+                    "{name:<w$} {:>7}  {:>7}  {:>7}  {:>6}  {:>6}  {:>9}",
                     h.called,
                     h.skipped,
                     h.mutated,
                     h.denied,
-                    h.errors
+                    h.errors,
+                    h.failed_open
                 );
             }
         }

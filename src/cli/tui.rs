@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use hookscope::KubeVersion;
-use hookscope::replay::report::Report;
+use hookscope::replay::report::{Problem, ProblemKind, Report};
 use hookscope::replay::run::IdMode;
 use hookscope::tui::app::State;
 use hookscope::tui::source::{
@@ -83,10 +83,13 @@ fn file_source(args: &Args, version: KubeVersion) -> Result<ReplaySource, String
     let replier = args.source.replier()?;
     let (replayer, reader, cluster_problems) =
         args.source.replayer_and_reader(&configs, version, true);
-    let problems = (report.problems.iter())
-        .map(|p| format!("{}: {}", p.source, p.message))
-        .chain(cluster_problems.iter().map(ToString::to_string))
-        .chain(skipped)
+    let problems = (report.problems.iter().cloned())
+        .chain((cluster_problems.iter()).map(|p| Problem::from_input(ProblemKind::Invalid, p)))
+        .chain(
+            skipped
+                .into_iter()
+                .map(|s| Problem::note(ProblemKind::Warning, s)),
+        )
         .collect();
     let files = args.input.len();
     Ok(ReplaySource {

@@ -24,7 +24,7 @@ pub mod whatif;
 pub use check::{Checked, Problem, ProblemKind, Severity, check};
 pub use hash::ContentHash;
 pub use locate::{Locator, TextPosition};
-pub use recovery::{BufferKey, RecoveryEntry, RecoveryError, RecoveryStore};
+pub use recovery::{BufferKey, RecoveryEntry, RecoveryError, RecoveryStore, content_hash};
 pub use redispatch::{
     CancelToken, Cancelled, Progress, RedispatchHandle, RedispatchMsg, Redispatched, redispatch,
     spawn_redispatch,
@@ -34,5 +34,5 @@ pub use save::{SaveError, Saved, backup_path, save_atomic};
 pub use watch::{ConfigWatcher, DEFAULT_DEBOUNCE, FileChange, FileContent, WatchError};
 pub use whatif::{
     AnnotationChange, HookDelta, HookKey, HookStats, ObjectChange, RequestChange, Verdict, WhatIf,
-    compare, hook_stats,
+    compare, hook_stats, request_stats,
 };

@@ -57,12 +57,7 @@ impl BufferKey {
 
     /// The entry's file name: a stable 64-bit FNV-1a hash of the key.
     fn file_name(&self) -> String {
-        let text = serde_json::to_string(self).unwrap_or_default();
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in text.bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
+        let h = content_hash(&serde_json::to_string(self).unwrap_or_default());
         let kind = match self {
             BufferKey::File(_) => "file",
             BufferKey::Embedded(_) => "embedded",
@@ -71,6 +66,16 @@ impl BufferKey {
         };
         format!("{kind}-{h:016x}.json")
     }
+}
+
+/// A stable 64-bit FNV-1a hash of a text: which version of a file an entry's edits started from.
+pub fn content_hash(text: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
 }
 
 /// A recovery store could not be read or written.
@@ -118,6 +123,9 @@ struct Record {
     saved_at_ms: u64,
     pid: u32,
     text: String,
+    /// [`content_hash`] of the text the edits started from (absent in older entries).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    base_hash: Option<u64>,
 }
 
 const RECORD_VERSION: u32 = 1;
@@ -135,6 +143,8 @@ pub struct RecoveryEntry {
     pub original: Option<PathBuf>,
     /// The process that wrote it (another console may still be running).
     pub pid: u32,
+    /// [`content_hash`] of the text the edits started from, when recorded.
+    pub base_hash: Option<u64>,
     /// The recovery file.
     pub file: PathBuf,
 }
@@ -176,6 +186,17 @@ impl RecoveryStore {
     /// Keeps `text` as the unsaved content of `key`, replacing what was kept before. Returns the
     /// entry's file.
     pub fn write(&self, key: &BufferKey, text: &str) -> Result<PathBuf, RecoveryError> {
+        self.write_from(key, text, None)
+    }
+
+    /// As [`RecoveryStore::write`], recording which text the edits started from (`base`: the
+    /// file as loaded or saved), so that they are offered only against that same text.
+    pub fn write_from(
+        &self,
+        key: &BufferKey,
+        text: &str,
+        base: Option<&str>,
+    ) -> Result<PathBuf, RecoveryError> {
         fs::create_dir_all(&self.dir).map_err(io_error("creating", &self.dir))?;
         let key = key.normalized();
         let path = self.dir.join(key.file_name());
@@ -188,6 +209,7 @@ impl RecoveryStore {
             saved_at_ms,
             pid: std::process::id(),
             text: text.to_string(),
+            base_hash: base.map(content_hash),
         };
         let bytes = serde_json::to_vec(&record).map_err(|e| RecoveryError::Corrupt {
             path: path.clone(),
@@ -270,6 +292,7 @@ fn read_entry(path: &Path) -> Result<RecoveryEntry, RecoveryError> {
         saved_at: UNIX_EPOCH + Duration::from_millis(record.saved_at_ms),
         original,
         pid: record.pid,
+        base_hash: record.base_hash,
         file: path.to_path_buf(),
     })
 }

@@ -101,6 +101,20 @@ impl RequestChange {
             .is_some_and(|(b, a)| b.allowed() != a.allowed())
     }
 
+    /// How the verdict changed, in the words the console uses: `flipped` (allowed ↔ denied),
+    /// `status code` (denied both times with another code), `denial message` (the same code,
+    /// another message). None when the verdicts are equal.
+    pub fn verdict_change(&self) -> Option<&'static str> {
+        let (b, a) = self.verdict.as_ref()?;
+        Some(match (b, a) {
+            _ if self.flipped() => "flipped",
+            (Verdict::Denied { code: x, .. }, Verdict::Denied { code: y, .. }) if x != y => {
+                "status code"
+            }
+            _ => "denial message",
+        })
+    }
+
     fn is_empty(&self) -> bool {
         self.verdict.is_none()
             && self.object.is_empty()
@@ -121,13 +135,25 @@ pub struct HookKey {
     pub phase: WebhookKind,
 }
 
-/// What one webhook did across a result set. Counts are of requests (`matched`) or of rounds
-/// (the rest: a mutating webhook reinvoked counts twice).
+impl HookKey {
+    /// The key of a webhook of `configuration` in `phase`.
+    pub fn new(configuration: &str, webhook: &str, phase: WebhookKind) -> HookKey {
+        HookKey {
+            configuration: configuration.to_string(),
+            webhook: webhook.to_string(),
+            phase,
+        }
+    }
+}
+
+/// What one webhook did across a result set. `matched` and the skips count requests (a request
+/// either matched the webhook, calling it in some round, or skipped it for its first reason, or
+/// failed before reaching it); the rest count calls (a mutating webhook reinvoked counts twice).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct HookStats {
     /// Requests for which it was called at least once.
     pub matched: usize,
-    /// Skipped because no rule matches the operation, resource or scope.
+    /// Requests that skipped it because no rule matches the operation, resource or scope.
     pub skipped_rules: usize,
     /// Skipped by its namespaceSelector or objectSelector.
     pub skipped_selector: usize,
@@ -154,6 +180,101 @@ impl HookStats {
     }
 }
 
+impl HookStats {
+    /// Adds another webhook's (or another request's) counts to these.
+    pub fn add(&mut self, o: &HookStats) {
+        self.matched += o.matched;
+        self.skipped_rules += o.skipped_rules;
+        self.skipped_selector += o.skipped_selector;
+        self.skipped_match_condition += o.skipped_match_condition;
+        self.not_reinvoked += o.not_reinvoked;
+        self.called += o.called;
+        self.mutated += o.mutated;
+        self.denied += o.denied;
+        self.errored += o.errored;
+        self.failed_open += o.failed_open;
+    }
+}
+
+/// The counts of `key` in `stats`, added in `order` when first seen.
+fn entry<'s>(
+    stats: &'s mut BTreeMap<HookKey, HookStats>,
+    order: &mut Vec<HookKey>,
+    key: HookKey,
+) -> &'s mut HookStats {
+    if !stats.contains_key(&key) {
+        order.push(key.clone());
+    }
+    stats.entry(key).or_default()
+}
+
+/// What each webhook did in one request (its `matched` is 1 where it was called at all), in
+/// the order the request met them. The console's Webhooks view and the what-if comparison both
+/// count with it, so that each count means one thing.
+pub fn request_stats(r: &Replayed) -> Vec<(HookKey, HookStats)> {
+    let mut order: Vec<HookKey> = Vec::new();
+    let mut stats: BTreeMap<HookKey, HookStats> = BTreeMap::new();
+    for c in &r.outcome.calls {
+        if c.decision != CallDecision::Called {
+            continue;
+        }
+        let s = entry(
+            &mut stats,
+            &mut order,
+            HookKey::new(&c.configuration, &c.webhook, c.phase),
+        );
+        s.called += 1;
+        s.matched = 1;
+        if c.error.is_some() {
+            if c.failure_policy == "Ignore" && c.allowed != Some(false) {
+                s.failed_open += 1;
+            } else {
+                s.errored += 1;
+            }
+        } else if c.allowed == Some(false) {
+            s.denied += 1;
+        } else if c.mutated {
+            s.mutated += 1;
+        }
+    }
+    for step in &r.outcome.steps() {
+        let StepKind::Skipped { hook, cause, .. } = &step.kind else {
+            continue;
+        };
+        let s = entry(
+            &mut stats,
+            &mut order,
+            HookKey::new(&hook.configuration, &hook.webhook, hook.phase),
+        );
+        // A request skips a webhook once, for its first reason (round 0's).
+        if s.skipped() > 0 && !matches!(cause, SkipReason::NotReinvoked { .. }) {
+            continue;
+        }
+        match cause {
+            SkipReason::Rules => s.skipped_rules += 1,
+            SkipReason::NamespaceSelector | SkipReason::ObjectSelector => s.skipped_selector += 1,
+            SkipReason::MatchConditionFalse { .. }
+            | SkipReason::MatchConditionErrorIgnored { .. } => s.skipped_match_condition += 1,
+            SkipReason::NotReinvoked { .. } => s.not_reinvoked += 1,
+            // The request failed there: neither a match nor a skip.
+            SkipReason::RequestFailed { .. } | SkipReason::TimedOutBeforeCall => {}
+        }
+    }
+    order
+        .into_iter()
+        .map(|k| {
+            let mut s = stats.get(&k).copied().unwrap_or_default();
+            // Called in one round and skipped in another: matched, not skipped.
+            if s.matched > 0 {
+                s.skipped_rules = 0;
+                s.skipped_selector = 0;
+                s.skipped_match_condition = 0;
+            }
+            (k, s)
+        })
+        .collect()
+}
+
 /// Per-webhook counts of a result set (a slice, or any iterator of references, such as the
 /// console's entries), in dispatch order of first appearance.
 pub fn hook_stats<'a>(
@@ -161,73 +282,18 @@ pub fn hook_stats<'a>(
 ) -> Vec<(HookKey, HookStats)> {
     let mut order: Vec<HookKey> = Vec::new();
     let mut stats: BTreeMap<HookKey, HookStats> = BTreeMap::new();
-    fn entry<'s>(
-        stats: &'s mut BTreeMap<HookKey, HookStats>,
-        order: &mut Vec<HookKey>,
-        key: HookKey,
-    ) -> &'s mut HookStats {
-        if !stats.contains_key(&key) {
-            order.push(key.clone());
-        }
-        stats.entry(key).or_default()
-    }
     for r in results {
-        let mut matched_here: BTreeSet<HookKey> = BTreeSet::new();
-        for c in &r.outcome.calls {
-            if c.decision != CallDecision::Called {
-                continue;
-            }
-            let key = HookKey {
-                configuration: c.configuration.to_string(),
-                webhook: c.webhook.to_string(),
-                phase: c.phase,
-            };
-            let s = entry(&mut stats, &mut order, key.clone());
-            s.called += 1;
-            if c.error.is_some() {
-                if c.failure_policy == "Ignore" && c.allowed != Some(false) {
-                    s.failed_open += 1;
-                } else {
-                    s.errored += 1;
-                }
-            } else if c.allowed == Some(false) {
-                s.denied += 1;
-            } else if c.mutated {
-                s.mutated += 1;
-            }
-            if matched_here.insert(key) {
-                s.matched += 1;
-            }
-        }
-        for step in &r.outcome.steps() {
-            let StepKind::Skipped { hook, cause, .. } = &step.kind else {
-                continue;
-            };
-            let key = HookKey {
-                configuration: hook.configuration.to_string(),
-                webhook: hook.webhook.to_string(),
-                phase: hook.phase,
-            };
-            let s = entry(&mut stats, &mut order, key);
-            match cause {
-                SkipReason::Rules => s.skipped_rules += 1,
-                SkipReason::NamespaceSelector | SkipReason::ObjectSelector => {
-                    s.skipped_selector += 1
-                }
-                SkipReason::MatchConditionFalse { .. }
-                | SkipReason::MatchConditionErrorIgnored { .. } => s.skipped_match_condition += 1,
-                SkipReason::NotReinvoked { .. } => s.not_reinvoked += 1,
-                // The request failed there: neither a match nor a skip.
-                SkipReason::RequestFailed { .. } | SkipReason::TimedOutBeforeCall => {}
-            }
+        for (key, s) in request_stats(r) {
+            entry(&mut stats, &mut order, key).add(&s);
         }
     }
-    let mut out: Vec<(HookKey, HookStats)> = Vec::with_capacity(order.len());
-    for k in order {
-        let s = stats.get(&k).copied().unwrap_or_default();
-        out.push((k, s));
-    }
-    out
+    order
+        .into_iter()
+        .map(|k| {
+            let s = stats.get(&k).copied().unwrap_or_default();
+            (k, s)
+        })
+        .collect()
 }
 
 /// One webhook's counts before and after an edit.
@@ -435,6 +501,35 @@ mod tests {
                 ObjectChange::Removed("/spec/1".into()),
             ]
         );
+    }
+
+    #[test]
+    fn a_verdict_change_is_named_once() {
+        let denied = |code: i32, message: &str| Verdict::Denied {
+            code,
+            message: message.into(),
+        };
+        let change = |b: Verdict, a: Verdict| RequestChange {
+            index: 0,
+            verdict: Some((b, a)),
+            object: Vec::new(),
+            annotations: Vec::new(),
+            warnings_added: Vec::new(),
+            warnings_removed: Vec::new(),
+        };
+        // Denied 500 on both sides: the message changed, not the verdict, and nothing flipped.
+        let c = change(
+            denied(500, "x: connection refused"),
+            denied(500, "x: timeout"),
+        );
+        assert_eq!(c.verdict_change(), Some("denial message"));
+        assert!(!c.flipped());
+        let c = change(denied(403, "no"), denied(500, "no"));
+        assert_eq!(c.verdict_change(), Some("status code"));
+        assert!(!c.flipped());
+        let c = change(Verdict::Allowed, denied(403, "no"));
+        assert_eq!(c.verdict_change(), Some("flipped"));
+        assert!(c.flipped());
     }
 
     #[test]

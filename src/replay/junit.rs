@@ -53,7 +53,14 @@ impl JUnit {
     /// Adds the case of a replayed request.
     pub fn request(&mut self, r: &RequestReport, mismatches: &[Mismatch]) {
         let out = match &r.status {
-            None => format!("allowed ({} webhook calls)", r.calls.len()),
+            None => {
+                // The webhooks called, not those only considered and skipped.
+                let called = r.calls.iter().filter(|c| c.decision != "skipped").count();
+                format!(
+                    "allowed ({called} webhook call{})",
+                    if called == 1 { "" } else { "s" }
+                )
+            }
             Some(s) => format!("denied {}: {}", s.code, s.message),
         };
         self.cases.push(Case::Request {

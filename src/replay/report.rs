@@ -95,6 +95,32 @@ pub enum ProblemKind {
 }
 
 impl Problem {
+    /// A problem known only by its text (no file position).
+    pub fn note(kind: ProblemKind, message: String) -> Self {
+        Problem {
+            kind,
+            source: SourceRef {
+                file: String::new(),
+                index: 0,
+                unit: Default::default(),
+                audit_id: None,
+            },
+            field: String::new(),
+            message,
+        }
+    }
+
+    /// The kind in words, as the console lists it.
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            ProblemKind::NotReplayable => "not replayable",
+            ProblemKind::Invalid => "invalid",
+            ProblemKind::Configuration => "configuration left out",
+            ProblemKind::Unusable => "unusable",
+            ProblemKind::Warning => "warning",
+        }
+    }
+
     /// A problem from an input item.
     pub fn from_input(kind: ProblemKind, p: &InputProblem) -> Self {
         Problem {

@@ -16,6 +16,7 @@ use super::model::{self, AnnotationRow, Block, HookCounts, HookInfo, RequestRow,
 use super::source::SourceMsg;
 use super::theme::Theme;
 use super::view::hit::ChainHit;
+use super::view::scroll;
 use crate::engine::{AuditAnnotation, AuditLevel};
 use crate::metrics::Metrics;
 use crate::replay::run::{ReplayEvent, Replayed};
@@ -41,6 +42,8 @@ pub enum View {
     Cluster,
     /// A live cluster's audit events, replayable on demand.
     Events,
+    /// What could not be replayed or loaded (`:problems`; no tab of its own).
+    Problems,
 }
 
 impl View {
@@ -70,6 +73,7 @@ impl View {
             View::WhatIf => "What-if",
             View::Cluster => "Cluster",
             View::Events => "Events",
+            View::Problems => "Problems",
         }
     }
 }
@@ -199,7 +203,7 @@ pub struct State {
     /// Replayed requests in input order.
     pub entries: Vec<Entry>,
     /// Problems the source reported (configurations left out, unreadable input, skipped items).
-    pub problems: Vec<String>,
+    pub problems: Vec<crate::replay::report::Problem>,
     /// Annotations in the order written.
     pub annotations: Vec<AnnotationRow>,
     /// The merged metrics of every replayed request.
@@ -232,8 +236,15 @@ pub struct State {
     pub chain_pane: ChainPane,
     /// Detail scroll (lines).
     pub detail_scroll: u16,
-    /// Annotations: first row shown, or None to follow the tail.
-    pub annotation_top: Option<usize>,
+    /// Annotations: the row cursor (index into the annotations shown), or None to follow the
+    /// tail (the cursor on the last row).
+    pub annotation_selected: Option<usize>,
+    /// Problems view: the row cursor.
+    pub problem_selected: usize,
+    /// The help overlay's first line shown.
+    pub help_scroll: usize,
+    /// The Metrics view's exported samples: first line shown.
+    pub samples_scroll: usize,
     /// Webhooks view: selected webhook.
     pub hook_selected: usize,
     /// Secret data shown as captured.
@@ -312,6 +323,8 @@ pub struct RecoveredText {
     pub key: crate::edit::BufferKey,
     /// The text.
     pub text: String,
+    /// [`crate::edit::content_hash`] of the file text the edits started from, when recorded.
+    pub base_hash: Option<u64>,
 }
 
 /// Something that happened.
@@ -408,6 +421,8 @@ pub enum Command {
         key: crate::edit::BufferKey,
         /// The text.
         text: String,
+        /// The text the edits started from (the file as loaded or saved).
+        base: String,
     },
     /// The text of this buffer is saved (or dropped): forget its recovery copy.
     DiscardRecovery(crate::edit::BufferKey),
@@ -459,7 +474,10 @@ impl State {
             step: 0,
             chain_pane: ChainPane::Grid,
             detail_scroll: 0,
-            annotation_top: None,
+            annotation_selected: None,
+            help_scroll: 0,
+            problem_selected: 0,
+            samples_scroll: 0,
             hook_selected: 0,
             reveal_secrets: false,
             theme,
@@ -492,7 +510,15 @@ impl State {
         } else {
             &[]
         };
-        View::ALL.iter().chain(live).copied().collect()
+        // Problems, when there are any (or it is shown), last and without a number.
+        let problems =
+            (!self.problems.is_empty() || self.view == View::Problems).then_some(View::Problems);
+        View::ALL
+            .iter()
+            .chain(live)
+            .copied()
+            .chain(problems)
+            .collect()
     }
 
     /// The selected entry.
@@ -534,16 +560,14 @@ impl State {
             .get(row.annotation as usize)
     }
 
-    /// Counts for the status bar: replayed, allowed, denied, failed open.
+    /// Counts for the status bar: replayed; allowed with no call failed open (`✓`); denied
+    /// (`✗`); allowed though a call failed open (`!`). The last three add up to the first.
     pub fn counts(&self) -> (usize, usize, usize, usize) {
         let mut c = (self.entries.len(), 0, 0, 0);
         for e in &self.entries {
             match e.verdict {
                 Verdict::Allowed => c.1 += 1,
-                Verdict::FailedOpen => {
-                    c.1 += 1;
-                    c.3 += 1;
-                }
+                Verdict::FailedOpen => c.3 += 1,
                 Verdict::Denied(_) => c.2 += 1,
             }
         }
@@ -579,7 +603,7 @@ impl State {
     }
 
     pub(super) fn reset_chain(&mut self) {
-        self.step = 0;
+        self.step = self.chain_order().first().copied().unwrap_or(0);
         self.detail_scroll = 0;
     }
 
@@ -601,21 +625,26 @@ impl State {
         self.select_position((pos + delta).clamp(0, last) as usize);
     }
 
-    fn calls_len(&self) -> usize {
+    /// The selected request's calls in the order the Chain view lists them (dispatch order).
+    pub fn chain_order(&self) -> Vec<usize> {
         self.selected_entry()
-            .map_or(0, |e| e.replayed.outcome.calls.len())
+            .map(|e| model::chain_order(&e.replayed.outcome, &self.hooks))
+            .unwrap_or_default()
     }
 
     fn move_step(&mut self, delta: isize) {
-        let n = self.calls_len();
-        if n == 0 {
+        let order = self.chain_order();
+        if order.is_empty() {
             return;
         }
-        self.step = (self.step as isize + delta).clamp(0, n as isize - 1) as usize;
+        let at = order.iter().position(|&i| i == self.step).unwrap_or(0);
+        let to = (at as isize + delta).clamp(0, order.len() as isize - 1) as usize;
+        self.step = order[to];
         self.detail_scroll = 0;
     }
 
     fn jump_round(&mut self, forward: bool) {
+        let order = self.chain_order();
         let Some(e) = self.selected_entry() else {
             return;
         };
@@ -623,11 +652,12 @@ impl State {
         let Some(cur) = calls.get(self.step).map(Block::of) else {
             return;
         };
+        let block = |i: &usize| Block::of(&calls[*i]);
         let target = if forward {
-            calls.iter().position(|c| Block::of(c) > cur)
+            order.iter().find(|i| block(i) > cur).copied()
         } else {
-            let prev = calls.iter().rev().map(Block::of).find(|b| *b < cur);
-            prev.and_then(|p| calls.iter().position(|c| Block::of(c) == p))
+            let prev = order.iter().rev().map(block).find(|b| *b < cur);
+            prev.and_then(|p| order.iter().find(|i| block(i) == p).copied())
         };
         match target {
             Some(t) => {
@@ -678,20 +708,26 @@ impl State {
                     }
                     ReplayEvent::Skipped(item) => {
                         self.progress.skipped += 1;
-                        let text = match item {
+                        use crate::replay::report::{Problem, ProblemKind};
+                        let problem = match item {
                             crate::replay::InputItem::NotReplayable(p) => {
-                                format!("not replayable: {p}")
+                                Problem::from_input(ProblemKind::NotReplayable, &p)
                             }
-                            crate::replay::InputItem::Invalid(p) => format!("invalid: {p}"),
-                            crate::replay::InputItem::Request(r) => {
-                                format!("skipped: {}", r.source)
+                            crate::replay::InputItem::Invalid(p) => {
+                                Problem::from_input(ProblemKind::Invalid, &p)
                             }
+                            crate::replay::InputItem::Request(r) => Problem {
+                                kind: ProblemKind::NotReplayable,
+                                source: r.source.clone(),
+                                field: String::new(),
+                                message: "skipped".into(),
+                            },
                         };
-                        self.problems.push(text);
+                        self.problems.push(problem);
                     }
                 }
             }
-            SourceMsg::Problem(p) => self.problems.push(p),
+            SourceMsg::Problem(p) => self.problems.push(*p),
             SourceMsg::Live(m) => return self.on_live(m),
             SourceMsg::Finished { missing_replies } => {
                 self.progress.done = true;
@@ -702,14 +738,14 @@ impl State {
         Vec::new()
     }
 
-    /// Adds the calls of `r` to the Webhooks view's counts.
+    /// Adds what each webhook did in `r` to the Webhooks view's counts.
     pub(super) fn count_calls(&mut self, r: &Replayed) {
-        for c in &r.outcome.calls {
+        for (k, stats) in crate::edit::request_stats(r) {
             let at = self.hooks.iter().position(|h| {
-                h.phase == c.phase && h.configuration == *c.configuration && h.webhook == *c.webhook
+                h.phase == k.phase && h.configuration == k.configuration && h.webhook == k.webhook
             });
             if let Some(at) = at {
-                self.hook_counts[at].add(c);
+                self.hook_counts[at].add(&stats);
             }
         }
     }
@@ -793,11 +829,15 @@ impl State {
             A::Redo => return self.undo(true),
             A::NextBuffer => self.next_buffer(),
             A::Reload => return self.reload(false),
+            A::ConfirmDelete => return self.confirm_delete(),
             A::Redispatch => return self.redispatch_fresh(),
             A::KeepMine => return self.reload(true),
             A::Recover => return self.recover(),
             A::DiscardRecovered => return self.discard_recovered(),
-            A::Help => self.help = !self.help,
+            A::Help => {
+                self.help = !self.help;
+                self.help_scroll = 0;
+            }
             A::CommandMode => {
                 self.mode = Mode::Command {
                     input: String::new(),
@@ -815,21 +855,22 @@ impl State {
                 self.mode = Mode::Filter(current);
             }
             A::NextPane | A::PrevPane => {
-                let forward = action == A::NextPane;
                 if self.view == View::Chain {
                     self.chain_pane = match self.chain_pane {
                         ChainPane::Grid => ChainPane::Detail,
                         ChainPane::Detail => ChainPane::Grid,
                     };
                 } else {
-                    let tabs = self.tabs();
-                    let at = tabs.iter().position(|v| *v == self.view).unwrap_or(0);
-                    let n = tabs.len();
-                    self.view = tabs[if forward {
-                        (at + 1) % n
-                    } else {
-                        (at + n - 1) % n
-                    }];
+                    // Tab means one thing everywhere: the next pane that takes the keys. Views
+                    // are switched by their number.
+                    let last = self.tabs().len();
+                    self.say(
+                        format!(
+                            "one pane takes the keys in {}: 1–{last} or : switch views",
+                            self.view.title()
+                        ),
+                        false,
+                    );
                 }
             }
             A::Show(v) => self.view = v,
@@ -841,6 +882,22 @@ impl State {
                     self.view = View::Chain;
                     self.chain_pane = ChainPane::Grid;
                     self.reset_chain();
+                }
+            }
+            A::Open if self.view == View::Problems => self.open_problem(),
+            A::Open if self.view == View::Annotations => {
+                let shown = self.annotation_count();
+                if shown == 0 {
+                    return Vec::new();
+                }
+                let at = self.annotation_selected.unwrap_or(shown - 1).min(shown - 1);
+                if self.live.is_some() {
+                    self.say(
+                        "a live annotation has no chain: replay its event (Events: r)",
+                        false,
+                    );
+                } else {
+                    self.open_annotation(at);
                 }
             }
             A::Open => {
@@ -915,13 +972,13 @@ impl State {
                 return self.live_action(action);
             }
             A::Apply(force) => return self.apply_to_cluster(force),
-            A::DetailDown => self.detail_scroll = self.detail_scroll.saturating_add(5),
-            A::DetailUp => self.detail_scroll = self.detail_scroll.saturating_sub(5),
+            A::DetailDown => self.scroll_detail(5),
+            A::DetailUp => self.scroll_detail(-5),
             A::Theme(name) => return vec![Command::LoadTheme(name)],
             A::Filter(text) => {
                 if self.view == View::Annotations {
                     self.annotation_filter = text;
-                    self.annotation_top = None;
+                    self.annotation_selected = None;
                 } else {
                     self.filter = text;
                     self.refilter();
@@ -993,22 +1050,18 @@ impl State {
         };
         match self.view {
             View::Requests => self.move_selection(delta),
-            View::Chain if self.chain_pane == ChainPane::Detail => {
-                let d = delta.clamp(-10_000, 10_000);
-                self.detail_scroll = (self.detail_scroll as isize + d).clamp(0, 10_000) as u16;
-            }
+            View::Chain if self.chain_pane == ChainPane::Detail => self.scroll_detail(delta),
             View::Chain => self.move_step(delta.clamp(-10_000, 10_000)),
             View::Annotations => {
-                let n = self.annotation_count();
-                let last_top = n.saturating_sub(self.page.max(1));
+                let last = self.annotation_count().saturating_sub(1);
                 if action == A::Bottom {
-                    self.annotation_top = None;
+                    self.annotation_selected = None;
                     return;
                 }
-                let top = self.annotation_top.unwrap_or(last_top) as isize;
-                let new = (top + delta).clamp(0, last_top as isize) as usize;
-                // Scrolling back to the end follows the tail again.
-                self.annotation_top = (new < last_top).then_some(new);
+                let at = self.annotation_selected.unwrap_or(last).min(last) as isize;
+                let new = (at.saturating_add(delta)).clamp(0, last as isize) as usize;
+                // Back on the last row, the cursor follows the tail again.
+                self.annotation_selected = (new < last).then_some(new);
             }
             View::Webhooks => {
                 let n = self.hooks.len().max(1) as isize;
@@ -1033,8 +1086,73 @@ impl State {
                     }
                 }
             }
+            View::Problems => {
+                let last = self.problems.len().saturating_sub(1) as isize;
+                self.problem_selected = (self.problem_selected as isize)
+                    .saturating_add(delta)
+                    .clamp(0, last) as usize;
+            }
+            View::Metrics if self.live.is_none() => {
+                let (total, height) = super::view::samples_extent(self);
+                self.samples_scroll = scroll::moved(self.samples_scroll, delta, total, height);
+            }
             View::Metrics | View::Editor => {}
         }
+    }
+
+    /// Opens the selected problem's configuration file in the editor at its document; for a
+    /// problem of the requests' input, says where it is.
+    fn open_problem(&mut self) {
+        let Some(p) = self.problems.get(self.problem_selected) else {
+            return;
+        };
+        let place = super::view::problem_place(p);
+        let file = std::path::Path::new(&p.source.file);
+        let buffer = self.buffers.iter().position(|b| match &b.origin {
+            super::editing::BufferOrigin::File(f) => f == file,
+            _ => false,
+        });
+        match buffer {
+            Some(i) if !p.source.file.is_empty() => {
+                let line = self.buffers[i].document_line(p.source.index.max(1));
+                self.buffers[i].show_line(line, 0);
+                self.buffer = i;
+                self.view = View::Editor;
+            }
+            _ if place.is_empty() => self.say("this problem has no file position", false),
+            _ => self.say(
+                format!("{place}: not a configuration the console edits"),
+                false,
+            ),
+        }
+    }
+
+    /// Scrolls the Chain view's detail pane by `delta` lines, within its text.
+    fn scroll_detail(&mut self, delta: isize) {
+        let (total, height) = super::view::detail_extent(self).unwrap_or((0, 0));
+        let top = scroll::moved(usize::from(self.detail_scroll), delta, total, height);
+        self.detail_scroll = u16::try_from(top).unwrap_or(u16::MAX);
+    }
+
+    /// The lines an up/down/page/end action moves a scrolled pane by (a page: `page` lines).
+    fn scroll_delta(action: &Action, page: usize) -> Option<isize> {
+        use Action as A;
+        let page = page.max(1) as isize;
+        Some(match action {
+            A::Up => -1,
+            A::Down => 1,
+            A::PageUp => -page,
+            A::PageDown => page,
+            A::Top => isize::MIN / 2,
+            A::Bottom => isize::MAX / 2,
+            _ => return None,
+        })
+    }
+
+    /// Scrolls the help overlay by `delta` lines, within its text.
+    fn scroll_help(&mut self, delta: isize) {
+        let (total, height) = super::view::help_extent(self);
+        self.help_scroll = scroll::moved(self.help_scroll, delta, total, height);
     }
 
     fn on_key(&mut self, key: KeyEvent) -> Vec<Command> {
@@ -1044,14 +1162,20 @@ impl State {
         match std::mem::take(&mut self.mode) {
             Mode::Normal => {
                 self.message = None;
-                if self.help
-                    && !matches!(
+                if self.help {
+                    // The scrolling keys scroll the overlay; any other key closes it and acts.
+                    let action = self.keymap.action(self.view, &key);
+                    let (_, height) = super::view::help_extent(self);
+                    if let Some(d) = action.as_ref().and_then(|a| Self::scroll_delta(a, height)) {
+                        self.scroll_help(d);
+                        return Vec::new();
+                    }
+                    if !matches!(
                         key.code,
                         KeyCode::Char('?') | KeyCode::Esc | KeyCode::Char('q')
-                    )
-                {
-                    // Any other key closes the overlay and acts.
-                    self.help = false;
+                    ) {
+                        self.help = false;
+                    }
                 }
                 if self.view == View::Editor && !self.help {
                     return match self.keymap.action_in(View::Editor, &key) {
@@ -1158,16 +1282,13 @@ impl State {
     /// lines a notch) and the grid steps; elsewhere the view's selection or scroll moves.
     fn wheel(&mut self, x: u16, y: u16, down: bool) {
         if self.help {
+            self.scroll_help(if down { 3 } else { -3 });
             return;
         }
         if self.view == View::Chain {
             match super::view::hit::chain_at(self, x, y) {
                 Some(ChainHit::Detail) => {
-                    self.detail_scroll = if down {
-                        self.detail_scroll.saturating_add(3)
-                    } else {
-                        self.detail_scroll.saturating_sub(3)
-                    };
+                    self.scroll_detail(if down { 3 } else { -3 });
                     return;
                 }
                 Some(_) => {
@@ -1314,10 +1435,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
         } => state.saved(buffer, text, result),
         Msg::ExternalEdited { buffer, result } => state.external_edited(buffer, result),
         Msg::FileChanged { path, text } => state.file_changed(path, text),
-        Msg::RecoveryFound(found) => {
-            state.recovery_found(found);
-            Vec::new()
-        }
+        Msg::RecoveryFound(found) => state.recovery_found(found),
         Msg::Action(a) => state.apply(a),
         Msg::ThemeLoaded(Ok(t)) => {
             state.say(format!("theme {}", t.name), false);

@@ -119,6 +119,13 @@ pub struct Buffer {
     /// The text on disk changed elsewhere while this buffer had edits: that text, until the
     /// user chooses (`:reload` or `:keep`).
     pub disk_changed: Option<String>,
+    /// The editor's history entries grouped as undo takes them back: a typed word, a whole
+    /// replacement of the text (an external edit, a reload), any other edit alone.
+    undo_groups: Vec<usize>,
+    /// The groups undone, for redo.
+    redo_groups: Vec<usize>,
+    /// The last group is a word being typed (another letter joins it).
+    typing_word: bool,
 }
 
 impl Buffer {
@@ -134,7 +141,68 @@ impl Buffer {
             check: Checked::default(),
             in_force,
             disk_changed: None,
+            undo_groups: Vec::new(),
+            redo_groups: Vec::new(),
+            typing_word: false,
         }
+    }
+
+    /// Takes a key into the editor; true when it changed the text. Letters typed one after
+    /// another form one undo step with the blank that ends them.
+    pub fn input(&mut self, key: crossterm::event::KeyEvent) -> bool {
+        use crossterm::event::{KeyCode, KeyModifiers};
+        if !self.area.input(key) {
+            return false;
+        }
+        self.redo_groups.clear();
+        let letter = match key.code {
+            KeyCode::Char(c) if !key.modifiers.contains(KeyModifiers::CONTROL) => Some(c),
+            _ => None,
+        };
+        match (letter, self.undo_groups.last_mut()) {
+            (Some(c), Some(n)) if self.typing_word => {
+                *n += 1;
+                self.typing_word = !c.is_whitespace();
+            }
+            (Some(c), _) => {
+                self.undo_groups.push(1);
+                self.typing_word = !c.is_whitespace();
+            }
+            (None, _) => {
+                self.undo_groups.push(1);
+                self.typing_word = false;
+            }
+        }
+        true
+    }
+
+    /// Undoes (or redoes) one step: a typed word, a whole replacement, or one other edit. False
+    /// when there was nothing to take back.
+    pub fn undo_step(&mut self, redo: bool) -> bool {
+        self.typing_word = false;
+        let (from, to) = if redo {
+            (&mut self.redo_groups, &mut self.undo_groups)
+        } else {
+            (&mut self.undo_groups, &mut self.redo_groups)
+        };
+        // Entries made before any group was recorded go back one at a time.
+        let n = from.pop().unwrap_or(1);
+        let mut done = 0;
+        for _ in 0..n {
+            let ok = if redo {
+                self.area.redo()
+            } else {
+                self.area.undo()
+            };
+            if !ok {
+                break;
+            }
+            done += 1;
+        }
+        if done > 0 {
+            to.push(done);
+        }
+        done > 0
     }
 
     /// A buffer over a source's document.
@@ -176,9 +244,17 @@ impl Buffer {
     /// Replaces the whole text (a reload, an external editor), keeping the undo history.
     pub fn replace_text(&mut self, text: &str) {
         self.area.select_all();
-        self.area.cut();
-        self.area
+        let cut = self.area.cut();
+        let inserted = self
+            .area
             .insert_str(text.strip_suffix('\n').unwrap_or(text));
+        // One undo step brings back the whole text before.
+        let entries = usize::from(cut) + usize::from(inserted);
+        if entries > 0 {
+            self.undo_groups.push(entries);
+            self.redo_groups.clear();
+        }
+        self.typing_word = false;
         self.area.move_cursor(CursorMove::Top);
         self.generation += 1;
     }
@@ -187,6 +263,40 @@ impl Buffer {
     pub fn goto_line(&mut self, line: usize) {
         let row = u16::try_from(line.saturating_sub(1)).unwrap_or(u16::MAX);
         self.area.move_cursor(CursorMove::Jump(row, 0));
+    }
+
+    /// Moves the cursor to a 1-based line shown near the top of the view, `above` lines of
+    /// context over it (a configuration opened at its `name:` shows its start, not its name on
+    /// the last row).
+    pub fn show_line(&mut self, line: usize, above: usize) {
+        let want = line.saturating_sub(1).saturating_sub(above);
+        let top = usize::from(self.area.scroll_offset().0);
+        let delta = want as isize - top as isize;
+        self.area
+            .scroll((i16::try_from(delta).unwrap_or(i16::MAX), 0));
+        self.goto_line(line);
+    }
+
+    /// The 1-based line where the `n`-th (1-based) YAML document starts: the line after the
+    /// `n-1`-th `---` separator (the top for the first).
+    pub fn document_line(&self, n: usize) -> usize {
+        if n <= 1 {
+            return 1;
+        }
+        let mut seen = 0;
+        for (i, l) in self.area.lines().iter().enumerate() {
+            if l.trim_end() == "---" || l.starts_with("--- ") {
+                // A leading separator opens the first document.
+                if i == 0 {
+                    continue;
+                }
+                seen += 1;
+                if seen == n - 1 {
+                    return i + 2;
+                }
+            }
+        }
+        1
     }
 
     /// The 1-based line where configuration `name` starts (its `metadata.name` line, else the
@@ -315,6 +425,7 @@ impl State {
     ) -> Vec<Command> {
         self.buffers = documents.iter().map(Buffer::from_document).collect();
         self.buffer = 0;
+        self.offer_recovery();
         let files: Vec<(PathBuf, String)> = self
             .buffers
             .iter()
@@ -446,7 +557,8 @@ impl State {
                 self.buffer = i;
                 if let Some(n) = name {
                     let line = self.buffers[i].line_of(&n);
-                    self.buffers[i].goto_line(line);
+                    // Its apiVersion, kind and metadata lines above it.
+                    self.buffers[i].show_line(line, 3);
                 }
                 self.view = View::Editor;
             }
@@ -507,7 +619,7 @@ impl State {
         let Some(b) = self.buffers.get_mut(self.buffer) else {
             return Vec::new();
         };
-        if b.area.input(key) {
+        if b.input(key) {
             b.generation += 1;
             self.changed(self.buffer)
         } else {
@@ -519,7 +631,7 @@ impl State {
         let Some(b) = self.buffers.get_mut(self.buffer) else {
             return Vec::new();
         };
-        let done = if redo { b.area.redo() } else { b.area.undo() };
+        let done = b.undo_step(redo);
         if done {
             b.generation += 1;
             self.changed(self.buffer)
@@ -534,6 +646,42 @@ impl State {
             );
             Vec::new()
         }
+    }
+
+    /// `:delete`: the current buffer's text is empty, and its configurations leave those in
+    /// force.
+    pub(super) fn confirm_delete(&mut self) -> Vec<Command> {
+        let Some(b) = self.buffers.get_mut(self.buffer) else {
+            self.say("no configuration is open", true);
+            return Vec::new();
+        };
+        if !b.text().trim().is_empty() {
+            self.say(
+                ":delete confirms the deletion an emptied buffer asks for; this one is not empty",
+                true,
+            );
+            return Vec::new();
+        }
+        if b.in_force.is_empty() {
+            self.say("nothing in force from this buffer to delete", false);
+            return Vec::new();
+        }
+        let n = b.in_force.len();
+        b.in_force.clear();
+        b.check.errors.clear();
+        self.edit_generation += 1;
+        self.say(
+            format!(
+                "deleted {n} configuration{} from those in force; re-dispatching",
+                if n == 1 { "" } else { "s" }
+            ),
+            false,
+        );
+        vec![Command::Redispatch {
+            generation: self.edit_generation,
+            configurations: self.configurations_in_force(),
+            fresh: false,
+        }]
     }
 
     pub(super) fn next_buffer(&mut self) {
@@ -575,6 +723,19 @@ impl State {
                 });
             }
         }
+        // An empty text is a deletion of the configurations in force, never taken silently.
+        if text.trim().is_empty() && !b.in_force.is_empty() {
+            let names: Vec<&str> = b.in_force.iter().map(|c| c.name.as_str()).collect();
+            checked.errors.push(EditProblem {
+                line: 1,
+                column: None,
+                field: String::new(),
+                message: format!(
+                    "the text is empty: it would delete {} from the configurations in force (:delete confirms, undo brings the text back)",
+                    names.join(", ")
+                ),
+            });
+        }
         let mut commands = Vec::new();
         let b = &mut self.buffers[buffer];
         b.checked = generation;
@@ -595,6 +756,7 @@ impl State {
             commands.push(Command::WriteRecovery {
                 key: b.origin.recovery_key(),
                 text,
+                base: b.saved.clone(),
             });
         } else {
             commands.push(Command::DiscardRecovery(b.origin.recovery_key()));
@@ -694,11 +856,19 @@ impl State {
                 Vec::new()
             }
             Ok(text) => {
+                // Back where the user was: the view they left, the text taken in one undo step.
                 b.replace_text(&text);
                 let generation = b.generation;
+                let label = b.origin.label();
                 self.buffer = buffer;
-                self.view = View::Editor;
-                self.check_due(buffer, generation)
+                let commands = self.check_due(buffer, generation);
+                if self.message.as_ref().is_none_or(|(_, error)| !error) {
+                    self.say(
+                        format!("took the editor's text of {label} (ctrl-z in the Edit view takes it back)"),
+                        false,
+                    );
+                }
+                commands
             }
             Err(e) => {
                 self.say(format!("editor: {e}"), true);
@@ -796,7 +966,10 @@ impl State {
     }
 
     pub(super) fn recover(&mut self) -> Vec<Command> {
-        let recovered = std::mem::take(&mut self.recovered);
+        let recovered: Vec<RecoveredText> = std::mem::take(&mut self.recovered)
+            .into_iter()
+            .filter(|r| self.ours(r))
+            .collect();
         if recovered.is_empty() {
             self.say("nothing to recover", false);
             return Vec::new();
@@ -859,7 +1032,10 @@ impl State {
     }
 
     pub(super) fn discard_recovered(&mut self) -> Vec<Command> {
-        let recovered = std::mem::take(&mut self.recovered);
+        let recovered: Vec<RecoveredText> = std::mem::take(&mut self.recovered)
+            .into_iter()
+            .filter(|r| self.ours(r))
+            .collect();
         self.say(
             format!("dropped {} recovered edit(s)", recovered.len()),
             false,
@@ -870,19 +1046,53 @@ impl State {
             .collect()
     }
 
-    pub(super) fn recovery_found(&mut self, found: Vec<RecoveredText>) {
-        if found.is_empty() {
+    /// Takes in the recovery copies found at start: those of files that no longer exist are
+    /// pruned; the rest wait for this run's buffers, and only those of a buffer this run opened
+    /// (or of a new one) are offered.
+    pub(super) fn recovery_found(&mut self, found: Vec<RecoveredText>) -> Vec<Command> {
+        let (stale, kept): (Vec<RecoveredText>, Vec<RecoveredText>) = found
+            .into_iter()
+            .partition(|r| matches!(&r.key, BufferKey::File(p) if !p.exists()));
+        self.recovered = kept;
+        self.offer_recovery();
+        stale
+            .into_iter()
+            .map(|r| Command::DiscardRecovery(r.key))
+            .collect()
+    }
+
+    /// Whether a recovery copy belongs to this run: a buffer it opened whose text is still the
+    /// one the edits started from (when the copy says which), or a new buffer.
+    fn ours(&self, r: &RecoveredText) -> bool {
+        matches!(r.key, BufferKey::New(_))
+            || self.buffers.iter().any(|b| {
+                b.origin.recovery_key() == r.key
+                    && r.base_hash
+                        .is_none_or(|h| h == crate::edit::content_hash(&b.saved))
+            })
+    }
+
+    /// Says, once this run's buffers are open, which unsaved edits `:recover` brings back.
+    pub(super) fn offer_recovery(&mut self) {
+        let names: Vec<String> = (self.recovered.iter())
+            .filter(|r| self.ours(r))
+            .map(|r| match &r.key {
+                BufferKey::File(p) => p
+                    .file_name()
+                    .map_or_else(|| p.display().to_string(), |n| n.to_string_lossy().into()),
+                other => other.to_string(),
+            })
+            .collect();
+        if names.is_empty() {
             return;
         }
-        let names: Vec<String> = found.iter().map(|r| r.key.to_string()).collect();
         self.say(
             format!(
-                ":recover opens the unsaved edits of an earlier session, :discard drops them ({})",
+                "unsaved edits of {} from an earlier session: :recover opens, :discard drops",
                 names.join(", ")
             ),
-            true,
+            false,
         );
-        self.recovered = found;
     }
 
     /// Re-dispatch messages from the source.

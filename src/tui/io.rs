@@ -50,6 +50,7 @@ pub fn list_recovery(store: &RecoveryStore) -> Vec<RecoveredText> {
             .map(|e| RecoveredText {
                 key: e.key,
                 text: e.text,
+                base_hash: e.base_hash,
             })
             .collect(),
         Err(_) => Vec::new(),

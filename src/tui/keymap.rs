@@ -82,6 +82,8 @@ pub enum Action {
     NextBuffer,
     /// Take the text on disk over the buffer's edits.
     Reload,
+    /// Confirm that an emptied buffer deletes its configurations from those in force.
+    ConfirmDelete,
     /// Dispatch every request again with the configurations in force, calling every webhook
     /// anew (no reply kept from earlier dispatches is reused).
     Redispatch,
@@ -231,13 +233,13 @@ impl Default for Keymap {
                 "command (tab completes)",
             ),
             b(vec![c('/')], A::FilterMode, Global, "filter"),
-            b(vec![p(K::Tab)], A::NextPane, Global, "next pane / view"),
             b(
-                vec![p(K::BackTab)],
-                A::PrevPane,
+                vec![p(K::Tab)],
+                A::NextPane,
                 Global,
-                "previous pane / view",
+                "next pane (Chain: grid, detail)",
             ),
+            b(vec![p(K::BackTab)], A::PrevPane, Global, "previous pane"),
             b(
                 vec![c('1')],
                 A::Show(View::Requests),
@@ -406,6 +408,18 @@ impl Default for Keymap {
                 "chain before / after the edit",
             ),
             b(
+                vec![p(K::Enter), c('l'), p(K::Right)],
+                A::Open,
+                In(View::Annotations),
+                "the step that wrote it, in the Chain",
+            ),
+            b(
+                vec![p(K::Enter), c('l'), p(K::Right)],
+                A::Open,
+                In(View::Problems),
+                "open a configuration at the document left out",
+            ),
+            b(
                 vec![c('8')],
                 A::Show(View::Cluster),
                 Global,
@@ -543,12 +557,22 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("edits", "", "the Edit view"),
     ("whatif", "", "the What-if view: what the edits changed"),
     (
+        "problems",
+        "",
+        "what could not be replayed or loaded, with file, line and field",
+    ),
+    (
         "redispatch",
         "",
         "dispatch every request again, calling every webhook anew",
     ),
     ("reload", "", "take the file on disk over your edits"),
     ("keep", "", "keep your edits over the file on disk"),
+    (
+        "delete",
+        "",
+        "an emptied buffer: remove its configurations from those in force",
+    ),
     (
         "recover",
         "",
@@ -613,6 +637,7 @@ pub fn parse_command(line: &str) -> Result<Action, String> {
         "whatif" | "what-if" => view(View::WhatIf),
         "cluster" => view(View::Cluster),
         "events" => view(View::Events),
+        "problems" => view(View::Problems),
         "replay" => Ok(Action::ReplayEvents),
         "ns" | "namespace" => Ok(Action::Namespace(opt(arg).filter(|a| a != "-" && a != "*"))),
         "apply" => Ok(Action::Apply(false)),
@@ -629,6 +654,7 @@ pub fn parse_command(line: &str) -> Result<Action, String> {
         }
         "w" | "write" => Ok(Action::Save(opt(arg))),
         "reload" => Ok(Action::Reload),
+        "delete" => Ok(Action::ConfirmDelete),
         "redispatch" => Ok(Action::Redispatch),
         "keep" => Ok(Action::KeepMine),
         "recover" => Ok(Action::Recover),

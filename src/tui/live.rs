@@ -263,6 +263,8 @@ pub struct LiveState {
     pub feeds: Vec<(Feed, Failure)>,
     /// Configurations in force.
     pub configurations: usize,
+    /// The server and context the kubeconfig named, once read (kept while disconnected).
+    pub target: Option<(String, String)>,
     /// Both watchers have listed once.
     pub synced: bool,
     /// Objects that could not be read as configurations.
@@ -310,6 +312,7 @@ impl LiveState {
             feeds: Vec::new(),
             configurations: 0,
             synced: false,
+            target: None,
             configuration_problems: Vec::new(),
             changes: VecDeque::new(),
             change_selected: None,
@@ -326,6 +329,32 @@ impl LiveState {
             open_next_replay: false,
             namespace: None,
             pending_apply: None,
+        }
+    }
+
+    /// Why nothing can be replayed now (the configurations in force are not listed: not
+    /// connected, or still listing), None when a replay can run.
+    pub fn replay_refusal(&self) -> Option<String> {
+        if self.synced {
+            return None;
+        }
+        Some(match &self.connection {
+            Connection::Failed(f) => format!(
+                "nothing replayed: not connected, so the configurations in force are unknown ({})",
+                f.reason
+            ),
+            _ => "nothing replayed yet: the configurations in force are still being listed".into(),
+        })
+    }
+
+    /// What the Connection pane says of the configurations in force: listed, being listed, or
+    /// unknown while not connected.
+    pub fn listing(&self) -> &'static str {
+        match (&self.connection, self.synced) {
+            (_, true) => "listed",
+            (Connection::Connected(_), false) => "listing…",
+            (Connection::Failed(_), false) => "not listed: not connected",
+            (_, false) => "not listed yet",
         }
     }
 
@@ -346,6 +375,7 @@ impl LiveState {
                 context,
                 attempt,
             } => {
+                self.target = Some((server.clone(), context.clone()));
                 self.connection = Connection::Connecting {
                     server,
                     context,
@@ -635,9 +665,11 @@ impl State {
                     (r.audit_id.clone(), r.request.clone().ok_or(why))
                 });
                 let configurations = live.configurations;
+                let refusal = live.replay_refusal();
                 match picked {
                     None => self.say("no audit event to replay", true),
                     Some((id, Err(why))) => self.say(format!("cannot replay {id}: {why}"), true),
+                    Some(_) if refusal.is_some() => self.say(refusal.unwrap_or_default(), true),
                     Some((id, Ok(request))) => {
                         live.open_next_replay = true;
                         self.say(
@@ -661,7 +693,7 @@ impl State {
                 live.event_selected = live
                     .event_selected
                     .filter(|&s| live.event(s).is_some_and(|e| live.shows(e)));
-                self.annotation_top = None;
+                self.annotation_selected = None;
                 self.say(text, false);
             }
             Action::ReplayEvents => {
@@ -671,6 +703,10 @@ impl State {
                     .collect();
                 if requests.is_empty() {
                     self.say("no replayable audit event kept", true);
+                    return Vec::new();
+                }
+                if let Some(why) = live.replay_refusal() {
+                    self.say(why, true);
                     return Vec::new();
                 }
                 let text = format!(

@@ -23,6 +23,7 @@ use crate::live::cluster::{
 use crate::live::metrics::AdmissionSnapshot;
 use crate::replay::InputItem;
 use crate::replay::input::Reader;
+use crate::replay::report::{Problem, ProblemKind};
 use crate::replay::run::{IdMode, ReplaySettings, Replayer};
 
 use super::live::{ApplyOutcome, ApplyRequest, ApplyResult, AuditRecord, LiveMsg};
@@ -245,9 +246,10 @@ impl LiveSource {
                     None => break,
                     Some(SourceCtl::Replay { requests }) => {
                         let Some(r) = edited.as_ref().or(replayer.as_ref()) else {
-                            let _ = tx.send(SourceMsg::Problem(
+                            let _ = tx.send(SourceMsg::Problem(Box::new(Problem::note(
+                                ProblemKind::Warning,
                                 "nothing replayed: the configurations in force are not listed yet".into(),
-                            )).await;
+                            )))).await;
                             continue;
                         };
                         let items: Vec<InputItem> = requests

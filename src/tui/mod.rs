@@ -155,11 +155,11 @@ fn perform(state: &mut State, commands: Vec<Command>, io: &mut Io) -> bool {
                 });
             }
             Command::ExternalEdit { buffer, text } => io.external = Some((buffer, text)),
-            Command::WriteRecovery { key, text } => {
+            Command::WriteRecovery { key, text, base } => {
                 if let Some(store) = io.recovery.clone() {
                     tokio::task::spawn_blocking(move || {
                         // A full disk loses only the copy; the buffer itself is intact.
-                        let _ = store.write(&key, &text);
+                        let _ = store.write_from(&key, &text, Some(&base));
                     });
                 }
             }

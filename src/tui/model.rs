@@ -289,6 +289,29 @@ impl Block {
     }
 }
 
+/// A call's position in its phase's dispatch order: the Webhooks view's POS, the one index the
+/// Chain view shows (the engine's own index counts a validating webhook among those called).
+pub fn dispatch_position(hooks: &[HookInfo], c: &CallRecord) -> usize {
+    hooks
+        .iter()
+        .find(|h| {
+            h.phase == c.phase && *h.configuration == *c.configuration && *h.webhook == *c.webhook
+        })
+        .map_or(c.index, |h| h.position)
+}
+
+/// The calls of `o` (indices into `o.calls`) in dispatch order: mutating round 0, round 1, then
+/// the validating webhooks, each block by dispatch position; the order the Chain view lists and
+/// moves through them.
+pub fn chain_order(o: &Outcome, hooks: &[HookInfo]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..o.calls.len()).collect();
+    order.sort_by_key(|&i| {
+        let c = &o.calls[i];
+        (Block::of(c), dispatch_position(hooks, c))
+    });
+    order
+}
+
 /// The index of the call that decided the verdict: the one that refused the request, or the
 /// last webhook called when it was admitted (None when nothing was called).
 pub fn deciding_call(o: &Outcome) -> Option<usize> {
@@ -421,44 +444,9 @@ pub fn decode_annotation(key: &str, value: &str) -> Option<String> {
     Some(format!("{who} patch: {}", ops.join(", ")))
 }
 
-/// Per-webhook counts of the Webhooks view.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct HookCounts {
-    /// Called (any round).
-    pub matched: usize,
-    /// Not called.
-    pub skipped: usize,
-    /// Changed the object.
-    pub mutated: usize,
-    /// Denied.
-    pub denied: usize,
-    /// Calls that failed (either policy).
-    pub errors: usize,
-    /// Calls that failed open.
-    pub failed_open: usize,
-}
-
-impl HookCounts {
-    /// Counts one call record.
-    pub fn add(&mut self, c: &CallRecord) {
-        match cell_state(c) {
-            CellState::Skipped => self.skipped += 1,
-            s => {
-                self.matched += 1;
-                match s {
-                    CellState::Mutated => self.mutated += 1,
-                    CellState::Denied => self.denied += 1,
-                    CellState::Errored => self.errors += 1,
-                    CellState::FailedOpen => {
-                        self.errors += 1;
-                        self.failed_open += 1;
-                    }
-                    _ => {}
-                }
-            }
-        }
-    }
-}
+/// Per-webhook counts of the Webhooks view: the what-if comparison's counts, so that a word
+/// means the same in both views.
+pub type HookCounts = crate::edit::HookStats;
 
 /// A line diff of two texts (longest common subsequence): `(' ' | '-' | '+', line)`.
 pub fn line_diff<'a>(before: &'a str, after: &'a str) -> Vec<(char, &'a str)> {
@@ -492,12 +480,13 @@ pub fn line_diff<'a>(before: &'a str, after: &'a str) -> Vec<(char, &'a str)> {
             out.push((' ', ma[i]));
             i += 1;
             j += 1;
-        } else if j < m && (i == n || lcs[at(i, j + 1)] >= lcs[at(i + 1, j)]) {
-            out.push(('+', mb[j]));
-            j += 1;
-        } else {
+        } else if i < n && (j == m || lcs[at(i + 1, j)] >= lcs[at(i, j + 1)]) {
+            // A changed line reads as removed, then added (as unified diffs write it).
             out.push(('-', ma[i]));
             i += 1;
+        } else {
+            out.push(('+', mb[j]));
+            j += 1;
         }
     }
     out.extend(a[a.len() - tail..].iter().map(|l| (' ', *l)));
@@ -509,11 +498,27 @@ mod tests {
     use super::*;
 
     #[test]
+    fn a_line_that_gains_a_trailing_comma_is_removed_before_it_is_added() {
+        let before = "{\n  \"a\": 1\n}";
+        let after = "{\n  \"a\": 1,\n  \"b\": 2\n}";
+        assert_eq!(
+            line_diff(before, after),
+            vec![
+                (' ', "{"),
+                ('-', "  \"a\": 1"),
+                ('+', "  \"a\": 1,"),
+                ('+', "  \"b\": 2"),
+                (' ', "}"),
+            ]
+        );
+    }
+
+    #[test]
     fn diff_marks_changes() {
         let d = line_diff("a\nb\nc\n", "a\nx\nc\nd\n");
         assert_eq!(
             d,
-            vec![(' ', "a"), ('+', "x"), ('-', "b"), (' ', "c"), ('+', "d")]
+            vec![(' ', "a"), ('-', "b"), ('+', "x"), (' ', "c"), ('+', "d")]
         );
         assert!(line_diff("same", "same").iter().all(|(c, _)| *c == ' '));
     }

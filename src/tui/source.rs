@@ -99,7 +99,7 @@ pub enum SourceMsg {
         metrics: Option<Box<Metrics>>,
     },
     /// Something the source could not use (a configuration left out, an unreadable file).
-    Problem(String),
+    Problem(Box<crate::replay::report::Problem>),
     /// No more events.
     Finished {
         /// Calls a recording had no reply for.
@@ -193,7 +193,7 @@ pub struct ReplaySource {
     /// How call uids are made ([`IdMode::Sequential`] for reproducible screens).
     pub ids: IdMode,
     /// Problems found while building the source (configurations left out, …), shown first.
-    pub problems: Vec<String>,
+    pub problems: Vec<crate::replay::report::Problem>,
     /// A webhook server serving this replay (the demo's), stopped when the source ends.
     pub server: Option<WebhookServer>,
     /// The texts of the configurations, for editing.
@@ -235,7 +235,12 @@ fn read_files(
             let _ = tx.blocking_send(item);
         });
         for p in failures {
-            let _ = problems.blocking_send(SourceMsg::Problem(p.to_string()));
+            let _ = problems.blocking_send(SourceMsg::Problem(Box::new(
+                crate::replay::report::Problem::from_input(
+                    crate::replay::report::ProblemKind::Unusable,
+                    &p,
+                ),
+            )));
         }
     });
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
@@ -267,7 +272,7 @@ impl ReplaySource {
             return;
         }
         for p in problems {
-            if tx.send(SourceMsg::Problem(p)).await.is_err() {
+            if tx.send(SourceMsg::Problem(Box::new(p))).await.is_err() {
                 return;
             }
         }

@@ -3,13 +3,15 @@
 //! unless scrolled.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Paragraph, Row, Table};
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
 
-use super::{clip, pane, style};
+use super::table::{Column, Laid, TableRow};
+use super::{pane, style};
 use crate::tui::app::State;
-use crate::tui::theme::StyleKey;
+use crate::tui::theme::{StyleKey, SymbolKey};
 
 /// One row: where it came from, the key, the decoded value, the raw value.
 struct Shown {
@@ -28,7 +30,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     {
         Some(live) => {
             let visible: Vec<_> = state.visible_live_annotations(live).collect();
-            let (top, _) = window(state, visible.len(), height);
+            let (top, _, _) = window(state, visible.len(), height);
             let rows = visible
                 .iter()
                 .skip(top)
@@ -56,11 +58,11 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
                     }
                 })
                 .collect();
-            (visible.len(), rows, "from audit events".into(), "EVENT")
+            (visible.len(), rows, "from audit events".into(), " EVENT")
         }
         None => {
             let visible = state.visible_annotations();
-            let (top, _) = window(state, visible.len(), height);
+            let (top, _, _) = window(state, visible.len(), height);
             let rows = visible
                 .iter()
                 .skip(top)
@@ -81,24 +83,21 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
                 visible.len(),
                 rows,
                 format!("(level {})", state.audit_level),
-                "REQUEST",
+                " REQUEST",
             )
         }
     };
-    let (_, following) = window(state, total, height);
+    let (top, cursor, following) = window(state, total, height);
     let mut title = format!(
-        " Annotations {total} {what} · {} ",
-        if following {
-            "following"
-        } else {
-            "scrolled: G follows"
-        }
+        " Annotations {total} {what} · {}/{total} · {} ",
+        cursor + 1,
+        if following { "following" } else { "G follows" }
     );
     if !state.annotation_filter.is_empty() {
         title.push_str(&format!("· filter {:?} ", state.annotation_filter));
     }
-    let block = pane(state, title, true);
     if total == 0 {
+        let block = pane(state, title, true);
         let p = Paragraph::new(Line::styled(
             "No annotation written yet.",
             style(state, StyleKey::Muted),
@@ -107,48 +106,50 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         frame.render_widget(p, area);
         return;
     }
-    let width = area.width.saturating_sub(2) as usize;
-    let raw_width = width.saturating_sub(24 + 28 + 50 + 3);
-    let table_rows: Vec<Row> = rows
+    let plain = Style::default();
+    let sel = state.theme.symbol(SymbolKey::Selected);
+    let table_rows: Vec<TableRow> = rows
         .into_iter()
-        .map(|a| {
-            Row::new(vec![
-                Cell::from(clip(&a.origin, 24)),
-                Cell::from(Span::styled(
-                    clip(&short_key(&a.key), 28),
-                    style(state, StyleKey::AnnotationKey),
-                )),
-                Cell::from(clip(&a.decoded, 50)),
-                Cell::from(Span::styled(
-                    clip(&a.raw, raw_width),
-                    style(state, StyleKey::AnnotationValue),
-                )),
-            ])
+        .enumerate()
+        .map(|(i, a)| {
+            let here = top + i == cursor;
+            let row = TableRow::new(vec![
+                (
+                    format!("{}{}", if here { sel } else { " " }, a.origin),
+                    plain,
+                ),
+                (short_key(&a.key), style(state, StyleKey::AnnotationKey)),
+                (a.decoded, plain),
+                (a.raw, style(state, StyleKey::AnnotationValue)),
+            ]);
+            row.selected_if(here, state)
         })
         .collect();
-    let header =
-        Row::new(vec![first_column, "KEY", "DECODED", "RAW"]).style(style(state, StyleKey::Header));
-    let table = Table::new(
-        table_rows,
-        [
-            Constraint::Length(24),
-            Constraint::Length(28),
-            Constraint::Length(50),
-            Constraint::Min(10),
-        ],
-    )
-    .header(header)
-    .block(block);
+    let mut columns = COLUMNS;
+    columns[0].title = first_column;
+    let laid = Laid::new(&columns, &table_rows, area.width.saturating_sub(2));
+    let title = laid.titled(&title, area.width);
+    let table = laid
+        .table(table_rows, style(state, StyleKey::Header))
+        .block(pane(state, title, true));
     frame.render_widget(table, area);
 }
 
-/// The first row shown of `total` in `height` rows, and whether the view follows the tail.
-fn window(state: &State, total: usize, height: usize) -> (usize, bool) {
-    let last_top = total.saturating_sub(height);
-    match state.annotation_top {
-        Some(t) => (t.min(last_top), false),
-        None => (last_top, true),
-    }
+/// The table's columns (the first one's title says whether rows come from requests or events).
+const COLUMNS: [Column; 4] = [
+    Column::text(" REQUEST", 8, 12),
+    Column::text("KEY", 9, 16),
+    Column::text("DECODED", 7, 16),
+    Column::text("RAW", 2, 10),
+];
+
+/// The first row shown of `total` in `height` rows (the cursor's row kept on screen), the
+/// cursor's row, and whether the view follows the tail.
+pub(crate) fn window(state: &State, total: usize, height: usize) -> (usize, usize, bool) {
+    let last = total.saturating_sub(1);
+    let cursor = state.annotation_selected.unwrap_or(last).min(last);
+    let top = cursor.saturating_sub(height.saturating_sub(1));
+    (top, cursor, state.annotation_selected.is_none())
 }
 
 /// `mutation.webhook.admission.k8s.io/round_0_index_1` as `mutation/round_0_index_1`.

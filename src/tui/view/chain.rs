@@ -8,7 +8,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 use serde_json::Value;
 
 use super::requests::verdict;
-use super::{clip, pane, style};
+use super::{clip, pane, scroll, style};
 use crate::engine::{CallRecord, StepKind};
 use crate::replay::report::redact_secret;
 use crate::tui::app::{ChainPane, Entry, State};
@@ -154,6 +154,21 @@ fn render_compare(frame: &mut Frame, state: &State, before: &Entry, after: &Entr
         &format!("After · {va} ·"),
         true,
     );
+    let lines = compare_lines(state, before, after);
+    let (top, position) = scrolled(state, &lines, diff);
+    let p = Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .scroll((top, 0))
+        .block(pane(
+            state,
+            format!(" Final object: before → after {position}"),
+            false,
+        ));
+    frame.render_widget(p, diff);
+}
+
+/// How the final object and the warnings changed between `before` and `after`.
+fn compare_lines(state: &State, before: &Entry, after: &Entry) -> Vec<Line<'static>> {
     let mask = after.secret && !state.reveal_secrets;
     let text = |e: &Entry| {
         e.replayed
@@ -194,10 +209,41 @@ fn render_compare(frame: &mut Frame, state: &State, before: &Entry, after: &Entr
             style(state, StyleKey::Warning),
         ));
     }
-    let p = Paragraph::new(lines)
-        .scroll((state.detail_scroll, 0))
-        .block(pane(state, " Final object: before → after ", false));
-    frame.render_widget(p, diff);
+    lines
+}
+
+/// The first line a scrolled pane `area` shows of `lines` (clamped) and its position text.
+fn scrolled(state: &State, lines: &[Line], area: Rect) -> (u16, String) {
+    let (w, h) = (
+        area.width.saturating_sub(2),
+        usize::from(area.height.saturating_sub(2)),
+    );
+    let total = scroll::wrapped_len(lines, w);
+    let top = scroll::clamp(usize::from(state.detail_scroll), total, h);
+    (
+        u16::try_from(top).unwrap_or(u16::MAX),
+        scroll::position(top, total, h),
+    )
+}
+
+/// The lines of the Chain view's scrolled pane (the step's detail, or the final object's
+/// changes when comparing) and the rows it shows, as `render` lays them out on a terminal of
+/// `state.size`.
+pub(crate) fn detail_extent(state: &State) -> Option<(usize, usize)> {
+    let entry = state.selected_entry()?;
+    let (_, area) = super::hit::chain_panes(state);
+    let before = state
+        .baseline
+        .as_ref()
+        .and_then(|b| state.selected.and_then(|i| b.entries.get(i)));
+    let lines = match (state.compare, before) {
+        (true, Some(before)) => compare_lines(state, before, entry),
+        _ => detail_lines(state, entry, entry.replayed.outcome.calls.get(state.step)?),
+    };
+    Some((
+        scroll::wrapped_len(&lines, area.width.saturating_sub(2)),
+        usize::from(area.height.saturating_sub(2)),
+    ))
 }
 
 fn grid(
@@ -214,6 +260,7 @@ fn grid(
     let mut lines: Vec<Line> = Vec::new();
     let mut current: Option<Block> = None;
     let mut selected_line = 0;
+    let mut shown_step = 0;
     if o.calls.is_empty() {
         let why = o
             .steps()
@@ -226,7 +273,9 @@ fn grid(
         lines.push(Line::styled(why, style(state, StyleKey::Muted)));
     }
     let width = area.width.saturating_sub(4) as usize;
-    for (i, c) in o.calls.iter().enumerate() {
+    let order = model::chain_order(o, &state.hooks);
+    for (at, &i) in order.iter().enumerate() {
+        let c = &o.calls[i];
         let b = Block::of(c);
         if current != Some(b) {
             if current.is_some() {
@@ -246,7 +295,11 @@ fn grid(
         } else {
             " "
         };
-        let label = format!("{marker}{sym} {} {}", c.index, c.webhook);
+        let label = format!(
+            "{marker}{sym} {} {}",
+            model::dispatch_position(&state.hooks, c),
+            c.webhook
+        );
         let label = format!(
             "{:<w$}",
             clip(&label, width.saturating_sub(11)),
@@ -259,6 +312,7 @@ fn grid(
         if Some(i) == step {
             line = line.style(style(state, StyleKey::Selected));
             selected_line = lines.len();
+            shown_step = at + 1;
         }
         lines.push(line);
     }
@@ -270,11 +324,7 @@ fn grid(
     }
     let height = area.height.saturating_sub(2) as usize;
     let scroll = selected_line.saturating_sub(height.saturating_sub(2));
-    let title = format!(
-        " {title} {}/{} ",
-        step.map_or(0, |s| (s + 1).min(o.calls.len())),
-        o.calls.len()
-    );
+    let title = format!(" {title} {shown_step}/{} ", o.calls.len());
     let p = Paragraph::new(lines)
         .scroll((scroll as u16, 0))
         .block(pane(state, title, focused));
@@ -387,10 +437,10 @@ pub(crate) fn detail_lines(state: &State, entry: &Entry, c: &CallRecord) -> Vec<
             ),
         ]),
         Line::raw(format!(
-            "{} · round {} · index {} · {} · failurePolicy {} · {:.1} ms",
+            "{} · round {} · position {} · {} · failurePolicy {} · {:.1} ms",
             c.phase,
             c.round,
-            c.index,
+            model::dispatch_position(&state.hooks, c),
             cs.as_str(),
             c.failure_policy,
             c.duration_ms
@@ -616,10 +666,19 @@ fn render_detail(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
         return;
     };
     let lines = detail_lines(state, entry, c);
-    let title = format!(" Step: {} · {} ", c.webhook, Block::of(c).title());
+    let (top, position) = scrolled(state, &lines, area);
+    // A narrow pane cuts its title between words, never inside one.
+    let title = super::words_within(
+        &format!(
+            " Step {position}· {} · {} ",
+            c.webhook,
+            Block::of(c).title()
+        ),
+        usize::from(area.width.saturating_sub(2)),
+    );
     let p = Paragraph::new(lines)
         .wrap(Wrap { trim: false })
-        .scroll((state.detail_scroll, 0))
+        .scroll((top, 0))
         .block(pane(state, title, focused));
     frame.render_widget(p, area);
 }

@@ -4,13 +4,15 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
+use ratatui::widgets::{Paragraph, Wrap};
 
-use super::{clip, pane, style};
+use super::table::{Column, TableRow};
+use super::{pane, style};
 use crate::live::cluster::{ChangeAction, Feed, Seen};
 use crate::tui::app::State;
 use crate::tui::live::{Connection, LiveState, clock};
 use crate::tui::theme::StyleKey;
+use ratatui::style::Style;
 
 /// Draws the view.
 pub fn render(frame: &mut Frame, state: &State, area: Rect) {
@@ -91,9 +93,25 @@ fn render_connection(frame: &mut Frame, state: &State, live: &LiveState, area: R
             if let Some(r) = &f.rbac {
                 lines.push(Line::raw(format!("check: {}", r.check)));
             }
+            match &live.target {
+                Some((server, context)) => {
+                    lines.push(Line::from(vec![label("server"), Span::raw(server.clone())]));
+                    lines.push(Line::from(vec![
+                        label("context"),
+                        Span::raw(context.clone()),
+                    ]));
+                }
+                None => lines.push(Line::from(vec![
+                    label("context"),
+                    Span::styled(
+                        "none read: the kubeconfig could not be used",
+                        style(state, StyleKey::Muted),
+                    ),
+                ])),
+            }
         }
     }
-    let synced = if live.synced { "listed" } else { "listing…" };
+    let synced = live.listing();
     lines.push(Line::from(vec![
         label("in force"),
         Span::raw(format!(
@@ -198,18 +216,13 @@ fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) 
 fn render_changes(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) {
     let title = format!(" Configuration changes {} ", live.changes.len());
     if live.changes.is_empty() {
-        let p = Paragraph::new(Line::styled(
-            "No change seen yet.",
-            style(state, StyleKey::Muted),
-        ))
-        .block(pane(state, title, true));
-        frame.render_widget(p, area);
+        super::empty_pane(frame, state, "No change seen yet.", title, area);
         return;
     }
     let height = area.height.saturating_sub(3) as usize;
     let selected = live.change_selected.unwrap_or(live.changes.len() - 1);
     let top = selected.saturating_sub(height.saturating_sub(1));
-    let rows: Vec<Row> = live
+    let rows: Vec<TableRow> = live
         .changes
         .iter()
         .enumerate()
@@ -229,38 +242,30 @@ fn render_changes(frame: &mut Frame, state: &State, live: &LiveState, area: Rect
                 crate::api::WebhookKind::Mutating => "mutating",
                 crate::api::WebhookKind::Validating => "validating",
             };
-            let row = Row::new(vec![
-                Cell::from(clock(c.observed_at)),
-                Cell::from(Span::styled(format!("{action}{seen}"), style(state, key))),
-                Cell::from(kind),
-                Cell::from(clip(&c.name, 28)),
-                Cell::from(clip(&c.who, 22)),
-                Cell::from(c.resource_version.clone()),
+            let plain = Style::default();
+            let row = TableRow::new(vec![
+                (clock(c.observed_at), plain),
+                (format!("{action}{seen}"), style(state, key)),
+                (kind.to_string(), plain),
+                (c.name.clone(), plain),
+                (c.who.clone(), plain),
+                (c.resource_version.clone(), plain),
             ]);
-            if i == selected {
-                row.style(style(state, StyleKey::Selected))
-            } else {
-                row
-            }
+            row.selected_if(i == selected, state)
         })
         .collect();
-    let header = Row::new(vec!["SEEN", "ACTION", "KIND", "NAME", "WHO", "RV"])
-        .style(style(state, StyleKey::Header));
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(8),
-            Constraint::Length(18),
-            Constraint::Length(10),
-            Constraint::Length(28),
-            Constraint::Length(22),
-            Constraint::Min(4),
-        ],
-    )
-    .header(header)
-    .block(pane(state, title, true));
-    frame.render_widget(table, area);
+    super::table::draw(frame, state, (&CHANGES, rows), (&title, true), area);
 }
+
+/// The changes table's columns.
+const CHANGES: [Column; 6] = [
+    Column::whole("SEEN", 8),
+    Column::whole("ACTION", 9),
+    Column::whole("KIND", 5),
+    Column::text("NAME", 10, 12),
+    Column::text("WHO", 6, 8),
+    Column::number("RV", 4),
+];
 
 fn render_diff(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) {
     let Some(c) = live.selected_change() else {

@@ -46,19 +46,46 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     render_problems(frame, state, buffer, info);
 }
 
+/// Each label shortened to its last path parts, as many as tell it apart from the others
+/// (`validating.yaml`, or `a/validating.yaml` beside `b/validating.yaml`).
+pub(crate) fn distinct_names(labels: &[String]) -> Vec<String> {
+    let parts: Vec<Vec<&str>> = labels.iter().map(|l| l.rsplit('/').collect()).collect();
+    let tail = |p: &Vec<&str>, k: usize| {
+        let mut t: Vec<&str> = p.iter().take(k).copied().collect();
+        t.reverse();
+        t.join("/")
+    };
+    parts
+        .iter()
+        .map(|p| {
+            // The fewest last components no other label shares.
+            (1..=p.len())
+                .find(|&k| {
+                    parts
+                        .iter()
+                        .filter(|o| o.len() >= k && o[..k] == p[..k])
+                        .count()
+                        == 1
+                })
+                .map_or_else(|| tail(p, p.len()), |k| tail(p, k))
+        })
+        .collect()
+}
+
 fn render_buffers(frame: &mut Frame, state: &State, area: Rect) {
     let mut spans = Vec::new();
+    let labels: Vec<String> = state.buffers.iter().map(|b| b.origin.label()).collect();
+    let names = distinct_names(&labels);
     for (i, b) in state.buffers.iter().enumerate() {
         let key = if i == state.buffer {
             StyleKey::TabActive
         } else {
             StyleKey::Tab
         };
-        let label = b.origin.label();
-        let name = label.rsplit('/').next().unwrap_or(&label).to_string();
+        let name = &names[i];
         let mark = if b.modified() { " ●" } else { "" };
         spans.push(Span::styled(
-            format!(" {}{mark} ", clip(&name, 40)),
+            format!(" {}{mark} ", clip(name, 40)),
             style(state, key),
         ));
         spans.push(Span::raw(" "));
@@ -70,6 +97,11 @@ fn render_text(frame: &mut Frame, state: &State, buffer: &Buffer, area: Rect) {
     let ratatui_textarea::DataCursor(row, col) = buffer.area.cursor();
     let status = if buffer.checked != buffer.generation {
         "checking…".to_string()
+    } else if buffer.check.errors.is_empty()
+        && buffer.in_force.is_empty()
+        && buffer.text().trim().is_empty()
+    {
+        "empty: nothing in force from it".to_string()
     } else if buffer.check.errors.is_empty() {
         "valid, in force".to_string()
     } else {
@@ -149,4 +181,30 @@ fn render_problems(frame: &mut Frame, state: &State, buffer: &Buffer, area: Rect
     }
     let p = Paragraph::new(lines).block(pane(state, " Problems ", false));
     frame.render_widget(p, area);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::distinct_names;
+
+    #[test]
+    fn tabs_of_files_with_one_name_show_the_parts_that_tell_them_apart() {
+        let labels: Vec<String> = [
+            "/configs/a/validating.yaml",
+            "/configs/b/validating.yaml",
+            "/srv/xa/validating.yaml",
+            "/etc/mutating.yaml",
+        ]
+        .map(String::from)
+        .into();
+        assert_eq!(
+            distinct_names(&labels),
+            [
+                "a/validating.yaml",
+                "b/validating.yaml",
+                "xa/validating.yaml",
+                "mutating.yaml"
+            ]
+        );
+    }
 }

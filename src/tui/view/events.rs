@@ -5,13 +5,15 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
+use ratatui::widgets::{Paragraph, Wrap};
 
-use super::{clip, pane, style};
+use super::table::{Column, Laid, TableRow};
+use super::{pane, style};
 use crate::tui::app::State;
 use crate::tui::live::AuditRecord;
 use crate::tui::model;
 use crate::tui::theme::StyleKey;
+use ratatui::style::Style;
 
 /// Draws the view.
 pub fn render(frame: &mut Frame, state: &State, area: Rect) {
@@ -56,7 +58,8 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     let selected = live.selected_event().unwrap_or(shown[0].0);
     let at = shown.partition_point(|(seq, _)| *seq < selected);
     let top = at.saturating_sub(height.saturating_sub(1));
-    let rows: Vec<Row> = shown
+    let plain = Style::default();
+    let rows: Vec<TableRow> = shown
         .iter()
         .enumerate()
         .skip(top)
@@ -69,49 +72,44 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
                 None => StyleKey::Muted,
             };
             let replay = if e.request.is_some() { "⟳" } else { "" };
-            let row = Row::new(vec![
-                Cell::from(format!("{}", seq + 1)),
-                Cell::from(time_of(&e.at)),
-                Cell::from(e.verb.clone()),
-                Cell::from(clip(&e.resource, 24)),
-                Cell::from(clip(&e.target, 36)),
-                Cell::from(clip(&e.user, 28)),
-                Cell::from(Span::styled(code, style(state, code_style))),
-                Cell::from(format!("{}", e.annotations.len())),
-                Cell::from(replay),
+            let row = TableRow::new(vec![
+                (format!("{}", seq + 1), plain),
+                (time_of(&e.at), plain),
+                (e.verb.clone(), plain),
+                (e.resource.clone(), plain),
+                (e.target.clone(), plain),
+                (e.user.clone(), plain),
+                (code, style(state, code_style)),
+                (format!("{}", e.annotations.len()), plain),
+                (replay.to_string(), plain),
             ]);
-            if i == at && !following {
-                row.style(style(state, StyleKey::Selected))
-            } else {
-                row
-            }
+            row.selected_if(i == at && !following, state)
         })
         .collect();
-    let header = Row::new(vec![
-        "#", "TIME", "VERB", "RESOURCE", "TARGET", "USER", "CODE", "ANN", "",
-    ])
-    .style(style(state, StyleKey::Header));
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(7),
-            Constraint::Length(12),
-            Constraint::Length(7),
-            Constraint::Length(24),
-            Constraint::Length(36),
-            Constraint::Length(28),
-            Constraint::Length(4),
-            Constraint::Length(3),
-            Constraint::Length(1),
-        ],
-    )
-    .header(header)
-    .block(pane(state, title, true));
+    let laid = Laid::new(&COLUMNS, &rows, list.width.saturating_sub(2));
+    let title = laid.titled(&title, list.width);
+    let table = laid
+        .table(rows, style(state, StyleKey::Header))
+        .block(pane(state, title, true));
     frame.render_widget(table, list);
     if let Some(e) = live.event(selected) {
         render_detail(frame, state, e, detail);
     }
 }
+
+/// The table's columns.
+const COLUMNS: [Column; 9] = [
+    Column::number("#", 9),
+    Column::whole("TIME", 4),
+    Column::whole("VERB", 8),
+    Column::text("RESOURCE", 6, 8).short("RES"),
+    Column::text("TARGET", 7, 12),
+    Column::text("USER", 3, 8),
+    Column::number("CODE", 9),
+    Column::number("ANN", 5),
+    // ⟳: the event's request can be replayed
+    Column::whole("", 8),
+];
 
 /// The time of day of an RFC 3339 timestamp (`12:00:01.5`), or the text as recorded.
 fn time_of(at: &str) -> String {

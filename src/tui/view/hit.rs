@@ -37,7 +37,7 @@ pub enum ChainHit {
 /// The Chain view's grid of the selected request's steps and its detail pane, as
 /// `chain::render` lays them out; when it compares before and after the edits, the "after" grid
 /// and the final object's diff.
-fn chain_panes(state: &State) -> (Rect, Rect) {
+pub(crate) fn chain_panes(state: &State) -> (Rect, Rect) {
     let [_, body] =
         Layout::vertical([Constraint::Length(4), Constraint::Min(1)]).areas(main_area(state));
     let compared = state.compare
@@ -59,10 +59,11 @@ fn chain_panes(state: &State) -> (Rect, Rect) {
 
 /// The grid's lines: the call each line shows, None for block titles and the blank lines
 /// between blocks.
-fn grid_lines(o: &Outcome) -> Vec<Option<usize>> {
+fn grid_lines(state: &State, o: &Outcome) -> Vec<Option<usize>> {
     let mut lines = Vec::new();
     let mut current = None;
-    for (i, c) in o.calls.iter().enumerate() {
+    for i in crate::tui::model::chain_order(o, &state.hooks) {
+        let c = &o.calls[i];
         let b = Block::of(c);
         if current != Some(b) {
             if current.is_some() {
@@ -88,7 +89,7 @@ pub fn chain_at(state: &State, x: u16, y: u16) -> Option<ChainHit> {
     if !grid.contains(at) {
         return None;
     }
-    let lines = grid_lines(&entry.replayed.outcome);
+    let lines = grid_lines(state, &entry.replayed.outcome);
     let rows = inner(grid);
     if !rows.contains(at) {
         return Some(ChainHit::Grid);
@@ -144,11 +145,8 @@ pub fn requests_column_at(state: &State, x: u16, y: u16) -> Option<SortKey> {
     if y != rows.y || !rows.contains(Position::new(x, y)) {
         return None;
     }
-    // As ratatui's Table places its columns: the constraints, one blank column between.
-    let columns = Layout::horizontal(super::requests::COLUMNS)
-        .spacing(1)
-        .split(rows);
-    let at = columns.iter().position(|c| (c.x..c.right()).contains(&x))?;
+    // As the view lays its columns out, for the rows it shows.
+    let at = super::requests::laid(state, main_area(state)).column_at(x - rows.x)?;
     SortKey::ALL.get(at).copied()
 }
 
@@ -161,11 +159,10 @@ pub fn annotation_at(state: &State, x: u16, y: u16) -> Option<usize> {
     if !rows.contains(Position::new(x, y)) || y == rows.y {
         return None;
     }
-    // As `annotations::render` scrolls: from `annotation_top`, or following the tail.
+    // As `annotations::render` scrolls: the cursor's row kept on screen.
     let n = state.visible_annotations().len();
     let height = usize::from(area.height.saturating_sub(3));
-    let last_top = n.saturating_sub(height);
-    let top = state.annotation_top.map_or(last_top, |t| t.min(last_top));
+    let (top, _, _) = super::annotations::window(state, n, height);
     let i = top + usize::from(y - rows.y - 1);
     (i < n).then_some(i)
 }

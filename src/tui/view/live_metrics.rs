@@ -5,13 +5,15 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Paragraph, Row, Table};
+use ratatui::widgets::Paragraph;
 
+use super::table::{Column, Laid, TableRow};
 use super::{clip, pane, style};
 use crate::live::metrics::{AdmissionFamily, RateSeries};
 use crate::tui::app::State;
 use crate::tui::live::{LiveState, WINDOWS, clock, window_label};
 use crate::tui::theme::StyleKey;
+use ratatui::style::Style;
 
 /// Series drawn per chart (the largest increases); the rest are summed in the legend count.
 const SERIES_DRAWN: usize = 6;
@@ -170,41 +172,39 @@ fn latency_table(
         Some(v) if v.is_finite() => format!("{:.1}", v * 1000.0),
         _ => "–".into(),
     };
-    let rows: Vec<Row> = series
+    let plain = Style::default();
+    let rows: Vec<TableRow> = series
         .iter()
         .map(|s| {
             let q = |i: usize| s.quantiles.get(i).copied();
-            Row::new(vec![
-                Cell::from(clip(s.labels.get("name").unwrap_or(""), 40)),
-                Cell::from(s.labels.get("type").unwrap_or("").to_string()),
-                Cell::from(format!("{:.0}", s.observations)),
-                Cell::from(ms(q(0))),
-                Cell::from(ms(q(1))),
-                Cell::from(ms(q(2))),
-                Cell::from(ms(s.mean)),
+            TableRow::new(vec![
+                (s.labels.get("name").unwrap_or("").to_string(), plain),
+                (s.labels.get("type").unwrap_or("").to_string(), plain),
+                (format!("{:.0}", s.observations), plain),
+                (ms(q(0)), plain),
+                (ms(q(1)), plain),
+                (ms(q(2)), plain),
+                (ms(s.mean), plain),
             ])
         })
         .collect();
-    let header = Row::new(vec![
-        "WEBHOOK", "TYPE", "CALLS", "P50 MS", "P90", "P99", "MEAN",
-    ])
-    .style(style(state, StyleKey::Header));
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Min(20),
-            Constraint::Length(8),
-            Constraint::Length(8),
-            Constraint::Length(8),
-            Constraint::Length(8),
-            Constraint::Length(8),
-            Constraint::Length(8),
-        ],
-    )
-    .header(header)
-    .block(block);
+    let laid = Laid::new(&LATENCY, &rows, area.width.saturating_sub(2));
+    let table = laid
+        .table(rows, style(state, StyleKey::Header))
+        .block(block);
     frame.render_widget(table, area);
 }
+
+/// The latency table's columns.
+const LATENCY: [Column; 7] = [
+    Column::text("WEBHOOK", 10, 12),
+    Column::whole("TYPE", 3),
+    Column::number("CALLS", 9),
+    Column::number("P50 MS", 8).short("P50"),
+    Column::number("P90", 6),
+    Column::number("P99", 7),
+    Column::number("MEAN", 5),
+];
 
 fn totals_pane(
     frame: &mut Frame,

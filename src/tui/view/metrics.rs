@@ -8,7 +8,7 @@ use ratatui::layout::{Constraint, Direction, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Bar, BarChart, BarGroup, Paragraph, Wrap};
 
-use super::{clip, pane, style};
+use super::{clip, pane, scroll, style};
 use crate::tui::app::{State, rejections, sum_by};
 use crate::tui::theme::StyleKey;
 
@@ -19,12 +19,7 @@ const DURATION_BUCKET: &str = "apiserver_admission_webhook_admission_duration_se
 
 /// Draws the view.
 pub fn render(frame: &mut Frame, state: &State, area: Rect) {
-    let [top, middle, bottom] = Layout::vertical([
-        Constraint::Percentage(40),
-        Constraint::Percentage(32),
-        Constraint::Min(4),
-    ])
-    .areas(area);
+    let [top, middle, bottom] = areas(area);
     let [lines_area, bars] =
         Layout::horizontal([Constraint::Percentage(55), Constraint::Min(20)]).areas(top);
     let [histogram, totals] =
@@ -101,23 +96,57 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         totals,
     );
 
+    let lines = samples(state);
+    let (w, h) = (
+        bottom.width.saturating_sub(2),
+        usize::from(bottom.height.saturating_sub(2)),
+    );
+    let total = scroll::wrapped_len(&lines, w);
+    let at = scroll::clamp(state.samples_scroll, total, h);
+    let p = Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .scroll((u16::try_from(at).unwrap_or(u16::MAX), 0))
+        .block(pane(
+            state,
+            format!(
+                " Exported samples (as --metrics writes them) {}",
+                scroll::position(at, total, h)
+            ),
+            true,
+        ));
+    frame.render_widget(p, bottom);
+}
+
+/// The view's three rows: rejections, latency and totals, exported samples.
+fn areas(area: Rect) -> [Rect; 3] {
+    Layout::vertical([
+        Constraint::Percentage(40),
+        Constraint::Percentage(32),
+        Constraint::Min(4),
+    ])
+    .areas(area)
+}
+
+/// The exported sample lines the view shows.
+fn samples(state: &State) -> Vec<Line<'static>> {
     let text = state.metrics.encode_text();
-    let samples: Vec<Line> = text
-        .lines()
+    text.lines()
         .filter(|l| {
             !l.starts_with('#')
                 && (l.starts_with(REJECTION) || l.starts_with(FAIL_OPEN) || l.starts_with(REQUESTS))
         })
         .map(|l| Line::styled(l.to_string(), style(state, StyleKey::Json)))
-        .collect();
-    let p = Paragraph::new(samples)
-        .wrap(Wrap { trim: false })
-        .block(pane(
-            state,
-            " Exported samples (as --metrics writes them) ",
-            false,
-        ));
-    frame.render_widget(p, bottom);
+        .collect()
+}
+
+/// Lines of the exported samples and the rows their pane shows, on a terminal of `state.size`.
+pub(crate) fn samples_extent(state: &State) -> (usize, usize) {
+    let (w, h) = state.size;
+    let [_, _, bottom] = areas(Rect::new(0, 1, w, h.saturating_sub(2)));
+    (
+        scroll::wrapped_len(&samples(state), bottom.width.saturating_sub(2)),
+        usize::from(bottom.height.saturating_sub(2)),
+    )
 }
 
 /// The cumulative rejection counts over replay time, one line per webhook and `error_type`.

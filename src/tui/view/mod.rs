@@ -1,6 +1,6 @@
 //! Rendering: pure functions of [`State`] into a ratatui [`Frame`]. Nothing here changes state.
 
-mod annotations;
+pub(crate) mod annotations;
 mod chain;
 mod cluster;
 mod confirm;
@@ -10,7 +10,10 @@ mod help;
 pub mod hit;
 mod live_metrics;
 mod metrics;
+mod problems;
 mod requests;
+pub(crate) mod scroll;
+mod table;
 mod webhooks;
 mod whatif;
 
@@ -19,6 +22,12 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph};
+
+pub(crate) use chain::detail_extent;
+pub use help::WORDS;
+pub(crate) use help::extent as help_extent;
+pub(crate) use metrics::samples_extent;
+pub use problems::place as problem_place;
 
 use super::app::{Mode, State, View};
 use super::theme::{StyleKey, SymbolKey};
@@ -46,6 +55,7 @@ pub fn render(frame: &mut Frame, state: &State) {
         View::WhatIf => whatif::render(frame, state, main),
         View::Cluster => cluster::render(frame, state, main),
         View::Events => events::render(frame, state, main),
+        View::Problems => problems::render(frame, state, main),
     }
     match &state.mode {
         Mode::Normal => render_status(frame, state, bottom),
@@ -104,17 +114,67 @@ pub fn render_text(state: &State, width: u16, height: u16) -> String {
 /// Width of the header's leading title, before the first tab.
 const TITLE: &str = " hookscope ";
 
+/// How the header's tabs are written: full labels (`1 Requests`), or compact ones where only
+/// the current view keeps its title (the others their number, the key that shows them), or
+/// numbers alone.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TabLabels {
+    Full,
+    Compact,
+    Numbers,
+}
+
 /// The label of a view's tab in the header.
-fn tab_label(i: usize, v: View) -> String {
-    format!(" {} {} ", i + 1, v.title())
+fn tab_label(i: usize, v: View, current: bool, labels: TabLabels) -> String {
+    // Problems has no number key: `:problems` shows it.
+    if v == View::Problems {
+        return match labels {
+            TabLabels::Numbers => " ! ".into(),
+            _ => " ! Problems ".into(),
+        };
+    }
+    match labels {
+        TabLabels::Full => format!(" {} {} ", i + 1, v.title()),
+        TabLabels::Compact if current => format!(" {} {} ", i + 1, v.title()),
+        TabLabels::Compact | TabLabels::Numbers => format!(" {} ", i + 1),
+    }
+}
+
+/// The header as it fits in `width` columns: whether the leading title is shown, and each tab's
+/// label. Tabs are shortened whole, never cut.
+fn tab_layout(state: &State, width: u16) -> (bool, Vec<String>) {
+    let tabs = state.tabs();
+    let labels = |l: TabLabels| -> Vec<String> {
+        tabs.iter()
+            .enumerate()
+            .map(|(i, v)| tab_label(i, *v, *v == state.view, l))
+            .collect()
+    };
+    let wide = |title: bool, ls: &[String]| -> usize {
+        let t = if title { TITLE.chars().count() } else { 0 };
+        t + ls.iter().map(|l| 1 + l.chars().count()).sum::<usize>()
+    };
+    for (title, l) in [
+        (true, TabLabels::Full),
+        (false, TabLabels::Full),
+        (true, TabLabels::Compact),
+        (false, TabLabels::Compact),
+    ] {
+        let ls = labels(l);
+        if wide(title, &ls) <= usize::from(width) {
+            return (title, ls);
+        }
+    }
+    (false, labels(TabLabels::Numbers))
 }
 
 /// The view whose tab is at column `x` of the header (row 0).
 pub fn tab_at(state: &State, x: u16) -> Option<View> {
-    let mut left = TITLE.chars().count();
-    for (i, v) in state.tabs().iter().enumerate() {
+    let (title, labels) = tab_layout(state, state.size.0);
+    let mut left = if title { TITLE.chars().count() } else { 0 };
+    for (v, label) in state.tabs().iter().zip(&labels) {
         left += 1;
-        let width = tab_label(i, *v).chars().count();
+        let width = label.chars().count();
         if (left..left + width).contains(&usize::from(x)) {
             return Some(*v);
         }
@@ -153,20 +213,29 @@ pub fn requests_position_at(state: &State, height: u16, y: u16) -> Option<usize>
 
 fn render_tabs(frame: &mut Frame, state: &State, area: Rect) {
     let t = &state.theme;
-    let mut spans = vec![Span::styled(TITLE, t.style(StyleKey::Title))];
-    for (i, v) in state.tabs().iter().enumerate() {
+    let (title, labels) = tab_layout(state, area.width);
+    let mut spans = Vec::new();
+    if title {
+        spans.push(Span::styled(TITLE, t.style(StyleKey::Title)));
+    }
+    for (v, label) in state.tabs().iter().zip(labels) {
         let key = if *v == state.view {
             StyleKey::TabActive
         } else {
             StyleKey::Tab
         };
         spans.push(Span::raw(" "));
-        spans.push(Span::styled(tab_label(i, *v), t.style(key)));
+        spans.push(Span::styled(label, t.style(key)));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
-fn render_status(frame: &mut Frame, state: &State, area: Rect) {
+/// The status bar's message's priority: above every part but the progress.
+const MESSAGE: u8 = 10;
+
+/// The status bar's parts, each shown whole or not at all: where the bar is too narrow, the
+/// parts of the lowest priority are left out (a message is the last to go).
+fn status_parts(state: &State) -> Vec<(u8, Vec<Span<'static>>)> {
     let t = &state.theme;
     let bar = t.style(StyleKey::StatusBar);
     let (replayed, allowed, denied, open) = state.counts();
@@ -187,18 +256,20 @@ fn render_status(frame: &mut Frame, state: &State, area: Rect) {
             (None, false) => format!("{} replaying", p.seen),
         },
     };
-    let mut spans = vec![Span::styled(
-        format!(" {} ", state.view.title().to_uppercase()),
-        t.style(StyleKey::StatusKey),
+    let mut parts = vec![(
+        9,
+        vec![Span::styled(
+            format!(" {} ", state.view.title().to_uppercase()),
+            t.style(StyleKey::StatusKey),
+        )],
     )];
-    // A message comes first, so a narrow terminal cuts the counters rather than it.
     if let Some((m, error)) = &state.message {
         let style = if *error {
             bar.patch(t.raw(StyleKey::Error))
         } else {
             bar.patch(t.raw(StyleKey::Message))
         };
-        spans.push(Span::styled(format!(" {m} │"), style));
+        parts.push((MESSAGE, vec![Span::styled(format!(" {m} │"), style)]));
     }
     if let Some((f, error)) = requests::filter_summary(state) {
         let key = if error {
@@ -206,39 +277,87 @@ fn render_status(frame: &mut Frame, state: &State, area: Rect) {
         } else {
             StyleKey::Message
         };
-        spans.push(Span::styled(format!(" {f} │"), bar.patch(t.raw(key))));
+        parts.push((
+            8,
+            vec![Span::styled(format!(" {f} │"), bar.patch(t.raw(key)))],
+        ));
     }
-    spans.extend([
-        Span::styled(format!(" {} │ {progress} │ ", state.source), bar),
-        Span::styled(
+    parts.push((3, vec![Span::styled(format!(" {} │", state.source), bar)]));
+    // The progress line is the last part to go: a notice never hides it.
+    parts.push((11, vec![Span::styled(format!(" {progress} │"), bar)]));
+    parts.push((
+        7,
+        vec![Span::styled(
             format!(
-                "{replayed} replayed {} {allowed} ",
-                t.symbol(SymbolKey::Allowed)
+                " {replayed} replayed {} {allowed} {} {denied} {} {open} │",
+                t.symbol(SymbolKey::Allowed),
+                t.symbol(SymbolKey::Denied),
+                t.symbol(SymbolKey::FailedOpen)
             ),
             bar,
-        ),
-        Span::styled(format!("{} {denied} ", t.symbol(SymbolKey::Denied)), bar),
-        Span::styled(
-            format!("{} {open} │ ", t.symbol(SymbolKey::FailedOpen)),
-            bar,
-        ),
-    ]);
+        )],
+    ));
     if !state.problems.is_empty() {
-        spans.push(Span::styled(
-            format!("{} problems │ ", state.problems.len()),
-            bar,
+        parts.push((
+            5,
+            vec![Span::styled(
+                format!(" {} problems: :problems │", state.problems.len()),
+                bar,
+            )],
         ));
     }
     if p.missing_replies > 0 {
-        spans.push(Span::styled(
-            format!("{} calls without reply │ ", p.missing_replies),
-            bar,
+        parts.push((
+            4,
+            vec![Span::styled(
+                format!(" {} calls without reply │", p.missing_replies),
+                bar,
+            )],
         ));
     }
-    spans.push(Span::styled(
-        format!("k8s {} │ ? help ", state.kube_version),
-        bar,
+    parts.push((
+        1,
+        vec![Span::styled(format!(" k8s {} │", state.kube_version), bar)],
     ));
+    parts.push((2, vec![Span::styled(" ? help ", bar)]));
+    parts
+}
+
+fn render_status(frame: &mut Frame, state: &State, area: Rect) {
+    let bar = state.theme.style(StyleKey::StatusBar);
+    let mut parts = status_parts(state);
+    let wide = |parts: &[(u8, Vec<Span>)]| -> usize {
+        parts
+            .iter()
+            .flat_map(|(_, s)| s.iter().map(Span::width))
+            .sum()
+    };
+    while wide(&parts) > usize::from(area.width) && parts.len() > 1 {
+        // The lowest priority goes first; of equal ones, the rightmost.
+        let Some(at) = (0..parts.len()).rev().min_by_key(|&i| parts[i].0) else {
+            break;
+        };
+        // A message is shortened between words rather than dropped, while it can say something.
+        let over = wide(&parts) - usize::from(area.width);
+        if parts[at].0 == MESSAGE
+            && let Some(span) = parts[at].1.first_mut()
+            && span.width() >= over + 12
+        {
+            span.content = words_within(&span.content, span.width() - over).into();
+            break;
+        }
+        parts.remove(at);
+    }
+    let mut spans: Vec<Span> = parts.into_iter().flat_map(|(_, s)| s).collect();
+    // What is left and still too wide (a long message) is cut between words, with an ellipsis.
+    let mut room = usize::from(area.width);
+    for span in &mut spans {
+        let w = span.width();
+        if w > room {
+            span.content = words_within(&span.content, room).into();
+        }
+        room = room.saturating_sub(w);
+    }
     frame.render_widget(Paragraph::new(Line::from(spans)).style(bar), area);
 }
 
@@ -264,6 +383,17 @@ fn render_input(
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
 
+/// A focused pane `title` over `area` that says, muted, why it has nothing to show.
+pub(crate) fn empty_pane(frame: &mut Frame, state: &State, text: &str, title: String, area: Rect) {
+    let p = Paragraph::new(Line::styled(
+        text.to_string(),
+        style(state, StyleKey::Muted),
+    ))
+    .wrap(ratatui::widgets::Wrap { trim: true })
+    .block(pane(state, title, true));
+    frame.render_widget(p, area);
+}
+
 /// A bordered block with a title, its border styled by focus.
 pub(crate) fn pane<'a>(state: &State, title: impl Into<Line<'a>>, focused: bool) -> Block<'a> {
     let t = &state.theme;
@@ -276,6 +406,31 @@ pub(crate) fn pane<'a>(state: &State, title: impl Into<Line<'a>>, focused: bool)
         .borders(Borders::ALL)
         .border_style(t.style(border))
         .title(title.into().style(t.style(StyleKey::Title)))
+}
+
+/// `s` cut after the last whole word that fits `width` columns with an ellipsis (the ellipsis
+/// alone where no word fits).
+pub(crate) fn words_within(s: &str, width: usize) -> String {
+    if table::width(s) <= width {
+        return s.to_string();
+    }
+    let mut out = String::new();
+    for word in s.split_inclusive(' ') {
+        if table::width(&out) + table::width(word.trim_end()) + 1 > width {
+            break;
+        }
+        out.push_str(word);
+    }
+    // A separator left at the end says nothing.
+    let mut out = out
+        .trim_end()
+        .trim_end_matches(['·', '│'])
+        .trim_end()
+        .to_string();
+    if width > 0 {
+        out.push('…');
+    }
+    out
 }
 
 /// Truncates to `width` characters with an ellipsis.
@@ -371,4 +526,19 @@ pub(crate) fn line_chart<'a>(
                 .labels([Span::styled("0", axis), Span::styled(y_label, axis)])
                 .style(axis),
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::words_within;
+
+    #[test]
+    fn a_long_message_is_cut_between_words() {
+        assert_eq!(
+            words_within("4 changed, 4 verdicts flipped", 20),
+            "4 changed, 4…"
+        );
+        assert_eq!(words_within("short", 20), "short");
+        assert_eq!(words_within("unbreakable", 5), "…");
+    }
 }

@@ -1,27 +1,83 @@
 //! The Requests view: every replayed request, sortable and filterable.
 
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Paragraph, Row, Table};
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::Line;
+use ratatui::widgets::Paragraph;
 
-use super::{clip, pane, style};
+use super::table::{Column, Laid, TableRow};
+use super::{pane, style};
 use crate::tui::app::{SortKey, State};
 use crate::tui::filter::RequestFilter;
 use crate::tui::model::Verdict;
 use crate::tui::theme::{StyleKey, SymbolKey};
 
-/// The table's column widths, in [`SortKey`] order (a click on a title sorts by it).
-pub(crate) const COLUMNS: [Constraint; 8] = [
-    Constraint::Length(5),
-    Constraint::Length(10),
-    Constraint::Length(22),
-    Constraint::Min(20),
-    Constraint::Length(18),
-    Constraint::Length(6),
-    Constraint::Length(6),
-    Constraint::Length(11),
+/// The table's columns, in [`SortKey`] order (a click on a title sorts by it).
+pub(crate) const COLUMNS: [Column; 8] = [
+    Column::number("#", 10),
+    Column::whole("OP", 8),
+    Column::text("RESOURCE", 6, 8).short("RES"),
+    Column::text("NAMESPACE/NAME", 7, 12).short("NAME"),
+    Column::whole("VERDICT", 9),
+    Column::number("CALLED", 4).short("CALL"),
+    Column::number("ROUNDS", 3).short("RND"),
+    Column::number("DURATION", 5).short("TIME"),
 ];
+
+/// Data rows of the table in a pane `area` (its borders and the column titles taken out).
+fn data_rows(area: Rect) -> usize {
+    usize::from(area.height.saturating_sub(3))
+}
+
+/// The rows the table shows in `area`: the window of `visible` that keeps the selection on
+/// screen.
+fn table_rows(state: &State, area: Rect) -> Vec<TableRow> {
+    let height = data_rows(area);
+    let pos = state.selected_position().unwrap_or(0);
+    let offset = super::requests_offset(state, height);
+    let sel = state.theme.symbol(SymbolKey::Selected);
+    let plain = Style::default();
+    state
+        .visible
+        .iter()
+        .enumerate()
+        .skip(offset)
+        .take(height)
+        .map(|(i, &e)| {
+            let r = state.entries[e].row();
+            let (v, vkey) = verdict(state, r.verdict);
+            let marker = if i == pos { sel } else { " " };
+            let mut op = r.operation.clone();
+            if r.dry_run {
+                op.push_str(" dry");
+            }
+            let row = TableRow::new(vec![
+                (format!("{marker}{:>3}", e + 1), plain),
+                (op, plain),
+                (r.resource.clone(), plain),
+                (r.target.clone(), plain),
+                (v, style(state, vkey)),
+                (r.called.to_string(), plain),
+                (r.rounds.to_string(), plain),
+                (
+                    format!("{:.1} ms", r.duration.as_secs_f64() * 1000.0),
+                    plain,
+                ),
+            ]);
+            row.selected_if(i == pos, state)
+        })
+        .collect()
+}
+
+/// The columns' widths in the Requests pane `area`, for the rows it shows.
+pub(crate) fn laid(state: &State, area: Rect) -> Laid {
+    Laid::new(
+        &COLUMNS,
+        &table_rows(state, area),
+        area.width.saturating_sub(2),
+    )
+}
 
 /// Verdict text and style key.
 pub(crate) fn verdict(state: &State, v: Verdict) -> (String, StyleKey) {
@@ -56,66 +112,35 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     if !state.filter.is_empty() {
         title.push_str(&format!("· filter {:?} ", state.filter));
     }
-    let block = pane(state, title, true);
+    if super::problems::no_configuration_loaded(state) {
+        title.push_str("· no configuration loaded: all allowed for want of a webhook (:problems) ");
+    }
     if state.entries.is_empty() {
-        let text = if state.progress.done {
-            "No request was replayed."
-        } else {
-            "Waiting for the first replayed request…"
+        let block = pane(state, title, true);
+        let text = match state.live.as_deref() {
+            // Live, requests come only from replaying audit events.
+            Some(live) => match live.replay_refusal() {
+                Some(why) => format!("No request replayed: {why}."),
+                None => "No request replayed yet: replay audit events from the Events view (r: the selected one, :replay: all kept).".into(),
+            },
+            None if state.progress.done => "No request was replayed.".into(),
+            None => "Waiting for the first replayed request…".into(),
         };
         frame.render_widget(
-            Paragraph::new(Line::styled(text, style(state, StyleKey::Muted))).block(block),
+            Paragraph::new(Line::styled(text, style(state, StyleKey::Muted)))
+                .wrap(ratatui::widgets::Wrap { trim: true })
+                .block(block),
             area,
         );
         return;
     }
-    let height = area.height.saturating_sub(3) as usize;
-    let pos = state.selected_position().unwrap_or(0);
-    let offset = super::requests_offset(state, height);
-    let sel = state.theme.symbol(SymbolKey::Selected);
-    let rows: Vec<Row> = state
-        .visible
-        .iter()
-        .enumerate()
-        .skip(offset)
-        .take(height)
-        .map(|(i, &e)| {
-            let r = state.entries[e].row();
-            let (v, vkey) = verdict(state, r.verdict);
-            let marker = if i == pos { sel } else { " " };
-            let mut op = r.operation.clone();
-            if r.dry_run {
-                op.push_str(" dry");
-            }
-            let row = Row::new(vec![
-                Cell::from(format!("{marker}{:>3}", e + 1)),
-                Cell::from(op),
-                Cell::from(clip(&r.resource, 22)),
-                Cell::from(clip(&r.target, 32)),
-                Cell::from(Span::styled(v, style(state, vkey))),
-                Cell::from(format!("{:>6}", r.called)),
-                Cell::from(format!("{:>6}", r.rounds)),
-                Cell::from(format!("{:>8.1} ms", r.duration.as_secs_f64() * 1000.0)),
-            ]);
-            if i == pos {
-                row.style(style(state, StyleKey::Selected))
-            } else {
-                row
-            }
-        })
-        .collect();
-    let header = Row::new(vec![
-        "   #",
-        "OP",
-        "RESOURCE",
-        "NAMESPACE/NAME",
-        "VERDICT",
-        "CALLED",
-        "ROUNDS",
-        "DURATION",
-    ])
-    .style(style(state, StyleKey::Header));
-    let table = Table::new(rows, COLUMNS).header(header).block(block);
+    let rows = table_rows(state, area);
+    let laid = Laid::new(&COLUMNS, &rows, area.width.saturating_sub(2));
+    let title = laid.titled(&title, area.width);
+    let block = pane(state, title, true);
+    let table = laid
+        .table(rows, style(state, StyleKey::Header))
+        .block(block);
     frame.render_widget(table, area);
 }
 

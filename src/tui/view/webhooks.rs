@@ -3,15 +3,34 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
+use ratatui::widgets::{Paragraph, Wrap};
 
-use super::{clip, diff_lines, pane, style};
+use super::table::{Column, Laid, TableRow};
+use super::{diff_lines, pane, style};
 use crate::live::cluster::ChangeAction;
 use crate::tui::app::State;
 use crate::tui::live::{LiveState, clock};
 use crate::tui::model::HookInfo;
 use crate::tui::theme::{StyleKey, SymbolKey};
+
+/// The per-webhook counts' columns, the same words in the Webhooks and What-if views (defined
+/// in the help overlay and the user guide).
+pub(super) const COUNTS: [Column; 6] = [
+    Column::number("MATCHED", 9).short("MATCH"),
+    Column::number("SKIPPED", 5).short("SKIP"),
+    Column::number("MUTATED", 7).short("MUT"),
+    Column::number("DENIED", 8).short("DENY"),
+    Column::number("ERRORS", 6).short("ERR"),
+    Column::number("FAIL-OPEN", 6).short("OPEN"),
+];
+
+/// The columns naming a webhook: its phase and configuration ─ name.
+pub(super) const NAMES: [Column; 2] = [
+    Column::whole(" PHASE", 3),
+    Column::text("CONFIGURATION ─ WEBHOOK", 10, 16).short("WEBHOOK"),
+];
 
 /// Draws the view.
 pub fn render(frame: &mut Frame, state: &State, area: Rect) {
@@ -20,6 +39,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     let sel = state.theme.symbol(SymbolKey::Selected);
     let mut rows = Vec::new();
     let mut last_config = None;
+    let plain = Style::default();
     for (i, (h, c)) in state.hooks.iter().zip(&state.hook_counts).enumerate() {
         let config = (h.phase, h.configuration.as_str());
         let tree = if last_config == Some(config) {
@@ -34,65 +54,33 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
             format!("{tree}{}", h.webhook)
         };
         let marker = if i == state.hook_selected { sel } else { " " };
-        let row = Row::new(vec![
-            Cell::from(format!("{marker}{}", h.phase)),
-            Cell::from(format!("{:>3}", h.position)),
-            Cell::from(clip(&name, 52)),
-            Cell::from(format!("{:>7}", c.matched)),
-            Cell::from(format!("{:>7}", c.skipped)),
-            Cell::from(Span::styled(
-                format!("{:>7}", c.mutated),
-                style(state, StyleKey::CellMutated),
-            )),
-            Cell::from(Span::styled(
-                format!("{:>6}", c.denied),
-                style(state, StyleKey::CellDenied),
-            )),
-            Cell::from(Span::styled(
-                format!("{:>6}", c.errors),
-                style(state, StyleKey::CellErrored),
-            )),
-            Cell::from(Span::styled(
-                format!("{:>9}", c.failed_open),
+        let row = TableRow::new(vec![
+            (format!("{marker}{}", h.phase), plain),
+            (h.position.to_string(), plain),
+            (name, plain),
+            (c.matched.to_string(), plain),
+            (c.skipped().to_string(), plain),
+            (c.mutated.to_string(), style(state, StyleKey::CellMutated)),
+            (c.denied.to_string(), style(state, StyleKey::CellDenied)),
+            (c.errored.to_string(), style(state, StyleKey::CellErrored)),
+            (
+                c.failed_open.to_string(),
                 style(state, StyleKey::CellFailedOpen),
-            )),
+            ),
         ]);
-        rows.push(if i == state.hook_selected {
-            row.style(style(state, StyleKey::Selected))
-        } else {
-            row
-        });
+        rows.push(row.selected_if(i == state.hook_selected, state));
     }
-    let header = Row::new(vec![
-        " PHASE",
-        "POS",
-        "CONFIGURATION ─ WEBHOOK",
-        "MATCHED",
-        "SKIPPED",
-        "MUTATED",
-        "DENIED",
-        "ERRORS",
-        "FAIL-OPEN",
-    ])
-    .style(style(state, StyleKey::Header));
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(11),
-            Constraint::Length(3),
-            Constraint::Min(30),
-            Constraint::Length(7),
-            Constraint::Length(7),
-            Constraint::Length(7),
-            Constraint::Length(6),
-            Constraint::Length(6),
-            Constraint::Length(9),
-        ],
-    )
-    .header(header)
-    .block(pane(
+    let columns = [NAMES[0], Column::number("POS", 6), NAMES[1]]
+        .into_iter()
+        .chain(COUNTS)
+        .collect::<Vec<_>>();
+    let laid = Laid::new(&columns, &rows, list.width.saturating_sub(2));
+    let table = laid.table(rows, style(state, StyleKey::Header)).block(pane(
         state,
-        format!(" Webhooks {} in dispatch order ", state.hooks.len()),
+        laid.titled(
+            &format!(" Webhooks {} in dispatch order ", state.hooks.len()),
+            list.width,
+        ),
         true,
     ));
     frame.render_widget(table, list);

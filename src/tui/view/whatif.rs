@@ -3,11 +3,13 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
+use ratatui::style::Style;
+use ratatui::text::Line;
+use ratatui::widgets::{Paragraph, Wrap};
 
 use super::requests::verdict;
-use super::{clip, pane, style};
+use super::table::{Column, TableRow};
+use super::{pane, style};
 use crate::edit::HookStats;
 use crate::tui::app::State;
 use crate::tui::theme::{StyleKey, SymbolKey};
@@ -54,6 +56,17 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     render_hooks(frame, state, hooks);
 }
 
+/// The changed requests' columns.
+const ROWS: [Column; 7] = [
+    Column::number("#", 10),
+    Column::whole("OP", 8),
+    Column::text("RESOURCE", 6, 8).short("RES"),
+    Column::text("NAMESPACE/NAME", 7, 12).short("NAME"),
+    Column::whole("BEFORE", 9),
+    Column::whole("AFTER", 9),
+    Column::text("CHANGED", 5, 8),
+];
+
 fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
     let w = &state.whatif;
     let height = usize::from(area.height.saturating_sub(3)).max(1);
@@ -62,7 +75,8 @@ fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
     let Some(baseline) = &state.baseline else {
         return;
     };
-    let rows: Vec<Row> = w
+    let plain = Style::default();
+    let rows: Vec<TableRow> = w
         .requests
         .iter()
         .enumerate()
@@ -75,9 +89,7 @@ fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
             let (after, akey) = verdict(state, e.verdict);
             let row = e.row();
             let mut what = Vec::new();
-            if r.verdict.is_some() {
-                what.push("verdict");
-            }
+            what.extend(r.verdict_change());
             if !r.object.is_empty() {
                 what.push("object");
             }
@@ -88,45 +100,29 @@ fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
                 what.push("warnings");
             }
             let marker = if i == state.whatif_selected { sel } else { " " };
-            let row = Row::new(vec![
-                Cell::from(format!("{marker}{}", r.index + 1)),
-                Cell::from(row.operation),
-                Cell::from(clip(&row.resource, 22)),
-                Cell::from(clip(&row.target, 34)),
-                Cell::from(Span::styled(before, style(state, bkey))),
-                Cell::from(Span::styled(after, style(state, akey))),
-                Cell::from(what.join(", ")),
+            let mut op = row.operation;
+            if row.dry_run {
+                op.push_str(" dry");
+            }
+            let row = TableRow::new(vec![
+                (format!("{marker}{}", r.index + 1), plain),
+                (op, plain),
+                (row.resource, plain),
+                (row.target, plain),
+                (before, style(state, bkey)),
+                (after, style(state, akey)),
+                (what.join(", "), plain),
             ]);
-            Some(if i == state.whatif_selected {
-                row.style(style(state, StyleKey::Selected))
-            } else {
-                row
-            })
+            Some(row.selected_if(i == state.whatif_selected, state))
         })
         .collect();
-    let header = Row::new(vec![
-        "#", "op", "resource", "name", "before", "after", "changed",
-    ])
-    .style(style(state, StyleKey::Header));
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(6),
-            Constraint::Length(7),
-            Constraint::Length(22),
-            Constraint::Length(34),
-            Constraint::Length(18),
-            Constraint::Length(18),
-            Constraint::Min(10),
-        ],
-    )
-    .header(header)
-    .block(pane(
+    super::table::draw(
+        frame,
         state,
-        " Changed requests (enter: chain before / after) ",
-        true,
-    ));
-    frame.render_widget(table, area);
+        (&ROWS, rows),
+        (" Changed requests (enter: chain before / after) ", true),
+        area,
+    );
 }
 
 fn counts_text(c: Option<&HookStats>) -> [String; 6] {
@@ -144,7 +140,7 @@ fn counts_text(c: Option<&HookStats>) -> [String; 6] {
 }
 
 fn render_hooks(frame: &mut Frame, state: &State, area: Rect) {
-    let rows: Vec<Row> = state
+    let rows: Vec<TableRow> = state
         .whatif
         .hooks
         .iter()
@@ -157,17 +153,15 @@ fn render_hooks(frame: &mut Frame, state: &State, area: Rect) {
                 } else {
                     StyleKey::Message
                 };
-                Cell::from(Span::styled(
-                    format!("{:>4} → {:<4}", b[i], a[i]),
-                    style(state, key),
-                ))
+                (format!("{} → {}", b[i], a[i]), style(state, key))
             };
-            Row::new(vec![
-                Cell::from(h.hook.phase.to_string()),
-                Cell::from(clip(
-                    &format!("{} ─ {}", h.hook.configuration, h.hook.webhook),
-                    42,
-                )),
+            let plain = Style::default();
+            TableRow::new(vec![
+                (format!(" {}", h.hook.phase), plain),
+                (
+                    format!("{} ─ {}", h.hook.configuration, h.hook.webhook),
+                    plain,
+                ),
                 cell(0),
                 cell(1),
                 cell(2),
@@ -177,31 +171,15 @@ fn render_hooks(frame: &mut Frame, state: &State, area: Rect) {
             ])
         })
         .collect();
-    let header = Row::new(vec![
-        "phase",
-        "webhook",
-        "matched",
-        "skipped",
-        "mutated",
-        "denied",
-        "errors",
-        "failed open",
-    ])
-    .style(style(state, StyleKey::Header));
-    let table = Table::new(
-        rows,
-        [
-            Constraint::Length(11),
-            Constraint::Length(42),
-            Constraint::Length(11),
-            Constraint::Length(11),
-            Constraint::Length(11),
-            Constraint::Length(11),
-            Constraint::Length(11),
-            Constraint::Length(11),
-        ],
-    )
-    .header(header)
-    .block(pane(state, " Webhooks before → after ", false));
-    frame.render_widget(table, area);
+    let columns: Vec<Column> = super::webhooks::NAMES
+        .into_iter()
+        .chain(super::webhooks::COUNTS)
+        .collect();
+    super::table::draw(
+        frame,
+        state,
+        (&columns, rows),
+        (" Webhooks before → after ", false),
+        area,
+    );
 }
