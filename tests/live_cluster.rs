@@ -69,6 +69,8 @@ struct Live {
     server: FakeApiServer,
     kubeconfig: PathBuf,
     rx: mpsc::Receiver<ClusterMsg>,
+    /// Feeds that failed since they last worked: their recovery is a message of its own.
+    failed: Vec<Feed>,
     _scratch: Scratch,
 }
 
@@ -96,11 +98,14 @@ impl Live {
             server,
             kubeconfig,
             rx,
+            failed: Vec::new(),
             _scratch: scratch,
         }
     }
 
-    /// The next message that is not a metrics scrape or a metrics feed state.
+    /// The next message that is not a metrics scrape, a metrics or namespaces feed state, the
+    /// namespaces, or a feed reported working when it had not failed (each watcher says so at
+    /// its first list of a connection).
     async fn next(&mut self) -> ClusterMsg {
         let deadline = tokio::time::Instant::now() + WAIT;
         loop {
@@ -110,12 +115,23 @@ impl Live {
                 .expect("the run task keeps going");
             match message {
                 ClusterMsg::Metrics(_)
+                | ClusterMsg::Namespaces(_)
                 | ClusterMsg::FeedFailed {
-                    feed: Feed::Metrics,
+                    feed: Feed::Metrics | Feed::Namespaces,
                     ..
                 }
-                | ClusterMsg::FeedRecovered(Feed::Metrics) => {}
-                other => return other,
+                | ClusterMsg::FeedRecovered(Feed::Metrics | Feed::Namespaces) => {}
+                ClusterMsg::FeedRecovered(feed) if !self.failed.contains(&feed) => {}
+                ClusterMsg::FeedRecovered(feed) => {
+                    self.failed.retain(|f| *f != feed);
+                    return ClusterMsg::FeedRecovered(feed);
+                }
+                other => {
+                    if let ClusterMsg::FeedFailed { feed, .. } = &other {
+                        self.failed.push(*feed);
+                    }
+                    return other;
+                }
             }
         }
     }
@@ -182,7 +198,7 @@ impl Live {
     /// Waits until both watchers have their watch open.
     async fn watching(&self) {
         let deadline = tokio::time::Instant::now() + WAIT;
-        while self.server.open_watches() < 2 {
+        while self.server.open_watches() < 3 {
             assert!(
                 tokio::time::Instant::now() < deadline,
                 "watches not open: {:?}",
@@ -193,10 +209,7 @@ impl Live {
     }
 
     fn count(&self, resource: FakeResource, watch: bool) -> usize {
-        let path = format!(
-            "/apis/admissionregistration.k8s.io/v1/{}",
-            resource.plural()
-        );
+        let path = resource.path();
         self.server
             .requests()
             .iter()
@@ -296,10 +309,15 @@ async fn initial_list_is_sorted_by_name_defaulted_and_reports_who_is_connected()
         Some("Ignore")
     );
     assert_eq!(names(&set.all()), ["alpha", "zeta", "policy"]);
-    // Watchers, not polling: one list and one watch per resource.
-    for resource in FakeResource::ALL {
+    // Watchers, not polling: one list and one watch per resource (the namespaces' list may
+    // still be under way).
+    for resource in [
+        FakeResource::MutatingWebhookConfigurations,
+        FakeResource::ValidatingWebhookConfigurations,
+    ] {
         assert_eq!(live.count(resource, false), 1, "lists of {resource}");
     }
+    assert!(live.count(FakeResource::Namespaces, false) <= 1);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -431,7 +449,7 @@ async fn expired_relist(expiry: WatchExpiry) {
     // Wait for the relist the 410 causes, then make one real change.
     let deadline = tokio::time::Instant::now() + WAIT;
     while live.count(FakeResource::MutatingWebhookConfigurations, false) == lists_before
-        || live.server.open_watches() < 2
+        || live.server.open_watches() < 3
     {
         assert!(
             tokio::time::Instant::now() < deadline,
@@ -506,7 +524,7 @@ async fn a_dropped_watch_is_resumed() {
     let watches_before = live.count(FakeResource::ValidatingWebhookConfigurations, true);
     live.server.drop_watches();
     let deadline = tokio::time::Instant::now() + WAIT;
-    while live.server.open_watches() < 2 {
+    while live.server.open_watches() < 3 {
         assert!(
             tokio::time::Instant::now() < deadline,
             "watches not reopened"

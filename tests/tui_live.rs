@@ -121,6 +121,36 @@ fn live_source(kubeconfig: PathBuf, replier: AnyReplier) -> LiveSource {
     }
 }
 
+/// A replier calling the webhooks over HTTPS, `resolve` (`HOST:PORT=ADDR:PORT`) redirecting them.
+fn https_replier(resolve: &[String]) -> AnyReplier {
+    AnyReplier::from_flags(ReplierFlags {
+        replies: None,
+        script: None,
+        webhook_auth: None,
+        resolve,
+    })
+    .expect("replier")
+}
+
+type Channels = (mpsc::Receiver<SourceMsg>, mpsc::Sender<SourceCtl>);
+
+/// Runs `source` under a console of `width` × 50 keeping `keep` events; the console's state,
+/// the source's messages and its control channel.
+fn spawn_live(
+    source: LiveSource,
+    keep: usize,
+    allow_writes: bool,
+    width: u16,
+) -> (State, Channels) {
+    let (tx, rx) = mpsc::channel(256);
+    let (ctl, ctl_rx) = mpsc::channel(16);
+    tokio::spawn(Box::new(source).run(tx, ctl_rx));
+    let mut state = State::new("1.32".into(), AuditLevel::Request, Theme::default());
+    state.live = Some(Box::new(LiveState::new("test".into(), keep, allow_writes)));
+    update(&mut state, Msg::Resize(width, 50));
+    (state, (rx, ctl))
+}
+
 fn live(s: &State) -> &LiveState {
     s.live.as_deref().expect("live")
 }
@@ -140,13 +170,7 @@ async fn a_cluster_its_metrics_and_its_audit_log_fill_the_live_views() {
     std::fs::copy(format!("{FIXTURES}/oracle-v1.32/audit.log"), &log).unwrap();
     let capture = dir.join("capture.log");
     let resolve = [format!("127.0.0.1:18443=127.0.0.1:{}", webhooks.port())];
-    let replier = AnyReplier::from_flags(ReplierFlags {
-        replies: None,
-        script: None,
-        webhook_auth: None,
-        resolve: &resolve,
-    })
-    .expect("replier");
+    let replier = https_replier(&resolve);
     let mut source = live_source(kubeconfig, replier);
     source.cluster.scrape_interval = Duration::from_millis(500);
     source.audit = Some(AuditInput::Follow {
@@ -158,16 +182,11 @@ async fn a_cluster_its_metrics_and_its_audit_log_fill_the_live_views() {
         },
     });
     source.capture = Some((capture.clone(), CaptureOptions::default()));
-    let (tx, mut rx) = mpsc::channel(256);
-    let (ctl, ctl_rx) = mpsc::channel(16);
-    tokio::spawn(Box::new(source).run(tx, ctl_rx));
-    let mut state = State::new("1.32".into(), AuditLevel::Request, Theme::default());
-    state.live = Some(Box::new(LiveState::new("test".into(), 10_000, false)));
-    update(&mut state, Msg::Resize(200, 50));
+    let (mut state, (mut rx, ctl)) = spawn_live(source, 10_000, false, 200);
 
     // Connected, the configurations listed, scraped twice.
     pump(&mut state, &mut rx, &ctl, "the cluster", |s| {
-        matches!(live(s).connection, Connection::Connected(_))
+        matches!(live(s).connection, Connection::Connected(..))
             && live(s).synced
             && live(s).history.len() >= 2
     })
@@ -183,7 +202,12 @@ async fn a_cluster_its_metrics_and_its_audit_log_fill_the_live_views() {
         ],
         "dispatch order: mutating, then validating"
     );
-    assert!(live(&state).feeds.is_empty(), "{:?}", live(&state).feeds);
+    assert_eq!(
+        live(&state).failing().count(),
+        0,
+        "{:?}",
+        live(&state).feeds
+    );
     let (_, latest) = live(&state).history.latest().unwrap();
     let parsed = AdmissionSnapshot::from_exposition(&parse(&metrics).unwrap());
     assert_eq!(
@@ -536,26 +560,46 @@ fn session() -> State {
     };
     send(
         &mut s,
-        LiveMsg::Cluster(Box::new(ClusterMsg::Connected(Connected {
-            info,
-            server_version: "v1.32.0".into(),
-        }))),
+        LiveMsg::Cluster {
+            msg: Box::new(ClusterMsg::Connected(Connected {
+                info,
+                server_version: "v1.32.0".into(),
+            })),
+            at: at(0),
+        },
     );
+    for feed in [
+        Feed::MutatingWebhookConfigurations,
+        Feed::ValidatingWebhookConfigurations,
+        Feed::Namespaces,
+    ] {
+        send(
+            &mut s,
+            LiveMsg::Cluster {
+                msg: Box::new(ClusterMsg::FeedRecovered(feed)),
+                at: at(1),
+            },
+        );
+    }
     send(
         &mut s,
-        LiveMsg::Cluster(Box::new(ClusterMsg::FeedFailed {
-            feed: Feed::Metrics,
-            failure: Failure {
-                kind: FailureKind::Forbidden,
-                reason: "forbidden: User \"dev\" cannot get path \"/metrics\"".into(),
-                action: "Ask for get on the non-resource URL /metrics.".into(),
-                rbac: Some(RbacAdvice {
-                    rule: "- nonResourceURLs: [\"/metrics\"]\n  verbs: [\"get\"]".into(),
-                    check: "kubectl auth can-i get /metrics".into(),
-                }),
-                retry_in: Duration::from_secs(8),
-            },
-        })),
+        LiveMsg::Cluster {
+            msg: Box::new(ClusterMsg::FeedFailed {
+                feed: Feed::Metrics,
+                failure: Failure {
+                    kind: FailureKind::Forbidden,
+                    reason: "forbidden: User \"dev\" cannot get path \"/metrics\"".into(),
+                    action: "Ask for get on the non-resource URL /metrics.".into(),
+                    rbac: Some(RbacAdvice {
+                        rule: "- nonResourceURLs: [\"/metrics\"]\n  verbs: [\"get\"]".into(),
+                        check: "kubectl auth can-i get /metrics".into(),
+                    }),
+                    retry_in: Duration::from_secs(8),
+                },
+            }),
+            // After the scrapes below: the latest outcome of /metrics.
+            at: at(200),
+        },
     );
     let hooks = vec![hookscope::tui::model::HookInfo {
         phase: hookscope::api::WebhookKind::Validating,
@@ -591,7 +635,8 @@ fn session() -> State {
     {
         send(
             &mut s,
-            LiveMsg::Cluster(Box::new(ClusterMsg::Change(Change {
+            LiveMsg::Cluster {
+                msg: Box::new(ClusterMsg::Change(Change {
                 kind: hookscope::api::WebhookKind::Validating,
                 name: "oracle-validating".into(),
                 action,
@@ -602,7 +647,9 @@ fn session() -> State {
                 resource_version: format!("{}", 100 + i),
                 diff: diff.into(),
                 seen: Seen::Event,
-            }))),
+                })),
+                at: at(60 * i as u64),
+            },
         );
     }
     for i in 0..12u64 {
@@ -619,7 +666,10 @@ fn session() -> State {
     }
     send(
         &mut s,
-        LiveMsg::AuditNotice("following /var/log/kubernetes/audit.log from byte 0".into()),
+        LiveMsg::AuditNotice {
+            text: "following /var/log/kubernetes/audit.log from byte 0".into(),
+            at: at(0),
+        },
     );
     s
 }
@@ -750,21 +800,10 @@ async fn a_cluster_configuration_is_edited_and_applied_after_a_confirmed_server_
     let dir = scratch("apply");
     let kubeconfig = dir.join("kubeconfig");
     std::fs::write(&kubeconfig, api.kubeconfig()).unwrap();
-    let replier = AnyReplier::from_flags(ReplierFlags {
-        replies: None,
-        script: None,
-        webhook_auth: None,
-        resolve: &[],
-    })
-    .expect("replier");
+    let replier = https_replier(&[]);
     let mut source = live_source(kubeconfig, replier);
     source.cluster.allow_writes = true;
-    let (tx, mut rx) = mpsc::channel(256);
-    let (ctl, ctl_rx) = mpsc::channel(16);
-    tokio::spawn(Box::new(source).run(tx, ctl_rx));
-    let mut state = State::new("1.32".into(), AuditLevel::Request, Theme::default());
-    state.live = Some(Box::new(LiveState::new("test".into(), 100, true)));
-    update(&mut state, Msg::Resize(160, 50));
+    let (mut state, (mut rx, ctl)) = spawn_live(source, 100, true, 160);
 
     // Each configuration of the cluster opens as a buffer, its text the server's object.
     pump(&mut state, &mut rx, &ctl, "the configurations", |s| {
@@ -1100,4 +1139,262 @@ fn the_namespace_filter_narrows_events_annotations_and_replays() {
     update(&mut s, Msg::Action(action));
     assert_eq!(live(&s).visible_events().count(), 6);
     assert_eq!(s.visible_live_annotations(live(&s)).count(), 6 * 2);
+}
+
+// --- the cluster's namespaces in replays ------------------------------------------------------
+
+/// The oracle's audit log without the events that create or change Namespaces: the audit stream
+/// then never shows the labels of the namespaces, as when hookscope starts after they were made.
+fn log_without_namespace_writes(dir: &std::path::Path) -> PathBuf {
+    let text = std::fs::read_to_string(format!("{FIXTURES}/oracle-v1.32/audit.log")).unwrap();
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            let e: Value = serde_json::from_str(l).unwrap();
+            e["objectRef"]["resource"] != "namespaces"
+        })
+        .collect();
+    let log = dir.join("audit.log");
+    std::fs::write(&log, kept.join("\n") + "\n").unwrap();
+    log
+}
+
+/// Starts the live source on `api` following `log`, replaying over real HTTPS against
+/// `webhooks`; pumps until connected, listed and every event of the log is in.
+async fn namespace_session(
+    api: &FakeApiServer,
+    webhooks: &WebhookServer,
+    dir: &std::path::Path,
+    log: &std::path::Path,
+    events: usize,
+    listed: impl Fn(&State) -> bool,
+) -> (State, mpsc::Receiver<SourceMsg>, mpsc::Sender<SourceCtl>) {
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, api.kubeconfig()).unwrap();
+    let resolve = [format!("127.0.0.1:18443=127.0.0.1:{}", webhooks.port())];
+    let replier = https_replier(&resolve);
+    let mut source = live_source(kubeconfig, replier);
+    source.audit = Some(AuditInput::Follow {
+        path: log.to_path_buf(),
+        options: FollowOptions {
+            from_start: true,
+            poll_interval: Duration::from_millis(20),
+            ..FollowOptions::default()
+        },
+    });
+    let (mut state, (mut rx, ctl)) = spawn_live(source, 10_000, false, 200);
+    pump(&mut state, &mut rx, &ctl, "the cluster and the log", |s| {
+        live(s).synced && live(s).events.len() == events && listed(s)
+    })
+    .await;
+    (state, rx, ctl)
+}
+
+/// Replays the kept event whose target is `target` and returns its entry.
+async fn replay_target(
+    state: &mut State,
+    rx: &mut mpsc::Receiver<SourceMsg>,
+    ctl: &mpsc::Sender<SourceCtl>,
+    target: &str,
+) -> hookscope::tui::app::Entry {
+    let seq = live(state)
+        .visible_events()
+        .find(|(_, e)| e.target == target && e.request.is_some())
+        .map(|(seq, _)| seq)
+        .unwrap_or_else(|| panic!("no replayable event for {target}"));
+    state.live.as_deref_mut().unwrap().event_selected = Some(seq);
+    let before = state.entries.len();
+    let cs = update(state, Msg::Action(Action::ReplayEvent));
+    perform_all(cs, ctl).await;
+    pump(state, rx, ctl, "the replay", |s| s.entries.len() > before).await;
+    state.entries.last().unwrap().clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replays_take_namespace_labels_from_the_cluster_and_say_when_they_cannot() {
+    let pki = TestPki::new();
+    let webhooks = WebhookServer::start(&pki, oracle_handler());
+    let api = oracle_cluster(&pki).await;
+    for (name, labels) in [
+        ("oracle-deny", json!({"deny": "yes"})),
+        ("oracle-ok", json!({})),
+        ("oracle-probe", json!({})),
+    ] {
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+                        "metadata": {"name": name, "labels": labels}});
+        api.create("kubectl-create", ns).unwrap();
+    }
+    let dir = scratch("namespaces");
+    let log = log_without_namespace_writes(&dir);
+    let events = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains(r#""stage":"RequestReceived""#))
+        .count();
+    let recorded =
+        "admission webhook \"deny.oracle.test\" denied the request: denied by oracle deny webhook";
+
+    // Namespaces listed: the request the apiserver denied (the webhook selects `deny=yes`
+    // namespaces) is denied again, with the message the client got, and says nothing of labels.
+    let (mut state, mut rx, ctl) = namespace_session(&api, &webhooks, &dir, &log, events, |s| {
+        live(s).namespaces == Some(3)
+    })
+    .await;
+    let denied = replay_target(&mut state, &mut rx, &ctl, "oracle-deny/cm-denied").await;
+    assert!(
+        matches!(denied.verdict, Verdict::Denied(403)),
+        "replayed as {:?}: {:?}",
+        denied.verdict,
+        denied.replayed.request.notes
+    );
+    let status = denied.replayed.outcome.status.as_ref().expect("a status");
+    assert_eq!(status.message, recorded);
+    assert!(
+        denied.replayed.request.notes.is_empty(),
+        "{:?}",
+        denied.replayed.request.notes
+    );
+    // The apiserver's own label is there too, as it is on every namespace.
+    let ok = replay_target(&mut state, &mut rx, &ctl, "oracle-ok/cm-ok").await;
+    assert!(matches!(ok.verdict, Verdict::Allowed), "{:?}", ok.verdict);
+    let feeds = hookscope::tui::view::render_text(
+        &{
+            let mut s = state.clone();
+            update(&mut s, Msg::Action(Action::Show(View::Cluster)));
+            s
+        },
+        200,
+        50,
+    );
+    assert!(
+        feeds.contains("✓ namespaces watch · 3 namespaces"),
+        "{feeds}"
+    );
+    drop((rx, ctl));
+
+    // The user may not list namespaces: the Feeds pane names the permission, and every replay a
+    // namespace selector decided says its labels are not the cluster's, rather than passing
+    // empty labels off as the truth.
+    let denial = hookscope::fake_apiserver::Denial::resource(FakeResource::Namespaces, "list");
+    api.forbid(denial);
+    let (mut state, mut rx, ctl) = namespace_session(&api, &webhooks, &dir, &log, events, |s| {
+        live(s)
+            .failing()
+            .any(|(f, failure)| f == Feed::Namespaces && failure.kind == FailureKind::Forbidden)
+    })
+    .await;
+    let unsure = replay_target(&mut state, &mut rx, &ctl, "oracle-deny/cm-denied").await;
+    let notes = &unsure.replayed.request.notes;
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].contains("the cluster's namespaces cannot be read")
+            && notes[0].contains(r#"cannot list resource "namespaces""#)
+            && notes[0].contains(r#"the labels of namespace "oracle-deny" were taken as empty"#),
+        "{}",
+        notes[0]
+    );
+    let screen = hookscope::tui::view::render_text(&state, 200, 50);
+    assert_eq!(state.view, View::Chain);
+    assert!(
+        screen.contains("⚠ the cluster's namespaces cannot be read"),
+        "{screen}"
+    );
+    let mut cluster = state.clone();
+    update(&mut cluster, Msg::Action(Action::Show(View::Cluster)));
+    let screen = hookscope::tui::view::render_text(&cluster, 200, 50);
+    assert!(screen.contains("✗ namespaces watch"), "{screen}");
+    assert!(screen.contains(r#"resources: ["namespaces"]"#), "{screen}");
+}
+
+// --- health that is current ---------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_apiserver_comes_back_every_feed_and_the_status_bar_say_so() {
+    let pki = TestPki::new();
+    let api = oracle_cluster(&pki).await;
+    api.set_metrics(
+        &std::fs::read_to_string(format!("{FIXTURES}/oracle-v1.32/metrics.txt")).unwrap(),
+    );
+    let dir = scratch("restart");
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, api.kubeconfig()).unwrap();
+    let replier = https_replier(&[]);
+    let mut source = live_source(kubeconfig, replier);
+    source.cluster.scrape_interval = Duration::from_millis(200);
+    let (mut state, (mut rx, ctl)) = spawn_live(source, 10_000, false, 200);
+    update(&mut state, Msg::Action(Action::Show(View::Cluster)));
+    let all_well = |s: &State| {
+        let l = live(s);
+        matches!(l.connection, Connection::Connected(..))
+            && l.feeds.len() == 4
+            && l.failing().count() == 0
+    };
+    pump(&mut state, &mut rx, &ctl, "every feed working", all_well).await;
+    let scrapes = live(&state).history.len();
+
+    // The apiserver goes away: the connection fails, and so does a scrape sent before the loss
+    // was noticed (the scraper's own message, as it sends it).
+    api.stop().await;
+    pump(&mut state, &mut rx, &ctl, "the failure", |s| {
+        matches!(live(s).connection, Connection::Failed(..))
+    })
+    .await;
+    let refused = ClusterMsg::FeedFailed {
+        feed: Feed::Metrics,
+        failure: Failure {
+            kind: FailureKind::Unreachable,
+            reason: format!(
+                "Cannot reach {} while getting /metrics: connection refused",
+                api.url()
+            ),
+            action: "Check that the cluster is running.".into(),
+            rbac: None,
+            retry_in: Duration::from_millis(200),
+        },
+    };
+    send(
+        &mut state,
+        LiveMsg::Cluster {
+            msg: Box::new(refused),
+            at: SystemTime::now(),
+        },
+    );
+    let screen = hookscope::tui::view::render_text(&state, 200, 50);
+    assert!(screen.contains("✗ /metrics"), "{screen}");
+    assert!(screen.contains("connection refused"), "{screen}");
+    let (message, error) = state.message.clone().expect("the status bar says it");
+    assert!(message.contains("Cannot reach"), "{message}");
+    assert!(error);
+
+    // It comes back: the next successes replace every failure, with their time.
+    api.restart().await.unwrap();
+    pump(&mut state, &mut rx, &ctl, "every feed working again", |s| {
+        all_well(s) && live(s).history.len() > scrapes
+    })
+    .await;
+    let screen = hookscope::tui::view::render_text(&state, 200, 50);
+    for feed in [
+        "mutating watch",
+        "validating watch",
+        "namespaces watch",
+        "/metrics",
+    ] {
+        assert!(screen.contains(&format!("✓ {feed} · ")), "{screen}");
+        assert!(!screen.contains(&format!("✗ {feed}")), "{screen}");
+    }
+    assert!(!screen.contains("Cannot reach"), "{screen}");
+    assert!(!screen.contains("connection refused"), "{screen}");
+    assert!(screen.contains("✓ mutating watch · ok "), "{screen}");
+    assert!(screen.contains("✓ /metrics · last scrape "), "{screen}");
+    let (message, error) = state.message.clone().expect("the status bar says it");
+    assert!(message.contains("connected again"), "{message}");
+    assert!(!error);
+    let Connection::Connected(_, since) = live(&state).connection else {
+        unreachable!()
+    };
+    let metrics = live(&state).feed(Feed::Metrics).unwrap();
+    assert!(
+        metrics.at >= since,
+        "the latest scrape is of the new connection"
+    );
 }

@@ -44,8 +44,14 @@ pub const WINDOWS: [Duration; 5] = [
 #[derive(Debug, Clone)]
 pub enum LiveMsg {
     /// The connection's progress and the feeds' health, as the cluster library reports them
-    /// (never [`ClusterMsg::Configurations`] or [`ClusterMsg::Metrics`]: those come parsed).
-    Cluster(Box<ClusterMsg>),
+    /// (never [`ClusterMsg::Configurations`] or [`ClusterMsg::Metrics`]: those come parsed),
+    /// with when the source received it.
+    Cluster {
+        /// The message.
+        msg: Box<ClusterMsg>,
+        /// When it came.
+        at: SystemTime,
+    },
     /// The configurations in force changed: the webhooks in dispatch order.
     Configurations {
         /// The webhooks, with their effective settings.
@@ -71,7 +77,12 @@ pub enum LiveMsg {
     /// An audit event (at its final stage).
     Audit(Box<AuditRecord>),
     /// A line about the audit source (following, rotated, an error, the webhook's address).
-    AuditNotice(String),
+    AuditNotice {
+        /// The line.
+        text: String,
+        /// When it came.
+        at: SystemTime,
+    },
 }
 
 /// A server-side apply the console asks of the live source.
@@ -229,6 +240,17 @@ pub struct LiveAnnotation {
     pub decoded: Option<String>,
 }
 
+/// A feed's latest outcome and its time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FeedState {
+    /// Which feed.
+    pub feed: Feed,
+    /// When the outcome came.
+    pub at: SystemTime,
+    /// None: it worked; else why it failed, and what to do.
+    pub failure: Option<Failure>,
+}
+
 /// The connection as the console shows it.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub enum Connection {
@@ -244,10 +266,10 @@ pub enum Connection {
         /// Attempt number.
         attempt: u32,
     },
-    /// Connected.
-    Connected(Connected),
-    /// Failed; retrying.
-    Failed(Failure),
+    /// Connected (since when).
+    Connected(Connected, SystemTime),
+    /// Failed (when); retrying.
+    Failed(Failure, SystemTime),
 }
 
 /// Everything live the console keeps.
@@ -259,8 +281,10 @@ pub struct LiveState {
     pub allow_writes: bool,
     /// The connection.
     pub connection: Connection,
-    /// Feeds that fail, with why (a feed absent here works).
-    pub feeds: Vec<(Feed, Failure)>,
+    /// Each feed's latest outcome (a feed absent here has none yet).
+    pub feeds: Vec<FeedState>,
+    /// How many namespaces the cluster has, once listed.
+    pub namespaces: Option<usize>,
     /// Configurations in force.
     pub configurations: usize,
     /// Both watchers have listed once.
@@ -289,8 +313,8 @@ pub struct LiveState {
     pub event_selected: Option<u64>,
     /// The annotations of the kept events, in arrival order.
     pub annotations: VecDeque<LiveAnnotation>,
-    /// Lines about the audit source, newest last.
-    pub notices: VecDeque<String>,
+    /// Lines about the audit source with when they came, newest last.
+    pub notices: VecDeque<(SystemTime, String)>,
     /// The next replayed result opens in the Chain view (the user asked for one event).
     pub open_next_replay: bool,
     /// `-n/--namespace`: the Events and Annotations views show only this namespace's requests
@@ -308,6 +332,7 @@ impl LiveState {
             allow_writes,
             connection: Connection::Starting,
             feeds: Vec::new(),
+            namespaces: None,
             configurations: 0,
             synced: false,
             configuration_problems: Vec::new(),
@@ -338,8 +363,33 @@ impl LiveState {
         }
     }
 
-    /// Takes in a cluster message (the parsed ones arrive as their own [`LiveMsg`]s).
-    pub fn on_cluster(&mut self, msg: ClusterMsg) {
+    /// The latest outcome of `feed`.
+    pub fn feed(&self, feed: Feed) -> Option<&FeedState> {
+        self.feeds.iter().find(|f| f.feed == feed)
+    }
+
+    /// The feeds whose latest outcome is a failure.
+    pub fn failing(&self) -> impl Iterator<Item = (Feed, &Failure)> + '_ {
+        self.feeds
+            .iter()
+            .filter_map(|f| f.failure.as_ref().map(|failure| (f.feed, failure)))
+    }
+
+    fn feed_outcome(&mut self, feed: Feed, at: SystemTime, failure: Option<Failure>) {
+        match self.feeds.iter_mut().find(|f| f.feed == feed) {
+            // An outcome older than the one kept (a late message) does not replace it.
+            Some(kept) if kept.at > at => {}
+            Some(kept) => {
+                kept.at = at;
+                kept.failure = failure;
+            }
+            None => self.feeds.push(FeedState { feed, at, failure }),
+        }
+    }
+
+    /// Takes in a cluster message received at `at` (the parsed ones arrive as their own
+    /// [`LiveMsg`]s).
+    pub fn on_cluster(&mut self, msg: ClusterMsg, at: SystemTime) {
         match msg {
             ClusterMsg::Connecting {
                 server,
@@ -353,16 +403,18 @@ impl LiveState {
                 }
             }
             ClusterMsg::Connected(c) => {
-                self.connection = Connection::Connected(c);
+                self.connection = Connection::Connected(c, at);
             }
             ClusterMsg::Failed(f) => {
-                self.connection = Connection::Failed(f);
+                self.connection = Connection::Failed(f, at);
             }
-            ClusterMsg::FeedFailed { feed, failure } => {
-                self.feeds.retain(|(f, _)| *f != feed);
-                self.feeds.push((feed, failure));
+            ClusterMsg::FeedFailed { feed, failure } => self.feed_outcome(feed, at, Some(failure)),
+            ClusterMsg::FeedRecovered(feed) => self.feed_outcome(feed, at, None),
+            ClusterMsg::Namespaces(set) => {
+                if set.synced {
+                    self.namespaces = Some(set.labels.len());
+                }
             }
-            ClusterMsg::FeedRecovered(feed) => self.feeds.retain(|(f, _)| *f != feed),
             ClusterMsg::Change(change) => {
                 if self.changes.len() == CHANGES_KEPT {
                     self.changes.pop_front();
@@ -377,6 +429,7 @@ impl LiveState {
 
     /// Keeps a scrape; a scrape older than the newest kept is refused with the reason.
     pub fn on_scrape(&mut self, at: SystemTime, snapshot: AdmissionSnapshot) -> Result<(), String> {
+        self.feed_outcome(Feed::Metrics, at, None);
         self.history
             .push(at, snapshot)
             .map_err(|e| format!("metrics scrape: {e}"))
@@ -414,11 +467,11 @@ impl LiveState {
     }
 
     /// Keeps a notice about the audit source.
-    pub fn on_notice(&mut self, notice: String) {
+    pub fn on_notice(&mut self, notice: String, at: SystemTime) {
         if self.notices.len() == NOTICES_KEPT {
             self.notices.pop_front();
         }
-        self.notices.push_back(notice);
+        self.notices.push_back((at, notice));
     }
 
     /// The event with sequence number `seq`, if still kept.
@@ -537,14 +590,31 @@ impl State {
             Box::new(LiveState::new("live".into(), DEFAULT_KEEP_EVENTS, false))
         });
         match msg {
-            LiveMsg::Cluster(m) => {
-                let failed = match m.as_ref() {
-                    ClusterMsg::Failed(f) => Some(format!("cluster: {}", f.reason)),
+            LiveMsg::Cluster { msg, at } => {
+                // The status bar says the latest of the connection: a failure, and once
+                // connected again, that (replacing the failure).
+                let said = match msg.as_ref() {
+                    ClusterMsg::Failed(f) => Some((format!("cluster: {}", f.reason), true)),
+                    ClusterMsg::Connected(c)
+                        if self
+                            .message
+                            .as_ref()
+                            .is_some_and(|(m, error)| *error && m.starts_with("cluster: ")) =>
+                    {
+                        Some((
+                            format!(
+                                "cluster: connected again to {} at {}",
+                                c.info.server,
+                                clock(at)
+                            ),
+                            false,
+                        ))
+                    }
                     _ => None,
                 };
-                live.on_cluster(*m);
-                if let Some(text) = failed {
-                    self.say(text, true);
+                live.on_cluster(*msg, at);
+                if let Some((text, error)) = said {
+                    self.say(text, error);
                 }
             }
             LiveMsg::Configurations {
@@ -585,7 +655,7 @@ impl State {
                 }
             }
             LiveMsg::Audit(record) => live.on_audit(*record),
-            LiveMsg::AuditNotice(text) => live.on_notice(text),
+            LiveMsg::AuditNotice { text, at } => live.on_notice(text, at),
         }
         Vec::new()
     }

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
 use tokio::sync::mpsc;
@@ -17,8 +17,8 @@ use crate::live::audit::{
     FollowOptions, Ingester, follow,
 };
 use crate::live::cluster::{
-    Cluster, ClusterMsg, ClusterOptions, Failure, FailureKind, Feed, MetricsScrape, WebhookSet,
-    apply_diff, editable_yaml,
+    Cluster, ClusterMsg, ClusterNamespaces, ClusterOptions, Failure, FailureKind, Feed,
+    MetricsScrape, WebhookSet, apply_diff, editable_yaml,
 };
 use crate::live::metrics::AdmissionSnapshot;
 use crate::replay::InputItem;
@@ -114,7 +114,18 @@ impl LiveSource {
         if tx.send(started).await.is_err() {
             return;
         }
-        let say = |text: String| SourceMsg::Live(LiveMsg::AuditNotice(text));
+        let say = |text: String| {
+            SourceMsg::Live(LiveMsg::AuditNotice {
+                text,
+                at: SystemTime::now(),
+            })
+        };
+        let cluster_msg = |msg: ClusterMsg| {
+            SourceMsg::Live(LiveMsg::Cluster {
+                msg: Box::new(msg),
+                at: SystemTime::now(),
+            })
+        };
 
         let (cluster_tx, mut cluster_rx) = mpsc::channel(64);
         let writer_options = cluster.clone();
@@ -173,6 +184,8 @@ impl LiveSource {
         };
         let mut redispatching: Option<tokio::task::JoinHandle<()>> = None;
         let mut loaded = Some(loaded).filter(|l| !l.is_empty());
+        // The cluster's namespace labels, given to every request before it is dispatched.
+        let mut namespaces = ClusterNamespaces::default();
         let mut cluster_open = true;
         let mut audit_open = true;
         loop {
@@ -194,10 +207,22 @@ impl LiveSource {
                                     break;
                                 }
                                 kept.extend(items.iter().cloned());
+                                let items = with_namespaces(items, &namespaces);
                                 spawn_replay(r, items, seeding.clone(), tx.clone());
                                 continue;
                             }
                             msg
+                        }
+                        ClusterMsg::Namespaces(set) => {
+                            namespaces.listed(&set);
+                            cluster_msg(ClusterMsg::Namespaces(set))
+                        }
+                        ClusterMsg::FeedFailed { feed: Feed::Namespaces, failure } => {
+                            namespaces.failure = Some(failure.reason.clone());
+                            cluster_msg(ClusterMsg::FeedFailed {
+                                feed: Feed::Namespaces,
+                                failure,
+                            })
                         }
                         ClusterMsg::Metrics(scrape) => {
                             // Parsing can take a while: a scrape that comes while the last one is
@@ -205,7 +230,7 @@ impl LiveSource {
                             let _ = scrapes.try_send(scrape);
                             continue;
                         }
-                        other => SourceMsg::Live(LiveMsg::Cluster(Box::new(other))),
+                        other => cluster_msg(other),
                     };
                     if tx.send(msg).await.is_err() {
                         break;
@@ -255,6 +280,7 @@ impl LiveSource {
                             .map(|r| InputItem::Request(Box::new(r)))
                             .collect();
                         kept.extend(items.iter().cloned());
+                        let items = with_namespaces(items, &namespaces);
                         spawn_replay(Arc::clone(r), items, seeding.clone(), tx.clone());
                     }
                     Some(SourceCtl::Redispatch { generation, configurations, fresh }) => {
@@ -269,7 +295,8 @@ impl LiveSource {
                         let engine = Engine::new(&configurations, engine_options.clone());
                         let again = Arc::new(Replayer::new(Arc::new(engine), settings.clone()));
                         edited = Some(Arc::clone(&again));
-                        let items: Arc<[InputItem]> = kept.clone().into();
+                        let items: Arc<[InputItem]> =
+                            with_namespaces(kept.clone(), &namespaces).into();
                         let reusing = ReusingReplier::new(replier.clone(), cache.clone());
                         let tx = tx.clone();
                         redispatching = Some(tokio::spawn(async move {
@@ -297,6 +324,16 @@ impl LiveSource {
     }
 }
 
+/// The requests among `items` with their namespace's labels as the cluster has them now.
+fn with_namespaces(mut items: Vec<InputItem>, namespaces: &ClusterNamespaces) -> Vec<InputItem> {
+    for item in &mut items {
+        if let InputItem::Request(request) = item {
+            namespaces.resolve(request);
+        }
+    }
+    items
+}
+
 /// Parses each scrape off the source's loop and sends its admission series.
 async fn parse_scrapes(mut rx: mpsc::Receiver<MetricsScrape>, tx: mpsc::Sender<SourceMsg>) {
     while let Some(scrape) = rx.recv().await {
@@ -307,16 +344,19 @@ async fn parse_scrapes(mut rx: mpsc::Receiver<MetricsScrape>, tx: mpsc::Sender<S
                 at,
                 snapshot: Box::new(snapshot),
             },
-            Ok(Err(e)) => LiveMsg::Cluster(Box::new(ClusterMsg::FeedFailed {
-                feed: Feed::Metrics,
-                failure: Failure {
-                    kind: FailureKind::Server,
-                    reason: format!("the /metrics answer does not parse: {e}"),
-                    action: "Check that the server is a kube-apiserver.".into(),
-                    rbac: None,
-                    retry_in: Duration::ZERO,
-                },
-            })),
+            Ok(Err(e)) => LiveMsg::Cluster {
+                msg: Box::new(ClusterMsg::FeedFailed {
+                    feed: Feed::Metrics,
+                    failure: Failure {
+                        kind: FailureKind::Server,
+                        reason: format!("the /metrics answer does not parse: {e}"),
+                        action: "Check that the server is a kube-apiserver.".into(),
+                        rbac: None,
+                        retry_in: Duration::ZERO,
+                    },
+                }),
+                at,
+            },
             Err(_) => continue,
         };
         if tx.send(SourceMsg::Live(msg)).await.is_err() {

@@ -176,8 +176,8 @@ fn render_status(frame: &mut Frame, state: &State, area: Rect) {
             let connection = match &l.connection {
                 crate::tui::live::Connection::Starting => "starting",
                 crate::tui::live::Connection::Connecting { .. } => "connecting",
-                crate::tui::live::Connection::Connected(_) => "connected",
-                crate::tui::live::Connection::Failed(_) => "disconnected",
+                crate::tui::live::Connection::Connected(..) => "connected",
+                crate::tui::live::Connection::Failed(..) => "disconnected",
             };
             format!("live {connection} · {} events", l.events_seen)
         }
