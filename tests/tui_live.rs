@@ -26,7 +26,7 @@ use hookscope::replay::run::ReplaySettings;
 use hookscope::tui::app::{Command, Msg, State, View, update};
 use hookscope::tui::keymap::Action;
 use hookscope::tui::live::{AuditRecord, Connection, LiveMsg, LiveState};
-use hookscope::tui::live_source::{AuditInput, LiveSource};
+use hookscope::tui::live_source::{AuditInput, LiveRelease, LiveSource};
 use hookscope::tui::model::Verdict;
 use hookscope::tui::source::{ConsoleReplier, Source, SourceCtl, SourceMsg};
 use hookscope::tui::theme::Theme;
@@ -115,6 +115,7 @@ fn live_source(kubeconfig: PathBuf, replier: AnyReplier) -> LiveSource {
         capture: None,
         reader: Reader::new(ClusterState::default()),
         engine_options: EngineOptions::default(),
+        release: LiveRelease::Fixed,
         settings: ReplaySettings::default(),
         replier: ConsoleReplier::Replay(replier),
         loaded: Vec::new(),
@@ -1396,5 +1397,61 @@ async fn after_the_apiserver_comes_back_every_feed_and_the_status_bar_say_so() {
     assert!(
         metrics.at >= since,
         "the latest scrape is of the new connection"
+    );
+}
+
+// --- the release of the cluster -----------------------------------------------------------------
+
+/// Connects a source that follows the server's release to `api`; the console once connected.
+async fn connected_following_release(api: &FakeApiServer, name: &str) -> State {
+    let dir = scratch(name);
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, api.kubeconfig()).unwrap();
+    let mut source = live_source(kubeconfig, https_replier(&[]));
+    source.release = LiveRelease::Server(ClusterState::default());
+    let (mut state, (mut rx, ctl)) = spawn_live(source, 100, false, 200);
+    state.kube_version = "1.37".into();
+    pump(&mut state, &mut rx, &ctl, "connected and listed", |s| {
+        matches!(live(s).connection, Connection::Connected(..))
+            && live(s).release.is_some()
+            && live(s).synced
+    })
+    .await;
+    state
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_models_the_servers_release_and_names_a_server_newer_than_it_knows() {
+    let pki = TestPki::new();
+    let api = oracle_cluster(&pki).await;
+    api.set_git_version("v1.33.3");
+    let state = connected_following_release(&api, "release-33").await;
+    let release = live(&state).release.clone().unwrap();
+    assert_eq!(release.modelled.to_string(), "1.33");
+    assert!(release.exact());
+    assert_eq!(state.kube_version, "1.33");
+    let screen = hookscope::tui::view::render_text(&state, 200, 50);
+    assert!(screen.contains("k8s 1.33 │"), "{screen}");
+    let mut cluster = state.clone();
+    update(&mut cluster, Msg::Action(Action::Show(View::Cluster)));
+    let screen = hookscope::tui::view::render_text(&cluster, 200, 50);
+    assert!(
+        screen.contains("release   1.33 (the server's, v1.33.3)"),
+        "{screen}"
+    );
+
+    api.set_git_version("v1.40.1");
+    let state = connected_following_release(&api, "release-40").await;
+    let newest = hookscope::KubeVersion::NEWEST.to_string();
+    assert_eq!(
+        live(&state).release.as_ref().unwrap().modelled.to_string(),
+        newest
+    );
+    let screen = hookscope::tui::view::render_text(&state, 300, 50);
+    assert!(
+        screen.contains(&format!(
+            "k8s {newest} (server v1.40.1 is newer than hookscope models)"
+        )),
+        "{screen}"
     );
 }

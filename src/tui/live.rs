@@ -76,6 +76,8 @@ pub enum LiveMsg {
     },
     /// An audit event (at its final stage).
     Audit(Box<AuditRecord>),
+    /// The server's release, and the one the replays now model (without `--kube-version`).
+    Release(crate::ServerRelease),
     /// A line about the audit source (following, rotated, an error, the webhook's address).
     AuditNotice {
         /// The line.
@@ -285,6 +287,8 @@ pub struct LiveState {
     pub feeds: Vec<FeedState>,
     /// How many namespaces the cluster has, once listed.
     pub namespaces: Option<usize>,
+    /// The server's release and the one modelled, when the replays follow the server's.
+    pub release: Option<crate::ServerRelease>,
     /// Configurations in force.
     pub configurations: usize,
     /// Both watchers have listed once.
@@ -333,6 +337,7 @@ impl LiveState {
             connection: Connection::Starting,
             feeds: Vec::new(),
             namespaces: None,
+            release: None,
             configurations: 0,
             synced: false,
             configuration_problems: Vec::new(),
@@ -656,6 +661,26 @@ impl State {
             }
             LiveMsg::Audit(record) => live.on_audit(*record),
             LiveMsg::AuditNotice { text, at } => live.on_notice(text, at),
+            LiveMsg::Release(server) => {
+                // The status bar names the release modelled, and a server newer (or older) than
+                // any hookscope models.
+                self.kube_version = if server.exact() {
+                    server.modelled.to_string()
+                } else {
+                    match server.minor {
+                        Some(m) if m > server.modelled.minor() => format!(
+                            "{} (server {} is newer than hookscope models)",
+                            server.modelled, server.git_version
+                        ),
+                        Some(_) => format!(
+                            "{} (server {} is older than hookscope models)",
+                            server.modelled, server.git_version
+                        ),
+                        None => format!("{} (server {:?})", server.modelled, server.git_version),
+                    }
+                };
+                live.release = Some(server);
+            }
         }
         Vec::new()
     }

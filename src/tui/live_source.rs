@@ -10,6 +10,7 @@ use std::time::{Duration, SystemTime};
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
+use crate::ServerRelease;
 use crate::edit::{ReplyCache, ReusingReplier};
 use crate::engine::{Engine, EngineOptions};
 use crate::live::audit::{
@@ -22,7 +23,7 @@ use crate::live::cluster::{
 };
 use crate::live::metrics::AdmissionSnapshot;
 use crate::replay::InputItem;
-use crate::replay::input::Reader;
+use crate::replay::input::{ClusterState, Reader};
 use crate::replay::run::{IdMode, ReplaySettings, Replayer};
 
 use super::live::{ApplyOutcome, ApplyRequest, ApplyResult, AuditRecord, LiveMsg};
@@ -60,6 +61,17 @@ pub async fn start_audit_webhook(
     Ok(AuditInput::Webhook { server, feed })
 }
 
+/// Which Kubernetes release the replays model.
+#[derive(Debug, Clone)]
+pub enum LiveRelease {
+    /// The release of [`LiveSource::engine_options`] (`--kube-version` was given).
+    Fixed,
+    /// The server's own, as soon as `/version` answers (the newest hookscope models for a newer
+    /// server, the oldest for an older one); the registry gets these custom resources
+    /// (`--cluster`).
+    Server(ClusterState),
+}
+
 /// Everything `hookscope live` watches.
 pub struct LiveSource {
     /// The cluster connection.
@@ -72,6 +84,8 @@ pub struct LiveSource {
     pub reader: Reader,
     /// The engine's options (release modelled, registry); its configurations follow the cluster.
     pub engine_options: EngineOptions,
+    /// Whether the release of `engine_options` stays, or follows the server's.
+    pub release: LiveRelease,
     /// Replay settings (deadline, concurrency).
     pub settings: ReplaySettings,
     /// Where replayed calls are answered.
@@ -100,7 +114,8 @@ impl LiveSource {
             audit,
             capture,
             reader,
-            engine_options,
+            mut engine_options,
+            release,
             settings,
             replier,
             loaded,
@@ -171,6 +186,8 @@ impl LiveSource {
         let parser = tokio::spawn(parse_scrapes(scrapes_rx, tx.clone()));
         let mut ingester = Ingester::new(reader);
         let mut replayer: Option<Arc<Replayer>> = None;
+        // The configurations in force, for an engine of another release.
+        let mut in_force: Option<WebhookSet> = None;
         // The console's edits in force (what-ifs; the cluster is not changed), until the
         // cluster's configurations change: the console then sends its edits again.
         let mut edited: Option<Arc<Replayer>> = None;
@@ -200,6 +217,7 @@ impl LiveSource {
                             let (r, msg) = configurations(&set, &engine_options, &settings);
                             replayer = Some(Arc::clone(&r));
                             edited = None;
+                            in_force = Some(set.clone());
                             if set.mutating_synced && set.validating_synced
                                 && let Some(items) = loaded.take()
                             {
@@ -212,6 +230,31 @@ impl LiveSource {
                                 continue;
                             }
                             msg
+                        }
+                        ClusterMsg::Connected(connected) => {
+                            if let LiveRelease::Server(cluster) = &release {
+                                let server = ServerRelease::of(&connected.server_version);
+                                let release_msg = SourceMsg::Live(LiveMsg::Release(server.clone()));
+                                if tx.send(release_msg).await.is_err() {
+                                    break;
+                                }
+                                if server.modelled != engine_options.kube_version {
+                                    engine_options.kube_version = server.modelled;
+                                    engine_options.registry = cluster.registry(server.modelled);
+                                    // The configurations in force, under the server's release;
+                                    // the console sends its edits again on this.
+                                    if let Some(set) = &in_force {
+                                        let (r, msg) =
+                                            configurations(set, &engine_options, &settings);
+                                        replayer = Some(r);
+                                        edited = None;
+                                        if tx.send(msg).await.is_err() {
+                                            break;
+                                        }
+                                    }
+                                }
+                            }
+                            cluster_msg(ClusterMsg::Connected(connected))
                         }
                         ClusterMsg::Namespaces(set) => {
                             namespaces.listed(&set);

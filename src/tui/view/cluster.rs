@@ -18,7 +18,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         not_live(frame, state, area, " Cluster ");
         return;
     };
-    let [top, bottom] = Layout::vertical([Constraint::Length(12), Constraint::Min(5)]).areas(area);
+    let [top, bottom] = Layout::vertical([Constraint::Length(14), Constraint::Min(5)]).areas(area);
     let [connection, feeds] =
         Layout::horizontal([Constraint::Percentage(55), Constraint::Min(30)]).areas(top);
     render_connection(frame, state, live, connection);
@@ -101,6 +101,17 @@ fn render_connection(frame: &mut Frame, state: &State, live: &LiveState, area: R
                 lines.push(Line::raw(format!("check: {}", r.check)));
             }
         }
+    }
+    if let Some(r) = &live.release {
+        let key = if r.exact() {
+            StyleKey::Allowed
+        } else {
+            StyleKey::Warning
+        };
+        lines.push(Line::from(vec![
+            label("release"),
+            Span::styled(r.describe(), style(state, key)),
+        ]));
     }
     let synced = if live.synced { "listed" } else { "listing…" };
     lines.push(Line::from(vec![
