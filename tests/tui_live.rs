@@ -257,7 +257,12 @@ async fn a_cluster_its_metrics_and_its_audit_log_fill_the_live_views() {
         .to_string();
     update(&mut state, Msg::Action(Action::Show(View::Events)));
     update(&mut state, Msg::Action(Action::Top));
-    for _ in 0..denied {
+    // Its row among those shown (routine traffic is hidden).
+    let row = live(&state)
+        .visible_events()
+        .position(|(_, e)| e.audit_id == finals[denied]["auditID"].as_str().unwrap())
+        .expect("the denied request is shown");
+    for _ in 0..row {
         update(&mut state, Msg::Action(Action::Down));
     }
     let record = live(&state)
@@ -430,6 +435,10 @@ fn record(i: usize, replayable: bool) -> AuditRecord {
         target: format!("default/cm-{i}"),
         namespace: "default".into(),
         code: Some(if i.is_multiple_of(3) { 403 } else { 201 }),
+        message: i.is_multiple_of(3).then(|| {
+            format!("admission webhook \"deny.oracle.test\" denied the request: no cm-{i}")
+        }),
+        noise: false,
         annotations: vec![
             (
                 "mutation.webhook.admission.k8s.io/round_0_index_0".into(),
@@ -549,6 +558,30 @@ fn snapshot_with(counter: f64, duration_bucket: f64) -> AdmissionSnapshot {
     AdmissionSnapshot::from_exposition(&parse(&text).unwrap())
 }
 
+/// A change of `oracle-validating` as the watch reports it, by an unknown writer at `at(0)`.
+fn oracle_change(action: ChangeAction) -> Change {
+    Change {
+        kind: hookscope::api::WebhookKind::Validating,
+        name: "oracle-validating".into(),
+        action,
+        observed_at: at(0),
+        server_time: None,
+        who: "unknown".into(),
+        operation: None,
+        resource_version: "900".into(),
+        diff: String::new(),
+        seen: Seen::Event,
+    }
+}
+
+/// The live source's message of `change`, received when the watch saw it.
+fn change_msg(change: Change) -> LiveMsg {
+    LiveMsg::Cluster {
+        at: change.observed_at,
+        msg: Box::new(ClusterMsg::Change(change)),
+    }
+}
+
 /// A live session as the views see it: connected, two changes, twelve scrapes, events.
 fn session() -> State {
     let mut s = live_state(1000);
@@ -634,24 +667,16 @@ fn session() -> State {
     .into_iter()
     .enumerate()
     {
-        send(
-            &mut s,
-            LiveMsg::Cluster {
-                msg: Box::new(ClusterMsg::Change(Change {
-                kind: hookscope::api::WebhookKind::Validating,
-                name: "oracle-validating".into(),
-                action,
-                observed_at: at(60 * i as u64),
-                server_time: Some(format!("2026-11-21T10:0{i}:00Z")),
-                who: who.into(),
-                operation: Some("Update".into()),
-                resource_version: format!("{}", 100 + i),
-                diff: diff.into(),
-                seen: Seen::Event,
-                })),
-                at: at(60 * i as u64),
-            },
-        );
+        let change = Change {
+            observed_at: at(60 * i as u64),
+            server_time: Some(format!("2026-11-21T10:0{i}:00Z")),
+            who: who.into(),
+            operation: Some("Update".into()),
+            resource_version: format!("{}", 100 + i),
+            diff: diff.into(),
+            ..oracle_change(action)
+        };
+        send(&mut s, change_msg(change));
     }
     for i in 0..12u64 {
         send(
@@ -1454,4 +1479,170 @@ async fn live_models_the_servers_release_and_names_a_server_newer_than_it_knows(
         )),
         "{screen}"
     );
+}
+
+// --- events you can find and understand ----------------------------------------------------------
+
+/// The final-stage events of `lines` (audit JSON lines), as the live source sends them.
+fn records_of(lines: &[String]) -> Vec<AuditRecord> {
+    hookscope::tui::live::records_of_lines(
+        "audit.log",
+        lines.iter().map(String::as_str),
+        Reader::new(ClusterState::default()),
+    )
+}
+
+/// A `ResponseComplete` audit event as kube-apiserver writes it.
+fn audit_line(id: &str, verb: &str, uri: &str, agent: &str, user: &str, extra: Value) -> String {
+    let mut e = json!({
+        "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata",
+        "auditID": id, "stage": "ResponseComplete", "requestURI": uri, "verb": verb,
+        "user": {"username": user, "groups": ["system:authenticated"]},
+        "sourceIPs": ["127.0.0.1"], "userAgent": agent,
+        "responseStatus": {"metadata": {}, "code": 200},
+        "requestReceivedTimestamp": "2026-11-21T10:05:00.000000Z",
+        "stageTimestamp": "2026-11-21T10:05:00.001000Z",
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        e[k] = v.clone();
+    }
+    e.to_string()
+}
+
+#[test]
+fn events_filter_hide_routine_traffic_count_their_rows_and_say_why_a_request_failed() {
+    let mut lines: Vec<String> =
+        std::fs::read_to_string(format!("{FIXTURES}/oracle-v1.32/audit.log"))
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect();
+    // hookscope's own scrape and watch, as the apiserver records them (by their user agent),
+    // and a configuration deleted by alice.
+    lines.push(audit_line(
+        "own-1",
+        "get",
+        "/metrics",
+        "hookscope/0.1.0",
+        "admin",
+        json!({}),
+    ));
+    lines.push(audit_line(
+        "own-2",
+        "watch",
+        "/api/v1/namespaces?watch=true",
+        "hookscope/0.1.0",
+        "admin",
+        json!({"objectRef": {"resource": "namespaces", "apiVersion": "v1"}}),
+    ));
+    lines.push(audit_line(
+        "del-1",
+        "delete",
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/oracle-validating",
+        "kubectl/v1.33.3",
+        "alice",
+        json!({"objectRef": {"resource": "validatingwebhookconfigurations",
+                             "name": "oracle-validating",
+                             "apiGroup": "admissionregistration.k8s.io", "apiVersion": "v1"}}),
+    ));
+    let records = records_of(&lines);
+    let noise: Vec<&AuditRecord> = records.iter().filter(|r| r.noise).collect();
+    assert!(noise.iter().any(|r| r.audit_id == "own-1"));
+    assert!(noise.iter().any(|r| r.audit_id == "own-2"));
+    assert!(
+        noise
+            .iter()
+            .any(|r| r.resource == "leases.coordination.k8s.io")
+    );
+    assert!(noise.iter().any(|r| r.target.starts_with("/readyz")));
+    assert!(
+        records
+            .iter()
+            .filter(|r| r.resource == "configmaps")
+            .all(|r| !r.noise)
+    );
+
+    let mut s = live_state(10_000);
+    // The watch saw the deletion before the audit event came.
+    send(&mut s, change_msg(oracle_change(ChangeAction::Deleted)));
+    for r in &records {
+        send(&mut s, LiveMsg::Audit(Box::new(r.clone())));
+    }
+    let deleted = live(&s).changes.back().unwrap();
+    assert_eq!(deleted.who, "alice", "the audit log names who deleted it");
+    assert_eq!(
+        deleted.server_time.as_deref(),
+        Some("2026-11-21T10:05:00.001000Z")
+    );
+
+    // Routine traffic is hidden by default, and the title counts the rows listed.
+    update(&mut s, Msg::Action(Action::Show(View::Events)));
+    let shown = records.len() - noise.len();
+    assert_eq!(live(&s).visible_events().count(), shown);
+    let screen = hookscope::tui::view::render_text(&s, 200, 40);
+    assert!(
+        screen.contains(&format!(
+            "Events {shown} shown of {} kept · {} routine hidden (:noise)",
+            records.len(),
+            noise.len()
+        )),
+        "{screen}"
+    );
+    assert!(!screen.contains("/metrics"), "{screen}");
+
+    // `/` filters the Events view itself (it stays), key by key; the title counts the rows.
+    update(&mut s, key('/'));
+    for c in "cm-denied".chars() {
+        update(&mut s, key(c));
+    }
+    update(&mut s, Msg::Key(KeyCode::Enter.into()));
+    assert_eq!(s.view, View::Events);
+    assert_eq!(live(&s).event_filter, "cm-denied");
+    let rows: Vec<String> = live(&s)
+        .visible_events()
+        .map(|(_, e)| e.target.clone())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "oracle-deny/cm-denied",
+            "oracle-deny/cm-denied-2",
+            "oracle-deny/cm-denied-raw",
+            "oracle-deny/cm-denied-raw"
+        ]
+    );
+    let screen = hookscope::tui::view::render_text(&s, 200, 40);
+    assert!(
+        screen.contains("Events 4 shown of"),
+        "the title counts the rows: {screen}"
+    );
+    let listed = screen
+        .lines()
+        .filter(|l| l.contains("oracle-deny/cm-denied"))
+        .count();
+    // The four rows, and the selected event's detail line.
+    assert_eq!(listed, 4 + 1, "{screen}");
+    // The detail says why the request failed, as the client was told.
+    assert!(
+        screen.contains(
+            r#"status   admission webhook "deny.oracle.test" denied the request: denied by oracle deny webhook"#
+        ),
+        "{screen}"
+    );
+    // `:filter` does the same; esc clears it.
+    update(
+        &mut s,
+        Msg::Action(hookscope::tui::keymap::parse_command("filter alice").unwrap()),
+    );
+    assert_eq!(live(&s).visible_events().count(), 1);
+    update(&mut s, Msg::Action(Action::Back));
+    assert!(live(&s).event_filter.is_empty());
+    assert_eq!(s.view, View::Events);
+
+    // One toggle shows the routine traffic again.
+    update(
+        &mut s,
+        Msg::Action(hookscope::tui::keymap::parse_command("noise").unwrap()),
+    );
+    assert_eq!(live(&s).visible_events().count(), records.len());
 }

@@ -805,11 +805,12 @@ impl State {
                 }
             }
             A::FilterMode => {
-                let current = match self.view {
-                    View::Annotations => self.annotation_filter.clone(),
+                let current = match (self.view, self.live.as_deref()) {
+                    (View::Annotations, _) => self.annotation_filter.clone(),
+                    (View::Events, Some(live)) => live.event_filter.clone(),
                     _ => self.filter.clone(),
                 };
-                if self.view != View::Annotations {
+                if self.view != View::Annotations && self.view != View::Events {
                     self.view = View::Requests;
                 }
                 self.mode = Mode::Filter(current);
@@ -864,6 +865,13 @@ impl State {
                     }
                 } else if self.view == View::Annotations && !self.annotation_filter.is_empty() {
                     self.annotation_filter.clear();
+                } else if self.view == View::Events
+                    && self
+                        .live
+                        .as_deref()
+                        .is_some_and(|l| !l.event_filter.is_empty())
+                {
+                    return self.live_action(A::Filter(String::new()));
                 } else if !self.filter.is_empty() {
                     self.filter.clear();
                     self.refilter();
@@ -911,13 +919,21 @@ impl State {
                 self.say(text, false);
             }
             A::Copy => return self.copy(),
-            A::Zoom(_) | A::Pause | A::ReplayEvent | A::ReplayEvents | A::Namespace(_) => {
+            A::Zoom(_)
+            | A::Pause
+            | A::ReplayEvent
+            | A::ReplayEvents
+            | A::Namespace(_)
+            | A::ToggleNoise => {
                 return self.live_action(action);
             }
             A::Apply(force) => return self.apply_to_cluster(force),
             A::DetailDown => self.detail_scroll = self.detail_scroll.saturating_add(5),
             A::DetailUp => self.detail_scroll = self.detail_scroll.saturating_sub(5),
             A::Theme(name) => return vec![Command::LoadTheme(name)],
+            A::Filter(text) if self.view == View::Events && self.live.is_some() => {
+                return self.live_action(A::Filter(text));
+            }
             A::Filter(text) => {
                 if self.view == View::Annotations {
                     self.annotation_filter = text;

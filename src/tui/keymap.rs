@@ -103,6 +103,9 @@ pub enum Action {
     ReplayEvents,
     /// Live: show only this namespace's events and annotations (None: every namespace).
     Namespace(Option<String>),
+    /// Live events: show or hide routine traffic (hookscope's own requests, lease renewals,
+    /// health, version and discovery requests).
+    ToggleNoise,
     /// Live, with `--allow-writes`: server-side apply of the current configuration, after a
     /// dry run shown for confirmation (`true`: take over other managers' fields).
     Apply(bool),
@@ -572,6 +575,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "live: show one namespace's events and annotations (- shows all)",
     ),
     (
+        "noise",
+        "",
+        "live: show or hide routine events (hookscope's own, lease renewals, health, /version)",
+    ),
+    (
         "apply",
         "",
         "live, --allow-writes: apply the configuration to the cluster after a server-side dry run",
@@ -614,6 +622,7 @@ pub fn parse_command(line: &str) -> Result<Action, String> {
         "cluster" => view(View::Cluster),
         "events" => view(View::Events),
         "replay" => Ok(Action::ReplayEvents),
+        "noise" => Ok(Action::ToggleNoise),
         "ns" | "namespace" => Ok(Action::Namespace(opt(arg).filter(|a| a != "-" && a != "*"))),
         "apply" => Ok(Action::Apply(false)),
         "apply!" => Ok(Action::Apply(true)),

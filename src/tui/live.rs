@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::api::{WebhookConfiguration, WebhookKind};
 use crate::live::audit::AuditEvent;
-use crate::live::cluster::{Change, ClusterMsg, Connected, Failure, Feed};
+use crate::live::cluster::{Change, ChangeAction, ClusterMsg, Connected, Failure, Feed};
 use crate::live::metrics::{AdmissionSnapshot, MetricsHistory, Window};
 use crate::replay::{CapturedRequest, InputItem};
 
@@ -154,6 +154,12 @@ pub struct AuditRecord {
     pub namespace: String,
     /// `responseStatus.code`.
     pub code: Option<i32>,
+    /// `responseStatus.message`: why the request failed (the webhook and its message, a call's
+    /// error), absent on success.
+    pub message: Option<String>,
+    /// Routine traffic hidden by default (`:noise` shows it): hookscope's own requests (its
+    /// `/metrics` scrapes, `/version`, watches), lease renewals, health and discovery probes.
+    pub noise: bool,
     /// The admission webhook annotations, in the apiserver's order: key and value.
     pub annotations: Vec<(String, String)>,
     /// The request, replayable against the configurations in force.
@@ -207,7 +213,10 @@ impl AuditRecord {
                 }
             }
         }
+        let noise = is_noise(event);
         AuditRecord {
+            noise,
+            message: event.response_message.clone(),
             audit_id: event.audit_id.clone(),
             stage: event.stage.clone(),
             at: event
@@ -225,6 +234,64 @@ impl AuditRecord {
             request,
             not_replayable,
             origin: event.source.to_string(),
+        }
+    }
+}
+
+/// The final-stage events of an audit log's `lines` (JSON lines of `source`, numbered from 1),
+/// as the live source sends them to the console; lines that do not read are skipped.
+pub fn records_of_lines<'a>(
+    source: &str,
+    lines: impl IntoIterator<Item = &'a str>,
+    reader: crate::replay::input::Reader,
+) -> Vec<AuditRecord> {
+    let mut ingester = crate::live::audit::Ingester::new(reader);
+    lines
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, line)| {
+            let raw = crate::live::audit::RawEvent {
+                origin: crate::live::audit::Origin {
+                    source: source.into(),
+                    index: i + 1,
+                    unit: crate::replay::IndexUnit::Line,
+                },
+                text: bytes::Bytes::copy_from_slice(line.as_bytes()),
+            };
+            let ingested = ingester.ingest(&raw);
+            match ingested.event {
+                Ok(e) if !ingested.pending && e.stage != "RequestReceived" => {
+                    Some(AuditRecord::new(&e, ingested.items))
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// The non-resource paths every cluster polls: health, version, metrics, API discovery.
+const PROBE_PATHS: [&str; 8] = [
+    "/healthz", "/readyz", "/livez", "/version", "/metrics", "/openapi", "/api", "/apis",
+];
+
+/// Whether an event is routine traffic a person looking at admission does not want to see:
+/// hookscope's own requests (its user agent), lease renewals (`leases` in
+/// `coordination.k8s.io`), and health, version, metrics and discovery requests.
+fn is_noise(event: &AuditEvent) -> bool {
+    if event
+        .user_agent
+        .as_deref()
+        .is_some_and(|a| a.starts_with(crate::live::cluster::USER_AGENT_PRODUCT))
+    {
+        return true;
+    }
+    match &event.object_ref {
+        Some(o) => o.resource == "leases" && o.api_group == "coordination.k8s.io",
+        None => {
+            let path = event.request_uri.split('?').next().unwrap_or("");
+            PROBE_PATHS
+                .iter()
+                .any(|p| path == *p || path.starts_with(&format!("{p}/")))
         }
     }
 }
@@ -324,6 +391,11 @@ pub struct LiveState {
     /// `-n/--namespace`: the Events and Annotations views show only this namespace's requests
     /// (`:ns` changes it, `:ns -` shows all).
     pub namespace: Option<String>,
+    /// `/` in Events: only events whose verb, resource, target, user, code, message or auditID
+    /// contain this text (case-insensitive) are shown.
+    pub event_filter: String,
+    /// Routine traffic ([`AuditRecord::noise`]) is shown too (`:noise` toggles it).
+    pub show_noise: bool,
     /// A dry run waiting for confirmation.
     pub pending_apply: Option<PendingApply>,
 }
@@ -355,6 +427,8 @@ impl LiveState {
             notices: VecDeque::new(),
             open_next_replay: false,
             namespace: None,
+            event_filter: String::new(),
+            show_noise: false,
             pending_apply: None,
         }
     }
@@ -420,10 +494,16 @@ impl LiveState {
                     self.namespaces = Some(set.labels.len());
                 }
             }
-            ClusterMsg::Change(change) => {
+            ClusterMsg::Change(mut change) => {
                 if self.changes.len() == CHANGES_KEPT {
                     self.changes.pop_front();
                     self.change_selected = self.change_selected.map(|s| s.saturating_sub(1));
+                }
+                // The deleted object does not say who deleted it; the audit log does.
+                if change.action == ChangeAction::Deleted
+                    && let Some(e) = self.events.iter().rev().find(|e| deletes(e, &change))
+                {
+                    attribute(&mut change, e);
                 }
                 self.changes.push_back(change);
             }
@@ -451,6 +531,15 @@ impl LiveState {
                 key: key.clone(),
                 value: value.clone(),
             });
+        }
+        // A deletion the watch saw before its audit event came: the event names who and when.
+        if let Some(change) = self
+            .changes
+            .iter_mut()
+            .rev()
+            .find(|c| c.operation.is_none() && deletes(&record, c))
+        {
+            attribute(change, &record);
         }
         self.events.push_back(record);
         while self.events.len() > self.keep_events {
@@ -490,11 +579,23 @@ impl LiveState {
         self.first_event
     }
 
-    /// Whether the namespace filter (`-n`, `:ns`) lets `record` through.
+    /// Whether the namespace (`-n`, `:ns`), the routine traffic toggle (`:noise`) and the
+    /// Events filter (`/`) let `record` through.
     pub fn shows(&self, record: &AuditRecord) -> bool {
         self.namespace
             .as_deref()
             .is_none_or(|ns| record.namespace == ns)
+            && (self.show_noise || !record.noise)
+            && (self.event_filter.is_empty() || matches_filter(record, &self.event_filter))
+    }
+
+    /// How many kept events the filters hide as routine traffic.
+    pub fn hidden_noise(&self) -> usize {
+        if self.show_noise {
+            0
+        } else {
+            self.events.iter().filter(|e| e.noise).count()
+        }
     }
 
     /// The kept events the namespace filter lets through, with their sequence numbers.
@@ -564,6 +665,40 @@ impl LiveState {
             None => self.history.latest().map(|(at, _)| at),
         };
     }
+}
+
+/// Whether `record` is the successful audited deletion of `change`'s configuration.
+fn deletes(record: &AuditRecord, change: &Change) -> bool {
+    change.action == ChangeAction::Deleted
+        && record.verb == "delete"
+        && record.code.is_some_and(|c| (200..300).contains(&c))
+        && record.target == change.name
+        && record.resource == format!("{}.{}", change.kind.resource(), crate::config::GROUP)
+}
+
+/// Names the user and time of an audited deletion in the history entry.
+fn attribute(change: &mut Change, record: &AuditRecord) {
+    change.who = record.user.clone();
+    change.server_time = Some(record.at.clone());
+    change.operation = Some("Delete, from the audit log".into());
+}
+
+/// Whether `record` contains `filter` (case-insensitive) in its verb, resource, target, user,
+/// response code or message, or auditID.
+fn matches_filter(record: &AuditRecord, filter: &str) -> bool {
+    let f = filter.to_lowercase();
+    let code = record.code.map(|c| c.to_string()).unwrap_or_default();
+    [
+        record.verb.as_str(),
+        &record.resource,
+        &record.target,
+        &record.user,
+        &code,
+        record.message.as_deref().unwrap_or(""),
+        &record.audit_id,
+    ]
+    .iter()
+    .any(|field| field.to_lowercase().contains(&f))
 }
 
 /// A duration as the window title says it: `5m`, `1h`.
@@ -744,6 +879,38 @@ impl State {
                         return vec![Command::Replay(vec![*request])];
                     }
                 }
+            }
+            Action::Filter(text) => {
+                live.event_filter = text;
+                live.event_selected = live
+                    .event_selected
+                    .filter(|&s| live.event(s).is_some_and(|e| live.shows(e)));
+                let shown = live.visible_events().count();
+                let text = if live.event_filter.is_empty() {
+                    format!("{shown} events shown (filter cleared)")
+                } else {
+                    format!(
+                        "{shown} events contain {:?} (esc clears)",
+                        live.event_filter
+                    )
+                };
+                self.say(text, false);
+            }
+            Action::ToggleNoise => {
+                live.show_noise = !live.show_noise;
+                live.event_selected = live
+                    .event_selected
+                    .filter(|&s| live.event(s).is_some_and(|e| live.shows(e)));
+                let text = if live.show_noise {
+                    "routine events shown (:noise hides them)".to_string()
+                } else {
+                    format!(
+                        "{} routine events hidden: hookscope's own, lease renewals, health, /version (:noise shows them)",
+                        live.hidden_noise()
+                    )
+                };
+                self.annotation_top = None;
+                self.say(text, false);
             }
             Action::Namespace(namespace) => {
                 let text = match &namespace {

@@ -38,6 +38,10 @@ use namespaces::NamespaceStore;
 /// The field manager hookscope writes as.
 pub const FIELD_MANAGER: &str = "hookscope";
 
+/// The product token of hookscope's `User-Agent` (`hookscope/0.1.0`), which audit events
+/// record: the console tells its own requests by it.
+pub const USER_AGENT_PRODUCT: &str = "hookscope/";
+
 /// The `Accept` header of a `/metrics` scrape (Prometheus text format 0.0.4).
 pub const METRICS_ACCEPT: &str = "text/plain;version=0.0.4";
 
@@ -432,6 +436,10 @@ impl Cluster {
         };
         if let Some(namespace) = &options.namespace {
             config.default_namespace = namespace.clone();
+        }
+        let agent = format!("{USER_AGENT_PRODUCT}{}", env!("CARGO_PKG_VERSION"));
+        if let Ok(value) = http::HeaderValue::from_str(&agent) {
+            config.headers.push((http::header::USER_AGENT, value));
         }
         let info = ConnectionInfo {
             server: config
