@@ -24,6 +24,7 @@ use hookscope::replay::input::{ClusterState, Reader};
 use hookscope::replay::replier::{AnyReplier, ReplierFlags};
 use hookscope::replay::run::ReplaySettings;
 use hookscope::tui::app::{Command, Msg, State, View, update};
+use hookscope::tui::editing::ChangeCause;
 use hookscope::tui::keymap::Action;
 use hookscope::tui::live::{AuditRecord, Connection, LiveMsg, LiveState};
 use hookscope::tui::live_source::{AuditInput, LiveRelease, LiveSource};
@@ -1185,6 +1186,32 @@ fn log_without_namespace_writes(dir: &std::path::Path) -> PathBuf {
     log
 }
 
+/// Creates `names` as Namespaces in `api` (`oracle-deny` labelled `deny=yes`) and writes the
+/// oracle's log without its namespace writes to `dir`; the log and its final-stage events.
+fn namespaces_and_log(
+    api: &FakeApiServer,
+    names: &[&str],
+    dir: &std::path::Path,
+) -> (PathBuf, usize) {
+    for name in names {
+        let labels = if *name == "oracle-deny" {
+            json!({"deny": "yes"})
+        } else {
+            json!({})
+        };
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+                        "metadata": {"name": name, "labels": labels}});
+        api.create("kubectl-create", ns).unwrap();
+    }
+    let log = log_without_namespace_writes(dir);
+    let events = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains(r#""stage":"RequestReceived""#))
+        .count();
+    (log, events)
+}
+
 /// Starts the live source on `api` following `log`, replaying over real HTTPS against
 /// `webhooks`; pumps until connected, listed and every event of the log is in.
 async fn namespace_session(
@@ -1241,22 +1268,9 @@ async fn replays_take_namespace_labels_from_the_cluster_and_say_when_they_cannot
     let pki = TestPki::new();
     let webhooks = WebhookServer::start(&pki, oracle_handler());
     let api = oracle_cluster(&pki).await;
-    for (name, labels) in [
-        ("oracle-deny", json!({"deny": "yes"})),
-        ("oracle-ok", json!({})),
-        ("oracle-probe", json!({})),
-    ] {
-        let ns = json!({"apiVersion": "v1", "kind": "Namespace",
-                        "metadata": {"name": name, "labels": labels}});
-        api.create("kubectl-create", ns).unwrap();
-    }
     let dir = scratch("namespaces");
-    let log = log_without_namespace_writes(&dir);
-    let events = std::fs::read_to_string(&log)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.contains(r#""stage":"RequestReceived""#))
-        .count();
+    let (log, events) =
+        namespaces_and_log(&api, &["oracle-deny", "oracle-ok", "oracle-probe"], &dir);
     let recorded =
         "admission webhook \"deny.oracle.test\" denied the request: denied by oracle deny webhook";
 
@@ -1645,4 +1659,101 @@ fn events_filter_hide_routine_traffic_count_their_rows_and_say_why_a_request_fai
         Msg::Action(hookscope::tui::keymap::parse_command("noise").unwrap()),
     );
     assert_eq!(live(&s).visible_events().count(), records.len());
+}
+
+// --- re-dispatch is attributed ------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_if_tells_the_clusters_changes_from_the_users_edits() {
+    let pki = TestPki::new();
+    let webhooks = WebhookServer::start(&pki, oracle_handler());
+    let api = oracle_cluster(&pki).await;
+    let dir = scratch("attribution");
+    let (log, events) = namespaces_and_log(&api, &["oracle-deny", "oracle-ok"], &dir);
+    let (mut state, mut rx, ctl) = namespace_session(&api, &webhooks, &dir, &log, events, |s| {
+        live(s).namespaces == Some(2) && s.buffers.len() == 2
+    })
+    .await;
+    let cs = update(&mut state, Msg::Action(Action::ReplayEvents));
+    perform_all(cs, &ctl).await;
+    let replayable = live(&state)
+        .visible_events()
+        .filter(|(_, e)| e.request.is_some())
+        .count();
+    pump(&mut state, &mut rx, &ctl, "the replays", |s| {
+        s.entries.len() == replayable
+    })
+    .await;
+    let index_of = |s: &State, target: &str| {
+        s.entries
+            .iter()
+            .position(|e| e.row().target == target)
+            .unwrap_or_else(|| panic!("{target} replayed"))
+    };
+
+    // The user's edit: add-label is no longer reinvoked.
+    let text = state.buffers[0].text();
+    assert!(text.contains("reinvocationPolicy: IfNeeded"), "{text}");
+    state.buffers[0]
+        .replace_text(&text.replace("reinvocationPolicy: IfNeeded", "reinvocationPolicy: Never"));
+    let generation = state.buffers[0].generation;
+    let cs = update(
+        &mut state,
+        Msg::CheckDue {
+            buffer: 0,
+            generation,
+        },
+    );
+    perform_all(cs, &ctl).await;
+    pump(&mut state, &mut rx, &ctl, "the what-if of the edit", |s| {
+        s.baseline.is_some() && s.run.is_none() && !s.whatif.requests.is_empty()
+    })
+    .await;
+    let ok = index_of(&state, "oracle-ok/cm-ok");
+    assert_eq!(
+        state.whatif_causes(ok),
+        [ChangeCause::Edit("oracle-mutating".into())]
+    );
+    let flipped_before = state.whatif.flipped().count();
+    assert_eq!(flipped_before, 0);
+
+    // The cluster's change: the deny webhook no longer selects the namespace. The console
+    // dispatches again with it and the edit; each change says its cause.
+    let mut changed = oracle_configuration("validating.yaml", &pki);
+    changed["webhooks"][0]["namespaceSelector"] = json!({"matchLabels": {"deny": "no"}});
+    api.update("kubectl-edit", changed).unwrap();
+    pump(
+        &mut state,
+        &mut rx,
+        &ctl,
+        "the re-dispatch after the cluster's change",
+        |s| s.run.is_none() && s.whatif.flipped().count() > 0,
+    )
+    .await;
+    let denied = index_of(&state, "oracle-deny/cm-denied");
+    let causes = state.whatif_causes(denied);
+    assert!(
+        causes.contains(&ChangeCause::Cluster {
+            name: "oracle-validating".into(),
+            who: "kubectl-edit".into()
+        }),
+        "{causes:?}"
+    );
+    assert!(
+        causes.contains(&ChangeCause::Edit("oracle-mutating".into())),
+        "{causes:?}"
+    );
+    assert_eq!(
+        state.whatif_causes(index_of(&state, "oracle-ok/cm-ok")),
+        [ChangeCause::Edit("oracle-mutating".into())],
+        "the cluster's change does not touch a namespace it never selected"
+    );
+    update(&mut state, Msg::Action(Action::Show(View::WhatIf)));
+    let screen = hookscope::tui::view::render_text(&state, 220, 50);
+    assert!(
+        screen.contains("cluster: oracle-validating by kubectl-edit"),
+        "{screen}"
+    );
+    assert!(screen.contains("your edit of oracle-mutating"), "{screen}");
+    assert!(screen.contains("by changes not yours"), "{screen}");
 }

@@ -10,6 +10,7 @@ use super::requests::verdict;
 use super::{clip, pane, style};
 use crate::edit::HookStats;
 use crate::tui::app::State;
+use crate::tui::editing::ChangeCause;
 use crate::tui::theme::{StyleKey, SymbolKey};
 
 /// Draws the view.
@@ -40,8 +41,11 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         Some(r) => format!(" · re-dispatching {}/{}", r.results.len(), r.total),
         None => String::new(),
     };
+    // Each change is attributed to its cause: the user's edits, or what changed without them
+    // (the cluster's configurations, files on disk, the webhooks' answers).
+    let (by_edit, by_other) = state.whatif_attribution();
     let summary_text = format!(
-        " {} of {} requests changed · {} verdicts flipped{running}",
+        " {} of {} requests changed ({by_edit} by your edits, {by_other} by changes not yours) · {} verdicts flipped{running}",
         w.requests.len(),
         state.entries.len(),
         w.flipped().count()
@@ -88,6 +92,12 @@ fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
                 what.push("warnings");
             }
             let marker = if i == state.whatif_selected { sel } else { " " };
+            let cause = state
+                .whatif_causes(r.index)
+                .iter()
+                .map(ChangeCause::label)
+                .collect::<Vec<_>>()
+                .join("; ");
             let row = Row::new(vec![
                 Cell::from(format!("{marker}{}", r.index + 1)),
                 Cell::from(row.operation),
@@ -96,6 +106,7 @@ fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
                 Cell::from(Span::styled(before, style(state, bkey))),
                 Cell::from(Span::styled(after, style(state, akey))),
                 Cell::from(what.join(", ")),
+                Cell::from(cause),
             ]);
             Some(if i == state.whatif_selected {
                 row.style(style(state, StyleKey::Selected))
@@ -105,7 +116,7 @@ fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
         })
         .collect();
     let header = Row::new(vec![
-        "#", "op", "resource", "name", "before", "after", "changed",
+        "#", "op", "resource", "name", "before", "after", "changed", "cause",
     ])
     .style(style(state, StyleKey::Header));
     let table = Table::new(
@@ -117,7 +128,8 @@ fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
             Constraint::Length(34),
             Constraint::Length(18),
             Constraint::Length(18),
-            Constraint::Min(10),
+            Constraint::Length(18),
+            Constraint::Min(18),
         ],
     )
     .header(header)
