@@ -706,10 +706,30 @@ fn the_chart_window_zooms_and_pauses() {
     let mut s = session();
     update(&mut s, Msg::Action(Action::Show(View::Metrics)));
     assert_eq!(live(&s).window, 1);
-    update(&mut s, Msg::Action(Action::Zoom(-1)));
+    // `+` zooms in (a narrower window), `-` out, as their symbols say.
+    update(&mut s, key('-'));
+    assert_eq!(s.message.as_ref().unwrap().0, "window 15m");
+    update(&mut s, key('+'));
+    update(&mut s, key('+'));
     assert_eq!(s.message.as_ref().unwrap().0, "window 1m");
-    update(&mut s, Msg::Action(Action::Zoom(-1)));
+    update(&mut s, key('+'));
     assert_eq!(live(&s).window, 0, "no narrower than the narrowest");
+    // Each webhook's rejections are counted over the window beside their rate.
+    let rejected = live(&s).history.rates(
+        &live(&s).chart_window(),
+        hookscope::live::metrics::AdmissionFamily::WebhookRejections,
+        &["name", "error_type"],
+    );
+    assert!(!rejected.is_empty());
+    let screen = hookscope::tui::view::render_text(&s, 200, 50);
+    for r in &rejected {
+        assert!(r.increase > 0.0);
+        assert!(
+            screen.contains(&format!(" · {:.0}", r.increase)),
+            "{}: {screen}",
+            r.increase
+        );
+    }
     update(&mut s, Msg::Action(Action::Pause));
     assert_eq!(live(&s).paused_at, Some(at(110)));
     // A new scrape does not move a paused window.

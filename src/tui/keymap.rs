@@ -93,7 +93,8 @@ pub enum Action {
     DiscardRecovered,
     /// Leave even with unsaved edits (their recovery copies stay).
     ForceQuit,
-    /// Live metrics: widen (`1`) or narrow (`-1`) the chart window.
+    /// Live metrics: zoom in (`1`: a narrower time window, as `+` suggests) or out (`-1`: a
+    /// wider one).
     Zoom(i32),
     /// Live metrics: stop the charts at the latest scrape, or follow again.
     Pause,
@@ -424,13 +425,13 @@ impl Default for Keymap {
                 vec![c('+')],
                 A::Zoom(1),
                 In(View::Metrics),
-                "live: widen the time window",
+                "live: zoom in (a narrower time window)",
             ),
             b(
                 vec![c('-')],
                 A::Zoom(-1),
                 In(View::Metrics),
-                "live: narrow the time window",
+                "live: zoom out (a wider time window)",
             ),
             b(
                 vec![c('p')],

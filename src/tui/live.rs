@@ -653,9 +653,9 @@ impl LiveState {
         }
     }
 
-    /// Widens (`+1`) or narrows (`-1`) the chart window.
+    /// Zooms in (`+1`: a narrower chart window) or out (`-1`: a wider one).
     pub fn zoom(&mut self, step: i32) {
-        self.window = (self.window as i32 + step).clamp(0, WINDOWS.len() as i32 - 1) as usize;
+        self.window = (self.window as i32 - step).clamp(0, WINDOWS.len() as i32 - 1) as usize;
     }
 
     /// Pauses the charts at the latest scrape, or follows again.
