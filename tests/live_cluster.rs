@@ -4,6 +4,8 @@
 #[path = "common/scratch.rs"]
 mod scratch;
 
+mod common;
+
 use scratch::Scratch;
 
 use std::path::{Path, PathBuf};
@@ -823,18 +825,6 @@ async fn writes_are_refused_unless_allowed_dry_run_is_not_stored_and_apply_is() 
     );
 }
 
-fn two_context_kubeconfig(a: &FakeApiServer, b: &FakeApiServer) -> String {
-    // Two single-context kubeconfigs merged by hand: clusters, users and contexts of both.
-    let doc_a: Value = serde_saphyr::from_str(&a.kubeconfig_named("alpha")).unwrap();
-    let doc_b: Value = serde_saphyr::from_str(&b.kubeconfig_named("beta")).unwrap();
-    let mut merged = doc_a.clone();
-    for key in ["clusters", "users", "contexts"] {
-        let list = merged[key].as_array_mut().unwrap();
-        list.extend(doc_b[key].as_array().unwrap().iter().cloned());
-    }
-    serde_json::to_string(&merged).unwrap()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn context_flag_selects_among_two_contexts() {
     let a = FakeApiServer::start().await.unwrap();
@@ -842,7 +832,7 @@ async fn context_flag_selects_among_two_contexts() {
     a.create("kubectl", mutating("on-alpha", "Fail")).unwrap();
     b.create("kubectl", mutating("on-beta", "Fail")).unwrap();
     let scratch = scratch_dir();
-    let path = write(&scratch, "config", &two_context_kubeconfig(&a, &b));
+    let path = write(&scratch, "config", &common::two_context_kubeconfig(&a, &b));
 
     let default = Cluster::connect(&fast_options(path.clone())).await.unwrap();
     assert_eq!(

@@ -822,6 +822,7 @@ async fn perform_all(cs: Vec<Command>, ctl: &mpsc::Sender<SourceCtl>) {
                 .await
                 .unwrap(),
             Command::Apply(request) => ctl.send(SourceCtl::Apply(request)).await.unwrap(),
+            Command::Context(name) => ctl.send(SourceCtl::Context(name)).await.unwrap(),
             _ => {}
         }
     }
@@ -1776,4 +1777,60 @@ async fn what_if_tells_the_clusters_changes_from_the_users_edits() {
     );
     assert!(screen.contains("your edit of oracle-mutating"), "{screen}");
     assert!(screen.contains("by changes not yours"), "{screen}");
+}
+
+// --- k9s habits -----------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_switches_the_cluster_inside_the_console() {
+    let pki = TestPki::new();
+    let alpha = oracle_cluster(&pki).await;
+    let beta = FakeApiServer::start().await.expect("fake API server");
+    beta.create("helm", oracle_configuration("mutating.yaml", &pki))
+        .unwrap();
+    beta.set_git_version("v1.31.4");
+    let dir = scratch("context");
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, common::two_context_kubeconfig(&alpha, &beta)).unwrap();
+    let source = live_source(kubeconfig, https_replier(&[]));
+    let (mut state, (mut rx, ctl)) = spawn_live(source, 100, false, 200);
+    let on = |s: &State, server: &str, configurations: usize| {
+        matches!(&live(s).connection, Connection::Connected(c, _) if c.info.server == server)
+            && live(s).synced
+            && live(s).configurations == configurations
+    };
+    pump(&mut state, &mut rx, &ctl, "alpha", |s| {
+        on(s, &alpha.url(), 2)
+    })
+    .await;
+    update(&mut state, Msg::Action(Action::Show(View::Cluster)));
+
+    let action = hookscope::tui::keymap::parse_command("context beta").unwrap();
+    let cs = update(&mut state, Msg::Action(action));
+    assert!(
+        matches!(cs.as_slice(), [Command::Context(name)] if name == "beta"),
+        "{cs:?}"
+    );
+    assert!(matches!(live(&state).connection, Connection::Starting));
+    perform_all(cs, &ctl).await;
+    pump(&mut state, &mut rx, &ctl, "beta", |s| on(s, &beta.url(), 1)).await;
+    let names: Vec<_> = state
+        .hooks
+        .iter()
+        .map(|h| h.configuration.as_str())
+        .collect();
+    assert_eq!(names, ["oracle-mutating", "oracle-mutating"]);
+    let screen = hookscope::tui::view::render_text(&state, 200, 50);
+    assert!(screen.contains(&beta.url()), "{screen}");
+    assert!(
+        screen.contains("beta (user beta, namespace default)"),
+        "{screen}"
+    );
+    assert!(!screen.contains("deleted in the cluster"), "{screen}");
+    assert!(screen.contains("v1.31.4"), "{screen}");
+    assert!(!screen.contains(&alpha.url()), "{screen}");
+    assert!(
+        hookscope::tui::keymap::parse_command("context").is_err(),
+        "a context is named"
+    );
 }

@@ -426,6 +426,8 @@ pub enum Command {
     Apply(super::live::ApplyRequest),
     /// Restore the terminal and end.
     Quit,
+    /// Connect the live source to another kubeconfig context (`:context NAME`).
+    Context(String),
 }
 
 /// The OSC 52 sequence that asks the terminal to set the clipboard to a base64 payload:
@@ -924,7 +926,8 @@ impl State {
             | A::ReplayEvent
             | A::ReplayEvents
             | A::Namespace(_)
-            | A::ToggleNoise => {
+            | A::ToggleNoise
+            | A::Context(_) => {
                 return self.live_action(action);
             }
             A::Apply(force) => return self.apply_to_cluster(force),

@@ -104,6 +104,8 @@ pub enum Action {
     ReplayEvents,
     /// Live: show only this namespace's events and annotations (None: every namespace).
     Namespace(Option<String>),
+    /// Live: connect to this kubeconfig context instead, as `--context` at start does.
+    Context(String),
     /// Live events: show or hide routine traffic (hookscope's own requests, lease renewals,
     /// health, version and discovery requests).
     ToggleNoise,
@@ -576,6 +578,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "live: show one namespace's events and annotations (- shows all)",
     ),
     (
+        "context",
+        " NAME",
+        "live: connect to another context of the kubeconfig, as --context does",
+    ),
+    (
         "noise",
         "",
         "live: show or hide routine events (hookscope's own, lease renewals, health, /version)",
@@ -624,6 +631,8 @@ pub fn parse_command(line: &str) -> Result<Action, String> {
         "events" => view(View::Events),
         "replay" => Ok(Action::ReplayEvents),
         "noise" => Ok(Action::ToggleNoise),
+        "context" | "ctx" if !arg.is_empty() => Ok(Action::Context(arg)),
+        "context" | "ctx" => Err("usage: context NAME (a context of the kubeconfig)".into()),
         "ns" | "namespace" => Ok(Action::Namespace(opt(arg).filter(|a| a != "-" && a != "*"))),
         "apply" => Ok(Action::Apply(false)),
         "apply!" => Ok(Action::Apply(true)),

@@ -896,6 +896,33 @@ impl State {
                 };
                 self.say(text, false);
             }
+            Action::Context(name) => {
+                // What the console knows of the previous cluster goes; the audit events, from a
+                // source of their own, stay.
+                let summary = match live.summary.split_once(" · ") {
+                    Some((_, rest)) => format!("context {name} · {rest}"),
+                    None => format!("context {name}"),
+                };
+                let mut fresh = LiveState::new(summary, live.keep_events, live.allow_writes);
+                fresh.events = std::mem::take(&mut live.events);
+                fresh.annotations = std::mem::take(&mut live.annotations);
+                fresh.first_event = live.first_event;
+                fresh.events_seen = live.events_seen;
+                fresh.notices = std::mem::take(&mut live.notices);
+                fresh.namespace = live.namespace.take();
+                fresh.event_filter = std::mem::take(&mut live.event_filter);
+                fresh.show_noise = live.show_noise;
+                **live = fresh;
+                // The previous cluster's configurations close with it, unless edited (the edits
+                // stay, as what-ifs on the next cluster).
+                self.buffers.retain(|b| {
+                    !matches!(b.origin, super::editing::BufferOrigin::Cluster { .. })
+                        || b.modified()
+                });
+                self.buffer = self.buffer.min(self.buffers.len().saturating_sub(1));
+                self.say(format!("connecting to context {name}…"), false);
+                return vec![Command::Context(name)];
+            }
             Action::ToggleNoise => {
                 live.show_noise = !live.show_noise;
                 live.event_selected = live

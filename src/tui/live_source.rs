@@ -143,8 +143,8 @@ impl LiveSource {
         };
 
         let (cluster_tx, mut cluster_rx) = mpsc::channel(64);
-        let writer_options = cluster.clone();
-        let cluster_task = tokio::spawn(crate::live::cluster::run(cluster, cluster_tx));
+        let mut writer_options = cluster.clone();
+        let mut cluster_task = tokio::spawn(crate::live::cluster::run(cluster, cluster_tx));
 
         let mut _server = None;
         let mut audit_task = None;
@@ -349,6 +349,24 @@ impl LiveSource {
                     }
                     Some(SourceCtl::Apply(request)) => {
                         tokio::spawn(apply(writer_options.clone(), request, tx.clone()));
+                    }
+                    Some(SourceCtl::Context(name)) => {
+                        // Another cluster: a connection of its own, on a channel of its own (so
+                        // nothing of the previous one arrives late), and nothing kept of what the
+                        // previous one had in force.
+                        cluster_task.abort();
+                        writer_options.context = Some(name);
+                        let (cluster_tx, rx) = mpsc::channel(64);
+                        cluster_rx = rx;
+                        cluster_open = true;
+                        cluster_task = tokio::spawn(crate::live::cluster::run(
+                            writer_options.clone(),
+                            cluster_tx,
+                        ));
+                        namespaces = ClusterNamespaces::default();
+                        in_force = None;
+                        replayer = None;
+                        edited = None;
                     }
                 },
             }
