@@ -1834,3 +1834,27 @@ async fn context_switches_the_cluster_inside_the_console() {
         "a context is named"
     );
 }
+
+#[test]
+fn revert_drops_the_edits_of_a_cluster_configuration() {
+    let mut s = live_state(10);
+    listed(&mut s, vec![cluster_document("policy", "Fail")]);
+    let text = s.buffers[0].text();
+    s.buffers[0].replace_text(&text.replace("failurePolicy: Fail", "failurePolicy: Ignore"));
+    assert!(s.buffers[0].modified());
+    let revert = hookscope::tui::keymap::parse_command("revert").unwrap();
+    update(&mut s, Msg::Action(revert.clone()));
+    assert!(!s.buffers[0].modified());
+    assert_eq!(s.buffers[0].text(), text);
+    assert!(s.message.as_ref().unwrap().0.contains("edits are dropped"));
+    // Edited while the cluster changed it: :revert takes the cluster's newest version.
+    s.buffers[0].replace_text(&text.replace("failurePolicy: Fail", "failurePolicy: Ignore"));
+    listed(&mut s, vec![cluster_document("policy", "Ignore")]);
+    assert!(s.buffers[0].text().contains("failurePolicy: Ignore"));
+    update(&mut s, Msg::Action(revert.clone()));
+    let newest = cluster_document("policy", "Ignore").text;
+    assert_eq!(s.buffers[0].text(), newest);
+    assert!(!s.buffers[0].modified());
+    update(&mut s, Msg::Action(revert));
+    assert!(s.message.as_ref().unwrap().0.contains("no edit to drop"));
+}

@@ -797,6 +797,7 @@ impl State {
             A::Reload => return self.reload(false),
             A::Redispatch => return self.redispatch_fresh(),
             A::KeepMine => return self.reload(true),
+            A::Revert => return self.revert(),
             A::Recover => return self.recover(),
             A::DiscardRecovered => return self.discard_recovered(),
             A::Help => self.help = !self.help,

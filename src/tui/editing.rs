@@ -797,6 +797,32 @@ impl State {
         self.check_due(self.buffer, generation)
     }
 
+    /// `:revert`: drops the current buffer's edits, taking the text on disk (a live cluster's
+    /// newest version of the configuration, when it changed meanwhile).
+    pub(super) fn revert(&mut self) -> Vec<Command> {
+        let Some(b) = self.buffers.get_mut(self.buffer) else {
+            self.say("no configuration is open", true);
+            return Vec::new();
+        };
+        if let Some(newer) = b.disk_changed.take() {
+            b.saved = newer;
+        } else if !b.modified() {
+            let text = format!("{}: no edit to drop", b.origin.label());
+            self.say(text, false);
+            return Vec::new();
+        }
+        let text = b.saved.clone();
+        b.replace_text(&text);
+        let generation = b.generation;
+        let label = b.origin.label();
+        let mut commands = self.check_due(self.buffer, generation);
+        commands.push(Command::DiscardRecovery(
+            self.buffers[self.buffer].origin.recovery_key(),
+        ));
+        self.say(format!("{label}: your edits are dropped"), false);
+        commands
+    }
+
     pub(super) fn recover(&mut self) -> Vec<Command> {
         let recovered = std::mem::take(&mut self.recovered);
         if recovered.is_empty() {

@@ -87,6 +87,9 @@ pub enum Action {
     Redispatch,
     /// Keep the buffer's edits over the text on disk.
     KeepMine,
+    /// Drop the buffer's edits: back to the text on disk (for a live cluster's configuration,
+    /// the cluster's newest version).
+    Revert,
     /// Open the texts recovered from an earlier session.
     Recover,
     /// Drop the texts recovered from an earlier session.
@@ -556,6 +559,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("reload", "", "take the file on disk over your edits"),
     ("keep", "", "keep your edits over the file on disk"),
     (
+        "revert",
+        "",
+        "drop your edits of the configuration (back to the file's, or the cluster's, version)",
+    ),
+    (
         "recover",
         "",
         "open the unsaved edits of an earlier session",
@@ -650,6 +658,7 @@ pub fn parse_command(line: &str) -> Result<Action, String> {
         "reload" => Ok(Action::Reload),
         "redispatch" => Ok(Action::Redispatch),
         "keep" => Ok(Action::KeepMine),
+        "revert" => Ok(Action::Revert),
         "recover" => Ok(Action::Recover),
         "discard" => Ok(Action::DiscardRecovered),
         "reveal" => Ok(Action::ToggleSecrets),
