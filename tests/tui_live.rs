@@ -1858,3 +1858,38 @@ fn revert_drops_the_edits_of_a_cluster_configuration() {
     update(&mut s, Msg::Action(revert));
     assert!(s.message.as_ref().unwrap().0.contains("no edit to drop"));
 }
+
+#[test]
+fn a_patch_annotation_opens_in_full_and_copies() {
+    let mut s = session();
+    update(&mut s, Msg::Action(Action::Show(View::Annotations)));
+    update(&mut s, Msg::Action(Action::Top));
+    let first = live(&s).annotations[0].clone();
+    assert_eq!(
+        s.selected_live_annotation().map(|a| a.key.as_str()),
+        Some(first.key.as_str())
+    );
+    // `y` copies the value in full, decoded.
+    let cs = update(&mut s, Msg::Action(Action::Copy));
+    let [Command::Clipboard(payload)] = cs.as_slice() else {
+        panic!("{cs:?}")
+    };
+    use base64::Engine as _;
+    let copied = base64::engine::general_purpose::STANDARD
+        .decode(payload)
+        .unwrap();
+    let expected = first.decoded.clone().unwrap_or(first.value.clone());
+    assert_eq!(String::from_utf8(copied).unwrap(), expected);
+    // Down to the patch: enter opens its event, whose detail shows it unclipped.
+    update(&mut s, Msg::Action(Action::Down));
+    let patch = s.selected_live_annotation().unwrap().clone();
+    assert!(patch.key.starts_with("patch."), "{}", patch.key);
+    update(&mut s, Msg::Key(KeyCode::Enter.into()));
+    assert_eq!(s.view, View::Events);
+    assert_eq!(live(&s).event_selected, Some(patch.event));
+    let screen = hookscope::tui::view::render_text(&s, 200, 50);
+    assert!(
+        screen.contains(patch.decoded.as_deref().unwrap()),
+        "{screen}"
+    );
+}

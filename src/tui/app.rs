@@ -234,6 +234,9 @@ pub struct State {
     pub detail_scroll: u16,
     /// Annotations: first row shown, or None to follow the tail.
     pub annotation_top: Option<usize>,
+    /// Live: the selected row of the Annotations view (index among those shown), or None for
+    /// the newest.
+    pub annotation_selected: Option<usize>,
     /// Webhooks view: selected webhook.
     pub hook_selected: usize,
     /// Secret data shown as captured.
@@ -462,6 +465,7 @@ impl State {
             chain_pane: ChainPane::Grid,
             detail_scroll: 0,
             annotation_top: None,
+            annotation_selected: None,
             hook_selected: 0,
             reveal_secrets: false,
             theme,
@@ -847,6 +851,9 @@ impl State {
                     self.reset_chain();
                 }
             }
+            A::Open if self.view == View::Annotations && self.live.is_some() => {
+                return self.open_live_annotation();
+            }
             A::Open => {
                 if self.selected.is_some() {
                     self.compare = false;
@@ -921,6 +928,9 @@ impl State {
                 };
                 self.say(text, false);
             }
+            A::Copy if self.view == View::Annotations && self.live.is_some() => {
+                return self.copy_live_annotation();
+            }
             A::Copy => return self.copy(),
             A::Zoom(_)
             | A::Pause
@@ -942,6 +952,7 @@ impl State {
                 if self.view == View::Annotations {
                     self.annotation_filter = text;
                     self.annotation_top = None;
+                    self.annotation_selected = None;
                 } else {
                     self.filter = text;
                     self.refilter();
@@ -1018,11 +1029,33 @@ impl State {
                 self.detail_scroll = (self.detail_scroll as isize + d).clamp(0, 10_000) as u16;
             }
             View::Chain => self.move_step(delta.clamp(-10_000, 10_000)),
+            View::Annotations if self.live.is_some() => {
+                // Live: a selected row (enter opens it, y copies it), kept in view.
+                let n = self.annotation_count();
+                let Some(last) = n.checked_sub(1) else {
+                    return;
+                };
+                let current = self.annotation_selected.unwrap_or(last) as isize;
+                let new = (current + delta).clamp(0, last as isize) as usize;
+                self.annotation_selected = (new < last).then_some(new);
+                let page = self.page.max(1);
+                let last_top = n.saturating_sub(page);
+                let top = self.annotation_top.unwrap_or(last_top);
+                let top = if new < top {
+                    new
+                } else if new >= top + page {
+                    new + 1 - page
+                } else {
+                    top
+                };
+                self.annotation_top = (top < last_top).then_some(top);
+            }
             View::Annotations => {
                 let n = self.annotation_count();
                 let last_top = n.saturating_sub(self.page.max(1));
                 if action == A::Bottom {
                     self.annotation_top = None;
+                    self.annotation_selected = None;
                     return;
                 }
                 let top = self.annotation_top.unwrap_or(last_top) as isize;

@@ -308,6 +308,18 @@ impl Default for Keymap {
                 "copy the final object",
             ),
             b(
+                vec![p(K::Enter)],
+                A::Open,
+                In(View::Annotations),
+                "live: open the selected annotation's event, its value in full",
+            ),
+            b(
+                vec![c('y')],
+                A::Copy,
+                In(View::Annotations),
+                "live: copy the selected annotation's value in full (decoded)",
+            ),
+            b(
                 vec![c('s')],
                 A::SortNext,
                 In(View::Requests),

@@ -937,6 +937,7 @@ impl State {
                     )
                 };
                 self.annotation_top = None;
+                self.annotation_selected = None;
                 self.say(text, false);
             }
             Action::Namespace(namespace) => {
@@ -951,6 +952,7 @@ impl State {
                     .event_selected
                     .filter(|&s| live.event(s).is_some_and(|e| live.shows(e)));
                 self.annotation_top = None;
+                self.annotation_selected = None;
                 self.say(text, false);
             }
             Action::ReplayEvents => {
@@ -973,6 +975,58 @@ impl State {
             _ => {}
         }
         Vec::new()
+    }
+
+    /// The live annotation the Annotations view selects (`j`/`k` move it), else the newest.
+    pub fn selected_live_annotation(&self) -> Option<&LiveAnnotation> {
+        let live = self.live.as_deref()?;
+        let shown: Vec<&LiveAnnotation> = self.visible_live_annotations(live).collect();
+        match self.annotation_selected {
+            Some(i) => shown.get(i.min(shown.len().saturating_sub(1))).copied(),
+            None => shown.last().copied(),
+        }
+    }
+
+    /// `enter` in the live Annotations view: the selected annotation's event in the Events view,
+    /// whose detail shows every annotation of it decoded in full.
+    pub(super) fn open_live_annotation(&mut self) -> Vec<Command> {
+        let Some(event) = self.selected_live_annotation().map(|a| a.event) else {
+            self.say("no annotation to open", true);
+            return Vec::new();
+        };
+        if let Some(live) = self.live.as_deref_mut() {
+            live.event_selected = Some(event);
+        }
+        self.view = View::Events;
+        Vec::new()
+    }
+
+    /// `y` in the live Annotations view: copies the selected annotation's value in full,
+    /// decoded as the views show it; a Secret's patch stays masked unless revealed.
+    pub(super) fn copy_live_annotation(&mut self) -> Vec<Command> {
+        let picked = self.selected_live_annotation().map(|a| {
+            let resource = self
+                .live
+                .as_deref()
+                .and_then(|l| l.event(a.event))
+                .map(|e| e.resource.clone())
+                .unwrap_or_default();
+            (a.key.clone(), a.value.clone(), resource)
+        });
+        let Some((key, value, resource)) = picked else {
+            self.say("no annotation to copy", true);
+            return Vec::new();
+        };
+        let (text, masked) =
+            super::view::annotation_text(&resource, &key, &value, self.reveal_secrets);
+        if masked {
+            self.say("a Secret's patch: :reveal shows it, then y copies it", true);
+            return Vec::new();
+        }
+        use base64::Engine as _;
+        let payload = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+        self.say(format!("copied {key} ({} bytes)", text.len()), false);
+        vec![Command::Clipboard(payload)]
     }
 
     /// Rows of the Annotations view: the live stream's, or the replay's.

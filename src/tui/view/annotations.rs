@@ -109,10 +109,20 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     }
     let width = area.width.saturating_sub(2) as usize;
     let raw_width = width.saturating_sub(24 + 28 + 50 + 3);
+    // Live, the selected annotation (enter opens its event, y copies it), else the newest.
+    let (top, _) = window(state, total, height);
+    let selected = match state.live {
+        None => None,
+        Some(_) => state
+            .annotation_selected
+            .unwrap_or(total.saturating_sub(1))
+            .checked_sub(top),
+    };
     let table_rows: Vec<Row> = rows
         .into_iter()
-        .map(|a| {
-            Row::new(vec![
+        .enumerate()
+        .map(|(i, a)| {
+            let row = Row::new(vec![
                 Cell::from(clip(&a.origin, 24)),
                 Cell::from(Span::styled(
                     clip(&short_key(&a.key), 28),
@@ -123,7 +133,12 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
                     clip(&a.raw, raw_width),
                     style(state, StyleKey::AnnotationValue),
                 )),
-            ])
+            ]);
+            if selected == Some(i) {
+                row.style(style(state, StyleKey::Selected))
+            } else {
+                row
+            }
         })
         .collect();
     let header =

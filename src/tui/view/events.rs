@@ -144,7 +144,7 @@ fn time_of(at: &str) -> String {
 
 /// What an annotation of an event on `resource` shows: its decoded value, and whether it is a
 /// patch of a Secret masked because Secret data is not revealed.
-pub(super) fn annotation_text(
+pub(crate) fn annotation_text(
     resource: &str,
     key: &str,
     value: &str,

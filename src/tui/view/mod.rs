@@ -6,6 +6,7 @@ mod cluster;
 mod confirm;
 mod editor;
 mod events;
+pub(crate) use events::annotation_text;
 mod help;
 pub mod hit;
 mod live_metrics;
