@@ -996,10 +996,16 @@ impl State {
             .unwrap_or_default();
         whatif.requests.sort_by_key(|r| (!r.flipped(), r.index));
         self.whatif = whatif;
-        let (by_edit, by_other) = self.whatif_attribution();
+        // The changes not of the user's making are named; the rest are the edits'.
+        let (_, by_other) = self.whatif_attribution();
+        let not_yours = if by_other > 0 {
+            format!(", {by_other} by changes not yours")
+        } else {
+            String::new()
+        };
         self.say(
             format!(
-                "re-dispatched {} requests ({reused} replies reused, {sent} calls sent): {} changed ({by_edit} by your edits, {by_other} by changes not yours), {} verdicts flipped (7: what-if)",
+                "re-dispatched {} requests ({reused} replies reused, {sent} calls sent): {} changed, {} verdicts flipped{not_yours} (7: what-if)",
                 self.entries.len(),
                 self.whatif.requests.len(),
                 self.whatif.flipped().count()
