@@ -1078,7 +1078,7 @@ fn cluster_changes_never_overwrite_edits_and_deletions_keep_edited_buffers() {
     assert!(s.buffers[1].disk_changed.is_some());
     let (message, _) = s.message.clone().unwrap();
     assert!(
-        message.contains("changed in the cluster: :reload"),
+        message.contains("changed in the cluster while you edit it: :rebase puts your edits on it, :reload takes it"),
         "{message}"
     );
     // The console has edits: the source is told to keep dispatching with them.
@@ -1892,4 +1892,60 @@ fn a_patch_annotation_opens_in_full_and_copies() {
         screen.contains(patch.decoded.as_deref().unwrap()),
         "{screen}"
     );
+}
+
+#[test]
+fn rebase_puts_an_edit_on_the_clusters_newer_version() {
+    let mut s = live_state(10);
+    listed(&mut s, vec![cluster_document("policy", "Fail")]);
+    let text = s.buffers[0].text();
+    assert!(!text.contains("timeoutSeconds"), "{text}");
+    // The user adds a timeout; meanwhile the cluster changes the failure policy.
+    let edited = text.replace(
+        "failurePolicy: Fail",
+        "failurePolicy: Fail\n  timeoutSeconds: 5",
+    );
+    s.buffers[0].replace_text(&edited);
+    listed(&mut s, vec![cluster_document("policy", "Ignore")]);
+    let said = s.message.clone().unwrap().0;
+    assert!(said.contains(":rebase puts your edits on it"), "{said}");
+    update(
+        &mut s,
+        Msg::Action(hookscope::tui::keymap::parse_command("rebase").unwrap()),
+    );
+    let rebased: Value = serde_saphyr::from_str(&s.buffers[0].text()).unwrap();
+    assert_eq!(
+        rebased["webhooks"][0]["failurePolicy"], "Ignore",
+        "the cluster's change"
+    );
+    assert_eq!(
+        rebased["webhooks"][0]["timeoutSeconds"], 5,
+        "the user's edit"
+    );
+    assert_eq!(
+        s.buffers[0].saved,
+        cluster_document("policy", "Ignore").text
+    );
+    assert!(s.buffers[0].modified());
+    // The same field changed both ways is named, and nothing is lost.
+    let mine = s.buffers[0]
+        .text()
+        .replace("failurePolicy: Ignore", "failurePolicy: Fail");
+    s.buffers[0].replace_text(&mine);
+    let mut theirs = cluster_document("policy", "Ignore");
+    theirs.text = theirs
+        .text
+        .replace("failurePolicy: Ignore", "failurePolicy: Other");
+    listed(&mut s, vec![theirs]);
+    update(
+        &mut s,
+        Msg::Action(hookscope::tui::keymap::parse_command("rebase").unwrap()),
+    );
+    let (said, error) = s.message.clone().unwrap();
+    assert!(error);
+    assert!(
+        said.contains("both changed webhooks[policy.example.com].failurePolicy"),
+        "{said}"
+    );
+    assert_eq!(s.buffers[0].text(), mine);
 }

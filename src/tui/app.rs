@@ -802,6 +802,7 @@ impl State {
             A::Redispatch => return self.redispatch_fresh(),
             A::KeepMine => return self.reload(true),
             A::Revert => return self.revert(),
+            A::Rebase => return self.rebase(),
             A::Recover => return self.recover(),
             A::DiscardRecovered => return self.discard_recovered(),
             A::Help => self.help = !self.help,

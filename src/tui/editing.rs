@@ -371,7 +371,7 @@ impl State {
             if b.modified() {
                 if b.disk_changed.as_ref() != Some(&d.text) {
                     let text = format!(
-                        "{} changed in the cluster: :reload takes it, :keep keeps your edits",
+                        "{} changed in the cluster while you edit it: :rebase puts your edits on it, :reload takes it, :keep keeps yours",
                         b.origin.label()
                     );
                     b.disk_changed = Some(d.text);
@@ -795,6 +795,40 @@ impl State {
         b.replace_text(&disk);
         let generation = b.generation;
         self.check_due(self.buffer, generation)
+    }
+
+    /// `:rebase`: puts the current buffer's edits on the cluster's newer version of it (what
+    /// the edit changed, changed so in the newer version; see
+    /// [`rebase`](crate::live::cluster::rebase)); a field both changed is refused by name.
+    pub(super) fn rebase(&mut self) -> Vec<Command> {
+        let Some(b) = self.buffers.get_mut(self.buffer) else {
+            self.say("no configuration is open", true);
+            return Vec::new();
+        };
+        let Some(newer) = b.disk_changed.clone() else {
+            let text = format!("{}: the cluster has not changed it", b.origin.label());
+            self.say(text, false);
+            return Vec::new();
+        };
+        match crate::live::cluster::rebase(&b.saved, &b.text(), &newer) {
+            Ok(text) => {
+                b.disk_changed = None;
+                b.saved = newer;
+                b.replace_text(&text);
+                let generation = b.generation;
+                let label = b.origin.label();
+                self.say(
+                    format!("{label}: your edits are on the cluster's newest version"),
+                    false,
+                );
+                self.check_due(self.buffer, generation)
+            }
+            Err(e) => {
+                let text = format!("{}: {e}", b.origin.label());
+                self.say(text, true);
+                Vec::new()
+            }
+        }
     }
 
     /// `:revert`: drops the current buffer's edits, taking the text on disk (a live cluster's

@@ -87,6 +87,8 @@ pub enum Action {
     Redispatch,
     /// Keep the buffer's edits over the text on disk.
     KeepMine,
+    /// Put the buffer's edits on the cluster's newer version of the configuration.
+    Rebase,
     /// Drop the buffer's edits: back to the text on disk (for a live cluster's configuration,
     /// the cluster's newest version).
     Revert,
@@ -571,6 +573,11 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ("reload", "", "take the file on disk over your edits"),
     ("keep", "", "keep your edits over the file on disk"),
     (
+        "rebase",
+        "",
+        "live: put your edits on the cluster's newer version of the configuration",
+    ),
+    (
         "revert",
         "",
         "drop your edits of the configuration (back to the file's, or the cluster's, version)",
@@ -671,6 +678,7 @@ pub fn parse_command(line: &str) -> Result<Action, String> {
         "redispatch" => Ok(Action::Redispatch),
         "keep" => Ok(Action::KeepMine),
         "revert" => Ok(Action::Revert),
+        "rebase" => Ok(Action::Rebase),
         "recover" => Ok(Action::Recover),
         "discard" => Ok(Action::DiscardRecovered),
         "reveal" => Ok(Action::ToggleSecrets),

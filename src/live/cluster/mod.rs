@@ -27,7 +27,7 @@ use tokio::time::Instant;
 use crate::api::{WebhookConfiguration, WebhookKind};
 
 pub use failure::{Failure, FailureKind, RbacAdvice};
-pub use feed::{apply_diff, editable_yaml, yaml_diff};
+pub use feed::{RebaseError, apply_diff, editable_yaml, rebase, yaml_diff};
 pub use kubeconfig::{KubeconfigSource, home_dir, kubeconfig_source, read_kubeconfig};
 pub use namespaces::{ClusterNamespaces, NamespaceLabels, NamespaceSet};
 
