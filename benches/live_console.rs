@@ -20,16 +20,13 @@ mod frame;
 
 use std::sync::OnceLock;
 
-use bytes::Bytes;
 use divan::Bencher;
 use divan::counter::ItemsCount;
 use hookscope::engine::AuditLevel;
-use hookscope::live::audit::{Ingester, Origin, RawEvent};
-use hookscope::replay::IndexUnit;
 use hookscope::replay::input::{ClusterState, Reader};
 use hookscope::tui::app::{Msg, State, View, update};
 use hookscope::tui::keymap::Action;
-use hookscope::tui::live::{AuditRecord, LiveMsg, LiveState};
+use hookscope::tui::live::{AuditRecord, LiveMsg, LiveState, records_of_lines};
 use hookscope::tui::source::SourceMsg;
 use hookscope::tui::theme::Theme;
 
@@ -57,27 +54,11 @@ fn records() -> Vec<AuditRecord> {
         "/tests/fixtures/oracle-v1.32/audit.log"
     ))
     .expect("the oracle audit log");
-    let mut ingester = Ingester::new(Reader::new(ClusterState::default()));
-    text.lines()
-        .enumerate()
-        .filter_map(|(i, l)| {
-            let raw = RawEvent {
-                origin: Origin {
-                    source: "audit.log".into(),
-                    index: i + 1,
-                    unit: IndexUnit::Line,
-                },
-                text: Bytes::from(l.to_string()),
-            };
-            let ingested = ingester.ingest(&raw);
-            match ingested.event {
-                Ok(e) if !ingested.pending && e.stage != "RequestReceived" => {
-                    Some(AuditRecord::new(&e, ingested.items))
-                }
-                _ => None,
-            }
-        })
-        .collect()
+    records_of_lines(
+        "audit.log",
+        text.lines(),
+        Reader::new(ClusterState::default()),
+    )
 }
 
 fn console() -> State {

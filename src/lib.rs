@@ -87,4 +87,4 @@ pub mod version;
 pub mod webhook_server;
 pub mod yaml;
 
-pub use version::KubeVersion;
+pub use version::{KubeVersion, ServerRelease};

@@ -16,9 +16,10 @@ static ALLOCATOR: allocator::Allocator = allocator::Allocator;
 #[derive(Debug, Parser)]
 #[command(name = "hookscope", version, about, long_about = None)]
 struct Cli {
-    /// Kubernetes release whose behaviour to model (1.28 to 1.37).
-    #[arg(long, global = true, default_value_t = hookscope::KubeVersion::default())]
-    kube_version: hookscope::KubeVersion,
+    /// Kubernetes release whose behaviour to model (1.28 to 1.37; default the newest, and for
+    /// `live` the server's own).
+    #[arg(long, global = true)]
+    kube_version: Option<hookscope::KubeVersion>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -79,6 +80,7 @@ fn main() -> ExitCode {
             return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
         }
     };
+    let version = cli.kube_version.unwrap_or_default();
     let result = match cli.command {
         Some(Command::Completions { shell }) => {
             use clap::CommandFactory;
@@ -89,10 +91,10 @@ fn main() -> ExitCode {
             cli::conventions::man(Cli::command())
         }
         Some(Command::Version) => Ok(cli::conventions::version()),
-        Some(Command::Check(args)) => cli::check::run(&args, cli.kube_version),
-        Some(Command::Patch(args)) => cli::patch::run(&args, cli.kube_version),
-        Some(Command::Replay(args)) => cli::replay::run(&args, cli.kube_version),
-        Some(Command::Tui(args)) => cli::tui::run(&args, cli.kube_version),
+        Some(Command::Check(args)) => cli::check::run(&args, version),
+        Some(Command::Patch(args)) => cli::patch::run(&args, version),
+        Some(Command::Replay(args)) => cli::replay::run(&args, version),
+        Some(Command::Tui(args)) => cli::tui::run(&args, version),
         Some(Command::Live(args)) => cli::live::run(&args, cli.kube_version),
         // The console needs a terminal; piped or scripted, show the usage instead.
         None if !std::io::IsTerminal::is_terminal(&std::io::stdout()) => {
@@ -100,7 +102,7 @@ fn main() -> ExitCode {
             let _ = Cli::command().print_help();
             Ok(ExitCode::SUCCESS)
         }
-        None => cli::tui::run(&cli::tui::Args::demo(), cli.kube_version),
+        None => cli::tui::run(&cli::tui::Args::demo(), version),
     };
     match result {
         Ok(code) => code,

@@ -24,9 +24,10 @@ use hookscope::replay::input::{ClusterState, Reader};
 use hookscope::replay::replier::{AnyReplier, ReplierFlags};
 use hookscope::replay::run::ReplaySettings;
 use hookscope::tui::app::{Command, Msg, State, View, update};
+use hookscope::tui::editing::ChangeCause;
 use hookscope::tui::keymap::Action;
 use hookscope::tui::live::{AuditRecord, Connection, LiveMsg, LiveState};
-use hookscope::tui::live_source::{AuditInput, LiveSource};
+use hookscope::tui::live_source::{AuditInput, LiveRelease, LiveSource};
 use hookscope::tui::model::Verdict;
 use hookscope::tui::source::{ConsoleReplier, Source, SourceCtl, SourceMsg};
 use hookscope::tui::theme::Theme;
@@ -115,10 +116,41 @@ fn live_source(kubeconfig: PathBuf, replier: AnyReplier) -> LiveSource {
         capture: None,
         reader: Reader::new(ClusterState::default()),
         engine_options: EngineOptions::default(),
+        release: LiveRelease::Fixed,
         settings: ReplaySettings::default(),
         replier: ConsoleReplier::Replay(replier),
         loaded: Vec::new(),
     }
+}
+
+/// A replier calling the webhooks over HTTPS, `resolve` (`HOST:PORT=ADDR:PORT`) redirecting them.
+fn https_replier(resolve: &[String]) -> AnyReplier {
+    AnyReplier::from_flags(ReplierFlags {
+        replies: None,
+        script: None,
+        webhook_auth: None,
+        resolve,
+    })
+    .expect("replier")
+}
+
+type Channels = (mpsc::Receiver<SourceMsg>, mpsc::Sender<SourceCtl>);
+
+/// Runs `source` under a console of `width` × 50 keeping `keep` events; the console's state,
+/// the source's messages and its control channel.
+fn spawn_live(
+    source: LiveSource,
+    keep: usize,
+    allow_writes: bool,
+    width: u16,
+) -> (State, Channels) {
+    let (tx, rx) = mpsc::channel(256);
+    let (ctl, ctl_rx) = mpsc::channel(16);
+    tokio::spawn(Box::new(source).run(tx, ctl_rx));
+    let mut state = State::new("1.32".into(), AuditLevel::Request, Theme::default());
+    state.live = Some(Box::new(LiveState::new("test".into(), keep, allow_writes)));
+    update(&mut state, Msg::Resize(width, 50));
+    (state, (rx, ctl))
 }
 
 fn live(s: &State) -> &LiveState {
@@ -140,13 +172,7 @@ async fn a_cluster_its_metrics_and_its_audit_log_fill_the_live_views() {
     std::fs::copy(format!("{FIXTURES}/oracle-v1.32/audit.log"), &log).unwrap();
     let capture = dir.join("capture.log");
     let resolve = [format!("127.0.0.1:18443=127.0.0.1:{}", webhooks.port())];
-    let replier = AnyReplier::from_flags(ReplierFlags {
-        replies: None,
-        script: None,
-        webhook_auth: None,
-        resolve: &resolve,
-    })
-    .expect("replier");
+    let replier = https_replier(&resolve);
     let mut source = live_source(kubeconfig, replier);
     source.cluster.scrape_interval = Duration::from_millis(500);
     source.audit = Some(AuditInput::Follow {
@@ -158,16 +184,11 @@ async fn a_cluster_its_metrics_and_its_audit_log_fill_the_live_views() {
         },
     });
     source.capture = Some((capture.clone(), CaptureOptions::default()));
-    let (tx, mut rx) = mpsc::channel(256);
-    let (ctl, ctl_rx) = mpsc::channel(16);
-    tokio::spawn(Box::new(source).run(tx, ctl_rx));
-    let mut state = State::new("1.32".into(), AuditLevel::Request, Theme::default());
-    state.live = Some(Box::new(LiveState::new("test".into(), 10_000, false)));
-    update(&mut state, Msg::Resize(200, 50));
+    let (mut state, (mut rx, ctl)) = spawn_live(source, 10_000, false, 200);
 
     // Connected, the configurations listed, scraped twice.
     pump(&mut state, &mut rx, &ctl, "the cluster", |s| {
-        matches!(live(s).connection, Connection::Connected(_))
+        matches!(live(s).connection, Connection::Connected(..))
             && live(s).synced
             && live(s).history.len() >= 2
     })
@@ -183,7 +204,12 @@ async fn a_cluster_its_metrics_and_its_audit_log_fill_the_live_views() {
         ],
         "dispatch order: mutating, then validating"
     );
-    assert!(live(&state).feeds.is_empty(), "{:?}", live(&state).feeds);
+    assert_eq!(
+        live(&state).failing().count(),
+        0,
+        "{:?}",
+        live(&state).feeds
+    );
     let (_, latest) = live(&state).history.latest().unwrap();
     let parsed = AdmissionSnapshot::from_exposition(&parse(&metrics).unwrap());
     assert_eq!(
@@ -232,7 +258,12 @@ async fn a_cluster_its_metrics_and_its_audit_log_fill_the_live_views() {
         .to_string();
     update(&mut state, Msg::Action(Action::Show(View::Events)));
     update(&mut state, Msg::Action(Action::Top));
-    for _ in 0..denied {
+    // Its row among those shown (routine traffic is hidden).
+    let row = live(&state)
+        .visible_events()
+        .position(|(_, e)| e.audit_id == finals[denied]["auditID"].as_str().unwrap())
+        .expect("the denied request is shown");
+    for _ in 0..row {
         update(&mut state, Msg::Action(Action::Down));
     }
     let record = live(&state)
@@ -405,6 +436,10 @@ fn record(i: usize, replayable: bool) -> AuditRecord {
         target: format!("default/cm-{i}"),
         namespace: "default".into(),
         code: Some(if i.is_multiple_of(3) { 403 } else { 201 }),
+        message: i.is_multiple_of(3).then(|| {
+            format!("admission webhook \"deny.oracle.test\" denied the request: no cm-{i}")
+        }),
+        noise: false,
         annotations: vec![
             (
                 "mutation.webhook.admission.k8s.io/round_0_index_0".into(),
@@ -529,21 +564,27 @@ fn without_a_cluster_the_console_says_why_nothing_replays() {
     let mut s = live_state(100);
     send(
         &mut s,
-        LiveMsg::Cluster(Box::new(ClusterMsg::Connecting {
-            server: "https://127.0.0.1:1".into(),
-            context: "kind-gone".into(),
-            attempt: 1,
-        })),
+        LiveMsg::Cluster {
+            msg: Box::new(ClusterMsg::Connecting {
+                server: "https://127.0.0.1:1".into(),
+                context: "kind-gone".into(),
+                attempt: 1,
+            }),
+            at: std::time::SystemTime::now(),
+        },
     );
     send(
         &mut s,
-        LiveMsg::Cluster(Box::new(ClusterMsg::Failed(Failure {
-            kind: FailureKind::Unreachable,
-            reason: "connection refused".into(),
-            action: "Start the cluster or pick another context.".into(),
-            rbac: None,
-            retry_in: Duration::from_secs(8),
-        }))),
+        LiveMsg::Cluster {
+            msg: Box::new(ClusterMsg::Failed(Failure {
+                kind: FailureKind::Unreachable,
+                reason: "connection refused".into(),
+                action: "Start the cluster or pick another context.".into(),
+                rbac: None,
+                retry_in: Duration::from_secs(8),
+            })),
+            at: std::time::SystemTime::now(),
+        },
     );
     send(&mut s, LiveMsg::Audit(Box::new(record(1, true))));
     update(&mut s, Msg::Action(Action::Show(View::Events)));
@@ -601,6 +642,30 @@ fn snapshot_with(counter: f64, duration_bucket: f64) -> AdmissionSnapshot {
     AdmissionSnapshot::from_exposition(&parse(&text).unwrap())
 }
 
+/// A change of `oracle-validating` as the watch reports it, by an unknown writer at `at(0)`.
+fn oracle_change(action: ChangeAction) -> Change {
+    Change {
+        kind: hookscope::api::WebhookKind::Validating,
+        name: "oracle-validating".into(),
+        action,
+        observed_at: at(0),
+        server_time: None,
+        who: "unknown".into(),
+        operation: None,
+        resource_version: "900".into(),
+        diff: String::new(),
+        seen: Seen::Event,
+    }
+}
+
+/// The live source's message of `change`, received when the watch saw it.
+fn change_msg(change: Change) -> LiveMsg {
+    LiveMsg::Cluster {
+        at: change.observed_at,
+        msg: Box::new(ClusterMsg::Change(change)),
+    }
+}
+
 /// A live session as the views see it: connected, two changes, twelve scrapes, events.
 fn session() -> State {
     let mut s = live_state(1000);
@@ -613,26 +678,46 @@ fn session() -> State {
     };
     send(
         &mut s,
-        LiveMsg::Cluster(Box::new(ClusterMsg::Connected(Connected {
-            info,
-            server_version: "v1.32.0".into(),
-        }))),
+        LiveMsg::Cluster {
+            msg: Box::new(ClusterMsg::Connected(Connected {
+                info,
+                server_version: "v1.32.0".into(),
+            })),
+            at: at(0),
+        },
     );
+    for feed in [
+        Feed::MutatingWebhookConfigurations,
+        Feed::ValidatingWebhookConfigurations,
+        Feed::Namespaces,
+    ] {
+        send(
+            &mut s,
+            LiveMsg::Cluster {
+                msg: Box::new(ClusterMsg::FeedRecovered(feed)),
+                at: at(1),
+            },
+        );
+    }
     send(
         &mut s,
-        LiveMsg::Cluster(Box::new(ClusterMsg::FeedFailed {
-            feed: Feed::Metrics,
-            failure: Failure {
-                kind: FailureKind::Forbidden,
-                reason: "forbidden: User \"dev\" cannot get path \"/metrics\"".into(),
-                action: "Ask for get on the non-resource URL /metrics.".into(),
-                rbac: Some(RbacAdvice {
-                    rule: "- nonResourceURLs: [\"/metrics\"]\n  verbs: [\"get\"]".into(),
-                    check: "kubectl auth can-i get /metrics".into(),
-                }),
-                retry_in: Duration::from_secs(8),
-            },
-        })),
+        LiveMsg::Cluster {
+            msg: Box::new(ClusterMsg::FeedFailed {
+                feed: Feed::Metrics,
+                failure: Failure {
+                    kind: FailureKind::Forbidden,
+                    reason: "forbidden: User \"dev\" cannot get path \"/metrics\"".into(),
+                    action: "Ask for get on the non-resource URL /metrics.".into(),
+                    rbac: Some(RbacAdvice {
+                        rule: "- nonResourceURLs: [\"/metrics\"]\n  verbs: [\"get\"]".into(),
+                        check: "kubectl auth can-i get /metrics".into(),
+                    }),
+                    retry_in: Duration::from_secs(8),
+                },
+            }),
+            // After the scrapes below: the latest outcome of /metrics.
+            at: at(200),
+        },
     );
     let hooks = vec![hookscope::tui::model::HookInfo {
         phase: hookscope::api::WebhookKind::Validating,
@@ -666,21 +751,16 @@ fn session() -> State {
     .into_iter()
     .enumerate()
     {
-        send(
-            &mut s,
-            LiveMsg::Cluster(Box::new(ClusterMsg::Change(Change {
-                kind: hookscope::api::WebhookKind::Validating,
-                name: "oracle-validating".into(),
-                action,
-                observed_at: at(60 * i as u64),
-                server_time: Some(format!("2026-11-21T10:0{i}:00Z")),
-                who: who.into(),
-                operation: Some("Update".into()),
-                resource_version: format!("{}", 100 + i),
-                diff: diff.into(),
-                seen: Seen::Event,
-            }))),
-        );
+        let change = Change {
+            observed_at: at(60 * i as u64),
+            server_time: Some(format!("2026-11-21T10:0{i}:00Z")),
+            who: who.into(),
+            operation: Some("Update".into()),
+            resource_version: format!("{}", 100 + i),
+            diff: diff.into(),
+            ..oracle_change(action)
+        };
+        send(&mut s, change_msg(change));
     }
     for i in 0..12u64 {
         send(
@@ -696,7 +776,10 @@ fn session() -> State {
     }
     send(
         &mut s,
-        LiveMsg::AuditNotice("following /var/log/kubernetes/audit.log from byte 0".into()),
+        LiveMsg::AuditNotice {
+            text: "following /var/log/kubernetes/audit.log from byte 0".into(),
+            at: at(0),
+        },
     );
     s
 }
@@ -706,10 +789,30 @@ fn the_chart_window_zooms_and_pauses() {
     let mut s = session();
     update(&mut s, Msg::Action(Action::Show(View::Metrics)));
     assert_eq!(live(&s).window, 1);
-    update(&mut s, Msg::Action(Action::Zoom(-1)));
+    // `+` zooms in (a narrower window), `-` out, as their symbols say.
+    update(&mut s, key('-'));
+    assert_eq!(s.message.as_ref().unwrap().0, "window 15m");
+    update(&mut s, key('+'));
+    update(&mut s, key('+'));
     assert_eq!(s.message.as_ref().unwrap().0, "window 1m");
-    update(&mut s, Msg::Action(Action::Zoom(-1)));
+    update(&mut s, key('+'));
     assert_eq!(live(&s).window, 0, "no narrower than the narrowest");
+    // Each webhook's rejections are counted over the window beside their rate.
+    let rejected = live(&s).history.rates(
+        &live(&s).chart_window(),
+        hookscope::live::metrics::AdmissionFamily::WebhookRejections,
+        &["name", "error_type"],
+    );
+    assert!(!rejected.is_empty());
+    let screen = hookscope::tui::view::render_text(&s, 200, 50);
+    for r in &rejected {
+        assert!(r.increase > 0.0);
+        assert!(
+            screen.contains(&format!(" · {:.0}", r.increase)),
+            "{}: {screen}",
+            r.increase
+        );
+    }
     update(&mut s, Msg::Action(Action::Pause));
     assert_eq!(live(&s).paused_at, Some(at(110)));
     // A new scrape does not move a paused window.
@@ -818,6 +921,7 @@ async fn perform_all(cs: Vec<Command>, ctl: &mpsc::Sender<SourceCtl>) {
                 .await
                 .unwrap(),
             Command::Apply(request) => ctl.send(SourceCtl::Apply(request)).await.unwrap(),
+            Command::Context(name) => ctl.send(SourceCtl::Context(name)).await.unwrap(),
             _ => {}
         }
     }
@@ -843,21 +947,10 @@ async fn a_cluster_configuration_is_edited_and_applied_after_a_confirmed_server_
     let dir = scratch("apply");
     let kubeconfig = dir.join("kubeconfig");
     std::fs::write(&kubeconfig, api.kubeconfig()).unwrap();
-    let replier = AnyReplier::from_flags(ReplierFlags {
-        replies: None,
-        script: None,
-        webhook_auth: None,
-        resolve: &[],
-    })
-    .expect("replier");
+    let replier = https_replier(&[]);
     let mut source = live_source(kubeconfig, replier);
     source.cluster.allow_writes = true;
-    let (tx, mut rx) = mpsc::channel(256);
-    let (ctl, ctl_rx) = mpsc::channel(16);
-    tokio::spawn(Box::new(source).run(tx, ctl_rx));
-    let mut state = State::new("1.32".into(), AuditLevel::Request, Theme::default());
-    state.live = Some(Box::new(LiveState::new("test".into(), 100, true)));
-    update(&mut state, Msg::Resize(160, 50));
+    let (mut state, (mut rx, ctl)) = spawn_live(source, 100, true, 160);
 
     // Each configuration of the cluster opens as a buffer, its text the server's object.
     pump(&mut state, &mut rx, &ctl, "the configurations", |s| {
@@ -1084,7 +1177,7 @@ fn cluster_changes_never_overwrite_edits_and_deletions_keep_edited_buffers() {
     assert!(s.buffers[1].disk_changed.is_some());
     let (message, _) = s.message.clone().unwrap();
     assert!(
-        message.contains("changed in the cluster: :reload"),
+        message.contains("changed in the cluster while you edit it: :rebase puts your edits on it, :reload takes it"),
         "{message}"
     );
     // The console has edits: the source is told to keep dispatching with them.
@@ -1194,4 +1287,765 @@ fn the_namespace_filter_narrows_events_annotations_and_replays() {
     update(&mut s, Msg::Action(action));
     assert_eq!(live(&s).visible_events().count(), 6);
     assert_eq!(s.visible_live_annotations(live(&s)).count(), 6 * 2);
+}
+
+// --- the cluster's namespaces in replays ------------------------------------------------------
+
+/// The oracle's audit log without the events that create or change Namespaces: the audit stream
+/// then never shows the labels of the namespaces, as when hookscope starts after they were made.
+fn log_without_namespace_writes(dir: &std::path::Path) -> PathBuf {
+    let text = std::fs::read_to_string(format!("{FIXTURES}/oracle-v1.32/audit.log")).unwrap();
+    let kept: Vec<&str> = text
+        .lines()
+        .filter(|l| {
+            let e: Value = serde_json::from_str(l).unwrap();
+            e["objectRef"]["resource"] != "namespaces"
+        })
+        .collect();
+    let log = dir.join("audit.log");
+    std::fs::write(&log, kept.join("\n") + "\n").unwrap();
+    log
+}
+
+/// Creates `names` as Namespaces in `api` (`oracle-deny` labelled `deny=yes`) and writes the
+/// oracle's log without its namespace writes to `dir`; the log and its final-stage events.
+fn namespaces_and_log(
+    api: &FakeApiServer,
+    names: &[&str],
+    dir: &std::path::Path,
+) -> (PathBuf, usize) {
+    for name in names {
+        let labels = if *name == "oracle-deny" {
+            json!({"deny": "yes"})
+        } else {
+            json!({})
+        };
+        let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+                        "metadata": {"name": name, "labels": labels}});
+        api.create("kubectl-create", ns).unwrap();
+    }
+    let log = log_without_namespace_writes(dir);
+    let events = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.contains(r#""stage":"RequestReceived""#))
+        .count();
+    (log, events)
+}
+
+/// Starts the live source on `api` following `log`, replaying over real HTTPS against
+/// `webhooks`; pumps until connected, listed and every event of the log is in.
+async fn namespace_session(
+    api: &FakeApiServer,
+    webhooks: &WebhookServer,
+    dir: &std::path::Path,
+    log: &std::path::Path,
+    events: usize,
+    listed: impl Fn(&State) -> bool,
+) -> (State, mpsc::Receiver<SourceMsg>, mpsc::Sender<SourceCtl>) {
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, api.kubeconfig()).unwrap();
+    let resolve = [format!("127.0.0.1:18443=127.0.0.1:{}", webhooks.port())];
+    let replier = https_replier(&resolve);
+    let mut source = live_source(kubeconfig, replier);
+    source.audit = Some(AuditInput::Follow {
+        path: log.to_path_buf(),
+        options: FollowOptions {
+            from_start: true,
+            poll_interval: Duration::from_millis(20),
+            ..FollowOptions::default()
+        },
+    });
+    let (mut state, (mut rx, ctl)) = spawn_live(source, 10_000, false, 200);
+    pump(&mut state, &mut rx, &ctl, "the cluster and the log", |s| {
+        live(s).synced && live(s).events.len() == events && listed(s)
+    })
+    .await;
+    (state, rx, ctl)
+}
+
+/// Replays the kept event whose target is `target` and returns its entry.
+async fn replay_target(
+    state: &mut State,
+    rx: &mut mpsc::Receiver<SourceMsg>,
+    ctl: &mpsc::Sender<SourceCtl>,
+    target: &str,
+) -> hookscope::tui::app::Entry {
+    let seq = live(state)
+        .visible_events()
+        .find(|(_, e)| e.target == target && e.request.is_some())
+        .map(|(seq, _)| seq)
+        .unwrap_or_else(|| panic!("no replayable event for {target}"));
+    state.live.as_deref_mut().unwrap().event_selected = Some(seq);
+    let before = state.entries.len();
+    let cs = update(state, Msg::Action(Action::ReplayEvent));
+    perform_all(cs, ctl).await;
+    pump(state, rx, ctl, "the replay", |s| s.entries.len() > before).await;
+    state.entries.last().unwrap().clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replays_take_namespace_labels_from_the_cluster_and_say_when_they_cannot() {
+    let pki = TestPki::new();
+    let webhooks = WebhookServer::start(&pki, oracle_handler());
+    let api = oracle_cluster(&pki).await;
+    let dir = scratch("namespaces");
+    let (log, events) =
+        namespaces_and_log(&api, &["oracle-deny", "oracle-ok", "oracle-probe"], &dir);
+    let recorded =
+        "admission webhook \"deny.oracle.test\" denied the request: denied by oracle deny webhook";
+
+    // Namespaces listed: the request the apiserver denied (the webhook selects `deny=yes`
+    // namespaces) is denied again, with the message the client got, and says nothing of labels.
+    let (mut state, mut rx, ctl) = namespace_session(&api, &webhooks, &dir, &log, events, |s| {
+        live(s).namespaces == Some(3)
+    })
+    .await;
+    let denied = replay_target(&mut state, &mut rx, &ctl, "oracle-deny/cm-denied").await;
+    assert!(
+        matches!(denied.verdict, Verdict::Denied(403)),
+        "replayed as {:?}: {:?}",
+        denied.verdict,
+        denied.replayed.request.notes
+    );
+    let status = denied.replayed.outcome.status.as_ref().expect("a status");
+    assert_eq!(status.message, recorded);
+    assert!(
+        denied.replayed.request.notes.is_empty(),
+        "{:?}",
+        denied.replayed.request.notes
+    );
+    // The apiserver's own label is there too, as it is on every namespace.
+    let ok = replay_target(&mut state, &mut rx, &ctl, "oracle-ok/cm-ok").await;
+    assert!(matches!(ok.verdict, Verdict::Allowed), "{:?}", ok.verdict);
+    let feeds = hookscope::tui::view::render_text(
+        &{
+            let mut s = state.clone();
+            update(&mut s, Msg::Action(Action::Show(View::Cluster)));
+            s
+        },
+        200,
+        50,
+    );
+    assert!(
+        feeds.contains("✓ namespaces watch · 3 namespaces"),
+        "{feeds}"
+    );
+    drop((rx, ctl));
+
+    // The user may not list namespaces: the Feeds pane names the permission, and every replay a
+    // namespace selector decided says its labels are not the cluster's, rather than passing
+    // empty labels off as the truth.
+    let denial = hookscope::fake_apiserver::Denial::resource(FakeResource::Namespaces, "list");
+    api.forbid(denial);
+    let (mut state, mut rx, ctl) = namespace_session(&api, &webhooks, &dir, &log, events, |s| {
+        live(s)
+            .failing()
+            .any(|(f, failure)| f == Feed::Namespaces && failure.kind == FailureKind::Forbidden)
+    })
+    .await;
+    let unsure = replay_target(&mut state, &mut rx, &ctl, "oracle-deny/cm-denied").await;
+    let notes = &unsure.replayed.request.notes;
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].contains("the cluster's namespaces cannot be read")
+            && notes[0].contains(r#"cannot list resource "namespaces""#)
+            && notes[0].contains(r#"the labels of namespace "oracle-deny" were taken as empty"#),
+        "{}",
+        notes[0]
+    );
+    let screen = hookscope::tui::view::render_text(&state, 200, 50);
+    assert_eq!(state.view, View::Chain);
+    assert!(
+        screen.contains("⚠ the cluster's namespaces cannot be read"),
+        "{screen}"
+    );
+    let mut cluster = state.clone();
+    update(&mut cluster, Msg::Action(Action::Show(View::Cluster)));
+    let screen = hookscope::tui::view::render_text(&cluster, 200, 50);
+    assert!(screen.contains("✗ namespaces watch"), "{screen}");
+    assert!(screen.contains(r#"resources: ["namespaces"]"#), "{screen}");
+}
+
+// --- health that is current ---------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_the_apiserver_comes_back_every_feed_and_the_status_bar_say_so() {
+    let pki = TestPki::new();
+    let api = oracle_cluster(&pki).await;
+    api.set_metrics(
+        &std::fs::read_to_string(format!("{FIXTURES}/oracle-v1.32/metrics.txt")).unwrap(),
+    );
+    let dir = scratch("restart");
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, api.kubeconfig()).unwrap();
+    let replier = https_replier(&[]);
+    let mut source = live_source(kubeconfig, replier);
+    source.cluster.scrape_interval = Duration::from_millis(200);
+    let (mut state, (mut rx, ctl)) = spawn_live(source, 10_000, false, 200);
+    update(&mut state, Msg::Action(Action::Show(View::Cluster)));
+    let all_well = |s: &State| {
+        let l = live(s);
+        matches!(l.connection, Connection::Connected(..))
+            && l.feeds.len() == 4
+            && l.failing().count() == 0
+    };
+    pump(&mut state, &mut rx, &ctl, "every feed working", all_well).await;
+    let scrapes = live(&state).history.len();
+
+    // The apiserver goes away: the connection fails, and so does a scrape sent before the loss
+    // was noticed (the scraper's own message, as it sends it).
+    api.stop().await;
+    pump(&mut state, &mut rx, &ctl, "the failure", |s| {
+        matches!(live(s).connection, Connection::Failed(..))
+    })
+    .await;
+    let refused = ClusterMsg::FeedFailed {
+        feed: Feed::Metrics,
+        failure: Failure {
+            kind: FailureKind::Unreachable,
+            reason: format!(
+                "Cannot reach {} while getting /metrics: connection refused",
+                api.url()
+            ),
+            action: "Check that the cluster is running.".into(),
+            rbac: None,
+            retry_in: Duration::from_millis(200),
+        },
+    };
+    send(
+        &mut state,
+        LiveMsg::Cluster {
+            msg: Box::new(refused),
+            at: SystemTime::now(),
+        },
+    );
+    let screen = hookscope::tui::view::render_text(&state, 200, 50);
+    assert!(screen.contains("✗ /metrics"), "{screen}");
+    assert!(screen.contains("connection refused"), "{screen}");
+    let (message, error) = state.message.clone().expect("the status bar says it");
+    assert!(message.contains("Cannot reach"), "{message}");
+    assert!(error);
+
+    // It comes back: the next successes replace every failure, with their time.
+    api.restart().await.unwrap();
+    pump(&mut state, &mut rx, &ctl, "every feed working again", |s| {
+        all_well(s) && live(s).history.len() > scrapes
+    })
+    .await;
+    let screen = hookscope::tui::view::render_text(&state, 200, 50);
+    for feed in [
+        "mutating watch",
+        "validating watch",
+        "namespaces watch",
+        "/metrics",
+    ] {
+        assert!(screen.contains(&format!("✓ {feed} · ")), "{screen}");
+        assert!(!screen.contains(&format!("✗ {feed}")), "{screen}");
+    }
+    assert!(!screen.contains("Cannot reach"), "{screen}");
+    assert!(!screen.contains("connection refused"), "{screen}");
+    assert!(screen.contains("✓ mutating watch · ok "), "{screen}");
+    assert!(screen.contains("✓ /metrics · last scrape "), "{screen}");
+    let (message, error) = state.message.clone().expect("the status bar says it");
+    assert!(message.contains("connected again"), "{message}");
+    assert!(!error);
+    let Connection::Connected(_, since) = live(&state).connection else {
+        unreachable!()
+    };
+    let metrics = live(&state).feed(Feed::Metrics).unwrap();
+    assert!(
+        metrics.at >= since,
+        "the latest scrape is of the new connection"
+    );
+}
+
+// --- the release of the cluster -----------------------------------------------------------------
+
+/// Connects a source that follows the server's release to `api`; the console once connected.
+async fn connected_following_release(api: &FakeApiServer, name: &str) -> State {
+    let dir = scratch(name);
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, api.kubeconfig()).unwrap();
+    let mut source = live_source(kubeconfig, https_replier(&[]));
+    source.release = LiveRelease::Server(ClusterState::default());
+    let (mut state, (mut rx, ctl)) = spawn_live(source, 100, false, 200);
+    state.kube_version = "1.37".into();
+    pump(&mut state, &mut rx, &ctl, "connected and listed", |s| {
+        matches!(live(s).connection, Connection::Connected(..))
+            && live(s).release.is_some()
+            && live(s).synced
+    })
+    .await;
+    state
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn live_models_the_servers_release_and_names_a_server_newer_than_it_knows() {
+    let pki = TestPki::new();
+    let api = oracle_cluster(&pki).await;
+    api.set_git_version("v1.33.3");
+    let state = connected_following_release(&api, "release-33").await;
+    let release = live(&state).release.clone().unwrap();
+    assert_eq!(release.modelled.to_string(), "1.33");
+    assert!(release.exact());
+    assert_eq!(state.kube_version, "1.33");
+    let screen = hookscope::tui::view::render_text(&state, 200, 50);
+    assert!(screen.contains("k8s 1.33 │"), "{screen}");
+    let mut cluster = state.clone();
+    update(&mut cluster, Msg::Action(Action::Show(View::Cluster)));
+    let screen = hookscope::tui::view::render_text(&cluster, 200, 50);
+    assert!(
+        screen.contains("release   1.33 (the server's, v1.33.3)"),
+        "{screen}"
+    );
+
+    api.set_git_version("v1.40.1");
+    let state = connected_following_release(&api, "release-40").await;
+    let newest = hookscope::KubeVersion::NEWEST.to_string();
+    assert_eq!(
+        live(&state).release.as_ref().unwrap().modelled.to_string(),
+        newest
+    );
+    let screen = hookscope::tui::view::render_text(&state, 300, 50);
+    assert!(
+        screen.contains(&format!(
+            "k8s {newest} (server v1.40.1 is newer than hookscope models)"
+        )),
+        "{screen}"
+    );
+}
+
+// --- events you can find and understand ----------------------------------------------------------
+
+/// The final-stage events of `lines` (audit JSON lines), as the live source sends them.
+fn records_of(lines: &[String]) -> Vec<AuditRecord> {
+    hookscope::tui::live::records_of_lines(
+        "audit.log",
+        lines.iter().map(String::as_str),
+        Reader::new(ClusterState::default()),
+    )
+}
+
+/// A `ResponseComplete` audit event as kube-apiserver writes it.
+fn audit_line(id: &str, verb: &str, uri: &str, agent: &str, user: &str, extra: Value) -> String {
+    let mut e = json!({
+        "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Metadata",
+        "auditID": id, "stage": "ResponseComplete", "requestURI": uri, "verb": verb,
+        "user": {"username": user, "groups": ["system:authenticated"]},
+        "sourceIPs": ["127.0.0.1"], "userAgent": agent,
+        "responseStatus": {"metadata": {}, "code": 200},
+        "requestReceivedTimestamp": "2026-11-21T10:05:00.000000Z",
+        "stageTimestamp": "2026-11-21T10:05:00.001000Z",
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        e[k] = v.clone();
+    }
+    e.to_string()
+}
+
+#[test]
+fn events_filter_hide_routine_traffic_count_their_rows_and_say_why_a_request_failed() {
+    let mut lines: Vec<String> =
+        std::fs::read_to_string(format!("{FIXTURES}/oracle-v1.32/audit.log"))
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect();
+    // hookscope's own scrape and watch, as the apiserver records them (by their user agent),
+    // and a configuration deleted by alice.
+    lines.push(audit_line(
+        "own-1",
+        "get",
+        "/metrics",
+        "hookscope/0.1.0",
+        "admin",
+        json!({}),
+    ));
+    lines.push(audit_line(
+        "own-2",
+        "watch",
+        "/api/v1/namespaces?watch=true",
+        "hookscope/0.1.0",
+        "admin",
+        json!({"objectRef": {"resource": "namespaces", "apiVersion": "v1"}}),
+    ));
+    lines.push(audit_line(
+        "del-1",
+        "delete",
+        "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations/oracle-validating",
+        "kubectl/v1.33.3",
+        "alice",
+        json!({"objectRef": {"resource": "validatingwebhookconfigurations",
+                             "name": "oracle-validating",
+                             "apiGroup": "admissionregistration.k8s.io", "apiVersion": "v1"}}),
+    ));
+    let records = records_of(&lines);
+    let noise: Vec<&AuditRecord> = records.iter().filter(|r| r.noise).collect();
+    assert!(noise.iter().any(|r| r.audit_id == "own-1"));
+    assert!(noise.iter().any(|r| r.audit_id == "own-2"));
+    assert!(
+        noise
+            .iter()
+            .any(|r| r.resource == "leases.coordination.k8s.io")
+    );
+    assert!(noise.iter().any(|r| r.target.starts_with("/readyz")));
+    assert!(
+        records
+            .iter()
+            .filter(|r| r.resource == "configmaps")
+            .all(|r| !r.noise)
+    );
+
+    let mut s = live_state(10_000);
+    // The watch saw the deletion before the audit event came.
+    send(&mut s, change_msg(oracle_change(ChangeAction::Deleted)));
+    for r in &records {
+        send(&mut s, LiveMsg::Audit(Box::new(r.clone())));
+    }
+    let deleted = live(&s).changes.back().unwrap();
+    assert_eq!(deleted.who, "alice", "the audit log names who deleted it");
+    assert_eq!(
+        deleted.server_time.as_deref(),
+        Some("2026-11-21T10:05:00.001000Z")
+    );
+
+    // Routine traffic is hidden by default, and the title counts the rows listed.
+    update(&mut s, Msg::Action(Action::Show(View::Events)));
+    let shown = records.len() - noise.len();
+    assert_eq!(live(&s).visible_events().count(), shown);
+    let screen = hookscope::tui::view::render_text(&s, 200, 40);
+    assert!(
+        screen.contains(&format!(
+            "Events {shown} shown of {} kept · {} routine hidden (:noise)",
+            records.len(),
+            noise.len()
+        )),
+        "{screen}"
+    );
+    assert!(!screen.contains("/metrics"), "{screen}");
+
+    // `/` filters the Events view itself (it stays), key by key; the title counts the rows.
+    update(&mut s, key('/'));
+    for c in "cm-denied".chars() {
+        update(&mut s, key(c));
+    }
+    update(&mut s, Msg::Key(KeyCode::Enter.into()));
+    assert_eq!(s.view, View::Events);
+    assert_eq!(live(&s).event_filter, "cm-denied");
+    let rows: Vec<String> = live(&s)
+        .visible_events()
+        .map(|(_, e)| e.target.clone())
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            "oracle-deny/cm-denied",
+            "oracle-deny/cm-denied-2",
+            "oracle-deny/cm-denied-raw",
+            "oracle-deny/cm-denied-raw"
+        ]
+    );
+    let screen = hookscope::tui::view::render_text(&s, 200, 40);
+    assert!(
+        screen.contains("Events 4 shown of"),
+        "the title counts the rows: {screen}"
+    );
+    let listed = screen
+        .lines()
+        .filter(|l| l.contains("oracle-deny/cm-denied"))
+        .count();
+    // The four rows, and the selected event's detail line.
+    assert_eq!(listed, 4 + 1, "{screen}");
+    // The detail says why the request failed, as the client was told.
+    assert!(
+        screen.contains(
+            r#"status   admission webhook "deny.oracle.test" denied the request: denied by oracle deny webhook"#
+        ),
+        "{screen}"
+    );
+    // `:filter` does the same; esc clears it.
+    update(
+        &mut s,
+        Msg::Action(hookscope::tui::keymap::parse_command("filter alice").unwrap()),
+    );
+    assert_eq!(live(&s).visible_events().count(), 1);
+    update(&mut s, Msg::Action(Action::Back));
+    assert!(live(&s).event_filter.is_empty());
+    assert_eq!(s.view, View::Events);
+
+    // One toggle shows the routine traffic again.
+    update(
+        &mut s,
+        Msg::Action(hookscope::tui::keymap::parse_command("noise").unwrap()),
+    );
+    assert_eq!(live(&s).visible_events().count(), records.len());
+}
+
+// --- re-dispatch is attributed ------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_if_tells_the_clusters_changes_from_the_users_edits() {
+    let pki = TestPki::new();
+    let webhooks = WebhookServer::start(&pki, oracle_handler());
+    let api = oracle_cluster(&pki).await;
+    let dir = scratch("attribution");
+    let (log, events) = namespaces_and_log(&api, &["oracle-deny", "oracle-ok"], &dir);
+    let (mut state, mut rx, ctl) = namespace_session(&api, &webhooks, &dir, &log, events, |s| {
+        live(s).namespaces == Some(2) && s.buffers.len() == 2
+    })
+    .await;
+    let cs = update(&mut state, Msg::Action(Action::ReplayEvents));
+    perform_all(cs, &ctl).await;
+    let replayable = live(&state)
+        .visible_events()
+        .filter(|(_, e)| e.request.is_some())
+        .count();
+    pump(&mut state, &mut rx, &ctl, "the replays", |s| {
+        s.entries.len() == replayable
+    })
+    .await;
+    let index_of = |s: &State, target: &str| {
+        s.entries
+            .iter()
+            .position(|e| e.row().target == target)
+            .unwrap_or_else(|| panic!("{target} replayed"))
+    };
+
+    // The user's edit: add-label is no longer reinvoked.
+    let text = state.buffers[0].text();
+    assert!(text.contains("reinvocationPolicy: IfNeeded"), "{text}");
+    state.buffers[0]
+        .replace_text(&text.replace("reinvocationPolicy: IfNeeded", "reinvocationPolicy: Never"));
+    let generation = state.buffers[0].generation;
+    let cs = update(
+        &mut state,
+        Msg::CheckDue {
+            buffer: 0,
+            generation,
+        },
+    );
+    perform_all(cs, &ctl).await;
+    pump(&mut state, &mut rx, &ctl, "the what-if of the edit", |s| {
+        s.baseline.is_some() && s.run.is_none() && !s.whatif.requests.is_empty()
+    })
+    .await;
+    let ok = index_of(&state, "oracle-ok/cm-ok");
+    assert_eq!(
+        state.whatif_causes(ok),
+        [ChangeCause::Edit("oracle-mutating".into())]
+    );
+    let flipped_before = state.whatif.flipped().count();
+    assert_eq!(flipped_before, 0);
+
+    // The cluster's change: the deny webhook no longer selects the namespace. The console
+    // dispatches again with it and the edit; each change says its cause.
+    let mut changed = oracle_configuration("validating.yaml", &pki);
+    changed["webhooks"][0]["namespaceSelector"] = json!({"matchLabels": {"deny": "no"}});
+    api.update("kubectl-edit", changed).unwrap();
+    pump(
+        &mut state,
+        &mut rx,
+        &ctl,
+        "the re-dispatch after the cluster's change",
+        |s| s.run.is_none() && s.whatif.flipped().count() > 0,
+    )
+    .await;
+    let denied = index_of(&state, "oracle-deny/cm-denied");
+    let causes = state.whatif_causes(denied);
+    assert!(
+        causes.contains(&ChangeCause::Cluster {
+            name: "oracle-validating".into(),
+            who: "kubectl-edit".into()
+        }),
+        "{causes:?}"
+    );
+    assert!(
+        causes.contains(&ChangeCause::Edit("oracle-mutating".into())),
+        "{causes:?}"
+    );
+    assert_eq!(
+        state.whatif_causes(index_of(&state, "oracle-ok/cm-ok")),
+        [ChangeCause::Edit("oracle-mutating".into())],
+        "the cluster's change does not touch a namespace it never selected"
+    );
+    update(&mut state, Msg::Action(Action::Show(View::WhatIf)));
+    let screen = hookscope::tui::view::render_text(&state, 220, 50);
+    assert!(
+        screen.contains("cluster: oracle-validating by kubectl-edit"),
+        "{screen}"
+    );
+    assert!(screen.contains("your edit of oracle-mutating"), "{screen}");
+    assert!(screen.contains("by changes not yours"), "{screen}");
+}
+
+// --- k9s habits -----------------------------------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn context_switches_the_cluster_inside_the_console() {
+    let pki = TestPki::new();
+    let alpha = oracle_cluster(&pki).await;
+    let beta = FakeApiServer::start().await.expect("fake API server");
+    beta.create("helm", oracle_configuration("mutating.yaml", &pki))
+        .unwrap();
+    beta.set_git_version("v1.31.4");
+    let dir = scratch("context");
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, common::two_context_kubeconfig(&alpha, &beta)).unwrap();
+    let source = live_source(kubeconfig, https_replier(&[]));
+    let (mut state, (mut rx, ctl)) = spawn_live(source, 100, false, 200);
+    let on = |s: &State, server: &str, configurations: usize| {
+        matches!(&live(s).connection, Connection::Connected(c, _) if c.info.server == server)
+            && live(s).synced
+            && live(s).configurations == configurations
+    };
+    pump(&mut state, &mut rx, &ctl, "alpha", |s| {
+        on(s, &alpha.url(), 2)
+    })
+    .await;
+    update(&mut state, Msg::Action(Action::Show(View::Cluster)));
+
+    let action = hookscope::tui::keymap::parse_command("context beta").unwrap();
+    let cs = update(&mut state, Msg::Action(action));
+    assert!(
+        matches!(cs.as_slice(), [Command::Context(name)] if name == "beta"),
+        "{cs:?}"
+    );
+    assert!(matches!(live(&state).connection, Connection::Starting));
+    perform_all(cs, &ctl).await;
+    pump(&mut state, &mut rx, &ctl, "beta", |s| on(s, &beta.url(), 1)).await;
+    let names: Vec<_> = state
+        .hooks
+        .iter()
+        .map(|h| h.configuration.as_str())
+        .collect();
+    assert_eq!(names, ["oracle-mutating", "oracle-mutating"]);
+    let screen = hookscope::tui::view::render_text(&state, 200, 50);
+    assert!(screen.contains(&beta.url()), "{screen}");
+    assert!(
+        screen.contains("beta (user beta, namespace default)"),
+        "{screen}"
+    );
+    assert!(!screen.contains("deleted in the cluster"), "{screen}");
+    assert!(screen.contains("v1.31.4"), "{screen}");
+    assert!(!screen.contains(&alpha.url()), "{screen}");
+    assert!(
+        hookscope::tui::keymap::parse_command("context").is_err(),
+        "a context is named"
+    );
+}
+
+#[test]
+fn revert_drops_the_edits_of_a_cluster_configuration() {
+    let mut s = live_state(10);
+    listed(&mut s, vec![cluster_document("policy", "Fail")]);
+    let text = s.buffers[0].text();
+    s.buffers[0].replace_text(&text.replace("failurePolicy: Fail", "failurePolicy: Ignore"));
+    assert!(s.buffers[0].modified());
+    let revert = hookscope::tui::keymap::parse_command("revert").unwrap();
+    update(&mut s, Msg::Action(revert.clone()));
+    assert!(!s.buffers[0].modified());
+    assert_eq!(s.buffers[0].text(), text);
+    assert!(s.message.as_ref().unwrap().0.contains("edits are dropped"));
+    // Edited while the cluster changed it: :revert takes the cluster's newest version.
+    s.buffers[0].replace_text(&text.replace("failurePolicy: Fail", "failurePolicy: Ignore"));
+    listed(&mut s, vec![cluster_document("policy", "Ignore")]);
+    assert!(s.buffers[0].text().contains("failurePolicy: Ignore"));
+    update(&mut s, Msg::Action(revert.clone()));
+    let newest = cluster_document("policy", "Ignore").text;
+    assert_eq!(s.buffers[0].text(), newest);
+    assert!(!s.buffers[0].modified());
+    update(&mut s, Msg::Action(revert));
+    assert!(s.message.as_ref().unwrap().0.contains("no edit to drop"));
+}
+
+#[test]
+fn a_patch_annotation_opens_in_full_and_copies() {
+    let mut s = session();
+    update(&mut s, Msg::Action(Action::Show(View::Annotations)));
+    update(&mut s, Msg::Action(Action::Top));
+    let first = live(&s).annotations[0].clone();
+    assert_eq!(
+        s.selected_live_annotation().map(|a| a.key.as_str()),
+        Some(first.key.as_str())
+    );
+    // `y` copies the value in full, decoded.
+    let cs = update(&mut s, Msg::Action(Action::Copy));
+    let [Command::Clipboard(payload)] = cs.as_slice() else {
+        panic!("{cs:?}")
+    };
+    use base64::Engine as _;
+    let copied = base64::engine::general_purpose::STANDARD
+        .decode(payload)
+        .unwrap();
+    let expected = first.decoded.clone().unwrap_or(first.value.clone());
+    assert_eq!(String::from_utf8(copied).unwrap(), expected);
+    // Down to the patch: enter opens its event, whose detail shows it unclipped.
+    update(&mut s, Msg::Action(Action::Down));
+    let patch = s.selected_live_annotation().unwrap().clone();
+    assert!(patch.key.starts_with("patch."), "{}", patch.key);
+    update(&mut s, Msg::Key(KeyCode::Enter.into()));
+    assert_eq!(s.view, View::Events);
+    assert_eq!(live(&s).event_selected, Some(patch.event));
+    let screen = hookscope::tui::view::render_text(&s, 200, 50);
+    assert!(
+        screen.contains(patch.decoded.as_deref().unwrap()),
+        "{screen}"
+    );
+}
+
+#[test]
+fn rebase_puts_an_edit_on_the_clusters_newer_version() {
+    let mut s = live_state(10);
+    listed(&mut s, vec![cluster_document("policy", "Fail")]);
+    let text = s.buffers[0].text();
+    assert!(!text.contains("timeoutSeconds"), "{text}");
+    // The user adds a timeout; meanwhile the cluster changes the failure policy.
+    let edited = text.replace(
+        "failurePolicy: Fail",
+        "failurePolicy: Fail\n  timeoutSeconds: 5",
+    );
+    s.buffers[0].replace_text(&edited);
+    listed(&mut s, vec![cluster_document("policy", "Ignore")]);
+    let said = s.message.clone().unwrap().0;
+    assert!(said.contains(":rebase puts your edits on it"), "{said}");
+    update(
+        &mut s,
+        Msg::Action(hookscope::tui::keymap::parse_command("rebase").unwrap()),
+    );
+    let rebased: Value = serde_saphyr::from_str(&s.buffers[0].text()).unwrap();
+    assert_eq!(
+        rebased["webhooks"][0]["failurePolicy"], "Ignore",
+        "the cluster's change"
+    );
+    assert_eq!(
+        rebased["webhooks"][0]["timeoutSeconds"], 5,
+        "the user's edit"
+    );
+    assert_eq!(
+        s.buffers[0].saved,
+        cluster_document("policy", "Ignore").text
+    );
+    assert!(s.buffers[0].modified());
+    // The same field changed both ways is named, and nothing is lost.
+    let mine = s.buffers[0]
+        .text()
+        .replace("failurePolicy: Ignore", "failurePolicy: Fail");
+    s.buffers[0].replace_text(&mine);
+    let mut theirs = cluster_document("policy", "Ignore");
+    theirs.text = theirs
+        .text
+        .replace("failurePolicy: Ignore", "failurePolicy: Other");
+    listed(&mut s, vec![theirs]);
+    update(
+        &mut s,
+        Msg::Action(hookscope::tui::keymap::parse_command("rebase").unwrap()),
+    );
+    let (said, error) = s.message.clone().unwrap();
+    assert!(error);
+    assert!(
+        said.contains("both changed webhooks[policy.example.com].failurePolicy"),
+        "{said}"
+    );
+    assert_eq!(s.buffers[0].text(), mine);
 }

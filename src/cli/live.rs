@@ -10,9 +10,10 @@ use hookscope::KubeVersion;
 use hookscope::live::audit::{AuditWebhookOptions, CaptureOptions, FollowOptions, WebhookTls};
 use hookscope::live::cluster::ClusterOptions;
 use hookscope::replay::InputItem;
+use hookscope::replay::input::ClusterState;
 use hookscope::tui::app::State;
 use hookscope::tui::live::{DEFAULT_KEEP_EVENTS, LiveState};
-use hookscope::tui::live_source::{AuditInput, LiveSource, start_audit_webhook};
+use hookscope::tui::live_source::{AuditInput, LiveRelease, LiveSource, start_audit_webhook};
 use hookscope::tui::source::ConsoleReplier;
 use hookscope::tui::theme::Theme;
 
@@ -121,8 +122,10 @@ fn parse_duration(text: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// Runs the console on a cluster.
-pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
+/// Runs the console on a cluster, modelling `kube_version` (`--kube-version`) or, without it,
+/// the server's own release once `/version` answers.
+pub fn run(args: &Args, kube_version: Option<KubeVersion>) -> Result<ExitCode, String> {
+    let version = kube_version.unwrap_or_default();
     let theme = Theme::load(&args.theme).map_err(|e| format!("--theme: {e}"))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -235,6 +238,10 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
             }),
             reader,
             engine_options: replayer.engine().options().clone(),
+            release: match kube_version {
+                Some(_) => LiveRelease::Fixed,
+                None => LiveRelease::Server(ClusterState::load(&args.source.cluster).0),
+            },
             settings: replayer.settings().clone(),
             replier: ConsoleReplier::Replay(replier),
             loaded,

@@ -2,8 +2,9 @@
 //! and demos.
 //!
 //! It serves `admissionregistration.k8s.io/v1` `mutatingwebhookconfigurations` and
-//! `validatingwebhookconfigurations` (cluster-scoped) over TLS with a freshly minted CA, and
-//! answers as kube-apiserver does:
+//! `validatingwebhookconfigurations`, and core `v1` `namespaces` (all cluster-scoped; a Namespace
+//! gets the `kubernetes.io/metadata.name` label the apiserver sets) over TLS with a freshly minted
+//! CA, and answers as kube-apiserver does:
 //!
 //! * LIST (`kind: …List`, `metadata.resourceVersion`, `limit`/`continue` paging), GET by name;
 //! * WATCH (`?watch=true&resourceVersion=…&allowWatchBookmarks=true&timeoutSeconds=…`, and
@@ -17,7 +18,7 @@
 //!   says so, with upstream's `Status` bodies and messages;
 //! * server-side apply (`PATCH`, `application/apply-patch+yaml`, `fieldManager`, `force`,
 //!   `dryRun=All`);
-//! * `GET /metrics` (a settable text) and `GET /version`.
+//! * `GET /metrics` (a settable text) and `GET /version` (a settable `gitVersion`).
 //!
 //! Test-side writes ([`FakeApiServer::create`], [`FakeApiServer::update`],
 //! [`FakeApiServer::delete`]) bump the global resourceVersion, record `managedFields` and notify
@@ -50,20 +51,23 @@ pub const API_VERSION: &str = "admissionregistration.k8s.io/v1";
 /// The user name the fake server authenticates its bearer token as (it appears in 403 messages).
 pub const USER: &str = "hookscope-test";
 
-/// One of the two resources the server stores.
+/// One of the resources the server stores (all cluster-scoped).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum FakeResource {
     /// `mutatingwebhookconfigurations`.
     MutatingWebhookConfigurations,
     /// `validatingwebhookconfigurations`.
     ValidatingWebhookConfigurations,
+    /// Core `namespaces`.
+    Namespaces,
 }
 
 impl FakeResource {
-    /// Both resources.
-    pub const ALL: [FakeResource; 2] = [
+    /// Every resource served.
+    pub const ALL: [FakeResource; 3] = [
         FakeResource::MutatingWebhookConfigurations,
         FakeResource::ValidatingWebhookConfigurations,
+        FakeResource::Namespaces,
     ];
 
     /// The plural resource name used in URLs and RBAC rules.
@@ -71,6 +75,7 @@ impl FakeResource {
         match self {
             FakeResource::MutatingWebhookConfigurations => "mutatingwebhookconfigurations",
             FakeResource::ValidatingWebhookConfigurations => "validatingwebhookconfigurations",
+            FakeResource::Namespaces => "namespaces",
         }
     }
 
@@ -79,6 +84,31 @@ impl FakeResource {
         match self {
             FakeResource::MutatingWebhookConfigurations => "MutatingWebhookConfiguration",
             FakeResource::ValidatingWebhookConfigurations => "ValidatingWebhookConfiguration",
+            FakeResource::Namespaces => "Namespace",
+        }
+    }
+
+    /// The API group (empty for the core group).
+    pub fn group(self) -> &'static str {
+        match self {
+            FakeResource::Namespaces => "",
+            _ => "admissionregistration.k8s.io",
+        }
+    }
+
+    /// The `apiVersion` of its objects.
+    pub fn api_version(self) -> &'static str {
+        match self {
+            FakeResource::Namespaces => "v1",
+            _ => API_VERSION,
+        }
+    }
+
+    /// The path of its collection: `/api/v1/namespaces`, `/apis/GROUP/v1/PLURAL`.
+    pub fn path(self) -> String {
+        match self.group() {
+            "" => format!("/api/v1/{}", self.plural()),
+            group => format!("/apis/{group}/v1/{}", self.plural()),
         }
     }
 
@@ -87,8 +117,12 @@ impl FakeResource {
         FakeResource::ALL.into_iter().find(|r| r.kind() == kind)
     }
 
-    fn from_plural(plural: &str) -> Option<FakeResource> {
-        FakeResource::ALL.into_iter().find(|r| r.plural() == plural)
+    /// The resource whose collection is at `path`, and the rest of the path after it.
+    fn from_path(path: &str) -> Option<(FakeResource, &str)> {
+        FakeResource::ALL.into_iter().find_map(|r| {
+            let rest = path.strip_prefix(r.path().as_str())?;
+            (rest.is_empty() || rest.starts_with('/')).then_some((r, rest))
+        })
     }
 }
 
@@ -138,9 +172,9 @@ pub enum FakeError {
     /// The object has no `metadata.name`.
     #[error("the object has no metadata.name")]
     MissingName,
-    /// `kind` is not one of the two webhook configuration kinds.
+    /// `kind` is not one of the kinds served.
     #[error(
-        "kind {0:?} is not served (MutatingWebhookConfiguration or ValidatingWebhookConfiguration)"
+        "kind {0:?} is not served (MutatingWebhookConfiguration, ValidatingWebhookConfiguration or Namespace)"
     )]
     UnknownKind(String),
     /// Create of an existing name.
@@ -211,7 +245,7 @@ pub(crate) struct Shared {
     pub(crate) denials: Mutex<Vec<Denial>>,
     pub(crate) expiry: Mutex<WatchExpiry>,
     pub(crate) requests: Mutex<Vec<RecordedRequest>>,
-    pub(crate) git_version: String,
+    pub(crate) git_version: Mutex<String>,
     /// False between [`FakeApiServer::stop`] and [`FakeApiServer::restart`].
     pub(crate) running: AtomicBool,
 }
@@ -259,7 +293,7 @@ impl FakeApiServer {
             denials: Mutex::new(Vec::new()),
             expiry: Mutex::new(WatchExpiry::default()),
             requests: Mutex::new(Vec::new()),
-            git_version: "v1.33.0-hookscope-fake".to_string(),
+            git_version: Mutex::new("v1.33.0-hookscope-fake".to_string()),
             running: AtomicBool::new(true),
         });
         let listener = serve::bind(addr).map_err(|source| FakeError::Listen { addr, source })?;
@@ -469,6 +503,12 @@ impl FakeApiServer {
     /// Sets the text `GET /metrics` serves.
     pub fn set_metrics(&self, text: &str) {
         *lock(&self.shared.metrics) = text.to_string();
+    }
+
+    /// Sets the `gitVersion` `GET /version` answers (`major` and `minor` follow it, as
+    /// kube-apiserver derives them from the same build: `v1.38.1` gives `1` and `38`).
+    pub fn set_git_version(&self, git_version: &str) {
+        *lock(&self.shared.git_version) = git_version.to_string();
     }
 
     /// Every request received so far, oldest first.

@@ -21,12 +21,10 @@ use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 
 use super::store::{Subscriber, Write, bookmark, watch_line};
-use super::{API_VERSION, Denial, FakeResource, RecordedRequest, Shared, USER, WatchExpiry, lock};
+use super::{Denial, FakeResource, RecordedRequest, Shared, USER, WatchExpiry, lock};
 
 type Body = UnsyncBoxBody<Bytes, Infallible>;
 
-const GROUP: &str = "admissionregistration.k8s.io";
-const RESOURCE_PREFIX: &str = "/apis/admissionregistration.k8s.io/v1/";
 /// Upstream's default `--min-request-timeout` is 1800 s; watches without `timeoutSeconds` last
 /// about that long.
 const DEFAULT_WATCH_TIMEOUT: Duration = Duration::from_secs(1800);
@@ -123,7 +121,10 @@ fn status(code: StatusCode, reason: &str, message: &str, details: Option<Value>)
 }
 
 fn qualified(resource: FakeResource) -> String {
-    format!("{}.{GROUP}", resource.plural())
+    match resource.group() {
+        "" => resource.plural().to_string(),
+        group => format!("{}.{group}", resource.plural()),
+    }
 }
 
 fn forbidden_resource(resource: FakeResource, verb: &str, name: Option<&str>) -> Response<Body> {
@@ -132,10 +133,11 @@ fn forbidden_resource(resource: FakeResource, verb: &str, name: Option<&str>) ->
         None => qualified(resource),
     };
     let message = format!(
-        "{subject} is forbidden: User {USER:?} cannot {verb} resource {:?} in API group {GROUP:?} at the cluster scope",
-        resource.plural()
+        "{subject} is forbidden: User {USER:?} cannot {verb} resource {:?} in API group {:?} at the cluster scope",
+        resource.plural(),
+        resource.group()
     );
-    let mut details = json!({"group": GROUP, "kind": resource.plural()});
+    let mut details = json!({"group": resource.group(), "kind": resource.plural()});
     if let Some(name) = name {
         details["name"] = json!(name);
     }
@@ -147,7 +149,7 @@ fn not_found(resource: FakeResource, name: &str) -> Response<Body> {
         StatusCode::NOT_FOUND,
         "NotFound",
         &format!("{} {name:?} not found", qualified(resource)),
-        Some(json!({"name": name, "group": GROUP, "kind": resource.plural()})),
+        Some(json!({"name": name, "group": resource.group(), "kind": resource.plural()})),
     )
 }
 
@@ -264,18 +266,13 @@ async fn handle(req: Request<Incoming>, shared: &Shared) -> Response<Body> {
             )
         }
         _ => {
-            let Some(rest) = path.strip_prefix(RESOURCE_PREFIX) else {
+            let Some((resource, rest)) = FakeResource::from_path(path) else {
                 return page_not_found();
             };
-            let (plural, name) = match rest.split_once('/') {
-                Some((plural, name)) if !name.is_empty() && !name.contains('/') => {
-                    (plural, Some(name))
-                }
+            let name = match rest.strip_prefix('/') {
+                None | Some("") => None,
+                Some(name) if !name.contains('/') => Some(name),
                 Some(_) => return page_not_found(),
-                None => (rest, None),
-            };
-            let Some(resource) = FakeResource::from_plural(plural) else {
-                return page_not_found();
             };
             match (req.method().clone(), name) {
                 (Method::GET, None) if params.flag("watch") => watch(shared, resource, &params),
@@ -308,12 +305,16 @@ fn page_not_found() -> Response<Body> {
 }
 
 fn version(shared: &Shared) -> Response<Body> {
+    let git_version = lock(&shared.git_version).clone();
+    let mut numbers = git_version.trim_start_matches('v').split(['.', '-', '+']);
+    let major = numbers.next().unwrap_or("").to_string();
+    let minor = numbers.next().unwrap_or("").to_string();
     json_response(
         StatusCode::OK,
         &json!({
-            "major": "1",
-            "minor": "33",
-            "gitVersion": shared.git_version,
+            "major": major,
+            "minor": minor,
+            "gitVersion": git_version,
             "gitCommit": "0000000000000000000000000000000000000000",
             "gitTreeState": "clean",
             "buildDate": "2025-01-01T00:00:00Z",
@@ -418,7 +419,7 @@ fn list(shared: &Shared, resource: FakeResource, params: &Params) -> Response<Bo
         StatusCode::OK,
         &json!({
             "kind": format!("{}List", resource.kind()),
-            "apiVersion": API_VERSION,
+            "apiVersion": resource.api_version(),
             "metadata": metadata,
             "items": items,
         }),
@@ -617,12 +618,13 @@ async fn apply(
             None,
         );
     }
-    if applied["kind"] != resource.kind() || applied["apiVersion"] != API_VERSION {
+    if applied["kind"] != resource.kind() || applied["apiVersion"] != resource.api_version() {
         return status(
             StatusCode::BAD_REQUEST,
             "BadRequest",
             &format!(
-                "the apply patch must have apiVersion {API_VERSION} and kind {}",
+                "the apply patch must have apiVersion {} and kind {}",
+                resource.api_version(),
                 resource.kind()
             ),
             None,
@@ -674,7 +676,7 @@ async fn apply(
                     .map(str::to_string)
                     .collect();
                 if let Some(other) = others.first() {
-                    let cause = format!("conflict with {other:?} using {API_VERSION}");
+                    let cause = format!("conflict with {other:?} using {}", resource.api_version());
                     return status(
                         StatusCode::CONFLICT,
                         "Conflict",

@@ -71,7 +71,7 @@ pub(crate) fn bookmark(resource: FakeResource, resource_version: u64, initial_en
     if initial_end {
         metadata["annotations"] = json!({"k8s.io/initial-events-end": "true"});
     }
-    json!({"kind": resource.kind(), "apiVersion": super::API_VERSION, "metadata": metadata})
+    json!({"kind": resource.kind(), "apiVersion": resource.api_version(), "metadata": metadata})
 }
 
 fn fields_v1(object: &Value) -> Value {
@@ -114,10 +114,15 @@ fn fields_v1(object: &Value) -> Value {
 /// Records `manager` as the latest writer: its entry (one per manager and operation) moves to
 /// the end with the current time.
 pub(crate) fn set_managed_fields(object: &mut Value, manager: &str, operation: &str) {
+    let api_version = object
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or(super::API_VERSION)
+        .to_string();
     let entry = json!({
         "manager": manager,
         "operation": operation,
-        "apiVersion": super::API_VERSION,
+        "apiVersion": api_version,
         "time": timestamp(SystemTime::now()),
         "fieldsType": "FieldsV1",
         "fieldsV1": fields_v1(object),
@@ -356,11 +361,22 @@ fn object_name(object: &Value) -> Result<String, FakeError> {
         .ok_or(FakeError::MissingName)
 }
 
-/// Sets kind and apiVersion as the server stores them.
+/// Sets kind and apiVersion as the server stores them; a Namespace also gets the
+/// `kubernetes.io/metadata.name` label (kube-apiserver sets it on every write, since 1.21) and
+/// its `kubernetes` finalizer and `Active` phase.
 fn normalise(object: &mut Value, resource: FakeResource) {
+    let name = object["metadata"]["name"].clone();
     if let Some(map) = object.as_object_mut() {
         map.insert("kind".into(), json!(resource.kind()));
-        map.insert("apiVersion".into(), json!(super::API_VERSION));
+        map.insert("apiVersion".into(), json!(resource.api_version()));
         map.entry("metadata").or_insert_with(|| json!({}));
+    }
+    if resource == FakeResource::Namespaces {
+        if !object["metadata"]["labels"].is_object() {
+            object["metadata"]["labels"] = json!({});
+        }
+        object["metadata"]["labels"]["kubernetes.io/metadata.name"] = name;
+        object["spec"] = json!({"finalizers": ["kubernetes"]});
+        object["status"] = json!({"phase": "Active"});
     }
 }

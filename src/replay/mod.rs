@@ -76,6 +76,15 @@ pub enum NamespaceState {
     Known(Arc<BTreeMap<String, String>>),
     /// Nothing is known about the namespace: the replay treats its labels as empty and says so.
     Unknown,
+    /// The cluster's labels could not be read (the namespace list is forbidden, not listed yet,
+    /// or the namespace is gone): `labels` are the best known otherwise (learned from the
+    /// input, or empty), and a replay whose namespace selector reads them says `why`.
+    Unconfirmed {
+        /// The labels the replay uses.
+        labels: Arc<BTreeMap<String, String>>,
+        /// Why they are not the cluster's, as the replay's note says it.
+        why: Arc<str>,
+    },
 }
 
 /// Audit-log details of a request, kept to write `--audit-log` events like the original.

@@ -83,6 +83,9 @@ impl NamespaceSource for CapturedRequest {
         match &self.namespace {
             NamespaceState::Known(labels) => NamespaceLookup::Found(Cow::Borrowed(labels)),
             NamespaceState::Unknown => NamespaceLookup::Found(Cow::Owned(BTreeMap::new())),
+            NamespaceState::Unconfirmed { labels, .. } => {
+                NamespaceLookup::Found(Cow::Borrowed(labels))
+            }
             // A Namespace being deleted is its own namespace: its labels are the stored object's.
             NamespaceState::NotApplicable if self.attrs.is_namespace_resource() => {
                 NamespaceLookup::Found(Cow::Owned(
@@ -223,9 +226,18 @@ impl Replayer {
                     let labels_read = observed.read.into_inner();
                     let mut request = request;
                     // The assumption matters only where a namespace selector read the labels.
-                    if labels_read && request.namespace == NamespaceState::Unknown {
-                        let note = request.unknown_namespace_note();
-                        request.notes.push(note);
+                    if labels_read {
+                        match &request.namespace {
+                            NamespaceState::Unknown => {
+                                let note = request.unknown_namespace_note();
+                                request.notes.push(note);
+                            }
+                            NamespaceState::Unconfirmed { why, .. } => {
+                                let note = why.to_string();
+                                request.notes.push(note);
+                            }
+                            _ => {}
+                        }
                     }
                     Dispatched {
                         event: ReplayEvent::Replayed(Box::new(Replayed { request, outcome })),

@@ -441,6 +441,8 @@ pub enum Command {
     Apply(super::live::ApplyRequest),
     /// Restore the terminal and end.
     Quit,
+    /// Connect the live source to another kubeconfig context (`:context NAME`).
+    Context(String),
 }
 
 /// The OSC 52 sequence that asks the terminal to set the clipboard to a base64 payload:
@@ -832,6 +834,8 @@ impl State {
             A::ConfirmDelete => return self.confirm_delete(),
             A::Redispatch => return self.redispatch_fresh(),
             A::KeepMine => return self.reload(true),
+            A::Revert => return self.revert(),
+            A::Rebase => return self.rebase(),
             A::Recover => return self.recover(),
             A::DiscardRecovered => return self.discard_recovered(),
             A::Help => {
@@ -845,11 +849,12 @@ impl State {
                 }
             }
             A::FilterMode => {
-                let current = match self.view {
-                    View::Annotations => self.annotation_filter.clone(),
+                let current = match (self.view, self.live.as_deref()) {
+                    (View::Annotations, _) => self.annotation_filter.clone(),
+                    (View::Events, Some(live)) => live.event_filter.clone(),
                     _ => self.filter.clone(),
                 };
-                if self.view != View::Annotations {
+                if self.view != View::Annotations && self.view != View::Events {
                     self.view = View::Requests;
                 }
                 self.mode = Mode::Filter(current);
@@ -885,20 +890,16 @@ impl State {
                 }
             }
             A::Open if self.view == View::Problems => self.open_problem(),
+            A::Open if self.view == View::Annotations && self.live.is_some() => {
+                return self.open_live_annotation();
+            }
             A::Open if self.view == View::Annotations => {
                 let shown = self.annotation_count();
                 if shown == 0 {
                     return Vec::new();
                 }
                 let at = self.annotation_selected.unwrap_or(shown - 1).min(shown - 1);
-                if self.live.is_some() {
-                    self.say(
-                        "a live annotation has no chain: replay its event (Events: r)",
-                        false,
-                    );
-                } else {
-                    self.open_annotation(at);
-                }
+                self.open_annotation(at);
             }
             A::Open => {
                 if self.selected.is_some() {
@@ -921,6 +922,13 @@ impl State {
                     }
                 } else if self.view == View::Annotations && !self.annotation_filter.is_empty() {
                     self.annotation_filter.clear();
+                } else if self.view == View::Events
+                    && self
+                        .live
+                        .as_deref()
+                        .is_some_and(|l| !l.event_filter.is_empty())
+                {
+                    return self.live_action(A::Filter(String::new()));
                 } else if !self.filter.is_empty() {
                     self.filter.clear();
                     self.refilter();
@@ -967,14 +975,26 @@ impl State {
                 };
                 self.say(text, false);
             }
+            A::Copy if self.view == View::Annotations && self.live.is_some() => {
+                return self.copy_live_annotation();
+            }
             A::Copy => return self.copy(),
-            A::Zoom(_) | A::Pause | A::ReplayEvent | A::ReplayEvents | A::Namespace(_) => {
+            A::Zoom(_)
+            | A::Pause
+            | A::ReplayEvent
+            | A::ReplayEvents
+            | A::Namespace(_)
+            | A::ToggleNoise
+            | A::Context(_) => {
                 return self.live_action(action);
             }
             A::Apply(force) => return self.apply_to_cluster(force),
             A::DetailDown => self.scroll_detail(5),
             A::DetailUp => self.scroll_detail(-5),
             A::Theme(name) => return vec![Command::LoadTheme(name)],
+            A::Filter(text) if self.view == View::Events && self.live.is_some() => {
+                return self.live_action(A::Filter(text));
+            }
             A::Filter(text) => {
                 if self.view == View::Annotations {
                     self.annotation_filter = text;

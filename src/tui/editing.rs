@@ -2,7 +2,9 @@
 //! State only; the IO (saving, recovery files, the user's editor, file watching) is done by the
 //! event loop on the [`Command`]s these functions return.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use ratatui_textarea::{CursorMove, TextArea};
 
@@ -480,7 +482,7 @@ impl State {
             if b.modified() {
                 if b.disk_changed.as_ref() != Some(&d.text) {
                     let text = format!(
-                        "{} changed in the cluster: :reload takes it, :keep keeps your edits",
+                        "{} changed in the cluster while you edit it: :rebase puts your edits on it, :reload takes it, :keep keeps yours",
                         b.origin.label()
                     );
                     b.disk_changed = Some(d.text);
@@ -965,6 +967,66 @@ impl State {
         self.check_due(self.buffer, generation)
     }
 
+    /// `:rebase`: puts the current buffer's edits on the cluster's newer version of it (what
+    /// the edit changed, changed so in the newer version; see
+    /// [`rebase`](crate::live::cluster::rebase)); a field both changed is refused by name.
+    pub(super) fn rebase(&mut self) -> Vec<Command> {
+        let Some(b) = self.buffers.get_mut(self.buffer) else {
+            self.say("no configuration is open", true);
+            return Vec::new();
+        };
+        let Some(newer) = b.disk_changed.clone() else {
+            let text = format!("{}: the cluster has not changed it", b.origin.label());
+            self.say(text, false);
+            return Vec::new();
+        };
+        match crate::live::cluster::rebase(&b.saved, &b.text(), &newer) {
+            Ok(text) => {
+                b.disk_changed = None;
+                b.saved = newer;
+                b.replace_text(&text);
+                let generation = b.generation;
+                let label = b.origin.label();
+                self.say(
+                    format!("{label}: your edits are on the cluster's newest version"),
+                    false,
+                );
+                self.check_due(self.buffer, generation)
+            }
+            Err(e) => {
+                let text = format!("{}: {e}", b.origin.label());
+                self.say(text, true);
+                Vec::new()
+            }
+        }
+    }
+
+    /// `:revert`: drops the current buffer's edits, taking the text on disk (a live cluster's
+    /// newest version of the configuration, when it changed meanwhile).
+    pub(super) fn revert(&mut self) -> Vec<Command> {
+        let Some(b) = self.buffers.get_mut(self.buffer) else {
+            self.say("no configuration is open", true);
+            return Vec::new();
+        };
+        if let Some(newer) = b.disk_changed.take() {
+            b.saved = newer;
+        } else if !b.modified() {
+            let text = format!("{}: no edit to drop", b.origin.label());
+            self.say(text, false);
+            return Vec::new();
+        }
+        let text = b.saved.clone();
+        b.replace_text(&text);
+        let generation = b.generation;
+        let label = b.origin.label();
+        let mut commands = self.check_due(self.buffer, generation);
+        commands.push(Command::DiscardRecovery(
+            self.buffers[self.buffer].origin.recovery_key(),
+        ));
+        self.say(format!("{label}: your edits are dropped"), false);
+        commands
+    }
+
     pub(super) fn recover(&mut self) -> Vec<Command> {
         let recovered: Vec<RecoveredText> = std::mem::take(&mut self.recovered)
             .into_iter()
@@ -1177,16 +1239,23 @@ impl State {
             })
             .unwrap_or_default();
         whatif.requests.sort_by_key(|r| (!r.flipped(), r.index));
+        self.whatif = whatif;
+        // The changes not of the user's making are named; the rest are the edits'.
+        let (_, by_other) = self.whatif_attribution();
+        let not_yours = if by_other > 0 {
+            format!(", {by_other} by changes not yours")
+        } else {
+            String::new()
+        };
         self.say(
             format!(
-                "re-dispatched {} requests ({reused} replies reused, {sent} calls sent): {} changed, {} verdicts flipped (7: what-if)",
+                "re-dispatched {} requests ({reused} replies reused, {sent} calls sent): {} changed, {} verdicts flipped{not_yours} (7: what-if)",
                 self.entries.len(),
-                whatif.requests.len(),
-                whatif.flipped().count()
+                self.whatif.requests.len(),
+                self.whatif.flipped().count()
             ),
             false,
         );
-        self.whatif = whatif;
         self.whatif_selected = 0;
     }
 }
@@ -1194,4 +1263,159 @@ impl State {
 /// The result an entry holds (what the what-if compares).
 fn replayed(e: &super::app::Entry) -> &crate::replay::run::Replayed {
     &e.replayed
+}
+
+/// What made a request's outcome differ from the What-if baseline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChangeCause {
+    /// The user's edit of this configuration (or a configuration of the console's own).
+    Edit(String),
+    /// The cluster changed (or deleted) this configuration, not the user: the configuration
+    /// name and the history entry's writer.
+    Cluster {
+        /// The configuration.
+        name: String,
+        /// Who changed it, as the history names them (`unknown` when it does not).
+        who: String,
+    },
+    /// The file of this configuration changed on disk, not in the console.
+    Disk(String),
+    /// No configuration differs for the webhooks that answered differently: the webhooks'
+    /// answers changed (calls sent anew).
+    Answers,
+}
+
+impl ChangeCause {
+    /// The cause in a few words, for a What-if row.
+    pub fn label(&self) -> String {
+        match self {
+            ChangeCause::Edit(name) => format!("your edit of {name}"),
+            ChangeCause::Cluster { name, who } => format!("cluster: {name} by {who}"),
+            ChangeCause::Disk(name) => format!("{name} changed on disk"),
+            ChangeCause::Answers => "the webhooks' answers".to_string(),
+        }
+    }
+}
+
+/// A webhook's record in a dispatch, reduced to what decides the outcome.
+type CallKey = (Arc<str>, Arc<str>, u8);
+
+fn differing_configurations(
+    before: &crate::engine::Outcome,
+    after: &crate::engine::Outcome,
+) -> Vec<(WebhookKind, String)> {
+    let view = |o: &crate::engine::Outcome| -> BTreeMap<CallKey, String> {
+        o.calls
+            .iter()
+            .map(|c| {
+                (
+                    (c.configuration.clone(), c.webhook.clone(), c.round),
+                    // Whether it was called and what it did; not why it was skipped (a
+                    // changed selector that still skips changes nothing), and the failure
+                    // policy only where the call failed.
+                    format!(
+                        "{:?} {:?} {:?} {:?} {} {:?} {}",
+                        c.phase,
+                        c.decision,
+                        c.allowed,
+                        c.patch,
+                        c.mutated,
+                        c.error,
+                        if c.error.is_some() {
+                            c.failure_policy
+                        } else {
+                            ""
+                        }
+                    ),
+                )
+            })
+            .collect()
+    };
+    let (b, a) = (view(before), view(after));
+    let phase_of = |name: &str| {
+        before
+            .calls
+            .iter()
+            .chain(&after.calls)
+            .find(|c| &*c.configuration == name)
+            .map(|c| c.phase)
+    };
+    let mut out: Vec<(WebhookKind, String)> = Vec::new();
+    for key in b.keys().chain(a.keys()) {
+        if b.get(key) != a.get(key)
+            && let Some(phase) = phase_of(&key.0)
+            && !out.iter().any(|(k, n)| *k == phase && **n == *key.0)
+        {
+            out.push((phase, key.0.to_string()));
+        }
+    }
+    out
+}
+
+impl State {
+    /// How many What-if rows changed by the user's edits, and how many by changes not theirs
+    /// (a row may count in both).
+    pub fn whatif_attribution(&self) -> (usize, usize) {
+        let causes: Vec<Vec<ChangeCause>> = self
+            .whatif
+            .requests
+            .iter()
+            .map(|r| self.whatif_causes(r.index))
+            .collect();
+        let edit = |c: &ChangeCause| matches!(c, ChangeCause::Edit(_));
+        (
+            causes.iter().filter(|c| c.iter().any(edit)).count(),
+            causes.iter().filter(|c| !c.iter().all(edit)).count(),
+        )
+    }
+
+    /// Why request `index` (a What-if row) differs from the baseline: for each configuration
+    /// whose webhooks decided differently, whether the user's edit, the cluster (or the file on
+    /// disk) changed it; the webhooks' answers when no configuration did.
+    pub fn whatif_causes(&self, index: usize) -> Vec<ChangeCause> {
+        let (Some(before), Some(after)) = (
+            self.baseline.as_ref().and_then(|b| b.entries.get(index)),
+            self.entries.get(index),
+        ) else {
+            return Vec::new();
+        };
+        let mut causes = Vec::new();
+        for (kind, name) in
+            differing_configurations(&before.replayed.outcome, &after.replayed.outcome)
+        {
+            let buffer = self
+                .buffers
+                .iter()
+                .find(|b| b.in_force.iter().any(|c| c.kind == kind && c.name == name));
+            let cause = match buffer {
+                Some(b) if b.modified() || matches!(b.origin, BufferOrigin::New(_)) => {
+                    ChangeCause::Edit(name)
+                }
+                Some(b) if !matches!(b.origin, BufferOrigin::Cluster { .. }) => {
+                    ChangeCause::Disk(name)
+                }
+                _ => {
+                    let who = self
+                        .live
+                        .as_deref()
+                        .and_then(|l| {
+                            l.changes
+                                .iter()
+                                .rev()
+                                .find(|c| c.kind == kind && c.name == name)
+                        })
+                        .map(|c| c.who.clone())
+                        .unwrap_or_else(|| "unknown".into());
+                    ChangeCause::Cluster { name, who }
+                }
+            };
+            if !causes.contains(&cause) {
+                causes.push(cause);
+            }
+        }
+        if causes.is_empty() {
+            causes.push(ChangeCause::Answers);
+        }
+        causes
+    }
 }

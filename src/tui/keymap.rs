@@ -89,13 +89,19 @@ pub enum Action {
     Redispatch,
     /// Keep the buffer's edits over the text on disk.
     KeepMine,
+    /// Put the buffer's edits on the cluster's newer version of the configuration.
+    Rebase,
+    /// Drop the buffer's edits: back to the text on disk (for a live cluster's configuration,
+    /// the cluster's newest version).
+    Revert,
     /// Open the texts recovered from an earlier session.
     Recover,
     /// Drop the texts recovered from an earlier session.
     DiscardRecovered,
     /// Leave even with unsaved edits (their recovery copies stay).
     ForceQuit,
-    /// Live metrics: widen (`1`) or narrow (`-1`) the chart window.
+    /// Live metrics: zoom in (`1`: a narrower time window, as `+` suggests) or out (`-1`: a
+    /// wider one).
     Zoom(i32),
     /// Live metrics: stop the charts at the latest scrape, or follow again.
     Pause,
@@ -105,6 +111,11 @@ pub enum Action {
     ReplayEvents,
     /// Live: show only this namespace's events and annotations (None: every namespace).
     Namespace(Option<String>),
+    /// Live: connect to this kubeconfig context instead, as `--context` at start does.
+    Context(String),
+    /// Live events: show or hide routine traffic (hookscope's own requests, lease renewals,
+    /// health, version and discovery requests).
+    ToggleNoise,
     /// Live, with `--allow-writes`: server-side apply of the current configuration, after a
     /// dry run shown for confirmation (`true`: take over other managers' fields).
     Apply(bool),
@@ -301,6 +312,18 @@ impl Default for Keymap {
                 "copy the final object",
             ),
             b(
+                vec![p(K::Enter)],
+                A::Open,
+                In(View::Annotations),
+                "live: open the selected annotation's event, its value in full",
+            ),
+            b(
+                vec![c('y')],
+                A::Copy,
+                In(View::Annotations),
+                "live: copy the selected annotation's value in full (decoded)",
+            ),
+            b(
                 vec![c('s')],
                 A::SortNext,
                 In(View::Requests),
@@ -435,13 +458,13 @@ impl Default for Keymap {
                 vec![c('+')],
                 A::Zoom(1),
                 In(View::Metrics),
-                "live: widen the time window",
+                "live: zoom in (a narrower time window)",
             ),
             b(
                 vec![c('-')],
                 A::Zoom(-1),
                 In(View::Metrics),
-                "live: narrow the time window",
+                "live: zoom out (a wider time window)",
             ),
             b(
                 vec![c('p')],
@@ -574,6 +597,16 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "an emptied buffer: remove its configurations from those in force",
     ),
     (
+        "rebase",
+        "",
+        "live: put your edits on the cluster's newer version of the configuration",
+    ),
+    (
+        "revert",
+        "",
+        "drop your edits of the configuration (back to the file's, or the cluster's, version)",
+    ),
+    (
         "recover",
         "",
         "open the unsaved edits of an earlier session",
@@ -594,6 +627,16 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
         "ns",
         " NAME|-",
         "live: show one namespace's events and annotations (- shows all)",
+    ),
+    (
+        "context",
+        " NAME",
+        "live: connect to another context of the kubeconfig, as --context does",
+    ),
+    (
+        "noise",
+        "",
+        "live: show or hide routine events (hookscope's own, lease renewals, health, /version)",
     ),
     (
         "apply",
@@ -639,6 +682,9 @@ pub fn parse_command(line: &str) -> Result<Action, String> {
         "events" => view(View::Events),
         "problems" => view(View::Problems),
         "replay" => Ok(Action::ReplayEvents),
+        "noise" => Ok(Action::ToggleNoise),
+        "context" | "ctx" if !arg.is_empty() => Ok(Action::Context(arg)),
+        "context" | "ctx" => Err("usage: context NAME (a context of the kubeconfig)".into()),
         "ns" | "namespace" => Ok(Action::Namespace(opt(arg).filter(|a| a != "-" && a != "*"))),
         "apply" => Ok(Action::Apply(false)),
         "apply!" => Ok(Action::Apply(true)),
@@ -657,6 +703,8 @@ pub fn parse_command(line: &str) -> Result<Action, String> {
         "delete" => Ok(Action::ConfirmDelete),
         "redispatch" => Ok(Action::Redispatch),
         "keep" => Ok(Action::KeepMine),
+        "revert" => Ok(Action::Revert),
+        "rebase" => Ok(Action::Rebase),
         "recover" => Ok(Action::Recover),
         "discard" => Ok(Action::DiscardRecovered),
         "reveal" => Ok(Action::ToggleSecrets),

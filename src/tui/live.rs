@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::api::{WebhookConfiguration, WebhookKind};
 use crate::live::audit::AuditEvent;
-use crate::live::cluster::{Change, ClusterMsg, Connected, Failure, Feed};
+use crate::live::cluster::{Change, ChangeAction, ClusterMsg, Connected, Failure, Feed};
 use crate::live::metrics::{AdmissionSnapshot, MetricsHistory, Window};
 use crate::replay::{CapturedRequest, InputItem};
 
@@ -44,8 +44,14 @@ pub const WINDOWS: [Duration; 5] = [
 #[derive(Debug, Clone)]
 pub enum LiveMsg {
     /// The connection's progress and the feeds' health, as the cluster library reports them
-    /// (never [`ClusterMsg::Configurations`] or [`ClusterMsg::Metrics`]: those come parsed).
-    Cluster(Box<ClusterMsg>),
+    /// (never [`ClusterMsg::Configurations`] or [`ClusterMsg::Metrics`]: those come parsed),
+    /// with when the source received it.
+    Cluster {
+        /// The message.
+        msg: Box<ClusterMsg>,
+        /// When it came.
+        at: SystemTime,
+    },
     /// The configurations in force changed: the webhooks in dispatch order.
     Configurations {
         /// The webhooks, with their effective settings.
@@ -70,8 +76,15 @@ pub enum LiveMsg {
     },
     /// An audit event (at its final stage).
     Audit(Box<AuditRecord>),
+    /// The server's release, and the one the replays now model (without `--kube-version`).
+    Release(crate::ServerRelease),
     /// A line about the audit source (following, rotated, an error, the webhook's address).
-    AuditNotice(String),
+    AuditNotice {
+        /// The line.
+        text: String,
+        /// When it came.
+        at: SystemTime,
+    },
 }
 
 /// A server-side apply the console asks of the live source.
@@ -141,6 +154,12 @@ pub struct AuditRecord {
     pub namespace: String,
     /// `responseStatus.code`.
     pub code: Option<i32>,
+    /// `responseStatus.message`: why the request failed (the webhook and its message, a call's
+    /// error), absent on success.
+    pub message: Option<String>,
+    /// Routine traffic hidden by default (`:noise` shows it): hookscope's own requests (its
+    /// `/metrics` scrapes, `/version`, watches), lease renewals, health and discovery probes.
+    pub noise: bool,
     /// The admission webhook annotations, in the apiserver's order: key and value.
     pub annotations: Vec<(String, String)>,
     /// The request, replayable against the configurations in force.
@@ -194,7 +213,10 @@ impl AuditRecord {
                 }
             }
         }
+        let noise = is_noise(event);
         AuditRecord {
+            noise,
+            message: event.response_message.clone(),
             audit_id: event.audit_id.clone(),
             stage: event.stage.clone(),
             at: event
@@ -216,6 +238,64 @@ impl AuditRecord {
     }
 }
 
+/// The final-stage events of an audit log's `lines` (JSON lines of `source`, numbered from 1),
+/// as the live source sends them to the console; lines that do not read are skipped.
+pub fn records_of_lines<'a>(
+    source: &str,
+    lines: impl IntoIterator<Item = &'a str>,
+    reader: crate::replay::input::Reader,
+) -> Vec<AuditRecord> {
+    let mut ingester = crate::live::audit::Ingester::new(reader);
+    lines
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, line)| {
+            let raw = crate::live::audit::RawEvent {
+                origin: crate::live::audit::Origin {
+                    source: source.into(),
+                    index: i + 1,
+                    unit: crate::replay::IndexUnit::Line,
+                },
+                text: bytes::Bytes::copy_from_slice(line.as_bytes()),
+            };
+            let ingested = ingester.ingest(&raw);
+            match ingested.event {
+                Ok(e) if !ingested.pending && e.stage != "RequestReceived" => {
+                    Some(AuditRecord::new(&e, ingested.items))
+                }
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+/// The non-resource paths every cluster polls: health, version, metrics, API discovery.
+const PROBE_PATHS: [&str; 8] = [
+    "/healthz", "/readyz", "/livez", "/version", "/metrics", "/openapi", "/api", "/apis",
+];
+
+/// Whether an event is routine traffic a person looking at admission does not want to see:
+/// hookscope's own requests (its user agent), lease renewals (`leases` in
+/// `coordination.k8s.io`), and health, version, metrics and discovery requests.
+fn is_noise(event: &AuditEvent) -> bool {
+    if event
+        .user_agent
+        .as_deref()
+        .is_some_and(|a| a.starts_with(crate::live::cluster::USER_AGENT_PRODUCT))
+    {
+        return true;
+    }
+    match &event.object_ref {
+        Some(o) => o.resource == "leases" && o.api_group == "coordination.k8s.io",
+        None => {
+            let path = event.request_uri.split('?').next().unwrap_or("");
+            PROBE_PATHS
+                .iter()
+                .any(|p| path == *p || path.starts_with(&format!("{p}/")))
+        }
+    }
+}
+
 /// An audit annotation of the live stream, beside the event it came with.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LiveAnnotation {
@@ -227,6 +307,17 @@ pub struct LiveAnnotation {
     pub value: String,
     /// The value decoded (a patch or a mutation record), when it decodes.
     pub decoded: Option<String>,
+}
+
+/// A feed's latest outcome and its time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FeedState {
+    /// Which feed.
+    pub feed: Feed,
+    /// When the outcome came.
+    pub at: SystemTime,
+    /// None: it worked; else why it failed, and what to do.
+    pub failure: Option<Failure>,
 }
 
 /// The connection as the console shows it.
@@ -244,10 +335,10 @@ pub enum Connection {
         /// Attempt number.
         attempt: u32,
     },
-    /// Connected.
-    Connected(Connected),
-    /// Failed; retrying.
-    Failed(Failure),
+    /// Connected (since when).
+    Connected(Connected, SystemTime),
+    /// Failed (when); retrying.
+    Failed(Failure, SystemTime),
 }
 
 /// Everything live the console keeps.
@@ -259,8 +350,12 @@ pub struct LiveState {
     pub allow_writes: bool,
     /// The connection.
     pub connection: Connection,
-    /// Feeds that fail, with why (a feed absent here works).
-    pub feeds: Vec<(Feed, Failure)>,
+    /// Each feed's latest outcome (a feed absent here has none yet).
+    pub feeds: Vec<FeedState>,
+    /// How many namespaces the cluster has, once listed.
+    pub namespaces: Option<usize>,
+    /// The server's release and the one modelled, when the replays follow the server's.
+    pub release: Option<crate::ServerRelease>,
     /// Configurations in force.
     pub configurations: usize,
     /// The server and context the kubeconfig named, once read (kept while disconnected).
@@ -291,13 +386,18 @@ pub struct LiveState {
     pub event_selected: Option<u64>,
     /// The annotations of the kept events, in arrival order.
     pub annotations: VecDeque<LiveAnnotation>,
-    /// Lines about the audit source, newest last.
-    pub notices: VecDeque<String>,
+    /// Lines about the audit source with when they came, newest last.
+    pub notices: VecDeque<(SystemTime, String)>,
     /// The next replayed result opens in the Chain view (the user asked for one event).
     pub open_next_replay: bool,
     /// `-n/--namespace`: the Events and Annotations views show only this namespace's requests
     /// (`:ns` changes it, `:ns -` shows all).
     pub namespace: Option<String>,
+    /// `/` in Events: only events whose verb, resource, target, user, code, message or auditID
+    /// contain this text (case-insensitive) are shown.
+    pub event_filter: String,
+    /// Routine traffic ([`AuditRecord::noise`]) is shown too (`:noise` toggles it).
+    pub show_noise: bool,
     /// A dry run waiting for confirmation.
     pub pending_apply: Option<PendingApply>,
 }
@@ -310,6 +410,8 @@ impl LiveState {
             allow_writes,
             connection: Connection::Starting,
             feeds: Vec::new(),
+            namespaces: None,
+            release: None,
             configurations: 0,
             synced: false,
             target: None,
@@ -328,6 +430,8 @@ impl LiveState {
             notices: VecDeque::new(),
             open_next_replay: false,
             namespace: None,
+            event_filter: String::new(),
+            show_noise: false,
             pending_apply: None,
         }
     }
@@ -339,7 +443,7 @@ impl LiveState {
             return None;
         }
         Some(match &self.connection {
-            Connection::Failed(f) => format!(
+            Connection::Failed(f, _) => format!(
                 "nothing replayed: not connected, so the configurations in force are unknown ({})",
                 f.reason
             ),
@@ -352,8 +456,8 @@ impl LiveState {
     pub fn listing(&self) -> &'static str {
         match (&self.connection, self.synced) {
             (_, true) => "listed",
-            (Connection::Connected(_), false) => "listing…",
-            (Connection::Failed(_), false) => "not listed: not connected",
+            (Connection::Connected(..), false) => "listing…",
+            (Connection::Failed(..), false) => "not listed: not connected",
             (_, false) => "not listed yet",
         }
     }
@@ -367,8 +471,33 @@ impl LiveState {
         }
     }
 
-    /// Takes in a cluster message (the parsed ones arrive as their own [`LiveMsg`]s).
-    pub fn on_cluster(&mut self, msg: ClusterMsg) {
+    /// The latest outcome of `feed`.
+    pub fn feed(&self, feed: Feed) -> Option<&FeedState> {
+        self.feeds.iter().find(|f| f.feed == feed)
+    }
+
+    /// The feeds whose latest outcome is a failure.
+    pub fn failing(&self) -> impl Iterator<Item = (Feed, &Failure)> + '_ {
+        self.feeds
+            .iter()
+            .filter_map(|f| f.failure.as_ref().map(|failure| (f.feed, failure)))
+    }
+
+    fn feed_outcome(&mut self, feed: Feed, at: SystemTime, failure: Option<Failure>) {
+        match self.feeds.iter_mut().find(|f| f.feed == feed) {
+            // An outcome older than the one kept (a late message) does not replace it.
+            Some(kept) if kept.at > at => {}
+            Some(kept) => {
+                kept.at = at;
+                kept.failure = failure;
+            }
+            None => self.feeds.push(FeedState { feed, at, failure }),
+        }
+    }
+
+    /// Takes in a cluster message received at `at` (the parsed ones arrive as their own
+    /// [`LiveMsg`]s).
+    pub fn on_cluster(&mut self, msg: ClusterMsg, at: SystemTime) {
         match msg {
             ClusterMsg::Connecting {
                 server,
@@ -383,20 +512,28 @@ impl LiveState {
                 }
             }
             ClusterMsg::Connected(c) => {
-                self.connection = Connection::Connected(c);
+                self.connection = Connection::Connected(c, at);
             }
             ClusterMsg::Failed(f) => {
-                self.connection = Connection::Failed(f);
+                self.connection = Connection::Failed(f, at);
             }
-            ClusterMsg::FeedFailed { feed, failure } => {
-                self.feeds.retain(|(f, _)| *f != feed);
-                self.feeds.push((feed, failure));
+            ClusterMsg::FeedFailed { feed, failure } => self.feed_outcome(feed, at, Some(failure)),
+            ClusterMsg::FeedRecovered(feed) => self.feed_outcome(feed, at, None),
+            ClusterMsg::Namespaces(set) => {
+                if set.synced {
+                    self.namespaces = Some(set.labels.len());
+                }
             }
-            ClusterMsg::FeedRecovered(feed) => self.feeds.retain(|(f, _)| *f != feed),
-            ClusterMsg::Change(change) => {
+            ClusterMsg::Change(mut change) => {
                 if self.changes.len() == CHANGES_KEPT {
                     self.changes.pop_front();
                     self.change_selected = self.change_selected.map(|s| s.saturating_sub(1));
+                }
+                // The deleted object does not say who deleted it; the audit log does.
+                if change.action == ChangeAction::Deleted
+                    && let Some(e) = self.events.iter().rev().find(|e| deletes(e, &change))
+                {
+                    attribute(&mut change, e);
                 }
                 self.changes.push_back(change);
             }
@@ -407,6 +544,7 @@ impl LiveState {
 
     /// Keeps a scrape; a scrape older than the newest kept is refused with the reason.
     pub fn on_scrape(&mut self, at: SystemTime, snapshot: AdmissionSnapshot) -> Result<(), String> {
+        self.feed_outcome(Feed::Metrics, at, None);
         self.history
             .push(at, snapshot)
             .map_err(|e| format!("metrics scrape: {e}"))
@@ -423,6 +561,15 @@ impl LiveState {
                 key: key.clone(),
                 value: value.clone(),
             });
+        }
+        // A deletion the watch saw before its audit event came: the event names who and when.
+        if let Some(change) = self
+            .changes
+            .iter_mut()
+            .rev()
+            .find(|c| c.operation.is_none() && deletes(&record, c))
+        {
+            attribute(change, &record);
         }
         self.events.push_back(record);
         while self.events.len() > self.keep_events {
@@ -444,11 +591,11 @@ impl LiveState {
     }
 
     /// Keeps a notice about the audit source.
-    pub fn on_notice(&mut self, notice: String) {
+    pub fn on_notice(&mut self, notice: String, at: SystemTime) {
         if self.notices.len() == NOTICES_KEPT {
             self.notices.pop_front();
         }
-        self.notices.push_back(notice);
+        self.notices.push_back((at, notice));
     }
 
     /// The event with sequence number `seq`, if still kept.
@@ -462,11 +609,23 @@ impl LiveState {
         self.first_event
     }
 
-    /// Whether the namespace filter (`-n`, `:ns`) lets `record` through.
+    /// Whether the namespace (`-n`, `:ns`), the routine traffic toggle (`:noise`) and the
+    /// Events filter (`/`) let `record` through.
     pub fn shows(&self, record: &AuditRecord) -> bool {
         self.namespace
             .as_deref()
             .is_none_or(|ns| record.namespace == ns)
+            && (self.show_noise || !record.noise)
+            && (self.event_filter.is_empty() || matches_filter(record, &self.event_filter))
+    }
+
+    /// How many kept events the filters hide as routine traffic.
+    pub fn hidden_noise(&self) -> usize {
+        if self.show_noise {
+            0
+        } else {
+            self.events.iter().filter(|e| e.noise).count()
+        }
     }
 
     /// The kept events the namespace filter lets through, with their sequence numbers.
@@ -524,9 +683,9 @@ impl LiveState {
         }
     }
 
-    /// Widens (`+1`) or narrows (`-1`) the chart window.
+    /// Zooms in (`+1`: a narrower chart window) or out (`-1`: a wider one).
     pub fn zoom(&mut self, step: i32) {
-        self.window = (self.window as i32 + step).clamp(0, WINDOWS.len() as i32 - 1) as usize;
+        self.window = (self.window as i32 - step).clamp(0, WINDOWS.len() as i32 - 1) as usize;
     }
 
     /// Pauses the charts at the latest scrape, or follows again.
@@ -536,6 +695,40 @@ impl LiveState {
             None => self.history.latest().map(|(at, _)| at),
         };
     }
+}
+
+/// Whether `record` is the successful audited deletion of `change`'s configuration.
+fn deletes(record: &AuditRecord, change: &Change) -> bool {
+    change.action == ChangeAction::Deleted
+        && record.verb == "delete"
+        && record.code.is_some_and(|c| (200..300).contains(&c))
+        && record.target == change.name
+        && record.resource == format!("{}.{}", change.kind.resource(), crate::config::GROUP)
+}
+
+/// Names the user and time of an audited deletion in the history entry.
+fn attribute(change: &mut Change, record: &AuditRecord) {
+    change.who = record.user.clone();
+    change.server_time = Some(record.at.clone());
+    change.operation = Some("Delete, from the audit log".into());
+}
+
+/// Whether `record` contains `filter` (case-insensitive) in its verb, resource, target, user,
+/// response code or message, or auditID.
+fn matches_filter(record: &AuditRecord, filter: &str) -> bool {
+    let f = filter.to_lowercase();
+    let code = record.code.map(|c| c.to_string()).unwrap_or_default();
+    [
+        record.verb.as_str(),
+        &record.resource,
+        &record.target,
+        &record.user,
+        &code,
+        record.message.as_deref().unwrap_or(""),
+        &record.audit_id,
+    ]
+    .iter()
+    .any(|field| field.to_lowercase().contains(&f))
 }
 
 /// A duration as the window title says it: `5m`, `1h`.
@@ -567,14 +760,31 @@ impl State {
             Box::new(LiveState::new("live".into(), DEFAULT_KEEP_EVENTS, false))
         });
         match msg {
-            LiveMsg::Cluster(m) => {
-                let failed = match m.as_ref() {
-                    ClusterMsg::Failed(f) => Some(format!("cluster: {}", f.reason)),
+            LiveMsg::Cluster { msg, at } => {
+                // The status bar says the latest of the connection: a failure, and once
+                // connected again, that (replacing the failure).
+                let said = match msg.as_ref() {
+                    ClusterMsg::Failed(f) => Some((format!("cluster: {}", f.reason), true)),
+                    ClusterMsg::Connected(c)
+                        if self
+                            .message
+                            .as_ref()
+                            .is_some_and(|(m, error)| *error && m.starts_with("cluster: ")) =>
+                    {
+                        Some((
+                            format!(
+                                "cluster: connected again to {} at {}",
+                                c.info.server,
+                                clock(at)
+                            ),
+                            false,
+                        ))
+                    }
                     _ => None,
                 };
-                live.on_cluster(*m);
-                if let Some(text) = failed {
-                    self.say(text, true);
+                live.on_cluster(*msg, at);
+                if let Some((text, error)) = said {
+                    self.say(text, error);
                 }
             }
             LiveMsg::Configurations {
@@ -615,7 +825,27 @@ impl State {
                 }
             }
             LiveMsg::Audit(record) => live.on_audit(*record),
-            LiveMsg::AuditNotice(text) => live.on_notice(text),
+            LiveMsg::AuditNotice { text, at } => live.on_notice(text, at),
+            LiveMsg::Release(server) => {
+                // The status bar names the release modelled, and a server newer (or older) than
+                // any hookscope models.
+                self.kube_version = if server.exact() {
+                    server.modelled.to_string()
+                } else {
+                    match server.minor {
+                        Some(m) if m > server.modelled.minor() => format!(
+                            "{} (server {} is newer than hookscope models)",
+                            server.modelled, server.git_version
+                        ),
+                        Some(_) => format!(
+                            "{} (server {} is older than hookscope models)",
+                            server.modelled, server.git_version
+                        ),
+                        None => format!("{} (server {:?})", server.modelled, server.git_version),
+                    }
+                };
+                live.release = Some(server);
+            }
         }
         Vec::new()
     }
@@ -682,6 +912,65 @@ impl State {
                     }
                 }
             }
+            Action::Filter(text) => {
+                live.event_filter = text;
+                live.event_selected = live
+                    .event_selected
+                    .filter(|&s| live.event(s).is_some_and(|e| live.shows(e)));
+                let shown = live.visible_events().count();
+                let text = if live.event_filter.is_empty() {
+                    format!("{shown} events shown (filter cleared)")
+                } else {
+                    format!(
+                        "{shown} events contain {:?} (esc clears)",
+                        live.event_filter
+                    )
+                };
+                self.say(text, false);
+            }
+            Action::Context(name) => {
+                // What the console knows of the previous cluster goes; the audit events, from a
+                // source of their own, stay.
+                let summary = match live.summary.split_once(" · ") {
+                    Some((_, rest)) => format!("context {name} · {rest}"),
+                    None => format!("context {name}"),
+                };
+                let mut fresh = LiveState::new(summary, live.keep_events, live.allow_writes);
+                fresh.events = std::mem::take(&mut live.events);
+                fresh.annotations = std::mem::take(&mut live.annotations);
+                fresh.first_event = live.first_event;
+                fresh.events_seen = live.events_seen;
+                fresh.notices = std::mem::take(&mut live.notices);
+                fresh.namespace = live.namespace.take();
+                fresh.event_filter = std::mem::take(&mut live.event_filter);
+                fresh.show_noise = live.show_noise;
+                **live = fresh;
+                // The previous cluster's configurations close with it, unless edited (the edits
+                // stay, as what-ifs on the next cluster).
+                self.buffers.retain(|b| {
+                    !matches!(b.origin, super::editing::BufferOrigin::Cluster { .. })
+                        || b.modified()
+                });
+                self.buffer = self.buffer.min(self.buffers.len().saturating_sub(1));
+                self.say(format!("connecting to context {name}…"), false);
+                return vec![Command::Context(name)];
+            }
+            Action::ToggleNoise => {
+                live.show_noise = !live.show_noise;
+                live.event_selected = live
+                    .event_selected
+                    .filter(|&s| live.event(s).is_some_and(|e| live.shows(e)));
+                let text = if live.show_noise {
+                    "routine events shown (:noise hides them)".to_string()
+                } else {
+                    format!(
+                        "{} routine events hidden: hookscope's own, lease renewals, health, /version (:noise shows them)",
+                        live.hidden_noise()
+                    )
+                };
+                self.annotation_selected = None;
+                self.say(text, false);
+            }
             Action::Namespace(namespace) => {
                 let text = match &namespace {
                     Some(ns) => {
@@ -720,6 +1009,58 @@ impl State {
             _ => {}
         }
         Vec::new()
+    }
+
+    /// The live annotation the Annotations view selects (`j`/`k` move it), else the newest.
+    pub fn selected_live_annotation(&self) -> Option<&LiveAnnotation> {
+        let live = self.live.as_deref()?;
+        let shown: Vec<&LiveAnnotation> = self.visible_live_annotations(live).collect();
+        match self.annotation_selected {
+            Some(i) => shown.get(i.min(shown.len().saturating_sub(1))).copied(),
+            None => shown.last().copied(),
+        }
+    }
+
+    /// `enter` in the live Annotations view: the selected annotation's event in the Events view,
+    /// whose detail shows every annotation of it decoded in full.
+    pub(super) fn open_live_annotation(&mut self) -> Vec<Command> {
+        let Some(event) = self.selected_live_annotation().map(|a| a.event) else {
+            self.say("no annotation to open", true);
+            return Vec::new();
+        };
+        if let Some(live) = self.live.as_deref_mut() {
+            live.event_selected = Some(event);
+        }
+        self.view = View::Events;
+        Vec::new()
+    }
+
+    /// `y` in the live Annotations view: copies the selected annotation's value in full,
+    /// decoded as the views show it; a Secret's patch stays masked unless revealed.
+    pub(super) fn copy_live_annotation(&mut self) -> Vec<Command> {
+        let picked = self.selected_live_annotation().map(|a| {
+            let resource = self
+                .live
+                .as_deref()
+                .and_then(|l| l.event(a.event))
+                .map(|e| e.resource.clone())
+                .unwrap_or_default();
+            (a.key.clone(), a.value.clone(), resource)
+        });
+        let Some((key, value, resource)) = picked else {
+            self.say("no annotation to copy", true);
+            return Vec::new();
+        };
+        let (text, masked) =
+            super::view::annotation_text(&resource, &key, &value, self.reveal_secrets);
+        if masked {
+            self.say("a Secret's patch: :reveal shows it, then y copies it", true);
+            return Vec::new();
+        }
+        use base64::Engine as _;
+        let payload = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
+        self.say(format!("copied {key} ({} bytes)", text.len()), false);
+        vec![Command::Clipboard(payload)]
     }
 
     /// Rows of the Annotations view: the live stream's, or the replay's.

@@ -5,11 +5,12 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use futures::StreamExt;
 use tokio::sync::mpsc;
 
+use crate::ServerRelease;
 use crate::edit::{ReplyCache, ReusingReplier};
 use crate::engine::{Engine, EngineOptions};
 use crate::live::audit::{
@@ -17,12 +18,12 @@ use crate::live::audit::{
     FollowOptions, Ingester, follow,
 };
 use crate::live::cluster::{
-    Cluster, ClusterMsg, ClusterOptions, Failure, FailureKind, Feed, MetricsScrape, WebhookSet,
-    apply_diff, editable_yaml,
+    Cluster, ClusterMsg, ClusterNamespaces, ClusterOptions, Failure, FailureKind, Feed,
+    MetricsScrape, WebhookSet, apply_diff, editable_yaml,
 };
 use crate::live::metrics::AdmissionSnapshot;
 use crate::replay::InputItem;
-use crate::replay::input::Reader;
+use crate::replay::input::{ClusterState, Reader};
 use crate::replay::report::{Problem, ProblemKind};
 use crate::replay::run::{IdMode, ReplaySettings, Replayer};
 
@@ -61,6 +62,17 @@ pub async fn start_audit_webhook(
     Ok(AuditInput::Webhook { server, feed })
 }
 
+/// Which Kubernetes release the replays model.
+#[derive(Debug, Clone)]
+pub enum LiveRelease {
+    /// The release of [`LiveSource::engine_options`] (`--kube-version` was given).
+    Fixed,
+    /// The server's own, as soon as `/version` answers (the newest hookscope models for a newer
+    /// server, the oldest for an older one); the registry gets these custom resources
+    /// (`--cluster`).
+    Server(ClusterState),
+}
+
 /// Everything `hookscope live` watches.
 pub struct LiveSource {
     /// The cluster connection.
@@ -73,6 +85,8 @@ pub struct LiveSource {
     pub reader: Reader,
     /// The engine's options (release modelled, registry); its configurations follow the cluster.
     pub engine_options: EngineOptions,
+    /// Whether the release of `engine_options` stays, or follows the server's.
+    pub release: LiveRelease,
     /// Replay settings (deadline, concurrency).
     pub settings: ReplaySettings,
     /// Where replayed calls are answered.
@@ -101,7 +115,8 @@ impl LiveSource {
             audit,
             capture,
             reader,
-            engine_options,
+            mut engine_options,
+            release,
             settings,
             replier,
             loaded,
@@ -115,11 +130,22 @@ impl LiveSource {
         if tx.send(started).await.is_err() {
             return;
         }
-        let say = |text: String| SourceMsg::Live(LiveMsg::AuditNotice(text));
+        let say = |text: String| {
+            SourceMsg::Live(LiveMsg::AuditNotice {
+                text,
+                at: SystemTime::now(),
+            })
+        };
+        let cluster_msg = |msg: ClusterMsg| {
+            SourceMsg::Live(LiveMsg::Cluster {
+                msg: Box::new(msg),
+                at: SystemTime::now(),
+            })
+        };
 
         let (cluster_tx, mut cluster_rx) = mpsc::channel(64);
-        let writer_options = cluster.clone();
-        let cluster_task = tokio::spawn(crate::live::cluster::run(cluster, cluster_tx));
+        let mut writer_options = cluster.clone();
+        let mut cluster_task = tokio::spawn(crate::live::cluster::run(cluster, cluster_tx));
 
         let mut _server = None;
         let mut audit_task = None;
@@ -161,6 +187,8 @@ impl LiveSource {
         let parser = tokio::spawn(parse_scrapes(scrapes_rx, tx.clone()));
         let mut ingester = Ingester::new(reader);
         let mut replayer: Option<Arc<Replayer>> = None;
+        // The configurations in force, for an engine of another release.
+        let mut in_force: Option<WebhookSet> = None;
         // The console's edits in force (what-ifs; the cluster is not changed), until the
         // cluster's configurations change: the console then sends its edits again.
         let mut edited: Option<Arc<Replayer>> = None;
@@ -174,6 +202,8 @@ impl LiveSource {
         };
         let mut redispatching: Option<tokio::task::JoinHandle<()>> = None;
         let mut loaded = Some(loaded).filter(|l| !l.is_empty());
+        // The cluster's namespace labels, given to every request before it is dispatched.
+        let mut namespaces = ClusterNamespaces::default();
         let mut cluster_open = true;
         let mut audit_open = true;
         loop {
@@ -188,6 +218,7 @@ impl LiveSource {
                             let (r, msg) = configurations(&set, &engine_options, &settings);
                             replayer = Some(Arc::clone(&r));
                             edited = None;
+                            in_force = Some(set.clone());
                             if set.mutating_synced && set.validating_synced
                                 && let Some(items) = loaded.take()
                             {
@@ -195,10 +226,47 @@ impl LiveSource {
                                     break;
                                 }
                                 kept.extend(items.iter().cloned());
+                                let items = with_namespaces(items, &namespaces);
                                 spawn_replay(r, items, seeding.clone(), tx.clone());
                                 continue;
                             }
                             msg
+                        }
+                        ClusterMsg::Connected(connected) => {
+                            if let LiveRelease::Server(cluster) = &release {
+                                let server = ServerRelease::of(&connected.server_version);
+                                let release_msg = SourceMsg::Live(LiveMsg::Release(server.clone()));
+                                if tx.send(release_msg).await.is_err() {
+                                    break;
+                                }
+                                if server.modelled != engine_options.kube_version {
+                                    engine_options.kube_version = server.modelled;
+                                    engine_options.registry = cluster.registry(server.modelled);
+                                    // The configurations in force, under the server's release;
+                                    // the console sends its edits again on this.
+                                    if let Some(set) = &in_force {
+                                        let (r, msg) =
+                                            configurations(set, &engine_options, &settings);
+                                        replayer = Some(r);
+                                        edited = None;
+                                        if tx.send(msg).await.is_err() {
+                                            break;
+                                        }
+                                    }
+                                }
+                            }
+                            cluster_msg(ClusterMsg::Connected(connected))
+                        }
+                        ClusterMsg::Namespaces(set) => {
+                            namespaces.listed(&set);
+                            cluster_msg(ClusterMsg::Namespaces(set))
+                        }
+                        ClusterMsg::FeedFailed { feed: Feed::Namespaces, failure } => {
+                            namespaces.failure = Some(failure.reason.clone());
+                            cluster_msg(ClusterMsg::FeedFailed {
+                                feed: Feed::Namespaces,
+                                failure,
+                            })
                         }
                         ClusterMsg::Metrics(scrape) => {
                             // Parsing can take a while: a scrape that comes while the last one is
@@ -206,7 +274,7 @@ impl LiveSource {
                             let _ = scrapes.try_send(scrape);
                             continue;
                         }
-                        other => SourceMsg::Live(LiveMsg::Cluster(Box::new(other))),
+                        other => cluster_msg(other),
                     };
                     if tx.send(msg).await.is_err() {
                         break;
@@ -257,6 +325,7 @@ impl LiveSource {
                             .map(|r| InputItem::Request(Box::new(r)))
                             .collect();
                         kept.extend(items.iter().cloned());
+                        let items = with_namespaces(items, &namespaces);
                         spawn_replay(Arc::clone(r), items, seeding.clone(), tx.clone());
                     }
                     Some(SourceCtl::Redispatch { generation, configurations, fresh }) => {
@@ -271,7 +340,8 @@ impl LiveSource {
                         let engine = Engine::new(&configurations, engine_options.clone());
                         let again = Arc::new(Replayer::new(Arc::new(engine), settings.clone()));
                         edited = Some(Arc::clone(&again));
-                        let items: Arc<[InputItem]> = kept.clone().into();
+                        let items: Arc<[InputItem]> =
+                            with_namespaces(kept.clone(), &namespaces).into();
                         let reusing = ReusingReplier::new(replier.clone(), cache.clone());
                         let tx = tx.clone();
                         redispatching = Some(tokio::spawn(async move {
@@ -281,6 +351,24 @@ impl LiveSource {
                     }
                     Some(SourceCtl::Apply(request)) => {
                         tokio::spawn(apply(writer_options.clone(), request, tx.clone()));
+                    }
+                    Some(SourceCtl::Context(name)) => {
+                        // Another cluster: a connection of its own, on a channel of its own (so
+                        // nothing of the previous one arrives late), and nothing kept of what the
+                        // previous one had in force.
+                        cluster_task.abort();
+                        writer_options.context = Some(name);
+                        let (cluster_tx, rx) = mpsc::channel(64);
+                        cluster_rx = rx;
+                        cluster_open = true;
+                        cluster_task = tokio::spawn(crate::live::cluster::run(
+                            writer_options.clone(),
+                            cluster_tx,
+                        ));
+                        namespaces = ClusterNamespaces::default();
+                        in_force = None;
+                        replayer = None;
+                        edited = None;
                     }
                 },
             }
@@ -299,6 +387,16 @@ impl LiveSource {
     }
 }
 
+/// The requests among `items` with their namespace's labels as the cluster has them now.
+fn with_namespaces(mut items: Vec<InputItem>, namespaces: &ClusterNamespaces) -> Vec<InputItem> {
+    for item in &mut items {
+        if let InputItem::Request(request) = item {
+            namespaces.resolve(request);
+        }
+    }
+    items
+}
+
 /// Parses each scrape off the source's loop and sends its admission series.
 async fn parse_scrapes(mut rx: mpsc::Receiver<MetricsScrape>, tx: mpsc::Sender<SourceMsg>) {
     while let Some(scrape) = rx.recv().await {
@@ -309,16 +407,19 @@ async fn parse_scrapes(mut rx: mpsc::Receiver<MetricsScrape>, tx: mpsc::Sender<S
                 at,
                 snapshot: Box::new(snapshot),
             },
-            Ok(Err(e)) => LiveMsg::Cluster(Box::new(ClusterMsg::FeedFailed {
-                feed: Feed::Metrics,
-                failure: Failure {
-                    kind: FailureKind::Server,
-                    reason: format!("the /metrics answer does not parse: {e}"),
-                    action: "Check that the server is a kube-apiserver.".into(),
-                    rbac: None,
-                    retry_in: Duration::ZERO,
-                },
-            })),
+            Ok(Err(e)) => LiveMsg::Cluster {
+                msg: Box::new(ClusterMsg::FeedFailed {
+                    feed: Feed::Metrics,
+                    failure: Failure {
+                        kind: FailureKind::Server,
+                        reason: format!("the /metrics answer does not parse: {e}"),
+                        action: "Check that the server is a kube-apiserver.".into(),
+                        rbac: None,
+                        retry_in: Duration::ZERO,
+                    },
+                }),
+                at,
+            },
             Err(_) => continue,
         };
         if tx.send(SourceMsg::Live(msg)).await.is_err() {

@@ -126,6 +126,9 @@ fn perform(state: &mut State, commands: Vec<Command>, io: &mut Io) -> bool {
             Command::Apply(request) => {
                 let _ = io.ctl.send(SourceCtl::Apply(request));
             }
+            Command::Context(name) => {
+                let _ = io.ctl.send(SourceCtl::Context(name));
+            }
             Command::Redispatch {
                 generation,
                 configurations,

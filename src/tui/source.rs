@@ -74,6 +74,8 @@ pub enum SourceCtl {
     /// Server-side apply these configurations to the live cluster (a dry run when `dry_run`),
     /// answered with a [`LiveMsg::Applied`](super::live::LiveMsg::Applied).
     Apply(super::live::ApplyRequest),
+    /// Connect the live source to this kubeconfig context instead (`:context NAME`).
+    Context(String),
 }
 
 /// What a source tells the console.

@@ -953,3 +953,20 @@ pub fn dispatch_on_runtime(
     let outcome = runtime.block_on(engine.dispatch(request, ctx, replier));
     (outcome, metrics)
 }
+
+/// One kubeconfig with the contexts `alpha` (server `a`) and `beta` (server `b`), `alpha`
+/// current: two single-context kubeconfigs merged by hand.
+pub fn two_context_kubeconfig(
+    a: &hookscope::fake_apiserver::FakeApiServer,
+    b: &hookscope::fake_apiserver::FakeApiServer,
+) -> String {
+    // Two single-context kubeconfigs merged by hand: clusters, users and contexts of both.
+    let doc_a: serde_json::Value = serde_saphyr::from_str(&a.kubeconfig_named("alpha")).unwrap();
+    let doc_b: serde_json::Value = serde_saphyr::from_str(&b.kubeconfig_named("beta")).unwrap();
+    let mut merged = doc_a.clone();
+    for key in ["clusters", "users", "contexts"] {
+        let list = merged[key].as_array_mut().unwrap();
+        list.extend(doc_b[key].as_array().unwrap().iter().cloned());
+    }
+    serde_json::to_string(&merged).unwrap()
+}

@@ -44,6 +44,9 @@ pub struct AuditEvent {
     pub object_ref: Option<AuditObjectRef>,
     /// `responseStatus.code` (absent before the response).
     pub response_code: Option<i32>,
+    /// `responseStatus.message`: why a request failed (which webhook denied it, what a call
+    /// failed with), absent on success.
+    pub response_message: Option<String>,
     /// `requestReceivedTimestamp`, as recorded (RFC 3339 with microseconds).
     pub request_received_timestamp: Option<String>,
     /// `stageTimestamp`, as recorded.
@@ -258,6 +261,7 @@ struct Members<'a> {
 #[serde(default)]
 struct Status {
     code: Option<i32>,
+    message: Option<String>,
 }
 
 /// The JSON value of an annotation `mutation.webhook.admission.k8s.io/…`.
@@ -363,6 +367,7 @@ fn decode(text: &[u8], mut source: SourceRef) -> Result<AuditEvent, InputProblem
     };
     let annotations: BTreeMap<String, String> =
         member(m.annotations, "annotations", &source)?.unwrap_or_default();
+    let status = member::<Status>(m.response_status, "responseStatus", &source)?;
     let mut event = AuditEvent {
         audit_id,
         stage,
@@ -374,8 +379,8 @@ fn decode(text: &[u8], mut source: SourceRef) -> Result<AuditEvent, InputProblem
         user_agent: string(m.user_agent, "userAgent", &source)?,
         source_ips: member(m.source_ips, "sourceIPs", &source)?.unwrap_or_default(),
         object_ref: member(m.object_ref, "objectRef", &source)?,
-        response_code: member::<Status>(m.response_status, "responseStatus", &source)?
-            .and_then(|s| s.code),
+        response_code: None,
+        response_message: None,
         request_received_timestamp: string(
             m.request_received_timestamp,
             "requestReceivedTimestamp",
@@ -387,6 +392,10 @@ fn decode(text: &[u8], mut source: SourceRef) -> Result<AuditEvent, InputProblem
         problems: Vec::new(),
         source,
     };
+    if let Some(status) = status {
+        event.response_code = status.code;
+        event.response_message = status.message.filter(|m| !m.is_empty());
+    }
     for (key, value) in annotations {
         match parse_annotation(&key, &value) {
             Ok(Some(a)) => event.admission.push(a),

@@ -203,15 +203,23 @@ pub(crate) fn describe(
 /// The RBAC rule for `verb` on `feed`, and the `kubectl auth can-i` check.
 pub(crate) fn rbac_for(feed: Feed, verb: &str, target: &Target<'_>) -> RbacAdvice {
     match feed.resource() {
-        Some(resource) => RbacAdvice {
-            rule: format!(
-                "- apiGroups: [\"admissionregistration.k8s.io\"]\n  resources: [\"{resource}\"]\n  verbs: [\"get\", \"list\", \"watch\"]"
-            ),
-            check: format!(
-                "kubectl auth can-i {verb} {resource}.admissionregistration.k8s.io{}",
-                target.context_flag()
-            ),
-        },
+        Some(resource) => {
+            let group = feed.group();
+            let qualified = if group.is_empty() {
+                resource.to_string()
+            } else {
+                format!("{resource}.{group}")
+            };
+            RbacAdvice {
+                rule: format!(
+                    "- apiGroups: [\"{group}\"]\n  resources: [\"{resource}\"]\n  verbs: [\"get\", \"list\", \"watch\"]"
+                ),
+                check: format!(
+                    "kubectl auth can-i {verb} {qualified}{}",
+                    target.context_flag()
+                ),
+            }
+        }
         None => RbacAdvice {
             rule: "- nonResourceURLs: [\"/metrics\"]\n  verbs: [\"get\"]".to_string(),
             check: format!("kubectl auth can-i get /metrics{}", target.context_flag()),

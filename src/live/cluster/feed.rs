@@ -336,3 +336,159 @@ impl KindStore {
         out
     }
 }
+
+/// Why [`rebase`] could not put an edit on a newer version.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum RebaseError {
+    /// One of the three texts is not a YAML object.
+    #[error("{which} does not read as an object: {message}")]
+    Unreadable {
+        /// `your text`, `the version you edited`, `the cluster's version`.
+        which: &'static str,
+        /// The reader's message.
+        message: String,
+    },
+    /// The edit and the cluster changed the same field differently.
+    #[error(
+        "you and the cluster both changed {path}: keep yours (:keep) or take the cluster's (:reload)"
+    )]
+    Conflict {
+        /// The field, as a path (`webhooks[deny.example.com].failurePolicy`).
+        path: String,
+    },
+}
+
+/// Puts the user's edit (`ours`, made on `base`) on the cluster's newer version `theirs`: every
+/// field the edit changed, added or removed is changed so in `theirs`; the others stay as the
+/// cluster has them. Lists of objects with a `name` (webhooks, rules are not) are merged item by
+/// item, by name; other lists as a whole. The result is editable YAML ([`editable_yaml`]), so
+/// comments of the edit are not kept.
+pub fn rebase(base: &str, ours: &str, theirs: &str) -> Result<String, RebaseError> {
+    let read = |which: &'static str, text: &str| {
+        serde_saphyr::from_str::<Value>(text)
+            .map_err(|e| e.to_string())
+            .and_then(|v| {
+                v.is_object()
+                    .then_some(v)
+                    .ok_or_else(|| "not a mapping".to_string())
+            })
+            .map_err(|message| RebaseError::Unreadable { which, message })
+    };
+    let base = read("the version you edited", base)?;
+    let ours = read("your text", ours)?;
+    let mut merged = read("the cluster's version", theirs)?;
+    merge3(Some(&base), Some(&ours), &mut merged, "")?;
+    Ok(editable_yaml(&merged))
+}
+
+/// Applies the change `base` → `ours` to `theirs` at `path`.
+fn merge3(
+    base: Option<&Value>,
+    ours: Option<&Value>,
+    theirs: &mut Value,
+    path: &str,
+) -> Result<(), RebaseError> {
+    if base == ours {
+        return Ok(());
+    }
+    let conflict = || RebaseError::Conflict {
+        path: if path.is_empty() {
+            "the object".into()
+        } else {
+            path.trim_start_matches('.').to_string()
+        },
+    };
+    match (base, ours, &mut *theirs) {
+        (Some(Value::Object(b)), Some(Value::Object(o)), Value::Object(t)) => {
+            let keys: std::collections::BTreeSet<&String> = b.keys().chain(o.keys()).collect();
+            for key in keys {
+                let (bv, ov) = (b.get(key), o.get(key));
+                if bv == ov {
+                    continue;
+                }
+                let here = format!("{path}.{key}");
+                match (ov, t.get_mut(key)) {
+                    (None, Some(tv)) if Some(&*tv) == bv => {
+                        t.remove(key);
+                    }
+                    (None, None) => {}
+                    (None, Some(_)) => return Err(RebaseError::Conflict { path: here }),
+                    (Some(ov), None) if bv.is_none() => {
+                        t.insert(key.clone(), ov.clone());
+                    }
+                    (Some(_), None) => return Err(RebaseError::Conflict { path: here }),
+                    (Some(ov), Some(tv)) => merge3(bv, Some(ov), tv, &here)?,
+                }
+            }
+            Ok(())
+        }
+        (Some(Value::Array(b)), Some(Value::Array(o)), Value::Array(t))
+            if [b, o, &*t]
+                .iter()
+                .all(|l| l.iter().all(|i| i["name"].is_string())) =>
+        {
+            let find = |list: &[Value], name: &Value| list.iter().position(|i| i["name"] == *name);
+            for item in b.iter().chain(o.iter()) {
+                let name = &item["name"];
+                let (bi, oi) = (find(b, name).map(|i| &b[i]), find(o, name).map(|i| &o[i]));
+                if bi == oi {
+                    continue;
+                }
+                let here = format!("{path}[{}]", name.as_str().unwrap_or(""));
+                match (oi, find(t, name)) {
+                    (None, Some(ti)) if Some(&t[ti]) == bi => {
+                        t.remove(ti);
+                    }
+                    (None, None) => {}
+                    (Some(oi), None) if bi.is_none() => t.push(oi.clone()),
+                    (Some(oi), Some(ti)) => merge3(bi, Some(oi), &mut t[ti], &here)?,
+                    _ => return Err(RebaseError::Conflict { path: here }),
+                }
+            }
+            Ok(())
+        }
+        (_, Some(ov), tv) => {
+            if base == Some(&*tv) || ov == tv {
+                *tv = ov.clone();
+                Ok(())
+            } else {
+                Err(conflict())
+            }
+        }
+        (_, None, _) => Err(conflict()),
+    }
+}
+
+#[cfg(test)]
+mod rebase_tests {
+    use super::*;
+
+    const BASE: &str = "metadata:\n  name: c\nwebhooks:\n- name: a\n  failurePolicy: Fail\n  timeoutSeconds: 10\n- name: b\n  failurePolicy: Fail\n";
+
+    #[test]
+    fn an_edit_goes_onto_the_clusters_newer_version() {
+        let ours = BASE.replace("timeoutSeconds: 10", "timeoutSeconds: 5");
+        // The cluster changed another webhook meanwhile, and added a label.
+        let theirs = "metadata:\n  name: c\n  labels:\n    team: x\nwebhooks:\n- name: a\n  failurePolicy: Fail\n  timeoutSeconds: 10\n- name: b\n  failurePolicy: Ignore\n";
+        let merged: Value = serde_saphyr::from_str(&rebase(BASE, &ours, theirs).unwrap()).unwrap();
+        assert_eq!(merged["webhooks"][0]["timeoutSeconds"], 5);
+        assert_eq!(merged["webhooks"][1]["failurePolicy"], "Ignore");
+        assert_eq!(merged["metadata"]["labels"]["team"], "x");
+    }
+
+    #[test]
+    fn the_same_field_changed_both_ways_is_a_conflict_named_by_its_path() {
+        let ours = BASE.replace("timeoutSeconds: 10", "timeoutSeconds: 5");
+        let theirs = BASE.replace("timeoutSeconds: 10", "timeoutSeconds: 20");
+        assert_eq!(
+            rebase(BASE, &ours, &theirs),
+            Err(RebaseError::Conflict {
+                path: "webhooks[a].timeoutSeconds".into()
+            })
+        );
+        assert!(matches!(
+            rebase(BASE, "- not an object", BASE),
+            Err(RebaseError::Unreadable { .. })
+        ));
+    }
+}

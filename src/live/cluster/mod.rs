@@ -1,15 +1,17 @@
 //! The cluster connection: kubeconfig, watched webhook configurations, `/metrics` scrapes, and
 //! (only when allowed) server-side apply.
 //!
-//! [`run`] connects as kubectl does (see [`kubeconfig_source`]), then keeps two kube-runtime
-//! watchers on `mutatingwebhookconfigurations` and `validatingwebhookconfigurations` and scrapes
-//! `/metrics` every [`ClusterOptions::scrape_interval`], sending [`ClusterMsg`]s. It never gives
+//! [`run`] connects as kubectl does (see [`kubeconfig_source`]), then keeps kube-runtime
+//! watchers on `mutatingwebhookconfigurations`, `validatingwebhookconfigurations` and
+//! `namespaces` (whose labels the namespace selectors read) and scrapes `/metrics` every
+//! [`ClusterOptions::scrape_interval`], sending [`ClusterMsg`]s. It never gives
 //! up: failures are reported with a reason, what to do, and when it retries. [`Cluster`] is the
 //! connection itself, for one-off requests such as [`Cluster::apply_configuration`].
 
 mod failure;
 mod feed;
 mod kubeconfig;
+mod namespaces;
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
@@ -25,14 +27,20 @@ use tokio::time::Instant;
 use crate::api::{WebhookConfiguration, WebhookKind};
 
 pub use failure::{Failure, FailureKind, RbacAdvice};
-pub use feed::{apply_diff, editable_yaml, yaml_diff};
+pub use feed::{RebaseError, apply_diff, editable_yaml, rebase, yaml_diff};
 pub use kubeconfig::{KubeconfigSource, home_dir, kubeconfig_source, read_kubeconfig};
+pub use namespaces::{ClusterNamespaces, NamespaceLabels, NamespaceSet};
 
 use failure::{Target, api_code, describe, is_transport, rbac_for};
 use feed::KindStore;
+use namespaces::NamespaceStore;
 
 /// The field manager hookscope writes as.
 pub const FIELD_MANAGER: &str = "hookscope";
+
+/// The product token of hookscope's `User-Agent` (`hookscope/0.1.0`), which audit events
+/// record: the console tells its own requests by it.
+pub const USER_AGENT_PRODUCT: &str = "hookscope/";
 
 /// The `Accept` header of a `/metrics` scrape (Prometheus text format 0.0.4).
 pub const METRICS_ACCEPT: &str = "text/plain;version=0.0.4";
@@ -182,6 +190,8 @@ pub enum Feed {
     MutatingWebhookConfigurations,
     /// The ValidatingWebhookConfiguration watcher.
     ValidatingWebhookConfigurations,
+    /// The Namespace watcher (their labels, for namespace selectors).
+    Namespaces,
     /// The `/metrics` scrape.
     Metrics,
 }
@@ -192,7 +202,18 @@ impl Feed {
         match self {
             Feed::MutatingWebhookConfigurations => Some(WebhookKind::Mutating.resource()),
             Feed::ValidatingWebhookConfigurations => Some(WebhookKind::Validating.resource()),
+            Feed::Namespaces => Some("namespaces"),
             Feed::Metrics => None,
+        }
+    }
+
+    /// The API group of the resource (empty for the core group and for metrics).
+    pub fn group(self) -> &'static str {
+        match self {
+            Feed::MutatingWebhookConfigurations | Feed::ValidatingWebhookConfigurations => {
+                crate::config::GROUP
+            }
+            Feed::Namespaces | Feed::Metrics => "",
         }
     }
 
@@ -323,8 +344,12 @@ pub enum ClusterMsg {
         /// Why, and for 403 the RBAC rule.
         failure: Failure,
     },
-    /// A feed that had failed works again.
+    /// A feed works: sent by a watcher at its first list or event after it started or failed,
+    /// and by the scraper after its first scrape of a connection or after a failure. With
+    /// [`ClusterMsg::FeedFailed`] it makes each feed's latest outcome.
     FeedRecovered(Feed),
+    /// The namespaces and their labels changed (or were listed for the first time).
+    Namespaces(NamespaceSet),
     /// The configurations in force changed (or were listed for the first time).
     Configurations(WebhookSet),
     /// One change of the history; sent before the [`ClusterMsg::Configurations`] that includes it.
@@ -411,6 +436,10 @@ impl Cluster {
         };
         if let Some(namespace) = &options.namespace {
             config.default_namespace = namespace.clone();
+        }
+        let agent = format!("{USER_AGENT_PRODUCT}{}", env!("CARGO_PKG_VERSION"));
+        if let Ok(value) = http::HeaderValue::from_str(&agent) {
+            config.headers.push((http::header::USER_AGENT, value));
         }
         let info = ConnectionInfo {
             server: config
@@ -606,10 +635,13 @@ fn select_context(
 /// Connects and watches until `tx` is closed; never panics and never gives up. See
 /// [`ClusterMsg`] for what is reported.
 pub async fn run(options: ClusterOptions, tx: mpsc::Sender<ClusterMsg>) {
-    let mut stores = [
-        KindStore::new(WebhookKind::Mutating),
-        KindStore::new(WebhookKind::Validating),
-    ];
+    let mut stores = Stores {
+        kinds: [
+            KindStore::new(WebhookKind::Mutating),
+            KindStore::new(WebhookKind::Validating),
+        ],
+        namespaces: NamespaceStore::default(),
+    };
     let mut delay = options.backoff.initial;
     let mut attempt = 0u32;
     loop {
@@ -699,18 +731,46 @@ async fn pause(tx: &mpsc::Sender<ClusterMsg>, delay: Duration) -> bool {
 type EventStream =
     futures::stream::BoxStream<'static, Result<watcher::Event<DynamicObject>, watcher::Error>>;
 
-fn watch_stream(cluster: &Cluster, kind: WebhookKind) -> EventStream {
-    let api: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &api_resource(kind));
+/// What a watcher lists and watches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Watched {
+    Configurations(WebhookKind),
+    Namespaces,
+}
+
+impl Watched {
+    fn feed(self) -> Feed {
+        match self {
+            Watched::Configurations(kind) => Feed::of(kind),
+            Watched::Namespaces => Feed::Namespaces,
+        }
+    }
+}
+
+/// What the watchers have seen.
+struct Stores {
+    kinds: [KindStore; 2],
+    namespaces: NamespaceStore,
+}
+
+fn watch_stream(cluster: &Cluster, watched: Watched) -> EventStream {
+    let resource = match watched {
+        Watched::Configurations(kind) => api_resource(kind),
+        Watched::Namespaces => ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&()),
+    };
+    let api: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &resource);
     watcher::watcher(api, watcher::Config::default()).boxed()
 }
 
 /// One watcher and its retry state.
 struct Watch {
-    kind: WebhookKind,
+    watched: Watched,
     stream: EventStream,
     ready_at: Option<Instant>,
     delay: Duration,
-    failing: bool,
+    /// Its next progress is reported as [`ClusterMsg::FeedRecovered`]: it failed, or it has not
+    /// progressed yet on this connection (a failure of an earlier connection is then cleared).
+    report_ok: bool,
 }
 
 enum Step {
@@ -733,51 +793,93 @@ fn webhook_set(stores: &[KindStore; 2]) -> WebhookSet {
     }
 }
 
+/// A namespace watch event: the set again when labels changed.
+fn namespace_event(
+    store: &mut NamespaceStore,
+    item: watcher::Event<DynamicObject>,
+) -> (bool, Option<ClusterMsg>) {
+    let json = |o: &DynamicObject| serde_json::to_value(o).unwrap_or_else(|_| json!({}));
+    let (progressed, changed) = match item {
+        watcher::Event::Init => {
+            store.begin_list();
+            (false, false)
+        }
+        watcher::Event::InitApply(object) => {
+            store.listed(&json(&object));
+            (true, false)
+        }
+        watcher::Event::InitDone => (true, store.end_list()),
+        watcher::Event::Apply(object) => (true, store.applied(&json(&object))),
+        watcher::Event::Delete(object) => (true, store.deleted(&json(&object))),
+    };
+    (
+        progressed,
+        changed.then(|| ClusterMsg::Namespaces(store.set())),
+    )
+}
+
 fn handle_event(
     watch: &mut Watch,
     cluster: &Cluster,
     options: &ClusterOptions,
-    stores: &mut [KindStore; 2],
+    stores: &mut Stores,
     item: Result<watcher::Event<DynamicObject>, watcher::Error>,
 ) -> Step {
-    let index = usize::from(watch.kind == WebhookKind::Validating);
-    let kind = watch.kind;
-    let feed = Feed::of(kind);
+    let feed = watch.watched.feed();
+    let (kind, item) = match (watch.watched, item) {
+        (_, Err(error)) => return watch_error(watch, cluster, options, error),
+        (Watched::Namespaces, Ok(event)) => {
+            let (progressed, message) = namespace_event(&mut stores.namespaces, event);
+            let mut messages: Vec<ClusterMsg> = message.into_iter().collect();
+            if progressed && watch.report_ok {
+                watch.report_ok = false;
+                watch.delay = options.backoff.initial;
+                messages.insert(0, ClusterMsg::FeedRecovered(feed));
+            }
+            return if messages.is_empty() {
+                Step::Nothing
+            } else {
+                Step::Messages(messages)
+            };
+        }
+        (Watched::Configurations(kind), Ok(event)) => (kind, event),
+    };
+    let index = usize::from(kind == WebhookKind::Validating);
+    let stores = &mut stores.kinds;
     let mut messages = Vec::new();
     let mut changed = false;
     let progressed = match item {
-        Ok(watcher::Event::Init) => {
+        watcher::Event::Init => {
             stores[index].begin_list();
             false
         }
-        Ok(watcher::Event::InitApply(object)) => {
+        watcher::Event::InitApply(object) => {
             stores[index].listed(to_json(kind, &object));
             true
         }
-        Ok(watcher::Event::InitDone) => {
+        watcher::Event::InitDone => {
             let (changes, any) = stores[index].end_list();
             changed = any;
             messages.extend(changes.into_iter().map(ClusterMsg::Change));
             true
         }
-        Ok(watcher::Event::Apply(object)) => {
+        watcher::Event::Apply(object) => {
             if let Some(change) = stores[index].applied(to_json(kind, &object)) {
                 messages.push(ClusterMsg::Change(change));
                 changed = true;
             }
             true
         }
-        Ok(watcher::Event::Delete(object)) => {
+        watcher::Event::Delete(object) => {
             if let Some(change) = stores[index].deleted(to_json(kind, &object)) {
                 messages.push(ClusterMsg::Change(change));
                 changed = true;
             }
             true
         }
-        Err(error) => return watch_error(watch, cluster, options, error),
     };
-    if progressed && watch.failing {
-        watch.failing = false;
+    if progressed && watch.report_ok {
+        watch.report_ok = false;
         watch.delay = options.backoff.initial;
         messages.insert(0, ClusterMsg::FeedRecovered(feed));
     }
@@ -797,7 +899,7 @@ fn watch_error(
     options: &ClusterOptions,
     error: watcher::Error,
 ) -> Step {
-    let feed = Feed::of(watch.kind);
+    let feed = watch.watched.feed();
     let plural = feed.resource().unwrap_or_default();
     let (verb, inner) = match &error {
         // The watcher relists by itself after an ERROR event with 410.
@@ -836,7 +938,7 @@ fn watch_error(
     if api_code(inner) == Some(410) {
         // An HTTP 410 on starting a watch leaves kube's watcher retrying the same
         // resourceVersion; a new watcher lists again.
-        watch.stream = watch_stream(cluster, watch.kind);
+        watch.stream = watch_stream(cluster, watch.watched);
         return Step::Nothing;
     }
     let what = format!(
@@ -854,8 +956,8 @@ fn watch_error(
 }
 
 fn feed_failed(watch: &mut Watch, options: &ClusterOptions, failure: Failure) -> Step {
-    let feed = Feed::of(watch.kind);
-    watch.failing = true;
+    let feed = watch.watched.feed();
+    watch.report_ok = true;
     watch.ready_at = Some(Instant::now() + watch.delay);
     watch.delay = options.backoff.next(watch.delay);
     Step::Messages(vec![ClusterMsg::FeedFailed { feed, failure }])
@@ -875,29 +977,35 @@ async fn next_event(
 async fn session(
     cluster: &Cluster,
     options: &ClusterOptions,
-    stores: &mut [KindStore; 2],
+    stores: &mut Stores,
     tx: &mpsc::Sender<ClusterMsg>,
 ) -> Option<Failure> {
     let scraper = tokio::spawn(scrape_loop(cluster.clone(), options.clone(), tx.clone()));
     let _abort = AbortOnDrop(scraper);
-    let mut watches = [WebhookKind::Mutating, WebhookKind::Validating].map(|kind| Watch {
-        kind,
-        stream: watch_stream(cluster, kind),
+    let mut watches = [
+        Watched::Configurations(WebhookKind::Mutating),
+        Watched::Configurations(WebhookKind::Validating),
+        Watched::Namespaces,
+    ]
+    .map(|watched| Watch {
+        watched,
+        stream: watch_stream(cluster, watched),
         ready_at: None,
         delay: options.backoff.initial,
-        failing: false,
+        report_ok: true,
     });
     loop {
-        let [mutating, validating] = &mut watches;
+        let [mutating, validating, namespaces] = &mut watches;
         let (which, item) = tokio::select! {
             item = next_event(mutating) => (0, item),
             item = next_event(validating) => (1, item),
+            item = next_event(namespaces) => (2, item),
             _ = tx.closed() => return None,
         };
         let watch = &mut watches[which];
         let Some(item) = item else {
             // kube's watcher stream does not end; if it does, start it again.
-            watch.stream = watch_stream(cluster, watch.kind);
+            watch.stream = watch_stream(cluster, watch.watched);
             continue;
         };
         match handle_event(watch, cluster, options, stores, item) {
@@ -924,7 +1032,9 @@ impl Drop for AbortOnDrop {
 
 async fn scrape_loop(cluster: Cluster, options: ClusterOptions, tx: mpsc::Sender<ClusterMsg>) {
     let interval = options.scrape_interval.max(Duration::from_millis(10));
-    let mut failing = false;
+    // The first scrape of a connection reports the feed working, clearing a failure of the
+    // connection before.
+    let mut failing = true;
     loop {
         let started = Instant::now();
         let message = match tokio::time::timeout(

@@ -39,7 +39,11 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         frame.render_widget(p, area);
         return;
     };
-    let [head, body] = Layout::vertical([Constraint::Length(4), Constraint::Min(1)]).areas(area);
+    // What the replay could not take from the capture or the cluster (a namespace's labels, …)
+    // is said above the chain: up to two notes, two lines each.
+    let notes = entry.replayed.request.notes.len().min(2) as u16;
+    let [head, body] =
+        Layout::vertical([Constraint::Length(4 + 2 * notes), Constraint::Min(1)]).areas(area);
     render_head(frame, state, entry, head);
     let before = state
         .baseline
@@ -108,6 +112,12 @@ fn render_head(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
         ),
     };
     lines.push(second);
+    for note in entry.replayed.request.notes.iter().take(2) {
+        lines.push(Line::styled(
+            format!("⚠ {}", clip(note, 400)),
+            style(state, StyleKey::Warning),
+        ));
+    }
     let p = Paragraph::new(lines)
         .wrap(Wrap { trim: true })
         .block(pane(state, title, false));

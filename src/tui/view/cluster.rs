@@ -20,7 +20,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         not_live(frame, state, area, " Cluster ");
         return;
     };
-    let [top, bottom] = Layout::vertical([Constraint::Length(12), Constraint::Min(5)]).areas(area);
+    let [top, bottom] = Layout::vertical([Constraint::Length(14), Constraint::Min(5)]).areas(area);
     let [connection, feeds] =
         Layout::horizontal([Constraint::Percentage(55), Constraint::Min(30)]).areas(top);
     render_connection(frame, state, live, connection);
@@ -64,9 +64,13 @@ fn render_connection(frame: &mut Frame, state: &State, live: &LiveState, area: R
                 Span::raw(context.clone()),
             ]));
         }
-        Connection::Connected(c) => {
+        Connection::Connected(c, since) => {
             lines.push(Line::styled(
-                format!("● connected · {}", c.server_version),
+                format!(
+                    "● connected · {} · since {}",
+                    c.server_version,
+                    clock(*since)
+                ),
                 style(state, StyleKey::Allowed),
             ));
             lines.push(Line::from(vec![
@@ -81,9 +85,14 @@ fn render_connection(frame: &mut Frame, state: &State, live: &LiveState, area: R
                 )),
             ]));
         }
-        Connection::Failed(f) => {
+        Connection::Failed(f, at) => {
             lines.push(Line::styled(
-                format!("✗ {} (retrying in {:.0?})", f.reason, f.retry_in),
+                format!(
+                    "✗ {} · at {} (retrying in {:.0?})",
+                    f.reason,
+                    clock(*at),
+                    f.retry_in
+                ),
                 style(state, StyleKey::Error),
             ));
             lines.push(Line::styled(
@@ -110,6 +119,17 @@ fn render_connection(frame: &mut Frame, state: &State, live: &LiveState, area: R
                 ])),
             }
         }
+    }
+    if let Some(r) = &live.release {
+        let key = if r.exact() {
+            StyleKey::Allowed
+        } else {
+            StyleKey::Warning
+        };
+        lines.push(Line::from(vec![
+            label("release"),
+            Span::styled(r.describe(), style(state, key)),
+        ]));
     }
     let synced = live.listing();
     lines.push(Line::from(vec![
@@ -144,22 +164,26 @@ fn render_connection(frame: &mut Frame, state: &State, live: &LiveState, area: R
 }
 
 fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) {
-    let connected = matches!(live.connection, Connection::Connected(_));
+    let connected = matches!(live.connection, Connection::Connected(..));
     let mut lines = Vec::new();
     for feed in [
         Feed::MutatingWebhookConfigurations,
         Feed::ValidatingWebhookConfigurations,
+        Feed::Namespaces,
         Feed::Metrics,
     ] {
         let name = match feed {
             Feed::MutatingWebhookConfigurations => "mutating watch",
             Feed::ValidatingWebhookConfigurations => "validating watch",
+            Feed::Namespaces => "namespaces watch",
             Feed::Metrics => "/metrics",
         };
-        match live.feeds.iter().find(|(f, _)| *f == feed) {
-            Some((_, f)) => {
+        // Each feed's latest outcome, with its time.
+        let outcome = live.feed(feed);
+        match outcome.and_then(|o| o.failure.as_ref().map(|f| (o.at, f))) {
+            Some((at, f)) => {
                 lines.push(Line::styled(
-                    format!("✗ {name}: {}", f.reason),
+                    format!("✗ {name} · {}: {}", clock(at), f.reason),
                     style(state, StyleKey::Error),
                 ));
                 lines.push(Line::raw(format!("  → {}", f.action)));
@@ -172,18 +196,30 @@ fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) 
                     }
                 }
             }
-            None if !connected => lines.push(Line::styled(
-                format!("◌ {name}"),
-                style(state, StyleKey::Muted),
-            )),
-            None => {
-                let extra = match (feed, live.history.latest()) {
-                    (Feed::Metrics, Some((at, _))) => format!(" · last scrape {}", clock(at)),
-                    (Feed::Metrics, None) => " · no scrape yet".into(),
+            None if !connected || outcome.is_none() => {
+                let last = match outcome {
+                    Some(o) if !connected => format!(" · not connected (ok {})", clock(o.at)),
                     _ => String::new(),
                 };
                 lines.push(Line::styled(
-                    format!("✓ {name}{extra}"),
+                    format!("◌ {name}{last}"),
+                    style(state, StyleKey::Muted),
+                ))
+            }
+            None => {
+                let extra = match (feed, live.history.latest(), live.namespaces) {
+                    (Feed::Metrics, Some((at, _)), _) => format!(" · last scrape {}", clock(at)),
+                    (Feed::Metrics, None, _) => " · no scrape yet".into(),
+                    (Feed::Namespaces, _, Some(n)) => format!(" · {n} namespaces"),
+                    _ => String::new(),
+                };
+                let since = match (feed, outcome) {
+                    // The scrape's own time says it.
+                    (Feed::Metrics, _) | (_, None) => String::new(),
+                    (_, Some(o)) => format!(" · ok {}", clock(o.at)),
+                };
+                lines.push(Line::styled(
+                    format!("✓ {name}{extra}{since}"),
                     style(state, StyleKey::Allowed),
                 ));
             }
@@ -205,7 +241,7 @@ fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) 
         )));
     }
     for n in live.notices.iter().rev().take(3) {
-        lines.push(Line::raw(n.clone()));
+        lines.push(Line::raw(format!("{} {}", clock(n.0), n.1)));
     }
     let p = Paragraph::new(lines)
         .wrap(Wrap { trim: false })

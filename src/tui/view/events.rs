@@ -29,8 +29,24 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         .as_deref()
         .map(|ns| format!("namespace {ns} · "))
         .unwrap_or_default();
+    let shown: Vec<(u64, &AuditRecord)> = live.visible_events().collect();
+    // The first number is the rows listed; what hides the others follows.
+    let mut why = Vec::new();
+    if !live.event_filter.is_empty() {
+        why.push(format!("/{}", live.event_filter));
+    }
+    let routine = live.hidden_noise();
+    if routine > 0 {
+        why.push(format!("{routine} routine hidden (:noise)"));
+    }
+    let why = if why.is_empty() {
+        String::new()
+    } else {
+        format!(" · {}", why.join(" · "))
+    };
     let title = format!(
-        " Events {namespace}{} kept · {} seen · {} paged out · {} ",
+        " Events {namespace}{} shown of {} kept{why} · {} seen · {} paged out · {} ",
+        shown.len(),
         live.events.len(),
         live.events_seen,
         live.paged_out(),
@@ -40,11 +56,17 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
             "selected: G follows"
         }
     );
-    let shown: Vec<(u64, &AuditRecord)> = live.visible_events().collect();
     if shown.is_empty() {
         let text = match &live.namespace {
             Some(ns) if !live.events.is_empty() => {
                 format!("No audit event in namespace {ns} (:ns - shows every namespace).")
+            }
+            _ if !live.event_filter.is_empty() => format!(
+                "No audit event contains {:?} (esc clears the filter).",
+                live.event_filter
+            ),
+            _ if !live.events.is_empty() => {
+                "Only routine events so far (:noise shows them).".to_string()
             }
             _ => "No audit event yet.".to_string(),
         };
@@ -120,7 +142,7 @@ fn time_of(at: &str) -> String {
 
 /// What an annotation of an event on `resource` shows: its decoded value, and whether it is a
 /// patch of a Secret masked because Secret data is not revealed.
-pub(super) fn annotation_text(
+pub(crate) fn annotation_text(
     resource: &str,
     key: &str,
     value: &str,
@@ -152,6 +174,17 @@ fn render_detail(frame: &mut Frame, state: &State, e: &AuditRecord, area: Rect) 
             )),
         ]),
     ];
+    if let Some(message) = &e.message {
+        let key = if e.code.is_some_and(|c| (200..300).contains(&c)) {
+            StyleKey::Muted
+        } else {
+            StyleKey::Denied
+        };
+        lines.push(Line::from(vec![
+            label("status"),
+            Span::styled(message.clone(), style(state, key)),
+        ]));
+    }
     match (&e.request, &e.not_replayable) {
         (Some(_), _) => lines.push(Line::styled(
             "r replays it against the configurations in force; R replays every kept event",

@@ -33,7 +33,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         },
     };
     let span = format!(
-        "last {} {when} · +/- zoom · {} scrapes",
+        "last {} {when} · + zooms in, - out · {} scrapes",
         window_label(length),
         live.history.len()
     );
@@ -61,7 +61,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         frame,
         state,
         left,
-        " rejections/s by webhook, error_type ",
+        " rejections/s by webhook, error_type · count in the window ",
         rejections,
         length.as_secs_f64(),
     );
@@ -72,7 +72,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         frame,
         state,
         right,
-        " requests/s by webhook, code ",
+        " requests/s by webhook, code · count in the window ",
         requests,
         length.as_secs_f64(),
     );
@@ -114,7 +114,8 @@ fn rate_chart(
                 .collect::<Vec<_>>()
                 .join(" ");
             let points = s.points.iter().map(|p| (p.offset_secs, p.value)).collect();
-            (clip(&label, 40), points)
+            // The count over the window beside the rate (a counter's increase is whole).
+            (format!("{} · {:.0}", clip(&label, 40), s.increase), points)
         })
         .collect();
     let max = data

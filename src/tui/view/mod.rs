@@ -6,6 +6,7 @@ mod cluster;
 mod confirm;
 mod editor;
 mod events;
+pub(crate) use events::annotation_text;
 mod help;
 pub mod hit;
 mod live_metrics;
@@ -245,8 +246,8 @@ fn status_parts(state: &State) -> Vec<(u8, Vec<Span<'static>>)> {
             let connection = match &l.connection {
                 crate::tui::live::Connection::Starting => "starting",
                 crate::tui::live::Connection::Connecting { .. } => "connecting",
-                crate::tui::live::Connection::Connected(_) => "connected",
-                crate::tui::live::Connection::Failed(_) => "disconnected",
+                crate::tui::live::Connection::Connected(..) => "connected",
+                crate::tui::live::Connection::Failed(..) => "disconnected",
             };
             format!("live {connection} · {} events", l.events_seen)
         }

@@ -12,6 +12,7 @@ use super::table::{Column, TableRow};
 use super::{pane, style};
 use crate::edit::HookStats;
 use crate::tui::app::State;
+use crate::tui::editing::ChangeCause;
 use crate::tui::theme::{StyleKey, SymbolKey};
 
 /// Draws the view.
@@ -42,8 +43,11 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         Some(r) => format!(" · re-dispatching {}/{}", r.results.len(), r.total),
         None => String::new(),
     };
+    // Each change is attributed to its cause: the user's edits, or what changed without them
+    // (the cluster's configurations, files on disk, the webhooks' answers).
+    let (by_edit, by_other) = state.whatif_attribution();
     let summary_text = format!(
-        " {} of {} requests changed · {} verdicts flipped{running}",
+        " {} of {} requests changed ({by_edit} by your edits, {by_other} by changes not yours) · {} verdicts flipped{running}",
         w.requests.len(),
         state.entries.len(),
         w.flipped().count()
@@ -57,7 +61,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
 }
 
 /// The changed requests' columns.
-const ROWS: [Column; 7] = [
+const ROWS: [Column; 8] = [
     Column::number("#", 10),
     Column::whole("OP", 8),
     Column::text("RESOURCE", 6, 8).short("RES"),
@@ -65,6 +69,7 @@ const ROWS: [Column; 7] = [
     Column::whole("BEFORE", 9),
     Column::whole("AFTER", 9),
     Column::text("CHANGED", 5, 8),
+    Column::text("CAUSE", 4, 10),
 ];
 
 fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
@@ -100,6 +105,12 @@ fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
                 what.push("warnings");
             }
             let marker = if i == state.whatif_selected { sel } else { " " };
+            let cause = state
+                .whatif_causes(r.index)
+                .iter()
+                .map(ChangeCause::label)
+                .collect::<Vec<_>>()
+                .join("; ");
             let mut op = row.operation;
             if row.dry_run {
                 op.push_str(" dry");
@@ -112,6 +123,7 @@ fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
                 (before, style(state, bkey)),
                 (after, style(state, akey)),
                 (what.join(", "), plain),
+                (cause, plain),
             ]);
             Some(row.selected_if(i == state.whatif_selected, state))
         })
