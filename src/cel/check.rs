@@ -23,6 +23,8 @@ pub(crate) enum Ty {
     Map(Box<Ty>),
     Dyn,
     Object(&'static str),
+    /// The `variables` of a policy: each declared name with its type.
+    Record(std::sync::Arc<Vec<(String, Ty)>>),
     Unknown,
 }
 
@@ -42,6 +44,7 @@ impl Ty {
             Ty::Map(v) => format!("map(string, {})", v.name()),
             Ty::Dyn | Ty::Unknown => "dyn".into(),
             Ty::Object(n) => (*n).into(),
+            Ty::Record(_) => "kubernetes.variables".into(),
         }
     }
 }
@@ -298,6 +301,14 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
                     token: sel.field.clone(),
                 })?,
                 Ty::Map(v) => (**v).clone(),
+                Ty::Record(fields) => fields
+                    .iter()
+                    .find(|(n, _)| *n == sel.field)
+                    .map(|(_, t)| t.clone())
+                    .ok_or_else(|| Issue {
+                        message: format!("undefined field '{}'", sel.field),
+                        token: sel.field.clone(),
+                    })?,
                 Ty::Dyn => Ty::Dyn,
                 _ => Ty::Unknown,
             };

@@ -82,6 +82,8 @@ pub struct Program {
     /// Node count outside comprehension loops, the base cost of one evaluation.
     static_cost: u64,
     uses: Uses,
+    /// The statically inferred result type, for the variables later expressions refer to.
+    output: check::Ty,
 }
 
 impl std::fmt::Debug for Program {
@@ -100,6 +102,8 @@ struct Uses {
     request: bool,
     namespace_object: bool,
     authorizer: bool,
+    params: bool,
+    variables: bool,
 }
 
 /// Compile-time problem, rendered as upstream's validation message after
@@ -201,6 +205,81 @@ fn parse(expression: &str) -> Result<Expression, CompileError> {
 /// Compiles a matchCondition expression as kube-apiserver validates it: it must parse, use only
 /// the declared variables and functions, and evaluate to `bool`.
 pub fn compile(expression: &str) -> Result<Program, CompileError> {
+    compile_in(expression, &Env::match_conditions(), ReturnType::Bool)
+}
+
+/// The declarations of an expression's environment beyond `object`, `oldObject`, `request` and
+/// `namespaceObject`: `params`, `authorizer` and a policy's `variables`.
+#[derive(Debug, Clone)]
+pub struct Env {
+    params: bool,
+    authorizer: bool,
+    /// None: `variables` is undeclared (webhook matchConditions).
+    variables: Option<Vec<(String, check::Ty)>>,
+}
+
+impl Env {
+    /// A webhook's matchConditions: `authorizer`, no `params`, no `variables`.
+    pub fn match_conditions() -> Env {
+        Env {
+            params: false,
+            authorizer: true,
+            variables: None,
+        }
+    }
+
+    /// A ValidatingAdmissionPolicy's expressions: `authorizer`, `variables` (none declared yet)
+    /// and `params` when the policy has a paramKind.
+    pub fn policy(params: bool) -> Env {
+        Env {
+            params,
+            authorizer: true,
+            variables: Some(Vec::new()),
+        }
+    }
+
+    /// The same environment without `authorizer` (messageExpressions).
+    pub fn without_authorizer(&self) -> Env {
+        Env {
+            authorizer: false,
+            ..self.clone()
+        }
+    }
+
+    /// Declares `variables.<name>` with the type `program` evaluates to.
+    pub fn declare_variable(&mut self, name: &str, program: &Program) {
+        self.declare(name, program.output.clone());
+    }
+
+    /// Declares `variables.<name>` of a type not known (its expression did not compile).
+    pub fn declare_variable_unknown(&mut self, name: &str) {
+        self.declare(name, check::Ty::Unknown);
+    }
+
+    fn declare(&mut self, name: &str, ty: check::Ty) {
+        let vars = self.variables.get_or_insert_with(Vec::new);
+        vars.retain(|(n, _)| n != name);
+        vars.push((name.to_string(), ty));
+    }
+}
+
+/// What an expression must evaluate to (`ReturnTypes` of upstream's expression accessors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReturnType {
+    /// Validations and matchConditions.
+    Bool,
+    /// messageExpressions.
+    String,
+    /// auditAnnotations' valueExpressions.
+    StringOrNull,
+    /// Variables.
+    Any,
+}
+
+/// Compiles an expression in `env`: it must parse, use only what `env` declares, and evaluate
+/// to `ret`; errors are upstream's (`compilation failed: ERROR: <input>:1:1: ...`, `must
+/// evaluate to bool but got string`).
+pub fn compile_in(expression: &str, env: &Env, ret: ReturnType) -> Result<Program, CompileError> {
     let code_points = expression.chars().count();
     if code_points > MAX_EXPRESSION_CODE_POINTS {
         return Err(compilation_failed(&[format!(
@@ -216,24 +295,58 @@ pub fn compile(expression: &str) -> Result<Program, CompileError> {
             &format!("expression recursion limit exceeded: {MAX_RECURSION_DEPTH}"),
         )]));
     }
-    let output = check::infer(&parsed, &mut Vec::new()).map_err(|issue| {
-        let (line, column) = locate(expression, &issue.token);
-        compilation_failed(&[render_issue(expression, line, column, &issue.message)])
-    })?;
-    if !matches!(output, check::Ty::Bool | check::Ty::Unknown) {
-        return Err(CompileError(format!(
-            "must evaluate to bool but got {}",
-            output.name()
-        )));
+    let mut scope = Vec::new();
+    if env.params {
+        scope.push(("params".to_string(), check::Ty::Dyn));
+    }
+    if let Some(vars) = &env.variables {
+        scope.push((
+            "variables".to_string(),
+            check::Ty::Record(Arc::new(vars.clone())),
+        ));
     }
     let mut uses = Uses::default();
     collect_uses(&parsed, &mut uses);
+    let undeclared_authorizer = uses.authorizer && !env.authorizer;
+    let output = if undeclared_authorizer {
+        Err(check::Issue {
+            message: "undeclared reference to 'authorizer' (in container '')".into(),
+            token: "authorizer".into(),
+        })
+    } else {
+        check::infer(&parsed, &mut scope)
+    }
+    .map_err(|issue| {
+        let (line, column) = locate(expression, &issue.token);
+        compilation_failed(&[render_issue(expression, line, column, &issue.message)])
+    })?;
+    let fits = match ret {
+        ReturnType::Bool => matches!(output, check::Ty::Bool | check::Ty::Unknown),
+        ReturnType::String => matches!(output, check::Ty::String | check::Ty::Unknown),
+        ReturnType::StringOrNull => matches!(
+            output,
+            check::Ty::String | check::Ty::Null | check::Ty::Unknown
+        ),
+        ReturnType::Any => true,
+    };
+    if !fits {
+        let wanted = match ret {
+            ReturnType::Bool => "bool",
+            ReturnType::String => "string",
+            _ => "one of [string null_type]",
+        };
+        return Err(CompileError(format!(
+            "must evaluate to {wanted} but got {}",
+            output.name()
+        )));
+    }
     let static_cost = static_cost(&parsed);
     let expr = rewrite(parsed);
     Ok(Program {
         expr: Arc::new(expr),
         static_cost,
         uses,
+        output,
     })
 }
 
@@ -247,6 +360,8 @@ fn collect_uses(expr: &Expression, uses: &mut Uses) {
                 "request" => uses.request = true,
                 "namespaceObject" => uses.namespace_object = true,
                 "authorizer" => uses.authorizer = true,
+                "params" => uses.params = true,
+                "variables" => uses.variables = true,
                 _ => {}
             }
         }
@@ -381,10 +496,17 @@ fn select_fn(Arguments(args): Arguments) -> ResolveResult {
             .get(&cel::objects::Key::String(field.clone()))
             .cloned()
             .ok_or_else(|| no_such_key(&field)),
-        Some(Value::Opaque(o)) => o
-            .downcast_ref::<AuthzValue>()
-            .and_then(|v| authz::select(v, &field))
-            .ok_or_else(|| no_such_key(&field)),
+        Some(Value::Opaque(o)) => match o.downcast_ref::<Variables>() {
+            Some(vars) => match vars.values.iter().find(|(n, _)| **n == *field) {
+                Some((_, Ok(v))) => Ok(v.clone()),
+                Some((_, Err(e))) => Err(ExecutionError::function_error("variables", e)),
+                None => Err(no_such_key(&field)),
+            },
+            None => o
+                .downcast_ref::<AuthzValue>()
+                .and_then(|v| authz::select(v, &field))
+                .ok_or_else(|| no_such_key(&field)),
+        },
         _ => Err(no_such_key(&field)),
     }
 }
@@ -457,6 +579,7 @@ fn root() -> &'static cel::Context<'static> {
 }
 
 /// Variables for one evaluation.
+#[derive(Clone, Copy)]
 pub struct Activation<'a> {
     /// New object; JSON null when absent (DELETE).
     pub object: &'a serde_json::Value,
@@ -523,30 +646,175 @@ pub fn evaluate(program: &Program, activation: &Activation<'_>) -> Result<bool, 
 
 /// [`evaluate`], also reporting the cost.
 pub fn evaluate_with_cost(program: &Program, activation: &Activation<'_>) -> Evaluation {
+    let inputs = Inputs::new(*activation, None, None);
+    let (value, cost) = run(program, &inputs, None);
+    let result = value.and_then(|v| match v {
+        Value::Bool(b) => Ok(b),
+        other => Err(format!(
+            "expression must evaluate to bool, got {}",
+            other.type_of()
+        )),
+    });
+    Evaluation { result, cost }
+}
+
+/// The variables of a policy's evaluations: [`Activation`]'s, with `params` and
+/// `namespaceObject`; each is converted to CEL once, when an expression first uses it, and
+/// shared by every expression evaluated with these inputs.
+pub struct Inputs<'a> {
+    base: Activation<'a>,
+    params: Option<&'a serde_json::Value>,
+    namespace_object: Option<&'a serde_json::Value>,
+    converted: [std::cell::OnceCell<Result<Value, String>>; 5],
+}
+
+impl<'a> Inputs<'a> {
+    /// Inputs with `params` and `namespaceObject` (None: null).
+    pub fn new(
+        base: Activation<'a>,
+        params: Option<&'a serde_json::Value>,
+        namespace_object: Option<&'a serde_json::Value>,
+    ) -> Self {
+        Inputs {
+            base,
+            params,
+            namespace_object,
+            converted: Default::default(),
+        }
+    }
+
+    fn converted(&self, slot: usize) -> Result<Value, String> {
+        self.converted[slot]
+            .get_or_init(|| {
+                let json = match slot {
+                    0 => Some(self.base.object),
+                    1 => Some(self.base.old_object),
+                    2 => Some(self.base.request),
+                    3 => self.params,
+                    _ => self.namespace_object,
+                };
+                match json {
+                    None | Some(serde_json::Value::Null) => Ok(Value::Null),
+                    Some(v) => cel::to_value(v).map_err(|e| e.to_string()),
+                }
+            })
+            .clone()
+    }
+}
+
+/// The evaluated `variables` of one policy evaluation: each a value or the error it raised,
+/// reported (`composited variable "x" fails to evaluate: ...`) only by the expressions that use
+/// it, as upstream's lazily evaluated variables are.
+#[derive(Debug, Clone, Default)]
+pub struct Variables {
+    values: Arc<Vec<(String, Result<Value, String>)>>,
+    /// Cost of evaluating them all.
+    pub cost: u64,
+}
+
+impl PartialEq for Variables {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.values, &other.values)
+    }
+}
+
+impl Eq for Variables {}
+
+impl Opaque for Variables {
+    fn runtime_type_name(&self) -> &str {
+        "kubernetes.variables"
+    }
+}
+
+impl Variables {
+    /// Evaluates a policy's variables in order (each may use the earlier ones); a variable whose
+    /// expression did not compile holds `composited variable "x" fails to compile: ...`.
+    pub fn evaluate(programs: &[(String, Result<Program, String>)], inputs: &Inputs<'_>) -> Self {
+        let mut vars = Variables::default();
+        for (name, program) in programs {
+            let value = match program {
+                Ok(p) => {
+                    let (v, cost) = run(p, inputs, Some(&vars));
+                    vars.cost = vars.cost.saturating_add(cost);
+                    v.map_err(|e| format!("composited variable {name:?} fails to evaluate: {e}"))
+                }
+                Err(e) => Err(format!(
+                    "composited variable {name:?} fails to compile: {e}"
+                )),
+            };
+            let mut values = (*vars.values).clone();
+            values.push((name.clone(), value));
+            vars.values = Arc::new(values);
+        }
+        vars
+    }
+}
+
+/// What an expression evaluated to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// A bool.
+    Bool(bool),
+    /// A string.
+    String(String),
+    /// null.
+    Null,
+    /// A value of another type, by its CEL type name.
+    Other(String),
+}
+
+/// [`evaluate_in`]'s result: the value or the CEL error text, and the cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputEvaluation {
+    /// The value, or the error text.
+    pub result: Result<Output, String>,
+    /// Approximate cel-go actual cost.
+    pub cost: u64,
+}
+
+/// Evaluates a policy expression (compiled by [`compile_in`]) over `inputs` and `variables`.
+pub fn evaluate_in(
+    program: &Program,
+    inputs: &Inputs<'_>,
+    variables: Option<&Variables>,
+) -> OutputEvaluation {
+    let (value, cost) = run(program, inputs, variables);
+    let result = value.map(|v| match v {
+        Value::Bool(b) => Output::Bool(b),
+        Value::String(s) => Output::String(s.to_string()),
+        Value::Null => Output::Null,
+        other => Output::Other(other.type_of().to_string()),
+    });
+    OutputEvaluation { result, cost }
+}
+
+fn run(
+    program: &Program,
+    inputs: &Inputs<'_>,
+    variables: Option<&Variables>,
+) -> (Result<Value, String>, u64) {
     let counter = Arc::new(CostCounter::default());
     let mut ctx = root().new_inner_scope();
-    let bind = |ctx: &mut cel::Context<'_>, name: &str, used: bool, v: &serde_json::Value| {
-        if used {
-            cel::to_value(v)
-                .map(|value| ctx.add_variable_from_value(name, value))
-                .map_err(|e| e.to_string())
-        } else {
-            Ok(())
-        }
-    };
     let u = program.uses;
-    let bound = bind(&mut ctx, "object", u.object, activation.object)
-        .and_then(|()| bind(&mut ctx, "oldObject", u.old_object, activation.old_object))
-        .and_then(|()| bind(&mut ctx, "request", u.request, activation.request));
-    if let Err(e) = bound {
-        return Evaluation {
-            result: Err(e),
-            cost: 0,
-        };
+    for (used, name, slot) in [
+        (u.object, "object", 0),
+        (u.old_object, "oldObject", 1),
+        (u.request, "request", 2),
+        (u.params, "params", 3),
+        (u.namespace_object, "namespaceObject", 4),
+    ] {
+        if used {
+            match inputs.converted(slot) {
+                Ok(v) => ctx.add_variable_from_value(name, v),
+                Err(e) => return (Err(e), 0),
+            }
+        }
     }
-    if u.namespace_object {
-        ctx.add_variable_from_value("namespaceObject", Value::Null);
+    if u.variables {
+        let vars = variables.cloned().unwrap_or_default();
+        ctx.add_variable_from_value("variables", Value::Opaque(Arc::new(vars)));
     }
+    let activation = &inputs.base;
     if u.authorizer {
         let r = activation.request;
         let session = Session {
@@ -573,16 +841,12 @@ pub fn evaluate_with_cost(program: &Program, activation: &Activation<'_>) -> Eva
         Err(PER_CALL_LIMIT_EXCEEDED.to_string())
     } else {
         match outcome {
-            Ok(Ok(Value::Bool(b))) => Ok(b),
-            Ok(Ok(other)) => Err(format!(
-                "expression must evaluate to bool, got {}",
-                other.type_of()
-            )),
+            Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(error_text(&e)),
             Err(_) => Err("internal error evaluating expression".into()),
         }
     };
-    Evaluation { result, cost }
+    (result, cost)
 }
 
 #[cfg(test)]

@@ -213,6 +213,18 @@ pub enum StepKind {
         /// Round.
         round: u8,
     },
+    /// The ValidatingAdmissionPolicy plugin begins (after the mutating webhooks, before the
+    /// validating ones).
+    PolicyPhaseStarted,
+    /// A ValidatingAdmissionPolicy was considered with one of its bindings.
+    PolicyEvaluated {
+        /// Which: `configuration` is the policy, `webhook` the binding.
+        hook: HookRef,
+        /// `skipped: …`, `admitted`, `denied: …` or `error ignored: …`.
+        outcome: String,
+        /// Its parameters and every expression's result.
+        details: Box<super::policy::PolicyCall>,
+    },
     /// The request is of a kind no API-registered webhook ever sees.
     RequestExempt {
         /// Why.
@@ -377,7 +389,8 @@ impl StepKind {
             | StepKind::PatchApplied { hook, .. }
             | StepKind::PatchFailed { hook, .. }
             | StepKind::Warning { hook, .. }
-            | StepKind::Reinvocation { hook, .. } => Some(hook),
+            | StepKind::Reinvocation { hook, .. }
+            | StepKind::PolicyEvaluated { hook, .. } => Some(hook),
             _ => None,
         }
     }
@@ -410,6 +423,10 @@ pub(crate) enum Entry {
     },
     RequestExempt {
         reason: Box<str>,
+    },
+    PolicyPhaseStarted,
+    PolicyEvaluated {
+        call: CallIx,
     },
     Skipped {
         call: CallIx,
@@ -592,6 +609,7 @@ impl TraceStep {
             | Entry::PatchApplied { call, .. }
             | Entry::PatchFailed { call, .. }
             | Entry::Warning { call, .. }
+            | Entry::PolicyEvaluated { call }
             | Entry::Reinvocation { call, .. } => *call,
             _ => return None,
         };
@@ -649,6 +667,32 @@ impl super::Outcome {
             Entry::RequestExempt { reason } => StepKind::RequestExempt {
                 reason: reason.to_string(),
             },
+            Entry::PolicyPhaseStarted => StepKind::PolicyPhaseStarted,
+            Entry::PolicyEvaluated { call } => {
+                let r = record(call);
+                let outcome = match r {
+                    Some(c) if c.decision == super::CallDecision::Skipped => {
+                        format!("skipped: {}", c.skip_reason.as_deref().unwrap_or_default())
+                    }
+                    Some(c) => match (c.allowed, c.error.as_deref()) {
+                        (Some(false), e) => format!("denied: {}", e.unwrap_or_default()),
+                        (_, Some(e)) => format!("error ignored: {e}"),
+                        _ => "admitted".into(),
+                    },
+                    None => String::new(),
+                };
+                StepKind::PolicyEvaluated {
+                    hook: self.hook_ref(*call),
+                    outcome,
+                    details: r.and_then(|c| c.policy.clone()).unwrap_or_else(|| {
+                        Box::new(super::policy::PolicyCall {
+                            params: Vec::new(),
+                            expressions: Vec::new(),
+                            validation_actions: Vec::new(),
+                        })
+                    }),
+                }
+            }
             Entry::Skipped { call, cause } => StepKind::Skipped {
                 hook: self.hook_ref(*call),
                 reason: record(call)
@@ -848,6 +892,7 @@ mod tests {
             error: None,
             failure_policy: "Fail",
             duration_ms: elapsed.as_secs_f64() * 1000.0,
+            policy: None,
         };
         for nanos in [
             0,

@@ -647,6 +647,7 @@ fn captured(i: usize, c: Capture) -> CapturedRequest {
         attrs,
         audit: None,
         notes: Vec::new(),
+        params: None,
     }
 }
 
