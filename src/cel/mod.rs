@@ -842,11 +842,42 @@ fn run(
     } else {
         match outcome {
             Ok(Ok(v)) => Ok(v),
+            Ok(Err(ExecutionError::MissingArgumentOrTarget)) => Err(catch_unwind(
+                AssertUnwindSafe(|| argument_error(&program.expr, &ctx)),
+            )
+            .ok()
+            .flatten()
+            .map_or_else(
+                || error_text(&ExecutionError::MissingArgumentOrTarget),
+                |e| error_text(&e),
+            )),
             Ok(Err(e)) => Err(error_text(&e)),
             Err(_) => Err("internal error evaluating expression".into()),
         }
     };
     (result, cost)
+}
+
+/// The error of the innermost argument of a global function call that fails to evaluate: cel
+/// 0.13 reports such an argument's error as `Missing argument or target` when the function
+/// takes its first argument as its receiver (`string(x)`, `int(x)`, ...), where cel-go reports
+/// the argument's own error. Only called on that error path; comprehension bodies (whose
+/// variables are not bound here) are not searched.
+fn argument_error(expr: &Expression, ctx: &cel::Context<'_>) -> Option<ExecutionError> {
+    let (args, deeper): (&[IdedExpr], Vec<&Expression>) = match &expr.expr {
+        Expr::Call(c) if c.target.is_none() => (&c.args, c.args.iter().collect()),
+        Expr::Comprehension(c) => (&[], vec![&c.iter_range, &c.accu_init]),
+        _ => (&[], check::children(expr)),
+    };
+    for child in deeper {
+        if let Some(e) = argument_error(child, ctx) {
+            return Some(e);
+        }
+    }
+    args.iter().find_map(|a| match Value::resolve(a, ctx) {
+        Err(ExecutionError::MissingArgumentOrTarget) | Ok(_) => None,
+        Err(e) => Some(e),
+    })
 }
 
 #[cfg(test)]

@@ -648,21 +648,7 @@ fn collect_params(
     ) else {
         return Ok(vec![None]);
     };
-    let (group, version) = kind
-        .api_version
-        .split_once('/')
-        .unwrap_or(("", kind.api_version.as_str()));
-    let namespaced = env
-        .registry
-        .iter()
-        .find(|i| {
-            i.kind.group == group
-                && i.kind.version == version
-                && i.kind.kind == kind.kind
-                && i.subresource.is_empty()
-        })
-        .map(|i| i.namespaced);
-    let Some(namespaced) = namespaced else {
+    let Some(namespaced) = param_scope(kind, env.registry) else {
         return Err(format!(
             "paramKind kind `{}, Kind={}` not known",
             kind.api_version, kind.kind
@@ -717,6 +703,25 @@ fn collect_params(
         );
     }
     Ok(found)
+}
+
+fn split_api_version(api_version: &str) -> (&str, &str) {
+    api_version.split_once('/').unwrap_or(("", api_version))
+}
+
+/// Whether the paramKind's resource is namespaced; None when the release (or the cluster's
+/// custom resources) has no such kind.
+fn param_scope(kind: &crate::api::policy::ParamKind, registry: &ResourceRegistry) -> Option<bool> {
+    let (group, version) = split_api_version(&kind.api_version);
+    registry
+        .iter()
+        .find(|i| {
+            i.kind.group == group
+                && i.kind.version == version
+                && i.kind.kind == kind.kind
+                && i.subresource.is_empty()
+        })
+        .map(|i| i.namespaced)
 }
 
 fn output_text(o: &cel::Output) -> String {
@@ -819,6 +824,27 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
             }
             Ok(Some(m)) => m,
         };
+        // The policy source could not resolve the paramKind (`hook.ConfigurationError`).
+        if let Some(k) = &hook.policy.spec.param_kind
+            && param_scope(k, env.registry).is_none()
+        {
+            let (group, version) = split_api_version(&k.api_version);
+            config_error(
+                &mut events,
+                &mut denials,
+                None,
+                format!(
+                    "failed to find resource referenced by paramKind: '{}{version}, Kind={}'",
+                    if group.is_empty() {
+                        "/".to_string()
+                    } else {
+                        format!("{group}/")
+                    },
+                    k.kind
+                ),
+            );
+            continue;
+        }
         let mut published: Vec<(String, Vec<String>)> = Vec::new();
         let mut namespace: Option<Option<Value>> = None;
         for b in &hook.bindings {

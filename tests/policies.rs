@@ -1,0 +1,292 @@
+//! ValidatingAdmissionPolicy: upstream's test tables as data (`fixtures/policies/
+//! upstream-cases.yaml`) through the whole engine, configuration validation with upstream's field
+//! errors, and the policy plugin's place in the chain beside real HTTPS webhooks.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use hookscope::KubeVersion;
+use hookscope::api::policy::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding};
+use hookscope::api::{GroupVersionKind, GroupVersionResource, Operation};
+use hookscope::config::policy::{PolicyObject, validate_policy_object};
+use hookscope::engine::policy::{ParamObjects, ParamSource};
+use hookscope::engine::{
+    Attributes, AuditLevel, Engine, EngineOptions, NamespaceLookup, NamespaceSource, Namespaces,
+    Outcome, Phases, RequestContext, SequentialIds,
+};
+use hookscope::metrics::Metrics;
+use hookscope::script::ScriptedReplier;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/policies");
+
+/// Namespaces and parameter objects, as a replay's cluster state gives them.
+struct Cluster {
+    namespaces: Namespaces,
+    params: ParamObjects,
+}
+
+impl NamespaceSource for Cluster {
+    fn namespace(&self, name: &str) -> NamespaceLookup<'_> {
+        self.namespaces.namespace(name)
+    }
+
+    fn param_source(&self) -> Option<&dyn ParamSource> {
+        Some(&self.params)
+    }
+}
+
+#[derive(Deserialize)]
+struct Case {
+    name: String,
+    #[serde(default)]
+    kube: Option<u32>,
+    #[serde(default)]
+    policy: serde_json::Map<String, Value>,
+    #[serde(default)]
+    binding: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    bindings: Option<Vec<NamedBinding>>,
+    #[serde(default)]
+    params: Vec<Value>,
+    #[serde(default)]
+    namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    #[serde(default)]
+    object: Option<Value>,
+    expect: Expect,
+}
+
+#[derive(Deserialize)]
+struct NamedBinding {
+    name: String,
+    spec: serde_json::Map<String, Value>,
+}
+
+#[derive(Deserialize)]
+struct Expect {
+    allowed: bool,
+    code: Option<i32>,
+    reason: Option<String>,
+    message: Option<String>,
+    warnings: Option<Vec<String>>,
+    annotations: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    metrics: Vec<Sample>,
+}
+
+#[derive(Deserialize)]
+struct Sample {
+    name: String,
+    labels: BTreeMap<String, String>,
+    value: f64,
+}
+
+/// Reads, defaults and validates one policy object as `check` does; panics on a field error
+/// (every case's configuration is one the apiserver accepts).
+fn load(doc: Value, what: &str) -> PolicyObject {
+    let text = serde_json::to_string(&doc).unwrap();
+    let mut loaded = hookscope::config::parse_policy_documents(&text, what)
+        .remove(0)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    loaded.apply_defaults();
+    let errors = validate_policy_object(&loaded.object);
+    assert!(errors.is_empty(), "{what}: {errors:?}");
+    loaded.object
+}
+
+fn build(
+    case: &Case,
+) -> (
+    Vec<ValidatingAdmissionPolicy>,
+    Vec<ValidatingAdmissionPolicyBinding>,
+) {
+    let mut spec = case.policy.clone();
+    spec.entry("matchConstraints").or_insert(json!({
+        "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["configmaps"]}]
+    }));
+    let policy = match load(
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+               "metadata": {"name": "denypolicy.example.com"}, "spec": spec}),
+        &case.name,
+    ) {
+        PolicyObject::Policy(p) => p,
+        PolicyObject::Binding(_) => unreachable!(),
+    };
+    let named = match (&case.bindings, &case.binding) {
+        (Some(list), _) => list
+            .iter()
+            .map(|b| (b.name.clone(), b.spec.clone()))
+            .collect(),
+        (None, one) => vec![(
+            "denybinding.example.com".to_string(),
+            one.clone().unwrap_or_default(),
+        )],
+    };
+    let bindings = named
+        .into_iter()
+        .map(|(name, mut spec)| {
+            spec.insert("policyName".into(), json!("denypolicy.example.com"));
+            spec.entry("validationActions").or_insert(json!(["Deny"]));
+            match load(
+                json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                       "kind": "ValidatingAdmissionPolicyBinding",
+                       "metadata": {"name": name}, "spec": spec}),
+                &case.name,
+            ) {
+                PolicyObject::Binding(b) => b,
+                PolicyObject::Policy(_) => unreachable!(),
+            }
+        })
+        .collect();
+    (vec![policy], bindings)
+}
+
+fn attributes(object: Value, operation: Operation) -> Attributes {
+    let kind = object["kind"].as_str().unwrap_or_default().to_string();
+    let (resource, group, version) = match kind.as_str() {
+        "Namespace" => ("namespaces", "", "v1"),
+        "Deployment" => ("deployments", "apps", "v1"),
+        "Pod" => ("pods", "", "v1"),
+        _ => ("configmaps", "", "v1"),
+    };
+    let s = |p: &str| {
+        object
+            .pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    Attributes {
+        operation,
+        kind: GroupVersionKind::new(group, version, &kind),
+        resource: GroupVersionResource::new(group, version, resource),
+        sub_resource: String::new(),
+        namespace: s("/metadata/namespace"),
+        name: s("/metadata/name"),
+        object: Some(Arc::new(object.into())),
+        old_object: None,
+        dry_run: false,
+        options: None,
+        user_info: Default::default(),
+    }
+}
+
+fn dispatch(engine: &Engine, cluster: &Cluster, attrs: Attributes) -> (Outcome, Metrics) {
+    let mut metrics = Metrics::new();
+    let mut ids = SequentialIds::default();
+    let outcome = engine.dispatch_blocking(
+        attrs,
+        RequestContext {
+            namespaces: cluster,
+            ids: &mut ids,
+            metrics: &mut metrics,
+            deadline: None,
+            phases: Phases::All,
+        },
+        &mut ScriptedReplier::new([]),
+    );
+    (outcome, metrics)
+}
+
+fn cluster(case: &Case) -> Cluster {
+    let mut namespaces = Namespaces::default();
+    namespaces.insert("default", BTreeMap::new());
+    for (name, labels) in &case.namespaces {
+        namespaces.insert(name, labels.clone());
+    }
+    Cluster {
+        namespaces,
+        params: ParamObjects::new(case.params.clone()),
+    }
+}
+
+#[test]
+fn upstream_validating_policy_cases() {
+    let text = std::fs::read_to_string(format!("{FIXTURES}/upstream-cases.yaml")).unwrap();
+    let cases: Vec<Case> = hookscope::yaml::from_str(&text).unwrap();
+    assert!(cases.len() >= 40, "{} cases", cases.len());
+    let mut failures = Vec::new();
+    for case in &cases {
+        let (policies, bindings) = build(case);
+        let version = case
+            .kube
+            .map_or(KubeVersion::NEWEST, |m| KubeVersion::new(m).unwrap());
+        let engine = Engine::new(&[], EngineOptions::for_version(version))
+            .with_policies(&policies, &bindings);
+        let object = case.object.clone().unwrap_or_else(|| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "foo", "namespace": "default"}, "data": {"a": "b"}})
+        });
+        let (outcome, metrics) = dispatch(
+            &engine,
+            &cluster(case),
+            attributes(object, Operation::Create),
+        );
+        let e = &case.expect;
+        let mut problems = Vec::new();
+        if outcome.allowed != e.allowed {
+            problems.push(format!(
+                "allowed {} (status {:?})",
+                outcome.allowed, outcome.status
+            ));
+        }
+        let status = outcome.status.as_deref();
+        if let Some(code) = e.code
+            && status.map(|s| s.code) != Some(code)
+        {
+            problems.push(format!("code {:?}", status.map(|s| s.code)));
+        }
+        if let Some(reason) = &e.reason
+            && status.map(|s| s.reason.as_str()) != Some(reason)
+        {
+            problems.push(format!("reason {:?}", status.map(|s| &s.reason)));
+        }
+        if let Some(message) = &e.message {
+            if status.map(|s| s.message.as_str()) != Some(message) {
+                problems.push(format!("message {:?}", status.map(|s| &s.message)));
+            }
+            // The message is also the status' one cause.
+            let causes: Vec<&str> = status
+                .and_then(|s| s.details.as_ref())
+                .map(|d| d.causes.iter().map(|c| c.message.as_str()).collect())
+                .unwrap_or_default();
+            let policy_message = &message[message.find("ValidatingAdmissionPolicy").unwrap()..];
+            if causes != [policy_message] {
+                problems.push(format!("causes {causes:?}"));
+            }
+        }
+        if let Some(w) = &e.warnings
+            && outcome.warnings != *w
+        {
+            problems.push(format!("warnings {:?}", outcome.warnings));
+        }
+        if let Some(a) = &e.annotations {
+            let got = outcome.annotations_at(AuditLevel::Metadata);
+            if got != *a {
+                problems.push(format!("annotations {got:?}"));
+            }
+        }
+        for s in &e.metrics {
+            let labels: Vec<(&str, &str)> = s
+                .labels
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let got = metrics.value(&s.name, &labels);
+            if got != Some(s.value) {
+                problems.push(format!(
+                    "metric {} {:?}: {got:?} in\n{}",
+                    s.name,
+                    s.labels,
+                    metrics.encode_text()
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            failures.push(format!("{}:\n  {}", case.name, problems.join("\n  ")));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
