@@ -290,3 +290,73 @@ fn upstream_validating_policy_cases() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ValidationCase {
+    name: String,
+    kind: String,
+    #[serde(default)]
+    metadata_name: Option<String>,
+    #[serde(default)]
+    spec: serde_json::Map<String, Value>,
+    error: String,
+}
+
+#[test]
+fn upstream_policy_validation_cases() {
+    let text = std::fs::read_to_string(format!("{FIXTURES}/validation-cases.yaml")).unwrap();
+    let cases: Vec<ValidationCase> = hookscope::yaml::from_str(&text).unwrap();
+    assert!(cases.len() >= 40, "{} cases", cases.len());
+    let mut failures = Vec::new();
+    for case in &cases {
+        let mut spec = if case.kind == "ValidatingAdmissionPolicy" {
+            json!({
+                "matchConstraints": {"resourceRules": [{"operations": ["CREATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]}]},
+                "validations": [{"expression": "true"}],
+            })
+        } else {
+            json!({"policyName": "p", "validationActions": ["Deny"]})
+        };
+        for (k, v) in &case.spec {
+            if v.is_null() {
+                spec.as_object_mut().unwrap().remove(k);
+            } else {
+                spec[k] = v.clone();
+            }
+        }
+        let doc = json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": case.kind,
+            "metadata": {"name": case.metadata_name.as_deref().unwrap_or("config")},
+            "spec": spec,
+        });
+        let mut loaded =
+            hookscope::config::parse_policy_documents(&doc.to_string(), "case.json").remove(0);
+        let loaded = match &mut loaded {
+            Ok(l) => l,
+            Err(e) => {
+                failures.push(format!("{}: {e}", case.name));
+                continue;
+            }
+        };
+        loaded.apply_defaults();
+        let errors: Vec<String> = validate_policy_object(&loaded.object)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let joined = errors.join(", ");
+        let ok = if case.error.is_empty() {
+            errors.is_empty()
+        } else {
+            joined.contains(&case.error)
+        };
+        if !ok {
+            failures.push(format!(
+                "{}: expected {:?}, got {joined:?}",
+                case.name, case.error
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -298,7 +298,7 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
             let field_ty = match &operand {
                 Ty::Object(o) => field_type(o, &sel.field).ok_or_else(|| Issue {
                     message: format!("undefined field '{}'", sel.field),
-                    token: sel.field.clone(),
+                    token: format!(".{}", sel.field),
                 })?,
                 Ty::Map(v) => (**v).clone(),
                 Ty::Record(fields) => fields
@@ -307,7 +307,7 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
                     .map(|(_, t)| t.clone())
                     .ok_or_else(|| Issue {
                         message: format!("undefined field '{}'", sel.field),
-                        token: sel.field.clone(),
+                        token: format!(".{}", sel.field),
                     })?,
                 Ty::Dyn => Ty::Dyn,
                 _ => Ty::Unknown,

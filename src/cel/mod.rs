@@ -125,7 +125,8 @@ fn render_issue(source: &str, line: usize, column: usize, message: &str) -> Stri
 }
 
 /// Position (1-based line and column) of the first occurrence of `token` as a whole word
-/// outside string literals, or 1:1.
+/// outside string literals, or 1:1. A token starting with `.` (a field selection, which cel-go
+/// places at its dot) may follow a word.
 fn locate(source: &str, token: &str) -> (usize, usize) {
     let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
     let chars: Vec<char> = source.chars().collect();
@@ -148,7 +149,7 @@ fn locate(source: &str, token: &str) -> (usize, usize) {
             None => {
                 if !tok.is_empty()
                     && chars[i..].starts_with(&tok)
-                    && (i == 0 || !is_word(chars[i - 1]))
+                    && (i == 0 || tok[0] == '.' || !is_word(chars[i - 1]))
                     && chars.get(i + tok.len()).is_none_or(|n| !is_word(*n))
                 {
                     return (line, col);
@@ -186,7 +187,16 @@ fn parse(expression: &str) -> Result<Expression, CompileError> {
                     .iter()
                     .map(|e| {
                         let line = usize::try_from(e.pos.0).unwrap_or(1).max(1);
-                        let column = usize::try_from(e.pos.1).unwrap_or(0) + 1;
+                        let mut column = usize::try_from(e.pos.1).unwrap_or(0) + 1;
+                        // cel-go places an error at the end of the input just after its last
+                        // character (ANTLR's EOF token), one column left of this parser.
+                        let width = source
+                            .lines()
+                            .nth(line - 1)
+                            .map_or(0, |l| l.chars().count());
+                        if e.msg.contains("<EOF>") && column > width + 1 {
+                            column = width + 1;
+                        }
                         render_issue(&source, line, column, &e.msg)
                     })
                     .collect::<Vec<_>>()
