@@ -203,11 +203,17 @@ fn cluster(case: &Case) -> Cluster {
     }
 }
 
+/// The cases of a fixture file (at least `min` of them, so that a truncated file fails).
+fn cases<T: serde::de::DeserializeOwned>(file: &str, min: usize) -> Vec<T> {
+    let text = std::fs::read_to_string(format!("{FIXTURES}/{file}")).unwrap();
+    let cases: Vec<T> = hookscope::yaml::from_str(&text).unwrap();
+    assert!(cases.len() >= min, "{file}: {} cases", cases.len());
+    cases
+}
+
 #[test]
 fn upstream_validating_policy_cases() {
-    let text = std::fs::read_to_string(format!("{FIXTURES}/upstream-cases.yaml")).unwrap();
-    let cases: Vec<Case> = hookscope::yaml::from_str(&text).unwrap();
-    assert!(cases.len() >= 40, "{} cases", cases.len());
+    let cases: Vec<Case> = cases("upstream-cases.yaml", 40);
     let mut failures = Vec::new();
     for case in &cases {
         let (policies, bindings) = build(case);
@@ -305,9 +311,7 @@ struct ValidationCase {
 
 #[test]
 fn upstream_policy_validation_cases() {
-    let text = std::fs::read_to_string(format!("{FIXTURES}/validation-cases.yaml")).unwrap();
-    let cases: Vec<ValidationCase> = hookscope::yaml::from_str(&text).unwrap();
-    assert!(cases.len() >= 40, "{} cases", cases.len());
+    let cases: Vec<ValidationCase> = cases("validation-cases.yaml", 40);
     let mut failures = Vec::new();
     for case in &cases {
         let mut spec = if case.kind == "ValidatingAdmissionPolicy" {
