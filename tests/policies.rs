@@ -364,3 +364,209 @@ fn upstream_policy_validation_cases() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// The chain a user replays: a mutating webhook, validating admission policies, a validating
+/// webhook, all from one `--webhooks` file, over real HTTPS to servers started here.
+#[test]
+fn replay_runs_policies_between_the_mutating_and_the_validating_webhooks() {
+    use base64::Engine as _;
+    use common::{TestPki, WebhookServer, handler, v1_allow, v1_patch};
+
+    let pki = TestPki::new();
+    let server = WebhookServer::start(
+        &pki,
+        handler(|req| {
+            let uid = req.review_uid().unwrap_or_default();
+            match req.path_only() {
+                "/label" => v1_patch(
+                    &uid,
+                    r#"[{"op":"add","path":"/metadata/labels","value":{"injected":"yes"}}]"#,
+                ),
+                _ => v1_allow(&uid),
+            }
+        }),
+    );
+    let ca = base64::engine::general_purpose::STANDARD.encode(pki.ca_pem());
+    let hook = |name: &str, path: &str| {
+        format!(
+            "- name: {name}\n  clientConfig: {{url: \"{}\", caBundle: {ca}}}\n  rules: [{{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [configmaps]}}]\n  sideEffects: None\n  admissionReviewVersions: [v1]\n",
+            server.url(path)
+        )
+    };
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("policies-replay");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let admission = dir.join("admission.yaml");
+    let rule = "resourceRules: [{apiGroups: [\"\"], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]";
+    std::fs::write(
+        &admission,
+        format!(
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata: {{name: labeller}}\nwebhooks:\n{}---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {{name: injected}}
+spec:
+  matchConstraints: {{{rule}}}
+  validations:
+    - expression: \"has(object.metadata.labels) && object.metadata.labels.injected == 'yes'\"
+      message: the labeller did not run
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {{name: injected}}
+spec: {{policyName: injected, validationActions: [Deny]}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {{name: no-secrets}}
+spec:
+  matchConstraints: {{{rule}}}
+  validations:
+    - expression: \"!('password' in object.data)\"
+      messageExpression: \"'ConfigMap ' + object.metadata.name + ' holds a password'\"
+      reason: Forbidden
+  auditAnnotations:
+    - {{key: keys, valueExpression: \"object.data.map(k, k).join(',')\"}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {{name: no-secrets}}
+spec: {{policyName: no-secrets, validationActions: [Deny]}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {{name: team}}
+spec:
+  matchConstraints: {{{rule}}}
+  validations: [{{expression: \"'team' in object.metadata.labels\", message: a team label is expected}}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {{name: team-warn}}
+spec: {{policyName: team, validationActions: [Warn]}}
+---
+apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: checker}}\nwebhooks:\n{}",
+            hook("label.example.com", "/label"),
+            hook("check.example.com", "/allow"),
+        ),
+    )
+    .unwrap();
+    let review = |uid: &str, name: &str, data: Value| {
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+            "uid": uid,
+            "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "name": name, "namespace": "default", "operation": "CREATE",
+            "userInfo": {"username": "alice"},
+            "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}, "data": data},
+            "oldObject": null, "dryRun": false,
+            "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}}})
+        .to_string()
+    };
+    let input = dir.join("requests.jsonl");
+    std::fs::write(
+        &input,
+        [
+            review("good", "settings", json!({"mode": "fast", "level": "3"})),
+            review("bad", "creds", json!({"password": "hunter2"})),
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    let (audit_log, metrics) = (dir.join("audit.log"), dir.join("metrics.txt"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookscope"))
+        .args(["replay", "--format", "json", "--admission"])
+        .arg(&admission)
+        .arg("--input")
+        .arg(&input)
+        .arg("--audit-log")
+        .arg(&audit_log)
+        .arg("--metrics")
+        .arg(&metrics)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let report: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    let requests = report["requests"].as_array().unwrap();
+    let good = &requests[0];
+    let bad = &requests[1];
+
+    // The chain in upstream's order; the policies saw the labeller's patch.
+    let steps = |r: &Value| -> Vec<String> {
+        r["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {}/{}",
+                    c["phase"].as_str().unwrap(),
+                    c["configuration"].as_str().unwrap(),
+                    c["webhook"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        steps(good),
+        [
+            "mutating labeller/label.example.com",
+            // Round 1: not reinvoked (reinvocationPolicy Never).
+            "mutating labeller/label.example.com",
+            "validatingPolicy injected/injected",
+            "validatingPolicy no-secrets/no-secrets",
+            "validatingPolicy team/team-warn",
+            "validating checker/check.example.com",
+        ]
+    );
+    assert_eq!(good["allowed"], true, "{good}");
+    assert_eq!(
+        good["warnings"],
+        json!([
+            "Validation failed for ValidatingAdmissionPolicy 'team' with binding 'team-warn': a team label is expected"
+        ])
+    );
+    assert_eq!(good["annotations"]["no-secrets/keys"], "level,mode");
+
+    // The denial stops the chain before the validating webhook.
+    assert_eq!(bad["allowed"], false);
+    assert_eq!(bad["status"]["code"], 403);
+    assert_eq!(bad["status"]["reason"], "Forbidden");
+    assert_eq!(
+        bad["status"]["message"],
+        "configmaps \"creds\" is forbidden: ValidatingAdmissionPolicy 'no-secrets' with binding 'no-secrets' denied request: ConfigMap creds holds a password"
+    );
+    assert!(
+        !steps(bad).iter().any(|s| s.starts_with("validating ")),
+        "{:?}",
+        steps(bad)
+    );
+    let validating_calls = server
+        .requests()
+        .iter()
+        .filter(|r| r.path_only() == "/allow")
+        .count();
+    assert_eq!(
+        validating_calls, 1,
+        "the webhook after the denial is not called"
+    );
+
+    // The audit events and the metrics carry the policies' share.
+    let events: Vec<Value> = std::fs::read_to_string(&audit_log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events[0]["annotations"]["no-secrets/keys"], "level,mode");
+    assert_eq!(events[1]["responseStatus"]["code"], 403);
+    let text = std::fs::read_to_string(&metrics).unwrap();
+    for line in [
+        "apiserver_validating_admission_policy_check_total{enforcement_action=\"deny\",error_type=\"invalid_error\",policy=\"no-secrets\",policy_binding=\"no-secrets\"} 1",
+        "apiserver_validating_admission_policy_check_total{enforcement_action=\"warn\",error_type=\"invalid_error\",policy=\"team\",policy_binding=\"team-warn\"} 2",
+        "apiserver_admission_controller_admission_duration_seconds_count{name=\"ValidatingAdmissionPolicy\",operation=\"CREATE\",rejected=\"true\",type=\"validate\"} 1",
+    ] {
+        assert!(text.contains(line), "{line} in\n{text}");
+    }
+}

@@ -52,8 +52,15 @@ fn esc(s: &str) -> String {
 impl JUnit {
     /// Adds the case of a replayed request.
     pub fn request(&mut self, r: &RequestReport, mismatches: &[Mismatch]) {
+        let policies = (r.calls.iter())
+            .filter(|c| c.phase == "validatingPolicy")
+            .count();
+        let webhooks = r.calls.len() - policies;
         let out = match &r.status {
-            None => format!("allowed ({} webhook calls)", r.calls.len()),
+            None if policies == 0 => format!("allowed ({webhooks} webhook calls)"),
+            None => format!(
+                "allowed ({webhooks} webhook calls, {policies} validating admission policy bindings)"
+            ),
             Some(s) => format!("denied {}: {}", s.code, s.message),
         };
         self.cases.push(Case::Request {
