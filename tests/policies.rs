@@ -426,7 +426,7 @@ spec:
       messageExpression: \"'ConfigMap ' + object.metadata.name + ' holds a password'\"
       reason: Forbidden
   auditAnnotations:
-    - {{key: keys, valueExpression: \"object.data.map(k, k).join(',')\"}}
+    - {{key: keys, valueExpression: \"string(object.data.size()) + ' keys'\"}}
 ---
 apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicyBinding
@@ -528,7 +528,7 @@ apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguratio
             "Validation failed for ValidatingAdmissionPolicy 'team' with binding 'team-warn': a team label is expected"
         ])
     );
-    assert_eq!(good["annotations"]["no-secrets/keys"], "level,mode");
+    assert_eq!(good["annotations"]["no-secrets/keys"], "2 keys");
 
     // The denial stops the chain before the validating webhook.
     assert_eq!(bad["allowed"], false);
@@ -559,7 +559,7 @@ apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguratio
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
-    assert_eq!(events[0]["annotations"]["no-secrets/keys"], "level,mode");
+    assert_eq!(events[0]["annotations"]["no-secrets/keys"], "2 keys");
     assert_eq!(events[1]["responseStatus"]["code"], 403);
     let text = std::fs::read_to_string(&metrics).unwrap();
     for line in [

@@ -238,7 +238,10 @@ impl<'e, 'c> Run<'e, 'c> {
                         policy::PolicyOutcome::Admitted => {
                             (CallDecision::Called, None, Some(true), None)
                         }
-                        policy::PolicyOutcome::Denied(m) => {
+                        policy::PolicyOutcome::Denied => {
+                            (CallDecision::Called, None, Some(false), None)
+                        }
+                        policy::PolicyOutcome::Failed(m) => {
                             (CallDecision::Called, None, Some(false), Some(m.into()))
                         }
                         policy::PolicyOutcome::ErrorIgnored(m) => {

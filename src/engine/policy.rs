@@ -292,6 +292,8 @@ pub struct PolicyCall {
     pub expressions: Vec<ExpressionResult>,
     /// The binding's validationActions.
     pub validation_actions: Vec<String>,
+    /// The message of the first failed validation (whatever its actions).
+    pub message: Option<String>,
 }
 
 /// Whether a policy/binding pair applied to the request.
@@ -301,9 +303,10 @@ pub enum PolicyOutcome {
     NotMatched(String),
     /// Evaluated: every validation passed (or failed only with Warn/Audit actions).
     Admitted,
-    /// A failure with the Deny action, or a configuration or evaluation error under
-    /// failurePolicy Fail: the message.
-    Denied(String),
+    /// A failed validation with the Deny action (its message is the call's).
+    Denied,
+    /// A configuration or evaluation error under failurePolicy Fail: the message.
+    Failed(String),
     /// An error ignored under failurePolicy Ignore.
     ErrorIgnored(String),
 }
@@ -767,6 +770,7 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
             validation_actions: b
                 .map(|b| b.binding.spec.validation_actions.clone())
                 .unwrap_or_default(),
+            message: None,
         };
         // A configuration error: denied under Fail, ignored under Ignore.
         let config_error = |events: &mut Vec<PolicyEvent>,
@@ -786,7 +790,7 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
                     message: message.clone(),
                     reason: String::new(),
                 });
-                PolicyOutcome::Denied(message)
+                PolicyOutcome::Failed(message)
             };
             events.push(PolicyEvent::Considered {
                 policy: Arc::clone(policy),
@@ -944,7 +948,19 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
             }
             let mut outcome = PolicyOutcome::Admitted;
             let mut after = Vec::new();
+            let denied_by = |d: &Decision| {
+                if d.evaluation_error {
+                    PolicyOutcome::Failed(d.message.clone())
+                } else {
+                    PolicyOutcome::Denied
+                }
+            };
+            let is_denied =
+                |o: &PolicyOutcome| matches!(o, PolicyOutcome::Denied | PolicyOutcome::Failed(_));
             for (i, d) in &decisions {
+                if !d.evaluation_error && call.message.is_none() {
+                    call.message = Some(d.message.clone());
+                }
                 if !d.deny {
                     if d.evaluation_error {
                         outcome = PolicyOutcome::ErrorIgnored(d.message.clone());
@@ -960,8 +976,8 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
                         message: d.message.clone(),
                         reason: d.reason.clone(),
                     });
-                    if !matches!(outcome, PolicyOutcome::Denied(_)) {
-                        outcome = PolicyOutcome::Denied(d.message.clone());
+                    if !is_denied(&outcome) {
+                        outcome = denied_by(d);
                     }
                     after.push(check(hook, b, "deny", et));
                 }
@@ -990,8 +1006,8 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
                             message: value.clone(),
                             reason: String::new(),
                         });
-                        if !matches!(outcome, PolicyOutcome::Denied(_)) {
-                            outcome = PolicyOutcome::Denied(value.clone());
+                        if !is_denied(&outcome) {
+                            outcome = PolicyOutcome::Failed(value.clone());
                         }
                         after.push(check(hook, b, "deny", error_type(&value)));
                     }

@@ -220,7 +220,8 @@ pub enum StepKind {
     PolicyEvaluated {
         /// Which: `configuration` is the policy, `webhook` the binding.
         hook: HookRef,
-        /// `skipped: …`, `admitted`, `denied: …` or `error ignored: …`.
+        /// `skipped: …`, `admitted`, `denied: …` (a failed validation with the Deny action),
+        /// `failed: …` (an error under failurePolicy Fail) or `error ignored: …`.
         outcome: String,
         /// Its parameters and every expression's result.
         details: Box<super::policy::PolicyCall>,
@@ -675,7 +676,14 @@ impl super::Outcome {
                         format!("skipped: {}", c.skip_reason.as_deref().unwrap_or_default())
                     }
                     Some(c) => match (c.allowed, c.error.as_deref()) {
-                        (Some(false), e) => format!("denied: {}", e.unwrap_or_default()),
+                        (Some(false), Some(e)) => format!("failed: {e}"),
+                        (Some(false), None) => format!(
+                            "denied: {}",
+                            c.policy
+                                .as_ref()
+                                .and_then(|p| p.message.as_deref())
+                                .unwrap_or_default()
+                        ),
                         (_, Some(e)) => format!("error ignored: {e}"),
                         _ => "admitted".into(),
                     },
@@ -689,6 +697,7 @@ impl super::Outcome {
                             params: Vec::new(),
                             expressions: Vec::new(),
                             validation_actions: Vec::new(),
+                            message: None,
                         })
                     }),
                 }
