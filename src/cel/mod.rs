@@ -676,6 +676,14 @@ pub struct Inputs<'a> {
     params: Option<&'a serde_json::Value>,
     namespace_object: Option<&'a serde_json::Value>,
     converted: [std::cell::OnceCell<Result<Value, String>>; 5],
+    objects: Option<&'a Objects>,
+}
+
+/// `object` and `oldObject` converted to CEL once for every [`Inputs`] of a request that shares
+/// them (each policy and binding evaluates the same objects).
+#[derive(Default)]
+pub struct Objects {
+    converted: [std::cell::OnceCell<Result<Value, String>>; 2],
 }
 
 impl<'a> Inputs<'a> {
@@ -690,25 +698,36 @@ impl<'a> Inputs<'a> {
             params,
             namespace_object,
             converted: Default::default(),
+            objects: None,
         }
     }
 
+    /// [`Inputs::new`] taking `object` and `oldObject` from `objects`, converted there once for
+    /// all the inputs that share it (`base`'s objects must be those objects).
+    pub fn sharing(mut self, objects: &'a Objects) -> Self {
+        self.objects = Some(objects);
+        self
+    }
+
     fn converted(&self, slot: usize) -> Result<Value, String> {
-        self.converted[slot]
-            .get_or_init(|| {
-                let json = match slot {
-                    0 => Some(self.base.object),
-                    1 => Some(self.base.old_object),
-                    2 => Some(self.base.request),
-                    3 => self.params,
-                    _ => self.namespace_object,
-                };
-                match json {
-                    None | Some(serde_json::Value::Null) => Ok(Value::Null),
-                    Some(v) => cel::to_value(v).map_err(|e| e.to_string()),
-                }
-            })
-            .clone()
+        let cell = match (self.objects, slot) {
+            (Some(o), 0 | 1) => &o.converted[slot],
+            _ => &self.converted[slot],
+        };
+        cell.get_or_init(|| {
+            let json = match slot {
+                0 => Some(self.base.object),
+                1 => Some(self.base.old_object),
+                2 => Some(self.base.request),
+                3 => self.params,
+                _ => self.namespace_object,
+            };
+            match json {
+                None | Some(serde_json::Value::Null) => Ok(Value::Null),
+                Some(v) => cel::to_value(v).map_err(|e| e.to_string()),
+            }
+        })
+        .clone()
     }
 }
 

@@ -750,6 +750,7 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
     let mut events = Vec::new();
     let mut denials: Vec<Denial> = Vec::new();
     let null = Value::Null;
+    let objects = cel::Objects::default();
     for hook in hooks {
         let policy = &hook.name;
         let consider = |events: &mut Vec<PolicyEvent>,
@@ -911,7 +912,7 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
                 let param_json = param.as_deref();
                 // matchConditions: `request.resource` is the request's, namespaceObject null.
                 if !hook.conditions.is_empty() {
-                    let inputs = cel::Inputs::new(base, param_json, None);
+                    let inputs = cel::Inputs::new(base, param_json, None).sharing(&objects);
                     match eval_conditions(hook, &inputs, &mut call, &mut events) {
                         Ok(true) => {}
                         Ok(false) => {
@@ -943,7 +944,7 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
                     request: &request,
                     ..base
                 };
-                let inputs = cel::Inputs::new(base, param_json, ns.as_ref());
+                let inputs = cel::Inputs::new(base, param_json, ns.as_ref()).sharing(&objects);
                 validate(hook, &inputs, &mut call, &mut decisions, &mut annotations);
             }
             let mut outcome = PolicyOutcome::Admitted;
