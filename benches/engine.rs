@@ -257,20 +257,27 @@ fn bench_dispatch(bencher: Bencher, replies: BTreeMap<String, ScriptedReply>) {
         EngineOptions::default(),
     );
     let mut replier = Scripted(replies);
-    let namespaces = Namespaces::default();
     let request = pod_request();
-    bencher.bench_local(|| {
-        let mut metrics = Metrics::new();
-        let mut ids = SequentialIds::default();
-        let ctx = RequestContext {
-            namespaces: &namespaces,
-            ids: &mut ids,
-            metrics: &mut metrics,
-            deadline: Some(Duration::from_secs(60)),
-            phases: Phases::All,
-        };
-        black_box(engine.dispatch_blocking(request.clone(), ctx, &mut replier))
-    });
+    bencher.bench_local(|| black_box(dispatch_once(&engine, &request, &mut replier)));
+}
+
+/// One dispatch of `request` with fresh metrics and ids, as a replay makes it.
+fn dispatch_once(
+    engine: &Engine,
+    request: &Attributes,
+    replier: &mut Scripted,
+) -> hookscope::engine::Outcome {
+    let namespaces = Namespaces::default();
+    let mut metrics = Metrics::new();
+    let mut ids = SequentialIds::default();
+    let ctx = RequestContext {
+        namespaces: &namespaces,
+        ids: &mut ids,
+        metrics: &mut metrics,
+        deadline: Some(Duration::from_secs(60)),
+        phases: Phases::All,
+    };
+    engine.dispatch_blocking(request.clone(), ctx, replier)
 }
 
 mod dispatch {
@@ -375,33 +382,10 @@ mod policies {
         assert_eq!((policies.len(), bindings.len()), (3, 3));
         let engine = Engine::new(&[], EngineOptions::default()).with_policies(&policies, &bindings);
         let mut replier = Scripted(BTreeMap::new());
-        let namespaces = Namespaces::default();
         let request = pod_request();
-        let check = {
-            let mut metrics = Metrics::new();
-            let mut ids = SequentialIds::default();
-            let ctx = RequestContext {
-                namespaces: &namespaces,
-                ids: &mut ids,
-                metrics: &mut metrics,
-                deadline: Some(Duration::from_secs(60)),
-                phases: Phases::All,
-            };
-            engine.dispatch_blocking(request.clone(), ctx, &mut replier)
-        };
+        let check = dispatch_once(&engine, &request, &mut replier);
         assert!(check.allowed, "{:?}", check.status);
         assert_eq!(check.calls.len(), 3);
-        bencher.bench_local(|| {
-            let mut metrics = Metrics::new();
-            let mut ids = SequentialIds::default();
-            let ctx = RequestContext {
-                namespaces: &namespaces,
-                ids: &mut ids,
-                metrics: &mut metrics,
-                deadline: Some(Duration::from_secs(60)),
-                phases: Phases::All,
-            };
-            black_box(engine.dispatch_blocking(request.clone(), ctx, &mut replier))
-        });
+        bencher.bench_local(|| black_box(dispatch_once(&engine, &request, &mut replier)));
     }
 }
