@@ -46,9 +46,22 @@ fn the_demo_streams_into_the_state() {
     assert_eq!(s.hooks.len(), 5);
     let (_, allowed, denied, open) = s.counts();
     assert!(allowed > 0 && denied > 0 && open > 0);
-    // The Webhooks view's counts agree with the requests.
+    // The Webhooks view's counts agree with the requests, the demo's ValidatingAdmissionPolicy
+    // denying the others.
     let denials: usize = s.hook_counts.iter().map(|c| c.denied).sum();
-    assert_eq!(denials, denied);
+    let by_policy = s
+        .entries
+        .iter()
+        .filter(|e| {
+            e.replayed
+                .outcome
+                .calls
+                .iter()
+                .any(|c| c.policy.is_some() && c.allowed == Some(false))
+        })
+        .count();
+    assert_eq!(by_policy, 1);
+    assert_eq!(denials + by_policy, denied);
     assert!(
         s.annotations
             .iter()
@@ -63,7 +76,21 @@ fn metrics_are_the_merge_of_every_request() {
     let rejections = hookscope::tui::app::rejections(&s.metrics);
     let denied = s.counts().2 as f64;
     let total: f64 = rejections.iter().map(|(_, v)| v).sum();
-    assert_eq!(total, denied);
+    // The demo's policy denies one request, counted in the policy's own metric.
+    let by_policy = s
+        .metrics
+        .samples()
+        .iter()
+        .filter(|m| {
+            m.name == "apiserver_validating_admission_policy_check_total"
+                && m.labels
+                    .iter()
+                    .any(|(k, v)| k == "enforcement_action" && v == "deny")
+        })
+        .map(|m| m.value)
+        .sum::<f64>();
+    assert_eq!(by_policy, 1.0);
+    assert_eq!(total + by_policy, denied);
     assert!(s.metrics.encode_text().contains(
         "apiserver_admission_webhook_fail_open_count{name=\"quota.slow.demo\",type=\"validating\"}"
     ));

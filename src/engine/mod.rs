@@ -326,6 +326,13 @@ impl Engine {
         self
     }
 
+    /// The engine with the policies another engine compiled (an engine rebuilt for edited
+    /// webhook configurations keeps its policies).
+    pub fn with_policy_hooks(mut self, hooks: &[policy::PolicyHook]) -> Engine {
+        self.policies = hooks.to_vec();
+        self
+    }
+
     /// The ValidatingAdmissionPolicies in evaluation order, with their bindings.
     pub fn policies(&self) -> &[policy::PolicyHook] {
         &self.policies

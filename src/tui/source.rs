@@ -331,7 +331,8 @@ impl ReplaySource {
             if fresh {
                 cache.clear();
             }
-            let engine = Engine::new(&configurations, replayer.engine().options().clone());
+            let engine = Engine::new(&configurations, replayer.engine().options().clone())
+                .with_policy_hooks(replayer.engine().policies());
             let again = Replayer::new(std::sync::Arc::new(engine), replayer.settings().clone());
             let reusing = ReusingReplier::new(replier.clone(), cache.clone());
             let run = redispatch(&again, generation, &kept, reusing, ids, &tx);
