@@ -570,3 +570,53 @@ apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguratio
         assert!(text.contains(line), "{line} in\n{text}");
     }
 }
+
+/// `check` refuses a policy under an apiVersion the modelled release does not serve, saying
+/// which to write, and says what a release before 1.30 needs switched on.
+#[test]
+fn check_follows_the_versions_each_release_serves() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("policies-versions");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let policy = |version: &str| {
+        format!(
+            "apiVersion: admissionregistration.k8s.io/{version}\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: p}}\nspec:\n  matchConstraints: {{resourceRules: [{{apiGroups: [\"\"], apiVersions: [v1], operations: [CREATE], resources: [pods]}}]}}\n  validations: [{{expression: \"true\"}}]\n"
+        )
+    };
+    let check = |kube: &str, version: &str| {
+        let path = dir.join(format!("{kube}-{version}.yaml"));
+        std::fs::write(&path, policy(version)).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookscope"))
+            .args(["--kube-version", kube, "check", "--admission"])
+            .arg(&path)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, out) = check("1.29", "v1");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("error apiVersion: admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy is served by Kubernetes 1.30 and later (modelled: 1.29): kubectl apply fails with 'no matches for kind \"ValidatingAdmissionPolicy\" in version \"admissionregistration.k8s.io/v1\"'; write it as admissionregistration.k8s.io/v1beta1"),
+        "{out}"
+    );
+    let (code, out) = check("1.33", "v1alpha1");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("is served by Kubernetes 1.26 to 1.31 (modelled: 1.33)")
+            && out.contains("write it as admissionregistration.k8s.io/v1"),
+        "{out}"
+    );
+    let (code, out) = check("1.29", "v1beta1");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("warning apiVersion: Kubernetes 1.29 runs ValidatingAdmissionPolicies only with --feature-gates=ValidatingAdmissionPolicy=true --runtime-config=admissionregistration.k8s.io/v1beta1=true"),
+        "{out}"
+    );
+    let (code, out) = check("1.33", "v1");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("default spec.failurePolicy: Fail"), "{out}");
+}

@@ -86,6 +86,13 @@ pub struct Program {
     output: check::Ty,
 }
 
+impl Program {
+    /// Whether the expression reads `namespaceObject`.
+    pub fn uses_namespace_object(&self) -> bool {
+        self.uses.namespace_object
+    }
+}
+
 impl std::fmt::Debug for Program {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Program")

@@ -175,6 +175,8 @@ pub struct PolicyHook {
     conditions: Vec<(String, String, Compiled)>,
     validations: Vec<(Compiled, Option<Compiled>)>,
     audit_annotations: Vec<(String, String, Compiled)>,
+    /// Whether an expression reads `namespaceObject` (only then is the namespace looked up).
+    needs_namespace: bool,
 }
 
 impl PolicyHook {
@@ -200,7 +202,8 @@ impl PolicyHook {
             Some("Ignore") => "Ignore",
             _ => "Fail",
         };
-        PolicyHook {
+        let reads = |c: &Compiled| c.as_ref().is_ok_and(|p| p.uses_namespace_object());
+        let mut hook = PolicyHook {
             name: Arc::from(policy.name.as_str()),
             constraints: spec.match_constraints.as_ref().map(Criteria::new),
             ignore_failures: failure_policy == "Ignore",
@@ -232,7 +235,18 @@ impl PolicyHook {
             variables,
             policy: Arc::new(policy.clone()),
             bindings,
-        }
+            needs_namespace: false,
+        };
+        hook.needs_namespace = hook
+            .variables
+            .iter()
+            .any(|(_, p)| p.as_ref().is_ok_and(cel::Program::uses_namespace_object))
+            || hook
+                .validations
+                .iter()
+                .any(|(v, m)| reads(v) || m.as_ref().is_some_and(reads))
+            || hook.audit_annotations.iter().any(|(_, _, p)| reads(p));
+        hook
     }
 }
 
@@ -878,7 +892,11 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
                     continue;
                 }
             };
-            let ns = namespace.get_or_insert_with(|| namespace_object(attrs, env.namespaces));
+            let ns = namespace.get_or_insert_with(|| {
+                hook.needs_namespace
+                    .then(|| namespace_object(attrs, env.namespaces))
+                    .flatten()
+            });
             let mut call = empty_call(Some(b));
             let invocation = matching::Invocation {
                 resource: attrs.resource.clone(),
