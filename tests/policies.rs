@@ -620,3 +620,99 @@ fn check_follows_the_versions_each_release_serves() {
     assert_eq!(code, Some(0), "{out}");
     assert!(out.contains("default spec.failurePolicy: Fail"), "{out}");
 }
+
+/// A replayed audit log: a policy's parameter is the ConfigMap the log created before a request,
+/// and no parameter exists for the requests before it.
+#[test]
+fn parameters_are_the_objects_an_audit_log_showed_before_each_request() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("policies-audit-params");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let event = |id: &str, resource: &str, name: &str, object: Value, code: i64| {
+        let (group, version, path) = if resource == "deployments" {
+            ("apps", "v1", "/apis/apps/v1")
+        } else {
+            ("", "v1", "/api/v1")
+        };
+        let mut stored = object.clone();
+        stored["metadata"]["uid"] = json!(format!("uid-{id}"));
+        stored["metadata"]["resourceVersion"] = json!("1");
+        json!({
+            "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse",
+            "auditID": id, "stage": "ResponseComplete",
+            "requestURI": format!("{path}/namespaces/shop/{resource}"), "verb": "create",
+            "user": {"username": "alice", "groups": ["system:authenticated"]},
+            "sourceIPs": ["127.0.0.1"],
+            "objectRef": {"resource": resource, "namespace": "shop", "name": name, "apiGroup": group, "apiVersion": version},
+            "responseStatus": {"metadata": {}, "code": code},
+            "requestObject": object,
+            "responseObject": if code == 201 { stored } else { Value::Null },
+            "requestReceivedTimestamp": "2026-11-26T07:00:00.000000Z",
+            "stageTimestamp": "2026-11-26T07:00:00.100000Z",
+        })
+        .to_string()
+    };
+    let deployment = |name: &str, replicas: u32| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": name, "namespace": "shop", "labels": {"team": "a"}},
+               "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                        "template": {"metadata": {"labels": {"app": name}},
+                                     "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+    };
+    let log = dir.join("audit.log");
+    std::fs::write(
+        &log,
+        [
+            event("a1", "deployments", "early", deployment("early", 4), 201),
+            event(
+                "a2",
+                "configmaps",
+                "replica-limit",
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "replica-limit", "namespace": "shop"},
+                       "data": {"maxReplicas": "3"}}),
+                201,
+            ),
+            event("a3", "deployments", "late", deployment("late", 4), 201),
+            event("a4", "deployments", "small", deployment("small", 2), 201),
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookscope"))
+        .args(["replay", "--format", "json", "--webhooks"])
+        .arg(format!("{FIXTURES}/chain.yaml"))
+        .arg("--input")
+        .arg(&log)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let outcome = |i: usize| {
+        let r = &report["requests"][i];
+        (
+            r["allowed"].as_bool().unwrap(),
+            r["status"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        )
+    };
+    assert_eq!(
+        outcome(0),
+        (
+            false,
+            "deployments.apps \"early\" is forbidden: ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-binding' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".into()
+        )
+    );
+    assert_eq!(outcome(1), (true, String::new()));
+    assert_eq!(
+        outcome(2),
+        (
+            false,
+            "deployments.apps \"late\" is forbidden: ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-binding' denied request: replicas 4 exceed the limit of 3".into()
+        )
+    );
+    assert_eq!(outcome(3), (true, String::new()));
+}
