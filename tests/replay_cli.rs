@@ -41,11 +41,27 @@ fn b64(s: &str) -> String {
 
 /// The oracle configurations, trusting `pki` instead of the recorded server's CA.
 fn oracle_configurations(pki: &TestPki, dir: &Path) -> Vec<PathBuf> {
-    ["mutating.yaml", "validating.yaml"]
+    fixture_configurations(
+        pki,
+        dir,
+        "oracle-v1.32",
+        &["mutating.yaml", "validating.yaml"],
+    )
+}
+
+/// `files` of the recorded session `fixture`, written to `dir` trusting `pki` instead of the
+/// recorded server's CA.
+fn fixture_configurations(
+    pki: &TestPki,
+    dir: &Path,
+    fixture: &str,
+    files: &[&str],
+) -> Vec<PathBuf> {
+    files
         .iter()
         .map(|f| {
             let original =
-                std::fs::read_to_string(format!("{FIXTURES}/oracle-v1.32/{f}")).expect("fixture");
+                std::fs::read_to_string(format!("{FIXTURES}/{fixture}/{f}")).expect("fixture");
             let rewritten: String = original
                 .lines()
                 .map(|l| match l.split_once("caBundle: ") {
@@ -53,7 +69,7 @@ fn oracle_configurations(pki: &TestPki, dir: &Path) -> Vec<PathBuf> {
                     None => format!("{l}\n"),
                 })
                 .collect();
-            let path = dir.join(f);
+            let path = dir.join(f.rsplit('/').next().unwrap_or(f));
             std::fs::write(&path, rewritten).expect("write configuration");
             path
         })
@@ -1563,4 +1579,71 @@ fn the_replay_sends_what_the_apiserver_sent_its_webhooks() {
         }
     }
     assert_eq!(compared, files.len());
+}
+
+/// A plain manifest in --input is sent to webhooks as `kubectl create -f` sent it to a real
+/// kube-apiserver v1.33 (tests/fixtures/policies-v1.33: the configmap created in namespace
+/// `other`, which no admission policy binds, so the first webhook saw kubectl's request as is).
+#[test]
+fn a_plain_manifest_is_sent_as_kubectl_create_sent_it() {
+    let pki = TestPki::new();
+    let server = WebhookServer::start(
+        &pki,
+        handler(|req| {
+            let review: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+            common::v1_allow(review["request"]["uid"].as_str().unwrap_or_default())
+        }),
+    );
+    let dir = scratch("manifest-create");
+    let webhooks =
+        fixture_configurations(&pki, &dir, "policies-v1.33", &["inputs/webhooks.yaml"]).remove(0);
+    let out = hookscope(&[
+        "replay",
+        "--kube-version",
+        "1.33",
+        "--webhooks",
+        webhooks.to_str().unwrap(),
+        "--input",
+        &format!("{FIXTURES}/policies-v1.33/inputs/cm-other.json"),
+        "--cluster",
+        &format!("{FIXTURES}/policies-v1.33/inputs/namespaces.yaml"),
+        "--as",
+        "admin",
+        "--as-uid",
+        "admin",
+        "--as-group",
+        "system:masters",
+        "--resolve",
+        &format!("127.0.0.1:18443=127.0.0.1:{}", server.port()),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("report");
+    let notes = report["requests"][0]["notes"].to_string();
+    assert!(notes.contains("a plain manifest"), "{notes}");
+
+    // The field manager's entry carries the time the request arrived.
+    let timeless = |body: &str| {
+        let mut review: Value = serde_json::from_str(body).expect("review");
+        for entry in review["request"]["object"]["metadata"]["managedFields"]
+            .as_array_mut()
+            .into_iter()
+            .flatten()
+        {
+            entry["time"] = Value::from("…");
+        }
+        let body = serde_json::to_string(&review).expect("json");
+        request_without_uid(&body)
+    };
+    let want = std::fs::read_to_string(format!(
+        "{FIXTURES}/policies-v1.33/received/0016-add-label-req.json"
+    ))
+    .expect("fixture");
+    let calls = server.requests();
+    let first = calls
+        .iter()
+        .find(|r| r.path_only() == "/add-label")
+        .expect("the mutating webhook called");
+    assert_eq!(timeless(&text(&first.body)), timeless(&want));
 }

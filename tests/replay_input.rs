@@ -12,6 +12,9 @@ use hookscope::replay::{CapturedRequest, IndexUnit, InputItem, InputProblem, Nam
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+mod common;
+use common::requests;
+
 const ORACLE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/oracle-v1.32");
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/replay/input");
 
@@ -43,16 +46,6 @@ fn read_fixture(file: &str, cluster: ClusterState) -> Vec<InputItem> {
         .expect("fixture");
     reader.finish(&mut |i| items.push(i));
     items
-}
-
-fn requests(items: &[InputItem]) -> Vec<&CapturedRequest> {
-    items
-        .iter()
-        .filter_map(|i| match i {
-            InputItem::Request(r) => Some(&**r),
-            _ => None,
-        })
-        .collect()
 }
 
 /// The problems of `items`: not-replayable ones, or invalid ones.
@@ -420,17 +413,18 @@ fn json_lines_of_reviews_with_bad_lines_among_them() {
     );
     assert_eq!((got[2].0, got[2].1), ("invalid", 3));
     assert!(got[2].2.contains("invalid JSON"), "{}", got[2].2);
-    assert_eq!(
-        got[3],
-        (
-            "invalid",
-            5,
-            r#"kind: "ConfigMap" is not an AdmissionReview or an audit.k8s.io/v1 Event"#
-                .to_string()
-        )
+    // A plain object is a manifest: the create `kubectl create -f` would send.
+    assert_eq!(got[3], ("request", 5, String::new()));
+    let manifest = requests(&items)[1];
+    assert_eq!(manifest.attrs.operation, Operation::Create);
+    assert_eq!(manifest.attrs.name, "not-a-review");
+    assert!(
+        manifest.notes[0].starts_with("a plain manifest"),
+        "{:?}",
+        manifest.notes
     );
     assert_eq!((got[4].0, got[4].1), ("request", 6));
-    let connect = requests(&items)[1];
+    let connect = requests(&items)[2];
     assert_eq!(connect.attrs.operation, Operation::Connect);
     assert_eq!(connect.attrs.sub_resource, "exec");
     assert_eq!(connect.attrs.options, None);
@@ -1452,9 +1446,16 @@ fn cluster_files_give_namespaces_old_objects_and_custom_resources() {
     }));
     assert_eq!(
         cluster.namespace_labels("shop"),
-        Some(&labels(&[("env", "prod"), ("team", "a")]))
+        Some(&labels(&[
+            ("env", "prod"),
+            ("kubernetes.io/metadata.name", "shop"),
+            ("team", "a")
+        ]))
     );
-    assert_eq!(cluster.namespace_labels("quiet"), Some(&BTreeMap::new()));
+    assert_eq!(
+        cluster.namespace_labels("quiet"),
+        Some(&labels(&[("kubernetes.io/metadata.name", "quiet")]))
+    );
     assert_eq!(cluster.namespace_labels("other"), None);
     assert_eq!(cluster.custom_resources()[0].plural, "widgets");
     assert_eq!(
@@ -1502,7 +1503,11 @@ fn cluster_files_give_namespaces_old_objects_and_custom_resources() {
     );
     assert_eq!(
         r[0].namespace,
-        NamespaceState::Known(shared_labels(&[("env", "prod"), ("team", "a")]))
+        NamespaceState::Known(shared_labels(&[
+            ("env", "prod"),
+            ("kubernetes.io/metadata.name", "shop"),
+            ("team", "a")
+        ]))
     );
     assert_eq!(
         r[1].attrs.kind,

@@ -46,8 +46,10 @@ pub struct Args {
     /// ValidatingAdmissionPolicies and their bindings.
     #[arg(long = "webhooks", visible_alias = "admission", required = true, num_args = 1..)]
     pub webhooks: Vec<PathBuf>,
-    /// Captured requests: AdmissionReview documents (JSON, YAML, JSON lines) or audit.k8s.io/v1
-    /// audit logs (JSON lines of Event, or an EventList). `-` reads standard input.
+    /// Captured requests: AdmissionReview documents or bare AdmissionRequests (JSON, YAML, JSON
+    /// lines), audit.k8s.io audit logs (JSON lines of Event, an EventList, or the envelopes of
+    /// AKS, CloudWatch and container log lines around them), or plain manifests, replayed as
+    /// `kubectl create -f` would create them. `-` reads standard input.
     #[arg(long = "input", required = true, num_args = 1..)]
     pub input: Vec<String>,
     /// Write one audit.k8s.io/v1 Event per replayed request (JSON lines).
@@ -117,6 +119,16 @@ pub struct SourceArgs {
     /// The apiserver's request deadline in seconds, which bounds all webhook calls of a request.
     #[arg(long = "request-timeout", default_value_t = 60)]
     pub request_timeout: u64,
+    /// The user plain manifests in --input are created as (as `kubectl --as`); without it,
+    /// kubeadm's `kubernetes-admin` in `system:masters`, with a note on each request.
+    #[arg(long = "as", value_name = "USER")]
+    pub as_user: Option<String>,
+    /// The uid of the --as user.
+    #[arg(long = "as-uid", value_name = "UID", requires = "as_user")]
+    pub as_uid: Option<String>,
+    /// A group of the --as user (repeatable); `system:authenticated` is always added.
+    #[arg(long = "as-group", value_name = "GROUP", requires = "as_user")]
+    pub as_group: Vec<String>,
 }
 
 impl Default for SourceArgs {
@@ -130,6 +142,9 @@ impl Default for SourceArgs {
             audit_level: AuditLevel::Request,
             concurrency: 1,
             request_timeout: 60,
+            as_user: None,
+            as_uid: None,
+            as_group: Vec::new(),
         }
     }
 }
@@ -182,6 +197,18 @@ impl SourceArgs {
         kinds.sort();
         kinds.dedup();
         reader.track_params(kinds);
+        if let Some(user) = &self.as_user {
+            let mut groups = self.as_group.clone();
+            if !groups.iter().any(|g| g == "system:authenticated") {
+                groups.push("system:authenticated".into());
+            }
+            reader.set_manifest_user(hookscope::api::meta::UserInfo {
+                username: user.clone(),
+                uid: self.as_uid.clone().unwrap_or_default(),
+                groups,
+                ..Default::default()
+            });
+        }
         (replayer, reader, problems)
     }
 }

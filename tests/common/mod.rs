@@ -914,3 +914,16 @@ impl RefusingPort {
         self.port
     }
 }
+
+/// The captured requests among replay input `items`.
+pub fn requests(
+    items: &[hookscope::replay::InputItem],
+) -> Vec<&hookscope::replay::CapturedRequest> {
+    items
+        .iter()
+        .filter_map(|i| match i {
+            hookscope::replay::InputItem::Request(r) => Some(&**r),
+            _ => None,
+        })
+        .collect()
+}

@@ -10,8 +10,10 @@
 //! * anything else: YAML documents separated by `---`.
 //!
 //! Whatever the format, each document is an `admission.k8s.io/v1` or `v1beta1` `AdmissionReview`
-//! (replayed as captured; with a `response` too, its `request` is used), an `audit.k8s.io/v1`
-//! `Event`, or a list of them. Input is streamed: memory holds one line or document, the objects
+//! (replayed as captured; with a `response` too, its `request` is used), an `audit.k8s.io`
+//! `Event` (v1, v1beta1 or v1alpha1), or a list of them; or one of the shapes of `wrapped.rs`: an
+//! envelope around events (AKS diagnostic records, CloudWatch payloads, container log lines), a
+//! bare `AdmissionRequest`, or a plain manifest, replayed as the create `kubectl create -f` sends. Input is streamed: memory holds one line or document, the objects
 //! needed as old objects, and the audit requests whose final stage is still to come.
 //!
 //! # Audit logs
@@ -67,6 +69,7 @@ mod review;
 use crate::scan;
 mod store;
 mod stream;
+mod wrapped;
 
 use std::collections::HashMap;
 use std::io::{self, BufRead, BufReader, Read};
@@ -81,6 +84,7 @@ use crate::registry::ResourceRegistry;
 
 pub use cluster::{ClusterState, ObjectError};
 pub use intern::Interner;
+pub use wrapped::default_manifest_user;
 
 use super::{IndexUnit, InputItem, InputProblem, SourceRef};
 use store::Store;
@@ -122,6 +126,8 @@ pub struct Reader {
     param_kinds: Vec<(String, String)>,
     /// Their objects at the store's generation, shared by the requests read meanwhile.
     params: Option<(u64, Arc<crate::engine::policy::ParamObjects>)>,
+    /// The user plain manifests are created as, and whether the user chose it.
+    manifest_user: (crate::api::meta::UserInfo, bool),
 }
 
 impl std::fmt::Debug for Pending {
@@ -170,6 +176,7 @@ impl Reader {
             positions: Positions::default(),
             param_kinds: Vec::new(),
             params: None,
+            manifest_user: (wrapped::default_manifest_user(), false),
         }
     }
 
@@ -591,9 +598,15 @@ impl Reader {
         let looks_like_event = spans[3].is_some() && spans[4].is_some();
         let in_event_list = list_kind == Some("EventList");
         if kind == "Event" || (kind.is_empty() && (in_event_list || looks_like_event)) {
-            if !api_version.is_empty() && api_version != "audit.k8s.io/v1" {
-                let message =
-                    format!("unsupported audit event version {api_version:?} (audit.k8s.io/v1)");
+            // v1beta1 and v1alpha1 events hold the same fields under the same names (plus
+            // `timestamp` and `metadata`, which replay does not need).
+            if !matches!(
+                &*api_version,
+                "" | "audit.k8s.io/v1" | "audit.k8s.io/v1beta1" | "audit.k8s.io/v1alpha1"
+            ) {
+                let message = format!(
+                    "unsupported audit event version {api_version:?} (audit.k8s.io/v1, v1beta1 or v1alpha1)"
+                );
                 return sink(invalid(source, prefix, "apiVersion", message));
             }
             return self.audit_fast(text, &spans, source, sink);
@@ -631,8 +644,15 @@ impl Reader {
             }
             return;
         }
+        if !matches!(
+            &*kind,
+            "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"
+        ) && self.unwrapped(text, &source, prefix, &positions, sink)
+        {
+            return;
+        }
         let message = if kind.is_empty() {
-            "missing: not an AdmissionReview or an audit.k8s.io/v1 Event".to_string()
+            "missing: not an AdmissionReview, an audit.k8s.io Event, an AdmissionRequest or a manifest".to_string()
         } else if matches!(
             &*kind,
             "MutatingWebhookConfiguration" | "ValidatingWebhookConfiguration"
@@ -641,9 +661,74 @@ impl Reader {
                 "{kind:?} is a webhook configuration, not a captured request: give its file with --webhooks"
             )
         } else {
-            format!("{kind:?} is not an AdmissionReview or an audit.k8s.io/v1 Event")
+            format!("{kind:?} is not an AdmissionReview or an audit.k8s.io Event")
         };
         sink(invalid(source, prefix, "kind", message))
+    }
+}
+
+impl Reader {
+    /// Sets the user plain manifests are created as (`--as`); without it they are created as
+    /// [`default_manifest_user`], with a note saying so.
+    pub fn set_manifest_user(&mut self, user: crate::api::meta::UserInfo) {
+        self.manifest_user = (user, true);
+    }
+
+    /// Reads a document that holds or describes a request in another shape (see [`wrapped`]);
+    /// `false` when it is none of them.
+    fn unwrapped(
+        &mut self,
+        text: &[u8],
+        source: &SourceRef,
+        prefix: &str,
+        positions: &Positions,
+        sink: Sink<'_>,
+    ) -> bool {
+        let Ok(doc) = scan::parse::<Value>(text) else {
+            return false;
+        };
+        let (user, given) = &self.manifest_user;
+        let Some(found) = wrapped::unwrap(&doc, &self.registry, user, *given) else {
+            return false;
+        };
+        match found {
+            wrapped::Unwrapped::Inner(docs) => {
+                for (field, inner) in docs {
+                    let inner = trim(&inner);
+                    self.positions = positions.clone();
+                    self.json_text(inner, source.clone(), &join(prefix, &field), None, sink);
+                }
+            }
+            wrapped::Unwrapped::Review(review) => {
+                match review::request(review, source.clone(), &self.store) {
+                    Ok(mut req) => {
+                        self.intern.request(&mut req);
+                        self.attach_params(&mut req);
+                        sink(InputItem::Request(Box::new(req)))
+                    }
+                    Err((b, source)) => sink(invalid(source, prefix, &b.field, b.message)),
+                }
+            }
+            wrapped::Unwrapped::Create(event, note) => {
+                let Ok(spans) = scan::find_by(&event, (0, event.len()), audit::key_index) else {
+                    return false;
+                };
+                let mut noted = |mut item: InputItem| {
+                    if let InputItem::Request(r) = &mut item {
+                        r.source.audit_id = None;
+                        r.uid.clear();
+                        r.audit = None;
+                        r.notes.insert(0, note.clone());
+                    }
+                    sink(item)
+                };
+                self.audit_fast(&event, &spans, source.clone(), &mut noted);
+            }
+            wrapped::Unwrapped::Refused(field, message) => {
+                sink(invalid(source.clone(), prefix, field, message))
+            }
+        }
+        true
     }
 }
 

@@ -239,7 +239,11 @@ impl Store {
         if group.is_empty() && resource == "namespaces" {
             let known = self.objects.get(self.scratch.as_str());
             if known.is_none_or(|old| !old.holds(meta, text)) {
-                self.set_namespace(&meta.name, labels(json, meta.labels));
+                let mut labels = labels(json, meta.labels);
+                // The label the apiserver's defaulting gives every Namespace (since 1.21), also
+                // to one written without it in a --cluster file.
+                labels.insert("kubernetes.io/metadata.name".into(), meta.name.to_string());
+                self.set_namespace(&meta.name, labels);
             }
         }
         let type_meta = type_meta.filter(|_| meta.api_version.is_empty());
@@ -306,7 +310,9 @@ mod tests {
             &mut s,
             r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"a","resourceVersion":"9"}}"#,
         );
-        assert!(s.namespace_labels("a").unwrap().is_empty());
+        let labels = s.namespace_labels("a").unwrap();
+        assert_eq!(labels.len(), 1);
+        assert_eq!(labels["kubernetes.io/metadata.name"], "a");
         assert_eq!(
             s.get(&key("", "namespaces", "a", "a"))
                 .unwrap()
