@@ -1266,7 +1266,7 @@ fn validate(
         let result = match program {
             Ok(p) => cel::evaluate_in(p, inputs, Some(&vars))
                 .result
-                .map_err(|e| format!("expression '{}' resulted in error: {e}", expression.trim())),
+                .map_err(|e| format!("expression '{}' resulted in error: {e}", expression)),
             Err(e) => Err(format!("compilation error: {e}")),
         };
         call.expressions.push(ExpressionResult {
