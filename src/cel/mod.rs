@@ -73,6 +73,47 @@ const PARSER_STACK_BYTES: usize = 64 << 20;
 const SELECT_FN: &str = "@hs.select";
 const TICK_FN: &str = "@hs.tick";
 const OPT_SELECT_FN: &str = "@hs.optselect";
+const UNWRAP_FN: &str = "@hs.unwrap";
+
+/// The variables bound as [`Document`]s: each is read through field selection, or unwrapped.
+const DOCUMENTS: [&str; 5] = [
+    "object",
+    "oldObject",
+    "request",
+    "params",
+    "namespaceObject",
+];
+
+fn is_document(e: &Expression) -> bool {
+    matches!(&e.expr, Expr::Ident(n) if DOCUMENTS.contains(&n.as_str()))
+}
+
+/// A variable converted to CEL once, bound as an opaque value: cel 0.13 copies a variable's
+/// whole value each time it binds or reads one (between its two value models), which for an
+/// object of a few kilobytes costs far more than the expression. Field selection
+/// ([`SELECT_FN`]) reads into it without a copy; anything else reads it through [`UNWRAP_FN`].
+#[derive(Debug, Clone, PartialEq)]
+struct Document(Value);
+
+impl Eq for Document {}
+
+impl Opaque for Document {
+    fn runtime_type_name(&self) -> &str {
+        "hookscope.document"
+    }
+}
+
+/// The value of a [`Document`] (anything else as it is).
+fn unwrap_fn(Arguments(args): Arguments) -> ResolveResult {
+    match args.as_slice() {
+        [Value::Opaque(o)] => match o.downcast_ref::<Document>() {
+            Some(d) => Ok(d.0.clone()),
+            None => Ok(Value::Opaque(o.clone())),
+        },
+        [v] => Ok(v.clone()),
+        _ => Err(ExecutionError::invalid_argument_count(1, args.len())),
+    }
+}
 const COST_VAR: &str = "@hs.cost";
 
 /// A compiled matchCondition expression.
@@ -424,7 +465,12 @@ fn rewrite(expr: Expression) -> Expression {
             field,
             test: false,
         }) => {
-            let operand = rewrite(*operand);
+            // A document is selected from without unwrapping it.
+            let operand = if is_document(&operand) {
+                *operand
+            } else {
+                rewrite(*operand)
+            };
             let field = IdedExpr {
                 id,
                 expr: Expr::Literal(LiteralValue::String(CelString::from(field.as_str()))),
@@ -438,8 +484,26 @@ fn rewrite(expr: Expression) -> Expression {
         Expr::Call(mut c) if c.func_name == cel::common::ast::operators::OPT_SELECT => {
             c.func_name = OPT_SELECT_FN.to_string();
             c.target = c.target.map(|t| Box::new(rewrite(*t)));
-            c.args = c.args.into_iter().map(rewrite).collect();
+            c.args = c
+                .args
+                .into_iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    if i == 0 && is_document(&a) {
+                        a
+                    } else {
+                        rewrite(a)
+                    }
+                })
+                .collect();
             Expr::Call(c)
+        }
+        Expr::Ident(name) if DOCUMENTS.contains(&name.as_str()) => {
+            let ident = IdedExpr {
+                id,
+                expr: Expr::Ident(name),
+            };
+            return call(id, UNWRAP_FN, vec![ident]);
         }
         Expr::Call(mut c) => {
             c.target = c.target.map(|t| Box::new(rewrite(*t)));
@@ -513,6 +577,15 @@ fn select_fn(Arguments(args): Arguments) -> ResolveResult {
             .get(&cel::objects::Key::String(field.clone()))
             .cloned()
             .ok_or_else(|| no_such_key(&field)),
+        Some(Value::Opaque(o)) if o.downcast_ref::<Document>().is_some() => {
+            match o.downcast_ref::<Document>().map(|d| &d.0) {
+                Some(Value::Map(m)) => m
+                    .get(&cel::objects::Key::String(field.clone()))
+                    .cloned()
+                    .ok_or_else(|| no_such_key(&field)),
+                _ => Err(no_such_key(&field)),
+            }
+        }
         Some(Value::Opaque(o)) => match o.downcast_ref::<Variables>() {
             Some(vars) => match vars.values.iter().find(|(n, _)| **n == *field) {
                 Some((_, Ok(v))) => Ok(v.clone()),
@@ -590,6 +663,7 @@ fn root() -> &'static cel::Context<'static> {
         ctx.add_function(SELECT_FN, select_fn);
         ctx.add_function(TICK_FN, tick_fn);
         ctx.add_function(OPT_SELECT_FN, opt_select_fn);
+        ctx.add_function(UNWRAP_FN, unwrap_fn);
         ctx.add_function("dyn", identity);
         ctx
     })
@@ -731,7 +805,9 @@ impl<'a> Inputs<'a> {
             };
             match json {
                 None | Some(serde_json::Value::Null) => Ok(Value::Null),
-                Some(v) => cel::to_value(v).map_err(|e| e.to_string()),
+                Some(v) => cel::to_value(v)
+                    .map(|v| Value::Opaque(Arc::new(Document(v))))
+                    .map_err(|e| e.to_string()),
             }
         })
         .clone()
