@@ -253,7 +253,7 @@ fn function_type(name: &str, target: Option<&Ty>) -> Option<Ty> {
 
 /// Names with a dot are namespaced functions (`sets.contains(...)`), parsed as member calls
 /// on an identifier.
-fn is_namespace(prefix: &str, func: &str) -> bool {
+pub(crate) fn is_namespace(prefix: &str, func: &str) -> bool {
     function_type(&format!("{prefix}.{func}"), None).is_some()
 }
 

@@ -74,18 +74,55 @@ const SELECT_FN: &str = "@hs.select";
 const TICK_FN: &str = "@hs.tick";
 const OPT_SELECT_FN: &str = "@hs.optselect";
 const UNWRAP_FN: &str = "@hs.unwrap";
+const HAS_FN: &str = "@hs.has";
 
-/// The variables bound as [`Document`]s: each is read through field selection, or unwrapped.
-const DOCUMENTS: [&str; 5] = [
-    "object",
-    "oldObject",
-    "request",
-    "params",
-    "namespaceObject",
-];
-
+/// Whether `e` may hold a [`Document`]: a document variable, or any other identifier (a
+/// comprehension's variable ranges over a list whose objects are documents).
 fn is_document(e: &Expression) -> bool {
-    matches!(&e.expr, Expr::Ident(n) if DOCUMENTS.contains(&n.as_str()))
+    matches!(&e.expr, Expr::Ident(_))
+}
+
+/// A selected value as the evaluator holds it: the objects of a list become [`Document`]s, so
+/// that a comprehension over them (`containers.all(c, …)`) binds and reads each without copying.
+fn documented(v: Value) -> Value {
+    match v {
+        Value::List(items) if items.iter().any(|i| matches!(i, Value::Map(_))) => {
+            Value::List(Arc::new(
+                items
+                    .iter()
+                    .map(|i| match i {
+                        Value::Map(_) => Value::Opaque(Arc::new(Document(i.clone()))),
+                        other => other.clone(),
+                    })
+                    .collect(),
+            ))
+        }
+        other => other,
+    }
+}
+
+/// `has(x.f)`, on maps and [`Document`]s alike.
+fn has_fn(Arguments(args): Arguments) -> ResolveResult {
+    let field = match args.get(1) {
+        Some(Value::String(f)) => f.clone(),
+        _ => return Err(ExecutionError::NoSuchOverload),
+    };
+    let map = match args.first() {
+        Some(Value::Map(m)) => m,
+        Some(Value::Opaque(o)) => match o.downcast_ref::<Document>().map(|d| &d.0) {
+            Some(Value::Map(m)) => m,
+            _ => match o.downcast_ref::<Variables>() {
+                Some(vars) => {
+                    return Ok(Value::Bool(vars.values.iter().any(|(n, _)| **n == *field)));
+                }
+                None => return Err(ExecutionError::NoSuchOverload),
+            },
+        },
+        _ => return Err(ExecutionError::NoSuchOverload),
+    };
+    Ok(Value::Bool(
+        map.get(&cel::objects::Key::String(field)).is_some(),
+    ))
 }
 
 /// A variable converted to CEL once, bound as an opaque value: cel 0.13 copies a variable's
@@ -477,9 +514,17 @@ fn rewrite(expr: Expression) -> Expression {
             };
             return call(id, SELECT_FN, vec![operand, field]);
         }
-        Expr::Select(mut s) => {
-            s.operand = Box::new(rewrite(*s.operand));
-            Expr::Select(s)
+        Expr::Select(s) => {
+            let operand = if is_document(&s.operand) {
+                *s.operand
+            } else {
+                rewrite(*s.operand)
+            };
+            let field = IdedExpr {
+                id,
+                expr: Expr::Literal(LiteralValue::String(CelString::from(s.field.as_str()))),
+            };
+            return call(id, HAS_FN, vec![operand, field]);
         }
         Expr::Call(mut c) if c.func_name == cel::common::ast::operators::OPT_SELECT => {
             c.func_name = OPT_SELECT_FN.to_string();
@@ -498,7 +543,7 @@ fn rewrite(expr: Expression) -> Expression {
                 .collect();
             Expr::Call(c)
         }
-        Expr::Ident(name) if DOCUMENTS.contains(&name.as_str()) => {
+        Expr::Ident(name) => {
             let ident = IdedExpr {
                 id,
                 expr: Expr::Ident(name),
@@ -506,7 +551,14 @@ fn rewrite(expr: Expression) -> Expression {
             return call(id, UNWRAP_FN, vec![ident]);
         }
         Expr::Call(mut c) => {
-            c.target = c.target.map(|t| Box::new(rewrite(*t)));
+            // `sets.contains(…)`: the identifier names the function's namespace.
+            let namespace = matches!(
+                c.target.as_deref(),
+                Some(IdedExpr { expr: Expr::Ident(prefix), .. }) if check::is_namespace(prefix, &c.func_name)
+            );
+            if !namespace {
+                c.target = c.target.map(|t| Box::new(rewrite(*t)));
+            }
             c.args = c.args.into_iter().map(rewrite).collect();
             Expr::Call(c)
         }
@@ -576,12 +628,14 @@ fn select_fn(Arguments(args): Arguments) -> ResolveResult {
         Some(Value::Map(m)) => m
             .get(&cel::objects::Key::String(field.clone()))
             .cloned()
+            .map(documented)
             .ok_or_else(|| no_such_key(&field)),
         Some(Value::Opaque(o)) if o.downcast_ref::<Document>().is_some() => {
             match o.downcast_ref::<Document>().map(|d| &d.0) {
                 Some(Value::Map(m)) => m
                     .get(&cel::objects::Key::String(field.clone()))
                     .cloned()
+                    .map(documented)
                     .ok_or_else(|| no_such_key(&field)),
                 _ => Err(no_such_key(&field)),
             }
@@ -664,6 +718,7 @@ fn root() -> &'static cel::Context<'static> {
         ctx.add_function(TICK_FN, tick_fn);
         ctx.add_function(OPT_SELECT_FN, opt_select_fn);
         ctx.add_function(UNWRAP_FN, unwrap_fn);
+        ctx.add_function(HAS_FN, has_fn);
         ctx.add_function("dyn", identity);
         ctx
     })
