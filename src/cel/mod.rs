@@ -860,12 +860,40 @@ impl<'a> Inputs<'a> {
             };
             match json {
                 None | Some(serde_json::Value::Null) => Ok(Value::Null),
-                Some(v) => cel::to_value(v)
-                    .map(|v| Value::Opaque(Arc::new(Document(v))))
-                    .map_err(|e| e.to_string()),
+                Some(v) => Ok(Value::Opaque(Arc::new(Document(json_value(v))))),
             }
         })
         .clone()
+    }
+}
+
+/// A JSON value as CEL sees an unstructured object: integers as `int` (as Kubernetes decodes
+/// them, so that `object.spec.replicas == 3` holds), other numbers as `double`.
+fn json_value(v: &serde_json::Value) -> Value {
+    match v {
+        serde_json::Value::Null => Value::Null,
+        serde_json::Value::Bool(b) => Value::Bool(*b),
+        serde_json::Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => Value::Int(i),
+            (None, Some(u)) => Value::UInt(u),
+            _ => Value::Float(n.as_f64().unwrap_or_default()),
+        },
+        serde_json::Value::String(s) => Value::String(Arc::new(s.clone())),
+        serde_json::Value::Array(items) => {
+            Value::List(Arc::new(items.iter().map(json_value).collect()))
+        }
+        serde_json::Value::Object(m) => Value::Map(cel::objects::Map {
+            map: Arc::new(
+                m.iter()
+                    .map(|(k, v)| {
+                        (
+                            cel::objects::Key::String(Arc::new(k.clone())),
+                            json_value(v),
+                        )
+                    })
+                    .collect(),
+            ),
+        }),
     }
 }
 
@@ -1073,6 +1101,30 @@ mod tests {
         assert_eq!(locate("'foo' == foo", "foo"), (1, 10));
         assert_eq!(locate("a\n  foo", "foo"), (2, 3));
         assert_eq!(locate("x", "nope"), (1, 1));
+    }
+
+    #[test]
+    fn documents_read_like_the_values_they_hold() {
+        let object =
+            json!({"items": [{"a": 1, "b": {"c": "x"}}, {"a": 2}, {"n": "z"}], "m": {"k": "v"}});
+        for expr in [
+            "object.items.all(i, has(i.a) || has(i.n))",
+            "object.items.exists(i, i == {'n': 'z'})",
+            "object.items[0].b.c == 'x'",
+            "has(object.items[0].b) && !has(object.items[1].b)",
+            "object.items.filter(i, has(i.a)).map(i, i.a).size() == 2",
+            "'k' in object.m && object.m['k'] == 'v'",
+            "object.items[0] == object.items[0]",
+            "has(object.m) && !has(object.nothing)",
+            "object != null",
+        ] {
+            assert_eq!(eval(expr, object.clone()), Ok(true), "{expr}");
+        }
+        assert_eq!(
+            eval("object.items[1].b.c == 'x'", object.clone()),
+            Err("no such key: b".into())
+        );
+        assert_eq!(eval("object.items[1].a == 2", object.clone()), Ok(true));
     }
 
     #[test]
