@@ -106,6 +106,7 @@ fn requests() -> Vec<InputItem> {
                 namespace: NamespaceState::Known(Default::default()),
                 audit: None,
                 notes: Vec::new(),
+                params: None,
             }))
         })
         .collect()

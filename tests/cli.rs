@@ -290,8 +290,9 @@ fn check_takes_the_admission_configurations_of_release_manifests_and_skips_the_r
         assert_eq!(lines, [skipped], "one summary line");
     }
 
-    // Admission policies are other kinds too (for now), and so is anything else of any group;
-    // a misspelt webhook configuration kind is not.
+    // Validating admission policies and bindings are read, defaulted and validated like the
+    // configurations; anything else of any group is another kind; a misspelt webhook
+    // configuration kind is not.
     let dir = Scratch::new(&format!("hookscope-policies-{}", std::process::id()));
     let path = dir.join("mixed.yaml");
     std::fs::write(
@@ -301,9 +302,18 @@ fn check_takes_the_admission_configurations_of_release_manifests_and_skips_the_r
     .unwrap();
     let out = hookscope(&["check", "--webhooks", path.to_str().unwrap()]);
     let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
+    assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
-        stdout.contains("skipped 3 documents of other kinds: ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding, Widget"),
+        stdout.contains("skipped 1 document of other kinds: Widget"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("✗ ValidatingAdmissionPolicy p ")
+            && stdout.contains("    error spec.matchConstraints: Required value\n")
+            && stdout.contains("✗ ValidatingAdmissionPolicyBinding b ")
+            && stdout.contains(
+                "    error spec.validationActions: Required value: at least one validation action is required"
+            ),
         "{stdout}"
     );
     std::fs::write(

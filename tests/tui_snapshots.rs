@@ -57,7 +57,7 @@ const SCREENS: &[(&str, &str)] = &[
     ("webhooks", "5j"),
     ("help_chain", "\n?"),
     ("command_completion", ":t"),
-    ("editor", "5jje"),
+    ("editor", "5jjje"),
     ("walkthrough_defaulter", "/cart\n\nj"),
     ("walkthrough_round1", "/cart\n\nj]"),
 ];

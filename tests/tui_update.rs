@@ -50,11 +50,25 @@ fn the_demo_streams_into_the_state() {
     assert_eq!(s.progress.total, Some(s.entries.len()));
     assert_eq!(s.visible.len(), s.entries.len());
     assert_eq!(s.selected, Some(0));
-    assert_eq!(s.hooks.len(), 5);
+    // Five webhooks and the policy's binding.
+    assert_eq!(s.hooks.len(), 6);
     let (_, allowed, denied, open) = s.counts();
     assert!(allowed > 0 && denied > 0 && open > 0);
-    // The Webhooks view's counts agree with the requests.
+    // The Webhooks view's counts agree with the requests, the demo's ValidatingAdmissionPolicy
+    // counted with the webhooks (it denies one request).
     let denials: usize = s.hook_counts.iter().map(|c| c.denied).sum();
+    let by_policy = s
+        .entries
+        .iter()
+        .filter(|e| {
+            e.replayed
+                .outcome
+                .calls
+                .iter()
+                .any(|c| c.policy.is_some() && c.allowed == Some(false))
+        })
+        .count();
+    assert_eq!(by_policy, 1);
     assert_eq!(denials, denied);
     assert!(
         s.annotations
@@ -136,6 +150,10 @@ fn the_chain_lists_webhooks_in_dispatch_order_by_position() {
                 last = None;
                 continue;
             }
+            // A policy's step names its policy and binding, not a position.
+            if words.contains(&"policy") {
+                continue;
+            }
             // A step: [marker] symbol position name state.
             let Some(at) = words.iter().position(|w| positions.contains_key(*w)) else {
                 continue;
@@ -205,7 +223,21 @@ fn metrics_are_the_merge_of_every_request() {
     let rejections = hookscope::tui::app::rejections(&s.metrics);
     let denied = s.counts().2 as f64;
     let total: f64 = rejections.iter().map(|(_, v)| v).sum();
-    assert_eq!(total, denied);
+    // The demo's policy denies one request, counted in the policy's own metric.
+    let by_policy = s
+        .metrics
+        .samples()
+        .iter()
+        .filter(|m| {
+            m.name == "apiserver_validating_admission_policy_check_total"
+                && m.labels
+                    .iter()
+                    .any(|(k, v)| k == "enforcement_action" && v == "deny")
+        })
+        .map(|m| m.value)
+        .sum::<f64>();
+    assert_eq!(by_policy, 1.0);
+    assert_eq!(total + by_policy, denied);
     assert!(s.metrics.encode_text().contains(
         "apiserver_admission_webhook_fail_open_count{name=\"quota.slow.demo\",type=\"validating\"}"
     ));
@@ -1226,7 +1258,7 @@ fn a_click_on_an_annotation_opens_the_step_that_wrote_it() {
 fn e_opens_a_configuration_at_its_start_not_its_name_on_the_last_row() {
     for (w, h) in [(80u16, 24u16), (120, 40)] {
         let mut s = loaded_at(w, h);
-        for k in "5jjje".chars() {
+        for k in "5jjjje".chars() {
             key(&mut s, k);
         }
         assert_eq!(s.view, View::Editor);

@@ -4,6 +4,7 @@
 pub mod admission;
 pub mod admissionregistration;
 pub mod meta;
+pub mod policy;
 
 pub use admissionregistration::{
     MatchCondition, RuleWithOperations, ServiceReference, Webhook, WebhookClientConfig,

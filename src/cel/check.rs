@@ -23,6 +23,8 @@ pub(crate) enum Ty {
     Map(Box<Ty>),
     Dyn,
     Object(&'static str),
+    /// The `variables` of a policy: each declared name with its type.
+    Record(std::sync::Arc<Vec<(String, Ty)>>),
     Unknown,
 }
 
@@ -42,6 +44,7 @@ impl Ty {
             Ty::Map(v) => format!("map(string, {})", v.name()),
             Ty::Dyn | Ty::Unknown => "dyn".into(),
             Ty::Object(n) => (*n).into(),
+            Ty::Record(_) => "kubernetes.variables".into(),
         }
     }
 }
@@ -250,7 +253,7 @@ fn function_type(name: &str, target: Option<&Ty>) -> Option<Ty> {
 
 /// Names with a dot are namespaced functions (`sets.contains(...)`), parsed as member calls
 /// on an identifier.
-fn is_namespace(prefix: &str, func: &str) -> bool {
+pub(crate) fn is_namespace(prefix: &str, func: &str) -> bool {
     function_type(&format!("{prefix}.{func}"), None).is_some()
 }
 
@@ -295,9 +298,17 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
             let field_ty = match &operand {
                 Ty::Object(o) => field_type(o, &sel.field).ok_or_else(|| Issue {
                     message: format!("undefined field '{}'", sel.field),
-                    token: sel.field.clone(),
+                    token: format!(".{}", sel.field),
                 })?,
                 Ty::Map(v) => (**v).clone(),
+                Ty::Record(fields) => fields
+                    .iter()
+                    .find(|(n, _)| *n == sel.field)
+                    .map(|(_, t)| t.clone())
+                    .ok_or_else(|| Issue {
+                        message: format!("undefined field '{}'", sel.field),
+                        token: format!(".{}", sel.field),
+                    })?,
                 Ty::Dyn => Ty::Dyn,
                 _ => Ty::Unknown,
             };

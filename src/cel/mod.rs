@@ -73,6 +73,84 @@ const PARSER_STACK_BYTES: usize = 64 << 20;
 const SELECT_FN: &str = "@hs.select";
 const TICK_FN: &str = "@hs.tick";
 const OPT_SELECT_FN: &str = "@hs.optselect";
+const UNWRAP_FN: &str = "@hs.unwrap";
+const HAS_FN: &str = "@hs.has";
+
+/// Whether `e` may hold a [`Document`]: a document variable, or any other identifier (a
+/// comprehension's variable ranges over a list whose objects are documents).
+fn is_document(e: &Expression) -> bool {
+    matches!(&e.expr, Expr::Ident(_))
+}
+
+/// A selected value as the evaluator holds it: the objects of a list become [`Document`]s, so
+/// that a comprehension over them (`containers.all(c, …)`) binds and reads each without copying.
+fn documented(v: Value) -> Value {
+    match v {
+        Value::List(items) if items.iter().any(|i| matches!(i, Value::Map(_))) => {
+            Value::List(Arc::new(
+                items
+                    .iter()
+                    .map(|i| match i {
+                        Value::Map(_) => Value::Opaque(Arc::new(Document(i.clone()))),
+                        other => other.clone(),
+                    })
+                    .collect(),
+            ))
+        }
+        other => other,
+    }
+}
+
+/// `has(x.f)`, on maps and [`Document`]s alike.
+fn has_fn(Arguments(args): Arguments) -> ResolveResult {
+    let field = match args.get(1) {
+        Some(Value::String(f)) => f.clone(),
+        _ => return Err(ExecutionError::NoSuchOverload),
+    };
+    let map = match args.first() {
+        Some(Value::Map(m)) => m,
+        Some(Value::Opaque(o)) => match o.downcast_ref::<Document>().map(|d| &d.0) {
+            Some(Value::Map(m)) => m,
+            _ => match o.downcast_ref::<Variables>() {
+                Some(vars) => {
+                    return Ok(Value::Bool(vars.values.iter().any(|(n, _)| **n == *field)));
+                }
+                None => return Err(ExecutionError::NoSuchOverload),
+            },
+        },
+        _ => return Err(ExecutionError::NoSuchOverload),
+    };
+    Ok(Value::Bool(
+        map.get(&cel::objects::Key::String(field)).is_some(),
+    ))
+}
+
+/// A variable converted to CEL once, bound as an opaque value: cel 0.13 copies a variable's
+/// whole value each time it binds or reads one (between its two value models), which for an
+/// object of a few kilobytes costs far more than the expression. Field selection
+/// ([`SELECT_FN`]) reads into it without a copy; anything else reads it through [`UNWRAP_FN`].
+#[derive(Debug, Clone, PartialEq)]
+struct Document(Value);
+
+impl Eq for Document {}
+
+impl Opaque for Document {
+    fn runtime_type_name(&self) -> &str {
+        "hookscope.document"
+    }
+}
+
+/// The value of a [`Document`] (anything else as it is).
+fn unwrap_fn(Arguments(args): Arguments) -> ResolveResult {
+    match args.as_slice() {
+        [Value::Opaque(o)] => match o.downcast_ref::<Document>() {
+            Some(d) => Ok(d.0.clone()),
+            None => Ok(Value::Opaque(o.clone())),
+        },
+        [v] => Ok(v.clone()),
+        _ => Err(ExecutionError::invalid_argument_count(1, args.len())),
+    }
+}
 const COST_VAR: &str = "@hs.cost";
 
 /// A compiled matchCondition expression.
@@ -82,6 +160,15 @@ pub struct Program {
     /// Node count outside comprehension loops, the base cost of one evaluation.
     static_cost: u64,
     uses: Uses,
+    /// The statically inferred result type, for the variables later expressions refer to.
+    output: check::Ty,
+}
+
+impl Program {
+    /// Whether the expression reads `namespaceObject`.
+    pub fn uses_namespace_object(&self) -> bool {
+        self.uses.namespace_object
+    }
 }
 
 impl std::fmt::Debug for Program {
@@ -100,6 +187,8 @@ struct Uses {
     request: bool,
     namespace_object: bool,
     authorizer: bool,
+    params: bool,
+    variables: bool,
 }
 
 /// Compile-time problem, rendered as upstream's validation message after
@@ -121,7 +210,8 @@ fn render_issue(source: &str, line: usize, column: usize, message: &str) -> Stri
 }
 
 /// Position (1-based line and column) of the first occurrence of `token` as a whole word
-/// outside string literals, or 1:1.
+/// outside string literals, or 1:1. A token starting with `.` (a field selection, which cel-go
+/// places at its dot) may follow a word.
 fn locate(source: &str, token: &str) -> (usize, usize) {
     let is_word = |c: char| c.is_ascii_alphanumeric() || c == '_';
     let chars: Vec<char> = source.chars().collect();
@@ -144,7 +234,7 @@ fn locate(source: &str, token: &str) -> (usize, usize) {
             None => {
                 if !tok.is_empty()
                     && chars[i..].starts_with(&tok)
-                    && (i == 0 || !is_word(chars[i - 1]))
+                    && (i == 0 || tok[0] == '.' || !is_word(chars[i - 1]))
                     && chars.get(i + tok.len()).is_none_or(|n| !is_word(*n))
                 {
                     return (line, col);
@@ -182,7 +272,16 @@ fn parse(expression: &str) -> Result<Expression, CompileError> {
                     .iter()
                     .map(|e| {
                         let line = usize::try_from(e.pos.0).unwrap_or(1).max(1);
-                        let column = usize::try_from(e.pos.1).unwrap_or(0) + 1;
+                        let mut column = usize::try_from(e.pos.1).unwrap_or(0) + 1;
+                        // cel-go places an error at the end of the input just after its last
+                        // character (ANTLR's EOF token), one column left of this parser.
+                        let width = source
+                            .lines()
+                            .nth(line - 1)
+                            .map_or(0, |l| l.chars().count());
+                        if e.msg.contains("<EOF>") && column > width + 1 {
+                            column = width + 1;
+                        }
                         render_issue(&source, line, column, &e.msg)
                     })
                     .collect::<Vec<_>>()
@@ -201,6 +300,81 @@ fn parse(expression: &str) -> Result<Expression, CompileError> {
 /// Compiles a matchCondition expression as kube-apiserver validates it: it must parse, use only
 /// the declared variables and functions, and evaluate to `bool`.
 pub fn compile(expression: &str) -> Result<Program, CompileError> {
+    compile_in(expression, &Env::match_conditions(), ReturnType::Bool)
+}
+
+/// The declarations of an expression's environment beyond `object`, `oldObject`, `request` and
+/// `namespaceObject`: `params`, `authorizer` and a policy's `variables`.
+#[derive(Debug, Clone)]
+pub struct Env {
+    params: bool,
+    authorizer: bool,
+    /// None: `variables` is undeclared (webhook matchConditions).
+    variables: Option<Vec<(String, check::Ty)>>,
+}
+
+impl Env {
+    /// A webhook's matchConditions: `authorizer`, no `params`, no `variables`.
+    pub fn match_conditions() -> Env {
+        Env {
+            params: false,
+            authorizer: true,
+            variables: None,
+        }
+    }
+
+    /// A ValidatingAdmissionPolicy's expressions: `authorizer`, `variables` (none declared yet)
+    /// and `params` when the policy has a paramKind.
+    pub fn policy(params: bool) -> Env {
+        Env {
+            params,
+            authorizer: true,
+            variables: Some(Vec::new()),
+        }
+    }
+
+    /// The same environment without `authorizer` (messageExpressions).
+    pub fn without_authorizer(&self) -> Env {
+        Env {
+            authorizer: false,
+            ..self.clone()
+        }
+    }
+
+    /// Declares `variables.<name>` with the type `program` evaluates to.
+    pub fn declare_variable(&mut self, name: &str, program: &Program) {
+        self.declare(name, program.output.clone());
+    }
+
+    /// Declares `variables.<name>` of a type not known (its expression did not compile).
+    pub fn declare_variable_unknown(&mut self, name: &str) {
+        self.declare(name, check::Ty::Unknown);
+    }
+
+    fn declare(&mut self, name: &str, ty: check::Ty) {
+        let vars = self.variables.get_or_insert_with(Vec::new);
+        vars.retain(|(n, _)| n != name);
+        vars.push((name.to_string(), ty));
+    }
+}
+
+/// What an expression must evaluate to (`ReturnTypes` of upstream's expression accessors).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReturnType {
+    /// Validations and matchConditions.
+    Bool,
+    /// messageExpressions.
+    String,
+    /// auditAnnotations' valueExpressions.
+    StringOrNull,
+    /// Variables.
+    Any,
+}
+
+/// Compiles an expression in `env`: it must parse, use only what `env` declares, and evaluate
+/// to `ret`; errors are upstream's (`compilation failed: ERROR: <input>:1:1: ...`, `must
+/// evaluate to bool but got string`).
+pub fn compile_in(expression: &str, env: &Env, ret: ReturnType) -> Result<Program, CompileError> {
     let code_points = expression.chars().count();
     if code_points > MAX_EXPRESSION_CODE_POINTS {
         return Err(compilation_failed(&[format!(
@@ -216,24 +390,58 @@ pub fn compile(expression: &str) -> Result<Program, CompileError> {
             &format!("expression recursion limit exceeded: {MAX_RECURSION_DEPTH}"),
         )]));
     }
-    let output = check::infer(&parsed, &mut Vec::new()).map_err(|issue| {
-        let (line, column) = locate(expression, &issue.token);
-        compilation_failed(&[render_issue(expression, line, column, &issue.message)])
-    })?;
-    if !matches!(output, check::Ty::Bool | check::Ty::Unknown) {
-        return Err(CompileError(format!(
-            "must evaluate to bool but got {}",
-            output.name()
-        )));
+    let mut scope = Vec::new();
+    if env.params {
+        scope.push(("params".to_string(), check::Ty::Dyn));
+    }
+    if let Some(vars) = &env.variables {
+        scope.push((
+            "variables".to_string(),
+            check::Ty::Record(Arc::new(vars.clone())),
+        ));
     }
     let mut uses = Uses::default();
     collect_uses(&parsed, &mut uses);
+    let undeclared_authorizer = uses.authorizer && !env.authorizer;
+    let output = if undeclared_authorizer {
+        Err(check::Issue {
+            message: "undeclared reference to 'authorizer' (in container '')".into(),
+            token: "authorizer".into(),
+        })
+    } else {
+        check::infer(&parsed, &mut scope)
+    }
+    .map_err(|issue| {
+        let (line, column) = locate(expression, &issue.token);
+        compilation_failed(&[render_issue(expression, line, column, &issue.message)])
+    })?;
+    let fits = match ret {
+        ReturnType::Bool => matches!(output, check::Ty::Bool | check::Ty::Unknown),
+        ReturnType::String => matches!(output, check::Ty::String | check::Ty::Unknown),
+        ReturnType::StringOrNull => matches!(
+            output,
+            check::Ty::String | check::Ty::Null | check::Ty::Unknown
+        ),
+        ReturnType::Any => true,
+    };
+    if !fits {
+        let wanted = match ret {
+            ReturnType::Bool => "bool",
+            ReturnType::String => "string",
+            _ => "one of [string null_type]",
+        };
+        return Err(CompileError(format!(
+            "must evaluate to {wanted} but got {}",
+            output.name()
+        )));
+    }
     let static_cost = static_cost(&parsed);
     let expr = rewrite(parsed);
     Ok(Program {
         expr: Arc::new(expr),
         static_cost,
         uses,
+        output,
     })
 }
 
@@ -247,6 +455,8 @@ fn collect_uses(expr: &Expression, uses: &mut Uses) {
                 "request" => uses.request = true,
                 "namespaceObject" => uses.namespace_object = true,
                 "authorizer" => uses.authorizer = true,
+                "params" => uses.params = true,
+                "variables" => uses.variables = true,
                 _ => {}
             }
         }
@@ -292,25 +502,63 @@ fn rewrite(expr: Expression) -> Expression {
             field,
             test: false,
         }) => {
-            let operand = rewrite(*operand);
+            // A document is selected from without unwrapping it.
+            let operand = if is_document(&operand) {
+                *operand
+            } else {
+                rewrite(*operand)
+            };
             let field = IdedExpr {
                 id,
                 expr: Expr::Literal(LiteralValue::String(CelString::from(field.as_str()))),
             };
             return call(id, SELECT_FN, vec![operand, field]);
         }
-        Expr::Select(mut s) => {
-            s.operand = Box::new(rewrite(*s.operand));
-            Expr::Select(s)
+        Expr::Select(s) => {
+            let operand = if is_document(&s.operand) {
+                *s.operand
+            } else {
+                rewrite(*s.operand)
+            };
+            let field = IdedExpr {
+                id,
+                expr: Expr::Literal(LiteralValue::String(CelString::from(s.field.as_str()))),
+            };
+            return call(id, HAS_FN, vec![operand, field]);
         }
         Expr::Call(mut c) if c.func_name == cel::common::ast::operators::OPT_SELECT => {
             c.func_name = OPT_SELECT_FN.to_string();
             c.target = c.target.map(|t| Box::new(rewrite(*t)));
-            c.args = c.args.into_iter().map(rewrite).collect();
+            c.args = c
+                .args
+                .into_iter()
+                .enumerate()
+                .map(|(i, a)| {
+                    if i == 0 && is_document(&a) {
+                        a
+                    } else {
+                        rewrite(a)
+                    }
+                })
+                .collect();
             Expr::Call(c)
         }
+        Expr::Ident(name) => {
+            let ident = IdedExpr {
+                id,
+                expr: Expr::Ident(name),
+            };
+            return call(id, UNWRAP_FN, vec![ident]);
+        }
         Expr::Call(mut c) => {
-            c.target = c.target.map(|t| Box::new(rewrite(*t)));
+            // `sets.contains(…)`: the identifier names the function's namespace.
+            let namespace = matches!(
+                c.target.as_deref(),
+                Some(IdedExpr { expr: Expr::Ident(prefix), .. }) if check::is_namespace(prefix, &c.func_name)
+            );
+            if !namespace {
+                c.target = c.target.map(|t| Box::new(rewrite(*t)));
+            }
             c.args = c.args.into_iter().map(rewrite).collect();
             Expr::Call(c)
         }
@@ -380,11 +628,29 @@ fn select_fn(Arguments(args): Arguments) -> ResolveResult {
         Some(Value::Map(m)) => m
             .get(&cel::objects::Key::String(field.clone()))
             .cloned()
+            .map(documented)
             .ok_or_else(|| no_such_key(&field)),
-        Some(Value::Opaque(o)) => o
-            .downcast_ref::<AuthzValue>()
-            .and_then(|v| authz::select(v, &field))
-            .ok_or_else(|| no_such_key(&field)),
+        Some(Value::Opaque(o)) if o.downcast_ref::<Document>().is_some() => {
+            match o.downcast_ref::<Document>().map(|d| &d.0) {
+                Some(Value::Map(m)) => m
+                    .get(&cel::objects::Key::String(field.clone()))
+                    .cloned()
+                    .map(documented)
+                    .ok_or_else(|| no_such_key(&field)),
+                _ => Err(no_such_key(&field)),
+            }
+        }
+        Some(Value::Opaque(o)) => match o.downcast_ref::<Variables>() {
+            Some(vars) => match vars.values.iter().find(|(n, _)| **n == *field) {
+                Some((_, Ok(v))) => Ok(v.clone()),
+                Some((_, Err(e))) => Err(ExecutionError::function_error("variables", e)),
+                None => Err(no_such_key(&field)),
+            },
+            None => o
+                .downcast_ref::<AuthzValue>()
+                .and_then(|v| authz::select(v, &field))
+                .ok_or_else(|| no_such_key(&field)),
+        },
         _ => Err(no_such_key(&field)),
     }
 }
@@ -451,12 +717,15 @@ fn root() -> &'static cel::Context<'static> {
         ctx.add_function(SELECT_FN, select_fn);
         ctx.add_function(TICK_FN, tick_fn);
         ctx.add_function(OPT_SELECT_FN, opt_select_fn);
+        ctx.add_function(UNWRAP_FN, unwrap_fn);
+        ctx.add_function(HAS_FN, has_fn);
         ctx.add_function("dyn", identity);
         ctx
     })
 }
 
 /// Variables for one evaluation.
+#[derive(Clone, Copy)]
 pub struct Activation<'a> {
     /// New object; JSON null when absent (DELETE).
     pub object: &'a serde_json::Value,
@@ -523,30 +792,224 @@ pub fn evaluate(program: &Program, activation: &Activation<'_>) -> Result<bool, 
 
 /// [`evaluate`], also reporting the cost.
 pub fn evaluate_with_cost(program: &Program, activation: &Activation<'_>) -> Evaluation {
+    let inputs = Inputs::new(*activation, None, None);
+    let (value, cost) = run(program, &inputs, None);
+    let result = value.and_then(|v| match v {
+        Value::Bool(b) => Ok(b),
+        other => Err(format!(
+            "expression must evaluate to bool, got {}",
+            other.type_of()
+        )),
+    });
+    Evaluation { result, cost }
+}
+
+/// The variables of a policy's evaluations: [`Activation`]'s, with `params` and
+/// `namespaceObject`; each is converted to CEL once, when an expression first uses it, and
+/// shared by every expression evaluated with these inputs.
+pub struct Inputs<'a> {
+    base: Activation<'a>,
+    params: Option<&'a serde_json::Value>,
+    namespace_object: Option<&'a serde_json::Value>,
+    converted: [std::cell::OnceCell<Result<Value, String>>; 5],
+    objects: Option<&'a Objects>,
+}
+
+/// `object` and `oldObject` converted to CEL once for every [`Inputs`] of a request that shares
+/// them (each policy and binding evaluates the same objects).
+#[derive(Default)]
+pub struct Objects {
+    converted: [std::cell::OnceCell<Result<Value, String>>; 2],
+}
+
+impl<'a> Inputs<'a> {
+    /// Inputs with `params` and `namespaceObject` (None: null).
+    pub fn new(
+        base: Activation<'a>,
+        params: Option<&'a serde_json::Value>,
+        namespace_object: Option<&'a serde_json::Value>,
+    ) -> Self {
+        Inputs {
+            base,
+            params,
+            namespace_object,
+            converted: Default::default(),
+            objects: None,
+        }
+    }
+
+    /// [`Inputs::new`] taking `object` and `oldObject` from `objects`, converted there once for
+    /// all the inputs that share it (`base`'s objects must be those objects).
+    pub fn sharing(mut self, objects: &'a Objects) -> Self {
+        self.objects = Some(objects);
+        self
+    }
+
+    fn converted(&self, slot: usize) -> Result<Value, String> {
+        let cell = match (self.objects, slot) {
+            (Some(o), 0 | 1) => &o.converted[slot],
+            _ => &self.converted[slot],
+        };
+        cell.get_or_init(|| {
+            let json = match slot {
+                0 => Some(self.base.object),
+                1 => Some(self.base.old_object),
+                2 => Some(self.base.request),
+                3 => self.params,
+                _ => self.namespace_object,
+            };
+            match json {
+                None | Some(serde_json::Value::Null) => Ok(Value::Null),
+                Some(v) => Ok(Value::Opaque(Arc::new(Document(json_value(v))))),
+            }
+        })
+        .clone()
+    }
+}
+
+/// A JSON value as CEL sees an unstructured object: integers as `int` (as Kubernetes decodes
+/// them, so that `object.spec.replicas == 3` holds), other numbers as `double`.
+fn json_value(v: &serde_json::Value) -> Value {
+    match v {
+        serde_json::Value::Null => Value::Null,
+        serde_json::Value::Bool(b) => Value::Bool(*b),
+        serde_json::Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => Value::Int(i),
+            (None, Some(u)) => Value::UInt(u),
+            _ => Value::Float(n.as_f64().unwrap_or_default()),
+        },
+        serde_json::Value::String(s) => Value::String(Arc::new(s.clone())),
+        serde_json::Value::Array(items) => {
+            Value::List(Arc::new(items.iter().map(json_value).collect()))
+        }
+        serde_json::Value::Object(m) => Value::Map(cel::objects::Map {
+            map: Arc::new(
+                m.iter()
+                    .map(|(k, v)| {
+                        (
+                            cel::objects::Key::String(Arc::new(k.clone())),
+                            json_value(v),
+                        )
+                    })
+                    .collect(),
+            ),
+        }),
+    }
+}
+
+/// The evaluated `variables` of one policy evaluation: each a value or the error it raised,
+/// reported (`composited variable "x" fails to evaluate: ...`) only by the expressions that use
+/// it, as upstream's lazily evaluated variables are.
+#[derive(Debug, Clone, Default)]
+pub struct Variables {
+    values: Arc<Vec<(String, Result<Value, String>)>>,
+    /// Cost of evaluating them all.
+    pub cost: u64,
+}
+
+impl PartialEq for Variables {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.values, &other.values)
+    }
+}
+
+impl Eq for Variables {}
+
+impl Opaque for Variables {
+    fn runtime_type_name(&self) -> &str {
+        "kubernetes.variables"
+    }
+}
+
+impl Variables {
+    /// Evaluates a policy's variables in order (each may use the earlier ones); a variable whose
+    /// expression did not compile holds `composited variable "x" fails to compile: ...`.
+    pub fn evaluate(programs: &[(String, Result<Program, String>)], inputs: &Inputs<'_>) -> Self {
+        let mut vars = Variables::default();
+        for (name, program) in programs {
+            let value = match program {
+                Ok(p) => {
+                    let (v, cost) = run(p, inputs, Some(&vars));
+                    vars.cost = vars.cost.saturating_add(cost);
+                    v.map_err(|e| format!("composited variable {name:?} fails to evaluate: {e}"))
+                }
+                Err(e) => Err(format!(
+                    "composited variable {name:?} fails to compile: {e}"
+                )),
+            };
+            let mut values = (*vars.values).clone();
+            values.push((name.clone(), value));
+            vars.values = Arc::new(values);
+        }
+        vars
+    }
+}
+
+/// What an expression evaluated to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Output {
+    /// A bool.
+    Bool(bool),
+    /// A string.
+    String(String),
+    /// null.
+    Null,
+    /// A value of another type, by its CEL type name.
+    Other(String),
+}
+
+/// [`evaluate_in`]'s result: the value or the CEL error text, and the cost.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputEvaluation {
+    /// The value, or the error text.
+    pub result: Result<Output, String>,
+    /// Approximate cel-go actual cost.
+    pub cost: u64,
+}
+
+/// Evaluates a policy expression (compiled by [`compile_in`]) over `inputs` and `variables`.
+pub fn evaluate_in(
+    program: &Program,
+    inputs: &Inputs<'_>,
+    variables: Option<&Variables>,
+) -> OutputEvaluation {
+    let (value, cost) = run(program, inputs, variables);
+    let result = value.map(|v| match v {
+        Value::Bool(b) => Output::Bool(b),
+        Value::String(s) => Output::String(s.to_string()),
+        Value::Null => Output::Null,
+        other => Output::Other(other.type_of().to_string()),
+    });
+    OutputEvaluation { result, cost }
+}
+
+fn run(
+    program: &Program,
+    inputs: &Inputs<'_>,
+    variables: Option<&Variables>,
+) -> (Result<Value, String>, u64) {
     let counter = Arc::new(CostCounter::default());
     let mut ctx = root().new_inner_scope();
-    let bind = |ctx: &mut cel::Context<'_>, name: &str, used: bool, v: &serde_json::Value| {
-        if used {
-            cel::to_value(v)
-                .map(|value| ctx.add_variable_from_value(name, value))
-                .map_err(|e| e.to_string())
-        } else {
-            Ok(())
-        }
-    };
     let u = program.uses;
-    let bound = bind(&mut ctx, "object", u.object, activation.object)
-        .and_then(|()| bind(&mut ctx, "oldObject", u.old_object, activation.old_object))
-        .and_then(|()| bind(&mut ctx, "request", u.request, activation.request));
-    if let Err(e) = bound {
-        return Evaluation {
-            result: Err(e),
-            cost: 0,
-        };
+    for (used, name, slot) in [
+        (u.object, "object", 0),
+        (u.old_object, "oldObject", 1),
+        (u.request, "request", 2),
+        (u.params, "params", 3),
+        (u.namespace_object, "namespaceObject", 4),
+    ] {
+        if used {
+            match inputs.converted(slot) {
+                Ok(v) => ctx.add_variable_from_value(name, v),
+                Err(e) => return (Err(e), 0),
+            }
+        }
     }
-    if u.namespace_object {
-        ctx.add_variable_from_value("namespaceObject", Value::Null);
+    if u.variables {
+        let vars = variables.cloned().unwrap_or_default();
+        ctx.add_variable_from_value("variables", Value::Opaque(Arc::new(vars)));
     }
+    let activation = &inputs.base;
     if u.authorizer {
         let r = activation.request;
         let session = Session {
@@ -573,16 +1036,43 @@ pub fn evaluate_with_cost(program: &Program, activation: &Activation<'_>) -> Eva
         Err(PER_CALL_LIMIT_EXCEEDED.to_string())
     } else {
         match outcome {
-            Ok(Ok(Value::Bool(b))) => Ok(b),
-            Ok(Ok(other)) => Err(format!(
-                "expression must evaluate to bool, got {}",
-                other.type_of()
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(ExecutionError::MissingArgumentOrTarget)) => Err(catch_unwind(
+                AssertUnwindSafe(|| argument_error(&program.expr, &ctx)),
+            )
+            .ok()
+            .flatten()
+            .map_or_else(
+                || error_text(&ExecutionError::MissingArgumentOrTarget),
+                |e| error_text(&e),
             )),
             Ok(Err(e)) => Err(error_text(&e)),
             Err(_) => Err("internal error evaluating expression".into()),
         }
     };
-    Evaluation { result, cost }
+    (result, cost)
+}
+
+/// The error of the innermost argument of a global function call that fails to evaluate: cel
+/// 0.13 reports such an argument's error as `Missing argument or target` when the function
+/// takes its first argument as its receiver (`string(x)`, `int(x)`, ...), where cel-go reports
+/// the argument's own error. Only called on that error path; comprehension bodies (whose
+/// variables are not bound here) are not searched.
+fn argument_error(expr: &Expression, ctx: &cel::Context<'_>) -> Option<ExecutionError> {
+    let (args, deeper): (&[IdedExpr], Vec<&Expression>) = match &expr.expr {
+        Expr::Call(c) if c.target.is_none() => (&c.args, c.args.iter().collect()),
+        Expr::Comprehension(c) => (&[], vec![&c.iter_range, &c.accu_init]),
+        _ => (&[], check::children(expr)),
+    };
+    for child in deeper {
+        if let Some(e) = argument_error(child, ctx) {
+            return Some(e);
+        }
+    }
+    args.iter().find_map(|a| match Value::resolve(a, ctx) {
+        Err(ExecutionError::MissingArgumentOrTarget) | Ok(_) => None,
+        Err(e) => Some(e),
+    })
 }
 
 #[cfg(test)]
@@ -611,6 +1101,30 @@ mod tests {
         assert_eq!(locate("'foo' == foo", "foo"), (1, 10));
         assert_eq!(locate("a\n  foo", "foo"), (2, 3));
         assert_eq!(locate("x", "nope"), (1, 1));
+    }
+
+    #[test]
+    fn documents_read_like_the_values_they_hold() {
+        let object =
+            json!({"items": [{"a": 1, "b": {"c": "x"}}, {"a": 2}, {"n": "z"}], "m": {"k": "v"}});
+        for expr in [
+            "object.items.all(i, has(i.a) || has(i.n))",
+            "object.items.exists(i, i == {'n': 'z'})",
+            "object.items[0].b.c == 'x'",
+            "has(object.items[0].b) && !has(object.items[1].b)",
+            "object.items.filter(i, has(i.a)).map(i, i.a).size() == 2",
+            "'k' in object.m && object.m['k'] == 'v'",
+            "object.items[0] == object.items[0]",
+            "has(object.m) && !has(object.nothing)",
+            "object != null",
+        ] {
+            assert_eq!(eval(expr, object.clone()), Ok(true), "{expr}");
+        }
+        assert_eq!(
+            eval("object.items[1].b.c == 'x'", object.clone()),
+            Err("no such key: b".into())
+        );
+        assert_eq!(eval("object.items[1].a == 2", object.clone()), Ok(true));
     }
 
     #[test]

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use hookscope::KubeVersion;
+use hookscope::config::policy as policy_config;
 use hookscope::config::{self, LoadError};
 
 use super::Paint;
@@ -14,9 +15,10 @@ use super::configs::{OtherKinds, replaces};
 /// Deployments, CustomResourceDefinitions…) are skipped and counted in one line.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Files or folders of MutatingWebhookConfiguration / ValidatingWebhookConfiguration documents
-    /// (YAML or JSON, multi-document, `kind: List`).
-    #[arg(long = "webhooks", required = true, num_args = 1..)]
+    /// Files or folders of MutatingWebhookConfiguration / ValidatingWebhookConfiguration /
+    /// ValidatingAdmissionPolicy / ValidatingAdmissionPolicyBinding documents (YAML or JSON,
+    /// multi-document, `kind: List`).
+    #[arg(long = "webhooks", visible_alias = "admission", required = true, num_args = 1..)]
     pub webhooks: Vec<PathBuf>,
     /// Do not print the defaults that were applied.
     #[arg(long)]
@@ -45,8 +47,16 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     let mut other_kinds = OtherKinds::default();
     let mut names = HashMap::new();
     for loaded in config::load_paths(&args.webhooks) {
-        if let Err(LoadError::OtherKind { kind, .. }) = &loaded {
-            other_kinds.add(kind);
+        if let Err(LoadError::OtherKind {
+            kind, api_version, ..
+        }) = &loaded
+        {
+            // Validating policies are read below.
+            if !(api_version.starts_with("admissionregistration.k8s.io/")
+                && kind.starts_with("ValidatingAdmissionPolicy"))
+            {
+                other_kinds.add(kind);
+            }
             continue;
         }
         count += 1;
@@ -108,6 +118,64 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         failed |= !errors.is_empty();
         invalid += usize::from(!errors.is_empty());
     }
+    for loaded in config::load_policy_paths(&args.webhooks) {
+        let mut loaded = match loaded {
+            // Reported with the configurations.
+            Err(LoadError::Io { .. }) => continue,
+            Ok(l) => l,
+            Err(e) => {
+                count += 1;
+                failed = true;
+                outln!("{} {e}", paint.bad("✗"));
+                continue;
+            }
+        };
+        count += 1;
+        loaded.apply_defaults();
+        let object = &loaded.object;
+        let mut errors: Vec<String> = (policy_config::validate_policy_object(object).iter())
+            .map(ToString::to_string)
+            .collect();
+        errors.extend(
+            policy_config::unserved(object, version).map(|why| format!("apiVersion: {why}")),
+        );
+        let mark = if errors.is_empty() {
+            paint.good("✓")
+        } else {
+            paint.bad("✗")
+        };
+        outln!(
+            "{mark} {} {} {}",
+            object.kind(),
+            paint.bold(object.name()),
+            paint.dim(&format!(
+                "({} document {}, {})",
+                loaded.source.file,
+                loaded.source.document + 1,
+                object.api_version()
+            ))
+        );
+        if !args.quiet {
+            for d in &loaded.defaulted {
+                outln!("    {} {d}", paint.dim("default"));
+            }
+        }
+        for e in &errors {
+            outln!("    {} {e}", paint.bad("error"));
+        }
+        if errors.is_empty()
+            && let Some(note) = policy_config::needs_enabling(object, version)
+        {
+            outln!("    {} apiVersion: {note}", paint.warn("warning"));
+        }
+        for f in &loaded.unknown_fields {
+            outln!(
+                "    {} {f}: unknown field (the apiserver drops it)",
+                paint.warn("warning")
+            );
+        }
+        failed |= !errors.is_empty();
+    }
     if count == 0 {
         let also = if other_kinds.is_empty() {
             String::new()
@@ -115,7 +183,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
             format!(" ({other_kinds})")
         };
         return Err(format!(
-            "no webhook configurations found in the given paths{also}"
+            "no webhook configurations or validating admission policies found in the given paths{also}"
         ));
     }
     if !other_kinds.is_empty() {

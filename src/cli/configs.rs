@@ -5,7 +5,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use hookscope::KubeVersion;
+use hookscope::api::policy::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding};
 use hookscope::api::{WebhookConfiguration, WebhookKind};
+use hookscope::config::policy::{self as policy_config, PolicyObject};
 use hookscope::config::{self, LoadError};
 use hookscope::replay::report::{Problem, ProblemKind, Report};
 use hookscope::replay::{IndexUnit, SourceRef};
@@ -21,6 +23,11 @@ pub(crate) struct Configurations {
     /// Per path holding objects of other kinds (a release manifest's Namespaces, Deployments,
     /// CustomResourceDefinitions…), which are skipped without a word: a line saying which.
     pub skipped: Vec<String>,
+    /// The ValidatingAdmissionPolicies accepted (defaulted and valid), a later one of a name
+    /// replacing an earlier one.
+    pub policies: Vec<ValidatingAdmissionPolicy>,
+    /// The ValidatingAdmissionPolicyBindings accepted.
+    pub bindings: Vec<ValidatingAdmissionPolicyBinding>,
 }
 
 impl Configurations {
@@ -45,12 +52,18 @@ pub(crate) fn load_configurations(
 ) -> Configurations {
     let mut by_file: ByFile = Vec::new();
     let mut skipped = Vec::new();
+    let mut policies: Vec<ValidatingAdmissionPolicy> = Vec::new();
+    let mut bindings: Vec<ValidatingAdmissionPolicyBinding> = Vec::new();
     let mut names: HashMap<(WebhookKind, String), config::Source> = HashMap::new();
     for path in paths {
         let mut seen = Seen::default();
         for loaded in config::load_paths(std::slice::from_ref(path)) {
             seen.documents += 1;
             match loaded {
+                Err(LoadError::OtherKind {
+                    kind, api_version, ..
+                }) if api_version.starts_with("admissionregistration.k8s.io/")
+                    && kind.starts_with("ValidatingAdmissionPolicy") => {}
                 Err(LoadError::OtherKind { kind, .. }) => seen.other_kinds.add(&kind),
                 Err(e) => {
                     let (file, document) = e.location();
@@ -129,13 +142,91 @@ pub(crate) fn load_configurations(
                 }
             }
         }
+        for loaded in config::load_policy_paths(std::slice::from_ref(path)) {
+            match loaded {
+                // Unreadable files were reported with the configurations.
+                Err(LoadError::Io { .. }) => {}
+                Err(e) => {
+                    let (file, document) = e.location();
+                    seen.left_out(e.to_string());
+                    report.push_problem(problem(
+                        ProblemKind::Configuration,
+                        file,
+                        document.unwrap_or(0),
+                        String::new(),
+                        e.to_string(),
+                    ));
+                }
+                Ok(mut l) => {
+                    l.apply_defaults();
+                    let at = (&l.source.file, l.source.document + 1);
+                    if let Some(why) = policy_config::unserved(&l.object, version) {
+                        seen.left_out(format!("{}: {why}", l.source));
+                        report.push_problem(problem(
+                            ProblemKind::Configuration,
+                            at.0,
+                            at.1,
+                            "apiVersion".into(),
+                            format!("{} {:?} left out: {why}", l.object.kind(), l.object.name()),
+                        ));
+                        continue;
+                    }
+                    let errors = policy_config::validate_policy_object(&l.object);
+                    if let Some(e) = errors.first() {
+                        seen.left_out(format!("{}: {}: {}", l.source, e.field, e.message));
+                    }
+                    if !errors.is_empty() {
+                        for e in errors {
+                            report.push_problem(problem(
+                                ProblemKind::Configuration,
+                                at.0,
+                                at.1,
+                                e.field,
+                                format!(
+                                    "{} {:?} left out (the apiserver would refuse it): {}",
+                                    l.object.kind(),
+                                    l.object.name(),
+                                    e.message
+                                ),
+                            ));
+                        }
+                        continue;
+                    }
+                    if let Some(note) = policy_config::needs_enabling(&l.object, version) {
+                        report.push_problem(problem(
+                            ProblemKind::Warning,
+                            at.0,
+                            at.1,
+                            "apiVersion".into(),
+                            note,
+                        ));
+                    }
+                    seen.accepted += 1;
+                    match l.object {
+                        PolicyObject::Policy(p) => {
+                            policies.retain(|q| q.name != p.name);
+                            policies.push(p);
+                        }
+                        PolicyObject::Binding(b) => {
+                            bindings.retain(|q| q.name != b.name);
+                            bindings.push(b);
+                        }
+                    }
+                }
+            }
+        }
         if seen.accepted == 0 {
             report.push_problem(unusable(path, seen.why_unusable(path)));
         } else if !seen.other_kinds.is_empty() {
             skipped.push(format!("{}: {}", path.display(), seen.other_kinds));
         }
     }
-    Configurations { by_file, skipped }
+    Configurations {
+        by_file,
+        skipped,
+        policies,
+        bindings,
+    }
 }
 
 /// The index of `file`'s entry, added when it is not the last one.

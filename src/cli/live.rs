@@ -141,13 +141,17 @@ pub fn run(args: &Args, kube_version: Option<KubeVersion>) -> Result<ExitCode, S
         ..ClusterOptions::default()
     };
     let replier = args.source.replier()?;
-    let (replayer, reader, problems) = args.source.replayer_and_reader(&[], version, true);
+    let (replayer, reader, problems) =
+        args.source
+            .replayer_and_reader(&[], (&[], &[]), version, true);
     if let Some(p) = problems.first() {
         return Err(format!("--cluster: {p}"));
     }
     let mut loaded = Vec::new();
     if !args.input.is_empty() {
-        let (_, mut input_reader, _) = args.source.replayer_and_reader(&[], version, true);
+        let (_, mut input_reader, _) =
+            args.source
+                .replayer_and_reader(&[], (&[], &[]), version, true);
         let (_, failures) = input_reader.read_paths(&args.input, None, &mut |item| {
             if let InputItem::Request(_) = item {
                 loaded.push(item);

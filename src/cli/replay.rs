@@ -42,8 +42,9 @@ pub enum Format {
 /// Arguments of `replay`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Files or folders of Mutating/ValidatingWebhookConfiguration documents.
-    #[arg(long = "webhooks", required = true, num_args = 1..)]
+    /// Files or folders of admission configurations: Mutating/ValidatingWebhookConfigurations,
+    /// ValidatingAdmissionPolicies and their bindings.
+    #[arg(long = "webhooks", visible_alias = "admission", required = true, num_args = 1..)]
     pub webhooks: Vec<PathBuf>,
     /// Captured requests: AdmissionReview documents or bare AdmissionRequests (JSON, YAML, JSON
     /// lines), audit.k8s.io audit logs (JSON lines of Event, an EventList, or the envelopes of
@@ -166,6 +167,7 @@ impl SourceArgs {
     pub fn replayer_and_reader(
         &self,
         configs: &[WebhookConfiguration],
+        policies: Policies<'_>,
         version: KubeVersion,
         trace: bool,
     ) -> (Replayer, Reader, Vec<InputProblem>) {
@@ -178,7 +180,8 @@ impl SourceArgs {
                 trace,
                 ..EngineOptions::for_version(version)
             },
-        );
+        )
+        .with_policies(policies.0, policies.1);
         let replayer = Replayer::new(
             Arc::new(engine),
             ReplaySettings {
@@ -187,6 +190,13 @@ impl SourceArgs {
             },
         );
         let mut reader = Reader::with_registry(cluster, registry);
+        let mut kinds: Vec<(String, String)> = (policies.0.iter())
+            .filter_map(|p| p.spec.param_kind.as_ref())
+            .map(|k| (k.api_version.clone(), k.kind.clone()))
+            .collect();
+        kinds.sort();
+        kinds.dedup();
+        reader.track_params(kinds);
         if let Some(user) = &self.as_user {
             let mut groups = self.as_group.clone();
             if !groups.iter().any(|g| g == "system:authenticated") {
@@ -202,6 +212,12 @@ impl SourceArgs {
         (replayer, reader, problems)
     }
 }
+
+/// ValidatingAdmissionPolicies and their bindings.
+pub type Policies<'a> = (
+    &'a [hookscope::api::policy::ValidatingAdmissionPolicy],
+    &'a [hookscope::api::policy::ValidatingAdmissionPolicyBinding],
+);
 
 /// The replay's replier, possibly recorded on the way.
 #[derive(Clone)]
@@ -757,8 +773,12 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     };
 
     // The headless replay reports outcomes only: its dispatches record no trace.
-    let (replayer, reader, cluster_problems) =
-        args.source.replayer_and_reader(&configs, version, false);
+    let (replayer, reader, cluster_problems) = args.source.replayer_and_reader(
+        &configs,
+        (&loaded.policies, &loaded.bindings),
+        version,
+        false,
+    );
     // A missing --cluster path is reported above, once.
     let whole_missing = |p: &&InputProblem| p.source.index == 0 && missing.contains(&p.source.file);
     for p in cluster_problems.iter().filter(|p| !whole_missing(p)) {

@@ -18,8 +18,9 @@ use super::replay::SourceArgs;
 /// Arguments of `tui`.
 #[derive(Debug, Default, clap::Args)]
 pub struct Args {
-    /// Files or folders of Mutating/ValidatingWebhookConfiguration documents.
-    #[arg(long = "webhooks", num_args = 1.., required_unless_present_any = ["demo", "demo_offline"])]
+    /// Files or folders of admission configurations: Mutating/ValidatingWebhookConfigurations,
+    /// ValidatingAdmissionPolicies and their bindings.
+    #[arg(long = "webhooks", visible_alias = "admission", num_args = 1.., required_unless_present_any = ["demo", "demo_offline"])]
     pub webhooks: Vec<PathBuf>,
     /// Captured requests: AdmissionReview documents or audit.k8s.io/v1 audit logs; `-` reads
     /// standard input.
@@ -62,6 +63,7 @@ fn file_source(args: &Args, version: KubeVersion) -> Result<ReplaySource, String
     let mut report = Report::new(version, args.source.audit_level);
     let loaded = super::configs::load_configurations(&args.webhooks, version, &mut report);
     let configs = loaded.all();
+    let (policies, bindings) = (loaded.policies.clone(), loaded.bindings.clone());
     let skipped = if args.verbose {
         loaded.skipped
     } else {
@@ -82,7 +84,8 @@ fn file_source(args: &Args, version: KubeVersion) -> Result<ReplaySource, String
         .collect();
     let replier = args.source.replier()?;
     let (replayer, reader, cluster_problems) =
-        args.source.replayer_and_reader(&configs, version, true);
+        args.source
+            .replayer_and_reader(&configs, (&policies, &bindings), version, true);
     let problems = (report.problems.iter().cloned())
         .chain((cluster_problems.iter()).map(|p| Problem::from_input(ProblemKind::Invalid, p)))
         .chain(

@@ -1,5 +1,7 @@
 //! Reading configurations from YAML/JSON text and files.
 
+mod policy;
+
 use std::path::{Path, PathBuf};
 
 use base64::Engine as _;
@@ -74,6 +76,31 @@ fn make_doc(chunk: &str, first_line: usize, blank_marker: bool) -> RawDocument<'
 /// document (or List item) yields a configuration or an error, and one bad document never hides
 /// the others. Empty documents are skipped.
 pub fn parse_documents(text: &str, file: &str) -> Vec<Result<LoadedConfiguration, LoadError>> {
+    parse_with(text, file, true, |value, source, item| {
+        Some(decode_object(value, source, item))
+    })
+}
+
+/// The ValidatingAdmissionPolicies and ValidatingAdmissionPolicyBindings of a text read as
+/// [`parse_documents`] reads it; documents of other kinds and YAML syntax errors (which
+/// [`parse_documents`] reports) are passed over.
+pub fn parse_policy_documents(
+    text: &str,
+    file: &str,
+) -> Vec<Result<super::policy::LoadedPolicy, LoadError>> {
+    parse_with(text, file, false, |value, source, item| {
+        policy::decode_policy_object(value, source, item).transpose()
+    })
+}
+
+/// Splits `text` into documents and List items and decodes each with `decode`, which returns
+/// None for an object it passes over.
+fn parse_with<T>(
+    text: &str,
+    file: &str,
+    syntax_errors: bool,
+    mut decode: impl FnMut(Value, Source, Option<usize>) -> Option<Result<T, LoadError>>,
+) -> Vec<Result<T, LoadError>> {
     let mut out = Vec::new();
     let mut index = 0usize;
     for doc in split_documents(text) {
@@ -81,56 +108,50 @@ pub fn parse_documents(text: &str, file: &str) -> Vec<Result<LoadedConfiguration
         let parsed: Result<Value, _> = crate::yaml::from_str(&doc.text);
         match parsed {
             Err(e) => {
-                out.push(Err(LoadError::Syntax {
-                    at: Source {
-                        file: file.to_string(),
-                        document: index,
-                        line,
-                    },
-                    line: doc.first_line + e.line.unwrap_or(1),
-                    column: e.column.unwrap_or(1),
-                    message: e.message,
-                }));
+                if syntax_errors {
+                    out.push(Err(LoadError::Syntax {
+                        at: Source {
+                            file: file.to_string(),
+                            document: index,
+                            line,
+                        },
+                        line: doc.first_line + e.line.unwrap_or(1),
+                        column: e.column.unwrap_or(1),
+                        message: e.message,
+                    }));
+                }
                 index += 1;
             }
             Ok(Value::Null) => {}
-            Ok(value) => decode_top(value, file, line, &mut out, &mut index),
-        }
-    }
-    out
-}
-
-fn decode_top(
-    value: Value,
-    file: &str,
-    line: Option<usize>,
-    out: &mut Vec<Result<LoadedConfiguration, LoadError>>,
-    index: &mut usize,
-) {
-    let mut next_source = || {
-        let s = Source {
-            file: file.to_string(),
-            document: *index,
-            line,
-        };
-        *index += 1;
-        s
-    };
-    let is_list = value
-        .get("kind")
-        .and_then(Value::as_str)
-        .is_some_and(|k| k.ends_with("List"))
-        && value.get("items").is_some_and(Value::is_array);
-    match value {
-        Value::Object(mut obj) if is_list => {
-            if let Some(Value::Array(items)) = obj.remove("items") {
-                for (i, item) in items.into_iter().enumerate() {
-                    out.push(decode_object(item, next_source(), Some(i)));
+            Ok(value) => {
+                let mut next_source = || {
+                    let s = Source {
+                        file: file.to_string(),
+                        document: index,
+                        line,
+                    };
+                    index += 1;
+                    s
+                };
+                let is_list = value
+                    .get("kind")
+                    .and_then(Value::as_str)
+                    .is_some_and(|k| k.ends_with("List"))
+                    && value.get("items").is_some_and(Value::is_array);
+                match value {
+                    Value::Object(mut obj) if is_list => {
+                        if let Some(Value::Array(items)) = obj.remove("items") {
+                            for (i, item) in items.into_iter().enumerate() {
+                                out.extend(decode(item, next_source(), Some(i)));
+                            }
+                        }
+                    }
+                    other => out.extend(decode(other, next_source(), None)),
                 }
             }
         }
-        other => out.push(decode_object(other, next_source(), None)),
     }
+    out
 }
 
 fn json_type(v: &Value) -> &'static str {
@@ -560,8 +581,8 @@ fn decode_object(
     })
 }
 
-/// The admission policy kinds of admissionregistration.k8s.io: not webhook configurations, and
-/// not read by hookscope (yet), but objects a manifest may hold.
+/// The admission policy kinds of admissionregistration.k8s.io: not webhook configurations (the
+/// validating ones are read by [`parse_policy_documents`]), but objects a manifest may hold.
 const POLICY_KINDS: [&str; 4] = [
     "ValidatingAdmissionPolicy",
     "ValidatingAdmissionPolicyBinding",
@@ -584,6 +605,19 @@ fn is_other_kind(api_version: &str, kind: &str) -> bool {
 /// Read files or folders (folders recursively: `*.yaml`, `*.yml`, `*.json`, sorted by path) and
 /// parse them. A file that cannot be read yields one error.
 pub fn load_paths(paths: &[PathBuf]) -> Vec<Result<LoadedConfiguration, LoadError>> {
+    load_paths_with(paths, parse_documents)
+}
+
+/// The ValidatingAdmissionPolicies and bindings of files or folders read as [`load_paths`] reads
+/// them ([`parse_policy_documents`]); a file that cannot be read yields one error.
+pub fn load_policy_paths(paths: &[PathBuf]) -> Vec<Result<super::policy::LoadedPolicy, LoadError>> {
+    load_paths_with(paths, parse_policy_documents)
+}
+
+fn load_paths_with<T>(
+    paths: &[PathBuf],
+    parse: fn(&str, &str) -> Vec<Result<T, LoadError>>,
+) -> Vec<Result<T, LoadError>> {
     let mut out = Vec::new();
     for p in paths {
         let mut files = Vec::new();
@@ -610,9 +644,7 @@ pub fn load_paths(paths: &[PathBuf]) -> Vec<Result<LoadedConfiguration, LoadErro
                         file: name,
                         message: "not UTF-8 text".into(),
                     })),
-                    Ok(text) => {
-                        out.extend(parse_documents(text.trim_start_matches('\u{feff}'), &name))
-                    }
+                    Ok(text) => out.extend(parse(text.trim_start_matches('\u{feff}'), &name)),
                 },
             }
         }

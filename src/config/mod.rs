@@ -10,19 +10,25 @@
 //! * [`validate`]: every error of `pkg/apis/admissionregistration/validation`, with upstream's
 //!   field paths and texts, on create or (with the old object) on update.
 //! * [`lint`]: best-practice warnings from the Dynamic Admission Control documentation.
+//! * [`policy`]: ValidatingAdmissionPolicies and their bindings, read from the same files
+//!   ([`parse_policy_documents`] / [`load_policy_paths`]), defaulted and validated.
 
 use std::fmt;
 
 mod defaults;
 mod lint;
 mod load;
+pub mod policy;
 mod url;
 mod validate;
 pub mod validation;
 
 pub use defaults::apply_defaults;
 pub use lint::{Lint, lint};
-pub use load::{GROUP, V1, V1BETA1, load_paths, parse_documents};
+pub use load::{
+    GROUP, V1, V1BETA1, load_paths, load_policy_paths, parse_documents, parse_policy_documents,
+};
+pub use policy::{LoadedPolicy, PolicyObject};
 pub use validate::{FieldError, validate};
 
 /// Where one document came from, for error messages.

@@ -33,15 +33,15 @@ impl fmt::Display for FieldError {
 }
 
 impl FieldError {
-    fn required(field: impl Into<String>, detail: &str) -> Self {
+    pub(crate) fn required(field: impl Into<String>, detail: &str) -> Self {
         Self::with_detail(field, "Required value".into(), detail)
     }
 
-    fn invalid(field: impl Into<String>, value: String, detail: &str) -> Self {
+    pub(crate) fn invalid(field: impl Into<String>, value: String, detail: &str) -> Self {
         Self::with_detail(field, format!("Invalid value: {value}"), detail)
     }
 
-    fn not_supported(field: impl Into<String>, value: &str, supported: &[&str]) -> Self {
+    pub(crate) fn not_supported(field: impl Into<String>, value: &str, supported: &[&str]) -> Self {
         let list: Vec<String> = supported.iter().map(|s| go_quote(s)).collect();
         Self::with_detail(
             field,
@@ -50,18 +50,18 @@ impl FieldError {
         )
     }
 
-    fn duplicate(field: impl Into<String>, value: &str) -> Self {
+    pub(crate) fn duplicate(field: impl Into<String>, value: &str) -> Self {
         Self {
             field: field.into(),
             message: format!("Duplicate value: {}", go_quote(value)),
         }
     }
 
-    fn forbidden(field: impl Into<String>, detail: &str) -> Self {
+    pub(crate) fn forbidden(field: impl Into<String>, detail: &str) -> Self {
         Self::with_detail(field, "Forbidden".into(), detail)
     }
 
-    fn with_detail(field: impl Into<String>, head: String, detail: &str) -> Self {
+    pub(crate) fn with_detail(field: impl Into<String>, head: String, detail: &str) -> Self {
         let message = if detail.is_empty() {
             head
         } else {
@@ -140,7 +140,7 @@ pub fn validate(cfg: &WebhookConfiguration, old: Option<&WebhookConfiguration>) 
         },
     };
     let mut errs = Vec::new();
-    validate_object_meta(cfg, &mut errs);
+    validate_object_meta(&cfg.name, &cfg.metadata, &mut errs);
     let mut names = HashSet::new();
     for (i, hook) in cfg.webhooks.iter().enumerate() {
         let p = format!("webhooks[{i}]");
@@ -159,22 +159,18 @@ pub fn validate(cfg: &WebhookConfiguration, old: Option<&WebhookConfiguration>) 
 }
 
 /// `ValidateObjectMeta` for a cluster-scoped object named as a DNS subdomain.
-fn validate_object_meta(cfg: &WebhookConfiguration, errs: &mut Vec<FieldError>) {
-    if cfg.name.is_empty() {
+pub(crate) fn validate_object_meta(name: &str, metadata: &Value, errs: &mut Vec<FieldError>) {
+    if name.is_empty() {
         errs.push(FieldError::required(
             "metadata.name",
             "name or generateName is required",
         ));
     } else {
-        for msg in is_dns1123_subdomain(&cfg.name) {
-            errs.push(FieldError::invalid(
-                "metadata.name",
-                go_quote(&cfg.name),
-                &msg,
-            ));
+        for msg in is_dns1123_subdomain(name) {
+            errs.push(FieldError::invalid("metadata.name", go_quote(name), &msg));
         }
     }
-    let meta = cfg.metadata.as_object();
+    let meta = metadata.as_object();
     let get = |k: &str| meta.and_then(|m| m.get(k));
     if get("namespace")
         .and_then(Value::as_str)
@@ -349,7 +345,7 @@ fn strings_value(v: &[String]) -> String {
     go_json_strings(Some(v))
 }
 
-fn validate_rule(rule: &RuleWithOperations, p: &str, errs: &mut Vec<FieldError>) {
+pub(crate) fn validate_rule(rule: &RuleWithOperations, p: &str, errs: &mut Vec<FieldError>) {
     let ops = rule.operations.as_deref().unwrap_or_default();
     let ops_path = format!("{p}.operations");
     if ops.is_empty() {
@@ -477,7 +473,7 @@ fn validate_resources(resources: &[String], p: &str, errs: &mut Vec<FieldError>)
 }
 
 /// `metav1validation.ValidateLabelSelector`.
-fn validate_label_selector(
+pub(crate) fn validate_label_selector(
     sel: &LabelSelector,
     strict_values: bool,
     p: &str,

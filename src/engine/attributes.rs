@@ -122,6 +122,12 @@ pub enum NamespaceLookup<'a> {
 pub trait NamespaceSource {
     /// Labels of namespace `name`.
     fn namespace(&self, name: &str) -> NamespaceLookup<'_>;
+
+    /// The objects ValidatingAdmissionPolicies take as parameters, when this source knows any
+    /// (the cluster state a request was captured in). Default: none.
+    fn param_source(&self) -> Option<&dyn super::policy::ParamSource> {
+        None
+    }
 }
 
 /// Namespaces known by name. Unknown namespaces are reported as not found.

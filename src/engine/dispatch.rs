@@ -21,11 +21,13 @@ use super::strategy;
 use super::trace::{
     Entry, MatchTexts, MetricStep, ReviewBody, ReviewParts, ReviewTexts, TraceStep,
 };
-use super::{Attributes, CallDecision, CallRecord, Engine, Outcome, Phases, RequestContext};
+use super::{
+    Attributes, CallDecision, CallRecord, Engine, Outcome, Phases, RequestContext, policy,
+};
 use crate::api::meta::short_eq;
 use crate::api::{GroupVersionKind, Operation, Status, WebhookKind};
 use crate::jsonpatch;
-use crate::metrics::{RejectionErrorType, WebhookType};
+use crate::metrics::{PolicyCheckKey, RejectionErrorType, WebhookType};
 use crate::schema::{self, Schema};
 
 pub(super) const CLIENT_TIMEOUT: Duration = Duration::from_secs(30);
@@ -189,9 +191,146 @@ impl<'e, 'c> Run<'e, 'c> {
             }
         }
         if phases != Phases::MutatingOnly {
+            self.policy_plugin()?;
             self.validating_plugin(replier).await?;
         }
         Ok(())
+    }
+
+    /// The ValidatingAdmissionPolicy plugin (`policy/validating`), on the final object: pure
+    /// evaluation, no replier. Runs only when the engine has policies.
+    fn policy_plugin(&mut self) -> Result<(), Status> {
+        let engine = self.engine;
+        if engine.policies.is_empty() {
+            return Ok(());
+        }
+        self.step(Entry::PolicyPhaseStarted);
+        self.fill_system_fields();
+        let start = self.elapsed;
+        let namespaces = self.ctx.namespaces;
+        let env = policy::PolicyEnv {
+            registry: &engine.options.registry,
+            namespaces,
+            params: namespaces.param_source().unwrap_or(&policy::NoParams),
+            authorizer: &engine.options.authorizer,
+        };
+        let result = policy::dispatch(&engine.policies, &self.attrs, &env);
+        let op = self.attrs.operation;
+        let legacy = !engine.options.kube_version.at_least(31);
+        let mut last_call: CallIx = 0;
+        let mut denied_call: Option<CallIx> = None;
+        let mut index = 0;
+        for event in result.events {
+            match event {
+                policy::PolicyEvent::Considered {
+                    policy,
+                    binding,
+                    failure_policy,
+                    outcome,
+                    call,
+                } => {
+                    let (decision, skip_reason, allowed, error) = match outcome {
+                        policy::PolicyOutcome::NotMatched(why) => (
+                            CallDecision::Skipped,
+                            Some(engine.shared_text(why)),
+                            None,
+                            None,
+                        ),
+                        policy::PolicyOutcome::Admitted => {
+                            (CallDecision::Called, None, Some(true), None)
+                        }
+                        policy::PolicyOutcome::Denied => {
+                            (CallDecision::Called, None, Some(false), None)
+                        }
+                        policy::PolicyOutcome::Failed(m) => {
+                            (CallDecision::Called, None, Some(false), Some(m.into()))
+                        }
+                        policy::PolicyOutcome::ErrorIgnored(m) => {
+                            (CallDecision::Called, None, Some(true), Some(m.into()))
+                        }
+                    };
+                    self.calls.push(CallRecord {
+                        phase: WebhookKind::Validating,
+                        round: 0,
+                        index,
+                        configuration: policy,
+                        webhook: binding.unwrap_or_else(|| Arc::from("")),
+                        decision,
+                        skip_reason,
+                        allowed,
+                        mutated: false,
+                        patch: None,
+                        error,
+                        failure_policy,
+                        duration_ms: 0.0,
+                        policy: Some(call),
+                    });
+                    index += 1;
+                    last_call = CallIx::try_from(self.calls.len() - 1).unwrap_or(CallIx::MAX);
+                    if allowed == Some(false) && denied_call.is_none() {
+                        denied_call = Some(last_call);
+                    }
+                    self.step(Entry::PolicyEvaluated { call: last_call });
+                }
+                policy::PolicyEvent::Warning(text) => {
+                    let kept = self.warnings.add(&text);
+                    self.step(Entry::Warning {
+                        call: last_call,
+                        kept,
+                        text: text.into(),
+                    });
+                }
+                policy::PolicyEvent::Annotation(key, value) => {
+                    self.annotate(key, value, AuditLevel::Metadata);
+                }
+                policy::PolicyEvent::Check {
+                    policy,
+                    binding,
+                    action,
+                    error_type,
+                } => self.ctx.metrics.observe_policy_check(
+                    PolicyCheckKey {
+                        policy: policy.to_string(),
+                        binding: binding.to_string(),
+                        action,
+                        error_type,
+                        legacy,
+                    },
+                    policy::CHECK_DURATION,
+                ),
+                policy::PolicyEvent::ConditionError { policy } => self
+                    .ctx
+                    .metrics
+                    .observe_match_condition_error(&policy, WebhookType::ValidatingPolicy, op),
+                policy::PolicyEvent::ConditionEvaluation { policy } => {
+                    self.ctx.metrics.observe_match_condition_evaluation(
+                        &policy,
+                        WebhookType::ValidatingPolicy,
+                        op,
+                        policy::CHECK_DURATION,
+                    )
+                }
+            }
+        }
+        let took = self.elapsed - start;
+        let rejected = result.denied.is_some();
+        self.ctx
+            .metrics
+            .observe_controller(WebhookType::ValidatingPolicy, op, rejected, took);
+        match result.denied {
+            None => Ok(()),
+            Some(status) => {
+                self.step(Entry::Denied {
+                    call: denied_call.unwrap_or(last_call),
+                    status: Some(Box::new(status.clone())),
+                });
+                // The validating step ends here: the webhooks after it are not called.
+                self.ctx
+                    .metrics
+                    .observe_step(WebhookType::Validating, op, true, took);
+                Err(status)
+            }
+        }
     }
 
     fn exemption(&self) -> Option<String> {
@@ -333,6 +472,7 @@ impl<'e, 'c> Run<'e, 'c> {
             error: None,
             failure_policy: hook.failure_policy(),
             duration_ms: 0.0,
+            policy: None,
         });
         CallIx::try_from(self.calls.len() - 1).unwrap_or(CallIx::MAX)
     }

@@ -19,6 +19,7 @@ pub mod endpoint;
 pub mod hooks;
 pub mod matching;
 mod object;
+pub mod policy;
 pub mod review;
 pub mod status;
 mod strategy;
@@ -209,6 +210,10 @@ pub struct CallRecord {
     pub failure_policy: &'static str,
     /// Call duration in milliseconds.
     pub duration_ms: f64,
+    /// For a ValidatingAdmissionPolicy with one binding (`configuration` is the policy,
+    /// `webhook` the binding): its parameters and every expression's result.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub policy: Option<Box<policy::PolicyCall>>,
 }
 
 impl CallRecord {
@@ -251,6 +256,8 @@ pub enum CallDecision {
 pub struct Engine {
     mutating: Vec<Hook>,
     validating: Vec<Hook>,
+    /// ValidatingAdmissionPolicies with their bindings, by name.
+    policies: Vec<policy::PolicyHook>,
     options: EngineOptions,
     /// One copy of the texts that repeat from request to request, shared by the outcomes of the
     /// requests dispatched.
@@ -302,9 +309,34 @@ impl Engine {
         Engine {
             mutating: hooks::flatten(configs, WebhookKind::Mutating),
             validating: hooks::flatten(configs, WebhookKind::Validating),
+            policies: Vec::new(),
             options,
             shared: Arc::default(),
         }
+    }
+
+    /// The engine with ValidatingAdmissionPolicies and their bindings (defaulted and valid, as
+    /// the apiserver stores them; see [`crate::config::policy`]), their expressions compiled
+    /// once here. They run after the mutating webhooks and before the validating ones.
+    pub fn with_policies(
+        mut self,
+        policies: &[crate::api::policy::ValidatingAdmissionPolicy],
+        bindings: &[crate::api::policy::ValidatingAdmissionPolicyBinding],
+    ) -> Engine {
+        self.policies = policy::build(policies, bindings);
+        self
+    }
+
+    /// The engine with the policies another engine compiled (an engine rebuilt for edited
+    /// webhook configurations keeps its policies).
+    pub fn with_policy_hooks(mut self, hooks: &[policy::PolicyHook]) -> Engine {
+        self.policies = hooks.to_vec();
+        self
+    }
+
+    /// The ValidatingAdmissionPolicies in evaluation order, with their bindings.
+    pub fn policies(&self) -> &[policy::PolicyHook] {
+        &self.policies
     }
 
     fn shared(&self) -> std::sync::MutexGuard<'_, Shared> {
@@ -389,6 +421,7 @@ impl Engine {
     /// (Namespace objects are also read for their labels, whatever the webhooks.)
     pub fn reads_objects(&self) -> bool {
         !self.mutating.is_empty()
+            || !self.policies.is_empty()
             || self.validating.iter().any(|h| {
                 !h.conditions.is_empty() || h.object_selector.as_ref().is_ok_and(|s| !s.is_empty())
             })

@@ -213,6 +213,19 @@ pub enum StepKind {
         /// Round.
         round: u8,
     },
+    /// The ValidatingAdmissionPolicy plugin begins (after the mutating webhooks, before the
+    /// validating ones).
+    PolicyPhaseStarted,
+    /// A ValidatingAdmissionPolicy was considered with one of its bindings.
+    PolicyEvaluated {
+        /// Which: `configuration` is the policy, `webhook` the binding.
+        hook: HookRef,
+        /// `skipped: …`, `admitted`, `denied: …` (a failed validation with the Deny action),
+        /// `failed: …` (an error under failurePolicy Fail) or `error ignored: …`.
+        outcome: String,
+        /// Its parameters and every expression's result.
+        details: Box<super::policy::PolicyCall>,
+    },
     /// The request is of a kind no API-registered webhook ever sees.
     RequestExempt {
         /// Why.
@@ -377,7 +390,8 @@ impl StepKind {
             | StepKind::PatchApplied { hook, .. }
             | StepKind::PatchFailed { hook, .. }
             | StepKind::Warning { hook, .. }
-            | StepKind::Reinvocation { hook, .. } => Some(hook),
+            | StepKind::Reinvocation { hook, .. }
+            | StepKind::PolicyEvaluated { hook, .. } => Some(hook),
             _ => None,
         }
     }
@@ -410,6 +424,10 @@ pub(crate) enum Entry {
     },
     RequestExempt {
         reason: Box<str>,
+    },
+    PolicyPhaseStarted,
+    PolicyEvaluated {
+        call: CallIx,
     },
     Skipped {
         call: CallIx,
@@ -592,6 +610,7 @@ impl TraceStep {
             | Entry::PatchApplied { call, .. }
             | Entry::PatchFailed { call, .. }
             | Entry::Warning { call, .. }
+            | Entry::PolicyEvaluated { call }
             | Entry::Reinvocation { call, .. } => *call,
             _ => return None,
         };
@@ -649,6 +668,40 @@ impl super::Outcome {
             Entry::RequestExempt { reason } => StepKind::RequestExempt {
                 reason: reason.to_string(),
             },
+            Entry::PolicyPhaseStarted => StepKind::PolicyPhaseStarted,
+            Entry::PolicyEvaluated { call } => {
+                let r = record(call);
+                let outcome = match r {
+                    Some(c) if c.decision == super::CallDecision::Skipped => {
+                        format!("skipped: {}", c.skip_reason.as_deref().unwrap_or_default())
+                    }
+                    Some(c) => match (c.allowed, c.error.as_deref()) {
+                        (Some(false), Some(e)) => format!("failed: {e}"),
+                        (Some(false), None) => format!(
+                            "denied: {}",
+                            c.policy
+                                .as_ref()
+                                .and_then(|p| p.message.as_deref())
+                                .unwrap_or_default()
+                        ),
+                        (_, Some(e)) => format!("error ignored: {e}"),
+                        _ => "admitted".into(),
+                    },
+                    None => String::new(),
+                };
+                StepKind::PolicyEvaluated {
+                    hook: self.hook_ref(*call),
+                    outcome,
+                    details: r.and_then(|c| c.policy.clone()).unwrap_or_else(|| {
+                        Box::new(super::policy::PolicyCall {
+                            params: Vec::new(),
+                            expressions: Vec::new(),
+                            validation_actions: Vec::new(),
+                            message: None,
+                        })
+                    }),
+                }
+            }
             Entry::Skipped { call, cause } => StepKind::Skipped {
                 hook: self.hook_ref(*call),
                 reason: record(call)
@@ -848,6 +901,7 @@ mod tests {
             error: None,
             failure_policy: "Fail",
             duration_ms: elapsed.as_secs_f64() * 1000.0,
+            policy: None,
         };
         for nanos in [
             0,

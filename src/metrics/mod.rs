@@ -44,6 +44,9 @@ pub enum WebhookType {
     Admit,
     /// Validating webhooks: `validating` (`validate` for step-named metrics).
     Validating,
+    /// The ValidatingAdmissionPolicy plugin: `validate` in every metric (its matchConditions'
+    /// `kind` is `policy`).
+    ValidatingPolicy,
 }
 
 impl WebhookType {
@@ -52,6 +55,7 @@ impl WebhookType {
         match self {
             WebhookType::Admit => "admit",
             WebhookType::Validating => "validating",
+            WebhookType::ValidatingPolicy => "validate",
         }
     }
 
@@ -59,7 +63,7 @@ impl WebhookType {
     pub fn step_str(self) -> &'static str {
         match self {
             WebhookType::Admit => "admit",
-            WebhookType::Validating => "validate",
+            WebhookType::Validating | WebhookType::ValidatingPolicy => "validate",
         }
     }
 
@@ -69,6 +73,7 @@ impl WebhookType {
         match self {
             WebhookType::Admit => "MutatingAdmissionWebhook",
             WebhookType::Validating => "ValidatingAdmissionWebhook",
+            WebhookType::ValidatingPolicy => "ValidatingAdmissionPolicy",
         }
     }
 }
@@ -119,6 +124,8 @@ const WEBHOOK_DURATION: &str = "apiserver_admission_webhook_admission_duration_s
 const WEBHOOK_FAIL_OPEN: &str = "apiserver_admission_webhook_fail_open_count";
 const WEBHOOK_REJECTION: &str = "apiserver_admission_webhook_rejection_count";
 const WEBHOOK_REQUEST: &str = "apiserver_admission_webhook_request_total";
+const POLICY_CHECK: &str = "apiserver_validating_admission_policy_check_total";
+const POLICY_DURATION: &str = "apiserver_validating_admission_policy_check_duration_seconds";
 
 /// HELP texts as `/metrics` prints them (component-base stability prefix + upstream `Help`).
 const HELP_CONTROLLER_DURATION: &str = "[STABLE] Admission controller latency histogram in seconds, identified by name and broken out for each operation and API resource and type (validate or admit).";
@@ -131,6 +138,14 @@ const HELP_WEBHOOK_DURATION: &str = "[STABLE] Admission webhook latency histogra
 const HELP_WEBHOOK_FAIL_OPEN: &str = "[ALPHA] Admission webhook fail open count, identified by name and broken out for each admission type (validating or admit).";
 const HELP_WEBHOOK_REJECTION: &str = "[ALPHA] Admission webhook rejection count, identified by name and broken out for each admission type (validating or admit) and operation. Additional labels specify an error type (calling_webhook_error or apiserver_internal_error if an error occurred; no_error otherwise) and optionally a non-zero rejection code if the webhook rejects the request with an HTTP status code (honored by the apiserver when the code is greater or equal to 400). Codes greater than 600 are truncated to 600, to keep the metrics cardinality bounded.";
 const HELP_WEBHOOK_REQUEST: &str = "[ALPHA] Admission webhook request total, identified by name and broken out for each admission type (validating or admit) and operation. Additional labels specify whether the request was rejected or not and an HTTP status code. Codes greater than 600 are truncated to 600, to keep the metrics cardinality bounded.";
+
+const HELP_POLICY_CHECK: &str = "[BETA] Validation admission policy check total, labeled by policy and further identified by binding and enforcement action taken.";
+const HELP_POLICY_DURATION: &str = "[BETA] Validation admission latency for individual validation expressions in seconds, labeled by policy and further including binding and enforcement action taken.";
+const HELP_POLICY_CHECK_LEGACY: &str = "[ALPHA] Validation admission policy check total, labeled by policy and further identified by binding, enforcement action taken, and state.";
+const HELP_POLICY_DURATION_LEGACY: &str = "[ALPHA] Validation admission latency for individual validation expressions in seconds, labeled by policy and further including binding, state and enforcement action taken.";
+
+/// Buckets of `validating_admission_policy_check_duration_seconds`.
+const POLICY_BUCKETS: &[f64] = &[0.0000005, 0.001, 0.01, 0.1, 1.0];
 
 /// Buckets of `webhook_admission_duration_seconds`.
 const WEBHOOK_BUCKETS: &[f64] = &[0.005, 0.025, 0.1, 0.5, 1.0, 2.5, 10.0, 25.0];
@@ -146,6 +161,8 @@ const RAW_KEPT: usize = 4;
 
 /// `kind` label of the match-condition metrics recorded by webhooks.
 const KIND_WEBHOOK: &str = "webhook";
+/// `kind` label of the match-condition metrics recorded by policies.
+const KIND_POLICY: &str = "policy";
 
 /// Codes above 600 are recorded as 600 (`ObserveWebhook`, `ObserveWebhookRejection`).
 fn cap_code(code: i32) -> i32 {
@@ -300,6 +317,8 @@ pub struct Metrics {
     webhooks: BTreeMap<String, WebhookSeries>,
     controller: Vec<(PhaseKey, Histogram)>,
     step: Vec<(PhaseKey, (Histogram, Summary))>,
+    /// `validating_admission_policy_check_total` and `_check_duration_seconds`.
+    policy_checks: BTreeMap<PolicyCheckKey, (u64, Histogram)>,
     /// A per-request set's observations, in order, kept instead of series.
     log: Option<Vec<Observation>>,
 }
@@ -315,6 +334,22 @@ enum Observation {
     ConditionEvaluation(Box<str>, WebhookType, Operation, Duration),
     Controller(PhaseKey, Duration),
     Step(PhaseKey, Duration),
+    PolicyCheck(Box<PolicyCheckKey>, Duration),
+}
+
+/// The labels of one policy check series.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct PolicyCheckKey {
+    /// `policy`.
+    pub policy: String,
+    /// `policy_binding`.
+    pub binding: String,
+    /// `enforcement_action`: `allow`, `deny`, `warn` or `audit`.
+    pub action: &'static str,
+    /// `error_type` (1.31+): `no_error`, `compile_error`, `invalid_error`, `out_of_budget`.
+    pub error_type: &'static str,
+    /// Releases before 1.31 label `state="active"` instead of `error_type`.
+    pub legacy: bool,
 }
 
 impl Metrics {
@@ -370,6 +405,9 @@ impl Metrics {
                 self.observe_controller(k.ty, k.op, k.rejected, *elapsed);
             }
             Observation::Step(k, elapsed) => self.observe_step(k.ty, k.op, k.rejected, *elapsed),
+            Observation::PolicyCheck(k, elapsed) => {
+                self.observe_policy_check((**k).clone(), *elapsed)
+            }
         }
     }
 
@@ -530,6 +568,21 @@ impl Metrics {
         summary.observe(v);
     }
 
+    /// One ValidatingAdmissionPolicy decision (`ObserveAdmission`, `ObserveRejection`,
+    /// `ObserveAudit`, `ObserveWarn`): increments
+    /// `apiserver_validating_admission_policy_check_total` and observes `elapsed` in
+    /// `apiserver_validating_admission_policy_check_duration_seconds`, labelled
+    /// `{enforcement_action,error_type,policy,policy_binding}` (before 1.31:
+    /// `{enforcement_action,policy,policy_binding,state="active"}`).
+    pub fn observe_policy_check(&mut self, key: PolicyCheckKey, elapsed: Duration) {
+        if self.defer(|| Observation::PolicyCheck(Box::new(key.clone()), elapsed)) {
+            return;
+        }
+        let (n, h) = self.policy_checks.entry(key).or_default();
+        *n += 1;
+        h.observe(POLICY_BUCKETS, elapsed.as_secs_f64());
+    }
+
     /// Adds every series of `other` into `self`, as if `other`'s observations had been recorded
     /// on `self` after its own (exactly so for [`Metrics::per_request`] sets and small ones; see
     /// the module notes).
@@ -562,6 +615,11 @@ impl Metrics {
             let (histogram, summary) = slot(&mut self.step, *k);
             histogram.merge(PHASE_BUCKETS, h);
             summary.merge(s);
+        }
+        for (k, (n, h)) in &other.policy_checks {
+            let (into_n, into_h) = self.policy_checks.entry(k.clone()).or_default();
+            *into_n += n;
+            into_h.merge(POLICY_BUCKETS, h);
         }
     }
 
@@ -747,9 +805,14 @@ impl Metrics {
                     value: ValueOut::Counter(*n),
                 });
             }
-            let mc_labels = |ty: &str, op: Operation| {
+            let mc_labels = |t: WebhookType, ty: &str, op: Operation| {
+                let kind = if t == WebhookType::ValidatingPolicy {
+                    KIND_POLICY
+                } else {
+                    KIND_WEBHOOK
+                };
                 vec![
-                    ("kind", KIND_WEBHOOK.to_owned()),
+                    ("kind", kind.to_owned()),
                     ("name", name.clone()),
                     ("operation", op.as_str().to_owned()),
                     ("type", ty.to_owned()),
@@ -757,25 +820,60 @@ impl Metrics {
             };
             for ((ty, op), n) in &w.mc_errors {
                 mc_errors.push(SeriesOut {
-                    labels: mc_labels(ty.as_str(), *op),
+                    labels: mc_labels(*ty, ty.as_str(), *op),
                     value: ValueOut::Counter(*n),
                 });
             }
             for ((ty, op), n) in &w.mc_exclusions {
                 mc_exclusions.push(SeriesOut {
-                    labels: mc_labels(ty.step_str(), *op),
+                    labels: mc_labels(*ty, ty.step_str(), *op),
                     value: ValueOut::Counter(*n),
                 });
             }
             for ((ty, op), h) in &w.mc_seconds {
                 mc_seconds.push(SeriesOut {
-                    labels: mc_labels(ty.as_str(), *op),
+                    labels: mc_labels(*ty, ty.as_str(), *op),
                     value: ValueOut::Histogram(h, MC_BUCKETS),
                 });
             }
         }
 
+        let mut checks = (Vec::new(), Vec::new());
+        let mut legacy = false;
+        for (k, (n, h)) in &self.policy_checks {
+            legacy |= k.legacy;
+            let labels = if k.legacy {
+                vec![
+                    ("enforcement_action", k.action.to_owned()),
+                    ("policy", k.policy.clone()),
+                    ("policy_binding", k.binding.clone()),
+                    ("state", "active".to_owned()),
+                ]
+            } else {
+                vec![
+                    ("enforcement_action", k.action.to_owned()),
+                    ("error_type", k.error_type.to_owned()),
+                    ("policy", k.policy.clone()),
+                    ("policy_binding", k.binding.clone()),
+                ]
+            };
+            checks.0.push(SeriesOut {
+                labels: labels.clone(),
+                value: ValueOut::Counter(*n),
+            });
+            checks.1.push(SeriesOut {
+                labels,
+                value: ValueOut::Histogram(h, POLICY_BUCKETS),
+            });
+        }
+        let (help_check, help_duration) = if legacy {
+            (HELP_POLICY_CHECK_LEGACY, HELP_POLICY_DURATION_LEGACY)
+        } else {
+            (HELP_POLICY_CHECK, HELP_POLICY_DURATION)
+        };
         let mut families = vec![
+            FamilyOut::new(POLICY_CHECK, help_check, "counter", checks.0),
+            FamilyOut::new(POLICY_DURATION, help_duration, "histogram", checks.1),
             FamilyOut::new(
                 CONTROLLER_DURATION,
                 HELP_CONTROLLER_DURATION,

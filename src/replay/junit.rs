@@ -52,14 +52,24 @@ fn esc(s: &str) -> String {
 impl JUnit {
     /// Adds the case of a replayed request.
     pub fn request(&mut self, r: &RequestReport, mismatches: &[Mismatch]) {
+        let policies = (r.calls.iter())
+            .filter(|c| c.phase == "validatingPolicy")
+            .count();
         let out = match &r.status {
             None => {
                 // The webhooks called, not those only considered and skipped.
-                let called = r.calls.iter().filter(|c| c.decision != "skipped").count();
-                format!(
-                    "allowed ({called} webhook call{})",
+                let called = (r.calls.iter())
+                    .filter(|c| c.decision != "skipped" && c.phase != "validatingPolicy")
+                    .count();
+                let calls = format!(
+                    "{called} webhook call{}",
                     if called == 1 { "" } else { "s" }
-                )
+                );
+                if policies == 0 {
+                    format!("allowed ({calls})")
+                } else {
+                    format!("allowed ({calls}, {policies} validating admission policy bindings)")
+                }
             }
             Some(s) => format!("denied {}: {}", s.code, s.message),
         };

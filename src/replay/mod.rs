@@ -129,6 +129,10 @@ pub struct CapturedRequest {
     /// What the loader could not take from the capture as is and how it filled the gap (e.g. an
     /// audit event whose final stage never arrived); empty when the request is as captured.
     pub notes: Vec<String>,
+    /// The objects of the ValidatingAdmissionPolicies' paramKinds known when the request was
+    /// captured (from `--cluster` and the audit log before it); shared by the requests captured
+    /// while they were the same. None when no policy takes parameters.
+    pub params: Option<Arc<crate::engine::policy::ParamObjects>>,
 }
 
 impl CapturedRequest {

@@ -225,7 +225,8 @@ pub struct Recorded {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallReport {
-    /// `mutating` or `validating`.
+    /// `mutating`, `validatingPolicy` (a ValidatingAdmissionPolicy with one binding:
+    /// `configuration` is the policy, `webhook` the binding) or `validating`.
     pub phase: &'static str,
     /// Reinvocation round.
     pub round: u8,
@@ -261,6 +262,7 @@ impl CallReport {
         }
         CallReport {
             phase: match c.phase {
+                _ if c.policy.is_some() => "validatingPolicy",
                 WebhookKind::Mutating => "mutating",
                 WebhookKind::Validating => "validating",
             },

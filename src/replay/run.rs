@@ -99,6 +99,12 @@ impl NamespaceSource for CapturedRequest {
             NamespaceState::NotApplicable => NamespaceLookup::NotFound,
         }
     }
+
+    fn param_source(&self) -> Option<&dyn crate::engine::policy::ParamSource> {
+        self.params
+            .as_deref()
+            .map(|p| p as &dyn crate::engine::policy::ParamSource)
+    }
 }
 
 /// A request's namespace labels as the dispatcher looks them up, remembering whether it did: only
@@ -112,6 +118,10 @@ impl NamespaceSource for Observed<'_> {
     fn namespace(&self, name: &str) -> NamespaceLookup<'_> {
         self.read.store(true, Ordering::Relaxed);
         self.request.namespace(name)
+    }
+
+    fn param_source(&self) -> Option<&dyn crate::engine::policy::ParamSource> {
+        self.request.param_source()
     }
 }
 

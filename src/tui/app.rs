@@ -1348,6 +1348,7 @@ impl State {
                 };
                 calls.iter().position(|c| {
                     c.phase == phase
+                        && c.policy.is_none()
                         && c.index == index
                         && (phase == crate::api::WebhookKind::Validating || c.round == round)
                 })
@@ -1355,6 +1356,15 @@ impl State {
             .or_else(|| {
                 calls.iter().rposition(|c| {
                     &*c.webhook == prefix && c.decision == crate::engine::CallDecision::Called
+                })
+            })
+            .or_else(|| {
+                // A policy's annotations: `<policy>/<key>`, and its validation failures.
+                calls.iter().position(|c| {
+                    c.policy.is_some()
+                        && c.decision == crate::engine::CallDecision::Called
+                        && (&*c.configuration == prefix
+                            || prefix == "validation.policy.admission.k8s.io")
                 })
             });
         self.selected = Some(row.request());

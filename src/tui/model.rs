@@ -75,6 +75,61 @@ impl HookInfo {
     }
 }
 
+impl HookInfo {
+    /// A ValidatingAdmissionPolicy with one of its bindings: `configuration` is the policy,
+    /// `webhook` the binding, as in the call records.
+    pub fn from_policy(
+        policy: &crate::api::policy::ValidatingAdmissionPolicy,
+        binding: &crate::api::policy::ValidatingAdmissionPolicyBinding,
+        position: usize,
+    ) -> HookInfo {
+        let spec = &policy.spec;
+        let expressions: Vec<&str> = spec
+            .validations
+            .iter()
+            .map(|v| v.expression.as_str())
+            .collect();
+        let mut settings = vec![
+            ("kind", "ValidatingAdmissionPolicy".to_string()),
+            (
+                "failurePolicy",
+                spec.failure_policy.clone().unwrap_or_else(|| "Fail".into()),
+            ),
+            (
+                "validationActions",
+                binding.spec.validation_actions.join(","),
+            ),
+            ("matchConstraints", json_text(&spec.match_constraints)),
+        ];
+        if let Some(m) = &binding.spec.match_resources {
+            settings.push(("matchResources", json_text(m)));
+        }
+        if let Some(k) = &spec.param_kind {
+            settings.push(("paramKind", json_text(k)));
+        }
+        if let Some(r) = &binding.spec.param_ref {
+            settings.push(("paramRef", json_text(r)));
+        }
+        if !spec.match_conditions.is_empty() {
+            settings.push(("matchConditions", json_text(&spec.match_conditions)));
+        }
+        if !spec.variables.is_empty() {
+            settings.push(("variables", json_text(&spec.variables)));
+        }
+        settings.push(("validations", json_text(&expressions)));
+        if !spec.audit_annotations.is_empty() {
+            settings.push(("auditAnnotations", json_text(&spec.audit_annotations)));
+        }
+        HookInfo {
+            phase: WebhookKind::Validating,
+            configuration: policy.name.clone(),
+            webhook: binding.name.clone(),
+            position,
+            settings,
+        }
+    }
+}
+
 /// The verdict of a request as the table shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Verdict {

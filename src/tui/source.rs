@@ -210,17 +210,23 @@ impl std::fmt::Debug for ReplaySource {
     }
 }
 
-/// The webhooks of an engine in dispatch order, for the Webhooks view.
+/// The webhooks of an engine in dispatch order, for the Webhooks view, the
+/// ValidatingAdmissionPolicies (one row per binding) between the mutating and the validating
+/// webhooks, where they run.
 pub fn hook_infos(engine: &Engine) -> Vec<HookInfo> {
     let mutating = engine
         .mutating_hooks()
         .iter()
-        .map(|h| (WebhookKind::Mutating, h));
-    let validating = (engine.validating_hooks().iter()).map(|h| (WebhookKind::Validating, h));
-    mutating
-        .chain(validating)
-        .map(|(phase, h)| HookInfo::from_hook(phase, h))
-        .collect()
+        .map(|h| HookInfo::from_hook(WebhookKind::Mutating, h));
+    let policies = engine.policies().iter().flat_map(|p| {
+        p.bindings
+            .iter()
+            .enumerate()
+            .map(|(i, b)| HookInfo::from_policy(&p.policy, &b.binding, i))
+    });
+    let validating =
+        (engine.validating_hooks().iter()).map(|h| HookInfo::from_hook(WebhookKind::Validating, h));
+    mutating.chain(policies).chain(validating).collect()
 }
 
 /// Reads files on a thread of its own into a bounded channel.
@@ -338,7 +344,8 @@ impl ReplaySource {
             if fresh {
                 cache.clear();
             }
-            let engine = Engine::new(&configurations, replayer.engine().options().clone());
+            let engine = Engine::new(&configurations, replayer.engine().options().clone())
+                .with_policy_hooks(replayer.engine().policies());
             let again = Replayer::new(std::sync::Arc::new(engine), replayer.settings().clone());
             let reusing = ReusingReplier::new(replier.clone(), cache.clone());
             let run = redispatch(&again, generation, &kept, reusing, ids, &tx);

@@ -455,6 +455,7 @@ impl Reader {
             for mut item in items {
                 if let InputItem::Request(r) = &mut item {
                     self.intern.request(r);
+                    self.attach_params(r);
                 }
                 sink(item);
             }
@@ -584,6 +585,7 @@ impl Reader {
             namespace,
             audit: Some(Box::new(audit)),
             notes: ctx.notes.clone(),
+            params: None,
         }))
     }
 

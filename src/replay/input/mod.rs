@@ -122,6 +122,10 @@ pub struct Reader {
     skipped: u64,
     /// Where the bytes of the document being read were in the input, when it was compacted.
     positions: Positions,
+    /// The paramKinds (apiVersion, kind) of the ValidatingAdmissionPolicies replayed.
+    param_kinds: Vec<(String, String)>,
+    /// Their objects at the store's generation, shared by the requests read meanwhile.
+    params: Option<(u64, Arc<crate::engine::policy::ParamObjects>)>,
     /// The user plain manifests are created as, and whether the user chose it.
     manifest_user: (crate::api::meta::UserInfo, bool),
 }
@@ -170,8 +174,37 @@ impl Reader {
             events: 0,
             skipped: 0,
             positions: Positions::default(),
+            param_kinds: Vec::new(),
+            params: None,
             manifest_user: (wrapped::default_manifest_user(), false),
         }
+    }
+
+    /// Declares the paramKinds (apiVersion, kind) of the ValidatingAdmissionPolicies replayed:
+    /// every request read from now on carries the objects of those kinds known at that point
+    /// ([`CapturedRequest::params`]: from `--cluster` and from the audit log before it).
+    pub fn track_params(&mut self, kinds: Vec<(String, String)>) {
+        self.param_kinds = kinds;
+        self.params = None;
+    }
+
+    /// Attaches the parameter objects known now to a request.
+    fn attach_params(&mut self, req: &mut super::CapturedRequest) {
+        if self.param_kinds.is_empty() {
+            return;
+        }
+        let generation = self.store.generation();
+        let params = match &self.params {
+            Some((g, p)) if *g == generation => Arc::clone(p),
+            _ => {
+                let p = Arc::new(crate::engine::policy::ParamObjects::new(
+                    self.store.objects_of_kinds(&self.param_kinds),
+                ));
+                self.params = Some((generation, Arc::clone(&p)));
+                p
+            }
+        };
+        req.params = Some(params);
     }
 
     /// Audit requests read so far that did not go through admission, counted once at their
@@ -525,6 +558,7 @@ impl Reader {
     ) {
         let mut req = review::captured(attrs, uid, source, &self.store);
         self.intern.namespace(&mut req.namespace);
+        self.attach_params(&mut req);
         sink(InputItem::Request(Box::new(req)));
     }
 
@@ -592,6 +626,7 @@ impl Reader {
             return match review::request(doc, source, &self.store) {
                 Ok(mut req) => {
                     self.intern.request(&mut req);
+                    self.attach_params(&mut req);
                     sink(InputItem::Request(Box::new(req)))
                 }
                 Err((b, source)) => sink(invalid(source, prefix, &b.field, b.message)),
@@ -668,6 +703,7 @@ impl Reader {
                 match review::request(review, source.clone(), &self.store) {
                     Ok(mut req) => {
                         self.intern.request(&mut req);
+                        self.attach_params(&mut req);
                         sink(InputItem::Request(Box::new(req)))
                     }
                     Err((b, source)) => sink(invalid(source, prefix, &b.field, b.message)),

@@ -60,6 +60,7 @@ pub(crate) fn captured(
         attrs,
         audit: None,
         notes: Vec::new(),
+        params: None,
     }
 }
 

@@ -158,6 +158,9 @@ pub(crate) struct Store {
     namespaces: HashMap<String, Arc<BTreeMap<String, String>>>,
     /// A key being built, so that looking up allocates nothing.
     scratch: String,
+    /// Counts the changes to the objects, so that what is derived from them (policy
+    /// parameters) is derived again only after one.
+    generation: u64,
 }
 
 impl Store {
@@ -180,6 +183,27 @@ impl Store {
                 self.namespaces.insert(name.to_string(), Arc::new(labels));
             }
         }
+    }
+
+    /// Changes to the objects so far.
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// The objects whose `apiVersion` and `kind` are among `kinds`, parsed.
+    pub(crate) fn objects_of_kinds(&self, kinds: &[(String, String)]) -> Vec<Value> {
+        let mut out: Vec<(&String, Value)> = self
+            .objects
+            .iter()
+            .filter(|(_, o)| kinds.iter().any(|(av, _)| **av == *o.api_version))
+            .filter_map(|(k, o)| Some((k, o.value()?)))
+            .filter(|(_, v)| {
+                let kind = v.get("kind").and_then(Value::as_str).unwrap_or_default();
+                kinds.iter().any(|(_, k)| k == kind)
+            })
+            .collect();
+        out.sort_by(|a, b| a.0.cmp(b.0));
+        out.into_iter().map(|(_, v)| v).collect()
     }
 
     /// Number of objects known.
@@ -211,6 +235,7 @@ impl Store {
             &meta.name,
         );
         let text = &json[span.0..span.1];
+        self.generation += 1;
         if group.is_empty() && resource == "namespaces" {
             let known = self.objects.get(self.scratch.as_str());
             if known.is_none_or(|old| !old.holds(meta, text)) {
@@ -252,6 +277,7 @@ impl Store {
 
     /// Forgets a deleted object (and, for a Namespace, its labels).
     pub(crate) fn remove(&mut self, group: &str, resource: &str, namespace: &str, name: &str) {
+        self.generation += 1;
         self.objects.remove(&key(group, resource, namespace, name));
         if group.is_empty() && resource == "namespaces" {
             self.namespaces.remove(name);

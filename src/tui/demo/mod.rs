@@ -1,6 +1,7 @@
 //! The embedded demo: five webhooks (a sidecar injector with reinvocationPolicy IfNeeded, a label
 //! defaulter that makes it run again, a slow quota check that fails open, a policy validator that
-//! denies, a deprecation warner) and a few dozen captured requests across namespaces. The webhooks
+//! denies, a deprecation warner), a ValidatingAdmissionPolicy between them (a replica limit on the
+//! shop's Deployments) and a few dozen captured requests across namespaces. The webhooks
 //! are served in process over real HTTPS on 127.0.0.1 with a CA minted at start
 //! ([`start`]), or answered in process without a socket and with fixed durations
 //! ([`offline`], for tests and reproducible screens). Nothing is written to disk.
@@ -32,6 +33,30 @@ use crate::webhook_server::{
 
 /// The configurations, with `${URL}` and `${CA}` to fill in.
 pub const WEBHOOKS_YAML: &str = include_str!("webhooks.yaml");
+
+/// The demo's ValidatingAdmissionPolicy and its binding, which run between the mutating and the
+/// validating webhooks.
+pub const POLICIES_YAML: &str = include_str!("policies.yaml");
+
+/// The demo's policies and bindings, defaulted (and valid, as the apiserver stores them).
+pub fn policies() -> (
+    Vec<crate::api::policy::ValidatingAdmissionPolicy>,
+    Vec<crate::api::policy::ValidatingAdmissionPolicyBinding>,
+) {
+    let (mut policies, mut bindings) = (Vec::new(), Vec::new());
+    for loaded in crate::config::parse_policy_documents(POLICIES_YAML, "demo-policies.yaml") {
+        let Ok(mut loaded) = loaded else { continue };
+        loaded.apply_defaults();
+        if !crate::config::policy::validate_policy_object(&loaded.object).is_empty() {
+            continue;
+        }
+        match loaded.object {
+            crate::config::PolicyObject::Policy(p) => policies.push(p),
+            crate::config::PolicyObject::Binding(b) => bindings.push(b),
+        }
+    }
+    (policies, bindings)
+}
 
 /// How long the slow webhook takes (its timeoutSeconds is 1).
 pub const SLOW_DELAY: Duration = Duration::from_millis(1500);
@@ -647,6 +672,7 @@ fn captured(i: usize, c: Capture) -> CapturedRequest {
         attrs,
         audit: None,
         notes: Vec::new(),
+        params: None,
     }
 }
 
@@ -658,10 +684,14 @@ fn source(
     ids: IdMode,
     label: &str,
 ) -> ReplaySource {
-    let engine = Arc::new(Engine::new(
-        &document.configurations,
-        EngineOptions::for_version(version),
-    ));
+    let (policies, bindings) = policies();
+    let engine = Arc::new(
+        Engine::new(
+            &document.configurations,
+            EngineOptions::for_version(version),
+        )
+        .with_policies(&policies, &bindings),
+    );
     let settings = ReplaySettings {
         concurrency,
         ..ReplaySettings::default()
@@ -712,4 +742,13 @@ pub fn offline(version: KubeVersion) -> ReplaySource {
         IdMode::Sequential,
         "demo (offline)",
     )
+}
+
+#[cfg(test)]
+mod policy_tests {
+    #[test]
+    fn embedded_policies_are_valid() {
+        let (policies, bindings) = super::policies();
+        assert_eq!((policies.len(), bindings.len()), (1, 1));
+    }
 }

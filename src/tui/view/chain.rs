@@ -305,11 +305,15 @@ fn grid(
         } else {
             " "
         };
-        let label = format!(
-            "{marker}{sym} {} {}",
-            model::dispatch_position(&state.hooks, c),
-            c.webhook
-        );
+        // A ValidatingAdmissionPolicy runs before the validating webhooks, once per binding.
+        let label = match &c.policy {
+            Some(_) => format!("{marker}{sym} policy {} · {}", c.configuration, c.webhook),
+            None => format!(
+                "{marker}{sym} {} {}",
+                model::dispatch_position(&state.hooks, c),
+                c.webhook
+            ),
+        };
         let label = format!(
             "{:<w$}",
             clip(&label, width.saturating_sub(11)),
@@ -418,6 +422,41 @@ fn masked_patch(patch: &Value, mask: bool) -> String {
     serde_json::to_string_pretty(&model::masked_patch(patch, mask)).unwrap_or_default()
 }
 
+/// What a ValidatingAdmissionPolicy did with one binding: its parameters, actions, failure
+/// message and every expression's result.
+fn policy_lines(
+    state: &State,
+    lines: &mut Vec<Line<'static>>,
+    p: &crate::engine::policy::PolicyCall,
+) {
+    section(state, lines, "ValidatingAdmissionPolicy");
+    lines.push(Line::raw(format!(
+        "validationActions: {}",
+        p.validation_actions.join(", ")
+    )));
+    if !p.params.is_empty() {
+        lines.push(Line::raw(format!("params: {}", p.params.join(", "))));
+    }
+    if let Some(m) = &p.message {
+        lines.push(Line::styled(
+            format!("failed: {m}"),
+            style(state, StyleKey::Denied),
+        ));
+    }
+    for e in &p.expressions {
+        let key = if e.result == "false" || e.result.starts_with("error") {
+            StyleKey::Denied
+        } else {
+            StyleKey::Muted
+        };
+        lines.push(Line::from(vec![
+            Span::raw(format!("{} ", e.field)),
+            Span::styled(e.expression.clone(), style(state, StyleKey::Json)),
+            Span::styled(format!(" → {}", e.result), style(state, key)),
+        ]));
+    }
+}
+
 fn section<'a>(state: &State, lines: &mut Vec<Line<'a>>, title: &str) {
     lines.push(Line::raw(""));
     lines.push(Line::styled(
@@ -497,6 +536,9 @@ pub(crate) fn detail_lines(state: &State, entry: &Entry, c: &CallRecord) -> Vec<
             }));
         }
         (None, None) => lines.push(Line::raw("called")),
+    }
+    if let Some(p) = &c.policy {
+        policy_lines(state, &mut lines, p);
     }
     if c.round == 1 && c.skip_reason.is_none() {
         lines.push(Line::styled(

@@ -1,0 +1,683 @@
+//! ValidatingAdmissionPolicies and ValidatingAdmissionPolicyBindings as kube-apiserver stores
+//! them: the defaults of `SetObjectDefaults_ValidatingAdmissionPolicy(Binding)`, the field errors
+//! of `ValidateValidatingAdmissionPolicy(Binding)` (`pkg/apis/admissionregistration/validation`),
+//! CEL compile and type errors included, and which apiVersions each release serves.
+
+use std::collections::HashSet;
+
+use super::Source;
+use super::validate::{FieldError, validate_label_selector, validate_object_meta, validate_rule};
+use super::validation::{go_json_strings, go_quote, is_dns1123_subdomain, is_qualified_name};
+use crate::KubeVersion;
+use crate::api::MatchCondition;
+use crate::api::policy::{
+    MatchResources, ParamRef, PolicySpec, ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding,
+};
+use crate::cel;
+
+/// A policy or a binding.
+#[derive(Debug, Clone, PartialEq)]
+pub enum PolicyObject {
+    /// A ValidatingAdmissionPolicy.
+    Policy(ValidatingAdmissionPolicy),
+    /// A ValidatingAdmissionPolicyBinding.
+    Binding(ValidatingAdmissionPolicyBinding),
+}
+
+impl PolicyObject {
+    /// The kind.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PolicyObject::Policy(_) => "ValidatingAdmissionPolicy",
+            PolicyObject::Binding(_) => "ValidatingAdmissionPolicyBinding",
+        }
+    }
+
+    /// `metadata.name`.
+    pub fn name(&self) -> &str {
+        match self {
+            PolicyObject::Policy(p) => &p.name,
+            PolicyObject::Binding(b) => &b.name,
+        }
+    }
+
+    /// The apiVersion as written.
+    pub fn api_version(&self) -> &str {
+        match self {
+            PolicyObject::Policy(p) => &p.api_version,
+            PolicyObject::Binding(b) => &b.api_version,
+        }
+    }
+
+    fn metadata_mut(&mut self) -> &mut serde_json::Value {
+        match self {
+            PolicyObject::Policy(p) => &mut p.metadata,
+            PolicyObject::Binding(b) => &mut b.metadata,
+        }
+    }
+}
+
+/// A policy or binding with where it came from and what defaulting did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LoadedPolicy {
+    /// Where it was read.
+    pub source: Source,
+    /// The object.
+    pub object: PolicyObject,
+    /// Defaults applied (`spec.failurePolicy: Fail`), once [`LoadedPolicy::apply_defaults`] ran.
+    pub defaulted: Vec<String>,
+    /// Field paths the API does not know.
+    pub unknown_fields: Vec<String>,
+}
+
+impl LoadedPolicy {
+    /// Clears the namespace of this cluster-scoped object and applies the defaults, as the
+    /// apiserver does before validating a create; records both in `defaulted`.
+    pub fn apply_defaults(&mut self) {
+        if let Some(meta) = self.object.metadata_mut().as_object_mut()
+            && let Some(serde_json::Value::String(ns)) = meta.get("namespace")
+            && !ns.is_empty()
+        {
+            self.defaulted.push(format!(
+                "metadata.namespace: \"\" (was {ns:?}: cluster-scoped, the apiserver clears it)"
+            ));
+            meta.remove("namespace");
+        }
+        let applied = match &mut self.object {
+            PolicyObject::Policy(p) => default_policy(p),
+            PolicyObject::Binding(b) => default_binding(b),
+        };
+        self.defaulted.extend(applied);
+    }
+}
+
+/// `SetObjectDefaults_ValidatingAdmissionPolicy`: failurePolicy `Fail`, and the matchConstraints'
+/// defaults. Returns what was set.
+pub fn default_policy(p: &mut ValidatingAdmissionPolicy) -> Vec<String> {
+    let mut out = Vec::new();
+    if p.spec.failure_policy.is_none() {
+        p.spec.failure_policy = Some("Fail".into());
+        out.push("spec.failurePolicy: Fail".into());
+    }
+    if let Some(m) = &mut p.spec.match_constraints {
+        default_match_resources(m, "spec.matchConstraints", &mut out);
+    }
+    out
+}
+
+/// `SetObjectDefaults_ValidatingAdmissionPolicyBinding`: the matchResources' defaults.
+pub fn default_binding(b: &mut ValidatingAdmissionPolicyBinding) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(m) = &mut b.spec.match_resources {
+        default_match_resources(m, "spec.matchResources", &mut out);
+    }
+    out
+}
+
+/// `SetDefaults_MatchResources` and `SetDefaults_Rule` of each rule.
+fn default_match_resources(m: &mut MatchResources, p: &str, out: &mut Vec<String>) {
+    if m.match_policy.is_none() {
+        m.match_policy = Some("Equivalent".into());
+        out.push(format!("{p}.matchPolicy: Equivalent"));
+    }
+    if m.namespace_selector.is_none() {
+        m.namespace_selector = Some(Default::default());
+        out.push(format!("{p}.namespaceSelector: {{}}"));
+    }
+    if m.object_selector.is_none() {
+        m.object_selector = Some(Default::default());
+        out.push(format!("{p}.objectSelector: {{}}"));
+    }
+    for (list, name) in [
+        (&mut m.resource_rules, "resourceRules"),
+        (&mut m.exclude_resource_rules, "excludeResourceRules"),
+    ] {
+        for (i, r) in list.iter_mut().enumerate() {
+            if r.rule.scope.is_none() {
+                r.rule.scope = Some("*".into());
+                out.push(format!("{p}.{name}[{i}].scope: *"));
+            }
+        }
+    }
+}
+
+/// The apiVersions of the validating policy kinds and the releases that serve them (from each
+/// release's `pkg/registry/admissionregistration/rest/storage_apiserver.go`): v1alpha1 from 1.26
+/// to 1.31, v1beta1 from 1.28, v1 from 1.30. Before 1.30 the plugin and its APIs are off unless
+/// the feature gate `ValidatingAdmissionPolicy` and the API version are enabled.
+const SERVED: [(&str, u32, Option<u32>); 3] = [
+    ("admissionregistration.k8s.io/v1alpha1", 26, Some(31)),
+    ("admissionregistration.k8s.io/v1beta1", 28, None),
+    ("admissionregistration.k8s.io/v1", 30, None),
+];
+
+/// Why `object` cannot exist in a cluster of `version`: its apiVersion is not served there.
+pub fn unserved(object: &PolicyObject, version: KubeVersion) -> Option<String> {
+    let api_version = object.api_version();
+    let kind = object.kind();
+    let served_by = |v: u32| {
+        SERVED
+            .iter()
+            .filter(|(_, from, until)| v >= *from && until.is_none_or(|u| v <= u))
+            .map(|(a, ..)| *a)
+            .collect::<Vec<_>>()
+    };
+    let minor = version.minor();
+    match SERVED.iter().find(|(a, ..)| *a == api_version) {
+        None => Some(format!(
+            "{kind} is not served as apiVersion {api_version:?} by any release"
+        )),
+        Some((_, from, until)) if minor < *from || until.is_some_and(|u| minor > u) => {
+            let others = served_by(minor);
+            let when = match until {
+                Some(u) => format!("Kubernetes 1.{from} to 1.{u}"),
+                None => format!("Kubernetes 1.{from} and later"),
+            };
+            Some(format!(
+                "{api_version} {kind} is served by {when} (modelled: {version}): kubectl apply fails with 'no matches for kind \"{kind}\" in version \"{api_version}\"'; {}",
+                if others.is_empty() {
+                    "this release serves no validating admission policies".to_string()
+                } else {
+                    format!("write it as {}", others.last().copied().unwrap_or_default())
+                }
+            ))
+        }
+        Some(_) => None,
+    }
+}
+
+/// What a release needs switched on for the validating policies to run at all: before 1.30 the
+/// `ValidatingAdmissionPolicy` feature gate (off by default) and the API version.
+pub fn needs_enabling(object: &PolicyObject, version: KubeVersion) -> Option<String> {
+    (version.minor() < 30).then(|| {
+        format!(
+            "Kubernetes {version} runs ValidatingAdmissionPolicies only with --feature-gates=ValidatingAdmissionPolicy=true --runtime-config={}=true (both off by default before 1.30); modelled as enabled",
+            object.api_version()
+        )
+    })
+}
+
+const FAILURE_POLICIES: [&str; 2] = ["Fail", "Ignore"];
+const MATCH_POLICIES: [&str; 2] = ["Equivalent", "Exact"];
+const REASONS: [&str; 3] = ["Forbidden", "Invalid", "RequestEntityTooLarge"];
+const VALIDATION_ACTIONS: [&str; 3] = ["Audit", "Deny", "Warn"];
+const MAX_AUDIT_ANNOTATIONS: usize = 20;
+const MAX_VALUE_EXPRESSION_LEN: usize = 5 * 1024;
+
+/// Validates a policy or binding as the apiserver does on create (run the defaults first).
+pub fn validate_policy_object(object: &PolicyObject) -> Vec<FieldError> {
+    match object {
+        PolicyObject::Policy(p) => validate_policy(p),
+        PolicyObject::Binding(b) => validate_binding(b),
+    }
+}
+
+/// `ValidateValidatingAdmissionPolicy`: every error, in upstream's order.
+pub fn validate_policy(p: &ValidatingAdmissionPolicy) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    validate_object_meta(&p.name, &p.metadata, &mut errs);
+    validate_policy_spec(&p.name, &p.spec, &mut errs);
+    errs
+}
+
+fn validate_policy_spec(name: &str, spec: &PolicySpec, errs: &mut Vec<FieldError>) {
+    match spec.failure_policy.as_deref() {
+        None => errs.push(FieldError::required("spec.failurePolicy", "")),
+        Some(f) if !FAILURE_POLICIES.contains(&f) => errs.push(FieldError::not_supported(
+            "spec.failurePolicy",
+            f,
+            &FAILURE_POLICIES,
+        )),
+        Some(_) => {}
+    }
+    let has_params = spec.param_kind.is_some();
+    if let Some(k) = &spec.param_kind {
+        validate_param_kind(&k.api_version, &k.kind, errs);
+    }
+    match &spec.match_constraints {
+        None => errs.push(FieldError::required("spec.matchConstraints", "")),
+        Some(m) => {
+            validate_match_resources(m, "spec.matchConstraints", errs);
+            if m.resource_rules.is_empty() {
+                errs.push(FieldError::required(
+                    "spec.matchConstraints.resourceRules",
+                    "",
+                ));
+            }
+        }
+    }
+    let env = cel::Env::policy(has_params);
+    validate_match_conditions(&spec.match_conditions, &env, "spec.matchConditions", errs);
+    let mut env = env;
+    for (i, v) in spec.variables.iter().enumerate() {
+        let p = format!("spec.variables[{i}]");
+        if v.name.trim().is_empty() {
+            errs.push(FieldError::required(
+                format!("{p}.name"),
+                "name is not specified",
+            ));
+        } else if !is_cel_identifier(&v.name) {
+            errs.push(FieldError::invalid(
+                format!("{p}.name"),
+                go_quote(&v.name),
+                "name is not a valid CEL identifier",
+            ));
+        }
+        if v.expression.trim().is_empty() {
+            errs.push(FieldError::required(
+                format!("{p}.expression"),
+                "expression is not specified",
+            ));
+        } else {
+            match cel::compile_in(&v.expression, &env, cel::ReturnType::Any) {
+                Ok(program) => env.declare_variable(&v.name, &program),
+                Err(e) => {
+                    env.declare_variable_unknown(&v.name);
+                    errs.push(FieldError::invalid(
+                        format!("{p}.expression"),
+                        go_quote(&v.expression),
+                        &e.0,
+                    ));
+                }
+            }
+        }
+    }
+    if spec.validations.is_empty() && spec.audit_annotations.is_empty() {
+        let why = "validations or auditAnnotations must contain at least one item";
+        errs.push(FieldError::required("spec.validations", why));
+        errs.push(FieldError::required("spec.auditAnnotations", why));
+        return;
+    }
+    let message_env = env.without_authorizer();
+    for (i, v) in spec.validations.iter().enumerate() {
+        let p = format!("spec.validations[{i}]");
+        if v.expression.trim().is_empty() {
+            errs.push(FieldError::required(
+                format!("{p}.expression"),
+                "expression is not specified",
+            ));
+        } else if let Err(e) = cel::compile_in(&v.expression, &env, cel::ReturnType::Bool) {
+            errs.push(FieldError::invalid(
+                format!("{p}.expression"),
+                go_quote(&v.expression),
+                &e.0,
+            ));
+        }
+        let trimmed_message_expression = v.message_expression.trim();
+        if !v.message_expression.is_empty() && trimmed_message_expression.is_empty() {
+            errs.push(FieldError::invalid(
+                format!("{p}.messageExpression"),
+                go_quote(&v.message_expression),
+                "must be non-empty if specified",
+            ));
+        } else if !trimmed_message_expression.is_empty()
+            && let Err(e) =
+                cel::compile_in(&v.message_expression, &message_env, cel::ReturnType::String)
+        {
+            errs.push(FieldError::invalid(
+                format!("{p}.messageExpression"),
+                go_quote(&v.message_expression),
+                &e.0,
+            ));
+        }
+        let trimmed_message = v.message.trim();
+        if !v.message.is_empty() && trimmed_message.is_empty() {
+            errs.push(FieldError::invalid(
+                format!("{p}.message"),
+                go_quote(&v.message),
+                "message must be non-empty if specified",
+            ));
+        } else if trimmed_message.contains(['\n', '\r']) {
+            errs.push(FieldError::invalid(
+                format!("{p}.message"),
+                go_quote(&v.message),
+                "message must not contain line breaks",
+            ));
+        }
+        if let Some(r) = v.reason.as_deref()
+            && !REASONS.contains(&r)
+        {
+            errs.push(FieldError::not_supported(
+                format!("{p}.reason"),
+                r,
+                &REASONS,
+            ));
+        }
+    }
+    if spec.audit_annotations.len() > MAX_AUDIT_ANNOTATIONS {
+        errs.push(FieldError::invalid(
+            "spec.auditAnnotations",
+            format!("{} items", spec.audit_annotations.len()),
+            &format!("must not have more than {MAX_AUDIT_ANNOTATIONS} auditAnnotations"),
+        ));
+    }
+    let mut keys = HashSet::new();
+    for (i, a) in spec.audit_annotations.iter().enumerate() {
+        let p = format!("spec.auditAnnotations[{i}]");
+        if name.is_empty() {
+            errs.push(FieldError::invalid(
+                format!("{p}.key"),
+                go_quote(&a.key),
+                "requires metadata.name be non-empty",
+            ));
+        } else {
+            let full = format!("{name}/{}", a.key);
+            for msg in is_qualified_name(&full) {
+                errs.push(FieldError::invalid(
+                    format!("{p}.key"),
+                    go_quote(&full),
+                    &msg,
+                ));
+            }
+        }
+        let trimmed = a.value_expression.trim();
+        if trimmed.is_empty() {
+            errs.push(FieldError::required(
+                format!("{p}.valueExpression"),
+                "valueExpression is not specified",
+            ));
+        } else if trimmed.len() > MAX_VALUE_EXPRESSION_LEN {
+            errs.push(FieldError::required(
+                format!("{p}.valueExpression"),
+                &format!("must not exceed {MAX_VALUE_EXPRESSION_LEN} bytes in length"),
+            ));
+        } else if let Err(e) = cel::compile_in(trimmed, &env, cel::ReturnType::StringOrNull) {
+            errs.push(FieldError::invalid(
+                format!("{p}.valueExpression"),
+                go_quote(&a.value_expression),
+                &e.0,
+            ));
+        }
+        if !keys.insert(a.key.as_str()) {
+            errs.push(FieldError::duplicate(format!("{p}.key"), &a.key));
+        }
+    }
+}
+
+/// CEL's `IDENT` minus its reserved words (`isCELIdentifier`).
+fn is_cel_identifier(name: &str) -> bool {
+    const RESERVED: [&str; 22] = [
+        "true",
+        "false",
+        "null",
+        "in",
+        "as",
+        "break",
+        "const",
+        "continue",
+        "else",
+        "for",
+        "function",
+        "if",
+        "import",
+        "let",
+        "loop",
+        "package",
+        "namespace",
+        "return",
+        "var",
+        "void",
+        "while",
+        "",
+    ];
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+        && !RESERVED.contains(&name)
+}
+
+fn validate_param_kind(api_version: &str, kind: &str, errs: &mut Vec<FieldError>) {
+    let p = "spec.paramKind.apiVersion";
+    if api_version.is_empty() {
+        errs.push(FieldError::required(p, ""));
+    } else if api_version.matches('/').count() > 1 {
+        errs.push(FieldError::invalid(
+            p,
+            go_quote(api_version),
+            &format!("unexpected GroupVersion string: {api_version}"),
+        ));
+    } else if api_version != "/" {
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        if !group.is_empty() {
+            let dns = is_dns1123_subdomain(group);
+            if !dns.is_empty() {
+                errs.push(FieldError::invalid(p, go_quote(group), &dns.join(",")));
+            }
+        }
+        if version.is_empty() {
+            errs.push(FieldError::invalid(
+                p,
+                go_quote(api_version),
+                "version must be specified",
+            ));
+        } else {
+            let dns = super::validation::is_dns1035_label(version);
+            if !dns.is_empty() {
+                errs.push(FieldError::invalid(p, go_quote(version), &dns.join(",")));
+            }
+        }
+    }
+    let p = "spec.paramKind.kind";
+    if kind.is_empty() {
+        errs.push(FieldError::required(p, ""));
+    } else {
+        let dns = super::validation::is_dns1035_label(&kind.to_lowercase());
+        if !dns.is_empty() {
+            errs.push(FieldError::invalid(
+                p,
+                go_quote(kind),
+                &format!(
+                    "may have mixed case, but should otherwise match: {}",
+                    dns.join(",")
+                ),
+            ));
+        }
+    }
+}
+
+/// `path.ValidatePathSegmentName` (not as a prefix).
+fn path_segment_errors(name: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    if name == "." || name == ".." {
+        out.push(format!("may not be '{name}'"));
+    }
+    for illegal in ["/", "%"] {
+        if name.contains(illegal) {
+            out.push(format!("may not contain '{illegal}'"));
+        }
+    }
+    out
+}
+
+fn validate_match_resources(m: &MatchResources, p: &str, errs: &mut Vec<FieldError>) {
+    match m.match_policy.as_deref() {
+        None => errs.push(FieldError::required(format!("{p}.matchPolicy"), "")),
+        Some(mp) if !MATCH_POLICIES.contains(&mp) => errs.push(FieldError::not_supported(
+            format!("{p}.matchPolicy"),
+            mp,
+            &MATCH_POLICIES,
+        )),
+        Some(_) => {}
+    }
+    for (sel, name) in [
+        (&m.namespace_selector, "namespaceSelector"),
+        (&m.object_selector, "objectSelector"),
+    ] {
+        match sel {
+            None => errs.push(FieldError::required(format!("{p}.{name}"), "")),
+            Some(s) => validate_label_selector(s, true, &format!("{p}.{name}"), errs),
+        }
+    }
+    for (list, name) in [
+        (&m.resource_rules, "resourceRules"),
+        (&m.exclude_resource_rules, "excludeResourceRules"),
+    ] {
+        for (i, r) in list.iter().enumerate() {
+            let rp = format!("{p}.{name}[{i}]");
+            let mut seen = HashSet::new();
+            for (j, n) in r.resource_names.iter().enumerate() {
+                for msg in path_segment_errors(n) {
+                    errs.push(FieldError::invalid(
+                        format!("{rp}.resourceNames[{j}]"),
+                        go_quote(n),
+                        &msg,
+                    ));
+                }
+                if !seen.insert(n.as_str()) {
+                    errs.push(FieldError::duplicate(format!("{rp}.resourceNames[{j}]"), n));
+                }
+            }
+            validate_rule(&r.rule, &rp, errs);
+        }
+    }
+}
+
+/// A policy's matchConditions: as a webhook's, in the policy's environment (`params` when it has
+/// a paramKind).
+fn validate_match_conditions(
+    conditions: &[MatchCondition],
+    env: &cel::Env,
+    p: &str,
+    errs: &mut Vec<FieldError>,
+) {
+    if conditions.len() > 64 {
+        errs.push(FieldError::with_detail(
+            p,
+            format!("Too many: {}", conditions.len()),
+            "must have at most 64 items",
+        ));
+    }
+    let mut names = HashSet::new();
+    for (i, mc) in conditions.iter().enumerate() {
+        let cp = format!("{p}[{i}]");
+        let expression = mc.expression.trim();
+        if expression.is_empty() {
+            errs.push(FieldError::required(format!("{cp}.expression"), ""));
+        } else if let Err(e) = cel::compile_in(expression, env, cel::ReturnType::Bool) {
+            errs.push(FieldError::invalid(
+                format!("{cp}.expression"),
+                go_quote(expression),
+                &e.0,
+            ));
+        }
+        if mc.name.is_empty() {
+            errs.push(FieldError::required(format!("{cp}.name"), ""));
+        } else {
+            for msg in is_qualified_name(&mc.name) {
+                errs.push(FieldError::invalid(
+                    format!("{cp}.name"),
+                    go_quote(&mc.name),
+                    &msg,
+                ));
+            }
+        }
+        if !mc.name.is_empty() && !names.insert(mc.name.as_str()) {
+            errs.push(FieldError::duplicate(format!("{cp}.name"), &mc.name));
+        }
+    }
+}
+
+/// `ValidateValidatingAdmissionPolicyBinding`: every error, in upstream's order.
+pub fn validate_binding(b: &ValidatingAdmissionPolicyBinding) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    validate_object_meta(&b.name, &b.metadata, &mut errs);
+    let spec = &b.spec;
+    if spec.policy_name.is_empty() {
+        errs.push(FieldError::required("spec.policyName", ""));
+    } else {
+        for msg in is_dns1123_subdomain(&spec.policy_name) {
+            errs.push(FieldError::invalid(
+                "spec.policyName",
+                go_quote(&spec.policy_name),
+                &msg,
+            ));
+        }
+    }
+    if let Some(r) = &spec.param_ref {
+        validate_param_ref(r, &mut errs);
+    }
+    if let Some(m) = &spec.match_resources {
+        validate_match_resources(m, "spec.matchResources", &mut errs);
+    }
+    validate_validation_actions(&spec.validation_actions, &mut errs);
+    errs
+}
+
+fn validate_param_ref(r: &ParamRef, errs: &mut Vec<FieldError>) {
+    let p = "spec.paramRef";
+    if !r.name.is_empty() {
+        for msg in path_segment_errors(&r.name) {
+            errs.push(FieldError::invalid(
+                format!("{p}.name"),
+                go_quote(&r.name),
+                &msg,
+            ));
+        }
+        if r.selector.is_some() {
+            errs.push(FieldError::forbidden(
+                format!("{p}.name"),
+                "name and selector are mutually exclusive",
+            ));
+        }
+    }
+    if let Some(s) = &r.selector {
+        validate_label_selector(s, true, &format!("{p}.selector"), errs);
+        if !r.name.is_empty() {
+            errs.push(FieldError::forbidden(
+                format!("{p}.selector"),
+                "name and selector are mutually exclusive",
+            ));
+        }
+    }
+    if r.name.is_empty() && r.selector.is_none() {
+        errs.push(FieldError::required(
+            p,
+            "one of name or selector must be specified",
+        ));
+    }
+    match r.parameter_not_found_action.as_deref() {
+        None | Some("") => errs.push(FieldError::required(
+            format!("{p}.parameterNotFoundAction"),
+            "",
+        )),
+        Some("Deny" | "Allow") => {}
+        Some(other) => errs.push(FieldError::not_supported(
+            format!("{p}.parameterNotFoundAction"),
+            other,
+            &["Deny", "Allow"],
+        )),
+    }
+}
+
+fn validate_validation_actions(actions: &[String], errs: &mut Vec<FieldError>) {
+    let p = "spec.validationActions";
+    let mut seen = HashSet::new();
+    for (i, a) in actions.iter().enumerate() {
+        if !VALIDATION_ACTIONS.contains(&a.as_str()) {
+            errs.push(FieldError::not_supported(
+                format!("{p}[{i}]"),
+                a,
+                &VALIDATION_ACTIONS,
+            ));
+        }
+        if !seen.insert(a.as_str()) {
+            errs.push(FieldError::duplicate(format!("{p}[{i}]"), a));
+        }
+    }
+    if seen.contains("Deny") && seen.contains("Warn") {
+        errs.push(FieldError::invalid(
+            p,
+            go_json_strings(Some(actions)),
+            "must not contain both Deny and Warn (repeating the same validation failure information in the API response and headers serves no purpose)",
+        ));
+    }
+    if seen.is_empty() {
+        errs.push(FieldError::required(
+            p,
+            "at least one validation action is required",
+        ));
+    }
+}

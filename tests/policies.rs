@@ -1,0 +1,718 @@
+//! ValidatingAdmissionPolicy: upstream's test tables as data (`fixtures/policies/
+//! upstream-cases.yaml`) through the whole engine, configuration validation with upstream's field
+//! errors, and the policy plugin's place in the chain beside real HTTPS webhooks.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use hookscope::KubeVersion;
+use hookscope::api::policy::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding};
+use hookscope::api::{GroupVersionKind, GroupVersionResource, Operation};
+use hookscope::config::policy::{PolicyObject, validate_policy_object};
+use hookscope::engine::policy::{ParamObjects, ParamSource};
+use hookscope::engine::{
+    Attributes, AuditLevel, Engine, EngineOptions, NamespaceLookup, NamespaceSource, Namespaces,
+    Outcome, Phases, RequestContext, SequentialIds,
+};
+use hookscope::metrics::Metrics;
+use hookscope::script::ScriptedReplier;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/policies");
+
+/// Namespaces and parameter objects, as a replay's cluster state gives them.
+struct Cluster {
+    namespaces: Namespaces,
+    params: ParamObjects,
+}
+
+impl NamespaceSource for Cluster {
+    fn namespace(&self, name: &str) -> NamespaceLookup<'_> {
+        self.namespaces.namespace(name)
+    }
+
+    fn param_source(&self) -> Option<&dyn ParamSource> {
+        Some(&self.params)
+    }
+}
+
+#[derive(Deserialize)]
+struct Case {
+    name: String,
+    #[serde(default)]
+    kube: Option<u32>,
+    #[serde(default)]
+    policy: serde_json::Map<String, Value>,
+    #[serde(default)]
+    binding: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    bindings: Option<Vec<NamedBinding>>,
+    #[serde(default)]
+    params: Vec<Value>,
+    #[serde(default)]
+    namespaces: BTreeMap<String, BTreeMap<String, String>>,
+    #[serde(default)]
+    object: Option<Value>,
+    expect: Expect,
+}
+
+#[derive(Deserialize)]
+struct NamedBinding {
+    name: String,
+    spec: serde_json::Map<String, Value>,
+}
+
+#[derive(Deserialize)]
+struct Expect {
+    allowed: bool,
+    code: Option<i32>,
+    reason: Option<String>,
+    message: Option<String>,
+    warnings: Option<Vec<String>>,
+    annotations: Option<BTreeMap<String, String>>,
+    #[serde(default)]
+    metrics: Vec<Sample>,
+}
+
+#[derive(Deserialize)]
+struct Sample {
+    name: String,
+    labels: BTreeMap<String, String>,
+    value: f64,
+}
+
+/// Reads, defaults and validates one policy object as `check` does; panics on a field error
+/// (every case's configuration is one the apiserver accepts).
+fn load(doc: Value, what: &str) -> PolicyObject {
+    let text = serde_json::to_string(&doc).unwrap();
+    let mut loaded = hookscope::config::parse_policy_documents(&text, what)
+        .remove(0)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    loaded.apply_defaults();
+    let errors = validate_policy_object(&loaded.object);
+    assert!(errors.is_empty(), "{what}: {errors:?}");
+    loaded.object
+}
+
+fn build(
+    case: &Case,
+) -> (
+    Vec<ValidatingAdmissionPolicy>,
+    Vec<ValidatingAdmissionPolicyBinding>,
+) {
+    let mut spec = case.policy.clone();
+    spec.entry("matchConstraints").or_insert(json!({
+        "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["configmaps"]}]
+    }));
+    let policy = match load(
+        json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+               "metadata": {"name": "denypolicy.example.com"}, "spec": spec}),
+        &case.name,
+    ) {
+        PolicyObject::Policy(p) => p,
+        PolicyObject::Binding(_) => unreachable!(),
+    };
+    let named = match (&case.bindings, &case.binding) {
+        (Some(list), _) => list
+            .iter()
+            .map(|b| (b.name.clone(), b.spec.clone()))
+            .collect(),
+        (None, one) => vec![(
+            "denybinding.example.com".to_string(),
+            one.clone().unwrap_or_default(),
+        )],
+    };
+    let bindings = named
+        .into_iter()
+        .map(|(name, mut spec)| {
+            spec.insert("policyName".into(), json!("denypolicy.example.com"));
+            spec.entry("validationActions").or_insert(json!(["Deny"]));
+            match load(
+                json!({"apiVersion": "admissionregistration.k8s.io/v1",
+                       "kind": "ValidatingAdmissionPolicyBinding",
+                       "metadata": {"name": name}, "spec": spec}),
+                &case.name,
+            ) {
+                PolicyObject::Binding(b) => b,
+                PolicyObject::Policy(_) => unreachable!(),
+            }
+        })
+        .collect();
+    (vec![policy], bindings)
+}
+
+fn attributes(object: Value, operation: Operation) -> Attributes {
+    let kind = object["kind"].as_str().unwrap_or_default().to_string();
+    let (resource, group, version) = match kind.as_str() {
+        "Namespace" => ("namespaces", "", "v1"),
+        "Deployment" => ("deployments", "apps", "v1"),
+        "Pod" => ("pods", "", "v1"),
+        _ => ("configmaps", "", "v1"),
+    };
+    let s = |p: &str| {
+        object
+            .pointer(p)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    Attributes {
+        operation,
+        kind: GroupVersionKind::new(group, version, &kind),
+        resource: GroupVersionResource::new(group, version, resource),
+        sub_resource: String::new(),
+        namespace: s("/metadata/namespace"),
+        name: s("/metadata/name"),
+        object: Some(Arc::new(object.into())),
+        old_object: None,
+        dry_run: false,
+        options: None,
+        user_info: Default::default(),
+    }
+}
+
+fn dispatch(engine: &Engine, cluster: &Cluster, attrs: Attributes) -> (Outcome, Metrics) {
+    let mut metrics = Metrics::new();
+    let mut ids = SequentialIds::default();
+    let outcome = engine.dispatch_blocking(
+        attrs,
+        RequestContext {
+            namespaces: cluster,
+            ids: &mut ids,
+            metrics: &mut metrics,
+            deadline: None,
+            phases: Phases::All,
+        },
+        &mut ScriptedReplier::new([]),
+    );
+    (outcome, metrics)
+}
+
+fn cluster(case: &Case) -> Cluster {
+    let mut namespaces = Namespaces::default();
+    namespaces.insert("default", BTreeMap::new());
+    for (name, labels) in &case.namespaces {
+        namespaces.insert(name, labels.clone());
+    }
+    Cluster {
+        namespaces,
+        params: ParamObjects::new(case.params.clone()),
+    }
+}
+
+/// The cases of a fixture file (at least `min` of them, so that a truncated file fails).
+fn cases<T: serde::de::DeserializeOwned>(file: &str, min: usize) -> Vec<T> {
+    let text = std::fs::read_to_string(format!("{FIXTURES}/{file}")).unwrap();
+    let cases: Vec<T> = hookscope::yaml::from_str(&text).unwrap();
+    assert!(cases.len() >= min, "{file}: {} cases", cases.len());
+    cases
+}
+
+#[test]
+fn upstream_validating_policy_cases() {
+    let cases: Vec<Case> = cases("upstream-cases.yaml", 40);
+    let mut failures = Vec::new();
+    for case in &cases {
+        let (policies, bindings) = build(case);
+        let version = case
+            .kube
+            .map_or(KubeVersion::NEWEST, |m| KubeVersion::new(m).unwrap());
+        let engine = Engine::new(&[], EngineOptions::for_version(version))
+            .with_policies(&policies, &bindings);
+        let object = case.object.clone().unwrap_or_else(|| {
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "foo", "namespace": "default"}, "data": {"a": "b"}})
+        });
+        let (outcome, metrics) = dispatch(
+            &engine,
+            &cluster(case),
+            attributes(object, Operation::Create),
+        );
+        let e = &case.expect;
+        let mut problems = Vec::new();
+        if outcome.allowed != e.allowed {
+            problems.push(format!(
+                "allowed {} (status {:?})",
+                outcome.allowed, outcome.status
+            ));
+        }
+        let status = outcome.status.as_deref();
+        if let Some(code) = e.code
+            && status.map(|s| s.code) != Some(code)
+        {
+            problems.push(format!("code {:?}", status.map(|s| s.code)));
+        }
+        if let Some(reason) = &e.reason
+            && status.map(|s| s.reason.as_str()) != Some(reason)
+        {
+            problems.push(format!("reason {:?}", status.map(|s| &s.reason)));
+        }
+        if let Some(message) = &e.message {
+            if status.map(|s| s.message.as_str()) != Some(message) {
+                problems.push(format!("message {:?}", status.map(|s| &s.message)));
+            }
+            // The message is also the status' one cause.
+            let causes: Vec<&str> = status
+                .and_then(|s| s.details.as_ref())
+                .map(|d| d.causes.iter().map(|c| c.message.as_str()).collect())
+                .unwrap_or_default();
+            let policy_message = &message[message.find("ValidatingAdmissionPolicy").unwrap()..];
+            if causes != [policy_message] {
+                problems.push(format!("causes {causes:?}"));
+            }
+        }
+        if let Some(w) = &e.warnings
+            && outcome.warnings != *w
+        {
+            problems.push(format!("warnings {:?}", outcome.warnings));
+        }
+        if let Some(a) = &e.annotations {
+            let got = outcome.annotations_at(AuditLevel::Metadata);
+            if got != *a {
+                problems.push(format!("annotations {got:?}"));
+            }
+        }
+        for s in &e.metrics {
+            let labels: Vec<(&str, &str)> = s
+                .labels
+                .iter()
+                .map(|(k, v)| (k.as_str(), v.as_str()))
+                .collect();
+            let got = metrics.value(&s.name, &labels);
+            if got != Some(s.value) {
+                problems.push(format!(
+                    "metric {} {:?}: {got:?} in\n{}",
+                    s.name,
+                    s.labels,
+                    metrics.encode_text()
+                ));
+            }
+        }
+        if !problems.is_empty() {
+            failures.push(format!("{}:\n  {}", case.name, problems.join("\n  ")));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ValidationCase {
+    name: String,
+    kind: String,
+    #[serde(default)]
+    metadata_name: Option<String>,
+    #[serde(default)]
+    spec: serde_json::Map<String, Value>,
+    error: String,
+}
+
+#[test]
+fn upstream_policy_validation_cases() {
+    let cases: Vec<ValidationCase> = cases("validation-cases.yaml", 40);
+    let mut failures = Vec::new();
+    for case in &cases {
+        let mut spec = if case.kind == "ValidatingAdmissionPolicy" {
+            json!({
+                "matchConstraints": {"resourceRules": [{"operations": ["CREATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]}]},
+                "validations": [{"expression": "true"}],
+            })
+        } else {
+            json!({"policyName": "p", "validationActions": ["Deny"]})
+        };
+        for (k, v) in &case.spec {
+            if v.is_null() {
+                spec.as_object_mut().unwrap().remove(k);
+            } else {
+                spec[k] = v.clone();
+            }
+        }
+        let doc = json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": case.kind,
+            "metadata": {"name": case.metadata_name.as_deref().unwrap_or("config")},
+            "spec": spec,
+        });
+        let mut loaded =
+            hookscope::config::parse_policy_documents(&doc.to_string(), "case.json").remove(0);
+        let loaded = match &mut loaded {
+            Ok(l) => l,
+            Err(e) => {
+                failures.push(format!("{}: {e}", case.name));
+                continue;
+            }
+        };
+        loaded.apply_defaults();
+        let errors: Vec<String> = validate_policy_object(&loaded.object)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        let joined = errors.join(", ");
+        let ok = if case.error.is_empty() {
+            errors.is_empty()
+        } else {
+            joined.contains(&case.error)
+        };
+        if !ok {
+            failures.push(format!(
+                "{}: expected {:?}, got {joined:?}",
+                case.name, case.error
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// The chain a user replays: a mutating webhook, validating admission policies, a validating
+/// webhook, all from one `--webhooks` file, over real HTTPS to servers started here.
+#[test]
+fn replay_runs_policies_between_the_mutating_and_the_validating_webhooks() {
+    use base64::Engine as _;
+    use common::{TestPki, WebhookServer, handler, v1_allow, v1_patch};
+
+    let pki = TestPki::new();
+    let server = WebhookServer::start(
+        &pki,
+        handler(|req| {
+            let uid = req.review_uid().unwrap_or_default();
+            match req.path_only() {
+                "/label" => v1_patch(
+                    &uid,
+                    r#"[{"op":"add","path":"/metadata/labels","value":{"injected":"yes"}}]"#,
+                ),
+                _ => v1_allow(&uid),
+            }
+        }),
+    );
+    let ca = base64::engine::general_purpose::STANDARD.encode(pki.ca_pem());
+    let hook = |name: &str, path: &str| {
+        format!(
+            "- name: {name}\n  clientConfig: {{url: \"{}\", caBundle: {ca}}}\n  rules: [{{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [configmaps]}}]\n  sideEffects: None\n  admissionReviewVersions: [v1]\n",
+            server.url(path)
+        )
+    };
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("policies-replay");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let admission = dir.join("admission.yaml");
+    let rule = "resourceRules: [{apiGroups: [\"\"], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}]";
+    std::fs::write(
+        &admission,
+        format!(
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata: {{name: labeller}}\nwebhooks:\n{}---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {{name: injected}}
+spec:
+  matchConstraints: {{{rule}}}
+  validations:
+    - expression: \"has(object.metadata.labels) && object.metadata.labels.injected == 'yes'\"
+      message: the labeller did not run
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {{name: injected}}
+spec: {{policyName: injected, validationActions: [Deny]}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {{name: no-secrets}}
+spec:
+  matchConstraints: {{{rule}}}
+  validations:
+    - expression: \"!('password' in object.data)\"
+      messageExpression: \"'ConfigMap ' + object.metadata.name + ' holds a password'\"
+      reason: Forbidden
+  auditAnnotations:
+    - {{key: keys, valueExpression: \"string(object.data.size()) + ' keys'\"}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {{name: no-secrets}}
+spec: {{policyName: no-secrets, validationActions: [Deny]}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {{name: team}}
+spec:
+  matchConstraints: {{{rule}}}
+  validations: [{{expression: \"'team' in object.metadata.labels\", message: a team label is expected}}]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {{name: team-warn}}
+spec: {{policyName: team, validationActions: [Warn]}}
+---
+apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {{name: checker}}\nwebhooks:\n{}",
+            hook("label.example.com", "/label"),
+            hook("check.example.com", "/allow"),
+        ),
+    )
+    .unwrap();
+    let review = |uid: &str, name: &str, data: Value| {
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+            "uid": uid,
+            "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "name": name, "namespace": "default", "operation": "CREATE",
+            "userInfo": {"username": "alice"},
+            "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}, "data": data},
+            "oldObject": null, "dryRun": false,
+            "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}}})
+        .to_string()
+    };
+    let input = dir.join("requests.jsonl");
+    std::fs::write(
+        &input,
+        [
+            review("good", "settings", json!({"mode": "fast", "level": "3"})),
+            review("bad", "creds", json!({"password": "hunter2"})),
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    let (audit_log, metrics) = (dir.join("audit.log"), dir.join("metrics.txt"));
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookscope"))
+        .args(["replay", "--format", "json", "--admission"])
+        .arg(&admission)
+        .arg("--input")
+        .arg(&input)
+        .arg("--audit-log")
+        .arg(&audit_log)
+        .arg("--metrics")
+        .arg(&metrics)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let report: Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    let requests = report["requests"].as_array().unwrap();
+    let good = &requests[0];
+    let bad = &requests[1];
+
+    // The chain in upstream's order; the policies saw the labeller's patch.
+    let steps = |r: &Value| -> Vec<String> {
+        r["calls"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {}/{}",
+                    c["phase"].as_str().unwrap(),
+                    c["configuration"].as_str().unwrap(),
+                    c["webhook"].as_str().unwrap()
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        steps(good),
+        [
+            "mutating labeller/label.example.com",
+            // Round 1: not reinvoked (reinvocationPolicy Never).
+            "mutating labeller/label.example.com",
+            "validatingPolicy injected/injected",
+            "validatingPolicy no-secrets/no-secrets",
+            "validatingPolicy team/team-warn",
+            "validating checker/check.example.com",
+        ]
+    );
+    assert_eq!(good["allowed"], true, "{good}");
+    assert_eq!(
+        good["warnings"],
+        json!([
+            "Validation failed for ValidatingAdmissionPolicy 'team' with binding 'team-warn': a team label is expected"
+        ])
+    );
+    assert_eq!(good["annotations"]["no-secrets/keys"], "2 keys");
+
+    // The denial stops the chain before the validating webhook.
+    assert_eq!(bad["allowed"], false);
+    assert_eq!(bad["status"]["code"], 403);
+    assert_eq!(bad["status"]["reason"], "Forbidden");
+    assert_eq!(
+        bad["status"]["message"],
+        "configmaps \"creds\" is forbidden: ValidatingAdmissionPolicy 'no-secrets' with binding 'no-secrets' denied request: ConfigMap creds holds a password"
+    );
+    assert!(
+        !steps(bad).iter().any(|s| s.starts_with("validating ")),
+        "{:?}",
+        steps(bad)
+    );
+    let validating_calls = server
+        .requests()
+        .iter()
+        .filter(|r| r.path_only() == "/allow")
+        .count();
+    assert_eq!(
+        validating_calls, 1,
+        "the webhook after the denial is not called"
+    );
+
+    // The audit events and the metrics carry the policies' share.
+    let events: Vec<Value> = std::fs::read_to_string(&audit_log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events[0]["annotations"]["no-secrets/keys"], "2 keys");
+    assert_eq!(events[1]["responseStatus"]["code"], 403);
+    let text = std::fs::read_to_string(&metrics).unwrap();
+    for line in [
+        "apiserver_validating_admission_policy_check_total{enforcement_action=\"deny\",error_type=\"invalid_error\",policy=\"no-secrets\",policy_binding=\"no-secrets\"} 1",
+        "apiserver_validating_admission_policy_check_total{enforcement_action=\"warn\",error_type=\"invalid_error\",policy=\"team\",policy_binding=\"team-warn\"} 2",
+        "apiserver_admission_controller_admission_duration_seconds_count{name=\"ValidatingAdmissionPolicy\",operation=\"CREATE\",rejected=\"true\",type=\"validate\"} 1",
+    ] {
+        assert!(text.contains(line), "{line} in\n{text}");
+    }
+}
+
+/// `check` refuses a policy under an apiVersion the modelled release does not serve, saying
+/// which to write, and says what a release before 1.30 needs switched on.
+#[test]
+fn check_follows_the_versions_each_release_serves() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("policies-versions");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let policy = |version: &str| {
+        format!(
+            "apiVersion: admissionregistration.k8s.io/{version}\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: p}}\nspec:\n  matchConstraints: {{resourceRules: [{{apiGroups: [\"\"], apiVersions: [v1], operations: [CREATE], resources: [pods]}}]}}\n  validations: [{{expression: \"true\"}}]\n"
+        )
+    };
+    let check = |kube: &str, version: &str| {
+        let path = dir.join(format!("{kube}-{version}.yaml"));
+        std::fs::write(&path, policy(version)).unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookscope"))
+            .args(["--kube-version", kube, "check", "--admission"])
+            .arg(&path)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, out) = check("1.29", "v1");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("error apiVersion: admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy is served by Kubernetes 1.30 and later (modelled: 1.29): kubectl apply fails with 'no matches for kind \"ValidatingAdmissionPolicy\" in version \"admissionregistration.k8s.io/v1\"'; write it as admissionregistration.k8s.io/v1beta1"),
+        "{out}"
+    );
+    let (code, out) = check("1.33", "v1alpha1");
+    assert_eq!(code, Some(1), "{out}");
+    assert!(
+        out.contains("is served by Kubernetes 1.26 to 1.31 (modelled: 1.33)")
+            && out.contains("write it as admissionregistration.k8s.io/v1"),
+        "{out}"
+    );
+    let (code, out) = check("1.29", "v1beta1");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(
+        out.contains("warning apiVersion: Kubernetes 1.29 runs ValidatingAdmissionPolicies only with --feature-gates=ValidatingAdmissionPolicy=true --runtime-config=admissionregistration.k8s.io/v1beta1=true"),
+        "{out}"
+    );
+    let (code, out) = check("1.33", "v1");
+    assert_eq!(code, Some(0), "{out}");
+    assert!(out.contains("default spec.failurePolicy: Fail"), "{out}");
+}
+
+/// A replayed audit log: a policy's parameter is the ConfigMap the log created before a request,
+/// and no parameter exists for the requests before it.
+#[test]
+fn parameters_are_the_objects_an_audit_log_showed_before_each_request() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("policies-audit-params");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let event = |id: &str, resource: &str, name: &str, object: Value, code: i64| {
+        let (group, version, path) = if resource == "deployments" {
+            ("apps", "v1", "/apis/apps/v1")
+        } else {
+            ("", "v1", "/api/v1")
+        };
+        let mut stored = object.clone();
+        stored["metadata"]["uid"] = json!(format!("uid-{id}"));
+        stored["metadata"]["resourceVersion"] = json!("1");
+        json!({
+            "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "RequestResponse",
+            "auditID": id, "stage": "ResponseComplete",
+            "requestURI": format!("{path}/namespaces/shop/{resource}"), "verb": "create",
+            "user": {"username": "alice", "groups": ["system:authenticated"]},
+            "sourceIPs": ["127.0.0.1"],
+            "objectRef": {"resource": resource, "namespace": "shop", "name": name, "apiGroup": group, "apiVersion": version},
+            "responseStatus": {"metadata": {}, "code": code},
+            "requestObject": object,
+            "responseObject": if code == 201 { stored } else { Value::Null },
+            "requestReceivedTimestamp": "2026-11-26T07:00:00.000000Z",
+            "stageTimestamp": "2026-11-26T07:00:00.100000Z",
+        })
+        .to_string()
+    };
+    let deployment = |name: &str, replicas: u32| {
+        json!({"apiVersion": "apps/v1", "kind": "Deployment",
+               "metadata": {"name": name, "namespace": "shop", "labels": {"team": "a"}},
+               "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+                        "template": {"metadata": {"labels": {"app": name}},
+                                     "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}})
+    };
+    let log = dir.join("audit.log");
+    std::fs::write(
+        &log,
+        [
+            event("a1", "deployments", "early", deployment("early", 4), 201),
+            event(
+                "a2",
+                "configmaps",
+                "replica-limit",
+                json!({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "replica-limit", "namespace": "shop"},
+                       "data": {"maxReplicas": "3"}}),
+                201,
+            ),
+            event("a3", "deployments", "late", deployment("late", 4), 201),
+            event("a4", "deployments", "small", deployment("small", 2), 201),
+        ]
+        .join("\n"),
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookscope"))
+        .args(["replay", "--format", "json", "--webhooks"])
+        .arg(format!("{FIXTURES}/chain.yaml"))
+        .arg("--input")
+        .arg(&log)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    let outcome = |i: usize| {
+        let r = &report["requests"][i];
+        (
+            r["allowed"].as_bool().unwrap(),
+            r["status"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        )
+    };
+    assert_eq!(
+        outcome(0),
+        (
+            false,
+            "deployments.apps \"early\" is forbidden: ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-binding' denied request: failed to configure binding: no params found for policy binding with `Deny` parameterNotFoundAction".into()
+        )
+    );
+    assert_eq!(outcome(1), (true, String::new()));
+    assert_eq!(
+        outcome(2),
+        (
+            false,
+            "deployments.apps \"late\" is forbidden: ValidatingAdmissionPolicy 'replica-limit' with binding 'replica-limit-binding' denied request: replicas 4 exceed the limit of 3".into()
+        )
+    );
+    assert_eq!(outcome(3), (true, String::new()));
+}
