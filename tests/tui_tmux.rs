@@ -336,6 +336,8 @@ fn the_console_at_80_by_24_and_250_by_60() {
 
     // Wide: every tab and part of the status bar, names whole.
     t.cmd(&["resize-window", "-t", "console", "-x", "250", "-y", "60"]);
+    // The wide redraw first (the full column titles), then the next key.
+    t.wait_for(&["FAIL-OPEN", "MATCHED"], "webhooks redrawn at 250x60");
     t.keys(&["1"]);
     let s = t.wait_for(
         &["7 What-if", "payments/db-credentials", "│ k8s 1."],
