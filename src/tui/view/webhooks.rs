@@ -55,7 +55,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         };
         let marker = if i == state.hook_selected { sel } else { " " };
         let row = TableRow::new(vec![
-            (format!("{marker}{}", h.phase), plain),
+            (format!("{marker}{}", phase_label(h)), plain),
             (h.position.to_string(), plain),
             (name, plain),
             (c.matched.to_string(), plain),
@@ -156,4 +156,15 @@ fn render_history(frame: &mut Frame, state: &State, live: &LiveState, hook: &Hoo
     }
     let title = format!(" History of {} ({}) ", hook.configuration, changes.len());
     frame.render_widget(Paragraph::new(lines).block(pane(state, title, false)), area);
+}
+
+/// A webhook's phase; a ValidatingAdmissionPolicy binding's row says `policy` (it runs in the
+/// validating phase, before the validating webhooks, with positions of its own).
+fn phase_label(h: &crate::tui::model::HookInfo) -> String {
+    let policy = (h.settings.iter()).any(|(k, v)| *k == "kind" && v == "ValidatingAdmissionPolicy");
+    if policy {
+        "policy".to_string()
+    } else {
+        h.phase.to_string()
+    }
 }
