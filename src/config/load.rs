@@ -173,6 +173,22 @@ struct Decoder {
 }
 
 impl Decoder {
+    /// `metadata` (a mapping; absent or null reads as empty) and its `name` (a string; absent
+    /// or null reads as empty).
+    fn metadata_and_name(&self, obj: &Map<String, Value>) -> Result<(Value, String), LoadError> {
+        let metadata = match obj.get("metadata") {
+            None | Some(Value::Null) => Value::Object(Map::new()),
+            Some(m @ Value::Object(_)) => m.clone(),
+            Some(v) => return Err(self.type_error("metadata", "a mapping", v)),
+        };
+        let name = match metadata.get("name") {
+            None | Some(Value::Null) => String::new(),
+            Some(Value::String(s)) => s.clone(),
+            Some(v) => return Err(self.type_error("metadata.name", "a string", v)),
+        };
+        Ok((metadata, name))
+    }
+
     fn type_error(&self, path: &str, expected: &str, found: &Value) -> LoadError {
         LoadError::FieldType {
             at: self.source.clone(),
@@ -544,16 +560,7 @@ fn decode_object(
         });
     }
     d.check_keys(obj, "", &["apiVersion", "kind", "metadata", "webhooks"]);
-    let metadata = match obj.get("metadata") {
-        None | Some(Value::Null) => Value::Object(Map::new()),
-        Some(m @ Value::Object(_)) => m.clone(),
-        Some(v) => return Err(d.type_error("metadata", "a mapping", v)),
-    };
-    let name = match metadata.get("name") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(v) => return Err(d.type_error("metadata.name", "a string", v)),
-    };
+    let (metadata, name) = d.metadata_and_name(obj)?;
     let webhooks = match d.array(obj, "webhooks", "")? {
         None => Vec::new(),
         Some(items) => items

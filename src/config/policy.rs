@@ -6,10 +6,12 @@
 use std::collections::HashSet;
 
 use super::Source;
-use super::validate::{FieldError, validate_label_selector, validate_object_meta, validate_rule};
+use super::validate::{
+    FieldError, validate_label_selector, validate_match_conditions, validate_object_meta,
+    validate_rule,
+};
 use super::validation::{go_json_strings, go_quote, is_dns1123_subdomain, is_qualified_name};
 use crate::KubeVersion;
-use crate::api::MatchCondition;
 use crate::api::policy::{
     MatchResources, ParamRef, PolicySpec, ValidatingAdmissionPolicy,
     ValidatingAdmissionPolicyBinding,
@@ -531,51 +533,6 @@ fn validate_match_resources(m: &MatchResources, p: &str, errs: &mut Vec<FieldErr
                 }
             }
             validate_rule(&r.rule, &rp, errs);
-        }
-    }
-}
-
-/// A policy's matchConditions: as a webhook's, in the policy's environment (`params` when it has
-/// a paramKind).
-fn validate_match_conditions(
-    conditions: &[MatchCondition],
-    env: &cel::Env,
-    p: &str,
-    errs: &mut Vec<FieldError>,
-) {
-    if conditions.len() > 64 {
-        errs.push(FieldError::with_detail(
-            p,
-            format!("Too many: {}", conditions.len()),
-            "must have at most 64 items",
-        ));
-    }
-    let mut names = HashSet::new();
-    for (i, mc) in conditions.iter().enumerate() {
-        let cp = format!("{p}[{i}]");
-        let expression = mc.expression.trim();
-        if expression.is_empty() {
-            errs.push(FieldError::required(format!("{cp}.expression"), ""));
-        } else if let Err(e) = cel::compile_in(expression, env, cel::ReturnType::Bool) {
-            errs.push(FieldError::invalid(
-                format!("{cp}.expression"),
-                go_quote(expression),
-                &e.0,
-            ));
-        }
-        if mc.name.is_empty() {
-            errs.push(FieldError::required(format!("{cp}.name"), ""));
-        } else {
-            for msg in is_qualified_name(&mc.name) {
-                errs.push(FieldError::invalid(
-                    format!("{cp}.name"),
-                    go_quote(&mc.name),
-                    &msg,
-                ));
-            }
-        }
-        if !mc.name.is_empty() && !names.insert(mc.name.as_str()) {
-            errs.push(FieldError::duplicate(format!("{cp}.name"), &mc.name));
         }
     }
 }

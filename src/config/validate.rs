@@ -317,6 +317,7 @@ fn validate_webhook(
     if !opts.ignore_match_conditions {
         validate_match_conditions(
             hook.match_conditions.as_deref().unwrap_or_default(),
+            &crate::cel::Env::match_conditions(),
             &format!("{p}.matchConditions"),
             errs,
         );
@@ -704,7 +705,14 @@ fn validate_admission_review_versions(
     }
 }
 
-fn validate_match_conditions(conditions: &[MatchCondition], p: &str, errs: &mut Vec<FieldError>) {
+/// `validateMatchConditions`: at most 64, each named (a qualified name, unique) with an
+/// expression that compiles to a bool in `env` (a webhook's or a policy's).
+pub(crate) fn validate_match_conditions(
+    conditions: &[MatchCondition],
+    env: &crate::cel::Env,
+    p: &str,
+    errs: &mut Vec<FieldError>,
+) {
     if conditions.len() > 64 {
         errs.push(FieldError::with_detail(
             p,
@@ -718,7 +726,8 @@ fn validate_match_conditions(conditions: &[MatchCondition], p: &str, errs: &mut 
         let expression = mc.expression.trim();
         if expression.is_empty() {
             errs.push(FieldError::required(format!("{cp}.expression"), ""));
-        } else if let Err(e) = crate::cel::compile(expression) {
+        } else if let Err(e) = crate::cel::compile_in(expression, env, crate::cel::ReturnType::Bool)
+        {
             errs.push(FieldError::invalid(
                 format!("{cp}.expression"),
                 go_quote(expression),

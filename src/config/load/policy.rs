@@ -224,16 +224,7 @@ pub(super) fn decode_policy_object(
         "",
         &["apiVersion", "kind", "metadata", "spec", "status"],
     );
-    let metadata = match obj.get("metadata") {
-        None | Some(Value::Null) => Value::Object(Map::new()),
-        Some(m @ Value::Object(_)) => m.clone(),
-        Some(v) => return Err(d.type_error("metadata", "a mapping", v)),
-    };
-    let name = match metadata.get("name") {
-        None | Some(Value::Null) => String::new(),
-        Some(Value::String(s)) => s.clone(),
-        Some(v) => return Err(d.type_error("metadata.name", "a string", v)),
-    };
+    let (metadata, name) = d.metadata_and_name(obj)?;
     let empty = Map::new();
     let spec = match obj.get("spec") {
         None | Some(Value::Null) => empty,
