@@ -152,3 +152,76 @@ pub struct ParamRef {
     /// `Allow` or `Deny`: what happens when no parameter is found.
     pub parameter_not_found_action: Option<String>,
 }
+
+/// A MutatingAdmissionPolicy (admissionregistration.k8s.io `v1alpha1` in 1.32–1.33, `v1beta1`
+/// from 1.34, `v1` from 1.36, which share one shape here).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MutatingAdmissionPolicy {
+    /// `admissionregistration.k8s.io/v1alpha1`, `/v1beta1` or `/v1`.
+    pub api_version: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// The whole `metadata` as written.
+    pub metadata: serde_json::Value,
+    /// `spec`.
+    pub spec: MutatingPolicySpec,
+}
+
+/// `MutatingAdmissionPolicySpec`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MutatingPolicySpec {
+    /// The kind of the parameter objects.
+    pub param_kind: Option<ParamKind>,
+    /// The resources the policy applies to (required).
+    pub match_constraints: Option<MatchResources>,
+    /// Named expressions available as `variables.<name>`.
+    pub variables: Vec<Variable>,
+    /// The mutations, applied in order.
+    pub mutations: Vec<Mutation>,
+    /// `Fail` (default) or `Ignore`: what a configuration or evaluation error does.
+    pub failure_policy: Option<String>,
+    /// Conditions that must all be true for the mutations to run.
+    pub match_conditions: Vec<MatchCondition>,
+    /// `Never` or `IfNeeded` (required).
+    pub reinvocation_policy: String,
+}
+
+/// One mutation of a MutatingAdmissionPolicy.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Mutation {
+    /// `ApplyConfiguration` or `JSONPatch`.
+    pub patch_type: String,
+    /// The CEL expression of an `ApplyConfiguration` mutation (None: the field is absent).
+    pub apply_configuration: Option<String>,
+    /// The CEL expression of a `JSONPatch` mutation (None: the field is absent).
+    pub json_patch: Option<String>,
+}
+
+/// A MutatingAdmissionPolicyBinding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MutatingAdmissionPolicyBinding {
+    /// `admissionregistration.k8s.io/v1alpha1`, `/v1beta1` or `/v1`.
+    pub api_version: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// The whole `metadata` as written.
+    pub metadata: serde_json::Value,
+    /// `spec`.
+    pub spec: MutatingBindingSpec,
+}
+
+/// `MutatingAdmissionPolicyBindingSpec`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MutatingBindingSpec {
+    /// The policy bound.
+    pub policy_name: String,
+    /// Where the parameters come from.
+    pub param_ref: Option<ParamRef>,
+    /// Further limits on the requests the policy applies to.
+    pub match_resources: Option<MatchResources>,
+}

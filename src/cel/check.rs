@@ -23,6 +23,8 @@ pub(crate) enum Ty {
     Map(Box<Ty>),
     Dyn,
     Object(&'static str),
+    /// A nested `Object.<field path>` literal's type (MutatingAdmissionPolicy).
+    Struct(std::sync::Arc<str>),
     /// The `variables` of a policy: each declared name with its type.
     Record(std::sync::Arc<Vec<(String, Ty)>>),
     Unknown,
@@ -44,6 +46,7 @@ impl Ty {
             Ty::Map(v) => format!("map(string, {})", v.name()),
             Ty::Dyn | Ty::Unknown => "dyn".into(),
             Ty::Object(n) => (*n).into(),
+            Ty::Struct(n) => n.to_string(),
             Ty::Record(_) => "kubernetes.variables".into(),
         }
     }
@@ -55,6 +58,9 @@ pub(crate) struct Issue {
     pub(crate) message: String,
     pub(crate) token: String,
 }
+
+/// A scope entry that declares the mutation types (`Object{…}`, `JSONPatch{…}`).
+pub(crate) const PATCH_TYPES: &str = "@patch-types";
 
 const REQUEST: &str = "kubernetes.AdmissionRequest";
 const NAMESPACE: &str = "kubernetes.Namespace";
@@ -296,6 +302,17 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
         Expr::Select(sel) => {
             let operand = infer(&sel.operand, scope)?;
             let field_ty = match &operand {
+                Ty::Object("Object") | Ty::Struct(_) => Ty::Dyn,
+                Ty::Object("JSONPatch") => match sel.field.as_str() {
+                    "op" | "path" | "from" => Ty::String,
+                    "value" => Ty::Dyn,
+                    _ => {
+                        return Err(Issue {
+                            message: format!("undefined field '{}'", sel.field),
+                            token: format!(".{}", sel.field),
+                        });
+                    }
+                },
                 Ty::Object(o) => field_type(o, &sel.field).ok_or_else(|| Issue {
                     message: format!("undefined field '{}'", sel.field),
                     token: format!(".{}", sel.field),
@@ -344,7 +361,31 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
             }
             Ok(map(value.unwrap_or(Ty::Unknown)))
         }
-        Expr::Struct(s) => Err(undeclared(&s.type_name)),
+        Expr::Struct(s) => {
+            let declared = scope.iter().any(|(n, _)| n == PATCH_TYPES);
+            let name = s.type_name.as_str();
+            if !declared || !super::patch::is_patch_type(name) {
+                return Err(undeclared(name));
+            }
+            for entry in &s.entries {
+                if let EntryExpr::StructField(f) = &entry.expr {
+                    if name == "JSONPatch"
+                        && !["op", "path", "from", "value"].contains(&f.field.as_str())
+                    {
+                        return Err(Issue {
+                            message: format!("undefined field '{}'", f.field),
+                            token: f.field.clone(),
+                        });
+                    }
+                    infer(&f.value, scope)?;
+                }
+            }
+            Ok(match name {
+                "JSONPatch" => Ty::Object("JSONPatch"),
+                "Object" => Ty::Object("Object"),
+                _ => Ty::Struct(name.into()),
+            })
+        }
         Expr::Comprehension(c) => {
             let range = infer(&c.iter_range, scope)?;
             let accu = infer(&c.accu_init, scope)?;

@@ -27,6 +27,7 @@
 
 mod authz;
 mod check;
+mod patch;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, OnceLock};
@@ -46,6 +47,7 @@ pub use authz::{
 };
 
 use authz::{AuthzValue, CostCounter, Session};
+pub use patch::{evaluate_apply_configuration, evaluate_json_patch};
 
 /// Whole-webhook cost budget shared by all its conditions (`RuntimeCELCostBudgetMatchConditions`).
 pub const MATCH_CONDITIONS_COST_BUDGET: u64 = 2_500_000;
@@ -311,6 +313,9 @@ pub struct Env {
     authorizer: bool,
     /// None: `variables` is undeclared (webhook matchConditions).
     variables: Option<Vec<(String, check::Ty)>>,
+    /// Whether `Object{…}` and `JSONPatch{…}` literals are declared (MutatingAdmissionPolicy
+    /// mutations).
+    patch_types: bool,
 }
 
 impl Env {
@@ -320,6 +325,7 @@ impl Env {
             params: false,
             authorizer: true,
             variables: None,
+            patch_types: false,
         }
     }
 
@@ -330,6 +336,7 @@ impl Env {
             params,
             authorizer: true,
             variables: Some(Vec::new()),
+            patch_types: false,
         }
     }
 
@@ -337,6 +344,14 @@ impl Env {
     pub fn without_authorizer(&self) -> Env {
         Env {
             authorizer: false,
+            ..self.clone()
+        }
+    }
+
+    /// The same environment with the mutation types `Object` and `JSONPatch` declared.
+    pub fn with_patch_types(&self) -> Env {
+        Env {
+            patch_types: true,
             ..self.clone()
         }
     }
@@ -369,6 +384,10 @@ pub enum ReturnType {
     StringOrNull,
     /// Variables.
     Any,
+    /// A MutatingAdmissionPolicy's ApplyConfiguration expression: `Object`.
+    ApplyConfiguration,
+    /// A MutatingAdmissionPolicy's JSONPatch expression: `list(JSONPatch)`.
+    JsonPatches,
 }
 
 /// Compiles an expression in `env`: it must parse, use only what `env` declares, and evaluate
@@ -400,6 +419,9 @@ pub fn compile_in(expression: &str, env: &Env, ret: ReturnType) -> Result<Progra
             check::Ty::Record(Arc::new(vars.clone())),
         ));
     }
+    if env.patch_types {
+        scope.push((check::PATCH_TYPES.to_string(), check::Ty::Dyn));
+    }
     let mut uses = Uses::default();
     collect_uses(&parsed, &mut uses);
     let undeclared_authorizer = uses.authorizer && !env.authorizer;
@@ -423,11 +445,23 @@ pub fn compile_in(expression: &str, env: &Env, ret: ReturnType) -> Result<Progra
             check::Ty::String | check::Ty::Null | check::Ty::Unknown
         ),
         ReturnType::Any => true,
+        ReturnType::ApplyConfiguration => {
+            matches!(output, check::Ty::Object("Object") | check::Ty::Unknown)
+        }
+        ReturnType::JsonPatches => match &output {
+            check::Ty::List(e) => {
+                matches!(**e, check::Ty::Object("JSONPatch") | check::Ty::Unknown)
+            }
+            check::Ty::Unknown => true,
+            _ => false,
+        },
     };
     if !fits {
         let wanted = match ret {
             ReturnType::Bool => "bool",
             ReturnType::String => "string",
+            ReturnType::ApplyConfiguration => "Object",
+            ReturnType::JsonPatches => "list(JSONPatch)",
             _ => "one of [string null_type]",
         };
         return Err(CompileError(format!(
@@ -591,6 +625,42 @@ fn rewrite(expr: Expression) -> Expression {
             }
             Expr::Map(m)
         }
+        // `Type{field: value}`: the type name and a map of the fields.
+        Expr::Struct(s) => {
+            let entries = s
+                .entries
+                .into_iter()
+                .filter_map(|e| match e.expr {
+                    cel::common::ast::EntryExpr::StructField(f) => {
+                        Some(cel::common::ast::IdedEntryExpr {
+                            id: e.id,
+                            expr: cel::common::ast::EntryExpr::MapEntry(
+                                cel::common::ast::MapEntryExpr {
+                                    key: IdedExpr {
+                                        id: e.id,
+                                        expr: Expr::Literal(LiteralValue::String(CelString::from(
+                                            f.field.as_str(),
+                                        ))),
+                                    },
+                                    value: rewrite(f.value),
+                                    optional: f.optional,
+                                },
+                            ),
+                        })
+                    }
+                    cel::common::ast::EntryExpr::MapEntry(_) => None,
+                })
+                .collect();
+            let name = IdedExpr {
+                id,
+                expr: Expr::Literal(LiteralValue::String(CelString::from(s.type_name.as_str()))),
+            };
+            let fields = IdedExpr {
+                id,
+                expr: Expr::Map(cel::common::ast::MapExpr { entries }),
+            };
+            return call(id, patch::STRUCT_FN, vec![name, fields]);
+        }
         other => other,
     };
     IdedExpr { id, expr }
@@ -640,6 +710,10 @@ fn select_fn(Arguments(args): Arguments) -> ResolveResult {
                 _ => Err(no_such_key(&field)),
             }
         }
+        Some(Value::Opaque(o)) if o.downcast_ref::<patch::StructValue>().is_some() => o
+            .downcast_ref::<patch::StructValue>()
+            .and_then(|s| s.field(&field).cloned())
+            .ok_or_else(|| no_such_key(&field)),
         Some(Value::Opaque(o)) => match o.downcast_ref::<Variables>() {
             Some(vars) => match vars.values.iter().find(|(n, _)| **n == *field) {
                 Some((_, Ok(v))) => Ok(v.clone()),
@@ -719,6 +793,7 @@ fn root() -> &'static cel::Context<'static> {
         ctx.add_function(OPT_SELECT_FN, opt_select_fn);
         ctx.add_function(UNWRAP_FN, unwrap_fn);
         ctx.add_function(HAS_FN, has_fn);
+        ctx.add_function(patch::STRUCT_FN, patch::struct_fn);
         ctx.add_function("dyn", identity);
         ctx
     })

@@ -13,8 +13,9 @@ use super::validate::{
 use super::validation::{go_json_strings, go_quote, is_dns1123_subdomain, is_qualified_name};
 use crate::KubeVersion;
 use crate::api::policy::{
-    MatchResources, ParamRef, PolicySpec, ValidatingAdmissionPolicy,
-    ValidatingAdmissionPolicyBinding,
+    MatchResources, MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, MutatingPolicySpec,
+    Mutation, ParamRef, PolicySpec, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    Variable,
 };
 use crate::cel;
 
@@ -25,6 +26,10 @@ pub enum PolicyObject {
     Policy(ValidatingAdmissionPolicy),
     /// A ValidatingAdmissionPolicyBinding.
     Binding(ValidatingAdmissionPolicyBinding),
+    /// A MutatingAdmissionPolicy.
+    MutatingPolicy(MutatingAdmissionPolicy),
+    /// A MutatingAdmissionPolicyBinding.
+    MutatingBinding(MutatingAdmissionPolicyBinding),
 }
 
 impl PolicyObject {
@@ -33,6 +38,8 @@ impl PolicyObject {
         match self {
             PolicyObject::Policy(_) => "ValidatingAdmissionPolicy",
             PolicyObject::Binding(_) => "ValidatingAdmissionPolicyBinding",
+            PolicyObject::MutatingPolicy(_) => "MutatingAdmissionPolicy",
+            PolicyObject::MutatingBinding(_) => "MutatingAdmissionPolicyBinding",
         }
     }
 
@@ -41,6 +48,8 @@ impl PolicyObject {
         match self {
             PolicyObject::Policy(p) => &p.name,
             PolicyObject::Binding(b) => &b.name,
+            PolicyObject::MutatingPolicy(p) => &p.name,
+            PolicyObject::MutatingBinding(b) => &b.name,
         }
     }
 
@@ -49,6 +58,8 @@ impl PolicyObject {
         match self {
             PolicyObject::Policy(p) => &p.api_version,
             PolicyObject::Binding(b) => &b.api_version,
+            PolicyObject::MutatingPolicy(p) => &p.api_version,
+            PolicyObject::MutatingBinding(b) => &b.api_version,
         }
     }
 
@@ -56,6 +67,8 @@ impl PolicyObject {
         match self {
             PolicyObject::Policy(p) => &mut p.metadata,
             PolicyObject::Binding(b) => &mut b.metadata,
+            PolicyObject::MutatingPolicy(p) => &mut p.metadata,
+            PolicyObject::MutatingBinding(b) => &mut b.metadata,
         }
     }
 }
@@ -89,6 +102,8 @@ impl LoadedPolicy {
         let applied = match &mut self.object {
             PolicyObject::Policy(p) => default_policy(p),
             PolicyObject::Binding(b) => default_binding(b),
+            PolicyObject::MutatingPolicy(p) => default_mutating_policy(p),
+            PolicyObject::MutatingBinding(b) => default_mutating_binding(b),
         };
         self.defaulted.extend(applied);
     }
@@ -111,6 +126,36 @@ pub fn default_policy(p: &mut ValidatingAdmissionPolicy) -> Vec<String> {
 /// `SetObjectDefaults_ValidatingAdmissionPolicyBinding`: the matchResources' defaults.
 pub fn default_binding(b: &mut ValidatingAdmissionPolicyBinding) -> Vec<String> {
     let mut out = Vec::new();
+    if let Some(m) = &mut b.spec.match_resources {
+        default_match_resources(m, "spec.matchResources", &mut out);
+    }
+    out
+}
+
+/// `SetObjectDefaults_MutatingAdmissionPolicy`: failurePolicy `Fail`, and the matchConstraints'
+/// defaults. Returns what was set.
+pub fn default_mutating_policy(p: &mut MutatingAdmissionPolicy) -> Vec<String> {
+    let mut out = Vec::new();
+    if p.spec.failure_policy.is_none() {
+        p.spec.failure_policy = Some("Fail".into());
+        out.push("spec.failurePolicy: Fail".into());
+    }
+    if let Some(m) = &mut p.spec.match_constraints {
+        default_match_resources(m, "spec.matchConstraints", &mut out);
+    }
+    out
+}
+
+/// `SetObjectDefaults_MutatingAdmissionPolicyBinding`: the matchResources' defaults and the
+/// paramRef's `parameterNotFoundAction: Deny`.
+pub fn default_mutating_binding(b: &mut MutatingAdmissionPolicyBinding) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(r) = &mut b.spec.param_ref
+        && r.parameter_not_found_action.is_none()
+    {
+        r.parameter_not_found_action = Some("Deny".into());
+        out.push("spec.paramRef.parameterNotFoundAction: Deny".into());
+    }
     if let Some(m) = &mut b.spec.match_resources {
         default_match_resources(m, "spec.matchResources", &mut out);
     }
@@ -154,19 +199,40 @@ const SERVED: [(&str, u32, Option<u32>); 3] = [
     ("admissionregistration.k8s.io/v1", 30, None),
 ];
 
+/// The apiVersions of the mutating policy kinds and the releases that serve them: v1alpha1 from
+/// 1.32 (behind the `MutatingAdmissionPolicy` feature gate and its runtime-config), v1beta1 from
+/// 1.34, v1 from 1.36 (GA, on by default).
+const SERVED_MUTATING: [(&str, u32, Option<u32>); 3] = [
+    ("admissionregistration.k8s.io/v1alpha1", 32, None),
+    ("admissionregistration.k8s.io/v1beta1", 34, None),
+    ("admissionregistration.k8s.io/v1", 36, None),
+];
+
+fn is_mutating(object: &PolicyObject) -> bool {
+    matches!(
+        object,
+        PolicyObject::MutatingPolicy(_) | PolicyObject::MutatingBinding(_)
+    )
+}
+
 /// Why `object` cannot exist in a cluster of `version`: its apiVersion is not served there.
 pub fn unserved(object: &PolicyObject, version: KubeVersion) -> Option<String> {
     let api_version = object.api_version();
     let kind = object.kind();
+    let (table, which) = if is_mutating(object) {
+        (&SERVED_MUTATING, "mutating")
+    } else {
+        (&SERVED, "validating")
+    };
     let served_by = |v: u32| {
-        SERVED
+        table
             .iter()
             .filter(|(_, from, until)| v >= *from && until.is_none_or(|u| v <= u))
             .map(|(a, ..)| *a)
             .collect::<Vec<_>>()
     };
     let minor = version.minor();
-    match SERVED.iter().find(|(a, ..)| *a == api_version) {
+    match table.iter().find(|(a, ..)| *a == api_version) {
         None => Some(format!(
             "{kind} is not served as apiVersion {api_version:?} by any release"
         )),
@@ -179,7 +245,7 @@ pub fn unserved(object: &PolicyObject, version: KubeVersion) -> Option<String> {
             Some(format!(
                 "{api_version} {kind} is served by {when} (modelled: {version}): kubectl apply fails with 'no matches for kind \"{kind}\" in version \"{api_version}\"'; {}",
                 if others.is_empty() {
-                    "this release serves no validating admission policies".to_string()
+                    format!("this release serves no {which} admission policies")
                 } else {
                     format!("write it as {}", others.last().copied().unwrap_or_default())
                 }
@@ -192,6 +258,14 @@ pub fn unserved(object: &PolicyObject, version: KubeVersion) -> Option<String> {
 /// What a release needs switched on for the validating policies to run at all: before 1.30 the
 /// `ValidatingAdmissionPolicy` feature gate (off by default) and the API version.
 pub fn needs_enabling(object: &PolicyObject, version: KubeVersion) -> Option<String> {
+    if is_mutating(object) {
+        return (version.minor() < 36).then(|| {
+            format!(
+                "Kubernetes {version} runs MutatingAdmissionPolicies only with --feature-gates=MutatingAdmissionPolicy=true --runtime-config={}=true (both off by default before 1.36); modelled as enabled",
+                object.api_version()
+            )
+        });
+    }
     (version.minor() < 30).then(|| {
         format!(
             "Kubernetes {version} runs ValidatingAdmissionPolicies only with --feature-gates=ValidatingAdmissionPolicy=true --runtime-config={}=true (both off by default before 1.30); modelled as enabled",
@@ -212,6 +286,8 @@ pub fn validate_policy_object(object: &PolicyObject) -> Vec<FieldError> {
     match object {
         PolicyObject::Policy(p) => validate_policy(p),
         PolicyObject::Binding(b) => validate_binding(b),
+        PolicyObject::MutatingPolicy(p) => validate_mutating_policy(p),
+        PolicyObject::MutatingBinding(b) => validate_mutating_binding(b),
     }
 }
 
@@ -251,40 +327,7 @@ fn validate_policy_spec(name: &str, spec: &PolicySpec, errs: &mut Vec<FieldError
     }
     let env = cel::Env::policy(has_params);
     validate_match_conditions(&spec.match_conditions, &env, "spec.matchConditions", errs);
-    let mut env = env;
-    for (i, v) in spec.variables.iter().enumerate() {
-        let p = format!("spec.variables[{i}]");
-        if v.name.trim().is_empty() {
-            errs.push(FieldError::required(
-                format!("{p}.name"),
-                "name is not specified",
-            ));
-        } else if !is_cel_identifier(&v.name) {
-            errs.push(FieldError::invalid(
-                format!("{p}.name"),
-                go_quote(&v.name),
-                "name is not a valid CEL identifier",
-            ));
-        }
-        if v.expression.trim().is_empty() {
-            errs.push(FieldError::required(
-                format!("{p}.expression"),
-                "expression is not specified",
-            ));
-        } else {
-            match cel::compile_in(&v.expression, &env, cel::ReturnType::Any) {
-                Ok(program) => env.declare_variable(&v.name, &program),
-                Err(e) => {
-                    env.declare_variable_unknown(&v.name);
-                    errs.push(FieldError::invalid(
-                        format!("{p}.expression"),
-                        go_quote(&v.expression),
-                        &e.0,
-                    ));
-                }
-            }
-        }
-    }
+    let env = validate_variables(&spec.variables, env, errs);
     if spec.validations.is_empty() && spec.audit_annotations.is_empty() {
         let why = "validations or auditAnnotations must contain at least one item";
         errs.push(FieldError::required("spec.validations", why));
@@ -395,6 +438,211 @@ fn validate_policy_spec(name: &str, spec: &PolicySpec, errs: &mut Vec<FieldError
             errs.push(FieldError::duplicate(format!("{p}.key"), &a.key));
         }
     }
+}
+
+/// The variables' field errors, in order; returns `env` with each variable declared.
+fn validate_variables(
+    variables: &[Variable],
+    env: cel::Env,
+    errs: &mut Vec<FieldError>,
+) -> cel::Env {
+    let mut env = env;
+    for (i, v) in variables.iter().enumerate() {
+        let p = format!("spec.variables[{i}]");
+        if v.name.trim().is_empty() {
+            errs.push(FieldError::required(
+                format!("{p}.name"),
+                "name is not specified",
+            ));
+        } else if !is_cel_identifier(&v.name) {
+            errs.push(FieldError::invalid(
+                format!("{p}.name"),
+                go_quote(&v.name),
+                "name is not a valid CEL identifier",
+            ));
+        }
+        if v.expression.trim().is_empty() {
+            errs.push(FieldError::required(
+                format!("{p}.expression"),
+                "expression is not specified",
+            ));
+        } else {
+            match cel::compile_in(&v.expression, &env, cel::ReturnType::Any) {
+                Ok(program) => env.declare_variable(&v.name, &program),
+                Err(e) => {
+                    env.declare_variable_unknown(&v.name);
+                    errs.push(FieldError::invalid(
+                        format!("{p}.expression"),
+                        go_quote(&v.expression),
+                        &e.0,
+                    ));
+                }
+            }
+        }
+    }
+    env
+}
+
+/// `ValidateMutatingAdmissionPolicy`: every error, in upstream's order.
+pub fn validate_mutating_policy(p: &MutatingAdmissionPolicy) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    validate_object_meta(&p.name, &p.metadata, &mut errs);
+    validate_mutating_policy_spec(&p.spec, &mut errs);
+    errs
+}
+
+const MUTATING_OPERATIONS: [&str; 4] = ["*", "CONNECT", "CREATE", "UPDATE"];
+const PATCH_TYPES: [&str; 2] = ["ApplyConfiguration", "JSONPatch"];
+const REINVOCATION_POLICIES: [&str; 2] = ["IfNeeded", "Never"];
+
+/// `DELETE` is refused in a mutating policy's or binding's rules.
+fn validate_mutating_operations(m: &MatchResources, p: &str, errs: &mut Vec<FieldError>) {
+    for r in &m.resource_rules {
+        for op in r.rule.operations.iter().flatten() {
+            if !MUTATING_OPERATIONS.contains(&op.as_str()) {
+                errs.push(FieldError::not_supported(
+                    format!("{p}.resourceRules.operations"),
+                    op,
+                    &MUTATING_OPERATIONS,
+                ));
+            }
+        }
+    }
+}
+
+fn validate_mutating_policy_spec(spec: &MutatingPolicySpec, errs: &mut Vec<FieldError>) {
+    match spec.failure_policy.as_deref() {
+        None => errs.push(FieldError::required("spec.failurePolicy", "")),
+        Some(f) if !FAILURE_POLICIES.contains(&f) => errs.push(FieldError::not_supported(
+            "spec.failurePolicy",
+            f,
+            &FAILURE_POLICIES,
+        )),
+        Some(_) => {}
+    }
+    let has_params = spec.param_kind.is_some();
+    if let Some(k) = &spec.param_kind {
+        validate_param_kind(&k.api_version, &k.kind, errs);
+    }
+    match &spec.match_constraints {
+        None => errs.push(FieldError::required("spec.matchConstraints", "")),
+        Some(m) => {
+            validate_match_resources(m, "spec.matchConstraints", errs);
+            if m.resource_rules.is_empty() {
+                errs.push(FieldError::required(
+                    "spec.matchConstraints.resourceRules",
+                    "",
+                ));
+            }
+            validate_mutating_operations(m, "spec.matchConstraints", errs);
+        }
+    }
+    let env = cel::Env::policy(has_params);
+    validate_match_conditions(&spec.match_conditions, &env, "spec.matchConditions", errs);
+    let env = validate_variables(&spec.variables, env, errs).with_patch_types();
+    if spec.mutations.is_empty() {
+        errs.push(FieldError::required(
+            "spec.mutations",
+            "mutations must contain at least one item",
+        ));
+    }
+    for (i, m) in spec.mutations.iter().enumerate() {
+        validate_mutation(m, &env, &format!("spec.mutations[{i}]"), errs);
+    }
+    if spec.reinvocation_policy.is_empty() {
+        errs.push(FieldError::required("spec.reinvocationPolicy", ""));
+    } else if !REINVOCATION_POLICIES.contains(&spec.reinvocation_policy.as_str()) {
+        errs.push(FieldError::not_supported(
+            "spec.reinvocationPolicy",
+            &spec.reinvocation_policy,
+            &REINVOCATION_POLICIES,
+        ));
+    }
+}
+
+fn validate_mutation(m: &Mutation, env: &cel::Env, p: &str, errs: &mut Vec<FieldError>) {
+    let (own, own_name, other, other_name, ret) = match m.patch_type.as_str() {
+        "" => {
+            errs.push(FieldError::required(format!("{p}.patchType"), ""));
+            return;
+        }
+        "JSONPatch" => (
+            &m.json_patch,
+            "jsonPatch",
+            &m.apply_configuration,
+            "applyConfiguration",
+            cel::ReturnType::JsonPatches,
+        ),
+        "ApplyConfiguration" => (
+            &m.apply_configuration,
+            "applyConfiguration",
+            &m.json_patch,
+            "jsonPatch",
+            cel::ReturnType::ApplyConfiguration,
+        ),
+        other => {
+            errs.push(FieldError::not_supported(
+                format!("{p}.patchType"),
+                other,
+                &PATCH_TYPES,
+            ));
+            return;
+        }
+    };
+    match own {
+        None => errs.push(FieldError::required(
+            format!("{p}.{own_name}"),
+            &format!("must be specified when patchType is {}", m.patch_type),
+        )),
+        Some(expression) => {
+            let trimmed = expression.trim();
+            if trimmed.is_empty() {
+                errs.push(FieldError::required(
+                    format!("{p}.{own_name}.expression"),
+                    "",
+                ));
+            } else if let Err(e) = cel::compile_in(trimmed, env, ret) {
+                errs.push(FieldError::invalid(
+                    format!("{p}.{own_name}.expression"),
+                    go_quote(trimmed),
+                    &e.0,
+                ));
+            }
+        }
+    }
+    if other.is_some() {
+        errs.push(FieldError::invalid(
+            format!("{p}.{other_name}"),
+            format!("{{{other_name}}}"),
+            &format!("must not be specified when patchType is {}", m.patch_type),
+        ));
+    }
+}
+
+/// `ValidateMutatingAdmissionPolicyBinding`: every error, in upstream's order.
+pub fn validate_mutating_binding(b: &MutatingAdmissionPolicyBinding) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    validate_object_meta(&b.name, &b.metadata, &mut errs);
+    let spec = &b.spec;
+    if spec.policy_name.is_empty() {
+        errs.push(FieldError::required("spec.policyName", ""));
+    } else {
+        for msg in is_dns1123_subdomain(&spec.policy_name) {
+            errs.push(FieldError::invalid(
+                "spec.policyName",
+                go_quote(&spec.policy_name),
+                &msg,
+            ));
+        }
+    }
+    if let Some(r) = &spec.param_ref {
+        validate_param_ref(r, &mut errs);
+    }
+    if let Some(m) = &spec.match_resources {
+        validate_match_resources(m, "spec.matchResources", &mut errs);
+        validate_mutating_operations(m, "spec.matchResources", &mut errs);
+    }
+    errs
 }
 
 /// CEL's `IDENT` minus its reserved words (`isCELIdentifier`).

@@ -1,21 +1,26 @@
-//! Decoding ValidatingAdmissionPolicies and their bindings with the webhook configurations'
-//! decoder: the same errors (file, document, List item, field) and unknown-field notes.
+//! Decoding Validating- and MutatingAdmissionPolicies and their bindings with the webhook
+//! configurations' decoder: the same errors (file, document, List item, field) and unknown-field
+//! notes.
 
 use serde_json::{Map, Value};
 
 use super::{Decoder, join, json_type};
 use crate::api::MatchCondition;
 use crate::api::policy::{
-    AuditAnnotation, BindingSpec, MatchResources, NamedRuleWithOperations, ParamKind, ParamRef,
-    PolicySpec, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding, Validation, Variable,
+    AuditAnnotation, BindingSpec, MatchResources, MutatingAdmissionPolicy,
+    MutatingAdmissionPolicyBinding, MutatingBindingSpec, MutatingPolicySpec, Mutation,
+    NamedRuleWithOperations, ParamKind, ParamRef, PolicySpec, ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding, Validation, Variable,
 };
 use crate::config::policy::{LoadedPolicy, PolicyObject};
 use crate::config::{LoadError, Source};
 
 /// The kinds this module reads.
-pub(crate) const VALIDATING_POLICY_KINDS: [&str; 2] = [
+pub(crate) const POLICY_KINDS: [&str; 4] = [
     "ValidatingAdmissionPolicy",
     "ValidatingAdmissionPolicyBinding",
+    "MutatingAdmissionPolicy",
+    "MutatingAdmissionPolicyBinding",
 ];
 
 impl Decoder {
@@ -101,18 +106,7 @@ impl Decoder {
                 "variables",
             ],
         );
-        let param_kind = match self.object(spec, "paramKind", p)? {
-            None => None,
-            Some(k) => {
-                let k = k.clone();
-                let kp = join(p, "paramKind");
-                self.check_keys(&k, &kp, &["apiVersion", "kind"]);
-                Some(ParamKind {
-                    api_version: self.string(&k, "apiVersion", &kp)?.unwrap_or_default(),
-                    kind: self.string(&k, "kind", &kp)?.unwrap_or_default(),
-                })
-            }
-        };
+        let param_kind = self.param_kind(spec, p)?;
         Ok(PolicySpec {
             param_kind,
             match_constraints: self.match_resources(spec, "matchConstraints", p)?,
@@ -137,20 +131,109 @@ impl Decoder {
                     value_expression: d.string(m, "valueExpression", ap)?.unwrap_or_default(),
                 })
             })?,
-            match_conditions: self.list(spec, "matchConditions", p, |d, m, cp| {
-                d.check_keys(m, cp, &["name", "expression"]);
-                Ok(MatchCondition {
-                    name: d.string(m, "name", cp)?.unwrap_or_default(),
-                    expression: d.string(m, "expression", cp)?.unwrap_or_default(),
+            match_conditions: self.match_conditions_of(spec, p)?,
+            variables: self.variables(spec, p)?,
+        })
+    }
+
+    fn param_kind(
+        &mut self,
+        spec: &Map<String, Value>,
+        p: &str,
+    ) -> Result<Option<ParamKind>, LoadError> {
+        let Some(k) = self.object(spec, "paramKind", p)? else {
+            return Ok(None);
+        };
+        let k = k.clone();
+        let kp = join(p, "paramKind");
+        self.check_keys(&k, &kp, &["apiVersion", "kind"]);
+        Ok(Some(ParamKind {
+            api_version: self.string(&k, "apiVersion", &kp)?.unwrap_or_default(),
+            kind: self.string(&k, "kind", &kp)?.unwrap_or_default(),
+        }))
+    }
+
+    fn match_conditions_of(
+        &mut self,
+        spec: &Map<String, Value>,
+        p: &str,
+    ) -> Result<Vec<MatchCondition>, LoadError> {
+        self.list(spec, "matchConditions", p, |d, m, cp| {
+            d.check_keys(m, cp, &["name", "expression"]);
+            Ok(MatchCondition {
+                name: d.string(m, "name", cp)?.unwrap_or_default(),
+                expression: d.string(m, "expression", cp)?.unwrap_or_default(),
+            })
+        })
+    }
+
+    fn variables(
+        &mut self,
+        spec: &Map<String, Value>,
+        p: &str,
+    ) -> Result<Vec<Variable>, LoadError> {
+        self.list(spec, "variables", p, |d, m, vp| {
+            d.check_keys(m, vp, &["name", "expression"]);
+            Ok(Variable {
+                name: d.string(m, "name", vp)?.unwrap_or_default(),
+                expression: d.string(m, "expression", vp)?.unwrap_or_default(),
+            })
+        })
+    }
+
+    /// `{expression: …}` at `key` (None: absent).
+    fn expression_holder(
+        &mut self,
+        m: &Map<String, Value>,
+        key: &str,
+        path: &str,
+    ) -> Result<Option<String>, LoadError> {
+        let Some(holder) = self.object(m, key, path)? else {
+            return Ok(None);
+        };
+        let holder = holder.clone();
+        let hp = join(path, key);
+        self.check_keys(&holder, &hp, &["expression"]);
+        Ok(Some(
+            self.string(&holder, "expression", &hp)?.unwrap_or_default(),
+        ))
+    }
+
+    fn mutating_policy_spec(
+        &mut self,
+        spec: &Map<String, Value>,
+    ) -> Result<MutatingPolicySpec, LoadError> {
+        let p = "spec";
+        self.check_keys(
+            spec,
+            p,
+            &[
+                "paramKind",
+                "matchConstraints",
+                "variables",
+                "mutations",
+                "failurePolicy",
+                "matchConditions",
+                "reinvocationPolicy",
+            ],
+        );
+        Ok(MutatingPolicySpec {
+            param_kind: self.param_kind(spec, p)?,
+            match_constraints: self.match_resources(spec, "matchConstraints", p)?,
+            variables: self.variables(spec, p)?,
+            mutations: self.list(spec, "mutations", p, |d, m, mp| {
+                d.check_keys(m, mp, &["patchType", "applyConfiguration", "jsonPatch"]);
+                Ok(Mutation {
+                    patch_type: d.string(m, "patchType", mp)?.unwrap_or_default(),
+                    apply_configuration: d.expression_holder(m, "applyConfiguration", mp)?,
+                    json_patch: d.expression_holder(m, "jsonPatch", mp)?,
                 })
             })?,
-            variables: self.list(spec, "variables", p, |d, m, vp| {
-                d.check_keys(m, vp, &["name", "expression"]);
-                Ok(Variable {
-                    name: d.string(m, "name", vp)?.unwrap_or_default(),
-                    expression: d.string(m, "expression", vp)?.unwrap_or_default(),
-                })
-            })?,
+            failure_policy: self.string(spec, "failurePolicy", p)?,
+            match_conditions: self.match_conditions_of(spec, p)?,
+            reinvocation_policy: self
+                .string(spec, "reinvocationPolicy", p)?
+                .unwrap_or_default(),
         })
     }
 
@@ -166,24 +249,7 @@ impl Decoder {
                 "validationActions",
             ],
         );
-        let param_ref = match self.object(spec, "paramRef", p)? {
-            None => None,
-            Some(r) => {
-                let r = r.clone();
-                let rp = join(p, "paramRef");
-                self.check_keys(
-                    &r,
-                    &rp,
-                    &["name", "namespace", "selector", "parameterNotFoundAction"],
-                );
-                Some(ParamRef {
-                    name: self.string(&r, "name", &rp)?.unwrap_or_default(),
-                    namespace: self.string(&r, "namespace", &rp)?.unwrap_or_default(),
-                    selector: self.selector(&r, "selector", &rp)?,
-                    parameter_not_found_action: self.string(&r, "parameterNotFoundAction", &rp)?,
-                })
-            }
-        };
+        let param_ref = self.param_ref(spec, p)?;
         Ok(BindingSpec {
             policy_name: self.string(spec, "policyName", p)?.unwrap_or_default(),
             param_ref,
@@ -191,6 +257,42 @@ impl Decoder {
             validation_actions: self
                 .strings(spec, "validationActions", p)?
                 .unwrap_or_default(),
+        })
+    }
+
+    fn param_ref(
+        &mut self,
+        spec: &Map<String, Value>,
+        p: &str,
+    ) -> Result<Option<ParamRef>, LoadError> {
+        let Some(r) = self.object(spec, "paramRef", p)? else {
+            return Ok(None);
+        };
+        let r = r.clone();
+        let rp = join(p, "paramRef");
+        self.check_keys(
+            &r,
+            &rp,
+            &["name", "namespace", "selector", "parameterNotFoundAction"],
+        );
+        Ok(Some(ParamRef {
+            name: self.string(&r, "name", &rp)?.unwrap_or_default(),
+            namespace: self.string(&r, "namespace", &rp)?.unwrap_or_default(),
+            selector: self.selector(&r, "selector", &rp)?,
+            parameter_not_found_action: self.string(&r, "parameterNotFoundAction", &rp)?,
+        }))
+    }
+
+    fn mutating_binding_spec(
+        &mut self,
+        spec: &Map<String, Value>,
+    ) -> Result<MutatingBindingSpec, LoadError> {
+        let p = "spec";
+        self.check_keys(spec, p, &["policyName", "paramRef", "matchResources"]);
+        Ok(MutatingBindingSpec {
+            policy_name: self.string(spec, "policyName", p)?.unwrap_or_default(),
+            param_ref: self.param_ref(spec, p)?,
+            match_resources: self.match_resources(spec, "matchResources", p)?,
         })
     }
 }
@@ -210,7 +312,7 @@ pub(super) fn decode_policy_object(
         .and_then(Value::as_str)
         .unwrap_or_default();
     let group = api_version.rsplit_once('/').map_or("", |(g, _)| g);
-    if group != super::GROUP || !VALIDATING_POLICY_KINDS.contains(&kind) {
+    if group != super::GROUP || !POLICY_KINDS.contains(&kind) {
         return Ok(None);
     }
     let mut d = Decoder {
@@ -238,20 +340,33 @@ pub(super) fn decode_policy_object(
             });
         }
     };
-    let object = if kind == "ValidatingAdmissionPolicy" {
-        PolicyObject::Policy(ValidatingAdmissionPolicy {
+    let object = match kind.as_str() {
+        "ValidatingAdmissionPolicy" => PolicyObject::Policy(ValidatingAdmissionPolicy {
             api_version,
             name,
             metadata,
             spec: d.policy_spec(&spec)?,
-        })
-    } else {
-        PolicyObject::Binding(ValidatingAdmissionPolicyBinding {
+        }),
+        "ValidatingAdmissionPolicyBinding" => {
+            PolicyObject::Binding(ValidatingAdmissionPolicyBinding {
+                api_version,
+                name,
+                metadata,
+                spec: d.binding_spec(&spec)?,
+            })
+        }
+        "MutatingAdmissionPolicy" => PolicyObject::MutatingPolicy(MutatingAdmissionPolicy {
             api_version,
             name,
             metadata,
-            spec: d.binding_spec(&spec)?,
-        })
+            spec: d.mutating_policy_spec(&spec)?,
+        }),
+        _ => PolicyObject::MutatingBinding(MutatingAdmissionPolicyBinding {
+            api_version,
+            name,
+            metadata,
+            spec: d.mutating_binding_spec(&spec)?,
+        }),
     };
     Ok(Some(LoadedPolicy {
         source: d.source,

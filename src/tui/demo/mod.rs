@@ -53,6 +53,7 @@ pub fn policies() -> (
         match loaded.object {
             crate::config::PolicyObject::Policy(p) => policies.push(p),
             crate::config::PolicyObject::Binding(b) => bindings.push(b),
+            _ => {}
         }
     }
     (policies, bindings)
