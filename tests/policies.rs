@@ -113,7 +113,7 @@ fn build(
         &case.name,
     ) {
         PolicyObject::Policy(p) => p,
-        PolicyObject::Binding(_) => unreachable!(),
+        _ => unreachable!(),
     };
     let named = match (&case.bindings, &case.binding) {
         (Some(list), _) => list
@@ -137,7 +137,7 @@ fn build(
                 &case.name,
             ) {
                 PolicyObject::Binding(b) => b,
-                PolicyObject::Policy(_) => unreachable!(),
+                _ => unreachable!(),
             }
         })
         .collect();
@@ -715,4 +715,154 @@ fn parameters_are_the_objects_an_audit_log_showed_before_each_request() {
         )
     );
     assert_eq!(outcome(3), (true, String::new()));
+}
+
+/// A case of `upstream-mutating-cases.yaml`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MutatingCase {
+    name: String,
+    patch_type: String,
+    expression: String,
+    object: Value,
+    #[serde(default)]
+    old_object: Option<Value>,
+    expect: MutatingExpect,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct MutatingExpect {
+    #[serde(default)]
+    object: Option<Value>,
+    #[serde(default)]
+    error: Option<String>,
+    #[serde(default)]
+    compile_error: Option<String>,
+}
+
+/// Whether every member of `want` is in `got` (lists item by item).
+fn contains(got: &Value, want: &Value) -> bool {
+    match (got, want) {
+        (Value::Object(g), Value::Object(w)) => w
+            .iter()
+            .all(|(k, v)| g.get(k).is_some_and(|gv| contains(gv, v))),
+        (Value::Array(g), Value::Array(w)) => {
+            g.len() == w.len() && g.iter().zip(w).all(|(a, b)| contains(a, b))
+        }
+        _ => got == want,
+    }
+}
+
+#[test]
+fn upstream_mutating_policy_cases() {
+    let cases: Vec<MutatingCase> = cases("upstream-mutating-cases.yaml", 15);
+    let mut failures = Vec::new();
+    for case in &cases {
+        let field = if case.patch_type == "JSONPatch" {
+            "jsonPatch"
+        } else {
+            "applyConfiguration"
+        };
+        let doc = json!({"apiVersion": "admissionregistration.k8s.io/v1alpha1",
+            "kind": "MutatingAdmissionPolicy", "metadata": {"name": "case"},
+            "spec": {"reinvocationPolicy": "Never",
+                "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
+                "mutations": [{"patchType": case.patch_type, field: {"expression": case.expression}}]}});
+        let mut loaded = hookscope::config::parse_policy_documents(&doc.to_string(), "case.json")
+            .remove(0)
+            .unwrap();
+        loaded.apply_defaults();
+        let errors: Vec<String> = validate_policy_object(&loaded.object)
+            .iter()
+            .map(ToString::to_string)
+            .collect();
+        if let Some(want) = &case.expect.compile_error {
+            if !errors.iter().any(|e| e.ends_with(want.as_str())) {
+                failures.push(format!("{}: field errors {errors:?}", case.name));
+            }
+            continue;
+        }
+        if !errors.is_empty() {
+            failures.push(format!("{}: field errors {errors:?}", case.name));
+            continue;
+        }
+        let PolicyObject::MutatingPolicy(policy) = loaded.object else {
+            unreachable!()
+        };
+        let binding = match hookscope::config::parse_policy_documents(
+            &json!({"apiVersion": "admissionregistration.k8s.io/v1alpha1",
+                "kind": "MutatingAdmissionPolicyBinding", "metadata": {"name": "case"},
+                "spec": {"policyName": "case"}})
+            .to_string(),
+            "binding.json",
+        )
+        .remove(0)
+        .unwrap()
+        .object
+        {
+            PolicyObject::MutatingBinding(b) => b,
+            _ => unreachable!(),
+        };
+        let engine = Engine::new(
+            &[],
+            EngineOptions::for_version(KubeVersion::new(33).unwrap()),
+        )
+        .with_mutating_policies(&[policy], &[binding]);
+        let with_meta = |o: &Value| {
+            let mut o = o.clone();
+            o["apiVersion"] = json!("apps/v1");
+            o["kind"] = json!("Deployment");
+            o["metadata"]["name"] = json!("web");
+            o["metadata"]["namespace"] = json!("default");
+            o
+        };
+        let mut attrs = attributes(
+            with_meta(&case.object),
+            if case.old_object.is_some() {
+                Operation::Update
+            } else {
+                Operation::Create
+            },
+        );
+        attrs.old_object = case
+            .old_object
+            .as_ref()
+            .map(|o| Arc::new(with_meta(o).into()));
+        let cluster = Cluster {
+            namespaces: {
+                let mut n = Namespaces::default();
+                n.insert("default", BTreeMap::new());
+                n
+            },
+            params: ParamObjects::default(),
+        };
+        let (outcome, _) = dispatch(&engine, &cluster, attrs);
+        match (&case.expect.object, &case.expect.error) {
+            (Some(want), _) => {
+                let got = outcome.object.as_deref().map(|o| o.value().clone());
+                if !outcome.allowed || !got.as_ref().is_some_and(|g| contains(g, want)) {
+                    failures.push(format!(
+                        "{}: allowed {} object {got:?} status {:?}",
+                        case.name, outcome.allowed, outcome.status
+                    ));
+                }
+            }
+            (None, Some(want)) => {
+                let message = outcome.status.as_ref().map(|s| s.message.clone());
+                let expected = format!("policy 'case' with binding 'case' denied request: {want}");
+                if outcome.allowed || message.as_deref() != Some(expected.as_str()) {
+                    failures.push(format!("{}: message {message:?}", case.name));
+                }
+                if let Some(s) = &outcome.status
+                    && (s.code, s.reason.as_str()) != (403, "Invalid")
+                {
+                    failures.push(format!("{}: {} {}", case.name, s.code, s.reason));
+                }
+            }
+            (None, None) => failures.push(format!("{}: nothing expected", case.name)),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

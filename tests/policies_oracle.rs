@@ -92,13 +92,23 @@ fn session_webhooks() -> common::Handler {
     })
 }
 
-/// `hookscope replay` of the session's validating policies and `webhooks` (its copy pointing at
-/// the server started here), `--input` and what follows it in `rest`.
+/// `hookscope replay` of the session's policies and `webhooks` (its copy pointing at the server
+/// started here), `--input` and what follows it in `rest`.
 fn replay(webhooks: &std::path::Path, rest: &[std::ffi::OsString]) -> std::process::Output {
+    replay_with(&["mutating-policies.yaml"], webhooks, rest)
+}
+
+/// `hookscope replay` with the session's validating policies and `policies` (in its inputs).
+fn replay_with(
+    policies: &[&str],
+    webhooks: &std::path::Path,
+    rest: &[std::ffi::OsString],
+) -> std::process::Output {
     std::process::Command::new(env!("CARGO_BIN_EXE_hookscope"))
         .args(["--kube-version", "1.33", "replay", "--format", "json"])
         .arg("--webhooks")
         .arg(format!("{SESSION}/inputs/validating-policies.yaml"))
+        .args(policies.iter().map(|p| format!("{SESSION}/inputs/{p}")))
         .arg(webhooks)
         .arg("--input")
         .args(rest)
@@ -107,11 +117,9 @@ fn replay(webhooks: &std::path::Path, rest: &[std::ffi::OsString]) -> std::proce
         .unwrap()
 }
 
-#[test]
-fn the_session_replays_to_what_the_apiserver_recorded() {
-    let pki = TestPki::new();
-    let server = WebhookServer::start(&pki, session_webhooks());
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("policies-oracle");
+/// The session's `webhooks.yaml` pointing at `server`, written into a fresh `dir`.
+fn session_webhooks_file(pki: &TestPki, server: &WebhookServer, dir: &str) -> PathBuf {
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(dir);
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).unwrap();
     let ca = base64::engine::general_purpose::STANDARD.encode(pki.ca_pem());
@@ -125,8 +133,113 @@ fn the_session_replays_to_what_the_apiserver_recorded() {
             ),
         })
         .collect();
-    let webhooks_path = dir.join("webhooks.yaml");
-    std::fs::write(&webhooks_path, webhooks).unwrap();
+    let path = dir.join("webhooks.yaml");
+    std::fs::write(&path, webhooks).unwrap();
+    path
+}
+
+/// What a webhook saw of one review: the path, the request's operation, namespace and name, and
+/// the labels and annotations of its object.
+fn seen(path: &str, review: &Value) -> String {
+    let r = &review["request"];
+    let meta = &r["object"]["metadata"];
+    format!(
+        "{path} {} {}/{} labels={} annotations={}",
+        r["operation"].as_str().unwrap_or_default(),
+        r["namespace"].as_str().unwrap_or_default(),
+        r["name"].as_str().unwrap_or_default(),
+        meta["labels"],
+        meta["annotations"]
+    )
+}
+
+/// The parameter ConfigMap, created before any configuration existed (`kubectl/02-params.txt`):
+/// the replay holds every configuration in force from the start.
+const CREATED_FIRST: &str = "replica-limits";
+
+/// MutatingAdmissionPolicies with the webhooks: every review the webhooks received, in order,
+/// carries the labels and annotations the policies and the other webhook gave the object, as the
+/// apiserver sent them (`received/`); the objects stored are the objects replayed; a policy that
+/// reinvokes the webhook (`add-owner`, IfNeeded) makes the apiserver call `add-label` twice.
+#[test]
+fn mutating_policies_and_webhooks_reinvoke_each_other_as_recorded() {
+    let pki = TestPki::new();
+    let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = std::sync::Arc::clone(&received);
+    let inner = session_webhooks();
+    let server = WebhookServer::start(
+        &pki,
+        handler(move |req| {
+            let review: Value = serde_json::from_slice(&req.body).unwrap_or_default();
+            log.lock().unwrap().push(seen(req.path_only(), &review));
+            inner(req)
+        }),
+    );
+    let webhooks = session_webhooks_file(&pki, &server, "policies-oracle-mutating");
+    let out = replay(&webhooks, &[format!("{SESSION}/audit.log").into()]);
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+
+    // What the recorded webhook server received, in order, the readiness probes aside.
+    let mut files: Vec<_> = std::fs::read_dir(format!("{SESSION}/received"))
+        .unwrap()
+        .map(|f| f.unwrap().file_name().into_string().unwrap())
+        .filter(|n| n.ends_with("-req.json") && !n.contains("-probe"))
+        .collect();
+    files.sort();
+    let recorded: Vec<String> = files
+        .iter()
+        .map(|f| {
+            // `NNNN-PATH-req.json`.
+            let path = format!("/{}", f[5..].trim_end_matches("-req.json"));
+            let review: Value = serde_json::from_str(&read(&format!("received/{f}"))).unwrap();
+            seen(&path, &review)
+        })
+        .collect();
+    let ours: Vec<String> = received
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|s| !s.contains("/probe") && !s.contains(&format!(" pol/{CREATED_FIRST} ")))
+        .cloned()
+        .collect();
+    assert!(recorded.len() >= 15, "{recorded:#?}");
+    assert_eq!(ours, recorded);
+
+    // The objects the apiserver stored are the objects replayed.
+    let stored: BTreeMap<String, Value> = read("audit.log")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["stage"] == "ResponseComplete" && e["verb"] == "create")
+        .filter(|e| e["responseObject"]["kind"] != "Status")
+        .map(|e| (e["auditID"].as_str().unwrap_or_default().to_string(), e))
+        .collect();
+    let mut compared = 0;
+    for r in report["requests"].as_array().unwrap() {
+        let ns = r["namespace"].as_str().unwrap_or_default();
+        let id = r["source"]["auditID"].as_str().unwrap_or_default();
+        let (true, Some(event)) = (["pol", "other", "np"].contains(&ns), stored.get(id)) else {
+            continue;
+        };
+        if r["dryRun"] == true || r["name"] == CREATED_FIRST {
+            continue;
+        }
+        compared += 1;
+        let want = &event["responseObject"]["metadata"];
+        let got = &r["object"]["metadata"];
+        for field in ["labels", "annotations"] {
+            assert_eq!(got[field], want[field], "{ns}/{} {field}", r["name"]);
+        }
+    }
+    assert!(compared >= 5, "{compared} objects compared");
+}
+
+#[test]
+fn the_session_replays_to_what_the_apiserver_recorded() {
+    let pki = TestPki::new();
+    let server = WebhookServer::start(&pki, session_webhooks());
+    let webhooks_path = session_webhooks_file(&pki, &server, "policies-oracle");
+    let dir = webhooks_path.parent().unwrap().to_path_buf();
     let out = replay(&webhooks_path, &[format!("{SESSION}/audit.log").into()]);
     let report: Value = serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));

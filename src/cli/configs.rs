@@ -5,7 +5,10 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use hookscope::KubeVersion;
-use hookscope::api::policy::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding};
+use hookscope::api::policy::{
+    MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding,
+};
 use hookscope::api::{WebhookConfiguration, WebhookKind};
 use hookscope::config::policy::{self as policy_config, PolicyObject};
 use hookscope::config::{self, LoadError};
@@ -23,11 +26,28 @@ pub(crate) struct Configurations {
     /// Per path holding objects of other kinds (a release manifest's Namespaces, Deployments,
     /// CustomResourceDefinitions…), which are skipped without a word: a line saying which.
     pub skipped: Vec<String>,
-    /// The ValidatingAdmissionPolicies accepted (defaulted and valid), a later one of a name
-    /// replacing an earlier one.
-    pub policies: Vec<ValidatingAdmissionPolicy>,
-    /// The ValidatingAdmissionPolicyBindings accepted.
-    pub bindings: Vec<ValidatingAdmissionPolicyBinding>,
+    /// The admission policies and bindings accepted.
+    pub policies: PolicySet,
+}
+
+/// The admission policies and bindings accepted (defaulted and valid), a later one of a kind and
+/// name replacing an earlier one.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct PolicySet {
+    /// ValidatingAdmissionPolicies.
+    pub validating: Vec<ValidatingAdmissionPolicy>,
+    /// ValidatingAdmissionPolicyBindings.
+    pub validating_bindings: Vec<ValidatingAdmissionPolicyBinding>,
+    /// MutatingAdmissionPolicies.
+    pub mutating: Vec<MutatingAdmissionPolicy>,
+    /// MutatingAdmissionPolicyBindings.
+    pub mutating_bindings: Vec<MutatingAdmissionPolicyBinding>,
+}
+
+/// Adds `item`, replacing one of the same name.
+fn upsert<T>(list: &mut Vec<T>, item: T, name: impl Fn(&T) -> &str) {
+    list.retain(|q| name(q) != name(&item));
+    list.push(item);
 }
 
 impl Configurations {
@@ -52,8 +72,7 @@ pub(crate) fn load_configurations(
 ) -> Configurations {
     let mut by_file: ByFile = Vec::new();
     let mut skipped = Vec::new();
-    let mut policies: Vec<ValidatingAdmissionPolicy> = Vec::new();
-    let mut bindings: Vec<ValidatingAdmissionPolicyBinding> = Vec::new();
+    let mut policies = PolicySet::default();
     let mut names: HashMap<(WebhookKind, String), config::Source> = HashMap::new();
     for path in paths {
         let mut seen = Seen::default();
@@ -203,13 +222,15 @@ pub(crate) fn load_configurations(
                     }
                     seen.accepted += 1;
                     match l.object {
-                        PolicyObject::Policy(p) => {
-                            policies.retain(|q| q.name != p.name);
-                            policies.push(p);
-                        }
+                        PolicyObject::Policy(p) => upsert(&mut policies.validating, p, |q| &q.name),
                         PolicyObject::Binding(b) => {
-                            bindings.retain(|q| q.name != b.name);
-                            bindings.push(b);
+                            upsert(&mut policies.validating_bindings, b, |q| &q.name)
+                        }
+                        PolicyObject::MutatingPolicy(p) => {
+                            upsert(&mut policies.mutating, p, |q| &q.name)
+                        }
+                        PolicyObject::MutatingBinding(b) => {
+                            upsert(&mut policies.mutating_bindings, b, |q| &q.name)
                         }
                     }
                 }
@@ -225,7 +246,6 @@ pub(crate) fn load_configurations(
         by_file,
         skipped,
         policies,
-        bindings,
     }
 }
 

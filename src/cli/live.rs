@@ -143,7 +143,7 @@ pub fn run(args: &Args, kube_version: Option<KubeVersion>) -> Result<ExitCode, S
     let replier = args.source.replier()?;
     let (replayer, reader, problems) =
         args.source
-            .replayer_and_reader(&[], (&[], &[]), version, true);
+            .replayer_and_reader(&[], &Default::default(), version, true);
     if let Some(p) = problems.first() {
         return Err(format!("--cluster: {p}"));
     }
@@ -151,7 +151,7 @@ pub fn run(args: &Args, kube_version: Option<KubeVersion>) -> Result<ExitCode, S
     if !args.input.is_empty() {
         let (_, mut input_reader, _) =
             args.source
-                .replayer_and_reader(&[], (&[], &[]), version, true);
+                .replayer_and_reader(&[], &Default::default(), version, true);
         let (_, failures) = input_reader.read_paths(&args.input, None, &mut |item| {
             if let InputItem::Request(_) = item {
                 loaded.push(item);

@@ -181,7 +181,8 @@ impl SourceArgs {
                 ..EngineOptions::for_version(version)
             },
         )
-        .with_policies(policies.0, policies.1);
+        .with_policies(&policies.validating, &policies.validating_bindings)
+        .with_mutating_policies(&policies.mutating, &policies.mutating_bindings);
         let replayer = Replayer::new(
             Arc::new(engine),
             ReplaySettings {
@@ -190,8 +191,9 @@ impl SourceArgs {
             },
         );
         let mut reader = Reader::with_registry(cluster, registry);
-        let mut kinds: Vec<(String, String)> = (policies.0.iter())
+        let mut kinds: Vec<(String, String)> = (policies.validating.iter())
             .filter_map(|p| p.spec.param_kind.as_ref())
+            .chain((policies.mutating.iter()).filter_map(|p| p.spec.param_kind.as_ref()))
             .map(|k| (k.api_version.clone(), k.kind.clone()))
             .collect();
         kinds.sort();
@@ -213,11 +215,8 @@ impl SourceArgs {
     }
 }
 
-/// ValidatingAdmissionPolicies and their bindings.
-pub type Policies<'a> = (
-    &'a [hookscope::api::policy::ValidatingAdmissionPolicy],
-    &'a [hookscope::api::policy::ValidatingAdmissionPolicyBinding],
-);
+/// The admission policies and their bindings.
+pub type Policies<'a> = &'a super::configs::PolicySet;
 
 /// The replay's replier, possibly recorded on the way.
 #[derive(Clone)]
@@ -773,12 +772,9 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     };
 
     // The headless replay reports outcomes only: its dispatches record no trace.
-    let (replayer, reader, cluster_problems) = args.source.replayer_and_reader(
-        &configs,
-        (&loaded.policies, &loaded.bindings),
-        version,
-        false,
-    );
+    let (replayer, reader, cluster_problems) =
+        args.source
+            .replayer_and_reader(&configs, &loaded.policies, version, false);
     // A missing --cluster path is reported above, once.
     let whole_missing = |p: &&InputProblem| p.source.index == 0 && missing.contains(&p.source.file);
     for p in cluster_problems.iter().filter(|p| !whole_missing(p)) {

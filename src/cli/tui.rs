@@ -63,7 +63,7 @@ fn file_source(args: &Args, version: KubeVersion) -> Result<ReplaySource, String
     let mut report = Report::new(version, args.source.audit_level);
     let loaded = super::configs::load_configurations(&args.webhooks, version, &mut report);
     let configs = loaded.all();
-    let (policies, bindings) = (loaded.policies.clone(), loaded.bindings.clone());
+    let policies = loaded.policies.clone();
     let skipped = if args.verbose {
         loaded.skipped
     } else {
@@ -83,9 +83,9 @@ fn file_source(args: &Args, version: KubeVersion) -> Result<ReplaySource, String
         })
         .collect();
     let replier = args.source.replier()?;
-    let (replayer, reader, cluster_problems) =
-        args.source
-            .replayer_and_reader(&configs, (&policies, &bindings), version, true);
+    let (replayer, reader, cluster_problems) = args
+        .source
+        .replayer_and_reader(&configs, &policies, version, true);
     let problems = (report.problems.iter().cloned())
         .chain((cluster_problems.iter()).map(|p| Problem::from_input(ProblemKind::Invalid, p)))
         .chain(

@@ -76,6 +76,10 @@ pub(super) struct Run<'e, 'c> {
     previously_invoked: BTreeSet<String>,
     reinvoke: BTreeSet<String>,
     should_reinvoke: bool,
+    /// The object as the mutating webhooks left it (`SetLastWebhookInvocationOutput`).
+    webhook_output: Option<Arc<Object>>,
+    /// The MutatingAdmissionPolicy plugin's reinvocation context.
+    policy_reinvocation: policy::mutating::ReinvocationContext,
     /// Index in `calls` of the record of the call being handled.
     current_call: Option<usize>,
     /// `attrs.object` and `attrs.old_object` serialised for AdmissionReview bodies, when they
@@ -128,6 +132,8 @@ impl<'e, 'c> Run<'e, 'c> {
             previously_invoked: BTreeSet::new(),
             reinvoke: BTreeSet::new(),
             should_reinvoke: false,
+            webhook_output: None,
+            policy_reinvocation: Default::default(),
             current_call: None,
             object_json: None,
             old_object_json: None,
@@ -183,10 +189,12 @@ impl<'e, 'c> Run<'e, 'c> {
     ) -> Result<(), Status> {
         let phases = self.ctx.phases;
         if phases != Phases::ValidatingOnly {
+            self.mutating_policy_plugin(0)?;
             self.mutating_plugin(0, replier).await?;
             *reinvoke_set = self.reinvoke.clone();
             if phases == Phases::All && self.should_reinvoke {
                 *reinvoked = true;
+                self.mutating_policy_plugin(1)?;
                 self.mutating_plugin(1, replier).await?;
             }
         }
@@ -195,6 +203,160 @@ impl<'e, 'c> Run<'e, 'c> {
             self.validating_plugin(replier).await?;
         }
         Ok(())
+    }
+
+    /// The MutatingAdmissionPolicy plugin (`policy/mutating`) in `round`: pure evaluation, no
+    /// replier. Runs only when the engine has mutating policies, for the operations the plugin
+    /// handles (CREATE, UPDATE, CONNECT).
+    fn mutating_policy_plugin(&mut self, round: u8) -> Result<(), Status> {
+        let engine = self.engine;
+        if engine.mutating_policies.is_empty()
+            || !matches!(
+                self.attrs.operation,
+                Operation::Create | Operation::Update | Operation::Connect
+            )
+        {
+            return Ok(());
+        }
+        self.step(Entry::PolicyPhaseStarted);
+        let start = self.elapsed;
+        let namespaces = self.ctx.namespaces;
+        let env = policy::PolicyEnv {
+            registry: &engine.options.registry,
+            namespaces,
+            params: namespaces.param_source().unwrap_or(&policy::NoParams),
+            authorizer: &engine.options.authorizer,
+        };
+        let result = policy::mutating::dispatch(
+            &engine.mutating_policies,
+            &self.attrs,
+            &env,
+            round,
+            &mut self.policy_reinvocation,
+            engine.options.kube_version,
+        );
+        let op = self.attrs.operation;
+        let mut index = 0;
+        let mut last_call: CallIx = 0;
+        let mut denied_call: Option<CallIx> = None;
+        for event in result.events {
+            use policy::mutating::{MutatingEvent, MutationOutcome};
+            match event {
+                MutatingEvent::Considered {
+                    policy,
+                    binding,
+                    failure_policy,
+                    outcome,
+                    call,
+                    patches,
+                    after,
+                } => {
+                    let (decision, skip_reason, allowed, error, mutated) = match outcome {
+                        MutationOutcome::NotMatched(why) | MutationOutcome::NotReinvoked(why) => (
+                            CallDecision::Skipped,
+                            Some(engine.shared_text(why)),
+                            None,
+                            None,
+                            false,
+                        ),
+                        MutationOutcome::Applied { changed } => {
+                            (CallDecision::Called, None, Some(true), None, changed)
+                        }
+                        MutationOutcome::Failed(m) => (
+                            CallDecision::Called,
+                            None,
+                            Some(false),
+                            Some(m.into()),
+                            false,
+                        ),
+                        MutationOutcome::ErrorIgnored(m) => (
+                            CallDecision::Called,
+                            None,
+                            Some(true),
+                            Some(m.into()),
+                            false,
+                        ),
+                    };
+                    let patch = (!patches.is_empty()).then(|| {
+                        let value = match <[Value; 1]>::try_from(patches) {
+                            Ok([one]) => one,
+                            Err(many) => Value::Array(many),
+                        };
+                        value.to_string().into_boxed_str()
+                    });
+                    self.calls.push(CallRecord {
+                        phase: WebhookKind::Mutating,
+                        round,
+                        index,
+                        configuration: policy,
+                        webhook: binding.unwrap_or_else(|| Arc::from("")),
+                        decision,
+                        skip_reason,
+                        allowed,
+                        mutated,
+                        patch,
+                        error,
+                        failure_policy,
+                        duration_ms: 0.0,
+                        policy: Some(call),
+                    });
+                    index += 1;
+                    last_call = CallIx::try_from(self.calls.len() - 1).unwrap_or(CallIx::MAX);
+                    if allowed == Some(false) && denied_call.is_none() {
+                        denied_call = Some(last_call);
+                    }
+                    self.step(Entry::PolicyEvaluated { call: last_call });
+                    if let Some(after) = after {
+                        let before = self.attrs.object.clone().unwrap_or_default();
+                        self.step(Entry::PatchApplied {
+                            call: last_call,
+                            changed: mutated,
+                            before,
+                            after: Arc::clone(&after),
+                        });
+                        self.attrs.to_mut().object = Some(after);
+                        self.object_json = None;
+                    }
+                }
+                MutatingEvent::ConditionError { policy } => self
+                    .ctx
+                    .metrics
+                    .observe_match_condition_error(&policy, WebhookType::ValidatingPolicy, op),
+                MutatingEvent::ConditionEvaluation { policy } => {
+                    self.ctx.metrics.observe_match_condition_evaluation(
+                        &policy,
+                        WebhookType::ValidatingPolicy,
+                        op,
+                        policy::CHECK_DURATION,
+                    )
+                }
+            }
+        }
+        if let Some(object) = result.object {
+            self.attrs.to_mut().object = Some(object);
+            self.object_json = None;
+        }
+        if result.should_reinvoke {
+            self.should_reinvoke = true;
+        }
+        let took = self.elapsed - start;
+        let rejected = result.denied.is_some();
+        self.ctx
+            .metrics
+            .observe_controller(WebhookType::MutatingPolicy, op, rejected, took);
+        match result.denied {
+            None => Ok(()),
+            Some(status) => {
+                self.step(Entry::Denied {
+                    call: denied_call.unwrap_or(last_call),
+                    status: Some(Box::new(status.clone())),
+                });
+                self.ctx
+                    .metrics
+                    .observe_step(WebhookType::Admit, op, true, took);
+                Err(status)
+            }
+        }
     }
 
     /// The ValidatingAdmissionPolicy plugin (`policy/validating`), on the final object: pure
@@ -834,6 +996,45 @@ impl<'e, 'c> Run<'e, 'c> {
     }
 
     async fn mutating_dispatch<R: Replier + Send>(
+        &mut self,
+        engine: &Engine,
+        round: u8,
+        replier: &mut R,
+    ) -> Result<(), Status> {
+        let phase = WebhookKind::Mutating;
+        // `IsOutputChangedSinceLastWebhookInvocation`: another plugin changed the object.
+        if round == 1 && !self.same_as_webhook_output() {
+            self.require_reinvoking_previously_invoked(Slot {
+                phase,
+                call: CallIx::try_from(self.calls.len().saturating_sub(1)).unwrap_or(CallIx::MAX),
+                round,
+                index: 0,
+            });
+        }
+        let result = self.mutating_hooks(engine, round, replier).await;
+        self.webhook_output = self.attrs.object.clone();
+        result
+    }
+
+    /// Whether the object is (semantically) the one the mutating webhooks left.
+    fn same_as_webhook_output(&self) -> bool {
+        match (self.webhook_output.as_deref(), self.attrs.object.as_deref()) {
+            (None, None) => true,
+            (Some(a), Some(b)) if std::ptr::eq(a, b) => true,
+            (Some(a), Some(b)) => {
+                let release = self.engine.options.kube_version;
+                let schema = Schema::for_release(release);
+                let k = &self.attrs.kind;
+                match schema.kind(&k.group, &k.version, &k.kind) {
+                    Some(id) => schema::semantic_equal(schema, id, a.value(), b.value()),
+                    None => a.value() == b.value(),
+                }
+            }
+            _ => false,
+        }
+    }
+
+    async fn mutating_hooks<R: Replier + Send>(
         &mut self,
         engine: &Engine,
         round: u8,

@@ -258,6 +258,8 @@ pub struct Engine {
     validating: Vec<Hook>,
     /// ValidatingAdmissionPolicies with their bindings, by name.
     policies: Vec<policy::PolicyHook>,
+    /// MutatingAdmissionPolicies with their bindings, by name.
+    mutating_policies: Vec<policy::mutating::MutatingPolicyHook>,
     options: EngineOptions,
     /// One copy of the texts that repeat from request to request, shared by the outcomes of the
     /// requests dispatched.
@@ -310,6 +312,7 @@ impl Engine {
             mutating: hooks::flatten(configs, WebhookKind::Mutating),
             validating: hooks::flatten(configs, WebhookKind::Validating),
             policies: Vec::new(),
+            mutating_policies: Vec::new(),
             options,
             shared: Arc::default(),
         }
@@ -327,16 +330,34 @@ impl Engine {
         self
     }
 
+    /// The engine with MutatingAdmissionPolicies and their bindings (defaulted and valid),
+    /// compiled once here. They run before the mutating webhooks, and again with them when the
+    /// mutating plugins are reinvoked.
+    pub fn with_mutating_policies(
+        mut self,
+        policies: &[crate::api::policy::MutatingAdmissionPolicy],
+        bindings: &[crate::api::policy::MutatingAdmissionPolicyBinding],
+    ) -> Engine {
+        self.mutating_policies = policy::mutating::build(policies, bindings);
+        self
+    }
+
     /// The engine with the policies another engine compiled (an engine rebuilt for edited
     /// webhook configurations keeps its policies).
-    pub fn with_policy_hooks(mut self, hooks: &[policy::PolicyHook]) -> Engine {
-        self.policies = hooks.to_vec();
+    pub fn with_policies_of(mut self, other: &Engine) -> Engine {
+        self.policies = other.policies.clone();
+        self.mutating_policies = other.mutating_policies.clone();
         self
     }
 
     /// The ValidatingAdmissionPolicies in evaluation order, with their bindings.
     pub fn policies(&self) -> &[policy::PolicyHook] {
         &self.policies
+    }
+
+    /// The MutatingAdmissionPolicies in evaluation order, with their bindings.
+    pub fn mutating_policies(&self) -> &[policy::mutating::MutatingPolicyHook] {
+        &self.mutating_policies
     }
 
     fn shared(&self) -> std::sync::MutexGuard<'_, Shared> {

@@ -9,6 +9,8 @@
 //! policies are taken by name, and each policy's bindings by name. The `<policy>/<key>` audit
 //! annotations are published by key (upstream: map order).
 
+pub mod mutating;
+
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -685,6 +685,12 @@ impl super::Outcome {
                                 .unwrap_or_default()
                         ),
                         (_, Some(e)) => format!("error ignored: {e}"),
+                        _ if c.phase == WebhookKind::Mutating => if c.mutated {
+                            "mutated"
+                        } else {
+                            "applied, no change"
+                        }
+                        .into(),
                         _ => "admitted".into(),
                     },
                     None => String::new(),

@@ -47,6 +47,9 @@ pub enum WebhookType {
     /// The ValidatingAdmissionPolicy plugin: `validate` in every metric (its matchConditions'
     /// `kind` is `policy`).
     ValidatingPolicy,
+    /// The MutatingAdmissionPolicy plugin: `admit` (its matchConditions are counted as the
+    /// validating plugin's, `kind="policy"`, `type="validate"`, as upstream's matcher is built).
+    MutatingPolicy,
 }
 
 impl WebhookType {
@@ -56,13 +59,14 @@ impl WebhookType {
             WebhookType::Admit => "admit",
             WebhookType::Validating => "validating",
             WebhookType::ValidatingPolicy => "validate",
+            WebhookType::MutatingPolicy => "admit",
         }
     }
 
     /// The admission step label: `admit` / `validate`.
     pub fn step_str(self) -> &'static str {
         match self {
-            WebhookType::Admit => "admit",
+            WebhookType::Admit | WebhookType::MutatingPolicy => "admit",
             WebhookType::Validating | WebhookType::ValidatingPolicy => "validate",
         }
     }
@@ -74,6 +78,7 @@ impl WebhookType {
             WebhookType::Admit => "MutatingAdmissionWebhook",
             WebhookType::Validating => "ValidatingAdmissionWebhook",
             WebhookType::ValidatingPolicy => "ValidatingAdmissionPolicy",
+            WebhookType::MutatingPolicy => "MutatingAdmissionPolicy",
         }
     }
 }

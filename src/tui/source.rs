@@ -345,7 +345,7 @@ impl ReplaySource {
                 cache.clear();
             }
             let engine = Engine::new(&configurations, replayer.engine().options().clone())
-                .with_policy_hooks(replayer.engine().policies());
+                .with_policies_of(replayer.engine());
             let again = Replayer::new(std::sync::Arc::new(engine), replayer.settings().clone());
             let reusing = ReusingReplier::new(replier.clone(), cache.clone());
             let run = redispatch(&again, generation, &kept, reusing, ids, &tx);

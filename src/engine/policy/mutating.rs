@@ -1,0 +1,864 @@
+//! The MutatingAdmissionPolicy plugin (`k8s.io/apiserver/pkg/admission/plugin/policy/mutating`):
+//! policies matched and their parameters collected as the generic policy dispatcher does (shared
+//! with the validating plugin: each mutating policy is held as a validating policy without
+//! validations), then each invocation's mutations applied in order to the object, with the
+//! plugin's own reinvocation context.
+//!
+//! The patchers: an `ApplyConfiguration` is merged into the object with structured-merge-diff's
+//! semantics over the kind's schema (atomic lists, maps and structs may not be set), a `JSONPatch`
+//! is applied as evanphx's json-patch v4 applies it (a failed `test` leaves the object as it
+//! was); the result is decoded into the kind's Go type and defaulted. Errors are collected per
+//! invocation and, under `failurePolicy: Fail`, deny the request with upstream's
+//! `policy '…' with binding '…' denied request: …`.
+//!
+//! Variables are evaluated once per invocation, with the object as it is when the invocation
+//! starts (upstream evaluates them lazily and caches them for the invocation).
+
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::{
+    Binding, Compiled, ExpressionResult, PolicyCall, PolicyEnv, PolicyEvent, PolicyHook,
+    collect_params, compile, eval_conditions, matches, namespace_object, param_name, param_scope,
+    resource_name, split_api_version,
+};
+use crate::KubeVersion;
+use crate::api::policy::{
+    BindingSpec, MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, PolicySpec,
+    ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+};
+use crate::api::{GroupVersionKind, Status, StatusCause};
+use crate::apply::typed::{self, Atom, ListRelationship, TypeModel};
+use crate::apply::{GoModel, GoType};
+use crate::cel;
+use crate::engine::attributes::Attributes;
+use crate::engine::matching::{self, cel_request};
+use crate::engine::object::Object;
+use crate::engine::status;
+use crate::schema::{self, Schema};
+
+/// Cost budget of one mutation (`RuntimeCELCostBudget`).
+const RUNTIME_COST_BUDGET: u64 = 10_000_000;
+
+/// How a mutation patches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PatchType {
+    ApplyConfiguration,
+    JsonPatch,
+}
+
+/// One compiled mutation.
+#[derive(Debug, Clone)]
+struct Mutator {
+    patch_type: PatchType,
+    expression: String,
+    program: Compiled,
+}
+
+/// A MutatingAdmissionPolicy with its bindings and compiled expressions.
+#[derive(Debug, Clone)]
+pub struct MutatingPolicyHook {
+    /// The policy as configured (defaulted).
+    pub policy: Arc<MutatingAdmissionPolicy>,
+    /// Matching, parameters, matchConditions and variables, as a validating policy without
+    /// validations (the generic dispatcher's part, which both plugins share).
+    core: PolicyHook,
+    mutators: Vec<Mutator>,
+    reinvoke_if_needed: bool,
+    needs_namespace: bool,
+}
+
+impl MutatingPolicyHook {
+    /// The policy's name.
+    pub fn name(&self) -> &str {
+        self.core.name()
+    }
+
+    /// Its bindings' names, in the order they are evaluated.
+    pub fn binding_names(&self) -> impl Iterator<Item = &str> {
+        self.core.bindings.iter().map(|b| &*b.name)
+    }
+}
+
+/// Builds the hooks: every policy (by name) with the bindings that name it (by name).
+pub fn build(
+    policies: &[MutatingAdmissionPolicy],
+    bindings: &[MutatingAdmissionPolicyBinding],
+) -> Vec<MutatingPolicyHook> {
+    let mut policies: Vec<&MutatingAdmissionPolicy> = policies.iter().collect();
+    policies.sort_by(|a, b| a.name.cmp(&b.name));
+    policies.dedup_by(|a, b| a.name == b.name);
+    let as_validating: Vec<ValidatingAdmissionPolicyBinding> = bindings
+        .iter()
+        .map(|b| ValidatingAdmissionPolicyBinding {
+            api_version: b.api_version.clone(),
+            name: b.name.clone(),
+            metadata: b.metadata.clone(),
+            spec: BindingSpec {
+                policy_name: b.spec.policy_name.clone(),
+                param_ref: b.spec.param_ref.clone(),
+                match_resources: b.spec.match_resources.clone(),
+                validation_actions: Vec::new(),
+            },
+        })
+        .collect();
+    policies
+        .into_iter()
+        .map(|p| {
+            let spec = &p.spec;
+            let core_policy = ValidatingAdmissionPolicy {
+                api_version: p.api_version.clone(),
+                name: p.name.clone(),
+                metadata: p.metadata.clone(),
+                spec: PolicySpec {
+                    param_kind: spec.param_kind.clone(),
+                    match_constraints: spec.match_constraints.clone(),
+                    validations: Vec::new(),
+                    failure_policy: spec.failure_policy.clone(),
+                    audit_annotations: Vec::new(),
+                    match_conditions: spec.match_conditions.clone(),
+                    variables: spec.variables.clone(),
+                },
+            };
+            let core = super::build(std::slice::from_ref(&core_policy), &as_validating)
+                .pop()
+                .expect("one policy in, one hook out");
+            let mut env = cel::Env::policy(spec.param_kind.is_some());
+            for v in &spec.variables {
+                match cel::compile_in(&v.expression, &env, cel::ReturnType::Any) {
+                    Ok(p) => env.declare_variable(&v.name, &p),
+                    Err(_) => env.declare_variable_unknown(&v.name),
+                }
+            }
+            let env = env.with_patch_types();
+            let mutators: Vec<Mutator> = spec
+                .mutations
+                .iter()
+                .filter_map(|m| {
+                    let (patch_type, expression, ret) = match m.patch_type.as_str() {
+                        "ApplyConfiguration" => (
+                            PatchType::ApplyConfiguration,
+                            m.apply_configuration.as_ref()?,
+                            cel::ReturnType::ApplyConfiguration,
+                        ),
+                        "JSONPatch" => (
+                            PatchType::JsonPatch,
+                            m.json_patch.as_ref()?,
+                            cel::ReturnType::JsonPatches,
+                        ),
+                        _ => return None,
+                    };
+                    Some(Mutator {
+                        patch_type,
+                        expression: expression.clone(),
+                        program: compile(expression, &env, ret),
+                    })
+                })
+                .collect();
+            let needs_namespace = core.needs_namespace
+                || mutators
+                    .iter()
+                    .any(|m| m.program.as_ref().is_ok_and(|p| p.uses_namespace_object()));
+            MutatingPolicyHook {
+                policy: Arc::new(p.clone()),
+                core,
+                mutators,
+                reinvoke_if_needed: spec.reinvocation_policy == "IfNeeded",
+                needs_namespace,
+            }
+        })
+        .collect()
+}
+
+/// The plugin's reinvocation context (`policyReinvokeContext`), kept across the two rounds of a
+/// request.
+#[derive(Debug, Clone, Default)]
+pub struct ReinvocationContext {
+    last_output: Option<Arc<Object>>,
+    previously_invoked: BTreeSet<String>,
+    reinvoke: BTreeSet<String>,
+}
+
+impl ReinvocationContext {
+    fn require_reinvoking_previously_invoked(&mut self) {
+        let moved = std::mem::take(&mut self.previously_invoked);
+        self.reinvoke.extend(moved);
+    }
+}
+
+/// What one policy with one binding (and parameter) did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MutationOutcome {
+    /// Not matched (why), or a matchCondition is false.
+    NotMatched(String),
+    /// Matched in the reinvocation round but not reinvoked: its policy is `Never`, or nothing
+    /// changed the object since it ran.
+    NotReinvoked(String),
+    /// Its mutations ran; whether they changed the object.
+    Applied {
+        /// Whether the object differs afterwards (`Semantic.DeepEqual`).
+        changed: bool,
+    },
+    /// An error under failurePolicy Fail (the request is denied): the message.
+    Failed(String),
+    /// An error under failurePolicy Ignore: the message.
+    ErrorIgnored(String),
+}
+
+/// One thing the plugin did, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MutatingEvent {
+    /// A policy with a binding (None: the policy alone, when it failed before its bindings).
+    Considered {
+        /// Policy name.
+        policy: Arc<str>,
+        /// Binding name.
+        binding: Option<Arc<str>>,
+        /// Fail or Ignore.
+        failure_policy: &'static str,
+        /// What it did.
+        outcome: MutationOutcome,
+        /// Expressions and parameters.
+        call: Box<PolicyCall>,
+        /// The patches applied: each mutation's apply configuration or JSON patch, as JSON.
+        patches: Vec<Value>,
+        /// The object after its mutations, when they ran.
+        after: Option<Arc<Object>>,
+    },
+    /// A matchCondition error (`match_condition_evaluation_errors_total{kind="policy"}`).
+    ConditionError {
+        /// Policy name.
+        policy: Arc<str>,
+    },
+    /// matchConditions that did not all come out true.
+    ConditionEvaluation {
+        /// Policy name.
+        policy: Arc<str>,
+    },
+}
+
+/// The plugin's result for one round.
+#[derive(Debug, Clone, Default)]
+pub struct MutatingDispatch {
+    /// What happened, in order.
+    pub events: Vec<MutatingEvent>,
+    /// The object after every mutation (None: no mutation was applied).
+    pub object: Option<Arc<Object>>,
+    /// Whether the mutating plugins must run again (`SetShouldReinvoke`).
+    pub should_reinvoke: bool,
+    /// The status when an error under failurePolicy Fail denies the request.
+    pub denied: Option<Status>,
+}
+
+/// An error collected for the final verdict (`PolicyError`).
+struct PolicyError {
+    policy: Arc<str>,
+    binding: Option<Arc<str>>,
+    message: String,
+    reason: &'static str,
+    ignored: bool,
+}
+
+impl PolicyError {
+    fn text(&self) -> String {
+        match &self.binding {
+            Some(b) => format!(
+                "policy '{}' with binding '{b}' denied request: {}",
+                self.policy, self.message
+            ),
+            None => format!(
+                "policy {:?} denied request: {}",
+                &*self.policy, self.message
+            ),
+        }
+    }
+}
+
+/// One invocation: a policy, a binding that matched and one of its parameters.
+struct Invocation<'h> {
+    hook: &'h MutatingPolicyHook,
+    binding: &'h Binding,
+    param: Option<Arc<Value>>,
+    resource: crate::api::GroupVersionResource,
+    kind: GroupVersionKind,
+}
+
+impl Invocation<'_> {
+    /// The reinvocation key: policy, binding and parameter.
+    fn key(&self) -> String {
+        format!(
+            "{}\0{}\0{}",
+            self.hook.name(),
+            self.binding.name,
+            self.param.as_deref().map(param_name).unwrap_or_default()
+        )
+    }
+}
+
+/// Runs the plugin once (round 0, or 1 when the mutating plugins are reinvoked) over `attrs`'
+/// current object.
+pub fn dispatch(
+    hooks: &[MutatingPolicyHook],
+    attrs: &Attributes,
+    env: &PolicyEnv<'_>,
+    round: u8,
+    context: &mut ReinvocationContext,
+    release: KubeVersion,
+) -> MutatingDispatch {
+    let mut out = MutatingDispatch::default();
+    let mut errors: Vec<PolicyError> = Vec::new();
+    let mut invocations: Vec<Invocation<'_>> = Vec::new();
+    // The generic dispatcher: definitions, bindings, parameters.
+    for hook in hooks {
+        let core = &hook.core;
+        let events = &mut out.events;
+        let considered = |events: &mut Vec<MutatingEvent>,
+                          binding: Option<&Binding>,
+                          outcome: MutationOutcome| {
+            events.push(MutatingEvent::Considered {
+                policy: Arc::clone(&core.name),
+                binding: binding.map(|b| Arc::clone(&b.name)),
+                failure_policy: core.failure_policy,
+                outcome,
+                call: Box::new(empty_call()),
+                patches: Vec::new(),
+                after: None,
+            });
+        };
+        let config_error = |events: &mut Vec<MutatingEvent>,
+                            errors: &mut Vec<PolicyError>,
+                            binding: Option<&Binding>,
+                            err: String| {
+            let message = match binding {
+                None => format!("failed to configure policy: {err}"),
+                Some(_) => format!("failed to configure binding: {err}"),
+            };
+            errors.push(PolicyError {
+                policy: Arc::clone(&core.name),
+                binding: binding.map(|b| Arc::clone(&b.name)),
+                message: message.clone(),
+                reason: "",
+                ignored: core.ignore_failures,
+            });
+            considered(events, binding, failed(core, message));
+        };
+        let mut why = String::new();
+        let Some(constraints) = &core.constraints else {
+            config_error(
+                events,
+                &mut errors,
+                None,
+                "policy contained no match constraints, a required field".into(),
+            );
+            continue;
+        };
+        let (resource, kind) = match matches(constraints, attrs, env, &mut why) {
+            Err(e) => {
+                config_error(events, &mut errors, None, e);
+                continue;
+            }
+            Ok(None) => {
+                for b in &core.bindings {
+                    considered(
+                        events,
+                        Some(b),
+                        MutationOutcome::NotMatched(format!("policy matchConstraints: {why}")),
+                    );
+                }
+                continue;
+            }
+            Ok(Some(m)) => m,
+        };
+        if let Some(k) = &core.policy.spec.param_kind
+            && param_scope(k, env.registry).is_none()
+        {
+            let (group, version) = split_api_version(&k.api_version);
+            config_error(
+                events,
+                &mut errors,
+                None,
+                format!(
+                    "failed to find resource referenced by paramKind: '{}{version}, Kind={}'",
+                    if group.is_empty() {
+                        "/".to_string()
+                    } else {
+                        format!("{group}/")
+                    },
+                    k.kind
+                ),
+            );
+            continue;
+        }
+        for b in &core.bindings {
+            if let Some(c) = &b.criteria {
+                match matches(c, attrs, env, &mut why) {
+                    Err(e) => {
+                        config_error(events, &mut errors, Some(b), e);
+                        continue;
+                    }
+                    Ok(None) => {
+                        considered(
+                            events,
+                            Some(b),
+                            MutationOutcome::NotMatched(format!("binding matchResources: {why}")),
+                        );
+                        continue;
+                    }
+                    Ok(Some(_)) => {}
+                }
+            }
+            match collect_params(core, b, attrs, env) {
+                Ok(params) => invocations.extend(params.into_iter().map(|param| Invocation {
+                    hook,
+                    binding: b,
+                    param,
+                    resource: resource.clone(),
+                    kind: kind.clone(),
+                })),
+                Err(e) => config_error(events, &mut errors, Some(b), e),
+            }
+        }
+    }
+
+    // `dispatchInvocations`.
+    let mut current: Cow<'_, Attributes> = Cow::Borrowed(attrs);
+    if round == 1
+        && !same_object(
+            context.last_output.as_deref(),
+            current.object.as_deref(),
+            attrs,
+            release,
+        )
+    {
+        context.require_reinvoking_previously_invoked();
+    }
+    let mut dirty = false;
+    for inv in &invocations {
+        let hook = inv.hook;
+        let core = &hook.core;
+        let mut call = empty_call();
+        if let Some(p) = &inv.param {
+            call.params.push(param_name(p));
+        }
+        let matching_invocation = matching::Invocation {
+            resource: current.resource.clone(),
+            sub_resource: current.sub_resource.clone(),
+            kind: inv.kind.clone(),
+            rule: 0,
+            equivalent: false,
+        };
+        let condition_request = cel_request(&current, &matching_invocation);
+        let param_json = inv.param.as_deref();
+        let mut condition_events = Vec::new();
+        let matched = if core.conditions.is_empty() {
+            Ok(true)
+        } else {
+            let base = activation(&current, &condition_request, env);
+            let inputs = cel::Inputs::new(base, param_json, None);
+            let mut validating_events = Vec::new();
+            let r = eval_conditions(core, &inputs, &mut call, &mut validating_events);
+            for e in validating_events {
+                match e {
+                    PolicyEvent::ConditionError { policy } => {
+                        condition_events.push(MutatingEvent::ConditionError { policy })
+                    }
+                    PolicyEvent::ConditionEvaluation { policy } => {
+                        condition_events.push(MutatingEvent::ConditionEvaluation { policy })
+                    }
+                    _ => {}
+                }
+            }
+            r
+        };
+        out.events.extend(condition_events);
+        let considered = |out: &mut MutatingDispatch,
+                          outcome: MutationOutcome,
+                          call: PolicyCall,
+                          patches: Vec<Value>,
+                          after: Option<Arc<Object>>| {
+            out.events.push(MutatingEvent::Considered {
+                policy: Arc::clone(&core.name),
+                binding: Some(Arc::clone(&inv.binding.name)),
+                failure_policy: core.failure_policy,
+                outcome,
+                call: Box::new(call),
+                patches,
+                after,
+            });
+        };
+        match matched {
+            Ok(true) => {}
+            Ok(false) => {
+                let name = call
+                    .expressions
+                    .iter()
+                    .rev()
+                    .find(|e| e.result == "false")
+                    .map(|e| e.field.clone())
+                    .unwrap_or_else(|| "an error ignored".into());
+                let why = format!("matchConditions: {name} is false");
+                considered(
+                    &mut out,
+                    MutationOutcome::NotMatched(why),
+                    call,
+                    Vec::new(),
+                    None,
+                );
+                continue;
+            }
+            Err(e) => {
+                errors.push(PolicyError {
+                    policy: Arc::clone(&core.name),
+                    binding: Some(Arc::clone(&inv.binding.name)),
+                    message: e.clone(),
+                    reason: "Invalid",
+                    ignored: core.ignore_failures,
+                });
+                considered(&mut out, failed(core, e), call, Vec::new(), None);
+                continue;
+            }
+        }
+        let key = inv.key();
+        if round == 1 && !context.reinvoke.contains(&key) {
+            let why = if hook.reinvoke_if_needed {
+                "reinvocationPolicy IfNeeded, and nothing changed the object since it ran"
+            } else {
+                "reinvocationPolicy Never"
+            };
+            considered(
+                &mut out,
+                MutationOutcome::NotReinvoked(why.into()),
+                call,
+                Vec::new(),
+                None,
+            );
+            continue;
+        }
+        let before = current.object.clone();
+        let mut patches = Vec::new();
+        let mut failure: Option<String> = None;
+        let mut applied = false;
+        if current.object.is_some() {
+            let ns = hook
+                .needs_namespace
+                .then(|| namespace_object(&current, env.namespaces))
+                .flatten();
+            let mut request = condition_request.clone();
+            if let Some(m) = request.as_object_mut() {
+                m.insert(
+                    "resource".into(),
+                    serde_json::to_value(&inv.resource).unwrap_or(Value::Null),
+                );
+            }
+            let variables = cel::Variables::evaluate(
+                &core.variables,
+                &cel::Inputs::new(activation(&current, &request, env), param_json, ns.as_ref()),
+            );
+            for (i, m) in hook.mutators.iter().enumerate() {
+                let result = {
+                    let base = activation(&current, &request, env);
+                    let inputs = cel::Inputs::new(base, param_json, ns.as_ref());
+                    mutate(m, &inputs, &variables, &current, &inv.kind, release)
+                };
+                let field = match m.patch_type {
+                    PatchType::ApplyConfiguration => {
+                        format!("mutations[{i}].applyConfiguration")
+                    }
+                    PatchType::JsonPatch => format!("mutations[{i}].jsonPatch"),
+                };
+                match result {
+                    Ok((patch, object)) => {
+                        call.expressions.push(ExpressionResult {
+                            field,
+                            expression: m.expression.clone(),
+                            result: patch.to_string(),
+                        });
+                        patches.push(patch);
+                        applied = true;
+                        current.to_mut().object = Some(Arc::new(Object::new(object)));
+                    }
+                    Err(e) => {
+                        call.expressions.push(ExpressionResult {
+                            field,
+                            expression: m.expression.clone(),
+                            result: format!("error: {e}"),
+                        });
+                        errors.push(PolicyError {
+                            policy: Arc::clone(&core.name),
+                            binding: Some(Arc::clone(&inv.binding.name)),
+                            message: e.clone(),
+                            reason: "Invalid",
+                            ignored: core.ignore_failures,
+                        });
+                        failure.get_or_insert(e);
+                    }
+                }
+            }
+        }
+        dirty |= applied;
+        let changed = !same_object(before.as_deref(), current.object.as_deref(), attrs, release);
+        if changed {
+            context.require_reinvoking_previously_invoked();
+            out.should_reinvoke = true;
+        }
+        if hook.reinvoke_if_needed {
+            context.previously_invoked.insert(key);
+        }
+        let outcome = match failure {
+            Some(e) => failed(core, e),
+            None => MutationOutcome::Applied { changed },
+        };
+        let after = applied.then(|| current.object.clone()).flatten();
+        considered(&mut out, outcome, call, patches, after);
+    }
+    if dirty {
+        context.require_reinvoking_previously_invoked();
+        out.should_reinvoke = true;
+        out.object = current.object.clone();
+    }
+    context.last_output = current.object.clone();
+    let denials: Vec<&PolicyError> = errors.iter().filter(|e| !e.ignored).collect();
+    out.denied = denials.first().map(|first| {
+        let mut s = status::forbidden(
+            &attrs.resource.group_resource(),
+            &resource_name(attrs),
+            "admission request denied by policy",
+        );
+        s.message = first.text();
+        if !first.reason.is_empty() {
+            s.reason = first.reason.into();
+        }
+        if let Some(details) = &mut s.details {
+            for e in &denials {
+                details.causes.push(StatusCause {
+                    message: e.text(),
+                    ..Default::default()
+                });
+            }
+        }
+        s
+    });
+    out
+}
+
+/// The variables of an evaluation over `attrs`' current objects.
+fn activation<'a>(
+    attrs: &'a Attributes,
+    request: &'a Value,
+    env: &'a PolicyEnv<'_>,
+) -> cel::Activation<'a> {
+    const NULL: &Value = &Value::Null;
+    cel::Activation {
+        object: attrs.object_value().unwrap_or(NULL),
+        old_object: attrs.old_object_value().unwrap_or(NULL),
+        request,
+        authorizer: env.authorizer,
+        user: &attrs.user_info,
+    }
+}
+
+fn empty_call() -> PolicyCall {
+    PolicyCall {
+        params: Vec::new(),
+        expressions: Vec::new(),
+        validation_actions: Vec::new(),
+        message: None,
+    }
+}
+
+fn failed(core: &PolicyHook, message: String) -> MutationOutcome {
+    if core.ignore_failures {
+        MutationOutcome::ErrorIgnored(message)
+    } else {
+        MutationOutcome::Failed(message)
+    }
+}
+
+/// `Semantic.DeepEqual` of two states of the request's object.
+fn same_object(
+    a: Option<&Object>,
+    b: Option<&Object>,
+    attrs: &Attributes,
+    release: KubeVersion,
+) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => {
+            if std::ptr::eq(a, b) {
+                return true;
+            }
+            let schema = Schema::for_release(release);
+            let k = &attrs.kind;
+            match schema.kind(&k.group, &k.version, &k.kind) {
+                Some(id) => schema::semantic_equal(schema, id, a.value(), b.value()),
+                None => a.value() == b.value(),
+            }
+        }
+        _ => false,
+    }
+}
+
+/// One mutation: the patch it evaluated to (as JSON) and the object it produced, or the error
+/// as the patcher words it.
+fn mutate(
+    m: &Mutator,
+    inputs: &cel::Inputs<'_>,
+    variables: &cel::Variables,
+    attrs: &Attributes,
+    kind: &GroupVersionKind,
+    release: KubeVersion,
+) -> Result<(Value, Value), String> {
+    let program = match &m.program {
+        Ok(p) => p,
+        Err(e) => return Err(format!("compilation error: {e}")),
+    };
+    let expression_error = |e: String| {
+        if e.starts_with("type mismatch:")
+            || e.starts_with("unsupported return type")
+            || e.starts_with("JSONPath valueExpression")
+            || e == cel::PER_CALL_LIMIT_EXCEEDED
+        {
+            e
+        } else {
+            format!("expression '{}' resulted in error: {e}", m.expression)
+        }
+    };
+    let object = attrs.object_value().unwrap_or(&Value::Null);
+    let schema = Schema::for_release(release);
+    let id = schema.kind(&kind.group, &kind.version, &kind.kind);
+    let (patch, mut patched) = match m.patch_type {
+        PatchType::ApplyConfiguration => {
+            let (config, cost) =
+                cel::evaluate_apply_configuration(program, inputs, Some(variables));
+            if cost > RUNTIME_COST_BUDGET {
+                return Err(cel::COST_BUDGET_EXHAUSTED.into());
+            }
+            let config = config.map_err(expression_error)?;
+            let merged = apply_configuration(schema, id, object, &config)?;
+            (config, merged)
+        }
+        PatchType::JsonPatch => {
+            let (ops, cost) = cel::evaluate_json_patch(program, inputs, Some(variables));
+            if cost > RUNTIME_COST_BUDGET {
+                return Err(cel::COST_BUDGET_EXHAUSTED.into());
+            }
+            let ops = Value::Array(ops.map_err(expression_error)?);
+            let patch = crate::jsonpatch::decode(ops.to_string().as_bytes())
+                .map_err(|e| format!("JSON Patch: {e}"))?;
+            match patch.apply_to_value(object) {
+                Ok(v) => (ops, v),
+                // `jsonpatch.ErrTestFailed`: the object is left as it was.
+                Err(e) if e.message.ends_with("test failed") => (ops, object.clone()),
+                Err(e) => return Err(format!("JSON Patch: {e}")),
+            }
+        }
+    };
+    if let Some(id) = id {
+        schema::codec::normalize_in_place(schema, id, &mut patched).map_err(|e| e.to_string())?;
+        if crate::defaulting::default_object(
+            &kind.group,
+            &kind.version,
+            &kind.kind,
+            &mut patched,
+            release,
+        ) {
+            schema::codec::normalize_in_place(schema, id, &mut patched)
+                .map_err(|e| e.to_string())?;
+        }
+    }
+    Ok((patch, patched))
+}
+
+/// `ApplyStructuredMergeDiff`: the apply configuration checked against the kind's schema,
+/// refused where it sets atomic values, and merged into the object. A kind without a schema
+/// here (a custom resource) is merged as structured-merge-diff merges a deduced type: maps
+/// member by member, everything else replaced.
+fn apply_configuration(
+    schema: &Schema,
+    id: Option<crate::schema::TypeId>,
+    object: &Value,
+    config: &Value,
+) -> Result<Value, String> {
+    let Some(id) = id else {
+        return Ok(deduced_merge(object, config));
+    };
+    let model = GoModel(schema);
+    let ty = GoType::Struct(id);
+    typed::validate(&model, &ty, config).map_err(|e| {
+        format!("error applying patch: failed to convert patch object to typed object: {e}")
+    })?;
+    let mut atomics = Vec::new();
+    find_atomics(&model, &ty, config, &mut String::new(), &mut atomics);
+    if !atomics.is_empty() {
+        return Err(format!(
+            "error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {}",
+            atomics.join(", ")
+        ));
+    }
+    typed::merge(&model, &ty, Some(object), Some(config))
+        .map(Option::unwrap_or_default)
+        .map_err(|e| format!("error applying patch: failed to merge patch: {e}"))
+}
+
+fn deduced_merge(object: &Value, config: &Value) -> Value {
+    match (object, config) {
+        (Value::Object(o), Value::Object(c)) => {
+            let mut out = o.clone();
+            for (k, v) in c {
+                let merged = match o.get(k) {
+                    Some(existing) => deduced_merge(existing, v),
+                    None => v.clone(),
+                };
+                out.insert(k.clone(), merged);
+            }
+            Value::Object(out)
+        }
+        (_, c) => c.clone(),
+    }
+}
+
+/// `findAtomics`: the paths of the atomic lists, maps and structs a patch sets, in
+/// structured-merge-diff's path notation (`.spec.selector`, `[name="c"]`, `[0]`).
+fn find_atomics<'s>(
+    model: &GoModel<'s>,
+    ty: &GoType<'s>,
+    value: &Value,
+    path: &mut String,
+    out: &mut Vec<String>,
+) {
+    match (model.atom(ty), value) {
+        (Atom::Map { atomic }, Value::Object(m)) => {
+            if atomic {
+                out.push(path.clone());
+            }
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            for k in keys {
+                if let Some((member, _)) = model.field(ty, k) {
+                    let len = path.len();
+                    path.push('.');
+                    path.push_str(k);
+                    find_atomics(model, &member, &m[k], path, out);
+                    path.truncate(len);
+                }
+            }
+        }
+        (Atom::List(rel), Value::Array(items)) => {
+            if matches!(rel, ListRelationship::Atomic) {
+                out.push(path.clone());
+            }
+            if let Some(element) = model.element(ty) {
+                for (i, item) in items.iter().enumerate() {
+                    let len = path.len();
+                    path.push_str(&format!("[{i}]"));
+                    find_atomics(model, &element, item, path, out);
+                    path.truncate(len);
+                }
+            }
+        }
+        _ => {}
+    }
+}
