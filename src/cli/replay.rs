@@ -530,11 +530,14 @@ impl Sinks {
         self.clear_progress();
         let p = &self.paint;
         let called = r.calls.iter().filter(|c| c.decision == "called").count();
-        let mutated: Vec<&str> = r
+        let mutated: Vec<String> = r
             .calls
             .iter()
             .filter(|c| c.mutated)
-            .map(|c| &*c.webhook)
+            .map(|c| match c.phase {
+                "mutatingPolicy" => format!("{}/{}", c.configuration, c.webhook),
+                _ => c.webhook.to_string(),
+            })
             .collect();
         let verdict = match &r.status {
             None => p.good("allowed"),

@@ -52,24 +52,25 @@ fn esc(s: &str) -> String {
 impl JUnit {
     /// Adds the case of a replayed request.
     pub fn request(&mut self, r: &RequestReport, mismatches: &[Mismatch]) {
-        let policies = (r.calls.iter())
-            .filter(|c| c.phase == "validatingPolicy")
-            .count();
+        let count = |phase: &str| r.calls.iter().filter(|c| c.phase == phase).count();
+        let (validating, mutating) = (count("validatingPolicy"), count("mutatingPolicy"));
         let out = match &r.status {
             None => {
                 // The webhooks called, not those only considered and skipped.
                 let called = (r.calls.iter())
-                    .filter(|c| c.decision != "skipped" && c.phase != "validatingPolicy")
+                    .filter(|c| c.decision != "skipped" && !c.phase.ends_with("Policy"))
                     .count();
-                let calls = format!(
+                let mut parts = vec![format!(
                     "{called} webhook call{}",
                     if called == 1 { "" } else { "s" }
-                );
-                if policies == 0 {
-                    format!("allowed ({calls})")
-                } else {
-                    format!("allowed ({calls}, {policies} validating admission policy bindings)")
+                )];
+                if mutating > 0 {
+                    parts.push(format!("{mutating} mutating admission policy bindings"));
                 }
+                if validating > 0 {
+                    parts.push(format!("{validating} validating admission policy bindings"));
+                }
+                format!("allowed ({})", parts.join(", "))
             }
             Some(s) => format!("denied {}: {}", s.code, s.message),
         };

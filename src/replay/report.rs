@@ -225,8 +225,9 @@ pub struct Recorded {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallReport {
-    /// `mutating`, `validatingPolicy` (a ValidatingAdmissionPolicy with one binding:
-    /// `configuration` is the policy, `webhook` the binding) or `validating`.
+    /// `mutatingPolicy` (a MutatingAdmissionPolicy with one binding: `configuration` is the
+    /// policy, `webhook` the binding), `mutating`, `validatingPolicy` (the same for a
+    /// ValidatingAdmissionPolicy) or `validating`.
     pub phase: &'static str,
     /// Reinvocation round.
     pub round: u8,
@@ -262,6 +263,7 @@ impl CallReport {
         }
         CallReport {
             phase: match c.phase {
+                WebhookKind::Mutating if c.policy.is_some() => "mutatingPolicy",
                 _ if c.policy.is_some() => "validatingPolicy",
                 WebhookKind::Mutating => "mutating",
                 WebhookKind::Validating => "validating",

@@ -130,6 +130,49 @@ impl HookInfo {
     }
 }
 
+impl HookInfo {
+    /// A MutatingAdmissionPolicy with one of its bindings.
+    pub fn from_mutating_policy(
+        policy: &crate::api::policy::MutatingAdmissionPolicy,
+        binding: &crate::api::policy::ValidatingAdmissionPolicyBinding,
+        position: usize,
+    ) -> HookInfo {
+        let spec = &policy.spec;
+        let mut settings = vec![
+            ("kind", "MutatingAdmissionPolicy".to_string()),
+            (
+                "failurePolicy",
+                spec.failure_policy.clone().unwrap_or_else(|| "Fail".into()),
+            ),
+            ("reinvocationPolicy", spec.reinvocation_policy.clone()),
+            ("matchConstraints", json_text(&spec.match_constraints)),
+        ];
+        if let Some(m) = &binding.spec.match_resources {
+            settings.push(("matchResources", json_text(m)));
+        }
+        if let Some(k) = &spec.param_kind {
+            settings.push(("paramKind", json_text(k)));
+        }
+        if let Some(r) = &binding.spec.param_ref {
+            settings.push(("paramRef", json_text(r)));
+        }
+        if !spec.match_conditions.is_empty() {
+            settings.push(("matchConditions", json_text(&spec.match_conditions)));
+        }
+        if !spec.variables.is_empty() {
+            settings.push(("variables", json_text(&spec.variables)));
+        }
+        settings.push(("mutations", json_text(&spec.mutations)));
+        HookInfo {
+            phase: WebhookKind::Mutating,
+            configuration: policy.name.clone(),
+            webhook: binding.name.clone(),
+            position,
+            settings,
+        }
+    }
+}
+
 /// The verdict of a request as the table shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Verdict {

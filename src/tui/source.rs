@@ -210,10 +210,16 @@ impl std::fmt::Debug for ReplaySource {
     }
 }
 
-/// The webhooks of an engine in dispatch order, for the Webhooks view, the
-/// ValidatingAdmissionPolicies (one row per binding) between the mutating and the validating
-/// webhooks, where they run.
+/// The webhooks of an engine in dispatch order, for the Webhooks view: the
+/// MutatingAdmissionPolicies (one row per binding) before the mutating webhooks, the
+/// ValidatingAdmissionPolicies between the mutating and the validating webhooks, where they run.
 pub fn hook_infos(engine: &Engine) -> Vec<HookInfo> {
+    let mutating_policies = engine.mutating_policies().iter().flat_map(|p| {
+        p.bindings()
+            .iter()
+            .enumerate()
+            .map(|(i, b)| HookInfo::from_mutating_policy(&p.policy, &b.binding, i))
+    });
     let mutating = engine
         .mutating_hooks()
         .iter()
@@ -226,7 +232,10 @@ pub fn hook_infos(engine: &Engine) -> Vec<HookInfo> {
     });
     let validating =
         (engine.validating_hooks().iter()).map(|h| HookInfo::from_hook(WebhookKind::Validating, h));
-    mutating.chain(policies).chain(validating).collect()
+    (mutating_policies.chain(mutating))
+        .chain(policies)
+        .chain(validating)
+        .collect()
 }
 
 /// Reads files on a thread of its own into a bounded channel.

@@ -77,9 +77,10 @@ impl MutatingPolicyHook {
         self.core.name()
     }
 
-    /// Its bindings' names, in the order they are evaluated.
-    pub fn binding_names(&self) -> impl Iterator<Item = &str> {
-        self.core.bindings.iter().map(|b| &*b.name)
+    /// Its bindings, in the order they are evaluated (each held in the validating binding's
+    /// shape, without validationActions).
+    pub fn bindings(&self) -> &[Binding] {
+        &self.core.bindings
     }
 }
 

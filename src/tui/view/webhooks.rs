@@ -158,10 +158,13 @@ fn render_history(frame: &mut Frame, state: &State, live: &LiveState, hook: &Hoo
     frame.render_widget(Paragraph::new(lines).block(pane(state, title, false)), area);
 }
 
-/// A webhook's phase; a ValidatingAdmissionPolicy binding's row says `policy` (it runs in the
-/// validating phase, before the validating webhooks, with positions of its own).
+/// A webhook's phase; an admission policy binding's row says `policy` (a mutating one runs
+/// before the mutating webhooks, a validating one before the validating webhooks, with positions
+/// of their own).
 fn phase_label(h: &crate::tui::model::HookInfo) -> String {
-    let policy = (h.settings.iter()).any(|(k, v)| *k == "kind" && v == "ValidatingAdmissionPolicy");
+    let policy = (h.settings.iter()).any(|(k, v)| {
+        *k == "kind" && (v == "ValidatingAdmissionPolicy" || v == "MutatingAdmissionPolicy")
+    });
     if policy {
         "policy".to_string()
     } else {
