@@ -29,6 +29,31 @@ fn json_text<T: serde::Serialize>(v: &T) -> String {
     serde_json::to_string(v).unwrap_or_default()
 }
 
+/// The settings a policy binding's row shows whatever the policy's kind.
+fn policy_settings(
+    settings: &mut Vec<(&'static str, String)>,
+    binding: &crate::api::policy::ValidatingAdmissionPolicyBinding,
+    param_kind: Option<&crate::api::policy::ParamKind>,
+    match_conditions: &[crate::api::MatchCondition],
+    variables: &[crate::api::policy::Variable],
+) {
+    if let Some(m) = &binding.spec.match_resources {
+        settings.push(("matchResources", json_text(m)));
+    }
+    if let Some(k) = param_kind {
+        settings.push(("paramKind", json_text(k)));
+    }
+    if let Some(r) = &binding.spec.param_ref {
+        settings.push(("paramRef", json_text(r)));
+    }
+    if !match_conditions.is_empty() {
+        settings.push(("matchConditions", json_text(&match_conditions)));
+    }
+    if !variables.is_empty() {
+        settings.push(("variables", json_text(&variables)));
+    }
+}
+
 impl HookInfo {
     /// From the engine's hook.
     pub fn from_hook(phase: WebhookKind, h: &Hook) -> HookInfo {
@@ -101,21 +126,13 @@ impl HookInfo {
             ),
             ("matchConstraints", json_text(&spec.match_constraints)),
         ];
-        if let Some(m) = &binding.spec.match_resources {
-            settings.push(("matchResources", json_text(m)));
-        }
-        if let Some(k) = &spec.param_kind {
-            settings.push(("paramKind", json_text(k)));
-        }
-        if let Some(r) = &binding.spec.param_ref {
-            settings.push(("paramRef", json_text(r)));
-        }
-        if !spec.match_conditions.is_empty() {
-            settings.push(("matchConditions", json_text(&spec.match_conditions)));
-        }
-        if !spec.variables.is_empty() {
-            settings.push(("variables", json_text(&spec.variables)));
-        }
+        policy_settings(
+            &mut settings,
+            binding,
+            spec.param_kind.as_ref(),
+            &spec.match_conditions,
+            &spec.variables,
+        );
         settings.push(("validations", json_text(&expressions)));
         if !spec.audit_annotations.is_empty() {
             settings.push(("auditAnnotations", json_text(&spec.audit_annotations)));
@@ -147,21 +164,13 @@ impl HookInfo {
             ("reinvocationPolicy", spec.reinvocation_policy.clone()),
             ("matchConstraints", json_text(&spec.match_constraints)),
         ];
-        if let Some(m) = &binding.spec.match_resources {
-            settings.push(("matchResources", json_text(m)));
-        }
-        if let Some(k) = &spec.param_kind {
-            settings.push(("paramKind", json_text(k)));
-        }
-        if let Some(r) = &binding.spec.param_ref {
-            settings.push(("paramRef", json_text(r)));
-        }
-        if !spec.match_conditions.is_empty() {
-            settings.push(("matchConditions", json_text(&spec.match_conditions)));
-        }
-        if !spec.variables.is_empty() {
-            settings.push(("variables", json_text(&spec.variables)));
-        }
+        policy_settings(
+            &mut settings,
+            binding,
+            spec.param_kind.as_ref(),
+            &spec.match_conditions,
+            &spec.variables,
+        );
         settings.push(("mutations", json_text(&spec.mutations)));
         HookInfo {
             phase: WebhookKind::Mutating,
