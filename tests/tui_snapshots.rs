@@ -281,7 +281,8 @@ fn chain_says_why_a_webhook_was_not_reinvoked() {
     // Request #2: the sidecar injector's objectSelector does not select the pod in round 0; the
     // defaulter then changes the object; in round 1 the injector matches but is not called.
     let mut s = loaded("default");
-    keys(&mut s, "j\n]");
+    // `]` lands on the round's first step, the MutatingAdmissionPolicy; `j` the injector.
+    keys(&mut s, "j\n]j");
     let text = detail_text(&s);
     assert!(
         text.contains("not called: not reinvoked: it was not called in round 0, and a webhook is never called for the first time in the reinvocation round (round 0: objectSelector"),
@@ -293,7 +294,7 @@ fn chain_says_why_a_webhook_was_not_reinvoked() {
 #[test]
 fn chain_says_why_a_webhook_was_reinvoked() {
     let mut s = loaded("default");
-    keys(&mut s, "\n]");
+    keys(&mut s, "\n]j");
     let text = detail_text(&s);
     assert!(
         text.contains("reinvoked: it was called in round 0 with reinvocationPolicy IfNeeded, and a webhook after it changed the object in that round"),

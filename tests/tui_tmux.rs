@@ -175,6 +175,12 @@ fn demo_in_tmux() {
     t.keys(&["j"]);
     t.wait_for(&["Steps 2/"], "next step");
     t.keys(&["]"]);
+    // The round opens with the MutatingAdmissionPolicy; the injector is the next step.
+    t.wait_for(
+        &["demo-owner-label · mutating · round 1"],
+        "jump to round 1",
+    );
+    t.keys(&["j"]);
     let s = t.wait_for(
         &["inject.sidecar.demo · mutating · round 1"],
         "jump to round 1",
@@ -216,8 +222,9 @@ fn demo_in_tmux() {
     // deny instead of failing open.
     t.keys(&["5"]);
     t.wait_for(&["30-slow-quota"], "webhooks view");
-    // The demo's policy binding is listed before the validating webhooks.
-    for _ in 0..3 {
+    // The demo's mutating policy binding is listed first, its validating one before the
+    // validating webhooks.
+    for _ in 0..4 {
         t.keys(&["j"]);
     }
     t.keys(&["e"]);

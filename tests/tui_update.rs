@@ -50,8 +50,8 @@ fn the_demo_streams_into_the_state() {
     assert_eq!(s.progress.total, Some(s.entries.len()));
     assert_eq!(s.visible.len(), s.entries.len());
     assert_eq!(s.selected, Some(0));
-    // Five webhooks and the policy's binding.
-    assert_eq!(s.hooks.len(), 6);
+    // Five webhooks and the bindings of the mutating and the validating policy.
+    assert_eq!(s.hooks.len(), 7);
     let (_, allowed, denied, open) = s.counts();
     assert!(allowed > 0 && denied > 0 && open > 0);
     // The Webhooks view's counts agree with the requests, the demo's ValidatingAdmissionPolicy
@@ -279,7 +279,9 @@ fn stepping_through_the_chain_to_round_1() {
     key(&mut s, ']');
     let calls = s.selected_entry().unwrap().replayed.outcome.calls.clone();
     assert_eq!(Block::of(&calls[s.step]), Block::Round1);
-    assert_eq!(&*calls[s.step].webhook, "inject.sidecar.demo");
+    // The round opens with the mutating policy, as the apiserver runs it.
+    assert_eq!(&*calls[s.step].webhook, "demo-owner-label");
+    assert_eq!(&*calls[s.step + 1].webhook, "inject.sidecar.demo");
     key(&mut s, ']');
     assert_eq!(Block::of(&calls[s.step]), Block::Validating);
     key(&mut s, '[');
@@ -916,24 +918,27 @@ fn clicks_in_the_chain_pick_steps_and_panes() {
         .iter()
         .position(|l| l.contains("mutating · round 0"))
         .unwrap() as u16;
-    click(&mut s, 10, step_row(&screen, &calls, 2, 0..46));
+    // The reinvoked injector (after round 0's mutating policy and two webhooks, and round 1's
+    // mutating policy).
+    let row = step_row(&screen, &calls, 4, 0..46);
+    click(&mut s, 10, row);
     click(&mut s, 10, title_y);
-    assert_eq!(s.step, 2);
+    assert_eq!(s.step, 4);
     // The detail pane takes the keys when clicked, the grid when clicked again.
     click(&mut s, 100, 20);
     assert_eq!(s.chain_pane, ChainPane::Detail);
-    click(&mut s, 10, 20);
+    click(&mut s, 10, row);
     assert_eq!(s.chain_pane, ChainPane::Grid);
     // The wheel scrolls the detail under the mouse, and steps over the grid.
     wheel(&mut s, 100, 20, true);
     wheel(&mut s, 100, 20, true);
-    assert_eq!((s.step, s.detail_scroll), (2, 6));
+    assert_eq!((s.step, s.detail_scroll), (4, 6));
     wheel(&mut s, 100, 20, false);
     assert_eq!(s.detail_scroll, 3);
-    wheel(&mut s, 10, 20, true);
-    assert_eq!((s.step, s.detail_scroll), (3, 0));
-    wheel(&mut s, 10, 20, false);
-    assert_eq!(s.step, 2);
+    wheel(&mut s, 10, row, true);
+    assert_eq!((s.step, s.detail_scroll), (5, 0));
+    wheel(&mut s, 10, row, false);
+    assert_eq!(s.step, 4);
 }
 
 #[test]
@@ -1258,7 +1263,7 @@ fn a_click_on_an_annotation_opens_the_step_that_wrote_it() {
 fn e_opens_a_configuration_at_its_start_not_its_name_on_the_last_row() {
     for (w, h) in [(80u16, 24u16), (120, 40)] {
         let mut s = loaded_at(w, h);
-        for k in "5jjjje".chars() {
+        for k in "5jjjjje".chars() {
             key(&mut s, k);
         }
         assert_eq!(s.view, View::Editor);

@@ -5,12 +5,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use hookscope::KubeVersion;
-use hookscope::api::policy::{
-    MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, ValidatingAdmissionPolicy,
-    ValidatingAdmissionPolicyBinding,
-};
 use hookscope::api::{WebhookConfiguration, WebhookKind};
-use hookscope::config::policy::{self as policy_config, PolicyObject};
+use hookscope::config::policy as policy_config;
 use hookscope::config::{self, LoadError};
 use hookscope::replay::report::{Problem, ProblemKind, Report};
 use hookscope::replay::{IndexUnit, SourceRef};
@@ -30,25 +26,7 @@ pub(crate) struct Configurations {
     pub policies: PolicySet,
 }
 
-/// The admission policies and bindings accepted (defaulted and valid), a later one of a kind and
-/// name replacing an earlier one.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct PolicySet {
-    /// ValidatingAdmissionPolicies.
-    pub validating: Vec<ValidatingAdmissionPolicy>,
-    /// ValidatingAdmissionPolicyBindings.
-    pub validating_bindings: Vec<ValidatingAdmissionPolicyBinding>,
-    /// MutatingAdmissionPolicies.
-    pub mutating: Vec<MutatingAdmissionPolicy>,
-    /// MutatingAdmissionPolicyBindings.
-    pub mutating_bindings: Vec<MutatingAdmissionPolicyBinding>,
-}
-
-/// Adds `item`, replacing one of the same name.
-fn upsert<T>(list: &mut Vec<T>, item: T, name: impl Fn(&T) -> &str) {
-    list.retain(|q| name(q) != name(&item));
-    list.push(item);
-}
+pub(crate) use hookscope::config::policy::PolicySet;
 
 impl Configurations {
     /// The configurations accepted, in reading order.
@@ -221,18 +199,7 @@ pub(crate) fn load_configurations(
                         ));
                     }
                     seen.accepted += 1;
-                    match l.object {
-                        PolicyObject::Policy(p) => upsert(&mut policies.validating, p, |q| &q.name),
-                        PolicyObject::Binding(b) => {
-                            upsert(&mut policies.validating_bindings, b, |q| &q.name)
-                        }
-                        PolicyObject::MutatingPolicy(p) => {
-                            upsert(&mut policies.mutating, p, |q| &q.name)
-                        }
-                        PolicyObject::MutatingBinding(b) => {
-                            upsert(&mut policies.mutating_bindings, b, |q| &q.name)
-                        }
-                    }
+                    policies.insert(l.object);
                 }
             }
         }

@@ -73,6 +73,35 @@ impl PolicyObject {
     }
 }
 
+/// Admission policies and bindings, a later one of a kind and name replacing an earlier one.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PolicySet {
+    /// ValidatingAdmissionPolicies.
+    pub validating: Vec<ValidatingAdmissionPolicy>,
+    /// ValidatingAdmissionPolicyBindings.
+    pub validating_bindings: Vec<ValidatingAdmissionPolicyBinding>,
+    /// MutatingAdmissionPolicies.
+    pub mutating: Vec<MutatingAdmissionPolicy>,
+    /// MutatingAdmissionPolicyBindings.
+    pub mutating_bindings: Vec<MutatingAdmissionPolicyBinding>,
+}
+
+impl PolicySet {
+    /// Adds `object`, replacing one of the same kind and name.
+    pub fn insert(&mut self, object: PolicyObject) {
+        fn upsert<T>(list: &mut Vec<T>, item: T, name: impl Fn(&T) -> &str) {
+            list.retain(|q| name(q) != name(&item));
+            list.push(item);
+        }
+        match object {
+            PolicyObject::Policy(p) => upsert(&mut self.validating, p, |q| &q.name),
+            PolicyObject::Binding(b) => upsert(&mut self.validating_bindings, b, |q| &q.name),
+            PolicyObject::MutatingPolicy(p) => upsert(&mut self.mutating, p, |q| &q.name),
+            PolicyObject::MutatingBinding(b) => upsert(&mut self.mutating_bindings, b, |q| &q.name),
+        }
+    }
+}
+
 /// A policy or binding with where it came from and what defaulting did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LoadedPolicy {

@@ -1121,10 +1121,12 @@ impl<'e, 'c> Run<'e, 'c> {
     /// Why the mutating webhook at `index`, matching in the reinvocation round, is not in the set
     /// to reinvoke, from what round 0 recorded of it.
     fn not_reinvoked_why(&self, hook: &Hook, index: usize) -> NotReinvokedWhy {
-        let round0 = self
-            .calls
-            .iter()
-            .find(|c| c.phase == WebhookKind::Mutating && c.round == 0 && c.index == index);
+        let round0 = self.calls.iter().find(|c| {
+            c.phase == WebhookKind::Mutating
+                && c.policy.is_none()
+                && c.round == 0
+                && c.index == index
+        });
         match round0 {
             Some(c) if c.decision == CallDecision::Called => {
                 if hook.reinvoke_if_needed {

@@ -39,24 +39,16 @@ pub const WEBHOOKS_YAML: &str = include_str!("webhooks.yaml");
 pub const POLICIES_YAML: &str = include_str!("policies.yaml");
 
 /// The demo's policies and bindings, defaulted (and valid, as the apiserver stores them).
-pub fn policies() -> (
-    Vec<crate::api::policy::ValidatingAdmissionPolicy>,
-    Vec<crate::api::policy::ValidatingAdmissionPolicyBinding>,
-) {
-    let (mut policies, mut bindings) = (Vec::new(), Vec::new());
+pub fn policies() -> crate::config::policy::PolicySet {
+    let mut set = crate::config::policy::PolicySet::default();
     for loaded in crate::config::parse_policy_documents(POLICIES_YAML, "demo-policies.yaml") {
         let Ok(mut loaded) = loaded else { continue };
         loaded.apply_defaults();
-        if !crate::config::policy::validate_policy_object(&loaded.object).is_empty() {
-            continue;
-        }
-        match loaded.object {
-            crate::config::PolicyObject::Policy(p) => policies.push(p),
-            crate::config::PolicyObject::Binding(b) => bindings.push(b),
-            _ => {}
+        if crate::config::policy::validate_policy_object(&loaded.object).is_empty() {
+            set.insert(loaded.object);
         }
     }
-    (policies, bindings)
+    set
 }
 
 /// How long the slow webhook takes (its timeoutSeconds is 1).
@@ -685,13 +677,14 @@ fn source(
     ids: IdMode,
     label: &str,
 ) -> ReplaySource {
-    let (policies, bindings) = policies();
+    let set = policies();
     let engine = Arc::new(
         Engine::new(
             &document.configurations,
             EngineOptions::for_version(version),
         )
-        .with_policies(&policies, &bindings),
+        .with_policies(&set.validating, &set.validating_bindings)
+        .with_mutating_policies(&set.mutating, &set.mutating_bindings),
     );
     let settings = ReplaySettings {
         concurrency,
@@ -749,7 +742,13 @@ pub fn offline(version: KubeVersion) -> ReplaySource {
 mod policy_tests {
     #[test]
     fn embedded_policies_are_valid() {
-        let (policies, bindings) = super::policies();
-        assert_eq!((policies.len(), bindings.len()), (1, 1));
+        let set = super::policies();
+        let counts = [
+            set.validating.len(),
+            set.validating_bindings.len(),
+            set.mutating.len(),
+            set.mutating_bindings.len(),
+        ];
+        assert_eq!(counts, [1, 1, 1, 1]);
     }
 }

@@ -422,18 +422,23 @@ fn masked_patch(patch: &Value, mask: bool) -> String {
     serde_json::to_string_pretty(&model::masked_patch(patch, mask)).unwrap_or_default()
 }
 
-/// What a ValidatingAdmissionPolicy did with one binding: its parameters, actions, failure
-/// message and every expression's result.
+/// What an admission policy did with one binding: its parameters, a ValidatingAdmissionPolicy's
+/// actions and failure message, and every expression's result (a mutation's is its patch).
 fn policy_lines(
     state: &State,
     lines: &mut Vec<Line<'static>>,
     p: &crate::engine::policy::PolicyCall,
+    phase: crate::api::WebhookKind,
 ) {
-    section(state, lines, "ValidatingAdmissionPolicy");
-    lines.push(Line::raw(format!(
-        "validationActions: {}",
-        p.validation_actions.join(", ")
-    )));
+    if phase == crate::api::WebhookKind::Mutating {
+        section(state, lines, "MutatingAdmissionPolicy");
+    } else {
+        section(state, lines, "ValidatingAdmissionPolicy");
+        lines.push(Line::raw(format!(
+            "validationActions: {}",
+            p.validation_actions.join(", ")
+        )));
+    }
     if !p.params.is_empty() {
         lines.push(Line::raw(format!("params: {}", p.params.join(", "))));
     }
@@ -538,9 +543,13 @@ pub(crate) fn detail_lines(state: &State, entry: &Entry, c: &CallRecord) -> Vec<
         (None, None) => lines.push(Line::raw("called")),
     }
     if let Some(p) = &c.policy {
-        policy_lines(state, &mut lines, p);
+        policy_lines(state, &mut lines, p, c.phase);
     }
-    if c.round == 1 && c.skip_reason.is_none() {
+    if c.round == 1 && c.skip_reason.is_none() && c.policy.is_some() {
+        lines.push(Line::raw(
+            "reinvoked: reinvocationPolicy IfNeeded, and the object changed since the policy ran",
+        ));
+    } else if c.round == 1 && c.skip_reason.is_none() {
         lines.push(Line::styled(
             "reinvoked: it was called in round 0 with reinvocationPolicy IfNeeded, and a webhook after it changed the object in that round",
             style(state, StyleKey::Muted),
