@@ -866,3 +866,29 @@ fn upstream_mutating_policy_cases() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn check_refuses_an_invalid_mutating_policy_with_the_apiservers_field_errors() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookscope"))
+        .args(["--kube-version", "1.33", "check", "--webhooks"])
+        .arg(format!("{FIXTURES}/invalid-mutating-policy.yaml"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    for error in [
+        r#"spec.matchConstraints.resourceRules.operations: Unsupported value: "DELETE": supported values: "*", "CONNECT", "CREATE", "UPDATE""#,
+        "spec.mutations[0].jsonPatch.expression: Invalid value: \"[JSONPatch{op: 1}]\": compilation failed: ERROR: <input>:1:",
+        "expected type of field 'op' is 'string' but provided type is 'int'",
+        "spec.mutations[1].applyConfiguration: Required value: must be specified when patchType is ApplyConfiguration",
+        "spec.reinvocationPolicy: Required value",
+    ] {
+        assert!(text.contains(error), "{error}\n{text}");
+    }
+    assert!(
+        text.contains("1 configuration checked: 0 valid, 1 invalid"),
+        "{text}"
+    );
+    assert!(!text.contains("other kinds"), "{text}");
+}

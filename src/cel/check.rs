@@ -377,7 +377,20 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
                             token: f.field.clone(),
                         });
                     }
-                    infer(&f.value, scope)?;
+                    let ty = infer(&f.value, scope)?;
+                    if name == "JSONPatch"
+                        && f.field != "value"
+                        && !matches!(ty, Ty::String | Ty::Dyn | Ty::Unknown)
+                    {
+                        return Err(Issue {
+                            message: format!(
+                                "expected type of field '{}' is 'string' but provided type is '{}'",
+                                f.field,
+                                ty.name()
+                            ),
+                            token: f.field.clone(),
+                        });
+                    }
                 }
             }
             Ok(match name {

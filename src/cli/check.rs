@@ -51,9 +51,10 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
             kind, api_version, ..
         }) = &loaded
         {
-            // Validating policies are read below.
+            // Admission policies are read below.
             if !(api_version.starts_with("admissionregistration.k8s.io/")
-                && kind.starts_with("ValidatingAdmissionPolicy"))
+                && (kind.starts_with("ValidatingAdmissionPolicy")
+                    || kind.starts_with("MutatingAdmissionPolicy")))
             {
                 other_kinds.add(kind);
             }
@@ -125,6 +126,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
             Ok(l) => l,
             Err(e) => {
                 count += 1;
+                invalid += 1;
                 failed = true;
                 outln!("{} {e}", paint.bad("✗"));
                 continue;
@@ -166,8 +168,10 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         if errors.is_empty()
             && let Some(note) = policy_config::needs_enabling(object, version)
         {
+            warnings += 1;
             outln!("    {} apiVersion: {note}", paint.warn("warning"));
         }
+        warnings += loaded.unknown_fields.len();
         for f in &loaded.unknown_fields {
             outln!(
                 "    {} {f}: unknown field (the apiserver drops it)",
@@ -175,6 +179,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
             );
         }
         failed |= !errors.is_empty();
+        invalid += usize::from(!errors.is_empty());
     }
     if count == 0 {
         let also = if other_kinds.is_empty() {
@@ -183,7 +188,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
             format!(" ({other_kinds})")
         };
         return Err(format!(
-            "no webhook configurations or validating admission policies found in the given paths{also}"
+            "no webhook configurations or admission policies found in the given paths{also}"
         ));
     }
     if !other_kinds.is_empty() {
