@@ -400,6 +400,30 @@ fn the_session_replays_to_what_the_apiserver_recorded() {
     assert!(added.len() >= 5, "{added:?}");
     let ours = counts(&std::fs::read_to_string(&window_metrics).unwrap());
     assert_eq!(ours, added);
+    // The mutating plugins ran once per round of every create and update in the window, the
+    // policy plugin as often as the webhook plugin.
+    let plugins = |text: &str| -> BTreeMap<String, f64> {
+        text.lines()
+            .filter(|l| {
+                l.starts_with(
+                    "apiserver_admission_controller_admission_duration_seconds_count{name=\"Mutating",
+                )
+            })
+            .filter_map(|l| l.rsplit_once(' '))
+            .map(|(series, v)| (series.to_string(), v.parse().unwrap()))
+            .collect()
+    };
+    let mut recorded_plugins = plugins(&read("metrics-after.txt"));
+    for (series, v) in plugins(&read("metrics-before.txt")) {
+        if let Some(after) = recorded_plugins.get_mut(&series) {
+            *after -= v;
+        }
+    }
+    assert_eq!(recorded_plugins.len(), 4, "{recorded_plugins:?}");
+    assert_eq!(
+        plugins(&std::fs::read_to_string(&window_metrics).unwrap()),
+        recorded_plugins
+    );
     // The HELP text and the histogram of the same series.
     let text = std::fs::read_to_string(&window_metrics).unwrap();
     let help = |t: &str| {
