@@ -764,12 +764,14 @@ fn upstream_mutating_policy_cases() {
         } else {
             "applyConfiguration"
         };
+        let mutations =
+            json!([{"patchType": case.patch_type, field: {"expression": case.expression}}]);
         let doc = json!({"apiVersion": "admissionregistration.k8s.io/v1alpha1",
             "kind": "MutatingAdmissionPolicy", "metadata": {"name": "case"},
             "spec": {"reinvocationPolicy": "Never",
                 "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
                     "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
-                "mutations": [{"patchType": case.patch_type, field: {"expression": case.expression}}]}});
+                "mutations": mutations}});
         let mut loaded = hookscope::config::parse_policy_documents(&doc.to_string(), "case.json")
             .remove(0)
             .unwrap();
@@ -788,28 +790,7 @@ fn upstream_mutating_policy_cases() {
             failures.push(format!("{}: field errors {errors:?}", case.name));
             continue;
         }
-        let PolicyObject::MutatingPolicy(policy) = loaded.object else {
-            unreachable!()
-        };
-        let binding = match hookscope::config::parse_policy_documents(
-            &json!({"apiVersion": "admissionregistration.k8s.io/v1alpha1",
-                "kind": "MutatingAdmissionPolicyBinding", "metadata": {"name": "case"},
-                "spec": {"policyName": "case"}})
-            .to_string(),
-            "binding.json",
-        )
-        .remove(0)
-        .unwrap()
-        .object
-        {
-            PolicyObject::MutatingBinding(b) => b,
-            _ => unreachable!(),
-        };
-        let engine = Engine::new(
-            &[],
-            EngineOptions::for_version(KubeVersion::new(33).unwrap()),
-        )
-        .with_mutating_policies(&[policy], &[binding]);
+        let engine = mutating_engine(mutations, 33);
         let with_meta = |o: &Value| {
             let mut o = o.clone();
             o["apiVersion"] = json!("apps/v1");
@@ -891,4 +872,73 @@ fn check_refuses_an_invalid_mutating_policy_with_the_apiservers_field_errors() {
         "{text}"
     );
     assert!(!text.contains("other kinds"), "{text}");
+}
+
+/// An engine with one MutatingAdmissionPolicy `case` (its `mutations` as given, over
+/// deployments) bound everywhere, at Kubernetes 1.`minor`.
+fn mutating_engine(mutations: Value, minor: u32) -> Engine {
+    let mut set = hookscope::config::policy::PolicySet::default();
+    for doc in [
+        json!({"apiVersion": "admissionregistration.k8s.io/v1alpha1",
+            "kind": "MutatingAdmissionPolicy", "metadata": {"name": "case"},
+            "spec": {"reinvocationPolicy": "Never",
+                "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                    "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
+                "mutations": mutations}}),
+        json!({"apiVersion": "admissionregistration.k8s.io/v1alpha1",
+            "kind": "MutatingAdmissionPolicyBinding", "metadata": {"name": "case"},
+            "spec": {"policyName": "case"}}),
+    ] {
+        set.insert(load(doc, "mutating_engine"));
+    }
+    Engine::new(
+        &[],
+        EngineOptions::for_version(KubeVersion::new(minor).unwrap()),
+    )
+    .with_mutating_policies(&set.mutating, &set.mutating_bindings)
+}
+
+#[test]
+fn mutations_are_counted_per_mutation_from_1_34() {
+    let mutations = json!([
+        {"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/metadata/labels', value: {'a': 'b'}}]"}},
+        {"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{op: 'remove', path: '/spec/paused'}]"}}
+    ]);
+    let deployment = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "web", "namespace": "default"}, "spec": {"replicas": 1}});
+    let cluster = Cluster {
+        namespaces: {
+            let mut n = Namespaces::default();
+            n.insert("default", BTreeMap::new());
+            n
+        },
+        params: ParamObjects::default(),
+    };
+    let (outcome, metrics) = dispatch(
+        &mutating_engine(mutations.clone(), 34),
+        &cluster,
+        attributes(deployment.clone(), Operation::Create),
+    );
+    // The failed remove denies under Fail; both mutations were evaluated and counted.
+    assert!(!outcome.allowed);
+    let text = metrics.encode_text();
+    for series in [
+        r#"apiserver_mutating_admission_policy_check_total{error_type="no_error",policy="case",policy_binding="case"} 1"#,
+        r#"apiserver_mutating_admission_policy_check_total{error_type="invalid_error",policy="case",policy_binding="case"} 1"#,
+        r#"apiserver_mutating_admission_policy_check_duration_seconds_count{error_type="no_error",policy="case",policy_binding="case"} 1"#,
+        "# HELP apiserver_mutating_admission_policy_check_total [ALPHA] Mutation admission policy check total, labeled by policy and further identified by binding.",
+    ] {
+        assert!(text.contains(series), "{series}\n{text}");
+    }
+    // Kubernetes 1.33 has no such metric (the recorded v1.33 session shows none).
+    let (_, metrics) = dispatch(
+        &mutating_engine(mutations, 33),
+        &cluster,
+        attributes(deployment, Operation::Create),
+    );
+    assert!(
+        !metrics
+            .encode_text()
+            .contains("mutating_admission_policy_check")
+    );
 }

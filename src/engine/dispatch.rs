@@ -318,6 +318,16 @@ impl<'e, 'c> Run<'e, 'c> {
                         self.object_json = None;
                     }
                 }
+                MutatingEvent::Check {
+                    policy,
+                    binding,
+                    error_type,
+                } => self.ctx.metrics.observe_mutating_check(
+                    &policy,
+                    &binding,
+                    error_type,
+                    policy::CHECK_DURATION,
+                ),
                 MutatingEvent::ConditionError { policy } => self
                     .ctx
                     .metrics

@@ -131,6 +131,8 @@ const WEBHOOK_REJECTION: &str = "apiserver_admission_webhook_rejection_count";
 const WEBHOOK_REQUEST: &str = "apiserver_admission_webhook_request_total";
 const POLICY_CHECK: &str = "apiserver_validating_admission_policy_check_total";
 const POLICY_DURATION: &str = "apiserver_validating_admission_policy_check_duration_seconds";
+const MUTATING_CHECK: &str = "apiserver_mutating_admission_policy_check_total";
+const MUTATING_DURATION: &str = "apiserver_mutating_admission_policy_check_duration_seconds";
 
 /// HELP texts as `/metrics` prints them (component-base stability prefix + upstream `Help`).
 const HELP_CONTROLLER_DURATION: &str = "[STABLE] Admission controller latency histogram in seconds, identified by name and broken out for each operation and API resource and type (validate or admit).";
@@ -149,7 +151,10 @@ const HELP_POLICY_DURATION: &str = "[BETA] Validation admission latency for indi
 const HELP_POLICY_CHECK_LEGACY: &str = "[ALPHA] Validation admission policy check total, labeled by policy and further identified by binding, enforcement action taken, and state.";
 const HELP_POLICY_DURATION_LEGACY: &str = "[ALPHA] Validation admission latency for individual validation expressions in seconds, labeled by policy and further including binding, state and enforcement action taken.";
 
-/// Buckets of `validating_admission_policy_check_duration_seconds`.
+const HELP_MUTATING_CHECK: &str = "[ALPHA] Mutation admission policy check total, labeled by policy and further identified by binding.";
+const HELP_MUTATING_DURATION: &str = "[ALPHA] Mutation admission latency for individual mutation expressions in seconds, labeled by policy and binding.";
+
+/// Buckets of `validating_admission_policy_check_duration_seconds` (and of the mutating one).
 const POLICY_BUCKETS: &[f64] = &[0.0000005, 0.001, 0.01, 0.1, 1.0];
 
 /// Buckets of `webhook_admission_duration_seconds`.
@@ -324,6 +329,9 @@ pub struct Metrics {
     step: Vec<(PhaseKey, (Histogram, Summary))>,
     /// `validating_admission_policy_check_total` and `_check_duration_seconds`.
     policy_checks: BTreeMap<PolicyCheckKey, (u64, Histogram)>,
+    /// `mutating_admission_policy_check_total` and `_check_duration_seconds` (1.34+), by policy,
+    /// binding and error type.
+    mutating_checks: BTreeMap<[String; 3], (u64, Histogram)>,
     /// A per-request set's observations, in order, kept instead of series.
     log: Option<Vec<Observation>>,
 }
@@ -340,6 +348,7 @@ enum Observation {
     Controller(PhaseKey, Duration),
     Step(PhaseKey, Duration),
     PolicyCheck(Box<PolicyCheckKey>, Duration),
+    MutatingCheck(Box<[String; 3]>, Duration),
 }
 
 /// The labels of one policy check series.
@@ -412,6 +421,10 @@ impl Metrics {
             Observation::Step(k, elapsed) => self.observe_step(k.ty, k.op, k.rejected, *elapsed),
             Observation::PolicyCheck(k, elapsed) => {
                 self.observe_policy_check((**k).clone(), *elapsed)
+            }
+            Observation::MutatingCheck(k, elapsed) => {
+                let [policy, binding, error_type] = &**k;
+                self.observe_mutating_check(policy, binding, error_type, *elapsed);
             }
         }
     }
@@ -588,6 +601,26 @@ impl Metrics {
         h.observe(POLICY_BUCKETS, elapsed.as_secs_f64());
     }
 
+    /// One mutation of a MutatingAdmissionPolicy (1.34+: `ObserveAdmission`,
+    /// `ObserveRejection`): increments `apiserver_mutating_admission_policy_check_total` and
+    /// observes `elapsed` in `_check_duration_seconds`, labelled
+    /// `{error_type,policy,policy_binding}`.
+    pub fn observe_mutating_check(
+        &mut self,
+        policy: &str,
+        binding: &str,
+        error_type: &str,
+        elapsed: Duration,
+    ) {
+        let key = [policy.to_owned(), binding.to_owned(), error_type.to_owned()];
+        if self.defer(|| Observation::MutatingCheck(Box::new(key.clone()), elapsed)) {
+            return;
+        }
+        let (n, h) = self.mutating_checks.entry(key).or_default();
+        *n += 1;
+        h.observe(POLICY_BUCKETS, elapsed.as_secs_f64());
+    }
+
     /// Adds every series of `other` into `self`, as if `other`'s observations had been recorded
     /// on `self` after its own (exactly so for [`Metrics::per_request`] sets and small ones; see
     /// the module notes).
@@ -623,6 +656,11 @@ impl Metrics {
         }
         for (k, (n, h)) in &other.policy_checks {
             let (into_n, into_h) = self.policy_checks.entry(k.clone()).or_default();
+            *into_n += n;
+            into_h.merge(POLICY_BUCKETS, h);
+        }
+        for (k, (n, h)) in &other.mutating_checks {
+            let (into_n, into_h) = self.mutating_checks.entry(k.clone()).or_default();
             *into_n += n;
             into_h.merge(POLICY_BUCKETS, h);
         }
@@ -871,6 +909,22 @@ impl Metrics {
                 value: ValueOut::Histogram(h, POLICY_BUCKETS),
             });
         }
+        let mut mutating = (Vec::new(), Vec::new());
+        for ([policy, binding, error_type], (n, h)) in &self.mutating_checks {
+            let labels = vec![
+                ("error_type", error_type.clone()),
+                ("policy", policy.clone()),
+                ("policy_binding", binding.clone()),
+            ];
+            mutating.0.push(SeriesOut {
+                labels: labels.clone(),
+                value: ValueOut::Counter(*n),
+            });
+            mutating.1.push(SeriesOut {
+                labels,
+                value: ValueOut::Histogram(h, POLICY_BUCKETS),
+            });
+        }
         let (help_check, help_duration) = if legacy {
             (HELP_POLICY_CHECK_LEGACY, HELP_POLICY_DURATION_LEGACY)
         } else {
@@ -879,6 +933,13 @@ impl Metrics {
         let mut families = vec![
             FamilyOut::new(POLICY_CHECK, help_check, "counter", checks.0),
             FamilyOut::new(POLICY_DURATION, help_duration, "histogram", checks.1),
+            FamilyOut::new(MUTATING_CHECK, HELP_MUTATING_CHECK, "counter", mutating.0),
+            FamilyOut::new(
+                MUTATING_DURATION,
+                HELP_MUTATING_DURATION,
+                "histogram",
+                mutating.1,
+            ),
             FamilyOut::new(
                 CONTROLLER_DURATION,
                 HELP_CONTROLLER_DURATION,

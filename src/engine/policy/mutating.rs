@@ -239,6 +239,16 @@ pub enum MutatingEvent {
         /// Policy name.
         policy: Arc<str>,
     },
+    /// One mutation evaluated (1.34 and later): `apiserver_mutating_admission_policy_check_total`
+    /// and `_check_duration_seconds`.
+    Check {
+        /// Policy name.
+        policy: Arc<str>,
+        /// Binding name.
+        binding: Arc<str>,
+        /// `no_error`, `compile_error`, `invalid_error` or `out_of_budget`.
+        error_type: &'static str,
+    },
 }
 
 /// The plugin's result for one round.
@@ -564,6 +574,16 @@ pub fn dispatch(
                     let inputs = cel::Inputs::new(base, param_json, ns.as_ref());
                     mutate(m, &inputs, &variables, &current, &inv.kind, release)
                 };
+                if release.at_least(34) {
+                    out.events.push(MutatingEvent::Check {
+                        policy: Arc::clone(&core.name),
+                        binding: Arc::clone(&inv.binding.name),
+                        error_type: match &result {
+                            Ok(_) => "no_error",
+                            Err(e) => super::error_type(e),
+                        },
+                    });
+                }
                 let field = match m.patch_type {
                     PatchType::ApplyConfiguration => {
                         format!("mutations[{i}].applyConfiguration")
@@ -714,7 +734,8 @@ fn mutate(
 ) -> Result<(Value, Value), String> {
     let program = match &m.program {
         Ok(p) => p,
-        Err(e) => return Err(format!("compilation error: {e}")),
+        // The patcher returns the compile errors themselves.
+        Err(e) => return Err(e.clone()),
     };
     let expression_error = |e: String| {
         if e.starts_with("type mismatch:")
