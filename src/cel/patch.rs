@@ -442,3 +442,40 @@ mod tests {
         assert!(err.0.contains("undefined field 'pth'"), "{err:?}");
     }
 }
+
+#[cfg(test)]
+mod optional_fields {
+    use serde_json::json;
+
+    use super::super::{Activation, Authorizer, Env, Inputs, ReturnType, compile_in};
+    use super::*;
+
+    #[test]
+    fn optional_fields_are_set_only_when_present() {
+        let env = Env::policy(false).with_patch_types();
+        let object = json!({"metadata": {"labels": {"a": "b"}}});
+        let (user, authorizer): (crate::api::UserInfo, Authorizer) = Default::default();
+        let request = json!({});
+        let inputs = Inputs::new(
+            Activation {
+                object: &object,
+                old_object: &serde_json::Value::Null,
+                request: &request,
+                authorizer: &authorizer,
+                user: &user,
+            },
+            None,
+            None,
+        );
+        let program = compile_in(
+            "Object{metadata: Object.metadata{?labels: object.metadata.?labels, ?annotations: object.metadata.?annotations}}",
+            &env,
+            ReturnType::ApplyConfiguration,
+        )
+        .unwrap();
+        assert_eq!(
+            evaluate_apply_configuration(&program, &inputs, None).0,
+            Ok(json!({"metadata": {"labels": {"a": "b"}}}))
+        );
+    }
+}
