@@ -1806,7 +1806,7 @@ mod tests {
         assert_eq!(splice(r#"{"metadata":{"uid":"x"}}"#), None);
         assert_eq!(splice(r#"{"spec":{}}"#), None);
         assert_eq!(
-            serde_json::from_str::<Value>(&splice(r#"{"metadata":{"generation":2}}"#).unwrap())
+            crate::json::from_str::<Value>(&splice(r#"{"metadata":{"generation":2}}"#).unwrap())
                 .unwrap(),
             serde_json::json!({"metadata": {"uid": "u", "generation": 2, "creationTimestamp": "t"}})
         );

@@ -482,9 +482,9 @@ impl Patch {
 /// Parses what [`Patch::apply`] returned, as [`Patch::apply_to_value`] does: invalid UTF-8 and
 /// unpaired surrogates become U+FFFD; a document serde_json cannot represent is an error.
 pub fn parse_patched(out: &[u8]) -> Result<serde_json::Value, ApplyError> {
-    match serde_json::from_slice(out) {
+    match crate::json::from_slice(out) {
         Ok(v) => Ok(v),
-        Err(_) => serde_json::from_slice(&sanitize(out)).map_err(|e| ApplyError {
+        Err(_) => crate::json::from_slice(&sanitize(out)).map_err(|e| ApplyError {
             message: format!("patched document is not representable as a JSON value: {e}"),
         }),
     }

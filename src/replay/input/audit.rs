@@ -171,7 +171,7 @@ impl<'a> Event<'a> {
             let Some(raw) = raw else {
                 return Ok(None);
             };
-            serde_json::from_slice(raw).map(Some).map_err(|e| {
+            crate::json::from_slice(raw).map(Some).map_err(|e| {
                 let text = e.to_string();
                 let text = text
                     .rsplit_once(" at line ")
@@ -342,7 +342,7 @@ impl Reader {
             "create" | "update" | "patch" | "delete" | "deletecollection" => {}
             "get" | "list" => {
                 let oref =
-                    match serde_json::from_slice::<ObjectRef>(&text[oref_span.0..oref_span.1]) {
+                    match crate::json::from_slice::<ObjectRef>(&text[oref_span.0..oref_span.1]) {
                         Ok(o) => o,
                         Err(e) => return sink(invalid("objectRef", e.to_string(), &source)),
                     };
@@ -1480,7 +1480,7 @@ impl Reader {
         let deleting = matches!(ev.verb.as_str(), "delete" | "deletecollection");
         if deleting
             && ev.request_object.is_some_and(|r| {
-                serde_json::from_slice::<Value>(r).is_ok_and(|v| query::is_dry_run(&v))
+                crate::json::from_slice::<Value>(r).is_ok_and(|v| query::is_dry_run(&v))
             })
         {
             return;

@@ -582,7 +582,7 @@ impl Reader {
         let spans: audit::Spans = match scan::find_by(text, (0, text.len()), audit::key_index) {
             Ok(s) => s,
             Err(_) => {
-                let message = match serde_json::from_slice::<serde::de::IgnoredAny>(text) {
+                let message = match crate::json::from_slice::<serde::de::IgnoredAny>(text) {
                     Err(e) => format!("invalid JSON: {}", relocate(e.to_string(), &positions)),
                     Ok(_) => "expected a JSON object".to_string(),
                 };
@@ -616,7 +616,8 @@ impl Reader {
                 self.reviews = true;
                 return self.review_read_alone(read, source, sink);
             }
-            let doc = match scan::parse::<Value>(text) {
+            // The request's objects are two levels down: each may nest as deep as a body.
+            let doc = match scan::parse_within::<Value>(text, 2) {
                 Ok(d) => d,
                 Err(e) => {
                     let message = format!("invalid JSON: {}", relocate(e, &positions));
@@ -684,13 +685,32 @@ impl Reader {
         positions: &Positions,
         sink: Sink<'_>,
     ) -> bool {
-        let Ok(doc) = scan::parse::<Value>(text) else {
-            return false;
+        let doc = match scan::parse_within::<Value>(text, wrapped::MAX_WRAPPING) {
+            Ok(doc) => doc,
+            Err(e) if e.contains(DEPTH_ERROR) => {
+                let message = format!("invalid JSON: {}", relocate(e, positions));
+                sink(invalid(source.clone(), prefix, "", message));
+                return true;
+            }
+            Err(_) => return false,
         };
         let (user, given) = &self.manifest_user;
         let Some(found) = wrapped::unwrap(&doc, &self.registry, user, *given) else {
             return false;
         };
+        // The body is as deep as the shape found wraps it: a manifest is one.
+        let wrapping = match &found {
+            wrapped::Unwrapped::Create(..) => Some(0),
+            wrapped::Unwrapped::Review(_, wrapping) => Some(*wrapping),
+            _ => None,
+        };
+        if let Some(Err(e)) =
+            wrapping.map(|w| crate::json::check_depth(text, crate::json::MAX_DEPTH + w))
+        {
+            let message = format!("invalid JSON: {}", relocate(e.to_string(), positions));
+            sink(invalid(source.clone(), prefix, "", message));
+            return true;
+        }
         match found {
             wrapped::Unwrapped::Inner(docs) => {
                 for (field, inner) in docs {
@@ -699,7 +719,7 @@ impl Reader {
                     self.json_text(inner, source.clone(), &join(prefix, &field), None, sink);
                 }
             }
-            wrapped::Unwrapped::Review(review) => {
+            wrapped::Unwrapped::Review(review, _) => {
                 match review::request(review, source.clone(), &self.store) {
                     Ok(mut req) => {
                         self.intern.request(&mut req);
@@ -738,17 +758,14 @@ fn relocate(message: String, positions: &Positions) -> String {
     let found = (message.rsplit_once(" at line 1 column "))
         .and_then(|(what, col)| Some((what, col.parse::<usize>().ok()?)))
         .and_then(|(what, col)| Some((what, positions.locate(col.saturating_sub(1))?)));
-    let message = match found {
+    match found {
         Some((what, (line, col))) => format!("{what} at line {line} column {col}"),
-        None => message,
-    };
-    match message.strip_prefix("recursion limit exceeded") {
-        Some(at) => format!(
-            "nested deeper than the 128 levels hookscope reads (kube-apiserver reads 10,000){at}"
-        ),
         None => message,
     }
 }
+
+/// Go's JSON scanner's words for a document nested too deep (see [`crate::json`]).
+const DEPTH_ERROR: &str = "exceeded max depth";
 
 /// A problem of input `name` as a whole.
 fn whole_input(name: &str, message: String) -> InputProblem {

@@ -420,7 +420,7 @@ impl<'r> JsonDocs<'r> {
             return Ok(Err(e));
         }
         if key == b"\"kind\"" {
-            *kind = serde_json::from_slice::<String>(&value).ok();
+            *kind = crate::json::from_slice::<String>(&value).ok();
         }
         if !*first {
             text.push(b',');
