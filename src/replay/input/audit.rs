@@ -151,6 +151,8 @@ struct Event<'a> {
     object_ref: Option<ObjectRef<'a>>,
     code: Option<i32>,
     request_object: Option<&'a [u8]>,
+    /// Where `request_object` starts in the event's text.
+    request_object_at: usize,
     response_object: Option<&'a [u8]>,
     received: Option<String>,
     stage_timestamp: Option<String>,
@@ -198,6 +200,7 @@ impl<'a> Event<'a> {
             code: member::<ResponseStatus>(raw(K_RESPONSE_STATUS), "responseStatus")?
                 .and_then(|s| s.code),
             request_object: raw(K_REQUEST_OBJECT),
+            request_object_at: spans[K_REQUEST_OBJECT].map_or(0, |(s, _)| s),
             response_object: raw(K_RESPONSE_OBJECT),
             received: member(raw(K_RECEIVED), "requestReceivedTimestamp")?,
             stage_timestamp: member(raw(K_STAGE_TIMESTAMP), "stageTimestamp")?,
@@ -709,7 +712,7 @@ impl Reader {
             Err(message) => Err(InputItem::Invalid(InputProblem {
                 source: ctx.source.clone(),
                 field: "requestObject".into(),
-                message,
+                message: super::relocate_from(message, &self.positions, ctx.ev.request_object_at),
             })),
         }
     }

@@ -300,9 +300,10 @@ fn read_file(path: &Path, found: &mut Vec<Found>, problems: &mut Vec<InputProble
         }
     } else {
         let mut input = body;
-        let mut split = YamlDocs::new(&mut input);
+        let mut split = YamlDocs::new(&mut input, 1);
         while let Ok(Some(doc)) = split.next_doc() {
-            let v = crate::yaml::from_str::<Value>(&doc.text).map_err(|e| super::yaml_error(&e));
+            let v = crate::yaml::from_str::<Value>(&doc.text)
+                .map_err(|e| super::yaml_error(&e, doc.first_line));
             docs.push((at(doc.doc), String::new(), v));
         }
     }

@@ -270,10 +270,11 @@ impl Reader {
                 if !text_like {
                     return Err(whole("not JSON or YAML text".into()));
                 }
-                self.read_yaml(name, input, sink).map_err(|e| match e {
-                    YamlEnd::Io(e) => io_err(e),
-                    YamlEnd::NotObjects(m) => whole(m),
-                })
+                self.read_yaml(name, input, line, sink)
+                    .map_err(|e| match e {
+                        YamlEnd::Io(e) => io_err(e),
+                        YamlEnd::NotObjects(m) => whole(m),
+                    })
             }
         }
     }
@@ -494,9 +495,10 @@ impl Reader {
         &mut self,
         name: &str,
         input: &mut dyn BufRead,
+        line: usize,
         sink: Sink<'_>,
     ) -> Result<(), YamlEnd> {
-        let mut docs = YamlDocs::new(input);
+        let mut docs = YamlDocs::new(input, line);
         let mut first = true;
         while let Some(doc) = docs.next_doc().map_err(YamlEnd::Io)? {
             let source = source(name, doc.doc, IndexUnit::Document);
@@ -512,7 +514,7 @@ impl Reader {
                 Err(e) => sink(InputItem::Invalid(InputProblem {
                     source,
                     field: String::new(),
-                    message: yaml_error(&e),
+                    message: yaml_error(&e, doc.first_line),
                 })),
             }
             first = false;
@@ -609,7 +611,11 @@ impl Reader {
                 );
                 return sink(invalid(source, prefix, "apiVersion", message));
             }
-            return self.audit_fast(text, &spans, source, sink);
+            // Kept while the event is read, to place errors inside its members.
+            self.positions = positions;
+            self.audit_fast(text, &spans, source, sink);
+            self.positions = Positions::default();
+            return;
         }
         if kind == "AdmissionReview" {
             if let Some(read) = review::read(text, &mut self.intern) {
@@ -687,12 +693,12 @@ impl Reader {
     ) -> bool {
         let doc = match scan::parse_within::<Value>(text, wrapped::MAX_WRAPPING) {
             Ok(doc) => doc,
-            Err(e) if e.contains(DEPTH_ERROR) => {
+            // Not JSON: nothing else to say about it than where the parser stopped.
+            Err(e) => {
                 let message = format!("invalid JSON: {}", relocate(e, positions));
                 sink(invalid(source.clone(), prefix, "", message));
                 return true;
             }
-            Err(_) => return false,
         };
         let (user, given) = &self.manifest_user;
         let Some(found) = wrapped::unwrap(&doc, &self.registry, user, *given) else {
@@ -755,17 +761,19 @@ impl Reader {
 /// A parser's message ending `at line 1 column N` in a compacted document, with the line and
 /// column the byte was at in the input.
 fn relocate(message: String, positions: &Positions) -> String {
+    relocate_from(message, positions, 0)
+}
+
+/// [`relocate`] of a message about a part of the document that starts at offset `start`.
+fn relocate_from(message: String, positions: &Positions, start: usize) -> String {
     let found = (message.rsplit_once(" at line 1 column "))
         .and_then(|(what, col)| Some((what, col.parse::<usize>().ok()?)))
-        .and_then(|(what, col)| Some((what, positions.locate(col.saturating_sub(1))?)));
+        .and_then(|(what, col)| Some((what, positions.locate(start + col.saturating_sub(1))?)));
     match found {
         Some((what, (line, col))) => format!("{what} at line {line} column {col}"),
         None => message,
     }
 }
-
-/// Go's JSON scanner's words for a document nested too deep (see [`crate::json`]).
-const DEPTH_ERROR: &str = "exceeded max depth";
 
 /// A problem of input `name` as a whole.
 fn whole_input(name: &str, message: String) -> InputProblem {
@@ -887,9 +895,12 @@ fn start(input: &mut dyn BufRead) -> io::Result<(Option<u8>, usize)> {
     }
 }
 
-/// A YAML parse error in one line: its first line (the parser goes on with an excerpt of the
-/// document), without the `error: ` prefix.
-fn yaml_error(e: &impl std::fmt::Display) -> String {
+/// A YAML parse error of a document whose text starts on line `first_line` of its input, in one
+/// line: its first line (the parser goes on with an excerpt of the document), without the
+/// `error: ` prefix, at the line of the input.
+fn yaml_error(e: &crate::yaml::Error, first_line: usize) -> String {
+    let mut e = e.clone();
+    e.line = e.line.map(|l| l + first_line.saturating_sub(1));
     let text = e.to_string();
     let first = text.lines().next().unwrap_or_default();
     format!(
