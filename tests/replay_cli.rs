@@ -2056,3 +2056,95 @@ fn errors_point_at_the_line_and_column_of_the_file_in_indented_json_and_yaml() {
         )]
     );
 }
+
+/// An audit event of the create of ConfigMap `name` at `stage` (request `id`).
+fn create_event(id: &str, stage: &str, name: &str) -> String {
+    let mut event = json!({
+        "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Request", "auditID": id,
+        "stage": stage, "verb": "create", "requestURI": "/api/v1/namespaces/default/configmaps",
+        "user": {"username": "alice", "groups": ["system:authenticated"]},
+        "objectRef": {"resource": "configmaps", "namespace": "default", "name": name, "apiVersion": "v1"},
+        "requestObject": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}},
+    });
+    if stage == "ResponseComplete" {
+        event["responseStatus"] = json!({"metadata": {}, "code": 201});
+    }
+    event.to_string()
+}
+
+#[test]
+fn requests_completed_from_an_earlier_stage_keep_their_place_in_every_output() {
+    let dir = scratch("stage-order");
+    let config = unreachable_config(&dir);
+    // Stages of several requests interleave; c and e never complete (a log cut short): each is
+    // replayed from its latest stage, at that stage's line.
+    let lines = [
+        create_event("a", "RequestReceived", "cm-a"),
+        create_event("b", "RequestReceived", "cm-b"),
+        create_event("b", "ResponseComplete", "cm-b"),
+        create_event("c", "RequestReceived", "cm-c"),
+        create_event("a", "ResponseComplete", "cm-a"),
+        r#"{"kind": "Event", "#.to_string(),
+        create_event("d", "ResponseComplete", "cm-d"),
+        create_event("e", "RequestReceived", "cm-e"),
+        create_event("e", "ResponseStarted", "cm-e"),
+        create_event("f", "ResponseComplete", "cm-f"),
+    ];
+    let log = write(&dir, "audit.log", &(lines.join("\n") + "\n"));
+    let order: [(u64, &str); 7] = [
+        (3, "cm-b"),
+        (4, "cm-c"),
+        (5, "cm-a"),
+        (6, ""),
+        (7, "cm-d"),
+        (9, "cm-e"),
+        (10, "cm-f"),
+    ];
+
+    let (code, stderr, report) = replay_one(&dir, &config, &log);
+    assert_eq!(code, Some(0), "{stderr}");
+    let requests: Vec<(u64, &str)> = (report["requests"].as_array().unwrap().iter())
+        .map(|r| {
+            let at = r["source"]["index"].as_u64().unwrap();
+            (at, r["name"].as_str().unwrap())
+        })
+        .collect();
+    let expected: Vec<(u64, &str)> = (order.iter().filter(|(_, n)| !n.is_empty()))
+        .map(|&(i, n)| (i, n))
+        .collect();
+    assert_eq!(requests, expected);
+    assert_eq!(report["problems"][0]["source"]["index"], 6);
+
+    // Text (every request with -v, the bad line among them) and JUnit: the same order.
+    let script = write(&dir, "allow-all.yaml", "{}\n");
+    let run = |format: &str| {
+        let (config, log, script) = (config.to_str(), log.to_str(), script.to_str());
+        let out = hookscope(&[
+            "replay",
+            "-v",
+            "--format",
+            format,
+            "--script",
+            script.unwrap(),
+            "--webhooks",
+            config.unwrap(),
+            "--input",
+            log.unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let junit = run("junit");
+    let cases: Vec<u64> = (junit.split("<testcase name=\"").skip(1))
+        .map(|c| c.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    let expected_lines: Vec<u64> = order.iter().map(|&(i, _)| i).collect();
+    assert_eq!(cases, expected_lines, "{junit}");
+    // The text lists requests and problems as they come: in line order.
+    let text = run("text");
+    let at_lines: Vec<u64> = (text.lines())
+        .filter_map(|l| l.split_once("audit.log line ").map(|(_, at)| at))
+        .map(|at| at.split([' ', ':']).next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(at_lines, expected_lines, "{text}");
+}

@@ -1315,7 +1315,11 @@ fn connect_requests_and_requests_whose_final_stage_never_came() {
         Ev::new("5", "list", "/api/v1/pods", oref("pods", "", "")).stage("RequestReceived"),
     ]));
     let r = requests(&items);
-    assert_eq!(r.len(), 3, "{items:#?}");
+    // In input order: the exec whose final stage never came is replayed by finish(), at the
+    // line of its latest stage, before the requests read after it.
+    let uids: Vec<&str> = r.iter().map(|r| r.uid.as_str()).collect();
+    assert_eq!(uids, ["1", "2", "3"], "{items:#?}");
+    let (exec, r) = (r[0], &r[1..]);
     assert_eq!(r[0].uid, "2");
     assert_eq!(r[0].attrs.operation, Operation::Connect);
     assert_eq!(
@@ -1342,19 +1346,19 @@ fn connect_requests_and_requests_whose_final_stage_never_came() {
     );
     assert_eq!(r[1].attrs.name, "api:http");
     // Emitted by finish(), from the latest stage seen.
-    assert_eq!(r[2].uid, "1");
+    assert_eq!(exec.source.index, 2);
     assert_eq!(
-        r[2].attrs.object_value().cloned(),
+        exec.attrs.object_value().cloned(),
         Some(
             json!({"kind": "PodExecOptions", "apiVersion": "v1", "stdin": true, "stdout": true, "container": "app", "command": ["sh", "-c", "ls -l"]})
         )
     );
     assert!(
-        r[2].notes[0].starts_with(
+        exec.notes[0].starts_with(
             "the final stage of this request never arrived: replayed from its ResponseStarted event"
         ),
         "{:?}",
-        r[2].notes
+        exec.notes
     );
     let nr = not_replayable(&items);
     assert_eq!(nr.len(), 1);

@@ -159,7 +159,8 @@ fn capture_line(text: &[u8], show_secrets: bool, out: &mut Vec<u8>) {
         .is_some_and(|o| o.api_group.is_empty() && o.resource == "secrets");
     if secret
         && !show_secrets
-        && let Ok(Value::Object(mut event)) = crate::json::from_slice::<Value>(text)
+        // The event wraps the request body one level down.
+        && let Ok(Value::Object(mut event)) = crate::json::from_slice_within::<Value>(text, 1)
     {
         for field in ["requestObject", "responseObject"] {
             if let Some(object) = event.get_mut(field) {

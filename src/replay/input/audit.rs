@@ -300,7 +300,7 @@ impl Reader {
         text: &[u8],
         spans: &Spans,
         mut source: SourceRef,
-        sink: Sink<'_>,
+        sink: Sink<'_, '_>,
     ) {
         let s = |i: usize| spans[i].and_then(|sp| scan::string(text, sp));
         if let Some(id) = s(K_AUDIT_ID) {
@@ -314,13 +314,13 @@ impl Reader {
             })
         };
         let Some(stage) = s(K_STAGE) else {
-            return sink(invalid("stage", "missing".into(), &source));
+            return sink.push(invalid("stage", "missing".into(), &source));
         };
         let final_stage = match &*stage {
             "ResponseComplete" | "Panic" => true,
             "RequestReceived" | "ResponseStarted" => false,
             other => {
-                return sink(invalid(
+                return sink.push(invalid(
                     "stage",
                     format!("unknown stage {other:?}"),
                     &source,
@@ -328,7 +328,7 @@ impl Reader {
             }
         };
         let Some(verb) = s(K_VERB) else {
-            return sink(invalid("verb", "missing".into(), &source));
+            return sink.push(invalid("verb", "missing".into(), &source));
         };
         self.events += 1;
         let skipped = u64::from(final_stage);
@@ -347,7 +347,7 @@ impl Reader {
                 let oref =
                     match crate::json::from_slice::<ObjectRef>(&text[oref_span.0..oref_span.1]) {
                         Ok(o) => o,
-                        Err(e) => return sink(invalid("objectRef", e.to_string(), &source)),
+                        Err(e) => return sink.push(invalid("objectRef", e.to_string(), &source)),
                     };
                 // Reads do not go through admission, except connect requests made with GET.
                 if verb == "list" || !is_connect(&oref.api_group, &oref.resource, &oref.subresource)
@@ -359,16 +359,21 @@ impl Reader {
                     return;
                 }
             }
-            other => return sink(invalid("verb", format!("unknown verb {other:?}"), &source)),
+            other => return sink.push(invalid("verb", format!("unknown verb {other:?}"), &source)),
         }
         let Some(audit_id) = source.audit_id.clone() else {
-            return sink(invalid("auditID", "missing".into(), &source));
+            return sink.push(invalid("auditID", "missing".into(), &source));
         };
         if !final_stage {
-            self.remember_pending(audit_id, stage.into_owned(), text, source);
+            let id = audit_id.clone();
+            let seq = self.remember_pending(audit_id, stage.into_owned(), text, source);
+            sink.wait(&id, seq);
             return;
         }
-        self.pending.remove(&audit_id);
+        if self.pending.remove(&audit_id).is_some() {
+            // Replayed here, at its final stage: what waited behind its earlier stage goes first.
+            sink.arrived(&audit_id);
+        }
         self.audit_event(text, spans, source, None, sink);
     }
 
@@ -430,12 +435,12 @@ impl Reader {
         spans: &Spans,
         mut source: SourceRef,
         note: Option<String>,
-        sink: Sink<'_>,
+        sink: Sink<'_, '_>,
     ) {
         let ev = match Event::decode(text, spans) {
             Ok(ev) => ev,
             Err((field, message)) => {
-                return sink(InputItem::Invalid(InputProblem {
+                return sink.push(InputItem::Invalid(InputProblem {
                     source,
                     field,
                     message,
@@ -460,7 +465,7 @@ impl Reader {
                     self.intern.request(r);
                     self.attach_params(r);
                 }
-                sink(item);
+                sink.push(item);
             }
         }
         self.learn_write(&ev, &oref);
@@ -1551,13 +1556,14 @@ impl Reader {
         }
     }
 
+    /// Keeps the latest early stage of `audit_id`; returns its sequence number.
     fn remember_pending(
         &mut self,
         audit_id: String,
         stage: String,
         text: &[u8],
         source: SourceRef,
-    ) {
+    ) -> u64 {
         self.seq += 1;
         self.pending.insert(
             audit_id,
@@ -1568,6 +1574,7 @@ impl Reader {
                 source,
             },
         );
+        self.seq
     }
 }
 
