@@ -104,9 +104,36 @@ pub fn check_depth(text: &[u8], limit: usize) -> serde_json::Result<()> {
             .map_or(0, |n| n + 1)
         + 1;
     Err(serde::de::Error::custom(format!(
-        "invalid character '{}' exceeded max depth at line {line} column {column}",
-        char::from(text[at])
+        "{} at line {line} column {column}",
+        depth_error(char::from(text[at]))
     )))
+}
+
+/// The bracket of a depth error of this module's parse (the other errors: `None`).
+pub fn exceeded_depth(e: &serde_json::Error) -> Option<char> {
+    let message = e.to_string();
+    let rest = message.strip_prefix("invalid character '")?;
+    let mut chars = rest.chars();
+    let bracket = chars.next()?;
+    chars
+        .as_str()
+        .starts_with("' exceeded max depth")
+        .then_some(bracket)
+}
+
+/// Go's scanner's error at `bracket` opening one level more than it reads.
+pub fn depth_error(bracket: char) -> String {
+    format!("invalid character '{bracket}' exceeded max depth")
+}
+
+/// The error of kube-apiserver's decode of an object nested deeper than it reads, `bracket`
+/// opening the level too many: the JSON serializer first reads the kind with Go's
+/// `encoding/json`, which stops there (the decode of an object a webhook patched).
+pub fn decode_depth_error(bracket: char) -> String {
+    format!(
+        "couldn't get version/kind; json parse error: {}",
+        depth_error(bracket)
+    )
 }
 
 /// Offset of the first `{` or `[` that opens level `limit + 1`, outside strings; `None` when
@@ -130,6 +157,32 @@ fn too_deep(text: &[u8], limit: usize) -> Option<usize> {
             _ => {}
         }
         i += 1;
+    }
+    None
+}
+
+/// The bracket (`'{'` or `'['`) that opens level `limit + 1` of `value` as its JSON text is
+/// written (members in key order), if it nests deeper than `limit`. Walks without recursion, so
+/// that a value of any depth can be measured.
+pub fn too_deep_value(value: &serde_json::Value, limit: usize) -> Option<char> {
+    use serde_json::Value;
+    let opens = |v: &Value| match v {
+        Value::Object(_) => Some('{'),
+        Value::Array(_) => Some('['),
+        _ => None,
+    };
+    // The containers still to enter, with their levels, in document order.
+    let mut todo = vec![(value, 1usize)];
+    while let Some((v, level)) = todo.pop() {
+        let Some(bracket) = opens(v) else { continue };
+        if level > limit {
+            return Some(bracket);
+        }
+        match v {
+            Value::Object(m) => todo.extend(m.values().rev().map(|c| (c, level + 1))),
+            Value::Array(a) => todo.extend(a.iter().rev().map(|c| (c, level + 1))),
+            _ => {}
+        }
     }
     None
 }
@@ -201,6 +254,23 @@ mod tests {
                 e.to_string(),
                 "invalid character '[' exceeded max depth at line 2 column 10007"
             );
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    }
+
+    #[test]
+    fn values_too_deep_name_the_bracket_go_stops_at() {
+        spawn("deep-value-test", || {
+            let v: Value = from_str(&format!(r#"{{"a":[1,{{"b":{}}}]}}"#, nested(4))).unwrap();
+            // `{`, `[`, `{`, then four `[`: seven levels, level 3 opened by `{`.
+            assert_eq!(too_deep_value(&v, 7), None);
+            assert_eq!(too_deep_value(&v, 6), Some('['));
+            assert_eq!(too_deep_value(&v, 2), Some('{'));
+            let deep: Value = from_str(&nested(MAX_DEPTH)).unwrap();
+            assert_eq!(too_deep_value(&deep, MAX_DEPTH), None);
+            assert_eq!(too_deep_value(&deep, MAX_DEPTH - 1), Some('['));
         })
         .unwrap()
         .join()

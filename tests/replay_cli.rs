@@ -1882,6 +1882,11 @@ fn an_object_nested_as_deep_as_the_apiserver_reads_is_replayed_through_https_web
         {"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}},
     ])
     .to_string();
+    // Another adds a member to the innermost object: one level more than the apiserver decodes.
+    let deepen = json!([
+        {"op": "add", "path": format!("/spec{}/b", "/a".repeat(MAX_DEPTH - 2)), "value": {"c": 1}},
+    ])
+    .to_string();
     let server = WebhookServer::start(
         &pki,
         handler(move |req| {
@@ -1889,6 +1894,7 @@ fn an_object_nested_as_deep_as_the_apiserver_reads_is_replayed_through_https_web
             let body = String::from_utf8_lossy(&req.body);
             match req.path_only() {
                 "/mutate" => v1_patch(&uid, &patch),
+                "/deepen" => v1_patch(&uid, &deepen),
                 _ if body.contains(r#"{"a":2}"#)
                     && !body.contains(r#"{"a":1}"#)
                     && body.contains(r#""labels":{"mutated":"yes"}"#) =>
@@ -1937,6 +1943,27 @@ fn an_object_nested_as_deep_as_the_apiserver_reads_is_replayed_through_https_web
     for r in &received {
         assert_eq!(depth_of(&r.body), MAX_DEPTH + 2, "{}", r.path);
     }
+
+    // A patch that makes the object deeper than the apiserver decodes fails the request as the
+    // decode of the patched object fails it there.
+    let deepening = configuration("MutatingWebhookConfiguration", "d", "/deepen");
+    let out = hookscope(&[
+        "replay",
+        "--webhooks",
+        deepening.to_str().unwrap(),
+        "--input",
+        captures[0].0.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(
+        stdout.contains(
+            "denied 500 (1 called)"
+        ) && stdout.contains(
+            "Internal error occurred: couldn't get version/kind; json parse error: invalid character '{' exceeded max depth\n"
+        ),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -1048,6 +1048,11 @@ fn go_json_error(e: &serde_json::Error, body: &[u8]) -> String {
     if e.classify() == Category::Eof {
         return "unexpected end of JSON input".into();
     }
+    // Nested deeper than Go reads: in its words, without the place.
+    if let Some(bracket) = crate::json::exceeded_depth(e) {
+        return crate::json::depth_error(bracket);
+    }
+    let message = e.to_string();
     let offset = byte_offset(body, e.line(), e.column());
     let c = body.get(offset.saturating_sub(1)).copied().unwrap_or(b' ');
     let shown = match c {
@@ -1059,7 +1064,6 @@ fn go_json_error(e: &serde_json::Error, body: &[u8]) -> String {
         c if c.is_ascii_graphic() || c == b' ' => format!("'{}'", c as char),
         c => format!("'\\x{c:02x}'"),
     };
-    let message = e.to_string();
     let before = &body[..offset.saturating_sub(1).min(body.len())];
     let last = before.iter().rev().find(|b| !b.is_ascii_whitespace());
     let context = if message.starts_with("key must be a string") {
