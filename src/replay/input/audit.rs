@@ -365,14 +365,13 @@ impl Reader {
             return sink.push(invalid("auditID", "missing".into(), &source));
         };
         if !final_stage {
-            let id = audit_id.clone();
-            let seq = self.remember_pending(audit_id, stage.into_owned(), text, source);
-            sink.wait(&id, seq);
+            let (seq, replaced) = self.remember_pending(audit_id, stage.into_owned(), text, source);
+            sink.wait(seq, replaced);
             return;
         }
-        if self.pending.remove(&audit_id).is_some() {
+        if let Some(earlier) = self.pending.remove(&audit_id) {
             // Replayed here, at its final stage: what waited behind its earlier stage goes first.
-            sink.arrived(&audit_id);
+            sink.arrived(earlier.seq);
         }
         self.audit_event(text, spans, source, None, sink);
     }
@@ -1556,16 +1555,17 @@ impl Reader {
         }
     }
 
-    /// Keeps the latest early stage of `audit_id`; returns its sequence number.
+    /// Keeps the latest early stage of `audit_id`; returns its sequence number, and that of the
+    /// earlier stage it replaces.
     fn remember_pending(
         &mut self,
         audit_id: String,
         stage: String,
         text: &[u8],
         source: SourceRef,
-    ) -> u64 {
+    ) -> (u64, Option<u64>) {
         self.seq += 1;
-        self.pending.insert(
+        let replaced = self.pending.insert(
             audit_id,
             super::Pending {
                 seq: self.seq,
@@ -1574,7 +1574,7 @@ impl Reader {
                 source,
             },
         );
-        self.seq
+        (self.seq, replaced.map(|p| p.seq))
     }
 }
 

@@ -372,11 +372,11 @@ impl Reader {
     /// now), unless more than [`order::MAX_HELD`] items were read after it: then it comes after
     /// them.
     pub fn finish(&mut self, sink: &mut dyn FnMut(InputItem)) {
-        let mut pending: Vec<(String, Pending)> = self.pending.drain().collect();
-        pending.sort_by_key(|(_, p)| p.seq);
+        let mut pending: Vec<Pending> = self.pending.drain().map(|(_, p)| p).collect();
+        pending.sort_by_key(|p| p.seq);
         let mut held = std::mem::take(&mut self.held);
         let mut out = Out::ordered(sink, &mut held);
-        for (audit_id, p) in pending {
+        for p in pending {
             let note = format!(
                 "the final stage of this request never arrived: replayed from its {} event",
                 p.stage
@@ -388,7 +388,7 @@ impl Reader {
                 let mut direct = Out::direct(&mut built);
                 self.audit_event(&p.text, &spans, p.source, Some(note), &mut direct);
             }
-            out.fill(&audit_id, items);
+            out.fill(p.seq, items);
         }
         out.finish();
     }

@@ -4,7 +4,7 @@
 //! its stage are held behind its place, and go out as soon as its final stage comes (the place
 //! is then empty: the request goes out at its final stage) or, at the end, after it.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashSet, VecDeque};
 
 use crate::replay::InputItem;
 
@@ -18,9 +18,9 @@ pub(crate) const MAX_HELD: usize = 10_000;
 #[derive(Debug, Default)]
 pub(crate) struct Held {
     queue: VecDeque<Slot>,
-    /// The sequence number of the place each waiting request holds (a later stage of the same
-    /// request moves its place to where that stage was read).
-    waiting: HashMap<String, u64>,
+    /// The places still held, by the sequence number of the early stage that took each (a later
+    /// stage of the same request moves its place to where that stage was read).
+    waiting: HashSet<u64>,
     /// Items in `queue`.
     items: usize,
 }
@@ -28,7 +28,7 @@ pub(crate) struct Held {
 #[derive(Debug)]
 enum Slot {
     Item(InputItem),
-    Place { audit_id: String, seq: u64 },
+    Place(u64),
 }
 
 /// Where the reader's items go: straight to the caller's sink, or (reading whole inputs) through
@@ -64,39 +64,38 @@ impl<'o> Out<'o> {
         }
     }
 
-    /// The request `audit_id` was seen at an early stage (the `seq`-th such event read): it
-    /// takes its place here until its final stage comes.
-    pub(crate) fn wait(&mut self, audit_id: &str, seq: u64) {
+    /// A request was seen at an early stage, the `seq`-th such event read: it takes its place
+    /// here until its final stage comes, instead of the place its earlier stage `replaced` took.
+    pub(crate) fn wait(&mut self, seq: u64, replaced: Option<u64>) {
         if let Some(h) = &mut self.held {
-            h.waiting.insert(audit_id.to_string(), seq);
-            h.queue.push_back(Slot::Place {
-                audit_id: audit_id.to_string(),
-                seq,
-            });
+            if let Some(old) = replaced {
+                h.waiting.remove(&old);
+            }
+            h.waiting.insert(seq);
+            h.queue.push_back(Slot::Place(seq));
         }
         self.flush();
     }
 
-    /// The final stage of `audit_id` came: its place is given up (the request goes out now).
-    pub(crate) fn arrived(&mut self, audit_id: &str) {
+    /// The final stage came of the request whose place `seq` took: the place is given up (the
+    /// request goes out now).
+    pub(crate) fn arrived(&mut self, seq: u64) {
         if let Some(h) = &mut self.held {
-            h.waiting.remove(audit_id);
+            h.waiting.remove(&seq);
         }
         self.flush();
     }
 
-    /// The items of `audit_id`, replayed at the end from its latest stage: at its place if it
-    /// still has one, else now.
-    pub(crate) fn fill(&mut self, audit_id: &str, items: Vec<InputItem>) {
+    /// The items of the request whose place `seq` took, replayed at the end from that stage: at
+    /// its place if it still holds it, else now.
+    pub(crate) fn fill(&mut self, seq: u64, items: Vec<InputItem>) {
         let Some(h) = &mut self.held else {
             return items.into_iter().for_each(|i| (self.sink)(i));
         };
-        let Some(seq) = h.waiting.remove(audit_id) else {
+        if !h.waiting.remove(&seq) {
             return items.into_iter().for_each(|i| self.push(i));
-        };
-        let at = h.queue.iter().position(
-            |s| matches!(s, Slot::Place { audit_id: a, seq: s } if a == audit_id && *s == seq),
-        );
+        }
+        let at = (h.queue.iter()).position(|s| matches!(s, Slot::Place(s) if *s == seq));
         match at {
             Some(at) => {
                 h.items += items.len();
@@ -121,8 +120,8 @@ impl<'o> Out<'o> {
         let Some(h) = &mut self.held else { return };
         while let Some(front) = h.queue.front() {
             match front {
-                Slot::Place { audit_id, seq } if h.waiting.get(audit_id) == Some(seq) => return,
-                Slot::Place { .. } => {}
+                Slot::Place(seq) if h.waiting.contains(seq) => return,
+                Slot::Place(_) => {}
                 Slot::Item(_) => h.items -= 1,
             }
             if let Some(Slot::Item(item)) = h.queue.pop_front() {
@@ -136,9 +135,9 @@ impl<'o> Out<'o> {
         while let Some(h) = &mut self.held
             && h.items > MAX_HELD
         {
-            if let Some(Slot::Place { audit_id, .. }) = h.queue.front() {
-                let id = audit_id.clone();
-                h.waiting.remove(&id);
+            if let Some(Slot::Place(seq)) = h.queue.front() {
+                let seq = *seq;
+                h.waiting.remove(&seq);
             }
             self.flush();
         }
@@ -192,15 +191,15 @@ mod tests {
         let mut held = Held::default();
         let mut out = Out::ordered(&mut sink, &mut held);
         out.push(item(1));
-        out.wait("a", 1); // line 2: a's first stage
+        out.wait(1, None); // line 2: a's first stage
         out.push(item(3));
-        out.wait("b", 2); // line 4: b's first stage, never completed
+        out.wait(2, None); // line 4: b's first stage, never completed
         out.push(item(5));
-        out.wait("a", 3); // line 6: a's next stage takes its place there
+        out.wait(3, Some(1)); // line 6: a's next stage takes its place there
         out.push(item(7));
-        out.arrived("a"); // line 8: a's final stage: a goes out here
+        out.arrived(3); // line 8: a's final stage: a goes out here
         out.push(item(8));
-        out.fill("b", vec![item(4)]);
+        out.fill(2, vec![item(4)]);
         out.finish();
         assert_eq!(out_items, [1, 3, 4, 5, 7, 8]);
     }
@@ -211,7 +210,7 @@ mod tests {
         let mut sink = |i: InputItem| out_items.borrow_mut().push(index(&i));
         let mut held = Held::default();
         let mut out = Out::ordered(&mut sink, &mut held);
-        out.wait("open", 1);
+        out.wait(1, None);
         for i in 2..=MAX_HELD + 1 {
             out.push(item(i));
         }
@@ -222,7 +221,7 @@ mod tests {
         // One more, and they all go; the request, if it never completes, at the end.
         out.push(item(MAX_HELD + 2));
         assert_eq!(out_items.borrow().len(), MAX_HELD + 1);
-        out.fill("open", vec![item(1)]);
+        out.fill(1, vec![item(1)]);
         out.finish();
         let mut expected: Vec<usize> = (2..=MAX_HELD + 2).collect();
         expected.push(1);
