@@ -213,6 +213,12 @@ pub fn values(text: &[u8]) -> impl Iterator<Item = serde_json::Result<serde_json
     })
 }
 
+/// Runs `f` on a stack of [`STACK_BYTES`] on the calling thread (for callers on threads of
+/// their own, e.g. a test harness or a fuzzer, that feed inputs as deep as kube-apiserver reads).
+pub fn with_stack<T>(f: impl FnOnce() -> T) -> T {
+    stacker::grow(STACK_BYTES, f)
+}
+
 /// Spawns `f` on a thread of [`STACK_BYTES`] named `name`.
 pub fn spawn<T: Send + 'static>(
     name: &str,
