@@ -1923,6 +1923,7 @@ fn an_object_nested_as_deep_as_the_apiserver_reads_is_replayed_through_https_web
     let crd = widget_crd(&dir);
     let captures = deep_captures(&dir, &deep_widget("w", MAX_DEPTH));
     let inputs = captures.iter().map(|(p, _)| p.to_str().unwrap());
+    let recording = dir.join("recording");
     let args = [
         vec!["replay", "--cluster", crd.to_str().unwrap(), "--webhooks"],
         vec![mutating.to_str().unwrap(), validating.to_str().unwrap()],
@@ -1930,13 +1931,18 @@ fn an_object_nested_as_deep_as_the_apiserver_reads_is_replayed_through_https_web
         inputs.collect(),
     ]
     .concat();
-    let out = hookscope(&args);
-    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
-    assert!(out.status.success(), "{stdout}\n{stderr}");
-    assert!(
-        stdout.ends_with("3 requests replayed: 3 allowed, 0 denied\n"),
-        "{stdout}"
-    );
+    // Recorded, then replayed offline from the recording: the same answers.
+    let record = ["--record", recording.to_str().unwrap()];
+    let replies = ["--replies", recording.to_str().unwrap()];
+    for extra in [record, replies] {
+        let out = hookscope(&[&args[..], &extra].concat());
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        assert!(
+            stdout.ends_with("3 requests replayed: 3 allowed, 0 denied\n"),
+            "{extra:?}: {stdout}"
+        );
+    }
     // Each webhook received each object whole: the review wraps it two levels deep.
     let received = server.requests();
     assert_eq!(received.len(), 6);

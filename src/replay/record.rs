@@ -29,8 +29,9 @@
 //! `requestUid`, `url`, `outcome` (a summary such as `http 200` or `transport timeout`) and
 //! `elapsedMs`. A hand-written index needs only the first five.
 //!
-//! **`request.json`** is the AdmissionReview exactly as it was sent, indented: only whitespace
-//! outside strings was added, keys keep their order. Its `request.uid` is the recorded uid.
+//! **`request.json`** is the AdmissionReview exactly as it was sent, indented (two spaces a
+//! level, up to 64 levels): only whitespace outside strings was added, keys keep their order.
+//! Its `request.uid` is the recorded uid.
 //!
 //! **`reply.json`** is an object with
 //!
@@ -501,10 +502,16 @@ fn kind_name(kind: TransportErrorKind) -> &'static str {
         .map_or("other", |(_, n)| n)
 }
 
+/// Levels of nesting the indentation of recorded bodies follows; deeper lines are indented as
+/// this level, so that a body nested as deep as kube-apiserver reads (10,000 levels) takes space
+/// in proportion to its size (fully indented, one such body would take 200 MB).
+const INDENTED_LEVELS: usize = 64;
+
 /// Indents a JSON text without reordering or re-encoding anything: only whitespace outside
-/// strings changes. Text that is not JSON is returned as is.
+/// strings changes, up to [`INDENTED_LEVELS`]. Text that is not JSON is returned as is.
 fn indent_json(text: &[u8]) -> Vec<u8> {
-    if crate::json::from_slice::<serde::de::IgnoredAny>(text).is_err() {
+    // A review sent holds its objects two levels down.
+    if crate::json::from_slice_within::<serde::de::IgnoredAny>(text, 2).is_err() {
         return text.to_vec();
     }
     let mut out = Vec::with_capacity(text.len() * 2);
@@ -513,7 +520,7 @@ fn indent_json(text: &[u8]) -> Vec<u8> {
     let mut escaped = false;
     let newline = |out: &mut Vec<u8>, depth: usize| {
         out.push(b'\n');
-        out.extend(std::iter::repeat_n(b' ', depth * 2));
+        out.extend(std::iter::repeat_n(b' ', depth.min(INDENTED_LEVELS) * 2));
     };
     let mut i = 0;
     while i < text.len() {
@@ -1234,7 +1241,8 @@ impl RecordedReplies {
         {
             return recorded.reply_to(call);
         }
-        let review: Value = crate::json::from_slice(&call.body)
+        // The review sent: its objects are two levels down.
+        let review: Value = crate::json::from_slice_within(&call.body, 2)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&call.body).into_owned()));
         let description = describe(&review);
         let key = MatchKey {
@@ -1283,7 +1291,7 @@ fn load_exchange(
         line: None,
     };
     let request_bytes = read(&request_path)?;
-    let review: Value = crate::json::from_slice(&request_bytes)
+    let review: Value = crate::json::from_slice_within(&request_bytes, 2)
         .map_err(|e| request_place.invalid("", format!("not valid JSON: {e}")))?;
     let uid = match review.get("request") {
         Some(Value::Object(r)) => match r.get("uid") {
