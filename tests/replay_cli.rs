@@ -2082,11 +2082,32 @@ fn errors_point_at_the_line_and_column_of_the_file_in_indented_json_and_yaml() {
     let yaml = "# two manifests\n\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: one, namespace: default}\ndata: {k: v}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: two\n  namespace: default\ndata:\n  k: [1, 2\n  j: v\n";
     let (line, column) = after(yaml, "  j");
     let input = write(&dir, "manifests.yaml", yaml);
+    let expected = format!(
+        r#"2 "": "invalid YAML: line {line} column {column}: illegal placement of ':' indicator""#
+    );
+    assert_eq!(problems_of(&input), std::slice::from_ref(&expected));
+    // The same file given with --cluster: the same place.
+    let capture = write(&dir, "review.jsonl", &review("u-1", "default", "cm"));
+    let (code, stderr, report) = replay_with_report(
+        &dir,
+        &[
+            "--webhooks",
+            config.to_str().unwrap(),
+            "--cluster",
+            input.to_str().unwrap(),
+            "--input",
+            capture.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let problem = &report["problems"][0];
+    assert_eq!(problem["source"]["file"], input.to_str().unwrap());
     assert_eq!(
-        problems_of(&input),
-        [format!(
-            r#"2 "": "invalid YAML: line {line} column {column}: illegal placement of ':' indicator""#
-        )]
+        format!(
+            "{} {}: {}",
+            problem["source"]["index"], problem["field"], problem["message"]
+        ),
+        expected
     );
 }
 
