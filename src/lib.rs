@@ -70,6 +70,7 @@ pub mod edit;
 pub mod engine;
 pub mod fake_apiserver;
 pub mod gofmt;
+pub mod json;
 pub mod jsonpatch;
 pub mod live;
 pub mod metrics;

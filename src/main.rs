@@ -69,6 +69,19 @@ fn subcommand_typed() -> Option<String> {
 }
 
 fn main() -> ExitCode {
+    // A request's object may be nested as deep as kube-apiserver accepts, and the objects are
+    // walked recursively: the command runs on a thread with a stack deep enough for them.
+    match hookscope::json::spawn("main", run).map(std::thread::JoinHandle::join) {
+        Ok(Ok(code)) => code,
+        Ok(Err(panic)) => std::panic::resume_unwind(panic),
+        Err(e) => {
+            errln!("error: cannot start the main thread: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => {

@@ -350,8 +350,17 @@ pub(crate) fn find_first<const N: usize>(
 
 /// Parses JSON text, checking its UTF-8 once for the whole text rather than string by string.
 pub(crate) fn parse<T: serde::de::DeserializeOwned>(text: &[u8]) -> Result<T, String> {
+    parse_within(text, 0)
+}
+
+/// [`parse`] of a document that wraps a request body `wrapping` levels deep (see
+/// [`crate::json::from_str_within`]).
+pub(crate) fn parse_within<T: serde::de::DeserializeOwned>(
+    text: &[u8],
+    wrapping: usize,
+) -> Result<T, String> {
     let text = std::str::from_utf8(text).map_err(|e| format!("invalid UTF-8: {e}"))?;
-    serde_json::from_str(text).map_err(|e| e.to_string())
+    crate::json::from_str_within(text, wrapping).map_err(|e| e.to_string())
 }
 
 /// The string at `span`, decoded; `None` when the value is not a string.
@@ -364,7 +373,7 @@ pub(crate) fn string(buf: &[u8], span: Span) -> Option<Cow<'_, str>> {
     if !inner.contains(&b'\\') {
         return std::str::from_utf8(inner).ok().map(Cow::Borrowed);
     }
-    serde_json::from_slice::<String>(raw).ok().map(Cow::Owned)
+    crate::json::from_slice::<String>(raw).ok().map(Cow::Owned)
 }
 
 /// The integer at `span`; `None` for anything else.
@@ -691,7 +700,7 @@ mod tests {
             ("x".to_string(), None),
         ] {
             assert_eq!(checked_string_end(text.as_bytes(), 0), end, "{text}");
-            let valid = serde_json::from_str::<String>(&text[..end.unwrap_or(text.len())]).is_ok();
+            let valid = crate::json::from_str::<String>(&text[..end.unwrap_or(text.len())]).is_ok();
             assert_eq!(end.is_some(), valid, "{text}");
         }
     }

@@ -362,7 +362,7 @@ mod tests {
     }
 
     fn json_map(text: &str) -> serde_json::Map<String, serde_json::Value> {
-        serde_json::from_str(text).unwrap()
+        crate::json::from_str(text).unwrap()
     }
 
     fn expr(key: &str, op: &str, values: Option<&[&str]>) -> LabelSelectorRequirement {

@@ -913,6 +913,19 @@ fn replay_with_report(dir: &Path, args: &[&str]) -> (Option<i32>, String, Value)
     (out.status.code(), stderr, report)
 }
 
+/// [`replay_with_report`] of `input` against the configurations of `webhooks`.
+fn replay_one(dir: &Path, webhooks: &Path, input: &Path) -> (Option<i32>, String, Value) {
+    replay_with_report(
+        dir,
+        &[
+            "--webhooks",
+            webhooks.to_str().unwrap(),
+            "--input",
+            input.to_str().unwrap(),
+        ],
+    )
+}
+
 /// The `unusable` problems of a report, as `file: message`.
 fn unusable(report: &Value) -> Vec<String> {
     report["problems"]
@@ -1315,15 +1328,7 @@ fn reads_are_counted_unserved_versions_warned_namespaces_cleared_and_notes_only_
         "selective.yaml",
         "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata: {name: sel}\nwebhooks:\n- name: sel.example.com\n  clientConfig: {url: \"https://127.0.0.1:9/\"}\n  rules: [{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [pods]}]\n  namespaceSelector: {matchExpressions: [{key: skip, operator: DoesNotExist}]}\n  sideEffects: None\n  admissionReviewVersions: [v1]\n",
     );
-    let (code, stderr, report) = replay_with_report(
-        &dir,
-        &[
-            "--webhooks",
-            selective.to_str().unwrap(),
-            "--input",
-            capture.to_str().unwrap(),
-        ],
-    );
+    let (code, stderr, report) = replay_one(&dir, &selective, &capture);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(
         report["requests"][0]["notes"],
@@ -1352,15 +1357,7 @@ fn json_errors_point_at_the_line_and_column_of_the_input() {
     .unwrap();
     let offset = good.lines().count();
     let capture = write(&dir, "pretty.json", &format!("{good}\n{pretty}\n"));
-    let (code, stderr, report) = replay_with_report(
-        &dir,
-        &[
-            "--webhooks",
-            config.to_str().unwrap(),
-            "--input",
-            capture.to_str().unwrap(),
-        ],
-    );
+    let (code, stderr, report) = replay_one(&dir, &config, &capture);
     assert_eq!(code, Some(0), "{stderr}");
     let problems = report["problems"].as_array().unwrap();
     assert_eq!(problems.len(), 1, "{problems:#?}");
@@ -1807,4 +1804,401 @@ fn replay_files(webhooks: &[&Path], input: &Path, extra: &[&str]) -> Output {
     args.extend(["--input", input.to_str().unwrap()]);
     args.extend_from_slice(extra);
     hookscope(&args)
+}
+
+/// Levels the apiserver decodes in a request body (sigs.k8s.io/json's `maxNestingDepth`).
+const MAX_DEPTH: usize = hookscope::json::MAX_DEPTH;
+
+/// A `Widget` (a custom resource) named `name` nested `levels` deep: the object is one level,
+/// `spec` and the objects under it the others, the innermost holding `"a":1`.
+fn deep_widget(name: &str, levels: usize) -> String {
+    format!(
+        r#"{{"apiVersion":"example.com/v1","kind":"Widget","metadata":{{"name":"{name}","namespace":"default"}},"spec":{}1{}}}"#,
+        r#"{"a":"#.repeat(levels - 1),
+        "}".repeat(levels - 1)
+    )
+}
+
+/// The deepest nesting in JSON text (the outermost container counts one).
+fn depth_of(text: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0usize, 0, false, false);
+    for &b in text {
+        match (in_string, b) {
+            (true, _) if escaped => escaped = false,
+            (true, b'\\') => escaped = true,
+            (true, b'"') | (false, b'"') => in_string = !in_string,
+            (false, b'{' | b'[') => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            (false, b'}' | b']') => depth -= 1,
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// The three captures of a create of `object` (whose text has no line breaks): an
+/// AdmissionReview, an audit log line and the manifest itself; each file's line is one line.
+fn deep_captures(dir: &Path, object: &str) -> [(PathBuf, String); 3] {
+    let review = format!(
+        r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u-1","kind":{{"group":"example.com","version":"v1","kind":"Widget"}},"resource":{{"group":"example.com","version":"v1","resource":"widgets"}},"name":"r","namespace":"default","operation":"CREATE","userInfo":{{"username":"alice"}},"object":{object},"oldObject":null,"dryRun":false}}}}"#
+    );
+    let event = format!(
+        r#"{{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Request","auditID":"a-1","stage":"ResponseComplete","requestURI":"/apis/example.com/v1/namespaces/default/widgets","verb":"create","user":{{"username":"alice","groups":["system:authenticated"]}},"objectRef":{{"resource":"widgets","namespace":"default","apiGroup":"example.com","apiVersion":"v1"}},"responseStatus":{{"metadata":{{}},"code":201}},"requestObject":{object}}}"#
+    );
+    [
+        ("review.json", review),
+        ("audit.log", event),
+        ("widget.json", object.to_string()),
+    ]
+    .map(|(file, line)| (write(dir, file, &format!("{line}\n")), line))
+}
+
+/// The Widget CustomResourceDefinition, for `--cluster`.
+fn widget_crd(dir: &Path) -> PathBuf {
+    write(
+        dir,
+        "crd.yaml",
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}\n  versions:\n  - name: v1\n    served: true\n    storage: true\n    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}\n",
+    )
+}
+
+#[test]
+fn an_object_nested_as_deep_as_the_apiserver_reads_is_replayed_through_https_webhooks() {
+    let pki = TestPki::new();
+    // The request uid is the first uid of a review as the apiserver writes it; the body is too
+    // deep for the test's own JSON parser, so it is not parsed.
+    let uid = |body: &[u8]| {
+        let text = String::from_utf8_lossy(body);
+        let start = text.find(r#""uid":""#).expect("a uid") + 7;
+        text[start..start + text[start..].find('"').unwrap()].to_string()
+    };
+    // The mutating webhook replaces the innermost value and adds a label; the validating one
+    // allows only the object so mutated, whole.
+    let leaf = format!("/spec{}", "/a".repeat(MAX_DEPTH - 1));
+    let patch = json!([
+        {"op": "replace", "path": leaf, "value": 2},
+        {"op": "add", "path": "/metadata/labels", "value": {"mutated": "yes"}},
+    ])
+    .to_string();
+    // Another adds a member to the innermost object: one level more than the apiserver decodes.
+    let deepen = json!([
+        {"op": "add", "path": format!("/spec{}/b", "/a".repeat(MAX_DEPTH - 2)), "value": {"c": 1}},
+    ])
+    .to_string();
+    let server = WebhookServer::start(
+        &pki,
+        handler(move |req| {
+            let uid = uid(&req.body);
+            let body = String::from_utf8_lossy(&req.body);
+            match req.path_only() {
+                "/mutate" => v1_patch(&uid, &patch),
+                "/deepen" => v1_patch(&uid, &deepen),
+                _ if body.contains(r#"{"a":2}"#)
+                    && !body.contains(r#"{"a":1}"#)
+                    && body.contains(r#""labels":{"mutated":"yes"}"#) =>
+                {
+                    common::v1_allow(&uid)
+                }
+                _ => v1_deny(&uid, 403, "not the mutated object"),
+            }
+        }),
+    );
+    let dir = scratch("deep");
+    let client = |path: &str| url_client(&server.url(path), pki.ca_pem());
+    let rule = r#"[{operations: [CREATE], apiGroups: ["example.com"], apiVersions: [v1], resources: [widgets]}]"#;
+    let webhook = |name: &str, path: &str| {
+        hook(name, &client(path), "Fail", 10).replace(
+            r#"[{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}]"#,
+            rule,
+        )
+    };
+    let configuration = |kind: &str, name: &str, path: &str| {
+        let hooks = [webhook(&format!("{name}.example.com"), path)];
+        config_file(&dir, &format!("{name}.yaml"), kind, name, &hooks)
+    };
+    let mutating = configuration("MutatingWebhookConfiguration", "m", "/mutate");
+    let validating = configuration("ValidatingWebhookConfiguration", "v", "/validate");
+    let crd = widget_crd(&dir);
+    let captures = deep_captures(&dir, &deep_widget("w", MAX_DEPTH));
+    let inputs = captures.iter().map(|(p, _)| p.to_str().unwrap());
+    let recording = dir.join("recording");
+    let args = [
+        vec!["replay", "--cluster", crd.to_str().unwrap(), "--webhooks"],
+        vec![mutating.to_str().unwrap(), validating.to_str().unwrap()],
+        vec!["--input"],
+        inputs.collect(),
+    ]
+    .concat();
+    // Recorded, then replayed offline from the recording: the same answers.
+    let record = ["--record", recording.to_str().unwrap()];
+    let replies = ["--replies", recording.to_str().unwrap()];
+    for extra in [record, replies] {
+        let out = hookscope(&[&args[..], &extra].concat());
+        let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        assert!(
+            stdout.ends_with("3 requests replayed: 3 allowed, 0 denied\n"),
+            "{extra:?}: {stdout}"
+        );
+    }
+    // Each webhook received each object whole: the review wraps it two levels deep.
+    let received = server.requests();
+    assert_eq!(received.len(), 6);
+    for r in &received {
+        assert_eq!(depth_of(&r.body), MAX_DEPTH + 2, "{}", r.path);
+    }
+
+    // A patch that makes the object deeper than the apiserver decodes fails the request as the
+    // decode of the patched object fails it there.
+    let deepening = configuration("MutatingWebhookConfiguration", "d", "/deepen");
+    let out = hookscope(&[
+        "replay",
+        "--webhooks",
+        deepening.to_str().unwrap(),
+        "--input",
+        captures[0].0.to_str().unwrap(),
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    assert!(
+        stdout.contains(
+            "denied 500 (1 called)"
+        ) && stdout.contains(
+            "Internal error occurred: couldn't get version/kind; json parse error: invalid character '{' exceeded max depth\n"
+        ),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn an_object_one_level_deeper_than_the_apiserver_reads_is_refused_with_its_words() {
+    let dir = scratch("too-deep");
+    let config = unreachable_config(&dir);
+    let crd = widget_crd(&dir);
+    let object = deep_widget("w", MAX_DEPTH + 1);
+    // The brace that opens level 10,001: the last one of `spec`.
+    let in_object = object.rfind(r#"{"a":"#).unwrap();
+    for (path, line) in deep_captures(&dir, &object) {
+        let (code, stderr, report) = replay_with_report(
+            &dir,
+            &[
+                "--webhooks",
+                config.to_str().unwrap(),
+                "--cluster",
+                crd.to_str().unwrap(),
+                "--input",
+                path.to_str().unwrap(),
+            ],
+        );
+        let file = path.file_name().unwrap().to_str().unwrap();
+        let column = line.find(r#"{"apiVersion":"example.com/v1""#).unwrap() + in_object + 1;
+        let at = format!("invalid character '{{' exceeded max depth at line 1 column {column}");
+        let problems = report["problems"].as_array().unwrap();
+        let invalid: Vec<_> = problems.iter().filter(|p| p["kind"] == "invalid").collect();
+        assert_eq!(invalid.len(), 1, "{file}: {problems:#?}");
+        assert_eq!(invalid[0]["source"]["file"], path.to_str().unwrap());
+        assert_eq!(invalid[0]["source"]["index"], 1, "{file}: line 1");
+        let (field, message) = match file {
+            // An audit event's members are named, each decoded on its own.
+            "audit.log" => ("requestObject", at),
+            _ => ("", format!("invalid JSON: {at}")),
+        };
+        assert_eq!(invalid[0]["field"], field, "{file}");
+        assert_eq!(invalid[0]["message"], message, "{file}");
+        assert_eq!(report["summary"]["total"], 0, "{file}");
+        // An input whose only request is refused is a broken setup, as any unreadable input;
+        // an audit log whose events were read is readable.
+        let expected = if file == "audit.log" { 0 } else { 2 };
+        assert_eq!(code, Some(expected), "{file}: {stderr}");
+    }
+}
+
+#[test]
+fn errors_point_at_the_line_and_column_of_the_file_in_indented_json_and_yaml() {
+    let dir = scratch("positions");
+    let config = unreachable_config(&dir);
+    let problems_of = |input: &Path| {
+        let (code, stderr, report) = replay_one(&dir, &config, input);
+        assert_eq!(code, Some(0), "{stderr}");
+        report["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| format!("{} {}: {}", p["source"]["index"], p["field"], p["message"]))
+            .collect::<Vec<_>>()
+    };
+    // Where `needle` is in `text`: 1-based line and the column just after it.
+    let after = |text: &str, needle: &str| {
+        let line = text.lines().position(|l| l.contains(needle)).unwrap();
+        let col = text.lines().nth(line).unwrap().find(needle).unwrap() + needle.len() + 1;
+        (line + 1, col)
+    };
+
+    // An indented manifest after a good one, with a bad number deep in it.
+    let manifest = |name: &str, value: &str| {
+        serde_json::to_string_pretty(&json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "default", "labels": {"app": "web"}},
+            "data": {"k": "PLACEHOLDER"},
+        }))
+        .unwrap()
+        .replace("\"PLACEHOLDER\"", value)
+    };
+    let text = format!("{}\n{}\n", manifest("good", "\"v\""), manifest("bad", "01"));
+    let (line, column) = after(&text, "\"k\": 0");
+    assert!(line > 15, "deep in the file");
+    let input = write(&dir, "manifests.json", &text);
+    assert_eq!(
+        problems_of(&input),
+        [format!(
+            r#"2 "": "invalid JSON: invalid number at line {line} column {column}""#
+        )]
+    );
+
+    // An indented audit event whose request body holds it.
+    let event = serde_json::to_string_pretty(&json!({
+        "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Request", "auditID": "a-1",
+        "stage": "ResponseComplete", "verb": "create",
+        "requestURI": "/api/v1/namespaces/default/configmaps",
+        "user": {"username": "alice"},
+        "objectRef": {"resource": "configmaps", "namespace": "default", "apiVersion": "v1"},
+        "responseStatus": {"metadata": {}, "code": 201},
+        "requestObject": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm"}, "data": {"k": "PLACEHOLDER"}},
+    }))
+    .unwrap()
+    .replace("\"PLACEHOLDER\"", "01");
+    let (line, column) = after(&event, "\"k\": 0");
+    let input = write(&dir, "event.json", &format!("{event}\n"));
+    assert_eq!(
+        problems_of(&input),
+        [format!(
+            r#"1 "requestObject": "invalid number at line {line} column {column}""#
+        )]
+    );
+
+    // YAML: the second document's error, at the file's line (not the document's).
+    let yaml = "# two manifests\n\napiVersion: v1\nkind: ConfigMap\nmetadata: {name: one, namespace: default}\ndata: {k: v}\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: two\n  namespace: default\ndata:\n  k: [1, 2\n  j: v\n";
+    let (line, column) = after(yaml, "  j");
+    let input = write(&dir, "manifests.yaml", yaml);
+    let expected = format!(
+        r#"2 "": "invalid YAML: line {line} column {column}: illegal placement of ':' indicator""#
+    );
+    assert_eq!(problems_of(&input), std::slice::from_ref(&expected));
+    // The same file given with --cluster: the same place.
+    let capture = write(&dir, "review.jsonl", &review("u-1", "default", "cm"));
+    let (code, stderr, report) = replay_with_report(
+        &dir,
+        &[
+            "--webhooks",
+            config.to_str().unwrap(),
+            "--cluster",
+            input.to_str().unwrap(),
+            "--input",
+            capture.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let problem = &report["problems"][0];
+    assert_eq!(problem["source"]["file"], input.to_str().unwrap());
+    assert_eq!(
+        format!(
+            "{} {}: {}",
+            problem["source"]["index"], problem["field"], problem["message"]
+        ),
+        expected
+    );
+}
+
+/// An audit event of the create of ConfigMap `name` at `stage` (request `id`).
+fn create_event(id: &str, stage: &str, name: &str) -> String {
+    let mut event = json!({
+        "kind": "Event", "apiVersion": "audit.k8s.io/v1", "level": "Request", "auditID": id,
+        "stage": stage, "verb": "create", "requestURI": "/api/v1/namespaces/default/configmaps",
+        "user": {"username": "alice", "groups": ["system:authenticated"]},
+        "objectRef": {"resource": "configmaps", "namespace": "default", "name": name, "apiVersion": "v1"},
+        "requestObject": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default"}},
+    });
+    if stage == "ResponseComplete" {
+        event["responseStatus"] = json!({"metadata": {}, "code": 201});
+    }
+    event.to_string()
+}
+
+#[test]
+fn requests_completed_from_an_earlier_stage_keep_their_place_in_every_output() {
+    let dir = scratch("stage-order");
+    let config = unreachable_config(&dir);
+    // Stages of several requests interleave; c and e never complete (a log cut short): each is
+    // replayed from its latest stage, at that stage's line.
+    let lines = [
+        create_event("a", "RequestReceived", "cm-a"),
+        create_event("b", "RequestReceived", "cm-b"),
+        create_event("b", "ResponseComplete", "cm-b"),
+        create_event("c", "RequestReceived", "cm-c"),
+        create_event("a", "ResponseComplete", "cm-a"),
+        r#"{"kind": "Event", "#.to_string(),
+        create_event("d", "ResponseComplete", "cm-d"),
+        create_event("e", "RequestReceived", "cm-e"),
+        create_event("e", "ResponseStarted", "cm-e"),
+        create_event("f", "ResponseComplete", "cm-f"),
+    ];
+    let log = write(&dir, "audit.log", &(lines.join("\n") + "\n"));
+    let order: [(u64, &str); 7] = [
+        (3, "cm-b"),
+        (4, "cm-c"),
+        (5, "cm-a"),
+        (6, ""),
+        (7, "cm-d"),
+        (9, "cm-e"),
+        (10, "cm-f"),
+    ];
+
+    let (code, stderr, report) = replay_one(&dir, &config, &log);
+    assert_eq!(code, Some(0), "{stderr}");
+    let requests: Vec<(u64, &str)> = (report["requests"].as_array().unwrap().iter())
+        .map(|r| {
+            let at = r["source"]["index"].as_u64().unwrap();
+            (at, r["name"].as_str().unwrap())
+        })
+        .collect();
+    let expected: Vec<(u64, &str)> = (order.iter().filter(|(_, n)| !n.is_empty()))
+        .map(|&(i, n)| (i, n))
+        .collect();
+    assert_eq!(requests, expected);
+    assert_eq!(report["problems"][0]["source"]["index"], 6);
+
+    // Text (every request with -v, the bad line among them) and JUnit: the same order.
+    let script = write(&dir, "allow-all.yaml", "{}\n");
+    let run = |format: &str| {
+        let (config, log, script) = (config.to_str(), log.to_str(), script.to_str());
+        let out = hookscope(&[
+            "replay",
+            "-v",
+            "--format",
+            format,
+            "--script",
+            script.unwrap(),
+            "--webhooks",
+            config.unwrap(),
+            "--input",
+            log.unwrap(),
+        ]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        text(&out.stdout)
+    };
+    let junit = run("junit");
+    let cases: Vec<u64> = (junit.split("<testcase name=\"").skip(1))
+        .map(|c| c.split(' ').next().unwrap().parse().unwrap())
+        .collect();
+    let expected_lines: Vec<u64> = order.iter().map(|&(i, _)| i).collect();
+    assert_eq!(cases, expected_lines, "{junit}");
+    // The text lists requests and problems as they come: in line order.
+    let text = run("text");
+    let at_lines: Vec<u64> = (text.lines())
+        .filter_map(|l| l.split_once("audit.log line ").map(|(_, at)| at))
+        .map(|at| at.split([' ', ':']).next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(at_lines, expected_lines, "{text}");
 }

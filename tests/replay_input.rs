@@ -1315,7 +1315,11 @@ fn connect_requests_and_requests_whose_final_stage_never_came() {
         Ev::new("5", "list", "/api/v1/pods", oref("pods", "", "")).stage("RequestReceived"),
     ]));
     let r = requests(&items);
-    assert_eq!(r.len(), 3, "{items:#?}");
+    // In input order: the exec whose final stage never came is replayed by finish(), at the
+    // line of its latest stage, before the requests read after it.
+    let uids: Vec<&str> = r.iter().map(|r| r.uid.as_str()).collect();
+    assert_eq!(uids, ["1", "2", "3"], "{items:#?}");
+    let (exec, r) = (r[0], &r[1..]);
     assert_eq!(r[0].uid, "2");
     assert_eq!(r[0].attrs.operation, Operation::Connect);
     assert_eq!(
@@ -1342,19 +1346,19 @@ fn connect_requests_and_requests_whose_final_stage_never_came() {
     );
     assert_eq!(r[1].attrs.name, "api:http");
     // Emitted by finish(), from the latest stage seen.
-    assert_eq!(r[2].uid, "1");
+    assert_eq!(exec.source.index, 2);
     assert_eq!(
-        r[2].attrs.object_value().cloned(),
+        exec.attrs.object_value().cloned(),
         Some(
             json!({"kind": "PodExecOptions", "apiVersion": "v1", "stdin": true, "stdout": true, "container": "app", "command": ["sh", "-c", "ls -l"]})
         )
     );
     assert!(
-        r[2].notes[0].starts_with(
+        exec.notes[0].starts_with(
             "the final stage of this request never arrived: replayed from its ResponseStarted event"
         ),
         "{:?}",
-        r[2].notes
+        exec.notes
     );
     let nr = not_replayable(&items);
     assert_eq!(nr.len(), 1);
@@ -1680,19 +1684,21 @@ fn a_cluster_list_of_2000_pods_in_yaml_loads_whole() {
 }
 
 #[test]
-fn json_nested_deeper_than_read_says_so_where_it_is() {
-    let deep = format!("{}1{}", r#"{"k":"#.repeat(200), "}".repeat(200));
-    let line = format!(
-        r#"{{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{{"uid":"u","object":{deep}}}}}"#
-    );
+fn json_nested_deeper_than_the_apiserver_reads_says_so_where_it_is() {
+    // An object one level deeper than kube-apiserver decodes a body (10,000 levels).
+    let levels = hookscope::json::MAX_DEPTH + 1;
+    let deep = format!("{}1{}", r#"{"k":"#.repeat(levels), "}".repeat(levels));
+    let head = r#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"u","object":"#;
+    let line = format!("{head}{deep}}}}}");
     let items = read(&format!("\n{line}\n"));
     let bad = invalid(&items);
     assert_eq!(bad.len(), 1, "{items:?}");
-    assert!(
-        bad[0].message.starts_with(
-            "invalid JSON: nested deeper than the 128 levels hookscope reads (kube-apiserver reads 10,000) at line 2 column "
-        ),
-        "{}",
-        bad[0].message
+    // Go's JSON scanner's words, at the brace that opens level 10,001 of the object.
+    let column = head.len() + r#"{"k":"#.len() * (levels - 1) + 1;
+    assert_eq!(
+        bad[0].message,
+        format!(
+            "invalid JSON: invalid character '{{' exceeded max depth at line 2 column {column}"
+        )
     );
 }

@@ -102,8 +102,8 @@ impl PathElement {
         let rest = &s[2..];
         Ok(Some(match b[0] {
             b'f' => PathElement::Field(rest.into()),
-            b'v' => PathElement::Value(serde_json::from_str(rest).map_err(|_| bad())?),
-            b'k' => match serde_json::from_str::<Value>(rest).map_err(|_| bad())? {
+            b'v' => PathElement::Value(crate::json::from_str(rest).map_err(|_| bad())?),
+            b'k' => match crate::json::from_str::<Value>(rest).map_err(|_| bad())? {
                 Value::Object(m) => PathElement::key(m.into_iter().collect()),
                 _ => return Err(bad()),
             },
@@ -512,7 +512,7 @@ impl Set {
     /// The set as a `FieldsV1` JSON value (a serde_json map keeps its keys sorted as strings;
     /// [`Set::to_fields_v1_string`] has upstream's order).
     pub fn to_fields_v1(&self) -> Value {
-        serde_json::from_str(&self.to_fields_v1_string()).unwrap_or(Value::Object(Map::new()))
+        crate::json::from_str(&self.to_fields_v1_string()).unwrap_or(Value::Object(Map::new()))
     }
 
     /// Reads a `FieldsV1` value.
@@ -525,7 +525,7 @@ impl Set {
 
     /// Reads a `FieldsV1` text.
     pub fn from_fields_v1_str(s: &str) -> Result<Set, FieldsV1Error> {
-        let v: Value = serde_json::from_str(s).map_err(|e| FieldsV1Error::Json(e.to_string()))?;
+        let v: Value = crate::json::from_str(s).map_err(|e| FieldsV1Error::Json(e.to_string()))?;
         Set::from_fields_v1(&v)
     }
 }

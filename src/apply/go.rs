@@ -102,6 +102,6 @@ impl<'s> TypeModel for GoModel<'s> {
     fn key_default(&self, item: &GoType<'s>, key: &str) -> Option<Value> {
         let (id, _) = self.struct_of(*item)?;
         let default = self.0.get(id).field(key)?.default.as_deref()?;
-        serde_json::from_str(default).ok()
+        crate::json::from_str(default).ok()
     }
 }

@@ -652,7 +652,7 @@ fn client_side_applied(
         .get(LAST_APPLIED)?
         .as_str()
         .filter(|t| !t.is_empty())?;
-    let last: Value = serde_json::from_str(text).ok()?;
+    let last: Value = crate::json::from_str(text).ok()?;
     if last
         .get("apiVersion")
         .and_then(Value::as_str)

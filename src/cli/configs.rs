@@ -335,7 +335,7 @@ fn captured_requests<'k>(
         .split(|&b| b == b'\n')
         .map(<[u8]>::trim_ascii)
         .find(|l| !l.is_empty())?;
-    let value: serde_json::Value = serde_json::from_slice(line).ok()?;
+    let value: serde_json::Value = hookscope::json::from_slice(line).ok()?;
     describe(value.get("kind")?.as_str()?)
 }
 

@@ -129,6 +129,7 @@ pub fn run(args: &Args, kube_version: Option<KubeVersion>) -> Result<ExitCode, S
     let theme = Theme::load(&args.theme).map_err(|e| format!("--theme: {e}"))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .thread_stack_size(hookscope::json::STACK_BYTES)
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;

@@ -24,7 +24,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     let paint = Paint::stdout();
     let read = |p: &PathBuf| std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()));
     let object_text = read(&args.object)?;
-    let object: Value = serde_json::from_slice(&object_text)
+    let object: Value = hookscope::json::from_slice(&object_text)
         .or_else(|_| hookscope::yaml::from_slice::<Value>(&object_text).map_err(|e| e.to_string()))
         .map_err(|e| format!("{}: not a JSON or YAML object: {e}", args.object.display()))?;
     let patch_bytes = read(&args.patch)?;
@@ -72,7 +72,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
 /// Where a strict RFC 6902 implementation disagrees with the apiserver's library, the webhook
 /// relies on a quirk; say so.
 fn strict_rfc_difference(patch_bytes: &[u8], object: &Value, patched: &Value) -> Option<String> {
-    let strict: Result<json_patch::Patch, _> = serde_json::from_slice(patch_bytes);
+    let strict: Result<json_patch::Patch, _> = hookscope::json::from_slice(patch_bytes);
     let mut doc = object.clone();
     let outcome = strict
         .map_err(|e| e.to_string())

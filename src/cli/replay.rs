@@ -297,8 +297,8 @@ fn spawn_reader(
     parse_objects: bool,
     tx: tokio::sync::mpsc::Sender<Vec<InputItem>>,
     read: Arc<AtomicU64>,
-) -> std::thread::JoinHandle<(Vec<InputProblem>, u64)> {
-    std::thread::spawn(move || {
+) -> std::io::Result<std::thread::JoinHandle<(Vec<InputProblem>, u64)>> {
+    hookscope::json::spawn("reader", move || {
         let mut batcher = Batcher {
             parse_objects,
             tx,
@@ -860,12 +860,14 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     // Objects the dispatch or the outputs will read are parsed on the reader's thread.
     let parse_objects =
         replayer.engine().reads_objects() || args.audit_log.is_some() || args.expect.is_some();
-    let reader = spawn_reader(inputs, reader, parse_objects, tx, read);
+    let reader = spawn_reader(inputs, reader, parse_objects, tx, read)
+        .map_err(|e| format!("cannot start the input reader: {e}"))?;
     let runtime = match args.io_threads {
         0 => tokio::runtime::Builder::new_current_thread(),
         n => {
             let mut b = tokio::runtime::Builder::new_multi_thread();
-            b.worker_threads(usize::from(n));
+            b.worker_threads(usize::from(n))
+                .thread_stack_size(hookscope::json::STACK_BYTES);
             b
         }
     }
@@ -877,14 +879,15 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     // The outputs (report, audit log, text, JUnit) take their own thread, so that writing them
     // does not hold back the dispatches; results reach it in input order, in batches.
     let (out_tx, out_rx) = std::sync::mpsc::sync_channel::<Vec<ReplayEvent>>(OUTPUT_BATCHES);
-    let outputs = std::thread::spawn(move || {
+    let outputs = hookscope::json::spawn("outputs", move || {
         for batch in out_rx {
             for event in batch {
                 sinks.on_event(event);
             }
         }
         sinks
-    });
+    })
+    .map_err(|e| format!("cannot start the outputs' thread: {e}"))?;
     let metrics = runtime.block_on(replayer.run(items, source.clone(), OUTPUT_BATCHING, |b| {
         // The receiver only goes away if the outputs' thread panicked: reported below.
         let _ = out_tx.send(b);

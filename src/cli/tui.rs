@@ -116,6 +116,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         .map_err(|e| format!("--theme: {e}"))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .thread_stack_size(hookscope::json::STACK_BYTES)
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;

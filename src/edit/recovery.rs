@@ -278,7 +278,7 @@ fn read_entry(path: &Path) -> Result<RecoveryEntry, RecoveryError> {
         path: path.to_path_buf(),
         message,
     };
-    let record: Record = serde_json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
+    let record: Record = crate::json::from_slice(&bytes).map_err(|e| corrupt(e.to_string()))?;
     if record.version != RECORD_VERSION {
         return Err(corrupt(format!("version {}", record.version)));
     }

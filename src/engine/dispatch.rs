@@ -1415,12 +1415,14 @@ impl<'e, 'c> Run<'e, 'c> {
             let (patched, json) = patch
                 .apply_prepared_json(&jsonpatch::Prepared::new(sent))
                 .map_err(|e| e.to_string())?;
+            decodable(&patched)?;
             let changed = *sent != patched;
             return Ok((patched, changed, json));
         };
         let mut decoded = patch
             .apply_prepared(&jsonpatch::Prepared::new(sent))
             .map_err(|e| e.to_string())?;
+        decodable(&decoded)?;
         schema::codec::normalize_in_place(schema, id, &mut decoded).map_err(|e| e.to_string())?;
         let times_truncated = !self.decoded_once && managed_fields_fresh(&self.attrs);
         self.decoded_once = true;
@@ -1984,6 +1986,15 @@ pub fn patch_annotation_value(configuration: &str, webhook: &str, patch_json: &s
     value
 }
 
+/// The decode of a patched object (`jsonSerializer.Decode` of evanphx's result): its JSON text
+/// is first read by Go's `encoding/json` for its kind, which stops at 10,000 levels, as a patch
+/// adding a deep value to a deep place can make it. The engine's error message then.
+fn decodable(patched: &Value) -> Result<(), String> {
+    match crate::json::too_deep_value(patched, crate::json::MAX_DEPTH) {
+        None => Ok(()),
+        Some(bracket) => Err(crate::json::decode_depth_error(bracket)),
+    }
+}
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -2019,7 +2030,7 @@ mod tests {
         assert_eq!(splice(r#"{"metadata":{"uid":"x"}}"#), None);
         assert_eq!(splice(r#"{"spec":{}}"#), None);
         assert_eq!(
-            serde_json::from_str::<Value>(&splice(r#"{"metadata":{"generation":2}}"#).unwrap())
+            crate::json::from_str::<Value>(&splice(r#"{"metadata":{"generation":2}}"#).unwrap())
                 .unwrap(),
             serde_json::json!({"metadata": {"uid": "u", "generation": 2, "creationTimestamp": "t"}})
         );

@@ -228,13 +228,13 @@ impl CallRecord {
     pub fn patch_value(&self) -> Option<Value> {
         self.patch
             .as_deref()
-            .map(|p| serde_json::from_str(p).unwrap_or(Value::Null))
+            .map(|p| crate::json::from_str(p).unwrap_or(Value::Null))
     }
 }
 
 fn ser_patch<S: serde::Serializer>(patch: &Option<Box<str>>, s: S) -> Result<S::Ok, S::Error> {
     match patch.as_deref() {
-        Some(p) => serde_json::from_str::<Value>(p)
+        Some(p) => crate::json::from_str::<Value>(p)
             .unwrap_or(Value::Null)
             .serialize(s),
         None => s.serialize_none(),

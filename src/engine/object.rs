@@ -50,7 +50,7 @@ impl Object {
     pub fn value(&self) -> &Value {
         self.value.get_or_init(|| {
             let json = self.json.as_deref().unwrap_or("null");
-            serde_json::from_str(json).unwrap_or_else(|e| {
+            crate::json::from_str(json).unwrap_or_else(|e| {
                 debug_assert!(false, "object text that is not JSON: {e}: {json}");
                 Value::Null
             })
@@ -160,7 +160,7 @@ mod tests {
         assert_eq!(o.json(), Some(text));
         assert_eq!(
             o.clone().into_value(),
-            serde_json::from_str::<Value>(text).unwrap()
+            crate::json::from_str::<Value>(text).unwrap()
         );
     }
 
@@ -173,7 +173,7 @@ mod tests {
         assert_ne!(a, c);
         assert_eq!(b.json(), None);
         assert_eq!(serde_json::to_string(&a).unwrap(), r#"{"a":2,"b":1}"#);
-        let back: Object = serde_json::from_str(r#"{"a":2,"b":1}"#).unwrap();
+        let back: Object = crate::json::from_str(r#"{"a":2,"b":1}"#).unwrap();
         assert_eq!(back, a);
     }
 }

@@ -661,7 +661,7 @@ fn decode_reply(
     // exactly as decoding a `Value` first does (duplicate fields, any error) takes the general
     // path below, which has the exact error texts.
     if let Some(review) =
-        plain_reply(body).or_else(|| serde_json::from_slice::<AdmissionReviewReply>(body).ok())
+        plain_reply(body).or_else(|| crate::json::from_slice::<AdmissionReviewReply>(body).ok())
     {
         let api_version = review.api_version.as_deref().unwrap_or("");
         let kind = review.kind.as_deref().unwrap_or("");
@@ -788,7 +788,7 @@ fn reply_value(body: &[u8]) -> Result<Value, String> {
     {
         return Ok(v);
     }
-    serde_json::from_slice(body).map_err(json_error)
+    crate::json::from_slice(body).map_err(json_error)
 }
 
 /// The group of AdmissionReview.
@@ -1026,7 +1026,7 @@ fn plain_parts(body: &[u8]) -> Option<PlainParts<'_>> {
 
 /// A JSON body that decodes to a `Status` with `status: Failure`.
 fn failure_status_in_body(body: &[u8]) -> Option<Status> {
-    let v: Value = serde_json::from_slice(body).ok()?;
+    let v: Value = crate::json::from_slice(body).ok()?;
     // client-go decodes it with `v1` as the default version: only `kind: Status` (an unversioned
     // kind, whatever the group and version) decodes to a Status.
     let (api_version, kind) = type_meta(&v).ok()?;
@@ -1048,6 +1048,11 @@ fn go_json_error(e: &serde_json::Error, body: &[u8]) -> String {
     if e.classify() == Category::Eof {
         return "unexpected end of JSON input".into();
     }
+    // Nested deeper than Go reads: in its words, without the place.
+    if let Some(bracket) = crate::json::exceeded_depth(e) {
+        return crate::json::depth_error(bracket);
+    }
+    let message = e.to_string();
     let offset = byte_offset(body, e.line(), e.column());
     let c = body.get(offset.saturating_sub(1)).copied().unwrap_or(b' ');
     let shown = match c {
@@ -1059,7 +1064,6 @@ fn go_json_error(e: &serde_json::Error, body: &[u8]) -> String {
         c if c.is_ascii_graphic() || c == b' ' => format!("'{}'", c as char),
         c => format!("'\\x{c:02x}'"),
     };
-    let message = e.to_string();
     let before = &body[..offset.saturating_sub(1).min(body.len())];
     let last = before.iter().rev().find(|b| !b.is_ascii_whitespace());
     let context = if message.starts_with("key must be a string") {
@@ -1202,7 +1206,7 @@ mod tests {
                 for (object, old_object) in [("{\"a\":1}", "null"), ("null", "[]")] {
                     let text = review_text("v1beta1", uid, head, object, old_object, "}}");
                     assert_eq!(text.capacity(), text.len(), "{text}");
-                    let v: Value = serde_json::from_str(&text).unwrap();
+                    let v: Value = crate::json::from_str(&text).unwrap();
                     assert_eq!(v["request"]["uid"], uid, "{text}");
                     assert_eq!(v["apiVersion"], "admission.k8s.io/v1beta1");
                 }
@@ -1237,7 +1241,7 @@ mod tests {
             "{\"response\":{\"uid\":\"\u{1}\",\"allowed\":true}}",
         ];
         for body in bodies {
-            let decoded = serde_json::from_slice::<AdmissionReviewReply>(body.as_bytes());
+            let decoded = crate::json::from_slice::<AdmissionReviewReply>(body.as_bytes());
             if let Some(read) = plain_reply(body.as_bytes()) {
                 assert_eq!(Some(&read), decoded.as_ref().ok(), "{body}");
             }
@@ -1299,7 +1303,7 @@ mod tests {
             };
             let response = format!("{{{}}}", members(&inner, &inner_keys, None));
             let body = format!("{{{}}}", members(&top, &keys, Some(&response)));
-            let decoded = serde_json::from_slice::<AdmissionReviewReply>(body.as_bytes());
+            let decoded = crate::json::from_slice::<AdmissionReviewReply>(body.as_bytes());
             if let Some(read) = plain_reply(body.as_bytes()) {
                 proptest::prop_assert_eq!(Some(&read), decoded.as_ref().ok(), "{}", body);
             }
@@ -1397,7 +1401,7 @@ mod tests {
             r#"{"response":{"uid":"u","uid":"v","allowed":true}}"#,
             r#"{"apiVersion":"admission.k8s.io/v1","response":null}"#,
         ] {
-            let value: Value = serde_json::from_str(body).unwrap();
+            let value: Value = crate::json::from_str(body).unwrap();
             let expected = serde_json::from_value::<AdmissionReviewReply>(value).unwrap();
             assert_eq!(
                 decode_reply(&http(body), "https://x", "v1", release).unwrap(),
@@ -1685,8 +1689,8 @@ mod tests {
             );
             // The same review; the options in their Go type's field order, and the newline
             // Go's encoder ends with.
-            let expected: Value = serde_json::from_slice(&expected).unwrap();
-            assert_eq!(serde_json::from_str::<Value>(&body).unwrap(), expected);
+            let expected: Value = crate::json::from_slice(&expected).unwrap();
+            assert_eq!(crate::json::from_str::<Value>(&body).unwrap(), expected);
             assert!(body.ends_with("}}\n"), "{body}");
         };
         check(&attrs, &invocation, "v1");

@@ -346,7 +346,7 @@ fn decode_continue(token: &str) -> Option<(u64, String)> {
     let bytes = base64::engine::general_purpose::URL_SAFE
         .decode(token)
         .ok()?;
-    let value: Value = serde_json::from_slice(&bytes).ok()?;
+    let value: Value = crate::json::from_slice(&bytes).ok()?;
     Some((value["rv"].as_u64()?, value["start"].as_str()?.to_string()))
 }
 
@@ -593,7 +593,7 @@ async fn apply(
             return status(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string(), None);
         }
     };
-    let applied: Value = match serde_json::from_slice(&body) {
+    let applied: Value = match crate::json::from_slice(&body) {
         Ok(v) => v,
         Err(_) => match std::str::from_utf8(&body)
             .map_err(|e| e.to_string())

@@ -481,13 +481,23 @@ impl Patch {
 
 /// Parses what [`Patch::apply`] returned, as [`Patch::apply_to_value`] does: invalid UTF-8 and
 /// unpaired surrogates become U+FFFD; a document serde_json cannot represent is an error.
+///
+/// A document nested deeper than kube-apiserver reads (a deep value added at a deep place) is
+/// the error of the one reader of a patched object there, the decode into its kind
+/// ([`crate::json::decode_depth_error`]).
 pub fn parse_patched(out: &[u8]) -> Result<serde_json::Value, ApplyError> {
-    match serde_json::from_slice(out) {
-        Ok(v) => Ok(v),
-        Err(_) => serde_json::from_slice(&sanitize(out)).map_err(|e| ApplyError {
-            message: format!("patched document is not representable as a JSON value: {e}"),
-        }),
+    let e = match crate::json::from_slice(out) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    if let Some(bracket) = crate::json::exceeded_depth(&e) {
+        return Err(ApplyError {
+            message: crate::json::decode_depth_error(bracket),
+        });
     }
+    crate::json::from_slice(&sanitize(out)).map_err(|e| ApplyError {
+        message: format!("patched document is not representable as a JSON value: {e}"),
+    })
 }
 
 /// Rewrites every string of valid JSON through Go's decoding (invalid UTF-8 and unpaired

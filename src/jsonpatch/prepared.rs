@@ -209,7 +209,7 @@ impl<'v> Prepared<'v> {
                     (depth + span.depth <= MAX_ASSEMBLED_DEPTH).then(|| span.value.clone())
                 }
                 None if depth + nesting(raw) <= MAX_ASSEMBLED_DEPTH => {
-                    serde_json::from_slice(raw).ok()
+                    crate::json::from_slice(raw).ok()
                 }
                 None => None,
             },

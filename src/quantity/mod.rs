@@ -762,7 +762,7 @@ mod tests {
     use serde_json::Value;
 
     fn fixture(text: &str) -> Value {
-        serde_json::from_str(text).unwrap()
+        crate::json::from_str(text).unwrap()
     }
 
     fn int(v: &Value) -> i64 {

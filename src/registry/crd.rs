@@ -84,7 +84,7 @@ pub enum RegistryError {
 pub fn load_custom_resources(text: &str) -> Result<Vec<CustomResourceSpec>, RegistryError> {
     let trimmed = text.trim_start();
     let documents: Vec<Value> = if trimmed.starts_with('{') || trimmed.starts_with('[') {
-        match serde_json::from_str(text) {
+        match crate::json::from_str(text) {
             Ok(v) => vec![v],
             Err(_) => yaml_documents(text)?,
         }

@@ -29,8 +29,9 @@
 //! `requestUid`, `url`, `outcome` (a summary such as `http 200` or `transport timeout`) and
 //! `elapsedMs`. A hand-written index needs only the first five.
 //!
-//! **`request.json`** is the AdmissionReview exactly as it was sent, indented: only whitespace
-//! outside strings was added, keys keep their order. Its `request.uid` is the recorded uid.
+//! **`request.json`** is the AdmissionReview exactly as it was sent, indented (two spaces a
+//! level, up to 64 levels): only whitespace outside strings was added, keys keep their order.
+//! Its `request.uid` is the recorded uid.
 //!
 //! **`reply.json`** is an object with
 //!
@@ -215,7 +216,7 @@ impl Place<'_> {
 
     /// Parses a JSON object, refusing fields not in `known`.
     fn object(&self, text: &[u8], known: &[&str]) -> Result<Map<String, Value>, RecordError> {
-        let value: Value = serde_json::from_slice(text)
+        let value: Value = crate::json::from_slice(text)
             .map_err(|e| self.invalid("", format!("not valid JSON: {e}")))?;
         let Value::Object(map) = value else {
             return Err(self.invalid("", "expected a JSON object"));
@@ -501,10 +502,16 @@ fn kind_name(kind: TransportErrorKind) -> &'static str {
         .map_or("other", |(_, n)| n)
 }
 
+/// Levels of nesting the indentation of recorded bodies follows; deeper lines are indented as
+/// this level, so that a body nested as deep as kube-apiserver reads (10,000 levels) takes space
+/// in proportion to its size (fully indented, one such body would take 200 MB).
+const INDENTED_LEVELS: usize = 64;
+
 /// Indents a JSON text without reordering or re-encoding anything: only whitespace outside
-/// strings changes. Text that is not JSON is returned as is.
+/// strings changes, up to [`INDENTED_LEVELS`]. Text that is not JSON is returned as is.
 fn indent_json(text: &[u8]) -> Vec<u8> {
-    if serde_json::from_slice::<serde::de::IgnoredAny>(text).is_err() {
+    // A review sent holds its objects two levels down.
+    if crate::json::from_slice_within::<serde::de::IgnoredAny>(text, 2).is_err() {
         return text.to_vec();
     }
     let mut out = Vec::with_capacity(text.len() * 2);
@@ -513,7 +520,7 @@ fn indent_json(text: &[u8]) -> Vec<u8> {
     let mut escaped = false;
     let newline = |out: &mut Vec<u8>, depth: usize| {
         out.push(b'\n');
-        out.extend(std::iter::repeat_n(b' ', depth * 2));
+        out.extend(std::iter::repeat_n(b' ', depth.min(INDENTED_LEVELS) * 2));
     };
     let mut i = 0;
     while i < text.len() {
@@ -777,7 +784,7 @@ fn parse_body(
             .map_err(|e| place.invalid("bodyBase64", format!("not base64: {e}")));
     }
     let raw: RawBody<'_> =
-        serde_json::from_slice(text).map_err(|e| place.invalid("body", e.to_string()))?;
+        crate::json::from_slice(text).map_err(|e| place.invalid("body", e.to_string()))?;
     let Some(raw) = raw.body else {
         return Err(place.invalid("body", "missing (an empty body is \"\")"));
     };
@@ -787,7 +794,7 @@ fn parse_body(
             return Err(place.invalid("bodyTrailer", "only goes with a JSON body"));
         }
         let s: String =
-            serde_json::from_str(raw).map_err(|e| place.invalid("body", e.to_string()))?;
+            crate::json::from_str(raw).map_err(|e| place.invalid("body", e.to_string()))?;
         return Ok(s.into_bytes());
     }
     if !raw.starts_with(['{', '[']) {
@@ -880,11 +887,11 @@ fn canonical(v: &Value, out: &mut String) {
 /// The byte range of the `response.uid` string in a response body (the one a JSON decoder
 /// keeps), when it equals `uid`.
 fn echoed_uid_span(body: &[u8], uid: &str) -> Option<Range<usize>> {
-    let top: HashMap<String, &RawValue> = serde_json::from_slice(body).ok()?;
+    let top: HashMap<String, &RawValue> = crate::json::from_slice(body).ok()?;
     let response: HashMap<String, &RawValue> =
-        serde_json::from_str(top.get("response")?.get()).ok()?;
+        crate::json::from_str(top.get("response")?.get()).ok()?;
     let raw = response.get("uid")?.get();
-    let value: String = serde_json::from_str(raw).ok()?;
+    let value: String = crate::json::from_str(raw).ok()?;
     if value != uid {
         return None;
     }
@@ -1234,7 +1241,8 @@ impl RecordedReplies {
         {
             return recorded.reply_to(call);
         }
-        let review: Value = serde_json::from_slice(&call.body)
+        // The review sent: its objects are two levels down.
+        let review: Value = crate::json::from_slice_within(&call.body, 2)
             .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&call.body).into_owned()));
         let description = describe(&review);
         let key = MatchKey {
@@ -1283,7 +1291,7 @@ fn load_exchange(
         line: None,
     };
     let request_bytes = read(&request_path)?;
-    let review: Value = serde_json::from_slice(&request_bytes)
+    let review: Value = crate::json::from_slice_within(&request_bytes, 2)
         .map_err(|e| request_place.invalid("", format!("not valid JSON: {e}")))?;
     let uid = match review.get("request") {
         Some(Value::Object(r)) => match r.get("uid") {
@@ -1562,8 +1570,8 @@ mod tests {
     fn indenting_keeps_the_text_but_whitespace() {
         let text = br#"{"b":[1,{"x":"a, {b}: \"c\""}],"a":{},"c":[ ],"d":null}"#;
         let out = indent_json(text);
-        let v: Value = serde_json::from_slice(&out).unwrap();
-        assert_eq!(v, serde_json::from_slice::<Value>(text).unwrap());
+        let v: Value = crate::json::from_slice(&out).unwrap();
+        assert_eq!(v, crate::json::from_slice::<Value>(text).unwrap());
         let s = String::from_utf8(out).unwrap();
         assert!(s.starts_with("{\n  \"b\": [\n    1,\n    {\n      \"x\": \"a, {b}: \\\"c\\\"\""));
         assert!(s.contains("\"a\": {},\n  \"c\": [],"));
@@ -1573,8 +1581,8 @@ mod tests {
     #[test]
     fn canonical_content_ignores_uid_order_and_spacing() {
         let a: Value =
-            serde_json::from_str(r#"{"request":{"uid":"1","b":1,"a":[{"y":1,"x":2}]}}"#).unwrap();
-        let b: Value = serde_json::from_str(
+            crate::json::from_str(r#"{"request":{"uid":"1","b":1,"a":[{"y":1,"x":2}]}}"#).unwrap();
+        let b: Value = crate::json::from_str(
             r#"{ "request" : { "a" : [ { "x" : 2 , "y" : 1 } ], "b" : 1, "uid" : "2" } }"#,
         )
         .unwrap();

@@ -355,7 +355,7 @@ fn ser_object<S: serde::Serializer>(o: &Option<Arc<Object>>, s: S) -> Result<S::
     };
     match o
         .json()
-        .and_then(|t| serde_json::from_str::<&serde_json::value::RawValue>(t).ok())
+        .and_then(|t| crate::json::from_str::<&serde_json::value::RawValue>(t).ok())
     {
         Some(raw) => raw.serialize(s),
         None => o.value().serialize(s),
@@ -1002,7 +1002,7 @@ mod tests {
     /// `value` written by the report's writer `level` deep, as a value and as compact text.
     fn both_ways(value: &Value, level: usize) -> (String, String) {
         let text = serde_json::to_string(value).unwrap();
-        let raw: &RawValue = serde_json::from_str(&text).unwrap();
+        let raw: &RawValue = crate::json::from_str(&text).unwrap();
         let (mut a, mut b) = (Vec::new(), Vec::new());
         write_nested(&mut a, value, level).unwrap();
         write_nested(&mut b, &raw, level).unwrap();

@@ -400,7 +400,7 @@ mod tests {
 
     /// The request a call is about: its operation, namespace and name.
     fn request_of(call: &WebhookCall) -> String {
-        let body: serde_json::Value = serde_json::from_slice(&call.body).unwrap_or_default();
+        let body: serde_json::Value = crate::json::from_slice(&call.body).unwrap_or_default();
         let r = &body["request"];
         format!("{} {}/{}", r["operation"], r["namespace"], r["name"])
     }

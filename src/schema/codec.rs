@@ -40,7 +40,7 @@ pub fn normalize(
     value: &Value,
 ) -> Result<(Value, String), DecodeError> {
     let json = encode(schema, id, value)?;
-    let value = serde_json::from_str(&json).map_err(|e| DecodeError(e.to_string()))?;
+    let value = crate::json::from_str(&json).map_err(|e| DecodeError(e.to_string()))?;
     Ok((value, json))
 }
 
@@ -371,7 +371,7 @@ impl<'s> Encoder<'s> {
                 self.out.clear();
                 self.write(ty, Some(value))?;
                 *value =
-                    serde_json::from_slice(&self.out).map_err(|e| DecodeError(e.to_string()))?;
+                    crate::json::from_slice(&self.out).map_err(|e| DecodeError(e.to_string()))?;
             }
         }
         Ok(())

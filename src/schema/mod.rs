@@ -292,7 +292,7 @@ impl Schema {
             .read_to_end(&mut json)
             .map_err(|e| SchemaError(format!("cannot decompress: {e}")))?;
         let raw: RawSchema =
-            serde_json::from_slice(&json).map_err(|e| SchemaError(format!("{e}")))?;
+            crate::json::from_slice(&json).map_err(|e| SchemaError(format!("{e}")))?;
         Schema::from_raw(raw, release)
     }
 

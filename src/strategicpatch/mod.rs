@@ -102,7 +102,7 @@ pub fn strategic_merge_patch_json<S: LookupPatchMeta>(
     patch: &[u8],
     schema: &S,
 ) -> Result<Value, Error> {
-    let parse = |text: &[u8]| serde_json::from_slice::<Value>(text).map_err(|_| Error::BadJsonDoc);
+    let parse = |text: &[u8]| crate::json::from_slice::<Value>(text).map_err(|_| Error::BadJsonDoc);
     strategic_merge_patch(parse(original)?, parse(patch)?, schema)
 }
 

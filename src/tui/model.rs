@@ -524,7 +524,7 @@ pub fn decode_annotation(key: &str, value: &str) -> Option<String> {
     {
         return None;
     }
-    let v: Value = serde_json::from_str(value).ok()?;
+    let v: Value = crate::json::from_str(value).ok()?;
     let who = format!(
         "{}/{}",
         v.get("configuration")?.as_str()?,

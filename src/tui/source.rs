@@ -245,7 +245,9 @@ fn read_files(
     problems: mpsc::Sender<SourceMsg>,
 ) -> impl Stream<Item = InputItem> {
     let (tx, mut rx) = mpsc::channel::<InputItem>(1024);
-    std::thread::spawn(move || {
+    let unstarted = problems.clone();
+    // A stack deep enough for the deepest object the apiserver accepts (see crate::json).
+    let spawned = crate::json::spawn("reader", move || {
         let mut reader = reader;
         // The receiver only goes away when the console quits.
         let (_, failures) = reader.read_paths(&paths, None, &mut |item| {
@@ -260,6 +262,24 @@ fn read_files(
             )));
         }
     });
+    if let Err(e) = spawned {
+        let p = crate::replay::InputProblem {
+            source: crate::replay::SourceRef {
+                file: String::new(),
+                index: 0,
+                unit: crate::replay::IndexUnit::Document,
+                audit_id: None,
+            },
+            field: String::new(),
+            message: format!("cannot start the input reader: {e}"),
+        };
+        let _ = unstarted.try_send(SourceMsg::Problem(Box::new(
+            crate::replay::report::Problem::from_input(
+                crate::replay::report::ProblemKind::Unusable,
+                &p,
+            ),
+        )));
+    }
     futures::stream::poll_fn(move |cx| rx.poll_recv(cx))
 }
 

@@ -375,7 +375,7 @@ impl Prepared {
 
     /// The response body for a request body posted to `path`.
     pub(crate) fn answer(&self, path: &str, body: &[u8]) -> Result<Vec<u8>, BadReview> {
-        let review: WireReview<'_> = serde_json::from_slice(body)?;
+        let review: WireReview<'_> = crate::json::from_slice(body)?;
         let request = review.request.ok_or(BadReview::NoRequest)?;
         let (api_version, prefix) = match review.api_version.as_deref() {
             None | Some(V1) => (V1, PREFIX_V1),
@@ -389,7 +389,7 @@ impl Prepared {
             Prepared::AddLabel { absent, present } => {
                 let labelled = request
                     .object
-                    .and_then(|o| serde_json::from_str::<WireObject>(o.get()).ok())
+                    .and_then(|o| crate::json::from_str::<WireObject>(o.get()).ok())
                     .and_then(|o| o.metadata)
                     .is_some_and(|m| m.labels.is_some());
                 if labelled { present } else { absent }
@@ -437,7 +437,7 @@ mod tests {
 
     fn answer(b: &Behaviour, body: &str) -> serde_json::Value {
         let out = Prepared::new(b).answer("/p", body.as_bytes()).unwrap();
-        serde_json::from_slice(&out).unwrap()
+        crate::json::from_slice(&out).unwrap()
     }
 
     fn patch_of(v: &serde_json::Value) -> serde_json::Value {
@@ -445,7 +445,7 @@ mod tests {
         let bytes = base64::engine::general_purpose::STANDARD
             .decode(b64)
             .unwrap();
-        serde_json::from_slice(&bytes).unwrap()
+        crate::json::from_slice(&bytes).unwrap()
     }
 
     #[test]

@@ -190,6 +190,7 @@ impl WebhookServer {
         } else {
             tokio::runtime::Builder::new_multi_thread()
                 .worker_threads(worker_threads)
+                .thread_stack_size(crate::json::STACK_BYTES)
                 .enable_all()
                 .build()
         }
@@ -197,6 +198,7 @@ impl WebhookServer {
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let thread = std::thread::Builder::new()
             .name("webhook-server".into())
+            .stack_size(crate::json::STACK_BYTES)
             .spawn(move || {
                 runtime.block_on(async move {
                     let Ok(serving) = prepared.into_accept_loop() else {

@@ -150,7 +150,7 @@ fn capture_line(text: &[u8], show_secrets: bool, out: &mut Vec<u8>) {
     if text.is_empty() {
         return;
     }
-    let Ok(head) = serde_json::from_slice::<Head<'_>>(text) else {
+    let Ok(head) = crate::json::from_slice::<Head<'_>>(text) else {
         return push_one_line(text, out);
     };
     let secret = head
@@ -159,7 +159,8 @@ fn capture_line(text: &[u8], show_secrets: bool, out: &mut Vec<u8>) {
         .is_some_and(|o| o.api_group.is_empty() && o.resource == "secrets");
     if secret
         && !show_secrets
-        && let Ok(Value::Object(mut event)) = serde_json::from_slice::<Value>(text)
+        // The event wraps the request body one level down.
+        && let Ok(Value::Object(mut event)) = crate::json::from_slice_within::<Value>(text, 1)
     {
         for field in ["requestObject", "responseObject"] {
             if let Some(object) = event.get_mut(field) {
@@ -234,7 +235,7 @@ fn redact_object(object: &mut Value) {
 
 /// Redacts the patch inside a `patch.webhook.admission.k8s.io` annotation value.
 fn redact_patch_annotation(value: &mut String) {
-    let Ok(Value::Object(mut v)) = serde_json::from_str::<Value>(value) else {
+    let Ok(Value::Object(mut v)) = crate::json::from_str::<Value>(value) else {
         return;
     };
     if let Some(patch) = v.get_mut("patch") {

@@ -307,7 +307,7 @@ fn member<T: DeserializeOwned>(
     match raw {
         None => Ok(None),
         Some(r) if r.get() == "null" => Ok(None),
-        Some(r) => serde_json::from_str(r.get())
+        Some(r) => crate::json::from_str(r.get())
             .map(Some)
             .map_err(|e| problem(source, field, message(&e))),
     }
@@ -323,7 +323,7 @@ fn string(
 
 /// Decodes the console's view of one event.
 fn decode(text: &[u8], mut source: SourceRef) -> Result<AuditEvent, InputProblem> {
-    let m: Members<'_> = serde_json::from_slice(text).map_err(|e| {
+    let m: Members<'_> = crate::json::from_slice(text).map_err(|e| {
         let what = if e.is_syntax() || e.is_eof() {
             "invalid JSON"
         } else {
@@ -437,7 +437,7 @@ fn parse_annotation(key: &str, value: &str) -> Result<Option<AdmissionAnnotation
         .ok_or_else(|| format!("expected a key ending in round_<r>_index_<i>, got {rest:?}"))?;
     let kind = match which {
         0 => {
-            let v: MutationValue = serde_json::from_str(value)
+            let v: MutationValue = crate::json::from_str(value)
                 .map_err(|e| format!("invalid mutation annotation: {}", message(&e)))?;
             AnnotationKind::Mutation {
                 configuration: v.configuration,
@@ -446,7 +446,7 @@ fn parse_annotation(key: &str, value: &str) -> Result<Option<AdmissionAnnotation
             }
         }
         1 => {
-            let v: PatchValue = serde_json::from_str(value)
+            let v: PatchValue = crate::json::from_str(value)
                 .map_err(|e| format!("invalid patch annotation: {}", message(&e)))?;
             AnnotationKind::Patch {
                 configuration: v.configuration,

@@ -366,7 +366,7 @@ struct EventList<'a> {
 
 /// The items of a posted body, or why it is not an `EventList`.
 fn items(body: &[u8]) -> Result<Vec<&RawValue>, String> {
-    let list: EventList<'_> = serde_json::from_slice(body)
+    let list: EventList<'_> = crate::json::from_slice(body)
         .map_err(|e| format!("the body is not an audit.k8s.io/v1 EventList: {e}"))?;
     if let Some(kind) = list.kind
         && kind != "EventList"

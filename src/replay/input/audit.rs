@@ -151,6 +151,8 @@ struct Event<'a> {
     object_ref: Option<ObjectRef<'a>>,
     code: Option<i32>,
     request_object: Option<&'a [u8]>,
+    /// Where `request_object` starts in the event's text.
+    request_object_at: usize,
     response_object: Option<&'a [u8]>,
     received: Option<String>,
     stage_timestamp: Option<String>,
@@ -171,7 +173,7 @@ impl<'a> Event<'a> {
             let Some(raw) = raw else {
                 return Ok(None);
             };
-            serde_json::from_slice(raw).map(Some).map_err(|e| {
+            crate::json::from_slice(raw).map(Some).map_err(|e| {
                 let text = e.to_string();
                 let text = text
                     .rsplit_once(" at line ")
@@ -198,6 +200,7 @@ impl<'a> Event<'a> {
             code: member::<ResponseStatus>(raw(K_RESPONSE_STATUS), "responseStatus")?
                 .and_then(|s| s.code),
             request_object: raw(K_REQUEST_OBJECT),
+            request_object_at: spans[K_REQUEST_OBJECT].map_or(0, |(s, _)| s),
             response_object: raw(K_RESPONSE_OBJECT),
             received: member(raw(K_RECEIVED), "requestReceivedTimestamp")?,
             stage_timestamp: member(raw(K_STAGE_TIMESTAMP), "stageTimestamp")?,
@@ -297,7 +300,7 @@ impl Reader {
         text: &[u8],
         spans: &Spans,
         mut source: SourceRef,
-        sink: Sink<'_>,
+        sink: Sink<'_, '_>,
     ) {
         let s = |i: usize| spans[i].and_then(|sp| scan::string(text, sp));
         if let Some(id) = s(K_AUDIT_ID) {
@@ -311,13 +314,13 @@ impl Reader {
             })
         };
         let Some(stage) = s(K_STAGE) else {
-            return sink(invalid("stage", "missing".into(), &source));
+            return sink.push(invalid("stage", "missing".into(), &source));
         };
         let final_stage = match &*stage {
             "ResponseComplete" | "Panic" => true,
             "RequestReceived" | "ResponseStarted" => false,
             other => {
-                return sink(invalid(
+                return sink.push(invalid(
                     "stage",
                     format!("unknown stage {other:?}"),
                     &source,
@@ -325,7 +328,7 @@ impl Reader {
             }
         };
         let Some(verb) = s(K_VERB) else {
-            return sink(invalid("verb", "missing".into(), &source));
+            return sink.push(invalid("verb", "missing".into(), &source));
         };
         self.events += 1;
         let skipped = u64::from(final_stage);
@@ -342,9 +345,9 @@ impl Reader {
             "create" | "update" | "patch" | "delete" | "deletecollection" => {}
             "get" | "list" => {
                 let oref =
-                    match serde_json::from_slice::<ObjectRef>(&text[oref_span.0..oref_span.1]) {
+                    match crate::json::from_slice::<ObjectRef>(&text[oref_span.0..oref_span.1]) {
                         Ok(o) => o,
-                        Err(e) => return sink(invalid("objectRef", e.to_string(), &source)),
+                        Err(e) => return sink.push(invalid("objectRef", e.to_string(), &source)),
                     };
                 // Reads do not go through admission, except connect requests made with GET.
                 if verb == "list" || !is_connect(&oref.api_group, &oref.resource, &oref.subresource)
@@ -356,16 +359,20 @@ impl Reader {
                     return;
                 }
             }
-            other => return sink(invalid("verb", format!("unknown verb {other:?}"), &source)),
+            other => return sink.push(invalid("verb", format!("unknown verb {other:?}"), &source)),
         }
         let Some(audit_id) = source.audit_id.clone() else {
-            return sink(invalid("auditID", "missing".into(), &source));
+            return sink.push(invalid("auditID", "missing".into(), &source));
         };
         if !final_stage {
-            self.remember_pending(audit_id, stage.into_owned(), text, source);
+            let (seq, replaced) = self.remember_pending(audit_id, stage.into_owned(), text, source);
+            sink.wait(seq, replaced);
             return;
         }
-        self.pending.remove(&audit_id);
+        if let Some(earlier) = self.pending.remove(&audit_id) {
+            // Replayed here, at its final stage: what waited behind its earlier stage goes first.
+            sink.arrived(earlier.seq);
+        }
         self.audit_event(text, spans, source, None, sink);
     }
 
@@ -427,12 +434,12 @@ impl Reader {
         spans: &Spans,
         mut source: SourceRef,
         note: Option<String>,
-        sink: Sink<'_>,
+        sink: Sink<'_, '_>,
     ) {
         let ev = match Event::decode(text, spans) {
             Ok(ev) => ev,
             Err((field, message)) => {
-                return sink(InputItem::Invalid(InputProblem {
+                return sink.push(InputItem::Invalid(InputProblem {
                     source,
                     field,
                     message,
@@ -457,7 +464,7 @@ impl Reader {
                     self.intern.request(r);
                     self.attach_params(r);
                 }
-                sink(item);
+                sink.push(item);
             }
         }
         self.learn_write(&ev, &oref);
@@ -709,7 +716,7 @@ impl Reader {
             Err(message) => Err(InputItem::Invalid(InputProblem {
                 source: ctx.source.clone(),
                 field: "requestObject".into(),
-                message,
+                message: super::relocate_from(message, &self.positions, ctx.ev.request_object_at),
             })),
         }
     }
@@ -1480,7 +1487,7 @@ impl Reader {
         let deleting = matches!(ev.verb.as_str(), "delete" | "deletecollection");
         if deleting
             && ev.request_object.is_some_and(|r| {
-                serde_json::from_slice::<Value>(r).is_ok_and(|v| query::is_dry_run(&v))
+                crate::json::from_slice::<Value>(r).is_ok_and(|v| query::is_dry_run(&v))
             })
         {
             return;
@@ -1548,15 +1555,17 @@ impl Reader {
         }
     }
 
+    /// Keeps the latest early stage of `audit_id`; returns its sequence number, and that of the
+    /// earlier stage it replaces.
     fn remember_pending(
         &mut self,
         audit_id: String,
         stage: String,
         text: &[u8],
         source: SourceRef,
-    ) {
+    ) -> (u64, Option<u64>) {
         self.seq += 1;
-        self.pending.insert(
+        let replaced = self.pending.insert(
             audit_id,
             super::Pending {
                 seq: self.seq,
@@ -1565,6 +1574,7 @@ impl Reader {
                 source,
             },
         );
+        (self.seq, replaced.map(|p| p.seq))
     }
 }
 

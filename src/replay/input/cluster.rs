@@ -285,7 +285,7 @@ fn read_file(path: &Path, found: &mut Vec<Found>, problems: &mut Vec<InputProble
     let mut docs: Vec<(SourceRef, String, Result<Value, String>)> = Vec::new();
     if matches!(body.trim_ascii_start().first(), Some(b'{' | b'[')) {
         // Cluster files are read whole: one JSON value after another.
-        let mut values = serde_json::Deserializer::from_slice(body).into_iter::<Value>();
+        let mut values = crate::json::values(body);
         let mut doc = 0;
         loop {
             doc += 1;
@@ -300,9 +300,10 @@ fn read_file(path: &Path, found: &mut Vec<Found>, problems: &mut Vec<InputProble
         }
     } else {
         let mut input = body;
-        let mut split = YamlDocs::new(&mut input);
+        let mut split = YamlDocs::new(&mut input, 1);
         while let Ok(Some(doc)) = split.next_doc() {
-            let v = crate::yaml::from_str::<Value>(&doc.text).map_err(|e| super::yaml_error(&e));
+            let v = crate::yaml::from_str::<Value>(&doc.text)
+                .map_err(|e| super::yaml_error(&e, doc.first_line));
             docs.push((at(doc.doc), String::new(), v));
         }
     }

@@ -64,6 +64,7 @@ mod audit;
 mod cluster;
 mod intern;
 mod merge;
+mod order;
 mod query;
 mod review;
 use crate::scan;
@@ -87,11 +88,12 @@ pub use intern::Interner;
 pub use wrapped::default_manifest_user;
 
 use super::{IndexUnit, InputItem, InputProblem, SourceRef};
+use order::{Held, Out};
 use store::Store;
 use stream::{JsonDocs, Piece, Positions, YamlDocs};
 
-/// Where items go.
-type Sink<'s> = &'s mut dyn FnMut(InputItem);
+/// Where items go, in input order.
+type Sink<'s, 'o> = &'s mut Out<'o>;
 
 /// An audit request whose final stage has not been read yet.
 struct Pending {
@@ -111,6 +113,8 @@ pub struct Reader {
     builtin: ResourceRegistry,
     pending: HashMap<String, Pending>,
     seq: u64,
+    /// Items held behind the requests of `pending`, in input order (see `order.rs`).
+    held: Held,
     intern: Interner,
     /// The last document was an AdmissionReview that [`review::read`] took alone: the next one
     /// is tried that way first, before its kind is looked for.
@@ -169,6 +173,7 @@ impl Reader {
             builtin,
             pending: HashMap::new(),
             seq: 0,
+            held: Held::default(),
             intern: Interner::default(),
             reviews: false,
             events: 0,
@@ -235,7 +240,7 @@ impl Reader {
     ) {
         let text = trim(text);
         if !text.is_empty() {
-            self.json_text(text, source, "", None, sink);
+            self.json_text(text, source, "", None, &mut Out::direct(sink));
         }
     }
 
@@ -247,11 +252,27 @@ impl Reader {
     /// Reads one input (`name` is the path as given, or `-` for stdin), calling `sink` for each
     /// item in input order, streaming. Returns `Err` only when the input cannot be read at all: an
     /// IO error, or content that is empty or neither JSON nor YAML text; bad documents are items.
+    ///
+    /// Items read after an audit request seen at an early stage are held until its final stage
+    /// comes (then the request is replayed there), or until [`finish`](Self::finish) replays it
+    /// from that stage before them (see `order.rs`): call it at the end.
     pub fn read(
         &mut self,
         name: &str,
         input: &mut dyn BufRead,
         sink: &mut dyn FnMut(InputItem),
+    ) -> Result<(), InputProblem> {
+        let mut held = std::mem::take(&mut self.held);
+        let read = self.read_ordered(name, input, &mut Out::ordered(sink, &mut held));
+        self.held = held;
+        read
+    }
+
+    fn read_ordered(
+        &mut self,
+        name: &str,
+        input: &mut dyn BufRead,
+        sink: Sink<'_, '_>,
     ) -> Result<(), InputProblem> {
         let whole = |message: String| whole_input(name, message);
         let io_err = |e: io::Error| whole(format!("cannot read: {e}"));
@@ -270,10 +291,11 @@ impl Reader {
                 if !text_like {
                     return Err(whole("not JSON or YAML text".into()));
                 }
-                self.read_yaml(name, input, sink).map_err(|e| match e {
-                    YamlEnd::Io(e) => io_err(e),
-                    YamlEnd::NotObjects(m) => whole(m),
-                })
+                self.read_yaml(name, input, line, sink)
+                    .map_err(|e| match e {
+                        YamlEnd::Io(e) => io_err(e),
+                        YamlEnd::NotObjects(m) => whole(m),
+                    })
             }
         }
     }
@@ -319,7 +341,10 @@ impl Reader {
         let events = self.events;
         let mut tally = Tally::default();
         let mut counted = |item: InputItem| {
-            tally.count(&item);
+            // Items held behind an earlier input's request may come out now: not this one's.
+            if item_source(&item).file == path {
+                tally.count(&item);
+            }
             sink(item)
         };
         if path == "-" {
@@ -343,19 +368,29 @@ impl Reader {
 
     /// Called after the last input: emits the audit requests still waiting for their final stage
     /// (a log cut short, a connection still open), from the latest stage seen, with a note.
+    /// Each goes where its latest stage was read, before the items read after it (held until
+    /// now), unless more than [`order::MAX_HELD`] items were read after it: then it comes after
+    /// them.
     pub fn finish(&mut self, sink: &mut dyn FnMut(InputItem)) {
         let mut pending: Vec<Pending> = self.pending.drain().map(|(_, p)| p).collect();
         pending.sort_by_key(|p| p.seq);
+        let mut held = std::mem::take(&mut self.held);
+        let mut out = Out::ordered(sink, &mut held);
         for p in pending {
             let note = format!(
                 "the final stage of this request never arrived: replayed from its {} event",
                 p.stage
             );
+            let mut items = Vec::new();
             // The text was scanned when it was read.
             if let Ok(spans) = scan::find_by(&p.text, (0, p.text.len()), audit::key_index) {
-                self.audit_event(&p.text, &spans, p.source, Some(note), sink);
+                let mut built = |item| items.push(item);
+                let mut direct = Out::direct(&mut built);
+                self.audit_event(&p.text, &spans, p.source, Some(note), &mut direct);
             }
+            out.fill(p.seq, items);
         }
+        out.finish();
     }
 
     /// A `{`-started input: JSON lines when the first line (or, after a broken first line, the
@@ -365,7 +400,7 @@ impl Reader {
         name: &str,
         input: &mut dyn BufRead,
         line: usize,
-        sink: Sink<'_>,
+        sink: Sink<'_, '_>,
     ) -> io::Result<()> {
         let mut first = Vec::new();
         input.read_until(b'\n', &mut first)?;
@@ -392,7 +427,7 @@ impl Reader {
         input: &mut dyn BufRead,
         read: Vec<Vec<u8>>,
         mut line_no: usize,
-        sink: Sink<'_>,
+        sink: Sink<'_, '_>,
     ) -> io::Result<()> {
         for line in read {
             self.json_line(name, &line, line_no, sink);
@@ -429,7 +464,7 @@ impl Reader {
         }
     }
 
-    fn json_line(&mut self, name: &str, line: &[u8], line_no: usize, sink: Sink<'_>) {
+    fn json_line(&mut self, name: &str, line: &[u8], line_no: usize, sink: Sink<'_, '_>) {
         let text = trim(line);
         if !text.is_empty() {
             self.positions = Positions::line(line_no);
@@ -443,7 +478,7 @@ impl Reader {
         input: &mut dyn BufRead,
         prefix: Vec<u8>,
         line: usize,
-        sink: Sink<'_>,
+        sink: Sink<'_, '_>,
     ) -> io::Result<()> {
         let mut docs = JsonDocs::new(input, prefix, line);
         while let Some(piece) = docs.next_piece()? {
@@ -480,7 +515,7 @@ impl Reader {
                         sink,
                     );
                 }
-                Piece::Invalid { doc, message } => sink(InputItem::Invalid(InputProblem {
+                Piece::Invalid { doc, message } => sink.push(InputItem::Invalid(InputProblem {
                     source: source(name, doc, IndexUnit::Document),
                     field: String::new(),
                     message: format!("invalid JSON: {message}"),
@@ -494,9 +529,10 @@ impl Reader {
         &mut self,
         name: &str,
         input: &mut dyn BufRead,
-        sink: Sink<'_>,
+        line: usize,
+        sink: Sink<'_, '_>,
     ) -> Result<(), YamlEnd> {
-        let mut docs = YamlDocs::new(input);
+        let mut docs = YamlDocs::new(input, line);
         let mut first = true;
         while let Some(doc) = docs.next_doc().map_err(YamlEnd::Io)? {
             let source = source(name, doc.doc, IndexUnit::Document);
@@ -509,10 +545,10 @@ impl Reader {
                     }
                     self.value_doc(v, source, "", None, sink);
                 }
-                Err(e) => sink(InputItem::Invalid(InputProblem {
+                Err(e) => sink.push(InputItem::Invalid(InputProblem {
                     source,
                     field: String::new(),
-                    message: yaml_error(&e),
+                    message: yaml_error(&e, doc.first_line),
                 })),
             }
             first = false;
@@ -527,7 +563,7 @@ impl Reader {
         source: SourceRef,
         prefix: &str,
         list_kind: Option<&str>,
-        sink: Sink<'_>,
+        sink: Sink<'_, '_>,
     ) {
         match v {
             Value::Null => {}
@@ -544,7 +580,7 @@ impl Reader {
             }
             other => match serde_json::to_vec(&other) {
                 Ok(text) => self.json_text(&text, source, prefix, list_kind, sink),
-                Err(e) => sink(invalid(source, prefix, "", e.to_string())),
+                Err(e) => sink.push(invalid(source, prefix, "", e.to_string())),
             },
         }
     }
@@ -554,12 +590,12 @@ impl Reader {
         &mut self,
         (attrs, uid): (Attributes, String),
         source: SourceRef,
-        sink: Sink<'_>,
+        sink: Sink<'_, '_>,
     ) {
         let mut req = review::captured(attrs, uid, source, &self.store);
         self.intern.namespace(&mut req.namespace);
         self.attach_params(&mut req);
-        sink(InputItem::Request(Box::new(req)));
+        sink.push(InputItem::Request(Box::new(req)));
     }
 
     /// One JSON document or line: an audit event, an AdmissionReview, or a list of them.
@@ -569,7 +605,7 @@ impl Reader {
         source: SourceRef,
         prefix: &str,
         list_kind: Option<&str>,
-        sink: Sink<'_>,
+        sink: Sink<'_, '_>,
     ) {
         // Positions are those of the document as read, not of the parts it is read in.
         let positions = std::mem::take(&mut self.positions);
@@ -582,11 +618,11 @@ impl Reader {
         let spans: audit::Spans = match scan::find_by(text, (0, text.len()), audit::key_index) {
             Ok(s) => s,
             Err(_) => {
-                let message = match serde_json::from_slice::<serde::de::IgnoredAny>(text) {
+                let message = match crate::json::from_slice::<serde::de::IgnoredAny>(text) {
                     Err(e) => format!("invalid JSON: {}", relocate(e.to_string(), &positions)),
                     Ok(_) => "expected a JSON object".to_string(),
                 };
-                return sink(invalid(source, prefix, "", message));
+                return sink.push(invalid(source, prefix, "", message));
             }
         };
         let kind = spans[0]
@@ -607,36 +643,41 @@ impl Reader {
                 let message = format!(
                     "unsupported audit event version {api_version:?} (audit.k8s.io/v1, v1beta1 or v1alpha1)"
                 );
-                return sink(invalid(source, prefix, "apiVersion", message));
+                return sink.push(invalid(source, prefix, "apiVersion", message));
             }
-            return self.audit_fast(text, &spans, source, sink);
+            // Kept while the event is read, to place errors inside its members.
+            self.positions = positions;
+            self.audit_fast(text, &spans, source, sink);
+            self.positions = Positions::default();
+            return;
         }
         if kind == "AdmissionReview" {
             if let Some(read) = review::read(text, &mut self.intern) {
                 self.reviews = true;
                 return self.review_read_alone(read, source, sink);
             }
-            let doc = match scan::parse::<Value>(text) {
+            // The request's objects are two levels down: each may nest as deep as a body.
+            let doc = match scan::parse_within::<Value>(text, 2) {
                 Ok(d) => d,
                 Err(e) => {
                     let message = format!("invalid JSON: {}", relocate(e, &positions));
-                    return sink(invalid(source, prefix, "", message));
+                    return sink.push(invalid(source, prefix, "", message));
                 }
             };
             return match review::request(doc, source, &self.store) {
                 Ok(mut req) => {
                     self.intern.request(&mut req);
                     self.attach_params(&mut req);
-                    sink(InputItem::Request(Box::new(req)))
+                    sink.push(InputItem::Request(Box::new(req)))
                 }
-                Err((b, source)) => sink(invalid(source, prefix, &b.field, b.message)),
+                Err((b, source)) => sink.push(invalid(source, prefix, &b.field, b.message)),
             };
         }
         if let (Some(items), true) = (spans[2], kind.ends_with("List")) {
             let kind = kind.into_owned();
             let mut found = Vec::new();
             if scan::elements(text, items, |i, sp| found.push((i, sp))).is_err() {
-                return sink(invalid(source, prefix, "items", "expected an array".into()));
+                return sink.push(invalid(source, prefix, "items", "expected an array".into()));
             }
             for (i, (s, e)) in found {
                 let p = join(prefix, &format!("items[{i}]"));
@@ -663,7 +704,7 @@ impl Reader {
         } else {
             format!("{kind:?} is not an AdmissionReview or an audit.k8s.io Event")
         };
-        sink(invalid(source, prefix, "kind", message))
+        sink.push(invalid(source, prefix, "kind", message))
     }
 }
 
@@ -682,15 +723,34 @@ impl Reader {
         source: &SourceRef,
         prefix: &str,
         positions: &Positions,
-        sink: Sink<'_>,
+        sink: Sink<'_, '_>,
     ) -> bool {
-        let Ok(doc) = scan::parse::<Value>(text) else {
-            return false;
+        let doc = match scan::parse_within::<Value>(text, wrapped::MAX_WRAPPING) {
+            Ok(doc) => doc,
+            // Not JSON: nothing else to say about it than where the parser stopped.
+            Err(e) => {
+                let message = format!("invalid JSON: {}", relocate(e, positions));
+                sink.push(invalid(source.clone(), prefix, "", message));
+                return true;
+            }
         };
         let (user, given) = &self.manifest_user;
         let Some(found) = wrapped::unwrap(&doc, &self.registry, user, *given) else {
             return false;
         };
+        // The body is as deep as the shape found wraps it: a manifest is one.
+        let wrapping = match &found {
+            wrapped::Unwrapped::Create(..) => Some(0),
+            wrapped::Unwrapped::Review(_, wrapping) => Some(*wrapping),
+            _ => None,
+        };
+        if let Some(Err(e)) =
+            wrapping.map(|w| crate::json::check_depth(text, crate::json::MAX_DEPTH + w))
+        {
+            let message = format!("invalid JSON: {}", relocate(e.to_string(), positions));
+            sink.push(invalid(source.clone(), prefix, "", message));
+            return true;
+        }
         match found {
             wrapped::Unwrapped::Inner(docs) => {
                 for (field, inner) in docs {
@@ -699,14 +759,14 @@ impl Reader {
                     self.json_text(inner, source.clone(), &join(prefix, &field), None, sink);
                 }
             }
-            wrapped::Unwrapped::Review(review) => {
+            wrapped::Unwrapped::Review(review, _) => {
                 match review::request(review, source.clone(), &self.store) {
                     Ok(mut req) => {
                         self.intern.request(&mut req);
                         self.attach_params(&mut req);
-                        sink(InputItem::Request(Box::new(req)))
+                        sink.push(InputItem::Request(Box::new(req)))
                     }
-                    Err((b, source)) => sink(invalid(source, prefix, &b.field, b.message)),
+                    Err((b, source)) => sink.push(invalid(source, prefix, &b.field, b.message)),
                 }
             }
             wrapped::Unwrapped::Create(event, note) => {
@@ -720,12 +780,13 @@ impl Reader {
                         r.audit = None;
                         r.notes.insert(0, note.clone());
                     }
-                    sink(item)
+                    sink.push(item)
                 };
-                self.audit_fast(&event, &spans, source.clone(), &mut noted);
+                // The event of a create: at its final stage, so nothing waits.
+                self.audit_fast(&event, &spans, source.clone(), &mut Out::direct(&mut noted));
             }
             wrapped::Unwrapped::Refused(field, message) => {
-                sink(invalid(source.clone(), prefix, field, message))
+                sink.push(invalid(source.clone(), prefix, field, message))
             }
         }
         true
@@ -735,18 +796,25 @@ impl Reader {
 /// A parser's message ending `at line 1 column N` in a compacted document, with the line and
 /// column the byte was at in the input.
 fn relocate(message: String, positions: &Positions) -> String {
+    relocate_from(message, positions, 0)
+}
+
+/// [`relocate`] of a message about a part of the document that starts at offset `start`.
+fn relocate_from(message: String, positions: &Positions, start: usize) -> String {
     let found = (message.rsplit_once(" at line 1 column "))
         .and_then(|(what, col)| Some((what, col.parse::<usize>().ok()?)))
-        .and_then(|(what, col)| Some((what, positions.locate(col.saturating_sub(1))?)));
-    let message = match found {
+        .and_then(|(what, col)| Some((what, positions.locate(start + col.saturating_sub(1))?)));
+    match found {
         Some((what, (line, col))) => format!("{what} at line {line} column {col}"),
         None => message,
-    };
-    match message.strip_prefix("recursion limit exceeded") {
-        Some(at) => format!(
-            "nested deeper than the 128 levels hookscope reads (kube-apiserver reads 10,000){at}"
-        ),
-        None => message,
+    }
+}
+
+/// Where `item` was read.
+fn item_source(item: &InputItem) -> &SourceRef {
+    match item {
+        InputItem::Request(r) => &r.source,
+        InputItem::NotReplayable(p) | InputItem::Invalid(p) => &p.source,
     }
 }
 
@@ -870,9 +938,12 @@ fn start(input: &mut dyn BufRead) -> io::Result<(Option<u8>, usize)> {
     }
 }
 
-/// A YAML parse error in one line: its first line (the parser goes on with an excerpt of the
-/// document), without the `error: ` prefix.
-fn yaml_error(e: &impl std::fmt::Display) -> String {
+/// A YAML parse error of a document whose text starts on line `first_line` of its input, in one
+/// line: its first line (the parser goes on with an excerpt of the document), without the
+/// `error: ` prefix, at the line of the input.
+fn yaml_error(e: &crate::yaml::Error, first_line: usize) -> String {
+    let mut e = e.clone();
+    e.line = e.line.map(|l| l + first_line.saturating_sub(1));
     let text = e.to_string();
     let first = text.lines().next().unwrap_or_default();
     format!(

@@ -141,7 +141,7 @@ pub(crate) fn labels(json: &[u8], span: Option<Span>) -> BTreeMap<String, String
     let Some(span) = span else {
         return BTreeMap::new();
     };
-    serde_json::from_slice::<BTreeMap<String, Value>>(&json[span.0..span.1])
+    crate::json::from_slice::<BTreeMap<String, Value>>(&json[span.0..span.1])
         .map(|m| {
             m.into_iter()
                 .filter_map(|(k, v)| v.as_str().map(|s| (k, s.to_string())))

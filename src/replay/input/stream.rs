@@ -420,7 +420,7 @@ impl<'r> JsonDocs<'r> {
             return Ok(Err(e));
         }
         if key == b"\"kind\"" {
-            *kind = serde_json::from_slice::<String>(&value).ok();
+            *kind = crate::json::from_slice::<String>(&value).ok();
         }
         if !*first {
             text.push(b',');
@@ -580,6 +580,9 @@ pub(crate) struct YamlDoc {
     pub doc: usize,
     /// Its text (a `---` marker with content after it is blanked, so columns stay right).
     pub text: String,
+    /// The line of the input its text starts on, so that a line in the text is placed in the
+    /// input.
+    pub first_line: usize,
 }
 
 /// Splits a YAML stream on `---` (and `...`) markers, line by line.
@@ -590,11 +593,14 @@ pub(crate) struct YamlDocs<'r> {
     doc: usize,
     seen_content: bool,
     done: bool,
+    /// The input's line read last, and the one the text gathered starts on.
+    line_no: usize,
+    text_start: usize,
 }
 
 impl<'r> YamlDocs<'r> {
-    /// Reads from `inner`.
-    pub(crate) fn new(inner: &'r mut dyn BufRead) -> Self {
+    /// Reads from `inner`, whose first line is line `line` of the input.
+    pub(crate) fn new(inner: &'r mut dyn BufRead, line: usize) -> Self {
         YamlDocs {
             inner,
             line: Vec::new(),
@@ -602,6 +608,8 @@ impl<'r> YamlDocs<'r> {
             doc: 1,
             seen_content: false,
             done: false,
+            line_no: line.saturating_sub(1),
+            text_start: line,
         }
     }
 
@@ -616,6 +624,7 @@ impl<'r> YamlDocs<'r> {
                 }
                 break;
             }
+            self.line_no += 1;
             let line = String::from_utf8_lossy(&self.line).into_owned();
             let bare = line.trim_end_matches(['\n', '\r']);
             let start = bare == "---" || bare.starts_with("--- ") || bare.starts_with("---\t");
@@ -627,6 +636,7 @@ impl<'r> YamlDocs<'r> {
                         self.doc += 1;
                     }
                     self.seen_content = true;
+                    self.text_start = self.line_no;
                     self.text.push_str("   ");
                     self.text.push_str(&line[3..]);
                 }
@@ -637,6 +647,9 @@ impl<'r> YamlDocs<'r> {
             }
             let meaningful = !bare.trim().is_empty() && !bare.trim_start().starts_with('#');
             self.seen_content |= meaningful;
+            if self.text.is_empty() {
+                self.text_start = self.line_no;
+            }
             self.text.push_str(&line);
         }
         Ok(None)
@@ -651,6 +664,7 @@ impl<'r> YamlDocs<'r> {
         has_content.then_some(YamlDoc {
             doc: self.doc,
             text,
+            first_line: self.text_start,
         })
     }
 }
@@ -750,7 +764,7 @@ mod tests {
     fn yaml_documents() {
         let text = "# c\n---\na: 1\n---\n---\nb: 2\n--- {c: 3}\n...\n";
         let mut input = text.as_bytes();
-        let mut docs = YamlDocs::new(&mut input);
+        let mut docs = YamlDocs::new(&mut input, 1);
         let mut got = Vec::new();
         while let Some(d) = docs.next_doc().unwrap() {
             got.push((d.doc, d.text));

@@ -11,8 +11,9 @@ use crate::registry::ResourceRegistry;
 pub(crate) enum Unwrapped {
     /// Documents inside it, each with the field path it was found at.
     Inner(Vec<(String, Vec<u8>)>),
-    /// An `AdmissionRequest` outside a review: the review to read instead.
-    Review(Value),
+    /// An `AdmissionRequest` outside a review: the review to read instead, and how many levels
+    /// the document wraps the request's objects in (a bare request 1, `{request: …}` 2).
+    Review(Value, usize),
     /// A plain manifest: the audit event of its create, as kubectl would send it, and the note
     /// saying so.
     Create(Vec<u8>, String),
@@ -29,6 +30,10 @@ pub fn default_manifest_user() -> UserInfo {
         ..UserInfo::default()
     }
 }
+
+/// The deepest a document of these shapes wraps a request body: an audit event's `requestObject`
+/// in an item of `records`.
+pub(crate) const MAX_WRAPPING: usize = 3;
 
 /// What `doc` holds, if it is one of the shapes this module knows; `None` otherwise.
 pub(crate) fn unwrap(
@@ -68,12 +73,12 @@ pub(crate) fn unwrap(
         return Some(gke(payload));
     }
     if is_admission_request(doc) {
-        return Some(Unwrapped::Review(review_of(doc.clone())));
+        return Some(Unwrapped::Review(review_of(doc.clone()), 1));
     }
     // Wrappers policy engines' tests use: kubewarden's ValidationRequest (`request`,
     // `settings`), and reviews written without their type meta.
     if let Some(request) = obj.get("request").filter(|r| is_admission_request(r)) {
-        return Some(Unwrapped::Review(review_of(request.clone())));
+        return Some(Unwrapped::Review(review_of(request.clone()), 2));
     }
     manifest(obj, registry, user, user_given)
 }

@@ -218,7 +218,7 @@ fn answer(path: &str, operation: &str, object: Option<&Value>, old: Option<&Valu
 fn server_answer(path: &'static str) -> Behaviour {
     Behaviour::custom(move |r| {
         let parse = |raw: Option<&serde_json::value::RawValue>| {
-            raw.and_then(|v| serde_json::from_str::<Value>(v.get()).ok())
+            raw.and_then(|v| crate::json::from_str::<Value>(v.get()).ok())
         };
         let (object, old) = (parse(r.object), parse(r.old_object));
         answer(
@@ -288,7 +288,7 @@ impl DemoReplier {
                 elapsed: call.timeout,
             };
         }
-        let body: Value = serde_json::from_slice(&call.body).unwrap_or(Value::Null);
+        let body: Value = crate::json::from_slice(&call.body).unwrap_or(Value::Null);
         let req = &body["request"];
         let nonnull = |v: &Value| (!v.is_null()).then(|| v.clone());
         let a = answer(

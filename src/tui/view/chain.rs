@@ -402,7 +402,7 @@ fn pretty(v: &Value, mask: bool) -> String {
 
 /// A review or reply body: pretty when it is JSON, masking the objects it carries.
 fn pretty_text(text: &str, mask: bool) -> String {
-    match serde_json::from_str::<Value>(text) {
+    match crate::json::from_str::<Value>(text) {
         Ok(mut v) => {
             if mask {
                 for k in ["object", "oldObject"] {

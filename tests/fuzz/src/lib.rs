@@ -11,12 +11,15 @@ use hookscope::schema::Schema;
 use serde_json::{Value, json};
 
 /// `--input`: AdmissionReviews, audit events and logs, their envelopes, manifests, in any of
-/// the formats the reader detects.
+/// the formats the reader detects. They may nest as deep as kube-apiserver reads (10,000
+/// levels): read on the stack the command gives them.
 pub fn input(data: &[u8]) {
-    let mut reader = Reader::new(ClusterState::new());
-    let mut items = 0usize;
-    let _ = reader.read("fuzz", &mut &data[..], &mut |_| items += 1);
-    reader.finish(&mut |_| items += 1);
+    hookscope::json::with_stack(|| {
+        let mut reader = Reader::new(ClusterState::new());
+        let mut items = 0usize;
+        let _ = reader.read("fuzz", &mut &data[..], &mut |_| items += 1);
+        reader.finish(&mut |_| items += 1);
+    });
 }
 
 /// `--webhooks`: webhook configurations (and the other kinds of a release manifest) in YAML or
