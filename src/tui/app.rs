@@ -268,6 +268,8 @@ pub struct State {
     pub buffers: Vec<Buffer>,
     /// The buffer the Edit view shows.
     pub buffer: usize,
+    /// The Edit view's own state: normal or insert mode.
+    pub editor: super::edit_keys::EditorState,
     /// The edit in force: bumped whenever the configurations in force change.
     pub edit_generation: u64,
     /// A re-dispatch under way.
@@ -491,6 +493,7 @@ impl State {
             quit: false,
             buffers: Vec::new(),
             buffer: 0,
+            editor: Default::default(),
             edit_generation: 0,
             run: None,
             baseline: None,
@@ -1198,9 +1201,23 @@ impl State {
                     }
                 }
                 if self.view == View::Editor && !self.help {
-                    return match self.keymap.action_in(View::Editor, &key) {
+                    // Insert mode types every key but esc and the view's ctrl bindings; normal
+                    // mode gives the view's bindings, then vim's keys, then the global ones.
+                    let own = self.keymap.action_in(View::Editor, &key);
+                    let insert = self.editor.mode == super::edit_keys::EditMode::Insert;
+                    if let Some(a) = own.clone().filter(|_| !insert) {
+                        return self.apply(a);
+                    }
+                    if let Some(commands) = self.editor_key(key) {
+                        return commands;
+                    }
+                    return match own {
                         Some(a) => self.apply(a),
-                        None => self.editor_key(key),
+                        None if insert => Vec::new(),
+                        None => match self.keymap.action(View::Editor, &key) {
+                            Some(a) => self.apply(a),
+                            None => Vec::new(),
+                        },
                     };
                 }
                 match self.keymap.action(self.view, &key) {
@@ -1444,6 +1461,15 @@ impl State {
 
 /// Applies one message. The only place state changes.
 pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
+    let commands = update_inner(state, msg);
+    // The Edit view opens in normal mode, whatever it was left in.
+    if state.view != View::Editor {
+        state.editor.normal();
+    }
+    commands
+}
+
+fn update_inner(state: &mut State, msg: Msg) -> Vec<Command> {
     match msg {
         Msg::Key(k) => state.on_key(k),
         Msg::Mouse(m) => {

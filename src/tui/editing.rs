@@ -178,6 +178,24 @@ impl Buffer {
         true
     }
 
+    /// Makes one edit of several history entries (a deleted line, a put line) that undo takes
+    /// back in one step; `f` returns the entries it made. True when it made any.
+    pub fn edit(&mut self, f: impl FnOnce(&mut TextArea<'static>) -> usize) -> bool {
+        let entries = f(&mut self.area);
+        self.typing_word = false;
+        if entries == 0 {
+            return false;
+        }
+        self.undo_groups.push(entries);
+        self.redo_groups.clear();
+        true
+    }
+
+    /// The word being typed is over (insert mode left): the next letter starts a new undo step.
+    pub fn end_typing(&mut self) {
+        self.typing_word = false;
+    }
+
     /// Undoes (or redoes) one step: a typed word, a whole replacement, or one other edit. False
     /// when there was nothing to take back.
     pub fn undo_step(&mut self, redo: bool) -> bool {
@@ -617,15 +635,19 @@ impl State {
         }
     }
 
-    pub(super) fn editor_key(&mut self, key: crossterm::event::KeyEvent) -> Vec<Command> {
-        let Some(b) = self.buffers.get_mut(self.buffer) else {
-            return Vec::new();
-        };
-        if b.input(key) {
-            b.generation += 1;
-            self.changed(self.buffer)
-        } else {
-            Vec::new()
+    /// A key of the Edit view, in its mode: None when it is not the editor's (the bindings
+    /// decide).
+    pub(super) fn editor_key(&mut self, key: crossterm::event::KeyEvent) -> Option<Vec<Command>> {
+        use super::edit_keys::Outcome;
+        let b = self.buffers.get_mut(self.buffer)?;
+        match self.editor.key(b, key) {
+            Outcome::Edited => {
+                b.generation += 1;
+                Some(self.changed(self.buffer))
+            }
+            Outcome::Moved => Some(Vec::new()),
+            Outcome::Undo(redo) => Some(self.undo(redo)),
+            Outcome::NotMine => None,
         }
     }
 
@@ -763,7 +785,16 @@ impl State {
         } else {
             commands.push(Command::DiscardRecovery(b.origin.recovery_key()));
         }
-        if let Some(first) = b.check.errors.first().map(|e| e.line) {
+        if b.text().trim().is_empty() && !b.in_force.is_empty() {
+            let names: Vec<String> = b.in_force.iter().map(|c| c.name.clone()).collect();
+            self.say(
+                format!(
+                    "the text is empty: a deletion of {}, still in force until :delete confirms it (u undoes)",
+                    names.join(", ")
+                ),
+                true,
+            );
+        } else if let Some(first) = b.check.errors.first().map(|e| e.line) {
             self.say(
                 format!(
                     "{errors} error{} (line {first}): the last valid configuration stays in force",
@@ -786,6 +817,13 @@ impl State {
             self.say("nothing to save: no configuration is open", true);
             return Vec::new();
         };
+        if b.text().trim().is_empty() && !b.in_force.is_empty() {
+            self.say(
+                "the text is empty: :delete confirms the deletion first, then :w writes the empty file",
+                true,
+            );
+            return Vec::new();
+        }
         let target = match path {
             Some(p) => PathBuf::from(p),
             None => match b.path() {
@@ -853,26 +891,42 @@ impl State {
             return Vec::new();
         };
         match result {
+            // Back from the user's editor in normal mode, wherever the user was: what they
+            // type next is a key or a command, never text.
             Ok(text) if text == b.text() => {
+                self.editor.normal();
                 self.say("Edit cancelled, no changes made.", false);
                 Vec::new()
             }
             Ok(text) => {
                 // Back where the user was: the view they left, the text taken in one undo step.
+                self.editor.normal();
+                let b = &mut self.buffers[buffer];
+                let at = b.area.cursor();
                 b.replace_text(&text);
+                // The cursor where it was (within the new text).
+                let row = at.0.min(b.area.lines().len().saturating_sub(1));
+                let col = at.1.min(b.area.lines()[row].chars().count());
+                b.area.move_cursor(CursorMove::Jump(
+                    u16::try_from(row).unwrap_or(u16::MAX),
+                    u16::try_from(col).unwrap_or(u16::MAX),
+                ));
                 let generation = b.generation;
                 let label = b.origin.label();
                 self.buffer = buffer;
                 let commands = self.check_due(buffer, generation);
                 if self.message.as_ref().is_none_or(|(_, error)| !error) {
                     self.say(
-                        format!("took the editor's text of {label} (ctrl-z in the Edit view takes it back)"),
+                        format!(
+                            "took the editor's text of {label} (u in the Edit view takes it back)"
+                        ),
                         false,
                     );
                 }
                 commands
             }
             Err(e) => {
+                self.editor.normal();
                 self.say(format!("editor: {e}"), true);
                 Vec::new()
             }

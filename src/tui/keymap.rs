@@ -422,7 +422,7 @@ impl Default for Keymap {
                 vec![p(K::Esc)],
                 A::Show(View::Webhooks),
                 In(View::Editor),
-                "leave the editor (the edit stays)",
+                "normal mode: leave the editor (the edit stays); insert mode: back to normal",
             ),
             b(
                 vec![p(K::Enter), c('l'), p(K::Right)],

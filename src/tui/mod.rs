@@ -14,6 +14,7 @@
 pub mod app;
 pub mod config;
 pub mod demo;
+pub mod edit_keys;
 pub mod editing;
 pub mod filter;
 pub mod io;

@@ -135,6 +135,15 @@ fn sections(state: &State) -> (Vec<Line<'static>>, Vec<Line<'static>>) {
         let keys: Vec<String> = b.keys.iter().map(|k| k.label()).collect();
         rows.push((Some(keys.join(" / ")), b.help.to_string()));
     }
+    if state.view == View::Editor {
+        rows.push((
+            None,
+            "normal mode (as vim; the status line says the mode)".into(),
+        ));
+        for (keys, help) in crate::tui::edit_keys::NORMAL_KEYS {
+            rows.push((Some((*keys).into()), (*help).into()));
+        }
+    }
     if state.view == View::Requests {
         rows.push((None, "filter (/): words and fields, all must match".into()));
         for (names, help) in FIELDS {
