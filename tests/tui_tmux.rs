@@ -609,3 +609,63 @@ fn the_editor_is_modal_as_vim_and_edit_bang_returns_to_normal_mode() {
     t.wait_for(&["valid, in force", "failurePolicy"], "undone");
     t.wait_gone("empty: a deletion", "undone");
 }
+
+/// `enter` on a Problems row of the replay input (an invalid line) opens that file read-only at
+/// the line, marked, with the line in full and the reason under it; `esc` comes back to the
+/// list. At 80×24, as a person would reach it: `:problems`, `j`, `enter`.
+#[test]
+fn enter_on_an_input_problem_opens_the_file_at_its_line() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_hookscope");
+    let dir = scratch("input-problem");
+    let server = Tmux::new("input-problem");
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+    let reviews =
+        std::fs::read_to_string(format!("{fixtures}/replay/input/reviews.jsonl")).unwrap();
+    let mut lines: Vec<&str> = reviews.lines().collect();
+    lines.insert(2, "{\"kind\": \"AdmissionReview\", oops");
+    let input = dir.join("in.jsonl");
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    let script = format!(
+        "XDG_CONFIG_HOME='{d}' XDG_STATE_HOME='{d}' '{bin}' tui --input '{i}' --webhooks '{fixtures}/config/validating.yaml' --script /dev/null; sleep 30",
+        d = dir.display(),
+        i = input.display(),
+    );
+    let t = server.session_sized("console", &script, (80, 24));
+    t.wait_for(&["problems: :problems"], "replayed");
+    t.keys(&[":"]);
+    t.keys(&["-l", "problems"]);
+    t.keys(&["Enter"]);
+    let s = t.wait_for(&["key must be a string"], "problems listed");
+    // Down to the invalid line's row.
+    let rows: Vec<&str> = s.lines().filter(|l| l.contains("invalid ")).collect();
+    let at = rows
+        .iter()
+        .position(|l| l.contains("key must be a string"))
+        .unwrap();
+    for _ in 0..at {
+        t.keys(&["j"]);
+    }
+    t.keys(&["Enter"]);
+    let s = t.wait_for(
+        &[
+            "in.jsonl · line 3 · read-only",
+            "▶3 {\"kind\": \"AdmissionReview\", oops",
+        ],
+        "the file at its line",
+    );
+    assert!(
+        s.contains("invalid JSON: key must be a string at line 3"),
+        "{s}"
+    );
+    assert!(
+        s.contains(" 2 {\"kind\":\"AdmissionReview\""),
+        "the lines around it:\n{s}"
+    );
+    t.keys(&["Escape"]);
+    t.wait_for(&["Problems 3"], "back to the list");
+    t.wait_gone("read-only", "the file closed");
+}

@@ -241,6 +241,11 @@ pub struct State {
     pub annotation_selected: Option<usize>,
     /// Problems view: the row cursor.
     pub problem_selected: usize,
+    /// Problems view: the file of the selected problem around its position (read-only), shown
+    /// instead of the list until `esc`.
+    pub excerpt: Option<super::excerpt::Excerpt>,
+    /// The excerpt's first line shown (an index into its lines).
+    pub excerpt_top: usize,
     /// The help overlay's first line shown.
     pub help_scroll: usize,
     /// The Metrics view's exported samples: first line shown.
@@ -379,6 +384,8 @@ pub enum Msg {
     },
     /// Unsaved texts of an earlier session were found.
     RecoveryFound(Vec<RecoveredText>),
+    /// A file was read around a problem's position, or could not be.
+    ExcerptRead(Result<super::excerpt::Excerpt, String>),
 }
 
 /// IO for the event loop to perform.
@@ -441,6 +448,18 @@ pub enum Command {
     /// Ask the live source for a server-side apply (or its dry run); answered with
     /// [`LiveMsg::Applied`](super::live::LiveMsg::Applied).
     Apply(super::live::ApplyRequest),
+    /// Read a file around a position (a problem of the replay input); answers with
+    /// [`Msg::ExcerptRead`].
+    ReadExcerpt {
+        /// The file.
+        path: PathBuf,
+        /// Lines or documents.
+        unit: crate::replay::IndexUnit,
+        /// 1-based; 0 for the file as a whole.
+        index: usize,
+        /// The problem's reason, shown with the text.
+        reason: String,
+    },
     /// Restore the terminal and end.
     Quit,
     /// Connect the live source to another kubeconfig context (`:context NAME`).
@@ -481,6 +500,8 @@ impl State {
             annotation_selected: None,
             help_scroll: 0,
             problem_selected: 0,
+            excerpt: None,
+            excerpt_top: 0,
             samples_scroll: 0,
             hook_selected: 0,
             reveal_secrets: false,
@@ -892,7 +913,7 @@ impl State {
                     self.reset_chain();
                 }
             }
-            A::Open if self.view == View::Problems => self.open_problem(),
+            A::Open if self.view == View::Problems => return self.open_problem(),
             A::Open if self.view == View::Annotations && self.live.is_some() => {
                 return self.open_live_annotation();
             }
@@ -914,6 +935,8 @@ impl State {
             A::Back => {
                 if self.help {
                     self.help = false;
+                } else if self.view == View::Problems && self.excerpt.is_some() {
+                    self.excerpt = None;
                 } else if self.view == View::Chain {
                     if self.chain_pane == ChainPane::Detail {
                         self.chain_pane = ChainPane::Grid;
@@ -1109,6 +1132,10 @@ impl State {
                     }
                 }
             }
+            View::Problems if self.excerpt.is_some() => {
+                let (total, height) = super::view::excerpt_extent(self);
+                self.excerpt_top = scroll::moved(self.excerpt_top, delta, total, height);
+            }
             View::Problems => {
                 let last = self.problems.len().saturating_sub(1) as isize;
                 self.problem_selected = (self.problem_selected as isize)
@@ -1123,13 +1150,13 @@ impl State {
         }
     }
 
-    /// Opens the selected problem's configuration file in the editor at its document; for a
-    /// problem of the requests' input, says where it is.
-    fn open_problem(&mut self) {
+    /// Opens the selected problem where it is: a configuration's file in the Edit view at its
+    /// document; any other file (a replay input's invalid line or document) read-only, around
+    /// the line.
+    fn open_problem(&mut self) -> Vec<Command> {
         let Some(p) = self.problems.get(self.problem_selected) else {
-            return;
+            return Vec::new();
         };
-        let place = super::view::problem_place(p);
         let file = std::path::Path::new(&p.source.file);
         let buffer = self.buffers.iter().position(|b| match &b.origin {
             super::editing::BufferOrigin::File(f) => f == file,
@@ -1141,12 +1168,30 @@ impl State {
                 self.buffers[i].show_line(line, 0);
                 self.buffer = i;
                 self.view = View::Editor;
+                Vec::new()
             }
-            _ if place.is_empty() => self.say("this problem has no file position", false),
-            _ => self.say(
-                format!("{place}: not a configuration the console edits"),
-                false,
-            ),
+            _ if p.source.file.is_empty() => {
+                self.say("this problem has no file position", false);
+                Vec::new()
+            }
+            _ => vec![Command::ReadExcerpt {
+                path: file.to_path_buf(),
+                unit: p.source.unit,
+                index: p.source.index,
+                reason: p.message.clone(),
+            }],
+        }
+    }
+
+    /// A file read around a problem: shown read-only, its line a few rows from the top.
+    fn excerpt_read(&mut self, read: Result<super::excerpt::Excerpt, String>) {
+        match read {
+            Ok(e) => {
+                self.excerpt_top = (e.line - e.first).saturating_sub(3);
+                self.excerpt = Some(e);
+                self.view = View::Problems;
+            }
+            Err(e) => self.say(format!("cannot open: {e}"), true),
         }
     }
 
@@ -1466,6 +1511,10 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
     if state.view != View::Editor {
         state.editor.normal();
     }
+    // A file opened from Problems closes with the view.
+    if state.view != View::Problems {
+        state.excerpt = None;
+    }
     commands
 }
 
@@ -1492,6 +1541,10 @@ fn update_inner(state: &mut State, msg: Msg) -> Vec<Command> {
         Msg::ExternalEdited { buffer, result } => state.external_edited(buffer, result),
         Msg::FileChanged { path, text } => state.file_changed(path, text),
         Msg::RecoveryFound(found) => state.recovery_found(found),
+        Msg::ExcerptRead(read) => {
+            state.excerpt_read(read);
+            Vec::new()
+        }
         Msg::Action(a) => state.apply(a),
         Msg::ThemeLoaded(Ok(t)) => {
             state.say(format!("theme {}", t.name), false);

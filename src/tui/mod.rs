@@ -16,6 +16,7 @@ pub mod config;
 pub mod demo;
 pub mod edit_keys;
 pub mod editing;
+pub mod excerpt;
 pub mod filter;
 pub mod io;
 pub mod keymap;
@@ -159,6 +160,21 @@ fn perform(state: &mut State, commands: Vec<Command>, io: &mut Io) -> bool {
                 });
             }
             Command::ExternalEdit { buffer, text } => io.external = Some((buffer, text)),
+            Command::ReadExcerpt {
+                path,
+                unit,
+                index,
+                reason,
+            } => {
+                let inbox = io.inbox.clone();
+                tokio::task::spawn_blocking(move || {
+                    let read = excerpt::read(&path, unit, index).map(|mut e| {
+                        e.reason = reason;
+                        e
+                    });
+                    let _ = inbox.blocking_send(Msg::ExcerptRead(read));
+                });
+            }
             Command::WriteRecovery { key, text, base } => {
                 if let Some(store) = io.recovery.clone() {
                     tokio::task::spawn_blocking(move || {

@@ -28,6 +28,7 @@ pub(crate) use chain::detail_extent;
 pub use help::WORDS;
 pub(crate) use help::extent as help_extent;
 pub(crate) use metrics::samples_extent;
+pub(crate) use problems::excerpt_extent;
 pub use problems::place as problem_place;
 
 use super::app::{Mode, State, View};

@@ -1,18 +1,20 @@
 //! The Problems view: every request that could not be replayed, every unreadable input line or
 //! document, every configuration left out, with its file, position, field and reason; `enter`
-//! opens a configuration's file in the editor at its document.
+//! opens a configuration's file in the editor at its document, and any other file (a replay
+//! input) read-only at the problem's line.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
-use ratatui::text::Line;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::style;
 use super::table::{Column, TableRow};
+use super::{clip, style};
 use crate::replay::IndexUnit;
 use crate::replay::report::Problem;
 use crate::tui::app::State;
+use crate::tui::excerpt::Excerpt;
 use crate::tui::theme::{StyleKey, SymbolKey};
 
 /// The table's columns.
@@ -49,8 +51,81 @@ pub fn no_configuration_loaded(state: &State) -> bool {
             .any(|p| p.kind == crate::replay::report::ProblemKind::Configuration)
 }
 
+/// The excerpt pane's rectangle and the rows of text it shows, in the main `area`: the text
+/// above, the line in full and the reason below.
+fn excerpt_layout(area: Rect) -> (Rect, Rect) {
+    let below = (area.height / 3).clamp(4, 10);
+    let [text, line] =
+        Layout::vertical([Constraint::Min(3), Constraint::Length(below)]).areas(area);
+    (text, line)
+}
+
+/// Lines of the open excerpt and the rows its pane shows, on a terminal of `state.size`.
+pub(crate) fn excerpt_extent(state: &State) -> (usize, usize) {
+    let (w, h) = state.size;
+    let (text, _) = excerpt_layout(Rect::new(0, 1, w, h.saturating_sub(2)));
+    let total = state.excerpt.as_ref().map_or(0, |e| e.lines.len());
+    (total, usize::from(text.height.saturating_sub(2)))
+}
+
+/// The file of a problem, read-only, around its line: line numbers, the line marked, and under
+/// it that line in full with the problem's reason.
+fn render_excerpt(frame: &mut Frame, state: &State, e: &Excerpt, area: Rect) {
+    let (text_area, line_area) = excerpt_layout(area);
+    let height = usize::from(text_area.height.saturating_sub(2));
+    let total = e.lines.len();
+    let top = super::scroll::clamp(state.excerpt_top, total, height);
+    let digits = (e.first + total).to_string().len();
+    let width = usize::from(text_area.width.saturating_sub(2));
+    let muted = style(state, StyleKey::Muted);
+    let lines: Vec<Line> = (e.lines.iter().enumerate())
+        .skip(top)
+        .take(height)
+        .map(|(i, text)| {
+            let n = e.first + i;
+            let mark = if n == e.line { "▶" } else { " " };
+            let number = format!("{mark}{n:>digits$} ");
+            let room = width.saturating_sub(number.chars().count());
+            let body = clip(text, room);
+            if n == e.line {
+                Line::from(vec![
+                    Span::styled(number, style(state, StyleKey::Error)),
+                    Span::styled(body, style(state, StyleKey::Selected)),
+                ])
+            } else {
+                Line::from(vec![Span::styled(number, muted), Span::raw(body)])
+            }
+        })
+        .collect();
+    let title = format!(
+        " {} · {} · read-only · {}esc: back ",
+        e.path.display(),
+        e.place,
+        super::scroll::position(top, total, height)
+    );
+    frame.render_widget(
+        Paragraph::new(lines).block(super::pane(state, title, true)),
+        text_area,
+    );
+    let full = e.lines.get(e.line - e.first).cloned().unwrap_or_default();
+    let detail = vec![
+        Line::styled(e.reason.clone(), style(state, StyleKey::Error)),
+        Line::raw(full),
+    ];
+    frame.render_widget(
+        Paragraph::new(detail)
+            .wrap(Wrap { trim: false })
+            .block(super::pane(state, format!(" line {} ", e.line), false)),
+        line_area,
+    );
+}
+
 /// Draws the view.
 pub fn render(frame: &mut Frame, state: &State, area: Rect) {
+    if let Some(e) = &state.excerpt {
+        render_excerpt(frame, state, e, area);
+        return;
+    }
     let n = state.problems.len();
     let [banner, list] = Layout::vertical([
         Constraint::Length(u16::from(no_configuration_loaded(state)) * 2),
@@ -67,7 +142,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
             banner,
         );
     }
-    let title = format!(" Problems {n} · enter: open a configuration at its document ");
+    let title = format!(" Problems {n} · enter: open the file at the problem ");
     if n == 0 {
         let text = "No problem: every request was replayed and every configuration loaded.";
         super::empty_pane(frame, state, text, title, list);
