@@ -98,6 +98,53 @@ fn every_view_at_every_size() {
     }
 }
 
+/// The Chain view's grid is laid out as every table is: where there is room (120 and 250
+/// columns) a ValidatingAdmissionPolicy's row shows its policy and binding whole, the grid as
+/// wide as its names need (at most 45% of the width) and the detail taking the rest; the result
+/// in words goes first (the symbols say the same, and the title says what was hidden), shown at
+/// 250 columns; every webhook's name stays whole at every size.
+#[test]
+fn the_chain_grid_shows_names_whole_where_there_is_room() {
+    let policy = "policy demo-replica-limit · demo-replica-limit";
+    for (w, h) in SIZES {
+        let mut s = loaded("default");
+        update(&mut s, Msg::Resize(w, h));
+        keys(&mut s, "j\n");
+        let screen = hookscope::tui::view::render_text(&s, w, h);
+        // The grid's rows: the left pane of the lines below the head and the pane's title.
+        let row = |name: &str| {
+            screen
+                .lines()
+                .skip(6)
+                .map(|l| l.split("││").next().unwrap_or(l))
+                .find(|l| l.contains(name))
+                .unwrap_or_else(|| panic!("{name} at {w}x{h}:\n{screen}"))
+                .to_string()
+        };
+        for name in [
+            "inject.sidecar.demo",
+            "labels.defaulter.demo",
+            "quota.slow.demo",
+            "policy.validator.demo",
+            "warn.deprecations.demo",
+        ] {
+            assert!(
+                !row(name).contains(&format!("{name}…")),
+                "{w}x{h}:\n{screen}"
+            );
+        }
+        if w >= 120 {
+            row(policy);
+        }
+        if w >= 250 {
+            assert!(row(policy).contains("skipped"), "{w}x{h}:\n{screen}");
+            assert!(!screen.contains("hidden"), "{w}x{h}:\n{screen}");
+        } else {
+            assert!(screen.contains("Steps 1/8 · hidden: RESULT"), "{screen}");
+        }
+    }
+}
+
 /// Each screen of the user guide (a `text` block after `<!-- screen: NAME -->`) is the committed
 /// snapshot NAME, so the guide cannot drift from what the console draws. With
 /// `HOOKSCOPE_UPDATE_GUIDE=1` the test writes the snapshots into the guide instead.

@@ -180,7 +180,7 @@ fn demo_in_tmux() {
         "jump to round 1",
     );
     assert!(
-        s.contains("reinvoked: it was called in round 0 with reinvocationPolicy IfNeeded,"),
+        s.contains("reinvoked: it was called in round 0 with reinvocationPolicy"),
         "{s}"
     );
 

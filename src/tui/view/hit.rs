@@ -52,8 +52,11 @@ pub(crate) fn chain_panes(state: &State) -> (Rect, Rect) {
                 .areas(grids);
         return (after, diff);
     }
+    let width = state
+        .selected_entry()
+        .map_or(46, |e| super::chain::grid_width(state, e, body.width));
     let [grid, detail] =
-        Layout::horizontal([Constraint::Length(46), Constraint::Min(20)]).areas(body);
+        Layout::horizontal([Constraint::Length(width), Constraint::Min(20)]).areas(body);
     (grid, detail)
 }
 
