@@ -188,7 +188,7 @@ fn a_valid_edit_re_dispatches_and_the_what_if_counts_follow() {
         .iter()
         .position(|x| x.configuration == "30-slow-quota")
         .unwrap();
-    h.state.hook_selected = slow;
+    h.state.hook_cursor.selected = slow;
     let c = h.key(KeyCode::Char('e'), KeyModifiers::NONE);
     assert!(c.is_empty());
     assert_eq!(h.state.view, View::Editor);

@@ -867,7 +867,7 @@ fn the_wheel_moves_the_selection_in_requests_and_webhooks() {
     assert_eq!(s.selected, Some(1));
     key(&mut s, '5');
     wheel(&mut s, 30, 5, true);
-    assert_eq!(s.hook_selected, 1);
+    assert_eq!(s.hook_cursor.selected, 1);
 }
 
 /// The screen row of the Chain grid that shows call `i`, the grid drawn in `columns`: the
@@ -945,17 +945,17 @@ fn clicks_select_webhooks_and_close_the_help() {
     for (i, h) in s.hooks.clone().iter().enumerate().rev() {
         let y = screen.lines().position(|l| l.contains(&h.webhook)).unwrap() as u16;
         click(&mut s, 40, y);
-        assert_eq!(s.hook_selected, i, "{}", h.webhook);
+        assert_eq!(s.hook_cursor.selected, i, "{}", h.webhook);
     }
     // The column titles select nothing.
     click(&mut s, 40, 2);
-    assert_eq!(s.hook_selected, 0);
+    assert_eq!(s.hook_cursor.selected, 0);
     key(&mut s, '?');
     assert!(s.help);
     click(&mut s, 40, 10);
     assert!(!s.help);
     assert_eq!(
-        s.hook_selected, 0,
+        s.hook_cursor.selected, 0,
         "the click that closes the help does nothing else"
     );
 }
@@ -1018,9 +1018,9 @@ fn clicks_in_what_if_select_and_open_a_request() {
             .unwrap() as u16
     };
     click(&mut s, 30, row_of(21));
-    assert_eq!(s.whatif_selected, 2);
+    assert_eq!(s.whatif_cursor.selected, 2);
     click(&mut s, 30, row_of(11));
-    assert_eq!((s.whatif_selected, s.view), (1, View::WhatIf));
+    assert_eq!((s.whatif_cursor.selected, s.view), (1, View::WhatIf));
     // The selected row clicked again opens the chain before / after.
     click(&mut s, 30, row_of(11));
     assert_eq!(
@@ -1107,11 +1107,11 @@ fn the_help_overlay_scrolls_to_its_last_command_at_80_by_24() {
     let screen = hookscope::tui::view::render_text(&s, 80, 24);
     assert!(screen.contains("quit"), "{screen}");
     assert!(screen.contains("as apply, taking over"), "{screen}");
-    let end = s.help_scroll;
+    let end = s.help_scroll.top;
     key(&mut s, 'j');
-    assert_eq!(s.help_scroll, end);
+    assert_eq!(s.help_scroll.top, end);
     key(&mut s, 'k');
-    assert_eq!(s.help_scroll, end - 1);
+    assert_eq!(s.help_scroll.top, end - 1);
     // Words are never run together: each key is followed by a blank before its meaning.
     key(&mut s, 'g');
     key(&mut s, '?');
@@ -1137,12 +1137,12 @@ fn the_metrics_samples_scroll_and_say_where() {
         .to_string();
     assert!(title.contains("1–"), "{title}");
     key(&mut s, 'G');
-    let end = s.samples_scroll;
+    let end = s.samples_scroll.top;
     assert!(end > 0);
     key(&mut s, 'j');
-    assert_eq!(s.samples_scroll, end);
+    assert_eq!(s.samples_scroll.top, end);
     key(&mut s, 'k');
-    assert_eq!(s.samples_scroll, end - 1);
+    assert_eq!(s.samples_scroll.top, end - 1);
 }
 
 #[test]

@@ -17,6 +17,7 @@ use super::source::SourceMsg;
 use super::theme::Theme;
 use super::view::hit::ChainHit;
 use super::view::scroll;
+use super::views::{ListCursor, ProblemsExtent, ProblemsView, Scroll, ViewState};
 use crate::engine::{AuditAnnotation, AuditLevel};
 use crate::metrics::Metrics;
 use crate::replay::run::{ReplayEvent, Replayed};
@@ -239,19 +240,14 @@ pub struct State {
     /// Annotations: the row cursor (index into the annotations shown), or None to follow the
     /// tail (the cursor on the last row).
     pub annotation_selected: Option<usize>,
-    /// Problems view: the row cursor.
-    pub problem_selected: usize,
-    /// Problems view: the file of the selected problem around its position (read-only), shown
-    /// instead of the list until `esc`.
-    pub excerpt: Option<super::excerpt::Excerpt>,
-    /// The excerpt's first line shown (an index into its lines).
-    pub excerpt_top: usize,
-    /// The help overlay's first line shown.
-    pub help_scroll: usize,
-    /// The Metrics view's exported samples: first line shown.
-    pub samples_scroll: usize,
-    /// Webhooks view: selected webhook.
-    pub hook_selected: usize,
+    /// The Problems view's own state: its cursor and the file opened at a problem.
+    pub problems_view: ProblemsView,
+    /// The help overlay's scroll.
+    pub help_scroll: Scroll,
+    /// The Metrics view's exported samples: their scroll.
+    pub samples_scroll: Scroll,
+    /// Webhooks view: the selected webhook (index into `hooks`).
+    pub hook_cursor: ListCursor,
     /// Secret data shown as captured.
     pub reveal_secrets: bool,
     /// The theme.
@@ -283,8 +279,8 @@ pub struct State {
     pub baseline: Option<Baseline>,
     /// What the edits changed, as of the last re-dispatch.
     pub whatif: crate::edit::WhatIf,
-    /// What-if: selected row.
-    pub whatif_selected: usize,
+    /// What-if: the selected row (index into `whatif.requests`).
+    pub whatif_cursor: ListCursor,
     /// Unsaved texts found from an earlier session, offered back.
     pub recovered: Vec<RecoveredText>,
     /// New buffers created so far (numbers them).
@@ -498,12 +494,10 @@ impl State {
             chain_pane: ChainPane::Grid,
             detail_scroll: 0,
             annotation_selected: None,
-            help_scroll: 0,
-            problem_selected: 0,
-            excerpt: None,
-            excerpt_top: 0,
-            samples_scroll: 0,
-            hook_selected: 0,
+            help_scroll: Scroll::default(),
+            problems_view: ProblemsView::default(),
+            samples_scroll: Scroll::default(),
+            hook_cursor: ListCursor::default(),
             reveal_secrets: false,
             theme,
             theme_from_command_line: false,
@@ -519,7 +513,7 @@ impl State {
             run: None,
             baseline: None,
             whatif: crate::edit::WhatIf::default(),
-            whatif_selected: 0,
+            whatif_cursor: ListCursor::default(),
             recovered: Vec::new(),
             new_buffers: 0,
             compare: false,
@@ -864,7 +858,7 @@ impl State {
             A::DiscardRecovered => return self.discard_recovered(),
             A::Help => {
                 self.help = !self.help;
-                self.help_scroll = 0;
+                self.help_scroll = Scroll::default();
             }
             A::CommandMode => {
                 self.mode = Mode::Command {
@@ -905,7 +899,7 @@ impl State {
             A::Show(v) => self.view = v,
             A::Up | A::Down | A::PageUp | A::PageDown | A::Top | A::Bottom => self.navigate(action),
             A::Open if self.view == View::WhatIf => {
-                if let Some(r) = self.whatif.requests.get(self.whatif_selected) {
+                if let Some(r) = self.whatif.requests.get(self.whatif_cursor.selected) {
                     self.selected = Some(r.index);
                     self.compare = true;
                     self.view = View::Chain;
@@ -935,8 +929,7 @@ impl State {
             A::Back => {
                 if self.help {
                     self.help = false;
-                } else if self.view == View::Problems && self.excerpt.is_some() {
-                    self.excerpt = None;
+                } else if self.view == View::Problems && self.problems_view.back() {
                 } else if self.view == View::Chain {
                     if self.chain_pane == ChainPane::Detail {
                         self.chain_pane = ChainPane::Grid;
@@ -1109,15 +1102,10 @@ impl State {
                 // Back on the last row, the cursor follows the tail again.
                 self.annotation_selected = (new < last).then_some(new);
             }
-            View::Webhooks => {
-                let n = self.hooks.len().max(1) as isize;
-                self.hook_selected = (self.hook_selected as isize + delta).clamp(0, n - 1) as usize;
-            }
-            View::WhatIf => {
-                let n = self.whatif.requests.len().max(1) as isize;
-                self.whatif_selected =
-                    (self.whatif_selected as isize + delta).clamp(0, n - 1) as usize;
-            }
+            View::Webhooks => self.hook_cursor.navigate(&self.hooks.len(), delta),
+            View::WhatIf => self
+                .whatif_cursor
+                .navigate(&self.whatif.requests.len(), delta),
             View::Cluster => {
                 if let Some(l) = self.live.as_mut() {
                     l.move_change(delta.clamp(-100_000, 100_000) as i64);
@@ -1132,19 +1120,16 @@ impl State {
                     }
                 }
             }
-            View::Problems if self.excerpt.is_some() => {
-                let (total, height) = super::view::excerpt_extent(self);
-                self.excerpt_top = scroll::moved(self.excerpt_top, delta, total, height);
-            }
             View::Problems => {
-                let last = self.problems.len().saturating_sub(1) as isize;
-                self.problem_selected = (self.problem_selected as isize)
-                    .saturating_add(delta)
-                    .clamp(0, last) as usize;
+                let data = ProblemsExtent {
+                    rows: self.problems.len(),
+                    excerpt: super::view::excerpt_extent(self).into(),
+                };
+                self.problems_view.navigate(&data, delta);
             }
             View::Metrics if self.live.is_none() => {
-                let (total, height) = super::view::samples_extent(self);
-                self.samples_scroll = scroll::moved(self.samples_scroll, delta, total, height);
+                let extent = super::view::samples_extent(self).into();
+                self.samples_scroll.navigate(&extent, delta);
             }
             View::Metrics | View::Editor => {}
         }
@@ -1154,7 +1139,7 @@ impl State {
     /// document; any other file (a replay input's invalid line or document) read-only, around
     /// the line.
     fn open_problem(&mut self) -> Vec<Command> {
-        let Some(p) = self.problems.get(self.problem_selected) else {
+        let Some(p) = self.problems.get(self.problems_view.cursor.selected) else {
             return Vec::new();
         };
         let file = std::path::Path::new(&p.source.file);
@@ -1187,8 +1172,7 @@ impl State {
     fn excerpt_read(&mut self, read: Result<super::excerpt::Excerpt, String>) {
         match read {
             Ok(e) => {
-                self.excerpt_top = (e.line - e.first).saturating_sub(3);
-                self.excerpt = Some(e);
+                self.problems_view.open(e);
                 self.view = View::Problems;
             }
             Err(e) => self.say(format!("cannot open: {e}"), true),
@@ -1219,8 +1203,8 @@ impl State {
 
     /// Scrolls the help overlay by `delta` lines, within its text.
     fn scroll_help(&mut self, delta: isize) {
-        let (total, height) = super::view::help_extent(self);
-        self.help_scroll = scroll::moved(self.help_scroll, delta, total, height);
+        let extent = super::view::help_extent(self).into();
+        self.help_scroll.navigate(&extent, delta);
     }
 
     fn on_key(&mut self, key: KeyEvent) -> Vec<Command> {
@@ -1487,15 +1471,15 @@ impl State {
             }
             View::Webhooks => {
                 if let Some(i) = super::view::hit::webhook_at(self, x, y) {
-                    self.hook_selected = i;
+                    self.hook_cursor.selected = i;
                 }
             }
             View::WhatIf => {
                 if let Some(i) = super::view::hit::whatif_at(self, x, y) {
-                    if self.whatif_selected == i {
+                    if self.whatif_cursor.selected == i {
                         self.apply(Action::Open);
                     } else {
-                        self.whatif_selected = i;
+                        self.whatif_cursor.selected = i;
                     }
                 }
             }
@@ -1513,7 +1497,7 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
     }
     // A file opened from Problems closes with the view.
     if state.view != View::Problems {
-        state.excerpt = None;
+        state.problems_view.excerpt = None;
     }
     commands
 }

@@ -552,7 +552,7 @@ impl State {
             Some(n) => Some(n.to_string()),
             None if self.view == View::Webhooks => self
                 .hooks
-                .get(self.hook_selected)
+                .get(self.hook_cursor.selected)
                 .map(|h| h.configuration.clone()),
             None => None,
         };
@@ -1310,7 +1310,7 @@ impl State {
             ),
             false,
         );
-        self.whatif_selected = 0;
+        self.whatif_cursor = Default::default();
     }
 }
 

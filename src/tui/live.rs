@@ -809,7 +809,10 @@ impl State {
                     return commands;
                 }
                 self.hooks = hooks;
-                self.hook_selected = self.hook_selected.min(self.hooks.len().saturating_sub(1));
+                self.hook_cursor.selected = self
+                    .hook_cursor
+                    .selected
+                    .min(self.hooks.len().saturating_sub(1));
                 self.hook_counts = vec![HookCounts::default(); self.hooks.len()];
                 let entries = std::mem::take(&mut self.entries);
                 for e in &entries {

@@ -28,6 +28,7 @@ pub mod terminal;
 pub mod theme;
 pub mod timeline;
 pub mod view;
+pub mod views;
 
 use std::time::Duration;
 

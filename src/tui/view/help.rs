@@ -187,7 +187,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     let (popup, left_area, right_area, total) = layout(state, area);
     let (mut left, right) = sections(state);
     let height = usize::from(popup.height.saturating_sub(2));
-    let top = scroll::clamp(state.help_scroll, total, height);
+    let top = scroll::clamp(state.help_scroll.top, total, height);
     frame.render_widget(Clear, popup);
     let title = format!(
         " Help · j/k ctrl-d/u g/G scroll · esc closes {}",

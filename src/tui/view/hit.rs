@@ -137,7 +137,7 @@ pub fn whatif_at(state: &State, x: u16, y: u16) -> Option<usize> {
         return None;
     }
     let height = usize::from(list.height.saturating_sub(3)).max(1);
-    let offset = state.whatif_selected.saturating_sub(height - 1);
+    let offset = state.whatif_cursor.selected.saturating_sub(height - 1);
     let i = offset + usize::from(y - rows.y - 1);
     (i < state.whatif.requests.len()).then_some(i)
 }

@@ -64,7 +64,11 @@ fn excerpt_layout(area: Rect) -> (Rect, Rect) {
 pub(crate) fn excerpt_extent(state: &State) -> (usize, usize) {
     let (w, h) = state.size;
     let (text, _) = excerpt_layout(Rect::new(0, 1, w, h.saturating_sub(2)));
-    let total = state.excerpt.as_ref().map_or(0, |e| e.lines.len());
+    let total = state
+        .problems_view
+        .excerpt
+        .as_ref()
+        .map_or(0, |e| e.lines.len());
     (total, usize::from(text.height.saturating_sub(2)))
 }
 
@@ -74,7 +78,7 @@ fn render_excerpt(frame: &mut Frame, state: &State, e: &Excerpt, area: Rect) {
     let (text_area, line_area) = excerpt_layout(area);
     let height = usize::from(text_area.height.saturating_sub(2));
     let total = e.lines.len();
-    let top = super::scroll::clamp(state.excerpt_top, total, height);
+    let top = super::scroll::clamp(state.problems_view.excerpt_scroll.top, total, height);
     let digits = (e.first + total).to_string().len();
     let width = usize::from(text_area.width.saturating_sub(2));
     let muted = style(state, StyleKey::Muted);
@@ -122,7 +126,7 @@ fn render_excerpt(frame: &mut Frame, state: &State, e: &Excerpt, area: Rect) {
 
 /// Draws the view.
 pub fn render(frame: &mut Frame, state: &State, area: Rect) {
-    if let Some(e) = &state.excerpt {
+    if let Some(e) = &state.problems_view.excerpt {
         render_excerpt(frame, state, e, area);
         return;
     }
@@ -149,7 +153,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         return;
     }
     let height = usize::from(list.height.saturating_sub(3)).max(1);
-    let cursor = state.problem_selected.min(n - 1);
+    let cursor = state.problems_view.cursor.selected.min(n - 1);
     let top = cursor.saturating_sub(height - 1);
     let sel = state.theme.symbol(SymbolKey::Selected);
     let plain = Style::default();

@@ -1,0 +1,163 @@
+//! Each view's own state — its cursor, its scroll, what it has open — behind one small
+//! interface, [`ViewState`]: how a navigation key moves it over what it shows, and what `esc`
+//! closes of its own. What the views share (requests, webhooks, problems, buffers) and the one
+//! [`update`](super::app::update) that changes it stay in [`State`](super::app::State), which
+//! holds one of these per view and hands each the part of the shared state it moves over.
+//!
+//! So far: the Webhooks and What-if cursors ([`ListCursor`]), the Problems view
+//! ([`ProblemsView`]), the help overlay's and the Metrics samples' scroll ([`Scroll`]); the Edit
+//! view's mode and keys are [`EditorState`](super::edit_keys::EditorState).
+
+use super::excerpt::Excerpt;
+use super::view::scroll;
+
+/// A view's own state.
+pub trait ViewState {
+    /// What of the shared state the view moves over (a row count, a pane's extent).
+    type Data: ?Sized;
+
+    /// A navigation key (up, down, a page, an end): moves the cursor or scroll by `delta` rows
+    /// within `data`; a large delta reaches an end.
+    fn navigate(&mut self, data: &Self::Data, delta: isize);
+
+    /// `esc`: closes what the view itself has open; false when nothing was, and `esc` keeps its
+    /// shared meaning (back, clear the filter).
+    fn back(&mut self) -> bool {
+        false
+    }
+}
+
+/// The lines of a scrolled pane's text and the rows it shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Extent {
+    /// Lines of text.
+    pub total: usize,
+    /// Rows shown.
+    pub height: usize,
+}
+
+impl From<(usize, usize)> for Extent {
+    fn from((total, height): (usize, usize)) -> Extent {
+        Extent { total, height }
+    }
+}
+
+/// A pane's scroll: its first line shown, clamped so that the last page is full.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Scroll {
+    /// The first line shown.
+    pub top: usize,
+}
+
+impl ViewState for Scroll {
+    type Data = Extent;
+
+    fn navigate(&mut self, e: &Extent, delta: isize) {
+        self.top = scroll::moved(self.top, delta, e.total, e.height);
+    }
+}
+
+/// A row cursor over a list of `n` rows (the Data).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ListCursor {
+    /// The selected row.
+    pub selected: usize,
+}
+
+impl ViewState for ListCursor {
+    type Data = usize;
+
+    fn navigate(&mut self, rows: &usize, delta: isize) {
+        let last = rows.saturating_sub(1) as isize;
+        self.selected = (self.selected as isize)
+            .saturating_add(delta)
+            .clamp(0, last) as usize;
+    }
+}
+
+/// What the Problems view moves over: its rows, and the open file's pane.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProblemsExtent {
+    /// Problems listed.
+    pub rows: usize,
+    /// The open file's lines and the rows its pane shows.
+    pub excerpt: Extent,
+}
+
+/// The Problems view: the row cursor, and the file opened read-only at a problem.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProblemsView {
+    /// The selected problem.
+    pub cursor: ListCursor,
+    /// The selected problem's file around its position, shown instead of the list until `esc`.
+    pub excerpt: Option<Excerpt>,
+    /// The open file's scroll (an index into its lines).
+    pub excerpt_scroll: Scroll,
+}
+
+impl ProblemsView {
+    /// Shows a file read around a problem, its line a few rows from the top.
+    pub fn open(&mut self, e: Excerpt) {
+        self.excerpt_scroll.top = (e.line - e.first).saturating_sub(3);
+        self.excerpt = Some(e);
+    }
+}
+
+impl ViewState for ProblemsView {
+    type Data = ProblemsExtent;
+
+    fn navigate(&mut self, data: &ProblemsExtent, delta: isize) {
+        if self.excerpt.is_some() {
+            self.excerpt_scroll.navigate(&data.excerpt, delta);
+        } else {
+            self.cursor.navigate(&data.rows, delta);
+        }
+    }
+
+    fn back(&mut self) -> bool {
+        self.excerpt.take().is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cursors_and_scrolls_stay_within_what_they_move_over() {
+        let mut c = ListCursor::default();
+        c.navigate(&3, 10);
+        assert_eq!(c.selected, 2);
+        c.navigate(&3, -1);
+        assert_eq!(c.selected, 1);
+        c.navigate(&0, 1);
+        assert_eq!(c.selected, 0, "an empty list");
+        let mut s = Scroll::default();
+        s.navigate(&Extent::from((30, 10)), isize::MAX / 2);
+        assert_eq!(s.top, 20);
+        let mut p = ProblemsView::default();
+        assert!(!p.back(), "nothing open");
+        let data = ProblemsExtent {
+            rows: 4,
+            excerpt: Extent::from((100, 10)),
+        };
+        p.navigate(&data, 2);
+        assert_eq!(p.cursor.selected, 2);
+        p.open(Excerpt {
+            path: "in.jsonl".into(),
+            line: 60,
+            first: 10,
+            lines: vec![String::new(); 100],
+            place: "line 60".into(),
+            reason: String::new(),
+        });
+        assert_eq!(p.excerpt_scroll.top, 47, "the line three rows from the top");
+        p.navigate(&data, 1);
+        assert_eq!(
+            (p.cursor.selected, p.excerpt_scroll.top),
+            (2, 48),
+            "the open file scrolls, the cursor stays"
+        );
+        assert!(p.back() && p.excerpt.is_none());
+    }
+}
