@@ -145,6 +145,22 @@ fn the_chain_grid_shows_names_whole_where_there_is_room() {
     }
 }
 
+/// In the Edit view the help lists normal mode's keys, and leaves out the global bindings they
+/// take over there (`k` is up elsewhere, a line up here; `x` reveals Secrets elsewhere, deletes
+/// a character here).
+#[test]
+fn the_help_of_the_edit_view_lists_the_normal_mode_keys() {
+    let mut s = loaded("default");
+    update(&mut s, Msg::Resize(250, 60));
+    keys(&mut s, "6?");
+    let screen = hookscope::tui::view::render_text(&s, 250, 60);
+    assert!(screen.contains("normal mode (as vim"), "{screen}");
+    assert!(screen.contains("dd D"), "{screen}");
+    assert!(!screen.contains("reveal / mask Secret data"), "{screen}");
+    assert!(!screen.contains("k / ↑"), "{screen}");
+    assert!(screen.contains("ctrl-s"), "{screen}");
+}
+
 /// Each screen of the user guide (a `text` block after `<!-- screen: NAME -->`) is the committed
 /// snapshot NAME, so the guide cannot drift from what the console draws. With
 /// `HOOKSCOPE_UPDATE_GUIDE=1` the test writes the snapshots into the guide instead.

@@ -81,6 +81,26 @@ pub const NORMAL_KEYS: &[(&str, &str)] = &[
     (": / ?", "a command (:w saves) / this help, as everywhere"),
 ];
 
+/// Whether normal mode takes `key` before the global bindings (the help overlay leaves out the
+/// global bindings it shadows in the Edit view).
+pub fn shadows(key: &super::keymap::Key) -> bool {
+    let ctrl = key.mods.contains(KeyModifiers::CONTROL);
+    match key.code {
+        KeyCode::Char('d' | 'u' | 'r') if ctrl => true,
+        KeyCode::Char(c) if !ctrl => "hjklwbe0^$gGxdcypPuiaIAoOCD".contains(c),
+        KeyCode::Left
+        | KeyCode::Right
+        | KeyCode::Up
+        | KeyCode::Down
+        | KeyCode::Home
+        | KeyCode::End
+        | KeyCode::PageUp
+        | KeyCode::PageDown
+        | KeyCode::Delete => !ctrl,
+        _ => false,
+    }
+}
+
 impl EditorState {
     /// Takes a key of the Edit view into `buffer`.
     pub fn key(&mut self, buffer: &mut Buffer, key: KeyEvent) -> Outcome {

@@ -128,6 +128,13 @@ fn sections(state: &State) -> (Vec<Line<'static>>, Vec<Line<'static>>) {
         vec![(None, format!("{} keys", state.view.title()))];
     let mut global = false;
     for b in bindings {
+        // In the Edit view normal mode's own keys (j, k, x, …) come before the global ones.
+        if state.view == View::Editor
+            && b.scope == Scope::Global
+            && b.keys.iter().all(crate::tui::edit_keys::shadows)
+        {
+            continue;
+        }
         if b.scope == Scope::Global && !global {
             global = true;
             rows.push((None, "everywhere".into()));
