@@ -17,7 +17,7 @@ use super::source::SourceMsg;
 use super::theme::Theme;
 use super::view::hit::ChainHit;
 use super::view::scroll;
-use super::views::{ListCursor, ProblemsExtent, ProblemsView, Scroll, ViewState};
+use super::views::{ListCursor, ProblemsExtent, ProblemsView, Scroll, TailCursor, ViewState};
 use crate::engine::{AuditAnnotation, AuditLevel};
 use crate::metrics::Metrics;
 use crate::replay::run::{ReplayEvent, Replayed};
@@ -239,7 +239,7 @@ pub struct State {
     pub detail_scroll: u16,
     /// Annotations: the row cursor (index into the annotations shown), or None to follow the
     /// tail (the cursor on the last row).
-    pub annotation_selected: Option<usize>,
+    pub annotation_cursor: TailCursor,
     /// The Problems view's own state: its cursor and the file opened at a problem.
     pub problems_view: ProblemsView,
     /// The help overlay's scroll.
@@ -493,7 +493,7 @@ impl State {
             step: 0,
             chain_pane: ChainPane::Grid,
             detail_scroll: 0,
-            annotation_selected: None,
+            annotation_cursor: TailCursor::default(),
             help_scroll: Scroll::default(),
             problems_view: ProblemsView::default(),
             samples_scroll: Scroll::default(),
@@ -916,7 +916,7 @@ impl State {
                 if shown == 0 {
                     return Vec::new();
                 }
-                let at = self.annotation_selected.unwrap_or(shown - 1).min(shown - 1);
+                let at = self.annotation_cursor.at(shown);
                 self.open_annotation(at);
             }
             A::Open => {
@@ -1017,7 +1017,7 @@ impl State {
             A::Filter(text) => {
                 if self.view == View::Annotations {
                     self.annotation_filter = text;
-                    self.annotation_selected = None;
+                    self.annotation_cursor = TailCursor::default();
                 } else {
                     self.filter = text;
                     self.refilter();
@@ -1091,17 +1091,9 @@ impl State {
             View::Requests => self.move_selection(delta),
             View::Chain if self.chain_pane == ChainPane::Detail => self.scroll_detail(delta),
             View::Chain => self.move_step(delta.clamp(-10_000, 10_000)),
-            View::Annotations => {
-                let last = self.annotation_count().saturating_sub(1);
-                if action == A::Bottom {
-                    self.annotation_selected = None;
-                    return;
-                }
-                let at = self.annotation_selected.unwrap_or(last).min(last) as isize;
-                let new = (at.saturating_add(delta)).clamp(0, last as isize) as usize;
-                // Back on the last row, the cursor follows the tail again.
-                self.annotation_selected = (new < last).then_some(new);
-            }
+            View::Annotations => self
+                .annotation_cursor
+                .navigate(&self.annotation_count(), delta),
             View::Webhooks => self.hook_cursor.navigate(&self.hooks.len(), delta),
             View::WhatIf => self
                 .whatif_cursor

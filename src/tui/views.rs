@@ -4,7 +4,8 @@
 //! [`update`](super::app::update) that changes it stay in [`State`](super::app::State), which
 //! holds one of these per view and hands each the part of the shared state it moves over.
 //!
-//! So far: the Webhooks and What-if cursors ([`ListCursor`]), the Problems view
+//! So far: the Webhooks and What-if cursors ([`ListCursor`]), the Annotations cursor
+//! ([`TailCursor`]), the Problems view
 //! ([`ProblemsView`]), the help overlay's and the Metrics samples' scroll ([`Scroll`]); the Edit
 //! view's mode and keys are [`EditorState`](super::edit_keys::EditorState).
 
@@ -72,6 +73,40 @@ impl ViewState for ListCursor {
         self.selected = (self.selected as isize)
             .saturating_add(delta)
             .clamp(0, last) as usize;
+    }
+}
+
+/// A row cursor that follows the tail of a growing list (Annotations): on the last row it stays
+/// on the last row as rows arrive; moved up it stays where it was put.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct TailCursor {
+    /// The selected row, or None to follow the tail.
+    pub selected: Option<usize>,
+}
+
+impl TailCursor {
+    /// The row the cursor is on, of `rows`.
+    pub fn at(&self, rows: usize) -> usize {
+        let last = rows.saturating_sub(1);
+        self.selected.unwrap_or(last).min(last)
+    }
+
+    /// Whether it follows the tail.
+    pub fn following(&self) -> bool {
+        self.selected.is_none()
+    }
+}
+
+impl ViewState for TailCursor {
+    type Data = usize;
+
+    fn navigate(&mut self, rows: &usize, delta: isize) {
+        let last = rows.saturating_sub(1);
+        let new = (self.at(*rows) as isize)
+            .saturating_add(delta)
+            .clamp(0, last as isize) as usize;
+        // Back on the last row, the cursor follows the tail again.
+        self.selected = (new < last).then_some(new);
     }
 }
 
@@ -159,5 +194,11 @@ mod tests {
             "the open file scrolls, the cursor stays"
         );
         assert!(p.back() && p.excerpt.is_none());
+        let mut t = TailCursor::default();
+        assert_eq!(t.at(5), 4);
+        t.navigate(&5, -2);
+        assert_eq!((t.at(6), t.following()), (2, false), "stays as rows arrive");
+        t.navigate(&6, isize::MAX / 2);
+        assert!(t.following(), "the end follows the tail again");
     }
 }
