@@ -516,7 +516,7 @@ fn chain_shows_the_engines_reason_for_every_webhook_not_called() {
             if at > 0 {
                 keys(&mut s, "j");
             }
-            assert_eq!(s.step, step);
+            assert_eq!(s.chain.step, step);
             let c = &calls[step];
             let Some(reason) = c.skip_reason.as_deref() else {
                 continue;

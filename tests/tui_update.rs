@@ -275,28 +275,28 @@ fn stepping_through_the_chain_to_round_1() {
     let mut s = loaded();
     key(&mut s, 'l');
     assert_eq!(s.view, View::Chain);
-    assert_eq!(s.step, 0);
+    assert_eq!(s.chain.step, 0);
     key(&mut s, ']');
     let calls = s.selected_entry().unwrap().replayed.outcome.calls.clone();
-    assert_eq!(Block::of(&calls[s.step]), Block::Round1);
-    assert_eq!(&*calls[s.step].webhook, "inject.sidecar.demo");
+    assert_eq!(Block::of(&calls[s.chain.step]), Block::Round1);
+    assert_eq!(&*calls[s.chain.step].webhook, "inject.sidecar.demo");
     key(&mut s, ']');
-    assert_eq!(Block::of(&calls[s.step]), Block::Validating);
+    assert_eq!(Block::of(&calls[s.chain.step]), Block::Validating);
     key(&mut s, '[');
     key(&mut s, '[');
-    assert_eq!(s.step, 0);
+    assert_eq!(s.chain.step, 0);
     key(&mut s, 'j');
-    assert_eq!(s.step, 1);
+    assert_eq!(s.chain.step, 1);
     key(&mut s, 'k');
     key(&mut s, 'k');
-    assert_eq!(s.step, 0, "stepping stops at the first step");
+    assert_eq!(s.chain.step, 0, "stepping stops at the first step");
     // Tab moves the keys to the detail pane; j then scrolls it.
     code(&mut s, KeyCode::Tab);
-    assert_eq!(s.chain_pane, ChainPane::Detail);
+    assert_eq!(s.chain.pane, ChainPane::Detail);
     key(&mut s, 'j');
-    assert_eq!((s.step, s.detail_scroll), (0, 1));
+    assert_eq!((s.chain.step, s.chain.detail.top), (0, 1));
     code(&mut s, KeyCode::Esc);
-    assert_eq!(s.chain_pane, ChainPane::Grid);
+    assert_eq!(s.chain.pane, ChainPane::Grid);
     code(&mut s, KeyCode::Esc);
     assert_eq!(s.view, View::Requests);
 }
@@ -317,12 +317,12 @@ fn deciding_step_of_a_denied_request() {
     key(&mut s, 'd');
     let e = s.selected_entry().unwrap();
     assert_eq!(
-        cell_state(&e.replayed.outcome.calls[s.step]),
+        cell_state(&e.replayed.outcome.calls[s.chain.step]),
         CellState::Denied
     );
     // n / p move between requests and start the chain over.
     key(&mut s, 'n');
-    assert_eq!((s.selected, s.step), (Some(denied + 1), 0));
+    assert_eq!((s.selected, s.chain.step), (Some(denied + 1), 0));
     key(&mut s, 'p');
     assert_eq!(s.selected, Some(denied));
 }
@@ -524,7 +524,7 @@ fn y_copies_the_object_after_the_patch_and_the_final_object() {
     let after_text = serde_json::to_string_pretty(&*after).unwrap();
     assert_eq!(key(&mut s, 'y'), vec![Command::Clipboard(b64(&after_text))]);
     code(&mut s, KeyCode::Tab);
-    assert_eq!(s.chain_pane, ChainPane::Detail);
+    assert_eq!(s.chain.pane, ChainPane::Detail);
     let patch_text = serde_json::to_string_pretty(&patch).unwrap();
     assert_eq!(key(&mut s, 'y'), vec![Command::Clipboard(b64(&patch_text))]);
     // The terminal layer writes the OSC 52 sequence.
@@ -907,7 +907,7 @@ fn clicks_in_the_chain_pick_steps_and_panes() {
     for want in (0..calls.len()).rev() {
         let y = step_row(&screen, &calls, want, 0..46);
         click(&mut s, 10, y);
-        assert_eq!(s.step, want, "row {y}");
+        assert_eq!(s.chain.step, want, "row {y}");
         clicked += 1;
     }
     assert_eq!(clicked, calls.len());
@@ -918,22 +918,22 @@ fn clicks_in_the_chain_pick_steps_and_panes() {
         .unwrap() as u16;
     click(&mut s, 10, step_row(&screen, &calls, 2, 0..46));
     click(&mut s, 10, title_y);
-    assert_eq!(s.step, 2);
+    assert_eq!(s.chain.step, 2);
     // The detail pane takes the keys when clicked, the grid when clicked again.
     click(&mut s, 100, 20);
-    assert_eq!(s.chain_pane, ChainPane::Detail);
+    assert_eq!(s.chain.pane, ChainPane::Detail);
     click(&mut s, 10, 20);
-    assert_eq!(s.chain_pane, ChainPane::Grid);
+    assert_eq!(s.chain.pane, ChainPane::Grid);
     // The wheel scrolls the detail under the mouse, and steps over the grid.
     wheel(&mut s, 100, 20, true);
     wheel(&mut s, 100, 20, true);
-    assert_eq!((s.step, s.detail_scroll), (2, 6));
+    assert_eq!((s.chain.step, s.chain.detail.top), (2, 6));
     wheel(&mut s, 100, 20, false);
-    assert_eq!(s.detail_scroll, 3);
+    assert_eq!(s.chain.detail.top, 3);
     wheel(&mut s, 10, 20, true);
-    assert_eq!((s.step, s.detail_scroll), (3, 0));
+    assert_eq!((s.chain.step, s.chain.detail.top), (3, 0));
     wheel(&mut s, 10, 20, false);
-    assert_eq!(s.step, 2);
+    assert_eq!(s.chain.step, 2);
 }
 
 #[test]
@@ -1035,12 +1035,12 @@ fn clicks_in_what_if_select_and_open_a_request() {
     let last = calls.len() - 1;
     let y = step_row(&screen, &calls, last, 100..200);
     click(&mut s, 120, y);
-    assert_eq!(s.step, last);
+    assert_eq!(s.chain.step, last);
     click(&mut s, 20, y);
-    assert_eq!(s.step, last, "the \"before\" grid selects nothing");
+    assert_eq!(s.chain.step, last, "the \"before\" grid selects nothing");
     wheel(&mut s, 100, 45, true);
     assert_eq!(
-        (s.step, s.detail_scroll),
+        (s.chain.step, s.chain.detail.top),
         (last, 0),
         "the diff fits its pane: the wheel does not scroll it into blank space"
     );
@@ -1066,11 +1066,11 @@ fn the_chain_detail_scrolls_within_its_text_and_says_where() {
     code(&mut s, KeyCode::Enter);
     key(&mut s, 'd');
     code(&mut s, KeyCode::Tab);
-    assert_eq!(s.chain_pane, ChainPane::Detail);
+    assert_eq!(s.chain.pane, ChainPane::Detail);
     let screen = hookscope::tui::view::render_text(&s, 80, 24);
     assert!(pane_title(&screen, 5).contains("1–"), "{screen}");
     key(&mut s, 'G');
-    let bottom = s.detail_scroll;
+    let bottom = s.chain.detail.top;
     assert!(bottom > 0);
     let screen = hookscope::tui::view::render_text(&s, 80, 24);
     let title = pane_title(&screen, 5);
@@ -1079,12 +1079,12 @@ fn the_chain_detail_scrolls_within_its_text_and_says_where() {
     key(&mut s, 'G');
     ctrl(&mut s, 'd');
     code(&mut s, KeyCode::PageDown);
-    assert_eq!(s.detail_scroll, bottom);
+    assert_eq!(s.chain.detail.top, bottom);
     key(&mut s, 'k');
-    assert_eq!(s.detail_scroll, bottom - 1);
+    assert_eq!(s.chain.detail.top, bottom - 1);
     ctrl(&mut s, 'u');
     key(&mut s, 'g');
-    assert_eq!(s.detail_scroll, 0);
+    assert_eq!(s.chain.detail.top, 0);
     // A step that fits its pane (the first, skipped) does not scroll at all.
     update(&mut s, Msg::Resize(250, 60));
     code(&mut s, KeyCode::Esc);
@@ -1092,7 +1092,7 @@ fn the_chain_detail_scrolls_within_its_text_and_says_where() {
     code(&mut s, KeyCode::Tab);
     key(&mut s, 'G');
     ctrl(&mut s, 'd');
-    assert_eq!(s.detail_scroll, 0);
+    assert_eq!(s.chain.detail.top, 0);
 }
 
 #[test]
@@ -1161,7 +1161,7 @@ fn enter_on_an_annotation_opens_its_step_in_the_chain() {
     // `…/round_{r}_index_{i}`: the step is that round's call at that index.
     if let Some(rest) = key_name.split_once("/round_").map(|(_, r)| r.to_string()) {
         let (round, index) = rest.split_once("_index_").unwrap();
-        let c = &s.selected_entry().unwrap().replayed.outcome.calls[s.step];
+        let c = &s.selected_entry().unwrap().replayed.outcome.calls[s.chain.step];
         assert_eq!(c.round.to_string(), round);
         assert_eq!(c.index.to_string(), index);
     }
@@ -1235,7 +1235,7 @@ fn a_click_on_an_annotation_opens_the_step_that_wrote_it() {
     for (y, n, k) in cases {
         click(&mut s, 60, y);
         assert_eq!((s.view, s.selected), (View::Chain, Some(n - 1)), "{k}");
-        let call = &s.selected_entry().unwrap().replayed.outcome.calls[s.step];
+        let call = &s.selected_entry().unwrap().replayed.outcome.calls[s.chain.step];
         let (round, index) = (call.round, call.index);
         match k.as_str() {
             "mutation/round_1_index_0" => assert_eq!((round, index), (1, 0)),
@@ -1295,7 +1295,7 @@ fn tab_means_next_pane_in_every_view() {
     }
     key(&mut s, '2');
     code(&mut s, KeyCode::Tab);
-    assert_eq!((s.view, s.chain_pane), (View::Chain, ChainPane::Detail));
+    assert_eq!((s.view, s.chain.pane), (View::Chain, ChainPane::Detail));
 }
 
 /// A console whose only `--webhooks` file (two documents) was left out, as the replay source

@@ -16,8 +16,9 @@ use super::model::{self, AnnotationRow, Block, HookCounts, HookInfo, RequestRow,
 use super::source::SourceMsg;
 use super::theme::Theme;
 use super::view::hit::ChainHit;
-use super::view::scroll;
-use super::views::{ListCursor, ProblemsExtent, ProblemsView, Scroll, TailCursor, ViewState};
+use super::views::{
+    ChainExtent, ChainView, ListCursor, ProblemsExtent, ProblemsView, Scroll, TailCursor, ViewState,
+};
 use crate::engine::{AuditAnnotation, AuditLevel};
 use crate::metrics::Metrics;
 use crate::replay::run::{ReplayEvent, Replayed};
@@ -139,15 +140,7 @@ impl SortKey {
     }
 }
 
-/// Which pane of the Chain view has the keys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ChainPane {
-    /// The grid of steps.
-    #[default]
-    Grid,
-    /// The step's detail.
-    Detail,
-}
+pub use super::views::ChainPane;
 
 /// A replayed request, with what the status bar counts and masking need on every frame; the
 /// rest of its table row is derived when drawn ([`Entry::row`]).
@@ -231,12 +224,9 @@ pub struct State {
     pub visible: Vec<usize>,
     /// Selected entry (index into `entries`).
     pub selected: Option<usize>,
-    /// Selected call of the chain (index into the outcome's calls).
-    pub step: usize,
-    /// Chain pane with the keys.
-    pub chain_pane: ChainPane,
-    /// Detail scroll (lines).
-    pub detail_scroll: u16,
+    /// The Chain view's own state: the selected step, the pane with the keys, the detail's
+    /// scroll.
+    pub chain: ChainView,
     /// Annotations: the row cursor (index into the annotations shown), or None to follow the
     /// tail (the cursor on the last row).
     pub annotation_cursor: TailCursor,
@@ -490,9 +480,7 @@ impl State {
             sort: (SortKey::Input, false),
             visible: Vec::new(),
             selected: None,
-            step: 0,
-            chain_pane: ChainPane::Grid,
-            detail_scroll: 0,
+            chain: ChainView::default(),
             annotation_cursor: TailCursor::default(),
             help_scroll: Scroll::default(),
             problems_view: ProblemsView::default(),
@@ -623,8 +611,8 @@ impl State {
     }
 
     pub(super) fn reset_chain(&mut self) {
-        self.step = self.chain_order().first().copied().unwrap_or(0);
-        self.detail_scroll = 0;
+        let first = self.chain_order().first().copied().unwrap_or(0);
+        self.chain.select(first);
     }
 
     fn select_position(&mut self, pos: usize) {
@@ -652,24 +640,13 @@ impl State {
             .unwrap_or_default()
     }
 
-    fn move_step(&mut self, delta: isize) {
-        let order = self.chain_order();
-        if order.is_empty() {
-            return;
-        }
-        let at = order.iter().position(|&i| i == self.step).unwrap_or(0);
-        let to = (at as isize + delta).clamp(0, order.len() as isize - 1) as usize;
-        self.step = order[to];
-        self.detail_scroll = 0;
-    }
-
     fn jump_round(&mut self, forward: bool) {
         let order = self.chain_order();
         let Some(e) = self.selected_entry() else {
             return;
         };
         let calls = &e.replayed.outcome.calls;
-        let Some(cur) = calls.get(self.step).map(Block::of) else {
+        let Some(cur) = calls.get(self.chain.step).map(Block::of) else {
             return;
         };
         let block = |i: &usize| Block::of(&calls[*i]);
@@ -680,10 +657,7 @@ impl State {
             prev.and_then(|p| order.iter().find(|i| block(i) == p).copied())
         };
         match target {
-            Some(t) => {
-                self.step = t;
-                self.detail_scroll = 0;
-            }
+            Some(t) => self.chain.select(t),
             None => self.say(
                 if forward {
                     "no later round"
@@ -879,10 +853,7 @@ impl State {
             }
             A::NextPane | A::PrevPane => {
                 if self.view == View::Chain {
-                    self.chain_pane = match self.chain_pane {
-                        ChainPane::Grid => ChainPane::Detail,
-                        ChainPane::Detail => ChainPane::Grid,
-                    };
+                    self.chain.toggle_pane();
                 } else {
                     // Tab means one thing everywhere: the next pane that takes the keys. Views
                     // are switched by their number.
@@ -903,7 +874,7 @@ impl State {
                     self.selected = Some(r.index);
                     self.compare = true;
                     self.view = View::Chain;
-                    self.chain_pane = ChainPane::Grid;
+                    self.chain.pane = ChainPane::Grid;
                     self.reset_chain();
                 }
             }
@@ -923,7 +894,7 @@ impl State {
                 if self.selected.is_some() {
                     self.compare = false;
                     self.view = View::Chain;
-                    self.chain_pane = ChainPane::Grid;
+                    self.chain.pane = ChainPane::Grid;
                 }
             }
             A::Back => {
@@ -931,8 +902,7 @@ impl State {
                     self.help = false;
                 } else if self.view == View::Problems && self.problems_view.back() {
                 } else if self.view == View::Chain {
-                    if self.chain_pane == ChainPane::Detail {
-                        self.chain_pane = ChainPane::Grid;
+                    if self.chain.back() {
                     } else if self.compare {
                         self.compare = false;
                         self.view = View::WhatIf;
@@ -977,10 +947,7 @@ impl State {
                 .selected_entry()
                 .and_then(|e| model::deciding_call(&e.replayed.outcome))
             {
-                Some(i) => {
-                    self.step = i;
-                    self.detail_scroll = 0;
-                }
+                Some(i) => self.chain.select(i),
                 None => self.say("no webhook was called", false),
             },
             A::NextRequest => self.move_selection(1),
@@ -1040,9 +1007,9 @@ impl State {
         let picked = if self.view == View::Chain {
             let applied = o
                 .calls
-                .get(self.step)
+                .get(self.chain.step)
                 .and_then(|c| model::applied_patch(o, c));
-            match (applied, self.chain_pane) {
+            match (applied, self.chain.pane) {
                 (Some((patch, _)), ChainPane::Detail) => {
                     Ok(("patch", model::masked_patch(&patch, mask)))
                 }
@@ -1089,8 +1056,13 @@ impl State {
         };
         match self.view {
             View::Requests => self.move_selection(delta),
-            View::Chain if self.chain_pane == ChainPane::Detail => self.scroll_detail(delta),
-            View::Chain => self.move_step(delta.clamp(-10_000, 10_000)),
+            View::Chain => {
+                let data = ChainExtent {
+                    order: self.chain_order(),
+                    detail: super::view::detail_extent(self).unwrap_or_default().into(),
+                };
+                self.chain.navigate(&data, delta);
+            }
             View::Annotations => self
                 .annotation_cursor
                 .navigate(&self.annotation_count(), delta),
@@ -1173,9 +1145,8 @@ impl State {
 
     /// Scrolls the Chain view's detail pane by `delta` lines, within its text.
     fn scroll_detail(&mut self, delta: isize) {
-        let (total, height) = super::view::detail_extent(self).unwrap_or((0, 0));
-        let top = scroll::moved(usize::from(self.detail_scroll), delta, total, height);
-        self.detail_scroll = u16::try_from(top).unwrap_or(u16::MAX);
+        let extent = super::view::detail_extent(self).unwrap_or_default().into();
+        self.chain.detail.navigate(&extent, delta);
     }
 
     /// The lines an up/down/page/end action moves a scrolled pane by (a page: `page` lines).
@@ -1350,7 +1321,8 @@ impl State {
                     return;
                 }
                 Some(_) => {
-                    self.move_step(if down { 1 } else { -1 });
+                    let order = self.chain_order();
+                    self.chain.step_by(&order, if down { 1 } else { -1 });
                     return;
                 }
                 None => {}
@@ -1408,9 +1380,8 @@ impl State {
         self.selected = Some(row.request());
         self.compare = false;
         self.view = View::Chain;
-        self.chain_pane = ChainPane::Grid;
-        self.step = position.unwrap_or(0);
-        self.detail_scroll = 0;
+        self.chain.pane = ChainPane::Grid;
+        self.chain.select(position.unwrap_or(0));
     }
 
     /// A left click: a tab in the header switches view; a row is selected (Requests, the
@@ -1446,14 +1417,13 @@ impl State {
             }
             View::Chain => match super::view::hit::chain_at(self, x, y) {
                 Some(ChainHit::Step(i)) => {
-                    self.chain_pane = ChainPane::Grid;
-                    if self.step != i {
-                        self.step = i;
-                        self.detail_scroll = 0;
+                    self.chain.pane = ChainPane::Grid;
+                    if self.chain.step != i {
+                        self.chain.select(i);
                     }
                 }
-                Some(ChainHit::Grid) => self.chain_pane = ChainPane::Grid,
-                Some(ChainHit::Detail) => self.chain_pane = ChainPane::Detail,
+                Some(ChainHit::Grid) => self.chain.pane = ChainPane::Grid,
+                Some(ChainHit::Detail) => self.chain.pane = ChainPane::Detail,
                 None => {}
             },
             View::Annotations => {

@@ -863,7 +863,7 @@ impl State {
             self.selected = Some(last);
             self.compare = false;
             self.view = View::Chain;
-            self.chain_pane = ChainPane::Grid;
+            self.chain.pane = ChainPane::Grid;
             self.reset_chain();
         }
     }

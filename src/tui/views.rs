@@ -4,8 +4,8 @@
 //! [`update`](super::app::update) that changes it stay in [`State`](super::app::State), which
 //! holds one of these per view and hands each the part of the shared state it moves over.
 //!
-//! So far: the Webhooks and What-if cursors ([`ListCursor`]), the Annotations cursor
-//! ([`TailCursor`]), the Problems view
+//! So far: the Chain view ([`ChainView`]), the Webhooks and What-if cursors ([`ListCursor`]),
+//! the Annotations cursor ([`TailCursor`]), the Problems view
 //! ([`ProblemsView`]), the help overlay's and the Metrics samples' scroll ([`Scroll`]); the Edit
 //! view's mode and keys are [`EditorState`](super::edit_keys::EditorState).
 
@@ -110,6 +110,86 @@ impl ViewState for TailCursor {
     }
 }
 
+/// Which pane of the Chain view has the keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ChainPane {
+    /// The grid of steps.
+    #[default]
+    Grid,
+    /// The step's detail.
+    Detail,
+}
+
+/// What the Chain view moves over: the selected request's calls in the order it lists them,
+/// and its detail pane's extent.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChainExtent {
+    /// The calls (indices into the outcome's calls) in dispatch order.
+    pub order: Vec<usize>,
+    /// The detail's lines and the rows it shows.
+    pub detail: Extent,
+}
+
+/// The Chain view: the selected step, the pane with the keys, the detail's scroll.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChainView {
+    /// The selected call (index into the outcome's calls).
+    pub step: usize,
+    /// The pane with the keys.
+    pub pane: ChainPane,
+    /// The detail pane's scroll.
+    pub detail: Scroll,
+}
+
+impl ChainView {
+    /// Selects a step, its detail from the top.
+    pub fn select(&mut self, step: usize) {
+        self.step = step;
+        self.detail = Scroll::default();
+    }
+
+    /// Moves `delta` steps through `order` (the calls in dispatch order), whichever pane has
+    /// the keys (the wheel over the grid).
+    pub fn step_by(&mut self, order: &[usize], delta: isize) {
+        if order.is_empty() {
+            return;
+        }
+        let at = order.iter().position(|&i| i == self.step).unwrap_or(0);
+        let to = (at as isize)
+            .saturating_add(delta)
+            .clamp(0, order.len() as isize - 1) as usize;
+        self.select(order[to]);
+    }
+
+    /// The other pane takes the keys.
+    pub fn toggle_pane(&mut self) {
+        self.pane = match self.pane {
+            ChainPane::Grid => ChainPane::Detail,
+            ChainPane::Detail => ChainPane::Grid,
+        };
+    }
+}
+
+impl ViewState for ChainView {
+    type Data = ChainExtent;
+
+    /// The grid steps through the calls in dispatch order; the detail scrolls.
+    fn navigate(&mut self, data: &ChainExtent, delta: isize) {
+        if self.pane == ChainPane::Detail {
+            self.detail.navigate(&data.detail, delta);
+        } else {
+            self.step_by(&data.order, delta);
+        }
+    }
+
+    /// From the detail back to the grid.
+    fn back(&mut self) -> bool {
+        let detail = self.pane == ChainPane::Detail;
+        self.pane = ChainPane::Grid;
+        detail
+    }
+}
+
 /// What the Problems view moves over: its rows, and the open file's pane.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ProblemsExtent {
@@ -194,6 +274,29 @@ mod tests {
             "the open file scrolls, the cursor stays"
         );
         assert!(p.back() && p.excerpt.is_none());
+        let mut c = ChainView::default();
+        let data = ChainExtent {
+            order: vec![2, 0, 1],
+            detail: Extent::from((40, 10)),
+        };
+        c.select(2);
+        c.navigate(&data, 1);
+        assert_eq!(c.step, 0, "in dispatch order, not call order");
+        c.navigate(&data, 10);
+        assert_eq!(c.step, 1);
+        c.toggle_pane();
+        c.navigate(&data, 100);
+        assert_eq!((c.step, c.detail.top), (1, 30), "the detail scrolls");
+        assert!(
+            c.back() && !c.back(),
+            "esc: the grid, then nothing of its own"
+        );
+        c.navigate(&data, -1);
+        assert_eq!(
+            (c.step, c.detail.top),
+            (0, 0),
+            "a new step's detail from its top"
+        );
         let mut t = TailCursor::default();
         assert_eq!(t.at(5), 4);
         t.navigate(&5, -2);

@@ -127,13 +127,13 @@ fn render_head(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
 }
 
 fn render_grid(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
-    let focused = state.chain_pane == ChainPane::Grid;
+    let focused = state.chain.pane == ChainPane::Grid;
     grid(
         frame,
         state,
         entry,
         area,
-        Some(state.step),
+        Some(state.chain.step),
         "Steps",
         focused,
     );
@@ -162,7 +162,7 @@ fn render_compare(frame: &mut Frame, state: &State, before: &Entry, after: &Entr
         state,
         after,
         right,
-        Some(state.step),
+        Some(state.chain.step),
         &format!("After · {va} ·"),
         true,
     );
@@ -231,7 +231,7 @@ fn scrolled(state: &State, lines: &[Line], area: Rect) -> (u16, String) {
         usize::from(area.height.saturating_sub(2)),
     );
     let total = scroll::wrapped_len(lines, w);
-    let top = scroll::clamp(usize::from(state.detail_scroll), total, h);
+    let top = scroll::clamp(state.chain.detail.top, total, h);
     (
         u16::try_from(top).unwrap_or(u16::MAX),
         scroll::position(top, total, h),
@@ -250,7 +250,11 @@ pub(crate) fn detail_extent(state: &State) -> Option<(usize, usize)> {
         .and_then(|b| state.selected.and_then(|i| b.entries.get(i)));
     let lines = match (state.compare, before) {
         (true, Some(before)) => compare_lines(state, before, entry),
-        _ => detail_lines(state, entry, entry.replayed.outcome.calls.get(state.step)?),
+        _ => detail_lines(
+            state,
+            entry,
+            entry.replayed.outcome.calls.get(state.chain.step)?,
+        ),
     };
     Some((
         scroll::wrapped_len(&lines, area.width.saturating_sub(2)),
@@ -778,8 +782,8 @@ pub(crate) fn detail_lines(state: &State, entry: &Entry, c: &CallRecord) -> Vec<
 
 fn render_detail(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
     let o = &entry.replayed.outcome;
-    let focused = state.chain_pane == ChainPane::Detail;
-    let Some(c) = o.calls.get(state.step) else {
+    let focused = state.chain.pane == ChainPane::Detail;
+    let Some(c) = o.calls.get(state.chain.step) else {
         let p = Paragraph::new("").block(pane(state, " Step ", focused));
         frame.render_widget(p, area);
         return;

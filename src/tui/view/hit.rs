@@ -100,7 +100,7 @@ pub fn chain_at(state: &State, x: u16, y: u16) -> Option<ChainHit> {
     // The grid scrolls so that the selected step stays on screen.
     let selected_line = lines
         .iter()
-        .position(|l| *l == Some(state.step))
+        .position(|l| *l == Some(state.chain.step))
         .unwrap_or(0);
     let scroll = selected_line.saturating_sub(usize::from(rows.height).saturating_sub(2));
     let line = scroll + usize::from(y - rows.y);
