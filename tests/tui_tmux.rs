@@ -640,6 +640,8 @@ fn enter_on_an_input_problem_opens_the_file_at_its_line() {
     t.keys(&["-l", "problems"]);
     t.keys(&["Enter"]);
     let s = t.wait_for(&["key must be a string"], "problems listed");
+    // The file by its name, so that its line shows at 80 columns.
+    assert!(s.contains("in.jsonl line 3"), "{s}");
     // Down to the invalid line's row.
     let rows: Vec<&str> = s.lines().filter(|l| l.contains("invalid ")).collect();
     let at = rows

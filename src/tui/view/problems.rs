@@ -20,7 +20,7 @@ use crate::tui::theme::{StyleKey, SymbolKey};
 /// The table's columns.
 const COLUMNS: [Column; 4] = [
     Column::text(" KIND", 6, 8),
-    Column::text("WHERE", 8, 12),
+    Column::text("WHERE", 8, 18),
     Column::text("FIELD", 4, 8),
     Column::text("REASON", 9, 20),
 ];
@@ -157,14 +157,34 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     let top = cursor.saturating_sub(height - 1);
     let sel = state.theme.symbol(SymbolKey::Selected);
     let plain = Style::default();
+    // Files by as many of their last path parts as tell them apart, so that the line shows
+    // in a narrow column (the open file's title gives the whole path).
+    let mut files: Vec<String> = state
+        .problems
+        .iter()
+        .map(|p| p.source.file.clone())
+        .collect();
+    files.sort();
+    files.dedup();
+    let names = super::editor::distinct_names(&files);
+    let short: Vec<String> = (state.problems.iter())
+        .map(|p| {
+            files
+                .iter()
+                .position(|f| *f == p.source.file)
+                .map_or_else(String::new, |i| names[i].clone())
+        })
+        .collect();
     let rows: Vec<TableRow> = (state.problems.iter().enumerate())
         .skip(top)
         .take(height)
         .map(|(i, p)| {
             let marker = if i == cursor { sel } else { " " };
+            let mut shown = p.clone();
+            shown.source.file = short[i].clone();
             let row = TableRow::new(vec![
                 (format!("{marker}{}", p.kind_name()), plain),
-                (place(p), plain),
+                (place(&shown), plain),
                 (p.field.clone(), style(state, StyleKey::AnnotationKey)),
                 (p.message.clone(), plain),
             ]);
