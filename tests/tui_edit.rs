@@ -702,6 +702,18 @@ fn an_external_edit_returns_where_the_user_was_and_undoes_in_one_step() {
     );
     h.key(KeyCode::Esc, KeyModifiers::NONE);
     assert_eq!(h.state.buffers[buffer].text(), edited);
+    // Esc and `:` typed at once reach the console as alt-`:`: still esc, then a command.
+    h.vim("i");
+    h.key(KeyCode::Char(':'), KeyModifiers::ALT);
+    assert_eq!(h.state.editor.mode, EditMode::Normal);
+    h.vim("w");
+    assert!(
+        matches!(&h.state.mode, Mode::Command { input, .. } if input == "w"),
+        "{:?}",
+        h.state.mode
+    );
+    h.key(KeyCode::Esc, KeyModifiers::NONE);
+    assert_eq!(h.state.buffers[buffer].text(), edited);
     h.vim("u");
     assert_eq!(
         h.state.buffers[buffer].text(),

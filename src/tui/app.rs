@@ -1195,8 +1195,20 @@ impl State {
                 if self.view == View::Editor && !self.help {
                     // Insert mode types every key but esc and the view's ctrl bindings; normal
                     // mode gives the view's bindings, then vim's keys, then the global ones.
+                    let mut key = key;
+                    let mut insert = self.editor.mode == super::edit_keys::EditMode::Insert;
+                    // A terminal sends esc and a key typed right after it as one alt-key: in
+                    // insert mode that is esc, then the key in normal mode (so a quick `esc :w`
+                    // is still a command).
+                    if insert
+                        && key.modifiers == KeyModifiers::ALT
+                        && matches!(key.code, KeyCode::Char(_))
+                    {
+                        self.editor_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+                        key.modifiers = KeyModifiers::NONE;
+                        insert = false;
+                    }
                     let own = self.keymap.action_in(View::Editor, &key);
-                    let insert = self.editor.mode == super::edit_keys::EditMode::Insert;
                     if let Some(a) = own.clone().filter(|_| !insert) {
                         return self.apply(a);
                     }
