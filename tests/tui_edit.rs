@@ -673,6 +673,8 @@ fn an_external_edit_returns_where_the_user_was_and_undoes_in_one_step() {
     h.act(Action::Edit(Some("40-policy".into())));
     h.vim("i");
     assert_eq!(h.state.editor.mode, EditMode::Insert);
+    let at = h.state.buffers[h.state.buffer].area.cursor().0;
+    assert!(at > 0, "the editor opened at the configuration's name");
     let commands = h.key(KeyCode::Char('e'), KeyModifiers::CONTROL);
     let Some(Command::ExternalEdit { buffer, text }) = commands.first().cloned() else {
         panic!("{commands:?}");
@@ -719,6 +721,11 @@ fn an_external_edit_returns_where_the_user_was_and_undoes_in_one_step() {
         h.state.buffers[buffer].text(),
         text,
         "one undo, the text before"
+    );
+    assert_eq!(
+        h.state.buffers[buffer].area.cursor().0,
+        at,
+        "and the cursor where it was"
     );
     h.key(KeyCode::Char('y'), KeyModifiers::CONTROL);
     assert_eq!(

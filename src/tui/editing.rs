@@ -99,6 +99,25 @@ pub struct Checked {
     pub warnings: Vec<EditProblem>,
 }
 
+/// Editor history entries that undo takes back as one step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct UndoGroup {
+    /// How many entries.
+    entries: usize,
+    /// Where the cursor was before a whole replacement of the text: undone, it goes back there
+    /// (the editor widget would leave it at the end of the text).
+    cursor: Option<(usize, usize)>,
+}
+
+impl UndoGroup {
+    fn of(entries: usize) -> UndoGroup {
+        UndoGroup {
+            entries,
+            cursor: None,
+        }
+    }
+}
+
 /// One configuration text being edited.
 #[derive(Debug, Clone)]
 pub struct Buffer {
@@ -123,9 +142,9 @@ pub struct Buffer {
     pub disk_changed: Option<String>,
     /// The editor's history entries grouped as undo takes them back: a typed word, a whole
     /// replacement of the text (an external edit, a reload), any other edit alone.
-    undo_groups: Vec<usize>,
+    undo_groups: Vec<UndoGroup>,
     /// The groups undone, for redo.
-    redo_groups: Vec<usize>,
+    redo_groups: Vec<UndoGroup>,
     /// The last group is a word being typed (another letter joins it).
     typing_word: bool,
 }
@@ -163,15 +182,15 @@ impl Buffer {
         };
         match (letter, self.undo_groups.last_mut()) {
             (Some(c), Some(n)) if self.typing_word => {
-                *n += 1;
+                n.entries += 1;
                 self.typing_word = !c.is_whitespace();
             }
             (Some(c), _) => {
-                self.undo_groups.push(1);
+                self.undo_groups.push(UndoGroup::of(1));
                 self.typing_word = !c.is_whitespace();
             }
             (None, _) => {
-                self.undo_groups.push(1);
+                self.undo_groups.push(UndoGroup::of(1));
                 self.typing_word = false;
             }
         }
@@ -186,7 +205,7 @@ impl Buffer {
         if entries == 0 {
             return false;
         }
-        self.undo_groups.push(entries);
+        self.undo_groups.push(UndoGroup::of(entries));
         self.redo_groups.clear();
         true
     }
@@ -206,9 +225,9 @@ impl Buffer {
             (&mut self.undo_groups, &mut self.redo_groups)
         };
         // Entries made before any group was recorded go back one at a time.
-        let n = from.pop().unwrap_or(1);
+        let group = from.pop().unwrap_or(UndoGroup::of(1));
         let mut done = 0;
-        for _ in 0..n {
+        for _ in 0..group.entries {
             let ok = if redo {
                 self.area.redo()
             } else {
@@ -220,7 +239,19 @@ impl Buffer {
             done += 1;
         }
         if done > 0 {
-            to.push(done);
+            to.push(UndoGroup {
+                entries: done,
+                ..group
+            });
+        }
+        if let (false, Some((row, col))) = (redo, group.cursor.filter(|_| done > 0)) {
+            let lines = self.area.lines();
+            let row = row.min(lines.len().saturating_sub(1));
+            let col = col.min(lines[row].chars().count());
+            self.area.move_cursor(CursorMove::Jump(
+                u16::try_from(row).unwrap_or(u16::MAX),
+                u16::try_from(col).unwrap_or(u16::MAX),
+            ));
         }
         done > 0
     }
@@ -263,6 +294,7 @@ impl Buffer {
 
     /// Replaces the whole text (a reload, an external editor), keeping the undo history.
     pub fn replace_text(&mut self, text: &str) {
+        let before = self.area.cursor();
         self.area.select_all();
         let cut = self.area.cut();
         let inserted = self
@@ -271,7 +303,10 @@ impl Buffer {
         // One undo step brings back the whole text before.
         let entries = usize::from(cut) + usize::from(inserted);
         if entries > 0 {
-            self.undo_groups.push(entries);
+            self.undo_groups.push(UndoGroup {
+                entries,
+                cursor: Some((before.0, before.1)),
+            });
             self.redo_groups.clear();
         }
         self.typing_word = false;
