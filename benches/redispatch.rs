@@ -238,7 +238,7 @@ fn console() -> Console {
 
     // The edit: on the slow webhook's configuration, failurePolicy Ignore becomes Fail.
     update(&mut state, Msg::Action(Action::Show(View::Webhooks)));
-    state.hook_selected = state
+    state.hook_cursor.selected = state
         .hooks
         .iter()
         .position(|h| h.configuration == "30-slow-quota")

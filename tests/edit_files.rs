@@ -187,6 +187,67 @@ fn recovery_lists_an_empty_or_missing_store_and_reports_bad_entries() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Entries untouched for longer than the limit (14 days) are pruned when the console lists
+/// them at start, and so are old files that are not readable entries; younger ones stay.
+#[test]
+fn recovery_entries_older_than_fourteen_days_are_pruned() {
+    use hookscope::edit::RECOVERY_MAX_AGE;
+    use std::time::SystemTime;
+    assert_eq!(RECOVERY_MAX_AGE, Duration::from_secs(14 * 24 * 3600));
+    let dir = scratch("recovery-prune");
+    let store = RecoveryStore::new(&dir);
+    let now = SystemTime::now();
+    let old = store.write(&BufferKey::New("old".into()), "old").unwrap();
+    let young = store
+        .write(&BufferKey::New("young".into()), "young")
+        .unwrap();
+    // The old entry was last written 15 days ago, the young one 13 days ago.
+    let age = |path: &Path, days: u64| {
+        let mut record: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        let then = now - Duration::from_secs(days * 24 * 3600);
+        let ms = then
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        record["savedAtMs"] = ms.into();
+        std::fs::write(path, serde_json::to_vec(&record).unwrap()).unwrap();
+    };
+    age(&old, 15);
+    age(&young, 13);
+    // An unreadable file and a write's leftover, both a month old; a fresh unreadable one.
+    let garbage = dir.join("garbage.json");
+    let leftover = dir.join(".tmp-write");
+    for p in [&garbage, &leftover] {
+        std::fs::write(p, "{").unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(p)
+            .unwrap()
+            .set_modified(now - Duration::from_secs(30 * 24 * 3600))
+            .unwrap();
+    }
+    std::fs::write(dir.join("fresh.json"), "{").unwrap();
+
+    // What the console offers at start: the young entry only; the old files are gone.
+    let offered = hookscope::tui::io::list_recovery(&store);
+    assert_eq!(offered.len(), 1, "{offered:?}");
+    assert_eq!(offered[0].text, "young");
+    assert_eq!(
+        names_in(&dir),
+        vec![
+            "fresh.json".to_string(),
+            young.file_name().unwrap().to_string_lossy().into_owned()
+        ]
+    );
+    // A day later the young one is 14 days and a day old: pruned too.
+    let removed = store
+        .prune_older_than(RECOVERY_MAX_AGE, now + Duration::from_secs(2 * 24 * 3600))
+        .unwrap();
+    assert_eq!(removed, vec![young.clone()]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 async fn next_change(rx: &mut mpsc::Receiver<FileChange>) -> FileChange {
     tokio::time::timeout(Duration::from_secs(10), rx.recv())
         .await

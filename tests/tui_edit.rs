@@ -9,7 +9,8 @@ mod scratch;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use hookscope::edit::{BufferKey, content_hash};
 use hookscope::engine::AuditLevel;
-use hookscope::tui::app::{Command, Msg, RecoveredText, State, View, update};
+use hookscope::tui::app::{Command, Mode, Msg, RecoveredText, State, View, update};
+use hookscope::tui::edit_keys::EditMode;
 use hookscope::tui::keymap::Action;
 use hookscope::tui::model::Verdict;
 use hookscope::tui::source::{Source, SourceCtl, SourceMsg};
@@ -99,19 +100,22 @@ impl Harness {
         update(&mut self.state, Msg::Action(a))
     }
 
-    /// Types text into the editor, one key at a time.
+    /// Keys of vim's normal mode (`i`, `A`, `o`, …; `\x1b` is esc), one at a time.
+    fn vim(&mut self, keys: &str) -> Vec<Command> {
+        self.type_text(keys)
+    }
+
+    /// Types text into the editor (in insert mode), one key at a time (`\n` is enter, `\x1b`
+    /// esc).
     fn type_text(&mut self, text: &str) -> Vec<Command> {
         let mut out = Vec::new();
         for c in text.chars() {
-            let code = if c == '\n' {
-                KeyCode::Enter
-            } else {
-                KeyCode::Char(c)
+            let code = match c {
+                '\n' => KeyCode::Enter,
+                '\x1b' => KeyCode::Esc,
+                c => KeyCode::Char(c),
             };
-            out.extend(update(
-                &mut self.state,
-                Msg::Key(KeyEvent::new(code, KeyModifiers::NONE)),
-            ));
+            out.extend(self.key(code, KeyModifiers::NONE));
         }
         out
     }
@@ -157,14 +161,15 @@ fn denied(s: &State) -> usize {
         .count()
 }
 
-/// Replaces `Ignore` on the cursor's line by `Fail` with keys: end of line, delete the word,
-/// type the new one.
+/// Replaces `Ignore` on the cursor's line by `Fail` with keys, as a vim user would: `A`
+/// (insert at the end of the line), delete the word, type the new one, `esc`.
 fn ignore_to_fail(h: &mut Harness) -> Vec<Command> {
-    let mut c = h.key(KeyCode::End, KeyModifiers::NONE);
+    let mut c = h.vim("A");
     for _ in 0.."Ignore".len() {
         c.extend(h.key(KeyCode::Backspace, KeyModifiers::NONE));
     }
     c.extend(h.type_text("Fail"));
+    c.extend(h.vim("\x1b"));
     c
 }
 
@@ -183,7 +188,7 @@ fn a_valid_edit_re_dispatches_and_the_what_if_counts_follow() {
         .iter()
         .position(|x| x.configuration == "30-slow-quota")
         .unwrap();
-    h.state.hook_selected = slow;
+    h.state.hook_cursor.selected = slow;
     let c = h.key(KeyCode::Char('e'), KeyModifiers::NONE);
     assert!(c.is_empty());
     assert_eq!(h.state.view, View::Editor);
@@ -342,7 +347,7 @@ fn an_invalid_edit_keeps_the_configuration_in_force() {
     h.act(Action::Edit(Some("30-slow-quota".into())));
     let start = h.state.buffers[h.state.buffer].line_of("30-slow-quota");
     h.goto("failurePolicy: Ignore", start - 1);
-    let mut c = h.key(KeyCode::End, KeyModifiers::NONE);
+    let mut c = h.vim("A");
     for _ in 0.."Ignore".len() {
         c.extend(h.key(KeyCode::Backspace, KeyModifiers::NONE));
     }
@@ -373,6 +378,7 @@ fn undo_brings_back_the_valid_text() {
     let mut h = Harness::start();
     h.act(Action::Edit(Some("40-policy".into())));
     let before = h.state.buffers[h.state.buffer].text();
+    h.vim("i");
     h.type_text("x: [");
     assert_ne!(h.state.buffers[h.state.buffer].text(), before);
     for _ in 0..4 {
@@ -388,7 +394,9 @@ fn undo_brings_back_the_valid_text() {
 fn saving_writes_the_file_and_quitting_with_unsaved_edits_asks() {
     let mut h = Harness::start();
     h.act(Action::Edit(Some("20-label-defaulter".into())));
-    h.type_text("# edited\n");
+    h.vim("O");
+    h.type_text("# edited");
+    h.vim("\x1b");
     // Quitting with an unsaved edit does not quit.
     assert!(h.act(Action::Quit).is_empty());
     assert!(!h.state.quit);
@@ -425,7 +433,9 @@ fn saving_writes_the_file_and_quitting_with_unsaved_edits_asks() {
     assert!(after.contains(&Command::Watch(vec![(path.clone(), text.clone())])));
     assert!(!h.state.buffers[*buffer].modified());
     // Saved again: the previous version is kept as a backup.
-    h.type_text("# twice\n");
+    h.vim("O");
+    h.type_text("# twice");
+    h.vim("\x1b");
     let commands = h.act(Action::Save(None));
     let [
         Command::Save {
@@ -479,10 +489,12 @@ fn a_change_on_disk_reloads_a_clean_buffer_and_asks_for_an_edited_one() {
     assert!(!s.buffers[0].modified());
     // Edited buffer: the user chooses.
     update(&mut s, Msg::Action(Action::Edit(None)));
-    update(
-        &mut s,
-        Msg::Key(KeyEvent::new(KeyCode::Char('#'), KeyModifiers::NONE)),
-    );
+    for c in ['i', '#'] {
+        update(
+            &mut s,
+            Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE)),
+        );
+    }
     let mine = s.buffers[0].text();
     update(
         &mut s,
@@ -547,8 +559,9 @@ fn snapshots_of_an_invalid_edit_and_the_what_if_view() {
     h.act(Action::Edit(Some("30-slow-quota".into())));
     let start = h.state.buffers[h.state.buffer].line_of("30-slow-quota");
     h.goto("timeoutSeconds: 1", start - 1);
-    h.key(KeyCode::End, KeyModifiers::NONE);
+    h.vim("A");
     h.type_text("00");
+    h.vim("\x1b");
     h.check_now();
     insta::assert_snapshot!("editor_invalid", screen(&h.state));
     // Back to a valid text by undo, then the failurePolicy edit.
@@ -574,7 +587,8 @@ fn snapshots_of_an_invalid_edit_and_the_what_if_view() {
 fn a_failed_save_keeps_the_edit_and_says_why() {
     let mut h = Harness::start();
     h.act(Action::Edit(Some("40-policy".into())));
-    h.type_text("# kept\n");
+    h.vim("O");
+    h.type_text("# kept");
     // A folder that does not exist: the library's error names the path.
     let path = std::env::temp_dir()
         .join(format!("hookscope-missing-{}", std::process::id()))
@@ -655,8 +669,13 @@ fn an_empty_buffer_is_a_deletion_confirmed_not_a_valid_configuration() {
 #[test]
 fn an_external_edit_returns_where_the_user_was_and_undoes_in_one_step() {
     let mut h = Harness::start();
-    h.act(Action::Show(View::Webhooks));
-    let commands = h.act(Action::EditExternal(Some("40-policy".into())));
+    // In the Edit view, typing: ctrl-e opens the user's editor.
+    h.act(Action::Edit(Some("40-policy".into())));
+    h.vim("i");
+    assert_eq!(h.state.editor.mode, EditMode::Insert);
+    let at = h.state.buffers[h.state.buffer].area.cursor().0;
+    assert!(at > 0, "the editor opened at the configuration's name");
+    let commands = h.key(KeyCode::Char('e'), KeyModifiers::CONTROL);
     let Some(Command::ExternalEdit { buffer, text }) = commands.first().cloned() else {
         panic!("{commands:?}");
     };
@@ -669,14 +688,44 @@ fn an_external_edit_returns_where_the_user_was_and_undoes_in_one_step() {
             result: Ok(edited.clone()),
         },
     );
-    assert_eq!(h.state.view, View::Webhooks, "back where the user was");
+    assert_eq!(h.state.view, View::Editor, "back where the user was");
+    assert_eq!(
+        h.state.editor.mode,
+        EditMode::Normal,
+        "back in normal mode, not typing"
+    );
     assert_eq!(h.state.buffers[buffer].text(), edited);
-    h.act(Action::Show(View::Editor));
-    h.key(KeyCode::Char('z'), KeyModifiers::CONTROL);
+    // `:w` is a command, not text.
+    h.vim(":w");
+    assert!(
+        matches!(&h.state.mode, Mode::Command { input, .. } if input == "w"),
+        "{:?}",
+        h.state.mode
+    );
+    h.key(KeyCode::Esc, KeyModifiers::NONE);
+    assert_eq!(h.state.buffers[buffer].text(), edited);
+    // Esc and `:` typed at once reach the console as alt-`:`: still esc, then a command.
+    h.vim("i");
+    h.key(KeyCode::Char(':'), KeyModifiers::ALT);
+    assert_eq!(h.state.editor.mode, EditMode::Normal);
+    h.vim("w");
+    assert!(
+        matches!(&h.state.mode, Mode::Command { input, .. } if input == "w"),
+        "{:?}",
+        h.state.mode
+    );
+    h.key(KeyCode::Esc, KeyModifiers::NONE);
+    assert_eq!(h.state.buffers[buffer].text(), edited);
+    h.vim("u");
     assert_eq!(
         h.state.buffers[buffer].text(),
         text,
         "one undo, the text before"
+    );
+    assert_eq!(
+        h.state.buffers[buffer].area.cursor().0,
+        at,
+        "and the cursor where it was"
     );
     h.key(KeyCode::Char('y'), KeyModifiers::CONTROL);
     assert_eq!(
@@ -687,7 +736,7 @@ fn an_external_edit_returns_where_the_user_was_and_undoes_in_one_step() {
 
     // Words typed are undone one word at a time.
     h.goto("timeoutSeconds: 7", 0);
-    h.key(KeyCode::End, KeyModifiers::NONE);
+    h.vim("A");
     h.type_text(" # one two");
     let typed = h.state.buffers[buffer].text();
     assert!(typed.contains("timeoutSeconds: 7 # one two"), "{typed}");

@@ -1094,7 +1094,10 @@ async fn a_cluster_configuration_is_edited_and_applied_after_a_confirmed_server_
     // The Webhooks view shows the configuration's own history, newest first, with its diff.
     update(&mut state, Msg::Action(Action::Show(View::Webhooks)));
     update(&mut state, Msg::Action(Action::Bottom));
-    assert_eq!(state.hooks[state.hook_selected].webhook, "deny.oracle.test");
+    assert_eq!(
+        state.hooks[state.hook_cursor.selected].webhook,
+        "deny.oracle.test"
+    );
     let screen = hookscope::tui::view::render_text(&state, 200, 50);
     assert!(
         screen.contains("History of oracle-validating (1)"),

@@ -98,6 +98,69 @@ fn every_view_at_every_size() {
     }
 }
 
+/// The Chain view's grid is laid out as every table is: where there is room (120 and 250
+/// columns) a ValidatingAdmissionPolicy's row shows its policy and binding whole, the grid as
+/// wide as its names need (at most 45% of the width) and the detail taking the rest; the result
+/// in words goes first (the symbols say the same, and the title says what was hidden), shown at
+/// 250 columns; every webhook's name stays whole at every size.
+#[test]
+fn the_chain_grid_shows_names_whole_where_there_is_room() {
+    let policy = "policy demo-replica-limit · demo-replica-limit";
+    for (w, h) in SIZES {
+        let mut s = loaded("default");
+        update(&mut s, Msg::Resize(w, h));
+        keys(&mut s, "j\n");
+        let screen = hookscope::tui::view::render_text(&s, w, h);
+        // The grid's rows: the left pane of the lines below the head and the pane's title.
+        let row = |name: &str| {
+            screen
+                .lines()
+                .skip(6)
+                .map(|l| l.split("││").next().unwrap_or(l))
+                .find(|l| l.contains(name))
+                .unwrap_or_else(|| panic!("{name} at {w}x{h}:\n{screen}"))
+                .to_string()
+        };
+        for name in [
+            "inject.sidecar.demo",
+            "labels.defaulter.demo",
+            "quota.slow.demo",
+            "policy.validator.demo",
+            "warn.deprecations.demo",
+        ] {
+            assert!(
+                !row(name).contains(&format!("{name}…")),
+                "{w}x{h}:\n{screen}"
+            );
+        }
+        if w >= 120 {
+            row(policy);
+        }
+        if w >= 250 {
+            assert!(row(policy).contains("skipped"), "{w}x{h}:\n{screen}");
+            assert!(!screen.contains("hidden"), "{w}x{h}:\n{screen}");
+        } else {
+            assert!(screen.contains("Steps 1/10 · hidden: RESULT"), "{screen}");
+        }
+    }
+}
+
+/// In the Edit view the help lists normal mode's keys, and leaves out the global bindings they
+/// take over there (`k` is up elsewhere, a line up here; `x` reveals Secrets elsewhere, deletes
+/// a character here).
+#[test]
+fn the_help_of_the_edit_view_lists_the_normal_mode_keys() {
+    let mut s = loaded("default");
+    update(&mut s, Msg::Resize(250, 60));
+    keys(&mut s, "6?");
+    let screen = hookscope::tui::view::render_text(&s, 250, 60);
+    assert!(screen.contains("normal mode (as vim"), "{screen}");
+    assert!(screen.contains("dd D"), "{screen}");
+    assert!(!screen.contains("reveal / mask Secret data"), "{screen}");
+    assert!(!screen.contains("k / ↑"), "{screen}");
+    assert!(screen.contains("ctrl-s"), "{screen}");
+}
+
 /// Each screen of the user guide (a `text` block after `<!-- screen: NAME -->`) is the committed
 /// snapshot NAME, so the guide cannot drift from what the console draws. With
 /// `HOOKSCOPE_UPDATE_GUIDE=1` the test writes the snapshots into the guide instead.
@@ -454,7 +517,7 @@ fn chain_shows_the_engines_reason_for_every_webhook_not_called() {
             if at > 0 {
                 keys(&mut s, "j");
             }
-            assert_eq!(s.step, step);
+            assert_eq!(s.chain.step, step);
             let c = &calls[step];
             let Some(reason) = c.skip_reason.as_deref() else {
                 continue;

@@ -186,7 +186,7 @@ fn demo_in_tmux() {
         "jump to round 1",
     );
     assert!(
-        s.contains("reinvoked: it was called in round 0 with reinvocationPolicy IfNeeded,"),
+        s.contains("reinvoked: it was called in round 0 with reinvocationPolicy"),
         "{s}"
     );
 
@@ -232,19 +232,19 @@ fn demo_in_tmux() {
         &["demo-webhooks.yaml (built in)", "name: 30-slow-quota"],
         "editor",
     );
+    // As a vim user: the view opens in normal mode; down to the line, `$b` onto the word,
+    // `C` changes it to the end of the line, esc back to normal mode.
+    t.wait_for(&["EDIT  NORMAL"], "the editor opens in normal mode");
     for _ in 0..11 {
-        t.keys(&["Down"]);
+        t.keys(&["j"]);
     }
-    t.keys(&["End"]);
-    for _ in 0..6 {
-        t.keys(&["BSpace"]);
-    }
+    t.keys(&["$", "b", "C"]);
+    t.wait_for(&["EDIT  INSERT"], "insert mode");
     t.keys(&["-l", "Fail"]);
-    let s = t.wait_for(
-        &["re-dispatched 34 requests", "3 verdicts flipped"],
-        "re-dispatch",
-    );
+    let s = t.wait_for(&["re-dispatched 34 requests", "3 changed"], "re-dispatch");
     assert!(s.contains("failurePolicy: Fail"), "{s}");
+    t.keys(&["Escape"]);
+    t.wait_for(&["EDIT  NORMAL"], "normal mode");
     t.keys(&["Escape"]);
     t.wait_for(&["WEBHOOKS "], "editor left");
     t.keys(&["7"]);
@@ -385,7 +385,9 @@ fn an_edit_survives_sigkill() {
     t.keys(&[":"]);
     t.keys(&["-l", "edit 40-policy"]);
     t.keys(&["Enter"]);
-    t.wait_for(&["name: 40-policy"], "editor");
+    t.wait_for(&["name: 40-policy", "EDIT  NORMAL"], "editor");
+    t.keys(&["O"]);
+    t.wait_for(&["EDIT  INSERT"], "insert mode");
     t.keys(&["-l", "# a line typed before the crash"]);
     // The check after the typing pause writes the recovery copy: a temporary file renamed into
     // place, so only a finished copy holding the typed line counts.
@@ -423,32 +425,37 @@ fn an_edit_survives_sigkill() {
     again.wait_for(&["# a line typed before the crash"], "text recovered");
 }
 
-#[test]
-fn edit_bang_runs_the_users_editor_and_takes_its_text() {
-    if !tmux_available() {
-        println!("skipped: tmux is not installed");
-        return;
-    }
+/// The shell script that runs the offline demo with settings and recovery copies in `dir` and,
+/// as `$KUBE_EDITOR`, a shell script of `dir` running `body` on the file it is given (`$1`).
+fn with_editor(dir: &Scratch, body: &str) -> String {
     let bin = env!("CARGO_BIN_EXE_hookscope");
-    let dir = scratch("editor");
-    let server = Tmux::new("editor");
-    // An "editor" that changes the slow webhook's failurePolicy in place, as a person would.
     let editor = dir.join("editor.sh");
-    std::fs::write(
-        &editor,
-        "#!/bin/sh\nsed -i 's/failurePolicy: Ignore/failurePolicy: Fail/' \"$1\"\n",
-    )
-    .unwrap();
+    std::fs::write(&editor, format!("#!/bin/sh\n{body}\n")).unwrap();
     let made = Command::new("chmod")
         .arg("+x")
         .arg(&editor)
         .status()
         .unwrap();
     assert!(made.success());
-    let script = format!(
+    format!(
         "XDG_CONFIG_HOME='{d}' XDG_STATE_HOME='{d}' KUBE_EDITOR='{e}' '{bin}' tui --demo-offline; sleep 30",
         d = dir.display(),
         e = editor.display()
+    )
+}
+
+#[test]
+fn edit_bang_runs_the_users_editor_and_takes_its_text() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let dir = scratch("editor");
+    let server = Tmux::new("editor");
+    // An "editor" that changes the slow webhook's failurePolicy in place, as a person would.
+    let script = with_editor(
+        &dir,
+        "sed -i 's/failurePolicy: Ignore/failurePolicy: Fail/' \"$1\"",
     );
     let t = server.session("console", &script);
     t.wait_for(&["34 done"], "demo opens");
@@ -520,4 +527,154 @@ fn a_theme_given_on_the_command_line_wins_over_the_settings_file() {
         "--theme default wins"
     );
     assert_eq!(title_style(&explicit_light), from_file);
+}
+
+/// The Edit view driven as a vim user drives it, at 80×24: it opens in normal mode (the status
+/// line says so); `o` types a line, `esc` goes back; `:edit!` in the middle of typing opens the
+/// user's editor and comes back in normal mode, so the `:w PATH` typed next saves the editor's
+/// text instead of becoming text; `u` takes the whole external edit back in one step, then the
+/// typed words one at a time; an editor that empties the text leaves a deletion, shown as such,
+/// never "valid, in force", that `:w` refuses until `:delete` confirms it.
+#[test]
+fn the_editor_is_modal_as_vim_and_edit_bang_returns_to_normal_mode() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let dir = scratch("vim");
+    let server = Tmux::new("vim");
+    // An "editor" that sets the slow webhook's timeout to 2, or, once the file `empty` exists,
+    // empties the text.
+    let flag = dir.join("empty");
+    let script = with_editor(
+        &dir,
+        &format!(
+            "if [ -e '{}' ]; then : > \"$1\"; else sed -i 's/timeoutSeconds: 1$/timeoutSeconds: 2/' \"$1\"; fi",
+            flag.display()
+        ),
+    );
+    let t = server.session_sized("console", &script, (80, 24));
+    t.wait_for(&["34 done"], "demo opens");
+    t.keys(&[":"]);
+    t.keys(&["-l", "edit 30-slow-quota"]);
+    t.keys(&["Enter"]);
+    t.wait_for(&["name: 30-slow-quota", "EDIT  NORMAL"], "normal mode");
+    // `:` in normal mode is the command line, `esc` leaves it.
+    t.keys(&[":"]);
+    t.wait_gone("EDIT  NORMAL", "command line");
+    t.keys(&["Escape"]);
+    t.wait_for(&["EDIT  NORMAL"], "back from the command line");
+    t.keys(&["o"]);
+    t.wait_for(&["EDIT  INSERT"], "o inserts");
+    t.keys(&["-l", "# one two"]);
+    t.wait_for(&["# one two"], "typed");
+    // Still typing: `:edit!` cannot be typed here, ctrl-e opens the editor.
+    t.keys(&["C-e"]);
+    t.wait_for(&["re-dispatched 34", "EDIT  NORMAL"], "edit! returns");
+    let saved = dir.join("saved.yaml");
+    t.keys(&[":"]);
+    t.keys(&["-l", &format!("w {}", saved.display())]);
+    t.keys(&["Enter"]);
+    t.wait_for(&["saved "], ":w saved");
+    let text = std::fs::read_to_string(&saved).unwrap();
+    assert!(text.contains("timeoutSeconds: 2\n"), "{text}");
+    assert!(text.contains("# one two\n"), "{text}");
+    assert!(!text.contains(":w"), "a command became text:\n{text}");
+
+    // One `u`: the text before the external edit (typed words kept); two more: the words.
+    t.keys(&["u"]);
+    let undone = dir.join("undone.yaml");
+    t.keys(&[":"]);
+    t.keys(&["-l", &format!("w {}", undone.display())]);
+    t.keys(&["Enter"]);
+    t.wait_for(&["saved "], ":w saved the undone text");
+    let text = std::fs::read_to_string(&undone).unwrap();
+    assert!(text.contains("timeoutSeconds: 1\n"), "{text}");
+    assert!(text.contains("# one two\n"), "{text}");
+    t.keys(&["u"]);
+    t.wait_gone("# one two", "the last word undone");
+    t.wait_for(&["# one"], "the first word kept");
+
+    // An editor that empties the text: a deletion, not a valid configuration.
+    std::fs::write(&flag, "").unwrap();
+    t.keys(&["C-e"]);
+    let s = t.wait_for(
+        &[
+            "empty: a deletion",
+            "would delete 10-sidecar-injector",
+            "EDIT  NORMAL",
+        ],
+        "emptied",
+    );
+    assert!(!s.contains("valid, in force"), "{s}");
+    t.keys(&[":"]);
+    t.keys(&["-l", "w"]);
+    t.keys(&["Enter"]);
+    t.wait_for(&["the text is empty: :delete confirms"], ":w refused");
+    // `u` brings the text back in one step.
+    t.keys(&["u"]);
+    t.wait_for(&["valid, in force", "failurePolicy"], "undone");
+    t.wait_gone("empty: a deletion", "undone");
+}
+
+/// `enter` on a Problems row of the replay input (an invalid line) opens that file read-only at
+/// the line, marked, with the line in full and the reason under it; `esc` comes back to the
+/// list. At 80×24, as a person would reach it: `:problems`, `j`, `enter`.
+#[test]
+fn enter_on_an_input_problem_opens_the_file_at_its_line() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_hookscope");
+    let dir = scratch("input-problem");
+    let server = Tmux::new("input-problem");
+    let fixtures = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
+    let reviews =
+        std::fs::read_to_string(format!("{fixtures}/replay/input/reviews.jsonl")).unwrap();
+    let mut lines: Vec<&str> = reviews.lines().collect();
+    lines.insert(2, "{\"kind\": \"AdmissionReview\", oops");
+    let input = dir.join("in.jsonl");
+    std::fs::write(&input, lines.join("\n") + "\n").unwrap();
+    let script = format!(
+        "XDG_CONFIG_HOME='{d}' XDG_STATE_HOME='{d}' '{bin}' tui --input '{i}' --webhooks '{fixtures}/config/validating.yaml' --script /dev/null; sleep 30",
+        d = dir.display(),
+        i = input.display(),
+    );
+    let t = server.session_sized("console", &script, (80, 24));
+    t.wait_for(&["problems: :problems"], "replayed");
+    t.keys(&[":"]);
+    t.keys(&["-l", "problems"]);
+    t.keys(&["Enter"]);
+    let s = t.wait_for(&["key must be a string"], "problems listed");
+    // The file by its name, so that its line shows at 80 columns.
+    assert!(s.contains("in.jsonl line 3"), "{s}");
+    // Down to the invalid line's row.
+    let rows: Vec<&str> = s.lines().filter(|l| l.contains("invalid ")).collect();
+    let at = rows
+        .iter()
+        .position(|l| l.contains("key must be a string"))
+        .unwrap();
+    for _ in 0..at {
+        t.keys(&["j"]);
+    }
+    t.keys(&["Enter"]);
+    let s = t.wait_for(
+        &[
+            "in.jsonl · line 3 · read-only",
+            "▶3 {\"kind\": \"AdmissionReview\", oops",
+        ],
+        "the file at its line",
+    );
+    assert!(
+        s.contains("invalid JSON: key must be a string at line 3"),
+        "{s}"
+    );
+    assert!(
+        s.contains(" 2 {\"kind\":\"AdmissionReview\""),
+        "the lines around it:\n{s}"
+    );
+    t.keys(&["Escape"]);
+    t.wait_for(&["Problems 3"], "back to the list");
+    t.wait_gone("read-only", "the file closed");
 }

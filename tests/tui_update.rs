@@ -275,30 +275,30 @@ fn stepping_through_the_chain_to_round_1() {
     let mut s = loaded();
     key(&mut s, 'l');
     assert_eq!(s.view, View::Chain);
-    assert_eq!(s.step, 0);
+    assert_eq!(s.chain.step, 0);
     key(&mut s, ']');
     let calls = s.selected_entry().unwrap().replayed.outcome.calls.clone();
-    assert_eq!(Block::of(&calls[s.step]), Block::Round1);
+    assert_eq!(Block::of(&calls[s.chain.step]), Block::Round1);
     // The round opens with the mutating policy, as the apiserver runs it.
-    assert_eq!(&*calls[s.step].webhook, "demo-owner-label");
-    assert_eq!(&*calls[s.step + 1].webhook, "inject.sidecar.demo");
+    assert_eq!(&*calls[s.chain.step].webhook, "demo-owner-label");
+    assert_eq!(&*calls[s.chain.step + 1].webhook, "inject.sidecar.demo");
     key(&mut s, ']');
-    assert_eq!(Block::of(&calls[s.step]), Block::Validating);
+    assert_eq!(Block::of(&calls[s.chain.step]), Block::Validating);
     key(&mut s, '[');
     key(&mut s, '[');
-    assert_eq!(s.step, 0);
+    assert_eq!(s.chain.step, 0);
     key(&mut s, 'j');
-    assert_eq!(s.step, 1);
+    assert_eq!(s.chain.step, 1);
     key(&mut s, 'k');
     key(&mut s, 'k');
-    assert_eq!(s.step, 0, "stepping stops at the first step");
+    assert_eq!(s.chain.step, 0, "stepping stops at the first step");
     // Tab moves the keys to the detail pane; j then scrolls it.
     code(&mut s, KeyCode::Tab);
-    assert_eq!(s.chain_pane, ChainPane::Detail);
+    assert_eq!(s.chain.pane, ChainPane::Detail);
     key(&mut s, 'j');
-    assert_eq!((s.step, s.detail_scroll), (0, 1));
+    assert_eq!((s.chain.step, s.chain.detail.top), (0, 1));
     code(&mut s, KeyCode::Esc);
-    assert_eq!(s.chain_pane, ChainPane::Grid);
+    assert_eq!(s.chain.pane, ChainPane::Grid);
     code(&mut s, KeyCode::Esc);
     assert_eq!(s.view, View::Requests);
 }
@@ -319,12 +319,12 @@ fn deciding_step_of_a_denied_request() {
     key(&mut s, 'd');
     let e = s.selected_entry().unwrap();
     assert_eq!(
-        cell_state(&e.replayed.outcome.calls[s.step]),
+        cell_state(&e.replayed.outcome.calls[s.chain.step]),
         CellState::Denied
     );
     // n / p move between requests and start the chain over.
     key(&mut s, 'n');
-    assert_eq!((s.selected, s.step), (Some(denied + 1), 0));
+    assert_eq!((s.selected, s.chain.step), (Some(denied + 1), 0));
     key(&mut s, 'p');
     assert_eq!(s.selected, Some(denied));
 }
@@ -464,11 +464,11 @@ fn annotations_follow_the_tail_until_scrolled() {
     let mut s = loaded();
     update(&mut s, Msg::Resize(120, 40));
     key(&mut s, '3');
-    assert_eq!(s.annotation_selected, None);
+    assert_eq!(s.annotation_cursor.selected, None);
     key(&mut s, 'k');
-    assert!(s.annotation_selected.is_some());
+    assert!(s.annotation_cursor.selected.is_some());
     key(&mut s, 'G');
-    assert_eq!(s.annotation_selected, None);
+    assert_eq!(s.annotation_cursor.selected, None);
 }
 
 #[test]
@@ -526,7 +526,7 @@ fn y_copies_the_object_after_the_patch_and_the_final_object() {
     let after_text = serde_json::to_string_pretty(&*after).unwrap();
     assert_eq!(key(&mut s, 'y'), vec![Command::Clipboard(b64(&after_text))]);
     code(&mut s, KeyCode::Tab);
-    assert_eq!(s.chain_pane, ChainPane::Detail);
+    assert_eq!(s.chain.pane, ChainPane::Detail);
     let patch_text = serde_json::to_string_pretty(&patch).unwrap();
     assert_eq!(key(&mut s, 'y'), vec![Command::Clipboard(b64(&patch_text))]);
     // The terminal layer writes the OSC 52 sequence.
@@ -869,7 +869,7 @@ fn the_wheel_moves_the_selection_in_requests_and_webhooks() {
     assert_eq!(s.selected, Some(1));
     key(&mut s, '5');
     wheel(&mut s, 30, 5, true);
-    assert_eq!(s.hook_selected, 1);
+    assert_eq!(s.hook_cursor.selected, 1);
 }
 
 /// The screen row of the Chain grid that shows call `i`, the grid drawn in `columns`: the
@@ -909,7 +909,7 @@ fn clicks_in_the_chain_pick_steps_and_panes() {
     for want in (0..calls.len()).rev() {
         let y = step_row(&screen, &calls, want, 0..46);
         click(&mut s, 10, y);
-        assert_eq!(s.step, want, "row {y}");
+        assert_eq!(s.chain.step, want, "row {y}");
         clicked += 1;
     }
     assert_eq!(clicked, calls.len());
@@ -923,22 +923,22 @@ fn clicks_in_the_chain_pick_steps_and_panes() {
     let row = step_row(&screen, &calls, 4, 0..46);
     click(&mut s, 10, row);
     click(&mut s, 10, title_y);
-    assert_eq!(s.step, 4);
+    assert_eq!(s.chain.step, 4);
     // The detail pane takes the keys when clicked, the grid when clicked again.
     click(&mut s, 100, 20);
-    assert_eq!(s.chain_pane, ChainPane::Detail);
+    assert_eq!(s.chain.pane, ChainPane::Detail);
     click(&mut s, 10, row);
-    assert_eq!(s.chain_pane, ChainPane::Grid);
+    assert_eq!(s.chain.pane, ChainPane::Grid);
     // The wheel scrolls the detail under the mouse, and steps over the grid.
     wheel(&mut s, 100, 20, true);
     wheel(&mut s, 100, 20, true);
-    assert_eq!((s.step, s.detail_scroll), (4, 6));
+    assert_eq!((s.chain.step, s.chain.detail.top), (4, 6));
     wheel(&mut s, 100, 20, false);
-    assert_eq!(s.detail_scroll, 3);
+    assert_eq!(s.chain.detail.top, 3);
     wheel(&mut s, 10, row, true);
-    assert_eq!((s.step, s.detail_scroll), (5, 0));
+    assert_eq!((s.chain.step, s.chain.detail.top), (5, 0));
     wheel(&mut s, 10, row, false);
-    assert_eq!(s.step, 4);
+    assert_eq!(s.chain.step, 4);
 }
 
 #[test]
@@ -950,17 +950,17 @@ fn clicks_select_webhooks_and_close_the_help() {
     for (i, h) in s.hooks.clone().iter().enumerate().rev() {
         let y = screen.lines().position(|l| l.contains(&h.webhook)).unwrap() as u16;
         click(&mut s, 40, y);
-        assert_eq!(s.hook_selected, i, "{}", h.webhook);
+        assert_eq!(s.hook_cursor.selected, i, "{}", h.webhook);
     }
     // The column titles select nothing.
     click(&mut s, 40, 2);
-    assert_eq!(s.hook_selected, 0);
+    assert_eq!(s.hook_cursor.selected, 0);
     key(&mut s, '?');
     assert!(s.help);
     click(&mut s, 40, 10);
     assert!(!s.help);
     assert_eq!(
-        s.hook_selected, 0,
+        s.hook_cursor.selected, 0,
         "the click that closes the help does nothing else"
     );
 }
@@ -1023,9 +1023,9 @@ fn clicks_in_what_if_select_and_open_a_request() {
             .unwrap() as u16
     };
     click(&mut s, 30, row_of(21));
-    assert_eq!(s.whatif_selected, 2);
+    assert_eq!(s.whatif_cursor.selected, 2);
     click(&mut s, 30, row_of(11));
-    assert_eq!((s.whatif_selected, s.view), (1, View::WhatIf));
+    assert_eq!((s.whatif_cursor.selected, s.view), (1, View::WhatIf));
     // The selected row clicked again opens the chain before / after.
     click(&mut s, 30, row_of(11));
     assert_eq!(
@@ -1040,12 +1040,12 @@ fn clicks_in_what_if_select_and_open_a_request() {
     let last = calls.len() - 1;
     let y = step_row(&screen, &calls, last, 100..200);
     click(&mut s, 120, y);
-    assert_eq!(s.step, last);
+    assert_eq!(s.chain.step, last);
     click(&mut s, 20, y);
-    assert_eq!(s.step, last, "the \"before\" grid selects nothing");
+    assert_eq!(s.chain.step, last, "the \"before\" grid selects nothing");
     wheel(&mut s, 100, 45, true);
     assert_eq!(
-        (s.step, s.detail_scroll),
+        (s.chain.step, s.chain.detail.top),
         (last, 0),
         "the diff fits its pane: the wheel does not scroll it into blank space"
     );
@@ -1071,11 +1071,11 @@ fn the_chain_detail_scrolls_within_its_text_and_says_where() {
     code(&mut s, KeyCode::Enter);
     key(&mut s, 'd');
     code(&mut s, KeyCode::Tab);
-    assert_eq!(s.chain_pane, ChainPane::Detail);
+    assert_eq!(s.chain.pane, ChainPane::Detail);
     let screen = hookscope::tui::view::render_text(&s, 80, 24);
     assert!(pane_title(&screen, 5).contains("1–"), "{screen}");
     key(&mut s, 'G');
-    let bottom = s.detail_scroll;
+    let bottom = s.chain.detail.top;
     assert!(bottom > 0);
     let screen = hookscope::tui::view::render_text(&s, 80, 24);
     let title = pane_title(&screen, 5);
@@ -1084,12 +1084,12 @@ fn the_chain_detail_scrolls_within_its_text_and_says_where() {
     key(&mut s, 'G');
     ctrl(&mut s, 'd');
     code(&mut s, KeyCode::PageDown);
-    assert_eq!(s.detail_scroll, bottom);
+    assert_eq!(s.chain.detail.top, bottom);
     key(&mut s, 'k');
-    assert_eq!(s.detail_scroll, bottom - 1);
+    assert_eq!(s.chain.detail.top, bottom - 1);
     ctrl(&mut s, 'u');
     key(&mut s, 'g');
-    assert_eq!(s.detail_scroll, 0);
+    assert_eq!(s.chain.detail.top, 0);
     // A step that fits its pane (the first, skipped) does not scroll at all.
     update(&mut s, Msg::Resize(250, 60));
     code(&mut s, KeyCode::Esc);
@@ -1097,7 +1097,7 @@ fn the_chain_detail_scrolls_within_its_text_and_says_where() {
     code(&mut s, KeyCode::Tab);
     key(&mut s, 'G');
     ctrl(&mut s, 'd');
-    assert_eq!(s.detail_scroll, 0);
+    assert_eq!(s.chain.detail.top, 0);
 }
 
 #[test]
@@ -1112,11 +1112,11 @@ fn the_help_overlay_scrolls_to_its_last_command_at_80_by_24() {
     let screen = hookscope::tui::view::render_text(&s, 80, 24);
     assert!(screen.contains("quit"), "{screen}");
     assert!(screen.contains("as apply, taking over"), "{screen}");
-    let end = s.help_scroll;
+    let end = s.help_scroll.top;
     key(&mut s, 'j');
-    assert_eq!(s.help_scroll, end);
+    assert_eq!(s.help_scroll.top, end);
     key(&mut s, 'k');
-    assert_eq!(s.help_scroll, end - 1);
+    assert_eq!(s.help_scroll.top, end - 1);
     // Words are never run together: each key is followed by a blank before its meaning.
     key(&mut s, 'g');
     key(&mut s, '?');
@@ -1142,12 +1142,12 @@ fn the_metrics_samples_scroll_and_say_where() {
         .to_string();
     assert!(title.contains("1–"), "{title}");
     key(&mut s, 'G');
-    let end = s.samples_scroll;
+    let end = s.samples_scroll.top;
     assert!(end > 0);
     key(&mut s, 'j');
-    assert_eq!(s.samples_scroll, end);
+    assert_eq!(s.samples_scroll.top, end);
     key(&mut s, 'k');
-    assert_eq!(s.samples_scroll, end - 1);
+    assert_eq!(s.samples_scroll.top, end - 1);
 }
 
 #[test]
@@ -1157,7 +1157,7 @@ fn enter_on_an_annotation_opens_its_step_in_the_chain() {
     key(&mut s, 'g');
     let first = *s.visible_annotations()[0];
     let key_name = s.annotation(&first).unwrap().key.to_string();
-    assert!(s.annotation_selected == Some(0));
+    assert!(s.annotation_cursor.selected == Some(0));
     let screen = hookscope::tui::view::render_text(&s, 120, 40);
     assert!(screen.lines().nth(3).unwrap().contains('▸'), "{screen}");
     code(&mut s, KeyCode::Enter);
@@ -1166,7 +1166,7 @@ fn enter_on_an_annotation_opens_its_step_in_the_chain() {
     // `…/round_{r}_index_{i}`: the step is that round's call at that index.
     if let Some(rest) = key_name.split_once("/round_").map(|(_, r)| r.to_string()) {
         let (round, index) = rest.split_once("_index_").unwrap();
-        let c = &s.selected_entry().unwrap().replayed.outcome.calls[s.step];
+        let c = &s.selected_entry().unwrap().replayed.outcome.calls[s.chain.step];
         assert_eq!(c.round.to_string(), round);
         assert_eq!(c.index.to_string(), index);
     }
@@ -1240,7 +1240,7 @@ fn a_click_on_an_annotation_opens_the_step_that_wrote_it() {
     for (y, n, k) in cases {
         click(&mut s, 60, y);
         assert_eq!((s.view, s.selected), (View::Chain, Some(n - 1)), "{k}");
-        let call = &s.selected_entry().unwrap().replayed.outcome.calls[s.step];
+        let call = &s.selected_entry().unwrap().replayed.outcome.calls[s.chain.step];
         let (round, index) = (call.round, call.index);
         match k.as_str() {
             "mutation/round_1_index_0" => assert_eq!((round, index), (1, 0)),
@@ -1300,7 +1300,7 @@ fn tab_means_next_pane_in_every_view() {
     }
     key(&mut s, '2');
     code(&mut s, KeyCode::Tab);
-    assert_eq!((s.view, s.chain_pane), (View::Chain, ChainPane::Detail));
+    assert_eq!((s.view, s.chain.pane), (View::Chain, ChainPane::Detail));
 }
 
 /// A console whose only `--webhooks` file (two documents) was left out, as the replay source

@@ -24,7 +24,10 @@ pub mod whatif;
 pub use check::{Checked, Problem, ProblemKind, Severity, check};
 pub use hash::ContentHash;
 pub use locate::{Locator, TextPosition};
-pub use recovery::{BufferKey, RecoveryEntry, RecoveryError, RecoveryStore, content_hash};
+pub use recovery::{
+    BufferKey, MAX_AGE as RECOVERY_MAX_AGE, RecoveryEntry, RecoveryError, RecoveryStore,
+    content_hash,
+};
 pub use redispatch::{
     CancelToken, Cancelled, Progress, RedispatchHandle, RedispatchMsg, Redispatched, redispatch,
     spawn_redispatch,

@@ -114,6 +114,10 @@ fn io_error(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> Reco
     }
 }
 
+/// How long an entry is kept: older ones are pruned when the console starts (an unsaved edit
+/// untouched for two weeks is not coming back).
+pub const MAX_AGE: Duration = Duration::from_secs(14 * 24 * 60 * 60);
+
 /// The on-disk form of an entry.
 #[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -247,6 +251,46 @@ impl RecoveryStore {
         }
         entries.sort_by(|a, b| (a.saved_at, &a.file).cmp(&(b.saved_at, &b.file)));
         Ok((entries, problems))
+    }
+
+    /// Removes the entries last written more than `max_age` before `now`, and the files of the
+    /// directory that are not readable entries (or a write's leftover temporary files) whose
+    /// modification time is that old. Returns the files removed. A missing directory has
+    /// nothing to prune.
+    pub fn prune_older_than(
+        &self,
+        max_age: Duration,
+        now: SystemTime,
+    ) -> Result<Vec<PathBuf>, RecoveryError> {
+        let Some(limit) = now.checked_sub(max_age) else {
+            return Ok(Vec::new());
+        };
+        let dir = match fs::read_dir(&self.dir) {
+            Ok(d) => d,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(io_error("reading", &self.dir)(e)),
+        };
+        let mut removed = Vec::new();
+        for item in dir {
+            let item = item.map_err(io_error("reading", &self.dir))?;
+            let path = item.path();
+            if !item.file_type().is_ok_and(|t| t.is_file()) {
+                continue;
+            }
+            let written = match read_entry(&path) {
+                Ok(e) => e.saved_at,
+                Err(_) => match item.metadata().and_then(|m| m.modified()) {
+                    Ok(t) => t,
+                    Err(_) => continue,
+                },
+            };
+            if written < limit {
+                fs::remove_file(&path).map_err(io_error("removing", &path))?;
+                removed.push(path);
+            }
+        }
+        removed.sort();
+        Ok(removed)
     }
 
     /// The entry of one buffer, if any.

@@ -16,7 +16,9 @@ use super::model::{self, AnnotationRow, Block, HookCounts, HookInfo, RequestRow,
 use super::source::SourceMsg;
 use super::theme::Theme;
 use super::view::hit::ChainHit;
-use super::view::scroll;
+use super::views::{
+    ChainExtent, ChainView, ListCursor, ProblemsExtent, ProblemsView, Scroll, TailCursor, ViewState,
+};
 use crate::engine::{AuditAnnotation, AuditLevel};
 use crate::metrics::Metrics;
 use crate::replay::run::{ReplayEvent, Replayed};
@@ -138,15 +140,7 @@ impl SortKey {
     }
 }
 
-/// Which pane of the Chain view has the keys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ChainPane {
-    /// The grid of steps.
-    #[default]
-    Grid,
-    /// The step's detail.
-    Detail,
-}
+pub use super::views::ChainPane;
 
 /// A replayed request, with what the status bar counts and masking need on every frame; the
 /// rest of its table row is derived when drawn ([`Entry::row`]).
@@ -230,23 +224,20 @@ pub struct State {
     pub visible: Vec<usize>,
     /// Selected entry (index into `entries`).
     pub selected: Option<usize>,
-    /// Selected call of the chain (index into the outcome's calls).
-    pub step: usize,
-    /// Chain pane with the keys.
-    pub chain_pane: ChainPane,
-    /// Detail scroll (lines).
-    pub detail_scroll: u16,
+    /// The Chain view's own state: the selected step, the pane with the keys, the detail's
+    /// scroll.
+    pub chain: ChainView,
     /// Annotations: the row cursor (index into the annotations shown), or None to follow the
     /// tail (the cursor on the last row).
-    pub annotation_selected: Option<usize>,
-    /// Problems view: the row cursor.
-    pub problem_selected: usize,
-    /// The help overlay's first line shown.
-    pub help_scroll: usize,
-    /// The Metrics view's exported samples: first line shown.
-    pub samples_scroll: usize,
-    /// Webhooks view: selected webhook.
-    pub hook_selected: usize,
+    pub annotation_cursor: TailCursor,
+    /// The Problems view's own state: its cursor and the file opened at a problem.
+    pub problems_view: ProblemsView,
+    /// The help overlay's scroll.
+    pub help_scroll: Scroll,
+    /// The Metrics view's exported samples: their scroll.
+    pub samples_scroll: Scroll,
+    /// Webhooks view: the selected webhook (index into `hooks`).
+    pub hook_cursor: ListCursor,
     /// Secret data shown as captured.
     pub reveal_secrets: bool,
     /// The theme.
@@ -268,6 +259,8 @@ pub struct State {
     pub buffers: Vec<Buffer>,
     /// The buffer the Edit view shows.
     pub buffer: usize,
+    /// The Edit view's own state: normal or insert mode.
+    pub editor: super::edit_keys::EditorState,
     /// The edit in force: bumped whenever the configurations in force change.
     pub edit_generation: u64,
     /// A re-dispatch under way.
@@ -276,8 +269,8 @@ pub struct State {
     pub baseline: Option<Baseline>,
     /// What the edits changed, as of the last re-dispatch.
     pub whatif: crate::edit::WhatIf,
-    /// What-if: selected row.
-    pub whatif_selected: usize,
+    /// What-if: the selected row (index into `whatif.requests`).
+    pub whatif_cursor: ListCursor,
     /// Unsaved texts found from an earlier session, offered back.
     pub recovered: Vec<RecoveredText>,
     /// New buffers created so far (numbers them).
@@ -377,6 +370,8 @@ pub enum Msg {
     },
     /// Unsaved texts of an earlier session were found.
     RecoveryFound(Vec<RecoveredText>),
+    /// A file was read around a problem's position, or could not be.
+    ExcerptRead(Result<super::excerpt::Excerpt, String>),
 }
 
 /// IO for the event loop to perform.
@@ -439,6 +434,18 @@ pub enum Command {
     /// Ask the live source for a server-side apply (or its dry run); answered with
     /// [`LiveMsg::Applied`](super::live::LiveMsg::Applied).
     Apply(super::live::ApplyRequest),
+    /// Read a file around a position (a problem of the replay input); answers with
+    /// [`Msg::ExcerptRead`].
+    ReadExcerpt {
+        /// The file.
+        path: PathBuf,
+        /// Lines or documents.
+        unit: crate::replay::IndexUnit,
+        /// 1-based; 0 for the file as a whole.
+        index: usize,
+        /// The problem's reason, shown with the text.
+        reason: String,
+    },
     /// Restore the terminal and end.
     Quit,
     /// Connect the live source to another kubeconfig context (`:context NAME`).
@@ -473,14 +480,12 @@ impl State {
             sort: (SortKey::Input, false),
             visible: Vec::new(),
             selected: None,
-            step: 0,
-            chain_pane: ChainPane::Grid,
-            detail_scroll: 0,
-            annotation_selected: None,
-            help_scroll: 0,
-            problem_selected: 0,
-            samples_scroll: 0,
-            hook_selected: 0,
+            chain: ChainView::default(),
+            annotation_cursor: TailCursor::default(),
+            help_scroll: Scroll::default(),
+            problems_view: ProblemsView::default(),
+            samples_scroll: Scroll::default(),
+            hook_cursor: ListCursor::default(),
             reveal_secrets: false,
             theme,
             theme_from_command_line: false,
@@ -491,11 +496,12 @@ impl State {
             quit: false,
             buffers: Vec::new(),
             buffer: 0,
+            editor: Default::default(),
             edit_generation: 0,
             run: None,
             baseline: None,
             whatif: crate::edit::WhatIf::default(),
-            whatif_selected: 0,
+            whatif_cursor: ListCursor::default(),
             recovered: Vec::new(),
             new_buffers: 0,
             compare: false,
@@ -605,8 +611,8 @@ impl State {
     }
 
     pub(super) fn reset_chain(&mut self) {
-        self.step = self.chain_order().first().copied().unwrap_or(0);
-        self.detail_scroll = 0;
+        let first = self.chain_order().first().copied().unwrap_or(0);
+        self.chain.select(first);
     }
 
     fn select_position(&mut self, pos: usize) {
@@ -634,24 +640,13 @@ impl State {
             .unwrap_or_default()
     }
 
-    fn move_step(&mut self, delta: isize) {
-        let order = self.chain_order();
-        if order.is_empty() {
-            return;
-        }
-        let at = order.iter().position(|&i| i == self.step).unwrap_or(0);
-        let to = (at as isize + delta).clamp(0, order.len() as isize - 1) as usize;
-        self.step = order[to];
-        self.detail_scroll = 0;
-    }
-
     fn jump_round(&mut self, forward: bool) {
         let order = self.chain_order();
         let Some(e) = self.selected_entry() else {
             return;
         };
         let calls = &e.replayed.outcome.calls;
-        let Some(cur) = calls.get(self.step).map(Block::of) else {
+        let Some(cur) = calls.get(self.chain.step).map(Block::of) else {
             return;
         };
         let block = |i: &usize| Block::of(&calls[*i]);
@@ -662,10 +657,7 @@ impl State {
             prev.and_then(|p| order.iter().find(|i| block(i) == p).copied())
         };
         match target {
-            Some(t) => {
-                self.step = t;
-                self.detail_scroll = 0;
-            }
+            Some(t) => self.chain.select(t),
             None => self.say(
                 if forward {
                     "no later round"
@@ -840,7 +832,7 @@ impl State {
             A::DiscardRecovered => return self.discard_recovered(),
             A::Help => {
                 self.help = !self.help;
-                self.help_scroll = 0;
+                self.help_scroll = Scroll::default();
             }
             A::CommandMode => {
                 self.mode = Mode::Command {
@@ -861,10 +853,7 @@ impl State {
             }
             A::NextPane | A::PrevPane => {
                 if self.view == View::Chain {
-                    self.chain_pane = match self.chain_pane {
-                        ChainPane::Grid => ChainPane::Detail,
-                        ChainPane::Detail => ChainPane::Grid,
-                    };
+                    self.chain.toggle_pane();
                 } else {
                     // Tab means one thing everywhere: the next pane that takes the keys. Views
                     // are switched by their number.
@@ -881,15 +870,15 @@ impl State {
             A::Show(v) => self.view = v,
             A::Up | A::Down | A::PageUp | A::PageDown | A::Top | A::Bottom => self.navigate(action),
             A::Open if self.view == View::WhatIf => {
-                if let Some(r) = self.whatif.requests.get(self.whatif_selected) {
+                if let Some(r) = self.whatif.requests.get(self.whatif_cursor.selected) {
                     self.selected = Some(r.index);
                     self.compare = true;
                     self.view = View::Chain;
-                    self.chain_pane = ChainPane::Grid;
+                    self.chain.pane = ChainPane::Grid;
                     self.reset_chain();
                 }
             }
-            A::Open if self.view == View::Problems => self.open_problem(),
+            A::Open if self.view == View::Problems => return self.open_problem(),
             A::Open if self.view == View::Annotations && self.live.is_some() => {
                 return self.open_live_annotation();
             }
@@ -898,22 +887,22 @@ impl State {
                 if shown == 0 {
                     return Vec::new();
                 }
-                let at = self.annotation_selected.unwrap_or(shown - 1).min(shown - 1);
+                let at = self.annotation_cursor.at(shown);
                 self.open_annotation(at);
             }
             A::Open => {
                 if self.selected.is_some() {
                     self.compare = false;
                     self.view = View::Chain;
-                    self.chain_pane = ChainPane::Grid;
+                    self.chain.pane = ChainPane::Grid;
                 }
             }
             A::Back => {
                 if self.help {
                     self.help = false;
+                } else if self.view == View::Problems && self.problems_view.back() {
                 } else if self.view == View::Chain {
-                    if self.chain_pane == ChainPane::Detail {
-                        self.chain_pane = ChainPane::Grid;
+                    if self.chain.back() {
                     } else if self.compare {
                         self.compare = false;
                         self.view = View::WhatIf;
@@ -958,10 +947,7 @@ impl State {
                 .selected_entry()
                 .and_then(|e| model::deciding_call(&e.replayed.outcome))
             {
-                Some(i) => {
-                    self.step = i;
-                    self.detail_scroll = 0;
-                }
+                Some(i) => self.chain.select(i),
                 None => self.say("no webhook was called", false),
             },
             A::NextRequest => self.move_selection(1),
@@ -998,7 +984,7 @@ impl State {
             A::Filter(text) => {
                 if self.view == View::Annotations {
                     self.annotation_filter = text;
-                    self.annotation_selected = None;
+                    self.annotation_cursor = TailCursor::default();
                 } else {
                     self.filter = text;
                     self.refilter();
@@ -1021,9 +1007,9 @@ impl State {
         let picked = if self.view == View::Chain {
             let applied = o
                 .calls
-                .get(self.step)
+                .get(self.chain.step)
                 .and_then(|c| model::applied_patch(o, c));
-            match (applied, self.chain_pane) {
+            match (applied, self.chain.pane) {
                 (Some((patch, _)), ChainPane::Detail) => {
                     Ok(("patch", model::masked_patch(&patch, mask)))
                 }
@@ -1070,28 +1056,20 @@ impl State {
         };
         match self.view {
             View::Requests => self.move_selection(delta),
-            View::Chain if self.chain_pane == ChainPane::Detail => self.scroll_detail(delta),
-            View::Chain => self.move_step(delta.clamp(-10_000, 10_000)),
-            View::Annotations => {
-                let last = self.annotation_count().saturating_sub(1);
-                if action == A::Bottom {
-                    self.annotation_selected = None;
-                    return;
-                }
-                let at = self.annotation_selected.unwrap_or(last).min(last) as isize;
-                let new = (at.saturating_add(delta)).clamp(0, last as isize) as usize;
-                // Back on the last row, the cursor follows the tail again.
-                self.annotation_selected = (new < last).then_some(new);
+            View::Chain => {
+                let data = ChainExtent {
+                    order: self.chain_order(),
+                    detail: super::view::detail_extent(self).unwrap_or_default().into(),
+                };
+                self.chain.navigate(&data, delta);
             }
-            View::Webhooks => {
-                let n = self.hooks.len().max(1) as isize;
-                self.hook_selected = (self.hook_selected as isize + delta).clamp(0, n - 1) as usize;
-            }
-            View::WhatIf => {
-                let n = self.whatif.requests.len().max(1) as isize;
-                self.whatif_selected =
-                    (self.whatif_selected as isize + delta).clamp(0, n - 1) as usize;
-            }
+            View::Annotations => self
+                .annotation_cursor
+                .navigate(&self.annotation_count(), delta),
+            View::Webhooks => self.hook_cursor.navigate(&self.hooks.len(), delta),
+            View::WhatIf => self
+                .whatif_cursor
+                .navigate(&self.whatif.requests.len(), delta),
             View::Cluster => {
                 if let Some(l) = self.live.as_mut() {
                     l.move_change(delta.clamp(-100_000, 100_000) as i64);
@@ -1107,26 +1085,27 @@ impl State {
                 }
             }
             View::Problems => {
-                let last = self.problems.len().saturating_sub(1) as isize;
-                self.problem_selected = (self.problem_selected as isize)
-                    .saturating_add(delta)
-                    .clamp(0, last) as usize;
+                let data = ProblemsExtent {
+                    rows: self.problems.len(),
+                    excerpt: super::view::excerpt_extent(self).into(),
+                };
+                self.problems_view.navigate(&data, delta);
             }
             View::Metrics if self.live.is_none() => {
-                let (total, height) = super::view::samples_extent(self);
-                self.samples_scroll = scroll::moved(self.samples_scroll, delta, total, height);
+                let extent = super::view::samples_extent(self).into();
+                self.samples_scroll.navigate(&extent, delta);
             }
             View::Metrics | View::Editor => {}
         }
     }
 
-    /// Opens the selected problem's configuration file in the editor at its document; for a
-    /// problem of the requests' input, says where it is.
-    fn open_problem(&mut self) {
-        let Some(p) = self.problems.get(self.problem_selected) else {
-            return;
+    /// Opens the selected problem where it is: a configuration's file in the Edit view at its
+    /// document; any other file (a replay input's invalid line or document) read-only, around
+    /// the line.
+    fn open_problem(&mut self) -> Vec<Command> {
+        let Some(p) = self.problems.get(self.problems_view.cursor.selected) else {
+            return Vec::new();
         };
-        let place = super::view::problem_place(p);
         let file = std::path::Path::new(&p.source.file);
         let buffer = self.buffers.iter().position(|b| match &b.origin {
             super::editing::BufferOrigin::File(f) => f == file,
@@ -1138,20 +1117,36 @@ impl State {
                 self.buffers[i].show_line(line, 0);
                 self.buffer = i;
                 self.view = View::Editor;
+                Vec::new()
             }
-            _ if place.is_empty() => self.say("this problem has no file position", false),
-            _ => self.say(
-                format!("{place}: not a configuration the console edits"),
-                false,
-            ),
+            _ if p.source.file.is_empty() => {
+                self.say("this problem has no file position", false);
+                Vec::new()
+            }
+            _ => vec![Command::ReadExcerpt {
+                path: file.to_path_buf(),
+                unit: p.source.unit,
+                index: p.source.index,
+                reason: p.message.clone(),
+            }],
+        }
+    }
+
+    /// A file read around a problem: shown read-only, its line a few rows from the top.
+    fn excerpt_read(&mut self, read: Result<super::excerpt::Excerpt, String>) {
+        match read {
+            Ok(e) => {
+                self.problems_view.open(e);
+                self.view = View::Problems;
+            }
+            Err(e) => self.say(format!("cannot open: {e}"), true),
         }
     }
 
     /// Scrolls the Chain view's detail pane by `delta` lines, within its text.
     fn scroll_detail(&mut self, delta: isize) {
-        let (total, height) = super::view::detail_extent(self).unwrap_or((0, 0));
-        let top = scroll::moved(usize::from(self.detail_scroll), delta, total, height);
-        self.detail_scroll = u16::try_from(top).unwrap_or(u16::MAX);
+        let extent = super::view::detail_extent(self).unwrap_or_default().into();
+        self.chain.detail.navigate(&extent, delta);
     }
 
     /// The lines an up/down/page/end action moves a scrolled pane by (a page: `page` lines).
@@ -1171,8 +1166,8 @@ impl State {
 
     /// Scrolls the help overlay by `delta` lines, within its text.
     fn scroll_help(&mut self, delta: isize) {
-        let (total, height) = super::view::help_extent(self);
-        self.help_scroll = scroll::moved(self.help_scroll, delta, total, height);
+        let extent = super::view::help_extent(self).into();
+        self.help_scroll.navigate(&extent, delta);
     }
 
     fn on_key(&mut self, key: KeyEvent) -> Vec<Command> {
@@ -1198,9 +1193,35 @@ impl State {
                     }
                 }
                 if self.view == View::Editor && !self.help {
-                    return match self.keymap.action_in(View::Editor, &key) {
+                    // Insert mode types every key but esc and the view's ctrl bindings; normal
+                    // mode gives the view's bindings, then vim's keys, then the global ones.
+                    let mut key = key;
+                    let mut insert = self.editor.mode == super::edit_keys::EditMode::Insert;
+                    // A terminal sends esc and a key typed right after it as one alt-key: in
+                    // insert mode that is esc, then the key in normal mode (so a quick `esc :w`
+                    // is still a command).
+                    if insert
+                        && key.modifiers == KeyModifiers::ALT
+                        && matches!(key.code, KeyCode::Char(_))
+                    {
+                        self.editor_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+                        key.modifiers = KeyModifiers::NONE;
+                        insert = false;
+                    }
+                    let own = self.keymap.action_in(View::Editor, &key);
+                    if let Some(a) = own.clone().filter(|_| !insert) {
+                        return self.apply(a);
+                    }
+                    if let Some(commands) = self.editor_key(key) {
+                        return commands;
+                    }
+                    return match own {
                         Some(a) => self.apply(a),
-                        None => self.editor_key(key),
+                        None if insert => Vec::new(),
+                        None => match self.keymap.action(View::Editor, &key) {
+                            Some(a) => self.apply(a),
+                            None => Vec::new(),
+                        },
                     };
                 }
                 match self.keymap.action(self.view, &key) {
@@ -1312,7 +1333,8 @@ impl State {
                     return;
                 }
                 Some(_) => {
-                    self.move_step(if down { 1 } else { -1 });
+                    let order = self.chain_order();
+                    self.chain.step_by(&order, if down { 1 } else { -1 });
                     return;
                 }
                 None => {}
@@ -1370,9 +1392,8 @@ impl State {
         self.selected = Some(row.request());
         self.compare = false;
         self.view = View::Chain;
-        self.chain_pane = ChainPane::Grid;
-        self.step = position.unwrap_or(0);
-        self.detail_scroll = 0;
+        self.chain.pane = ChainPane::Grid;
+        self.chain.select(position.unwrap_or(0));
     }
 
     /// A left click: a tab in the header switches view; a row is selected (Requests, the
@@ -1408,14 +1429,13 @@ impl State {
             }
             View::Chain => match super::view::hit::chain_at(self, x, y) {
                 Some(ChainHit::Step(i)) => {
-                    self.chain_pane = ChainPane::Grid;
-                    if self.step != i {
-                        self.step = i;
-                        self.detail_scroll = 0;
+                    self.chain.pane = ChainPane::Grid;
+                    if self.chain.step != i {
+                        self.chain.select(i);
                     }
                 }
-                Some(ChainHit::Grid) => self.chain_pane = ChainPane::Grid,
-                Some(ChainHit::Detail) => self.chain_pane = ChainPane::Detail,
+                Some(ChainHit::Grid) => self.chain.pane = ChainPane::Grid,
+                Some(ChainHit::Detail) => self.chain.pane = ChainPane::Detail,
                 None => {}
             },
             View::Annotations => {
@@ -1425,15 +1445,15 @@ impl State {
             }
             View::Webhooks => {
                 if let Some(i) = super::view::hit::webhook_at(self, x, y) {
-                    self.hook_selected = i;
+                    self.hook_cursor.selected = i;
                 }
             }
             View::WhatIf => {
                 if let Some(i) = super::view::hit::whatif_at(self, x, y) {
-                    if self.whatif_selected == i {
+                    if self.whatif_cursor.selected == i {
                         self.apply(Action::Open);
                     } else {
-                        self.whatif_selected = i;
+                        self.whatif_cursor.selected = i;
                     }
                 }
             }
@@ -1444,6 +1464,19 @@ impl State {
 
 /// Applies one message. The only place state changes.
 pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
+    let commands = update_inner(state, msg);
+    // The Edit view opens in normal mode, whatever it was left in.
+    if state.view != View::Editor {
+        state.editor.normal();
+    }
+    // A file opened from Problems closes with the view.
+    if state.view != View::Problems {
+        state.problems_view.excerpt = None;
+    }
+    commands
+}
+
+fn update_inner(state: &mut State, msg: Msg) -> Vec<Command> {
     match msg {
         Msg::Key(k) => state.on_key(k),
         Msg::Mouse(m) => {
@@ -1466,6 +1499,10 @@ pub fn update(state: &mut State, msg: Msg) -> Vec<Command> {
         Msg::ExternalEdited { buffer, result } => state.external_edited(buffer, result),
         Msg::FileChanged { path, text } => state.file_changed(path, text),
         Msg::RecoveryFound(found) => state.recovery_found(found),
+        Msg::ExcerptRead(read) => {
+            state.excerpt_read(read);
+            Vec::new()
+        }
         Msg::Action(a) => state.apply(a),
         Msg::ThemeLoaded(Ok(t)) => {
             state.say(format!("theme {}", t.name), false);

@@ -99,6 +99,25 @@ pub struct Checked {
     pub warnings: Vec<EditProblem>,
 }
 
+/// Editor history entries that undo takes back as one step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct UndoGroup {
+    /// How many entries.
+    entries: usize,
+    /// Where the cursor was before a whole replacement of the text: undone, it goes back there
+    /// (the editor widget would leave it at the end of the text).
+    cursor: Option<(usize, usize)>,
+}
+
+impl UndoGroup {
+    fn of(entries: usize) -> UndoGroup {
+        UndoGroup {
+            entries,
+            cursor: None,
+        }
+    }
+}
+
 /// One configuration text being edited.
 #[derive(Debug, Clone)]
 pub struct Buffer {
@@ -123,9 +142,9 @@ pub struct Buffer {
     pub disk_changed: Option<String>,
     /// The editor's history entries grouped as undo takes them back: a typed word, a whole
     /// replacement of the text (an external edit, a reload), any other edit alone.
-    undo_groups: Vec<usize>,
+    undo_groups: Vec<UndoGroup>,
     /// The groups undone, for redo.
-    redo_groups: Vec<usize>,
+    redo_groups: Vec<UndoGroup>,
     /// The last group is a word being typed (another letter joins it).
     typing_word: bool,
 }
@@ -163,19 +182,37 @@ impl Buffer {
         };
         match (letter, self.undo_groups.last_mut()) {
             (Some(c), Some(n)) if self.typing_word => {
-                *n += 1;
+                n.entries += 1;
                 self.typing_word = !c.is_whitespace();
             }
             (Some(c), _) => {
-                self.undo_groups.push(1);
+                self.undo_groups.push(UndoGroup::of(1));
                 self.typing_word = !c.is_whitespace();
             }
             (None, _) => {
-                self.undo_groups.push(1);
+                self.undo_groups.push(UndoGroup::of(1));
                 self.typing_word = false;
             }
         }
         true
+    }
+
+    /// Makes one edit of several history entries (a deleted line, a put line) that undo takes
+    /// back in one step; `f` returns the entries it made. True when it made any.
+    pub fn edit(&mut self, f: impl FnOnce(&mut TextArea<'static>) -> usize) -> bool {
+        let entries = f(&mut self.area);
+        self.typing_word = false;
+        if entries == 0 {
+            return false;
+        }
+        self.undo_groups.push(UndoGroup::of(entries));
+        self.redo_groups.clear();
+        true
+    }
+
+    /// The word being typed is over (insert mode left): the next letter starts a new undo step.
+    pub fn end_typing(&mut self) {
+        self.typing_word = false;
     }
 
     /// Undoes (or redoes) one step: a typed word, a whole replacement, or one other edit. False
@@ -188,9 +225,9 @@ impl Buffer {
             (&mut self.undo_groups, &mut self.redo_groups)
         };
         // Entries made before any group was recorded go back one at a time.
-        let n = from.pop().unwrap_or(1);
+        let group = from.pop().unwrap_or(UndoGroup::of(1));
         let mut done = 0;
-        for _ in 0..n {
+        for _ in 0..group.entries {
             let ok = if redo {
                 self.area.redo()
             } else {
@@ -202,7 +239,19 @@ impl Buffer {
             done += 1;
         }
         if done > 0 {
-            to.push(done);
+            to.push(UndoGroup {
+                entries: done,
+                ..group
+            });
+        }
+        if let (false, Some((row, col))) = (redo, group.cursor.filter(|_| done > 0)) {
+            let lines = self.area.lines();
+            let row = row.min(lines.len().saturating_sub(1));
+            let col = col.min(lines[row].chars().count());
+            self.area.move_cursor(CursorMove::Jump(
+                u16::try_from(row).unwrap_or(u16::MAX),
+                u16::try_from(col).unwrap_or(u16::MAX),
+            ));
         }
         done > 0
     }
@@ -245,6 +294,7 @@ impl Buffer {
 
     /// Replaces the whole text (a reload, an external editor), keeping the undo history.
     pub fn replace_text(&mut self, text: &str) {
+        let before = self.area.cursor();
         self.area.select_all();
         let cut = self.area.cut();
         let inserted = self
@@ -253,7 +303,10 @@ impl Buffer {
         // One undo step brings back the whole text before.
         let entries = usize::from(cut) + usize::from(inserted);
         if entries > 0 {
-            self.undo_groups.push(entries);
+            self.undo_groups.push(UndoGroup {
+                entries,
+                cursor: Some((before.0, before.1)),
+            });
             self.redo_groups.clear();
         }
         self.typing_word = false;
@@ -534,7 +587,7 @@ impl State {
             Some(n) => Some(n.to_string()),
             None if self.view == View::Webhooks => self
                 .hooks
-                .get(self.hook_selected)
+                .get(self.hook_cursor.selected)
                 .map(|h| h.configuration.clone()),
             None => None,
         };
@@ -617,15 +670,19 @@ impl State {
         }
     }
 
-    pub(super) fn editor_key(&mut self, key: crossterm::event::KeyEvent) -> Vec<Command> {
-        let Some(b) = self.buffers.get_mut(self.buffer) else {
-            return Vec::new();
-        };
-        if b.input(key) {
-            b.generation += 1;
-            self.changed(self.buffer)
-        } else {
-            Vec::new()
+    /// A key of the Edit view, in its mode: None when it is not the editor's (the bindings
+    /// decide).
+    pub(super) fn editor_key(&mut self, key: crossterm::event::KeyEvent) -> Option<Vec<Command>> {
+        use super::edit_keys::Outcome;
+        let b = self.buffers.get_mut(self.buffer)?;
+        match self.editor.key(b, key) {
+            Outcome::Edited => {
+                b.generation += 1;
+                Some(self.changed(self.buffer))
+            }
+            Outcome::Moved => Some(Vec::new()),
+            Outcome::Undo(redo) => Some(self.undo(redo)),
+            Outcome::NotMine => None,
         }
     }
 
@@ -763,7 +820,16 @@ impl State {
         } else {
             commands.push(Command::DiscardRecovery(b.origin.recovery_key()));
         }
-        if let Some(first) = b.check.errors.first().map(|e| e.line) {
+        if b.text().trim().is_empty() && !b.in_force.is_empty() {
+            let names: Vec<String> = b.in_force.iter().map(|c| c.name.clone()).collect();
+            self.say(
+                format!(
+                    "the text is empty: a deletion of {}, still in force until :delete confirms it (u undoes)",
+                    names.join(", ")
+                ),
+                true,
+            );
+        } else if let Some(first) = b.check.errors.first().map(|e| e.line) {
             self.say(
                 format!(
                     "{errors} error{} (line {first}): the last valid configuration stays in force",
@@ -786,6 +852,13 @@ impl State {
             self.say("nothing to save: no configuration is open", true);
             return Vec::new();
         };
+        if b.text().trim().is_empty() && !b.in_force.is_empty() {
+            self.say(
+                "the text is empty: :delete confirms the deletion first, then :w writes the empty file",
+                true,
+            );
+            return Vec::new();
+        }
         let target = match path {
             Some(p) => PathBuf::from(p),
             None => match b.path() {
@@ -853,26 +926,42 @@ impl State {
             return Vec::new();
         };
         match result {
+            // Back from the user's editor in normal mode, wherever the user was: what they
+            // type next is a key or a command, never text.
             Ok(text) if text == b.text() => {
+                self.editor.normal();
                 self.say("Edit cancelled, no changes made.", false);
                 Vec::new()
             }
             Ok(text) => {
                 // Back where the user was: the view they left, the text taken in one undo step.
+                self.editor.normal();
+                let b = &mut self.buffers[buffer];
+                let at = b.area.cursor();
                 b.replace_text(&text);
+                // The cursor where it was (within the new text).
+                let row = at.0.min(b.area.lines().len().saturating_sub(1));
+                let col = at.1.min(b.area.lines()[row].chars().count());
+                b.area.move_cursor(CursorMove::Jump(
+                    u16::try_from(row).unwrap_or(u16::MAX),
+                    u16::try_from(col).unwrap_or(u16::MAX),
+                ));
                 let generation = b.generation;
                 let label = b.origin.label();
                 self.buffer = buffer;
                 let commands = self.check_due(buffer, generation);
                 if self.message.as_ref().is_none_or(|(_, error)| !error) {
                     self.say(
-                        format!("took the editor's text of {label} (ctrl-z in the Edit view takes it back)"),
+                        format!(
+                            "took the editor's text of {label} (u in the Edit view takes it back)"
+                        ),
                         false,
                     );
                 }
                 commands
             }
             Err(e) => {
+                self.editor.normal();
                 self.say(format!("editor: {e}"), true);
                 Vec::new()
             }
@@ -1256,7 +1345,7 @@ impl State {
             ),
             false,
         );
-        self.whatif_selected = 0;
+        self.whatif_cursor = Default::default();
     }
 }
 

@@ -42,8 +42,11 @@ pub fn run_editor(text: &str, name: &str) -> Result<String, String> {
     result
 }
 
-/// The recovery copies an earlier session left in `store`.
+/// The recovery copies an earlier session left in `store`, once those older than
+/// [`RECOVERY_MAX_AGE`](crate::edit::RECOVERY_MAX_AGE) (14 days) are pruned.
 pub fn list_recovery(store: &RecoveryStore) -> Vec<RecoveredText> {
+    // A store that cannot be pruned is still read: an old copy offered beats none.
+    let _ = store.prune_older_than(crate::edit::RECOVERY_MAX_AGE, std::time::SystemTime::now());
     match store.list() {
         Ok((entries, _unreadable)) => entries
             .into_iter()

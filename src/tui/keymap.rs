@@ -422,7 +422,7 @@ impl Default for Keymap {
                 vec![p(K::Esc)],
                 A::Show(View::Webhooks),
                 In(View::Editor),
-                "leave the editor (the edit stays)",
+                "normal mode: leave the editor (the edit stays); insert mode: back to normal",
             ),
             b(
                 vec![p(K::Enter), c('l'), p(K::Right)],
@@ -440,7 +440,7 @@ impl Default for Keymap {
                 vec![p(K::Enter), c('l'), p(K::Right)],
                 A::Open,
                 In(View::Problems),
-                "open a configuration at the document left out",
+                "open the file at the problem: a configuration in the editor, an input read-only",
             ),
             b(
                 vec![c('8')],

@@ -809,7 +809,10 @@ impl State {
                     return commands;
                 }
                 self.hooks = hooks;
-                self.hook_selected = self.hook_selected.min(self.hooks.len().saturating_sub(1));
+                self.hook_cursor.selected = self
+                    .hook_cursor
+                    .selected
+                    .min(self.hooks.len().saturating_sub(1));
                 self.hook_counts = vec![HookCounts::default(); self.hooks.len()];
                 let entries = std::mem::take(&mut self.entries);
                 for e in &entries {
@@ -860,7 +863,7 @@ impl State {
             self.selected = Some(last);
             self.compare = false;
             self.view = View::Chain;
-            self.chain_pane = ChainPane::Grid;
+            self.chain.pane = ChainPane::Grid;
             self.reset_chain();
         }
     }
@@ -968,7 +971,7 @@ impl State {
                         live.hidden_noise()
                     )
                 };
-                self.annotation_selected = None;
+                self.annotation_cursor = Default::default();
                 self.say(text, false);
             }
             Action::Namespace(namespace) => {
@@ -982,7 +985,7 @@ impl State {
                 live.event_selected = live
                     .event_selected
                     .filter(|&s| live.event(s).is_some_and(|e| live.shows(e)));
-                self.annotation_selected = None;
+                self.annotation_cursor = Default::default();
                 self.say(text, false);
             }
             Action::ReplayEvents => {
@@ -1015,7 +1018,7 @@ impl State {
     pub fn selected_live_annotation(&self) -> Option<&LiveAnnotation> {
         let live = self.live.as_deref()?;
         let shown: Vec<&LiveAnnotation> = self.visible_live_annotations(live).collect();
-        match self.annotation_selected {
+        match self.annotation_cursor.selected {
             Some(i) => shown.get(i.min(shown.len().saturating_sub(1))).copied(),
             None => shown.last().copied(),
         }

@@ -14,7 +14,9 @@
 pub mod app;
 pub mod config;
 pub mod demo;
+pub mod edit_keys;
 pub mod editing;
+pub mod excerpt;
 pub mod filter;
 pub mod io;
 pub mod keymap;
@@ -26,6 +28,7 @@ pub mod terminal;
 pub mod theme;
 pub mod timeline;
 pub mod view;
+pub mod views;
 
 use std::time::Duration;
 
@@ -158,6 +161,21 @@ fn perform(state: &mut State, commands: Vec<Command>, io: &mut Io) -> bool {
                 });
             }
             Command::ExternalEdit { buffer, text } => io.external = Some((buffer, text)),
+            Command::ReadExcerpt {
+                path,
+                unit,
+                index,
+                reason,
+            } => {
+                let inbox = io.inbox.clone();
+                tokio::task::spawn_blocking(move || {
+                    let read = excerpt::read(&path, unit, index).map(|mut e| {
+                        e.reason = reason;
+                        e
+                    });
+                    let _ = inbox.blocking_send(Msg::ExcerptRead(read));
+                });
+            }
             Command::WriteRecovery { key, text, base } => {
                 if let Some(store) = io.recovery.clone() {
                     tokio::task::spawn_blocking(move || {

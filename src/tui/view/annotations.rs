@@ -146,10 +146,9 @@ const COLUMNS: [Column; 4] = [
 /// The first row shown of `total` in `height` rows (the cursor's row kept on screen), the
 /// cursor's row, and whether the view follows the tail.
 pub(crate) fn window(state: &State, total: usize, height: usize) -> (usize, usize, bool) {
-    let last = total.saturating_sub(1);
-    let cursor = state.annotation_selected.unwrap_or(last).min(last);
+    let cursor = state.annotation_cursor.at(total);
     let top = cursor.saturating_sub(height.saturating_sub(1));
-    (top, cursor, state.annotation_selected.is_none())
+    (top, cursor, state.annotation_cursor.following())
 }
 
 /// `mutation.webhook.admission.k8s.io/round_0_index_1` as `mutation/round_0_index_1`.

@@ -8,6 +8,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 use serde_json::Value;
 
 use super::requests::verdict;
+use super::table::{self, Column, Laid, TableRow};
 use super::{clip, pane, scroll, style};
 use crate::engine::{CallRecord, StepKind};
 use crate::replay::report::redact_secret;
@@ -53,8 +54,9 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         render_compare(frame, state, before, entry, body);
         return;
     }
+    let width = grid_width(state, entry, body.width);
     let [grid, detail] =
-        Layout::horizontal([Constraint::Length(46), Constraint::Min(20)]).areas(body);
+        Layout::horizontal([Constraint::Length(width), Constraint::Min(20)]).areas(body);
     render_grid(frame, state, entry, grid);
     render_detail(frame, state, entry, detail);
 }
@@ -125,13 +127,13 @@ fn render_head(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
 }
 
 fn render_grid(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
-    let focused = state.chain_pane == ChainPane::Grid;
+    let focused = state.chain.pane == ChainPane::Grid;
     grid(
         frame,
         state,
         entry,
         area,
-        Some(state.step),
+        Some(state.chain.step),
         "Steps",
         focused,
     );
@@ -160,7 +162,7 @@ fn render_compare(frame: &mut Frame, state: &State, before: &Entry, after: &Entr
         state,
         after,
         right,
-        Some(state.step),
+        Some(state.chain.step),
         &format!("After · {va} ·"),
         true,
     );
@@ -229,7 +231,7 @@ fn scrolled(state: &State, lines: &[Line], area: Rect) -> (u16, String) {
         usize::from(area.height.saturating_sub(2)),
     );
     let total = scroll::wrapped_len(lines, w);
-    let top = scroll::clamp(usize::from(state.detail_scroll), total, h);
+    let top = scroll::clamp(state.chain.detail.top, total, h);
     (
         u16::try_from(top).unwrap_or(u16::MAX),
         scroll::position(top, total, h),
@@ -248,12 +250,107 @@ pub(crate) fn detail_extent(state: &State) -> Option<(usize, usize)> {
         .and_then(|b| state.selected.and_then(|i| b.entries.get(i)));
     let lines = match (state.compare, before) {
         (true, Some(before)) => compare_lines(state, before, entry),
-        _ => detail_lines(state, entry, entry.replayed.outcome.calls.get(state.step)?),
+        _ => detail_lines(
+            state,
+            entry,
+            entry.replayed.outcome.calls.get(state.chain.step)?,
+        ),
     };
     Some((
         scroll::wrapped_len(&lines, area.width.saturating_sub(2)),
         usize::from(area.height.saturating_sub(2)),
     ))
+}
+
+/// The least the detail pane keeps beside the grid.
+const DETAIL_MIN: u16 = 32;
+
+/// The grid's columns through the one table layout: the step's marker and symbol, its dispatch
+/// position, the webhook (a policy with its binding), and the result in words (the symbol says
+/// it too, so it is the first to go). A label is cut only below `min` columns.
+fn grid_columns(min: u16) -> [Column; 4] {
+    [
+        Column::whole("", 9),
+        Column::number("#", 5),
+        Column::text("WEBHOOK", 8, min),
+        Column::whole("RESULT", 3),
+    ]
+}
+
+/// The grid's rows in chain order, each with the call it shows.
+fn grid_rows(state: &State, entry: &Entry, step: Option<usize>) -> Vec<(usize, TableRow)> {
+    let o = &entry.replayed.outcome;
+    let deciding = model::deciding_call(o);
+    model::chain_order(o, &state.hooks)
+        .into_iter()
+        .map(|i| {
+            let c = &o.calls[i];
+            let cs = model::cell_state(c);
+            let (key, sym) = cell_look(state, cs);
+            let mut st = style(state, key);
+            if deciding == Some(i) {
+                st = st.patch(state.theme.raw(StyleKey::CellDeciding));
+            }
+            let marker = if Some(i) == step {
+                state.theme.symbol(SymbolKey::Selected)
+            } else {
+                " "
+            };
+            // A ValidatingAdmissionPolicy runs before the validating webhooks, once per
+            // binding: no position, its name and its binding's.
+            let (position, label) = match &c.policy {
+                Some(_) => (
+                    String::new(),
+                    format!("policy {} · {}", c.configuration, c.webhook),
+                ),
+                None => (
+                    model::dispatch_position(&state.hooks, c).to_string(),
+                    c.webhook.to_string(),
+                ),
+            };
+            let row = TableRow::new(vec![
+                (format!("{marker}{sym}"), st),
+                (position, st),
+                (label, st),
+                (cs.as_str().to_string(), st),
+            ]);
+            (i, row)
+        })
+        .collect()
+}
+
+/// The grid laid out for `rows` in a pane `width` columns wide: the labels are cut only where
+/// the marker and the position leave them too little room, the result words shown only where
+/// the labels are whole.
+fn grid_laid(rows: &[(usize, TableRow)], width: u16) -> Laid {
+    let widest = |i: usize, least: usize| {
+        rows.iter()
+            .map(|(_, r)| table::width(&r.cells[i].0))
+            .fold(least, usize::max)
+    };
+    let inner = usize::from(width.saturating_sub(2));
+    let room = inner.saturating_sub(widest(0, 0) + widest(1, 1) + 2);
+    let min = u16::try_from(widest(2, 0).min(room))
+        .unwrap_or(u16::MAX)
+        .max(8);
+    let cells: Vec<TableRow> = rows.iter().map(|(_, r)| r.clone()).collect();
+    Laid::new(&grid_columns(min), &cells, width.saturating_sub(2))
+}
+
+/// The columns the grid takes of a body `width` wide: as many as show every label whole, at
+/// least what its block titles need, and no more than 45% of the width (46 columns on a narrow
+/// terminal), leaving the detail at least [`DETAIL_MIN`].
+pub(crate) fn grid_width(state: &State, entry: &Entry, width: u16) -> u16 {
+    let rows = grid_rows(state, entry, None);
+    let natural = grid_laid(&rows, u16::MAX).used().saturating_add(2);
+    let titles = [Block::Round0, Block::Round1, Block::Validating]
+        .iter()
+        .map(|b| table::width(b.title()))
+        .max()
+        .unwrap_or(0);
+    let want = natural.max(u16::try_from(titles).unwrap_or(0).saturating_add(2));
+    let most = (width / 20 * 9).max(46.min(width.saturating_sub(DETAIL_MIN)));
+    want.min(most)
 }
 
 fn grid(
@@ -266,7 +363,6 @@ fn grid(
     focused: bool,
 ) {
     let o = &entry.replayed.outcome;
-    let deciding = model::deciding_call(o);
     let mut lines: Vec<Line> = Vec::new();
     let mut current: Option<Block> = None;
     let mut selected_line = 0;
@@ -282,11 +378,11 @@ fn grid(
             .unwrap_or_else(|| "no webhook is configured".into());
         lines.push(Line::styled(why, style(state, StyleKey::Muted)));
     }
-    let width = area.width.saturating_sub(4) as usize;
-    let order = model::chain_order(o, &state.hooks);
-    for (at, &i) in order.iter().enumerate() {
-        let c = &o.calls[i];
-        let b = Block::of(c);
+    let width = usize::from(area.width.saturating_sub(2));
+    let rows = grid_rows(state, entry, step);
+    let laid = grid_laid(&rows, area.width);
+    for (at, (i, row)) in rows.into_iter().enumerate() {
+        let b = Block::of(&o.calls[i]);
         if current != Some(b) {
             if current.is_some() {
                 lines.push(Line::raw(""));
@@ -294,35 +390,7 @@ fn grid(
             lines.push(Line::styled(b.title(), style(state, StyleKey::Header)));
             current = Some(b);
         }
-        let cs = model::cell_state(c);
-        let (key, sym) = cell_look(state, cs);
-        let mut st = style(state, key);
-        if deciding == Some(i) {
-            st = st.patch(state.theme.raw(StyleKey::CellDeciding));
-        }
-        let marker = if Some(i) == step {
-            state.theme.symbol(SymbolKey::Selected)
-        } else {
-            " "
-        };
-        // A ValidatingAdmissionPolicy runs before the validating webhooks, once per binding.
-        let label = match &c.policy {
-            Some(_) => format!("{marker}{sym} policy {} · {}", c.configuration, c.webhook),
-            None => format!(
-                "{marker}{sym} {} {}",
-                model::dispatch_position(&state.hooks, c),
-                c.webhook
-            ),
-        };
-        let label = format!(
-            "{:<w$}",
-            clip(&label, width.saturating_sub(11)),
-            w = width.saturating_sub(11)
-        );
-        let mut line = Line::from(vec![
-            Span::styled(label, st),
-            Span::styled(format!(" {:>10}", cs.as_str()), st),
-        ]);
+        let mut line = Line::from(laid.spans(row));
         if Some(i) == step {
             line = line.style(style(state, StyleKey::Selected));
             selected_line = lines.len();
@@ -338,7 +406,10 @@ fn grid(
     }
     let height = area.height.saturating_sub(2) as usize;
     let scroll = selected_line.saturating_sub(height.saturating_sub(2));
-    let title = format!(" {title} {shown_step}/{} ", o.calls.len());
+    let title = laid.titled(
+        &format!(" {title} {shown_step}/{} ", o.calls.len()),
+        area.width,
+    );
     let p = Paragraph::new(lines)
         .scroll((scroll as u16, 0))
         .block(pane(state, title, focused));
@@ -720,8 +791,8 @@ pub(crate) fn detail_lines(state: &State, entry: &Entry, c: &CallRecord) -> Vec<
 
 fn render_detail(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
     let o = &entry.replayed.outcome;
-    let focused = state.chain_pane == ChainPane::Detail;
-    let Some(c) = o.calls.get(state.step) else {
+    let focused = state.chain.pane == ChainPane::Detail;
+    let Some(c) = o.calls.get(state.chain.step) else {
         let p = Paragraph::new("").block(pane(state, " Step ", focused));
         frame.render_widget(p, area);
         return;

@@ -8,6 +8,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::{clip, pane, style};
 use crate::tui::app::State;
+use crate::tui::edit_keys::EditMode;
 use crate::tui::editing::Buffer;
 use crate::tui::theme::StyleKey;
 
@@ -97,6 +98,9 @@ fn render_text(frame: &mut Frame, state: &State, buffer: &Buffer, area: Rect) {
     let ratatui_textarea::DataCursor(row, col) = buffer.area.cursor();
     let status = if buffer.checked != buffer.generation {
         "checking…".to_string()
+    } else if !buffer.in_force.is_empty() && buffer.text().trim().is_empty() {
+        // Never "valid": an emptied text is a deletion, the problems name what it deletes.
+        "empty: a deletion, still in force until :delete (u undoes)".to_string()
     } else if buffer.check.errors.is_empty()
         && buffer.in_force.is_empty()
         && buffer.text().trim().is_empty()
@@ -174,10 +178,39 @@ fn render_problems(frame: &mut Frame, state: &State, buffer: &Buffer, area: Rect
         }
     }
     if lines.is_empty() {
-        lines.push(Line::styled(
-            "ctrl-s save · ctrl-z undo · ctrl-y redo · ctrl-n next · ctrl-e $EDITOR · esc leave · 7 what-if",
-            style(state, StyleKey::Muted),
-        ));
+        let parts: &[&str] = match state.editor.mode {
+            EditMode::Normal => &[
+                "normal mode: i a o insert",
+                ":w save",
+                "u undo",
+                "ctrl-r redo",
+                "dd delete line",
+                "ctrl-e $EDITOR",
+                "esc leave",
+            ],
+            EditMode::Insert => &[
+                "insert mode: esc back to normal mode",
+                "ctrl-s save",
+                "ctrl-z undo",
+                "ctrl-y redo",
+            ],
+        };
+        // Whole hints only, as many as fit, and where to find the rest.
+        let room = usize::from(area.width.saturating_sub(2));
+        let mut hint = String::new();
+        for p in parts {
+            let next = if hint.is_empty() {
+                (*p).to_string()
+            } else {
+                format!("{hint} · {p}")
+            };
+            if super::table::width(&next) + " · ? all keys".len() > room {
+                break;
+            }
+            hint = next;
+        }
+        hint.push_str(" · ? all keys");
+        lines.push(Line::styled(hint, style(state, StyleKey::Muted)));
     }
     let p = Paragraph::new(lines).block(pane(state, " Problems ", false));
     frame.render_widget(p, area);

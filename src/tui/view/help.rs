@@ -128,12 +128,28 @@ fn sections(state: &State) -> (Vec<Line<'static>>, Vec<Line<'static>>) {
         vec![(None, format!("{} keys", state.view.title()))];
     let mut global = false;
     for b in bindings {
+        // In the Edit view normal mode's own keys (j, k, x, …) come before the global ones.
+        if state.view == View::Editor
+            && b.scope == Scope::Global
+            && b.keys.iter().all(crate::tui::edit_keys::shadows)
+        {
+            continue;
+        }
         if b.scope == Scope::Global && !global {
             global = true;
             rows.push((None, "everywhere".into()));
         }
         let keys: Vec<String> = b.keys.iter().map(|k| k.label()).collect();
         rows.push((Some(keys.join(" / ")), b.help.to_string()));
+    }
+    if state.view == View::Editor {
+        rows.push((
+            None,
+            "normal mode (as vim; the status line says the mode)".into(),
+        ));
+        for (keys, help) in crate::tui::edit_keys::NORMAL_KEYS {
+            rows.push((Some((*keys).into()), (*help).into()));
+        }
     }
     if state.view == View::Requests {
         rows.push((None, "filter (/): words and fields, all must match".into()));
@@ -178,7 +194,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     let (popup, left_area, right_area, total) = layout(state, area);
     let (mut left, right) = sections(state);
     let height = usize::from(popup.height.saturating_sub(2));
-    let top = scroll::clamp(state.help_scroll, total, height);
+    let top = scroll::clamp(state.help_scroll.top, total, height);
     frame.render_widget(Clear, popup);
     let title = format!(
         " Help · j/k ctrl-d/u g/G scroll · esc closes {}",

@@ -52,8 +52,11 @@ pub(crate) fn chain_panes(state: &State) -> (Rect, Rect) {
                 .areas(grids);
         return (after, diff);
     }
+    let width = state
+        .selected_entry()
+        .map_or(46, |e| super::chain::grid_width(state, e, body.width));
     let [grid, detail] =
-        Layout::horizontal([Constraint::Length(46), Constraint::Min(20)]).areas(body);
+        Layout::horizontal([Constraint::Length(width), Constraint::Min(20)]).areas(body);
     (grid, detail)
 }
 
@@ -97,7 +100,7 @@ pub fn chain_at(state: &State, x: u16, y: u16) -> Option<ChainHit> {
     // The grid scrolls so that the selected step stays on screen.
     let selected_line = lines
         .iter()
-        .position(|l| *l == Some(state.step))
+        .position(|l| *l == Some(state.chain.step))
         .unwrap_or(0);
     let scroll = selected_line.saturating_sub(usize::from(rows.height).saturating_sub(2));
     let line = scroll + usize::from(y - rows.y);
@@ -134,7 +137,7 @@ pub fn whatif_at(state: &State, x: u16, y: u16) -> Option<usize> {
         return None;
     }
     let height = usize::from(list.height.saturating_sub(3)).max(1);
-    let offset = state.whatif_selected.saturating_sub(height - 1);
+    let offset = state.whatif_cursor.selected.saturating_sub(height - 1);
     let i = offset + usize::from(y - rows.y - 1);
     (i < state.whatif.requests.len()).then_some(i)
 }

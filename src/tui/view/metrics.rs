@@ -102,7 +102,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         usize::from(bottom.height.saturating_sub(2)),
     );
     let total = scroll::wrapped_len(&lines, w);
-    let at = scroll::clamp(state.samples_scroll, total, h);
+    let at = scroll::clamp(state.samples_scroll.top, total, h);
     let p = Paragraph::new(lines)
         .wrap(Wrap { trim: false })
         .scroll((u16::try_from(at).unwrap_or(u16::MAX), 0))

@@ -28,6 +28,7 @@ pub(crate) use chain::detail_extent;
 pub use help::WORDS;
 pub(crate) use help::extent as help_extent;
 pub(crate) use metrics::samples_extent;
+pub(crate) use problems::excerpt_extent;
 pub use problems::place as problem_place;
 
 use super::app::{Mode, State, View};
@@ -257,13 +258,24 @@ fn status_parts(state: &State) -> Vec<(u8, Vec<Span<'static>>)> {
             (None, false) => format!("{} replaying", p.seen),
         },
     };
-    let mut parts = vec![(
-        9,
-        vec![Span::styled(
-            format!(" {} ", state.view.title().to_uppercase()),
-            t.style(StyleKey::StatusKey),
-        )],
+    let mut view = vec![Span::styled(
+        format!(" {} ", state.view.title().to_uppercase()),
+        t.style(StyleKey::StatusKey),
     )];
+    // The Edit view's mode, as vim shows it: what a key does there depends on it.
+    if state.view == View::Editor && state.current_buffer().is_some() {
+        let key = match state.editor.mode {
+            crate::tui::edit_keys::EditMode::Normal => StyleKey::StatusKey,
+            crate::tui::edit_keys::EditMode::Insert => StyleKey::TabActive,
+        };
+        view.push(Span::styled(
+            format!(" {} ", state.editor.mode.label()),
+            t.style(key),
+        ));
+    }
+    // The Edit view's mode is never left out: what a key does depends on it.
+    let priority = if view.len() > 1 { 12 } else { 9 };
+    let mut parts = vec![(priority, view)];
     if let Some((m, error)) = &state.message {
         let style = if *error {
             bar.patch(t.raw(StyleKey::Error))

@@ -250,6 +250,31 @@ impl Laid {
             .unwrap_or_else(|| title.to_string())
     }
 
+    /// The columns the kept columns and their spacing take.
+    pub fn used(&self) -> u16 {
+        let kept: Vec<u16> = self.widths.iter().flatten().copied().collect();
+        let spacing =
+            SPACING.saturating_mul(u16::try_from(kept.len().saturating_sub(1)).unwrap_or(0));
+        kept.iter().fold(spacing, |a, w| a.saturating_add(*w))
+    }
+
+    /// One row as the spans of a line (for panes that mix table rows with other lines): each
+    /// kept cell fitted to its column, in its style, the spacing between.
+    pub fn spans(&self, row: TableRow) -> Vec<Span<'static>> {
+        let mut out = Vec::new();
+        for (i, w) in self.widths.iter().enumerate() {
+            let Some(w) = *w else { continue };
+            if !out.is_empty() {
+                out.push(Span::raw(" ".repeat(usize::from(SPACING))));
+            }
+            let (text, style) = row.cells.get(i).cloned().unwrap_or_default();
+            let text = self.fit(i, &text, w);
+            let pad = usize::from(w).saturating_sub(self::width(&text));
+            out.push(Span::styled(format!("{text}{}", " ".repeat(pad)), style));
+        }
+        out
+    }
+
     /// The width of column `i`, None if it was dropped.
     #[cfg(test)]
     pub fn width_of(&self, i: usize) -> Option<u16> {

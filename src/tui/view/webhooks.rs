@@ -53,7 +53,11 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         } else {
             format!("{tree}{}", h.webhook)
         };
-        let marker = if i == state.hook_selected { sel } else { " " };
+        let marker = if i == state.hook_cursor.selected {
+            sel
+        } else {
+            " "
+        };
         let row = TableRow::new(vec![
             (format!("{marker}{}", phase_label(h)), plain),
             (h.position.to_string(), plain),
@@ -68,7 +72,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
                 style(state, StyleKey::CellFailedOpen),
             ),
         ]);
-        rows.push(row.selected_if(i == state.hook_selected, state));
+        rows.push(row.selected_if(i == state.hook_cursor.selected, state));
     }
     let columns = [NAMES[0], Column::number("POS", 6), NAMES[1]]
         .into_iter()
@@ -85,7 +89,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     ));
     frame.render_widget(table, list);
 
-    let lines: Vec<Line> = match state.hooks.get(state.hook_selected) {
+    let lines: Vec<Line> = match state.hooks.get(state.hook_cursor.selected) {
         Some(h) => h
             .settings
             .iter()
@@ -103,13 +107,16 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     };
     let title = state
         .hooks
-        .get(state.hook_selected)
+        .get(state.hook_cursor.selected)
         .map(|h| format!(" {} (effective settings) ", h.webhook))
         .unwrap_or_else(|| " Settings ".into());
     let p = Paragraph::new(lines)
         .wrap(Wrap { trim: false })
         .block(pane(state, title, false));
-    match (state.live.as_deref(), state.hooks.get(state.hook_selected)) {
+    match (
+        state.live.as_deref(),
+        state.hooks.get(state.hook_cursor.selected),
+    ) {
         (Some(live), Some(h)) => {
             let [settings, history] =
                 Layout::horizontal([Constraint::Percentage(45), Constraint::Min(20)]).areas(detail);

@@ -75,7 +75,7 @@ const ROWS: [Column; 8] = [
 fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
     let w = &state.whatif;
     let height = usize::from(area.height.saturating_sub(3)).max(1);
-    let offset = state.whatif_selected.saturating_sub(height - 1);
+    let offset = state.whatif_cursor.selected.saturating_sub(height - 1);
     let sel = state.theme.symbol(SymbolKey::Selected);
     let Some(baseline) = &state.baseline else {
         return;
@@ -104,7 +104,11 @@ fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
             if !r.warnings_added.is_empty() || !r.warnings_removed.is_empty() {
                 what.push("warnings");
             }
-            let marker = if i == state.whatif_selected { sel } else { " " };
+            let marker = if i == state.whatif_cursor.selected {
+                sel
+            } else {
+                " "
+            };
             let cause = state
                 .whatif_causes(r.index)
                 .iter()
@@ -125,7 +129,7 @@ fn render_rows(frame: &mut Frame, state: &State, area: Rect) {
                 (what.join(", "), plain),
                 (cause, plain),
             ]);
-            Some(row.selected_if(i == state.whatif_selected, state))
+            Some(row.selected_if(i == state.whatif_cursor.selected, state))
         })
         .collect();
     super::table::draw(

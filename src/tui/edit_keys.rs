@@ -1,0 +1,419 @@
+//! The Edit view's keys, modal as in vim: in normal mode keys move and command (`:w` is a
+//! command there, never text), in insert mode they type. The view's own state ([`EditorState`])
+//! and key handling live here; what an edit changes beyond the buffer (checks, re-dispatch) is
+//! the shared update's, told by the [`Outcome`] a key returns.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui_textarea::{CursorMove, Scrolling, TextArea};
+
+use super::editing::Buffer;
+
+/// How keys act in the Edit view.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum EditMode {
+    /// Keys move, delete, undo and start commands; the view always opens in it, and comes back
+    /// to it from the user's editor.
+    #[default]
+    Normal,
+    /// Keys type into the text, until `esc`.
+    Insert,
+}
+
+impl EditMode {
+    /// As the status line shows it.
+    pub fn label(self) -> &'static str {
+        match self {
+            EditMode::Normal => "NORMAL",
+            EditMode::Insert => "INSERT",
+        }
+    }
+}
+
+/// The Edit view's own state: its mode and a normal-mode command's first key.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EditorState {
+    /// Normal or insert.
+    pub mode: EditMode,
+    /// The first key of a two-key command (`dd`, `cc`, `yy`, `gg`), waiting for the second.
+    pub pending: Option<char>,
+}
+
+/// What a key did, for the shared update to follow up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// The text changed: check it once typing pauses.
+    Edited,
+    /// The cursor, the view or the mode changed; the text did not.
+    Moved,
+    /// Undo (`false`) or redo (`true`) one step.
+    Undo(bool),
+    /// Not a key of the editor here: the view's and the global bindings decide.
+    NotMine,
+}
+
+/// The normal-mode keys, as the help overlay and the user guide list them (fixed, as vim's are;
+/// the console's own bindings of the view are in the keymap).
+pub const NORMAL_KEYS: &[(&str, &str)] = &[
+    (
+        "i a I A o O",
+        "insert: before / after the cursor, at the line's first non-blank / end, on a new line below / above",
+    ),
+    (
+        "esc",
+        "insert mode: back to normal mode; normal mode: leave the editor (the edit stays)",
+    ),
+    ("h j k l / arrows", "move"),
+    ("w b e", "next word / previous word / end of the word"),
+    ("0 ^ $", "start of the line / first non-blank / end"),
+    ("gg G", "first line / last line"),
+    ("ctrl-d ctrl-u", "half a page down / up (pgdn pgup: a page)"),
+    ("x", "delete the character"),
+    ("dd D", "delete the line / to the end of the line"),
+    (
+        "cc C",
+        "change the line / to the end of the line (then insert)",
+    ),
+    ("yy p P", "copy the line / put it below / above"),
+    (
+        "u ctrl-r",
+        "undo / redo one step: a typed word, a whole line command, a whole external edit",
+    ),
+    (": / ?", "a command (:w saves) / this help, as everywhere"),
+];
+
+/// Whether normal mode takes `key` before the global bindings (the help overlay leaves out the
+/// global bindings it shadows in the Edit view).
+pub fn shadows(key: &super::keymap::Key) -> bool {
+    let ctrl = key.mods.contains(KeyModifiers::CONTROL);
+    match key.code {
+        KeyCode::Char('d' | 'u' | 'r') if ctrl => true,
+        KeyCode::Char(c) if !ctrl => "hjklwbe0^$gGxdcypPuiaIAoOCD".contains(c),
+        KeyCode::Left
+        | KeyCode::Right
+        | KeyCode::Up
+        | KeyCode::Down
+        | KeyCode::Home
+        | KeyCode::End
+        | KeyCode::PageUp
+        | KeyCode::PageDown
+        | KeyCode::Delete => !ctrl,
+        _ => false,
+    }
+}
+
+impl EditorState {
+    /// Takes a key of the Edit view into `buffer`.
+    pub fn key(&mut self, buffer: &mut Buffer, key: KeyEvent) -> Outcome {
+        match self.mode {
+            EditMode::Insert => self.insert_key(buffer, key),
+            EditMode::Normal => self.normal_key(buffer, key),
+        }
+    }
+
+    /// Back to normal mode (leaving the view, coming back from the user's editor).
+    pub fn normal(&mut self) {
+        self.mode = EditMode::Normal;
+        self.pending = None;
+    }
+
+    fn insert_key(&mut self, buffer: &mut Buffer, key: KeyEvent) -> Outcome {
+        if key.code == KeyCode::Esc {
+            self.mode = EditMode::Normal;
+            buffer.end_typing();
+            // As vim: the cursor steps back onto the last character typed.
+            if buffer.area.cursor().1 > 0 {
+                buffer.area.move_cursor(CursorMove::Back);
+            }
+            return Outcome::Moved;
+        }
+        // Ctrl and function keys are the view's bindings (save, undo, …), never text; the
+        // editor widget's own ctrl shortcuts (one of them an undo of its own) are not used.
+        if key
+            .modifiers
+            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+            || matches!(key.code, KeyCode::F(_))
+        {
+            return Outcome::NotMine;
+        }
+        if buffer.input(key) {
+            Outcome::Edited
+        } else {
+            Outcome::Moved
+        }
+    }
+
+    fn normal_key(&mut self, buffer: &mut Buffer, key: KeyEvent) -> Outcome {
+        let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
+        if key.modifiers.contains(KeyModifiers::ALT) {
+            return Outcome::NotMine;
+        }
+        if let Some(first) = self.pending.take() {
+            return match (first, key.code) {
+                ('d', KeyCode::Char('d')) => edited(buffer.edit(|a| delete_lines(a, false))),
+                ('c', KeyCode::Char('c')) => {
+                    self.mode = EditMode::Insert;
+                    buffer.edit(|a| delete_lines(a, true));
+                    Outcome::Edited
+                }
+                ('y', KeyCode::Char('y')) => {
+                    let row = buffer.area.cursor().0;
+                    let line = buffer.area.lines()[row].clone();
+                    buffer.area.set_yank_text(format!("{line}\n"));
+                    Outcome::Moved
+                }
+                ('g', KeyCode::Char('g')) => {
+                    buffer.area.move_cursor(CursorMove::Top);
+                    buffer.area.move_cursor(CursorMove::Head);
+                    Outcome::Moved
+                }
+                // Any other second key cancels the command, as in vim.
+                _ => Outcome::Moved,
+            };
+        }
+        let a = &mut buffer.area;
+        let (row, col) = (a.cursor().0, a.cursor().1);
+        let len = a.lines()[row].chars().count();
+        let plain = |c: char| !ctrl && key.code == KeyCode::Char(c);
+        match key.code {
+            KeyCode::Char('d') if ctrl => a.scroll(Scrolling::HalfPageDown),
+            KeyCode::Char('u') if ctrl => a.scroll(Scrolling::HalfPageUp),
+            KeyCode::Char('r') if ctrl => return Outcome::Undo(true),
+            _ if ctrl => return Outcome::NotMine,
+            KeyCode::PageDown => a.scroll(Scrolling::PageDown),
+            KeyCode::PageUp => a.scroll(Scrolling::PageUp),
+            KeyCode::Char('h') | KeyCode::Left if col > 0 => a.move_cursor(CursorMove::Back),
+            KeyCode::Char('l') | KeyCode::Right if col + 1 < len => {
+                a.move_cursor(CursorMove::Forward)
+            }
+            KeyCode::Char('h' | 'l') | KeyCode::Left | KeyCode::Right => {}
+            KeyCode::Char('j') | KeyCode::Down => a.move_cursor(CursorMove::Down),
+            KeyCode::Char('k') | KeyCode::Up => a.move_cursor(CursorMove::Up),
+            KeyCode::Char('w') => a.move_cursor(CursorMove::WordForward),
+            KeyCode::Char('b') => a.move_cursor(CursorMove::WordBack),
+            KeyCode::Char('e') => a.move_cursor(CursorMove::WordEnd),
+            KeyCode::Char('0') | KeyCode::Home => a.move_cursor(CursorMove::Head),
+            KeyCode::Char('^') => first_non_blank(a),
+            KeyCode::Char('$') | KeyCode::End => {
+                a.move_cursor(CursorMove::End);
+                if len > 0 {
+                    a.move_cursor(CursorMove::Back);
+                }
+            }
+            KeyCode::Char('G') => {
+                a.move_cursor(CursorMove::Bottom);
+                a.move_cursor(CursorMove::Head);
+            }
+            KeyCode::Char(c @ ('d' | 'c' | 'y' | 'g')) => self.pending = Some(c),
+            KeyCode::Char('i') => self.mode = EditMode::Insert,
+            KeyCode::Char('a') => {
+                if len > 0 {
+                    a.move_cursor(CursorMove::Forward);
+                }
+                self.mode = EditMode::Insert;
+            }
+            KeyCode::Char('I') => {
+                first_non_blank(a);
+                self.mode = EditMode::Insert;
+            }
+            KeyCode::Char('A') => {
+                a.move_cursor(CursorMove::End);
+                self.mode = EditMode::Insert;
+            }
+            KeyCode::Char('o') => {
+                self.mode = EditMode::Insert;
+                return edited(buffer.edit(|a| {
+                    a.move_cursor(CursorMove::End);
+                    a.insert_newline();
+                    1
+                }));
+            }
+            KeyCode::Char('O') => {
+                self.mode = EditMode::Insert;
+                return edited(buffer.edit(|a| {
+                    a.move_cursor(CursorMove::Head);
+                    a.insert_newline();
+                    a.move_cursor(CursorMove::Up);
+                    1
+                }));
+            }
+            KeyCode::Char('x') | KeyCode::Delete if col < len => {
+                return edited(buffer.edit(|a| usize::from(a.delete_next_char())));
+            }
+            KeyCode::Char('D') if col < len => {
+                return edited(buffer.edit(|a| usize::from(a.delete_line_by_end())));
+            }
+            KeyCode::Char('C') => {
+                self.mode = EditMode::Insert;
+                if col < len {
+                    return edited(buffer.edit(|a| usize::from(a.delete_line_by_end())));
+                }
+            }
+            KeyCode::Char('p') => return edited(buffer.edit(|a| put(a, true))),
+            KeyCode::Char('P') => return edited(buffer.edit(|a| put(a, false))),
+            KeyCode::Char('u') if plain('u') => return Outcome::Undo(false),
+            KeyCode::Char('x' | 'D') | KeyCode::Delete => {}
+            _ => return Outcome::NotMine,
+        }
+        Outcome::Moved
+    }
+}
+
+fn edited(changed: bool) -> Outcome {
+    if changed {
+        Outcome::Edited
+    } else {
+        Outcome::Moved
+    }
+}
+
+fn first_non_blank(a: &mut TextArea<'static>) {
+    let row = a.cursor().0;
+    let blank = a.lines()[row]
+        .chars()
+        .take_while(|c| c.is_whitespace())
+        .count();
+    a.move_cursor(CursorMove::Jump(
+        u16::try_from(row).unwrap_or(u16::MAX),
+        u16::try_from(blank).unwrap_or(u16::MAX),
+    ));
+}
+
+/// `dd` (or `cc`, `keep_line`: the line's text goes, an empty line stays for typing): the
+/// cursor's line, cut as one edit and kept for `p`. The history entries made.
+fn delete_lines(a: &mut TextArea<'static>, keep_line: bool) -> usize {
+    let row = a.cursor().0;
+    let lines = a.lines().len();
+    let line = a.lines()[row].clone();
+    a.move_cursor(CursorMove::Head);
+    a.start_selection();
+    if keep_line || lines == 1 {
+        a.move_cursor(CursorMove::End);
+    } else if row + 1 < lines {
+        a.move_cursor(CursorMove::Down);
+        a.move_cursor(CursorMove::Head);
+    } else {
+        // The last line: from the end of the line above.
+        a.cancel_selection();
+        a.move_cursor(CursorMove::Up);
+        a.move_cursor(CursorMove::End);
+        a.start_selection();
+        a.move_cursor(CursorMove::Bottom);
+        a.move_cursor(CursorMove::End);
+    }
+    let cut = a.cut();
+    a.cancel_selection();
+    a.set_yank_text(format!("{line}\n"));
+    if !keep_line {
+        first_non_blank(a);
+    }
+    usize::from(cut)
+}
+
+/// `p` (`below`) or `P`: a copied line goes below or above the cursor's line, other text after
+/// or at the cursor. The history entries made.
+fn put(a: &mut TextArea<'static>, below: bool) -> usize {
+    let text = a.yank_text();
+    if text.is_empty() {
+        return 0;
+    }
+    let Some(line) = text.strip_suffix('\n') else {
+        if below && !a.lines()[a.cursor().0].is_empty() {
+            a.move_cursor(CursorMove::Forward);
+        }
+        return usize::from(a.insert_str(&text));
+    };
+    let row = a.cursor().0;
+    let target = if below {
+        a.move_cursor(CursorMove::End);
+        a.insert_str(format!("\n{line}"));
+        row + 1
+    } else {
+        a.move_cursor(CursorMove::Head);
+        a.insert_str(format!("{line}\n"));
+        row
+    };
+    a.move_cursor(CursorMove::Jump(
+        u16::try_from(target).unwrap_or(u16::MAX),
+        0,
+    ));
+    first_non_blank(a);
+    1
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::editing::BufferOrigin;
+
+    fn press(e: &mut EditorState, b: &mut Buffer, keys: &str) -> Outcome {
+        let mut last = Outcome::Moved;
+        for c in keys.chars() {
+            let code = if c == '\x1b' {
+                KeyCode::Esc
+            } else {
+                KeyCode::Char(c)
+            };
+            last = e.key(b, KeyEvent::new(code, KeyModifiers::NONE));
+        }
+        last
+    }
+
+    fn buffer(text: &str) -> Buffer {
+        Buffer::new(BufferOrigin::New(1), text, Vec::new())
+    }
+
+    #[test]
+    fn line_commands_delete_put_and_change_whole_lines_as_one_undo_step() {
+        let mut e = EditorState::default();
+        let mut b = buffer("a: 1\nb: 2\nc: 3\n");
+        press(&mut e, &mut b, "jdd");
+        assert_eq!(b.text(), "a: 1\nc: 3\n");
+        press(&mut e, &mut b, "p");
+        assert_eq!(b.text(), "a: 1\nc: 3\nb: 2\n");
+        press(&mut e, &mut b, "ggP");
+        assert_eq!(b.text(), "b: 2\na: 1\nc: 3\nb: 2\n");
+        assert!(b.undo_step(false) && b.undo_step(false) && b.undo_step(false));
+        assert_eq!(
+            b.text(),
+            "a: 1\nb: 2\nc: 3\n",
+            "three steps, three commands"
+        );
+        // The last line, `x`, `cc` (then typing, then esc), `yy` and `p`.
+        let mut b = buffer("a: 1\nb: 2\n");
+        press(&mut e, &mut b, "Gdd");
+        assert_eq!(b.text(), "a: 1\n");
+        press(&mut e, &mut b, "x");
+        assert_eq!(b.text(), ": 1\n");
+        press(&mut e, &mut b, "ccz: 9\x1b");
+        assert_eq!(e.mode, EditMode::Normal);
+        assert_eq!(b.text(), "z: 9\n");
+        press(&mut e, &mut b, "yyp");
+        assert_eq!(b.text(), "z: 9\nz: 9\n");
+    }
+
+    #[test]
+    fn normal_mode_keys_never_type_and_esc_ends_insert_mode() {
+        let mut e = EditorState::default();
+        let mut b = buffer("kind: X\n");
+        press(&mut e, &mut b, "jkhlwbe0$^");
+        assert_eq!(b.text(), "kind: X\n");
+        assert_eq!(
+            e.key(
+                &mut b,
+                KeyEvent::new(KeyCode::Char(':'), KeyModifiers::NONE)
+            ),
+            Outcome::NotMine,
+            "`:` is the command line's"
+        );
+        press(&mut e, &mut b, "A # w\x1b");
+        assert_eq!(b.text(), "kind: X # w\n");
+        assert_eq!(e.mode, EditMode::Normal);
+        assert_eq!(
+            e.key(
+                &mut b,
+                KeyEvent::new(KeyCode::Char('u'), KeyModifiers::NONE)
+            ),
+            Outcome::Undo(false)
+        );
+    }
+}
