@@ -86,6 +86,10 @@ pub(super) struct Run<'e, 'c> {
     /// `managedFields` times the field manager set for this request are held at nanosecond
     /// precision, which the first decode truncates to seconds.
     decoded_once: bool,
+    /// Whether `attrs.object`'s members other than `metadata` are its kind's Go type decoded and
+    /// encoded again (a patch's result is), so that the registry strategy normalises only what it
+    /// changes.
+    object_typed: bool,
     /// The texts of the request's own invocation (every exact match) and of each equivalent
     /// invocation (resource, subresource, kind) seen so far.
     own_invocation: Option<InvocationTexts>,
@@ -132,6 +136,7 @@ impl<'e, 'c> Run<'e, 'c> {
             object_json: None,
             old_object_json: None,
             decoded_once: false,
+            object_typed: false,
             own_invocation: None,
             invocations: Vec::new(),
         }
@@ -1134,7 +1139,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 canceled: false,
             }));
         }
-        let (patched, changed, patched_json) = match self.patch_object(&patch, inv) {
+        let (patched, changed, patched_json, typed) = match self.patch_object(&patch, inv) {
             Ok(p) => p,
             Err(e) => {
                 self.step(Entry::PatchFailed {
@@ -1172,6 +1177,7 @@ impl<'e, 'c> Run<'e, 'c> {
         });
         self.attrs.to_mut().object = Some(after);
         self.object_json = None;
+        self.object_typed = typed && same_kind;
         Ok(changed)
     }
 
@@ -1179,13 +1185,14 @@ impl<'e, 'c> Run<'e, 'c> {
     /// Go's marshalling of the object, evanphx's patch, a decode into the kind's Go type
     /// (unknown fields dropped; an unstructured object for kinds without one), `Semantic.DeepEqual`
     /// with the object sent, then the scheme's defaulting. Returns the patched object (still
-    /// labelled with the invocation kind), whether it differs from the object sent, and its
-    /// serialisation for review bodies when there is one; or the error's message.
+    /// labelled with the invocation kind), whether it differs from the object sent, its
+    /// serialisation for review bodies when there is one and whether it was decoded into a Go
+    /// type; or the error's message.
     fn patch_object(
         &mut self,
         patch: &jsonpatch::Patch,
         inv: &Invocation,
-    ) -> Result<(Value, bool, Option<String>), String> {
+    ) -> Result<(Value, bool, Option<String>, bool), String> {
         let current = self.attrs.object_value().unwrap_or(&Value::Null);
         let relabelled;
         let sent = if self.sends_request_kind(inv) {
@@ -1203,7 +1210,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 .apply_prepared_json(&jsonpatch::Prepared::new(sent))
                 .map_err(|e| e.to_string())?;
             let changed = *sent != patched;
-            return Ok((patched, changed, json));
+            return Ok((patched, changed, json, false));
         };
         let mut decoded = patch
             .apply_prepared(&jsonpatch::Prepared::new(sent))
@@ -1223,7 +1230,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 .map_err(|e| e.to_string())?;
         }
         // Reviews encode it when a webhook is called with it.
-        Ok((decoded, changed, None))
+        Ok((decoded, changed, None, true))
     }
 
     async fn validating_plugin<R: Replier + Send>(
@@ -1278,6 +1285,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 self.attrs.to_mut().object =
                     Some(Arc::new(Object::from_checked_json(text.into_boxed_str())));
                 self.object_json = None;
+                self.object_typed = false;
                 return;
             }
         }
@@ -1336,7 +1344,7 @@ impl<'e, 'c> Run<'e, 'c> {
         let Some(object) = a.object_value() else {
             return;
         };
-        let Some(prepared) = strategy::prepare(
+        let Some((mut prepared, members)) = strategy::prepare_members(
             self.engine.options.kube_version,
             a.operation,
             &a.resource,
@@ -1347,15 +1355,22 @@ impl<'e, 'c> Run<'e, 'c> {
         ) else {
             return;
         };
-        let mut prepared = prepared;
         let schema = Schema::for_release(self.engine.options.kube_version);
         let kind = &self.attrs.kind;
+        let mut typed = false;
         if let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind) {
-            // The object as the apiserver holds it: its Go type's encoding.
-            let _ = schema::codec::normalize_in_place(schema, id, &mut prepared);
+            // The object as the apiserver holds it: its Go type's encoding (only the members
+            // the strategy or the store changed, when the rest already is).
+            let normalized = if self.object_typed {
+                schema::codec::normalize_members_in_place(schema, id, &mut prepared, members)
+            } else {
+                schema::codec::normalize_in_place(schema, id, &mut prepared)
+            };
+            typed = normalized.is_ok();
         }
         self.attrs.to_mut().object = Some(Arc::new(Object::new(prepared)));
         self.object_json = None;
+        self.object_typed = typed;
     }
 
     /// The scale subresource of the built-in workloads (`toScaleUpdateValidation` in each
@@ -1396,6 +1411,7 @@ impl<'e, 'c> Run<'e, 'c> {
         attrs.object = Some(Arc::new(Object::new(rebuilt)));
         attrs.old_object = Some(Arc::new(Object::new(old)));
         self.object_json = None;
+        self.object_typed = false;
         self.old_object_json = None;
     }
 

@@ -764,7 +764,7 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
     let mut events = Vec::new();
     let mut denials: Vec<Denial> = Vec::new();
     let null = Value::Null;
-    let objects = cel::Objects::default();
+    let objects = cel::Objects::shared(attrs.object.clone(), attrs.old_object.clone());
     for hook in hooks {
         let policy = &hook.name;
         let consider = |events: &mut Vec<PolicyEvent>,

@@ -83,8 +83,9 @@ const STRATEGIES: &[Strategy] = &[
 const POD_SPEC_SUBRESOURCES: &[&str] = &["", "ephemeralcontainers", "resize"];
 
 /// The object validation sees after the strategy of `resource`, or `None` when the strategy
-/// changes nothing webhooks see. `old` is the object before the update.
-pub(crate) fn prepare(
+/// changes nothing webhooks see, with the top-level members the strategy may have changed (the
+/// others are the object's own). `old` is the object before the update.
+pub(crate) fn prepare_members(
     release: KubeVersion,
     operation: Operation,
     resource: &GroupVersionResource,
@@ -92,39 +93,24 @@ pub(crate) fn prepare(
     name: &str,
     object: &Value,
     old: Option<&Value>,
-) -> Option<Value> {
+) -> Option<(Value, &'static [&'static str])> {
     if operation == Operation::Create
         && resource.group.is_empty()
         && resource.resource == "serviceaccounts"
         && subresource == "token"
     {
-        return token_request(name, object);
+        return token_request(name, object).map(|new| (new, &["metadata", "spec"][..]));
     }
     let strategy = STRATEGIES
         .iter()
         .find(|s| s.group == resource.group && s.resource == resource.resource)?;
     let generation = strategy.generation_since != 0 && release.at_least(strategy.generation_since);
+    if operation == Operation::Create && subresource.is_empty() {
+        return prepare_create(strategy, generation, object)
+            .map(|new| (new, &["metadata", "status"][..]));
+    }
     let mut new = object.clone();
     match operation {
-        Operation::Create if subresource.is_empty() => {
-            let map = new.as_object_mut()?;
-            if generation {
-                set_generation(map, 1);
-            }
-            match strategy.create_status {
-                Keep => {}
-                Empty => {
-                    map.insert("status".into(), Value::Object(Map::new()));
-                }
-                PodPending => {
-                    let qos = pod_qos(map.get("spec"));
-                    let mut status = Map::new();
-                    status.insert("phase".into(), "Pending".into());
-                    status.insert("qosClass".into(), qos.into());
-                    map.insert("status".into(), Value::Object(status));
-                }
-            }
-        }
         Operation::Update => {
             let old = old?.as_object()?;
             let map = new.as_object_mut()?;
@@ -163,7 +149,40 @@ pub(crate) fn prepare(
         }
         _ => return None,
     }
-    (new != *object).then_some(new)
+    (new != *object).then_some((new, &["metadata", "spec", "status"][..]))
+}
+
+/// A create's strategy: the generation it starts at and its status. The object is copied only
+/// when one of them differs from what it has.
+fn prepare_create(strategy: &Strategy, generation: bool, object: &Value) -> Option<Value> {
+    let map = object.as_object()?;
+    let set_generation = generation
+        && matches!(map.get("metadata"), Some(Value::Object(meta))
+            if meta.get("generation").is_none_or(|g| g.as_u64() != Some(1)));
+    let status = match strategy.create_status {
+        Keep => None,
+        Empty => Some(Value::Object(Map::new())),
+        PodPending => {
+            let qos = pod_qos(map.get("spec"));
+            let mut status = Map::new();
+            status.insert("phase".into(), "Pending".into());
+            status.insert("qosClass".into(), qos.into());
+            Some(Value::Object(status))
+        }
+    }
+    .filter(|status| map.get("status") != Some(status));
+    if !set_generation && status.is_none() {
+        return None;
+    }
+    let mut new = object.clone();
+    let map = new.as_object_mut()?;
+    if set_generation {
+        self::set_generation(map, 1);
+    }
+    if let Some(status) = status {
+        map.insert("status".into(), status);
+    }
+    Some(new)
 }
 
 /// The audiences a TokenRequest without any gets: the apiserver's `--api-audiences`, which
@@ -300,7 +319,7 @@ mod tests {
     fn a_pod_create_starts_pending_with_generation_one_from_1_33() {
         let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}, "status": {"phase": "Running"}});
         let at = |minor| {
-            prepare(
+            prepare_members(
                 KubeVersion::new(minor).unwrap(),
                 Operation::Create,
                 &pods(),
@@ -310,6 +329,7 @@ mod tests {
                 None,
             )
             .unwrap()
+            .0
         };
         let new = at(33);
         assert_eq!(new["metadata"]["generation"], 1);
@@ -326,7 +346,7 @@ mod tests {
         let old = json!({"metadata": {"name": "d", "generation": 4}, "spec": {"replicas": 1}, "status": {"replicas": 1}});
         let scaled = json!({"metadata": {"name": "d", "generation": 4}, "spec": {"replicas": 2}, "status": {"replicas": 9}});
         let release = KubeVersion::new(33).unwrap();
-        let new = prepare(
+        let new = prepare_members(
             release,
             Operation::Update,
             &deployments,
@@ -335,13 +355,14 @@ mod tests {
             &scaled,
             Some(&old),
         )
-        .unwrap();
+        .unwrap()
+        .0;
         assert_eq!(new["metadata"]["generation"], 5);
         assert_eq!(new["status"], json!({"replicas": 1}));
 
         // A status update keeps the spec and the generation.
         let status = json!({"metadata": {"name": "d", "generation": 4}, "spec": {"replicas": 7}, "status": {"replicas": 3}});
-        let new = prepare(
+        let new = prepare_members(
             release,
             Operation::Update,
             &deployments,
@@ -350,13 +371,14 @@ mod tests {
             &status,
             Some(&old),
         )
-        .unwrap();
+        .unwrap()
+        .0;
         assert_eq!(new["spec"], json!({"replicas": 1}));
         assert_eq!(new["metadata"]["generation"], 4);
 
         // Nothing changed: nothing to do.
         assert!(
-            prepare(
+            prepare_members(
                 release,
                 Operation::Update,
                 &deployments,
