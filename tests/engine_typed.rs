@@ -40,7 +40,12 @@ webhooks:
 "#;
 
 fn configurations() -> Vec<WebhookConfiguration> {
-    hookscope::config::parse_documents(TWO_MUTATING, "typed.yaml")
+    load(TWO_MUTATING)
+}
+
+/// The configurations of a YAML text, defaulted.
+fn load(yaml: &str) -> Vec<WebhookConfiguration> {
+    hookscope::config::parse_documents(yaml, "typed.yaml")
         .into_iter()
         .map(|r| {
             let mut loaded = r.expect("configuration loads");
@@ -322,14 +327,7 @@ webhooks:
   sideEffects: None
   admissionReviewVersions: [v1]
 "#;
-    let configs: Vec<WebhookConfiguration> = hookscope::config::parse_documents(yaml, "v.yaml")
-        .into_iter()
-        .map(|r| {
-            let mut loaded = r.unwrap();
-            loaded.apply_defaults();
-            loaded.configuration
-        })
-        .collect();
+    let configs = load(yaml);
     let captured = r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm","namespace":"shop","creationTimestamp":null,"labels":{"a":"b"},"managedFields":[{"manager":"kubectl-create","operation":"Update","apiVersion":"v1","time":"2026-11-21T05:36:02Z","fieldsType":"FieldsV1","fieldsV1":{"f:data":{".":{},"f:k":{}}}}]},"data":{"k":"v"}}"#;
     // As 1.34 writes it (no creationTimestamp at all), and with an empty metadata but for
     // managedFields placed first.
@@ -417,15 +415,7 @@ webhooks:
   admissionReviewVersions: [v1]
 "#;
     let mut configs = configurations();
-    configs.extend(
-        hookscope::config::parse_documents(yaml, "v.yaml")
-            .into_iter()
-            .map(|r| {
-                let mut loaded = r.unwrap();
-                loaded.apply_defaults();
-                loaded.configuration
-            }),
-    );
+    configs.extend(load(yaml));
     let label = json!([{"op": "add", "path": "/metadata/labels/injected", "value": "yes"},
                        {"op": "add", "path": "/spec/containers/0/resources",
                         "value": {"limits": {"cpu": "1000m", "memory": "1Gi"}}}]);
