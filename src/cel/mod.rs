@@ -115,9 +115,9 @@ fn has_fn(Arguments(args): Arguments) -> ResolveResult {
         Some(Value::Map(m)) => m,
         Some(Value::Opaque(o)) => match o.downcast_ref::<Document>() {
             Some(Document::Value(Value::Map(m))) => m,
-            Some(Document::Json(part)) => match part.get() {
-                serde_json::Value::Object(m) => return Ok(Value::Bool(m.contains_key(&*field))),
-                _ => return Err(ExecutionError::NoSuchOverload),
+            Some(Document::Json(part)) => match part.member(&field) {
+                Some(member) => return Ok(Value::Bool(member.is_some())),
+                None => return Err(ExecutionError::NoSuchOverload),
             },
             _ => match o.downcast_ref::<Variables>() {
                 Some(vars) => {
@@ -193,8 +193,14 @@ impl JsonPart {
     /// The part (null if the path no longer leads anywhere, which a shared value cannot do).
     fn get(&self) -> &serde_json::Value {
         const NULL: serde_json::Value = serde_json::Value::Null;
-        let mut v = self.root.value();
-        for step in self.path.iter() {
+        let (mut v, rest) = match self.path.split_first() {
+            // The root's members are read without making a derived object whole.
+            Some((Step::Member(k), rest)) if self.root.is_map() => {
+                (self.root.member(k).unwrap_or(&NULL), rest)
+            }
+            _ => (self.root.value(), &self.path[..]),
+        };
+        for step in rest {
             v = match (step, v) {
                 (Step::Member(k), serde_json::Value::Object(m)) => m.get(k.as_str()),
                 (Step::Item(i), serde_json::Value::Array(items)) => items.get(*i),
@@ -203,6 +209,14 @@ impl JsonPart {
             .unwrap_or(&NULL);
         }
         v
+    }
+
+    /// The member `name` of the part, None when the part is not a map.
+    fn member(&self, name: &str) -> Option<Option<&serde_json::Value>> {
+        if self.path.is_empty() {
+            return self.root.is_map().then(|| self.root.member(name));
+        }
+        self.get().as_object().map(|m| m.get(name))
     }
 
     fn child(&self, step: Step) -> JsonPart {
@@ -218,10 +232,7 @@ impl JsonPart {
     /// The member `field` as [`select_fn`] (`doc`: [`doc_select_fn`]) returns it: a map as a map
     /// (as a document for `doc`), the objects of a list as documents, anything else converted.
     fn select(&self, field: &Arc<String>, doc: bool) -> ResolveResult {
-        let serde_json::Value::Object(m) = self.get() else {
-            return Err(no_such_key(field));
-        };
-        let Some(v) = m.get(field.as_str()) else {
+        let Some(Some(v)) = self.member(field) else {
             return Err(no_such_key(field));
         };
         Ok(match v {
@@ -1004,7 +1015,8 @@ impl<'a> Inputs<'a> {
     }
 
     /// [`Inputs::new`] taking `object` and `oldObject` from `objects`, converted there once for
-    /// all the inputs that share it (`base`'s objects must be those objects).
+    /// all the inputs that share it: `base`'s objects must be those objects, unless `objects`
+    /// was made by [`Objects::shared`], whose objects are read instead of `base`'s.
     pub fn sharing(mut self, objects: &'a Objects) -> Self {
         self.objects = Some(objects);
         self
@@ -1019,9 +1031,9 @@ impl<'a> Inputs<'a> {
             if let Some(o) = self.objects
                 && let Some(Some(root)) = o.shared.get(slot)
             {
-                return Ok(match root.value() {
-                    serde_json::Value::Null => Value::Null,
-                    _ => Value::Opaque(Arc::new(Document::Json(JsonPart {
+                return Ok(match root.is_map() || !root.value().is_null() {
+                    false => Value::Null,
+                    true => Value::Opaque(Arc::new(Document::Json(JsonPart {
                         root: Arc::clone(root),
                         path: Arc::new([]),
                     }))),

@@ -106,9 +106,7 @@ fn object_text<'a>(
 ) -> &'a str {
     match o.as_deref().and_then(Object::json) {
         Some(text) => text,
-        None => cache.get_or_insert_with(|| {
-            review::typed_object_json(o.as_deref().map(Object::value), kind, release)
-        }),
+        None => cache.get_or_insert_with(|| review::typed_object_text(o.as_deref(), kind, release)),
     }
 }
 
@@ -1289,10 +1287,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 return;
             }
         }
-        let Some(object) = self.attrs.object_value() else {
-            return;
-        };
-        let Some(meta) = object.get("metadata").and_then(Value::as_object) else {
+        let Some(meta) = current.member("metadata").and_then(Value::as_object) else {
             return;
         };
         let times = meta
@@ -1312,17 +1307,19 @@ impl<'e, 'c> Run<'e, 'c> {
         let Some((uid, time)) = self.missing_system_fields(found) else {
             return;
         };
-        let mut object = object.clone();
-        let Some(Value::Object(meta)) = object.get_mut("metadata") else {
-            return;
-        };
+        // Only the metadata is copied: the object is the current one with new metadata.
+        let mut meta = meta.clone();
         if let Some(uid) = uid {
             meta.insert("uid".into(), Value::String(uid));
         }
         if let Some(time) = time {
             meta.insert("creationTimestamp".into(), Value::String(time));
         }
-        self.attrs.to_mut().object = Some(Arc::new(Object::new(object)));
+        let Some(current) = self.attrs.object.as_ref() else {
+            return;
+        };
+        let derived = Object::derived(current, vec![("metadata".into(), Some(meta.into()))], None);
+        self.attrs.to_mut().object = Some(Arc::new(derived));
         self.object_json = None;
     }
 
@@ -1341,34 +1338,78 @@ impl<'e, 'c> Run<'e, 'c> {
     /// generation, the status of a create, the status or spec an update cannot change.
     fn prepare_for_validation(&mut self) {
         let a = &self.attrs;
-        let Some(object) = a.object_value() else {
+        let Some(current) = a.object.as_ref() else {
             return;
         };
-        let Some((mut prepared, members)) = strategy::prepare_members(
+        let Some(prepared) = strategy::prepare_members(
             self.engine.options.kube_version,
             a.operation,
             &a.resource,
             &a.sub_resource,
             &a.name,
-            object,
+            current,
             a.old_object_value(),
         ) else {
             return;
         };
         let schema = Schema::for_release(self.engine.options.kube_version);
         let kind = &self.attrs.kind;
-        let mut typed = false;
-        if let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind) {
-            // The object as the apiserver holds it: its Go type's encoding (only the members
-            // the strategy or the store changed, when the rest already is).
-            let normalized = if self.object_typed {
-                schema::codec::normalize_members_in_place(schema, id, &mut prepared, members)
-            } else {
-                schema::codec::normalize_in_place(schema, id, &mut prepared)
-            };
-            typed = normalized.is_ok();
-        }
-        self.attrs.to_mut().object = Some(Arc::new(Object::new(prepared)));
+        let id = schema.kind(&kind.group, &kind.version, &kind.kind);
+        // The object as the apiserver holds it: its Go type's encoding. When the rest already
+        // is, only the members the strategy or the store changed are normalised; otherwise the
+        // whole object is, when something first reads it whole.
+        let (object, typed) = match (prepared, id) {
+            (strategy::Prepared::Members(members), Some(id)) if self.object_typed => {
+                const CHANGED: [&str; 2] = ["metadata", "status"];
+                let mut changed = serde_json::Map::new();
+                for name in CHANGED {
+                    let value = match members.iter().find(|(n, _)| *n == name) {
+                        Some((_, v)) => Some(v.clone()),
+                        None => current.member(name).cloned(),
+                    };
+                    if let Some(value) = value {
+                        changed.insert(name.into(), value);
+                    }
+                }
+                let mut changed = Value::Object(changed);
+                let normalized =
+                    schema::codec::normalize_members_in_place(schema, id, &mut changed, &CHANGED);
+                let members = CHANGED
+                    .iter()
+                    .map(|name| {
+                        let value = changed.as_object_mut().and_then(|m| m.remove(*name));
+                        (Box::from(*name), value)
+                    })
+                    .collect();
+                (Object::derived(current, members, None), normalized.is_ok())
+            }
+            (strategy::Prepared::Members(members), id) => {
+                let members = members
+                    .into_iter()
+                    .map(|(name, value)| (Box::from(name), Some(value)))
+                    .collect();
+                let normalize = id.map(|id| (schema, id));
+                (Object::derived(current, members, normalize), false)
+            }
+            (strategy::Prepared::Whole(mut prepared, members), id) => {
+                let mut typed = false;
+                if let Some(id) = id {
+                    let normalized = if self.object_typed {
+                        schema::codec::normalize_members_in_place(
+                            schema,
+                            id,
+                            &mut prepared,
+                            members,
+                        )
+                    } else {
+                        schema::codec::normalize_in_place(schema, id, &mut prepared)
+                    };
+                    typed = normalized.is_ok();
+                }
+                (Object::new(prepared), typed)
+            }
+        };
+        self.attrs.to_mut().object = Some(Arc::new(object));
         self.object_json = None;
         self.object_typed = typed;
     }

@@ -917,9 +917,11 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
             let mut annotations: Vec<(String, String)> = Vec::new();
             let mut not_matched: Option<String> = None;
             for param in &params {
+                // The objects are read from `objects` (in place), not from here: reading the
+                // values here would make a derived object whole.
                 let base = cel::Activation {
-                    object: attrs.object_value().unwrap_or(&null),
-                    old_object: attrs.old_object_value().unwrap_or(&null),
+                    object: &null,
+                    old_object: &null,
                     request: &condition_request,
                     authorizer: env.authorizer,
                     user: &attrs.user_info,

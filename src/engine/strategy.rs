@@ -10,6 +10,7 @@
 
 use serde_json::{Map, Value};
 
+use super::object::Object;
 use crate::KubeVersion;
 use crate::api::{GroupVersionResource, Operation};
 
@@ -82,33 +83,61 @@ const STRATEGIES: &[Strategy] = &[
 /// (`updatePodGeneration`).
 const POD_SPEC_SUBRESOURCES: &[&str] = &["", "ephemeralcontainers", "resize"];
 
-/// The object validation sees after the strategy of `resource`, or `None` when the strategy
-/// changes nothing webhooks see, with the top-level members the strategy may have changed (the
-/// others are the object's own). `old` is the object before the update.
+/// What a strategy changes.
+#[derive(Debug)]
+pub(crate) enum Prepared {
+    /// The top-level members a create's strategy replaces (the others are the object's own).
+    Members(Vec<(&'static str, Value)>),
+    /// The whole object, and the top-level members the strategy may have changed.
+    Whole(Value, &'static [&'static str]),
+}
+
+impl Prepared {
+    /// The object after the strategy.
+    #[cfg(test)]
+    fn apply(self, object: &Value) -> Value {
+        match self {
+            Prepared::Whole(new, _) => new,
+            Prepared::Members(members) => {
+                let mut new = object.clone();
+                if let Value::Object(map) = &mut new {
+                    for (name, value) in members {
+                        map.insert(name.into(), value);
+                    }
+                }
+                new
+            }
+        }
+    }
+}
+
+/// What the strategy of `resource` changes in the object validation sees, or `None` when it
+/// changes nothing webhooks see. `old` is the object before the update.
 pub(crate) fn prepare_members(
     release: KubeVersion,
     operation: Operation,
     resource: &GroupVersionResource,
     subresource: &str,
     name: &str,
-    object: &Value,
+    object: &Object,
     old: Option<&Value>,
-) -> Option<(Value, &'static [&'static str])> {
+) -> Option<Prepared> {
     if operation == Operation::Create
         && resource.group.is_empty()
         && resource.resource == "serviceaccounts"
         && subresource == "token"
     {
-        return token_request(name, object).map(|new| (new, &["metadata", "spec"][..]));
+        return token_request(name, object.value())
+            .map(|new| Prepared::Whole(new, &["metadata", "spec"]));
     }
     let strategy = STRATEGIES
         .iter()
         .find(|s| s.group == resource.group && s.resource == resource.resource)?;
     let generation = strategy.generation_since != 0 && release.at_least(strategy.generation_since);
     if operation == Operation::Create && subresource.is_empty() {
-        return prepare_create(strategy, generation, object)
-            .map(|new| (new, &["metadata", "status"][..]));
+        return prepare_create(strategy, generation, object).map(Prepared::Members);
     }
+    let object = object.value();
     let mut new = object.clone();
     match operation {
         Operation::Update => {
@@ -149,40 +178,43 @@ pub(crate) fn prepare_members(
         }
         _ => return None,
     }
-    (new != *object).then_some((new, &["metadata", "spec", "status"][..]))
+    (new != *object).then_some(Prepared::Whole(new, &["metadata", "spec", "status"]))
 }
 
-/// A create's strategy: the generation it starts at and its status. The object is copied only
-/// when one of them differs from what it has.
-fn prepare_create(strategy: &Strategy, generation: bool, object: &Value) -> Option<Value> {
-    let map = object.as_object()?;
-    let set_generation = generation
-        && matches!(map.get("metadata"), Some(Value::Object(meta))
-            if meta.get("generation").is_none_or(|g| g.as_u64() != Some(1)));
+/// A create's strategy: the generation it starts at and its status, as the members that differ
+/// from the object's (read without copying the rest).
+fn prepare_create(
+    strategy: &Strategy,
+    generation: bool,
+    object: &Object,
+) -> Option<Vec<(&'static str, Value)>> {
+    if !object.is_map() {
+        return None;
+    }
+    let mut members = Vec::new();
+    if generation
+        && let Some(Value::Object(meta)) = object.member("metadata")
+        && meta.get("generation").is_none_or(|g| g.as_u64() != Some(1))
+    {
+        let mut meta = meta.clone();
+        meta.insert("generation".into(), Value::from(1));
+        members.push(("metadata", Value::Object(meta)));
+    }
     let status = match strategy.create_status {
         Keep => None,
         Empty => Some(Value::Object(Map::new())),
         PodPending => {
-            let qos = pod_qos(map.get("spec"));
+            let qos = pod_qos(object.member("spec"));
             let mut status = Map::new();
             status.insert("phase".into(), "Pending".into());
             status.insert("qosClass".into(), qos.into());
             Some(Value::Object(status))
         }
+    };
+    if let Some(status) = status.filter(|status| object.member("status") != Some(status)) {
+        members.push(("status", status));
     }
-    .filter(|status| map.get("status") != Some(status));
-    if !set_generation && status.is_none() {
-        return None;
-    }
-    let mut new = object.clone();
-    let map = new.as_object_mut()?;
-    if set_generation {
-        self::set_generation(map, 1);
-    }
-    if let Some(status) = status {
-        map.insert("status".into(), status);
-    }
-    Some(new)
+    (!members.is_empty()).then_some(members)
 }
 
 /// The audiences a TokenRequest without any gets: the apiserver's `--api-audiences`, which
@@ -325,11 +357,11 @@ mod tests {
                 &pods(),
                 "",
                 "p",
-                &pod,
+                &Object::new(pod.clone()),
                 None,
             )
             .unwrap()
-            .0
+            .apply(&pod)
         };
         let new = at(33);
         assert_eq!(new["metadata"]["generation"], 1);
@@ -352,11 +384,11 @@ mod tests {
             &deployments,
             "",
             "d",
-            &scaled,
+            &Object::new(scaled.clone()),
             Some(&old),
         )
         .unwrap()
-        .0;
+        .apply(&scaled);
         assert_eq!(new["metadata"]["generation"], 5);
         assert_eq!(new["status"], json!({"replicas": 1}));
 
@@ -368,11 +400,11 @@ mod tests {
             &deployments,
             "status",
             "d",
-            &status,
+            &Object::new(status.clone()),
             Some(&old),
         )
         .unwrap()
-        .0;
+        .apply(&status);
         assert_eq!(new["spec"], json!({"replicas": 1}));
         assert_eq!(new["metadata"]["generation"], 4);
 
@@ -384,7 +416,7 @@ mod tests {
                 &deployments,
                 "",
                 "d",
-                &old,
+                &Object::new(old.clone()),
                 Some(&old)
             )
             .is_none()

@@ -33,6 +33,28 @@ pub fn encode(schema: &Schema, id: TypeId, value: &Value) -> Result<String, Deco
     String::from_utf8(enc.out).map_err(|e| DecodeError(e.to_string()))
 }
 
+/// [`encode`] of a map whose members are read through `member` (an object whose members are
+/// not all in one map): the same JSON as [`encode`] of the map.
+pub fn encode_members<'v>(
+    schema: &Schema,
+    id: TypeId,
+    member: impl Fn(&str) -> Option<&'v Value>,
+) -> Result<String, DecodeError> {
+    let mut enc = Encoder {
+        schema,
+        out: Vec::with_capacity(512),
+        path: Vec::new(),
+        owner: None,
+    };
+    let st = schema.get(id);
+    let mut slots = Slots::empty(st);
+    for (i, field) in st.fields.iter().enumerate() {
+        slots.set(i, member(&field.name));
+    }
+    enc.write_slots(st, &slots)?;
+    String::from_utf8(enc.out).map_err(|e| DecodeError(e.to_string()))
+}
+
 /// [`encode`], parsed back into a value: the object as the apiserver holds it after a decode.
 pub fn normalize(
     schema: &Schema,
@@ -436,10 +458,13 @@ impl<'s> Encoder<'s> {
         st: &'s Struct,
         members: Option<&Map<String, Value>>,
     ) -> Result<(), DecodeError> {
+        self.write_slots(st, &Slots::new(st, members))
+    }
+
+    fn write_slots(&mut self, st: &'s Struct, slots: &Slots<'_>) -> Result<(), DecodeError> {
         self.out.push(b'{');
         let mut first = true;
         let owner = self.owner.replace(st);
-        let slots = Slots::new(st, members);
         for (i, field) in st.fields.iter().enumerate() {
             let value = slots.get(i);
             if omitted(self.schema, field, value) {
@@ -471,7 +496,7 @@ struct Slots<'v> {
 }
 
 impl<'v> Slots<'v> {
-    fn new(st: &Struct, members: Option<&'v Map<String, Value>>) -> Self {
+    fn empty(st: &Struct) -> Self {
         let mut slots = Slots {
             small: [None; 64],
             large: Vec::new(),
@@ -479,13 +504,22 @@ impl<'v> Slots<'v> {
         if st.fields.len() > slots.small.len() {
             slots.large = vec![None; st.fields.len()];
         }
+        slots
+    }
+
+    fn set(&mut self, i: usize, v: Option<&'v Value>) {
+        if let Some(slot) = self.small.get_mut(i).filter(|_| self.large.is_empty()) {
+            *slot = v;
+        } else if let Some(slot) = self.large.get_mut(i) {
+            *slot = v;
+        }
+    }
+
+    fn new(st: &Struct, members: Option<&'v Map<String, Value>>) -> Self {
+        let mut slots = Slots::empty(st);
         for (k, v) in members.into_iter().flatten() {
             if let Some(i) = st.index_of(k) {
-                if let Some(slot) = slots.small.get_mut(i).filter(|_| slots.large.is_empty()) {
-                    *slot = Some(v);
-                } else if let Some(slot) = slots.large.get_mut(i) {
-                    *slot = Some(v);
-                }
+                slots.set(i, Some(v));
             }
         }
         slots
