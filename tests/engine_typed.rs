@@ -40,7 +40,12 @@ webhooks:
 "#;
 
 fn configurations() -> Vec<WebhookConfiguration> {
-    hookscope::config::parse_documents(TWO_MUTATING, "typed.yaml")
+    load(TWO_MUTATING)
+}
+
+/// The configurations of a YAML text, defaulted.
+fn load(yaml: &str) -> Vec<WebhookConfiguration> {
+    hookscope::config::parse_documents(yaml, "typed.yaml")
         .into_iter()
         .map(|r| {
             let mut loaded = r.expect("configuration loads");
@@ -322,14 +327,7 @@ webhooks:
   sideEffects: None
   admissionReviewVersions: [v1]
 "#;
-    let configs: Vec<WebhookConfiguration> = hookscope::config::parse_documents(yaml, "v.yaml")
-        .into_iter()
-        .map(|r| {
-            let mut loaded = r.unwrap();
-            loaded.apply_defaults();
-            loaded.configuration
-        })
-        .collect();
+    let configs = load(yaml);
     let captured = r#"{"kind":"ConfigMap","apiVersion":"v1","metadata":{"name":"cm","namespace":"shop","creationTimestamp":null,"labels":{"a":"b"},"managedFields":[{"manager":"kubectl-create","operation":"Update","apiVersion":"v1","time":"2026-11-21T05:36:02Z","fieldsType":"FieldsV1","fieldsV1":{"f:data":{".":{},"f:k":{}}}}]},"data":{"k":"v"}}"#;
     // As 1.34 writes it (no creationTimestamp at all), and with an empty metadata but for
     // managedFields placed first.
@@ -398,4 +396,74 @@ webhooks:
         &format!(r#""namespace":"shop","uid":"{uid}","creationTimestamp":"2026-11-21T05:36:02Z","#),
     );
     assert!(body.contains(&expected), "{body}");
+}
+
+/// After a patch the object is its Go type's encoding; the registry strategy then changes the
+/// status, the generation or the spec, and only those members are normalised again. What
+/// validating webhooks and the outcome get must be what normalising the whole object gives.
+#[test]
+fn the_strategy_after_a_patch_leaves_the_whole_object_normalised() {
+    let yaml = r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {name: check}
+webhooks:
+- name: check.example.com
+  clientConfig: {url: "https://check.example.com/validate"}
+  rules: [{operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1], resources: [pods]}]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+"#;
+    let mut configs = configurations();
+    configs.extend(load(yaml));
+    let label = json!([{"op": "add", "path": "/metadata/labels/injected", "value": "yes"},
+                       {"op": "add", "path": "/spec/containers/0/resources",
+                        "value": {"limits": {"cpu": "1000m", "memory": "1Gi"}}}]);
+    // The old Pod's status has a field the type does not have and a quantity to canonicalise,
+    // which the update's strategy copies into the new object.
+    let mut old = pod();
+    old["status"] = json!({"phase": "Running", "unknown": 1, "podIP": "",
+                           "containerStatuses": [{"name": "web", "ready": true,
+                                                  "allocatedResources": {"cpu": "1000m"}}]});
+    let mut spec_changed = pod();
+    spec_changed["spec"]["containers"][0]["image"] = json!("nginx:1.28");
+    for (release, create, attrs) in [
+        (28, true, request("CREATE", pod(), None)),
+        (33, true, request("CREATE", pod(), None)),
+        (33, false, request("UPDATE", spec_changed, Some(old))),
+    ] {
+        let (outcome, replier) = dispatch_with(
+            &configs,
+            release,
+            attrs,
+            vec![
+                ("first.example.com", ScriptedReply::patch(label.clone())),
+                ("second.example.com", ScriptedReply::allow()),
+                ("check.example.com", ScriptedReply::allow()),
+            ],
+        );
+        assert!(outcome.allowed, "1.{release}: {:?}", outcome.status);
+        let object = outcome.object.as_deref().unwrap().value().clone();
+        let schema = hookscope::schema::Schema::for_release(KubeVersion::new(release).unwrap());
+        let id = schema.kind("", "v1", "Pod").unwrap();
+        let mut whole = object.clone();
+        hookscope::schema::codec::normalize_in_place(schema, id, &mut whole).unwrap();
+        assert_eq!(object, whole, "1.{release}");
+        let validated = received(&replier, replier.seen.len() - 1);
+        assert_eq!(validated, whole, "1.{release}");
+        if create {
+            assert_eq!(
+                whole["status"],
+                json!({"phase": "Pending", "qosClass": "Guaranteed"})
+            );
+        } else {
+            assert_eq!(whole["status"]["phase"], "Running");
+            assert!(whole["status"].get("unknown").is_none());
+            assert!(whole["status"].get("podIP").is_none());
+            assert_eq!(
+                whole["status"]["containerStatuses"][0]["allocatedResources"]["cpu"],
+                "1"
+            );
+        }
+    }
 }

@@ -77,6 +77,10 @@ const TICK_FN: &str = "@hs.tick";
 const OPT_SELECT_FN: &str = "@hs.optselect";
 const UNWRAP_FN: &str = "@hs.unwrap";
 const HAS_FN: &str = "@hs.has";
+/// Field selection whose result is only selected from again (`object.spec` in
+/// `object.spec.containers`): a map comes back as a [`Document`], so that it is not copied into
+/// cel's other value model and back on its way to the next selection.
+const DOC_SELECT_FN: &str = "@hs.docselect";
 
 /// Whether `e` may hold a [`Document`]: a document variable, or any other identifier (a
 /// comprehension's variable ranges over a list whose objects are documents).
@@ -93,7 +97,7 @@ fn documented(v: Value) -> Value {
                 items
                     .iter()
                     .map(|i| match i {
-                        Value::Map(_) => Value::Opaque(Arc::new(Document(i.clone()))),
+                        Value::Map(_) => Value::Opaque(Arc::new(Document::Value(i.clone()))),
                         other => other.clone(),
                     })
                     .collect(),
@@ -111,8 +115,12 @@ fn has_fn(Arguments(args): Arguments) -> ResolveResult {
     };
     let map = match args.first() {
         Some(Value::Map(m)) => m,
-        Some(Value::Opaque(o)) => match o.downcast_ref::<Document>().map(|d| &d.0) {
-            Some(Value::Map(m)) => m,
+        Some(Value::Opaque(o)) => match o.downcast_ref::<Document>() {
+            Some(Document::Value(Value::Map(m))) => m,
+            Some(Document::Json(part)) => match part.member(&field) {
+                Some(member) => return Ok(Value::Bool(member.is_some())),
+                None => return Err(ExecutionError::NoSuchOverload),
+            },
             _ => match o.downcast_ref::<Variables>() {
                 Some(vars) => {
                     return Ok(Value::Bool(vars.values.iter().any(|(n, _)| **n == *field)));
@@ -131,10 +139,127 @@ fn has_fn(Arguments(args): Arguments) -> ResolveResult {
 /// whole value each time it binds or reads one (between its two value models), which for an
 /// object of a few kilobytes costs far more than the expression. Field selection
 /// ([`SELECT_FN`]) reads into it without a copy; anything else reads it through [`UNWRAP_FN`].
-#[derive(Debug, Clone, PartialEq)]
-struct Document(Value);
+///
+/// The request's `object` and `oldObject` are documents over the request's own JSON value
+/// ([`Document::Json`]): only what an expression selects is converted, when it selects it.
+#[derive(Debug, Clone)]
+enum Document {
+    /// A value in cel's model.
+    Value(Value),
+    /// A part of a JSON value shared with the request, read in place.
+    Json(JsonPart),
+}
+
+impl Document {
+    /// The value in cel's model (converted, for a JSON part).
+    fn to_value(&self) -> Value {
+        match self {
+            Document::Value(v) => v.clone(),
+            Document::Json(part) => json_value(part.get()),
+        }
+    }
+}
+
+impl PartialEq for Document {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Document::Value(a), Document::Value(b)) => a == b,
+            _ => self.to_value() == other.to_value(),
+        }
+    }
+}
 
 impl Eq for Document {}
+
+/// One step from a JSON value to a part of it.
+#[derive(Debug, Clone)]
+enum Step {
+    Member(Arc<String>),
+    Item(usize),
+}
+
+/// A part of a shared JSON value: the root and the path to the part.
+#[derive(Clone)]
+struct JsonPart {
+    root: Arc<crate::engine::Object>,
+    path: Arc<[Step]>,
+}
+
+impl std::fmt::Debug for JsonPart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.get().fmt(f)
+    }
+}
+
+impl JsonPart {
+    /// The part (null if the path no longer leads anywhere, which a shared value cannot do).
+    fn get(&self) -> &serde_json::Value {
+        const NULL: serde_json::Value = serde_json::Value::Null;
+        let (mut v, rest) = match self.path.split_first() {
+            // The root's members are read without making a derived object whole.
+            Some((Step::Member(k), rest)) if self.root.is_map() => {
+                (self.root.member(k).unwrap_or(&NULL), rest)
+            }
+            _ => (self.root.value(), &self.path[..]),
+        };
+        for step in rest {
+            v = match (step, v) {
+                (Step::Member(k), serde_json::Value::Object(m)) => m.get(k.as_str()),
+                (Step::Item(i), serde_json::Value::Array(items)) => items.get(*i),
+                _ => None,
+            }
+            .unwrap_or(&NULL);
+        }
+        v
+    }
+
+    /// The member `name` of the part, None when the part is not a map.
+    fn member(&self, name: &str) -> Option<Option<&serde_json::Value>> {
+        if self.path.is_empty() {
+            return self.root.is_map().then(|| self.root.member(name));
+        }
+        self.get().as_object().map(|m| m.get(name))
+    }
+
+    fn child(&self, step: Step) -> JsonPart {
+        let mut path = Vec::with_capacity(self.path.len() + 1);
+        path.extend(self.path.iter().cloned());
+        path.push(step);
+        JsonPart {
+            root: Arc::clone(&self.root),
+            path: path.into(),
+        }
+    }
+
+    /// The member `field` as [`select_fn`] (`doc`: [`doc_select_fn`]) returns it: a map as a map
+    /// (as a document for `doc`), the objects of a list as documents, anything else converted.
+    fn select(&self, field: &Arc<String>, doc: bool) -> ResolveResult {
+        let Some(Some(v)) = self.member(field) else {
+            return Err(no_such_key(field));
+        };
+        Ok(match v {
+            serde_json::Value::Object(_) if doc => Value::Opaque(Arc::new(Document::Json(
+                self.child(Step::Member(Arc::clone(field))),
+            ))),
+            serde_json::Value::Array(items) if items.iter().any(serde_json::Value::is_object) => {
+                let part = self.child(Step::Member(Arc::clone(field)));
+                Value::List(Arc::new(
+                    items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, item)| match item {
+                            serde_json::Value::Object(_) => {
+                                Value::Opaque(Arc::new(Document::Json(part.child(Step::Item(i)))))
+                            }
+                            other => json_value(other),
+                        })
+                        .collect(),
+                ))
+            }
+            other => json_value(other),
+        })
+    }
+}
 
 impl Opaque for Document {
     fn runtime_type_name(&self) -> &str {
@@ -146,7 +271,7 @@ impl Opaque for Document {
 fn unwrap_fn(Arguments(args): Arguments) -> ResolveResult {
     match args.as_slice() {
         [Value::Opaque(o)] => match o.downcast_ref::<Document>() {
-            Some(d) => Ok(d.0.clone()),
+            Some(d) => Ok(d.to_value()),
             None => Ok(Value::Opaque(o.clone())),
         },
         [v] => Ok(v.clone()),
@@ -525,6 +650,32 @@ fn call(id: u64, name: &str, args: Vec<IdedExpr>) -> IdedExpr {
     }
 }
 
+/// The operand of a field selection, `has()` or `.?`: a document as it stands, a field selection
+/// as [`DOC_SELECT_FN`] (its maps stay documents), anything else rewritten.
+fn rewrite_operand(operand: Expression) -> Expression {
+    if is_document(&operand) {
+        return operand;
+    }
+    match operand {
+        IdedExpr {
+            id,
+            expr:
+                Expr::Select(SelectExpr {
+                    operand,
+                    field,
+                    test: false,
+                }),
+        } => {
+            let field = IdedExpr {
+                id,
+                expr: Expr::Literal(LiteralValue::String(CelString::from(field.as_str()))),
+            };
+            call(id, DOC_SELECT_FN, vec![rewrite_operand(*operand), field])
+        }
+        other => rewrite(other),
+    }
+}
+
 /// Replaces field selection with [`SELECT_FN`] (cel 0.13 yields `false` when selecting from a
 /// non-map; cel-go reports `no such key`) and wraps comprehension steps in [`TICK_FN`] to charge
 /// each iteration.
@@ -537,11 +688,7 @@ fn rewrite(expr: Expression) -> Expression {
             test: false,
         }) => {
             // A document is selected from without unwrapping it.
-            let operand = if is_document(&operand) {
-                *operand
-            } else {
-                rewrite(*operand)
-            };
+            let operand = rewrite_operand(*operand);
             let field = IdedExpr {
                 id,
                 expr: Expr::Literal(LiteralValue::String(CelString::from(field.as_str()))),
@@ -549,11 +696,7 @@ fn rewrite(expr: Expression) -> Expression {
             return call(id, SELECT_FN, vec![operand, field]);
         }
         Expr::Select(s) => {
-            let operand = if is_document(&s.operand) {
-                *s.operand
-            } else {
-                rewrite(*s.operand)
-            };
+            let operand = rewrite_operand(*s.operand);
             let field = IdedExpr {
                 id,
                 expr: Expr::Literal(LiteralValue::String(CelString::from(s.field.as_str()))),
@@ -568,8 +711,8 @@ fn rewrite(expr: Expression) -> Expression {
                 .into_iter()
                 .enumerate()
                 .map(|(i, a)| {
-                    if i == 0 && is_document(&a) {
-                        a
+                    if i == 0 {
+                        rewrite_operand(a)
                     } else {
                         rewrite(a)
                     }
@@ -688,6 +831,20 @@ fn no_such_key(field: &str) -> ExecutionError {
     ExecutionError::NoSuchKey(Arc::new(field.to_string()))
 }
 
+/// [`select_fn`] for a selection that is only selected from again: a map is returned as a
+/// [`Document`] (the same value, not copied between cel's value models).
+fn doc_select_fn(Arguments(args): Arguments) -> ResolveResult {
+    if let (Some(Value::Opaque(o)), Some(Value::String(field))) = (args.first(), args.get(1))
+        && let Some(Document::Json(part)) = o.downcast_ref::<Document>()
+    {
+        return part.select(field, true);
+    }
+    Ok(match select_fn(Arguments(args))? {
+        Value::Map(m) => Value::Opaque(Arc::new(Document::Value(Value::Map(m)))),
+        other => other,
+    })
+}
+
 /// Field selection with cel-go's semantics on unstructured data.
 fn select_fn(Arguments(args): Arguments) -> ResolveResult {
     let field = match args.get(1) {
@@ -701,12 +858,13 @@ fn select_fn(Arguments(args): Arguments) -> ResolveResult {
             .map(documented)
             .ok_or_else(|| no_such_key(&field)),
         Some(Value::Opaque(o)) if o.downcast_ref::<Document>().is_some() => {
-            match o.downcast_ref::<Document>().map(|d| &d.0) {
-                Some(Value::Map(m)) => m
+            match o.downcast_ref::<Document>() {
+                Some(Document::Value(Value::Map(m))) => m
                     .get(&cel::objects::Key::String(field.clone()))
                     .cloned()
                     .map(documented)
                     .ok_or_else(|| no_such_key(&field)),
+                Some(Document::Json(part)) => part.select(&field, false),
                 _ => Err(no_such_key(&field)),
             }
         }
@@ -789,6 +947,7 @@ fn root() -> &'static cel::Context<'static> {
         let mut ctx = cel::Context::default().with_all();
         authz::register(&mut ctx);
         ctx.add_function(SELECT_FN, select_fn);
+        ctx.add_function(DOC_SELECT_FN, doc_select_fn);
         ctx.add_function(TICK_FN, tick_fn);
         ctx.add_function(OPT_SELECT_FN, opt_select_fn);
         ctx.add_function(UNWRAP_FN, unwrap_fn);
@@ -895,6 +1054,23 @@ pub struct Inputs<'a> {
 #[derive(Default)]
 pub struct Objects {
     converted: [std::cell::OnceCell<Result<Value, String>>; 2],
+    /// The request's own objects, read in place instead of converted whole.
+    shared: [Option<Arc<crate::engine::Object>>; 2],
+}
+
+impl Objects {
+    /// Objects read in place from the request's `object` and `oldObject` (None: null), which
+    /// must be the values the [`Activation`]s sharing them give: expressions convert only
+    /// the parts they select.
+    pub fn shared(
+        object: Option<Arc<crate::engine::Object>>,
+        old_object: Option<Arc<crate::engine::Object>>,
+    ) -> Objects {
+        Objects {
+            converted: Default::default(),
+            shared: [object, old_object],
+        }
+    }
 }
 
 impl<'a> Inputs<'a> {
@@ -914,7 +1090,8 @@ impl<'a> Inputs<'a> {
     }
 
     /// [`Inputs::new`] taking `object` and `oldObject` from `objects`, converted there once for
-    /// all the inputs that share it (`base`'s objects must be those objects).
+    /// all the inputs that share it: `base`'s objects must be those objects, unless `objects`
+    /// was made by [`Objects::shared`], whose objects are read instead of `base`'s.
     pub fn sharing(mut self, objects: &'a Objects) -> Self {
         self.objects = Some(objects);
         self
@@ -926,6 +1103,17 @@ impl<'a> Inputs<'a> {
             _ => &self.converted[slot],
         };
         cell.get_or_init(|| {
+            if let Some(o) = self.objects
+                && let Some(Some(root)) = o.shared.get(slot)
+            {
+                return Ok(match root.is_map() || !root.value().is_null() {
+                    false => Value::Null,
+                    true => Value::Opaque(Arc::new(Document::Json(JsonPart {
+                        root: Arc::clone(root),
+                        path: Arc::new([]),
+                    }))),
+                });
+            }
             let json = match slot {
                 0 => Some(self.base.object),
                 1 => Some(self.base.old_object),
@@ -935,7 +1123,7 @@ impl<'a> Inputs<'a> {
             };
             match json {
                 None | Some(serde_json::Value::Null) => Ok(Value::Null),
-                Some(v) => Ok(Value::Opaque(Arc::new(Document(json_value(v))))),
+                Some(v) => Ok(Value::Opaque(Arc::new(Document::Value(json_value(v))))),
             }
         })
         .clone()
@@ -1200,6 +1388,119 @@ mod tests {
             Err("no such key: b".into())
         );
         assert_eq!(eval("object.items[1].a == 2", object.clone()), Ok(true));
+    }
+
+    /// `expr` over `object` as policies evaluate it ([`evaluate_in`]): read in place from a
+    /// shared request object ([`Objects::shared`]) when `shared`, else converted whole.
+    fn eval_policy(expr: &str, object: &serde_json::Value, shared: bool) -> Result<Output, String> {
+        let env = Env::policy(false);
+        let program = compile_in(expr, &env, ReturnType::Any).map_err(|e| e.0)?;
+        let user = crate::api::UserInfo::default();
+        let request = json!({"operation": "CREATE", "namespace": "ns"});
+        let authorizer = Authorizer::default();
+        let objects = Objects::shared(
+            Some(Arc::new(crate::engine::Object::new(object.clone()))),
+            None,
+        );
+        let inputs = Inputs::new(
+            Activation {
+                object,
+                old_object: &serde_json::Value::Null,
+                request: &request,
+                authorizer: &authorizer,
+                user: &user,
+            },
+            None,
+            None,
+        );
+        let inputs = if shared {
+            inputs.sharing(&objects)
+        } else {
+            inputs
+        };
+        evaluate_in(&program, &inputs, None).result
+    }
+
+    fn eval_shared(expr: &str, object: &serde_json::Value) -> Result<Output, String> {
+        eval_policy(expr, object, true)
+    }
+
+    fn eval_converted(expr: &str, object: &serde_json::Value) -> Result<Output, String> {
+        eval_policy(expr, object, false)
+    }
+
+    #[test]
+    fn objects_read_in_place_evaluate_as_converted_ones() {
+        let object = json!({
+            "metadata": {"name": "web", "labels": {"app": "web", "n": "1"}},
+            "spec": {"replicas": 3, "ratio": 0.5, "flag": true, "none": null,
+                     "containers": [{"name": "a", "image": "r/a", "resources": {"limits": {"cpu": "1"}}},
+                                    {"name": "b", "image": "x/b", "ports": [{"containerPort": 80}]}],
+                     "args": ["x", "y"], "mixed": [1, {"k": "v"}, "s"], "nested": {"deep": {"er": {"x": 1}}}}
+        });
+        for expr in [
+            "object.spec.containers.all(c, c.image.startsWith('r/'))",
+            "object.spec.containers.exists(c, has(c.resources.limits))",
+            "object.spec.containers.all(c, has(c.resources.limits))",
+            "object.spec.containers.map(c, c.name)",
+            "object.spec.containers[0].resources.limits.cpu",
+            "object.spec.containers[1].ports[0].containerPort == 80",
+            "object.spec.containers[1].resources.limits",
+            "object.spec.containers.filter(c, c.name == 'b').size()",
+            "object.spec.containers.exists(c, c == {'name': 'a', 'image': 'r/a', 'resources': {'limits': {'cpu': '1'}}})",
+            "object.spec.containers[0] == object.spec.containers[0]",
+            "object.spec.containers[0] == object.spec.containers[1]",
+            "'app' in object.metadata.labels",
+            "object.metadata.labels",
+            "object.metadata.labels.size()",
+            "has(object.metadata.labels.n) && !has(object.metadata.labels.x)",
+            "has(object.spec.nested.deep.er)",
+            "object.spec.nested.deep.er.x + 1",
+            "object.spec.nested.deep.nope.x",
+            "object.spec.replicas.nope",
+            "object.spec.replicas * 2",
+            "object.spec.ratio",
+            "object.spec.flag",
+            "object.spec.none",
+            "object.spec.none.x",
+            "object.spec.args",
+            "object.spec.args[1]",
+            "object.spec.mixed[1].k",
+            "object.spec.mixed.size()",
+            "has(object.spec.mixed)",
+            "object.?spec.?nested.?deep.?er.?x.orValue(0)",
+            "object.?spec.?nested.?gone.?er.orValue('none')",
+            "object.spec.?containers.hasValue()",
+            "object.metadata.name.size() < 64",
+            "object.spec == object.spec",
+            "object.metadata",
+            "object['metadata']['name']",
+            "object.nothing",
+            "has(object.spec.containers[0].image)",
+            "request.namespace != 'kube-system'",
+        ] {
+            assert_eq!(
+                eval_shared(expr, &object),
+                eval_converted(expr, &object),
+                "{expr}"
+            );
+        }
+        assert_eq!(
+            eval_shared(
+                "object.spec.containers.all(c, has(c.resources.limits))",
+                &object
+            ),
+            Err("no such key: resources".into())
+        );
+        assert_eq!(
+            eval_shared("object.spec.nested.deep.nope.x", &object),
+            Err("no such key: nope".into())
+        );
+        let null = serde_json::Value::Null;
+        assert_eq!(
+            eval_shared("object.metadata.name", &null),
+            eval_converted("object.metadata.name", &null)
+        );
     }
 
     #[test]

@@ -90,6 +90,10 @@ pub(super) struct Run<'e, 'c> {
     /// `managedFields` times the field manager set for this request are held at nanosecond
     /// precision, which the first decode truncates to seconds.
     decoded_once: bool,
+    /// Whether `attrs.object`'s members other than `metadata` are its kind's Go type decoded and
+    /// encoded again (a patch's result is), so that the registry strategy normalises only what it
+    /// changes.
+    object_typed: bool,
     /// The texts of the request's own invocation (every exact match) and of each equivalent
     /// invocation (resource, subresource, kind) seen so far.
     own_invocation: Option<InvocationTexts>,
@@ -106,9 +110,7 @@ fn object_text<'a>(
 ) -> &'a str {
     match o.as_deref().and_then(Object::json) {
         Some(text) => text,
-        None => cache.get_or_insert_with(|| {
-            review::typed_object_json(o.as_deref().map(Object::value), kind, release)
-        }),
+        None => cache.get_or_insert_with(|| review::typed_object_text(o.as_deref(), kind, release)),
     }
 }
 
@@ -138,6 +140,7 @@ impl<'e, 'c> Run<'e, 'c> {
             object_json: None,
             old_object_json: None,
             decoded_once: false,
+            object_typed: false,
             own_invocation: None,
             invocations: Vec::new(),
         }
@@ -1347,7 +1350,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 canceled: false,
             }));
         }
-        let (patched, changed, patched_json) = match self.patch_object(&patch, inv) {
+        let (patched, changed, patched_json, typed) = match self.patch_object(&patch, inv) {
             Ok(p) => p,
             Err(e) => {
                 self.step(Entry::PatchFailed {
@@ -1385,6 +1388,7 @@ impl<'e, 'c> Run<'e, 'c> {
         });
         self.attrs.to_mut().object = Some(after);
         self.object_json = None;
+        self.object_typed = typed && same_kind;
         Ok(changed)
     }
 
@@ -1392,13 +1396,14 @@ impl<'e, 'c> Run<'e, 'c> {
     /// Go's marshalling of the object, evanphx's patch, a decode into the kind's Go type
     /// (unknown fields dropped; an unstructured object for kinds without one), `Semantic.DeepEqual`
     /// with the object sent, then the scheme's defaulting. Returns the patched object (still
-    /// labelled with the invocation kind), whether it differs from the object sent, and its
-    /// serialisation for review bodies when there is one; or the error's message.
+    /// labelled with the invocation kind), whether it differs from the object sent, its
+    /// serialisation for review bodies when there is one and whether it was decoded into a Go
+    /// type; or the error's message.
     fn patch_object(
         &mut self,
         patch: &jsonpatch::Patch,
         inv: &Invocation,
-    ) -> Result<(Value, bool, Option<String>), String> {
+    ) -> Result<(Value, bool, Option<String>, bool), String> {
         let current = self.attrs.object_value().unwrap_or(&Value::Null);
         let relabelled;
         let sent = if self.sends_request_kind(inv) {
@@ -1417,7 +1422,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 .map_err(|e| e.to_string())?;
             decodable(&patched)?;
             let changed = *sent != patched;
-            return Ok((patched, changed, json));
+            return Ok((patched, changed, json, false));
         };
         let mut decoded = patch
             .apply_prepared(&jsonpatch::Prepared::new(sent))
@@ -1438,7 +1443,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 .map_err(|e| e.to_string())?;
         }
         // Reviews encode it when a webhook is called with it.
-        Ok((decoded, changed, None))
+        Ok((decoded, changed, None, true))
     }
 
     async fn validating_plugin<R: Replier + Send>(
@@ -1493,13 +1498,11 @@ impl<'e, 'c> Run<'e, 'c> {
                 self.attrs.to_mut().object =
                     Some(Arc::new(Object::from_checked_json(text.into_boxed_str())));
                 self.object_json = None;
+                self.object_typed = false;
                 return;
             }
         }
-        let Some(object) = self.attrs.object_value() else {
-            return;
-        };
-        let Some(meta) = object.get("metadata").and_then(Value::as_object) else {
+        let Some(meta) = current.member("metadata").and_then(Value::as_object) else {
             return;
         };
         let times = meta
@@ -1519,17 +1522,19 @@ impl<'e, 'c> Run<'e, 'c> {
         let Some((uid, time)) = self.missing_system_fields(found) else {
             return;
         };
-        let mut object = object.clone();
-        let Some(Value::Object(meta)) = object.get_mut("metadata") else {
-            return;
-        };
+        // Only the metadata is copied: the object is the current one with new metadata.
+        let mut meta = meta.clone();
         if let Some(uid) = uid {
             meta.insert("uid".into(), Value::String(uid));
         }
         if let Some(time) = time {
             meta.insert("creationTimestamp".into(), Value::String(time));
         }
-        self.attrs.to_mut().object = Some(Arc::new(Object::new(object)));
+        let Some(current) = self.attrs.object.as_ref() else {
+            return;
+        };
+        let derived = Object::derived(current, vec![("metadata".into(), Some(meta.into()))], None);
+        self.attrs.to_mut().object = Some(Arc::new(derived));
         self.object_json = None;
     }
 
@@ -1548,29 +1553,80 @@ impl<'e, 'c> Run<'e, 'c> {
     /// generation, the status of a create, the status or spec an update cannot change.
     fn prepare_for_validation(&mut self) {
         let a = &self.attrs;
-        let Some(object) = a.object_value() else {
+        let Some(current) = a.object.as_ref() else {
             return;
         };
-        let Some(prepared) = strategy::prepare(
+        let Some(prepared) = strategy::prepare_members(
             self.engine.options.kube_version,
             a.operation,
             &a.resource,
             &a.sub_resource,
             &a.name,
-            object,
+            current,
             a.old_object_value(),
         ) else {
             return;
         };
-        let mut prepared = prepared;
         let schema = Schema::for_release(self.engine.options.kube_version);
         let kind = &self.attrs.kind;
-        if let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind) {
-            // The object as the apiserver holds it: its Go type's encoding.
-            let _ = schema::codec::normalize_in_place(schema, id, &mut prepared);
-        }
-        self.attrs.to_mut().object = Some(Arc::new(Object::new(prepared)));
+        let id = schema.kind(&kind.group, &kind.version, &kind.kind);
+        // The object as the apiserver holds it: its Go type's encoding. When the rest already
+        // is, only the members the strategy or the store changed are normalised; otherwise the
+        // whole object is, when something first reads it whole.
+        let (object, typed) = match (prepared, id) {
+            (strategy::Prepared::Members(members), Some(id)) if self.object_typed => {
+                const CHANGED: [&str; 2] = ["metadata", "status"];
+                let mut changed = serde_json::Map::new();
+                for name in CHANGED {
+                    let value = match members.iter().find(|(n, _)| *n == name) {
+                        Some((_, v)) => Some(v.clone()),
+                        None => current.member(name).cloned(),
+                    };
+                    if let Some(value) = value {
+                        changed.insert(name.into(), value);
+                    }
+                }
+                let mut changed = Value::Object(changed);
+                let normalized =
+                    schema::codec::normalize_members_in_place(schema, id, &mut changed, &CHANGED);
+                let members = CHANGED
+                    .iter()
+                    .map(|name| {
+                        let value = changed.as_object_mut().and_then(|m| m.remove(*name));
+                        (Box::from(*name), value)
+                    })
+                    .collect();
+                (Object::derived(current, members, None), normalized.is_ok())
+            }
+            (strategy::Prepared::Members(members), id) => {
+                let members = members
+                    .into_iter()
+                    .map(|(name, value)| (Box::from(name), Some(value)))
+                    .collect();
+                let normalize = id.map(|id| (schema, id));
+                (Object::derived(current, members, normalize), false)
+            }
+            (strategy::Prepared::Whole(mut prepared, members), id) => {
+                let mut typed = false;
+                if let Some(id) = id {
+                    let normalized = if self.object_typed {
+                        schema::codec::normalize_members_in_place(
+                            schema,
+                            id,
+                            &mut prepared,
+                            members,
+                        )
+                    } else {
+                        schema::codec::normalize_in_place(schema, id, &mut prepared)
+                    };
+                    typed = normalized.is_ok();
+                }
+                (Object::new(prepared), typed)
+            }
+        };
+        self.attrs.to_mut().object = Some(Arc::new(object));
         self.object_json = None;
+        self.object_typed = typed;
     }
 
     /// The scale subresource of the built-in workloads (`toScaleUpdateValidation` in each
@@ -1611,6 +1667,7 @@ impl<'e, 'c> Run<'e, 'c> {
         attrs.object = Some(Arc::new(Object::new(rebuilt)));
         attrs.old_object = Some(Arc::new(Object::new(old)));
         self.object_json = None;
+        self.object_typed = false;
         self.old_object_json = None;
     }
 

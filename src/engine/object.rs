@@ -2,7 +2,7 @@
 //! its JSON text, and parsed only when something reads it.
 
 use std::fmt;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -12,10 +12,28 @@ use serde_json::Value;
 /// A captured object usually arrives as compact JSON, the form AdmissionReviews embed it in: such
 /// an object keeps that text, reviews send it byte for byte, and its value is parsed the first
 /// time something reads it (a selector, a condition, a patch, a view). Many dispatches never do.
+///
+/// An object the engine derives from another by replacing a few top-level members (the store's
+/// `uid`, a registry strategy's `status`) shares the other object and is made whole only when
+/// something reads all of it; [`Object::member`] reads one member without that.
 pub struct Object {
     value: OnceLock<Value>,
     /// The compact JSON the object was given as; None when it was given as a value.
     json: Option<Box<str>>,
+    /// What the object is derived from, when it was derived.
+    derived: Option<Box<Derived>>,
+}
+
+/// An object as another with some top-level members replaced or removed, normalised into its
+/// Go type afterwards if `normalize` says so.
+#[derive(Clone)]
+struct Derived {
+    /// An object whose value is a map.
+    base: Arc<Object>,
+    /// Members replaced (`Some`) or removed (`None`).
+    members: Vec<(Box<str>, Option<Value>)>,
+    /// The schema type to normalise the whole object into once it is made.
+    normalize: Option<(&'static crate::schema::Schema, crate::schema::TypeId)>,
 }
 
 impl Object {
@@ -24,6 +42,74 @@ impl Object {
         Object {
             value: OnceLock::from(value),
             json: None,
+            derived: None,
+        }
+    }
+
+    /// `base` (whose value must be a map) with the top-level `members` replaced (`Some`) or
+    /// removed (`None`), then, when `normalize` names a schema type, normalised into it as a
+    /// whole (errors leave it partly normalised, as [`crate::schema::codec::normalize_in_place`]
+    /// does). Nothing is copied until the whole value is read.
+    pub(crate) fn derived(
+        base: &Arc<Object>,
+        members: Vec<(Box<str>, Option<Value>)>,
+        normalize: Option<(&'static crate::schema::Schema, crate::schema::TypeId)>,
+    ) -> Self {
+        // Derived from an object that is itself only replaced members: one level, not two.
+        let (base, members) = match base.derived.as_deref() {
+            Some(d) if d.normalize.is_none() && base.value.get().is_none() => {
+                let mut all = d.members.clone();
+                for (name, value) in members {
+                    match all.iter_mut().find(|(n, _)| *n == name) {
+                        Some(slot) => slot.1 = value,
+                        None => all.push((name, value)),
+                    }
+                }
+                (Arc::clone(&d.base), all)
+            }
+            _ => (Arc::clone(base), members),
+        };
+        Object {
+            value: OnceLock::new(),
+            json: None,
+            derived: Some(Box::new(Derived {
+                base,
+                members,
+                normalize,
+            })),
+        }
+    }
+
+    /// A top-level member of the object (None when it has none, or is not a map), read without
+    /// making a derived object whole when it can be.
+    pub fn member(&self, name: &str) -> Option<&Value> {
+        if self.value.get().is_none()
+            && let Some(d) = self.derived.as_deref()
+            && d.normalize.is_none()
+        {
+            return match d.members.iter().find(|(n, _)| **n == *name) {
+                Some((_, value)) => value.as_ref(),
+                None => d.base.member(name),
+            };
+        }
+        self.value().get(name)
+    }
+
+    /// Whether the object is a derived one not made whole yet, whose members
+    /// [`Object::member`] reads without making it whole.
+    pub(crate) fn members_only(&self) -> bool {
+        self.value.get().is_none()
+            && self
+                .derived
+                .as_deref()
+                .is_some_and(|d| d.normalize.is_none())
+    }
+
+    /// Whether the object's value is a map, known without making a derived object whole.
+    pub fn is_map(&self) -> bool {
+        match self.derived.as_deref() {
+            Some(d) if self.value.get().is_none() => d.base.is_map(),
+            _ => self.value().is_object(),
         }
     }
 
@@ -34,6 +120,7 @@ impl Object {
         Object {
             value: OnceLock::new(),
             json: Some(json),
+            derived: None,
         }
     }
 
@@ -43,12 +130,28 @@ impl Object {
         Object {
             value: OnceLock::from(value),
             json: Some(json.into_boxed_str()),
+            derived: None,
         }
     }
 
     /// The object's value.
     pub fn value(&self) -> &Value {
         self.value.get_or_init(|| {
+            if let Some(d) = self.derived.as_deref() {
+                let mut value = d.base.value().clone();
+                if let Value::Object(map) = &mut value {
+                    for (name, member) in &d.members {
+                        match member {
+                            Some(v) => map.insert(name.to_string(), v.clone()),
+                            None => map.remove(&**name),
+                        };
+                    }
+                }
+                if let Some((schema, id)) = d.normalize {
+                    let _ = crate::schema::codec::normalize_in_place(schema, id, &mut value);
+                }
+                return value;
+            }
             let json = self.json.as_deref().unwrap_or("null");
             crate::json::from_str(json).unwrap_or_else(|e| {
                 debug_assert!(false, "object text that is not JSON: {e}: {json}");
@@ -72,6 +175,7 @@ impl Object {
     pub fn value_mut(&mut self) -> &mut Value {
         self.value();
         self.json = None;
+        self.derived = None;
         self.value.get_mut().expect("parsed above")
     }
 
@@ -108,6 +212,7 @@ impl Clone for Object {
         Object {
             value: self.value.clone(),
             json: self.json.clone(),
+            derived: self.derived.clone(),
         }
     }
 }
@@ -162,6 +267,94 @@ mod tests {
             o.clone().into_value(),
             crate::json::from_str::<Value>(text).unwrap()
         );
+    }
+
+    #[test]
+    fn a_derived_object_reads_its_members_and_is_made_whole_when_read_whole() {
+        let base = Arc::new(Object::new(serde_json::json!(
+            {"kind": "Pod", "metadata": {"name": "p"}, "spec": {"x": 1}, "status": {"a": 1}}
+        )));
+        let first = Arc::new(Object::derived(
+            &base,
+            vec![(
+                "metadata".into(),
+                Some(serde_json::json!({"name": "p", "uid": "u"})),
+            )],
+            None,
+        ));
+        assert!(first.members_only() && first.is_map());
+        assert_eq!(first.member("metadata").unwrap()["uid"], "u");
+        assert_eq!(first.member("spec"), base.member("spec"));
+        // Derived again: one level over the same base, the later members winning.
+        let second = Object::derived(
+            &first,
+            vec![
+                ("status".into(), None),
+                ("metadata".into(), Some(serde_json::json!({"name": "q"}))),
+            ],
+            None,
+        );
+        assert!(Arc::ptr_eq(&second.derived.as_ref().unwrap().base, &base));
+        assert_eq!(second.member("status"), None);
+        assert!(second.members_only());
+        assert_eq!(
+            *second.value(),
+            serde_json::json!({"kind": "Pod", "metadata": {"name": "q"}, "spec": {"x": 1}})
+        );
+        assert!(!second.members_only());
+        assert_eq!(first.value()["metadata"]["uid"], "u");
+    }
+
+    #[test]
+    fn a_derived_object_is_encoded_for_reviews_as_its_whole_value_is() {
+        let release = crate::KubeVersion::new(33).unwrap();
+        let kind = crate::api::GroupVersionKind::new("", "v1", "Pod");
+        let base = Arc::new(Object::new(serde_json::json!({
+            "kind": "Pod", "apiVersion": "v1", "unknown": true,
+            "metadata": {"name": "p", "labels": {"b": "2", "a": "<1>"}},
+            "spec": {"containers": [{"name": "c", "image": "i",
+                                     "resources": {"limits": {"cpu": "1000m"}}}]}
+        })));
+        let derived = Object::derived(
+            &base,
+            vec![
+                (
+                    "status".into(),
+                    Some(serde_json::json!({"phase": "Pending"})),
+                ),
+                (
+                    "metadata".into(),
+                    Some(serde_json::json!({"name": "p", "uid": "u"})),
+                ),
+            ],
+            None,
+        );
+        let text = super::super::review::typed_object_text(Some(&derived), &kind, release);
+        assert!(derived.members_only());
+        let whole = super::super::review::typed_object_json(Some(derived.value()), &kind, release);
+        assert_eq!(text, whole);
+        assert!(text.contains(r#""status":{"phase":"Pending"}"#), "{text}");
+    }
+
+    #[test]
+    fn a_derived_object_owed_a_normalisation_is_normalised_when_made_whole() {
+        let schema = crate::schema::Schema::for_release(crate::KubeVersion::new(33).unwrap());
+        let id = schema.kind("", "v1", "ConfigMap").unwrap();
+        let base = Arc::new(Object::new(serde_json::json!(
+            {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "c"}, "unknown": 1}
+        )));
+        let derived = Object::derived(
+            &base,
+            vec![("data".into(), Some(serde_json::json!({"k": "v"})))],
+            Some((schema, id)),
+        );
+        assert!(!derived.members_only());
+        let mut expected = serde_json::json!(
+            {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "c"}, "unknown": 1, "data": {"k": "v"}}
+        );
+        crate::schema::codec::normalize_in_place(schema, id, &mut expected).unwrap();
+        assert_eq!(derived.member("unknown"), None);
+        assert_eq!(*derived.value(), expected);
     }
 
     #[test]

@@ -766,7 +766,9 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
     let mut events = Vec::new();
     let mut denials: Vec<Denial> = Vec::new();
     let null = Value::Null;
-    let objects = cel::Objects::default();
+    let objects = cel::Objects::shared(attrs.object.clone(), attrs.old_object.clone());
+    type Requests = std::rc::Rc<(Value, Value)>;
+    let mut cel_requests: Vec<(GroupVersionKind, GroupVersionResource, Requests)> = Vec::new();
     for hook in hooks {
         let policy = &hook.name;
         let consider = |events: &mut Vec<PolicyEvent>,
@@ -900,29 +902,49 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
                     .flatten()
             });
             let mut call = empty_call(Some(b));
-            let invocation = matching::Invocation {
-                resource: attrs.resource.clone(),
-                sub_resource: attrs.sub_resource.clone(),
-                kind: kind.clone(),
-                rule: 0,
-                equivalent: false,
+            // The CEL `request` of matchConditions and of validations, made once per matched
+            // kind and resource for all the bindings of the request.
+            let requests = match cel_requests
+                .iter()
+                .find(|(k, r, _)| *k == kind && *r == resource)
+            {
+                Some((_, _, requests)) => std::rc::Rc::clone(requests),
+                None => {
+                    let invocation = matching::Invocation {
+                        resource: attrs.resource.clone(),
+                        sub_resource: attrs.sub_resource.clone(),
+                        kind: kind.clone(),
+                        rule: 0,
+                        equivalent: false,
+                    };
+                    let condition_request = cel_request(attrs, &invocation);
+                    let mut request = condition_request.clone();
+                    if let Some(m) = request.as_object_mut() {
+                        m.insert(
+                            "resource".into(),
+                            serde_json::to_value(&resource).unwrap_or(Value::Null),
+                        );
+                    }
+                    let requests = std::rc::Rc::new((condition_request, request));
+                    cel_requests.push((
+                        kind.clone(),
+                        resource.clone(),
+                        std::rc::Rc::clone(&requests),
+                    ));
+                    requests
+                }
             };
-            let condition_request = cel_request(attrs, &invocation);
-            let mut request = condition_request.clone();
-            if let Some(m) = request.as_object_mut() {
-                m.insert(
-                    "resource".into(),
-                    serde_json::to_value(&resource).unwrap_or(Value::Null),
-                );
-            }
+            let (condition_request, request) = (&requests.0, &requests.1);
             let mut decisions: Vec<(usize, Decision)> = Vec::new();
             let mut annotations: Vec<(String, String)> = Vec::new();
             let mut not_matched: Option<String> = None;
             for param in &params {
+                // The objects are read from `objects` (in place), not from here: reading the
+                // values here would make a derived object whole.
                 let base = cel::Activation {
-                    object: attrs.object_value().unwrap_or(&null),
-                    old_object: attrs.old_object_value().unwrap_or(&null),
-                    request: &condition_request,
+                    object: &null,
+                    old_object: &null,
+                    request: condition_request,
                     authorizer: env.authorizer,
                     user: &attrs.user_info,
                 };
@@ -960,10 +982,7 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
                         }
                     }
                 }
-                let base = cel::Activation {
-                    request: &request,
-                    ..base
-                };
+                let base = cel::Activation { request, ..base };
                 let inputs = cel::Inputs::new(base, param_json, ns.as_ref()).sharing(&objects);
                 validate(hook, &inputs, &mut call, &mut decisions, &mut annotations);
             }

@@ -188,6 +188,24 @@ pub(crate) fn typed_object_json(
     }
 }
 
+/// [`typed_object_json`] of a request's object: a derived object (one with a few members
+/// replaced) is encoded from its members, without making it whole first.
+pub(crate) fn typed_object_text(
+    object: Option<&super::object::Object>,
+    kind: &GroupVersionKind,
+    release: crate::KubeVersion,
+) -> String {
+    if let Some(o) = object.filter(|o| o.members_only()) {
+        let schema = crate::schema::Schema::for_release(release);
+        if let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind)
+            && let Ok(text) = crate::schema::codec::encode_members(schema, id, |n| o.member(n))
+        {
+            return text;
+        }
+    }
+    typed_object_json(object.map(super::object::Object::value), kind, release)
+}
+
 /// A string as serde_json writes it.
 fn push_json_str(out: &mut String, s: &str) {
     // serde_json escapes quotes, backslashes and control characters, nothing else.

@@ -10,6 +10,7 @@
 
 use serde_json::{Map, Value};
 
+use super::object::Object;
 use crate::KubeVersion;
 use crate::api::{GroupVersionResource, Operation};
 
@@ -82,49 +83,63 @@ const STRATEGIES: &[Strategy] = &[
 /// (`updatePodGeneration`).
 const POD_SPEC_SUBRESOURCES: &[&str] = &["", "ephemeralcontainers", "resize"];
 
-/// The object validation sees after the strategy of `resource`, or `None` when the strategy
+/// What a strategy changes.
+#[derive(Debug)]
+pub(crate) enum Prepared {
+    /// The top-level members a create's strategy replaces (the others are the object's own).
+    Members(Vec<(&'static str, Value)>),
+    /// The whole object, and the top-level members the strategy may have changed.
+    Whole(Value, &'static [&'static str]),
+}
+
+impl Prepared {
+    /// The object after the strategy.
+    #[cfg(test)]
+    fn apply(self, object: &Value) -> Value {
+        match self {
+            Prepared::Whole(new, _) => new,
+            Prepared::Members(members) => {
+                let mut new = object.clone();
+                if let Value::Object(map) = &mut new {
+                    for (name, value) in members {
+                        map.insert(name.into(), value);
+                    }
+                }
+                new
+            }
+        }
+    }
+}
+
+/// What the strategy of `resource` changes in the object validation sees, or `None` when it
 /// changes nothing webhooks see. `old` is the object before the update.
-pub(crate) fn prepare(
+pub(crate) fn prepare_members(
     release: KubeVersion,
     operation: Operation,
     resource: &GroupVersionResource,
     subresource: &str,
     name: &str,
-    object: &Value,
+    object: &Object,
     old: Option<&Value>,
-) -> Option<Value> {
+) -> Option<Prepared> {
     if operation == Operation::Create
         && resource.group.is_empty()
         && resource.resource == "serviceaccounts"
         && subresource == "token"
     {
-        return token_request(name, object);
+        return token_request(name, object.value())
+            .map(|new| Prepared::Whole(new, &["metadata", "spec"]));
     }
     let strategy = STRATEGIES
         .iter()
         .find(|s| s.group == resource.group && s.resource == resource.resource)?;
     let generation = strategy.generation_since != 0 && release.at_least(strategy.generation_since);
+    if operation == Operation::Create && subresource.is_empty() {
+        return prepare_create(strategy, generation, object).map(Prepared::Members);
+    }
+    let object = object.value();
     let mut new = object.clone();
     match operation {
-        Operation::Create if subresource.is_empty() => {
-            let map = new.as_object_mut()?;
-            if generation {
-                set_generation(map, 1);
-            }
-            match strategy.create_status {
-                Keep => {}
-                Empty => {
-                    map.insert("status".into(), Value::Object(Map::new()));
-                }
-                PodPending => {
-                    let qos = pod_qos(map.get("spec"));
-                    let mut status = Map::new();
-                    status.insert("phase".into(), "Pending".into());
-                    status.insert("qosClass".into(), qos.into());
-                    map.insert("status".into(), Value::Object(status));
-                }
-            }
-        }
         Operation::Update => {
             let old = old?.as_object()?;
             let map = new.as_object_mut()?;
@@ -163,7 +178,43 @@ pub(crate) fn prepare(
         }
         _ => return None,
     }
-    (new != *object).then_some(new)
+    (new != *object).then_some(Prepared::Whole(new, &["metadata", "spec", "status"]))
+}
+
+/// A create's strategy: the generation it starts at and its status, as the members that differ
+/// from the object's (read without copying the rest).
+fn prepare_create(
+    strategy: &Strategy,
+    generation: bool,
+    object: &Object,
+) -> Option<Vec<(&'static str, Value)>> {
+    if !object.is_map() {
+        return None;
+    }
+    let mut members = Vec::new();
+    if generation
+        && let Some(Value::Object(meta)) = object.member("metadata")
+        && meta.get("generation").is_none_or(|g| g.as_u64() != Some(1))
+    {
+        let mut meta = meta.clone();
+        meta.insert("generation".into(), Value::from(1));
+        members.push(("metadata", Value::Object(meta)));
+    }
+    let status = match strategy.create_status {
+        Keep => None,
+        Empty => Some(Value::Object(Map::new())),
+        PodPending => {
+            let qos = pod_qos(object.member("spec"));
+            let mut status = Map::new();
+            status.insert("phase".into(), "Pending".into());
+            status.insert("qosClass".into(), qos.into());
+            Some(Value::Object(status))
+        }
+    };
+    if let Some(status) = status.filter(|status| object.member("status") != Some(status)) {
+        members.push(("status", status));
+    }
+    (!members.is_empty()).then_some(members)
 }
 
 /// The audiences a TokenRequest without any gets: the apiserver's `--api-audiences`, which
@@ -300,16 +351,17 @@ mod tests {
     fn a_pod_create_starts_pending_with_generation_one_from_1_33() {
         let pod = json!({"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c"}]}, "status": {"phase": "Running"}});
         let at = |minor| {
-            prepare(
+            prepare_members(
                 KubeVersion::new(minor).unwrap(),
                 Operation::Create,
                 &pods(),
                 "",
                 "p",
-                &pod,
+                &Object::new(pod.clone()),
                 None,
             )
             .unwrap()
+            .apply(&pod)
         };
         let new = at(33);
         assert_eq!(new["metadata"]["generation"], 1);
@@ -326,43 +378,45 @@ mod tests {
         let old = json!({"metadata": {"name": "d", "generation": 4}, "spec": {"replicas": 1}, "status": {"replicas": 1}});
         let scaled = json!({"metadata": {"name": "d", "generation": 4}, "spec": {"replicas": 2}, "status": {"replicas": 9}});
         let release = KubeVersion::new(33).unwrap();
-        let new = prepare(
+        let new = prepare_members(
             release,
             Operation::Update,
             &deployments,
             "",
             "d",
-            &scaled,
+            &Object::new(scaled.clone()),
             Some(&old),
         )
-        .unwrap();
+        .unwrap()
+        .apply(&scaled);
         assert_eq!(new["metadata"]["generation"], 5);
         assert_eq!(new["status"], json!({"replicas": 1}));
 
         // A status update keeps the spec and the generation.
         let status = json!({"metadata": {"name": "d", "generation": 4}, "spec": {"replicas": 7}, "status": {"replicas": 3}});
-        let new = prepare(
+        let new = prepare_members(
             release,
             Operation::Update,
             &deployments,
             "status",
             "d",
-            &status,
+            &Object::new(status.clone()),
             Some(&old),
         )
-        .unwrap();
+        .unwrap()
+        .apply(&status);
         assert_eq!(new["spec"], json!({"replicas": 1}));
         assert_eq!(new["metadata"]["generation"], 4);
 
         // Nothing changed: nothing to do.
         assert!(
-            prepare(
+            prepare_members(
                 release,
                 Operation::Update,
                 &deployments,
                 "",
                 "d",
-                &old,
+                &Object::new(old.clone()),
                 Some(&old)
             )
             .is_none()

@@ -137,8 +137,8 @@ impl ReviewTexts {
 fn sent_json<'a>(object: &'a Option<Arc<Object>>, parts: &ReviewParts) -> Cow<'a, str> {
     match object.as_deref().and_then(Object::json) {
         Some(text) => Cow::Borrowed(text),
-        None => Cow::Owned(super::review::typed_object_json(
-            object.as_deref().map(Object::value),
+        None => Cow::Owned(super::review::typed_object_text(
+            object.as_deref(),
             &parts.kind,
             parts.release,
         )),

@@ -33,6 +33,28 @@ pub fn encode(schema: &Schema, id: TypeId, value: &Value) -> Result<String, Deco
     String::from_utf8(enc.out).map_err(|e| DecodeError(e.to_string()))
 }
 
+/// [`encode`] of a map whose members are read through `member` (an object whose members are
+/// not all in one map): the same JSON as [`encode`] of the map.
+pub fn encode_members<'v>(
+    schema: &Schema,
+    id: TypeId,
+    member: impl Fn(&str) -> Option<&'v Value>,
+) -> Result<String, DecodeError> {
+    let mut enc = Encoder {
+        schema,
+        out: Vec::with_capacity(512),
+        path: Vec::new(),
+        owner: None,
+    };
+    let st = schema.get(id);
+    let mut slots = Slots::empty(st);
+    for (i, field) in st.fields.iter().enumerate() {
+        slots.set(i, member(&field.name));
+    }
+    enc.write_slots(st, &slots)?;
+    String::from_utf8(enc.out).map_err(|e| DecodeError(e.to_string()))
+}
+
 /// [`encode`], parsed back into a value: the object as the apiserver holds it after a decode.
 pub fn normalize(
     schema: &Schema,
@@ -60,6 +82,32 @@ pub fn normalize_in_place(
         owner: None,
     };
     enc.normalize(&Type::Struct(id), value)
+}
+
+/// [`normalize_in_place`] for an object whose members other than `members` are already as it
+/// leaves them (normalising is idempotent): only the named top-level members are normalised,
+/// dropped when Go leaves them out, or added when Go writes them absent, in the order and with
+/// the errors the whole normalisation has.
+pub fn normalize_members_in_place(
+    schema: &Schema,
+    id: TypeId,
+    value: &mut Value,
+    members: &[&str],
+) -> Result<(), DecodeError> {
+    let st = schema.get(id);
+    let Value::Object(map) = value else {
+        return normalize_in_place(schema, id, value);
+    };
+    let mut enc = Encoder {
+        schema,
+        out: Vec::new(),
+        path: Vec::new(),
+        owner: None,
+    };
+    let owner = enc.owner.replace(st);
+    enc.normalize_members(st, map, Some(members))?;
+    enc.owner = owner;
+    Ok(())
 }
 
 struct Encoder<'s> {
@@ -184,11 +232,12 @@ impl<'s> Encoder<'s> {
             },
             Type::Quantity => match value {
                 None => self.out.extend_from_slice(b"\"0\""),
-                Some(v) => match Quantity::from_json(v) {
-                    Ok(Some(q)) => self.out.extend_from_slice(q.to_json_string().as_bytes()),
-                    Ok(None) => self.out.extend_from_slice(b"\"0\""),
-                    Err(e) => return Err(DecodeError(e.to_string())),
-                },
+                Some(v) => {
+                    let text = quantity_text(v)?;
+                    self.out.push(b'"');
+                    self.out.extend_from_slice(text.as_bytes());
+                    self.out.push(b'"');
+                }
             },
             Type::IntOrString => match value {
                 None => self.out.push(b'0'),
@@ -253,6 +302,63 @@ impl<'s> Encoder<'s> {
         Ok(())
     }
 
+    /// The members of a struct `st`, normalised in place (`only`: just those named, the rest
+    /// being normal already): unknown and omitted members dropped, absent ones Go writes added.
+    fn normalize_members(
+        &mut self,
+        st: &'s Struct,
+        members: &mut Map<String, Value>,
+        only: Option<&[&str]>,
+    ) -> Result<(), DecodeError> {
+        let chosen = |name: &str| only.is_none_or(|names| names.contains(&name));
+        let mut present = [0u64; 4];
+        let mut drop: Vec<String> = Vec::new();
+        for (k, v) in members.iter_mut() {
+            if !chosen(k) {
+                continue;
+            }
+            let Some(i) = st.index_of(k) else {
+                drop.push(k.clone());
+                continue;
+            };
+            let field = &st.fields[i];
+            if omitted(self.schema, field, Some(v)) {
+                drop.push(k.clone());
+                continue;
+            }
+            if let Some(word) = present.get_mut(i / 64) {
+                *word |= 1 << (i % 64);
+            }
+            self.path.push(&field.name);
+            self.owner = Some(st);
+            let result = self.normalize(&field.ty, v);
+            self.path.pop();
+            result?;
+        }
+        for k in drop {
+            members.remove(&k);
+        }
+        for &i in st.absent_written() {
+            let i = usize::from(i);
+            let known = present.get(i / 64).map(|w| w & (1 << (i % 64)) != 0);
+            if known == Some(true) {
+                continue;
+            }
+            let field = &st.fields[i];
+            if !chosen(&field.name) || members.contains_key(&*field.name) {
+                continue;
+            }
+            let mut zero = Value::Null;
+            self.path.push(&field.name);
+            self.owner = Some(st);
+            let result = self.normalize(&field.ty, &mut zero);
+            self.path.pop();
+            result?;
+            members.insert(field.name.to_string(), zero);
+        }
+        Ok(())
+    }
+
     /// Normalises `value` (`null` standing for an absent one) as [`Encoder::write`] would
     /// write it, in place.
     fn normalize(&mut self, ty: &Type, value: &mut Value) -> Result<(), DecodeError> {
@@ -289,48 +395,7 @@ impl<'s> Encoder<'s> {
                     return Err(self.type_error(json_kind(value), ty));
                 };
                 let owner = self.owner.replace(st);
-                let mut present = [0u64; 4];
-                let mut drop: Vec<String> = Vec::new();
-                for (k, v) in members.iter_mut() {
-                    let Some(i) = st.index_of(k) else {
-                        drop.push(k.clone());
-                        continue;
-                    };
-                    let field = &st.fields[i];
-                    if omitted(self.schema, field, Some(v)) {
-                        drop.push(k.clone());
-                        continue;
-                    }
-                    if let Some(word) = present.get_mut(i / 64) {
-                        *word |= 1 << (i % 64);
-                    }
-                    self.path.push(&field.name);
-                    self.owner = Some(st);
-                    let result = self.normalize(&field.ty, v);
-                    self.path.pop();
-                    result?;
-                }
-                for k in drop {
-                    members.remove(&k);
-                }
-                for &i in st.absent_written() {
-                    let i = usize::from(i);
-                    let known = present.get(i / 64).map(|w| w & (1 << (i % 64)) != 0);
-                    if known == Some(true) {
-                        continue;
-                    }
-                    let field = &st.fields[i];
-                    if members.contains_key(&*field.name) {
-                        continue;
-                    }
-                    let mut zero = Value::Null;
-                    self.path.push(&field.name);
-                    self.owner = Some(st);
-                    let result = self.normalize(&field.ty, &mut zero);
-                    self.path.pop();
-                    result?;
-                    members.insert(field.name.to_string(), zero);
-                }
+                self.normalize_members(st, members, None)?;
                 self.owner = owner;
             }
             // Unchanged when valid; null becomes the zero value.
@@ -354,15 +419,11 @@ impl<'s> Encoder<'s> {
             },
             Type::Quantity => {
                 let canonical = match &*value {
-                    Value::Null => "0".to_string(),
-                    v => match Quantity::from_json(v) {
-                        Ok(Some(q)) => q.to_string(),
-                        Ok(None) => "0".to_string(),
-                        Err(e) => return Err(DecodeError(e.to_string())),
-                    },
+                    Value::Null => std::rc::Rc::from("0"),
+                    v => quantity_text(v)?,
                 };
-                if value.as_str() != Some(canonical.as_str()) {
-                    *value = Value::String(canonical);
+                if value.as_str() != Some(&*canonical) {
+                    *value = Value::String(canonical.to_string());
                 }
             }
             Type::Raw | Type::Any if !has_float(value) => {}
@@ -397,10 +458,13 @@ impl<'s> Encoder<'s> {
         st: &'s Struct,
         members: Option<&Map<String, Value>>,
     ) -> Result<(), DecodeError> {
+        self.write_slots(st, &Slots::new(st, members))
+    }
+
+    fn write_slots(&mut self, st: &'s Struct, slots: &Slots<'_>) -> Result<(), DecodeError> {
         self.out.push(b'{');
         let mut first = true;
         let owner = self.owner.replace(st);
-        let slots = Slots::new(st, members);
         for (i, field) in st.fields.iter().enumerate() {
             let value = slots.get(i);
             if omitted(self.schema, field, value) {
@@ -432,7 +496,7 @@ struct Slots<'v> {
 }
 
 impl<'v> Slots<'v> {
-    fn new(st: &Struct, members: Option<&'v Map<String, Value>>) -> Self {
+    fn empty(st: &Struct) -> Self {
         let mut slots = Slots {
             small: [None; 64],
             large: Vec::new(),
@@ -440,13 +504,22 @@ impl<'v> Slots<'v> {
         if st.fields.len() > slots.small.len() {
             slots.large = vec![None; st.fields.len()];
         }
+        slots
+    }
+
+    fn set(&mut self, i: usize, v: Option<&'v Value>) {
+        if let Some(slot) = self.small.get_mut(i).filter(|_| self.large.is_empty()) {
+            *slot = v;
+        } else if let Some(slot) = self.large.get_mut(i) {
+            *slot = v;
+        }
+    }
+
+    fn new(st: &Struct, members: Option<&'v Map<String, Value>>) -> Self {
+        let mut slots = Slots::empty(st);
         for (k, v) in members.into_iter().flatten() {
             if let Some(i) = st.index_of(k) {
-                if let Some(slot) = slots.small.get_mut(i).filter(|_| slots.large.is_empty()) {
-                    *slot = Some(v);
-                } else if let Some(slot) = slots.large.get_mut(i) {
-                    *slot = Some(v);
-                }
+                slots.set(i, Some(v));
             }
         }
         slots
@@ -459,6 +532,46 @@ impl<'v> Slots<'v> {
             self.large.get(i).copied().flatten()
         }
     }
+}
+
+type QuantityTexts = std::collections::HashMap<
+    Box<str>,
+    Result<std::rc::Rc<str>, DecodeError>,
+    std::hash::BuildHasherDefault<crate::registry::FxHasher>,
+>;
+
+thread_local! {
+    /// [`quantity_text`]'s answers for the strings seen last on this thread.
+    static QUANTITY_TEXTS: std::cell::RefCell<QuantityTexts> = Default::default();
+}
+
+/// The text Go's `MarshalJSON` writes (without its quotes) for a quantity decoded from `value`,
+/// or the decode error. Objects repeat a few quantities many times and parsing and printing one
+/// costs more than the rest of its encoding, so the answers for strings are remembered per
+/// thread (up to 512 strings, then forgotten together).
+fn quantity_text(value: &Value) -> Result<std::rc::Rc<str>, DecodeError> {
+    fn parse(value: &Value) -> Result<std::rc::Rc<str>, DecodeError> {
+        match Quantity::from_json(value) {
+            Ok(Some(q)) => Ok(q.to_string().into()),
+            Ok(None) => Ok("0".into()),
+            Err(e) => Err(DecodeError(e.to_string())),
+        }
+    }
+    let Value::String(text) = value else {
+        return parse(value);
+    };
+    QUANTITY_TEXTS.with(|cell| {
+        let mut texts = cell.borrow_mut();
+        if let Some(known) = texts.get(text.as_str()) {
+            return known.clone();
+        }
+        let answer = parse(value);
+        if texts.len() >= 512 {
+            texts.clear();
+        }
+        texts.insert(text.as_str().into(), answer.clone());
+        answer
+    })
 }
 
 /// Whether Go's encoder leaves the field out: `omitempty` on a false, 0, "", nil pointer or empty

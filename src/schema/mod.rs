@@ -166,7 +166,7 @@ pub struct Struct {
     pub fields: Box<[Field]>,
     /// `+structType=atomic`.
     pub atomic: bool,
-    by_name: FieldIndex,
+    by_name: FieldTable,
     /// The fields Go's encoder writes even when the decoded value left them unset (no
     /// `omitempty`, or a struct type, which `omitempty` never leaves out; not `omitzero`).
     absent_written: Box<[u16]>,
@@ -175,14 +175,74 @@ pub struct Struct {
 /// Kinds by group, then version, then kind.
 type KindIndex = HashMap<Box<str>, HashMap<Box<str>, HashMap<Box<str>, TypeId>>>;
 
-type FieldIndex = HashMap<Box<str>, u16, std::hash::BuildHasherDefault<crate::registry::FxHasher>>;
+/// A struct's fields by JSON name: an open-addressing table of field indices (plus one; 0 is
+/// empty) at least twice the size of the struct, probed linearly from the name's hash. Every
+/// member of every object decoded or encoded is looked up here, so it avoids the general map's
+/// hashing and the library `memcmp` of the names (see `api::meta::short_eq`).
+#[derive(Debug, Clone, Default)]
+struct FieldTable {
+    slots: Box<[u16]>,
+}
+
+impl FieldTable {
+    fn hash(name: &[u8]) -> usize {
+        const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
+        let mut h = name.len() as u64;
+        let mut chunks = name.chunks_exact(8);
+        for chunk in &mut chunks {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(chunk);
+            h = (h.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(SEED);
+        }
+        let rest = chunks.remainder();
+        let mut word = [0u8; 8];
+        word[..rest.len()].copy_from_slice(rest);
+        h = (h.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(SEED);
+        (h >> 32) as usize
+    }
+
+    fn new(fields: &[Field]) -> FieldTable {
+        let size = (fields.len() * 2).max(4).next_power_of_two();
+        let mut slots = vec![0u16; size];
+        for (i, f) in fields.iter().enumerate() {
+            let Ok(value) = u16::try_from(i + 1) else {
+                continue;
+            };
+            let mut at = Self::hash(f.name.as_bytes()) & (size - 1);
+            // A name given twice is its last field's, as in a map.
+            while slots[at] != 0 && fields[usize::from(slots[at]) - 1].name != f.name {
+                at = (at + 1) & (size - 1);
+            }
+            slots[at] = value;
+        }
+        FieldTable {
+            slots: slots.into(),
+        }
+    }
+
+    fn get(&self, fields: &[Field], name: &str) -> Option<usize> {
+        let size = self.slots.len();
+        if size == 0 {
+            return None;
+        }
+        let mut at = Self::hash(name.as_bytes()) & (size - 1);
+        loop {
+            let i = usize::from(self.slots[at]);
+            if i == 0 {
+                return None;
+            }
+            if crate::api::meta::short_eq(&fields[i - 1].name, name) {
+                return Some(i - 1);
+            }
+            at = (at + 1) & (size - 1);
+        }
+    }
+}
 
 impl Struct {
     /// The field with this JSON name.
     pub fn field(&self, name: &str) -> Option<&Field> {
-        self.by_name
-            .get(name)
-            .and_then(|&i| self.fields.get(usize::from(i)))
+        self.index_of(name).and_then(|i| self.fields.get(i))
     }
 
     /// The indices of the fields Go writes even when unset.
@@ -191,8 +251,9 @@ impl Struct {
     }
 
     /// The index in [`Struct::fields`] of the field with this JSON name.
+    #[inline]
     pub fn index_of(&self, name: &str) -> Option<usize> {
-        self.by_name.get(name).map(|&i| usize::from(i))
+        self.by_name.get(&self.fields, name)
     }
 
     /// Go's name for the type in messages, as `v1.Container`.
@@ -305,7 +366,6 @@ impl Schema {
         let mut types = Vec::with_capacity(raw.types.len());
         for (name, st) in raw.types {
             let mut fields = Vec::with_capacity(st.fields.len());
-            let mut field_index = FieldIndex::default();
             for f in st.fields {
                 let ty = resolve(&f.ty, &by_name)
                     .ok_or_else(|| SchemaError(format!("{name}.{}: unknown type", f.name)))?;
@@ -318,9 +378,9 @@ impl Schema {
                         return Err(SchemaError(format!("{name}.{}: listType {other}", f.name)));
                     }
                 };
-                let index = u16::try_from(fields.len())
-                    .map_err(|_| SchemaError(format!("{name}: too many fields")))?;
-                field_index.insert(f.name.as_str().into(), index);
+                if u16::try_from(fields.len() + 1).is_err() {
+                    return Err(SchemaError(format!("{name}: too many fields")));
+                }
                 fields.push(Field {
                     name: f.name.into(),
                     ty,
@@ -353,11 +413,12 @@ impl Schema {
                 })
                 .filter_map(|(i, _)| u16::try_from(i).ok())
                 .collect();
+            let by_name = FieldTable::new(&fields);
             types.push(Struct {
                 name: name.into(),
                 fields: fields.into(),
                 atomic: st.atomic,
-                by_name: field_index,
+                by_name,
                 absent_written,
             });
         }
