@@ -178,7 +178,10 @@ fn to_json(v: &Value) -> Result<serde_json::Value, String> {
             if let Some(s) = o.downcast_ref::<StructValue>() {
                 to_json(&s.fields)?
             } else if let Some(d) = o.downcast_ref::<Document>() {
-                to_json(&d.0)?
+                match d {
+                    Document::Json(part) => part.get().clone(),
+                    Document::Value(v) => to_json(v)?,
+                }
             } else {
                 return Err(format!(
                     "unable to convert {} to JSON",
@@ -200,7 +203,7 @@ fn to_json(v: &Value) -> Result<serde_json::Value, String> {
 fn unwrapped(v: Value) -> Value {
     match &v {
         Value::Opaque(o) => match o.downcast_ref::<Document>() {
-            Some(d) => d.0.clone(),
+            Some(d) => d.to_value(),
             None => v,
         },
         _ => v,
