@@ -942,3 +942,35 @@ fn mutations_are_counted_per_mutation_from_1_34() {
             .contains("mutating_admission_policy_check")
     );
 }
+
+#[test]
+fn the_feature_gate_note_is_said_once_per_file() {
+    let inputs = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/policies-v1.33/inputs"
+    );
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookscope"))
+        .args(["--kube-version", "1.33", "replay", "--webhooks"])
+        .arg(format!("{inputs}/mutating-policies.yaml"))
+        .arg("--cluster")
+        .arg(format!("{inputs}/namespaces.yaml"))
+        .arg("--input")
+        .arg(format!("{inputs}/deploy-web.yaml"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    // Four documents (two policies, two bindings), one note.
+    assert_eq!(
+        text.matches("--feature-gates=MutatingAdmissionPolicy=true")
+            .count(),
+        1,
+        "{text}"
+    );
+    // The policy mutated the Deployment.
+    assert!(
+        text.contains("mutated by annotate-deployments/annotate-deployments-binding"),
+        "{text}"
+    );
+}

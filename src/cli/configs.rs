@@ -139,6 +139,7 @@ pub(crate) fn load_configurations(
                 }
             }
         }
+        let mut gate_notes = std::collections::HashSet::new();
         for loaded in config::load_policy_paths(std::slice::from_ref(path)) {
             match loaded {
                 // Unreadable files were reported with the configurations.
@@ -189,7 +190,11 @@ pub(crate) fn load_configurations(
                         }
                         continue;
                     }
-                    if let Some(note) = policy_config::needs_enabling(&l.object, version) {
+                    // Said once per file: every policy and binding of a release that needs
+                    // the gate would repeat it.
+                    if let Some(note) = policy_config::needs_enabling(&l.object, version)
+                        && gate_notes.insert((l.source.file.clone(), note.clone()))
+                    {
                         report.push_problem(problem(
                             ProblemKind::Warning,
                             at.0,
