@@ -27,7 +27,60 @@ pub fn input(data: &[u8]) {
 pub fn configurations(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = hookscope::config::parse_documents(text, "fuzz");
+        admission_policies(text);
     }
+}
+
+/// The admission policies of a `--webhooks` file: read, defaulted and validated (their CEL
+/// compiled); the valid ones run over a Pod's create (matching, CEL evaluation, mutations).
+fn admission_policies(text: &str) {
+    let mut set = hookscope::config::policy::PolicySet::default();
+    for mut loaded in hookscope::config::parse_policy_documents(text, "fuzz")
+        .into_iter()
+        .flatten()
+    {
+        loaded.apply_defaults();
+        if hookscope::config::policy::validate_policy_object(&loaded.object).is_empty() {
+            set.insert(loaded.object);
+        }
+    }
+    if set.validating.is_empty() && set.mutating.is_empty() {
+        return;
+    }
+    use hookscope::engine::{Engine, EngineOptions, Namespaces, Phases, RequestContext};
+    let engine = Engine::new(&[], EngineOptions::for_version(KubeVersion::NEWEST))
+        .with_policies(&set.validating, &set.validating_bindings)
+        .with_mutating_policies(&set.mutating, &set.mutating_bindings);
+    let Ok(attrs) = serde_json::from_value(json!({
+        "operation": "CREATE",
+        "kind": {"group": "", "version": "v1", "kind": "Pod"},
+        "resource": {"group": "", "version": "v1", "resource": "pods"},
+        "subResource": "",
+        "namespace": "default",
+        "name": "p",
+        "object": pod(),
+        "oldObject": null,
+        "dryRun": false,
+        "options": null,
+        "userInfo": {"username": "fuzz"},
+    })) else {
+        return;
+    };
+    let mut namespaces = Namespaces::default();
+    namespaces.insert("default", Default::default());
+    let mut metrics = hookscope::metrics::Metrics::new();
+    let mut ids = hookscope::engine::SequentialIds::default();
+    let _ = engine.dispatch_blocking(
+        attrs,
+        RequestContext {
+            namespaces: &namespaces,
+            ids: &mut ids,
+            metrics: &mut metrics,
+            deadline: None,
+            phases: Phases::All,
+        },
+        &mut hookscope::script::ScriptedReplier::new([]),
+    );
 }
 
 fn pod() -> &'static Value {
