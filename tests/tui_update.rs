@@ -70,6 +70,30 @@ fn the_demo_streams_into_the_state() {
         .count();
     assert_eq!(by_policy, 1);
     assert_eq!(denials, denied);
+    // Every request that reached a policy binding counts it as matched or skipped, once.
+    for (name, phase) in [
+        ("demo-owner-label", hookscope::api::WebhookKind::Mutating),
+        (
+            "demo-replica-limit",
+            hookscope::api::WebhookKind::Validating,
+        ),
+    ] {
+        let at = s.hooks.iter().position(|h| h.webhook == name).unwrap();
+        let reached = s
+            .entries
+            .iter()
+            .filter(|e| {
+                e.replayed
+                    .outcome
+                    .calls
+                    .iter()
+                    .any(|c| &*c.webhook == name && c.phase == phase && c.round == 0)
+            })
+            .count();
+        let c = &s.hook_counts[at];
+        assert!(c.skipped() > 0, "{name}: {c:?}");
+        assert_eq!(c.matched + c.skipped(), reached, "{name}: {c:?}");
+    }
     assert!(
         s.annotations
             .iter()

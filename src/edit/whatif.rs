@@ -208,6 +208,24 @@ fn entry<'s>(
     stats.entry(key).or_default()
 }
 
+/// A policy binding's skip, by the engine's reason: a selector, a matchCondition, the
+/// reinvocation round, or the rules. A request skips a binding once, for its first reason.
+fn count_policy_skip(s: &mut HookStats, why: &str) {
+    let not_reinvoked = why.starts_with("reinvocationPolicy");
+    if s.skipped() > 0 && !not_reinvoked {
+        return;
+    }
+    if not_reinvoked {
+        s.not_reinvoked += 1;
+    } else if why.contains("Selector does not match") {
+        s.skipped_selector += 1;
+    } else if why.starts_with("matchConditions") {
+        s.skipped_match_condition += 1;
+    } else {
+        s.skipped_rules += 1;
+    }
+}
+
 /// What each webhook did in one request (its `matched` is 1 where it was called at all), in
 /// the order the request met them. The console's Webhooks view and the what-if comparison both
 /// count with it, so that each count means one thing.
@@ -216,6 +234,15 @@ pub fn request_stats(r: &Replayed) -> Vec<(HookKey, HookStats)> {
     let mut stats: BTreeMap<HookKey, HookStats> = BTreeMap::new();
     for c in &r.outcome.calls {
         if c.decision != CallDecision::Called {
+            // A policy binding records its skip in its call, not as a Skipped step.
+            if let (Some(why), Some(_)) = (c.skip_reason.as_deref(), &c.policy) {
+                let s = entry(
+                    &mut stats,
+                    &mut order,
+                    HookKey::new(&c.configuration, &c.webhook, c.phase),
+                );
+                count_policy_skip(s, why);
+            }
             continue;
         }
         let s = entry(
