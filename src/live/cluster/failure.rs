@@ -119,6 +119,25 @@ impl Target<'_> {
 }
 
 /// Describes a failed request `what` (e.g. "listing mutatingwebhookconfigurations").
+/// Whether an error's text (lower case) is a TLS problem rather than a connection lost: a
+/// certificate the kubeconfig does not trust, or a handshake the server refused; a handshake cut
+/// off because the server went away (end of file, reset, closed) is the server being unreachable.
+fn is_tls_problem(lower: &str) -> bool {
+    let cut_off = [
+        "eof",
+        "reset",
+        "closed",
+        "broken pipe",
+        "refused",
+        "aborted",
+    ]
+    .iter()
+    .any(|w| lower.contains(w));
+    lower.contains("certificate")
+        || lower.contains("unknownissuer")
+        || (lower.contains("handshake") && !cut_off)
+}
+
 pub(crate) fn describe(
     error: &kube::Error,
     what: &str,
@@ -168,10 +187,7 @@ pub(crate) fn describe(
         other => {
             let text = chain_text(other);
             let lower = text.to_lowercase();
-            if lower.contains("certificate")
-                || lower.contains("unknownissuer")
-                || lower.contains("handshake")
-            {
+            if is_tls_problem(&lower) {
                 (
                     FailureKind::Tls,
                     format!("TLS with {} failed while {what}: {text}", target.server),
@@ -280,5 +296,21 @@ impl ClusterError {
             rbac: None,
             retry_in,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_tls_problem;
+
+    #[test]
+    fn a_handshake_cut_off_is_a_server_gone_not_a_tls_problem() {
+        assert!(is_tls_problem("invalid peer certificate: unknownissuer"));
+        assert!(is_tls_problem("received fatal alert: handshakefailure"));
+        assert!(!is_tls_problem("tls handshake eof"));
+        assert!(!is_tls_problem(
+            "connection reset by peer (os error 104) during handshake"
+        ));
+        assert!(!is_tls_problem("tcp connect error: connection refused"));
     }
 }
