@@ -329,34 +329,17 @@ pub fn validate_policy(p: &ValidatingAdmissionPolicy) -> Vec<FieldError> {
 }
 
 fn validate_policy_spec(name: &str, spec: &PolicySpec, errs: &mut Vec<FieldError>) {
-    match spec.failure_policy.as_deref() {
-        None => errs.push(FieldError::required("spec.failurePolicy", "")),
-        Some(f) if !FAILURE_POLICIES.contains(&f) => errs.push(FieldError::not_supported(
-            "spec.failurePolicy",
-            f,
-            &FAILURE_POLICIES,
-        )),
-        Some(_) => {}
-    }
-    let has_params = spec.param_kind.is_some();
-    if let Some(k) = &spec.param_kind {
-        validate_param_kind(&k.api_version, &k.kind, errs);
-    }
-    match &spec.match_constraints {
-        None => errs.push(FieldError::required("spec.matchConstraints", "")),
-        Some(m) => {
-            validate_match_resources(m, "spec.matchConstraints", errs);
-            if m.resource_rules.is_empty() {
-                errs.push(FieldError::required(
-                    "spec.matchConstraints.resourceRules",
-                    "",
-                ));
-            }
-        }
-    }
-    let env = cel::Env::policy(has_params);
-    validate_match_conditions(&spec.match_conditions, &env, "spec.matchConditions", errs);
-    let env = validate_variables(&spec.variables, env, errs);
+    let env = validate_spec_head(
+        SpecHead {
+            failure_policy: spec.failure_policy.as_deref(),
+            param_kind: spec.param_kind.as_ref(),
+            match_constraints: spec.match_constraints.as_ref(),
+            match_conditions: &spec.match_conditions,
+            variables: &spec.variables,
+            mutating: false,
+        },
+        errs,
+    );
     if spec.validations.is_empty() && spec.audit_annotations.is_empty() {
         let why = "validations or auditAnnotations must contain at least one item";
         errs.push(FieldError::required("spec.validations", why));
@@ -469,6 +452,52 @@ fn validate_policy_spec(name: &str, spec: &PolicySpec, errs: &mut Vec<FieldError
     }
 }
 
+/// What both policy kinds' specs validate first, in upstream's order.
+struct SpecHead<'a> {
+    failure_policy: Option<&'a str>,
+    param_kind: Option<&'a crate::api::policy::ParamKind>,
+    match_constraints: Option<&'a MatchResources>,
+    match_conditions: &'a [crate::api::MatchCondition],
+    variables: &'a [Variable],
+    /// A mutating policy's rules may not name DELETE.
+    mutating: bool,
+}
+
+/// failurePolicy, paramKind, matchConstraints, matchConditions and variables; returns the CEL
+/// environment of the rest of the spec (params and the variables declared).
+fn validate_spec_head(h: SpecHead<'_>, errs: &mut Vec<FieldError>) -> cel::Env {
+    match h.failure_policy {
+        None => errs.push(FieldError::required("spec.failurePolicy", "")),
+        Some(f) if !FAILURE_POLICIES.contains(&f) => errs.push(FieldError::not_supported(
+            "spec.failurePolicy",
+            f,
+            &FAILURE_POLICIES,
+        )),
+        Some(_) => {}
+    }
+    if let Some(k) = h.param_kind {
+        validate_param_kind(&k.api_version, &k.kind, errs);
+    }
+    match h.match_constraints {
+        None => errs.push(FieldError::required("spec.matchConstraints", "")),
+        Some(m) => {
+            validate_match_resources(m, "spec.matchConstraints", errs);
+            if m.resource_rules.is_empty() {
+                errs.push(FieldError::required(
+                    "spec.matchConstraints.resourceRules",
+                    "",
+                ));
+            }
+            if h.mutating {
+                validate_mutating_operations(m, "spec.matchConstraints", errs);
+            }
+        }
+    }
+    let env = cel::Env::policy(h.param_kind.is_some());
+    validate_match_conditions(h.match_conditions, &env, "spec.matchConditions", errs);
+    validate_variables(h.variables, env, errs)
+}
+
 /// The variables' field errors, in order; returns `env` with each variable declared.
 fn validate_variables(
     variables: &[Variable],
@@ -540,35 +569,18 @@ fn validate_mutating_operations(m: &MatchResources, p: &str, errs: &mut Vec<Fiel
 }
 
 fn validate_mutating_policy_spec(spec: &MutatingPolicySpec, errs: &mut Vec<FieldError>) {
-    match spec.failure_policy.as_deref() {
-        None => errs.push(FieldError::required("spec.failurePolicy", "")),
-        Some(f) if !FAILURE_POLICIES.contains(&f) => errs.push(FieldError::not_supported(
-            "spec.failurePolicy",
-            f,
-            &FAILURE_POLICIES,
-        )),
-        Some(_) => {}
-    }
-    let has_params = spec.param_kind.is_some();
-    if let Some(k) = &spec.param_kind {
-        validate_param_kind(&k.api_version, &k.kind, errs);
-    }
-    match &spec.match_constraints {
-        None => errs.push(FieldError::required("spec.matchConstraints", "")),
-        Some(m) => {
-            validate_match_resources(m, "spec.matchConstraints", errs);
-            if m.resource_rules.is_empty() {
-                errs.push(FieldError::required(
-                    "spec.matchConstraints.resourceRules",
-                    "",
-                ));
-            }
-            validate_mutating_operations(m, "spec.matchConstraints", errs);
-        }
-    }
-    let env = cel::Env::policy(has_params);
-    validate_match_conditions(&spec.match_conditions, &env, "spec.matchConditions", errs);
-    let env = validate_variables(&spec.variables, env, errs).with_patch_types();
+    let env = validate_spec_head(
+        SpecHead {
+            failure_policy: spec.failure_policy.as_deref(),
+            param_kind: spec.param_kind.as_ref(),
+            match_constraints: spec.match_constraints.as_ref(),
+            match_conditions: &spec.match_conditions,
+            variables: &spec.variables,
+            mutating: true,
+        },
+        errs,
+    )
+    .with_patch_types();
     if spec.mutations.is_empty() {
         errs.push(FieldError::required(
             "spec.mutations",
@@ -653,20 +665,7 @@ pub fn validate_mutating_binding(b: &MutatingAdmissionPolicyBinding) -> Vec<Fiel
     let mut errs = Vec::new();
     validate_object_meta(&b.name, &b.metadata, &mut errs);
     let spec = &b.spec;
-    if spec.policy_name.is_empty() {
-        errs.push(FieldError::required("spec.policyName", ""));
-    } else {
-        for msg in is_dns1123_subdomain(&spec.policy_name) {
-            errs.push(FieldError::invalid(
-                "spec.policyName",
-                go_quote(&spec.policy_name),
-                &msg,
-            ));
-        }
-    }
-    if let Some(r) = &spec.param_ref {
-        validate_param_ref(r, &mut errs);
-    }
+    validate_binding_reference(&spec.policy_name, spec.param_ref.as_ref(), &mut errs);
     if let Some(m) = &spec.match_resources {
         validate_match_resources(m, "spec.matchResources", &mut errs);
         validate_mutating_operations(m, "spec.matchResources", &mut errs);
@@ -819,25 +818,34 @@ pub fn validate_binding(b: &ValidatingAdmissionPolicyBinding) -> Vec<FieldError>
     let mut errs = Vec::new();
     validate_object_meta(&b.name, &b.metadata, &mut errs);
     let spec = &b.spec;
-    if spec.policy_name.is_empty() {
-        errs.push(FieldError::required("spec.policyName", ""));
-    } else {
-        for msg in is_dns1123_subdomain(&spec.policy_name) {
-            errs.push(FieldError::invalid(
-                "spec.policyName",
-                go_quote(&spec.policy_name),
-                &msg,
-            ));
-        }
-    }
-    if let Some(r) = &spec.param_ref {
-        validate_param_ref(r, &mut errs);
-    }
+    validate_binding_reference(&spec.policy_name, spec.param_ref.as_ref(), &mut errs);
     if let Some(m) = &spec.match_resources {
         validate_match_resources(m, "spec.matchResources", &mut errs);
     }
     validate_validation_actions(&spec.validation_actions, &mut errs);
     errs
+}
+
+/// A binding's policyName and paramRef, whatever the policy's kind.
+fn validate_binding_reference(
+    policy_name: &str,
+    param_ref: Option<&ParamRef>,
+    errs: &mut Vec<FieldError>,
+) {
+    if policy_name.is_empty() {
+        errs.push(FieldError::required("spec.policyName", ""));
+    } else {
+        for msg in is_dns1123_subdomain(policy_name) {
+            errs.push(FieldError::invalid(
+                "spec.policyName",
+                go_quote(policy_name),
+                &msg,
+            ));
+        }
+    }
+    if let Some(r) = param_ref {
+        validate_param_ref(r, errs);
+    }
 }
 
 fn validate_param_ref(r: &ParamRef, errs: &mut Vec<FieldError>) {

@@ -114,6 +114,20 @@ fn object_text<'a>(
     }
 }
 
+/// What the policy plugins read besides the request: the engine's registry and authorizer, the
+/// request context's namespaces and parameter objects.
+fn policy_env<'a>(
+    engine: &'a Engine,
+    namespaces: &'a dyn super::attributes::NamespaceSource,
+) -> policy::PolicyEnv<'a> {
+    policy::PolicyEnv {
+        registry: &engine.options.registry,
+        namespaces,
+        params: namespaces.param_source().unwrap_or(&policy::NoParams),
+        authorizer: &engine.options.authorizer,
+    }
+}
+
 impl<'e, 'c> Run<'e, 'c> {
     pub(super) fn new(
         engine: &'e Engine,
@@ -223,13 +237,7 @@ impl<'e, 'c> Run<'e, 'c> {
         }
         self.step(Entry::PolicyPhaseStarted);
         let start = self.elapsed;
-        let namespaces = self.ctx.namespaces;
-        let env = policy::PolicyEnv {
-            registry: &engine.options.registry,
-            namespaces,
-            params: namespaces.param_source().unwrap_or(&policy::NoParams),
-            authorizer: &engine.options.authorizer,
-        };
+        let env = policy_env(engine, self.ctx.namespaces);
         let result = policy::mutating::dispatch(
             &engine.mutating_policies,
             &self.attrs,
@@ -238,7 +246,6 @@ impl<'e, 'c> Run<'e, 'c> {
             &mut self.policy_reinvocation,
             engine.options.kube_version,
         );
-        let op = self.attrs.operation;
         let mut index = 0;
         let mut last_call: CallIx = 0;
         let mut denied_call: Option<CallIx> = None;
@@ -287,28 +294,26 @@ impl<'e, 'c> Run<'e, 'c> {
                         };
                         value.to_string().into_boxed_str()
                     });
-                    self.calls.push(CallRecord {
-                        phase: WebhookKind::Mutating,
-                        round,
-                        index,
-                        configuration: policy,
-                        webhook: binding.unwrap_or_else(|| Arc::from("")),
-                        decision,
-                        skip_reason,
-                        allowed,
-                        mutated,
-                        patch,
-                        error,
-                        failure_policy,
-                        duration_ms: 0.0,
-                        policy: Some(call),
-                    });
+                    last_call = self.push_policy_call(
+                        CallRecord {
+                            phase: WebhookKind::Mutating,
+                            round,
+                            index,
+                            configuration: policy,
+                            webhook: binding.unwrap_or_else(|| Arc::from("")),
+                            decision,
+                            skip_reason,
+                            allowed,
+                            mutated,
+                            patch,
+                            error,
+                            failure_policy,
+                            duration_ms: 0.0,
+                            policy: Some(call),
+                        },
+                        &mut denied_call,
+                    );
                     index += 1;
-                    last_call = CallIx::try_from(self.calls.len() - 1).unwrap_or(CallIx::MAX);
-                    if allowed == Some(false) && denied_call.is_none() {
-                        denied_call = Some(last_call);
-                    }
-                    self.step(Entry::PolicyEvaluated { call: last_call });
                     if let Some(after) = after {
                         let before = self.attrs.object.clone().unwrap_or_default();
                         self.step(Entry::PatchApplied {
@@ -331,45 +336,82 @@ impl<'e, 'c> Run<'e, 'c> {
                     error_type,
                     policy::CHECK_DURATION,
                 ),
-                MutatingEvent::ConditionError { policy } => self
-                    .ctx
-                    .metrics
-                    .observe_match_condition_error(&policy, WebhookType::ValidatingPolicy, op),
+                MutatingEvent::ConditionError { policy } => {
+                    self.observe_policy_condition(&policy, true)
+                }
                 MutatingEvent::ConditionEvaluation { policy } => {
-                    self.ctx.metrics.observe_match_condition_evaluation(
-                        &policy,
-                        WebhookType::ValidatingPolicy,
-                        op,
-                        policy::CHECK_DURATION,
-                    )
+                    self.observe_policy_condition(&policy, false)
                 }
             }
-        }
-        if let Some(object) = result.object {
-            self.attrs.to_mut().object = Some(object);
-            self.object_json = None;
         }
         if result.should_reinvoke {
             self.should_reinvoke = true;
         }
-        let took = self.elapsed - start;
-        let rejected = result.denied.is_some();
-        self.ctx
-            .metrics
-            .observe_controller(WebhookType::MutatingPolicy, op, rejected, took);
-        match result.denied {
-            None => Ok(()),
-            Some(status) => {
-                self.step(Entry::Denied {
-                    call: denied_call.unwrap_or(last_call),
-                    status: Some(Box::new(status.clone())),
-                });
-                self.ctx
-                    .metrics
-                    .observe_step(WebhookType::Admit, op, true, took);
-                Err(status)
-            }
+        self.end_policy_plugin(
+            WebhookType::MutatingPolicy,
+            start,
+            result.denied,
+            denied_call.unwrap_or(last_call),
+        )
+    }
+
+    /// Records a policy binding's call and its step; the first denying one is `denied_call`.
+    fn push_policy_call(&mut self, record: CallRecord, denied_call: &mut Option<CallIx>) -> CallIx {
+        let denies = record.allowed == Some(false);
+        self.calls.push(record);
+        let ix = CallIx::try_from(self.calls.len() - 1).unwrap_or(CallIx::MAX);
+        if denies && denied_call.is_none() {
+            *denied_call = Some(ix);
         }
+        self.step(Entry::PolicyEvaluated { call: ix });
+        ix
+    }
+
+    /// A policy's matchConditions in the metrics: an error, or conditions not all true. Both
+    /// plugins count them as `kind="policy"`, `type="validate"`, as upstream builds the matcher.
+    fn observe_policy_condition(&mut self, policy: &str, error: bool) {
+        let op = self.attrs.operation;
+        let ty = WebhookType::ValidatingPolicy;
+        if error {
+            self.ctx
+                .metrics
+                .observe_match_condition_error(policy, ty, op);
+        } else {
+            (self.ctx.metrics).observe_match_condition_evaluation(
+                policy,
+                ty,
+                op,
+                policy::CHECK_DURATION,
+            );
+        }
+    }
+
+    /// The end of a policy plugin started at `start`: its controller metric and, when `denied`,
+    /// the denial step (at `call`) and the admission step it ends.
+    fn end_policy_plugin(
+        &mut self,
+        plugin: WebhookType,
+        start: Duration,
+        denied: Option<Status>,
+        call: CallIx,
+    ) -> Result<(), Status> {
+        let op = self.attrs.operation;
+        let took = self.elapsed - start;
+        (self.ctx.metrics).observe_controller(plugin, op, denied.is_some(), took);
+        let Some(status) = denied else {
+            return Ok(());
+        };
+        self.step(Entry::Denied {
+            call,
+            status: Some(Box::new(status.clone())),
+        });
+        // The admission step ends here: the plugins after it are not run.
+        let step = match plugin {
+            WebhookType::MutatingPolicy => WebhookType::Admit,
+            _ => WebhookType::Validating,
+        };
+        self.ctx.metrics.observe_step(step, op, true, took);
+        Err(status)
     }
 
     /// The ValidatingAdmissionPolicy plugin (`policy/validating`), on the final object: pure
@@ -382,15 +424,8 @@ impl<'e, 'c> Run<'e, 'c> {
         self.step(Entry::PolicyPhaseStarted);
         self.fill_system_fields();
         let start = self.elapsed;
-        let namespaces = self.ctx.namespaces;
-        let env = policy::PolicyEnv {
-            registry: &engine.options.registry,
-            namespaces,
-            params: namespaces.param_source().unwrap_or(&policy::NoParams),
-            authorizer: &engine.options.authorizer,
-        };
+        let env = policy_env(engine, self.ctx.namespaces);
         let result = policy::dispatch(&engine.policies, &self.attrs, &env);
-        let op = self.attrs.operation;
         let legacy = !engine.options.kube_version.at_least(31);
         let mut last_call: CallIx = 0;
         let mut denied_call: Option<CallIx> = None;
@@ -424,28 +459,26 @@ impl<'e, 'c> Run<'e, 'c> {
                             (CallDecision::Called, None, Some(true), Some(m.into()))
                         }
                     };
-                    self.calls.push(CallRecord {
-                        phase: WebhookKind::Validating,
-                        round: 0,
-                        index,
-                        configuration: policy,
-                        webhook: binding.unwrap_or_else(|| Arc::from("")),
-                        decision,
-                        skip_reason,
-                        allowed,
-                        mutated: false,
-                        patch: None,
-                        error,
-                        failure_policy,
-                        duration_ms: 0.0,
-                        policy: Some(call),
-                    });
+                    last_call = self.push_policy_call(
+                        CallRecord {
+                            phase: WebhookKind::Validating,
+                            round: 0,
+                            index,
+                            configuration: policy,
+                            webhook: binding.unwrap_or_else(|| Arc::from("")),
+                            decision,
+                            skip_reason,
+                            allowed,
+                            mutated: false,
+                            patch: None,
+                            error,
+                            failure_policy,
+                            duration_ms: 0.0,
+                            policy: Some(call),
+                        },
+                        &mut denied_call,
+                    );
                     index += 1;
-                    last_call = CallIx::try_from(self.calls.len() - 1).unwrap_or(CallIx::MAX);
-                    if allowed == Some(false) && denied_call.is_none() {
-                        denied_call = Some(last_call);
-                    }
-                    self.step(Entry::PolicyEvaluated { call: last_call });
                 }
                 policy::PolicyEvent::Warning(text) => {
                     let kept = self.warnings.add(&text);
@@ -473,39 +506,20 @@ impl<'e, 'c> Run<'e, 'c> {
                     },
                     policy::CHECK_DURATION,
                 ),
-                policy::PolicyEvent::ConditionError { policy } => self
-                    .ctx
-                    .metrics
-                    .observe_match_condition_error(&policy, WebhookType::ValidatingPolicy, op),
+                policy::PolicyEvent::ConditionError { policy } => {
+                    self.observe_policy_condition(&policy, true)
+                }
                 policy::PolicyEvent::ConditionEvaluation { policy } => {
-                    self.ctx.metrics.observe_match_condition_evaluation(
-                        &policy,
-                        WebhookType::ValidatingPolicy,
-                        op,
-                        policy::CHECK_DURATION,
-                    )
+                    self.observe_policy_condition(&policy, false)
                 }
             }
         }
-        let took = self.elapsed - start;
-        let rejected = result.denied.is_some();
-        self.ctx
-            .metrics
-            .observe_controller(WebhookType::ValidatingPolicy, op, rejected, took);
-        match result.denied {
-            None => Ok(()),
-            Some(status) => {
-                self.step(Entry::Denied {
-                    call: denied_call.unwrap_or(last_call),
-                    status: Some(Box::new(status.clone())),
-                });
-                // The validating step ends here: the webhooks after it are not called.
-                self.ctx
-                    .metrics
-                    .observe_step(WebhookType::Validating, op, true, took);
-                Err(status)
-            }
-        }
+        self.end_policy_plugin(
+            WebhookType::ValidatingPolicy,
+            start,
+            result.denied,
+            denied_call.unwrap_or(last_call),
+        )
     }
 
     fn exemption(&self) -> Option<String> {

@@ -256,8 +256,6 @@ pub enum MutatingEvent {
 pub struct MutatingDispatch {
     /// What happened, in order.
     pub events: Vec<MutatingEvent>,
-    /// The object after every mutation (None: no mutation was applied).
-    pub object: Option<Arc<Object>>,
     /// Whether the mutating plugins must run again (`SetShouldReinvoke`).
     pub should_reinvoke: bool,
     /// The status when an error under failurePolicy Fail denies the request.
@@ -638,7 +636,6 @@ pub fn dispatch(
     if dirty {
         context.require_reinvoking_previously_invoked();
         out.should_reinvoke = true;
-        out.object = current.object.clone();
     }
     context.last_output = current.object.clone();
     let denials: Vec<&PolicyError> = errors.iter().filter(|e| !e.ignored).collect();
