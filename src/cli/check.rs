@@ -15,9 +15,9 @@ use super::configs::{OtherKinds, replaces};
 /// Deployments, CustomResourceDefinitions…) are skipped and counted in one line.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// Files or folders of MutatingWebhookConfiguration / ValidatingWebhookConfiguration /
-    /// ValidatingAdmissionPolicy / ValidatingAdmissionPolicyBinding documents (YAML or JSON,
-    /// multi-document, `kind: List`).
+    /// Files or folders of Mutating/ValidatingWebhookConfiguration and
+    /// Mutating/ValidatingAdmissionPolicy(Binding) documents (YAML or JSON, multi-document,
+    /// `kind: List`).
     #[arg(long = "webhooks", visible_alias = "admission", required = true, num_args = 1..)]
     pub webhooks: Vec<PathBuf>,
     /// Do not print the defaults that were applied.

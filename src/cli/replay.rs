@@ -43,7 +43,7 @@ pub enum Format {
 #[derive(Debug, clap::Args)]
 pub struct Args {
     /// Files or folders of admission configurations: Mutating/ValidatingWebhookConfigurations,
-    /// ValidatingAdmissionPolicies and their bindings.
+    /// Mutating/ValidatingAdmissionPolicies and their bindings.
     #[arg(long = "webhooks", visible_alias = "admission", required = true, num_args = 1..)]
     pub webhooks: Vec<PathBuf>,
     /// Captured requests: AdmissionReview documents or bare AdmissionRequests (JSON, YAML, JSON

@@ -19,7 +19,7 @@ use super::replay::SourceArgs;
 #[derive(Debug, Default, clap::Args)]
 pub struct Args {
     /// Files or folders of admission configurations: Mutating/ValidatingWebhookConfigurations,
-    /// ValidatingAdmissionPolicies and their bindings.
+    /// Mutating/ValidatingAdmissionPolicies and their bindings.
     #[arg(long = "webhooks", visible_alias = "admission", num_args = 1.., required_unless_present_any = ["demo", "demo_offline"])]
     pub webhooks: Vec<PathBuf>,
     /// Captured requests: AdmissionReview documents or audit.k8s.io/v1 audit logs; `-` reads
