@@ -109,3 +109,28 @@ fn read_error_text(error: &kube::config::KubeconfigError) -> String {
         other => other.to_string(),
     }
 }
+
+/// The context `connect` uses (`wanted`, else the kubeconfig's current-context) and its user.
+pub fn select_context(
+    kubeconfig: &Kubeconfig,
+    wanted: Option<&str>,
+) -> Result<(String, String), ClusterError> {
+    let name = match wanted.or(kubeconfig.current_context.as_deref()) {
+        Some(name) if !name.is_empty() => name,
+        _ => return Err(ClusterError::NoContext),
+    };
+    let context = kubeconfig
+        .contexts
+        .iter()
+        .find(|c| c.name == name)
+        .ok_or_else(|| ClusterError::UnknownContext {
+            context: name.to_string(),
+            available: kubeconfig.contexts.iter().map(|c| c.name.clone()).collect(),
+        })?;
+    let user = context
+        .context
+        .as_ref()
+        .and_then(|c| c.user.clone())
+        .unwrap_or_default();
+    Ok((name.to_string(), user))
+}

@@ -18,7 +18,7 @@ use std::time::{Duration, SystemTime};
 
 use futures::StreamExt as _;
 use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
-use kube::config::{KubeConfigOptions, Kubeconfig};
+use kube::config::KubeConfigOptions;
 use kube::runtime::watcher;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -28,7 +28,9 @@ use crate::api::{WebhookConfiguration, WebhookKind};
 
 pub use failure::{Failure, FailureKind, RbacAdvice};
 pub use feed::{RebaseError, apply_diff, editable_yaml, rebase, yaml_diff};
-pub use kubeconfig::{KubeconfigSource, home_dir, kubeconfig_source, read_kubeconfig};
+pub use kubeconfig::{
+    KubeconfigSource, home_dir, kubeconfig_source, read_kubeconfig, select_context,
+};
 pub use namespaces::{ClusterNamespaces, NamespaceLabels, NamespaceSet};
 
 use failure::{Target, api_code, describe, is_transport, rbac_for};
@@ -606,30 +608,6 @@ fn apply_patch(configuration: &WebhookConfiguration) -> Value {
         "metadata": metadata,
         "webhooks": configuration.webhooks,
     })
-}
-
-fn select_context(
-    kubeconfig: &Kubeconfig,
-    wanted: Option<&str>,
-) -> Result<(String, String), ClusterError> {
-    let name = match wanted.or(kubeconfig.current_context.as_deref()) {
-        Some(name) if !name.is_empty() => name,
-        _ => return Err(ClusterError::NoContext),
-    };
-    let context = kubeconfig
-        .contexts
-        .iter()
-        .find(|c| c.name == name)
-        .ok_or_else(|| ClusterError::UnknownContext {
-            context: name.to_string(),
-            available: kubeconfig.contexts.iter().map(|c| c.name.clone()).collect(),
-        })?;
-    let user = context
-        .context
-        .as_ref()
-        .and_then(|c| c.user.clone())
-        .unwrap_or_default();
-    Ok((name.to_string(), user))
 }
 
 /// Connects and watches until `tx` is closed; never panics and never gives up. See

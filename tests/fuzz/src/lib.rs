@@ -153,8 +153,9 @@ pub fn metrics_text(data: &[u8]) {
     }
 }
 
-/// The small files: `--script`, `--expect`, `--webhook-auth` (kubeconfig format), the console's
-/// settings and theme files, and quantities. The first byte picks the parser.
+/// The small files: `--script`, `--expect`, `--webhook-auth` (kubeconfig format), `live`'s
+/// kubeconfig and the context chosen from it, the console's settings and theme files, and
+/// quantities. The first byte picks the parser.
 pub fn small_files(data: &[u8]) {
     let Some((&which, rest)) = data.split_first() else {
         return;
@@ -162,12 +163,20 @@ pub fn small_files(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(rest) else {
         return;
     };
-    match which % 6 {
+    match which % 7 {
         0 => drop(hookscope::script::ScriptedReplier::from_yaml(text)),
         1 => drop(hookscope::replay::expect::Expectations::parse(text, "fuzz")),
         2 => drop(hookscope::transport::WebhookAuth::parse(text)),
         3 => drop(hookscope::tui::config::parse("fuzz", text)),
         4 => drop(hookscope::tui::theme::Theme::from_toml("fuzz", text)),
-        _ => drop(hookscope::quantity::Quantity::parse(text)),
+        5 => drop(hookscope::quantity::Quantity::parse(text)),
+        _ => {
+            if let Ok(kubeconfig) = kube::config::Kubeconfig::from_yaml(text) {
+                let wanted = kubeconfig.contexts.first().map(|c| c.name.clone());
+                let _ = hookscope::live::cluster::select_context(&kubeconfig, None);
+                let _ = hookscope::live::cluster::select_context(&kubeconfig, wanted.as_deref());
+                let _ = kubeconfig.clone().merge(kubeconfig);
+            }
+        }
     }
 }
