@@ -10,7 +10,8 @@
 //! * Limits: alias expansion stays bounded (the protection against alias bombs), but the node
 //!   and event budgets grow with the text, so a large real file (a `List` of thousands of Pods)
 //!   is read whole: without aliases a document cannot hold more nodes than it has bytes.
-//!   Nesting is bounded at [`MAX_DEPTH`] levels.
+//!   Nesting is bounded at [`MAX_DEPTH`] levels, go-yaml's limit (`max_flow_level` and
+//!   `max_indents`), refused beyond it with its words.
 //!
 //! Errors are the parser's first line, in YAML's terms, never in the library's option names.
 
@@ -19,12 +20,21 @@ use std::borrow::Cow;
 use serde::de::DeserializeOwned;
 use serde_saphyr::{Budget, DuplicateKeyPolicy, Options};
 
-/// Deepest nesting of sequences and mappings read: as deep as JSON inputs may nest.
-pub const MAX_DEPTH: usize = 128;
+/// Deepest nesting of sequences and mappings read: go-yaml's limit, which is also how deep JSON
+/// inputs may nest ([`crate::json::MAX_DEPTH`]).
+pub const MAX_DEPTH: usize = 10_000;
 
-/// The stack each parse runs on: the parser recurses per level, deeply in unoptimized builds,
-/// and the threads that read inputs have 2 MiB.
-const PARSE_STACK: usize = 32 << 20;
+/// Stack a parse may use per level of nesting: the parser and the deserializer recurse per
+/// level, deeply in unoptimized builds (a flow mapping of [`MAX_DEPTH`] levels needed between 200
+/// and 256 MiB there, ~25 KiB a level), with room.
+const STACK_PER_LEVEL: usize = 32 << 10;
+
+/// The stack a parse of `len` bytes runs on: a level takes at least a byte, so short texts need
+/// little; a thread with less left gets a stack of this size for the parse (address space
+/// reserved, touched only as deep as the text goes).
+fn parse_stack(len: usize) -> usize {
+    (len.min(MAX_DEPTH) + 128) * STACK_PER_LEVEL
+}
 
 /// At most this many times is a document read again after re-indenting a quoted scalar.
 const MAX_RETRIES: usize = 1000;
@@ -55,6 +65,8 @@ fn options(len: usize) -> Options {
     budget.max_nodes = len.saturating_add(1024).max(budget.max_nodes);
     budget.max_events = (len.saturating_mul(3).saturating_add(1024)).max(budget.max_events);
     budget.max_depth = MAX_DEPTH;
+    // One more than the depth budget, so that the budget (and its message) refuses first.
+    budget.flow_nesting_limit = MAX_DEPTH + 1;
     budget.max_documents = usize::MAX;
     let mut options = Options::default();
     options.budget = Some(budget);
@@ -90,7 +102,8 @@ fn read<T>(text: &str, parse: impl Fn(&str) -> Result<T, serde_saphyr::Error>) -
     let mut text = Cow::Borrowed(text);
     let mut retries = 0;
     loop {
-        let e = match stacker::grow(PARSE_STACK, || parse(&text)) {
+        let stack = parse_stack(text.len());
+        let e = match stacker::maybe_grow(stack, stack, || parse(&text)) {
             Ok(v) => return Ok(v),
             Err(e) => e,
         };
@@ -166,7 +179,7 @@ fn convert(e: &serde_saphyr::Error) -> Error {
 fn breach_message(breach: &str) -> String {
     let what = breach.split([' ', '{']).next().unwrap_or_default();
     match what {
-        "Depth" => format!("nested deeper than {MAX_DEPTH} levels"),
+        "Depth" => format!("exceeded max depth of {MAX_DEPTH}"),
         "Aliases" | "Anchors" | "Nodes" | "Events" | "AliasAnchorRatio" => {
             "more nodes than the text holds: too many aliases expanded (an alias bomb?)".into()
         }
@@ -195,5 +208,43 @@ mod tests {
         let e = from_str::<Value>("a: 1\nb: [1, 2\n").unwrap_err();
         assert_eq!((e.line, e.column), (Some(2), Some(4)), "{e}");
         assert_eq!(e.to_string(), "line 2 column 4: unclosed bracket '['");
+    }
+
+    fn flow(depth: usize) -> String {
+        format!("{}{}", "[".repeat(depth), "]".repeat(depth))
+    }
+
+    #[test]
+    fn nesting_as_deep_as_go_yaml_reads_and_its_error_beyond() {
+        // As the command runs: values this deep are walked on a deep stack.
+        crate::json::with_stack(nesting_as_deep_as_go_yaml);
+    }
+
+    fn nesting_as_deep_as_go_yaml() {
+        let v: Value = from_str(&flow(MAX_DEPTH)).unwrap();
+        let mut depth = 0;
+        let mut at = &v;
+        while let Some(inner) = at.as_array().and_then(|a| a.first()) {
+            depth += 1;
+            at = inner;
+        }
+        assert_eq!(depth + 1, MAX_DEPTH);
+        let mapping = format!(
+            "{}1{}",
+            "{a: ".repeat(MAX_DEPTH - 1),
+            "}".repeat(MAX_DEPTH - 1)
+        );
+        let v: Value = from_str(&mapping).unwrap();
+        assert_eq!(v.pointer(&"/a".repeat(MAX_DEPTH - 1)), Some(&json!(1)));
+        let e = from_str::<Value>(&flow(MAX_DEPTH + 1)).unwrap_err();
+        assert_eq!(e.message, "exceeded max depth of 10000", "{e}");
+        assert_eq!(e.line, Some(1), "{e}");
+        let block: String = (0..600)
+            .map(|i| format!("{}k{i}:\n", " ".repeat(i)))
+            .collect();
+        let v: Value = from_multiple::<Value>(&format!("{block}{}leaf: 1\n", " ".repeat(600)))
+            .unwrap()
+            .remove(0);
+        assert_eq!(v.pointer("/k0/k1/k2/k3").map(Value::is_object), Some(true));
     }
 }

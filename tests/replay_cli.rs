@@ -2015,6 +2015,65 @@ fn an_object_one_level_deeper_than_the_apiserver_reads_is_refused_with_its_words
     }
 }
 
+/// A `Widget` manifest in YAML (flow mappings with plain keys, which JSON cannot read) whose
+/// `spec` holds `levels - 1` nested mappings: the object is `levels` deep.
+fn deep_widget_yaml(levels: usize) -> String {
+    format!(
+        "apiVersion: example.com/v1\nkind: Widget\nmetadata: {{name: w, namespace: default}}\nspec: {}1{}\n",
+        "{a: ".repeat(levels - 1),
+        "}".repeat(levels - 1)
+    )
+}
+
+#[test]
+fn a_yaml_manifest_nested_as_deep_as_kubectl_reads_is_replayed_and_one_level_more_is_refused() {
+    let dir = scratch("deep-yaml");
+    let config = unreachable_config(&dir);
+    let crd = widget_crd(&dir);
+    let deep = write(&dir, "widget.yaml", &deep_widget_yaml(MAX_DEPTH));
+    let out = hookscope(&[
+        "replay",
+        "--webhooks",
+        config.to_str().unwrap(),
+        "--cluster",
+        crd.to_str().unwrap(),
+        "--input",
+        deep.to_str().unwrap(),
+    ]);
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert!(
+        stdout.ends_with("1 request replayed: 1 allowed, 0 denied\n"),
+        "{stdout}\n{stderr}"
+    );
+
+    // go-yaml's limit, in its words, where the mapping of level 10,001 opens.
+    let too_deep = deep_widget_yaml(MAX_DEPTH + 1);
+    let path = write(&dir, "too-deep.yaml", &too_deep);
+    let (code, stderr, report) = replay_with_report(
+        &dir,
+        &[
+            "--webhooks",
+            config.to_str().unwrap(),
+            "--cluster",
+            crd.to_str().unwrap(),
+            "--input",
+            path.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    let problems = report["problems"].as_array().unwrap();
+    let invalid: Vec<_> = problems.iter().filter(|p| p["kind"] == "invalid").collect();
+    assert_eq!(invalid.len(), 1, "{problems:#?}");
+    // `spec: ` ends at column 6 and each level opens with `{a: `.
+    let column = 7 + 4 * (MAX_DEPTH - 1);
+    assert_eq!(
+        invalid[0]["message"],
+        format!("invalid YAML: line 4 column {column}: exceeded max depth of 10000")
+    );
+    assert_eq!(report["summary"]["total"], 0);
+}
+
 #[test]
 fn errors_point_at_the_line_and_column_of_the_file_in_indented_json_and_yaml() {
     let dir = scratch("positions");

@@ -641,8 +641,9 @@ impl Sinks {
         }
         outln!();
         let mut line = format!(
-            "{} requests replayed: {} allowed, {} denied",
+            "{} {} replayed: {} allowed, {} denied",
             s.total,
+            if s.total == 1 { "request" } else { "requests" },
             p.good(&s.allowed.to_string()),
             if s.denied > 0 {
                 p.bad(&s.denied.to_string())

@@ -23,11 +23,14 @@ pub fn input(data: &[u8]) {
 }
 
 /// `--webhooks`: webhook configurations (and the other kinds of a release manifest) in YAML or
-/// JSON, defaulted and validated.
+/// JSON, defaulted and validated; on the stack the command gives them, as they may nest as deep
+/// as go-yaml reads (10,000 levels).
 pub fn configurations(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
-        let _ = hookscope::config::parse_documents(text, "fuzz");
-        admission_policies(text);
+        hookscope::json::with_stack(|| {
+            let _ = hookscope::config::parse_documents(text, "fuzz");
+            admission_policies(text);
+        });
     }
 }
 
@@ -163,6 +166,10 @@ pub fn small_files(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(rest) else {
         return;
     };
+    hookscope::json::with_stack(|| small_file(which, text));
+}
+
+fn small_file(which: u8, text: &str) {
     match which % 7 {
         0 => drop(hookscope::script::ScriptedReplier::from_yaml(text)),
         1 => drop(hookscope::replay::expect::Expectations::parse(text, "fuzz")),
