@@ -8,36 +8,80 @@ use super::{ManagedFields, ManagedFieldsEntry, Path, PathElement, Set, sort_enco
 /// The API version of every Scale the apiserver serves.
 pub const SCALE_API_VERSION: &str = "autoscaling/v1";
 
-/// Where a scalable kind keeps its replicas, per API version of a `managedFields` entry
-/// (upstream's `ResourcePathMappings`); `None` for a version the kind's registry does not map.
-pub type ReplicasPath = fn(&str) -> Option<Vec<PathElement>>;
-
 /// `spec.replicas`.
 pub fn spec_replicas() -> Vec<PathElement> {
     vec![PathElement::field("spec"), PathElement::field("replicas")]
 }
 
-/// The replicas path of the `apps` workloads (Deployment, StatefulSet, ReplicaSet) in every
-/// version upstream maps.
-pub fn apps_replicas(api_version: &str) -> Option<Vec<PathElement>> {
-    matches!(
-        api_version,
-        "apps/v1" | "apps/v1beta1" | "apps/v1beta2" | "extensions/v1beta1"
-    )
-    .then(spec_replicas)
-}
+/// Where a scalable kind keeps its replicas, per API version of a `managedFields` entry
+/// (upstream's `ResourcePathMappings`): a version absent is one the registry does not map, a
+/// version mapped to `None` has no scale subresource (a custom resource's version without one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReplicasPaths(Vec<(String, Option<Vec<PathElement>>)>);
 
-/// The replicas path of a ReplicationController.
-pub fn core_replicas(api_version: &str) -> Option<Vec<PathElement>> {
-    (api_version == "v1").then(spec_replicas)
+impl ReplicasPaths {
+    /// The `apps` workloads (Deployment, StatefulSet, ReplicaSet) in every version upstream maps.
+    pub fn apps() -> ReplicasPaths {
+        let versions = [
+            "apps/v1",
+            "apps/v1beta1",
+            "apps/v1beta2",
+            "extensions/v1beta1",
+        ];
+        ReplicasPaths(
+            versions
+                .into_iter()
+                .map(|v| (v.to_string(), Some(spec_replicas())))
+                .collect(),
+        )
+    }
+
+    /// A ReplicationController.
+    pub fn core() -> ReplicasPaths {
+        ReplicasPaths(vec![("v1".into(), Some(spec_replicas()))])
+    }
+
+    /// A custom resource of `group`: each version with the field names of its
+    /// `specReplicasPath`, or `None` when the version has no scale subresource.
+    pub fn custom<'a>(
+        group: &str,
+        versions: impl IntoIterator<Item = (&'a str, Option<Vec<&'a str>>)>,
+    ) -> ReplicasPaths {
+        ReplicasPaths(
+            versions
+                .into_iter()
+                .map(|(version, fields)| {
+                    let path = fields.map(|f| f.into_iter().map(PathElement::field).collect());
+                    (format!("{group}/{version}"), path)
+                })
+                .collect(),
+        )
+    }
+
+    /// The mapping of `api_version`: `None` when unknown, `Some(None)` when it has no replicas.
+    pub fn get(&self, api_version: &str) -> Option<Option<&[PathElement]>> {
+        self.0
+            .iter()
+            .find(|(v, _)| v == api_version)
+            .map(|(_, path)| path.as_deref())
+    }
+
+    /// The replicas path of `api_version`, when it has one.
+    fn path(&self, api_version: &str) -> Option<&[PathElement]> {
+        self.get(api_version).flatten()
+    }
 }
 
 /// `ToSubresource`: the Scale's entries, one per parent entry that owns the replicas.
-pub fn to_subresource(parent: &ManagedFields, replicas: ReplicasPath) -> ManagedFields {
+pub fn to_subresource(parent: &ManagedFields, replicas: &ReplicasPaths) -> ManagedFields {
     let mut out: Vec<ManagedFieldsEntry> = parent
         .0
         .iter()
-        .filter(|e| replicas(&e.api_version).is_some_and(|path| e.fields.has(&path)))
+        .filter(|e| {
+            replicas
+                .path(&e.api_version)
+                .is_some_and(|path| e.fields.has(path))
+        })
         .map(|e| ManagedFieldsEntry {
             api_version: SCALE_API_VERSION.into(),
             fields: Set::from_paths([Path(spec_replicas())]),
@@ -50,25 +94,25 @@ pub fn to_subresource(parent: &ManagedFields, replicas: ReplicasPath) -> Managed
 
 /// `ToParent`: the parent's entries after a Scale update whose entries are `scale`, the parent
 /// being served at `parent_version`. As upstream: entries of versions the registry does not map
-/// are dropped, a manager that lost the replicas keeps the rest of its fields, and a manager new
-/// to the parent gets the replicas without a time (upstream takes its time from the parent's
-/// entries, where it has none).
+/// are dropped (those of a version without replicas kept), a manager that lost the replicas
+/// keeps the rest of its fields, and a manager new to the parent gets the replicas without a
+/// time (upstream takes its time from the parent's entries, where it has none).
 pub fn to_parent(
     parent: &ManagedFields,
     scale: &ManagedFields,
     parent_version: &str,
-    replicas: ReplicasPath,
+    replicas: &ReplicasPaths,
 ) -> ManagedFields {
     let mut scale_only: Vec<&ManagedFieldsEntry> = scale.0.iter().collect();
     let mut out = Vec::with_capacity(parent.0.len() + 1);
     for e in &parent.0 {
-        let Some(path) = replicas(&e.api_version) else {
+        let Some(path) = replicas.get(&e.api_version) else {
             continue;
         };
-        if !e.fields.has(&path) {
+        let Some(path) = path.filter(|path| e.fields.has(path)) else {
             out.push(e.clone());
             continue;
-        }
+        };
         let id = e.identifier();
         match scale_only.iter().position(|s| s.identifier() == id) {
             Some(i) => {
@@ -76,7 +120,7 @@ pub fn to_parent(
                 out.push(e.clone());
             }
             None => {
-                let rest = e.fields.difference(&Set::from_paths([Path(path)]));
+                let rest = e.fields.difference(&Set::from_paths([Path(path.to_vec())]));
                 if !rest.is_empty() {
                     out.push(ManagedFieldsEntry {
                         fields: rest,
@@ -86,7 +130,7 @@ pub fn to_parent(
             }
         }
     }
-    let Some(path) = replicas(parent_version) else {
+    let Some(path) = replicas.path(parent_version) else {
         sort_encoded(&mut out);
         return ManagedFields(out);
     };
@@ -96,7 +140,7 @@ pub fn to_parent(
         }
         out.push(ManagedFieldsEntry {
             api_version: parent_version.into(),
-            fields: Set::from_paths([Path(path.clone())]),
+            fields: Set::from_paths([Path(path.to_vec())]),
             time: None,
             ..s.clone()
         });

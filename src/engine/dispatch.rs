@@ -1570,6 +1570,13 @@ impl<'e, 'c> Run<'e, 'c> {
         let Some(current) = a.object.as_ref() else {
             return;
         };
+        let custom = self
+            .engine
+            .options
+            .registry
+            .custom_resource(&a.resource.group, &a.resource.resource)
+            .and_then(|versions| versions.iter().find(|v| v.name == a.resource.version))
+            .map(|v| strategy::CustomResource { status: v.status });
         let Some(prepared) = strategy::prepare_members(
             self.engine.options.kube_version,
             a.operation,
@@ -1578,6 +1585,7 @@ impl<'e, 'c> Run<'e, 'c> {
             &a.name,
             current,
             a.old_object_value(),
+            custom,
         ) else {
             return;
         };
@@ -1643,19 +1651,17 @@ impl<'e, 'c> Run<'e, 'c> {
         self.object_typed = typed;
     }
 
-    /// The scale subresource of the built-in workloads (`toScaleUpdateValidation` in each
-    /// registry): validation sees Scales rebuilt from the parent that the mutated Scale updated,
-    /// which carry no `managedFields`: the old Scale as it was, the new one with the mutated
-    /// replicas and resourceVersion (whatever else mutation changed in the Scale is lost, as in
-    /// the apiserver).
+    /// The scale subresource (`toScaleUpdateValidation` in each registry, the custom resources'
+    /// one included): validation sees Scales rebuilt from the parent that the mutated Scale
+    /// updated, which carry no `managedFields`: the old Scale as it was, the new one with the
+    /// mutated replicas and resourceVersion (whatever else mutation changed in the Scale is lost,
+    /// as in the apiserver). Replicas of 0 are not written (`omitempty`); a custom resource's old
+    /// Scale without replicas (the smallest int32 marking it for mutation) has 0.
     fn scale_for_validation(&mut self) {
         let a = &self.attrs;
-        let builtin = matches!(
-            (a.resource.group.as_str(), a.resource.resource.as_str()),
-            ("apps", "deployments" | "statefulsets" | "replicasets")
-                | ("", "replicationcontrollers")
-        );
-        if a.operation != Operation::Update || a.sub_resource != "scale" || !builtin {
+        let scale =
+            a.kind.group == "autoscaling" && a.kind.version == "v1" && a.kind.kind == "Scale";
+        if a.operation != Operation::Update || a.sub_resource != "scale" || !scale {
             return;
         }
         let (Some(new), Some(old)) = (a.object_value(), a.old_object_value()) else {
@@ -1665,8 +1671,20 @@ impl<'e, 'c> Run<'e, 'c> {
         if let Some(Value::Object(meta)) = old.get_mut("metadata") {
             meta.remove("managedFields");
         }
+        let unset = |v: &Value| {
+            v.as_i64()
+                .is_some_and(|r| r == 0 || r == i64::from(i32::MIN))
+        };
+        if let Some(Value::Object(spec)) = old.get_mut("spec")
+            && spec.get("replicas").is_some_and(unset)
+        {
+            spec.remove("replicas");
+        }
         let mut rebuilt = old.clone();
-        let replicas = new.pointer("/spec/replicas").cloned();
+        let replicas = new
+            .pointer("/spec/replicas")
+            .filter(|r| r.as_i64() != Some(0))
+            .cloned();
         if let Some(Value::Object(spec)) = rebuilt.get_mut("spec") {
             match replicas {
                 Some(r) => spec.insert("replicas".into(), r),

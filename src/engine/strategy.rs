@@ -112,7 +112,9 @@ impl Prepared {
 }
 
 /// What the strategy of `resource` changes in the object validation sees, or `None` when it
-/// changes nothing webhooks see. `old` is the object before the update.
+/// changes nothing webhooks see. `old` is the object before the update; `custom` says that the
+/// resource is a custom resource, and whether its version has the `status` subresource.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn prepare_members(
     release: KubeVersion,
     operation: Operation,
@@ -121,7 +123,11 @@ pub(crate) fn prepare_members(
     name: &str,
     object: &Object,
     old: Option<&Value>,
+    custom: Option<CustomResource>,
 ) -> Option<Prepared> {
+    if let Some(custom) = custom {
+        return prepare_custom(custom, operation, subresource, object, old);
+    }
     if operation == Operation::Create
         && resource.group.is_empty()
         && resource.resource == "serviceaccounts"
@@ -168,17 +174,96 @@ pub(crate) fn prepare_members(
                 subresource.is_empty()
             };
             if generation && bumps && changed(strategy, map, old) {
-                let was = old
-                    .get("metadata")
-                    .and_then(|m| m.get("generation"))
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0);
-                set_generation(map, was + 1);
+                set_generation(map, generation_of(old) + 1);
             }
         }
         _ => return None,
     }
     (new != *object).then_some(Prepared::Whole(new, &["metadata", "spec", "status"]))
+}
+
+/// A custom resource as its strategy sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct CustomResource {
+    /// The version served has the `status` subresource.
+    pub status: bool,
+}
+
+/// apiextensions-apiserver's `customResourceStrategy` and `statusStrategy`: a create starts at
+/// generation 1 (without a status when the status subresource exists); an update of the main
+/// resource keeps the old status (idem) and bumps the generation when anything but `metadata`
+/// changed; an update of `status` is the old object with the new status and `managedFields`.
+fn prepare_custom(
+    custom: CustomResource,
+    operation: Operation,
+    subresource: &str,
+    object: &Object,
+    old: Option<&Value>,
+) -> Option<Prepared> {
+    let object = object.value();
+    let mut new = object.clone();
+    let map = new.as_object_mut()?;
+    match (operation, subresource) {
+        (Operation::Create, "") => {
+            if custom.status {
+                map.remove("status");
+            }
+            set_generation(map, 1);
+        }
+        (Operation::Update, "") => {
+            let old = old?.as_object()?;
+            if custom.status {
+                match old.get("status") {
+                    Some(status) => {
+                        map.insert("status".into(), status.clone());
+                    }
+                    None => {
+                        map.remove("status");
+                    }
+                }
+            }
+            let content = |m: &Map<String, Value>| {
+                m.iter()
+                    .filter(|(k, _)| *k != "metadata")
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect::<Map<String, Value>>()
+            };
+            if content(map) != content(old) {
+                set_generation(map, generation_of(old) + 1);
+            }
+        }
+        (Operation::Update, "status") => {
+            let old = old?.as_object()?;
+            let status = map.get("status").cloned();
+            let managed = map
+                .get("metadata")
+                .and_then(|m| m.get("managedFields"))
+                .cloned();
+            let mut replaced = old.clone();
+            if let Some(Value::Object(meta)) = replaced.get_mut("metadata") {
+                match managed {
+                    Some(managed) => meta.insert("managedFields".into(), managed),
+                    None => meta.remove("managedFields"),
+                };
+            }
+            match status {
+                Some(status) => replaced.insert("status".into(), status),
+                None => replaced.remove("status"),
+            };
+            *map = replaced;
+        }
+        _ => return None,
+    }
+    (new != *object).then_some(Prepared::Whole(new, &["metadata", "spec", "status"]))
+}
+
+/// The generation an object's metadata holds (0 when none).
+fn generation_of(object: &Map<String, Value>) -> i64 {
+    object
+        .get("metadata")
+        .and_then(|m| m.get("generation"))
+        .and_then(Value::as_i64)
+        .unwrap_or(0)
 }
 
 /// A create's strategy: the generation it starts at and its status, as the members that differ
@@ -359,6 +444,7 @@ mod tests {
                 "p",
                 &Object::new(pod.clone()),
                 None,
+                None,
             )
             .unwrap()
             .apply(&pod)
@@ -386,6 +472,7 @@ mod tests {
             "d",
             &Object::new(scaled.clone()),
             Some(&old),
+            None,
         )
         .unwrap()
         .apply(&scaled);
@@ -402,6 +489,7 @@ mod tests {
             "d",
             &Object::new(status.clone()),
             Some(&old),
+            None,
         )
         .unwrap()
         .apply(&status);
@@ -417,9 +505,55 @@ mod tests {
                 "",
                 "d",
                 &Object::new(old.clone()),
-                Some(&old)
+                Some(&old),
+                None,
             )
             .is_none()
+        );
+    }
+
+    #[test]
+    fn custom_resources_start_at_generation_one_and_bump_it_on_any_content_change() {
+        let widgets = GroupVersionResource::new("example.com", "v1", "widgets");
+        let release = KubeVersion::new(33).unwrap();
+        let run = |custom, op, sub: &str, object: &Value, old: Option<&Value>| {
+            prepare_members(
+                release,
+                op,
+                &widgets,
+                sub,
+                "w",
+                &Object::new(object.clone()),
+                old,
+                Some(CustomResource { status: custom }),
+            )
+            .map(|p| p.apply(object))
+        };
+        let created =
+            json!({"metadata": {"name": "w"}, "spec": {"size": 1}, "status": {"ready": 5}});
+        let new = run(true, Operation::Create, "", &created, None).unwrap();
+        assert_eq!(new["metadata"]["generation"], 1);
+        assert!(new.get("status").is_none(), "{new}");
+        let new = run(false, Operation::Create, "", &created, None).unwrap();
+        assert_eq!(new["status"], json!({"ready": 5}));
+
+        let old = json!({"metadata": {"name": "w", "generation": 2, "labels": {"a": "b"}}, "spec": {"size": 1}, "status": {"ready": 1}});
+        // Only the status differs: kept from the old object, no bump.
+        let status_only = json!({"metadata": {"name": "w", "generation": 2, "labels": {"a": "b"}}, "spec": {"size": 1}, "status": {"ready": 9}});
+        let new = run(true, Operation::Update, "", &status_only, Some(&old)).unwrap();
+        assert_eq!(new, old);
+        // Without the status subresource the status is content: bumped.
+        let new = run(false, Operation::Update, "", &status_only, Some(&old));
+        assert_eq!(new.unwrap()["metadata"]["generation"], 3);
+        // Metadata alone never bumps.
+        let relabelled = json!({"metadata": {"name": "w", "generation": 2, "labels": {"a": "c"}}, "spec": {"size": 1}, "status": {"ready": 1}});
+        assert!(run(true, Operation::Update, "", &relabelled, Some(&old)).is_none());
+        // A status update is the old object with the new status.
+        let status = json!({"metadata": {"name": "w", "generation": 2, "labels": {"x": "y"}}, "spec": {"size": 7}, "status": {"ready": 2}});
+        let new = run(true, Operation::Update, "status", &status, Some(&old)).unwrap();
+        assert_eq!(
+            new,
+            json!({"metadata": {"name": "w", "generation": 2, "labels": {"a": "b"}}, "spec": {"size": 1}, "status": {"ready": 2}})
         );
     }
 }

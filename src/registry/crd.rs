@@ -30,8 +30,37 @@ pub struct CustomResourceVersion {
     pub served: bool,
     /// The version has the `status` subresource.
     pub status: bool,
-    /// The version has the `scale` subresource.
-    pub scale: bool,
+    /// The version's `scale` subresource: where its Scale's fields live in the resource.
+    pub scale: Option<ScalePaths>,
+}
+
+/// Where the `autoscaling/v1` Scale of a custom resource reads and writes its fields (the CRD's
+/// `subresources.scale`): dotted JSON paths such as `.spec.replicas`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScalePaths {
+    /// `specReplicasPath`: the Scale's `spec.replicas`, written back on a scale.
+    pub spec_replicas: String,
+    /// `statusReplicasPath`: the Scale's `status.replicas`.
+    pub status_replicas: String,
+    /// `labelSelectorPath`: a string field the Scale's `status.selector` copies, if any.
+    pub label_selector: Option<String>,
+}
+
+impl ScalePaths {
+    /// The paths the short format's `subresources: [scale]` stands for.
+    pub fn replicas() -> ScalePaths {
+        ScalePaths {
+            spec_replicas: ".spec.replicas".into(),
+            status_replicas: ".status.replicas".into(),
+            label_selector: None,
+        }
+    }
+
+    /// The field names of a dotted path (`.spec.size` → `spec`, `size`), as upstream splits
+    /// it (`splitReplicasPath`).
+    pub fn fields(path: &str) -> impl Iterator<Item = &str> {
+        path.strip_prefix('.').unwrap_or(path).split('.')
+    }
 }
 
 /// A custom resource definition reduced to what the registry needs.
@@ -250,14 +279,15 @@ fn entry(
                     }
                 };
                 let subs = match v.get("subresources") {
-                    None | Some(Value::Null) => default_subs,
+                    None | Some(Value::Null) => default_subs.clone(),
                     some => subresources(&ctx, some, &format!("{field}.subresources"))?,
                 };
+                let (status, scale) = subs;
                 versions.push(CustomResourceVersion {
                     name,
                     served,
-                    status: subs.0,
-                    scale: subs.1,
+                    status,
+                    scale,
                 });
             }
         }
@@ -285,21 +315,39 @@ fn entry(
     })
 }
 
-/// `(status, scale)` from a list of names or a CRD-style mapping.
+/// `(status, scale)` from a list of names or a CRD-style mapping (where `scale` names its paths,
+/// the replicas paths required as the apiserver requires them).
 fn subresources(
     ctx: &Ctx<'_>,
     value: Option<&Value>,
     field: &str,
-) -> Result<(bool, bool), RegistryError> {
+) -> Result<(bool, Option<ScalePaths>), RegistryError> {
     let mut status = false;
-    let mut scale = false;
-    let mut set = |name: &str| match name {
+    let mut scale = None;
+    let scale_paths = |v: &Value| -> Result<ScalePaths, RegistryError> {
+        let Value::Object(map) = v else {
+            return Ok(ScalePaths::replicas());
+        };
+        let at = |key: &str| format!("{field}.scale.{key}");
+        let path = |key: &str| match map.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone()).filter(|s| !s.is_empty())),
+            Some(_) => Err(ctx.invalid(&at(key), "expected a string")),
+        };
+        let required = |key: &str| path(key)?.ok_or_else(|| ctx.missing(&at(key)));
+        Ok(ScalePaths {
+            spec_replicas: required("specReplicasPath")?,
+            status_replicas: required("statusReplicasPath")?,
+            label_selector: path("labelSelectorPath")?,
+        })
+    };
+    let mut set = |name: &str, v: &Value| match name {
         "status" => {
             status = true;
             Ok(())
         }
         "scale" => {
-            scale = true;
+            scale = Some(scale_paths(v)?);
             Ok(())
         }
         other => Err(ctx.invalid(
@@ -312,7 +360,7 @@ fn subresources(
         Some(Value::Array(list)) => {
             for v in list {
                 match v.as_str() {
-                    Some(name) => set(name)?,
+                    Some(name) => set(name, &Value::Null)?,
                     None => return Err(ctx.invalid(field, "expected subresource names")),
                 }
             }
@@ -320,7 +368,7 @@ fn subresources(
         Some(Value::Object(map)) => {
             for (name, v) in map {
                 if !v.is_null() {
-                    set(name)?;
+                    set(name, v)?;
                 }
             }
         }
@@ -343,8 +391,9 @@ mod tests {
         let s = &specs[0];
         assert!(s.namespaced);
         assert_eq!(s.versions.len(), 2);
-        assert!(s.versions[0].status && !s.versions[0].scale);
-        assert!(!s.versions[1].status && s.versions[1].scale);
+        assert!(s.versions[0].status && s.versions[0].scale.is_none());
+        assert!(!s.versions[1].status);
+        assert_eq!(s.versions[1].scale, Some(ScalePaths::replicas()));
     }
 
     #[test]

@@ -20,7 +20,9 @@ use std::hash::{BuildHasherDefault, Hasher};
 use crate::KubeVersion;
 use crate::api::{GroupVersionKind, GroupVersionResource};
 
-pub use crd::{CustomResourceSpec, CustomResourceVersion, RegistryError, load_custom_resources};
+pub use crd::{
+    CustomResourceSpec, CustomResourceVersion, RegistryError, ScalePaths, load_custom_resources,
+};
 
 /// One registered `(resource, subresource) → kind`.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,6 +123,8 @@ pub struct ResourceRegistry {
     index: HashMap<u64, Vec<usize>, BuildHasherDefault<IdentityHasher>>,
     /// The release whose resources these are (the newest for a registry built by hand).
     release: KubeVersion,
+    /// Custom resources: `group/plural` → the versions of their definition.
+    custom: FxMap<String, Vec<CustomResourceVersion>>,
 }
 
 /// Hasher for keys that are already hashes.
@@ -418,11 +422,23 @@ impl ResourceRegistry {
             if v.status {
                 self.register(gvr.clone(), "status", gvk, spec.namespaced, &key);
             }
-            if v.scale {
+            if v.scale.is_some() {
                 let scale = GroupVersionKind::new("autoscaling", "v1", "Scale");
                 self.register(gvr, "scale", scale, spec.namespaced, &key);
             }
         }
+        self.custom.insert(key, spec.versions.clone());
+    }
+
+    /// The versions of a custom resource (`group`, `plural`) as its definition gives them;
+    /// `None` for a resource no definition added.
+    pub fn custom_resource(&self, group: &str, resource: &str) -> Option<&[CustomResourceVersion]> {
+        if self.custom.is_empty() {
+            return None;
+        }
+        self.custom
+            .get(&format!("{group}/{resource}"))
+            .map(Vec::as_slice)
     }
 
     /// Every registration, in registration order.

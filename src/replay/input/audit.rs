@@ -754,8 +754,12 @@ impl Reader {
     /// The stored object an update, patch or delete found (the parent object for `status` and
     /// other subresources of the same kind).
     fn old_object(&self, ctx: &Ctx<'_, '_>, name: &str, namespace: &str) -> Result<Value, String> {
-        let scale = ctx.sub == "scale" && scale_replicas_path(&ctx.gvr).is_some();
-        if !ctx.sub.is_empty() && !scale {
+        let scale = if ctx.sub == "scale" {
+            Scalable::of(&self.registry, &ctx.gvr)
+        } else {
+            None
+        };
+        if !ctx.sub.is_empty() && scale.is_none() {
             let main = self.registry.kind_ref(&ctx.gvr, "");
             let sub = self.registry.kind_ref(&ctx.gvr, &ctx.sub);
             let same = match (main, sub) {
@@ -790,8 +794,8 @@ impl Reader {
                 ctx.what()
             )
         })?;
-        if scale {
-            return scale_of(&parent, &ctx.gvr).ok_or_else(|| {
+        if let Some(scale) = scale {
+            return scale.scale_of(&parent, &ctx.gvr, REPLICAS_NOT_SET).ok_or_else(|| {
                 format!(
                     "old object unknown: the stored object of {} cannot be read as a scalable object",
                     ctx.what()
@@ -885,7 +889,7 @@ impl Reader {
         };
         dedup_owner_references(&mut object);
         let options = query::write_options("UpdateOptions", &ctx.query);
-        if ctx.sub == "scale" && scale_replicas_path(&ctx.gvr).is_some() {
+        if ctx.sub == "scale" && Scalable::of(&self.registry, &ctx.gvr).is_some() {
             self.scale_managed_fields(ctx, &kind, &mut object, &old, Some(&options));
         }
         self.request(
@@ -1364,18 +1368,17 @@ impl Reader {
 
     /// `rest.WipeObjectMetaSystemFields`: `uid`, the deletion fields and `selfLink` go; a set
     /// creation timestamp becomes the zero time, which Go writes as `null` in typed objects and
-    /// leaves out of custom resources.
+    /// leaves out of custom resources (whose metadata goes through `ObjectMeta`, where a `null`
+    /// one, as clients send it, is the zero time too).
     fn wipe_system_fields(&self, object: &mut Value, gvr: &GroupVersionResource) {
         let typed = self.builtin.kind_ref(gvr, "").is_some();
         let Some(Value::Object(meta)) = object.get_mut("metadata") else {
             return;
         };
-        if meta.get("creationTimestamp").is_some_and(|v| !v.is_null()) {
-            if typed {
-                meta.insert("creationTimestamp".into(), Value::Null);
-            } else {
-                meta.remove("creationTimestamp");
-            }
+        if !typed {
+            meta.remove("creationTimestamp");
+        } else if meta.get("creationTimestamp").is_some_and(|v| !v.is_null()) {
+            meta.insert("creationTimestamp".into(), Value::Null);
         }
         for k in [
             "uid",
@@ -1405,7 +1408,7 @@ impl Reader {
             oref.api_version.to_string()
         };
         let gvr = GroupVersionResource::new(&oref.api_group, &version, &oref.resource);
-        let Some(replicas_path) = scale_replicas_path(&gvr) else {
+        let Some(scalable) = Scalable::of(&self.registry, &gvr) else {
             return;
         };
         let Some(Ok(mut new_scale)) = ev.response_object.map(scan::parse::<Value>) else {
@@ -1430,15 +1433,17 @@ impl Reader {
         let Some(mut parent) = self.store.get(&key).and_then(|s| s.value()) else {
             return;
         };
-        let Some(old_scale) = scale_of(&parent, &gvr) else {
+        let Some(old_scale) = scalable.scale_of(&parent, &gvr, REPLICAS_NOT_SET) else {
             return;
         };
         let kind = GroupVersionKind::new("autoscaling", "v1", "Scale");
         let options = query::write_options("UpdateOptions", &ctx.query);
         self.scale_managed_fields(&ctx, &kind, &mut new_scale, &old_scale, Some(&options));
-        let int = |v: &Value, p: &str| v.pointer(p).and_then(Value::as_i64).unwrap_or(0);
-        let replicas = int(&new_scale, "/spec/replicas");
-        let changed = replicas != int(&parent, "/spec/replicas");
+        let replicas = new_scale
+            .pointer("/spec/replicas")
+            .and_then(Value::as_i64)
+            .unwrap_or(0);
+        let changed = scalable.spec_replicas(&parent) != Ok(Some(replicas));
         let parent_version = GroupVersionKind::new(&gvr.group, &gvr.version, "").api_version();
         let managed = (
             crate::apply::ManagedFields::from_object(&parent),
@@ -1451,11 +1456,9 @@ impl Reader {
             &parent_managed,
             &scale_managed,
             &parent_version,
-            replicas_path,
+            &scalable.mapping,
         );
-        if let Some(Value::Object(spec)) = parent.get_mut("spec") {
-            spec.insert("replicas".into(), Value::from(replicas));
-        }
+        scalable.set_spec_replicas(&mut parent, replicas);
         let rv = new_scale.pointer("/metadata/resourceVersion").cloned();
         if let Some(Value::Object(meta)) = parent.get_mut("metadata") {
             if let Some(rv) = rv {
@@ -1876,55 +1879,192 @@ fn field_manager(ctx: &Ctx<'_, '_>, options: Option<&Value>) -> String {
         })
 }
 
-/// Where the built-in scalable kinds keep their replicas, per `managedFields` API version; `None`
-/// for a resource whose scale subresource is not built in.
-fn scale_replicas_path(gvr: &GroupVersionResource) -> Option<crate::apply::scale::ReplicasPath> {
-    use crate::apply::scale::{apps_replicas, core_replicas};
-    match (gvr.group.as_str(), gvr.resource.as_str()) {
-        ("apps", "deployments" | "statefulsets" | "replicasets") => Some(apps_replicas),
-        ("", "replicationcontrollers") => Some(core_replicas),
-        _ => None,
+/// How kube-apiserver builds the Scale of a scalable resource and writes it back: the built-in
+/// workloads read `spec.replicas`, `status.replicas` and `spec.selector`; a custom resource the
+/// paths its definition's `subresources.scale` names (upstream `scaleFromCustomResource`).
+struct Scalable {
+    /// Where the parent's `managedFields` entries own the replicas, per API version.
+    mapping: crate::apply::scale::ReplicasPaths,
+    /// A custom resource's paths, for the version of the request.
+    custom: Option<crate::registry::ScalePaths>,
+}
+
+/// `spec.replicas` of a custom resource's old Scale when its replicas field is not set
+/// (upstream's `invalidSpecReplicas`, the smallest int32): what mutating webhooks see.
+const REPLICAS_NOT_SET: i64 = i32::MIN as i64;
+
+impl Scalable {
+    /// The built-in workloads, or a custom resource with a scale subresource in `registry`.
+    fn of(
+        registry: &crate::registry::ResourceRegistry,
+        gvr: &GroupVersionResource,
+    ) -> Option<Scalable> {
+        use crate::apply::scale::ReplicasPaths;
+        use crate::registry::ScalePaths;
+        let builtin = |mapping| {
+            Some(Scalable {
+                mapping,
+                custom: None,
+            })
+        };
+        match (gvr.group.as_str(), gvr.resource.as_str()) {
+            ("apps", "deployments" | "statefulsets" | "replicasets") => {
+                builtin(ReplicasPaths::apps())
+            }
+            ("", "replicationcontrollers") => builtin(ReplicasPaths::core()),
+            (group, resource) => {
+                let versions = registry.custom_resource(group, resource)?;
+                let paths = versions
+                    .iter()
+                    .find(|v| v.name == gvr.version)?
+                    .scale
+                    .clone()?;
+                let mapping = ReplicasPaths::custom(
+                    group,
+                    versions.iter().map(|v| {
+                        let fields = v
+                            .scale
+                            .as_ref()
+                            .map(|p| ScalePaths::fields(&p.spec_replicas).collect());
+                        (v.name.as_str(), fields)
+                    }),
+                );
+                Some(Scalable {
+                    mapping,
+                    custom: Some(paths),
+                })
+            }
+        }
+    }
+
+    /// The parent's replicas: `Ok(None)` when not set, `Err` when the field cannot be read as
+    /// the apiserver reads it (an integer).
+    fn spec_replicas(&self, parent: &Value) -> Result<Option<i64>, ()> {
+        match &self.custom {
+            None => Ok(parent.pointer("/spec/replicas").and_then(Value::as_i64)),
+            Some(paths) => nested_int(parent, &paths.spec_replicas),
+        }
+    }
+
+    /// Sets the parent's replicas (upstream `SetNestedField`: missing maps are created).
+    fn set_spec_replicas(&self, parent: &mut Value, replicas: i64) {
+        let fields: Vec<&str> = match &self.custom {
+            None => vec!["spec", "replicas"],
+            Some(paths) => crate::registry::ScalePaths::fields(&paths.spec_replicas).collect(),
+        };
+        let Some((last, parents)) = fields.split_last() else {
+            return;
+        };
+        let mut cur = parent;
+        for f in parents {
+            let Value::Object(map) = cur else {
+                return;
+            };
+            cur = map
+                .entry(f.to_string())
+                .or_insert_with(|| Value::Object(Default::default()));
+        }
+        if let Value::Object(map) = cur {
+            map.insert(last.to_string(), Value::from(replicas));
+        }
+    }
+
+    /// The Scale kube-apiserver builds from a stored scalable object (`scaleFromDeployment` and
+    /// its siblings in each registry, `scaleFromCustomResource`): name, namespace, uid,
+    /// resourceVersion and creationTimestamp, the replicas, the status replicas, the selector as
+    /// a string, and the parent's `managedFields` of the replicas as the ScaleHandler converts
+    /// them. A custom resource without its replicas field gets `not_set` as its replicas.
+    fn scale_of(&self, parent: &Value, gvr: &GroupVersionResource, not_set: i64) -> Option<Value> {
+        let (replicas, status_replicas, selector) = match &self.custom {
+            None => {
+                let selector = parent.pointer("/spec/selector");
+                let selector = if gvr.group.is_empty() {
+                    crate::selector::set_string(selector)?
+                } else {
+                    crate::selector::label_selector_string(selector)?
+                };
+                let int = |p: &str| parent.pointer(p).and_then(Value::as_i64).unwrap_or(0);
+                (int("/spec/replicas"), int("/status/replicas"), selector)
+            }
+            Some(paths) => {
+                let replicas = nested_int(parent, &paths.spec_replicas).ok()?;
+                let status = nested_int(parent, &paths.status_replicas).ok()?;
+                let selector = match &paths.label_selector {
+                    Some(path) => match nested(parent, path).ok()? {
+                        None => String::new(),
+                        Some(Value::String(s)) => s.clone(),
+                        Some(_) => return None,
+                    },
+                    None => String::new(),
+                };
+                // Go's int32 conversions.
+                let int32 = |v: i64| i64::from(v as i32);
+                (
+                    replicas.map_or(not_set, int32),
+                    int32(status.unwrap_or(0)),
+                    selector,
+                )
+            }
+        };
+        let meta = parent.get("metadata")?.as_object()?;
+        let mut metadata = serde_json::Map::new();
+        for key in [
+            "name",
+            "namespace",
+            "uid",
+            "resourceVersion",
+            "creationTimestamp",
+        ] {
+            if let Some(v) = meta.get(key) {
+                metadata.insert(key.into(), v.clone());
+            }
+        }
+        let managed = crate::apply::ManagedFields::from_object(parent).ok()?;
+        let converted = crate::apply::scale::to_subresource(&managed, &self.mapping);
+        if !converted.0.is_empty() {
+            metadata.insert("managedFields".into(), converted.to_value());
+        }
+        let mut spec = serde_json::Map::new();
+        if replicas != 0 {
+            spec.insert("replicas".into(), Value::from(replicas));
+        }
+        let mut status = serde_json::Map::new();
+        status.insert("replicas".into(), Value::from(status_replicas));
+        if !selector.is_empty() {
+            status.insert("selector".into(), Value::from(selector));
+        }
+        Some(serde_json::json!({
+            "kind": "Scale",
+            "apiVersion": crate::apply::scale::SCALE_API_VERSION,
+            "metadata": metadata,
+            "spec": spec,
+            "status": status,
+        }))
     }
 }
 
-/// The Scale kube-apiserver builds from a stored scalable object (`scaleFromDeployment` and its
-/// siblings in each registry): name, namespace, uid, resourceVersion and creationTimestamp, the
-/// replicas, the status replicas, the selector as a string, and the parent's `managedFields` of
-/// the replicas as the ScaleHandler converts them.
-fn scale_of(parent: &Value, gvr: &GroupVersionResource) -> Option<Value> {
-    let replicas_path = scale_replicas_path(gvr)?;
-    let selector = parent.pointer("/spec/selector");
-    let selector = if gvr.group.is_empty() {
-        crate::selector::set_string(selector)?
-    } else {
-        crate::selector::label_selector_string(selector)?
-    };
-    let meta = parent.get("metadata")?.as_object()?;
-    let mut metadata = serde_json::Map::new();
-    for key in [
-        "name",
-        "namespace",
-        "uid",
-        "resourceVersion",
-        "creationTimestamp",
-    ] {
-        if let Some(v) = meta.get(key) {
-            metadata.insert(key.into(), v.clone());
+/// The value at a custom resource's dotted `path` (upstream `NestedFieldNoCopy`): `Ok(None)`
+/// when a field on the way is missing, `Err` when something on the way is not an object.
+fn nested<'v>(object: &'v Value, path: &str) -> Result<Option<&'v Value>, ()> {
+    let mut cur = object;
+    for field in crate::registry::ScalePaths::fields(path) {
+        match cur {
+            Value::Object(map) => match map.get(field) {
+                Some(v) => cur = v,
+                None => return Ok(None),
+            },
+            _ => return Err(()),
         }
     }
-    let managed = crate::apply::ManagedFields::from_object(parent).ok()?;
-    let converted = crate::apply::scale::to_subresource(&managed, replicas_path);
-    if !converted.0.is_empty() {
-        metadata.insert("managedFields".into(), converted.to_value());
+    Ok(Some(cur))
+}
+
+/// An integer at `path` (upstream `NestedInt64`): anything but an integer there is an error.
+fn nested_int(object: &Value, path: &str) -> Result<Option<i64>, ()> {
+    match nested(object, path)? {
+        None => Ok(None),
+        Some(v) => v.as_i64().map(Some).ok_or(()),
     }
-    let int = |p: &str| parent.pointer(p).and_then(Value::as_i64).unwrap_or(0);
-    Some(serde_json::json!({
-        "kind": "Scale",
-        "apiVersion": crate::apply::scale::SCALE_API_VERSION,
-        "metadata": metadata,
-        "spec": {"replicas": int("/spec/replicas")},
-        "status": {"replicas": int("/status/replicas"), "selector": selector},
-    }))
 }
 
 /// When the request was received, at the second precision `managedFields` times have.
