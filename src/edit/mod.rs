@@ -21,7 +21,7 @@ pub mod save;
 pub mod watch;
 pub mod whatif;
 
-pub use check::{Checked, Problem, ProblemKind, Severity, check};
+pub use check::{Checked, Problem, ProblemKind, Severity, check, check_for};
 pub use hash::ContentHash;
 pub use locate::{Locator, TextPosition};
 pub use recovery::{
