@@ -204,7 +204,11 @@ fn policy_errors_point_at_their_lines_and_columns() {
     let text = fixture("policies.yaml");
     let c = check(&text, "policies.yaml", &[]);
     assert!(!c.may_activate());
-    assert_eq!(c.configurations.len(), 1, "the webhook configuration is read");
+    assert_eq!(
+        c.configurations.len(),
+        1,
+        "the webhook configuration is read"
+    );
     let kinds: Vec<&str> = c.policies.iter().map(|p| p.object.kind()).collect();
     assert_eq!(
         kinds,
@@ -362,5 +366,8 @@ fn policies_of_one_kind_and_name_are_duplicates_and_unserved_versions_are_refuse
     assert!(c.may_activate(), "{:#?}", c.problems);
     let gate = problem(&c, "apiVersion", ProblemKind::FeatureGate);
     assert_eq!(gate.severity, Severity::Warning);
-    assert!(gate.message.contains("--feature-gates=MutatingAdmissionPolicy=true"));
+    assert!(
+        gate.message
+            .contains("--feature-gates=MutatingAdmissionPolicy=true")
+    );
 }

@@ -76,6 +76,7 @@ impl Harness {
                 Command::Redispatch {
                     generation,
                     configurations,
+                    policies,
                     fresh,
                 } => {
                     let ctl = self.ctl.clone();
@@ -83,6 +84,7 @@ impl Harness {
                         .block_on(ctl.send(SourceCtl::Redispatch {
                             generation,
                             configurations,
+                            policies,
                             fresh,
                         }))
                         .unwrap();
@@ -285,6 +287,7 @@ fn redispatch_calls_every_webhook_again_where_an_edit_reuses_the_replies() {
     let plain = vec![Command::Redispatch {
         generation,
         configurations: h.state.configurations_in_force(),
+        policies: h.state.policies_in_force(),
         fresh: false,
     }];
     assert!(h.perform(plain).is_empty());
@@ -465,6 +468,7 @@ fn a_change_on_disk_reloads_a_clean_buffer_and_asks_for_an_edited_one() {
         origin: hookscope::tui::source::DocumentOrigin::File(path.clone()),
         text: text.clone(),
         configurations: Vec::new(),
+        policies: Vec::new(),
     }];
     let c = update(
         &mut s,

@@ -485,6 +485,24 @@ fn check_policies(
     policies
 }
 
+/// The 1-based line of the `metadata.name` of the admission policy or binding of `kind` and
+/// `name` in `text`, when the text holds it.
+pub fn object_line(text: &str, kind: &str, name: &str) -> Option<usize> {
+    let text = text.trim_start_matches('\u{feff}');
+    let found = config::parse_policy_documents(text, "")
+        .into_iter()
+        .flatten()
+        .find(|l| l.object.kind() == kind && l.object.name() == name)?;
+    let places = Places::new(&config::parse_documents(text, ""));
+    let line = found.source.line.unwrap_or(1);
+    let item = Some(places.item(&found.source));
+    Some(
+        Locator::new(text)
+            .locate(line, item, "metadata.name", None)
+            .line,
+    )
+}
+
 /// The resource of a policy kind (`validatingadmissionpolicies`), as the apiserver's
 /// AlreadyExists message names it.
 fn policy_resource(kind: &str) -> String {

@@ -390,6 +390,8 @@ pub enum Command {
         generation: u64,
         /// Every configuration in force.
         configurations: Vec<crate::api::WebhookConfiguration>,
+        /// Every admission policy and binding in force.
+        policies: crate::config::policy::PolicySet,
         /// Call every webhook anew instead of reusing the replies already received.
         fresh: bool,
     },

@@ -10,6 +10,7 @@ use ratatui_textarea::{CursorMove, TextArea};
 
 use super::source::{ConfigDocument, DocumentOrigin};
 use crate::api::{WebhookConfiguration, WebhookKind};
+use crate::config::policy::{PolicyObject, PolicySet};
 use crate::edit::BufferKey;
 
 /// How long the console waits after the last keystroke before checking an edit.
@@ -93,6 +94,8 @@ pub struct EditProblem {
 pub struct Checked {
     /// The configurations, defaulted (only meaningful without errors).
     pub configurations: Vec<WebhookConfiguration>,
+    /// The admission policies and bindings, defaulted (only meaningful without errors).
+    pub policies: Vec<PolicyObject>,
     /// Errors: any one keeps the edit from taking effect.
     pub errors: Vec<EditProblem>,
     /// Warnings (lint, unknown fields).
@@ -137,6 +140,8 @@ pub struct Buffer {
     pub check: Checked,
     /// The configurations in force from this buffer: the last valid text's.
     pub in_force: Vec<WebhookConfiguration>,
+    /// The admission policies and bindings in force from this buffer: the last valid text's.
+    pub policies_in_force: Vec<PolicyObject>,
     /// The text on disk changed elsewhere while this buffer had edits: that text, until the
     /// user chooses (`:reload` or `:keep`).
     pub disk_changed: Option<String>,
@@ -161,6 +166,7 @@ impl Buffer {
             checked: 0,
             check: Checked::default(),
             in_force,
+            policies_in_force: Vec::new(),
             disk_changed: None,
             undo_groups: Vec::new(),
             redo_groups: Vec::new(),
@@ -258,11 +264,32 @@ impl Buffer {
 
     /// A buffer over a source's document.
     pub fn from_document(d: &ConfigDocument) -> Buffer {
-        Buffer::new(
+        let mut b = Buffer::new(
             BufferOrigin::of(&d.origin),
             &d.text,
             d.configurations.clone(),
-        )
+        );
+        b.policies_in_force = d.policies.clone();
+        b
+    }
+
+    /// Whether anything from this buffer is in force (a configuration, a policy, a binding).
+    pub fn has_in_force(&self) -> bool {
+        !self.in_force.is_empty() || !self.policies_in_force.is_empty()
+    }
+
+    /// The names of what is in force from this buffer, as `:delete` and its warnings list them.
+    fn in_force_names(&self) -> Vec<String> {
+        let configurations = self.in_force.iter().map(|c| c.name.clone());
+        let policies =
+            (self.policies_in_force.iter()).map(|p| format!("{}/{}", p.kind(), p.name()));
+        configurations.chain(policies).collect()
+    }
+
+    /// The 1-based line where the object of `kind` and `name` starts in the text (its
+    /// `metadata.name`), when the text holds it: what `e` on a policy or binding opens.
+    pub fn line_of_object(&self, kind: &str, name: &str) -> Option<usize> {
+        crate::edit::check::object_line(&self.text(), kind, name)
     }
 
     /// The text being edited.
@@ -371,15 +398,28 @@ impl Buffer {
             .map_or(1, |i| i + 1)
     }
 
-    /// The names of the configurations this buffer defines (in force, or last checked).
+    /// The names of the configurations, policies and bindings this buffer defines (in force, or
+    /// last checked).
     pub fn names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.in_force.iter().map(|c| c.name.clone()).collect();
-        for c in &self.check.configurations {
-            if !names.contains(&c.name) {
-                names.push(c.name.clone());
+        let checked = self.check.configurations.iter().map(|c| c.name.as_str());
+        let policies = (self.policies_in_force.iter())
+            .chain(&self.check.policies)
+            .map(PolicyObject::name);
+        for n in checked.chain(policies) {
+            if !names.iter().any(|x| x == n) {
+                names.push(n.to_string());
             }
         }
         names
+    }
+
+    /// Whether this buffer defines (in force, or last checked) the policy or binding of `kind`
+    /// and `name`.
+    pub fn defines_policy(&self, kind: &str, name: &str) -> bool {
+        (self.policies_in_force.iter())
+            .chain(&self.check.policies)
+            .any(|p| p.kind() == kind && p.name() == name)
     }
 }
 
@@ -423,12 +463,25 @@ pub fn template(kind: WebhookKind, name: &str) -> String {
     )
 }
 
-/// Checks a buffer's text as the apiserver would take it: parsed, defaulted and validated (as an
-/// update of `previous`, the configurations it replaces); every problem with its line.
+/// Checks a buffer's text as the apiserver of the newest release modelled would take it; see
+/// [`check_for`].
 pub fn check(text: &str, file: &str, previous: &[WebhookConfiguration]) -> Checked {
-    let checked = crate::edit::check(text, file, previous);
+    check_for(text, file, previous, crate::KubeVersion::default())
+}
+
+/// Checks a buffer's text as the apiserver of `version` would take it: parsed, defaulted and
+/// validated (as an update of `previous`, the configurations it replaces), its admission
+/// policies and bindings too; every problem with its line.
+pub fn check_for(
+    text: &str,
+    file: &str,
+    previous: &[WebhookConfiguration],
+    version: crate::KubeVersion,
+) -> Checked {
+    let checked = crate::edit::check_for(text, file, previous, version);
     let mut out = Checked {
         configurations: checked.webhook_configurations(),
+        policies: checked.policies.iter().map(|p| p.object.clone()).collect(),
         ..Checked::default()
     };
     for p in checked.problems {
@@ -472,6 +525,16 @@ impl State {
             .iter()
             .flat_map(|b| b.in_force.iter().cloned())
             .collect()
+    }
+
+    /// Every admission policy and binding in force, from every buffer in order (a later one of
+    /// a kind and name replacing an earlier one, as when the files were loaded).
+    pub fn policies_in_force(&self) -> PolicySet {
+        let mut set = PolicySet::default();
+        for p in self.buffers.iter().flat_map(|b| &b.policies_in_force) {
+            set.insert(p.clone());
+        }
+        set
     }
 
     pub(super) fn open_documents(
@@ -546,6 +609,7 @@ impl State {
             b.replace_text(&d.text);
             b.saved = d.text;
             b.in_force = d.configurations;
+            b.policies_in_force = d.policies;
             b.disk_changed = None;
             let generation = b.generation;
             commands.extend(self.check_due(i, generation));
@@ -584,6 +648,14 @@ impl State {
     /// The buffer defining configuration `name`, or the selected webhook's.
     pub(super) fn buffer_for(&self, name: Option<&str>) -> Result<(usize, Option<String>), String> {
         let name = match name {
+            None if self.view == View::Webhooks => {
+                return match self.hooks.get(self.hook_cursor.selected) {
+                    Some(h) => {
+                        self.buffer_of_hook(h.phase, &h.configuration, &h.webhook, h.policy_kind())
+                    }
+                    None => Err("no webhook is selected".into()),
+                };
+            }
             Some(n) => Some(n.to_string()),
             None if self.view == View::Webhooks => self
                 .hooks
@@ -606,20 +678,63 @@ impl State {
         }
     }
 
+    /// The buffer defining a webhook's configuration, or a policy's (its binding's when the
+    /// policy is defined nowhere), with the line to show: what `e` opens on a Webhooks row or a
+    /// Chain step.
+    pub(super) fn buffer_of_hook(
+        &self,
+        phase: WebhookKind,
+        configuration: &str,
+        binding: &str,
+        policy_kind: Option<(&'static str, &'static str)>,
+    ) -> Result<(usize, Option<String>), String> {
+        let Some((policy, binding_kind)) = policy_kind else {
+            return self
+                .buffers
+                .iter()
+                .position(|b| {
+                    (b.in_force.iter().chain(&b.check.configurations))
+                        .any(|c| c.kind == phase && c.name == configuration)
+                })
+                .map(|i| (i, Some(configuration.to_string())))
+                .ok_or_else(|| format!("no loaded configuration is named {configuration:?}"));
+        };
+        for (kind, name) in [(policy, configuration), (binding_kind, binding)] {
+            if let Some(i) = self
+                .buffers
+                .iter()
+                .position(|b| b.defines_policy(kind, name))
+            {
+                return Ok((i, Some(format!("{kind}/{name}"))));
+            }
+        }
+        Err(format!(
+            "{policy} {configuration:?} and its binding {binding:?} are in no loaded file"
+        ))
+    }
+
     pub(super) fn edit(&mut self, name: Option<&str>) -> Vec<Command> {
         match self.buffer_for(name) {
-            Ok((i, name)) => {
-                self.buffer = i;
-                if let Some(n) = name {
-                    let line = self.buffers[i].line_of(&n);
-                    // Its apiVersion, kind and metadata lines above it.
-                    self.buffers[i].show_line(line, 3);
-                }
-                self.view = View::Editor;
-            }
+            Ok((i, name)) => self.open_at(i, name.as_deref()),
             Err(e) => self.say(e, true),
         }
         Vec::new()
+    }
+
+    /// The Edit view on buffer `i`, at the object `name` names (`Kind/name` for a policy or
+    /// binding, a configuration's name otherwise).
+    pub(super) fn open_at(&mut self, i: usize, name: Option<&str>) {
+        self.buffer = i;
+        if let Some(n) = name {
+            let b = &self.buffers[i];
+            let line = match n.split_once('/') {
+                Some((kind, name)) => b.line_of_object(kind, name).unwrap_or(1),
+                None => b.line_of(n),
+            };
+            // Its apiVersion, kind and metadata lines above it.
+            self.buffers[i].show_line(line, 3);
+        }
+        self.view = View::Editor;
     }
 
     pub(super) fn edit_external(&mut self, name: Option<&str>) -> Vec<Command> {
@@ -721,17 +836,18 @@ impl State {
             );
             return Vec::new();
         }
-        if b.in_force.is_empty() {
+        if !b.has_in_force() {
             self.say("nothing in force from this buffer to delete", false);
             return Vec::new();
         }
-        let n = b.in_force.len();
+        let n = b.in_force.len() + b.policies_in_force.len();
         b.in_force.clear();
+        b.policies_in_force.clear();
         b.check.errors.clear();
         self.edit_generation += 1;
         self.say(
             format!(
-                "deleted {n} configuration{} from those in force; re-dispatching",
+                "deleted {n} object{} from those in force; re-dispatching",
                 if n == 1 { "" } else { "s" }
             ),
             false,
@@ -739,6 +855,7 @@ impl State {
         vec![Command::Redispatch {
             generation: self.edit_generation,
             configurations: self.configurations_in_force(),
+            policies: self.policies_in_force(),
             fresh: false,
         }]
     }
@@ -759,7 +876,8 @@ impl State {
             return Vec::new();
         }
         let text = b.text();
-        let mut checked = check(&text, &b.origin.label(), &b.in_force);
+        let version = self.kube_version.parse().unwrap_or_default();
+        let mut checked = check_for(&text, &b.origin.label(), &b.in_force, version);
         // Two objects of one kind cannot share a name.
         for c in &checked.configurations {
             let twin = self.buffers.iter().enumerate().find(|(i, o)| {
@@ -782,9 +900,30 @@ impl State {
                 });
             }
         }
+        // Nor can two policies (or bindings) of one kind.
+        for p in &checked.policies {
+            let twin = self.buffers.iter().enumerate().find(|(i, o)| {
+                *i != buffer
+                    && (o.policies_in_force.iter())
+                        .any(|x| x.kind() == p.kind() && x.name() == p.name())
+            });
+            if let Some((_, o)) = twin {
+                checked.errors.push(EditProblem {
+                    line: b.line_of_object(p.kind(), p.name()).unwrap_or(1),
+                    column: None,
+                    field: "metadata.name".into(),
+                    message: format!(
+                        "{} {:?} is also defined in {}",
+                        p.kind(),
+                        p.name(),
+                        o.origin.label()
+                    ),
+                });
+            }
+        }
         // An empty text is a deletion of the configurations in force, never taken silently.
-        if text.trim().is_empty() && !b.in_force.is_empty() {
-            let names: Vec<&str> = b.in_force.iter().map(|c| c.name.as_str()).collect();
+        if text.trim().is_empty() && b.has_in_force() {
+            let names = b.in_force_names();
             checked.errors.push(EditProblem {
                 line: 1,
                 column: None,
@@ -800,12 +939,16 @@ impl State {
         b.checked = generation;
         let errors = checked.errors.len();
         let valid = errors == 0;
-        if valid && checked.configurations != b.in_force {
+        if valid
+            && (checked.configurations != b.in_force || checked.policies != b.policies_in_force)
+        {
             b.in_force = checked.configurations.clone();
+            b.policies_in_force = checked.policies.clone();
             self.edit_generation += 1;
             commands.push(Command::Redispatch {
                 generation: self.edit_generation,
                 configurations: Vec::new(),
+                policies: PolicySet::default(),
                 fresh: false,
             });
         }
@@ -820,8 +963,8 @@ impl State {
         } else {
             commands.push(Command::DiscardRecovery(b.origin.recovery_key()));
         }
-        if b.text().trim().is_empty() && !b.in_force.is_empty() {
-            let names: Vec<String> = b.in_force.iter().map(|c| c.name.clone()).collect();
+        if b.text().trim().is_empty() && b.has_in_force() {
+            let names = b.in_force_names();
             self.say(
                 format!(
                     "the text is empty: a deletion of {}, still in force until :delete confirms it (u undoes)",
@@ -839,9 +982,16 @@ impl State {
             );
         }
         let all = self.configurations_in_force();
+        let all_policies = self.policies_in_force();
         for c in &mut commands {
-            if let Command::Redispatch { configurations, .. } = c {
+            if let Command::Redispatch {
+                configurations,
+                policies,
+                ..
+            } = c
+            {
                 *configurations = all.clone();
+                *policies = all_policies.clone();
             }
         }
         commands
@@ -852,7 +1002,7 @@ impl State {
             self.say("nothing to save: no configuration is open", true);
             return Vec::new();
         };
-        if b.text().trim().is_empty() && !b.in_force.is_empty() {
+        if b.text().trim().is_empty() && b.has_in_force() {
             self.say(
                 "the text is empty: :delete confirms the deletion first, then :w writes the empty file",
                 true,
@@ -1034,6 +1184,7 @@ impl State {
         vec![Command::Redispatch {
             generation: self.edit_generation,
             configurations: self.configurations_in_force(),
+            policies: self.policies_in_force(),
             fresh: true,
         }]
     }

@@ -38,17 +38,40 @@ pub const WEBHOOKS_YAML: &str = include_str!("webhooks.yaml");
 /// validating webhooks.
 pub const POLICIES_YAML: &str = include_str!("policies.yaml");
 
+/// The name the demo's policy text goes by.
+pub const POLICIES_FILE: &str = "demo-policies.yaml";
+
 /// The demo's policies and bindings, defaulted (and valid, as the apiserver stores them).
 pub fn policies() -> crate::config::policy::PolicySet {
     let mut set = crate::config::policy::PolicySet::default();
-    for loaded in crate::config::parse_policy_documents(POLICIES_YAML, "demo-policies.yaml") {
-        let Ok(mut loaded) = loaded else { continue };
-        loaded.apply_defaults();
-        if crate::config::policy::validate_policy_object(&loaded.object).is_empty() {
-            set.insert(loaded.object);
-        }
+    for object in policy_objects() {
+        set.insert(object);
     }
     set
+}
+
+/// The demo's policies and bindings in text order, defaulted and valid.
+fn policy_objects() -> Vec<crate::config::policy::PolicyObject> {
+    crate::config::parse_policy_documents(POLICIES_YAML, POLICIES_FILE)
+        .into_iter()
+        .filter_map(|loaded| {
+            let mut loaded = loaded.ok()?;
+            loaded.apply_defaults();
+            crate::config::policy::validate_policy_object(&loaded.object)
+                .is_empty()
+                .then_some(loaded.object)
+        })
+        .collect()
+}
+
+/// The demo's policies as an editable document: editing it re-evaluates every request.
+fn policies_document() -> ConfigDocument {
+    ConfigDocument {
+        origin: DocumentOrigin::Embedded(POLICIES_FILE.into()),
+        text: POLICIES_YAML.to_string(),
+        configurations: Vec::new(),
+        policies: policy_objects(),
+    }
 }
 
 /// How long the slow webhook takes (its timeoutSeconds is 1).
@@ -110,6 +133,7 @@ fn document(base_url: &str, ca_pem: &str) -> Result<ConfigDocument, DemoError> {
         origin: DocumentOrigin::Embedded(DEMO_FILE.into()),
         configurations: parse(&text)?,
         text,
+        policies: Vec::new(),
     })
 }
 
@@ -698,7 +722,7 @@ fn source(
         ids,
         problems: Vec::new(),
         server: None,
-        documents: vec![document],
+        documents: vec![document, policies_document()],
     }
 }
 
