@@ -43,9 +43,11 @@ impl Harness {
             .unwrap();
         let (tx, rx) = mpsc::channel(256);
         let (ctl, ctl_rx) = mpsc::channel(16);
-        let source = hookscope::tui::demo::offline(hookscope::KubeVersion::default());
+        // The console checks edits for the release the source models.
+        let version = hookscope::KubeVersion::default();
+        let source = hookscope::tui::demo::offline(version);
         rt.spawn(Box::new(source).run(tx, ctl_rx));
-        let state = State::new("1.33".into(), AuditLevel::Request, Theme::default());
+        let state = State::new(version.to_string(), AuditLevel::Request, Theme::default());
         Harness { rt, rx, ctl, state }
     }
 
@@ -804,4 +806,134 @@ fn recovery_is_offered_only_for_this_runs_files_and_stale_copies_are_pruned() {
         "no buffer for a file this run did not open"
     );
     assert_eq!(h.state.buffers[0].text(), text);
+}
+
+/// The requests the demo's ValidatingAdmissionPolicy denies (their indices).
+fn denied_by_replica_limit(s: &State) -> Vec<usize> {
+    (s.entries.iter().enumerate())
+        .filter(|(_, e)| {
+            e.replayed.outcome.status.as_ref().is_some_and(|st| {
+                st.message
+                    .contains("ValidatingAdmissionPolicy 'demo-replica-limit'")
+            })
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The 1-based line of the buffer's cursor.
+fn cursor_line(s: &State) -> usize {
+    s.buffers[s.buffer].area.cursor().0 + 1
+}
+
+#[test]
+fn editing_a_policy_re_evaluates_every_request_and_what_if_reports_the_flips() {
+    let mut h = Harness::start();
+    let denied_before = denied_by_replica_limit(&h.state);
+    assert!(
+        !denied_before.is_empty(),
+        "the demo's replica limit denies a shop Deployment"
+    );
+
+    // From the Webhooks view, `e` on the policy's row opens the demo's policy text at the
+    // ValidatingAdmissionPolicy (not its binding of the same name, nor the mutating policy).
+    h.act(Action::Show(View::Webhooks));
+    let row = (h.state.hooks.iter())
+        .position(|x| x.configuration == "demo-replica-limit")
+        .expect("the policy is listed among the webhooks");
+    h.state.hook_cursor.selected = row;
+    assert!(h.key(KeyCode::Char('e'), KeyModifiers::NONE).is_empty());
+    assert_eq!(h.state.view, View::Editor);
+    let b = &h.state.buffers[h.state.buffer];
+    assert_eq!(b.origin.label(), "demo-policies.yaml (built in)");
+    let lines = b.area.lines().to_vec();
+    let policy_at = cursor_line(&h.state);
+    assert_eq!(lines[policy_at - 1].trim(), "name: demo-replica-limit");
+    assert_eq!(
+        lines[policy_at - 3].trim(),
+        "kind: ValidatingAdmissionPolicy"
+    );
+
+    // The shop's limit goes from 2 to 3 replicas, typed as a vim user would.
+    h.goto("'shop' ? 2 : 5", policy_at);
+    let mut typed = h.vim("C");
+    typed.extend(h.type_text("    expression: \"object.metadata.namespace == 'shop' ? 3 : 5\""));
+    typed.extend(h.vim("\x1b"));
+    assert!(
+        typed
+            .iter()
+            .all(|c| matches!(c, Command::CheckLater { .. }))
+    );
+    let commands = h.check_now();
+    let policies = commands
+        .iter()
+        .find_map(|c| match c {
+            Command::Redispatch { policies, .. } => Some(policies.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "a valid edit of a policy re-dispatches: {:?}",
+                h.state.buffers[h.state.buffer].check.errors
+            )
+        });
+    assert_eq!(policies.validating.len(), 1);
+    assert_eq!(policies.mutating.len(), 1, "the file's other policy stays");
+    let rest = h.perform(commands);
+    assert!(
+        rest.iter()
+            .all(|c| !matches!(c, Command::Redispatch { .. }))
+    );
+
+    // Every request ran again; the shop's 3-replica Deployment is admitted now.
+    let s = &h.state;
+    assert_eq!(s.entries.len(), s.baseline.as_ref().unwrap().entries.len());
+    let denied_after = denied_by_replica_limit(s);
+    assert!(denied_after.len() < denied_before.len());
+    let flipped: Vec<usize> = s.whatif.flipped().map(|r| r.index).collect();
+    assert!(!flipped.is_empty());
+    for i in &flipped {
+        assert!(
+            denied_before.contains(i),
+            "request {i} was denied by the policy"
+        );
+        assert!(s.entries[*i].replayed.outcome.allowed);
+        let attrs = &s.entries[*i].replayed.request.attrs;
+        assert_eq!(attrs.namespace, "shop");
+    }
+    // The policy's binding is counted as a webhook is: fewer denials, as many matches.
+    let d = (s.whatif.hooks.iter())
+        .find(|d| d.hook.configuration == "demo-replica-limit")
+        .expect("the policy's binding in the what-if counts");
+    assert_eq!(d.hook.webhook, "demo-replica-limit");
+    let (b, a) = (d.before.unwrap(), d.after.unwrap());
+    assert_eq!(b.matched, a.matched);
+    assert_eq!(b.denied - a.denied, flipped.len());
+    // The flip is the user's edit of the policy.
+    for i in &flipped {
+        assert_eq!(
+            s.whatif_causes(*i),
+            vec![hookscope::tui::editing::ChangeCause::Edit(
+                "demo-replica-limit".into()
+            )]
+        );
+    }
+    // The What-if view lists it.
+    h.act(Action::Show(View::WhatIf));
+    h.act(Action::Open);
+    assert_eq!(h.state.view, View::Chain);
+    assert_eq!(h.state.selected, Some(flipped[0]));
+
+    // From the Chain, `e` on the mutating policy's step opens its document.
+    let calls = &h.state.entries[flipped[0]].replayed.outcome.calls;
+    let step = (calls.iter())
+        .position(|c| &*c.configuration == "demo-owner-label")
+        .expect("the mutating policy ran on the Deployment");
+    h.state.chain.select(step);
+    assert!(h.key(KeyCode::Char('e'), KeyModifiers::NONE).is_empty());
+    assert_eq!(h.state.view, View::Editor);
+    let at = cursor_line(&h.state);
+    let lines = h.state.buffers[h.state.buffer].area.lines().to_vec();
+    assert_eq!(lines[at - 1].trim(), "name: demo-owner-label");
+    assert_eq!(lines[at - 3].trim(), "kind: MutatingAdmissionPolicy");
 }

@@ -142,6 +142,9 @@ pub struct Buffer {
     pub in_force: Vec<WebhookConfiguration>,
     /// The admission policies and bindings in force from this buffer: the last valid text's.
     pub policies_in_force: Vec<PolicyObject>,
+    /// What was in force from this buffer when it was opened: what the What-if view's causes
+    /// are measured against.
+    loaded: (Vec<WebhookConfiguration>, Vec<PolicyObject>),
     /// The text on disk changed elsewhere while this buffer had edits: that text, until the
     /// user chooses (`:reload` or `:keep`).
     pub disk_changed: Option<String>,
@@ -165,6 +168,7 @@ impl Buffer {
             generation: 0,
             checked: 0,
             check: Checked::default(),
+            loaded: (in_force.clone(), Vec::new()),
             in_force,
             policies_in_force: Vec::new(),
             disk_changed: None,
@@ -270,7 +274,33 @@ impl Buffer {
             d.configurations.clone(),
         );
         b.policies_in_force = d.policies.clone();
+        b.loaded.1 = d.policies.clone();
         b
+    }
+
+    /// Whether what is in force of configuration `name` (`policy`: of the policy of `kind` and
+    /// `name` and its bindings) differs from what was when the buffer was opened.
+    fn changed_since_loaded(&self, kind: WebhookKind, name: &str, policy: Option<&str>) -> bool {
+        match policy {
+            None => {
+                let of = |list: &[WebhookConfiguration]| -> Vec<WebhookConfiguration> {
+                    (list.iter())
+                        .filter(|c| c.kind == kind && c.name == name)
+                        .cloned()
+                        .collect()
+                };
+                of(&self.in_force) != of(&self.loaded.0)
+            }
+            Some(policy_kind) => {
+                let of = |list: &[PolicyObject]| -> Vec<PolicyObject> {
+                    (list.iter())
+                        .filter(|p| policy_or_binding_of(p, policy_kind, name))
+                        .cloned()
+                        .collect()
+                };
+                of(&self.policies_in_force) != of(&self.loaded.1)
+            }
+        }
     }
 
     /// Whether anything from this buffer is in force (a configuration, a policy, a binding).
@@ -414,12 +444,34 @@ impl Buffer {
         names
     }
 
+    /// Whether this buffer defines (in force, or last checked) the policy of `kind` and `name`
+    /// or a binding of it.
+    pub fn defines_policy_or_binding(&self, kind: &str, name: &str) -> bool {
+        (self.policies_in_force.iter())
+            .chain(&self.check.policies)
+            .chain(&self.loaded.1)
+            .any(|p| policy_or_binding_of(p, kind, name))
+    }
+
     /// Whether this buffer defines (in force, or last checked) the policy or binding of `kind`
     /// and `name`.
     pub fn defines_policy(&self, kind: &str, name: &str) -> bool {
         (self.policies_in_force.iter())
             .chain(&self.check.policies)
             .any(|p| p.kind() == kind && p.name() == name)
+    }
+}
+
+/// Whether `p` is the policy of `kind` and `name` or a binding of it.
+fn policy_or_binding_of(p: &PolicyObject, kind: &str, name: &str) -> bool {
+    match p {
+        PolicyObject::Binding(b) if kind == "ValidatingAdmissionPolicy" => {
+            b.spec.policy_name == name
+        }
+        PolicyObject::MutatingBinding(b) if kind == "MutatingAdmissionPolicy" => {
+            b.spec.policy_name == name
+        }
+        _ => p.kind() == kind && p.name() == name,
     }
 }
 
@@ -648,6 +700,26 @@ impl State {
     /// The buffer defining configuration `name`, or the selected webhook's.
     pub(super) fn buffer_for(&self, name: Option<&str>) -> Result<(usize, Option<String>), String> {
         let name = match name {
+            None if self.view == View::Chain => {
+                let call = self
+                    .selected_entry()
+                    .and_then(|e| e.replayed.outcome.calls.get(self.chain.step));
+                return match call {
+                    Some(c) => {
+                        let kinds = c.policy.is_some().then_some(match c.phase {
+                            WebhookKind::Validating => (
+                                "ValidatingAdmissionPolicy",
+                                "ValidatingAdmissionPolicyBinding",
+                            ),
+                            WebhookKind::Mutating => {
+                                ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")
+                            }
+                        });
+                        self.buffer_of_hook(c.phase, &c.configuration, &c.webhook, kinds)
+                    }
+                    None => Err("no step is selected".into()),
+                };
+            }
             None if self.view == View::Webhooks => {
                 return match self.hooks.get(self.hook_cursor.selected) {
                     Some(h) => {
@@ -1540,10 +1612,11 @@ impl ChangeCause {
 /// A webhook's record in a dispatch, reduced to what decides the outcome.
 type CallKey = (Arc<str>, Arc<str>, u8);
 
+/// The configurations (and policies: `true`) whose webhooks (bindings) decided differently.
 fn differing_configurations(
     before: &crate::engine::Outcome,
     after: &crate::engine::Outcome,
-) -> Vec<(WebhookKind, String)> {
+) -> Vec<(WebhookKind, String, bool)> {
     let view = |o: &crate::engine::Outcome| -> BTreeMap<CallKey, String> {
         o.calls
             .iter()
@@ -1578,15 +1651,17 @@ fn differing_configurations(
             .iter()
             .chain(&after.calls)
             .find(|c| &*c.configuration == name)
-            .map(|c| c.phase)
+            .map(|c| (c.phase, c.policy.is_some()))
     };
-    let mut out: Vec<(WebhookKind, String)> = Vec::new();
+    let mut out: Vec<(WebhookKind, String, bool)> = Vec::new();
     for key in b.keys().chain(a.keys()) {
         if b.get(key) != a.get(key)
-            && let Some(phase) = phase_of(&key.0)
-            && !out.iter().any(|(k, n)| *k == phase && **n == *key.0)
+            && let Some((phase, policy)) = phase_of(&key.0)
+            && !out
+                .iter()
+                .any(|(k, n, p)| *k == phase && **n == *key.0 && *p == policy)
         {
-            out.push((phase, key.0.to_string()));
+            out.push((phase, key.0.to_string(), policy));
         }
     }
     out
@@ -1620,13 +1695,41 @@ impl State {
             return Vec::new();
         };
         let mut causes = Vec::new();
-        for (kind, name) in
+        for (kind, name, policy) in
             differing_configurations(&before.replayed.outcome, &after.replayed.outcome)
         {
-            let buffer = self
-                .buffers
-                .iter()
-                .find(|b| b.in_force.iter().any(|c| c.kind == kind && c.name == name));
+            // A policy's call names the policy (its binding is the "webhook").
+            let policy_kind = match kind {
+                WebhookKind::Validating => "ValidatingAdmissionPolicy",
+                WebhookKind::Mutating => "MutatingAdmissionPolicy",
+            };
+            let defines = |b: &&Buffer| {
+                if policy {
+                    b.defines_policy_or_binding(policy_kind, &name)
+                } else {
+                    (b.in_force.iter().chain(&b.loaded.0)).any(|c| c.kind == kind && c.name == name)
+                }
+            };
+            let policy_kind = policy.then_some(policy_kind);
+            // A policy and its bindings may be in several files: a changed one first.
+            let changed =
+                |b: &&Buffer| b.changed_since_loaded(kind, &name, policy_kind) || b.modified();
+            let buffer = (self.buffers.iter())
+                .filter(defines)
+                .find(changed)
+                .or_else(|| self.buffers.iter().find(defines));
+            // A configuration of a file (or of the console) in force as it was loaded is no
+            // cause: its webhooks decided differently because an earlier step did (a request
+            // a policy no longer denies reaches the validating webhooks).
+            if let Some(b) = buffer
+                && !matches!(
+                    b.origin,
+                    BufferOrigin::Cluster { .. } | BufferOrigin::New(_)
+                )
+                && !b.changed_since_loaded(kind, &name, policy_kind)
+            {
+                continue;
+            }
             let cause = match buffer {
                 Some(b) if b.modified() || matches!(b.origin, BufferOrigin::New(_)) => {
                     ChangeCause::Edit(name)
@@ -1634,6 +1737,8 @@ impl State {
                 Some(b) if !matches!(b.origin, BufferOrigin::Cluster { .. }) => {
                     ChangeCause::Disk(name)
                 }
+                // Without a cluster, only the user's edits take objects away.
+                None if self.live.is_none() => ChangeCause::Edit(name),
                 _ => {
                     let who = self
                         .live

@@ -390,12 +390,24 @@ impl Default for Keymap {
                 vec![c('e')],
                 A::Edit(None),
                 In(View::Webhooks),
-                "edit the selected webhook's configuration",
+                "edit the selected webhook's configuration or policy",
             ),
             b(
                 vec![c('E')],
                 A::EditExternal(None),
                 In(View::Webhooks),
+                "edit it in $KUBE_EDITOR / $EDITOR",
+            ),
+            b(
+                vec![c('e')],
+                A::Edit(None),
+                In(View::Chain),
+                "edit the selected step's configuration or policy",
+            ),
+            b(
+                vec![c('E')],
+                A::EditExternal(None),
+                In(View::Chain),
                 "edit it in $KUBE_EDITOR / $EDITOR",
             ),
             b(

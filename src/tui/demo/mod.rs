@@ -41,18 +41,52 @@ pub const POLICIES_YAML: &str = include_str!("policies.yaml");
 /// The name the demo's policy text goes by.
 pub const POLICIES_FILE: &str = "demo-policies.yaml";
 
-/// The demo's policies and bindings, defaulted (and valid, as the apiserver stores them).
+/// The demo's policies and bindings for the newest release, defaulted (and valid, as the
+/// apiserver stores them).
 pub fn policies() -> crate::config::policy::PolicySet {
+    policies_for(KubeVersion::default())
+}
+
+/// The demo's policies and bindings for `version` ([`policies_text`]), defaulted and valid.
+pub fn policies_for(version: KubeVersion) -> crate::config::policy::PolicySet {
     let mut set = crate::config::policy::PolicySet::default();
-    for object in policy_objects() {
+    for object in policy_objects(&policies_text(version)) {
         set.insert(object);
     }
     set
 }
 
-/// The demo's policies and bindings in text order, defaulted and valid.
-fn policy_objects() -> Vec<crate::config::policy::PolicyObject> {
-    crate::config::parse_policy_documents(POLICIES_YAML, POLICIES_FILE)
+/// The demo's policy text as a cluster of `version` takes it: each kind under the newest
+/// apiVersion the release serves (MutatingAdmissionPolicy v1alpha1 in 1.32 and 1.33, v1beta1
+/// in 1.34 and 1.35; ValidatingAdmissionPolicy v1beta1 before 1.30), so that an edit of it is
+/// checked as that release would.
+pub fn policies_text(version: KubeVersion) -> String {
+    let served = |kind: &str, v1: u32, v1beta1: u32, v1alpha1: u32| {
+        let api = match version.minor() {
+            m if m >= v1 => return None,
+            m if m >= v1beta1 => "v1beta1",
+            m if m >= v1alpha1 => "v1alpha1",
+            _ => return None,
+        };
+        Some((
+            format!("admissionregistration.k8s.io/v1\nkind: {kind}"),
+            format!("admissionregistration.k8s.io/{api}\nkind: {kind}"),
+        ))
+    };
+    let mut text = POLICIES_YAML.to_string();
+    let changes = [
+        served("MutatingAdmissionPolicy", 36, 34, 32),
+        served("ValidatingAdmissionPolicy", 30, 28, 26),
+    ];
+    for (from, to) in changes.into_iter().flatten() {
+        text = text.replace(&from, &to);
+    }
+    text
+}
+
+/// The policies and bindings of a demo policy text in text order, defaulted and valid.
+fn policy_objects(text: &str) -> Vec<crate::config::policy::PolicyObject> {
+    crate::config::parse_policy_documents(text, POLICIES_FILE)
         .into_iter()
         .filter_map(|loaded| {
             let mut loaded = loaded.ok()?;
@@ -65,12 +99,13 @@ fn policy_objects() -> Vec<crate::config::policy::PolicyObject> {
 }
 
 /// The demo's policies as an editable document: editing it re-evaluates every request.
-fn policies_document() -> ConfigDocument {
+fn policies_document(version: KubeVersion) -> ConfigDocument {
+    let text = policies_text(version);
     ConfigDocument {
         origin: DocumentOrigin::Embedded(POLICIES_FILE.into()),
-        text: POLICIES_YAML.to_string(),
         configurations: Vec::new(),
-        policies: policy_objects(),
+        policies: policy_objects(&text),
+        text,
     }
 }
 
@@ -701,7 +736,7 @@ fn source(
     ids: IdMode,
     label: &str,
 ) -> ReplaySource {
-    let set = policies();
+    let set = policies_for(version);
     let engine = Arc::new(
         Engine::new(
             &document.configurations,
@@ -722,7 +757,7 @@ fn source(
         ids,
         problems: Vec::new(),
         server: None,
-        documents: vec![document, policies_document()],
+        documents: vec![document, policies_document(version)],
     }
 }
 
