@@ -936,4 +936,15 @@ fn editing_a_policy_re_evaluates_every_request_and_what_if_reports_the_flips() {
     let lines = h.state.buffers[h.state.buffer].area.lines().to_vec();
     assert_eq!(lines[at - 1].trim(), "name: demo-owner-label");
     assert_eq!(lines[at - 3].trim(), "kind: MutatingAdmissionPolicy");
+
+    // `:edit KIND/NAME` tells a binding from its policy of the same name.
+    h.act(Action::Edit(Some(
+        "ValidatingAdmissionPolicyBinding/demo-replica-limit".into(),
+    )));
+    let at = cursor_line(&h.state);
+    assert_eq!(lines[at - 1].trim(), "name: demo-replica-limit");
+    assert_eq!(
+        lines[at - 3].trim(),
+        "kind: ValidatingAdmissionPolicyBinding"
+    );
 }

@@ -735,6 +735,15 @@ impl State {
                 .map(|h| h.configuration.clone()),
             None => None,
         };
+        // `Kind/name`: a policy or binding of that kind.
+        if let Some((kind, object)) = name.as_deref().and_then(|n| n.split_once('/')) {
+            return self
+                .buffers
+                .iter()
+                .position(|b| b.defines_policy(kind, object))
+                .map(|i| (i, name.clone()))
+                .ok_or_else(|| format!("no loaded file defines {kind} {object:?}"));
+        }
         match name {
             Some(n) => self
                 .buffers
