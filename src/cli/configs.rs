@@ -151,6 +151,8 @@ pub(crate) fn load_configurations(
                 Err(LoadError::Io { .. }) => {}
                 Err(e) => {
                     let (file, document) = e.location();
+                    // Listed, so that the console can open it to fix it.
+                    policy_file_entry(file, &mut policies_by_file);
                     seen.left_out(e.to_string());
                     report.push_problem(problem(
                         ProblemKind::Configuration,
@@ -162,6 +164,7 @@ pub(crate) fn load_configurations(
                 }
                 Ok(mut l) => {
                     l.apply_defaults();
+                    policy_file_entry(&l.source.file, &mut policies_by_file);
                     let at = (&l.source.file, l.source.document + 1);
                     if let Some(why) = policy_config::unserved(&l.object, version) {
                         seen.left_out(format!("{}: {why}", l.source));
@@ -213,12 +216,6 @@ pub(crate) fn load_configurations(
                         objects
                             .retain(|o| o.kind() != l.object.kind() || o.name() != l.object.name());
                     }
-                    if policies_by_file
-                        .last()
-                        .is_none_or(|(f, _)| *f != l.source.file)
-                    {
-                        policies_by_file.push((l.source.file.clone(), Vec::new()));
-                    }
                     if let Some((_, objects)) = policies_by_file.last_mut() {
                         objects.push(l.object.clone());
                     }
@@ -237,6 +234,13 @@ pub(crate) fn load_configurations(
         skipped,
         policies,
         policies_by_file,
+    }
+}
+
+/// `file`'s entry among the policies by file, added when it is not the last one.
+fn policy_file_entry(file: &str, by_file: &mut Vec<(String, Vec<PolicyObject>)>) {
+    if by_file.last().is_none_or(|(f, _)| f != file) {
+        by_file.push((file.to_string(), Vec::new()));
     }
 }
 
