@@ -948,3 +948,92 @@ fn editing_a_policy_re_evaluates_every_request_and_what_if_reports_the_flips() {
         "kind: ValidatingAdmissionPolicyBinding"
     );
 }
+
+/// Two files may not both define a policy of one kind and name (the cluster keeps one object):
+/// an edit that would is refused, naming the other file; emptying a file of policies is a
+/// deletion, confirmed by `:delete`, which takes them out of those in force.
+#[test]
+fn policies_across_buffers_are_one_object_per_kind_and_name() {
+    let policy = |name: &str| {
+        format!(
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata:\n  name: {name}\nspec:\n  matchConstraints:\n    resourceRules:\n    - {{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [pods]}}\n  validations:\n  - expression: \"true\"\n"
+        )
+    };
+    let checked = |text: &str| {
+        let c = hookscope::tui::editing::check(text, "x.yaml", &[]);
+        assert!(c.errors.is_empty(), "{:?}", c.errors);
+        c.policies
+    };
+    let doc = |file: &str, text: String| hookscope::tui::source::ConfigDocument {
+        origin: hookscope::tui::source::DocumentOrigin::File(file.into()),
+        policies: checked(&text),
+        text,
+        configurations: Vec::new(),
+    };
+    let mut s = State::new(
+        hookscope::KubeVersion::default().to_string(),
+        AuditLevel::Request,
+        Theme::default(),
+    );
+    update(
+        &mut s,
+        Msg::Source(SourceMsg::Started {
+            label: "t".into(),
+            hooks: Vec::new(),
+            total: Some(0),
+            documents: vec![doc("a.yaml", policy("one")), doc("b.yaml", policy("two"))],
+        }),
+    );
+    assert_eq!(s.policies_in_force().validating.len(), 2);
+    // b.yaml renamed to a.yaml's policy: refused, both stay in force as they were.
+    s.buffers[1].replace_text(&policy("one"));
+    let generation = s.buffers[1].generation;
+    let c = update(
+        &mut s,
+        Msg::CheckDue {
+            buffer: 1,
+            generation,
+        },
+    );
+    assert!(c.iter().all(|c| !matches!(c, Command::Redispatch { .. })));
+    let errors = &s.buffers[1].check.errors;
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].field, "metadata.name");
+    assert_eq!(errors[0].line, 4);
+    assert_eq!(
+        errors[0].message,
+        "ValidatingAdmissionPolicy \"one\" is also defined in a.yaml"
+    );
+    let names: Vec<String> = (s.policies_in_force().validating.iter())
+        .map(|p| p.name.clone())
+        .collect();
+    assert_eq!(names, ["one", "two"]);
+    // Emptied: a deletion, taken only once confirmed.
+    s.buffers[1].replace_text("");
+    let generation = s.buffers[1].generation;
+    update(
+        &mut s,
+        Msg::CheckDue {
+            buffer: 1,
+            generation,
+        },
+    );
+    assert!(
+        s.buffers[1].check.errors[0]
+            .message
+            .contains("it would delete ValidatingAdmissionPolicy/two"),
+        "{:?}",
+        s.buffers[1].check.errors
+    );
+    s.buffer = 1;
+    let c = update(&mut s, Msg::Action(Action::ConfirmDelete));
+    let [Command::Redispatch { policies, .. }] = c.as_slice() else {
+        panic!("a deletion re-dispatches: {c:?}");
+    };
+    let names: Vec<&str> = policies
+        .validating
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(names, ["one"]);
+}
