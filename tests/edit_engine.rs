@@ -589,12 +589,10 @@ async fn a_mutating_policy_edit_changes_what_a_webhook_receives_and_no_stale_rep
     let replier = ReusingReplier::new(HttpsReplier::new(HttpsOptions::default()), cache.clone());
     let text = |owner: &str| owner_policy_and_webhook(&server.url(""), pki.ca_pem(), owner);
 
-    let first = run(
-        &requests,
-        &replayer_for(&text("team-a"), &[]),
-        replier.clone(),
-    )
-    .await;
+    let first_replayer = replayer_for(&text("team-a"), &[]);
+    // The policy reads the objects (a replay parses them for it).
+    assert!(first_replayer.engine().reads_objects());
+    let first = run(&requests, &first_replayer, replier.clone()).await;
     assert!(first.results.iter().all(|r| r.outcome.allowed));
     assert_eq!(*seen.lock().unwrap(), vec!["team-a".to_string(); n]);
 
