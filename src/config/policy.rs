@@ -244,6 +244,21 @@ fn is_mutating(object: &PolicyObject) -> bool {
     )
 }
 
+/// The newest apiVersion (`admissionregistration.k8s.io/v1beta1`) under which a cluster of
+/// `version` serves the policy kind `kind` (a policy's or a binding's); None when it serves none.
+pub fn served_api_version(kind: &str, version: KubeVersion) -> Option<&'static str> {
+    let table = if kind.starts_with("Mutating") {
+        &SERVED_MUTATING
+    } else {
+        &SERVED
+    };
+    let minor = version.minor();
+    // The tables list the versions oldest first.
+    (table.iter().rev())
+        .find(|(_, from, until)| minor >= *from && until.is_none_or(|u| minor <= u))
+        .map(|(a, ..)| *a)
+}
+
 /// Why `object` cannot exist in a cluster of `version`: its apiVersion is not served there.
 pub fn unserved(object: &PolicyObject, version: KubeVersion) -> Option<String> {
     let api_version = object.api_version();

@@ -58,28 +58,24 @@ pub fn policies_for(version: KubeVersion) -> crate::config::policy::PolicySet {
 
 /// The demo's policy text as a cluster of `version` takes it: each kind under the newest
 /// apiVersion the release serves (MutatingAdmissionPolicy v1alpha1 in 1.32 and 1.33, v1beta1
-/// in 1.34 and 1.35; ValidatingAdmissionPolicy v1beta1 before 1.30), so that an edit of it is
-/// checked as that release would.
+/// in 1.34 and 1.35; ValidatingAdmissionPolicy v1beta1 before 1.30), and without the kinds it
+/// serves under none (MutatingAdmissionPolicy before 1.32), so that the demo runs what that
+/// release would and an edit of the text is checked as it would.
 pub fn policies_text(version: KubeVersion) -> String {
-    let served = |kind: &str, v1: u32, v1beta1: u32, v1alpha1: u32| {
-        let api = match version.minor() {
-            m if m >= v1 => return None,
-            m if m >= v1beta1 => "v1beta1",
-            m if m >= v1alpha1 => "v1alpha1",
-            _ => return None,
-        };
-        Some((
-            format!("admissionregistration.k8s.io/v1\nkind: {kind}"),
-            format!("admissionregistration.k8s.io/{api}\nkind: {kind}"),
-        ))
-    };
     let mut text = POLICIES_YAML.to_string();
-    let changes = [
-        served("MutatingAdmissionPolicy", 36, 34, 32),
-        served("ValidatingAdmissionPolicy", 30, 28, 26),
-    ];
-    for (from, to) in changes.into_iter().flatten() {
-        text = text.replace(&from, &to);
+    for kind in ["MutatingAdmissionPolicy", "ValidatingAdmissionPolicy"] {
+        let written = format!("admissionregistration.k8s.io/v1\nkind: {kind}");
+        match crate::config::policy::served_api_version(kind, version) {
+            // The binding's `kind: …Binding` starts as its policy's does.
+            Some(api) => text = text.replace(&written, &format!("{api}\nkind: {kind}")),
+            None => {
+                text = text
+                    .split("---\n")
+                    .filter(|document| !document.contains(&written))
+                    .collect::<Vec<_>>()
+                    .join("---\n");
+            }
+        }
     }
     text
 }
@@ -809,5 +805,36 @@ mod policy_tests {
             set.mutating_bindings.len(),
         ];
         assert_eq!(counts, [1, 1, 1, 1]);
+    }
+
+    /// Each release gets the demo's policies as it serves them, and its text checks clean for
+    /// it (what an edit of it is checked against).
+    #[test]
+    fn the_policy_text_is_written_as_each_release_serves_it() {
+        for minor in crate::KubeVersion::OLDEST.minor()..=crate::KubeVersion::NEWEST.minor() {
+            let version = crate::KubeVersion::new(minor).unwrap();
+            let text = super::policies_text(version);
+            let checked = crate::edit::check_for(&text, "demo-policies.yaml", &[], version);
+            let errors: Vec<String> = checked.errors().map(ToString::to_string).collect();
+            assert!(errors.is_empty(), "1.{minor}: {errors:?}");
+            let set = super::policies_for(version);
+            let mutating = usize::from(minor >= 32);
+            assert_eq!(
+                (
+                    set.validating.len(),
+                    set.mutating.len(),
+                    set.mutating_bindings.len()
+                ),
+                (1, mutating, mutating),
+                "1.{minor}"
+            );
+        }
+        let v133 = super::policies_text("1.33".parse().unwrap());
+        assert!(v133.contains(
+            "admissionregistration.k8s.io/v1alpha1\nkind: MutatingAdmissionPolicyBinding"
+        ));
+        assert!(
+            v133.contains("admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n")
+        );
     }
 }
