@@ -371,3 +371,24 @@ fn policies_of_one_kind_and_name_are_duplicates_and_unserved_versions_are_refuse
             .contains("--feature-gates=MutatingAdmissionPolicy=true")
     );
 }
+
+/// The console's templates of new policies check clean in every release that serves the kind.
+#[test]
+fn policy_templates_are_valid_where_served() {
+    for minor in KubeVersion::OLDEST.minor()..=KubeVersion::NEWEST.minor() {
+        let version = KubeVersion::new(minor).unwrap();
+        for kind in ["ValidatingAdmissionPolicy", "MutatingAdmissionPolicy"] {
+            let Some(api) = hookscope::config::policy::served_api_version(kind, version) else {
+                assert!(
+                    kind.starts_with("Mutating") && minor < 32,
+                    "1.{minor} {kind}"
+                );
+                continue;
+            };
+            let text = hookscope::tui::editing::policy_template(kind, api, "new");
+            let c = check_for(&text, "new.yaml", &[], version);
+            assert!(c.may_activate(), "1.{minor} {kind}: {:#?}", c.problems);
+            assert_eq!(c.policies.len(), 2);
+        }
+    }
+}

@@ -1037,3 +1037,57 @@ fn policies_across_buffers_are_one_object_per_kind_and_name() {
         .collect();
     assert_eq!(names, ["one"]);
 }
+
+/// `:new mutating-policy NAME` starts a policy and its binding from a template, valid for the
+/// release modelled: it takes effect at once, and What-if shows what it changed.
+#[test]
+fn a_new_policy_from_its_template_takes_effect() {
+    let mut h = Harness::start();
+    let c = h.act(Action::NewPolicy(true, Some("checked".into())));
+    assert_eq!(h.state.view, View::Editor);
+    assert!(
+        matches!(c.as_slice(), [Command::CheckLater { .. }]),
+        "{c:?}"
+    );
+    let commands = h.check_now();
+    let b = &h.state.buffers[h.state.buffer];
+    assert!(b.check.errors.is_empty(), "{:?}", b.check.errors);
+    assert!(
+        b.text().starts_with(&format!(
+            "apiVersion: {}\nkind: MutatingAdmissionPolicy\n",
+            hookscope::config::policy::served_api_version(
+                "MutatingAdmissionPolicy",
+                hookscope::KubeVersion::default()
+            )
+            .unwrap()
+        )),
+        "{}",
+        b.text()
+    );
+    h.perform(commands);
+    let s = &h.state;
+    assert!(
+        s.hooks
+            .iter()
+            .any(|x| x.configuration == "checked" && x.webhook == "checked")
+    );
+    // Every ConfigMap created or updated now carries the label; nothing else changed.
+    let changed: Vec<usize> = s.whatif.requests.iter().map(|r| r.index).collect();
+    assert!(!changed.is_empty());
+    for r in &s.whatif.requests {
+        let attrs = &s.entries[r.index].replayed.request.attrs;
+        assert_eq!(attrs.resource.resource, "configmaps", "request {}", r.index);
+        assert!(
+            r.object
+                .iter()
+                .any(|c| c.pointer() == "/metadata/labels/checked"),
+            "{:?}",
+            r.object
+        );
+    }
+    let d = (s.whatif.hooks.iter())
+        .find(|d| d.hook.configuration == "checked")
+        .unwrap();
+    assert!(d.before.is_none(), "the policy is new");
+    assert_eq!(d.after.unwrap().mutated, changed.len());
+}

@@ -820,6 +820,7 @@ impl State {
             A::Edit(name) => return self.edit(name.as_deref()),
             A::EditExternal(name) => return self.edit_external(name.as_deref()),
             A::New(mutating, name) => return self.new_buffer(mutating, name),
+            A::NewPolicy(mutating, name) => return self.new_policy_buffer(mutating, name),
             A::Save(path) => return self.save(path),
             A::Undo => return self.undo(false),
             A::Redo => return self.undo(true),

@@ -515,6 +515,27 @@ pub fn template(kind: WebhookKind, name: &str) -> String {
     )
 }
 
+/// The template of a new admission policy of `kind` and its binding, under `api_version`: a
+/// ValidatingAdmissionPolicy that denies ConfigMaps of more than 10 keys, a
+/// MutatingAdmissionPolicy that labels new ConfigMaps.
+pub fn policy_template(kind: &str, api_version: &str, name: &str) -> String {
+    let match_constraints = "  matchConstraints:\n    resourceRules:\n    - apiGroups: [\"\"]\n      apiVersions: [\"v1\"]\n      operations: [\"CREATE\", \"UPDATE\"]\n      resources: [\"configmaps\"]\n";
+    let (spec, binding) = if kind == "MutatingAdmissionPolicy" {
+        (
+            "  reinvocationPolicy: Never\n  mutations:\n  - patchType: ApplyConfiguration\n    applyConfiguration:\n      expression: >\n        Object{metadata: Object.metadata{labels: {\"checked\": \"yes\"}}}\n",
+            format!("spec:\n  policyName: {name}\n"),
+        )
+    } else {
+        (
+            "  validations:\n  - expression: \"!has(object.data) || size(object.data) <= 10\"\n    message: at most 10 keys\n    reason: Invalid\n",
+            format!("spec:\n  policyName: {name}\n  validationActions: [Deny]\n"),
+        )
+    };
+    format!(
+        "apiVersion: {api_version}\nkind: {kind}\nmetadata:\n  name: {name}\nspec:\n{match_constraints}{spec}---\napiVersion: {api_version}\nkind: {kind}Binding\nmetadata:\n  name: {name}\n{binding}"
+    )
+}
+
 /// Checks a buffer's text as the apiserver of the newest release modelled would take it; see
 /// [`check_for`].
 pub fn check(text: &str, file: &str, previous: &[WebhookConfiguration]) -> Checked {
@@ -850,6 +871,40 @@ impl State {
         self.view = View::Editor;
         self.say(
             format!("new configuration {name}: it takes effect once valid; :w PATH saves it"),
+            false,
+        );
+        self.changed(self.buffer)
+    }
+
+    /// `:new mutating-policy|validating-policy [NAME]`: a policy and its binding from a
+    /// template, under the newest apiVersion the modelled release serves.
+    pub(super) fn new_policy_buffer(
+        &mut self,
+        mutating: bool,
+        name: Option<String>,
+    ) -> Vec<Command> {
+        let version = self.kube_version.parse().unwrap_or_default();
+        let kind = if mutating {
+            "MutatingAdmissionPolicy"
+        } else {
+            "ValidatingAdmissionPolicy"
+        };
+        let Some(api_version) = crate::config::policy::served_api_version(kind, version) else {
+            self.say(format!("Kubernetes {version} serves no {kind}"), true);
+            return Vec::new();
+        };
+        self.new_buffers += 1;
+        let n = self.new_buffers;
+        let name = name.unwrap_or_else(|| format!("new-policy-{n}"));
+        let mut b = Buffer::new(BufferOrigin::New(n), "", Vec::new());
+        b.replace_text(&policy_template(kind, api_version, &name));
+        self.buffers.push(b);
+        self.buffer = self.buffers.len() - 1;
+        self.view = View::Editor;
+        self.say(
+            format!(
+                "new {kind} {name} with its binding: it takes effect once valid; :w PATH saves it"
+            ),
             false,
         );
         self.changed(self.buffer)
