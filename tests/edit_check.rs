@@ -285,6 +285,13 @@ fn a_policy_type_error_is_placed_and_a_valid_policy_activates() {
         ty.message
     );
     assert_eq!(at(ty), find(&text, 1, "messageExpression"));
+    // A field of the wrong type, in a List's second item: a load error at its place.
+    let list = "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: x}\n- apiVersion: admissionregistration.k8s.io/v1\n  kind: ValidatingAdmissionPolicyBinding\n  metadata: {name: b}\n  spec:\n    policyName: limit\n    validationActions: Deny\n";
+    let c = check(list, "list.yaml", &[]);
+    let load = problem(&c, "spec.validationActions", ProblemKind::Load);
+    assert_eq!(at(load), find(list, 1, "validationActions"));
+    assert_eq!(load.document, Some(2));
+    assert!(load.message.contains("expected a list"), "{}", load.message);
     // Fixed, with its binding: a text of policies alone is not empty, and it activates with
     // the policy in its engine.
     let fixed = format!(
