@@ -1,5 +1,5 @@
-//! Editing webhook configurations while a replay is loaded: validation, saving, recovery,
-//! re-dispatch and what changed.
+//! Editing webhook configurations, admission policies and their bindings while a replay is
+//! loaded: validation, saving, recovery, re-dispatch and what changed.
 //!
 //! * [`check()`]: an edited text parsed, defaulted and validated as kube-apiserver would (as an
 //!   update of the configuration it replaces), every problem placed at its line and column
