@@ -1091,3 +1091,43 @@ fn a_new_policy_from_its_template_takes_effect() {
     assert!(d.before.is_none(), "the policy is new");
     assert_eq!(d.after.unwrap().mutated, changed.len());
 }
+
+/// Edits are checked for the release the status bar names, also when a live source adds a note
+/// about the server's.
+#[test]
+fn edits_are_checked_for_the_release_modelled() {
+    let mut s = State::new("1.33".into(), AuditLevel::Request, Theme::default());
+    assert_eq!(s.modelled_version(), "1.33".parse().unwrap());
+    s.kube_version = "1.37 (server v1.40.0 is newer than hookscope models)".into();
+    assert_eq!(s.modelled_version(), "1.37".parse().unwrap());
+    // A MutatingAdmissionPolicy v1 is refused in 1.33, with the version to write.
+    s.kube_version = "1.33".into();
+    update(
+        &mut s,
+        Msg::Action(Action::NewPolicy(true, Some("x".into()))),
+    );
+    let b = &mut s.buffers[0];
+    assert!(
+        b.text()
+            .starts_with("apiVersion: admissionregistration.k8s.io/v1alpha1\n")
+    );
+    let text = b.text().replace("/v1alpha1\n", "/v1\n");
+    b.replace_text(&text);
+    let generation = b.generation;
+    update(
+        &mut s,
+        Msg::CheckDue {
+            buffer: 0,
+            generation,
+        },
+    );
+    let errors = &s.buffers[0].check.errors;
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors.iter().all(|e| {
+        e.field == "apiVersion"
+            && e.message
+                .ends_with("write it as admissionregistration.k8s.io/v1alpha1")
+    }));
+    let binding = text.lines().position(|l| l == "---").unwrap() + 2;
+    assert_eq!((errors[0].line, errors[1].line), (1, binding));
+}

@@ -578,6 +578,14 @@ use super::source::SourceMsg;
 use crate::replay::run::ReplayEvent;
 
 impl State {
+    /// The release modelled, as edits are checked for it: the status bar's release (which a
+    /// live source may follow with a note on the server's), else the newest.
+    pub fn modelled_version(&self) -> crate::KubeVersion {
+        (self.kube_version.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_default()
+    }
+
     /// The buffer the Edit view shows.
     pub fn current_buffer(&self) -> Option<&Buffer> {
         self.buffers.get(self.buffer)
@@ -883,7 +891,7 @@ impl State {
         mutating: bool,
         name: Option<String>,
     ) -> Vec<Command> {
-        let version = self.kube_version.parse().unwrap_or_default();
+        let version = self.modelled_version();
         let kind = if mutating {
             "MutatingAdmissionPolicy"
         } else {
@@ -1012,7 +1020,7 @@ impl State {
             return Vec::new();
         }
         let text = b.text();
-        let version = self.kube_version.parse().unwrap_or_default();
+        let version = self.modelled_version();
         let mut checked = check_for(&text, &b.origin.label(), &b.in_force, version);
         // Two objects of one kind cannot share a name.
         for c in &checked.configurations {
