@@ -640,3 +640,89 @@ async fn a_mutating_policy_edit_changes_what_a_webhook_receives_and_no_stale_rep
     assert_eq!(cache.stats().hits, n as u64);
     server.stop();
 }
+
+/// A ValidatingAdmissionPolicy whose expression fails at run time on every ConfigMap, with its
+/// failurePolicy and its binding's objectSelector.
+fn failing_policy(failure_policy: &str, object_selector: &str) -> String {
+    format!(
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {{name: cm-check}}
+spec:
+  failurePolicy: {failure_policy}
+  matchConstraints:
+    resourceRules:
+    - {{operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}}
+  validations:
+  - expression: "object.data.nope == 'x'"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {{name: cm-check-binding}}
+spec:
+  policyName: cm-check
+  validationActions: [Deny]
+  matchResources: {{objectSelector: {object_selector}}}
+"#
+    )
+}
+
+/// A policy's binding is counted with the webhooks' words: an evaluation error fails the
+/// request under Fail (`errors`) and lets it go under Ignore (`fail-open`); a binding's selector
+/// that leaves a request out is a selector skip; `matched` is the requests evaluated.
+#[tokio::test]
+async fn what_if_counts_a_policy_binding_as_a_webhook() {
+    let requests: Arc<[CapturedRequest]> = demo_requests()
+        .iter()
+        .filter(|r| r.attrs.resource.resource == "configmaps")
+        .cloned()
+        .collect();
+    let writes = |r: &&CapturedRequest| {
+        matches!(r.attrs.operation.to_string().as_str(), "CREATE" | "UPDATE")
+    };
+    let n = requests.iter().filter(writes).count();
+    let shop = (requests.iter())
+        .filter(writes)
+        .filter(|r| r.attrs.namespace == "shop")
+        .count();
+    assert!(n > shop && shop > 0, "{n} {shop}");
+    let replier = HttpsReplier::new(HttpsOptions::default());
+    let before = run(
+        &requests,
+        &replayer_for(&failing_policy("Fail", "{}"), &[]),
+        replier.clone(),
+    )
+    .await;
+    let after = run(
+        &requests,
+        &replayer_for(
+            &failing_policy("Ignore", "{matchLabels: {team: shop-owners}}"),
+            &[],
+        ),
+        replier,
+    )
+    .await;
+    let whatif = compare(&before.results, &after.results);
+    assert_eq!(
+        whatif.flipped().count(),
+        n,
+        "every write was refused, and is admitted"
+    );
+    let d = whatif
+        .hooks
+        .iter()
+        .find(|d| d.hook == key("cm-check", "cm-check-binding", WebhookKind::Validating))
+        .unwrap_or_else(|| panic!("{:#?}", whatif.hooks));
+    let (b, a) = (d.before.unwrap(), d.after.unwrap());
+    assert_eq!(
+        (b.matched, b.errored, b.failed_open, b.skipped_selector),
+        (n, n, 0, 0)
+    );
+    assert_eq!(
+        (a.matched, a.errored, a.failed_open, a.skipped_selector),
+        (shop, 0, shop, n - shop)
+    );
+    // Deletes are left out by the rules, on both sides.
+    let deletes = requests.len() - n;
+    assert_eq!((b.skipped_rules, a.skipped_rules), (deletes, deletes));
+}
