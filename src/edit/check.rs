@@ -514,28 +514,89 @@ fn policy_resource(kind: &str) -> String {
 }
 
 /// Where a CEL compile error points in the text: cel-go reports `ERROR: <input>:LINE:COLUMN: …`
-/// within the expression (its caret under the character at COLUMN - 1, counted from 0); when
-/// the expression's value is written on one line starting at `value` (plain or quoted), that
-/// character's place. None for any other message or layout.
+/// within the expression (its caret under the character at COLUMN - 1, counted from 0). The
+/// expression's value starts at `value`: written plain or quoted on one line (escapes counted as
+/// the one character they stand for), or as a literal (`|`) or folded (`>`) block. None for any
+/// other message or layout.
 fn cel_error_position(text: &str, value: TextPosition, message: &str) -> Option<TextPosition> {
     let start = value.column?;
     let rest = message.split("<input>:").nth(1)?;
     let mut numbers = rest.splitn(3, ':');
     let line: usize = numbers.next()?.parse().ok()?;
     let column: usize = numbers.next()?.parse().ok()?;
-    let written = text.lines().nth(value.line.checked_sub(1)?)?;
-    let chars: Vec<char> = written.chars().skip(start - 1).collect();
-    // Only the first line of a plain or quoted scalar maps column for column (a folded or
-    // literal block starts on the next line).
-    let quote = match chars.first()? {
-        '"' | '\'' => 1,
-        '>' | '|' => return None,
-        _ => 0,
+    let target = column.checked_sub(1)?;
+    let lines: Vec<&str> = text.lines().collect();
+    let first = value.line.checked_sub(1)?;
+    let chars: Vec<char> = lines.get(first)?.chars().skip(start - 1).collect();
+    let at = |line: usize, column: usize| {
+        Some(TextPosition {
+            line: line + 1,
+            column: Some(column + 1),
+        })
     };
-    (line == 1 && column > 0 && quote + column <= chars.len()).then_some(TextPosition {
-        line: value.line,
-        column: Some(start + quote + column - 1),
-    })
+    match chars.first()? {
+        '|' | '>' => {
+            let folded = chars[0] == '>';
+            // The block's lines, at the indentation of its first one.
+            let body: Vec<(usize, &str)> = (first + 1..lines.len())
+                .map(|n| (n, lines[n]))
+                .take_while(|(_, l)| l.trim().is_empty() || l.starts_with(' '))
+                .collect();
+            let indent = body
+                .iter()
+                .find(|(_, l)| !l.trim().is_empty())
+                .map(|(_, l)| l.len() - l.trim_start().len())?;
+            let in_block = |l: &str| l.chars().count() > indent;
+            if !folded {
+                let (n, l) = *body.get(line.checked_sub(1)?)?;
+                return (in_block(l) && indent + target < l.chars().count())
+                    .then(|| at(n, indent + target))
+                    .flatten();
+            }
+            // Folded: the block's lines joined by one space each (a blank line would start a
+            // new expression line; not followed here).
+            if line != 1 {
+                return None;
+            }
+            let mut left = target;
+            for (n, l) in body {
+                let width = l.chars().count().checked_sub(indent)?;
+                if left < width {
+                    return at(n, indent + left);
+                }
+                left = left.checked_sub(width + 1)?;
+            }
+            None
+        }
+        &quote @ ('"' | '\'') => {
+            if line != 1 {
+                return None;
+            }
+            let mut read = 0;
+            let mut i = 1;
+            while i < chars.len() {
+                if read == target {
+                    return at(first, start - 1 + i);
+                }
+                match (chars[i], quote) {
+                    ('\\', '"') => {
+                        i += match chars.get(i + 1) {
+                            Some('x') => 4,
+                            Some('u') => 6,
+                            Some('U') => 10,
+                            _ => 2,
+                        };
+                    }
+                    ('\'', '\'') if chars.get(i + 1) == Some(&'\'') => i += 2,
+                    (c, q) if c == q => return None,
+                    _ => i += 1,
+                }
+                read += 1;
+            }
+            None
+        }
+        _ => (line == 1 && target < chars.len()).then(|| at(first, start - 1 + target))?,
+    }
 }
 
 fn load_problem(e: &LoadError, places: &Places, locator: &mut Locator<'_>) -> Problem {
@@ -613,6 +674,42 @@ fn load_problem(e: &LoadError, places: &Places, locator: &mut Locator<'_>) -> Pr
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The character under cel-go's caret, in each way YAML writes a scalar.
+    #[test]
+    fn cel_errors_point_at_the_caret_in_every_scalar_style() {
+        let caret = |text: &str, value: (usize, usize), line: usize, column: usize| {
+            let message = format!(
+                "Invalid value: \"…\": compilation failed: ERROR: <input>:{line}:{column}: x"
+            );
+            let at = TextPosition {
+                line: value.0,
+                column: Some(value.1),
+            };
+            cel_error_position(text, at, &message).map(|p| {
+                let l = text.lines().nth(p.line - 1).unwrap();
+                l.chars().nth(p.column.unwrap() - 1).unwrap()
+            })
+        };
+        // Plain, and quoted with an escape and a doubled quote before the error.
+        assert_eq!(caret("e: a < = b\n", (1, 4), 1, 4), Some(' '));
+        assert_eq!(caret("e: a < = b\n", (1, 4), 1, 5), Some('='));
+        assert_eq!(caret("e: \"'\\\"' + x\"\n", (1, 4), 1, 5), Some('+'));
+        assert_eq!(caret("e: ''''' + x'\n", (1, 4), 1, 4), Some('+'));
+        // A literal block: the expression's second line.
+        let literal = "e: |\n  a &&\n    b ++ c\nf: 1\n";
+        assert_eq!(caret(literal, (1, 4), 2, 5), Some('+'));
+        // A folded block: its lines joined by a space.
+        let folded = "e: >\n  a &&\n  b ++ c\nf: 1\n";
+        assert_eq!(caret(folded, (1, 4), 1, 8), Some('+'));
+        // Past the end, or another message: no place.
+        assert_eq!(caret("e: ab\n", (1, 4), 1, 9), None);
+        let at = TextPosition {
+            line: 1,
+            column: Some(4),
+        };
+        assert_eq!(cel_error_position("e: ab\n", at, "Required value"), None);
+    }
 
     #[test]
     fn quoted_values() {
