@@ -358,7 +358,7 @@ fn policies_of_one_kind_and_name_are_duplicates_and_unserved_versions_are_refuse
         )
     };
     let v133: KubeVersion = "1.33".parse().unwrap();
-    let c = check_for(&map("v1"), "m.yaml", &[], v133);
+    let c = check_for(&map("v1"), "m.yaml", (&[], &[]), v133);
     let unserved = problem(&c, "apiVersion", ProblemKind::Unserved);
     assert_eq!(at(unserved), (1, 1));
     assert!(
@@ -369,7 +369,7 @@ fn policies_of_one_kind_and_name_are_duplicates_and_unserved_versions_are_refuse
         unserved.message
     );
     assert!(!c.may_activate());
-    let c = check_for(&map("v1alpha1"), "m.yaml", &[], v133);
+    let c = check_for(&map("v1alpha1"), "m.yaml", (&[], &[]), v133);
     assert!(c.may_activate(), "{:#?}", c.problems);
     let gate = problem(&c, "apiVersion", ProblemKind::FeatureGate);
     assert_eq!(gate.severity, Severity::Warning);
@@ -393,9 +393,61 @@ fn policy_templates_are_valid_where_served() {
                 continue;
             };
             let text = hookscope::tui::editing::policy_template(kind, api, "new");
-            let c = check_for(&text, "new.yaml", &[], version);
+            let c = check_for(&text, "new.yaml", (&[], &[]), version);
             assert!(c.may_activate(), "1.{minor} {kind}: {:#?}", c.problems);
             assert_eq!(c.policies.len(), 2);
         }
     }
+}
+
+/// A policy stored with a matchCondition the apiserver would refuse now keeps it through an
+/// update that leaves it (and the paramKind) alone, as upstream ratchets; editing it validates
+/// it again.
+#[test]
+fn an_existing_policy_is_validated_as_an_update() {
+    let text = |condition: &str, message: &str| {
+        policy_text(
+            "v1",
+            "ValidatingAdmissionPolicy",
+            &format!(
+                "{VAP_SPEC}    message: {message}\n  matchConditions:\n  - name: c\n    expression: \"{condition}\"\n"
+            )
+            .replace("    messageExpression: object.spec.replicas\n", ""),
+        )
+    };
+    let stored = text("object.x <", "one");
+    let created = check(&stored, "p.yaml", &[]);
+    let condition = problem(
+        &created,
+        "spec.matchConditions[0].expression",
+        ProblemKind::Invalid,
+    );
+    assert!(
+        condition.message.contains("compilation failed"),
+        "{}",
+        condition.message
+    );
+    assert_eq!(created.errors().count(), 1, "{:#?}", created.problems);
+    let previous: Vec<_> = created.policies.iter().map(|p| p.object.clone()).collect();
+    // The message edited, the condition left as stored: accepted.
+    let updated = check_for(
+        &text("object.x <", "two"),
+        "p.yaml",
+        (&[], &previous),
+        KubeVersion::default(),
+    );
+    assert!(updated.may_activate(), "{:#?}", updated.problems);
+    // The condition edited: validated again.
+    let edited = check_for(
+        &text("object.y <", "two"),
+        "p.yaml",
+        (&[], &previous),
+        KubeVersion::default(),
+    );
+    assert!(!edited.may_activate());
+    problem(
+        &edited,
+        "spec.matchConditions[0].expression",
+        ProblemKind::Invalid,
+    );
 }

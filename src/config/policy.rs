@@ -335,6 +335,30 @@ pub fn validate_policy_object(object: &PolicyObject) -> Vec<FieldError> {
     }
 }
 
+/// Validates a policy or binding as the apiserver does on an update of `old` (both defaulted):
+/// as on create, except that a policy's matchConditions are not validated again when neither
+/// they nor the paramKind they see changed (`ignoreValidatingAdmissionPolicyMatchConditions`,
+/// `ignoreMutatingAdmissionPolicyMatchConditions`): a condition stored under an older release's
+/// rules stays valid until it is edited.
+pub fn validate_policy_object_update(object: &PolicyObject, old: &PolicyObject) -> Vec<FieldError> {
+    let unchanged = match (object, old) {
+        (PolicyObject::Policy(n), PolicyObject::Policy(o)) => {
+            n.spec.param_kind == o.spec.param_kind
+                && n.spec.match_conditions == o.spec.match_conditions
+        }
+        (PolicyObject::MutatingPolicy(n), PolicyObject::MutatingPolicy(o)) => {
+            n.spec.param_kind == o.spec.param_kind
+                && n.spec.match_conditions == o.spec.match_conditions
+        }
+        _ => false,
+    };
+    let mut errs = validate_policy_object(object);
+    if unchanged {
+        errs.retain(|e| !e.field.starts_with("spec.matchConditions"));
+    }
+    errs
+}
+
 /// `ValidateValidatingAdmissionPolicy`: every error, in upstream's order.
 pub fn validate_policy(p: &ValidatingAdmissionPolicy) -> Vec<FieldError> {
     let mut errs = Vec::new();

@@ -10,7 +10,7 @@ use std::fmt;
 use super::locate::{Locator, TextPosition};
 use crate::KubeVersion;
 use crate::api::{WebhookConfiguration, WebhookKind};
-use crate::config::policy::{self as policy_config, LoadedPolicy, PolicySet};
+use crate::config::policy::{self as policy_config, LoadedPolicy, PolicyObject, PolicySet};
 use crate::config::{self, LoadError, LoadedConfiguration, Source};
 use crate::engine::{Engine, EngineOptions};
 
@@ -245,20 +245,19 @@ fn load_message(e: &LoadError, at: &Source, item: Option<usize>) -> String {
 /// Checks an edited text (`file` names it in messages) for the newest release modelled; see
 /// [`check_for`].
 pub fn check(text: &str, file: &str, previous: &[WebhookConfiguration]) -> Checked {
-    check_for(text, file, previous, KubeVersion::default())
+    check_for(text, file, (previous, &[]), KubeVersion::default())
 }
 
 /// Checks an edited text (`file` names it in messages) as a cluster of `version` would take it.
-/// `previous` holds the configurations active before the edit (defaulted): a configuration that
-/// existed before (same kind and name) is validated as an update against it, with upstream's
-/// ratcheting; any other as a create. Admission policies and bindings are read from the same
-/// text, defaulted and validated as `check` and `replay` load them (a create: the apiserver
-/// validates a policy update as a create, ratcheting nothing but its expressions' cost), and
-/// refused when `version` does not serve their apiVersion.
+/// `previous` holds the configurations and the admission policies and bindings active before
+/// the edit (defaulted): an object that existed before (same kind and name) is validated as an
+/// update against it, with upstream's ratcheting; any other as a create, as `check` and
+/// `replay` load them. A policy or binding is also refused when `version` does not serve its
+/// apiVersion.
 pub fn check_for(
     text: &str,
     file: &str,
-    previous: &[WebhookConfiguration],
+    (previous, previous_policies): (&[WebhookConfiguration], &[PolicyObject]),
     version: KubeVersion,
 ) -> Checked {
     let text = text.trim_start_matches('\u{feff}');
@@ -344,8 +343,8 @@ pub fn check_for(
         configurations.push(loaded);
     }
     let policies = check_policies(
-        text,
-        file,
+        (text, file),
+        previous_policies,
         version,
         &places,
         &mut locator,
@@ -372,8 +371,8 @@ pub fn check_for(
 /// The admission policies and bindings of `text`, defaulted; their problems added to `errors`
 /// and `warnings` (syntax errors were reported with the configurations).
 fn check_policies(
-    text: &str,
-    file: &str,
+    (text, file): (&str, &str),
+    previous: &[PolicyObject],
     version: KubeVersion,
     places: &Places,
     locator: &mut Locator<'_>,
@@ -396,9 +395,13 @@ fn check_policies(
         let object = &loaded.object;
         let who = format!("{}/{}", object.kind(), object.name());
         let unserved = policy_config::unserved(object, version);
-        let invalid = match unserved {
-            Some(_) => Vec::new(),
-            None => policy_config::validate_policy_object(object),
+        let old = previous.iter().find(|p| {
+            p.kind() == object.kind() && p.name() == object.name() && !object.name().is_empty()
+        });
+        let invalid = match (&unserved, old) {
+            (Some(_), _) => Vec::new(),
+            (None, Some(old)) => policy_config::validate_policy_object_update(object, old),
+            (None, None) => policy_config::validate_policy_object(object),
         };
         // A CEL error at the character it names.
         let cel_at: Vec<Option<TextPosition>> = invalid

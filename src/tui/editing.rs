@@ -539,16 +539,16 @@ pub fn policy_template(kind: &str, api_version: &str, name: &str) -> String {
 /// Checks a buffer's text as the apiserver of the newest release modelled would take it; see
 /// [`check_for`].
 pub fn check(text: &str, file: &str, previous: &[WebhookConfiguration]) -> Checked {
-    check_for(text, file, previous, crate::KubeVersion::default())
+    check_for(text, file, (previous, &[]), crate::KubeVersion::default())
 }
 
 /// Checks a buffer's text as the apiserver of `version` would take it: parsed, defaulted and
-/// validated (as an update of `previous`, the configurations it replaces), its admission
-/// policies and bindings too; every problem with its line.
+/// validated (as an update of `previous`, the configurations, policies and bindings it
+/// replaces), its admission policies and bindings too; every problem with its line.
 pub fn check_for(
     text: &str,
     file: &str,
-    previous: &[WebhookConfiguration],
+    previous: (&[WebhookConfiguration], &[PolicyObject]),
     version: crate::KubeVersion,
 ) -> Checked {
     let checked = crate::edit::check_for(text, file, previous, version);
@@ -1021,7 +1021,12 @@ impl State {
         }
         let text = b.text();
         let version = self.modelled_version();
-        let mut checked = check_for(&text, &b.origin.label(), &b.in_force, version);
+        let mut checked = check_for(
+            &text,
+            &b.origin.label(),
+            (&b.in_force, &b.policies_in_force),
+            version,
+        );
         // Two objects of one kind cannot share a name.
         for c in &checked.configurations {
             let twin = self.buffers.iter().enumerate().find(|(i, o)| {

@@ -814,7 +814,7 @@ mod policy_tests {
         for minor in crate::KubeVersion::OLDEST.minor()..=crate::KubeVersion::NEWEST.minor() {
             let version = crate::KubeVersion::new(minor).unwrap();
             let text = super::policies_text(version);
-            let checked = crate::edit::check_for(&text, "demo-policies.yaml", &[], version);
+            let checked = crate::edit::check_for(&text, "demo-policies.yaml", (&[], &[]), version);
             let errors: Vec<String> = checked.errors().map(ToString::to_string).collect();
             assert!(errors.is_empty(), "1.{minor}: {errors:?}");
             let set = super::policies_for(version);
