@@ -271,14 +271,15 @@ fn console() -> Console {
             generation,
         },
     );
-    let (generation, configurations) = commands
+    let (generation, configurations, policies) = commands
         .into_iter()
         .find_map(|c| match c {
             Command::Redispatch {
                 generation,
                 configurations,
+                policies,
                 ..
-            } => Some((generation, configurations)),
+            } => Some((generation, configurations, policies)),
             _ => None,
         })
         .expect("a valid edit re-dispatches");
@@ -286,6 +287,7 @@ fn console() -> Console {
     rt.block_on(ctl.send(SourceCtl::Redispatch {
         generation,
         configurations,
+        policies,
         fresh: false,
     }))
     .expect("the source listens");

@@ -507,3 +507,222 @@ async fn a_newer_edit_cancels_the_run() {
         }
     }
 }
+
+/// A MutatingAdmissionPolicy that labels ConfigMaps with `owner: OWNER`, and a validating
+/// webhook over real HTTPS that sees what the policy made.
+fn owner_policy_and_webhook(url: &str, ca_pem: &str, owner: &str) -> String {
+    let ca = base64::engine::general_purpose::STANDARD.encode(ca_pem);
+    format!(
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicy
+metadata: {{name: owner}}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}}
+  reinvocationPolicy: Never
+  mutations:
+  - patchType: ApplyConfiguration
+    applyConfiguration:
+      expression: 'Object{{metadata: Object.metadata{{labels: {{"owner": "{owner}"}}}}}}'
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingAdmissionPolicyBinding
+metadata: {{name: owner}}
+spec: {{policyName: owner}}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingWebhookConfiguration
+metadata: {{name: owners}}
+webhooks:
+- name: owners.edit.test
+  clientConfig: {{url: "{url}/owners", caBundle: {ca}}}
+  rules:
+  - {{operations: [CREATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}}
+  sideEffects: None
+  admissionReviewVersions: [v1]
+"#
+    )
+}
+
+#[tokio::test]
+async fn a_mutating_policy_edit_changes_what_a_webhook_receives_and_no_stale_reply_is_reused() {
+    // The webhook records the owner label of every ConfigMap it receives, and refuses team-b's.
+    let seen: Arc<std::sync::Mutex<Vec<String>>> = Arc::default();
+    let record = Arc::clone(&seen);
+    let owners = Behaviour::custom(move |review| {
+        let object: serde_json::Value = review
+            .object
+            .and_then(|o| serde_json::from_str(o.get()).ok())
+            .unwrap_or_default();
+        let owner = object["metadata"]["labels"]["owner"]
+            .as_str()
+            .unwrap_or("(none)")
+            .to_string();
+        record.lock().unwrap().push(owner.clone());
+        if owner == "team-b" {
+            hookscope::webhook_server::Answer::deny(403, "team-b owns no ConfigMaps")
+        } else {
+            hookscope::webhook_server::Answer::allow()
+        }
+    });
+    let pki = Pki::mint(&[]).expect("pki");
+    let server = WebhookServer::start(
+        &pki,
+        Behaviours::new().route("/owners", owners),
+        ServerOptions::default(),
+    )
+    .await
+    .expect("server");
+    let requests: Arc<[CapturedRequest]> = demo_requests()
+        .iter()
+        .filter(|r| {
+            r.attrs.resource.resource == "configmaps"
+                && r.attrs.operation.to_string() == "CREATE"
+                && !r.attrs.dry_run
+        })
+        .cloned()
+        .collect();
+    assert!(!requests.is_empty());
+    let n = requests.len();
+    let cache = ReplyCache::default();
+    let replier = ReusingReplier::new(HttpsReplier::new(HttpsOptions::default()), cache.clone());
+    let text = |owner: &str| owner_policy_and_webhook(&server.url(""), pki.ca_pem(), owner);
+
+    let first_replayer = replayer_for(&text("team-a"), &[]);
+    // The policy reads the objects (a replay parses them for it).
+    assert!(first_replayer.engine().reads_objects());
+    let first = run(&requests, &first_replayer, replier.clone()).await;
+    assert!(first.results.iter().all(|r| r.outcome.allowed));
+    assert_eq!(*seen.lock().unwrap(), vec!["team-a".to_string(); n]);
+
+    // The policy's edit: the webhook receives the new objects (their content changed, so no
+    // reply of the first run answers them) and refuses them.
+    let edited = run(
+        &requests,
+        &replayer_for(&text("team-b"), &[]),
+        replier.clone(),
+    )
+    .await;
+    assert_eq!(server.requests_to("/owners"), 2 * n as u64);
+    assert_eq!(seen.lock().unwrap()[n..], vec!["team-b".to_string(); n]);
+    assert!(edited.results.iter().all(|r| !r.outcome.allowed));
+    let whatif = compare(&first.results, &edited.results);
+    assert_eq!(whatif.flipped().count(), n);
+    for r in &whatif.requests {
+        assert!(
+            r.object
+                .iter()
+                .any(|c| c.pointer() == "/metadata/labels/owner"),
+            "{:?}",
+            r.object
+        );
+    }
+    // Per hook: the policy's binding mutated every request on both sides; the webhook denies
+    // after the edit only.
+    let delta = |configuration: &str, webhook: &str, phase: WebhookKind| {
+        let d = whatif
+            .hooks
+            .iter()
+            .find(|d| d.hook == key(configuration, webhook, phase))
+            .unwrap_or_else(|| panic!("{configuration}/{webhook} in {:#?}", whatif.hooks));
+        (d.before.unwrap(), d.after.unwrap())
+    };
+    let (b, a) = delta("owner", "owner", WebhookKind::Mutating);
+    assert_eq!((b.matched, b.mutated, a.matched, a.mutated), (n, n, n, n));
+    let (b, a) = delta("owners", "owners.edit.test", WebhookKind::Validating);
+    assert_eq!((b.denied, a.denied, b.called, a.called), (0, n, n, n));
+
+    // Back to team-a: the objects are those of the first run again, and so are the replies.
+    let back = run(&requests, &replayer_for(&text("team-a"), &[]), replier).await;
+    assert_eq!(server.requests_to("/owners"), 2 * n as u64, "no call sent");
+    assert!(back.results.iter().all(|r| r.outcome.allowed));
+    assert_eq!(cache.stats().hits, n as u64);
+    server.stop();
+}
+
+/// A ValidatingAdmissionPolicy whose expression fails at run time on every ConfigMap, with its
+/// failurePolicy and its binding's objectSelector.
+fn failing_policy(failure_policy: &str, object_selector: &str) -> String {
+    format!(
+        r#"apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {{name: cm-check}}
+spec:
+  failurePolicy: {failure_policy}
+  matchConstraints:
+    resourceRules:
+    - {{operations: [CREATE, UPDATE], apiGroups: [""], apiVersions: [v1], resources: [configmaps]}}
+  validations:
+  - expression: "object.data.nope == 'x'"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {{name: cm-check-binding}}
+spec:
+  policyName: cm-check
+  validationActions: [Deny]
+  matchResources: {{objectSelector: {object_selector}}}
+"#
+    )
+}
+
+/// A policy's binding is counted with the webhooks' words: an evaluation error fails the
+/// request under Fail (`errors`) and lets it go under Ignore (`fail-open`); a binding's selector
+/// that leaves a request out is a selector skip; `matched` is the requests evaluated.
+#[tokio::test]
+async fn what_if_counts_a_policy_binding_as_a_webhook() {
+    let requests: Arc<[CapturedRequest]> = demo_requests()
+        .iter()
+        .filter(|r| r.attrs.resource.resource == "configmaps")
+        .cloned()
+        .collect();
+    let writes = |r: &&CapturedRequest| {
+        matches!(r.attrs.operation.to_string().as_str(), "CREATE" | "UPDATE")
+    };
+    let n = requests.iter().filter(writes).count();
+    let shop = (requests.iter())
+        .filter(writes)
+        .filter(|r| r.attrs.namespace == "shop")
+        .count();
+    assert!(n > shop && shop > 0, "{n} {shop}");
+    let replier = HttpsReplier::new(HttpsOptions::default());
+    let before = run(
+        &requests,
+        &replayer_for(&failing_policy("Fail", "{}"), &[]),
+        replier.clone(),
+    )
+    .await;
+    let after = run(
+        &requests,
+        &replayer_for(
+            &failing_policy("Ignore", "{matchLabels: {team: shop-owners}}"),
+            &[],
+        ),
+        replier,
+    )
+    .await;
+    let whatif = compare(&before.results, &after.results);
+    assert_eq!(
+        whatif.flipped().count(),
+        n,
+        "every write was refused, and is admitted"
+    );
+    let d = whatif
+        .hooks
+        .iter()
+        .find(|d| d.hook == key("cm-check", "cm-check-binding", WebhookKind::Validating))
+        .unwrap_or_else(|| panic!("{:#?}", whatif.hooks));
+    let (b, a) = (d.before.unwrap(), d.after.unwrap());
+    assert_eq!(
+        (b.matched, b.errored, b.failed_open, b.skipped_selector),
+        (n, n, 0, 0)
+    );
+    assert_eq!(
+        (a.matched, a.errored, a.failed_open, a.skipped_selector),
+        (shop, 0, shop, n - shop)
+    );
+    // Deletes are left out by the rules, on both sides.
+    let deletes = requests.len() - n;
+    assert_eq!((b.skipped_rules, a.skipped_rules), (deletes, deletes));
+}

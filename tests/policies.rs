@@ -974,3 +974,35 @@ fn the_feature_gate_note_is_said_once_per_file() {
         "{text}"
     );
 }
+
+/// A MutatingAdmissionPolicy (or its binding) is read from `--webhooks`, not skipped as an
+/// object of another kind in the verbose listing of what a file held besides configurations.
+#[test]
+fn replay_does_not_list_mutating_policies_among_other_kinds() {
+    let dir = std::env::temp_dir().join(format!("hookscope-map-kinds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let policies = dir.join("policies.yaml");
+    let text = format!(
+        "{}---\napiVersion: v1\nkind: Namespace\nmetadata: {{name: shop}}\n",
+        hookscope::tui::demo::POLICIES_YAML
+    );
+    std::fs::write(&policies, text).unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookscope"))
+        .args(["replay", "-v", "--webhooks"])
+        .arg(&policies)
+        .arg("--input")
+        .arg(format!("{FIXTURES}/requests.jsonl"))
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let line = text
+        .lines()
+        .find(|l| l.contains("of other kinds"))
+        .unwrap_or_else(|| panic!("the Namespace is listed\n{text}"));
+    assert!(
+        line.ends_with("skipped 1 document of other kinds: Namespace"),
+        "{line}"
+    );
+}

@@ -43,9 +43,11 @@ impl Harness {
             .unwrap();
         let (tx, rx) = mpsc::channel(256);
         let (ctl, ctl_rx) = mpsc::channel(16);
-        let source = hookscope::tui::demo::offline(hookscope::KubeVersion::default());
+        // The console checks edits for the release the source models.
+        let version = hookscope::KubeVersion::default();
+        let source = hookscope::tui::demo::offline(version);
         rt.spawn(Box::new(source).run(tx, ctl_rx));
-        let state = State::new("1.33".into(), AuditLevel::Request, Theme::default());
+        let state = State::new(version.to_string(), AuditLevel::Request, Theme::default());
         Harness { rt, rx, ctl, state }
     }
 
@@ -76,6 +78,7 @@ impl Harness {
                 Command::Redispatch {
                     generation,
                     configurations,
+                    policies,
                     fresh,
                 } => {
                     let ctl = self.ctl.clone();
@@ -83,6 +86,7 @@ impl Harness {
                         .block_on(ctl.send(SourceCtl::Redispatch {
                             generation,
                             configurations,
+                            policies,
                             fresh,
                         }))
                         .unwrap();
@@ -285,6 +289,7 @@ fn redispatch_calls_every_webhook_again_where_an_edit_reuses_the_replies() {
     let plain = vec![Command::Redispatch {
         generation,
         configurations: h.state.configurations_in_force(),
+        policies: h.state.policies_in_force(),
         fresh: false,
     }];
     assert!(h.perform(plain).is_empty());
@@ -465,6 +470,7 @@ fn a_change_on_disk_reloads_a_clean_buffer_and_asks_for_an_edited_one() {
         origin: hookscope::tui::source::DocumentOrigin::File(path.clone()),
         text: text.clone(),
         configurations: Vec::new(),
+        policies: Vec::new(),
     }];
     let c = update(
         &mut s,
@@ -800,4 +806,328 @@ fn recovery_is_offered_only_for_this_runs_files_and_stale_copies_are_pruned() {
         "no buffer for a file this run did not open"
     );
     assert_eq!(h.state.buffers[0].text(), text);
+}
+
+/// The requests the demo's ValidatingAdmissionPolicy denies (their indices).
+fn denied_by_replica_limit(s: &State) -> Vec<usize> {
+    (s.entries.iter().enumerate())
+        .filter(|(_, e)| {
+            e.replayed.outcome.status.as_ref().is_some_and(|st| {
+                st.message
+                    .contains("ValidatingAdmissionPolicy 'demo-replica-limit'")
+            })
+        })
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// The 1-based line of the buffer's cursor.
+fn cursor_line(s: &State) -> usize {
+    s.buffers[s.buffer].area.cursor().0 + 1
+}
+
+#[test]
+fn editing_a_policy_re_evaluates_every_request_and_what_if_reports_the_flips() {
+    let mut h = Harness::start();
+    let denied_before = denied_by_replica_limit(&h.state);
+    assert!(
+        !denied_before.is_empty(),
+        "the demo's replica limit denies a shop Deployment"
+    );
+
+    // From the Webhooks view, `e` on the policy's row opens the demo's policy text at the
+    // ValidatingAdmissionPolicy (not its binding of the same name, nor the mutating policy).
+    h.act(Action::Show(View::Webhooks));
+    let row = (h.state.hooks.iter())
+        .position(|x| x.configuration == "demo-replica-limit")
+        .expect("the policy is listed among the webhooks");
+    h.state.hook_cursor.selected = row;
+    assert!(h.key(KeyCode::Char('e'), KeyModifiers::NONE).is_empty());
+    assert_eq!(h.state.view, View::Editor);
+    let b = &h.state.buffers[h.state.buffer];
+    assert_eq!(b.origin.label(), "demo-policies.yaml (built in)");
+    let lines = b.area.lines().to_vec();
+    let policy_at = cursor_line(&h.state);
+    assert_eq!(lines[policy_at - 1].trim(), "name: demo-replica-limit");
+    assert_eq!(
+        lines[policy_at - 3].trim(),
+        "kind: ValidatingAdmissionPolicy"
+    );
+
+    // The shop's limit goes from 2 to 3 replicas, typed as a vim user would.
+    h.goto("'shop' ? 2 : 5", policy_at);
+    let mut typed = h.vim("C");
+    typed.extend(h.type_text("    expression: \"object.metadata.namespace == 'shop' ? 3 : 5\""));
+    typed.extend(h.vim("\x1b"));
+    assert!(
+        typed
+            .iter()
+            .all(|c| matches!(c, Command::CheckLater { .. }))
+    );
+    let commands = h.check_now();
+    let policies = commands
+        .iter()
+        .find_map(|c| match c {
+            Command::Redispatch { policies, .. } => Some(policies.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| {
+            panic!(
+                "a valid edit of a policy re-dispatches: {:?}",
+                h.state.buffers[h.state.buffer].check.errors
+            )
+        });
+    assert_eq!(policies.validating.len(), 1);
+    assert_eq!(policies.mutating.len(), 1, "the file's other policy stays");
+    let rest = h.perform(commands);
+    assert!(
+        rest.iter()
+            .all(|c| !matches!(c, Command::Redispatch { .. }))
+    );
+
+    // Every request ran again; the shop's 3-replica Deployment is admitted now.
+    let s = &h.state;
+    assert_eq!(s.entries.len(), s.baseline.as_ref().unwrap().entries.len());
+    let denied_after = denied_by_replica_limit(s);
+    assert!(denied_after.len() < denied_before.len());
+    let flipped: Vec<usize> = s.whatif.flipped().map(|r| r.index).collect();
+    assert!(!flipped.is_empty());
+    for i in &flipped {
+        assert!(
+            denied_before.contains(i),
+            "request {i} was denied by the policy"
+        );
+        assert!(s.entries[*i].replayed.outcome.allowed);
+        let attrs = &s.entries[*i].replayed.request.attrs;
+        assert_eq!(attrs.namespace, "shop");
+    }
+    // The policy's binding is counted as a webhook is: fewer denials, as many matches.
+    let d = (s.whatif.hooks.iter())
+        .find(|d| d.hook.configuration == "demo-replica-limit")
+        .expect("the policy's binding in the what-if counts");
+    assert_eq!(d.hook.webhook, "demo-replica-limit");
+    let (b, a) = (d.before.unwrap(), d.after.unwrap());
+    assert_eq!(b.matched, a.matched);
+    assert_eq!(b.denied - a.denied, flipped.len());
+    // The flip is the user's edit of the policy.
+    for i in &flipped {
+        assert_eq!(
+            s.whatif_causes(*i),
+            vec![hookscope::tui::editing::ChangeCause::Edit(
+                "demo-replica-limit".into()
+            )]
+        );
+    }
+    // The What-if view lists it.
+    h.act(Action::Show(View::WhatIf));
+    h.act(Action::Open);
+    assert_eq!(h.state.view, View::Chain);
+    assert_eq!(h.state.selected, Some(flipped[0]));
+
+    // From the Chain, `e` on the mutating policy's step opens its document.
+    let calls = &h.state.entries[flipped[0]].replayed.outcome.calls;
+    let step = (calls.iter())
+        .position(|c| &*c.configuration == "demo-owner-label")
+        .expect("the mutating policy ran on the Deployment");
+    h.state.chain.select(step);
+    assert!(h.key(KeyCode::Char('e'), KeyModifiers::NONE).is_empty());
+    assert_eq!(h.state.view, View::Editor);
+    let at = cursor_line(&h.state);
+    let lines = h.state.buffers[h.state.buffer].area.lines().to_vec();
+    assert_eq!(lines[at - 1].trim(), "name: demo-owner-label");
+    assert_eq!(lines[at - 3].trim(), "kind: MutatingAdmissionPolicy");
+
+    // `:edit KIND/NAME` tells a binding from its policy of the same name.
+    h.act(Action::Edit(Some(
+        "ValidatingAdmissionPolicyBinding/demo-replica-limit".into(),
+    )));
+    let at = cursor_line(&h.state);
+    assert_eq!(lines[at - 1].trim(), "name: demo-replica-limit");
+    assert_eq!(
+        lines[at - 3].trim(),
+        "kind: ValidatingAdmissionPolicyBinding"
+    );
+}
+
+/// Two files may not both define a policy of one kind and name (the cluster keeps one object):
+/// an edit that would is refused, naming the other file; emptying a file of policies is a
+/// deletion, confirmed by `:delete`, which takes them out of those in force.
+#[test]
+fn policies_across_buffers_are_one_object_per_kind_and_name() {
+    let policy = |name: &str| {
+        format!(
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata:\n  name: {name}\nspec:\n  matchConstraints:\n    resourceRules:\n    - {{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [pods]}}\n  validations:\n  - expression: \"true\"\n"
+        )
+    };
+    let checked = |text: &str| {
+        let c = hookscope::tui::editing::check(text, "x.yaml", &[]);
+        assert!(c.errors.is_empty(), "{:?}", c.errors);
+        c.policies
+    };
+    let doc = |file: &str, text: String| hookscope::tui::source::ConfigDocument {
+        origin: hookscope::tui::source::DocumentOrigin::File(file.into()),
+        policies: checked(&text),
+        text,
+        configurations: Vec::new(),
+    };
+    let mut s = State::new(
+        hookscope::KubeVersion::default().to_string(),
+        AuditLevel::Request,
+        Theme::default(),
+    );
+    update(
+        &mut s,
+        Msg::Source(SourceMsg::Started {
+            label: "t".into(),
+            hooks: Vec::new(),
+            total: Some(0),
+            documents: vec![doc("a.yaml", policy("one")), doc("b.yaml", policy("two"))],
+        }),
+    );
+    assert_eq!(s.policies_in_force().validating.len(), 2);
+    // b.yaml renamed to a.yaml's policy: refused, both stay in force as they were.
+    s.buffers[1].replace_text(&policy("one"));
+    let generation = s.buffers[1].generation;
+    let c = update(
+        &mut s,
+        Msg::CheckDue {
+            buffer: 1,
+            generation,
+        },
+    );
+    assert!(c.iter().all(|c| !matches!(c, Command::Redispatch { .. })));
+    let errors = &s.buffers[1].check.errors;
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].field, "metadata.name");
+    assert_eq!(errors[0].line, 4);
+    assert_eq!(
+        errors[0].message,
+        "ValidatingAdmissionPolicy \"one\" is also defined in a.yaml"
+    );
+    let names: Vec<String> = (s.policies_in_force().validating.iter())
+        .map(|p| p.name.clone())
+        .collect();
+    assert_eq!(names, ["one", "two"]);
+    // Emptied: a deletion, taken only once confirmed.
+    s.buffers[1].replace_text("");
+    let generation = s.buffers[1].generation;
+    update(
+        &mut s,
+        Msg::CheckDue {
+            buffer: 1,
+            generation,
+        },
+    );
+    assert!(
+        s.buffers[1].check.errors[0]
+            .message
+            .contains("it would delete ValidatingAdmissionPolicy/two"),
+        "{:?}",
+        s.buffers[1].check.errors
+    );
+    s.buffer = 1;
+    let c = update(&mut s, Msg::Action(Action::ConfirmDelete));
+    let [Command::Redispatch { policies, .. }] = c.as_slice() else {
+        panic!("a deletion re-dispatches: {c:?}");
+    };
+    let names: Vec<&str> = policies
+        .validating
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(names, ["one"]);
+}
+
+/// `:new mutating-policy NAME` starts a policy and its binding from a template, valid for the
+/// release modelled: it takes effect at once, and What-if shows what it changed.
+#[test]
+fn a_new_policy_from_its_template_takes_effect() {
+    let mut h = Harness::start();
+    let c = h.act(Action::NewPolicy(true, Some("checked".into())));
+    assert_eq!(h.state.view, View::Editor);
+    assert!(
+        matches!(c.as_slice(), [Command::CheckLater { .. }]),
+        "{c:?}"
+    );
+    let commands = h.check_now();
+    let b = &h.state.buffers[h.state.buffer];
+    assert!(b.check.errors.is_empty(), "{:?}", b.check.errors);
+    assert!(
+        b.text().starts_with(&format!(
+            "apiVersion: {}\nkind: MutatingAdmissionPolicy\n",
+            hookscope::config::policy::served_api_version(
+                "MutatingAdmissionPolicy",
+                hookscope::KubeVersion::default()
+            )
+            .unwrap()
+        )),
+        "{}",
+        b.text()
+    );
+    h.perform(commands);
+    let s = &h.state;
+    assert!(
+        s.hooks
+            .iter()
+            .any(|x| x.configuration == "checked" && x.webhook == "checked")
+    );
+    // Every ConfigMap created or updated now carries the label; nothing else changed.
+    let changed: Vec<usize> = s.whatif.requests.iter().map(|r| r.index).collect();
+    assert!(!changed.is_empty());
+    for r in &s.whatif.requests {
+        let attrs = &s.entries[r.index].replayed.request.attrs;
+        assert_eq!(attrs.resource.resource, "configmaps", "request {}", r.index);
+        assert!(
+            r.object
+                .iter()
+                .any(|c| c.pointer() == "/metadata/labels/checked"),
+            "{:?}",
+            r.object
+        );
+    }
+    let d = (s.whatif.hooks.iter())
+        .find(|d| d.hook.configuration == "checked")
+        .unwrap();
+    assert!(d.before.is_none(), "the policy is new");
+    assert_eq!(d.after.unwrap().mutated, changed.len());
+}
+
+/// Edits are checked for the release the status bar names, also when a live source adds a note
+/// about the server's.
+#[test]
+fn edits_are_checked_for_the_release_modelled() {
+    let mut s = State::new("1.33".into(), AuditLevel::Request, Theme::default());
+    assert_eq!(s.modelled_version(), "1.33".parse().unwrap());
+    s.kube_version = "1.37 (server v1.40.0 is newer than hookscope models)".into();
+    assert_eq!(s.modelled_version(), "1.37".parse().unwrap());
+    // A MutatingAdmissionPolicy v1 is refused in 1.33, with the version to write.
+    s.kube_version = "1.33".into();
+    update(
+        &mut s,
+        Msg::Action(Action::NewPolicy(true, Some("x".into()))),
+    );
+    let b = &mut s.buffers[0];
+    assert!(
+        b.text()
+            .starts_with("apiVersion: admissionregistration.k8s.io/v1alpha1\n")
+    );
+    let text = b.text().replace("/v1alpha1\n", "/v1\n");
+    b.replace_text(&text);
+    let generation = b.generation;
+    update(
+        &mut s,
+        Msg::CheckDue {
+            buffer: 0,
+            generation,
+        },
+    );
+    let errors = &s.buffers[0].check.errors;
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(errors.iter().all(|e| {
+        e.field == "apiVersion"
+            && e.message
+                .ends_with("write it as admissionregistration.k8s.io/v1alpha1")
+    }));
+    let binding = text.lines().position(|l| l == "---").unwrap() + 2;
+    assert_eq!((errors[0].line, errors[1].line), (1, binding));
 }

@@ -911,11 +911,13 @@ async fn perform_all(cs: Vec<Command>, ctl: &mpsc::Sender<SourceCtl>) {
             Command::Redispatch {
                 generation,
                 configurations,
+                policies,
                 fresh,
             } => ctl
                 .send(SourceCtl::Redispatch {
                     generation,
                     configurations,
+                    policies,
                     fresh,
                 })
                 .await
@@ -1131,6 +1133,7 @@ fn cluster_document(name: &str, failure_policy: &str) -> hookscope::tui::source:
         },
         text,
         configurations: checked.configurations,
+        policies: Vec::new(),
     }
 }
 

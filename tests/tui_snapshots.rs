@@ -429,6 +429,7 @@ webhooks:
             origin: DocumentOrigin::Embedded("refused.yaml".into()),
             text: text.into(),
             configurations,
+            policies: Vec::new(),
         }],
     };
     let rt = tokio::runtime::Builder::new_current_thread()

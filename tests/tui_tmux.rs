@@ -678,3 +678,100 @@ fn enter_on_an_input_problem_opens_the_file_at_its_line() {
     t.wait_for(&["Problems 3"], "back to the list");
     t.wait_gone("read-only", "the file closed");
 }
+
+/// A file of admission policies alone is editable as a person sees it: `e` on the policy's row
+/// of the Webhooks view opens it, an edit of the validation's expression is checked and takes
+/// effect, and the What-if view shows the verdicts it flipped.
+#[test]
+fn editing_a_policy_file_flips_verdicts_in_the_what_if_view() {
+    if !tmux_available() {
+        println!("skipped: tmux is not installed");
+        return;
+    }
+    let bin = env!("CARGO_BIN_EXE_hookscope");
+    let dir = scratch("policy-edit");
+    let server = Tmux::new("policy-edit");
+    // The binding first, so that the validation is the file's last line.
+    let policies = dir.join("policies.yaml");
+    std::fs::write(
+        &policies,
+        "apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata:
+  name: few-keys
+spec:
+  policyName: few-keys
+  validationActions: [Deny]
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata:
+  name: few-keys
+spec:
+  matchConstraints:
+    resourceRules:
+    - {operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [configmaps]}
+  validations:
+  - expression: \"!has(object.data) || size(object.data) <= 1\"
+",
+    )
+    .unwrap();
+    // Three ConfigMaps with 0, 2 and 3 keys: the last two are denied.
+    let review = |name: &str, keys: usize| {
+        let data: serde_json::Map<String, serde_json::Value> = (0..keys)
+            .map(|i| (format!("k{i}"), serde_json::Value::from("v")))
+            .collect();
+        serde_json::json!({"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1",
+            "request": {"uid": name, "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "name": name, "namespace": "shop", "operation": "CREATE",
+            "userInfo": {"username": "bob"},
+            "object": {"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": "shop"}, "data": data},
+            "dryRun": false,
+            "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}}})
+        .to_string()
+    };
+    let input = dir.join("in.jsonl");
+    std::fs::write(
+        &input,
+        [review("none", 0), review("two", 2), review("three", 3)].join("\n") + "\n",
+    )
+    .unwrap();
+    let script = format!(
+        "XDG_CONFIG_HOME='{d}' XDG_STATE_HOME='{d}' '{bin}' tui --input '{i}' --webhooks '{p}' --script /dev/null; sleep 30",
+        d = dir.display(),
+        i = input.display(),
+        p = policies.display(),
+    );
+    let t = server.session("console", &script);
+    t.wait_for(&["3 replayed", "✗ 2"], "replayed");
+    t.keys(&["5"]);
+    t.wait_for(&["few-keys ─ few-keys"], "the policy's row");
+    t.keys(&["e"]);
+    t.wait_for(
+        &["policies.yaml ·", "kind: ValidatingAdmissionPolicy"],
+        "the file opened",
+    );
+    // At the end of the validation's line, `1` becomes `3`.
+    t.keys(&["G"]);
+    t.keys(&["$"]);
+    t.keys(&["h"]);
+    t.keys(&["x"]);
+    t.keys(&["i"]);
+    t.keys(&["-l", "3"]);
+    t.keys(&["Escape"]);
+    t.wait_for(&["size(object.data) <= 3\""], "the edit typed");
+    t.wait_for(&["re-dispatched 3 requests"], "the edit took effect");
+    t.keys(&["7"]);
+    let s = t.wait_for(
+        &["2 of 3 requests changed", "shop/three"],
+        "the what-if view",
+    );
+    assert!(s.contains("shop/two"), "{s}");
+    assert!(s.contains("shop/three"), "{s}");
+    assert!(s.contains("your edit of few-keys"), "{s}");
+    t.keys(&[":"]);
+    t.keys(&["-l", "q!"]);
+    t.keys(&["Enter"]);
+}

@@ -1346,6 +1346,7 @@ fn nothing_loaded() -> State {
                 origin: DocumentOrigin::File("hooks.yaml".into()),
                 text: text.into(),
                 configurations: Vec::new(),
+                policies: Vec::new(),
             }],
         }),
     );

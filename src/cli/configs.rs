@@ -24,9 +24,12 @@ pub(crate) struct Configurations {
     pub skipped: Vec<String>,
     /// The admission policies and bindings accepted.
     pub policies: PolicySet,
+    /// The same, by the file they were read from, in reading order (one replaced by a later
+    /// file's of the same kind and name is listed with the later file only).
+    pub policies_by_file: Vec<(String, Vec<PolicyObject>)>,
 }
 
-pub(crate) use hookscope::config::policy::PolicySet;
+pub(crate) use hookscope::config::policy::{PolicyObject, PolicySet};
 
 impl Configurations {
     /// The configurations accepted, in reading order.
@@ -51,6 +54,7 @@ pub(crate) fn load_configurations(
     let mut by_file: ByFile = Vec::new();
     let mut skipped = Vec::new();
     let mut policies = PolicySet::default();
+    let mut policies_by_file: Vec<(String, Vec<PolicyObject>)> = Vec::new();
     let mut names: HashMap<(WebhookKind, String), config::Source> = HashMap::new();
     for path in paths {
         let mut seen = Seen::default();
@@ -60,7 +64,8 @@ pub(crate) fn load_configurations(
                 Err(LoadError::OtherKind {
                     kind, api_version, ..
                 }) if api_version.starts_with("admissionregistration.k8s.io/")
-                    && kind.starts_with("ValidatingAdmissionPolicy") => {}
+                    && (kind.starts_with("ValidatingAdmissionPolicy")
+                        || kind.starts_with("MutatingAdmissionPolicy")) => {}
                 Err(LoadError::OtherKind { kind, .. }) => seen.other_kinds.add(&kind),
                 Err(e) => {
                     let (file, document) = e.location();
@@ -146,6 +151,8 @@ pub(crate) fn load_configurations(
                 Err(LoadError::Io { .. }) => {}
                 Err(e) => {
                     let (file, document) = e.location();
+                    // Listed, so that the console can open it to fix it.
+                    policy_file_entry(file, &mut policies_by_file);
                     seen.left_out(e.to_string());
                     report.push_problem(problem(
                         ProblemKind::Configuration,
@@ -157,6 +164,7 @@ pub(crate) fn load_configurations(
                 }
                 Ok(mut l) => {
                     l.apply_defaults();
+                    policy_file_entry(&l.source.file, &mut policies_by_file);
                     let at = (&l.source.file, l.source.document + 1);
                     if let Some(why) = policy_config::unserved(&l.object, version) {
                         seen.left_out(format!("{}: {why}", l.source));
@@ -204,6 +212,13 @@ pub(crate) fn load_configurations(
                         ));
                     }
                     seen.accepted += 1;
+                    for (_, objects) in &mut policies_by_file {
+                        objects
+                            .retain(|o| o.kind() != l.object.kind() || o.name() != l.object.name());
+                    }
+                    if let Some((_, objects)) = policies_by_file.last_mut() {
+                        objects.push(l.object.clone());
+                    }
                     policies.insert(l.object);
                 }
             }
@@ -218,6 +233,14 @@ pub(crate) fn load_configurations(
         by_file,
         skipped,
         policies,
+        policies_by_file,
+    }
+}
+
+/// `file`'s entry among the policies by file, added when it is not the last one.
+fn policy_file_entry(file: &str, by_file: &mut Vec<(String, Vec<PolicyObject>)>) {
+    if by_file.last().is_none_or(|(f, _)| f != file) {
+        by_file.push((file.to_string(), Vec::new()));
     }
 }
 

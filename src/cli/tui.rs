@@ -69,16 +69,32 @@ fn file_source(args: &Args, version: KubeVersion) -> Result<ReplaySource, String
     } else {
         Vec::new()
     };
-    let documents = loaded
-        .by_file
+    // One document per file that gave a configuration, a policy or a binding, in reading
+    // order: editing it replaces exactly what it contributed.
+    let mut files: Vec<String> = loaded.by_file.iter().map(|(f, _)| f.clone()).collect();
+    for (file, _) in &loaded.policies_by_file {
+        if !files.contains(file) {
+            files.push(file.clone());
+        }
+    }
+    let documents = files
         .into_iter()
-        .filter_map(|(file, configurations)| {
+        .filter_map(|file| {
             // Read a second time for editing; a file gone since is simply not editable.
             let text = std::fs::read_to_string(&file).ok()?;
+            let configurations = (loaded.by_file.iter())
+                .filter(|(f, _)| *f == file)
+                .flat_map(|(_, c)| c.iter().cloned())
+                .collect();
+            let policies = (loaded.policies_by_file.iter())
+                .filter(|(f, _)| *f == file)
+                .flat_map(|(_, p)| p.iter().cloned())
+                .collect();
             Some(ConfigDocument {
                 origin: DocumentOrigin::File(PathBuf::from(file)),
                 text,
                 configurations,
+                policies,
             })
         })
         .collect();

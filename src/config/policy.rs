@@ -244,6 +244,21 @@ fn is_mutating(object: &PolicyObject) -> bool {
     )
 }
 
+/// The newest apiVersion (`admissionregistration.k8s.io/v1beta1`) under which a cluster of
+/// `version` serves the policy kind `kind` (a policy's or a binding's); None when it serves none.
+pub fn served_api_version(kind: &str, version: KubeVersion) -> Option<&'static str> {
+    let table = if kind.starts_with("Mutating") {
+        &SERVED_MUTATING
+    } else {
+        &SERVED
+    };
+    let minor = version.minor();
+    // The tables list the versions oldest first.
+    (table.iter().rev())
+        .find(|(_, from, until)| minor >= *from && until.is_none_or(|u| minor <= u))
+        .map(|(a, ..)| *a)
+}
+
 /// Why `object` cannot exist in a cluster of `version`: its apiVersion is not served there.
 pub fn unserved(object: &PolicyObject, version: KubeVersion) -> Option<String> {
     let api_version = object.api_version();
@@ -318,6 +333,30 @@ pub fn validate_policy_object(object: &PolicyObject) -> Vec<FieldError> {
         PolicyObject::MutatingPolicy(p) => validate_mutating_policy(p),
         PolicyObject::MutatingBinding(b) => validate_mutating_binding(b),
     }
+}
+
+/// Validates a policy or binding as the apiserver does on an update of `old` (both defaulted):
+/// as on create, except that a policy's matchConditions are not validated again when neither
+/// they nor the paramKind they see changed (`ignoreValidatingAdmissionPolicyMatchConditions`,
+/// `ignoreMutatingAdmissionPolicyMatchConditions`): a condition stored under an older release's
+/// rules stays valid until it is edited.
+pub fn validate_policy_object_update(object: &PolicyObject, old: &PolicyObject) -> Vec<FieldError> {
+    let unchanged = match (object, old) {
+        (PolicyObject::Policy(n), PolicyObject::Policy(o)) => {
+            n.spec.param_kind == o.spec.param_kind
+                && n.spec.match_conditions == o.spec.match_conditions
+        }
+        (PolicyObject::MutatingPolicy(n), PolicyObject::MutatingPolicy(o)) => {
+            n.spec.param_kind == o.spec.param_kind
+                && n.spec.match_conditions == o.spec.match_conditions
+        }
+        _ => false,
+    };
+    let mut errs = validate_policy_object(object);
+    if unchanged {
+        errs.retain(|e| !e.field.starts_with("spec.matchConditions"));
+    }
+    errs
 }
 
 /// `ValidateValidatingAdmissionPolicy`: every error, in upstream's order.

@@ -99,8 +99,30 @@ impl<'a> Locator<'a> {
                 None => return root.at,
             },
         };
-        let (node, at) = walk(start, path);
+        let (node, at, _) = walk(start, path);
         value.and_then(|v| child_with(node, v)).unwrap_or(at)
+    }
+
+    /// Where the value at `path` starts (for a mapping entry, its value rather than its key), when
+    /// the document has it; arguments as for [`Locator::locate`].
+    pub fn locate_value(
+        &mut self,
+        document_line: usize,
+        item: Option<usize>,
+        path: &str,
+    ) -> Option<TextPosition> {
+        let text = self.text;
+        let root = self
+            .documents
+            .entry(document_line)
+            .or_insert_with(|| parse_document(text, document_line))
+            .as_ref()?;
+        let start = match (is_list(root), item) {
+            (false, _) => root,
+            (true, i) => list_item(root, i.unwrap_or(0))?,
+        };
+        let (node, _, complete) = walk(start, path);
+        complete.then_some(node.at)
     }
 }
 
@@ -128,9 +150,9 @@ fn list_item(root: &Node, i: usize) -> Option<&Node> {
     }
 }
 
-/// Follows a path as far as the document goes: the node reached and where to point (a mapping
-/// entry's key, a list element's start).
-fn walk<'n>(start: &'n Node, path: &str) -> (&'n Node, TextPosition) {
+/// Follows a path as far as the document goes: the node reached, where to point (a mapping
+/// entry's key, a list element's start), and whether the whole path was found.
+fn walk<'n>(start: &'n Node, path: &str) -> (&'n Node, TextPosition, bool) {
     let mut node = start;
     let mut at = start.at;
     let mut rest = path;
@@ -169,7 +191,7 @@ fn walk<'n>(start: &'n Node, path: &str) -> (&'n Node, TextPosition) {
         }
         rest = rest.strip_prefix('.').unwrap_or(rest);
     }
-    (node, at)
+    (node, at, rest.is_empty())
 }
 
 /// The direct child (mapping key or value, list element) written as `value`.

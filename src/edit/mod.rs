@@ -1,5 +1,5 @@
-//! Editing webhook configurations while a replay is loaded: validation, saving, recovery,
-//! re-dispatch and what changed.
+//! Editing webhook configurations, admission policies and their bindings while a replay is
+//! loaded: validation, saving, recovery, re-dispatch and what changed.
 //!
 //! * [`check()`]: an edited text parsed, defaulted and validated as kube-apiserver would (as an
 //!   update of the configuration it replaces), every problem placed at its line and column
@@ -21,7 +21,7 @@ pub mod save;
 pub mod watch;
 pub mod whatif;
 
-pub use check::{Checked, Problem, ProblemKind, Severity, check};
+pub use check::{Checked, Problem, ProblemKind, Severity, check, check_for};
 pub use hash::ContentHash;
 pub use locate::{Locator, TextPosition};
 pub use recovery::{

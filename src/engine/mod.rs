@@ -438,11 +438,13 @@ impl Engine {
     }
 
     /// Whether dispatching may read the value of a request's object or old object rather than
-    /// only send it: when a webhook mutates, selects objects by label, or has match conditions.
+    /// only send it: when a webhook mutates, selects objects by label, or has match conditions,
+    /// or any admission policy runs.
     /// (Namespace objects are also read for their labels, whatever the webhooks.)
     pub fn reads_objects(&self) -> bool {
         !self.mutating.is_empty()
             || !self.policies.is_empty()
+            || !self.mutating_policies.is_empty()
             || self.validating.iter().any(|h| {
                 !h.conditions.is_empty() || h.object_selector.as_ref().is_ok_and(|s| !s.is_empty())
             })

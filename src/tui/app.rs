@@ -390,6 +390,8 @@ pub enum Command {
         generation: u64,
         /// Every configuration in force.
         configurations: Vec<crate::api::WebhookConfiguration>,
+        /// Every admission policy and binding in force.
+        policies: crate::config::policy::PolicySet,
         /// Call every webhook anew instead of reusing the replies already received.
         fresh: bool,
     },
@@ -818,6 +820,7 @@ impl State {
             A::Edit(name) => return self.edit(name.as_deref()),
             A::EditExternal(name) => return self.edit_external(name.as_deref()),
             A::New(mutating, name) => return self.new_buffer(mutating, name),
+            A::NewPolicy(mutating, name) => return self.new_policy_buffer(mutating, name),
             A::Save(path) => return self.save(path),
             A::Undo => return self.undo(false),
             A::Redo => return self.undo(true),

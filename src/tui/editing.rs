@@ -10,6 +10,7 @@ use ratatui_textarea::{CursorMove, TextArea};
 
 use super::source::{ConfigDocument, DocumentOrigin};
 use crate::api::{WebhookConfiguration, WebhookKind};
+use crate::config::policy::{PolicyObject, PolicySet};
 use crate::edit::BufferKey;
 
 /// How long the console waits after the last keystroke before checking an edit.
@@ -93,6 +94,8 @@ pub struct EditProblem {
 pub struct Checked {
     /// The configurations, defaulted (only meaningful without errors).
     pub configurations: Vec<WebhookConfiguration>,
+    /// The admission policies and bindings, defaulted (only meaningful without errors).
+    pub policies: Vec<PolicyObject>,
     /// Errors: any one keeps the edit from taking effect.
     pub errors: Vec<EditProblem>,
     /// Warnings (lint, unknown fields).
@@ -137,6 +140,11 @@ pub struct Buffer {
     pub check: Checked,
     /// The configurations in force from this buffer: the last valid text's.
     pub in_force: Vec<WebhookConfiguration>,
+    /// The admission policies and bindings in force from this buffer: the last valid text's.
+    pub policies_in_force: Vec<PolicyObject>,
+    /// What was in force from this buffer when it was opened: what the What-if view's causes
+    /// are measured against.
+    loaded: (Vec<WebhookConfiguration>, Vec<PolicyObject>),
     /// The text on disk changed elsewhere while this buffer had edits: that text, until the
     /// user chooses (`:reload` or `:keep`).
     pub disk_changed: Option<String>,
@@ -160,7 +168,9 @@ impl Buffer {
             generation: 0,
             checked: 0,
             check: Checked::default(),
+            loaded: (in_force.clone(), Vec::new()),
             in_force,
+            policies_in_force: Vec::new(),
             disk_changed: None,
             undo_groups: Vec::new(),
             redo_groups: Vec::new(),
@@ -258,11 +268,58 @@ impl Buffer {
 
     /// A buffer over a source's document.
     pub fn from_document(d: &ConfigDocument) -> Buffer {
-        Buffer::new(
+        let mut b = Buffer::new(
             BufferOrigin::of(&d.origin),
             &d.text,
             d.configurations.clone(),
-        )
+        );
+        b.policies_in_force = d.policies.clone();
+        b.loaded.1 = d.policies.clone();
+        b
+    }
+
+    /// Whether what is in force of configuration `name` (`policy`: of the policy of `kind` and
+    /// `name` and its bindings) differs from what was when the buffer was opened.
+    fn changed_since_loaded(&self, kind: WebhookKind, name: &str, policy: Option<&str>) -> bool {
+        match policy {
+            None => {
+                let of = |list: &[WebhookConfiguration]| -> Vec<WebhookConfiguration> {
+                    (list.iter())
+                        .filter(|c| c.kind == kind && c.name == name)
+                        .cloned()
+                        .collect()
+                };
+                of(&self.in_force) != of(&self.loaded.0)
+            }
+            Some(policy_kind) => {
+                let of = |list: &[PolicyObject]| -> Vec<PolicyObject> {
+                    (list.iter())
+                        .filter(|p| policy_or_binding_of(p, policy_kind, name))
+                        .cloned()
+                        .collect()
+                };
+                of(&self.policies_in_force) != of(&self.loaded.1)
+            }
+        }
+    }
+
+    /// Whether anything from this buffer is in force (a configuration, a policy, a binding).
+    pub fn has_in_force(&self) -> bool {
+        !self.in_force.is_empty() || !self.policies_in_force.is_empty()
+    }
+
+    /// The names of what is in force from this buffer, as `:delete` and its warnings list them.
+    fn in_force_names(&self) -> Vec<String> {
+        let configurations = self.in_force.iter().map(|c| c.name.clone());
+        let policies =
+            (self.policies_in_force.iter()).map(|p| format!("{}/{}", p.kind(), p.name()));
+        configurations.chain(policies).collect()
+    }
+
+    /// The 1-based line where the object of `kind` and `name` starts in the text (its
+    /// `metadata.name`), when the text holds it: what `e` on a policy or binding opens.
+    pub fn line_of_object(&self, kind: &str, name: &str) -> Option<usize> {
+        crate::edit::check::object_line(&self.text(), kind, name)
     }
 
     /// The text being edited.
@@ -371,15 +428,50 @@ impl Buffer {
             .map_or(1, |i| i + 1)
     }
 
-    /// The names of the configurations this buffer defines (in force, or last checked).
+    /// The names of the configurations, policies and bindings this buffer defines (in force, or
+    /// last checked).
     pub fn names(&self) -> Vec<String> {
         let mut names: Vec<String> = self.in_force.iter().map(|c| c.name.clone()).collect();
-        for c in &self.check.configurations {
-            if !names.contains(&c.name) {
-                names.push(c.name.clone());
+        let checked = self.check.configurations.iter().map(|c| c.name.as_str());
+        let policies = (self.policies_in_force.iter())
+            .chain(&self.check.policies)
+            .map(PolicyObject::name);
+        for n in checked.chain(policies) {
+            if !names.iter().any(|x| x == n) {
+                names.push(n.to_string());
             }
         }
         names
+    }
+
+    /// Whether this buffer defines (in force, or last checked) the policy of `kind` and `name`
+    /// or a binding of it.
+    pub fn defines_policy_or_binding(&self, kind: &str, name: &str) -> bool {
+        (self.policies_in_force.iter())
+            .chain(&self.check.policies)
+            .chain(&self.loaded.1)
+            .any(|p| policy_or_binding_of(p, kind, name))
+    }
+
+    /// Whether this buffer defines (in force, or last checked) the policy or binding of `kind`
+    /// and `name`.
+    pub fn defines_policy(&self, kind: &str, name: &str) -> bool {
+        (self.policies_in_force.iter())
+            .chain(&self.check.policies)
+            .any(|p| p.kind() == kind && p.name() == name)
+    }
+}
+
+/// Whether `p` is the policy of `kind` and `name` or a binding of it.
+fn policy_or_binding_of(p: &PolicyObject, kind: &str, name: &str) -> bool {
+    match p {
+        PolicyObject::Binding(b) if kind == "ValidatingAdmissionPolicy" => {
+            b.spec.policy_name == name
+        }
+        PolicyObject::MutatingBinding(b) if kind == "MutatingAdmissionPolicy" => {
+            b.spec.policy_name == name
+        }
+        _ => p.kind() == kind && p.name() == name,
     }
 }
 
@@ -423,12 +515,46 @@ pub fn template(kind: WebhookKind, name: &str) -> String {
     )
 }
 
-/// Checks a buffer's text as the apiserver would take it: parsed, defaulted and validated (as an
-/// update of `previous`, the configurations it replaces); every problem with its line.
+/// The template of a new admission policy of `kind` and its binding, under `api_version`: a
+/// ValidatingAdmissionPolicy that denies ConfigMaps of more than 10 keys, a
+/// MutatingAdmissionPolicy that labels new ConfigMaps.
+pub fn policy_template(kind: &str, api_version: &str, name: &str) -> String {
+    let match_constraints = "  matchConstraints:\n    resourceRules:\n    - apiGroups: [\"\"]\n      apiVersions: [\"v1\"]\n      operations: [\"CREATE\", \"UPDATE\"]\n      resources: [\"configmaps\"]\n";
+    let (spec, binding) = if kind == "MutatingAdmissionPolicy" {
+        (
+            "  reinvocationPolicy: Never\n  mutations:\n  - patchType: ApplyConfiguration\n    applyConfiguration:\n      expression: >\n        Object{metadata: Object.metadata{labels: {\"checked\": \"yes\"}}}\n",
+            format!("spec:\n  policyName: {name}\n"),
+        )
+    } else {
+        (
+            "  validations:\n  - expression: \"!has(object.data) || size(object.data) <= 10\"\n    message: at most 10 keys\n    reason: Invalid\n",
+            format!("spec:\n  policyName: {name}\n  validationActions: [Deny]\n"),
+        )
+    };
+    format!(
+        "apiVersion: {api_version}\nkind: {kind}\nmetadata:\n  name: {name}\nspec:\n{match_constraints}{spec}---\napiVersion: {api_version}\nkind: {kind}Binding\nmetadata:\n  name: {name}\n{binding}"
+    )
+}
+
+/// Checks a buffer's text as the apiserver of the newest release modelled would take it; see
+/// [`check_for`].
 pub fn check(text: &str, file: &str, previous: &[WebhookConfiguration]) -> Checked {
-    let checked = crate::edit::check(text, file, previous);
+    check_for(text, file, (previous, &[]), crate::KubeVersion::default())
+}
+
+/// Checks a buffer's text as the apiserver of `version` would take it: parsed, defaulted and
+/// validated (as an update of `previous`, the configurations, policies and bindings it
+/// replaces), its admission policies and bindings too; every problem with its line.
+pub fn check_for(
+    text: &str,
+    file: &str,
+    previous: (&[WebhookConfiguration], &[PolicyObject]),
+    version: crate::KubeVersion,
+) -> Checked {
+    let checked = crate::edit::check_for(text, file, previous, version);
     let mut out = Checked {
         configurations: checked.webhook_configurations(),
+        policies: checked.policies.iter().map(|p| p.object.clone()).collect(),
         ..Checked::default()
     };
     for p in checked.problems {
@@ -452,6 +578,14 @@ use super::source::SourceMsg;
 use crate::replay::run::ReplayEvent;
 
 impl State {
+    /// The release modelled, as edits are checked for it: the status bar's release (which a
+    /// live source may follow with a note on the server's), else the newest.
+    pub fn modelled_version(&self) -> crate::KubeVersion {
+        (self.kube_version.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or_default()
+    }
+
     /// The buffer the Edit view shows.
     pub fn current_buffer(&self) -> Option<&Buffer> {
         self.buffers.get(self.buffer)
@@ -472,6 +606,16 @@ impl State {
             .iter()
             .flat_map(|b| b.in_force.iter().cloned())
             .collect()
+    }
+
+    /// Every admission policy and binding in force, from every buffer in order (a later one of
+    /// a kind and name replacing an earlier one, as when the files were loaded).
+    pub fn policies_in_force(&self) -> PolicySet {
+        let mut set = PolicySet::default();
+        for p in self.buffers.iter().flat_map(|b| &b.policies_in_force) {
+            set.insert(p.clone());
+        }
+        set
     }
 
     pub(super) fn open_documents(
@@ -546,6 +690,7 @@ impl State {
             b.replace_text(&d.text);
             b.saved = d.text;
             b.in_force = d.configurations;
+            b.policies_in_force = d.policies;
             b.disk_changed = None;
             let generation = b.generation;
             commands.extend(self.check_due(i, generation));
@@ -584,6 +729,34 @@ impl State {
     /// The buffer defining configuration `name`, or the selected webhook's.
     pub(super) fn buffer_for(&self, name: Option<&str>) -> Result<(usize, Option<String>), String> {
         let name = match name {
+            None if self.view == View::Chain => {
+                let call = self
+                    .selected_entry()
+                    .and_then(|e| e.replayed.outcome.calls.get(self.chain.step));
+                return match call {
+                    Some(c) => {
+                        let kinds = c.policy.is_some().then_some(match c.phase {
+                            WebhookKind::Validating => (
+                                "ValidatingAdmissionPolicy",
+                                "ValidatingAdmissionPolicyBinding",
+                            ),
+                            WebhookKind::Mutating => {
+                                ("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding")
+                            }
+                        });
+                        self.buffer_of_hook(c.phase, &c.configuration, &c.webhook, kinds)
+                    }
+                    None => Err("no step is selected".into()),
+                };
+            }
+            None if self.view == View::Webhooks => {
+                return match self.hooks.get(self.hook_cursor.selected) {
+                    Some(h) => {
+                        self.buffer_of_hook(h.phase, &h.configuration, &h.webhook, h.policy_kind())
+                    }
+                    None => Err("no webhook is selected".into()),
+                };
+            }
             Some(n) => Some(n.to_string()),
             None if self.view == View::Webhooks => self
                 .hooks
@@ -591,6 +764,15 @@ impl State {
                 .map(|h| h.configuration.clone()),
             None => None,
         };
+        // `Kind/name`: a policy or binding of that kind.
+        if let Some((kind, object)) = name.as_deref().and_then(|n| n.split_once('/')) {
+            return self
+                .buffers
+                .iter()
+                .position(|b| b.defines_policy(kind, object))
+                .map(|i| (i, name.clone()))
+                .ok_or_else(|| format!("no loaded file defines {kind} {object:?}"));
+        }
         match name {
             Some(n) => self
                 .buffers
@@ -606,20 +788,63 @@ impl State {
         }
     }
 
+    /// The buffer defining a webhook's configuration, or a policy's (its binding's when the
+    /// policy is defined nowhere), with the line to show: what `e` opens on a Webhooks row or a
+    /// Chain step.
+    pub(super) fn buffer_of_hook(
+        &self,
+        phase: WebhookKind,
+        configuration: &str,
+        binding: &str,
+        policy_kind: Option<(&'static str, &'static str)>,
+    ) -> Result<(usize, Option<String>), String> {
+        let Some((policy, binding_kind)) = policy_kind else {
+            return self
+                .buffers
+                .iter()
+                .position(|b| {
+                    (b.in_force.iter().chain(&b.check.configurations))
+                        .any(|c| c.kind == phase && c.name == configuration)
+                })
+                .map(|i| (i, Some(configuration.to_string())))
+                .ok_or_else(|| format!("no loaded configuration is named {configuration:?}"));
+        };
+        for (kind, name) in [(policy, configuration), (binding_kind, binding)] {
+            if let Some(i) = self
+                .buffers
+                .iter()
+                .position(|b| b.defines_policy(kind, name))
+            {
+                return Ok((i, Some(format!("{kind}/{name}"))));
+            }
+        }
+        Err(format!(
+            "{policy} {configuration:?} and its binding {binding:?} are in no loaded file"
+        ))
+    }
+
     pub(super) fn edit(&mut self, name: Option<&str>) -> Vec<Command> {
         match self.buffer_for(name) {
-            Ok((i, name)) => {
-                self.buffer = i;
-                if let Some(n) = name {
-                    let line = self.buffers[i].line_of(&n);
-                    // Its apiVersion, kind and metadata lines above it.
-                    self.buffers[i].show_line(line, 3);
-                }
-                self.view = View::Editor;
-            }
+            Ok((i, name)) => self.open_at(i, name.as_deref()),
             Err(e) => self.say(e, true),
         }
         Vec::new()
+    }
+
+    /// The Edit view on buffer `i`, at the object `name` names (`Kind/name` for a policy or
+    /// binding, a configuration's name otherwise).
+    pub(super) fn open_at(&mut self, i: usize, name: Option<&str>) {
+        self.buffer = i;
+        if let Some(n) = name {
+            let b = &self.buffers[i];
+            let line = match n.split_once('/') {
+                Some((kind, name)) => b.line_of_object(kind, name).unwrap_or(1),
+                None => b.line_of(n),
+            };
+            // Its apiVersion, kind and metadata lines above it.
+            self.buffers[i].show_line(line, 3);
+        }
+        self.view = View::Editor;
     }
 
     pub(super) fn edit_external(&mut self, name: Option<&str>) -> Vec<Command> {
@@ -654,6 +879,40 @@ impl State {
         self.view = View::Editor;
         self.say(
             format!("new configuration {name}: it takes effect once valid; :w PATH saves it"),
+            false,
+        );
+        self.changed(self.buffer)
+    }
+
+    /// `:new mutating-policy|validating-policy [NAME]`: a policy and its binding from a
+    /// template, under the newest apiVersion the modelled release serves.
+    pub(super) fn new_policy_buffer(
+        &mut self,
+        mutating: bool,
+        name: Option<String>,
+    ) -> Vec<Command> {
+        let version = self.modelled_version();
+        let kind = if mutating {
+            "MutatingAdmissionPolicy"
+        } else {
+            "ValidatingAdmissionPolicy"
+        };
+        let Some(api_version) = crate::config::policy::served_api_version(kind, version) else {
+            self.say(format!("Kubernetes {version} serves no {kind}"), true);
+            return Vec::new();
+        };
+        self.new_buffers += 1;
+        let n = self.new_buffers;
+        let name = name.unwrap_or_else(|| format!("new-policy-{n}"));
+        let mut b = Buffer::new(BufferOrigin::New(n), "", Vec::new());
+        b.replace_text(&policy_template(kind, api_version, &name));
+        self.buffers.push(b);
+        self.buffer = self.buffers.len() - 1;
+        self.view = View::Editor;
+        self.say(
+            format!(
+                "new {kind} {name} with its binding: it takes effect once valid; :w PATH saves it"
+            ),
             false,
         );
         self.changed(self.buffer)
@@ -721,17 +980,18 @@ impl State {
             );
             return Vec::new();
         }
-        if b.in_force.is_empty() {
+        if !b.has_in_force() {
             self.say("nothing in force from this buffer to delete", false);
             return Vec::new();
         }
-        let n = b.in_force.len();
+        let n = b.in_force.len() + b.policies_in_force.len();
         b.in_force.clear();
+        b.policies_in_force.clear();
         b.check.errors.clear();
         self.edit_generation += 1;
         self.say(
             format!(
-                "deleted {n} configuration{} from those in force; re-dispatching",
+                "deleted {n} object{} from those in force; re-dispatching",
                 if n == 1 { "" } else { "s" }
             ),
             false,
@@ -739,6 +999,7 @@ impl State {
         vec![Command::Redispatch {
             generation: self.edit_generation,
             configurations: self.configurations_in_force(),
+            policies: self.policies_in_force(),
             fresh: false,
         }]
     }
@@ -759,7 +1020,13 @@ impl State {
             return Vec::new();
         }
         let text = b.text();
-        let mut checked = check(&text, &b.origin.label(), &b.in_force);
+        let version = self.modelled_version();
+        let mut checked = check_for(
+            &text,
+            &b.origin.label(),
+            (&b.in_force, &b.policies_in_force),
+            version,
+        );
         // Two objects of one kind cannot share a name.
         for c in &checked.configurations {
             let twin = self.buffers.iter().enumerate().find(|(i, o)| {
@@ -782,9 +1049,30 @@ impl State {
                 });
             }
         }
+        // Nor can two policies (or bindings) of one kind.
+        for p in &checked.policies {
+            let twin = self.buffers.iter().enumerate().find(|(i, o)| {
+                *i != buffer
+                    && (o.policies_in_force.iter())
+                        .any(|x| x.kind() == p.kind() && x.name() == p.name())
+            });
+            if let Some((_, o)) = twin {
+                checked.errors.push(EditProblem {
+                    line: b.line_of_object(p.kind(), p.name()).unwrap_or(1),
+                    column: None,
+                    field: "metadata.name".into(),
+                    message: format!(
+                        "{} {:?} is also defined in {}",
+                        p.kind(),
+                        p.name(),
+                        o.origin.label()
+                    ),
+                });
+            }
+        }
         // An empty text is a deletion of the configurations in force, never taken silently.
-        if text.trim().is_empty() && !b.in_force.is_empty() {
-            let names: Vec<&str> = b.in_force.iter().map(|c| c.name.as_str()).collect();
+        if text.trim().is_empty() && b.has_in_force() {
+            let names = b.in_force_names();
             checked.errors.push(EditProblem {
                 line: 1,
                 column: None,
@@ -800,12 +1088,16 @@ impl State {
         b.checked = generation;
         let errors = checked.errors.len();
         let valid = errors == 0;
-        if valid && checked.configurations != b.in_force {
+        if valid
+            && (checked.configurations != b.in_force || checked.policies != b.policies_in_force)
+        {
             b.in_force = checked.configurations.clone();
+            b.policies_in_force = checked.policies.clone();
             self.edit_generation += 1;
             commands.push(Command::Redispatch {
                 generation: self.edit_generation,
                 configurations: Vec::new(),
+                policies: PolicySet::default(),
                 fresh: false,
             });
         }
@@ -820,8 +1112,8 @@ impl State {
         } else {
             commands.push(Command::DiscardRecovery(b.origin.recovery_key()));
         }
-        if b.text().trim().is_empty() && !b.in_force.is_empty() {
-            let names: Vec<String> = b.in_force.iter().map(|c| c.name.clone()).collect();
+        if b.text().trim().is_empty() && b.has_in_force() {
+            let names = b.in_force_names();
             self.say(
                 format!(
                     "the text is empty: a deletion of {}, still in force until :delete confirms it (u undoes)",
@@ -839,9 +1131,16 @@ impl State {
             );
         }
         let all = self.configurations_in_force();
+        let all_policies = self.policies_in_force();
         for c in &mut commands {
-            if let Command::Redispatch { configurations, .. } = c {
+            if let Command::Redispatch {
+                configurations,
+                policies,
+                ..
+            } = c
+            {
                 *configurations = all.clone();
+                *policies = all_policies.clone();
             }
         }
         commands
@@ -852,7 +1151,7 @@ impl State {
             self.say("nothing to save: no configuration is open", true);
             return Vec::new();
         };
-        if b.text().trim().is_empty() && !b.in_force.is_empty() {
+        if b.text().trim().is_empty() && b.has_in_force() {
             self.say(
                 "the text is empty: :delete confirms the deletion first, then :w writes the empty file",
                 true,
@@ -1034,6 +1333,7 @@ impl State {
         vec![Command::Redispatch {
             generation: self.edit_generation,
             configurations: self.configurations_in_force(),
+            policies: self.policies_in_force(),
             fresh: true,
         }]
     }
@@ -1389,10 +1689,11 @@ impl ChangeCause {
 /// A webhook's record in a dispatch, reduced to what decides the outcome.
 type CallKey = (Arc<str>, Arc<str>, u8);
 
+/// The configurations (and policies: `true`) whose webhooks (bindings) decided differently.
 fn differing_configurations(
     before: &crate::engine::Outcome,
     after: &crate::engine::Outcome,
-) -> Vec<(WebhookKind, String)> {
+) -> Vec<(WebhookKind, String, bool)> {
     let view = |o: &crate::engine::Outcome| -> BTreeMap<CallKey, String> {
         o.calls
             .iter()
@@ -1427,15 +1728,17 @@ fn differing_configurations(
             .iter()
             .chain(&after.calls)
             .find(|c| &*c.configuration == name)
-            .map(|c| c.phase)
+            .map(|c| (c.phase, c.policy.is_some()))
     };
-    let mut out: Vec<(WebhookKind, String)> = Vec::new();
+    let mut out: Vec<(WebhookKind, String, bool)> = Vec::new();
     for key in b.keys().chain(a.keys()) {
         if b.get(key) != a.get(key)
-            && let Some(phase) = phase_of(&key.0)
-            && !out.iter().any(|(k, n)| *k == phase && **n == *key.0)
+            && let Some((phase, policy)) = phase_of(&key.0)
+            && !out
+                .iter()
+                .any(|(k, n, p)| *k == phase && **n == *key.0 && *p == policy)
         {
-            out.push((phase, key.0.to_string()));
+            out.push((phase, key.0.to_string(), policy));
         }
     }
     out
@@ -1469,13 +1772,41 @@ impl State {
             return Vec::new();
         };
         let mut causes = Vec::new();
-        for (kind, name) in
+        for (kind, name, policy) in
             differing_configurations(&before.replayed.outcome, &after.replayed.outcome)
         {
-            let buffer = self
-                .buffers
-                .iter()
-                .find(|b| b.in_force.iter().any(|c| c.kind == kind && c.name == name));
+            // A policy's call names the policy (its binding is the "webhook").
+            let policy_kind = match kind {
+                WebhookKind::Validating => "ValidatingAdmissionPolicy",
+                WebhookKind::Mutating => "MutatingAdmissionPolicy",
+            };
+            let defines = |b: &&Buffer| {
+                if policy {
+                    b.defines_policy_or_binding(policy_kind, &name)
+                } else {
+                    (b.in_force.iter().chain(&b.loaded.0)).any(|c| c.kind == kind && c.name == name)
+                }
+            };
+            let policy_kind = policy.then_some(policy_kind);
+            // A policy and its bindings may be in several files: a changed one first.
+            let changed =
+                |b: &&Buffer| b.changed_since_loaded(kind, &name, policy_kind) || b.modified();
+            let buffer = (self.buffers.iter())
+                .filter(defines)
+                .find(changed)
+                .or_else(|| self.buffers.iter().find(defines));
+            // A configuration of a file (or of the console) in force as it was loaded is no
+            // cause: its webhooks decided differently because an earlier step did (a request
+            // a policy no longer denies reaches the validating webhooks).
+            if let Some(b) = buffer
+                && !matches!(
+                    b.origin,
+                    BufferOrigin::Cluster { .. } | BufferOrigin::New(_)
+                )
+                && !b.changed_since_loaded(kind, &name, policy_kind)
+            {
+                continue;
+            }
             let cause = match buffer {
                 Some(b) if b.modified() || matches!(b.origin, BufferOrigin::New(_)) => {
                     ChangeCause::Edit(name)
@@ -1483,6 +1814,8 @@ impl State {
                 Some(b) if !matches!(b.origin, BufferOrigin::Cluster { .. }) => {
                     ChangeCause::Disk(name)
                 }
+                // Without a cluster, only the user's edits take objects away.
+                None if self.live.is_none() => ChangeCause::Edit(name),
                 _ => {
                     let who = self
                         .live

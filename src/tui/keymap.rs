@@ -72,6 +72,9 @@ pub enum Action {
     EditExternal(Option<String>),
     /// A new configuration from a template: mutating or validating, and its name.
     New(bool, Option<String>),
+    /// A new admission policy with its binding from a template: mutating or validating, and
+    /// its name.
+    NewPolicy(bool, Option<String>),
     /// Save the current buffer (to this file, for buffers without one).
     Save(Option<String>),
     /// Undo the last change of the buffer.
@@ -390,12 +393,24 @@ impl Default for Keymap {
                 vec![c('e')],
                 A::Edit(None),
                 In(View::Webhooks),
-                "edit the selected webhook's configuration",
+                "edit the selected webhook's configuration or policy",
             ),
             b(
                 vec![c('E')],
                 A::EditExternal(None),
                 In(View::Webhooks),
+                "edit it in $KUBE_EDITOR / $EDITOR",
+            ),
+            b(
+                vec![c('e')],
+                A::Edit(None),
+                In(View::Chain),
+                "edit the selected step's configuration or policy",
+            ),
+            b(
+                vec![c('E')],
+                A::EditExternal(None),
+                In(View::Chain),
                 "edit it in $KUBE_EDITOR / $EDITOR",
             ),
             b(
@@ -569,8 +584,8 @@ pub const COMMANDS: &[(&str, &str, &str)] = &[
     ),
     (
         "new",
-        " mutating|validating [NAME]",
-        "a new configuration from a template",
+        " mutating|validating|mutating-policy|validating-policy [NAME]",
+        "a new configuration, or admission policy with its binding, from a template",
     ),
     (
         "w",
@@ -695,7 +710,12 @@ pub fn parse_command(line: &str) -> Result<Action, String> {
             match kind {
                 "mutating" => Ok(Action::New(true, opt(name.trim().to_string()))),
                 "validating" => Ok(Action::New(false, opt(name.trim().to_string()))),
-                _ => Err("usage: new mutating|validating [NAME]".into()),
+                "mutating-policy" => Ok(Action::NewPolicy(true, opt(name.trim().to_string()))),
+                "validating-policy" => Ok(Action::NewPolicy(false, opt(name.trim().to_string()))),
+                _ => Err(
+                    "usage: new mutating|validating|mutating-policy|validating-policy [NAME]"
+                        .into(),
+                ),
             }
         }
         "w" | "write" => Ok(Action::Save(opt(arg))),

@@ -804,6 +804,7 @@ impl State {
                     commands.push(Command::Redispatch {
                         generation: self.edit_generation,
                         configurations: self.configurations_in_force(),
+                        policies: self.policies_in_force(),
                         fresh: false,
                     });
                     return commands;

@@ -328,7 +328,7 @@ impl LiveSource {
                         let items = with_namespaces(items, &namespaces);
                         spawn_replay(Arc::clone(r), items, seeding.clone(), tx.clone());
                     }
-                    Some(SourceCtl::Redispatch { generation, configurations, fresh }) => {
+                    Some(SourceCtl::Redispatch { generation, configurations, fresh, .. }) => {
                         if let Some(previous) = redispatching.take() {
                             previous.abort();
                             // Gone before the next run's cache counts are read.
@@ -450,6 +450,7 @@ fn configurations(
                 .filter(|c| c.kind == o.kind && c.name == o.name)
                 .cloned()
                 .collect(),
+            policies: Vec::new(),
         })
         .collect();
     let msg = SourceMsg::Live(LiveMsg::Configurations {

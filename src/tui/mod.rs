@@ -135,11 +135,13 @@ fn perform(state: &mut State, commands: Vec<Command>, io: &mut Io) -> bool {
             Command::Redispatch {
                 generation,
                 configurations,
+                policies,
                 fresh,
             } => {
                 let _ = io.ctl.send(SourceCtl::Redispatch {
                     generation,
                     configurations,
+                    policies,
                     fresh,
                 });
             }

@@ -55,6 +55,22 @@ fn policy_settings(
 }
 
 impl HookInfo {
+    /// For a policy's row (one per binding), the kinds of the policy and of its binding; None
+    /// for a webhook.
+    pub fn policy_kind(&self) -> Option<(&'static str, &'static str)> {
+        let kind = self.settings.iter().find(|(k, _)| *k == "kind")?;
+        match kind.1.as_str() {
+            "ValidatingAdmissionPolicy" => Some((
+                "ValidatingAdmissionPolicy",
+                "ValidatingAdmissionPolicyBinding",
+            )),
+            "MutatingAdmissionPolicy" => {
+                Some(("MutatingAdmissionPolicy", "MutatingAdmissionPolicyBinding"))
+            }
+            _ => None,
+        }
+    }
+
     /// From the engine's hook.
     pub fn from_hook(phase: WebhookKind, h: &Hook) -> HookInfo {
         let w = &h.webhook;

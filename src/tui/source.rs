@@ -10,6 +10,7 @@ use tokio::sync::mpsc;
 
 use super::model::HookInfo;
 use crate::api::{WebhookConfiguration, WebhookKind};
+use crate::config::policy::{PolicyObject, PolicySet};
 use crate::edit::{ReplyCache, ReusingReplier};
 use crate::engine::{Engine, Replier, Reply, WebhookCall};
 use crate::metrics::Metrics;
@@ -50,6 +51,9 @@ pub struct ConfigDocument {
     pub text: String,
     /// The configurations of this text the dispatcher uses (valid ones, defaulted).
     pub configurations: Vec<WebhookConfiguration>,
+    /// The admission policies and bindings of this text the dispatcher uses (valid ones,
+    /// defaulted), in text order.
+    pub policies: Vec<PolicyObject>,
 }
 
 /// What the console asks of a source.
@@ -62,6 +66,8 @@ pub enum SourceCtl {
         generation: u64,
         /// Every configuration in force.
         configurations: Vec<WebhookConfiguration>,
+        /// Every admission policy and binding in force.
+        policies: PolicySet,
         /// Forget the replies kept so far first, so that every webhook is called anew.
         fresh: bool,
     },
@@ -359,6 +365,7 @@ impl ReplaySource {
             let Redispatch {
                 generation,
                 configurations,
+                policies,
                 fresh,
             } = match next.take() {
                 Some(c) => c,
@@ -373,8 +380,12 @@ impl ReplaySource {
             if fresh {
                 cache.clear();
             }
+            // The policies in force replace the engine's: an edit of a policy or binding takes
+            // effect as an edit of a webhook configuration does. Their parameters come from the
+            // replay's objects, as before.
             let engine = Engine::new(&configurations, replayer.engine().options().clone())
-                .with_policies_of(replayer.engine());
+                .with_policies(&policies.validating, &policies.validating_bindings)
+                .with_mutating_policies(&policies.mutating, &policies.mutating_bindings);
             let again = Replayer::new(std::sync::Arc::new(engine), replayer.settings().clone());
             let reusing = ReusingReplier::new(replier.clone(), cache.clone());
             let run = redispatch(&again, generation, &kept, reusing, ids, &tx);
@@ -425,6 +436,7 @@ fn latest(first: SourceCtl, ctl: &mut mpsc::Receiver<SourceCtl>) -> Option<Redis
         if let SourceCtl::Redispatch {
             generation,
             configurations,
+            policies,
             fresh,
         } = c
         {
@@ -432,6 +444,7 @@ fn latest(first: SourceCtl, ctl: &mut mpsc::Receiver<SourceCtl>) -> Option<Redis
             last = Some(Redispatch {
                 generation,
                 configurations,
+                policies,
                 fresh,
             });
         }
@@ -443,6 +456,7 @@ fn latest(first: SourceCtl, ctl: &mut mpsc::Receiver<SourceCtl>) -> Option<Redis
 struct Redispatch {
     generation: u64,
     configurations: Vec<WebhookConfiguration>,
+    policies: PolicySet,
     fresh: bool,
 }
 
@@ -518,6 +532,7 @@ mod tests {
         SourceCtl::Redispatch {
             generation,
             configurations: Vec::new(),
+            policies: PolicySet::default(),
             fresh,
         }
     }

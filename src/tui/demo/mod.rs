@@ -38,17 +38,71 @@ pub const WEBHOOKS_YAML: &str = include_str!("webhooks.yaml");
 /// validating webhooks.
 pub const POLICIES_YAML: &str = include_str!("policies.yaml");
 
-/// The demo's policies and bindings, defaulted (and valid, as the apiserver stores them).
+/// The name the demo's policy text goes by.
+pub const POLICIES_FILE: &str = "demo-policies.yaml";
+
+/// The demo's policies and bindings for the newest release, defaulted (and valid, as the
+/// apiserver stores them).
 pub fn policies() -> crate::config::policy::PolicySet {
+    policies_for(KubeVersion::default())
+}
+
+/// The demo's policies and bindings for `version` ([`policies_text`]), defaulted and valid.
+pub fn policies_for(version: KubeVersion) -> crate::config::policy::PolicySet {
     let mut set = crate::config::policy::PolicySet::default();
-    for loaded in crate::config::parse_policy_documents(POLICIES_YAML, "demo-policies.yaml") {
-        let Ok(mut loaded) = loaded else { continue };
-        loaded.apply_defaults();
-        if crate::config::policy::validate_policy_object(&loaded.object).is_empty() {
-            set.insert(loaded.object);
-        }
+    for object in policy_objects(&policies_text(version)) {
+        set.insert(object);
     }
     set
+}
+
+/// The demo's policy text as a cluster of `version` takes it: each kind under the newest
+/// apiVersion the release serves (MutatingAdmissionPolicy v1alpha1 in 1.32 and 1.33, v1beta1
+/// in 1.34 and 1.35; ValidatingAdmissionPolicy v1beta1 before 1.30), and without the kinds it
+/// serves under none (MutatingAdmissionPolicy before 1.32), so that the demo runs what that
+/// release would and an edit of the text is checked as it would.
+pub fn policies_text(version: KubeVersion) -> String {
+    let mut text = POLICIES_YAML.to_string();
+    for kind in ["MutatingAdmissionPolicy", "ValidatingAdmissionPolicy"] {
+        let written = format!("admissionregistration.k8s.io/v1\nkind: {kind}");
+        match crate::config::policy::served_api_version(kind, version) {
+            // The binding's `kind: …Binding` starts as its policy's does.
+            Some(api) => text = text.replace(&written, &format!("{api}\nkind: {kind}")),
+            None => {
+                text = text
+                    .split("---\n")
+                    .filter(|document| !document.contains(&written))
+                    .collect::<Vec<_>>()
+                    .join("---\n");
+            }
+        }
+    }
+    text
+}
+
+/// The policies and bindings of a demo policy text in text order, defaulted and valid.
+fn policy_objects(text: &str) -> Vec<crate::config::policy::PolicyObject> {
+    crate::config::parse_policy_documents(text, POLICIES_FILE)
+        .into_iter()
+        .filter_map(|loaded| {
+            let mut loaded = loaded.ok()?;
+            loaded.apply_defaults();
+            crate::config::policy::validate_policy_object(&loaded.object)
+                .is_empty()
+                .then_some(loaded.object)
+        })
+        .collect()
+}
+
+/// The demo's policies as an editable document: editing it re-evaluates every request.
+fn policies_document(version: KubeVersion) -> ConfigDocument {
+    let text = policies_text(version);
+    ConfigDocument {
+        origin: DocumentOrigin::Embedded(POLICIES_FILE.into()),
+        configurations: Vec::new(),
+        policies: policy_objects(&text),
+        text,
+    }
 }
 
 /// How long the slow webhook takes (its timeoutSeconds is 1).
@@ -110,6 +164,7 @@ fn document(base_url: &str, ca_pem: &str) -> Result<ConfigDocument, DemoError> {
         origin: DocumentOrigin::Embedded(DEMO_FILE.into()),
         configurations: parse(&text)?,
         text,
+        policies: Vec::new(),
     })
 }
 
@@ -677,7 +732,7 @@ fn source(
     ids: IdMode,
     label: &str,
 ) -> ReplaySource {
-    let set = policies();
+    let set = policies_for(version);
     let engine = Arc::new(
         Engine::new(
             &document.configurations,
@@ -698,7 +753,7 @@ fn source(
         ids,
         problems: Vec::new(),
         server: None,
-        documents: vec![document],
+        documents: vec![document, policies_document(version)],
     }
 }
 
@@ -750,5 +805,36 @@ mod policy_tests {
             set.mutating_bindings.len(),
         ];
         assert_eq!(counts, [1, 1, 1, 1]);
+    }
+
+    /// Each release gets the demo's policies as it serves them, and its text checks clean for
+    /// it (what an edit of it is checked against).
+    #[test]
+    fn the_policy_text_is_written_as_each_release_serves_it() {
+        for minor in crate::KubeVersion::OLDEST.minor()..=crate::KubeVersion::NEWEST.minor() {
+            let version = crate::KubeVersion::new(minor).unwrap();
+            let text = super::policies_text(version);
+            let checked = crate::edit::check_for(&text, "demo-policies.yaml", (&[], &[]), version);
+            let errors: Vec<String> = checked.errors().map(ToString::to_string).collect();
+            assert!(errors.is_empty(), "1.{minor}: {errors:?}");
+            let set = super::policies_for(version);
+            let mutating = usize::from(minor >= 32);
+            assert_eq!(
+                (
+                    set.validating.len(),
+                    set.mutating.len(),
+                    set.mutating_bindings.len()
+                ),
+                (1, mutating, mutating),
+                "1.{minor}"
+            );
+        }
+        let v133 = super::policies_text("1.33".parse().unwrap());
+        assert!(v133.contains(
+            "admissionregistration.k8s.io/v1alpha1\nkind: MutatingAdmissionPolicyBinding"
+        ));
+        assert!(
+            v133.contains("admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\n")
+        );
     }
 }

@@ -98,11 +98,11 @@ fn render_text(frame: &mut Frame, state: &State, buffer: &Buffer, area: Rect) {
     let ratatui_textarea::DataCursor(row, col) = buffer.area.cursor();
     let status = if buffer.checked != buffer.generation {
         "checking…".to_string()
-    } else if !buffer.in_force.is_empty() && buffer.text().trim().is_empty() {
+    } else if buffer.has_in_force() && buffer.text().trim().is_empty() {
         // Never "valid": an emptied text is a deletion, the problems name what it deletes.
         "empty: a deletion, still in force until :delete (u undoes)".to_string()
     } else if buffer.check.errors.is_empty()
-        && buffer.in_force.is_empty()
+        && !buffer.has_in_force()
         && buffer.text().trim().is_empty()
     {
         "empty: nothing in force from it".to_string()

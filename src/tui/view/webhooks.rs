@@ -168,7 +168,7 @@ fn render_history(frame: &mut Frame, state: &State, live: &LiveState, hook: &Hoo
 /// A webhook's phase; an admission policy binding's row says `policy` (a mutating one runs
 /// before the mutating webhooks, a validating one before the validating webhooks, with positions
 /// of their own).
-fn phase_label(h: &crate::tui::model::HookInfo) -> String {
+pub(super) fn phase_label(h: &crate::tui::model::HookInfo) -> String {
     let policy = (h.settings.iter()).any(|(k, v)| {
         *k == "kind" && (v == "ValidatingAdmissionPolicy" || v == "MutatingAdmissionPolicy")
     });

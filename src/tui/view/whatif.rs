@@ -172,8 +172,17 @@ fn render_hooks(frame: &mut Frame, state: &State, area: Rect) {
                 (format!("{} → {}", b[i], a[i]), style(state, key))
             };
             let plain = Style::default();
+            // A policy's binding says `policy`, as in the Webhooks view (when it is still in
+            // force; else its phase).
+            let phase = (state.hooks.iter())
+                .find(|x| {
+                    x.phase == h.hook.phase
+                        && x.configuration == h.hook.configuration
+                        && x.webhook == h.hook.webhook
+                })
+                .map_or_else(|| h.hook.phase.to_string(), super::webhooks::phase_label);
             TableRow::new(vec![
-                (format!(" {}", h.hook.phase), plain),
+                (format!(" {phase}"), plain),
                 (
                     format!("{} ─ {}", h.hook.configuration, h.hook.webhook),
                     plain,
