@@ -117,6 +117,7 @@ impl Live {
                 .expect("the run task keeps going");
             match message {
                 ClusterMsg::Metrics(_)
+                | ClusterMsg::Discovered(_)
                 | ClusterMsg::Namespaces(_)
                 | ClusterMsg::FeedFailed {
                     feed: Feed::Metrics | Feed::Namespaces,
@@ -160,12 +161,11 @@ impl Live {
         }
     }
 
-    /// Waits for a set in which both watchers have listed.
+    /// Waits for a set in which every watcher has listed (and discovery has said which policy
+    /// kinds are not served).
     async fn synced(&mut self) -> WebhookSet {
         self.until(|m| match m {
-            ClusterMsg::Configurations(set) if set.mutating_synced && set.validating_synced => {
-                Some(set.clone())
-            }
+            ClusterMsg::Configurations(set) if set.synced() => Some(set.clone()),
             _ => None,
         })
         .await
@@ -197,10 +197,11 @@ impl Live {
         }
     }
 
-    /// Waits until both watchers have their watch open.
+    /// Waits until every watcher has its watch open: the two webhook configuration kinds, the
+    /// namespaces, and the two validating policy kinds the fake serves by default.
     async fn watching(&self) {
         let deadline = tokio::time::Instant::now() + WAIT;
-        while self.server.open_watches() < 3 {
+        while self.server.open_watches() < 5 {
             assert!(
                 tokio::time::Instant::now() < deadline,
                 "watches not open: {:?}",
@@ -333,7 +334,11 @@ async fn changes_while_watching_arrive_in_order_with_manager_and_diff() {
     let added = live.next_change().await;
     assert_eq!(
         (added.kind, added.name.as_str(), added.action),
-        (WebhookKind::Mutating, "injector", ChangeAction::Added)
+        (
+            WebhookKind::Mutating.into(),
+            "injector",
+            ChangeAction::Added
+        )
     );
     assert_eq!(added.who, "kubectl-create");
     assert_eq!(added.operation.as_deref(), Some("Update"));
@@ -540,7 +545,7 @@ async fn a_dropped_watch_is_resumed() {
     let change = live.next_change().await;
     assert_eq!(
         (change.kind, change.name.as_str()),
-        (WebhookKind::Validating, "after-drop")
+        (WebhookKind::Validating.into(), "after-drop")
     );
 }
 
@@ -557,7 +562,7 @@ async fn forbidden_list_names_the_rbac_rule_then_recovers_when_granted() {
     live.until(|m| {
         match m {
             ClusterMsg::FeedFailed {
-                feed: Feed::ValidatingWebhookConfigurations,
+                feed: Feed::VALIDATING_WEBHOOKS,
                 failure: f,
             } => failure = failure.take().or(Some(f.clone())),
             ClusterMsg::Configurations(set) if set.mutating_synced => {
@@ -601,14 +606,8 @@ async fn forbidden_list_names_the_rbac_rule_then_recovers_when_granted() {
 
     live.server.create("kubectl", validating("v")).unwrap();
     live.server.allow(&denial);
-    live.until(|m| {
-        matches!(
-            m,
-            ClusterMsg::FeedRecovered(Feed::ValidatingWebhookConfigurations)
-        )
-        .then_some(())
-    })
-    .await;
+    live.until(|m| matches!(m, ClusterMsg::FeedRecovered(Feed::VALIDATING_WEBHOOKS)).then_some(()))
+        .await;
     let set = live.synced().await;
     assert_eq!(names(&set.validating), ["v"]);
 }

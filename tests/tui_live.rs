@@ -549,6 +549,9 @@ fn listed_none(s: &mut State) {
         LiveMsg::Configurations {
             hooks: Vec::new(),
             configurations: 0,
+            policies: 0,
+            bindings: 0,
+            unreadable: Vec::new(),
             problems: Vec::new(),
             synced: true,
             documents: Vec::new(),
@@ -645,7 +648,7 @@ fn snapshot_with(counter: f64, duration_bucket: f64) -> AdmissionSnapshot {
 /// A change of `oracle-validating` as the watch reports it, by an unknown writer at `at(0)`.
 fn oracle_change(action: ChangeAction) -> Change {
     Change {
-        kind: hookscope::api::WebhookKind::Validating,
+        kind: hookscope::api::WebhookKind::Validating.into(),
         name: "oracle-validating".into(),
         action,
         observed_at: at(0),
@@ -687,8 +690,8 @@ fn session() -> State {
         },
     );
     for feed in [
-        Feed::MutatingWebhookConfigurations,
-        Feed::ValidatingWebhookConfigurations,
+        Feed::MUTATING_WEBHOOKS,
+        Feed::VALIDATING_WEBHOOKS,
         Feed::Namespaces,
     ] {
         send(
@@ -731,6 +734,9 @@ fn session() -> State {
         LiveMsg::Configurations {
             hooks,
             configurations: 1,
+            policies: 0,
+            bindings: 0,
+            unreadable: Vec::new(),
             problems: Vec::new(),
             synced: true,
             documents: Vec::new(),
@@ -1140,6 +1146,9 @@ fn listed(s: &mut State, documents: Vec<hookscope::tui::source::ConfigDocument>)
         LiveMsg::Configurations {
             hooks: Vec::new(),
             configurations: documents.len(),
+            policies: 0,
+            bindings: 0,
+            unreadable: Vec::new(),
             problems: Vec::new(),
             synced: true,
             documents,

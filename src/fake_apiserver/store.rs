@@ -368,7 +368,19 @@ fn normalise(object: &mut Value, resource: FakeResource) {
     let name = object["metadata"]["name"].clone();
     if let Some(map) = object.as_object_mut() {
         map.insert("kind".into(), json!(resource.kind()));
-        map.insert("apiVersion".into(), json!(resource.api_version()));
+        // A policy or binding keeps the version of its group it was written in.
+        let written = map.get("apiVersion").and_then(Value::as_str);
+        let policy = matches!(
+            resource,
+            FakeResource::ValidatingAdmissionPolicies
+                | FakeResource::ValidatingAdmissionPolicyBindings
+                | FakeResource::MutatingAdmissionPolicies
+                | FakeResource::MutatingAdmissionPolicyBindings
+        );
+        let group = resource.group();
+        if !policy || !written.is_some_and(|v| v.split_once('/').is_some_and(|(g, _)| g == group)) {
+            map.insert("apiVersion".into(), json!(resource.api_version()));
+        }
         map.entry("metadata").or_insert_with(|| json!({}));
     }
     if resource == FakeResource::Namespaces {

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use crate::api::{WebhookConfiguration, WebhookKind};
 use crate::live::audit::AuditEvent;
-use crate::live::cluster::{Change, ChangeAction, ClusterMsg, Connected, Failure, Feed};
+use crate::live::cluster::{Change, ChangeAction, ClusterMsg, Connected, Failure, Feed, Served};
 use crate::live::metrics::{AdmissionSnapshot, MetricsHistory, Window};
 use crate::replay::{CapturedRequest, InputItem};
 
@@ -54,10 +54,16 @@ pub enum LiveMsg {
     },
     /// The configurations in force changed: the webhooks in dispatch order.
     Configurations {
-        /// The webhooks, with their effective settings.
+        /// The webhooks and the policy bindings, with their effective settings.
         hooks: Vec<HookInfo>,
-        /// How many configurations are in force.
+        /// How many webhook configurations are in force.
         configurations: usize,
+        /// How many admission policies (validating and mutating) are in force.
+        policies: usize,
+        /// How many admission policy bindings are in force.
+        bindings: usize,
+        /// The policy kinds that cannot be read now, with why.
+        unreadable: Vec<String>,
         /// Objects that could not be read as configurations.
         problems: Vec<String>,
         /// Both watchers have listed once.
@@ -356,8 +362,16 @@ pub struct LiveState {
     pub namespaces: Option<usize>,
     /// The server's release and the one modelled, when the replays follow the server's.
     pub release: Option<crate::ServerRelease>,
-    /// Configurations in force.
+    /// Webhook configurations in force.
     pub configurations: usize,
+    /// Admission policies in force (validating and mutating).
+    pub policies: usize,
+    /// Admission policy bindings in force.
+    pub bindings: usize,
+    /// The policy kinds that cannot be read now, with why (replays run without them).
+    pub unreadable: Vec<String>,
+    /// What discovery found the server serving of the policy kinds, once it answered.
+    pub served: Option<Vec<Served>>,
     /// The server and context the kubeconfig named, once read (kept while disconnected).
     pub target: Option<(String, String)>,
     /// Both watchers have listed once.
@@ -413,6 +427,10 @@ impl LiveState {
             namespaces: None,
             release: None,
             configurations: 0,
+            policies: 0,
+            bindings: 0,
+            unreadable: Vec::new(),
+            served: None,
             synced: false,
             target: None,
             configuration_problems: Vec::new(),
@@ -519,6 +537,15 @@ impl LiveState {
             }
             ClusterMsg::FeedFailed { feed, failure } => self.feed_outcome(feed, at, Some(failure)),
             ClusterMsg::FeedRecovered(feed) => self.feed_outcome(feed, at, None),
+            ClusterMsg::Discovered(served) => {
+                // A kind the server does not serve has no feed to fail.
+                self.feeds.retain(|f| {
+                    !served
+                        .iter()
+                        .any(|s| s.version.is_none() && f.feed == Feed::Admission(s.kind))
+                });
+                self.served = Some(served);
+            }
             ClusterMsg::Namespaces(set) => {
                 if set.synced {
                     self.namespaces = Some(set.labels.len());
@@ -780,6 +807,27 @@ impl State {
                             false,
                         ))
                     }
+                    // Said once, as kubectl would find them absent; again only if the server
+                    // changes what it serves.
+                    ClusterMsg::Discovered(served) => {
+                        let absent = |s: &[Served]| {
+                            s.iter()
+                                .filter(|s| s.version.is_none())
+                                .map(|s| s.kind.resource())
+                                .collect::<Vec<_>>()
+                        };
+                        let now = absent(served);
+                        let before = live.served.as_deref().map(absent);
+                        (!now.is_empty() && before.as_ref() != Some(&now)).then(|| {
+                            (
+                                format!(
+                                    "cluster: the server does not serve {} (kubectl would find no such resource): not watched",
+                                    now.join(", ")
+                                ),
+                                false,
+                            )
+                        })
+                    }
                     _ => None,
                 };
                 live.on_cluster(*msg, at);
@@ -790,11 +838,17 @@ impl State {
             LiveMsg::Configurations {
                 hooks,
                 configurations,
+                policies,
+                bindings,
+                unreadable,
                 problems,
                 synced,
                 documents,
             } => {
                 live.configurations = configurations;
+                live.policies = policies;
+                live.bindings = bindings;
+                live.unreadable = unreadable;
                 live.synced = synced;
                 live.configuration_problems = problems;
                 let mut commands = self.sync_cluster_documents(documents);

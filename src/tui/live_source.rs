@@ -204,6 +204,8 @@ impl LiveSource {
         let mut loaded = Some(loaded).filter(|l| !l.is_empty());
         // The cluster's namespace labels, given to every request before it is dispatched.
         let mut namespaces = ClusterNamespaces::default();
+        // The policy kinds that cannot be read, noted on every request replayed without them.
+        let mut unreadable: Vec<String> = Vec::new();
         let mut cluster_open = true;
         let mut audit_open = true;
         loop {
@@ -218,15 +220,16 @@ impl LiveSource {
                             let (r, msg) = configurations(&set, &engine_options, &settings);
                             replayer = Some(Arc::clone(&r));
                             edited = None;
+                            unreadable = set.unreadable.clone();
                             in_force = Some(set.clone());
-                            if set.mutating_synced && set.validating_synced
+                            if set.synced()
                                 && let Some(items) = loaded.take()
                             {
                                 if tx.send(msg).await.is_err() {
                                     break;
                                 }
                                 kept.extend(items.iter().cloned());
-                                let items = with_namespaces(items, &namespaces);
+                                let items = with_namespaces(items, &namespaces, &unreadable);
                                 spawn_replay(r, items, seeding.clone(), tx.clone());
                                 continue;
                             }
@@ -325,7 +328,7 @@ impl LiveSource {
                             .map(|r| InputItem::Request(Box::new(r)))
                             .collect();
                         kept.extend(items.iter().cloned());
-                        let items = with_namespaces(items, &namespaces);
+                        let items = with_namespaces(items, &namespaces, &unreadable);
                         spawn_replay(Arc::clone(r), items, seeding.clone(), tx.clone());
                     }
                     Some(SourceCtl::Redispatch { generation, configurations, fresh }) => {
@@ -337,11 +340,15 @@ impl LiveSource {
                         if fresh {
                             cache.clear();
                         }
-                        let engine = Engine::new(&configurations, engine_options.clone());
+                        // The edits are webhook configurations; the cluster's policies stay.
+                        let mut engine = Engine::new(&configurations, engine_options.clone());
+                        if let Some(r) = &replayer {
+                            engine = engine.with_policies_of(r.engine());
+                        }
                         let again = Arc::new(Replayer::new(Arc::new(engine), settings.clone()));
                         edited = Some(Arc::clone(&again));
                         let items: Arc<[InputItem]> =
-                            with_namespaces(kept.clone(), &namespaces).into();
+                            with_namespaces(kept.clone(), &namespaces, &unreadable).into();
                         let reusing = ReusingReplier::new(replier.clone(), cache.clone());
                         let tx = tx.clone();
                         redispatching = Some(tokio::spawn(async move {
@@ -366,6 +373,7 @@ impl LiveSource {
                             cluster_tx,
                         ));
                         namespaces = ClusterNamespaces::default();
+                        unreadable.clear();
                         in_force = None;
                         replayer = None;
                         edited = None;
@@ -387,11 +395,21 @@ impl LiveSource {
     }
 }
 
-/// The requests among `items` with their namespace's labels as the cluster has them now.
-fn with_namespaces(mut items: Vec<InputItem>, namespaces: &ClusterNamespaces) -> Vec<InputItem> {
+/// The requests among `items` with their namespace's labels as the cluster has them now, and a
+/// note for each policy kind that cannot be read (they are replayed without it).
+fn with_namespaces(
+    mut items: Vec<InputItem>,
+    namespaces: &ClusterNamespaces,
+    unreadable: &[String],
+) -> Vec<InputItem> {
     for item in &mut items {
         if let InputItem::Request(request) = item {
             namespaces.resolve(request);
+            for u in unreadable {
+                request.notes.push(format!(
+                    "the cluster's {u}; replayed without them, so a policy of that kind may have decided otherwise"
+                ));
+            }
         }
     }
     items
@@ -428,14 +446,18 @@ async fn parse_scrapes(mut rx: mpsc::Receiver<MetricsScrape>, tx: mpsc::Sender<S
     }
 }
 
-/// The engine over the configurations in force, and the message telling the console.
+/// The engine over the configurations in force (webhook configurations, admission policies and
+/// their bindings), and the message telling the console.
 fn configurations(
     set: &WebhookSet,
     options: &EngineOptions,
     settings: &ReplaySettings,
 ) -> (Arc<Replayer>, SourceMsg) {
     let all = set.all();
-    let engine = Engine::new(&all, options.clone());
+    let p = &set.policies;
+    let engine = Engine::new(&all, options.clone())
+        .with_policies(&p.validating, &p.validating_bindings)
+        .with_mutating_policies(&p.mutating, &p.mutating_bindings);
     let documents = set
         .objects
         .iter()
@@ -455,8 +477,11 @@ fn configurations(
     let msg = SourceMsg::Live(LiveMsg::Configurations {
         hooks: hook_infos(&engine),
         configurations: all.len(),
+        policies: p.validating.len() + p.mutating.len(),
+        bindings: p.validating_bindings.len() + p.mutating_bindings.len(),
+        unreadable: set.unreadable.clone(),
         problems: set.problems.clone(),
-        synced: set.mutating_synced && set.validating_synced,
+        synced: set.synced(),
         documents,
     });
     let replayer = Replayer::new(Arc::new(engine), settings.clone());

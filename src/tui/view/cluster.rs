@@ -8,7 +8,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::table::{Column, TableRow};
 use super::{pane, style};
-use crate::live::cluster::{ChangeAction, Feed, Seen};
+use crate::live::cluster::{AdmissionKind, ChangeAction, Feed, Seen};
 use crate::tui::app::State;
 use crate::tui::live::{Connection, LiveState, clock};
 use crate::tui::theme::StyleKey;
@@ -20,7 +20,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         not_live(frame, state, area, " Cluster ");
         return;
     };
-    let [top, bottom] = Layout::vertical([Constraint::Length(14), Constraint::Min(5)]).areas(area);
+    let [top, bottom] = Layout::vertical([Constraint::Length(17), Constraint::Min(5)]).areas(area);
     let [connection, feeds] =
         Layout::horizontal([Constraint::Percentage(55), Constraint::Min(30)]).areas(top);
     render_connection(frame, state, live, connection);
@@ -132,14 +132,28 @@ fn render_connection(frame: &mut Frame, state: &State, live: &LiveState, area: R
         ]));
     }
     let synced = live.listing();
+    let policies = if live.policies + live.bindings > 0 {
+        format!(
+            ", {} policies with {} bindings",
+            live.policies, live.bindings
+        )
+    } else {
+        String::new()
+    };
     lines.push(Line::from(vec![
         label("in force"),
         Span::raw(format!(
-            "{} configurations, {} webhooks ({synced})",
+            "{} configurations, {} webhooks{policies} ({synced})",
             live.configurations,
-            state.hooks.len()
+            state.hooks.len() - state.hooks.iter().filter(|h| is_policy_row(h)).count()
         )),
     ]));
+    for u in &live.unreadable {
+        lines.push(Line::styled(
+            format!("  ! replayed without {u}"),
+            style(state, StyleKey::Warning),
+        ));
+    }
     for p in live.configuration_problems.iter().take(2) {
         lines.push(Line::styled(
             format!("  ! {p}"),
@@ -166,18 +180,42 @@ fn render_connection(frame: &mut Frame, state: &State, live: &LiveState, area: R
 fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) {
     let connected = matches!(live.connection, Connection::Connected(..));
     let mut lines = Vec::new();
-    for feed in [
-        Feed::MutatingWebhookConfigurations,
-        Feed::ValidatingWebhookConfigurations,
-        Feed::Namespaces,
-        Feed::Metrics,
-    ] {
-        let name = match feed {
-            Feed::MutatingWebhookConfigurations => "mutating watch",
-            Feed::ValidatingWebhookConfigurations => "validating watch",
-            Feed::Namespaces => "namespaces watch",
-            Feed::Metrics => "/metrics",
+    let feeds = AdmissionKind::ALL
+        .map(Feed::Admission)
+        .into_iter()
+        .chain([Feed::Namespaces, Feed::Metrics]);
+    for feed in feeds {
+        let served = match (feed, &live.served) {
+            (Feed::Admission(kind), Some(served)) => {
+                served.iter().find(|s| s.kind == kind).map(|s| s.version)
+            }
+            _ => None,
         };
+        let name = match feed {
+            Feed::Admission(AdmissionKind::MutatingWebhookConfiguration) => {
+                "mutating watch".to_string()
+            }
+            Feed::Admission(AdmissionKind::ValidatingWebhookConfiguration) => {
+                "validating watch".to_string()
+            }
+            Feed::Admission(kind) => match served.flatten() {
+                Some(version) => format!("{} watch ({version})", kind.resource()),
+                None => format!("{} watch", kind.resource()),
+            },
+            Feed::Namespaces => "namespaces watch".to_string(),
+            Feed::Metrics => "/metrics".to_string(),
+        };
+        if served == Some(None) {
+            // Discovery found no version serving it: not a failure, nothing to watch.
+            lines.push(Line::styled(
+                format!(
+                    "– {}: not served by this server",
+                    feed.resource().unwrap_or_default()
+                ),
+                style(state, StyleKey::Muted),
+            ));
+            continue;
+        }
         // Each feed's latest outcome, with its time.
         let outcome = live.feed(feed);
         match outcome.and_then(|o| o.failure.as_ref().map(|f| (o.at, f))) {
@@ -250,7 +288,7 @@ fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) 
 }
 
 fn render_changes(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) {
-    let title = format!(" Configuration changes {} ", live.changes.len());
+    let title = format!(" Admission configuration changes {} ", live.changes.len());
     if live.changes.is_empty() {
         super::empty_pane(frame, state, "No change seen yet.", title, area);
         return;
@@ -274,10 +312,7 @@ fn render_changes(frame: &mut Frame, state: &State, live: &LiveState, area: Rect
                 Seen::Event => "",
                 Seen::Relist => " (relist)",
             };
-            let kind = match c.kind {
-                crate::api::WebhookKind::Mutating => "mutating",
-                crate::api::WebhookKind::Validating => "validating",
-            };
+            let kind = c.kind.short();
             let plain = Style::default();
             let row = TableRow::new(vec![
                 (clock(c.observed_at), plain),
@@ -323,4 +358,11 @@ fn render_diff(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) {
     lines.extend(super::diff_lines(state, &c.diff));
     let p = Paragraph::new(lines).block(pane(state, format!(" Diff: {} ", c.name), false));
     frame.render_widget(p, area);
+}
+
+/// Whether a row of the Webhooks view is an admission policy binding's rather than a webhook's.
+fn is_policy_row(h: &crate::tui::model::HookInfo) -> bool {
+    (h.settings.iter()).any(|(k, v)| {
+        *k == "kind" && (v == "ValidatingAdmissionPolicy" || v == "MutatingAdmissionPolicy")
+    })
 }
