@@ -11,7 +11,9 @@ use serde_json::Value;
 
 use crate::api::{WebhookConfiguration, WebhookKind};
 use crate::live::audit::AuditEvent;
-use crate::live::cluster::{Change, ChangeAction, ClusterMsg, Connected, Failure, Feed, Served};
+use crate::live::cluster::{
+    AdmissionKind, Change, ChangeAction, ClusterMsg, Connected, Failure, Feed, Served,
+};
 use crate::live::metrics::{AdmissionSnapshot, MetricsHistory, Window};
 use crate::replay::{CapturedRequest, InputItem};
 
@@ -810,22 +812,34 @@ impl State {
                     // Said once, as kubectl would find them absent; again only if the server
                     // changes what it serves.
                     ClusterMsg::Discovered(served) => {
+                        // A policy kind stands for its binding kind, served with it.
                         let absent = |s: &[Served]| {
-                            s.iter()
-                                .filter(|s| s.version.is_none())
-                                .map(|s| s.kind.resource())
-                                .collect::<Vec<_>>()
+                            let gone = |k| s.iter().any(|s| s.kind == k && s.version.is_none());
+                            [
+                                AdmissionKind::ValidatingAdmissionPolicy,
+                                AdmissionKind::MutatingAdmissionPolicy,
+                                AdmissionKind::ValidatingAdmissionPolicyBinding,
+                                AdmissionKind::MutatingAdmissionPolicyBinding,
+                            ]
+                            .into_iter()
+                            .filter(|k| gone(*k))
+                            .filter(|k| match k {
+                                AdmissionKind::ValidatingAdmissionPolicyBinding => {
+                                    !gone(AdmissionKind::ValidatingAdmissionPolicy)
+                                }
+                                AdmissionKind::MutatingAdmissionPolicyBinding => {
+                                    !gone(AdmissionKind::MutatingAdmissionPolicy)
+                                }
+                                _ => true,
+                            })
+                            .map(AdmissionKind::kind)
+                            .collect::<Vec<_>>()
                         };
                         let now = absent(served);
                         let before = live.served.as_deref().map(absent);
                         (!now.is_empty() && before.as_ref() != Some(&now)).then(|| {
-                            (
-                                format!(
-                                    "cluster: the server does not serve {} (kubectl would find no such resource): not watched",
-                                    now.join(", ")
-                                ),
-                                false,
-                            )
+                            let text = format!("{} not served here: not watched", now.join(", "));
+                            (format!("cluster: {text}"), false)
                         })
                     }
                     _ => None,
