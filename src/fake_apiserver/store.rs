@@ -378,7 +378,8 @@ fn normalise(object: &mut Value, resource: FakeResource) {
                 | FakeResource::MutatingAdmissionPolicyBindings
         );
         let group = resource.group();
-        if !policy || !written.is_some_and(|v| v.split_once('/').is_some_and(|(g, _)| g == group)) {
+        let in_group = written.is_some_and(|v| v.split_once('/').is_some_and(|(g, _)| g == group));
+        if !(policy && in_group) {
             map.insert("apiVersion".into(), json!(resource.api_version()));
         }
         map.entry("metadata").or_insert_with(|| json!({}));

@@ -15,7 +15,7 @@ use super::{AdmissionKind, Change, ChangeAction, ConfigurationObject, Seen};
 #[derive(Debug, Clone)]
 pub(crate) enum Reading {
     Webhook(WebhookConfiguration),
-    Policy(PolicyObject),
+    Policy(Box<PolicyObject>),
 }
 
 /// A known object: its JSON as the server sent it, and the project's reading of it.
@@ -52,7 +52,7 @@ pub(crate) fn convert(kind: AdmissionKind, object: &Value) -> Result<Reading, St
         policy.apply_defaults();
         let errors = crate::config::policy::validate_policy_object(&policy.object);
         return match errors.split_first() {
-            None => Ok(Reading::Policy(policy.object)),
+            None => Ok(Reading::Policy(Box::new(policy.object))),
             Some((first, rest)) => Err(format!(
                 "{origin}: left out of the replays, hookscope finds it invalid: {}: {}{}",
                 first.field,
@@ -373,7 +373,7 @@ impl KindStore {
     pub(crate) fn policies(&self, set: &mut PolicySet, problems: &mut Vec<String>) {
         for known in self.objects.values() {
             match &known.reading {
-                Ok(Reading::Policy(p)) => set.insert(p.clone()),
+                Ok(Reading::Policy(p)) => set.insert((**p).clone()),
                 Ok(Reading::Webhook(_)) => {}
                 Err(e) => problems.push(e.clone()),
             }

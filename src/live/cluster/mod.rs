@@ -745,8 +745,10 @@ async fn pause(tx: &mpsc::Sender<ClusterMsg>, delay: Duration) -> bool {
     }
 }
 
-type EventStream =
-    futures::stream::BoxStream<'static, Result<watcher::Event<DynamicObject>, watcher::Error>>;
+/// What a watcher's stream yields.
+type WatchItem = Result<watcher::Event<DynamicObject>, watcher::Error>;
+
+type EventStream = futures::stream::BoxStream<'static, WatchItem>;
 
 /// What a watcher lists and watches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1044,10 +1046,7 @@ fn poll_watches(
     watches: &mut [Watch],
     start: &mut usize,
     cx: &mut std::task::Context<'_>,
-) -> std::task::Poll<(
-    usize,
-    Option<Result<watcher::Event<DynamicObject>, watcher::Error>>,
-)> {
+) -> std::task::Poll<(usize, Option<Box<WatchItem>>)> {
     use std::future::Future as _;
     let n = watches.len();
     for k in 0..n {
@@ -1061,7 +1060,7 @@ fn poll_watches(
         }
         if let std::task::Poll::Ready(item) = watch.stream.poll_next_unpin(cx) {
             *start = (i + 1) % n;
-            return std::task::Poll::Ready((i, item));
+            return std::task::Poll::Ready((i, item.map(Box::new)));
         }
     }
     std::task::Poll::Pending
@@ -1084,10 +1083,7 @@ fn discovery(cluster: &Cluster, after: Duration) -> Discovery {
 
 /// What woke the session.
 enum Woke {
-    Watch(
-        usize,
-        Option<Result<watcher::Event<DynamicObject>, watcher::Error>>,
-    ),
+    Watch(usize, Option<Box<WatchItem>>),
     Discovered(Result<Vec<Served>, Option<kube::Error>>),
     Closed,
 }
@@ -1213,7 +1209,7 @@ async fn session(
                     watch.stream = watch_stream(cluster, watch.watched);
                     continue;
                 };
-                handle_event(watch, cluster, options, stores, item)
+                handle_event(watch, cluster, options, stores, *item)
             }
         };
         match step {
