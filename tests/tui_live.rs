@@ -2389,3 +2389,111 @@ fn the_policy_metrics_of_a_real_apiserver_are_charted() {
         );
     }
 }
+
+#[test]
+fn a_policy_kind_not_served_is_said_once_and_shown_in_the_feeds() {
+    let mut s = live_state(10);
+    let served = |mutating: bool| {
+        let kinds = AdmissionKind::POLICIES.into_iter().map(move |kind| {
+            let is_mutating = matches!(
+                kind,
+                AdmissionKind::MutatingAdmissionPolicy
+                    | AdmissionKind::MutatingAdmissionPolicyBinding
+            );
+            hookscope::live::cluster::Served {
+                kind,
+                version: (!is_mutating || mutating)
+                    .then_some(hookscope::live::cluster::GroupVersion::V1),
+            }
+        });
+        LiveMsg::Cluster {
+            msg: Box::new(ClusterMsg::Discovered(kinds.collect())),
+            at: at(0),
+        }
+    };
+    send(&mut s, served(false));
+    let (said, error) = s.message.clone().expect("said");
+    assert_eq!(
+        said,
+        "cluster: MutatingAdmissionPolicy not served here: not watched"
+    );
+    assert!(!error);
+    // The next connection finds the same: nothing said again.
+    s.message = None;
+    send(&mut s, served(false));
+    assert_eq!(s.message, None);
+    update(&mut s, Msg::Action(Action::Show(View::Cluster)));
+    let screen = hookscope::tui::view::render_text(&s, 200, 50);
+    assert!(
+        screen.contains("– mutatingadmissionpolicybindings: not served by this server"),
+        "{screen}"
+    );
+    // The server starts serving them (its feature gate switched on): watched, nothing to say.
+    send(&mut s, served(true));
+    assert_eq!(s.message, None);
+    let screen = hookscope::tui::view::render_text(&s, 200, 50);
+    assert!(!screen.contains("not served"), "{screen}");
+    assert!(
+        screen.contains("◌ mutatingadmissionpolicies watch (v1)"),
+        "{screen}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_kind_that_cannot_be_read_is_named_on_every_replay() {
+    let api = FakeApiServer::start().await.expect("fake API server");
+    let denial = hookscope::fake_apiserver::Denial::resource(
+        FakeResource::ValidatingAdmissionPolicyBindings,
+        "list",
+    );
+    api.forbid(denial);
+    let dir = scratch("policies-forbidden");
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, api.kubeconfig()).unwrap();
+    let source = live_source(kubeconfig, https_replier(&[]));
+    let (mut state, (mut rx, ctl)) = spawn_live(source, 100, false, 200);
+    // What is in force is known except the bindings: replays are not held back for them.
+    pump(
+        &mut state,
+        &mut rx,
+        &ctl,
+        "listed without the bindings",
+        |s| live(s).synced && !live(s).unreadable.is_empty(),
+    )
+    .await;
+    let log = std::fs::read_to_string(format!("{FIXTURES}/policies-v1.33/audit.log")).unwrap();
+    let records = hookscope::tui::live::records_of_lines(
+        "audit.log",
+        log.lines(),
+        Reader::new(ClusterState::default()),
+    );
+    let request = records
+        .iter()
+        .rfind(|r| r.verb == "create" && r.target == "pol/forbidden")
+        .and_then(|r| r.request.as_deref())
+        .expect("a replayable create")
+        .clone();
+    let entry = replay_request(&mut state, &mut rx, &ctl, &request).await;
+    let notes = &entry.replayed.request.notes;
+    assert!(
+        notes.iter().any(
+            |n| n.starts_with("the cluster's validatingadmissionpolicybindings: ")
+                && n.contains("cannot list resource")
+                && n.ends_with(
+                    "replayed without them, so a policy of that kind may have decided otherwise"
+                )
+        ),
+        "{notes:?}"
+    );
+    let mut cluster = state.clone();
+    update(&mut cluster, Msg::Action(Action::Show(View::Cluster)));
+    let screen = hookscope::tui::view::render_text(&cluster, 200, 50);
+    assert!(
+        screen.contains("! replayed without validatingadmissionpolicybindings"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains(r#"resources: ["validatingadmissionpolicybindings"]"#),
+        "{screen}"
+    );
+}
