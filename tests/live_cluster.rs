@@ -215,6 +215,25 @@ impl Live {
         }
     }
 
+    /// Skips to the next parameter objects: how many ConfigMaps of `pol` they hold, and
+    /// `replica-limits` among them.
+    async fn next_params(&mut self) -> (usize, Value) {
+        use hookscope::engine::policy::ParamSource as _;
+        let (_, params) = self
+            .until(|m| match m {
+                ClusterMsg::Params(params) => Some(params.clone()),
+                _ => None,
+            })
+            .await;
+        let found = params.params("v1", "ConfigMap", Some("pol"));
+        let limit = found
+            .iter()
+            .find(|o| o["metadata"]["name"] == "replica-limits")
+            .map(|o| (**o).clone())
+            .expect("replica-limits");
+        (found.len(), limit)
+    }
+
     fn count(&self, resource: FakeResource, watch: bool) -> usize {
         let path = resource.path();
         self.server
@@ -1399,4 +1418,61 @@ async fn a_policy_kind_the_user_may_not_list_is_unreadable_not_blocking() {
         .await
         .1;
     assert!(set.synced());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_parameter_objects_of_the_policies_in_force_are_watched() {
+    let limits = |max: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "replica-limits", "namespace": "pol"},
+               "data": {"maxReplicas": max}})
+    };
+    let mut live = Live::start(|s| {
+        s.create("kubectl", limits("3")).unwrap();
+        // Not a parameter of any policy: not the replays' business.
+        let other = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "unrelated", "namespace": "pol"}});
+        s.create("kubectl", other).unwrap();
+    })
+    .await;
+    let set = live.synced().await;
+    assert!(set.policies.validating.is_empty());
+    // No policy takes parameters: none is listed.
+    let path = FakeResource::ConfigMaps.path();
+    assert!(!live.server.requests().iter().any(|r| r.path == path));
+
+    let mut p = policy("replica-limit", "too many replicas");
+    p["spec"]["paramKind"] = json!({"apiVersion": "v1", "kind": "ConfigMap"});
+    live.server.create("kubectl", p).unwrap();
+    let (found, limit) = live.next_params().await;
+    assert_eq!(found, 2, "every ConfigMap is a candidate");
+    assert_eq!(limit["data"]["maxReplicas"], "3");
+    assert_eq!(limit["kind"], "ConfigMap");
+
+    // The parameter changes: the replays get the new one.
+    live.server.update("kubectl-edit", limits("5")).unwrap();
+    let (_, limit) = live.next_params().await;
+    assert_eq!(limit["data"]["maxReplicas"], "5");
+
+    // A paramKind the server does not serve (its CRD is not installed) is a failure of the
+    // params feed that says which, not of the connection.
+    let mut p = policy("quota", "over quota");
+    p["spec"]["paramKind"] = json!({"apiVersion": "example.com/v1", "kind": "Quota"});
+    live.server.create("kubectl", p).unwrap();
+    let (_, failure) = live
+        .until(|m| match m {
+            ClusterMsg::FeedFailed {
+                feed: Feed::Params,
+                failure,
+            } => Some(failure.clone()),
+            _ => None,
+        })
+        .await;
+    assert!(
+        failure.reason.starts_with(
+            "The paramKind example.com/v1 Quota of the policies in force cannot be resolved"
+        ),
+        "{}",
+        failure.reason
+    );
 }

@@ -2130,6 +2130,41 @@ fn policy_fixture(file: &str, name: &str) -> Value {
         .unwrap_or_else(|| panic!("{name} in {file}"))
 }
 
+/// A console on `api` through the live source (no audit source), once `ready`.
+async fn console_on(
+    api: &FakeApiServer,
+    name: &str,
+    ready: impl Fn(&State) -> bool,
+) -> (State, Channels) {
+    let dir = scratch(name);
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, api.kubeconfig()).unwrap();
+    let source = live_source(kubeconfig, https_replier(&[]));
+    let (mut state, (mut rx, ctl)) = spawn_live(source, 100, false, 200);
+    pump(&mut state, &mut rx, &ctl, "ready", ready).await;
+    (state, (rx, ctl))
+}
+
+/// The request of the policies session's last create of `target` answered `code`, and the
+/// message the client got.
+fn recorded_request(
+    target: &str,
+    code: i32,
+) -> (hookscope::replay::CapturedRequest, Option<String>) {
+    let log = std::fs::read_to_string(format!("{FIXTURES}/policies-v1.33/audit.log")).unwrap();
+    let records = hookscope::tui::live::records_of_lines(
+        "audit.log",
+        log.lines(),
+        Reader::new(ClusterState::default()),
+    );
+    let event = records
+        .iter()
+        .rfind(|r| r.verb == "create" && r.target == target && r.code == Some(code))
+        .unwrap_or_else(|| panic!("the create of {target}"));
+    let request = event.request.as_deref().expect("replayable").clone();
+    (request, event.message.clone())
+}
+
 /// Replays `request` through the live source and returns its entry.
 async fn replay_request(
     state: &mut State,
@@ -2151,29 +2186,14 @@ async fn a_validating_policy_and_its_binding_in_the_cluster_decide_the_replays_a
     let ns = json!({"apiVersion": "v1", "kind": "Namespace",
                     "metadata": {"name": "pol", "labels": {"env": "test"}}});
     api.create("kubectl-create", ns).unwrap();
-    let dir = scratch("policies");
-    let kubeconfig = dir.join("kubeconfig");
-    std::fs::write(&kubeconfig, api.kubeconfig()).unwrap();
-    let source = live_source(kubeconfig, https_replier(&[]));
-    let (mut state, (mut rx, ctl)) = spawn_live(source, 100, false, 200);
-    pump(&mut state, &mut rx, &ctl, "listed", |s| {
+    let (mut state, (mut rx, ctl)) = console_on(&api, "policies", |s| {
         live(s).synced && live(s).namespaces == Some(1)
     })
     .await;
 
     // The create a real v1.33 denied with `no-forbidden-key` (sent with curl), as its audit
     // event recorded it.
-    let log = std::fs::read_to_string(format!("{FIXTURES}/policies-v1.33/audit.log")).unwrap();
-    let records = hookscope::tui::live::records_of_lines(
-        "audit.log",
-        log.lines(),
-        Reader::new(ClusterState::default()),
-    );
-    let denied = records
-        .iter()
-        .rfind(|r| r.verb == "create" && r.target == "pol/forbidden" && r.code == Some(422))
-        .expect("the denied create");
-    let request = denied.request.as_deref().expect("replayable").clone();
+    let (request, message) = recorded_request("pol/forbidden", 422);
 
     // No policy in the cluster: allowed.
     let entry = replay_request(&mut state, &mut rx, &ctl, &request).await;
@@ -2227,7 +2247,7 @@ async fn a_validating_policy_and_its_binding_in_the_cluster_decide_the_replays_a
         entry.verdict
     );
     let status = entry.replayed.outcome.status.as_ref().expect("a status");
-    assert_eq!(Some(&status.message), denied.message.as_ref());
+    assert_eq!(Some(&status.message), message.as_ref());
 
     // The binding now only warns: allowed, with the policy's warning.
     let mut warn = policy_fixture("validating-policies.yaml", "no-forbidden-key-binding");
@@ -2447,32 +2467,12 @@ async fn a_policy_kind_that_cannot_be_read_is_named_on_every_replay() {
         "list",
     );
     api.forbid(denial);
-    let dir = scratch("policies-forbidden");
-    let kubeconfig = dir.join("kubeconfig");
-    std::fs::write(&kubeconfig, api.kubeconfig()).unwrap();
-    let source = live_source(kubeconfig, https_replier(&[]));
-    let (mut state, (mut rx, ctl)) = spawn_live(source, 100, false, 200);
     // What is in force is known except the bindings: replays are not held back for them.
-    pump(
-        &mut state,
-        &mut rx,
-        &ctl,
-        "listed without the bindings",
-        |s| live(s).synced && !live(s).unreadable.is_empty(),
-    )
+    let (mut state, (mut rx, ctl)) = console_on(&api, "policies-forbidden", |s| {
+        live(s).synced && !live(s).unreadable.is_empty()
+    })
     .await;
-    let log = std::fs::read_to_string(format!("{FIXTURES}/policies-v1.33/audit.log")).unwrap();
-    let records = hookscope::tui::live::records_of_lines(
-        "audit.log",
-        log.lines(),
-        Reader::new(ClusterState::default()),
-    );
-    let request = records
-        .iter()
-        .rfind(|r| r.verb == "create" && r.target == "pol/forbidden")
-        .and_then(|r| r.request.as_deref())
-        .expect("a replayable create")
-        .clone();
+    let (request, _) = recorded_request("pol/forbidden", 422);
     let entry = replay_request(&mut state, &mut rx, &ctl, &request).await;
     let notes = &entry.replayed.request.notes;
     assert!(
@@ -2494,6 +2494,72 @@ async fn a_policy_kind_that_cannot_be_read_is_named_on_every_replay() {
     );
     assert!(
         screen.contains(r#"resources: ["validatingadmissionpolicybindings"]"#),
+        "{screen}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policys_parameters_come_from_the_cluster_and_follow_it() {
+    let api = FakeApiServer::start().await.expect("fake API server");
+    let text = std::fs::read_to_string(format!("{FIXTURES}/policies-v1.33/inputs/namespaces.yaml"))
+        .unwrap();
+    for doc in text.split("\n---\n") {
+        api.create("kubectl-create", serde_saphyr::from_str(doc).unwrap())
+            .unwrap();
+    }
+    let limits: Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(format!("{FIXTURES}/policies-v1.33/inputs/params.yaml")).unwrap(),
+    )
+    .unwrap();
+    api.create("kubectl-create", limits.clone()).unwrap();
+    for name in ["replica-limit", "replica-limit-binding"] {
+        api.create(
+            "kubectl-create",
+            policy_fixture("validating-policies.yaml", name),
+        )
+        .unwrap();
+    }
+    let (mut state, (mut rx, ctl)) = console_on(&api, "policy-params", |s| {
+        live(s).synced && live(s).namespaces == Some(3) && live(s).params.is_some()
+    })
+    .await;
+
+    // The Deployment of 5 replicas the real v1.33 denied against `maxReplicas: "3"`: denied
+    // again, word for word, with the parameter read from the cluster.
+    let (mut request, message) = recorded_request("pol/big", 422);
+    // What the audit log showed of the parameters does not count: the cluster's do.
+    request.params = None;
+    let entry = replay_request(&mut state, &mut rx, &ctl, &request).await;
+    assert!(
+        matches!(entry.verdict, Verdict::Denied(422)),
+        "{:?}: {:?}",
+        entry.verdict,
+        entry.replayed.outcome.status
+    );
+    let status = entry.replayed.outcome.status.as_ref().expect("a status");
+    assert_eq!(Some(&status.message), message.as_ref());
+
+    // The limit is raised in the cluster: the same request is allowed.
+    let mut raised = limits;
+    raised["data"]["maxReplicas"] = json!("10");
+    api.update("kubectl-edit", raised).unwrap();
+    let before = live(&state).params;
+    pump(&mut state, &mut rx, &ctl, "the new params", |s| {
+        live(s).params != before
+    })
+    .await;
+    let entry = replay_request(&mut state, &mut rx, &ctl, &request).await;
+    assert!(
+        matches!(entry.verdict, Verdict::Allowed),
+        "{:?}: {:?}",
+        entry.verdict,
+        entry.replayed.outcome.status
+    );
+    let mut cluster = state.clone();
+    update(&mut cluster, Msg::Action(Action::Show(View::Cluster)));
+    let screen = hookscope::tui::view::render_text(&cluster, 200, 50);
+    assert!(
+        screen.contains("✓ policy params watch · 1 objects (changed "),
         "{screen}"
     );
 }

@@ -75,11 +75,14 @@ pub enum FakeResource {
     MutatingAdmissionPolicies,
     /// `mutatingadmissionpolicybindings`.
     MutatingAdmissionPolicyBindings,
+    /// Core `configmaps` (namespaced; listed and watched across namespaces, stored by
+    /// `namespace/name`), the parameters policies most often take.
+    ConfigMaps,
 }
 
 impl FakeResource {
     /// Every resource the server knows.
-    pub const ALL: [FakeResource; 7] = [
+    pub const ALL: [FakeResource; 8] = [
         FakeResource::MutatingWebhookConfigurations,
         FakeResource::ValidatingWebhookConfigurations,
         FakeResource::Namespaces,
@@ -87,6 +90,7 @@ impl FakeResource {
         FakeResource::ValidatingAdmissionPolicyBindings,
         FakeResource::MutatingAdmissionPolicies,
         FakeResource::MutatingAdmissionPolicyBindings,
+        FakeResource::ConfigMaps,
     ];
 
     /// The plural resource name used in URLs and RBAC rules.
@@ -99,6 +103,7 @@ impl FakeResource {
             FakeResource::ValidatingAdmissionPolicyBindings => "validatingadmissionpolicybindings",
             FakeResource::MutatingAdmissionPolicies => "mutatingadmissionpolicies",
             FakeResource::MutatingAdmissionPolicyBindings => "mutatingadmissionpolicybindings",
+            FakeResource::ConfigMaps => "configmaps",
         }
     }
 
@@ -112,6 +117,7 @@ impl FakeResource {
             FakeResource::ValidatingAdmissionPolicyBindings => "ValidatingAdmissionPolicyBinding",
             FakeResource::MutatingAdmissionPolicies => "MutatingAdmissionPolicy",
             FakeResource::MutatingAdmissionPolicyBindings => "MutatingAdmissionPolicyBinding",
+            FakeResource::ConfigMaps => "ConfigMap",
         }
     }
 
@@ -129,15 +135,15 @@ impl FakeResource {
     /// The API group (empty for the core group).
     pub fn group(self) -> &'static str {
         match self {
-            FakeResource::Namespaces => "",
+            FakeResource::Namespaces | FakeResource::ConfigMaps => "",
             _ => "admissionregistration.k8s.io",
         }
     }
 
     /// The `apiVersion` of its objects.
     pub fn api_version(self) -> &'static str {
-        match self {
-            FakeResource::Namespaces => "v1",
+        match self.group() {
+            "" => "v1",
             _ => API_VERSION,
         }
     }
@@ -499,7 +505,8 @@ impl FakeApiServer {
         lock(&self.shared.store).update(resource, object, update_by(manager))
     }
 
-    /// Deletes an object; returns it as the DELETED event carries it.
+    /// Deletes an object (a namespaced one by `namespace/name`); returns it as the DELETED event
+    /// carries it.
     pub fn delete(&self, resource: FakeResource, name: &str) -> Result<Value, FakeError> {
         lock(&self.shared.store).delete(resource, name)
     }

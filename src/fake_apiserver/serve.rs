@@ -266,6 +266,7 @@ async fn handle(req: Request<Incoming>, shared: &Shared) -> Response<Body> {
             )
         }
         (&Method::GET, "/apis") => group_list(shared),
+        (&Method::GET, "/api/v1") => core_resources(),
         (&Method::GET, p) if p.strip_prefix(GROUP_PATH) == Some("") => {
             json_response(StatusCode::OK, &group(shared))
         }
@@ -367,6 +368,26 @@ fn group_list(shared: &Shared) -> Response<Body> {
     json_response(
         StatusCode::OK,
         &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [group]}),
+    )
+}
+
+/// `GET /api/v1`: the core resources this server has.
+fn core_resources() -> Response<Body> {
+    let resources: Vec<Value> = [FakeResource::Namespaces, FakeResource::ConfigMaps]
+        .into_iter()
+        .map(|r| {
+            json!({
+                "name": r.plural(),
+                "singularName": r.kind().to_lowercase(),
+                "namespaced": r == FakeResource::ConfigMaps,
+                "kind": r.kind(),
+                "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+            })
+        })
+        .collect();
+    json_response(
+        StatusCode::OK,
+        &json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": resources}),
     )
 }
 

@@ -352,13 +352,22 @@ impl Store {
     }
 }
 
+/// The key an object is stored by: its name, or `namespace/name` for a namespaced one.
 fn object_name(object: &Value) -> Result<String, FakeError> {
-    object
+    let name = object
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
-        .map(str::to_string)
-        .ok_or(FakeError::MissingName)
+        .ok_or(FakeError::MissingName)?;
+    Ok(
+        match object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+        {
+            Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+            _ => name.to_string(),
+        },
+    )
 }
 
 /// Sets kind and apiVersion as the server stores them; a Namespace also gets the

@@ -75,6 +75,13 @@ pub enum LiveMsg {
     },
     /// What a server-side apply (or its dry run) did.
     Applied(Box<ApplyResult>),
+    /// The parameter objects of the policies in force changed: how many the replays now have.
+    Params {
+        /// Objects of every `paramKind` the policies name.
+        objects: usize,
+        /// When the source took them in (replays from then on get them).
+        at: SystemTime,
+    },
     /// A `/metrics` scrape, reduced to the admission series.
     Scrape {
         /// When the answer arrived.
@@ -374,6 +381,9 @@ pub struct LiveState {
     pub unreadable: Vec<String>,
     /// What discovery found the server serving of the policy kinds, once it answered.
     pub served: Option<Vec<Served>>,
+    /// How many parameter objects of the policies in force the cluster has, and when they last
+    /// changed, once listed.
+    pub params: Option<(usize, SystemTime)>,
     /// The server and context the kubeconfig named, once read (kept while disconnected).
     pub target: Option<(String, String)>,
     /// Both watchers have listed once.
@@ -433,6 +443,7 @@ impl LiveState {
             bindings: 0,
             unreadable: Vec::new(),
             served: None,
+            params: None,
             synced: false,
             target: None,
             configuration_problems: Vec::new(),
@@ -566,8 +577,8 @@ impl LiveState {
                 }
                 self.changes.push_back(change);
             }
-            // Parsed by the source; never sent as such.
-            ClusterMsg::Configurations(_) | ClusterMsg::Metrics(_) => {}
+            // Taken in by the source; never sent as such.
+            ClusterMsg::Configurations(_) | ClusterMsg::Metrics(_) | ClusterMsg::Params(_) => {}
         }
     }
 
@@ -890,6 +901,7 @@ impl State {
                 return commands;
             }
             LiveMsg::Applied(result) => return self.applied(*result),
+            LiveMsg::Params { objects, at } => live.params = Some((objects, at)),
             LiveMsg::Scrape { at, snapshot } => {
                 if let Err(e) = live.on_scrape(at, *snapshot) {
                     self.say(e, true);

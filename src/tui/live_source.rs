@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 
 use crate::ServerRelease;
 use crate::edit::{ReplyCache, ReusingReplier};
+use crate::engine::policy::ParamObjects;
 use crate::engine::{Engine, EngineOptions};
 use crate::live::audit::{
     AuditFeed, AuditWebhookOptions, AuditWebhookServer, CaptureOptions, CaptureWriter,
@@ -206,6 +207,8 @@ impl LiveSource {
         let mut namespaces = ClusterNamespaces::default();
         // The policy kinds that cannot be read, noted on every request replayed without them.
         let mut unreadable: Vec<String> = Vec::new();
+        // The cluster's parameter objects of the policies in force, once listed.
+        let mut params: Option<Arc<ParamObjects>> = None;
         let mut cluster_open = true;
         let mut audit_open = true;
         loop {
@@ -229,7 +232,7 @@ impl LiveSource {
                                     break;
                                 }
                                 kept.extend(items.iter().cloned());
-                                let items = with_namespaces(items, &namespaces, &unreadable);
+                                let items = with_cluster(items, &ClusterNow { namespaces: &namespaces, params: params.as_ref(), unreadable: &unreadable });
                                 spawn_replay(r, items, seeding.clone(), tx.clone());
                                 continue;
                             }
@@ -263,6 +266,14 @@ impl LiveSource {
                         ClusterMsg::Namespaces(set) => {
                             namespaces.listed(&set);
                             cluster_msg(ClusterMsg::Namespaces(set))
+                        }
+                        ClusterMsg::Params(objects) => {
+                            let count = objects.len();
+                            params = Some(Arc::new(objects));
+                            SourceMsg::Live(LiveMsg::Params {
+                                objects: count,
+                                at: SystemTime::now(),
+                            })
                         }
                         ClusterMsg::FeedFailed { feed: Feed::Namespaces, failure } => {
                             namespaces.failure = Some(failure.reason.clone());
@@ -328,7 +339,7 @@ impl LiveSource {
                             .map(|r| InputItem::Request(Box::new(r)))
                             .collect();
                         kept.extend(items.iter().cloned());
-                        let items = with_namespaces(items, &namespaces, &unreadable);
+                        let items = with_cluster(items, &ClusterNow { namespaces: &namespaces, params: params.as_ref(), unreadable: &unreadable });
                         spawn_replay(Arc::clone(r), items, seeding.clone(), tx.clone());
                     }
                     Some(SourceCtl::Redispatch { generation, configurations, fresh }) => {
@@ -348,7 +359,7 @@ impl LiveSource {
                         let again = Arc::new(Replayer::new(Arc::new(engine), settings.clone()));
                         edited = Some(Arc::clone(&again));
                         let items: Arc<[InputItem]> =
-                            with_namespaces(kept.clone(), &namespaces, &unreadable).into();
+                            with_cluster(kept.clone(), &ClusterNow { namespaces: &namespaces, params: params.as_ref(), unreadable: &unreadable }).into();
                         let reusing = ReusingReplier::new(replier.clone(), cache.clone());
                         let tx = tx.clone();
                         redispatching = Some(tokio::spawn(async move {
@@ -374,6 +385,7 @@ impl LiveSource {
                         ));
                         namespaces = ClusterNamespaces::default();
                         unreadable.clear();
+                        params = None;
                         in_force = None;
                         replayer = None;
                         edited = None;
@@ -395,17 +407,30 @@ impl LiveSource {
     }
 }
 
-/// The requests among `items` with their namespace's labels as the cluster has them now, and a
-/// note for each policy kind that cannot be read (they are replayed without it).
-fn with_namespaces(
-    mut items: Vec<InputItem>,
-    namespaces: &ClusterNamespaces,
-    unreadable: &[String],
-) -> Vec<InputItem> {
+/// What the cluster has now that a replayed request is given: its namespace's labels, the
+/// parameter objects of the policies (once listed), and which policy kinds cannot be read.
+struct ClusterNow<'a> {
+    namespaces: &'a ClusterNamespaces,
+    params: Option<&'a Arc<ParamObjects>>,
+    unreadable: &'a [String],
+}
+
+/// The requests among `items` with their namespace's labels and the policies' parameter objects
+/// as the cluster has them now, and a note for each policy kind that cannot be read (they are
+/// replayed without it).
+fn with_cluster(mut items: Vec<InputItem>, now: &ClusterNow<'_>) -> Vec<InputItem> {
+    let ClusterNow {
+        namespaces,
+        params,
+        unreadable,
+    } = now;
     for item in &mut items {
         if let InputItem::Request(request) = item {
             namespaces.resolve(request);
-            for u in unreadable {
+            if let Some(params) = params {
+                request.params = Some(Arc::clone(params));
+            }
+            for u in unreadable.iter() {
                 request.notes.push(format!(
                     "the cluster's {u}; replayed without them, so a policy of that kind may have decided otherwise"
                 ));

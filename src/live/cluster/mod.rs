@@ -28,6 +28,7 @@ use tokio::time::Instant;
 
 use crate::api::{WebhookConfiguration, WebhookKind};
 use crate::config::policy::PolicySet;
+use crate::engine::policy::ParamObjects;
 
 pub use failure::{Failure, FailureKind, RbacAdvice};
 pub use feed::{RebaseError, apply_diff, editable_yaml, rebase, yaml_diff};
@@ -196,6 +197,8 @@ pub enum Feed {
     Admission(AdmissionKind),
     /// The Namespace watcher (their labels, for namespace selectors).
     Namespaces,
+    /// The watchers of the parameter objects of the policies in force (their `paramKind`s).
+    Params,
     /// The `/metrics` scrape.
     Metrics,
 }
@@ -213,7 +216,7 @@ impl Feed {
         match self {
             Feed::Admission(kind) => Some(kind.resource()),
             Feed::Namespaces => Some("namespaces"),
-            Feed::Metrics => None,
+            Feed::Params | Feed::Metrics => None,
         }
     }
 
@@ -221,7 +224,7 @@ impl Feed {
     pub fn group(self) -> &'static str {
         match self {
             Feed::Admission(_) => crate::config::GROUP,
-            Feed::Namespaces | Feed::Metrics => "",
+            Feed::Namespaces | Feed::Params | Feed::Metrics => "",
         }
     }
 }
@@ -370,6 +373,10 @@ pub enum ClusterMsg {
     Discovered(Vec<Served>),
     /// The namespaces and their labels changed (or were listed for the first time).
     Namespaces(NamespaceSet),
+    /// The parameter objects of the policies in force changed (or were listed for the first
+    /// time): every object of every `paramKind` the policies name, each with the `apiVersion` and
+    /// `kind` the policies write.
+    Params(ParamObjects),
     /// The configurations in force changed (or were listed for the first time).
     Configurations(WebhookSet),
     /// One change of the history; sent before the [`ClusterMsg::Configurations`] that includes it.
@@ -658,6 +665,8 @@ pub async fn run(options: ClusterOptions, tx: mpsc::Sender<ClusterMsg>) {
         kinds: AdmissionKind::ALL.map(KindStore::new),
         served: None,
         namespaces: NamespaceStore::default(),
+        params: Vec::new(),
+        unresolved: Default::default(),
     };
     let mut delay = options.backoff.initial;
     let mut attempt = 0u32;
@@ -755,6 +764,8 @@ type EventStream = futures::stream::BoxStream<'static, WatchItem>;
 enum Watched {
     Admission(AdmissionKind, GroupVersion),
     Namespaces,
+    /// The parameter objects of `Stores::params[i]`.
+    Params(usize),
 }
 
 impl Watched {
@@ -762,6 +773,7 @@ impl Watched {
         match self {
             Watched::Admission(kind, _) => Feed::Admission(kind),
             Watched::Namespaces => Feed::Namespaces,
+            Watched::Params(_) => Feed::Params,
         }
     }
 }
@@ -773,20 +785,171 @@ struct Stores {
     /// What discovery found on the latest connection that asked.
     served: Option<Vec<Served>>,
     namespaces: NamespaceStore,
+    /// The parameter objects, one store per `paramKind` of the policies in force so far.
+    params: Vec<ParamStore>,
+    /// The `paramKind`s (apiVersion, kind) discovery could not resolve on this connection.
+    unresolved: std::collections::BTreeSet<(String, String)>,
 }
 
-fn watch_stream(cluster: &Cluster, watched: Watched) -> EventStream {
-    let resource = match watched {
-        Watched::Admission(kind, version) => kind.api_resource(version),
-        Watched::Namespaces => ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&()),
-    };
-    let api: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &resource);
+/// The objects of one `paramKind`, by namespace and name.
+struct ParamStore {
+    /// `apiVersion` and `kind` as the policies write them.
+    key: (String, String),
+    /// Where they are listed and watched (all namespaces).
+    resource: ApiResource,
+    objects: std::collections::BTreeMap<(String, String), Value>,
+    relisting: Option<std::collections::BTreeMap<(String, String), Value>>,
+}
+
+impl ParamStore {
+    /// The object as the policies see it, and its namespace and name.
+    fn entry(&self, object: &DynamicObject) -> ((String, String), Value) {
+        let mut value = serde_json::to_value(object).unwrap_or_else(|_| json!({}));
+        if let Some(map) = value.as_object_mut() {
+            map.insert("apiVersion".into(), json!(self.key.0));
+            map.insert("kind".into(), json!(self.key.1));
+        }
+        let at = (
+            object.metadata.namespace.clone().unwrap_or_default(),
+            object.metadata.name.clone().unwrap_or_default(),
+        );
+        (at, value)
+    }
+
+    /// A watch event: whether the objects changed, and whether the watcher progressed.
+    fn event(&mut self, event: watcher::Event<DynamicObject>) -> (bool, bool) {
+        match event {
+            watcher::Event::Init => {
+                self.relisting = Some(Default::default());
+                (false, false)
+            }
+            watcher::Event::InitApply(object) => {
+                let (at, value) = self.entry(&object);
+                self.relisting
+                    .get_or_insert_with(Default::default)
+                    .insert(at, value);
+                (false, true)
+            }
+            watcher::Event::InitDone => {
+                let listed = self.relisting.take().unwrap_or_default();
+                self.objects = listed;
+                // Every complete list is news, even an empty first one: the params are known
+                // from now on.
+                (true, true)
+            }
+            watcher::Event::Apply(object) => {
+                let (at, value) = self.entry(&object);
+                let changed = self.objects.get(&at) != Some(&value);
+                self.objects.insert(at, value);
+                (changed, true)
+            }
+            watcher::Event::Delete(object) => {
+                let (at, _) = self.entry(&object);
+                (self.objects.remove(&at).is_some(), true)
+            }
+        }
+    }
+}
+
+/// Every parameter object known, for the replays.
+fn param_objects(stores: &Stores) -> ParamObjects {
+    ParamObjects::new(
+        stores
+            .params
+            .iter()
+            .flat_map(|p| p.objects.values().cloned())
+            .collect(),
+    )
+}
+
+/// The `paramKind`s (apiVersion, kind) of the policies in force.
+fn param_kinds(set: &PolicySet) -> std::collections::BTreeSet<(String, String)> {
+    let validating = set
+        .validating
+        .iter()
+        .filter_map(|p| p.spec.param_kind.as_ref());
+    let mutating = set
+        .mutating
+        .iter()
+        .filter_map(|p| p.spec.param_kind.as_ref());
+    validating
+        .chain(mutating)
+        .filter(|k| !k.kind.is_empty())
+        .map(|k| (k.api_version.clone(), k.kind.clone()))
+        .collect()
+}
+
+/// Starts watching the parameter objects of every `paramKind` of the policies in force not
+/// watched yet, each resolved to its resource by discovery (as kubectl resolves a kind). One
+/// discovery cannot resolve is a failure of the params feed, tried again on the next connection.
+async fn watch_params(
+    cluster: &Cluster,
+    options: &ClusterOptions,
+    stores: &mut Stores,
+    watches: &mut Vec<Watch>,
+) -> Vec<ClusterMsg> {
+    let mut messages = Vec::new();
+    let wanted = param_kinds(&webhook_set(stores).policies);
+    for (api_version, kind) in wanted {
+        let key = (api_version.clone(), kind.clone());
+        if stores.params.iter().any(|p| p.key == key) || stores.unresolved.contains(&key) {
+            continue;
+        }
+        let (group, version) = match api_version.split_once('/') {
+            Some((g, v)) => (g.to_string(), v.to_string()),
+            None => (String::new(), api_version.clone()),
+        };
+        let gvk = kube::api::GroupVersionKind::gvk(&group, &version, &kind);
+        let found = tokio::time::timeout(
+            Duration::from_secs(30),
+            kube::discovery::pinned_kind(&cluster.client, &gvk),
+        )
+        .await;
+        match found {
+            Ok(Ok((resource, _))) => {
+                stores.params.push(ParamStore {
+                    key,
+                    resource: resource.clone(),
+                    objects: Default::default(),
+                    relisting: None,
+                });
+                let watched = Watched::Params(stores.params.len() - 1);
+                watches.push(Watch::with_resource(cluster, options, watched, resource));
+            }
+            failed => {
+                let why = match failed {
+                    Ok(Err(e)) => failure::chain_text(&e),
+                    _ => "discovery did not answer within 30 s".to_string(),
+                };
+                stores.unresolved.insert(key);
+                messages.push(ClusterMsg::FeedFailed {
+                    feed: Feed::Params,
+                    failure: Failure {
+                        kind: FailureKind::Server,
+                        reason: format!(
+                            "The paramKind {api_version} {kind} of the policies in force cannot be resolved to a resource: {why}"
+                        ),
+                        action: "Check that the kind is served (its CustomResourceDefinition installed); replays find no parameter of it. hookscope tries again on the next connection.".to_string(),
+                        rbac: None,
+                        retry_in: Duration::ZERO,
+                    },
+                });
+            }
+        }
+    }
+    messages
+}
+
+fn watch_stream(cluster: &Cluster, resource: &ApiResource) -> EventStream {
+    let api: Api<DynamicObject> = Api::all_with(cluster.client.clone(), resource);
     watcher::watcher(api, watcher::Config::default()).boxed()
 }
 
 /// One watcher and its retry state.
 struct Watch {
     watched: Watched,
+    /// What it lists and watches.
+    resource: ApiResource,
     stream: EventStream,
     /// After a failure, the stream is polled again once this has elapsed.
     pause: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
@@ -797,10 +960,27 @@ struct Watch {
 }
 
 impl Watch {
+    /// A watcher of an admission kind or of the namespaces.
     fn new(cluster: &Cluster, options: &ClusterOptions, watched: Watched) -> Watch {
+        let resource = match watched {
+            Watched::Admission(kind, version) => kind.api_resource(version),
+            Watched::Namespaces | Watched::Params(_) => {
+                ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&())
+            }
+        };
+        Watch::with_resource(cluster, options, watched, resource)
+    }
+
+    fn with_resource(
+        cluster: &Cluster,
+        options: &ClusterOptions,
+        watched: Watched,
+        resource: ApiResource,
+    ) -> Watch {
         Watch {
             watched,
-            stream: watch_stream(cluster, watched),
+            stream: watch_stream(cluster, &resource),
+            resource,
             pause: None,
             delay: options.backoff.initial,
             report_ok: true,
@@ -812,6 +992,26 @@ enum Step {
     Nothing,
     Messages(Vec<ClusterMsg>),
     Lost(Failure),
+}
+
+impl Step {
+    /// `messages`, after the feed's recovery when the watcher `progressed` after starting or
+    /// failing.
+    fn after(
+        watch: &mut Watch,
+        options: &ClusterOptions,
+        progressed: bool,
+        mut messages: Vec<ClusterMsg>,
+    ) -> Step {
+        if progressed {
+            progress(watch, options, &mut messages);
+        }
+        if messages.is_empty() {
+            Step::Nothing
+        } else {
+            Step::Messages(messages)
+        }
+    }
 }
 
 fn webhook_set(stores: &Stores) -> WebhookSet {
@@ -910,15 +1110,15 @@ fn handle_event(
         }
         (Watched::Namespaces, Ok(event)) => {
             let (progressed, message) = namespace_event(&mut stores.namespaces, event);
-            let mut messages: Vec<ClusterMsg> = message.into_iter().collect();
-            if progressed {
-                progress(watch, options, &mut messages);
-            }
-            return if messages.is_empty() {
-                Step::Nothing
-            } else {
-                Step::Messages(messages)
+            return Step::after(watch, options, progressed, message.into_iter().collect());
+        }
+        (Watched::Params(i), Ok(event)) => {
+            let Some(store) = stores.params.get_mut(i) else {
+                return Step::Nothing;
             };
+            let (changed, progressed) = store.event(event);
+            let messages = changed.then(|| ClusterMsg::Params(param_objects(stores)));
+            return Step::after(watch, options, progressed, messages.into_iter().collect());
         }
         (Watched::Admission(kind, version), Ok(event)) => (kind, version, event),
     };
@@ -958,16 +1158,11 @@ fn handle_event(
     if progressed {
         // Readable again: the set no longer says it is not.
         changed |= store.failing.take().is_some();
-        progress(watch, options, &mut messages);
     }
     if changed {
         messages.push(ClusterMsg::Configurations(webhook_set(stores)));
     }
-    if messages.is_empty() {
-        Step::Nothing
-    } else {
-        Step::Messages(messages)
-    }
+    Step::after(watch, options, progressed, messages)
 }
 
 fn watch_error(
@@ -976,8 +1171,7 @@ fn watch_error(
     options: &ClusterOptions,
     error: watcher::Error,
 ) -> Step {
-    let feed = watch.watched.feed();
-    let plural = feed.resource().unwrap_or_default();
+    let plural = watch.resource.plural.clone();
     let (verb, inner) = match &error {
         // The watcher relists by itself after an ERROR event with 410.
         watcher::Error::WatchError(status) if status.code == 410 => return Step::Nothing,
@@ -993,7 +1187,7 @@ fn watch_error(
                     status.code, status.reason, status.message
                 ),
                 action: "hookscope restarts the watch.".to_string(),
-                rbac: (status.code == 403).then(|| rbac_for(feed, "watch", &cluster.target())),
+                rbac: (status.code == 403).then(|| rbac_of(watch, "watch", &cluster.target())),
                 retry_in: watch.delay,
             };
             return feed_failed(watch, options, failure);
@@ -1015,7 +1209,7 @@ fn watch_error(
     if api_code(inner) == Some(410) {
         // An HTTP 410 on starting a watch leaves kube's watcher retrying the same
         // resourceVersion; a new watcher lists again.
-        watch.stream = watch_stream(cluster, watch.watched);
+        watch.stream = watch_stream(cluster, &watch.resource);
         return Step::Nothing;
     }
     let what = format!(
@@ -1027,7 +1221,7 @@ fn watch_error(
         return Step::Lost(failure);
     }
     if failure.kind == FailureKind::Forbidden {
-        failure.rbac = Some(rbac_for(feed, verb, &cluster.target()));
+        failure.rbac = Some(rbac_of(watch, verb, &cluster.target()));
     }
     feed_failed(watch, options, failure)
 }
@@ -1168,6 +1362,18 @@ async fn session(
         .chain([Watched::Namespaces])
         .map(|watched| Watch::new(cluster, options, watched))
         .collect();
+    // The parameter kinds known from an earlier connection are watched again; those that could
+    // not be resolved are tried again.
+    stores.unresolved.clear();
+    for (i, p) in stores.params.iter().enumerate() {
+        let watched = Watched::Params(i);
+        watches.push(Watch::with_resource(
+            cluster,
+            options,
+            watched,
+            p.resource.clone(),
+        ));
+    }
     let mut start = 0;
     let mut discovery_delay = options.backoff.initial;
     let mut asking = Some(discovery(cluster, Duration::ZERO));
@@ -1206,7 +1412,7 @@ async fn session(
                 let watch = &mut watches[which];
                 let Some(item) = item else {
                     // kube's watcher stream does not end; if it does, start it again.
-                    watch.stream = watch_stream(cluster, watch.watched);
+                    watch.stream = watch_stream(cluster, &watch.resource);
                     continue;
                 };
                 handle_event(watch, cluster, options, stores, *item)
@@ -1214,7 +1420,14 @@ async fn session(
         };
         match step {
             Step::Nothing => {}
-            Step::Messages(messages) => {
+            Step::Messages(mut messages) => {
+                // The policies in force changed: their parameters are watched too.
+                if messages
+                    .iter()
+                    .any(|m| matches!(m, ClusterMsg::Configurations(_)))
+                {
+                    messages.extend(watch_params(cluster, options, stores, &mut watches).await);
+                }
                 for message in messages {
                     if !send(tx, message).await {
                         return None;
@@ -1288,5 +1501,15 @@ async fn scrape_loop(cluster: Cluster, options: ClusterOptions, tx: mpsc::Sender
             _ = tokio::time::sleep_until(started + interval) => {}
             _ = tx.closed() => return,
         }
+    }
+}
+
+/// The RBAC advice for `verb` on what `watch` lists and watches.
+fn rbac_of(watch: &Watch, verb: &str, target: &Target<'_>) -> RbacAdvice {
+    match watch.watched {
+        Watched::Params(_) => {
+            failure::rbac_for_resource(&watch.resource.plural, &watch.resource.group, verb, target)
+        }
+        _ => rbac_for(watch.watched.feed(), verb, target),
     }
 }

@@ -180,10 +180,11 @@ fn render_connection(frame: &mut Frame, state: &State, live: &LiveState, area: R
 fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) {
     let connected = matches!(live.connection, Connection::Connected(..));
     let mut lines = Vec::new();
-    let feeds = AdmissionKind::ALL
-        .map(Feed::Admission)
-        .into_iter()
-        .chain([Feed::Namespaces, Feed::Metrics]);
+    let feeds = AdmissionKind::ALL.map(Feed::Admission).into_iter().chain([
+        Feed::Namespaces,
+        Feed::Params,
+        Feed::Metrics,
+    ]);
     for feed in feeds {
         let served = match (feed, &live.served) {
             (Feed::Admission(kind), Some(served)) => {
@@ -203,6 +204,9 @@ fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) 
                 None => format!("{} watch", kind.resource()),
             },
             Feed::Namespaces => "namespaces watch".to_string(),
+            // Only once the policies in force take parameters.
+            Feed::Params if live.params.is_none() && live.feed(feed).is_none() => continue,
+            Feed::Params => "policy params watch".to_string(),
             Feed::Metrics => "/metrics".to_string(),
         };
         if served == Some(None) {
@@ -249,6 +253,10 @@ fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) 
                     (Feed::Metrics, Some((at, _)), _) => format!(" · last scrape {}", clock(at)),
                     (Feed::Metrics, None, _) => " · no scrape yet".into(),
                     (Feed::Namespaces, _, Some(n)) => format!(" · {n} namespaces"),
+                    (Feed::Params, _, _) => match live.params {
+                        Some((n, at)) => format!(" · {n} objects (changed {})", clock(at)),
+                        None => " · not listed yet".to_string(),
+                    },
                     _ => String::new(),
                 };
                 let since = match (feed, outcome) {
