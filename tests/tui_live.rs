@@ -2563,3 +2563,37 @@ async fn a_policys_parameters_come_from_the_cluster_and_follow_it() {
         "{screen}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn captures_given_to_live_wait_for_the_parameters_of_the_policies_in_force() {
+    let api = FakeApiServer::start().await.expect("fake API server");
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": "pol", "labels": {"env": "test"}}});
+    api.create("kubectl-create", ns).unwrap();
+    let limits: Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(format!("{FIXTURES}/policies-v1.33/inputs/params.yaml")).unwrap(),
+    )
+    .unwrap();
+    api.create("kubectl-create", limits).unwrap();
+    for name in ["replica-limit", "replica-limit-binding"] {
+        let object = policy_fixture("validating-policies.yaml", name);
+        api.create("kubectl-create", object).unwrap();
+    }
+    let dir = scratch("policy-params-loaded");
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, api.kubeconfig()).unwrap();
+    let mut source = live_source(kubeconfig, https_replier(&[]));
+    let (mut request, message) = recorded_request("pol/big", 422);
+    request.params = None;
+    source.loaded = vec![hookscope::replay::InputItem::Request(Box::new(request))];
+    let (mut state, (mut rx, ctl)) = spawn_live(source, 100, false, 200);
+    pump(&mut state, &mut rx, &ctl, "the capture replayed", |s| {
+        !s.entries.is_empty()
+    })
+    .await;
+    // Replayed once the parameters were listed, not before: denied by the limit, not for want
+    // of parameters.
+    let entry = &state.entries[0];
+    let status = entry.replayed.outcome.status.as_ref().expect("a status");
+    assert_eq!(Some(&status.message), message.as_ref());
+}

@@ -207,8 +207,21 @@ impl LiveSource {
         let mut namespaces = ClusterNamespaces::default();
         // The policy kinds that cannot be read, noted on every request replayed without them.
         let mut unreadable: Vec<String> = Vec::new();
-        // The cluster's parameter objects of the policies in force, once listed.
+        // The cluster's parameter objects of the policies in force, once listed, and why they
+        // cannot be read when they cannot.
         let mut params: Option<Arc<ParamObjects>> = None;
+        let mut params_problem: Option<String> = None;
+        // What the cluster has now, for a replayed request.
+        macro_rules! cluster_now {
+            () => {
+                ClusterNow {
+                    namespaces: &namespaces,
+                    params: params.as_ref(),
+                    params_problem: params_problem.as_deref(),
+                    unreadable: &unreadable,
+                }
+            };
+        }
         let mut cluster_open = true;
         let mut audit_open = true;
         loop {
@@ -224,18 +237,7 @@ impl LiveSource {
                             replayer = Some(Arc::clone(&r));
                             edited = None;
                             unreadable = set.unreadable.clone();
-                            in_force = Some(set.clone());
-                            if set.synced()
-                                && let Some(items) = loaded.take()
-                            {
-                                if tx.send(msg).await.is_err() {
-                                    break;
-                                }
-                                kept.extend(items.iter().cloned());
-                                let items = with_cluster(items, &ClusterNow { namespaces: &namespaces, params: params.as_ref(), unreadable: &unreadable });
-                                spawn_replay(r, items, seeding.clone(), tx.clone());
-                                continue;
-                            }
+                            in_force = Some(set);
                             msg
                         }
                         ClusterMsg::Connected(connected) => {
@@ -270,9 +272,17 @@ impl LiveSource {
                         ClusterMsg::Params(objects) => {
                             let count = objects.len();
                             params = Some(Arc::new(objects));
+                            params_problem = None;
                             SourceMsg::Live(LiveMsg::Params {
                                 objects: count,
                                 at: SystemTime::now(),
+                            })
+                        }
+                        ClusterMsg::FeedFailed { feed: Feed::Params, failure } => {
+                            params_problem = Some(failure.reason.clone());
+                            cluster_msg(ClusterMsg::FeedFailed {
+                                feed: Feed::Params,
+                                failure,
                             })
                         }
                         ClusterMsg::FeedFailed { feed: Feed::Namespaces, failure } => {
@@ -292,6 +302,17 @@ impl LiveSource {
                     };
                     if tx.send(msg).await.is_err() {
                         break;
+                    }
+                    // The captures are replayed once everything in force is known: the
+                    // configurations, and the parameters of the policies that take them.
+                    let known = params.is_some() || params_problem.is_some();
+                    if let (Some(set), Some(r)) = (&in_force, &replayer)
+                        && in_force_known(set, known)
+                        && let Some(items) = loaded.take()
+                    {
+                        kept.extend(items.iter().cloned());
+                        let items = with_cluster(items, &cluster_now!());
+                        spawn_replay(Arc::clone(r), items, seeding.clone(), tx.clone());
                     }
                 }
                 feed = audit_rx.recv(), if audit_open => {
@@ -339,7 +360,7 @@ impl LiveSource {
                             .map(|r| InputItem::Request(Box::new(r)))
                             .collect();
                         kept.extend(items.iter().cloned());
-                        let items = with_cluster(items, &ClusterNow { namespaces: &namespaces, params: params.as_ref(), unreadable: &unreadable });
+                        let items = with_cluster(items, &cluster_now!());
                         spawn_replay(Arc::clone(r), items, seeding.clone(), tx.clone());
                     }
                     Some(SourceCtl::Redispatch { generation, configurations, fresh }) => {
@@ -359,7 +380,7 @@ impl LiveSource {
                         let again = Arc::new(Replayer::new(Arc::new(engine), settings.clone()));
                         edited = Some(Arc::clone(&again));
                         let items: Arc<[InputItem]> =
-                            with_cluster(kept.clone(), &ClusterNow { namespaces: &namespaces, params: params.as_ref(), unreadable: &unreadable }).into();
+                            with_cluster(kept.clone(), &cluster_now!()).into();
                         let reusing = ReusingReplier::new(replier.clone(), cache.clone());
                         let tx = tx.clone();
                         redispatching = Some(tokio::spawn(async move {
@@ -386,6 +407,7 @@ impl LiveSource {
                         namespaces = ClusterNamespaces::default();
                         unreadable.clear();
                         params = None;
+                        params_problem = None;
                         in_force = None;
                         replayer = None;
                         edited = None;
@@ -412,7 +434,19 @@ impl LiveSource {
 struct ClusterNow<'a> {
     namespaces: &'a ClusterNamespaces,
     params: Option<&'a Arc<ParamObjects>>,
+    params_problem: Option<&'a str>,
     unreadable: &'a [String],
+}
+
+/// Whether everything in force is known, for the captures replayed once it is: every watcher
+/// has listed (or its kind is unreadable), and the parameters of the policies in force are
+/// `params_known` (listed, or unreadable) when a policy takes parameters.
+fn in_force_known(set: &WebhookSet, params_known: bool) -> bool {
+    let p = &set.policies;
+    let takes_params = (p.validating.iter().map(|v| &v.spec.param_kind))
+        .chain(p.mutating.iter().map(|m| &m.spec.param_kind))
+        .any(Option::is_some);
+    set.synced() && (params_known || !takes_params)
 }
 
 /// The requests among `items` with their namespace's labels and the policies' parameter objects
@@ -422,6 +456,7 @@ fn with_cluster(mut items: Vec<InputItem>, now: &ClusterNow<'_>) -> Vec<InputIte
     let ClusterNow {
         namespaces,
         params,
+        params_problem,
         unreadable,
     } = now;
     for item in &mut items {
@@ -429,6 +464,11 @@ fn with_cluster(mut items: Vec<InputItem>, now: &ClusterNow<'_>) -> Vec<InputIte
             namespaces.resolve(request);
             if let Some(params) = params {
                 request.params = Some(Arc::clone(params));
+            }
+            if let Some(why) = params_problem {
+                request.notes.push(format!(
+                    "the parameters of the cluster's policies cannot all be read ({why}); a policy taking them may have decided otherwise"
+                ));
             }
             for u in unreadable.iter() {
                 request.notes.push(format!(
