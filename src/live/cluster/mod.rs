@@ -3,8 +3,9 @@
 //!
 //! [`run`] connects as kubectl does (see [`kubeconfig_source`]), then keeps kube-runtime
 //! watchers on `mutatingwebhookconfigurations`, `validatingwebhookconfigurations`, the admission
-//! policies and their bindings in the versions discovery finds served ([`AdmissionKind`]), and
-//! `namespaces` (whose labels the namespace selectors read) and scrapes `/metrics` every
+//! policies and their bindings in the versions discovery finds served ([`AdmissionKind`]), the
+//! resources of the policies' `paramKind`s (their parameters), and `namespaces` (whose labels
+//! the namespace selectors read) and scrapes `/metrics` every
 //! [`ClusterOptions::scrape_interval`], sending [`ClusterMsg`]s. It never gives
 //! up: failures are reported with a reason, what to do, and when it retries. [`Cluster`] is the
 //! connection itself, for one-off requests such as [`Cluster::apply_configuration`].
