@@ -55,6 +55,15 @@ fn policy_settings(
 }
 
 impl HookInfo {
+    /// `ValidatingAdmissionPolicy` or `MutatingAdmissionPolicy` for a policy binding's row
+    /// (whose `configuration` is the policy and `webhook` the binding); None for a webhook's.
+    pub fn policy_kind(&self) -> Option<&str> {
+        self.settings.iter().find_map(|(k, v)| {
+            (*k == "kind" && (v == "ValidatingAdmissionPolicy" || v == "MutatingAdmissionPolicy"))
+                .then_some(v.as_str())
+        })
+    }
+
     /// From the engine's hook.
     pub fn from_hook(phase: WebhookKind, h: &Hook) -> HookInfo {
         let w = &h.webhook;

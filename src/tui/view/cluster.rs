@@ -145,7 +145,12 @@ fn render_connection(frame: &mut Frame, state: &State, live: &LiveState, area: R
         Span::raw(format!(
             "{} configurations, {} webhooks{policies} ({synced})",
             live.configurations,
-            state.hooks.len() - state.hooks.iter().filter(|h| is_policy_row(h)).count()
+            state.hooks.len()
+                - state
+                    .hooks
+                    .iter()
+                    .filter(|h| h.policy_kind().is_some())
+                    .count()
         )),
     ]));
     for u in &live.unreadable {
@@ -366,11 +371,4 @@ fn render_diff(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) {
     lines.extend(super::diff_lines(state, &c.diff));
     let p = Paragraph::new(lines).block(pane(state, format!(" Diff: {} ", c.name), false));
     frame.render_widget(p, area);
-}
-
-/// Whether a row of the Webhooks view is an admission policy binding's rather than a webhook's.
-fn is_policy_row(h: &crate::tui::model::HookInfo) -> bool {
-    (h.settings.iter()).any(|(k, v)| {
-        *k == "kind" && (v == "ValidatingAdmissionPolicy" || v == "MutatingAdmissionPolicy")
-    })
 }

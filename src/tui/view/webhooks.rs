@@ -186,8 +186,7 @@ fn render_history(frame: &mut Frame, state: &State, live: &LiveState, hook: &Hoo
 /// The objects whose changes a row's history shows: a webhook's configuration, or an admission
 /// policy and the binding of its row.
 fn history_objects(h: &crate::tui::model::HookInfo) -> Vec<(AdmissionKind, &str)> {
-    let kind = (h.settings.iter()).find_map(|(k, v)| (*k == "kind").then_some(v.as_str()));
-    match kind {
+    match h.policy_kind() {
         Some("ValidatingAdmissionPolicy") => vec![
             (AdmissionKind::ValidatingAdmissionPolicy, &h.configuration),
             (AdmissionKind::ValidatingAdmissionPolicyBinding, &h.webhook),
@@ -204,10 +203,7 @@ fn history_objects(h: &crate::tui::model::HookInfo) -> Vec<(AdmissionKind, &str)
 /// before the mutating webhooks, a validating one before the validating webhooks, with positions
 /// of their own).
 fn phase_label(h: &crate::tui::model::HookInfo) -> String {
-    let policy = (h.settings.iter()).any(|(k, v)| {
-        *k == "kind" && (v == "ValidatingAdmissionPolicy" || v == "MutatingAdmissionPolicy")
-    });
-    if policy {
+    if h.policy_kind().is_some() {
         "policy".to_string()
     } else {
         h.phase.to_string()
