@@ -2597,3 +2597,49 @@ async fn captures_given_to_live_wait_for_the_parameters_of_the_policies_in_force
     let status = entry.replayed.outcome.status.as_ref().expect("a status");
     assert_eq!(Some(&status.message), message.as_ref());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mutating_policy_the_cluster_serves_as_alpha_mutates_the_replays() {
+    let api = FakeApiServer::start().await.expect("fake API server");
+    // Kubernetes 1.33 with the MutatingAdmissionPolicy gate and its runtime-config on.
+    for r in [
+        FakeResource::MutatingAdmissionPolicies,
+        FakeResource::MutatingAdmissionPolicyBindings,
+    ] {
+        api.serve_versions(r, &["v1alpha1"]);
+    }
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": "pol", "labels": {"env": "test"}}});
+    api.create("kubectl-create", ns).unwrap();
+    for name in ["add-owner", "add-owner-binding"] {
+        let object = policy_fixture("mutating-policies.yaml", name);
+        api.create("kubectl-create", object).unwrap();
+    }
+    let (mut state, (mut rx, ctl)) = console_on(&api, "mutating-policy", |s| {
+        live(s).synced && live(s).namespaces == Some(1) && live(s).bindings == 1
+    })
+    .await;
+    let (request, _) = recorded_request("pol/forbidden", 422);
+    let entry = replay_request(&mut state, &mut rx, &ctl, &request).await;
+    assert!(
+        matches!(entry.verdict, Verdict::Allowed),
+        "{:?}",
+        entry.verdict
+    );
+    let object = entry.replayed.outcome.object.as_ref().expect("the object");
+    assert_eq!(object.value()["metadata"]["labels"]["owner"], "platform");
+    // The binding's row is where the apiserver runs it: before the mutating webhooks.
+    let row = &state.hooks[0];
+    assert_eq!(row.policy_kind(), Some("MutatingAdmissionPolicy"));
+    assert_eq!(
+        (row.configuration.as_str(), row.webhook.as_str()),
+        ("add-owner", "add-owner-binding")
+    );
+    let mut cluster = state.clone();
+    update(&mut cluster, Msg::Action(Action::Show(View::Cluster)));
+    let screen = hookscope::tui::view::render_text(&cluster, 200, 50);
+    assert!(
+        screen.contains("mutatingadmissionpolicies watch (v1alpha1)"),
+        "{screen}"
+    );
+}
