@@ -1475,4 +1475,25 @@ async fn the_parameter_objects_of_the_policies_in_force_are_watched() {
         "{}",
         failure.reason
     );
+
+    // No policy takes ConfigMaps any more: they are no longer watched, nor given to replays.
+    let watches = live.server.open_watches();
+    live.server
+        .delete(FakeResource::ValidatingAdmissionPolicies, "replica-limit")
+        .unwrap();
+    let (_, params) = live
+        .until(|m| match m {
+            ClusterMsg::Params(params) => Some(params.clone()),
+            _ => None,
+        })
+        .await;
+    assert!(params.is_empty(), "{params:?}");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while live.server.open_watches() >= watches {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the watch stays open"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
 }

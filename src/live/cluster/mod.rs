@@ -800,6 +800,8 @@ struct ParamStore {
     resource: ApiResource,
     objects: std::collections::BTreeMap<(String, String), Value>,
     relisting: Option<std::collections::BTreeMap<(String, String), Value>>,
+    /// A policy in force names it, so it is watched; otherwise it holds nothing.
+    watching: bool,
 }
 
 impl ParamStore {
@@ -880,9 +882,10 @@ fn param_kinds(set: &PolicySet) -> std::collections::BTreeSet<(String, String)> 
         .collect()
 }
 
-/// Starts watching the parameter objects of every `paramKind` of the policies in force not
-/// watched yet, each resolved to its resource by discovery (as kubectl resolves a kind). One
-/// discovery cannot resolve is a failure of the params feed, tried again on the next connection.
+/// Watches the parameter objects of every `paramKind` of the policies in force, each resolved
+/// to its resource by discovery (as kubectl resolves a kind), and stops watching those no policy
+/// names any more. One discovery cannot resolve is a failure of the params feed, tried again on
+/// the next connection.
 async fn watch_params(
     cluster: &Cluster,
     options: &ClusterOptions,
@@ -891,6 +894,24 @@ async fn watch_params(
 ) -> Vec<ClusterMsg> {
     let mut messages = Vec::new();
     let wanted = param_kinds(&webhook_set(stores).policies);
+    let mut dropped = false;
+    for (i, store) in stores.params.iter_mut().enumerate() {
+        let named = wanted.contains(&store.key);
+        if store.watching && !named {
+            watches.retain(|w| w.watched != Watched::Params(i));
+            store.objects.clear();
+            store.relisting = None;
+            dropped = true;
+        } else if !store.watching && named {
+            let watched = Watched::Params(i);
+            let resource = store.resource.clone();
+            watches.push(Watch::with_resource(cluster, options, watched, resource));
+        }
+        store.watching = named;
+    }
+    if dropped {
+        messages.push(ClusterMsg::Params(param_objects(stores)));
+    }
     for (api_version, kind) in wanted {
         let key = (api_version.clone(), kind.clone());
         if stores.params.iter().any(|p| p.key == key) || stores.unresolved.contains(&key) {
@@ -913,6 +934,7 @@ async fn watch_params(
                     resource: resource.clone(),
                     objects: Default::default(),
                     relisting: None,
+                    watching: true,
                 });
                 let watched = Watched::Params(stores.params.len() - 1);
                 watches.push(Watch::with_resource(cluster, options, watched, resource));
@@ -1366,7 +1388,7 @@ async fn session(
     // The parameter kinds known from an earlier connection are watched again; those that could
     // not be resolved are tried again.
     stores.unresolved.clear();
-    for (i, p) in stores.params.iter().enumerate() {
+    for (i, p) in stores.params.iter().enumerate().filter(|(_, p)| p.watching) {
         let watched = Watched::Params(i);
         watches.push(Watch::with_resource(
             cluster,
