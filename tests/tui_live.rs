@@ -2306,12 +2306,9 @@ async fn a_validating_policy_and_its_binding_in_the_cluster_decide_the_replays_a
     update(&mut cluster, Msg::Action(Action::Show(View::Cluster)));
     let screen = hookscope::tui::view::render_text(&cluster, 200, 50);
     assert!(screen.contains("1 policies with 1 bindings"), "{screen}");
+    assert!(screen.contains("✓ VAP watch (v1)"), "{screen}");
     assert!(
-        screen.contains("validatingadmissionpolicies watch (v1)"),
-        "{screen}"
-    );
-    assert!(
-        screen.contains("– mutatingadmissionpolicies: not served by this server"),
+        screen.contains("– MAP: not served by this server"),
         "{screen}"
     );
 
@@ -2446,7 +2443,7 @@ fn a_policy_kind_not_served_is_said_once_and_shown_in_the_feeds() {
     update(&mut s, Msg::Action(Action::Show(View::Cluster)));
     let screen = hookscope::tui::view::render_text(&s, 200, 50);
     assert!(
-        screen.contains("– mutatingadmissionpolicybindings: not served by this server"),
+        screen.contains("– MAPB: not served by this server"),
         "{screen}"
     );
     // The server starts serving them (its feature gate switched on): watched, nothing to say.
@@ -2454,10 +2451,7 @@ fn a_policy_kind_not_served_is_said_once_and_shown_in_the_feeds() {
     assert_eq!(s.message, None);
     let screen = hookscope::tui::view::render_text(&s, 200, 50);
     assert!(!screen.contains("not served"), "{screen}");
-    assert!(
-        screen.contains("◌ mutatingadmissionpolicies watch (v1)"),
-        "{screen}"
-    );
+    assert!(screen.contains("◌ MAP watch (v1)"), "{screen}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -2639,8 +2633,5 @@ async fn a_mutating_policy_the_cluster_serves_as_alpha_mutates_the_replays() {
     let mut cluster = state.clone();
     update(&mut cluster, Msg::Action(Action::Show(View::Cluster)));
     let screen = hookscope::tui::view::render_text(&cluster, 200, 50);
-    assert!(
-        screen.contains("mutatingadmissionpolicies watch (v1alpha1)"),
-        "{screen}"
-    );
+    assert!(screen.contains("MAP watch (v1alpha1)"), "{screen}");
 }

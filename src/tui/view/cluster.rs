@@ -20,7 +20,9 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         not_live(frame, state, area, " Cluster ");
         return;
     };
-    let [top, bottom] = Layout::vertical([Constraint::Length(17), Constraint::Min(5)]).areas(area);
+    // Room for every feed, but at most half the screen: the history needs it too.
+    let top = 17.min(area.height / 2).max(14.min(area.height));
+    let [top, bottom] = Layout::vertical([Constraint::Length(top), Constraint::Min(5)]).areas(area);
     let [connection, feeds] =
         Layout::horizontal([Constraint::Percentage(55), Constraint::Min(30)]).areas(top);
     render_connection(frame, state, live, connection);
@@ -205,8 +207,8 @@ fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) 
                 "validating watch".to_string()
             }
             Feed::Admission(kind) => match served.flatten() {
-                Some(version) => format!("{} watch ({version})", kind.resource()),
-                None => format!("{} watch", kind.resource()),
+                Some(version) => format!("{} watch ({version})", kind.short()),
+                None => format!("{} watch", kind.short()),
             },
             Feed::Namespaces => "namespaces watch".to_string(),
             // Only once the policies in force take parameters.
@@ -214,13 +216,10 @@ fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) 
             Feed::Params => "policy params watch".to_string(),
             Feed::Metrics => "/metrics".to_string(),
         };
-        if served == Some(None) {
+        if let (Feed::Admission(kind), Some(None)) = (feed, served) {
             // Discovery found no version serving it: not a failure, nothing to watch.
             lines.push(Line::styled(
-                format!(
-                    "– {}: not served by this server",
-                    feed.resource().unwrap_or_default()
-                ),
+                format!("– {}: not served by this server", kind.short()),
                 style(state, StyleKey::Muted),
             ));
             continue;
