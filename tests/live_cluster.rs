@@ -1497,3 +1497,41 @@ async fn the_parameter_objects_of_the_policies_in_force_are_watched() {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parameters_the_user_may_not_list_name_the_rule_for_their_resource() {
+    let denial = Denial::resource(FakeResource::ConfigMaps, "list");
+    let mut live = Live::start(|s| {
+        s.forbid(denial.clone());
+        let mut p = policy("replica-limit", "too many replicas");
+        p["spec"]["paramKind"] = json!({"apiVersion": "v1", "kind": "ConfigMap"});
+        s.create("kubectl", p).unwrap();
+    })
+    .await;
+    let (_, failure) = live
+        .until(|m| match m {
+            ClusterMsg::FeedFailed {
+                feed: Feed::Params,
+                failure,
+            } => Some(failure.clone()),
+            _ => None,
+        })
+        .await;
+    assert_eq!(failure.kind, FailureKind::Forbidden);
+    let rbac = failure.rbac.expect("the rule to add");
+    assert!(
+        rbac.rule.contains(r#"apiGroups: [""]"#)
+            && rbac.rule.contains(r#"resources: ["configmaps"]"#),
+        "{}",
+        rbac.rule
+    );
+    assert!(
+        rbac.check.starts_with("kubectl auth can-i list configmaps"),
+        "{}",
+        rbac.check
+    );
+    // Granted: the parameters come.
+    live.server.allow(&denial);
+    live.until(|m| matches!(m, ClusterMsg::Params(_)).then_some(()))
+        .await;
+}
