@@ -215,6 +215,19 @@ impl Live {
         }
     }
 
+    /// Skips to the next failure of the params feed.
+    async fn params_failed(&mut self) -> hookscope::live::cluster::Failure {
+        self.until(|m| match m {
+            ClusterMsg::FeedFailed {
+                feed: Feed::Params,
+                failure,
+            } => Some(failure.clone()),
+            _ => None,
+        })
+        .await
+        .1
+    }
+
     /// Skips to the next parameter objects: how many ConfigMaps of `pol` they hold, and
     /// `replica-limits` among them.
     async fn next_params(&mut self) -> (usize, Value) {
@@ -1131,6 +1144,12 @@ fn policy(name: &str, message: &str) -> Value {
     })
 }
 
+/// `policy` taking parameters of `api_version` `kind`.
+fn taking(mut policy: Value, api_version: &str, kind: &str) -> Value {
+    policy["spec"]["paramKind"] = json!({"apiVersion": api_version, "kind": kind});
+    policy
+}
+
 fn binding(name: &str, policy: &str, actions: &[&str]) -> Value {
     json!({
         "apiVersion": "admissionregistration.k8s.io/v1",
@@ -1441,8 +1460,11 @@ async fn the_parameter_objects_of_the_policies_in_force_are_watched() {
     let path = FakeResource::ConfigMaps.path();
     assert!(!live.server.requests().iter().any(|r| r.path == path));
 
-    let mut p = policy("replica-limit", "too many replicas");
-    p["spec"]["paramKind"] = json!({"apiVersion": "v1", "kind": "ConfigMap"});
+    let p = taking(
+        policy("replica-limit", "too many replicas"),
+        "v1",
+        "ConfigMap",
+    );
     live.server.create("kubectl", p).unwrap();
     let (found, limit) = live.next_params().await;
     assert_eq!(found, 2, "every ConfigMap is a candidate");
@@ -1456,18 +1478,9 @@ async fn the_parameter_objects_of_the_policies_in_force_are_watched() {
 
     // A paramKind the server does not serve (its CRD is not installed) is a failure of the
     // params feed that says which, not of the connection.
-    let mut p = policy("quota", "over quota");
-    p["spec"]["paramKind"] = json!({"apiVersion": "example.com/v1", "kind": "Quota"});
-    live.server.create("kubectl", p).unwrap();
-    let (_, failure) = live
-        .until(|m| match m {
-            ClusterMsg::FeedFailed {
-                feed: Feed::Params,
-                failure,
-            } => Some(failure.clone()),
-            _ => None,
-        })
-        .await;
+    let quota = taking(policy("quota", "over quota"), "example.com/v1", "Quota");
+    live.server.create("kubectl", quota).unwrap();
+    let failure = live.params_failed().await;
     assert!(
         failure.reason.starts_with(
             "The paramKind example.com/v1 Quota of the policies in force cannot be resolved"
@@ -1503,20 +1516,15 @@ async fn parameters_the_user_may_not_list_name_the_rule_for_their_resource() {
     let denial = Denial::resource(FakeResource::ConfigMaps, "list");
     let mut live = Live::start(|s| {
         s.forbid(denial.clone());
-        let mut p = policy("replica-limit", "too many replicas");
-        p["spec"]["paramKind"] = json!({"apiVersion": "v1", "kind": "ConfigMap"});
+        let p = taking(
+            policy("replica-limit", "too many replicas"),
+            "v1",
+            "ConfigMap",
+        );
         s.create("kubectl", p).unwrap();
     })
     .await;
-    let (_, failure) = live
-        .until(|m| match m {
-            ClusterMsg::FeedFailed {
-                feed: Feed::Params,
-                failure,
-            } => Some(failure.clone()),
-            _ => None,
-        })
-        .await;
+    let failure = live.params_failed().await;
     assert_eq!(failure.kind, FailureKind::Forbidden);
     let rbac = failure.rbac.expect("the rule to add");
     assert!(
