@@ -1,6 +1,7 @@
 //! Serves the Kubernetes API subset `hookscope live` uses (list/watch of the webhook
-//! configurations, server-side apply, `/version`, `/metrics`) over TLS on loopback until
-//! killed, to try the live console without a cluster.
+//! configurations, the admission policies and their bindings, namespaces and ConfigMaps,
+//! discovery, server-side apply, `/version`, `/metrics`) over TLS on loopback until killed, to
+//! try the live console without a cluster.
 //!
 //! ```text
 //! cargo run --example fake_apiserver -- --kubeconfig FILE [--configurations FILE]... [--metrics FILE]
@@ -9,12 +10,15 @@
 //!
 //! `--kubeconfig` is where the kubeconfig for the server is written; each `--configurations`
 //! file (YAML, one object per document) is created as if by kubectl; `--metrics` is the text
-//! `/metrics` serves. Nothing listens beyond 127.0.0.1.
+//! `/metrics` serves. The server serves what a 1.33 serves without flags (no
+//! MutatingAdmissionPolicy), except that MutatingAdmissionPolicies or bindings given are served
+//! in their apiVersion, as by a server whose feature gate is on. Nothing listens beyond
+//! 127.0.0.1.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use hookscope::fake_apiserver::FakeApiServer;
+use hookscope::fake_apiserver::{FakeApiServer, FakeResource};
 use serde_json::Value;
 
 const USAGE: &str =
@@ -64,6 +68,20 @@ async fn serve(
         for (i, object) in objects.into_iter().enumerate() {
             if object.is_null() {
                 continue;
+            }
+            // A server that stores a mutating policy serves its version.
+            let kind = object["kind"].as_str().unwrap_or_default();
+            let version = object["apiVersion"]
+                .as_str()
+                .and_then(|v| v.split_once('/'));
+            if let (Some(resource), Some((_, version))) = (FakeResource::from_kind(kind), version)
+                && matches!(
+                    resource,
+                    FakeResource::MutatingAdmissionPolicies
+                        | FakeResource::MutatingAdmissionPolicyBindings
+                )
+            {
+                api.serve_versions(resource, &[version]);
             }
             api.create("kubectl-client-side-apply", object)
                 .map_err(|e| format!("{} document {}: {e}", file.display(), i + 1))?;

@@ -42,9 +42,10 @@ enum Command {
     /// to their files) and see which outcomes change. `hookscope` alone opens it on the embedded
     /// demo.
     Tui(Box<cli::tui::Args>),
-    /// The console on a live cluster: its webhook configurations (watched, with a history of
-    /// changes), the apiserver's webhook metrics (scraped) and audit events (from a followed log
-    /// or as the audit webhook backend), replayable against the configurations in force.
+    /// The console on a live cluster: its webhook configurations and admission policies with
+    /// their bindings (watched, with a history of changes), the apiserver's webhook and policy
+    /// metrics (scraped) and audit events (from a followed log or as the audit webhook backend),
+    /// replayable against the configurations in force.
     /// Read-only unless --allow-writes.
     Live(Box<cli::live::Args>),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell), e.g.

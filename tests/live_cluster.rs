@@ -14,8 +14,9 @@ use std::time::Duration;
 use hookscope::api::WebhookKind;
 use hookscope::fake_apiserver::{Denial, FakeApiServer, FakeResource, WatchExpiry};
 use hookscope::live::cluster::{
-    Backoff, ChangeAction, Cluster, ClusterError, ClusterMsg, ClusterOptions, FailureKind, Feed,
-    KubeconfigSource, Seen, WebhookSet, WriteError, kubeconfig_source, read_kubeconfig, run,
+    AdmissionKind, Backoff, ChangeAction, Cluster, ClusterError, ClusterMsg, ClusterOptions,
+    FailureKind, Feed, GroupVersion, KubeconfigSource, Seen, WebhookSet, WriteError,
+    kubeconfig_source, read_kubeconfig, run,
 };
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -73,6 +74,8 @@ struct Live {
     rx: mpsc::Receiver<ClusterMsg>,
     /// Feeds that failed since they last worked: their recovery is a message of its own.
     failed: Vec<Feed>,
+    /// What discovery found last.
+    discovered: Option<Vec<hookscope::live::cluster::Served>>,
     _scratch: Scratch,
 }
 
@@ -101,6 +104,7 @@ impl Live {
             kubeconfig,
             rx,
             failed: Vec::new(),
+            discovered: None,
             _scratch: scratch,
         }
     }
@@ -116,6 +120,7 @@ impl Live {
                 .expect("a message in time")
                 .expect("the run task keeps going");
             match message {
+                ClusterMsg::Discovered(served) => self.discovered = Some(served),
                 ClusterMsg::Metrics(_)
                 | ClusterMsg::Namespaces(_)
                 | ClusterMsg::FeedFailed {
@@ -160,12 +165,11 @@ impl Live {
         }
     }
 
-    /// Waits for a set in which both watchers have listed.
+    /// Waits for a set in which every watcher has listed (and discovery has said which policy
+    /// kinds are not served).
     async fn synced(&mut self) -> WebhookSet {
         self.until(|m| match m {
-            ClusterMsg::Configurations(set) if set.mutating_synced && set.validating_synced => {
-                Some(set.clone())
-            }
+            ClusterMsg::Configurations(set) if set.synced() => Some(set.clone()),
             _ => None,
         })
         .await
@@ -197,10 +201,11 @@ impl Live {
         }
     }
 
-    /// Waits until both watchers have their watch open.
+    /// Waits until every watcher has its watch open: the two webhook configuration kinds, the
+    /// namespaces, and the two validating policy kinds the fake serves by default.
     async fn watching(&self) {
         let deadline = tokio::time::Instant::now() + WAIT;
-        while self.server.open_watches() < 3 {
+        while self.server.open_watches() < 5 {
             assert!(
                 tokio::time::Instant::now() < deadline,
                 "watches not open: {:?}",
@@ -208,6 +213,38 @@ impl Live {
             );
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
+    }
+
+    /// Skips to the next failure of the params feed.
+    async fn params_failed(&mut self) -> hookscope::live::cluster::Failure {
+        self.until(|m| match m {
+            ClusterMsg::FeedFailed {
+                feed: Feed::Params,
+                failure,
+            } => Some(failure.clone()),
+            _ => None,
+        })
+        .await
+        .1
+    }
+
+    /// Skips to the next parameter objects: how many ConfigMaps of `pol` they hold, and
+    /// `replica-limits` among them.
+    async fn next_params(&mut self) -> (usize, Value) {
+        use hookscope::engine::policy::ParamSource as _;
+        let (_, params) = self
+            .until(|m| match m {
+                ClusterMsg::Params(params) => Some(params.clone()),
+                _ => None,
+            })
+            .await;
+        let found = params.params("v1", "ConfigMap", Some("pol"));
+        let limit = found
+            .iter()
+            .find(|o| o["metadata"]["name"] == "replica-limits")
+            .map(|o| (**o).clone())
+            .expect("replica-limits");
+        (found.len(), limit)
     }
 
     fn count(&self, resource: FakeResource, watch: bool) -> usize {
@@ -333,7 +370,11 @@ async fn changes_while_watching_arrive_in_order_with_manager_and_diff() {
     let added = live.next_change().await;
     assert_eq!(
         (added.kind, added.name.as_str(), added.action),
-        (WebhookKind::Mutating, "injector", ChangeAction::Added)
+        (
+            WebhookKind::Mutating.into(),
+            "injector",
+            ChangeAction::Added
+        )
     );
     assert_eq!(added.who, "kubectl-create");
     assert_eq!(added.operation.as_deref(), Some("Update"));
@@ -540,7 +581,7 @@ async fn a_dropped_watch_is_resumed() {
     let change = live.next_change().await;
     assert_eq!(
         (change.kind, change.name.as_str()),
-        (WebhookKind::Validating, "after-drop")
+        (WebhookKind::Validating.into(), "after-drop")
     );
 }
 
@@ -557,7 +598,7 @@ async fn forbidden_list_names_the_rbac_rule_then_recovers_when_granted() {
     live.until(|m| {
         match m {
             ClusterMsg::FeedFailed {
-                feed: Feed::ValidatingWebhookConfigurations,
+                feed: Feed::VALIDATING_WEBHOOKS,
                 failure: f,
             } => failure = failure.take().or(Some(f.clone())),
             ClusterMsg::Configurations(set) if set.mutating_synced => {
@@ -601,14 +642,8 @@ async fn forbidden_list_names_the_rbac_rule_then_recovers_when_granted() {
 
     live.server.create("kubectl", validating("v")).unwrap();
     live.server.allow(&denial);
-    live.until(|m| {
-        matches!(
-            m,
-            ClusterMsg::FeedRecovered(Feed::ValidatingWebhookConfigurations)
-        )
-        .then_some(())
-    })
-    .await;
+    live.until(|m| matches!(m, ClusterMsg::FeedRecovered(Feed::VALIDATING_WEBHOOKS)).then_some(()))
+        .await;
     let set = live.synced().await;
     assert_eq!(names(&set.validating), ["v"]);
 }
@@ -1090,4 +1125,421 @@ async fn the_fake_server_speaks_the_list_paging_and_watch_wire_format() {
         }
         other => panic!("expected 401, got {other:?}"),
     }
+}
+
+// --- admission policies ---------------------------------------------------------------------
+
+fn policy(name: &str, message: &str) -> Value {
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["configmaps"],
+            }]},
+            "validations": [{"expression": "!has(object.data) || !('forbidden' in object.data)", "message": message}],
+        },
+    })
+}
+
+/// `policy` taking parameters of `api_version` `kind`.
+fn taking(mut policy: Value, api_version: &str, kind: &str) -> Value {
+    policy["spec"]["paramKind"] = json!({"apiVersion": api_version, "kind": kind});
+    policy
+}
+
+fn binding(name: &str, policy: &str, actions: &[&str]) -> Value {
+    json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": name},
+        "spec": {"policyName": policy, "validationActions": actions},
+    })
+}
+
+fn mutating_policy(api_version: &str, name: &str) -> Value {
+    json!({
+        "apiVersion": api_version,
+        "kind": "MutatingAdmissionPolicy",
+        "metadata": {"name": name},
+        "spec": {
+            "matchConstraints": {"resourceRules": [{
+                "apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["configmaps"],
+            }]},
+            "reinvocationPolicy": "Never",
+            "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": "[JSONPatch{op: 'add', path: '/data/seen', value: 'yes'}]"}}],
+        },
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policies_and_bindings_are_watched_defaulted_and_join_the_history_with_diffs() {
+    let mut live = Live::start(|s| {
+        s.create(
+            "kubectl",
+            policy("no-forbidden", "the key 'forbidden' is not allowed"),
+        )
+        .unwrap();
+        // The apiserver would refuse this one (no validations): a problem, not a failure.
+        let mut invalid = policy("empty", "");
+        invalid["spec"]["validations"] = json!([]);
+        s.create("kubectl", invalid).unwrap();
+    })
+    .await;
+    let set = live.synced().await;
+    assert_eq!(set.policies.validating.len(), 1, "{:?}", set.policies);
+    let p = &set.policies.validating[0];
+    assert_eq!(p.name, "no-forbidden");
+    // The loader's defaults, as files get them.
+    assert_eq!(p.spec.failure_policy.as_deref(), Some("Fail"));
+    let constraints = p.spec.match_constraints.as_ref().unwrap();
+    assert_eq!(constraints.match_policy.as_deref(), Some("Equivalent"));
+    assert!(set.policies.validating_bindings.is_empty());
+    assert_eq!(set.problems.len(), 1, "{:?}", set.problems);
+    assert!(
+        set.problems[0].starts_with("validatingadmissionpolicies/empty: left out of the replays")
+            && set.problems[0].contains("spec.validations"),
+        "{}",
+        set.problems[0]
+    );
+    assert!(set.unreadable.is_empty(), "{:?}", set.unreadable);
+    // Watched at v1, the version the server serves.
+    let vap = FakeResource::ValidatingAdmissionPolicies;
+    assert_eq!(live.count(vap, false), 1);
+    live.watching().await;
+
+    // A binding appears, changes and goes: each is a change of the history, with its diff,
+    // followed by the set in force.
+    live.server
+        .create(
+            "kubectl-create",
+            binding("no-forbidden-binding", "no-forbidden", &["Warn"]),
+        )
+        .unwrap();
+    let added = live.next_change().await;
+    assert_eq!(
+        (added.kind, added.name.as_str(), added.action),
+        (
+            AdmissionKind::ValidatingAdmissionPolicyBinding,
+            "no-forbidden-binding",
+            ChangeAction::Added
+        )
+    );
+    assert_eq!(added.who, "kubectl-create");
+    assert!(
+        added.diff.contains("+  policyName: no-forbidden"),
+        "{}",
+        added.diff
+    );
+    assert!(
+        added
+            .diff
+            .contains("+apiVersion: admissionregistration.k8s.io/v1\n"),
+        "{}",
+        added.diff
+    );
+    let set = match live.next().await {
+        ClusterMsg::Configurations(set) => set,
+        other => panic!("expected the set, got {other:?}"),
+    };
+    assert_eq!(set.policies.validating_bindings.len(), 1);
+    assert_eq!(
+        set.policies.validating_bindings[0].spec.validation_actions,
+        ["Warn"]
+    );
+
+    live.server
+        .update(
+            "kubectl-edit",
+            binding("no-forbidden-binding", "no-forbidden", &["Deny"]),
+        )
+        .unwrap();
+    let modified = live.next_change().await;
+    assert_eq!(modified.action, ChangeAction::Modified);
+    assert_eq!(modified.who, "kubectl-edit");
+    assert!(modified.diff.contains("-  - Warn"), "{}", modified.diff);
+    assert!(modified.diff.contains("+  - Deny"), "{}", modified.diff);
+    match live.next().await {
+        ClusterMsg::Configurations(set) => assert_eq!(
+            set.policies.validating_bindings[0].spec.validation_actions,
+            ["Deny"]
+        ),
+        other => panic!("expected the set, got {other:?}"),
+    }
+
+    live.server
+        .update(
+            "kubectl-edit",
+            policy("no-forbidden", "no 'forbidden' key, please"),
+        )
+        .unwrap();
+    let modified = live.next_change().await;
+    assert_eq!(modified.kind, AdmissionKind::ValidatingAdmissionPolicy);
+    assert!(
+        modified
+            .diff
+            .contains("+    message: no 'forbidden' key, please"),
+        "{}",
+        modified.diff
+    );
+    live.next().await;
+
+    live.server
+        .delete(
+            FakeResource::ValidatingAdmissionPolicyBindings,
+            "no-forbidden-binding",
+        )
+        .unwrap();
+    let deleted = live.next_change().await;
+    assert_eq!(
+        (deleted.kind, deleted.action),
+        (
+            AdmissionKind::ValidatingAdmissionPolicyBinding,
+            ChangeAction::Deleted
+        )
+    );
+    assert!(deleted.diff.contains("+++ /dev/null"), "{}", deleted.diff);
+    match live.next().await {
+        ClusterMsg::Configurations(set) => {
+            assert!(set.policies.validating_bindings.is_empty());
+            assert_eq!(set.policies.validating.len(), 1);
+        }
+        other => panic!("expected the set, got {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_does_not_serve_mutating_admission_policies_is_fine() {
+    // Kubernetes 1.31: ValidatingAdmissionPolicy is v1, MutatingAdmissionPolicy does not exist.
+    let mut live = Live::start(|s| {
+        s.set_git_version("v1.31.4");
+        s.create("kubectl", validating("policy")).unwrap();
+    })
+    .await;
+    let (skipped, set) = live
+        .until(|m| match m {
+            ClusterMsg::Configurations(set) if set.synced() => Some(set.clone()),
+            _ => None,
+        })
+        .await;
+    let served = live.discovered.clone().expect("discovery answered");
+    let version = |k| served.iter().find(|s| s.kind == k).map(|s| s.version);
+    assert_eq!(
+        version(AdmissionKind::ValidatingAdmissionPolicy),
+        Some(Some(GroupVersion::V1))
+    );
+    assert_eq!(version(AdmissionKind::MutatingAdmissionPolicy), Some(None));
+    assert_eq!(
+        version(AdmissionKind::MutatingAdmissionPolicyBinding),
+        Some(None)
+    );
+    // Not a failure of any feed: nothing is asked of a resource the server does not have.
+    assert!(
+        !skipped
+            .iter()
+            .any(|m| matches!(m, ClusterMsg::FeedFailed { .. })),
+        "{skipped:?}"
+    );
+    assert!(
+        set.unreadable.is_empty() && set.problems.is_empty(),
+        "{set:?}"
+    );
+    assert_eq!(names(&set.validating), ["policy"]);
+    assert!(set.policies.mutating.is_empty());
+    let asked: Vec<_> = live
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.path.contains("mutatingadmissionpolic"))
+        .collect();
+    assert!(asked.is_empty(), "{asked:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mutating_policies_are_watched_in_the_alpha_version_a_1_33_server_serves() {
+    let mut live = Live::start(|s| {
+        for r in [
+            FakeResource::MutatingAdmissionPolicies,
+            FakeResource::MutatingAdmissionPolicyBindings,
+        ] {
+            s.serve_versions(r, &["v1alpha1"]);
+        }
+        let api = "admissionregistration.k8s.io/v1alpha1";
+        s.create("kubectl", mutating_policy(api, "add-seen"))
+            .unwrap();
+        let mut b = binding("add-seen-binding", "add-seen", &[]);
+        b["apiVersion"] = json!(api);
+        b["kind"] = json!("MutatingAdmissionPolicyBinding");
+        b["spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("validationActions");
+        s.create("kubectl", b).unwrap();
+    })
+    .await;
+    let set = live.synced().await;
+    assert!(set.problems.is_empty(), "{:?}", set.problems);
+    assert_eq!(set.policies.mutating.len(), 1);
+    assert_eq!(
+        set.policies.mutating[0].api_version,
+        "admissionregistration.k8s.io/v1alpha1"
+    );
+    assert_eq!(
+        set.policies.mutating_bindings[0].spec.policy_name,
+        "add-seen"
+    );
+    let path = FakeResource::MutatingAdmissionPolicies.path_at("v1alpha1");
+    assert!(
+        live.server.requests().iter().any(|r| r.path == path),
+        "{:?}",
+        live.server.requests()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_kind_the_user_may_not_list_is_unreadable_not_blocking() {
+    let denial = Denial::resource(FakeResource::ValidatingAdmissionPolicyBindings, "list");
+    let mut live = Live::start(|s| s.forbid(denial.clone())).await;
+    let (_, failure) = live
+        .until(|m| match m {
+            ClusterMsg::FeedFailed {
+                feed: Feed::Admission(AdmissionKind::ValidatingAdmissionPolicyBinding),
+                failure,
+            } => Some(failure.clone()),
+            _ => None,
+        })
+        .await;
+    assert_eq!(failure.kind, FailureKind::Forbidden);
+    let rbac = failure.rbac.expect("the rule to add");
+    assert!(
+        rbac.rule
+            .contains(r#"resources: ["validatingadmissionpolicybindings"]"#),
+        "{}",
+        rbac.rule
+    );
+    // What is in force is known except that kind, which the set names.
+    let set = live.synced().await;
+    assert_eq!(set.unreadable.len(), 1, "{:?}", set.unreadable);
+    assert!(
+        set.unreadable[0].starts_with("validatingadmissionpolicybindings: "),
+        "{}",
+        set.unreadable[0]
+    );
+    live.server.allow(&denial);
+    let set = live
+        .until(|m| match m {
+            ClusterMsg::Configurations(set) if set.unreadable.is_empty() => Some(set.clone()),
+            _ => None,
+        })
+        .await
+        .1;
+    assert!(set.synced());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_parameter_objects_of_the_policies_in_force_are_watched() {
+    let limits = |max: &str| {
+        json!({"apiVersion": "v1", "kind": "ConfigMap",
+               "metadata": {"name": "replica-limits", "namespace": "pol"},
+               "data": {"maxReplicas": max}})
+    };
+    let mut live = Live::start(|s| {
+        s.create("kubectl", limits("3")).unwrap();
+        // Not a parameter of any policy: not the replays' business.
+        let other = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "unrelated", "namespace": "pol"}});
+        s.create("kubectl", other).unwrap();
+    })
+    .await;
+    let set = live.synced().await;
+    assert!(set.policies.validating.is_empty());
+    // No policy takes parameters: none is listed.
+    let path = FakeResource::ConfigMaps.path();
+    assert!(!live.server.requests().iter().any(|r| r.path == path));
+
+    let p = taking(
+        policy("replica-limit", "too many replicas"),
+        "v1",
+        "ConfigMap",
+    );
+    live.server.create("kubectl", p).unwrap();
+    let (found, limit) = live.next_params().await;
+    assert_eq!(found, 2, "every ConfigMap is a candidate");
+    assert_eq!(limit["data"]["maxReplicas"], "3");
+    assert_eq!(limit["kind"], "ConfigMap");
+
+    // The parameter changes: the replays get the new one.
+    live.server.update("kubectl-edit", limits("5")).unwrap();
+    let (_, limit) = live.next_params().await;
+    assert_eq!(limit["data"]["maxReplicas"], "5");
+
+    // A paramKind the server does not serve (its CRD is not installed) is a failure of the
+    // params feed that says which, not of the connection.
+    let quota = taking(policy("quota", "over quota"), "example.com/v1", "Quota");
+    live.server.create("kubectl", quota).unwrap();
+    let failure = live.params_failed().await;
+    assert!(
+        failure.reason.starts_with(
+            "The paramKind example.com/v1 Quota of the policies in force cannot be resolved"
+        ),
+        "{}",
+        failure.reason
+    );
+
+    // No policy takes ConfigMaps any more: they are no longer watched, nor given to replays.
+    let watches = live.server.open_watches();
+    live.server
+        .delete(FakeResource::ValidatingAdmissionPolicies, "replica-limit")
+        .unwrap();
+    let (_, params) = live
+        .until(|m| match m {
+            ClusterMsg::Params(params) => Some(params.clone()),
+            _ => None,
+        })
+        .await;
+    assert!(params.is_empty(), "{params:?}");
+    let deadline = tokio::time::Instant::now() + WAIT;
+    while live.server.open_watches() >= watches {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the watch stays open"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parameters_the_user_may_not_list_name_the_rule_for_their_resource() {
+    let denial = Denial::resource(FakeResource::ConfigMaps, "list");
+    let mut live = Live::start(|s| {
+        s.forbid(denial.clone());
+        let p = taking(
+            policy("replica-limit", "too many replicas"),
+            "v1",
+            "ConfigMap",
+        );
+        s.create("kubectl", p).unwrap();
+    })
+    .await;
+    let failure = live.params_failed().await;
+    assert_eq!(failure.kind, FailureKind::Forbidden);
+    let rbac = failure.rbac.expect("the rule to add");
+    assert!(
+        rbac.rule.contains(r#"apiGroups: [""]"#)
+            && rbac.rule.contains(r#"resources: ["configmaps"]"#),
+        "{}",
+        rbac.rule
+    );
+    assert!(
+        rbac.check.starts_with("kubectl auth can-i list configmaps"),
+        "{}",
+        rbac.check
+    );
+    // Granted: the parameters come.
+    live.server.allow(&denial);
+    live.until(|m| matches!(m, ClusterMsg::Params(_)).then_some(()))
+        .await;
 }

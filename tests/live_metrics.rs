@@ -936,3 +936,69 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_policy_families_read_the_same_from_a_scrape_and_from_a_replay() {
+    let mut m = Metrics::new();
+    let check = |action: &'static str| hookscope::metrics::PolicyCheckKey {
+        policy: "no-forbidden-key".into(),
+        binding: "no-forbidden-key-binding".into(),
+        action,
+        error_type: "invalid_error",
+        legacy: false,
+    };
+    m.observe_policy_check(check("deny"), Duration::from_micros(40));
+    m.observe_policy_check(check("deny"), Duration::from_micros(60));
+    m.observe_policy_check(check("warn"), Duration::from_micros(20));
+    // The mutating policies' families of 1.34 and later.
+    m.observe_mutating_check(
+        "add-owner",
+        "add-owner-binding",
+        "no_error",
+        Duration::from_micros(30),
+    );
+    let text = m.encode_text();
+    let from_text = AdmissionSnapshot::from_text(&text).expect("our exporter's text parses");
+    assert_eq!(from_text, AdmissionSnapshot::from_metrics(&m));
+    let deny = [
+        ("enforcement_action", "deny"),
+        ("error_type", "invalid_error"),
+        ("policy", "no-forbidden-key"),
+        ("policy_binding", "no-forbidden-key-binding"),
+    ];
+    assert_eq!(
+        from_text.counter(AdmissionFamily::PolicyChecks, &deny),
+        Some(2.0)
+    );
+    let latency = from_text
+        .histogram(AdmissionFamily::PolicyDuration, &deny)
+        .expect("the check latency");
+    assert_eq!(latency.count, 2.0);
+    let mutated = [
+        ("error_type", "no_error"),
+        ("policy", "add-owner"),
+        ("policy_binding", "add-owner-binding"),
+    ];
+    assert_eq!(
+        from_text.counter(AdmissionFamily::MutatingPolicyChecks, &mutated),
+        Some(1.0)
+    );
+    assert!(
+        from_text
+            .histogram(AdmissionFamily::MutatingPolicyDuration, &mutated)
+            .is_some()
+    );
+    // The labels the families document are those the series carry.
+    for family in [
+        AdmissionFamily::PolicyChecks,
+        AdmissionFamily::MutatingPolicyChecks,
+    ] {
+        let key = from_text
+            .counters
+            .keys()
+            .find(|k| k.family == family)
+            .expect("a series");
+        let names: Vec<&str> = key.labels.pairs().iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, family.labels());
+    }
+}

@@ -16,8 +16,8 @@ use hookscope::engine::{AuditLevel, EngineOptions};
 use hookscope::fake_apiserver::{FakeApiServer, FakeResource};
 use hookscope::live::audit::{CaptureOptions, FollowOptions};
 use hookscope::live::cluster::{
-    Backoff, Change, ChangeAction, ClusterMsg, ClusterOptions, Connected, ConnectionInfo, Failure,
-    FailureKind, Feed, KubeconfigSource, RbacAdvice, Seen,
+    AdmissionKind, Backoff, Change, ChangeAction, ClusterMsg, ClusterOptions, Connected,
+    ConnectionInfo, Failure, FailureKind, Feed, KubeconfigSource, RbacAdvice, Seen,
 };
 use hookscope::live::metrics::{AdmissionSnapshot, parse};
 use hookscope::replay::input::{ClusterState, Reader};
@@ -549,6 +549,9 @@ fn listed_none(s: &mut State) {
         LiveMsg::Configurations {
             hooks: Vec::new(),
             configurations: 0,
+            policies: 0,
+            bindings: 0,
+            unreadable: Vec::new(),
             problems: Vec::new(),
             synced: true,
             documents: Vec::new(),
@@ -631,13 +634,21 @@ fn snapshot_with(counter: f64, duration_bucket: f64) -> AdmissionSnapshot {
          apiserver_admission_webhook_admission_duration_seconds_sum{{name=\"add-label.oracle.test\",operation=\"CREATE\",rejected=\"false\",type=\"admit\"}} {}\n\
          apiserver_admission_webhook_admission_duration_seconds_count{{name=\"add-label.oracle.test\",operation=\"CREATE\",rejected=\"false\",type=\"admit\"}} {}\n\
          # TYPE apiserver_admission_webhook_fail_open_count counter\n\
-         apiserver_admission_webhook_fail_open_count{{name=\"slow.oracle.test\",type=\"validating\"}} {}\n",
+         apiserver_admission_webhook_fail_open_count{{name=\"slow.oracle.test\",type=\"validating\"}} {}\n\
+         # TYPE apiserver_validating_admission_policy_check_total counter\n\
+         apiserver_validating_admission_policy_check_total{{enforcement_action=\"deny\",error_type=\"invalid_error\",policy=\"no-forbidden-key\",policy_binding=\"no-forbidden-key-binding\"}} {counter}\n\
+         # TYPE apiserver_validating_admission_policy_check_duration_seconds histogram\n\
+         apiserver_validating_admission_policy_check_duration_seconds_bucket{{enforcement_action=\"deny\",error_type=\"invalid_error\",policy=\"no-forbidden-key\",policy_binding=\"no-forbidden-key-binding\",le=\"0.001\"}} {counter}\n\
+         apiserver_validating_admission_policy_check_duration_seconds_bucket{{enforcement_action=\"deny\",error_type=\"invalid_error\",policy=\"no-forbidden-key\",policy_binding=\"no-forbidden-key-binding\",le=\"+Inf\"}} {counter}\n\
+         apiserver_validating_admission_policy_check_duration_seconds_sum{{enforcement_action=\"deny\",error_type=\"invalid_error\",policy=\"no-forbidden-key\",policy_binding=\"no-forbidden-key-binding\"}} {}\n\
+         apiserver_validating_admission_policy_check_duration_seconds_count{{enforcement_action=\"deny\",error_type=\"invalid_error\",policy=\"no-forbidden-key\",policy_binding=\"no-forbidden-key-binding\"}} {counter}\n",
         counter * 4.0,
         duration_bucket * 2.0,
         duration_bucket * 2.0,
         duration_bucket * 0.01,
         duration_bucket * 2.0,
         counter / 2.0,
+        counter * 0.00004,
     );
     AdmissionSnapshot::from_exposition(&parse(&text).unwrap())
 }
@@ -645,7 +656,7 @@ fn snapshot_with(counter: f64, duration_bucket: f64) -> AdmissionSnapshot {
 /// A change of `oracle-validating` as the watch reports it, by an unknown writer at `at(0)`.
 fn oracle_change(action: ChangeAction) -> Change {
     Change {
-        kind: hookscope::api::WebhookKind::Validating,
+        kind: hookscope::api::WebhookKind::Validating.into(),
         name: "oracle-validating".into(),
         action,
         observed_at: at(0),
@@ -686,9 +697,31 @@ fn session() -> State {
             at: at(0),
         },
     );
+    // A 1.32 server: the validating policy kinds served as v1, the mutating ones not at all.
+    let served = AdmissionKind::POLICIES
+        .into_iter()
+        .map(|kind| hookscope::live::cluster::Served {
+            kind,
+            version: (!matches!(
+                kind,
+                AdmissionKind::MutatingAdmissionPolicy
+                    | AdmissionKind::MutatingAdmissionPolicyBinding
+            ))
+            .then_some(hookscope::live::cluster::GroupVersion::V1),
+        })
+        .collect();
+    send(
+        &mut s,
+        LiveMsg::Cluster {
+            msg: Box::new(ClusterMsg::Discovered(served)),
+            at: at(0),
+        },
+    );
     for feed in [
-        Feed::MutatingWebhookConfigurations,
-        Feed::ValidatingWebhookConfigurations,
+        Feed::MUTATING_WEBHOOKS,
+        Feed::VALIDATING_WEBHOOKS,
+        Feed::Admission(AdmissionKind::ValidatingAdmissionPolicy),
+        Feed::Admission(AdmissionKind::ValidatingAdmissionPolicyBinding),
         Feed::Namespaces,
     ] {
         send(
@@ -719,18 +752,34 @@ fn session() -> State {
             at: at(200),
         },
     );
-    let hooks = vec![hookscope::tui::model::HookInfo {
-        phase: hookscope::api::WebhookKind::Validating,
-        configuration: "oracle-validating".into(),
-        webhook: "deny.oracle.test".into(),
-        position: 0,
-        settings: vec![("failurePolicy", "Ignore".into())],
-    }];
+    let hooks = vec![
+        hookscope::tui::model::HookInfo {
+            phase: hookscope::api::WebhookKind::Validating,
+            configuration: "no-forbidden-key".into(),
+            webhook: "no-forbidden-key-binding".into(),
+            position: 0,
+            settings: vec![
+                ("kind", "ValidatingAdmissionPolicy".into()),
+                ("failurePolicy", "Fail".into()),
+                ("validationActions", "Deny".into()),
+            ],
+        },
+        hookscope::tui::model::HookInfo {
+            phase: hookscope::api::WebhookKind::Validating,
+            configuration: "oracle-validating".into(),
+            webhook: "deny.oracle.test".into(),
+            position: 0,
+            settings: vec![("failurePolicy", "Ignore".into())],
+        },
+    ];
     send(
         &mut s,
         LiveMsg::Configurations {
             hooks,
             configurations: 1,
+            policies: 1,
+            bindings: 1,
+            unreadable: Vec::new(),
             problems: Vec::new(),
             synced: true,
             documents: Vec::new(),
@@ -762,6 +811,18 @@ fn session() -> State {
         };
         send(&mut s, change_msg(change));
     }
+    let binding = Change {
+        kind: AdmissionKind::ValidatingAdmissionPolicyBinding,
+        name: "no-forbidden-key-binding".into(),
+        observed_at: at(90),
+        server_time: Some("2026-11-21T10:01:30Z".into()),
+        who: "kubectl-create".into(),
+        operation: Some("Update".into()),
+        resource_version: "102".into(),
+        diff: "--- /dev/null\n+++ no-forbidden-key-binding (after)\n@@ -0,0 +1,3 @@\n+spec:\n+  policyName: no-forbidden-key\n+  validationActions: [Deny]\n".into(),
+        ..oracle_change(ChangeAction::Added)
+    };
+    send(&mut s, change_msg(binding));
     for i in 0..12u64 {
         send(
             &mut s,
@@ -1143,6 +1204,9 @@ fn listed(s: &mut State, documents: Vec<hookscope::tui::source::ConfigDocument>)
         LiveMsg::Configurations {
             hooks: Vec::new(),
             configurations: documents.len(),
+            policies: 0,
+            bindings: 0,
+            unreadable: Vec::new(),
             problems: Vec::new(),
             synced: true,
             documents,
@@ -1493,7 +1557,9 @@ async fn after_the_apiserver_comes_back_every_feed_and_the_status_bar_say_so() {
     let all_well = |s: &State| {
         let l = live(s);
         matches!(l.connection, Connection::Connected(..))
-            && l.feeds.len() == 4
+            // The webhook configurations, the validating policies and their bindings (the
+            // mutating ones are not served), the namespaces and /metrics.
+            && l.feeds.len() == 6
             && l.failing().count() == 0
     };
     pump(&mut state, &mut rx, &ctl, "every feed working", all_well).await;
@@ -2054,4 +2120,524 @@ fn rebase_puts_an_edit_on_the_clusters_newer_version() {
         "{said}"
     );
     assert_eq!(s.buffers[0].text(), mine);
+}
+
+// --- admission policies ------------------------------------------------------------------------
+
+/// The documents of the policies session's `inputs/FILE` named `name`, as objects.
+fn policy_fixture(file: &str, name: &str) -> Value {
+    let text = std::fs::read_to_string(format!("{FIXTURES}/policies-v1.33/inputs/{file}")).unwrap();
+    text.split("\n---\n")
+        .map(|d| serde_saphyr::from_str::<Value>(d).expect("fixture YAML"))
+        .find(|v| v["metadata"]["name"] == name)
+        .unwrap_or_else(|| panic!("{name} in {file}"))
+}
+
+/// A console on `api` through the live source (no audit source), once `ready`.
+async fn console_on(
+    api: &FakeApiServer,
+    name: &str,
+    ready: impl Fn(&State) -> bool,
+) -> (State, Channels) {
+    let dir = scratch(name);
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, api.kubeconfig()).unwrap();
+    let source = live_source(kubeconfig, https_replier(&[]));
+    let (mut state, (mut rx, ctl)) = spawn_live(source, 100, false, 200);
+    pump(&mut state, &mut rx, &ctl, "ready", ready).await;
+    (state, (rx, ctl))
+}
+
+/// The request of the policies session's last create of `target` answered `code`, and the
+/// message the client got.
+fn recorded_request(
+    target: &str,
+    code: i32,
+) -> (hookscope::replay::CapturedRequest, Option<String>) {
+    let log = std::fs::read_to_string(format!("{FIXTURES}/policies-v1.33/audit.log")).unwrap();
+    let records = hookscope::tui::live::records_of_lines(
+        "audit.log",
+        log.lines(),
+        Reader::new(ClusterState::default()),
+    );
+    let event = records
+        .iter()
+        .rfind(|r| r.verb == "create" && r.target == target && r.code == Some(code))
+        .unwrap_or_else(|| panic!("the create of {target}"));
+    let request = event.request.as_deref().expect("replayable").clone();
+    (request, event.message.clone())
+}
+
+/// Replays `request` through the live source and returns its entry.
+async fn replay_request(
+    state: &mut State,
+    rx: &mut mpsc::Receiver<SourceMsg>,
+    ctl: &mpsc::Sender<SourceCtl>,
+    request: &hookscope::replay::CapturedRequest,
+) -> hookscope::tui::app::Entry {
+    let before = state.entries.len();
+    let requests = vec![request.clone()];
+    ctl.send(SourceCtl::Replay { requests }).await.unwrap();
+    pump(state, rx, ctl, "the replay", |s| s.entries.len() > before).await;
+    state.entries.last().unwrap().clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_validating_policy_and_its_binding_in_the_cluster_decide_the_replays_and_their_history_shows()
+ {
+    let api = FakeApiServer::start().await.expect("fake API server");
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": "pol", "labels": {"env": "test"}}});
+    api.create("kubectl-create", ns).unwrap();
+    let (mut state, (mut rx, ctl)) = console_on(&api, "policies", |s| {
+        live(s).synced && live(s).namespaces == Some(1)
+    })
+    .await;
+
+    // The create a real v1.33 denied with `no-forbidden-key` (sent with curl), as its audit
+    // event recorded it.
+    let (request, message) = recorded_request("pol/forbidden", 422);
+
+    // No policy in the cluster: allowed.
+    let entry = replay_request(&mut state, &mut rx, &ctl, &request).await;
+    assert!(
+        matches!(entry.verdict, Verdict::Allowed),
+        "{:?}",
+        entry.verdict
+    );
+
+    // The policy and its binding are created: two changes in the history, and the replay is
+    // denied as the apiserver denied it, word for word.
+    let changes = live(&state).changes.len();
+    api.create(
+        "kubectl-create",
+        policy_fixture("validating-policies.yaml", "no-forbidden-key"),
+    )
+    .unwrap();
+    api.create(
+        "kubectl-create",
+        policy_fixture("validating-policies.yaml", "no-forbidden-key-binding"),
+    )
+    .unwrap();
+    pump(&mut state, &mut rx, &ctl, "the policy in force", |s| {
+        live(s).changes.len() == changes + 2 && live(s).bindings == 1
+    })
+    .await;
+    // Two watches: which of the two changes comes first is up to them.
+    let mut added: Vec<_> = (live(&state).changes.iter().skip(changes))
+        .map(|c| (c.kind, c.name.as_str(), c.action))
+        .collect();
+    added.sort_by_key(|(kind, ..)| *kind);
+    assert_eq!(
+        added,
+        [
+            (
+                AdmissionKind::ValidatingAdmissionPolicy,
+                "no-forbidden-key",
+                ChangeAction::Added
+            ),
+            (
+                AdmissionKind::ValidatingAdmissionPolicyBinding,
+                "no-forbidden-key-binding",
+                ChangeAction::Added
+            ),
+        ]
+    );
+    assert_eq!(live(&state).policies, 1);
+    let entry = replay_request(&mut state, &mut rx, &ctl, &request).await;
+    assert!(
+        matches!(entry.verdict, Verdict::Denied(422)),
+        "{:?}",
+        entry.verdict
+    );
+    let status = entry.replayed.outcome.status.as_ref().expect("a status");
+    assert_eq!(Some(&status.message), message.as_ref());
+
+    // The binding now only warns: allowed, with the policy's warning.
+    let mut warn = policy_fixture("validating-policies.yaml", "no-forbidden-key-binding");
+    warn["spec"]["validationActions"] = json!(["Warn"]);
+    api.update("kubectl-edit", warn).unwrap();
+    // The change, then the set in force with it (the source replays against it from then on).
+    pump(&mut state, &mut rx, &ctl, "the binding modified", |s| {
+        let warns = s.hooks.iter().any(|h| {
+            h.webhook == "no-forbidden-key-binding"
+                && h.settings
+                    .contains(&("validationActions", "Warn".to_string()))
+        });
+        warns
+            && live(s).changes.back().is_some_and(|c| {
+                c.action == ChangeAction::Modified && c.name == "no-forbidden-key-binding"
+            })
+    })
+    .await;
+    let diff = &live(&state).changes.back().unwrap().diff;
+    assert!(
+        diff.contains("-  - Deny") && diff.contains("+  - Warn"),
+        "{diff}"
+    );
+    let entry = replay_request(&mut state, &mut rx, &ctl, &request).await;
+    assert!(
+        matches!(entry.verdict, Verdict::Allowed),
+        "{:?}",
+        entry.verdict
+    );
+    assert!(
+        entry.replayed.outcome.warnings.iter().any(|w| w.contains(
+            "Validation failed for ValidatingAdmissionPolicy 'no-forbidden-key' with binding 'no-forbidden-key-binding'"
+        )),
+        "{:?}",
+        entry.replayed.outcome.warnings
+    );
+
+    // The Webhooks view lists the binding where the policy runs, with the history of the policy
+    // and its binding; the Cluster view lists the changes by kind.
+    let mut webhooks = state.clone();
+    update(&mut webhooks, Msg::Action(Action::Show(View::Webhooks)));
+    let row = webhooks
+        .hooks
+        .iter()
+        .position(|h| h.webhook == "no-forbidden-key-binding")
+        .expect("the binding's row");
+    webhooks.hook_cursor.selected = row;
+    let screen = hookscope::tui::view::render_text(&webhooks, 200, 50);
+    assert!(
+        screen.contains("History of no-forbidden-key and no-forbidden-key-binding (3)"),
+        "{screen}"
+    );
+    assert!(screen.contains("VAPB no-forbidden-key-binding"), "{screen}");
+    let mut cluster = state.clone();
+    update(&mut cluster, Msg::Action(Action::Show(View::Cluster)));
+    let screen = hookscope::tui::view::render_text(&cluster, 200, 50);
+    assert!(screen.contains("1 policies with 1 bindings"), "{screen}");
+    assert!(screen.contains("✓ VAP watch (v1)"), "{screen}");
+    assert!(
+        screen.contains("– MAP: not served by this server"),
+        "{screen}"
+    );
+
+    // The binding goes: allowed again.
+    api.delete(
+        FakeResource::ValidatingAdmissionPolicyBindings,
+        "no-forbidden-key-binding",
+    )
+    .unwrap();
+    pump(&mut state, &mut rx, &ctl, "the binding deleted", |s| {
+        live(s).bindings == 0
+    })
+    .await;
+    let entry = replay_request(&mut state, &mut rx, &ctl, &request).await;
+    assert!(
+        matches!(entry.verdict, Verdict::Allowed),
+        "{:?}",
+        entry.verdict
+    );
+    assert!(entry.replayed.outcome.warnings.is_empty());
+}
+
+/// The values of `family`'s counter samples in a `/metrics` text, by their label text.
+fn counter_lines(text: &str, family: &str) -> Vec<(String, f64)> {
+    text.lines()
+        .filter_map(|l| l.strip_prefix(family)?.strip_prefix('{'))
+        .filter_map(|l| {
+            let (labels, value) = l.rsplit_once("} ")?;
+            Some((labels.to_string(), value.parse().ok()?))
+        })
+        .collect()
+}
+
+#[test]
+fn the_policy_metrics_of_a_real_apiserver_are_charted() {
+    let mut s = live_state(10);
+    let fixture =
+        |f: &str| std::fs::read_to_string(format!("{FIXTURES}/policies-v1.33/{f}")).unwrap();
+    let (before, after) = (fixture("metrics-before.txt"), fixture("metrics-after.txt"));
+    for (i, text) in [&before, &after].into_iter().enumerate() {
+        let snapshot = AdmissionSnapshot::from_text(text).expect("a real /metrics parses");
+        send(
+            &mut s,
+            LiveMsg::Scrape {
+                at: at(60 * i as u64),
+                snapshot: Box::new(snapshot),
+            },
+        );
+    }
+    update(&mut s, Msg::Action(Action::Show(View::Metrics)));
+    let screen = hookscope::tui::view::render_text(&s, 200, 50);
+    assert!(
+        screen.contains("policy checks/s by policy/binding"),
+        "{screen}"
+    );
+    // Each policy series that both scrapes have is charted with its increase.
+    let family = "apiserver_validating_admission_policy_check_total";
+    let old = counter_lines(&before, family);
+    let mut charted = 0;
+    for (labels, value) in counter_lines(&after, family) {
+        let Some((_, was)) = old.iter().find(|(l, _)| *l == labels) else {
+            continue;
+        };
+        let label = |name: &str| {
+            let start = labels.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+            labels[start..].split('"').next().unwrap().to_string()
+        };
+        let legend = format!(
+            "{}/{} {} {}",
+            label("policy"),
+            label("policy_binding"),
+            label("enforcement_action"),
+            label("error_type"),
+        );
+        let count = format!(" · {:.0}", value - was);
+        // In full, or cut to the legend's room.
+        let shown = screen.lines().any(|l| {
+            l.contains(&format!("{legend}{count}"))
+                || (l.contains(&legend[..40]) && l.contains(&format!("…{count}")))
+        });
+        assert!(shown, "{legend}{count}: {screen}");
+        charted += 1;
+    }
+    assert_eq!(charted, 4);
+    // And the check latency by policy and binding.
+    assert!(
+        screen.contains("check_duration_seconds by policy"),
+        "{screen}"
+    );
+    for policy in ["no-forbidden-key", "ignored-error", "replica-limit"] {
+        assert!(
+            screen
+                .lines()
+                .any(|l| l.contains(policy) && l.contains("VAP")),
+            "{policy}: {screen}"
+        );
+    }
+}
+
+#[test]
+fn a_policy_kind_not_served_is_said_once_and_shown_in_the_feeds() {
+    let mut s = live_state(10);
+    let served = |mutating: bool| {
+        let kinds = AdmissionKind::POLICIES.into_iter().map(move |kind| {
+            let is_mutating = matches!(
+                kind,
+                AdmissionKind::MutatingAdmissionPolicy
+                    | AdmissionKind::MutatingAdmissionPolicyBinding
+            );
+            hookscope::live::cluster::Served {
+                kind,
+                version: (!is_mutating || mutating)
+                    .then_some(hookscope::live::cluster::GroupVersion::V1),
+            }
+        });
+        LiveMsg::Cluster {
+            msg: Box::new(ClusterMsg::Discovered(kinds.collect())),
+            at: at(0),
+        }
+    };
+    send(&mut s, served(false));
+    let (said, error) = s.message.clone().expect("said");
+    assert_eq!(
+        said,
+        "cluster: MutatingAdmissionPolicy not served here: not watched"
+    );
+    assert!(!error);
+    // The next connection finds the same: nothing said again.
+    s.message = None;
+    send(&mut s, served(false));
+    assert_eq!(s.message, None);
+    update(&mut s, Msg::Action(Action::Show(View::Cluster)));
+    let screen = hookscope::tui::view::render_text(&s, 200, 50);
+    assert!(
+        screen.contains("– MAPB: not served by this server"),
+        "{screen}"
+    );
+    // The server starts serving them (its feature gate switched on): watched, nothing to say.
+    send(&mut s, served(true));
+    assert_eq!(s.message, None);
+    let screen = hookscope::tui::view::render_text(&s, 200, 50);
+    assert!(!screen.contains("not served"), "{screen}");
+    assert!(screen.contains("◌ MAP watch (v1)"), "{screen}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policy_kind_that_cannot_be_read_is_named_on_every_replay() {
+    let api = FakeApiServer::start().await.expect("fake API server");
+    let denial = hookscope::fake_apiserver::Denial::resource(
+        FakeResource::ValidatingAdmissionPolicyBindings,
+        "list",
+    );
+    api.forbid(denial);
+    // What is in force is known except the bindings: replays are not held back for them.
+    let (mut state, (mut rx, ctl)) = console_on(&api, "policies-forbidden", |s| {
+        live(s).synced && !live(s).unreadable.is_empty()
+    })
+    .await;
+    let (request, _) = recorded_request("pol/forbidden", 422);
+    let entry = replay_request(&mut state, &mut rx, &ctl, &request).await;
+    let notes = &entry.replayed.request.notes;
+    assert!(
+        notes.iter().any(
+            |n| n.starts_with("the cluster's validatingadmissionpolicybindings: ")
+                && n.contains("cannot list resource")
+                && n.ends_with(
+                    "replayed without them, so a policy of that kind may have decided otherwise"
+                )
+        ),
+        "{notes:?}"
+    );
+    let mut cluster = state.clone();
+    update(&mut cluster, Msg::Action(Action::Show(View::Cluster)));
+    let screen = hookscope::tui::view::render_text(&cluster, 200, 50);
+    assert!(
+        screen.contains("! replayed without validatingadmissionpolicybindings"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains(r#"resources: ["validatingadmissionpolicybindings"]"#),
+        "{screen}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_policys_parameters_come_from_the_cluster_and_follow_it() {
+    let api = FakeApiServer::start().await.expect("fake API server");
+    let text = std::fs::read_to_string(format!("{FIXTURES}/policies-v1.33/inputs/namespaces.yaml"))
+        .unwrap();
+    for doc in text.split("\n---\n") {
+        api.create("kubectl-create", serde_saphyr::from_str(doc).unwrap())
+            .unwrap();
+    }
+    let limits: Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(format!("{FIXTURES}/policies-v1.33/inputs/params.yaml")).unwrap(),
+    )
+    .unwrap();
+    api.create("kubectl-create", limits.clone()).unwrap();
+    for name in ["replica-limit", "replica-limit-binding"] {
+        api.create(
+            "kubectl-create",
+            policy_fixture("validating-policies.yaml", name),
+        )
+        .unwrap();
+    }
+    let (mut state, (mut rx, ctl)) = console_on(&api, "policy-params", |s| {
+        live(s).synced && live(s).namespaces == Some(3) && live(s).params.is_some()
+    })
+    .await;
+
+    // The Deployment of 5 replicas the real v1.33 denied against `maxReplicas: "3"`: denied
+    // again, word for word, with the parameter read from the cluster.
+    let (mut request, message) = recorded_request("pol/big", 422);
+    // What the audit log showed of the parameters does not count: the cluster's do.
+    request.params = None;
+    let entry = replay_request(&mut state, &mut rx, &ctl, &request).await;
+    assert!(
+        matches!(entry.verdict, Verdict::Denied(422)),
+        "{:?}: {:?}",
+        entry.verdict,
+        entry.replayed.outcome.status
+    );
+    let status = entry.replayed.outcome.status.as_ref().expect("a status");
+    assert_eq!(Some(&status.message), message.as_ref());
+
+    // The limit is raised in the cluster: the same request is allowed.
+    let mut raised = limits;
+    raised["data"]["maxReplicas"] = json!("10");
+    api.update("kubectl-edit", raised).unwrap();
+    let before = live(&state).params;
+    pump(&mut state, &mut rx, &ctl, "the new params", |s| {
+        live(s).params != before
+    })
+    .await;
+    let entry = replay_request(&mut state, &mut rx, &ctl, &request).await;
+    assert!(
+        matches!(entry.verdict, Verdict::Allowed),
+        "{:?}: {:?}",
+        entry.verdict,
+        entry.replayed.outcome.status
+    );
+    let mut cluster = state.clone();
+    update(&mut cluster, Msg::Action(Action::Show(View::Cluster)));
+    let screen = hookscope::tui::view::render_text(&cluster, 200, 50);
+    assert!(
+        screen.contains("✓ policy params watch · 1 objects (changed "),
+        "{screen}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn captures_given_to_live_wait_for_the_parameters_of_the_policies_in_force() {
+    let api = FakeApiServer::start().await.expect("fake API server");
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": "pol", "labels": {"env": "test"}}});
+    api.create("kubectl-create", ns).unwrap();
+    let limits: Value = serde_saphyr::from_str(
+        &std::fs::read_to_string(format!("{FIXTURES}/policies-v1.33/inputs/params.yaml")).unwrap(),
+    )
+    .unwrap();
+    api.create("kubectl-create", limits).unwrap();
+    for name in ["replica-limit", "replica-limit-binding"] {
+        let object = policy_fixture("validating-policies.yaml", name);
+        api.create("kubectl-create", object).unwrap();
+    }
+    let dir = scratch("policy-params-loaded");
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, api.kubeconfig()).unwrap();
+    let mut source = live_source(kubeconfig, https_replier(&[]));
+    let (mut request, message) = recorded_request("pol/big", 422);
+    request.params = None;
+    source.loaded = vec![hookscope::replay::InputItem::Request(Box::new(request))];
+    let (mut state, (mut rx, ctl)) = spawn_live(source, 100, false, 200);
+    pump(&mut state, &mut rx, &ctl, "the capture replayed", |s| {
+        !s.entries.is_empty()
+    })
+    .await;
+    // Replayed once the parameters were listed, not before: denied by the limit, not for want
+    // of parameters.
+    let entry = &state.entries[0];
+    let status = entry.replayed.outcome.status.as_ref().expect("a status");
+    assert_eq!(Some(&status.message), message.as_ref());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_mutating_policy_the_cluster_serves_as_alpha_mutates_the_replays() {
+    let api = FakeApiServer::start().await.expect("fake API server");
+    // Kubernetes 1.33 with the MutatingAdmissionPolicy gate and its runtime-config on.
+    for r in [
+        FakeResource::MutatingAdmissionPolicies,
+        FakeResource::MutatingAdmissionPolicyBindings,
+    ] {
+        api.serve_versions(r, &["v1alpha1"]);
+    }
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": "pol", "labels": {"env": "test"}}});
+    api.create("kubectl-create", ns).unwrap();
+    for name in ["add-owner", "add-owner-binding"] {
+        let object = policy_fixture("mutating-policies.yaml", name);
+        api.create("kubectl-create", object).unwrap();
+    }
+    let (mut state, (mut rx, ctl)) = console_on(&api, "mutating-policy", |s| {
+        live(s).synced && live(s).namespaces == Some(1) && live(s).bindings == 1
+    })
+    .await;
+    let (request, _) = recorded_request("pol/forbidden", 422);
+    let entry = replay_request(&mut state, &mut rx, &ctl, &request).await;
+    assert!(
+        matches!(entry.verdict, Verdict::Allowed),
+        "{:?}",
+        entry.verdict
+    );
+    let object = entry.replayed.outcome.object.as_ref().expect("the object");
+    assert_eq!(object.value()["metadata"]["labels"]["owner"], "platform");
+    // The binding's row is where the apiserver runs it: before the mutating webhooks.
+    let row = &state.hooks[0];
+    assert_eq!(
+        row.policy_kind().map(|(policy, _)| policy),
+        Some("MutatingAdmissionPolicy")
+    );
+    assert_eq!(
+        (row.configuration.as_str(), row.webhook.as_str()),
+        ("add-owner", "add-owner-binding")
+    );
+    let mut cluster = state.clone();
+    update(&mut cluster, Msg::Action(Action::Show(View::Cluster)));
+    let screen = hookscope::tui::view::render_text(&cluster, 200, 50);
+    assert!(screen.contains("MAP watch (v1alpha1)"), "{screen}");
 }

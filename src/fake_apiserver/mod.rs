@@ -2,10 +2,15 @@
 //! and demos.
 //!
 //! It serves `admissionregistration.k8s.io/v1` `mutatingwebhookconfigurations` and
-//! `validatingwebhookconfigurations`, and core `v1` `namespaces` (all cluster-scoped; a Namespace
-//! gets the `kubernetes.io/metadata.name` label the apiserver sets) over TLS with a freshly minted
-//! CA, and answers as kube-apiserver does:
+//! `validatingwebhookconfigurations`, the admission policies and their bindings in the versions
+//! [`FakeApiServer::serve_versions`] sets (by default as kube-apiserver 1.33 serves them without
+//! flags: the validating kinds as `v1`, the mutating kinds not at all), and core `v1`
+//! `namespaces` (all cluster-scoped; a Namespace gets the `kubernetes.io/metadata.name` label the
+//! apiserver sets) over TLS with a freshly minted CA, and answers as kube-apiserver does:
 //!
+//! * discovery: `GET /apis` (the `APIGroupList`, with `admissionregistration.k8s.io` and the
+//!   versions served) and `GET /apis/admissionregistration.k8s.io/VERSION` (its
+//!   `APIResourceList`); a resource at a version not served is a 404;
 //! * LIST (`kind: …List`, `metadata.resourceVersion`, `limit`/`continue` paging), GET by name;
 //! * WATCH (`?watch=true&resourceVersion=…&allowWatchBookmarks=true&timeoutSeconds=…`, and
 //!   `sendInitialEvents=true` streaming lists) as newline-delimited `metav1.WatchEvent`s
@@ -25,7 +30,9 @@
 //! open watches. The server can be stopped and started again on the same port, keeping its
 //! objects, to exercise reconnection.
 //!
-//! Approximations: server-side apply replaces top-level fields (and merges labels and
+//! Approximations: objects are stored and served with the apiVersion they were written with (a
+//! real server converts them to the version asked for; the versions of these kinds share one
+//! shape); server-side apply replaces top-level fields (and merges labels and
 //! annotations) instead of merging field by field, and without `force` it reports a conflict
 //! whenever another manager exists and `webhooks` would change; paged lists return the current
 //! objects after the token's name rather than a snapshot at the token's resourceVersion.
@@ -60,14 +67,30 @@ pub enum FakeResource {
     ValidatingWebhookConfigurations,
     /// Core `namespaces`.
     Namespaces,
+    /// `validatingadmissionpolicies`.
+    ValidatingAdmissionPolicies,
+    /// `validatingadmissionpolicybindings`.
+    ValidatingAdmissionPolicyBindings,
+    /// `mutatingadmissionpolicies`.
+    MutatingAdmissionPolicies,
+    /// `mutatingadmissionpolicybindings`.
+    MutatingAdmissionPolicyBindings,
+    /// Core `configmaps` (namespaced; listed and watched across namespaces, stored by
+    /// `namespace/name`), the parameters policies most often take.
+    ConfigMaps,
 }
 
 impl FakeResource {
-    /// Every resource served.
-    pub const ALL: [FakeResource; 3] = [
+    /// Every resource the server knows.
+    pub const ALL: [FakeResource; 8] = [
         FakeResource::MutatingWebhookConfigurations,
         FakeResource::ValidatingWebhookConfigurations,
         FakeResource::Namespaces,
+        FakeResource::ValidatingAdmissionPolicies,
+        FakeResource::ValidatingAdmissionPolicyBindings,
+        FakeResource::MutatingAdmissionPolicies,
+        FakeResource::MutatingAdmissionPolicyBindings,
+        FakeResource::ConfigMaps,
     ];
 
     /// The plural resource name used in URLs and RBAC rules.
@@ -76,6 +99,11 @@ impl FakeResource {
             FakeResource::MutatingWebhookConfigurations => "mutatingwebhookconfigurations",
             FakeResource::ValidatingWebhookConfigurations => "validatingwebhookconfigurations",
             FakeResource::Namespaces => "namespaces",
+            FakeResource::ValidatingAdmissionPolicies => "validatingadmissionpolicies",
+            FakeResource::ValidatingAdmissionPolicyBindings => "validatingadmissionpolicybindings",
+            FakeResource::MutatingAdmissionPolicies => "mutatingadmissionpolicies",
+            FakeResource::MutatingAdmissionPolicyBindings => "mutatingadmissionpolicybindings",
+            FakeResource::ConfigMaps => "configmaps",
         }
     }
 
@@ -85,30 +113,51 @@ impl FakeResource {
             FakeResource::MutatingWebhookConfigurations => "MutatingWebhookConfiguration",
             FakeResource::ValidatingWebhookConfigurations => "ValidatingWebhookConfiguration",
             FakeResource::Namespaces => "Namespace",
+            FakeResource::ValidatingAdmissionPolicies => "ValidatingAdmissionPolicy",
+            FakeResource::ValidatingAdmissionPolicyBindings => "ValidatingAdmissionPolicyBinding",
+            FakeResource::MutatingAdmissionPolicies => "MutatingAdmissionPolicy",
+            FakeResource::MutatingAdmissionPolicyBindings => "MutatingAdmissionPolicyBinding",
+            FakeResource::ConfigMaps => "ConfigMap",
+        }
+    }
+
+    /// The versions served unless [`FakeApiServer::serve_versions`] says otherwise, as
+    /// kube-apiserver 1.33 serves them without flags: `v1`, except the mutating policy kinds
+    /// (alpha, off by default), which are not served.
+    pub fn default_versions(self) -> &'static [&'static str] {
+        match self {
+            FakeResource::MutatingAdmissionPolicies
+            | FakeResource::MutatingAdmissionPolicyBindings => &[],
+            _ => &["v1"],
         }
     }
 
     /// The API group (empty for the core group).
     pub fn group(self) -> &'static str {
         match self {
-            FakeResource::Namespaces => "",
+            FakeResource::Namespaces | FakeResource::ConfigMaps => "",
             _ => "admissionregistration.k8s.io",
         }
     }
 
     /// The `apiVersion` of its objects.
     pub fn api_version(self) -> &'static str {
-        match self {
-            FakeResource::Namespaces => "v1",
+        match self.group() {
+            "" => "v1",
             _ => API_VERSION,
         }
     }
 
-    /// The path of its collection: `/api/v1/namespaces`, `/apis/GROUP/v1/PLURAL`.
+    /// The path of its collection at `v1`: `/api/v1/namespaces`, `/apis/GROUP/v1/PLURAL`.
     pub fn path(self) -> String {
+        self.path_at("v1")
+    }
+
+    /// The path of its collection at `version`.
+    pub fn path_at(self, version: &str) -> String {
         match self.group() {
-            "" => format!("/api/v1/{}", self.plural()),
-            group => format!("/apis/{group}/v1/{}", self.plural()),
+            "" => format!("/api/{version}/{}", self.plural()),
+            group => format!("/apis/{group}/{version}/{}", self.plural()),
         }
     }
 
@@ -117,12 +166,26 @@ impl FakeResource {
         FakeResource::ALL.into_iter().find(|r| r.kind() == kind)
     }
 
-    /// The resource whose collection is at `path`, and the rest of the path after it.
-    fn from_path(path: &str) -> Option<(FakeResource, &str)> {
-        FakeResource::ALL.into_iter().find_map(|r| {
-            let rest = path.strip_prefix(r.path().as_str())?;
-            (rest.is_empty() || rest.starts_with('/')).then_some((r, rest))
-        })
+    /// The resource whose collection is at `path`, the version in the path, and the rest of the
+    /// path after the collection.
+    fn from_path(path: &str) -> Option<(FakeResource, &str, &str)> {
+        let (group, rest) = match path.strip_prefix("/api/") {
+            Some(rest) => ("", rest),
+            None => {
+                let rest = path.strip_prefix("/apis/")?;
+                let (group, rest) = rest.split_once('/')?;
+                (group, rest)
+            }
+        };
+        let (version, rest) = rest.split_once('/')?;
+        let (plural, rest) = match rest.find('/') {
+            Some(i) => (&rest[..i], &rest[i..]),
+            None => (rest, ""),
+        };
+        let resource = FakeResource::ALL
+            .into_iter()
+            .find(|r| r.group() == group && r.plural() == plural)?;
+        Some((resource, version, rest))
     }
 }
 
@@ -174,7 +237,7 @@ pub enum FakeError {
     MissingName,
     /// `kind` is not one of the kinds served.
     #[error(
-        "kind {0:?} is not served (MutatingWebhookConfiguration, ValidatingWebhookConfiguration or Namespace)"
+        "kind {0:?} is not served (a webhook configuration, an admission policy or binding, or a Namespace)"
     )]
     UnknownKind(String),
     /// Create of an existing name.
@@ -246,6 +309,8 @@ pub(crate) struct Shared {
     pub(crate) expiry: Mutex<WatchExpiry>,
     pub(crate) requests: Mutex<Vec<RecordedRequest>>,
     pub(crate) git_version: Mutex<String>,
+    /// The versions each resource is served in (none: not served).
+    pub(crate) served: Mutex<std::collections::BTreeMap<FakeResource, Vec<String>>>,
     /// False between [`FakeApiServer::stop`] and [`FakeApiServer::restart`].
     pub(crate) running: AtomicBool,
 }
@@ -294,6 +359,15 @@ impl FakeApiServer {
             expiry: Mutex::new(WatchExpiry::default()),
             requests: Mutex::new(Vec::new()),
             git_version: Mutex::new("v1.33.0-hookscope-fake".to_string()),
+            served: Mutex::new(
+                FakeResource::ALL
+                    .into_iter()
+                    .map(|r| {
+                        let versions = r.default_versions().iter().map(|v| v.to_string());
+                        (r, versions.collect())
+                    })
+                    .collect(),
+            ),
             running: AtomicBool::new(true),
         });
         let listener = serve::bind(addr).map_err(|source| FakeError::Listen { addr, source })?;
@@ -431,7 +505,8 @@ impl FakeApiServer {
         lock(&self.shared.store).update(resource, object, update_by(manager))
     }
 
-    /// Deletes an object; returns it as the DELETED event carries it.
+    /// Deletes an object (a namespaced one by `namespace/name`); returns it as the DELETED event
+    /// carries it.
     pub fn delete(&self, resource: FakeResource, name: &str) -> Result<Value, FakeError> {
         lock(&self.shared.store).delete(resource, name)
     }
@@ -509,6 +584,14 @@ impl FakeApiServer {
     /// kube-apiserver derives them from the same build: `v1.38.1` gives `1` and `38`).
     pub fn set_git_version(&self, git_version: &str) {
         *lock(&self.shared.git_version) = git_version.to_string();
+    }
+
+    /// Serves `resource` in `versions` (most preferred first) from now on, in discovery and at
+    /// its paths; none: the resource is not served (absent from discovery, 404 at its paths),
+    /// as a release or a disabled feature gate leaves it. Its objects stay stored.
+    pub fn serve_versions(&self, resource: FakeResource, versions: &[&str]) {
+        lock(&self.shared.served)
+            .insert(resource, versions.iter().map(|v| v.to_string()).collect());
     }
 
     /// Every request received so far, oldest first.

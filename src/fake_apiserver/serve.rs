@@ -265,10 +265,30 @@ async fn handle(req: Request<Incoming>, shared: &Shared) -> Response<Body> {
                 text.into_bytes(),
             )
         }
+        (&Method::GET, "/apis") => group_list(shared),
+        (&Method::GET, "/api/v1") => core_resources(),
+        (&Method::GET, p) if p.strip_prefix(GROUP_PATH) == Some("") => {
+            json_response(StatusCode::OK, &group(shared))
+        }
+        (&Method::GET, p)
+            if p.strip_prefix(GROUP_PATH)
+                .and_then(|v| v.strip_prefix('/'))
+                .is_some_and(|v| !v.contains('/')) =>
+        {
+            resource_list(shared, &p[GROUP_PATH.len() + 1..])
+        }
         _ => {
-            let Some((resource, rest)) = FakeResource::from_path(path) else {
+            let Some((resource, version, rest)) = FakeResource::from_path(path) else {
                 return page_not_found();
             };
+            // A resource at a version not served is not there at all.
+            if !lock(&shared.served)
+                .get(&resource)
+                .is_some_and(|vs| vs.iter().any(|v| v == version))
+            {
+                return page_not_found();
+            }
+            let version = version.to_string();
             let name = match rest.strip_prefix('/') {
                 None | Some("") => None,
                 Some(name) if !name.contains('/') => Some(name),
@@ -276,11 +296,11 @@ async fn handle(req: Request<Incoming>, shared: &Shared) -> Response<Body> {
             };
             match (req.method().clone(), name) {
                 (Method::GET, None) if params.flag("watch") => watch(shared, resource, &params),
-                (Method::GET, None) => list(shared, resource, &params),
+                (Method::GET, None) => list(shared, resource, &version, &params),
                 (Method::GET, Some(name)) => get(shared, resource, name),
                 (Method::PATCH, Some(name)) => {
                     let name = name.to_string();
-                    apply(req, shared, resource, &name, &params).await
+                    apply(req, shared, (resource, &version), &name, &params).await
                 }
                 (method, _) => status(
                     StatusCode::METHOD_NOT_ALLOWED,
@@ -293,6 +313,112 @@ async fn handle(req: Request<Incoming>, shared: &Shared) -> Response<Body> {
             }
         }
     }
+}
+
+/// The discovery path of `admissionregistration.k8s.io`.
+const GROUP_PATH: &str = "/apis/admissionregistration.k8s.io";
+
+/// `apiVersion` of `resource`'s objects at `version`.
+fn api_version_at(resource: FakeResource, version: &str) -> String {
+    match resource.group() {
+        "" => version.to_string(),
+        group => format!("{group}/{version}"),
+    }
+}
+
+/// The versions of `admissionregistration.k8s.io` served, most preferred first (as the
+/// apiserver orders them: stable, beta, alpha).
+fn group_versions(shared: &Shared) -> Vec<String> {
+    let served = lock(&shared.served);
+    let mut versions: Vec<String> = Vec::new();
+    for version in ["v1", "v1beta1", "v1alpha1"] {
+        let any = served
+            .iter()
+            .any(|(r, vs)| !r.group().is_empty() && vs.iter().any(|v| v == version));
+        if any {
+            versions.push(version.to_string());
+        }
+    }
+    versions
+}
+
+/// The `APIGroup` of `admissionregistration.k8s.io`.
+fn group(shared: &Shared) -> Value {
+    let group = super::API_VERSION.split('/').next().unwrap_or_default();
+    let versions: Vec<Value> = group_versions(shared)
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{group}/{v}"), "version": v}))
+        .collect();
+    json!({
+        "kind": "APIGroup",
+        "apiVersion": "v1",
+        "name": group,
+        "versions": versions,
+        "preferredVersion": versions.first().cloned().unwrap_or(json!(null)),
+    })
+}
+
+/// `GET /apis`: the `APIGroupList` (the one group this server has).
+fn group_list(shared: &Shared) -> Response<Body> {
+    let mut group = group(shared);
+    if let Some(map) = group.as_object_mut() {
+        map.remove("kind");
+        map.remove("apiVersion");
+    }
+    json_response(
+        StatusCode::OK,
+        &json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": [group]}),
+    )
+}
+
+/// `GET /api/v1`: the core resources this server has.
+fn core_resources() -> Response<Body> {
+    let resources: Vec<Value> = [FakeResource::Namespaces, FakeResource::ConfigMaps]
+        .into_iter()
+        .map(|r| {
+            json!({
+                "name": r.plural(),
+                "singularName": r.kind().to_lowercase(),
+                "namespaced": r == FakeResource::ConfigMaps,
+                "kind": r.kind(),
+                "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
+            })
+        })
+        .collect();
+    json_response(
+        StatusCode::OK,
+        &json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": resources}),
+    )
+}
+
+/// `GET /apis/admissionregistration.k8s.io/VERSION`: the resources served at `version`.
+fn resource_list(shared: &Shared, version: &str) -> Response<Body> {
+    let served = lock(&shared.served);
+    let resources: Vec<Value> = served
+        .iter()
+        .filter(|(r, vs)| !r.group().is_empty() && vs.iter().any(|v| v == version))
+        .map(|(r, _)| {
+            json!({
+                "name": r.plural(),
+                "singularName": r.kind().to_lowercase(),
+                "namespaced": false,
+                "kind": r.kind(),
+                "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+            })
+        })
+        .collect();
+    if resources.is_empty() {
+        return page_not_found();
+    }
+    json_response(
+        StatusCode::OK,
+        &json!({
+            "kind": "APIResourceList",
+            "apiVersion": "v1",
+            "groupVersion": format!("admissionregistration.k8s.io/{version}"),
+            "resources": resources,
+        }),
+    )
 }
 
 fn page_not_found() -> Response<Body> {
@@ -350,7 +476,7 @@ fn decode_continue(token: &str) -> Option<(u64, String)> {
     Some((value["rv"].as_u64()?, value["start"].as_str()?.to_string()))
 }
 
-fn list(shared: &Shared, resource: FakeResource, params: &Params) -> Response<Body> {
+fn list(shared: &Shared, resource: FakeResource, version: &str, params: &Params) -> Response<Body> {
     if denied(shared, &Denial::resource(resource, "list")) {
         return forbidden_resource(resource, "list", None);
     }
@@ -419,7 +545,7 @@ fn list(shared: &Shared, resource: FakeResource, params: &Params) -> Response<Bo
         StatusCode::OK,
         &json!({
             "kind": format!("{}List", resource.kind()),
-            "apiVersion": resource.api_version(),
+            "apiVersion": api_version_at(resource, version),
             "metadata": metadata,
             "items": items,
         }),
@@ -540,10 +666,11 @@ fn merge_applied(existing: &Value, applied: &Value) -> Value {
 async fn apply(
     req: Request<Incoming>,
     shared: &Shared,
-    resource: FakeResource,
+    (resource, version): (FakeResource, &str),
     name: &str,
     params: &Params,
 ) -> Response<Body> {
+    let api_version = api_version_at(resource, version);
     let content_type = req
         .headers()
         .get(CONTENT_TYPE)
@@ -618,13 +745,12 @@ async fn apply(
             None,
         );
     }
-    if applied["kind"] != resource.kind() || applied["apiVersion"] != resource.api_version() {
+    if applied["kind"] != resource.kind() || applied["apiVersion"] != api_version.as_str() {
         return status(
             StatusCode::BAD_REQUEST,
             "BadRequest",
             &format!(
-                "the apply patch must have apiVersion {} and kind {}",
-                resource.api_version(),
+                "the apply patch must have apiVersion {api_version} and kind {}",
                 resource.kind()
             ),
             None,

@@ -352,13 +352,22 @@ impl Store {
     }
 }
 
+/// The key an object is stored by: its name, or `namespace/name` for a namespaced one.
 fn object_name(object: &Value) -> Result<String, FakeError> {
-    object
+    let name = object
         .pointer("/metadata/name")
         .and_then(Value::as_str)
         .filter(|n| !n.is_empty())
-        .map(str::to_string)
-        .ok_or(FakeError::MissingName)
+        .ok_or(FakeError::MissingName)?;
+    Ok(
+        match object
+            .pointer("/metadata/namespace")
+            .and_then(Value::as_str)
+        {
+            Some(ns) if !ns.is_empty() => format!("{ns}/{name}"),
+            _ => name.to_string(),
+        },
+    )
 }
 
 /// Sets kind and apiVersion as the server stores them; a Namespace also gets the
@@ -368,7 +377,20 @@ fn normalise(object: &mut Value, resource: FakeResource) {
     let name = object["metadata"]["name"].clone();
     if let Some(map) = object.as_object_mut() {
         map.insert("kind".into(), json!(resource.kind()));
-        map.insert("apiVersion".into(), json!(resource.api_version()));
+        // A policy or binding keeps the version of its group it was written in.
+        let written = map.get("apiVersion").and_then(Value::as_str);
+        let policy = matches!(
+            resource,
+            FakeResource::ValidatingAdmissionPolicies
+                | FakeResource::ValidatingAdmissionPolicyBindings
+                | FakeResource::MutatingAdmissionPolicies
+                | FakeResource::MutatingAdmissionPolicyBindings
+        );
+        let group = resource.group();
+        let in_group = written.is_some_and(|v| v.split_once('/').is_some_and(|(g, _)| g == group));
+        if !(policy && in_group) {
+            map.insert("apiVersion".into(), json!(resource.api_version()));
+        }
         map.entry("metadata").or_insert_with(|| json!({}));
     }
     if resource == FakeResource::Namespaces {

@@ -1824,7 +1824,7 @@ impl State {
                             l.changes
                                 .iter()
                                 .rev()
-                                .find(|c| c.kind == kind && c.name == name)
+                                .find(|c| c.kind == kind.into() && c.name == name)
                         })
                         .map(|c| c.who.clone())
                         .unwrap_or_else(|| "unknown".into());

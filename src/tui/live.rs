@@ -11,7 +11,9 @@ use serde_json::Value;
 
 use crate::api::{WebhookConfiguration, WebhookKind};
 use crate::live::audit::AuditEvent;
-use crate::live::cluster::{Change, ChangeAction, ClusterMsg, Connected, Failure, Feed};
+use crate::live::cluster::{
+    AdmissionKind, Change, ChangeAction, ClusterMsg, Connected, Failure, Feed, Served,
+};
 use crate::live::metrics::{AdmissionSnapshot, MetricsHistory, Window};
 use crate::replay::{CapturedRequest, InputItem};
 
@@ -54,10 +56,16 @@ pub enum LiveMsg {
     },
     /// The configurations in force changed: the webhooks in dispatch order.
     Configurations {
-        /// The webhooks, with their effective settings.
+        /// The webhooks and the policy bindings, with their effective settings.
         hooks: Vec<HookInfo>,
-        /// How many configurations are in force.
+        /// How many webhook configurations are in force.
         configurations: usize,
+        /// How many admission policies (validating and mutating) are in force.
+        policies: usize,
+        /// How many admission policy bindings are in force.
+        bindings: usize,
+        /// The policy kinds that cannot be read now, with why.
+        unreadable: Vec<String>,
         /// Objects that could not be read as configurations.
         problems: Vec<String>,
         /// Both watchers have listed once.
@@ -67,6 +75,13 @@ pub enum LiveMsg {
     },
     /// What a server-side apply (or its dry run) did.
     Applied(Box<ApplyResult>),
+    /// The parameter objects of the policies in force changed: how many the replays now have.
+    Params {
+        /// Objects of every `paramKind` the policies name.
+        objects: usize,
+        /// When the source took them in (replays from then on get them).
+        at: SystemTime,
+    },
     /// A `/metrics` scrape, reduced to the admission series.
     Scrape {
         /// When the answer arrived.
@@ -356,8 +371,19 @@ pub struct LiveState {
     pub namespaces: Option<usize>,
     /// The server's release and the one modelled, when the replays follow the server's.
     pub release: Option<crate::ServerRelease>,
-    /// Configurations in force.
+    /// Webhook configurations in force.
     pub configurations: usize,
+    /// Admission policies in force (validating and mutating).
+    pub policies: usize,
+    /// Admission policy bindings in force.
+    pub bindings: usize,
+    /// The policy kinds that cannot be read now, with why (replays run without them).
+    pub unreadable: Vec<String>,
+    /// What discovery found the server serving of the policy kinds, once it answered.
+    pub served: Option<Vec<Served>>,
+    /// How many parameter objects of the policies in force the cluster has, and when they last
+    /// changed, once listed.
+    pub params: Option<(usize, SystemTime)>,
     /// The server and context the kubeconfig named, once read (kept while disconnected).
     pub target: Option<(String, String)>,
     /// Both watchers have listed once.
@@ -413,6 +439,11 @@ impl LiveState {
             namespaces: None,
             release: None,
             configurations: 0,
+            policies: 0,
+            bindings: 0,
+            unreadable: Vec::new(),
+            served: None,
+            params: None,
             synced: false,
             target: None,
             configuration_problems: Vec::new(),
@@ -519,6 +550,15 @@ impl LiveState {
             }
             ClusterMsg::FeedFailed { feed, failure } => self.feed_outcome(feed, at, Some(failure)),
             ClusterMsg::FeedRecovered(feed) => self.feed_outcome(feed, at, None),
+            ClusterMsg::Discovered(served) => {
+                // A kind the server does not serve has no feed to fail.
+                self.feeds.retain(|f| {
+                    !served
+                        .iter()
+                        .any(|s| s.version.is_none() && f.feed == Feed::Admission(s.kind))
+                });
+                self.served = Some(served);
+            }
             ClusterMsg::Namespaces(set) => {
                 if set.synced {
                     self.namespaces = Some(set.labels.len());
@@ -537,8 +577,8 @@ impl LiveState {
                 }
                 self.changes.push_back(change);
             }
-            // Parsed by the source; never sent as such.
-            ClusterMsg::Configurations(_) | ClusterMsg::Metrics(_) => {}
+            // Taken in by the source; never sent as such.
+            ClusterMsg::Configurations(_) | ClusterMsg::Metrics(_) | ClusterMsg::Params(_) => {}
         }
     }
 
@@ -780,6 +820,39 @@ impl State {
                             false,
                         ))
                     }
+                    // Said once, as kubectl would find them absent; again only if the server
+                    // changes what it serves.
+                    ClusterMsg::Discovered(served) => {
+                        // A policy kind stands for its binding kind, served with it.
+                        let absent = |s: &[Served]| {
+                            let gone = |k| s.iter().any(|s| s.kind == k && s.version.is_none());
+                            [
+                                AdmissionKind::ValidatingAdmissionPolicy,
+                                AdmissionKind::MutatingAdmissionPolicy,
+                                AdmissionKind::ValidatingAdmissionPolicyBinding,
+                                AdmissionKind::MutatingAdmissionPolicyBinding,
+                            ]
+                            .into_iter()
+                            .filter(|k| gone(*k))
+                            .filter(|k| match k {
+                                AdmissionKind::ValidatingAdmissionPolicyBinding => {
+                                    !gone(AdmissionKind::ValidatingAdmissionPolicy)
+                                }
+                                AdmissionKind::MutatingAdmissionPolicyBinding => {
+                                    !gone(AdmissionKind::MutatingAdmissionPolicy)
+                                }
+                                _ => true,
+                            })
+                            .map(AdmissionKind::kind)
+                            .collect::<Vec<_>>()
+                        };
+                        let now = absent(served);
+                        let before = live.served.as_deref().map(absent);
+                        (!now.is_empty() && before.as_ref() != Some(&now)).then(|| {
+                            let text = format!("{} not served here: not watched", now.join(", "));
+                            (format!("cluster: {text}"), false)
+                        })
+                    }
                     _ => None,
                 };
                 live.on_cluster(*msg, at);
@@ -790,11 +863,17 @@ impl State {
             LiveMsg::Configurations {
                 hooks,
                 configurations,
+                policies,
+                bindings,
+                unreadable,
                 problems,
                 synced,
                 documents,
             } => {
                 live.configurations = configurations;
+                live.policies = policies;
+                live.bindings = bindings;
+                live.unreadable = unreadable;
                 live.synced = synced;
                 live.configuration_problems = problems;
                 let mut commands = self.sync_cluster_documents(documents);
@@ -823,6 +902,7 @@ impl State {
                 return commands;
             }
             LiveMsg::Applied(result) => return self.applied(*result),
+            LiveMsg::Params { objects, at } => live.params = Some((objects, at)),
             LiveMsg::Scrape { at, snapshot } => {
                 if let Err(e) = live.on_scrape(at, *snapshot) {
                     self.say(e, true);

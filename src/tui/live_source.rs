@@ -12,6 +12,7 @@ use tokio::sync::mpsc;
 
 use crate::ServerRelease;
 use crate::edit::{ReplyCache, ReusingReplier};
+use crate::engine::policy::ParamObjects;
 use crate::engine::{Engine, EngineOptions};
 use crate::live::audit::{
     AuditFeed, AuditWebhookOptions, AuditWebhookServer, CaptureOptions, CaptureWriter,
@@ -204,6 +205,23 @@ impl LiveSource {
         let mut loaded = Some(loaded).filter(|l| !l.is_empty());
         // The cluster's namespace labels, given to every request before it is dispatched.
         let mut namespaces = ClusterNamespaces::default();
+        // The policy kinds that cannot be read, noted on every request replayed without them.
+        let mut unreadable: Vec<String> = Vec::new();
+        // The cluster's parameter objects of the policies in force, once listed, and why they
+        // cannot be read when they cannot.
+        let mut params: Option<Arc<ParamObjects>> = None;
+        let mut params_problem: Option<String> = None;
+        // What the cluster has now, for a replayed request.
+        macro_rules! cluster_now {
+            () => {
+                ClusterNow {
+                    namespaces: &namespaces,
+                    params: params.as_ref(),
+                    params_problem: params_problem.as_deref(),
+                    unreadable: &unreadable,
+                }
+            };
+        }
         let mut cluster_open = true;
         let mut audit_open = true;
         loop {
@@ -218,18 +236,8 @@ impl LiveSource {
                             let (r, msg) = configurations(&set, &engine_options, &settings);
                             replayer = Some(Arc::clone(&r));
                             edited = None;
-                            in_force = Some(set.clone());
-                            if set.mutating_synced && set.validating_synced
-                                && let Some(items) = loaded.take()
-                            {
-                                if tx.send(msg).await.is_err() {
-                                    break;
-                                }
-                                kept.extend(items.iter().cloned());
-                                let items = with_namespaces(items, &namespaces);
-                                spawn_replay(r, items, seeding.clone(), tx.clone());
-                                continue;
-                            }
+                            unreadable = set.unreadable.clone();
+                            in_force = Some(set);
                             msg
                         }
                         ClusterMsg::Connected(connected) => {
@@ -261,6 +269,22 @@ impl LiveSource {
                             namespaces.listed(&set);
                             cluster_msg(ClusterMsg::Namespaces(set))
                         }
+                        ClusterMsg::Params(objects) => {
+                            let count = objects.len();
+                            params = Some(Arc::new(objects));
+                            params_problem = None;
+                            SourceMsg::Live(LiveMsg::Params {
+                                objects: count,
+                                at: SystemTime::now(),
+                            })
+                        }
+                        ClusterMsg::FeedFailed { feed: Feed::Params, failure } => {
+                            params_problem = Some(failure.reason.clone());
+                            cluster_msg(ClusterMsg::FeedFailed {
+                                feed: Feed::Params,
+                                failure,
+                            })
+                        }
                         ClusterMsg::FeedFailed { feed: Feed::Namespaces, failure } => {
                             namespaces.failure = Some(failure.reason.clone());
                             cluster_msg(ClusterMsg::FeedFailed {
@@ -278,6 +302,17 @@ impl LiveSource {
                     };
                     if tx.send(msg).await.is_err() {
                         break;
+                    }
+                    // The captures are replayed once everything in force is known: the
+                    // configurations, and the parameters of the policies that take them.
+                    let known = params.is_some() || params_problem.is_some();
+                    if let (Some(set), Some(r)) = (&in_force, &replayer)
+                        && in_force_known(set, known)
+                        && let Some(items) = loaded.take()
+                    {
+                        kept.extend(items.iter().cloned());
+                        let items = with_cluster(items, &cluster_now!());
+                        spawn_replay(Arc::clone(r), items, seeding.clone(), tx.clone());
                     }
                 }
                 feed = audit_rx.recv(), if audit_open => {
@@ -325,7 +360,7 @@ impl LiveSource {
                             .map(|r| InputItem::Request(Box::new(r)))
                             .collect();
                         kept.extend(items.iter().cloned());
-                        let items = with_namespaces(items, &namespaces);
+                        let items = with_cluster(items, &cluster_now!());
                         spawn_replay(Arc::clone(r), items, seeding.clone(), tx.clone());
                     }
                     Some(SourceCtl::Redispatch { generation, configurations, fresh, .. }) => {
@@ -337,11 +372,15 @@ impl LiveSource {
                         if fresh {
                             cache.clear();
                         }
-                        let engine = Engine::new(&configurations, engine_options.clone());
+                        // The edits are webhook configurations; the cluster's policies stay.
+                        let mut engine = Engine::new(&configurations, engine_options.clone());
+                        if let Some(r) = &replayer {
+                            engine = engine.with_policies_of(r.engine());
+                        }
                         let again = Arc::new(Replayer::new(Arc::new(engine), settings.clone()));
                         edited = Some(Arc::clone(&again));
                         let items: Arc<[InputItem]> =
-                            with_namespaces(kept.clone(), &namespaces).into();
+                            with_cluster(kept.clone(), &cluster_now!()).into();
                         let reusing = ReusingReplier::new(replier.clone(), cache.clone());
                         let tx = tx.clone();
                         redispatching = Some(tokio::spawn(async move {
@@ -366,6 +405,9 @@ impl LiveSource {
                             cluster_tx,
                         ));
                         namespaces = ClusterNamespaces::default();
+                        unreadable.clear();
+                        params = None;
+                        params_problem = None;
                         in_force = None;
                         replayer = None;
                         edited = None;
@@ -387,11 +429,52 @@ impl LiveSource {
     }
 }
 
-/// The requests among `items` with their namespace's labels as the cluster has them now.
-fn with_namespaces(mut items: Vec<InputItem>, namespaces: &ClusterNamespaces) -> Vec<InputItem> {
+/// What the cluster has now that a replayed request is given: its namespace's labels, the
+/// parameter objects of the policies (once listed), and which policy kinds cannot be read.
+struct ClusterNow<'a> {
+    namespaces: &'a ClusterNamespaces,
+    params: Option<&'a Arc<ParamObjects>>,
+    params_problem: Option<&'a str>,
+    unreadable: &'a [String],
+}
+
+/// Whether everything in force is known, for the captures replayed once it is: every watcher
+/// has listed (or its kind is unreadable), and the parameters of the policies in force are
+/// `params_known` (listed, or unreadable) when a policy takes parameters.
+fn in_force_known(set: &WebhookSet, params_known: bool) -> bool {
+    let p = &set.policies;
+    let takes_params = (p.validating.iter().map(|v| &v.spec.param_kind))
+        .chain(p.mutating.iter().map(|m| &m.spec.param_kind))
+        .any(Option::is_some);
+    set.synced() && (params_known || !takes_params)
+}
+
+/// The requests among `items` with their namespace's labels and the policies' parameter objects
+/// as the cluster has them now, and a note for each policy kind that cannot be read (they are
+/// replayed without it).
+fn with_cluster(mut items: Vec<InputItem>, now: &ClusterNow<'_>) -> Vec<InputItem> {
+    let ClusterNow {
+        namespaces,
+        params,
+        params_problem,
+        unreadable,
+    } = now;
     for item in &mut items {
         if let InputItem::Request(request) = item {
             namespaces.resolve(request);
+            if let Some(params) = params {
+                request.params = Some(Arc::clone(params));
+            }
+            if let Some(why) = params_problem {
+                request.notes.push(format!(
+                    "the parameters of the cluster's policies cannot all be read ({why}); a policy taking them may have decided otherwise"
+                ));
+            }
+            for u in unreadable.iter() {
+                request.notes.push(format!(
+                    "the cluster's {u}; replayed without them, so a policy of that kind may have decided otherwise"
+                ));
+            }
         }
     }
     items
@@ -428,14 +511,18 @@ async fn parse_scrapes(mut rx: mpsc::Receiver<MetricsScrape>, tx: mpsc::Sender<S
     }
 }
 
-/// The engine over the configurations in force, and the message telling the console.
+/// The engine over the configurations in force (webhook configurations, admission policies and
+/// their bindings), and the message telling the console.
 fn configurations(
     set: &WebhookSet,
     options: &EngineOptions,
     settings: &ReplaySettings,
 ) -> (Arc<Replayer>, SourceMsg) {
     let all = set.all();
-    let engine = Engine::new(&all, options.clone());
+    let p = &set.policies;
+    let engine = Engine::new(&all, options.clone())
+        .with_policies(&p.validating, &p.validating_bindings)
+        .with_mutating_policies(&p.mutating, &p.mutating_bindings);
     let documents = set
         .objects
         .iter()
@@ -456,8 +543,11 @@ fn configurations(
     let msg = SourceMsg::Live(LiveMsg::Configurations {
         hooks: hook_infos(&engine),
         configurations: all.len(),
+        policies: p.validating.len() + p.mutating.len(),
+        bindings: p.validating_bindings.len() + p.mutating_bindings.len(),
+        unreadable: set.unreadable.clone(),
         problems: set.problems.clone(),
-        synced: set.mutating_synced && set.validating_synced,
+        synced: set.synced(),
         documents,
     });
     let replayer = Replayer::new(Arc::new(engine), settings.clone());

@@ -219,27 +219,34 @@ pub(crate) fn describe(
 /// The RBAC rule for `verb` on `feed`, and the `kubectl auth can-i` check.
 pub(crate) fn rbac_for(feed: Feed, verb: &str, target: &Target<'_>) -> RbacAdvice {
     match feed.resource() {
-        Some(resource) => {
-            let group = feed.group();
-            let qualified = if group.is_empty() {
-                resource.to_string()
-            } else {
-                format!("{resource}.{group}")
-            };
-            RbacAdvice {
-                rule: format!(
-                    "- apiGroups: [\"{group}\"]\n  resources: [\"{resource}\"]\n  verbs: [\"get\", \"list\", \"watch\"]"
-                ),
-                check: format!(
-                    "kubectl auth can-i {verb} {qualified}{}",
-                    target.context_flag()
-                ),
-            }
-        }
+        Some(resource) => rbac_for_resource(resource, feed.group(), verb, target),
         None => RbacAdvice {
             rule: "- nonResourceURLs: [\"/metrics\"]\n  verbs: [\"get\"]".to_string(),
             check: format!("kubectl auth can-i get /metrics{}", target.context_flag()),
         },
+    }
+}
+
+/// The RBAC advice for `verb` on `resource` of `group`: the read-only rule, and its check.
+pub(crate) fn rbac_for_resource(
+    resource: &str,
+    group: &str,
+    verb: &str,
+    target: &Target<'_>,
+) -> RbacAdvice {
+    let qualified = if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    };
+    RbacAdvice {
+        rule: format!(
+            "- apiGroups: [\"{group}\"]\n  resources: [\"{resource}\"]\n  verbs: [\"get\", \"list\", \"watch\"]"
+        ),
+        check: format!(
+            "kubectl auth can-i {verb} {qualified}{}",
+            target.context_flag()
+        ),
     }
 }
 

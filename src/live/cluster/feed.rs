@@ -5,31 +5,66 @@ use std::time::SystemTime;
 
 use serde_json::Value;
 
-use crate::api::{WebhookConfiguration, WebhookKind};
+use crate::api::WebhookConfiguration;
+use crate::config::policy::{PolicyObject, PolicySet};
 
-use super::{Change, ChangeAction, ConfigurationObject, Seen};
+use super::{AdmissionKind, Change, ChangeAction, ConfigurationObject, Seen};
+
+/// The project's reading of a server object: a webhook configuration, or a policy or binding,
+/// defaulted as the loader defaults files.
+#[derive(Debug, Clone)]
+pub(crate) enum Reading {
+    Webhook(WebhookConfiguration),
+    Policy(Box<PolicyObject>),
+}
 
 /// A known object: its JSON as the server sent it, and the project's reading of it.
 #[derive(Debug, Clone)]
 pub(crate) struct Known {
     pub(crate) object: Value,
-    pub(crate) configuration: Result<WebhookConfiguration, String>,
+    pub(crate) reading: Result<Reading, String>,
 }
 
 /// The objects of one kind, and a list in progress.
 pub(crate) struct KindStore {
-    pub(crate) kind: WebhookKind,
+    pub(crate) kind: AdmissionKind,
     pub(crate) objects: BTreeMap<String, Known>,
     relisting: Option<BTreeMap<String, Value>>,
     /// At least one complete list has been seen.
     pub(crate) synced: bool,
+    /// Why the kind cannot be read now (its feed fails), until its watcher progresses again.
+    pub(crate) failing: Option<String>,
 }
 
-/// Reads a server object with the project's loader (the same defaulting as files get).
-pub(crate) fn convert(kind: WebhookKind, object: &Value) -> Result<WebhookConfiguration, String> {
+/// Reads a server object with the project's loader (the same defaulting as files get). A policy
+/// or binding is also validated as the apiserver validates a create: one it would refuse (which
+/// hookscope's reading of the object may differ on) is a problem, left out of the replays.
+pub(crate) fn convert(kind: AdmissionKind, object: &Value) -> Result<Reading, String> {
     let name = object["metadata"]["name"].as_str().unwrap_or("");
     let origin = format!("{}/{name}", kind.resource());
     let text = serde_json::to_string(object).map_err(|e| format!("{origin}: {e}"))?;
+    if kind.is_policy() {
+        let mut loaded = crate::config::parse_policy_documents(&text, &origin);
+        if loaded.is_empty() {
+            return Err(format!("{origin}: not a {kind}"));
+        }
+        let mut policy = loaded.swap_remove(0).map_err(|e| e.to_string())?;
+        policy.apply_defaults();
+        let errors = crate::config::policy::validate_policy_object(&policy.object);
+        return match errors.split_first() {
+            None => Ok(Reading::Policy(Box::new(policy.object))),
+            Some((first, rest)) => Err(format!(
+                "{origin}: left out of the replays, hookscope finds it invalid: {}: {}{}",
+                first.field,
+                first.message,
+                if rest.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (and {} more errors)", rest.len())
+                }
+            )),
+        };
+    }
     let mut loaded = crate::config::parse_documents(&text, &origin);
     if loaded.is_empty() {
         return Err(format!("{origin}: empty object"));
@@ -37,7 +72,7 @@ pub(crate) fn convert(kind: WebhookKind, object: &Value) -> Result<WebhookConfig
     match loaded.swap_remove(0) {
         Ok(mut configuration) => {
             configuration.apply_defaults();
-            Ok(configuration.configuration)
+            Ok(Reading::Webhook(configuration.configuration))
         }
         Err(e) => Err(e.to_string()),
     }
@@ -151,12 +186,13 @@ pub(crate) fn latest_writer(object: &Value) -> Option<(String, Option<String>, O
 }
 
 impl KindStore {
-    pub(crate) fn new(kind: WebhookKind) -> KindStore {
+    pub(crate) fn new(kind: AdmissionKind) -> KindStore {
         KindStore {
             kind,
             objects: BTreeMap::new(),
             relisting: None,
             synced: false,
+            failing: None,
         }
     }
 
@@ -191,14 +227,9 @@ impl KindStore {
     }
 
     fn store(&mut self, name: &str, object: Value) {
-        let configuration = convert(self.kind, &object);
-        self.objects.insert(
-            name.to_string(),
-            Known {
-                object,
-                configuration,
-            },
-        );
+        let reading = convert(self.kind, &object);
+        self.objects
+            .insert(name.to_string(), Known { object, reading });
     }
 
     /// A list starts (again).
@@ -309,31 +340,53 @@ impl KindStore {
         Some(change)
     }
 
-    /// The configurations in dispatch order (by name), and the objects that could not be read.
-    /// The objects that read as configurations, by name, as the server sent them.
+    /// The webhook configurations that read as such, by name, as the server sent them.
     pub(crate) fn objects(&self) -> impl Iterator<Item = ConfigurationObject> + '_ {
-        self.objects.iter().filter_map(|(name, known)| {
-            known
-                .configuration
-                .as_ref()
-                .ok()
-                .map(|_| ConfigurationObject {
-                    kind: self.kind,
+        self.objects
+            .iter()
+            .filter_map(|(name, known)| match &known.reading {
+                Ok(Reading::Webhook(c)) => Some(ConfigurationObject {
+                    kind: c.kind,
                     name: name.clone(),
                     object: known.object.clone(),
-                })
-        })
+                }),
+                _ => None,
+            })
     }
 
+    /// The webhook configurations in dispatch order (by name); the objects that could not be
+    /// read go to `problems`.
     pub(crate) fn configurations(&self, problems: &mut Vec<String>) -> Vec<WebhookConfiguration> {
         let mut out = Vec::new();
         for known in self.objects.values() {
-            match &known.configuration {
-                Ok(c) => out.push(c.clone()),
+            match &known.reading {
+                Ok(Reading::Webhook(c)) => out.push(c.clone()),
+                Ok(Reading::Policy(_)) => {}
                 Err(e) => problems.push(e.clone()),
             }
         }
         out
+    }
+
+    /// Adds the policies or bindings that read as such to `set` (by name); the objects that
+    /// could not be read go to `problems`.
+    pub(crate) fn policies(&self, set: &mut PolicySet, problems: &mut Vec<String>) {
+        for known in self.objects.values() {
+            match &known.reading {
+                Ok(Reading::Policy(p)) => set.insert((**p).clone()),
+                Ok(Reading::Webhook(_)) => {}
+                Err(e) => problems.push(e.clone()),
+            }
+        }
+    }
+
+    /// The server does not serve this kind: it has no objects (those known before, from a
+    /// server that served it, are reported deleted, as a relist would find them gone) and
+    /// counts as listed.
+    pub(crate) fn not_served(&mut self) -> Vec<Change> {
+        self.begin_list();
+        let (changes, _) = self.end_list();
+        changes
     }
 }
 

@@ -2,14 +2,17 @@
 //! (only when allowed) server-side apply.
 //!
 //! [`run`] connects as kubectl does (see [`kubeconfig_source`]), then keeps kube-runtime
-//! watchers on `mutatingwebhookconfigurations`, `validatingwebhookconfigurations` and
-//! `namespaces` (whose labels the namespace selectors read) and scrapes `/metrics` every
+//! watchers on `mutatingwebhookconfigurations`, `validatingwebhookconfigurations`, the admission
+//! policies and their bindings in the versions discovery finds served ([`AdmissionKind`]), the
+//! resources of the policies' `paramKind`s (their parameters), and `namespaces` (whose labels
+//! the namespace selectors read) and scrapes `/metrics` every
 //! [`ClusterOptions::scrape_interval`], sending [`ClusterMsg`]s. It never gives
 //! up: failures are reported with a reason, what to do, and when it retries. [`Cluster`] is the
 //! connection itself, for one-off requests such as [`Cluster::apply_configuration`].
 
 mod failure;
 mod feed;
+mod kinds;
 mod kubeconfig;
 mod namespaces;
 
@@ -25,9 +28,12 @@ use tokio::sync::mpsc;
 use tokio::time::Instant;
 
 use crate::api::{WebhookConfiguration, WebhookKind};
+use crate::config::policy::PolicySet;
+use crate::engine::policy::ParamObjects;
 
 pub use failure::{Failure, FailureKind, RbacAdvice};
 pub use feed::{RebaseError, apply_diff, editable_yaml, rebase, yaml_diff};
+pub use kinds::{AdmissionKind, GroupVersion, Served, pick_versions};
 pub use kubeconfig::{
     KubeconfigSource, home_dir, kubeconfig_source, read_kubeconfig, select_context,
 };
@@ -186,43 +192,40 @@ pub struct Connected {
 }
 
 /// A source of data the console shows, each with its own permission.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Feed {
-    /// The MutatingWebhookConfiguration watcher.
-    MutatingWebhookConfigurations,
-    /// The ValidatingWebhookConfiguration watcher.
-    ValidatingWebhookConfigurations,
+    /// The watcher of one admission configuration kind.
+    Admission(AdmissionKind),
     /// The Namespace watcher (their labels, for namespace selectors).
     Namespaces,
+    /// The watchers of the parameter objects of the policies in force (their `paramKind`s).
+    Params,
     /// The `/metrics` scrape.
     Metrics,
 }
 
 impl Feed {
+    /// The MutatingWebhookConfiguration watcher.
+    pub const MUTATING_WEBHOOKS: Feed =
+        Feed::Admission(AdmissionKind::MutatingWebhookConfiguration);
+    /// The ValidatingWebhookConfiguration watcher.
+    pub const VALIDATING_WEBHOOKS: Feed =
+        Feed::Admission(AdmissionKind::ValidatingWebhookConfiguration);
+
     /// The resource a watcher feed lists and watches (`None` for metrics).
     pub fn resource(self) -> Option<&'static str> {
         match self {
-            Feed::MutatingWebhookConfigurations => Some(WebhookKind::Mutating.resource()),
-            Feed::ValidatingWebhookConfigurations => Some(WebhookKind::Validating.resource()),
+            Feed::Admission(kind) => Some(kind.resource()),
             Feed::Namespaces => Some("namespaces"),
-            Feed::Metrics => None,
+            Feed::Params | Feed::Metrics => None,
         }
     }
 
     /// The API group of the resource (empty for the core group and for metrics).
     pub fn group(self) -> &'static str {
         match self {
-            Feed::MutatingWebhookConfigurations | Feed::ValidatingWebhookConfigurations => {
-                crate::config::GROUP
-            }
-            Feed::Namespaces | Feed::Metrics => "",
-        }
-    }
-
-    fn of(kind: WebhookKind) -> Feed {
-        match kind {
-            WebhookKind::Mutating => Feed::MutatingWebhookConfigurations,
-            WebhookKind::Validating => Feed::ValidatingWebhookConfigurations,
+            Feed::Admission(_) => crate::config::GROUP,
+            Feed::Namespaces | Feed::Params | Feed::Metrics => "",
         }
     }
 }
@@ -250,8 +253,8 @@ pub enum Seen {
 /// One entry of the change history.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Change {
-    /// Mutating or validating.
-    pub kind: WebhookKind,
+    /// The kind of the object: a webhook configuration, a policy or a binding.
+    pub kind: AdmissionKind,
     /// The configuration's name.
     pub name: String,
     /// Added, Modified or Deleted.
@@ -274,14 +277,19 @@ pub struct Change {
     pub seen: Seen,
 }
 
-/// The configurations in force, in the order the apiserver dispatches them.
+/// The admission configurations in force: the webhook configurations in the order the apiserver
+/// dispatches them, and the admission policies and bindings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct WebhookSet {
     /// MutatingWebhookConfigurations, sorted by name (defaulted by the project's loader).
     pub mutating: Vec<WebhookConfiguration>,
     /// ValidatingWebhookConfigurations, sorted by name.
     pub validating: Vec<WebhookConfiguration>,
-    /// Objects that could not be read as configurations, one message each.
+    /// The admission policies and bindings, defaulted and validated by the project's loader
+    /// (each list sorted by name).
+    pub policies: PolicySet,
+    /// Objects that could not be read as configurations, policies or bindings, and policies or
+    /// bindings the loader finds invalid, one message each.
     pub problems: Vec<String>,
     /// The objects of `mutating` then `validating`, as the server sent them (for editing).
     pub objects: Vec<ConfigurationObject>,
@@ -289,9 +297,20 @@ pub struct WebhookSet {
     pub mutating_synced: bool,
     /// Whether the validating watcher has completed its first list.
     pub validating_synced: bool,
+    /// Whether every policy kind has been listed once, found not served by discovery, or found
+    /// unreadable (see `unreadable`).
+    pub policies_synced: bool,
+    /// The policy kinds that cannot be read now (a 403, discovery failing), with why: replays
+    /// run without them.
+    pub unreadable: Vec<String>,
 }
 
 impl WebhookSet {
+    /// Whether everything in force is known: every watcher has listed once.
+    pub fn synced(&self) -> bool {
+        self.mutating_synced && self.validating_synced && self.policies_synced
+    }
+
     /// Mutating then validating: the input [`crate::engine::Engine::new`] takes.
     pub fn all(&self) -> Vec<WebhookConfiguration> {
         self.mutating
@@ -350,8 +369,15 @@ pub enum ClusterMsg {
     /// and by the scraper after its first scrape of a connection or after a failure. With
     /// [`ClusterMsg::FeedFailed`] it makes each feed's latest outcome.
     FeedRecovered(Feed),
+    /// What the server serves of the admission policy kinds, found by discovery once per
+    /// connection: a kind it does not serve is no failure, it is not watched.
+    Discovered(Vec<Served>),
     /// The namespaces and their labels changed (or were listed for the first time).
     Namespaces(NamespaceSet),
+    /// The parameter objects of the policies in force changed (or were listed for the first
+    /// time): every object of every `paramKind` the policies name, each with the `apiVersion` and
+    /// `kind` the policies write.
+    Params(ParamObjects),
     /// The configurations in force changed (or were listed for the first time).
     Configurations(WebhookSet),
     /// One change of the history; sent before the [`ClusterMsg::Configurations`] that includes it.
@@ -378,25 +404,15 @@ impl std::fmt::Debug for Cluster {
 }
 
 fn api_resource(kind: WebhookKind) -> ApiResource {
-    match kind {
-        WebhookKind::Mutating => ApiResource::erase::<
-            k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration,
-        >(&()),
-        WebhookKind::Validating => ApiResource::erase::<
-            k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration,
-        >(&()),
-    }
+    AdmissionKind::from(kind).api_resource(GroupVersion::V1)
 }
 
 /// The object as JSON with its kind and apiVersion (list items come without them).
-fn to_json(kind: WebhookKind, object: &DynamicObject) -> Value {
+fn to_json(kind: AdmissionKind, version: GroupVersion, object: &DynamicObject) -> Value {
     let mut value = serde_json::to_value(object).unwrap_or_else(|_| json!({}));
     if let Some(map) = value.as_object_mut() {
-        map.insert(
-            "apiVersion".into(),
-            json!(crate::config::GROUP.to_string() + "/v1"),
-        );
-        map.insert("kind".into(), json!(kind.configuration_kind()));
+        map.insert("apiVersion".into(), json!(version.api_version()));
+        map.insert("kind".into(), json!(kind.kind()));
     }
     value
 }
@@ -485,6 +501,35 @@ impl Cluster {
         Ok(self.client.apiserver_version().await?.git_version)
     }
 
+    /// Which version of `admissionregistration.k8s.io`, if any, serves each policy kind: the
+    /// group's versions (`GET /apis`), then each version's resources (`GET /apis/GROUP/VERSION`),
+    /// as kubectl discovers them. A server without the group serves none.
+    pub async fn discover_policies(&self) -> Result<Vec<Served>, kube::Error> {
+        let groups = self.client.list_api_groups().await?;
+        let Some(group) = groups
+            .groups
+            .iter()
+            .find(|g| g.name == crate::config::GROUP)
+        else {
+            return Ok(pick_versions([]));
+        };
+        let mut lists = Vec::new();
+        for v in &group.versions {
+            if GroupVersion::parse(&v.version).is_none() {
+                continue;
+            }
+            let list = self
+                .client
+                .list_api_group_resources(&v.group_version)
+                .await?;
+            let resources: Vec<String> = list.resources.into_iter().map(|r| r.name).collect();
+            lists.push((v.version.clone(), resources));
+        }
+        Ok(pick_versions(
+            lists.iter().map(|(v, r)| (v.as_str(), r.clone())),
+        ))
+    }
+
     /// `GET /metrics` with the Prometheus text `Accept` header.
     pub async fn scrape_metrics(&self) -> Result<MetricsScrape, kube::Error> {
         let request = http::Request::get("/metrics")
@@ -505,7 +550,10 @@ impl Cluster {
         name: &str,
     ) -> Result<Option<Value>, kube::Error> {
         let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &api_resource(kind));
-        Ok(api.get_opt(name).await?.map(|o| to_json(kind, &o)))
+        Ok(api
+            .get_opt(name)
+            .await?
+            .map(|o| to_json(kind.into(), GroupVersion::V1, &o)))
     }
 
     /// Server-side apply of `configuration` as field manager `hookscope` (refused with
@@ -537,7 +585,7 @@ impl Cluster {
         let reject = |e: kube::Error, what: &str| {
             let mut failure = describe(&e, what, &self.target(), Duration::ZERO);
             if failure.kind == FailureKind::Forbidden {
-                let plural = Feed::of(configuration.kind).resource().unwrap_or_default();
+                let plural = configuration.kind.resource();
                 failure.rbac = Some(RbacAdvice {
                     rule: format!(
                         "- apiGroups: [\"admissionregistration.k8s.io\"]\n  resources: [\"{plural}\"]\n  verbs: [\"patch\"]"
@@ -566,7 +614,8 @@ impl Cluster {
             )
             .await
             .map_err(|e| reject(e, "applying (dry run)"))?;
-        let dry = to_json(configuration.kind, &dry);
+        let version = GroupVersion::parse(&resource.version).unwrap_or(GroupVersion::V1);
+        let dry = to_json(configuration.kind.into(), version, &dry);
         if dry_run {
             return Ok(Applied {
                 dry_run: dry,
@@ -579,7 +628,7 @@ impl Cluster {
             .map_err(|e| reject(e, "applying"))?;
         Ok(Applied {
             dry_run: dry,
-            stored: Some(to_json(configuration.kind, &stored)),
+            stored: Some(to_json(configuration.kind.into(), version, &stored)),
         })
     }
 }
@@ -614,11 +663,11 @@ fn apply_patch(configuration: &WebhookConfiguration) -> Value {
 /// [`ClusterMsg`] for what is reported.
 pub async fn run(options: ClusterOptions, tx: mpsc::Sender<ClusterMsg>) {
     let mut stores = Stores {
-        kinds: [
-            KindStore::new(WebhookKind::Mutating),
-            KindStore::new(WebhookKind::Validating),
-        ],
+        kinds: AdmissionKind::ALL.map(KindStore::new),
+        served: None,
         namespaces: NamespaceStore::default(),
+        params: Vec::new(),
+        unresolved: Default::default(),
     };
     let mut delay = options.backoff.initial;
     let mut attempt = 0u32;
@@ -706,49 +755,260 @@ async fn pause(tx: &mpsc::Sender<ClusterMsg>, delay: Duration) -> bool {
     }
 }
 
-type EventStream =
-    futures::stream::BoxStream<'static, Result<watcher::Event<DynamicObject>, watcher::Error>>;
+/// What a watcher's stream yields.
+type WatchItem = Result<watcher::Event<DynamicObject>, watcher::Error>;
+
+type EventStream = futures::stream::BoxStream<'static, WatchItem>;
 
 /// What a watcher lists and watches.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Watched {
-    Configurations(WebhookKind),
+    Admission(AdmissionKind, GroupVersion),
     Namespaces,
+    /// The parameter objects of `Stores::params[i]`.
+    Params(usize),
 }
 
 impl Watched {
     fn feed(self) -> Feed {
         match self {
-            Watched::Configurations(kind) => Feed::of(kind),
+            Watched::Admission(kind, _) => Feed::Admission(kind),
             Watched::Namespaces => Feed::Namespaces,
+            Watched::Params(_) => Feed::Params,
         }
     }
 }
 
 /// What the watchers have seen.
 struct Stores {
-    kinds: [KindStore; 2],
+    /// One per [`AdmissionKind`], in the order of [`AdmissionKind::ALL`].
+    kinds: [KindStore; 6],
+    /// What discovery found on the latest connection that asked.
+    served: Option<Vec<Served>>,
     namespaces: NamespaceStore,
+    /// The parameter objects, one store per `paramKind` of the policies in force so far.
+    params: Vec<ParamStore>,
+    /// The `paramKind`s (apiVersion, kind) discovery could not resolve on this connection.
+    unresolved: std::collections::BTreeSet<(String, String)>,
 }
 
-fn watch_stream(cluster: &Cluster, watched: Watched) -> EventStream {
-    let resource = match watched {
-        Watched::Configurations(kind) => api_resource(kind),
-        Watched::Namespaces => ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&()),
-    };
-    let api: Api<DynamicObject> = Api::all_with(cluster.client.clone(), &resource);
+/// The objects of one `paramKind`, by namespace and name.
+struct ParamStore {
+    /// `apiVersion` and `kind` as the policies write them.
+    key: (String, String),
+    /// Where they are listed and watched (all namespaces).
+    resource: ApiResource,
+    objects: std::collections::BTreeMap<(String, String), Value>,
+    relisting: Option<std::collections::BTreeMap<(String, String), Value>>,
+    /// A policy in force names it, so it is watched; otherwise it holds nothing.
+    watching: bool,
+}
+
+impl ParamStore {
+    /// The object as the policies see it, and its namespace and name.
+    fn entry(&self, object: &DynamicObject) -> ((String, String), Value) {
+        let mut value = serde_json::to_value(object).unwrap_or_else(|_| json!({}));
+        if let Some(map) = value.as_object_mut() {
+            map.insert("apiVersion".into(), json!(self.key.0));
+            map.insert("kind".into(), json!(self.key.1));
+        }
+        let at = (
+            object.metadata.namespace.clone().unwrap_or_default(),
+            object.metadata.name.clone().unwrap_or_default(),
+        );
+        (at, value)
+    }
+
+    /// A watch event: whether the objects changed, and whether the watcher progressed.
+    fn event(&mut self, event: watcher::Event<DynamicObject>) -> (bool, bool) {
+        match event {
+            watcher::Event::Init => {
+                self.relisting = Some(Default::default());
+                (false, false)
+            }
+            watcher::Event::InitApply(object) => {
+                let (at, value) = self.entry(&object);
+                self.relisting
+                    .get_or_insert_with(Default::default)
+                    .insert(at, value);
+                (false, true)
+            }
+            watcher::Event::InitDone => {
+                let listed = self.relisting.take().unwrap_or_default();
+                self.objects = listed;
+                // Every complete list is news, even an empty first one: the params are known
+                // from now on.
+                (true, true)
+            }
+            watcher::Event::Apply(object) => {
+                let (at, value) = self.entry(&object);
+                let changed = self.objects.get(&at) != Some(&value);
+                self.objects.insert(at, value);
+                (changed, true)
+            }
+            watcher::Event::Delete(object) => {
+                let (at, _) = self.entry(&object);
+                (self.objects.remove(&at).is_some(), true)
+            }
+        }
+    }
+}
+
+/// Every parameter object known, for the replays.
+fn param_objects(stores: &Stores) -> ParamObjects {
+    ParamObjects::new(
+        stores
+            .params
+            .iter()
+            .flat_map(|p| p.objects.values().cloned())
+            .collect(),
+    )
+}
+
+/// The `paramKind`s (apiVersion, kind) of the policies in force.
+fn param_kinds(set: &PolicySet) -> std::collections::BTreeSet<(String, String)> {
+    let validating = set
+        .validating
+        .iter()
+        .filter_map(|p| p.spec.param_kind.as_ref());
+    let mutating = set
+        .mutating
+        .iter()
+        .filter_map(|p| p.spec.param_kind.as_ref());
+    validating
+        .chain(mutating)
+        .filter(|k| !k.kind.is_empty())
+        .map(|k| (k.api_version.clone(), k.kind.clone()))
+        .collect()
+}
+
+/// Watches the parameter objects of every `paramKind` of the policies in force, each resolved
+/// to its resource by discovery (as kubectl resolves a kind), and stops watching those no policy
+/// names any more. One discovery cannot resolve is a failure of the params feed, tried again on
+/// the next connection.
+async fn watch_params(
+    cluster: &Cluster,
+    options: &ClusterOptions,
+    stores: &mut Stores,
+    watches: &mut Vec<Watch>,
+) -> Vec<ClusterMsg> {
+    let mut messages = Vec::new();
+    let wanted = param_kinds(&webhook_set(stores).policies);
+    let mut dropped = false;
+    for (i, store) in stores.params.iter_mut().enumerate() {
+        let named = wanted.contains(&store.key);
+        if store.watching && !named {
+            watches.retain(|w| w.watched != Watched::Params(i));
+            store.objects.clear();
+            store.relisting = None;
+            dropped = true;
+        } else if !store.watching && named {
+            let watched = Watched::Params(i);
+            let resource = store.resource.clone();
+            watches.push(Watch::with_resource(cluster, options, watched, resource));
+        }
+        store.watching = named;
+    }
+    if dropped {
+        messages.push(ClusterMsg::Params(param_objects(stores)));
+    }
+    for (api_version, kind) in wanted {
+        let key = (api_version.clone(), kind.clone());
+        if stores.params.iter().any(|p| p.key == key) || stores.unresolved.contains(&key) {
+            continue;
+        }
+        let (group, version) = match api_version.split_once('/') {
+            Some((g, v)) => (g.to_string(), v.to_string()),
+            None => (String::new(), api_version.clone()),
+        };
+        let gvk = kube::api::GroupVersionKind::gvk(&group, &version, &kind);
+        let found = tokio::time::timeout(
+            Duration::from_secs(30),
+            kube::discovery::pinned_kind(&cluster.client, &gvk),
+        )
+        .await;
+        match found {
+            Ok(Ok((resource, _))) => {
+                stores.params.push(ParamStore {
+                    key,
+                    resource: resource.clone(),
+                    objects: Default::default(),
+                    relisting: None,
+                    watching: true,
+                });
+                let watched = Watched::Params(stores.params.len() - 1);
+                watches.push(Watch::with_resource(cluster, options, watched, resource));
+            }
+            failed => {
+                let why = match failed {
+                    Ok(Err(e)) => failure::chain_text(&e),
+                    _ => "discovery did not answer within 30 s".to_string(),
+                };
+                stores.unresolved.insert(key);
+                messages.push(ClusterMsg::FeedFailed {
+                    feed: Feed::Params,
+                    failure: Failure {
+                        kind: FailureKind::Server,
+                        reason: format!(
+                            "The paramKind {api_version} {kind} of the policies in force cannot be resolved to a resource: {why}"
+                        ),
+                        action: "Check that the kind is served (its CustomResourceDefinition installed); replays find no parameter of it. hookscope tries again on the next connection.".to_string(),
+                        rbac: None,
+                        retry_in: Duration::ZERO,
+                    },
+                });
+            }
+        }
+    }
+    messages
+}
+
+fn watch_stream(cluster: &Cluster, resource: &ApiResource) -> EventStream {
+    let api: Api<DynamicObject> = Api::all_with(cluster.client.clone(), resource);
     watcher::watcher(api, watcher::Config::default()).boxed()
 }
 
 /// One watcher and its retry state.
 struct Watch {
     watched: Watched,
+    /// What it lists and watches.
+    resource: ApiResource,
     stream: EventStream,
-    ready_at: Option<Instant>,
+    /// After a failure, the stream is polled again once this has elapsed.
+    pause: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
     delay: Duration,
     /// Its next progress is reported as [`ClusterMsg::FeedRecovered`]: it failed, or it has not
     /// progressed yet on this connection (a failure of an earlier connection is then cleared).
     report_ok: bool,
+}
+
+impl Watch {
+    /// A watcher of an admission kind or of the namespaces.
+    fn new(cluster: &Cluster, options: &ClusterOptions, watched: Watched) -> Watch {
+        let resource = match watched {
+            Watched::Admission(kind, version) => kind.api_resource(version),
+            Watched::Namespaces | Watched::Params(_) => {
+                ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&())
+            }
+        };
+        Watch::with_resource(cluster, options, watched, resource)
+    }
+
+    fn with_resource(
+        cluster: &Cluster,
+        options: &ClusterOptions,
+        watched: Watched,
+        resource: ApiResource,
+    ) -> Watch {
+        Watch {
+            watched,
+            stream: watch_stream(cluster, &resource),
+            resource,
+            pause: None,
+            delay: options.backoff.initial,
+            report_ok: true,
+        }
+    }
 }
 
 enum Step {
@@ -757,17 +1017,58 @@ enum Step {
     Lost(Failure),
 }
 
-fn webhook_set(stores: &[KindStore; 2]) -> WebhookSet {
+impl Step {
+    /// `messages`, after the feed's recovery when the watcher `progressed` after starting or
+    /// failing.
+    fn after(
+        watch: &mut Watch,
+        options: &ClusterOptions,
+        progressed: bool,
+        mut messages: Vec<ClusterMsg>,
+    ) -> Step {
+        if progressed {
+            progress(watch, options, &mut messages);
+        }
+        if messages.is_empty() {
+            Step::Nothing
+        } else {
+            Step::Messages(messages)
+        }
+    }
+}
+
+fn webhook_set(stores: &Stores) -> WebhookSet {
+    let store = |kind: AdmissionKind| &stores.kinds[kind.index()];
+    let (mutating_store, validating_store) = (
+        store(AdmissionKind::MutatingWebhookConfiguration),
+        store(AdmissionKind::ValidatingWebhookConfiguration),
+    );
     let mut problems = Vec::new();
-    let mutating = stores[0].configurations(&mut problems);
-    let validating = stores[1].configurations(&mut problems);
+    let mutating = mutating_store.configurations(&mut problems);
+    let validating = validating_store.configurations(&mut problems);
+    let mut policies = PolicySet::default();
+    let mut unreadable = Vec::new();
+    for kind in AdmissionKind::POLICIES {
+        store(kind).policies(&mut policies, &mut problems);
+        if let Some(why) = &store(kind).failing {
+            unreadable.push(format!("{}: {why}", kind.resource()));
+        }
+    }
     WebhookSet {
         mutating,
         validating,
+        policies,
         problems,
-        objects: stores[0].objects().chain(stores[1].objects()).collect(),
-        mutating_synced: stores[0].synced,
-        validating_synced: stores[1].synced,
+        objects: mutating_store
+            .objects()
+            .chain(validating_store.objects())
+            .collect(),
+        mutating_synced: mutating_store.synced,
+        validating_synced: validating_store.synced,
+        policies_synced: AdmissionKind::POLICIES
+            .iter()
+            .all(|k| store(*k).synced || store(*k).failing.is_some()),
+        unreadable,
     }
 }
 
@@ -796,6 +1097,15 @@ fn namespace_event(
     )
 }
 
+/// The feed's first progress since it started or failed is reported as working.
+fn progress(watch: &mut Watch, options: &ClusterOptions, messages: &mut Vec<ClusterMsg>) {
+    if watch.report_ok {
+        watch.report_ok = false;
+        watch.delay = options.backoff.initial;
+        messages.insert(0, ClusterMsg::FeedRecovered(watch.watched.feed()));
+    }
+}
+
 fn handle_event(
     watch: &mut Watch,
     cluster: &Cluster,
@@ -803,72 +1113,79 @@ fn handle_event(
     stores: &mut Stores,
     item: Result<watcher::Event<DynamicObject>, watcher::Error>,
 ) -> Step {
-    let feed = watch.watched.feed();
-    let (kind, item) = match (watch.watched, item) {
-        (_, Err(error)) => return watch_error(watch, cluster, options, error),
+    let (kind, version, item) = match (watch.watched, item) {
+        (watched, Err(error)) => {
+            let mut step = watch_error(watch, cluster, options, error);
+            // A policy kind that cannot be read is known to be unknown: the set says so, and
+            // what is in force no longer waits for it.
+            if let (Watched::Admission(kind, _), Step::Messages(messages)) = (watched, &mut step)
+                && let Some(ClusterMsg::FeedFailed { failure, .. }) = messages.first()
+                && kind.is_policy()
+            {
+                let store = &mut stores.kinds[kind.index()];
+                let first = store.failing.is_none();
+                store.failing = Some(failure.reason.clone());
+                if first {
+                    messages.push(ClusterMsg::Configurations(webhook_set(stores)));
+                }
+            }
+            return step;
+        }
         (Watched::Namespaces, Ok(event)) => {
             let (progressed, message) = namespace_event(&mut stores.namespaces, event);
-            let mut messages: Vec<ClusterMsg> = message.into_iter().collect();
-            if progressed && watch.report_ok {
-                watch.report_ok = false;
-                watch.delay = options.backoff.initial;
-                messages.insert(0, ClusterMsg::FeedRecovered(feed));
-            }
-            return if messages.is_empty() {
-                Step::Nothing
-            } else {
-                Step::Messages(messages)
-            };
+            return Step::after(watch, options, progressed, message.into_iter().collect());
         }
-        (Watched::Configurations(kind), Ok(event)) => (kind, event),
+        (Watched::Params(i), Ok(event)) => {
+            let Some(store) = stores.params.get_mut(i) else {
+                return Step::Nothing;
+            };
+            let (changed, progressed) = store.event(event);
+            let messages = changed.then(|| ClusterMsg::Params(param_objects(stores)));
+            return Step::after(watch, options, progressed, messages.into_iter().collect());
+        }
+        (Watched::Admission(kind, version), Ok(event)) => (kind, version, event),
     };
-    let index = usize::from(kind == WebhookKind::Validating);
-    let stores = &mut stores.kinds;
+    let store = &mut stores.kinds[kind.index()];
     let mut messages = Vec::new();
     let mut changed = false;
     let progressed = match item {
         watcher::Event::Init => {
-            stores[index].begin_list();
+            store.begin_list();
             false
         }
         watcher::Event::InitApply(object) => {
-            stores[index].listed(to_json(kind, &object));
+            store.listed(to_json(kind, version, &object));
             true
         }
         watcher::Event::InitDone => {
-            let (changes, any) = stores[index].end_list();
+            let (changes, any) = store.end_list();
             changed = any;
             messages.extend(changes.into_iter().map(ClusterMsg::Change));
             true
         }
         watcher::Event::Apply(object) => {
-            if let Some(change) = stores[index].applied(to_json(kind, &object)) {
+            if let Some(change) = store.applied(to_json(kind, version, &object)) {
                 messages.push(ClusterMsg::Change(change));
                 changed = true;
             }
             true
         }
         watcher::Event::Delete(object) => {
-            if let Some(change) = stores[index].deleted(to_json(kind, &object)) {
+            if let Some(change) = store.deleted(to_json(kind, version, &object)) {
                 messages.push(ClusterMsg::Change(change));
                 changed = true;
             }
             true
         }
     };
-    if progressed && watch.report_ok {
-        watch.report_ok = false;
-        watch.delay = options.backoff.initial;
-        messages.insert(0, ClusterMsg::FeedRecovered(feed));
+    if progressed {
+        // Readable again: the set no longer says it is not.
+        changed |= store.failing.take().is_some();
     }
     if changed {
         messages.push(ClusterMsg::Configurations(webhook_set(stores)));
     }
-    if messages.is_empty() {
-        Step::Nothing
-    } else {
-        Step::Messages(messages)
-    }
+    Step::after(watch, options, progressed, messages)
 }
 
 fn watch_error(
@@ -877,8 +1194,7 @@ fn watch_error(
     options: &ClusterOptions,
     error: watcher::Error,
 ) -> Step {
-    let feed = watch.watched.feed();
-    let plural = feed.resource().unwrap_or_default();
+    let plural = watch.resource.plural.clone();
     let (verb, inner) = match &error {
         // The watcher relists by itself after an ERROR event with 410.
         watcher::Error::WatchError(status) if status.code == 410 => return Step::Nothing,
@@ -894,7 +1210,7 @@ fn watch_error(
                     status.code, status.reason, status.message
                 ),
                 action: "hookscope restarts the watch.".to_string(),
-                rbac: (status.code == 403).then(|| rbac_for(feed, "watch", &cluster.target())),
+                rbac: (status.code == 403).then(|| rbac_of(watch, "watch", &cluster.target())),
                 retry_in: watch.delay,
             };
             return feed_failed(watch, options, failure);
@@ -916,7 +1232,7 @@ fn watch_error(
     if api_code(inner) == Some(410) {
         // An HTTP 410 on starting a watch leaves kube's watcher retrying the same
         // resourceVersion; a new watcher lists again.
-        watch.stream = watch_stream(cluster, watch.watched);
+        watch.stream = watch_stream(cluster, &watch.resource);
         return Step::Nothing;
     }
     let what = format!(
@@ -928,7 +1244,7 @@ fn watch_error(
         return Step::Lost(failure);
     }
     if failure.kind == FailureKind::Forbidden {
-        failure.rbac = Some(rbac_for(feed, verb, &cluster.target()));
+        failure.rbac = Some(rbac_of(watch, verb, &cluster.target()));
     }
     feed_failed(watch, options, failure)
 }
@@ -936,19 +1252,120 @@ fn watch_error(
 fn feed_failed(watch: &mut Watch, options: &ClusterOptions, failure: Failure) -> Step {
     let feed = watch.watched.feed();
     watch.report_ok = true;
-    watch.ready_at = Some(Instant::now() + watch.delay);
+    watch.pause = Some(Box::pin(tokio::time::sleep(watch.delay)));
     watch.delay = options.backoff.next(watch.delay);
     Step::Messages(vec![ClusterMsg::FeedFailed { feed, failure }])
 }
 
-async fn next_event(
-    watch: &mut Watch,
-) -> Option<Result<watcher::Event<DynamicObject>, watcher::Error>> {
-    if let Some(at) = watch.ready_at {
-        tokio::time::sleep_until(at).await;
-        watch.ready_at = None;
+/// The next event of any watcher (those pausing after a failure once their pause is over),
+/// starting after the one that last had one, so that a busy watcher does not starve the others.
+fn poll_watches(
+    watches: &mut [Watch],
+    start: &mut usize,
+    cx: &mut std::task::Context<'_>,
+) -> std::task::Poll<(usize, Option<Box<WatchItem>>)> {
+    use std::future::Future as _;
+    let n = watches.len();
+    for k in 0..n {
+        let i = (*start + k) % n;
+        let watch = &mut watches[i];
+        if let Some(pause) = &mut watch.pause {
+            if pause.as_mut().poll(cx).is_pending() {
+                continue;
+            }
+            watch.pause = None;
+        }
+        if let std::task::Poll::Ready(item) = watch.stream.poll_next_unpin(cx) {
+            *start = (i + 1) % n;
+            return std::task::Poll::Ready((i, item.map(Box::new)));
+        }
     }
-    watch.stream.next().await
+    std::task::Poll::Pending
+}
+
+/// Discovery's answer, or its timeout.
+type Discovery = futures::future::BoxFuture<'static, Result<Vec<Served>, Option<kube::Error>>>;
+
+/// Asks the server (after `after`) which policy kinds it serves, within 30 s.
+fn discovery(cluster: &Cluster, after: Duration) -> Discovery {
+    let cluster = cluster.clone();
+    Box::pin(async move {
+        tokio::time::sleep(after).await;
+        match tokio::time::timeout(Duration::from_secs(30), cluster.discover_policies()).await {
+            Ok(result) => result.map_err(Some),
+            Err(_) => Err(None),
+        }
+    })
+}
+
+/// What woke the session.
+enum Woke {
+    Watch(usize, Option<Box<WatchItem>>),
+    Discovered(Result<Vec<Served>, Option<kube::Error>>),
+    Closed,
+}
+
+/// Discovery answered: watchers for the policy kinds served, the others known absent. A failure
+/// is each policy feed's, retried after `delay`; a lost connection ends the session.
+fn discovered(
+    result: Result<Vec<Served>, Option<kube::Error>>,
+    cluster: &Cluster,
+    options: &ClusterOptions,
+    stores: &mut Stores,
+    watches: &mut Vec<Watch>,
+    delay: Duration,
+) -> Step {
+    let served = match result {
+        Ok(served) => served,
+        Err(error) => {
+            let what = "discovering the admissionregistration.k8s.io API versions";
+            let failure = match &error {
+                Some(e) if is_transport(e) => {
+                    return Step::Lost(describe(e, what, &cluster.target(), delay));
+                }
+                Some(e) => describe(e, what, &cluster.target(), delay),
+                None => Failure {
+                    kind: FailureKind::Unreachable,
+                    reason: format!(
+                        "{} did not answer discovery within 30 s.",
+                        cluster.info.server
+                    ),
+                    action: "The API server is slow or overloaded; hookscope asks again."
+                        .to_string(),
+                    rbac: None,
+                    retry_in: delay,
+                },
+            };
+            let mut messages = Vec::new();
+            for kind in AdmissionKind::POLICIES {
+                stores.kinds[kind.index()].failing = Some(failure.reason.clone());
+                messages.push(ClusterMsg::FeedFailed {
+                    feed: Feed::Admission(kind),
+                    failure: failure.clone(),
+                });
+            }
+            messages.push(ClusterMsg::Configurations(webhook_set(stores)));
+            return Step::Messages(messages);
+        }
+    };
+    let mut messages = vec![ClusterMsg::Discovered(served.clone())];
+    for s in &served {
+        match s.version {
+            Some(version) => watches.push(Watch::new(
+                cluster,
+                options,
+                Watched::Admission(s.kind, version),
+            )),
+            None => {
+                let store = &mut stores.kinds[s.kind.index()];
+                store.failing = None;
+                messages.extend(store.not_served().into_iter().map(ClusterMsg::Change));
+            }
+        }
+    }
+    stores.served = Some(served);
+    messages.push(ClusterMsg::Configurations(webhook_set(stores)));
+    Step::Messages(messages)
 }
 
 /// Watches and scrapes until the connection is lost (`Some`) or the receiver is gone (`None`).
@@ -960,35 +1377,80 @@ async fn session(
 ) -> Option<Failure> {
     let scraper = tokio::spawn(scrape_loop(cluster.clone(), options.clone(), tx.clone()));
     let _abort = AbortOnDrop(scraper);
-    let mut watches = [
-        Watched::Configurations(WebhookKind::Mutating),
-        Watched::Configurations(WebhookKind::Validating),
-        Watched::Namespaces,
-    ]
-    .map(|watched| Watch {
-        watched,
-        stream: watch_stream(cluster, watched),
-        ready_at: None,
-        delay: options.backoff.initial,
-        report_ok: true,
-    });
+    // The webhook configurations are served as v1 by every release modelled; the policy kinds
+    // are watched once discovery says in which version, if any.
+    let mut watches: Vec<Watch> = AdmissionKind::ALL
+        .into_iter()
+        .filter_map(|kind| Some(Watched::Admission(kind, kind.fixed_version()?)))
+        .chain([Watched::Namespaces])
+        .map(|watched| Watch::new(cluster, options, watched))
+        .collect();
+    // The parameter kinds known from an earlier connection are watched again; those that could
+    // not be resolved are tried again.
+    stores.unresolved.clear();
+    for (i, p) in stores.params.iter().enumerate().filter(|(_, p)| p.watching) {
+        let watched = Watched::Params(i);
+        watches.push(Watch::with_resource(
+            cluster,
+            options,
+            watched,
+            p.resource.clone(),
+        ));
+    }
+    let mut start = 0;
+    let mut discovery_delay = options.backoff.initial;
+    let mut asking = Some(discovery(cluster, Duration::ZERO));
     loop {
-        let [mutating, validating, namespaces] = &mut watches;
-        let (which, item) = tokio::select! {
-            item = next_event(mutating) => (0, item),
-            item = next_event(validating) => (1, item),
-            item = next_event(namespaces) => (2, item),
-            _ = tx.closed() => return None,
+        let woke = tokio::select! {
+            (which, item) = std::future::poll_fn(|cx| poll_watches(&mut watches, &mut start, cx)) => {
+                Woke::Watch(which, item)
+            }
+            result = async {
+                match asking.as_mut() {
+                    Some(f) => f.await,
+                    None => std::future::pending().await,
+                }
+            } => Woke::Discovered(result),
+            _ = tx.closed() => Woke::Closed,
         };
-        let watch = &mut watches[which];
-        let Some(item) = item else {
-            // kube's watcher stream does not end; if it does, start it again.
-            watch.stream = watch_stream(cluster, watch.watched);
-            continue;
+        let step = match woke {
+            Woke::Closed => return None,
+            Woke::Discovered(result) => {
+                let failed = result.is_err();
+                let step = discovered(
+                    result,
+                    cluster,
+                    options,
+                    stores,
+                    &mut watches,
+                    discovery_delay,
+                );
+                asking = failed.then(|| discovery(cluster, discovery_delay));
+                if failed {
+                    discovery_delay = options.backoff.next(discovery_delay);
+                }
+                step
+            }
+            Woke::Watch(which, item) => {
+                let watch = &mut watches[which];
+                let Some(item) = item else {
+                    // kube's watcher stream does not end; if it does, start it again.
+                    watch.stream = watch_stream(cluster, &watch.resource);
+                    continue;
+                };
+                handle_event(watch, cluster, options, stores, *item)
+            }
         };
-        match handle_event(watch, cluster, options, stores, item) {
+        match step {
             Step::Nothing => {}
-            Step::Messages(messages) => {
+            Step::Messages(mut messages) => {
+                // The policies in force changed: their parameters are watched too.
+                if messages
+                    .iter()
+                    .any(|m| matches!(m, ClusterMsg::Configurations(_)))
+                {
+                    messages.extend(watch_params(cluster, options, stores, &mut watches).await);
+                }
                 for message in messages {
                     if !send(tx, message).await {
                         return None;
@@ -1062,5 +1524,15 @@ async fn scrape_loop(cluster: Cluster, options: ClusterOptions, tx: mpsc::Sender
             _ = tokio::time::sleep_until(started + interval) => {}
             _ = tx.closed() => return,
         }
+    }
+}
+
+/// The RBAC advice for `verb` on what `watch` lists and watches.
+fn rbac_of(watch: &Watch, verb: &str, target: &Target<'_>) -> RbacAdvice {
+    match watch.watched {
+        Watched::Params(_) => {
+            failure::rbac_for_resource(&watch.resource.plural, &watch.resource.group, verb, target)
+        }
+        _ => rbac_for(watch.watched.feed(), verb, target),
     }
 }

@@ -1,5 +1,7 @@
-//! The admission webhook series of one scrape (or of a replay's [`Metrics`]), keyed as
-//! kube-apiserver labels them (kubernetes/apiserver `pkg/admission/metrics/metrics.go`).
+//! The admission webhook and admission policy series of one scrape (or of a replay's
+//! [`Metrics`]), keyed as kube-apiserver labels them (kubernetes/apiserver
+//! `pkg/admission/metrics/metrics.go`, and the policy plugins' `metrics.go` under
+//! `pkg/admission/plugin/policy/{validating,mutating}/metrics`).
 
 use std::collections::BTreeMap;
 
@@ -54,7 +56,8 @@ impl LabelSet {
     }
 }
 
-/// The admission webhook metric families the console charts.
+/// The admission metric families the console charts: the webhooks', matchConditions', and the
+/// admission policies'.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum AdmissionFamily {
     /// `apiserver_admission_webhook_rejection_count` (counter).
@@ -71,11 +74,20 @@ pub enum AdmissionFamily {
     MatchConditionExclusions,
     /// `apiserver_admission_match_condition_evaluation_seconds` (histogram).
     MatchConditionDuration,
+    /// `apiserver_validating_admission_policy_check_total` (counter): the ValidatingAdmissionPolicy
+    /// decisions that were not a plain allow (violations, and errors).
+    PolicyChecks,
+    /// `apiserver_validating_admission_policy_check_duration_seconds` (histogram).
+    PolicyDuration,
+    /// `apiserver_mutating_admission_policy_check_total` (counter; 1.34 and later).
+    MutatingPolicyChecks,
+    /// `apiserver_mutating_admission_policy_check_duration_seconds` (histogram; 1.34 and later).
+    MutatingPolicyDuration,
 }
 
 impl AdmissionFamily {
     /// Every family, in declaration order.
-    pub const ALL: [AdmissionFamily; 7] = [
+    pub const ALL: [AdmissionFamily; 11] = [
         AdmissionFamily::WebhookRejections,
         AdmissionFamily::WebhookRequests,
         AdmissionFamily::WebhookDuration,
@@ -83,6 +95,10 @@ impl AdmissionFamily {
         AdmissionFamily::MatchConditionErrors,
         AdmissionFamily::MatchConditionExclusions,
         AdmissionFamily::MatchConditionDuration,
+        AdmissionFamily::PolicyChecks,
+        AdmissionFamily::PolicyDuration,
+        AdmissionFamily::MutatingPolicyChecks,
+        AdmissionFamily::MutatingPolicyDuration,
     ];
 
     /// The metric family name on `/metrics`.
@@ -103,10 +119,21 @@ impl AdmissionFamily {
             AdmissionFamily::MatchConditionDuration => {
                 "apiserver_admission_match_condition_evaluation_seconds"
             }
+            AdmissionFamily::PolicyChecks => "apiserver_validating_admission_policy_check_total",
+            AdmissionFamily::PolicyDuration => {
+                "apiserver_validating_admission_policy_check_duration_seconds"
+            }
+            AdmissionFamily::MutatingPolicyChecks => {
+                "apiserver_mutating_admission_policy_check_total"
+            }
+            AdmissionFamily::MutatingPolicyDuration => {
+                "apiserver_mutating_admission_policy_check_duration_seconds"
+            }
         }
     }
 
-    /// The label names kube-apiserver gives the family (without `le`), sorted.
+    /// The label names kube-apiserver gives the family (without `le`), sorted; before 1.31 the
+    /// validating policy families had `state` instead of `error_type`.
     pub fn labels(self) -> &'static [&'static str] {
         match self {
             AdmissionFamily::WebhookRejections => {
@@ -118,6 +145,15 @@ impl AdmissionFamily {
             AdmissionFamily::MatchConditionErrors
             | AdmissionFamily::MatchConditionExclusions
             | AdmissionFamily::MatchConditionDuration => &["kind", "name", "operation", "type"],
+            AdmissionFamily::PolicyChecks | AdmissionFamily::PolicyDuration => &[
+                "enforcement_action",
+                "error_type",
+                "policy",
+                "policy_binding",
+            ],
+            AdmissionFamily::MutatingPolicyChecks | AdmissionFamily::MutatingPolicyDuration => {
+                &["error_type", "policy", "policy_binding"]
+            }
         }
     }
 
@@ -125,7 +161,10 @@ impl AdmissionFamily {
     pub fn is_histogram(self) -> bool {
         matches!(
             self,
-            AdmissionFamily::WebhookDuration | AdmissionFamily::MatchConditionDuration
+            AdmissionFamily::WebhookDuration
+                | AdmissionFamily::MatchConditionDuration
+                | AdmissionFamily::PolicyDuration
+                | AdmissionFamily::MutatingPolicyDuration
         )
     }
 

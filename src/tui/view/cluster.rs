@@ -8,7 +8,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::table::{Column, TableRow};
 use super::{pane, style};
-use crate::live::cluster::{ChangeAction, Feed, Seen};
+use crate::live::cluster::{AdmissionKind, ChangeAction, Feed, Seen};
 use crate::tui::app::State;
 use crate::tui::live::{Connection, LiveState, clock};
 use crate::tui::theme::StyleKey;
@@ -20,7 +20,9 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         not_live(frame, state, area, " Cluster ");
         return;
     };
-    let [top, bottom] = Layout::vertical([Constraint::Length(14), Constraint::Min(5)]).areas(area);
+    // Room for every feed, but at most half the screen: the history needs it too.
+    let top = 17.min(area.height / 2).max(14.min(area.height));
+    let [top, bottom] = Layout::vertical([Constraint::Length(top), Constraint::Min(5)]).areas(area);
     let [connection, feeds] =
         Layout::horizontal([Constraint::Percentage(55), Constraint::Min(30)]).areas(top);
     render_connection(frame, state, live, connection);
@@ -132,14 +134,33 @@ fn render_connection(frame: &mut Frame, state: &State, live: &LiveState, area: R
         ]));
     }
     let synced = live.listing();
+    let policies = if live.policies + live.bindings > 0 {
+        format!(
+            ", {} policies with {} bindings",
+            live.policies, live.bindings
+        )
+    } else {
+        String::new()
+    };
     lines.push(Line::from(vec![
         label("in force"),
         Span::raw(format!(
-            "{} configurations, {} webhooks ({synced})",
+            "{} configurations, {} webhooks{policies} ({synced})",
             live.configurations,
             state.hooks.len()
+                - state
+                    .hooks
+                    .iter()
+                    .filter(|h| h.policy_kind().is_some())
+                    .count()
         )),
     ]));
+    for u in &live.unreadable {
+        lines.push(Line::styled(
+            format!("  ! replayed without {u}"),
+            style(state, StyleKey::Warning),
+        ));
+    }
     for p in live.configuration_problems.iter().take(2) {
         lines.push(Line::styled(
             format!("  ! {p}"),
@@ -166,18 +187,43 @@ fn render_connection(frame: &mut Frame, state: &State, live: &LiveState, area: R
 fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) {
     let connected = matches!(live.connection, Connection::Connected(..));
     let mut lines = Vec::new();
-    for feed in [
-        Feed::MutatingWebhookConfigurations,
-        Feed::ValidatingWebhookConfigurations,
+    let feeds = AdmissionKind::ALL.map(Feed::Admission).into_iter().chain([
         Feed::Namespaces,
+        Feed::Params,
         Feed::Metrics,
-    ] {
-        let name = match feed {
-            Feed::MutatingWebhookConfigurations => "mutating watch",
-            Feed::ValidatingWebhookConfigurations => "validating watch",
-            Feed::Namespaces => "namespaces watch",
-            Feed::Metrics => "/metrics",
+    ]);
+    for feed in feeds {
+        let served = match (feed, &live.served) {
+            (Feed::Admission(kind), Some(served)) => {
+                served.iter().find(|s| s.kind == kind).map(|s| s.version)
+            }
+            _ => None,
         };
+        let name = match feed {
+            Feed::Admission(AdmissionKind::MutatingWebhookConfiguration) => {
+                "mutating watch".to_string()
+            }
+            Feed::Admission(AdmissionKind::ValidatingWebhookConfiguration) => {
+                "validating watch".to_string()
+            }
+            Feed::Admission(kind) => match served.flatten() {
+                Some(version) => format!("{} watch ({version})", kind.short()),
+                None => format!("{} watch", kind.short()),
+            },
+            Feed::Namespaces => "namespaces watch".to_string(),
+            // Only once the policies in force take parameters.
+            Feed::Params if live.params.is_none() && live.feed(feed).is_none() => continue,
+            Feed::Params => "policy params watch".to_string(),
+            Feed::Metrics => "/metrics".to_string(),
+        };
+        if let (Feed::Admission(kind), Some(None)) = (feed, served) {
+            // Discovery found no version serving it: not a failure, nothing to watch.
+            lines.push(Line::styled(
+                format!("– {}: not served by this server", kind.short()),
+                style(state, StyleKey::Muted),
+            ));
+            continue;
+        }
         // Each feed's latest outcome, with its time.
         let outcome = live.feed(feed);
         match outcome.and_then(|o| o.failure.as_ref().map(|f| (o.at, f))) {
@@ -211,6 +257,10 @@ fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) 
                     (Feed::Metrics, Some((at, _)), _) => format!(" · last scrape {}", clock(at)),
                     (Feed::Metrics, None, _) => " · no scrape yet".into(),
                     (Feed::Namespaces, _, Some(n)) => format!(" · {n} namespaces"),
+                    (Feed::Params, _, _) => match live.params {
+                        Some((n, at)) => format!(" · {n} objects (changed {})", clock(at)),
+                        None => " · not listed yet".to_string(),
+                    },
                     _ => String::new(),
                 };
                 let since = match (feed, outcome) {
@@ -250,7 +300,7 @@ fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) 
 }
 
 fn render_changes(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) {
-    let title = format!(" Configuration changes {} ", live.changes.len());
+    let title = format!(" Admission configuration changes {} ", live.changes.len());
     if live.changes.is_empty() {
         super::empty_pane(frame, state, "No change seen yet.", title, area);
         return;
@@ -274,10 +324,7 @@ fn render_changes(frame: &mut Frame, state: &State, live: &LiveState, area: Rect
                 Seen::Event => "",
                 Seen::Relist => " (relist)",
             };
-            let kind = match c.kind {
-                crate::api::WebhookKind::Mutating => "mutating",
-                crate::api::WebhookKind::Validating => "validating",
-            };
+            let kind = c.kind.short();
             let plain = Style::default();
             let row = TableRow::new(vec![
                 (clock(c.observed_at), plain),

@@ -1,6 +1,7 @@
 //! The Metrics view of a live cluster: the apiserver's admission webhook series from its
-//! `/metrics` scrapes, as rates from counter deltas and quantiles from histogram buckets, over a
-//! time window that `+`/`-` zoom and `p` pauses.
+//! `/metrics` scrapes, and its admission policy series once there are any, as rates from counter
+//! deltas and quantiles from histogram buckets, over a time window that `+`/`-` zoom and `p`
+//! pauses.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -9,7 +10,7 @@ use ratatui::widgets::Paragraph;
 
 use super::table::{Column, Laid, TableRow};
 use super::{clip, pane, style};
-use crate::live::metrics::{AdmissionFamily, RateSeries};
+use crate::live::metrics::{AdmissionFamily, LabelSet, RateSeries, Window};
 use crate::tui::app::State;
 use crate::tui::live::{LiveState, WINDOWS, clock, window_label};
 use crate::tui::theme::StyleKey;
@@ -37,9 +38,13 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         window_label(length),
         live.history.len()
     );
-    let [header, charts, tables] = Layout::vertical([
+    // The policy row only when the cluster has counted a policy check: a cluster without
+    // policies keeps the room for its webhooks.
+    let policies = policy_series(live, &window);
+    let [header, charts, policy_row, tables] = Layout::vertical([
         Constraint::Length(1),
-        Constraint::Percentage(55),
+        Constraint::Percentage(if policies.is_some() { 30 } else { 55 }),
+        Constraint::Percentage(if policies.is_some() { 40 } else { 0 }),
         Constraint::Min(6),
     ])
     .areas(area);
@@ -63,7 +68,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         left,
         " rejections/s by webhook, error_type · count in the window ",
         rejections,
-        length.as_secs_f64(),
+        (length.as_secs_f64(), values),
     );
     let requests = live
         .history
@@ -74,12 +79,73 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         right,
         " requests/s by webhook, code · count in the window ",
         requests,
-        length.as_secs_f64(),
+        (length.as_secs_f64(), values),
     );
+    if let Some(checks) = policies {
+        let [left, right] =
+            Layout::horizontal([Constraint::Percentage(50), Constraint::Percentage(50)])
+                .areas(policy_row);
+        rate_chart(
+            frame,
+            state,
+            left,
+            " policy checks/s by policy/binding, action · count in the window ",
+            checks,
+            (length.as_secs_f64(), policy_label),
+        );
+        policy_latency(frame, state, live, &window, right);
+    }
     let [latency, totals] =
         Layout::horizontal([Constraint::Percentage(60), Constraint::Percentage(40)]).areas(tables);
     latency_table(frame, state, live, &window, latency);
     totals_pane(frame, state, live, &window, totals);
+}
+
+/// A series' label: its label values in label-name order.
+fn values(labels: &LabelSet) -> String {
+    labels
+        .pairs()
+        .iter()
+        .map(|(_, v)| v.as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A policy check series' label: `policy/binding action`, the error type when there is one
+/// (a mutating policy's checks say `mutate`).
+fn policy_label(labels: &LabelSet) -> String {
+    let get = |name| labels.get(name).unwrap_or("");
+    let error = match get("error_type") {
+        "" | "no_error" => String::new(),
+        e => format!(" {e}"),
+    };
+    format!(
+        "{}/{} {}{error}",
+        get("policy"),
+        get("policy_binding"),
+        labels.get("enforcement_action").unwrap_or("mutate")
+    )
+}
+
+/// The admission policy check series of the window (validating, then mutating), grouped by
+/// policy, binding, action and error type; None when the cluster has counted none.
+fn policy_series(live: &LiveState, window: &Window) -> Option<Vec<RateSeries>> {
+    let mut series = live.history.rates(
+        window,
+        AdmissionFamily::PolicyChecks,
+        &[
+            "policy",
+            "policy_binding",
+            "enforcement_action",
+            "error_type",
+        ],
+    );
+    series.extend(live.history.rates(
+        window,
+        AdmissionFamily::MutatingPolicyChecks,
+        &["policy", "policy_binding", "error_type"],
+    ));
+    (!series.is_empty()).then_some(series)
 }
 
 fn rate_chart(
@@ -88,7 +154,7 @@ fn rate_chart(
     area: Rect,
     title: &'static str,
     mut series: Vec<RateSeries>,
-    length: f64,
+    (length, label_of): (f64, fn(&LabelSet) -> String),
 ) {
     let block = pane(state, title, false);
     if series.iter().all(|s| s.points.is_empty()) {
@@ -103,19 +169,18 @@ fn rate_chart(
     series.sort_by(|a, b| b.increase.total_cmp(&a.increase));
     let hidden = series.len().saturating_sub(SERIES_DRAWN);
     series.truncate(SERIES_DRAWN);
+    // The legend is drawn only within two thirds of the chart: labels are cut to fit there.
+    let longest = (usize::from(area.width) * 2 / 3).saturating_sub(16).max(16);
     let data: Vec<(String, Vec<(f64, f64)>)> = series
         .iter()
         .map(|s| {
-            let label = s
-                .labels
-                .pairs()
-                .iter()
-                .map(|(_, v)| v.as_str())
-                .collect::<Vec<_>>()
-                .join(" ");
+            let label = label_of(&s.labels);
             let points = s.points.iter().map(|p| (p.offset_secs, p.value)).collect();
             // The count over the window beside the rate (a counter's increase is whole).
-            (format!("{} · {:.0}", clip(&label, 40), s.increase), points)
+            (
+                format!("{} · {:.0}", clip(&label, longest), s.increase),
+                points,
+            )
         })
         .collect();
     let max = data
@@ -195,6 +260,76 @@ fn latency_table(
         .block(block);
     frame.render_widget(table, area);
 }
+
+/// The policies' check latency over the window: quantiles from the check duration histograms
+/// by policy and binding, validating then mutating.
+fn policy_latency(frame: &mut Frame, state: &State, live: &LiveState, window: &Window, area: Rect) {
+    let group = ["policy", "policy_binding"];
+    let qs = [0.5, 0.9, 0.99];
+    let block = pane(state, " check_duration_seconds by policy (window) ", false);
+    let rows: Vec<(&str, crate::live::metrics::QuantileSeries)> = [
+        (AdmissionFamily::PolicyDuration, "VAP"),
+        (AdmissionFamily::MutatingPolicyDuration, "MAP"),
+    ]
+    .into_iter()
+    .flat_map(|(family, kind)| {
+        let series = live.history.quantiles(window, family, &group, &qs);
+        series.into_iter().map(move |s| (kind, s))
+    })
+    .collect();
+    if rows.is_empty() {
+        let p = Paragraph::new(Line::styled(
+            "No policy check latency observed yet.",
+            style(state, StyleKey::Muted),
+        ))
+        .block(block);
+        frame.render_widget(p, area);
+        return;
+    }
+    // Checks take microseconds: milliseconds with three decimals. The buckets are coarse (0.5 µs,
+    // then 1 ms), so the quantiles are interpolated within them; the mean (sum / count) is exact.
+    let ms = |v: Option<f64>| match v {
+        Some(v) if v.is_finite() => format!("{:.3}", v * 1000.0),
+        _ => "–".into(),
+    };
+    let plain = Style::default();
+    let rows: Vec<TableRow> = rows
+        .iter()
+        .map(|(kind, s)| {
+            let q = |i: usize| s.quantiles.get(i).copied();
+            TableRow::new(vec![
+                (s.labels.get("policy").unwrap_or("").to_string(), plain),
+                (
+                    s.labels.get("policy_binding").unwrap_or("").to_string(),
+                    plain,
+                ),
+                (kind.to_string(), plain),
+                (format!("{:.0}", s.observations), plain),
+                (ms(q(0)), plain),
+                (ms(q(1)), plain),
+                (ms(q(2)), plain),
+                (ms(s.mean), plain),
+            ])
+        })
+        .collect();
+    let laid = Laid::new(&POLICY_LATENCY, &rows, area.width.saturating_sub(2));
+    let table = laid
+        .table(rows, style(state, StyleKey::Header))
+        .block(block);
+    frame.render_widget(table, area);
+}
+
+/// The policy latency table's columns.
+const POLICY_LATENCY: [Column; 8] = [
+    Column::text("POLICY", 10, 12),
+    Column::text("BINDING", 8, 12),
+    Column::whole("KIND", 3),
+    Column::number("CHECKS", 9),
+    Column::number("P50 MS", 6).short("P50"),
+    Column::number("P90", 4),
+    Column::number("P99", 5),
+    Column::number("MEAN", 7),
+];
 
 /// The latency table's columns.
 const LATENCY: [Column; 7] = [

@@ -9,7 +9,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 
 use super::table::{Column, Laid, TableRow};
 use super::{diff_lines, pane, style};
-use crate::live::cluster::ChangeAction;
+use crate::live::cluster::{AdmissionKind, ChangeAction};
 use crate::tui::app::State;
 use crate::tui::live::{LiveState, clock};
 use crate::tui::model::HookInfo;
@@ -130,11 +130,12 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
 /// Live: the changes of the selected webhook's configuration, newest first, and the newest
 /// change's diff.
 fn render_history(frame: &mut Frame, state: &State, live: &LiveState, hook: &HookInfo, area: Rect) {
+    let objects = history_objects(hook);
     let changes: Vec<_> = live
         .changes
         .iter()
         .rev()
-        .filter(|c| c.kind == hook.phase && c.name == hook.configuration)
+        .filter(|c| objects.iter().any(|(k, n)| c.kind == *k && c.name == *n))
         .collect();
     let mut lines: Vec<Line> = changes
         .iter()
@@ -147,7 +148,17 @@ fn render_history(frame: &mut Frame, state: &State, live: &LiveState, hook: &Hoo
             Line::from(vec![
                 Span::raw(format!("{} ", clock(c.observed_at))),
                 Span::styled(format!("{action:<9}"), style(state, key)),
-                Span::raw(format!("by {} (rv {})", c.who, c.resource_version)),
+                Span::raw(format!(
+                    "{}by {} (rv {})",
+                    // A policy's row shows its binding's changes too: which is which.
+                    if objects.len() > 1 {
+                        format!("{} {} ", c.kind.short(), c.name)
+                    } else {
+                        String::new()
+                    },
+                    c.who,
+                    c.resource_version
+                )),
             ])
         })
         .collect();
@@ -161,18 +172,38 @@ fn render_history(frame: &mut Frame, state: &State, live: &LiveState, hook: &Hoo
             style(state, StyleKey::Muted),
         )),
     }
-    let title = format!(" History of {} ({}) ", hook.configuration, changes.len());
+    let title = match objects.get(1) {
+        Some((_, binding)) => format!(
+            " History of {} and {binding} ({}) ",
+            hook.configuration,
+            changes.len()
+        ),
+        None => format!(" History of {} ({}) ", hook.configuration, changes.len()),
+    };
     frame.render_widget(Paragraph::new(lines).block(pane(state, title, false)), area);
+}
+
+/// The objects whose changes a row's history shows: a webhook's configuration, or an admission
+/// policy and the binding of its row.
+fn history_objects(h: &crate::tui::model::HookInfo) -> Vec<(AdmissionKind, &str)> {
+    match h.policy_kind().map(|(policy, _)| policy) {
+        Some("ValidatingAdmissionPolicy") => vec![
+            (AdmissionKind::ValidatingAdmissionPolicy, &h.configuration),
+            (AdmissionKind::ValidatingAdmissionPolicyBinding, &h.webhook),
+        ],
+        Some("MutatingAdmissionPolicy") => vec![
+            (AdmissionKind::MutatingAdmissionPolicy, &h.configuration),
+            (AdmissionKind::MutatingAdmissionPolicyBinding, &h.webhook),
+        ],
+        _ => vec![(h.phase.into(), &h.configuration)],
+    }
 }
 
 /// A webhook's phase; an admission policy binding's row says `policy` (a mutating one runs
 /// before the mutating webhooks, a validating one before the validating webhooks, with positions
 /// of their own).
 pub(super) fn phase_label(h: &crate::tui::model::HookInfo) -> String {
-    let policy = (h.settings.iter()).any(|(k, v)| {
-        *k == "kind" && (v == "ValidatingAdmissionPolicy" || v == "MutatingAdmissionPolicy")
-    });
-    if policy {
+    if h.policy_kind().is_some() {
         "policy".to_string()
     } else {
         h.phase.to_string()
