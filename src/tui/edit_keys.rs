@@ -29,13 +29,16 @@ impl EditMode {
     }
 }
 
-/// The Edit view's own state: its mode and a normal-mode command's first key.
+/// The Edit view's own state: its mode, a normal-mode command's count and first key.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EditorState {
     /// Normal or insert.
     pub mode: EditMode,
-    /// The first key of a two-key command (`dd`, `cc`, `yy`, `gg`), waiting for the second.
+    /// The first key of a two-key command (`dd`, `cc`, `yy`, `gg`, and `r`, `f`, `F`, `t`, `T`
+    /// whose second key is taken as it is, digits included), waiting for the second.
     pub pending: Option<char>,
+    /// The count typed before a command (`3j`, `2dd`, `12G`), while it is being typed.
+    pub count: Option<usize>,
 }
 
 /// What a key did, for the shared update to follow up.
@@ -63,6 +66,15 @@ pub const NORMAL_KEYS: &[(&str, &str)] = &[
         "insert mode: back to normal mode; normal mode: leave the editor (the edit stays)",
     ),
     ("h j k l / arrows", "move"),
+    (
+        "1-9 …",
+        "a count before a move or command (3j, 2dd, 4x); 12G goes to line 12",
+    ),
+    (
+        "f F t T",
+        "to the next / previous character typed, or just before / after it",
+    ),
+    ("r", "replace the character (3rx: three of them)"),
     ("w b e", "next word / previous word / end of the word"),
     ("0 ^ $", "start of the line / first non-blank / end"),
     ("gg G", "first line / last line"),
@@ -87,7 +99,7 @@ pub fn shadows(key: &super::keymap::Key) -> bool {
     let ctrl = key.mods.contains(KeyModifiers::CONTROL);
     match key.code {
         KeyCode::Char('d' | 'u' | 'r') if ctrl => true,
-        KeyCode::Char(c) if !ctrl => "hjklwbe0^$gGxdcypPuiaIAoOCD".contains(c),
+        KeyCode::Char(c) if !ctrl => "hjklwbe0123456789^$gGxdcypPuiaIAoOCDrfFtT".contains(c),
         KeyCode::Left
         | KeyCode::Right
         | KeyCode::Up
@@ -114,6 +126,7 @@ impl EditorState {
     pub fn normal(&mut self) {
         self.mode = EditMode::Normal;
         self.pending = None;
+        self.count = None;
     }
 
     fn insert_key(&mut self, buffer: &mut Buffer, key: KeyEvent) -> Outcome {
@@ -147,9 +160,40 @@ impl EditorState {
         if key.modifiers.contains(KeyModifiers::ALT) {
             return Outcome::NotMine;
         }
+        if let (Some(first @ ('r' | 'f' | 'F' | 't' | 'T')), KeyCode::Char(c)) =
+            (self.pending, key.code)
+            && !ctrl
+        {
+            self.pending = None;
+            let n = self.count.take().unwrap_or(1);
+            return if first == 'r' {
+                edited(buffer.edit(|a| replace_chars(a, c, n)))
+            } else {
+                find_in_line(&mut buffer.area, first, c, n);
+                Outcome::Moved
+            };
+        }
+        if self.pending.is_none()
+            && !ctrl
+            && let KeyCode::Char(d @ '0'..='9') = key.code
+            && (d != '0' || self.count.is_some())
+        {
+            let digit = d.to_digit(10).unwrap_or(0) as usize;
+            let count = self.count.unwrap_or(0).saturating_mul(10);
+            self.count = Some(count.saturating_add(digit).min(MAX_COUNT));
+            return Outcome::Moved;
+        }
+        let counted = self.count;
+        if self.pending.is_none() && !matches!(key.code, KeyCode::Char('d' | 'c' | 'y' | 'g')) {
+            self.count = None;
+        }
+        let n = counted.unwrap_or(1);
         if let Some(first) = self.pending.take() {
+            self.count = None;
             return match (first, key.code) {
-                ('d', KeyCode::Char('d')) => edited(buffer.edit(|a| delete_lines(a, false))),
+                ('d', KeyCode::Char('d')) => {
+                    edited(buffer.edit(|a| (0..n).map(|_| delete_lines(a, false)).sum()))
+                }
                 ('c', KeyCode::Char('c')) => {
                     self.mode = EditMode::Insert;
                     buffer.edit(|a| delete_lines(a, true));
@@ -162,8 +206,7 @@ impl EditorState {
                     Outcome::Moved
                 }
                 ('g', KeyCode::Char('g')) => {
-                    buffer.area.move_cursor(CursorMove::Top);
-                    buffer.area.move_cursor(CursorMove::Head);
+                    go_to_line(&mut buffer.area, counted.unwrap_or(1));
                     Outcome::Moved
                 }
                 // Any other second key cancels the command, as in vim.
@@ -181,16 +224,21 @@ impl EditorState {
             _ if ctrl => return Outcome::NotMine,
             KeyCode::PageDown => a.scroll(Scrolling::PageDown),
             KeyCode::PageUp => a.scroll(Scrolling::PageUp),
-            KeyCode::Char('h') | KeyCode::Left if col > 0 => a.move_cursor(CursorMove::Back),
-            KeyCode::Char('l') | KeyCode::Right if col + 1 < len => {
-                a.move_cursor(CursorMove::Forward)
+            KeyCode::Char('h') | KeyCode::Left => {
+                for _ in 0..n.min(col) {
+                    a.move_cursor(CursorMove::Back);
+                }
             }
-            KeyCode::Char('h' | 'l') | KeyCode::Left | KeyCode::Right => {}
-            KeyCode::Char('j') | KeyCode::Down => a.move_cursor(CursorMove::Down),
-            KeyCode::Char('k') | KeyCode::Up => a.move_cursor(CursorMove::Up),
-            KeyCode::Char('w') => a.move_cursor(CursorMove::WordForward),
-            KeyCode::Char('b') => a.move_cursor(CursorMove::WordBack),
-            KeyCode::Char('e') => a.move_cursor(CursorMove::WordEnd),
+            KeyCode::Char('l') | KeyCode::Right => {
+                for _ in 0..n.min(len.saturating_sub(col + 1)) {
+                    a.move_cursor(CursorMove::Forward);
+                }
+            }
+            KeyCode::Char('j') | KeyCode::Down => repeat(a, n, CursorMove::Down),
+            KeyCode::Char('k') | KeyCode::Up => repeat(a, n, CursorMove::Up),
+            KeyCode::Char('w') => repeat(a, n, CursorMove::WordForward),
+            KeyCode::Char('b') => repeat(a, n, CursorMove::WordBack),
+            KeyCode::Char('e') => repeat(a, n, CursorMove::WordEnd),
             KeyCode::Char('0') | KeyCode::Home => a.move_cursor(CursorMove::Head),
             KeyCode::Char('^') => first_non_blank(a),
             KeyCode::Char('$') | KeyCode::End => {
@@ -199,11 +247,19 @@ impl EditorState {
                     a.move_cursor(CursorMove::Back);
                 }
             }
-            KeyCode::Char('G') => {
-                a.move_cursor(CursorMove::Bottom);
-                a.move_cursor(CursorMove::Head);
+            KeyCode::Char('G') => match counted {
+                Some(line) => go_to_line(a, line),
+                None => {
+                    a.move_cursor(CursorMove::Bottom);
+                    a.move_cursor(CursorMove::Head);
+                }
+            },
+            KeyCode::Char(c @ ('d' | 'c' | 'y' | 'g' | 'r' | 'f' | 'F' | 't' | 'T')) => {
+                self.pending = Some(c);
+                if matches!(c, 'r' | 'f' | 'F' | 't' | 'T') {
+                    self.count = counted;
+                }
             }
-            KeyCode::Char(c @ ('d' | 'c' | 'y' | 'g')) => self.pending = Some(c),
             KeyCode::Char('i') => self.mode = EditMode::Insert,
             KeyCode::Char('a') => {
                 if len > 0 {
@@ -237,7 +293,10 @@ impl EditorState {
                 }));
             }
             KeyCode::Char('x') | KeyCode::Delete if col < len => {
-                return edited(buffer.edit(|a| usize::from(a.delete_next_char())));
+                let n = n.min(len - col);
+                return edited(
+                    buffer.edit(|a| (0..n).map(|_| usize::from(a.delete_next_char())).sum()),
+                );
             }
             KeyCode::Char('D') if col < len => {
                 return edited(buffer.edit(|a| usize::from(a.delete_line_by_end())));
@@ -248,13 +307,77 @@ impl EditorState {
                     return edited(buffer.edit(|a| usize::from(a.delete_line_by_end())));
                 }
             }
-            KeyCode::Char('p') => return edited(buffer.edit(|a| put(a, true))),
-            KeyCode::Char('P') => return edited(buffer.edit(|a| put(a, false))),
+            KeyCode::Char('p') => {
+                return edited(buffer.edit(|a| (0..n).map(|_| put(a, true)).sum()));
+            }
+            KeyCode::Char('P') => {
+                return edited(buffer.edit(|a| (0..n).map(|_| put(a, false)).sum()));
+            }
             KeyCode::Char('u') if plain('u') => return Outcome::Undo(false),
             KeyCode::Char('x' | 'D') | KeyCode::Delete => {}
             _ => return Outcome::NotMine,
         }
         Outcome::Moved
+    }
+}
+
+/// The largest count taken (a count is a number of lines or characters at most).
+const MAX_COUNT: usize = 99_999;
+
+fn repeat(a: &mut TextArea<'static>, n: usize, step: CursorMove) {
+    for _ in 0..n {
+        let before = a.cursor();
+        a.move_cursor(step);
+        if a.cursor() == before {
+            break;
+        }
+    }
+}
+
+/// To the first non-blank of 1-based `line` (the last line when there are fewer).
+fn go_to_line(a: &mut TextArea<'static>, line: usize) {
+    let row = line
+        .saturating_sub(1)
+        .min(a.lines().len().saturating_sub(1));
+    a.move_cursor(CursorMove::Jump(u16::try_from(row).unwrap_or(u16::MAX), 0));
+    first_non_blank(a);
+}
+
+/// `r`: the `n` characters from the cursor replaced by `c`, the cursor on the last; nothing when
+/// the line has fewer (as vim). The number of edits made.
+fn replace_chars(a: &mut TextArea<'static>, c: char, n: usize) -> usize {
+    let (row, col) = (a.cursor().0, a.cursor().1);
+    if col + n > a.lines()[row].chars().count() {
+        return 0;
+    }
+    for _ in 0..n {
+        a.delete_next_char();
+        a.insert_char(c);
+    }
+    a.move_cursor(CursorMove::Back);
+    2 * n
+}
+
+/// `f`, `F`, `t`, `T`: to the `n`th `c` after (before) the cursor in its line, or just before
+/// (after) it; nowhere when there are fewer.
+fn find_in_line(a: &mut TextArea<'static>, how: char, c: char, n: usize) {
+    let (row, col) = (a.cursor().0, a.cursor().1);
+    let line: Vec<char> = a.lines()[row].chars().collect();
+    let forward = matches!(how, 'f' | 't');
+    let found = if forward {
+        (col + 1..line.len()).filter(|&i| line[i] == c).nth(n - 1)
+    } else {
+        (0..col).rev().filter(|&i| line[i] == c).nth(n - 1)
+    };
+    let target = match (found, how) {
+        (Some(i), 'f' | 'F') => i,
+        (Some(i), 't') => i - 1,
+        (Some(i), 'T') => i + 1,
+        _ => return,
+    };
+    if target != col {
+        let to = |v: usize| u16::try_from(v).unwrap_or(u16::MAX);
+        a.move_cursor(CursorMove::Jump(to(row), to(target)));
     }
 }
 
@@ -415,5 +538,41 @@ mod tests {
             ),
             Outcome::Undo(false)
         );
+    }
+
+    #[test]
+    fn counts_find_and_replace_take_their_keys_digits_included() {
+        let mut e = EditorState::default();
+        let mut b = buffer("a: 1\nb: 2\nc: 3\nd: 4\nspec: \"x ? 2 : 5\"\n");
+        // A count and a replacement by a digit never leave the editor (digits are views
+        // elsewhere).
+        for key in ['4', 'j', 'f', '2', 'r', '9'] {
+            let outcome = e.key(
+                &mut b,
+                KeyEvent::new(KeyCode::Char(key), KeyModifiers::NONE),
+            );
+            assert_ne!(outcome, Outcome::NotMine, "{key}");
+        }
+        assert_eq!(b.text(), "a: 1\nb: 2\nc: 3\nd: 4\nspec: \"x ? 9 : 5\"\n");
+        assert_eq!(b.area.cursor(), (4, 11));
+        // `2dd` is one undo step; `3G` goes to line 3; `t:` stops before the colon; `2x`.
+        press(&mut e, &mut b, "gg2dd");
+        assert_eq!(b.text(), "c: 3\nd: 4\nspec: \"x ? 9 : 5\"\n");
+        assert!(b.undo_step(false));
+        assert_eq!(b.text(), "a: 1\nb: 2\nc: 3\nd: 4\nspec: \"x ? 9 : 5\"\n");
+        press(&mut e, &mut b, "5G");
+        assert_eq!(b.area.cursor(), (4, 0));
+        press(&mut e, &mut b, "2t:");
+        assert_eq!(b.area.cursor(), (4, 12), "before the second colon");
+        press(&mut e, &mut b, "F?");
+        assert_eq!(b.area.cursor(), (4, 9));
+        press(&mut e, &mut b, "0f\"2x");
+        assert_eq!(b.text(), "a: 1\nb: 2\nc: 3\nd: 4\nspec:  ? 9 : 5\"\n");
+        // A count larger than what is there does what it can (`r` nothing, as vim).
+        press(&mut e, &mut b, "3G0100rz99l");
+        assert_eq!(b.text(), "a: 1\nb: 2\nc: 3\nd: 4\nspec:  ? 9 : 5\"\n");
+        assert_eq!(b.area.cursor(), (2, 3));
+        assert_eq!(e.count, None);
+        assert_eq!(e.pending, None);
     }
 }
