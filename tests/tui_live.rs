@@ -1189,7 +1189,7 @@ fn cluster_document(name: &str, failure_policy: &str) -> hookscope::tui::source:
     assert!(checked.errors.is_empty(), "{:?}", checked.errors);
     hookscope::tui::source::ConfigDocument {
         origin: hookscope::tui::source::DocumentOrigin::Cluster {
-            kind: hookscope::api::WebhookKind::Validating,
+            kind: hookscope::live::cluster::AdmissionKind::ValidatingWebhookConfiguration,
             name: name.into(),
         },
         text,
@@ -2219,8 +2219,9 @@ async fn a_validating_policy_and_its_binding_in_the_cluster_decide_the_replays_a
         policy_fixture("validating-policies.yaml", "no-forbidden-key-binding"),
     )
     .unwrap();
+    // A change and the set in force with it are two messages: wait for both kinds' sets.
     pump(&mut state, &mut rx, &ctl, "the policy in force", |s| {
-        live(s).changes.len() == changes + 2 && live(s).bindings == 1
+        live(s).changes.len() == changes + 2 && live(s).bindings == 1 && live(s).policies == 1
     })
     .await;
     // Two watches: which of the two changes comes first is up to them.
@@ -2332,6 +2333,90 @@ async fn a_validating_policy_and_its_binding_in_the_cluster_decide_the_replays_a
         entry.verdict
     );
     assert!(entry.replayed.outcome.warnings.is_empty());
+}
+
+/// A cluster's policies are documents of the console like its webhook configurations: editing
+/// the binding in force (to warn instead of deny) dispatches the replays again with the edit,
+/// and `:apply` says it writes webhook configurations only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn editing_a_clusters_policy_binding_dispatches_the_replays_again_with_the_edit() {
+    let api = FakeApiServer::start().await.expect("fake API server");
+    let ns = json!({"apiVersion": "v1", "kind": "Namespace",
+                    "metadata": {"name": "pol", "labels": {"env": "test"}}});
+    api.create("kubectl-create", ns).unwrap();
+    for name in ["no-forbidden-key", "no-forbidden-key-binding"] {
+        let object = policy_fixture("validating-policies.yaml", name);
+        api.create("kubectl-create", object).unwrap();
+    }
+    let binding = hookscope::tui::editing::BufferOrigin::Cluster {
+        kind: AdmissionKind::ValidatingAdmissionPolicyBinding,
+        name: "no-forbidden-key-binding".into(),
+    };
+    let (mut state, (mut rx, ctl)) = console_on(&api, "policy-edit", |s| {
+        live(s).synced && live(s).bindings == 1 && s.buffers.iter().any(|b| b.origin == binding)
+    })
+    .await;
+    let (request, _) = recorded_request("pol/forbidden", 422);
+    let entry = replay_request(&mut state, &mut rx, &ctl, &request).await;
+    assert!(
+        matches!(entry.verdict, Verdict::Denied(422)),
+        "{:?}",
+        entry.verdict
+    );
+
+    // The binding's buffer holds the cluster's object; the edit makes it warn.
+    let i = state
+        .buffers
+        .iter()
+        .position(|b| b.origin == binding)
+        .unwrap();
+    let text = state.buffers[i].text();
+    assert!(text.contains("- Deny"), "{text}");
+    state.buffers[i].replace_text(&text.replace("- Deny", "- Warn"));
+    let generation = state.buffers[i].generation;
+    let cs = update(
+        &mut state,
+        Msg::CheckDue {
+            buffer: i,
+            generation,
+        },
+    );
+    perform_all(cs, &ctl).await;
+    pump(&mut state, &mut rx, &ctl, "the what-if of the edit", |s| {
+        s.baseline.is_some() && s.run.is_none() && s.whatif.flipped().count() == 1
+    })
+    .await;
+    let last = state.entries.last().unwrap();
+    assert!(
+        matches!(last.verdict, Verdict::Allowed),
+        "{:?}",
+        last.verdict
+    );
+    assert!(
+        last.replayed.outcome.warnings.iter().any(|w| w.contains(
+            "Validation failed for ValidatingAdmissionPolicy 'no-forbidden-key' with binding 'no-forbidden-key-binding'"
+        )),
+        "{:?}",
+        last.replayed.outcome.warnings
+    );
+    // The cause names the policy whose call changed, as for an edit of a file.
+    let index = state.entries.len() - 1;
+    assert_eq!(
+        state.whatif_causes(index),
+        [ChangeCause::Edit("no-forbidden-key".into())]
+    );
+
+    // `:apply` of the binding's buffer (were writes allowed) writes nothing and says why.
+    state.buffer = i;
+    state.live.as_mut().unwrap().allow_writes = true;
+    let action = hookscope::tui::keymap::parse_command("apply").unwrap();
+    let cs = update(&mut state, Msg::Action(action));
+    assert!(!cs.iter().any(|c| matches!(c, Command::Apply(_))), "{cs:?}");
+    let screen = hookscope::tui::view::render_text(&state, 250, 50);
+    assert!(
+        screen.contains(":apply writes webhook configurations only"),
+        "{screen}"
+    );
 }
 
 /// The values of `family`'s counter samples in a `/metrics` text, by their label text.

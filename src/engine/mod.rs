@@ -342,14 +342,6 @@ impl Engine {
         self
     }
 
-    /// The engine with the policies another engine compiled (an engine rebuilt for edited
-    /// webhook configurations keeps its policies).
-    pub fn with_policies_of(mut self, other: &Engine) -> Engine {
-        self.policies = other.policies.clone();
-        self.mutating_policies = other.mutating_policies.clone();
-        self
-    }
-
     /// The ValidatingAdmissionPolicies in evaluation order, with their bindings.
     pub fn policies(&self) -> &[policy::PolicyHook] {
         &self.policies

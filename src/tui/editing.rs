@@ -12,6 +12,7 @@ use super::source::{ConfigDocument, DocumentOrigin};
 use crate::api::{WebhookConfiguration, WebhookKind};
 use crate::config::policy::{PolicyObject, PolicySet};
 use crate::edit::BufferKey;
+use crate::live::cluster::AdmissionKind;
 
 /// How long the console waits after the last keystroke before checking an edit.
 pub const CHECK_DELAY: std::time::Duration = std::time::Duration::from_millis(150);
@@ -28,8 +29,8 @@ pub enum BufferOrigin {
     /// An object of a live cluster: applied back with `:apply` (only with `--allow-writes`),
     /// saved only where the user says.
     Cluster {
-        /// Mutating or validating.
-        kind: WebhookKind,
+        /// A webhook configuration's kind, or a policy's or binding's.
+        kind: AdmissionKind,
         /// `metadata.name`.
         name: String,
     },
@@ -704,10 +705,8 @@ impl State {
         // In dispatch order, as the Webhooks view lists them; the console's own after.
         self.buffers.sort_by(|a, b| {
             let rank = |o: &BufferOrigin| match o {
-                BufferOrigin::Cluster { kind, name } => {
-                    (u8::from(*kind == WebhookKind::Validating), name.clone())
-                }
-                _ => (2, String::new()),
+                BufferOrigin::Cluster { kind, name } => (dispatch_rank(*kind), name.clone()),
+                _ => (u8::MAX, String::new()),
             };
             rank(&a.origin).cmp(&rank(&b.origin))
         });
@@ -1443,11 +1442,10 @@ impl State {
                         }
                         BufferKey::Cluster(id) => {
                             let (resource, name) = id.split_once('/').unwrap_or(("", id));
-                            let kind = if resource == WebhookKind::Validating.resource() {
-                                WebhookKind::Validating
-                            } else {
-                                WebhookKind::Mutating
-                            };
+                            let kind = AdmissionKind::ALL
+                                .into_iter()
+                                .find(|k| k.resource() == resource)
+                                .unwrap_or(AdmissionKind::MutatingWebhookConfiguration);
                             BufferOrigin::Cluster {
                                 kind,
                                 name: name.to_string(),
@@ -1839,5 +1837,19 @@ impl State {
             causes.push(ChangeCause::Answers);
         }
         causes
+    }
+}
+
+/// Where a cluster object's kind runs in the chain, for listing buffers in dispatch order:
+/// mutating policies, mutating webhooks, validating policies, validating webhooks (bindings
+/// after their policies).
+fn dispatch_rank(kind: AdmissionKind) -> u8 {
+    match kind {
+        AdmissionKind::MutatingAdmissionPolicy => 0,
+        AdmissionKind::MutatingAdmissionPolicyBinding => 1,
+        AdmissionKind::MutatingWebhookConfiguration => 2,
+        AdmissionKind::ValidatingAdmissionPolicy => 3,
+        AdmissionKind::ValidatingAdmissionPolicyBinding => 4,
+        AdmissionKind::ValidatingWebhookConfiguration => 5,
     }
 }

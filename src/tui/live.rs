@@ -1213,7 +1213,14 @@ impl State {
             return commands;
         }
         if b.in_force.is_empty() {
-            let text = format!("{} defines no configuration to apply", b.origin.label());
+            let text = if b.policies_in_force.is_empty() {
+                format!("{} defines no configuration to apply", b.origin.label())
+            } else {
+                format!(
+                    "{} holds admission policies or bindings: :apply writes webhook configurations only (the edit is a what-if here; :w FILE and `kubectl apply -f FILE` apply it)",
+                    b.origin.label()
+                )
+            };
             self.say(text, true);
             return commands;
         }
@@ -1232,9 +1239,14 @@ impl State {
         };
         let names: Vec<&str> = configurations.iter().map(|c| c.name.as_str()).collect();
         let text = format!(
-            "server-side dry run of {}{}…",
+            "server-side dry run of {}{}{}…",
             names.join(", "),
-            if force { " (force)" } else { "" }
+            if force { " (force)" } else { "" },
+            if b.policies_in_force.is_empty() {
+                ""
+            } else {
+                " (not of the buffer's admission policies: :apply writes webhook configurations only)"
+            }
         );
         commands.push(Command::Apply(ApplyRequest {
             buffer: i,
@@ -1313,7 +1325,7 @@ impl State {
             applied.push(format!("{} (resourceVersion {version})", o.name));
             // The buffer now shows what the cluster stores, and has no edits.
             let origin = super::editing::BufferOrigin::Cluster {
-                kind: o.kind,
+                kind: o.kind.into(),
                 name: o.name.clone(),
             };
             if let Some(b) = self.buffers.iter_mut().find(|b| b.origin == origin) {

@@ -11,6 +11,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 
 use crate::ServerRelease;
+use crate::config::policy::{PolicyObject, PolicySet};
 use crate::edit::{ReplyCache, ReusingReplier};
 use crate::engine::policy::ParamObjects;
 use crate::engine::{Engine, EngineOptions};
@@ -18,6 +19,7 @@ use crate::live::audit::{
     AuditFeed, AuditWebhookOptions, AuditWebhookServer, CaptureOptions, CaptureWriter,
     FollowOptions, Ingester, follow,
 };
+use crate::live::cluster::AdmissionKind;
 use crate::live::cluster::{
     Cluster, ClusterMsg, ClusterNamespaces, ClusterOptions, Failure, FailureKind, Feed,
     MetricsScrape, WebhookSet, apply_diff, editable_yaml,
@@ -363,7 +365,7 @@ impl LiveSource {
                         let items = with_cluster(items, &cluster_now!());
                         spawn_replay(Arc::clone(r), items, seeding.clone(), tx.clone());
                     }
-                    Some(SourceCtl::Redispatch { generation, configurations, fresh, .. }) => {
+                    Some(SourceCtl::Redispatch { generation, configurations, policies, fresh }) => {
                         if let Some(previous) = redispatching.take() {
                             previous.abort();
                             // Gone before the next run's cache counts are read.
@@ -372,11 +374,11 @@ impl LiveSource {
                         if fresh {
                             cache.clear();
                         }
-                        // The edits are webhook configurations; the cluster's policies stay.
-                        let mut engine = Engine::new(&configurations, engine_options.clone());
-                        if let Some(r) = &replayer {
-                            engine = engine.with_policies_of(r.engine());
-                        }
+                        // Everything in force as the console has it: the cluster's objects, edited
+                        // or not, and the console's own.
+                        let engine = Engine::new(&configurations, engine_options.clone())
+                            .with_policies(&policies.validating, &policies.validating_bindings)
+                            .with_mutating_policies(&policies.mutating, &policies.mutating_bindings);
                         let again = Arc::new(Replayer::new(Arc::new(engine), settings.clone()));
                         edited = Some(Arc::clone(&again));
                         let items: Arc<[InputItem]> =
@@ -511,6 +513,30 @@ async fn parse_scrapes(mut rx: mpsc::Receiver<MetricsScrape>, tx: mpsc::Sender<S
     }
 }
 
+/// The policy or binding `kind`/`name` of `set`, as a document holds it (None for a webhook
+/// configuration's kind, or one `set` left out).
+fn policy_object(set: &PolicySet, kind: AdmissionKind, name: &str) -> Option<PolicyObject> {
+    fn named<T: Clone>(list: &[T], name: &str, of: impl Fn(&T) -> &str) -> Option<T> {
+        list.iter().find(|o| of(o) == name).cloned()
+    }
+    match kind {
+        AdmissionKind::ValidatingAdmissionPolicy => {
+            named(&set.validating, name, |o| &o.name).map(PolicyObject::Policy)
+        }
+        AdmissionKind::ValidatingAdmissionPolicyBinding => {
+            named(&set.validating_bindings, name, |o| &o.name).map(PolicyObject::Binding)
+        }
+        AdmissionKind::MutatingAdmissionPolicy => {
+            named(&set.mutating, name, |o| &o.name).map(PolicyObject::MutatingPolicy)
+        }
+        AdmissionKind::MutatingAdmissionPolicyBinding => {
+            named(&set.mutating_bindings, name, |o| &o.name).map(PolicyObject::MutatingBinding)
+        }
+        AdmissionKind::MutatingWebhookConfiguration
+        | AdmissionKind::ValidatingWebhookConfiguration => None,
+    }
+}
+
 /// The engine over the configurations in force (webhook configurations, admission policies and
 /// their bindings), and the message telling the console.
 fn configurations(
@@ -534,10 +560,10 @@ fn configurations(
             text: editable_yaml(&o.object),
             configurations: all
                 .iter()
-                .filter(|c| c.kind == o.kind && c.name == o.name)
+                .filter(|c| AdmissionKind::from(c.kind) == o.kind && c.name == o.name)
                 .cloned()
                 .collect(),
-            policies: Vec::new(),
+            policies: policy_object(p, o.kind, &o.name).into_iter().collect(),
         })
         .collect();
     let msg = SourceMsg::Live(LiveMsg::Configurations {

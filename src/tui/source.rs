@@ -35,8 +35,8 @@ pub enum DocumentOrigin {
     /// An object of a live cluster (`hookscope live`): applied back to it (`:apply`, only with
     /// `--allow-writes`), saved only where the user says.
     Cluster {
-        /// Mutating or validating.
-        kind: crate::api::WebhookKind,
+        /// A webhook configuration's kind, or a policy's or binding's.
+        kind: crate::live::cluster::AdmissionKind,
         /// `metadata.name`.
         name: String,
     },

@@ -340,17 +340,16 @@ impl KindStore {
         Some(change)
     }
 
-    /// The webhook configurations that read as such, by name, as the server sent them.
+    /// The objects that read as configurations, policies or bindings, by name, as the server
+    /// sent them.
     pub(crate) fn objects(&self) -> impl Iterator<Item = ConfigurationObject> + '_ {
         self.objects
             .iter()
-            .filter_map(|(name, known)| match &known.reading {
-                Ok(Reading::Webhook(c)) => Some(ConfigurationObject {
-                    kind: c.kind,
-                    name: name.clone(),
-                    object: known.object.clone(),
-                }),
-                _ => None,
+            .filter(|(_, known)| known.reading.is_ok())
+            .map(|(name, known)| ConfigurationObject {
+                kind: self.kind,
+                name: name.clone(),
+                object: known.object.clone(),
             })
     }
 

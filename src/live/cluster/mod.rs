@@ -291,7 +291,8 @@ pub struct WebhookSet {
     /// Objects that could not be read as configurations, policies or bindings, and policies or
     /// bindings the loader finds invalid, one message each.
     pub problems: Vec<String>,
-    /// The objects of `mutating` then `validating`, as the server sent them (for editing).
+    /// The objects of `mutating`, `validating` and `policies`, as the server sent them (for
+    /// editing), kind by kind.
     pub objects: Vec<ConfigurationObject>,
     /// Whether the mutating watcher has completed its first list.
     pub mutating_synced: bool,
@@ -324,8 +325,8 @@ impl WebhookSet {
 /// A configuration object as the server sent it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ConfigurationObject {
-    /// Mutating or validating.
-    pub kind: WebhookKind,
+    /// A webhook configuration's kind, or a policy's or binding's.
+    pub kind: AdmissionKind,
     /// `metadata.name`.
     pub name: String,
     /// The object (JSON, with `apiVersion` and `kind`).
@@ -1059,9 +1060,9 @@ fn webhook_set(stores: &Stores) -> WebhookSet {
         validating,
         policies,
         problems,
-        objects: mutating_store
-            .objects()
-            .chain(validating_store.objects())
+        objects: AdmissionKind::ALL
+            .iter()
+            .flat_map(|kind| store(*kind).objects())
             .collect(),
         mutating_synced: mutating_store.synced,
         validating_synced: validating_store.synced,
