@@ -159,6 +159,88 @@ fn non_bool_results_are_rejected() {
     }
 }
 
+/// cel-go's checker on operators, field selection and comprehension ranges, where the operands'
+/// types are known (upstream's own cases: admission/plugin/cel compile_test.go `1 < 'asdf'`,
+/// admissionregistration validation_test.go `114 + '514'`).
+#[test]
+fn operators_selections_and_ranges_are_type_checked_as_cel_go_checks_them() {
+    assert_eq!(
+        compile_err("1 < 'asdf'"),
+        "compilation failed: ERROR: <input>:1:3: found no matching overload for '_<_' applied to '(int, string)'\n | 1 < 'asdf'\n | ..^"
+    );
+    assert_eq!(
+        compile_err("114 + '514' == 1"),
+        "compilation failed: ERROR: <input>:1:5: found no matching overload for '_+_' applied to '(int, string)'\n | 114 + '514' == 1\n | ....^"
+    );
+    for (expr, message) in [
+        (
+            "!1",
+            "found no matching overload for '!_' applied to '(int)'",
+        ),
+        (
+            "-'a' == 'b'",
+            "found no matching overload for '-_' applied to '(string)'",
+        ),
+        (
+            "true && 1 == 1 && 2",
+            "found no matching overload for '_&&_' applied to '(bool, int)'",
+        ),
+        (
+            "request.name - 'x' == ''",
+            "found no matching overload for '_-_' applied to '(string, string)'",
+        ),
+        (
+            "size(object) % 2.0 == 0.0",
+            "found no matching overload for '_%_' applied to '(int, double)'",
+        ),
+        (
+            "request.dryRun <= 1",
+            "found no matching overload for '_<=_' applied to '(bool, int)'",
+        ),
+        (
+            "'a'.foo == 1",
+            "type 'string' does not support field selection",
+        ),
+        (
+            "request.userInfo.groups.first == 'x'",
+            "type 'list(string)' does not support field selection",
+        ),
+        (
+            "has(request.name.x)",
+            "type 'string' does not support field selection",
+        ),
+        (
+            "1.all(x, x > 0)",
+            "expression of type 'int' cannot be range of a comprehension (must be list, map, or dynamic)",
+        ),
+    ] {
+        let err = compile_err(expr);
+        assert!(err.contains(message), "{expr}: {err}");
+    }
+    // The caret is at the failing operator, not inside a longer one (`<=`).
+    assert!(
+        compile_err("1 <= 2 && 1 < 'a'").contains(":1:13: found no matching overload for '_<_'"),
+        "{}",
+        compile_err("1 <= 2 && 1 < 'a'")
+    );
+    // What cel-go accepts is accepted: the cross-type numeric comparisons Kubernetes enables,
+    // timestamps and their differences, lists, dynamic operands.
+    for ok in [
+        "1 < 2.0 && 1u < 2 && 2.5 >= 1u",
+        "'a' < 'b' && b'a' < b'b' && false < true",
+        "[1] + [2] == [1, 2]",
+        "timestamp('2020-01-01T00:00:00Z') - timestamp('2019-01-01T00:00:00Z') > duration('1h')",
+        "timestamp('2020-01-01T00:00:00Z') < timestamp('2021-01-01T00:00:00Z')",
+        "!(1 > 2) && -1 < 0 && -1.5 < 0.0",
+        "request.name + 'x' != '' && size(request.name) * 2 > 0",
+        "object.spec.replicas + 1 > 2 && object.metadata.name.size() > 0",
+        "object.items.all(i, i.x > 0) && request.userInfo.groups.all(g, g != '')",
+        "{'a': 1}.all(k, k != '')",
+    ] {
+        compile(ok).unwrap_or_else(|e| panic!("{ok}: {e}"));
+    }
+}
+
 #[test]
 fn deep_nesting_is_an_error_not_a_crash() {
     let deep = format!("{}true{}", "(".repeat(5000), ")".repeat(5000));

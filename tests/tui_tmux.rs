@@ -763,6 +763,12 @@ spec:
     t.keys(&["Escape"]);
     t.wait_for(&["size(object.data) <= 3\""], "the edit typed");
     t.wait_for(&["re-dispatched 3 requests"], "the edit took effect");
+    // In the editor's normal mode a digit is a count (shown as vim shows it): `esc` leaves the
+    // editor, then `7` is the What-if view.
+    t.keys(&["7"]);
+    t.wait_for(&["NORMAL 7"], "the count shown");
+    t.keys(&["Escape"]);
+    t.keys(&["Escape"]);
     t.keys(&["7"]);
     let s = t.wait_for(
         &["2 of 3 requests changed", "shop/three"],

@@ -1,6 +1,7 @@
 //! A partial static check standing in for cel-go's type checker: declared variables and
-//! functions, the fields of the typed `request` and `namespaceObject` variables, and the
-//! expression's output type where it can be known.
+//! functions, the fields of the typed `request` and `namespaceObject` variables, the operators'
+//! overloads, field selection and comprehension ranges where the operands' types are known, and
+//! the expression's output type where it can be known.
 
 use kube_cel::cel;
 
@@ -327,6 +328,12 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
                         token: format!(".{}", sel.field),
                     })?,
                 Ty::Dyn => Ty::Dyn,
+                t if is_known(t) => {
+                    return Err(Issue {
+                        message: format!("type '{}' does not support field selection", t.name()),
+                        token: format!(".{}", sel.field),
+                    });
+                }
                 _ => Ty::Unknown,
             };
             Ok(if sel.test { Ty::Bool } else { field_ty })
@@ -406,6 +413,15 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
                 Ty::List(e) => (**e).clone(),
                 Ty::Map(_) => Ty::String,
                 Ty::Dyn => Ty::Dyn,
+                t if is_known(t) => {
+                    return Err(Issue {
+                        message: format!(
+                            "expression of type '{}' cannot be range of a comprehension (must be list, map, or dynamic)",
+                            t.name()
+                        ),
+                        token: String::new(),
+                    });
+                }
                 _ => Ty::Unknown,
             };
             let depth = scope.len();
@@ -445,6 +461,11 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
             for a in &call.args {
                 args.push(infer(a, scope)?);
             }
+            if call.target.is_none()
+                && let Some(issue) = operator_issue(name, &args)
+            {
+                return Err(issue);
+            }
             match name {
                 operators::LOGICAL_AND
                 | operators::LOGICAL_OR
@@ -463,6 +484,12 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
                         (Some(a), Some(b)) => Ok(unify(a, b)),
                         _ => Ok(Ty::Unknown),
                     }
+                }
+                // A timestamp's difference is a duration, which this checker does not type.
+                operators::SUBSTRACT
+                    if args.iter().all(|t| t == &Ty::Timestamp) && args.len() == 2 =>
+                {
+                    Ok(Ty::Unknown)
                 }
                 operators::ADD
                 | operators::SUBSTRACT
@@ -488,6 +515,99 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
             token: String::new(),
         }),
     }
+}
+
+/// A type this checker knows for certain and that is neither a map, an object nor dynamic: the
+/// operands whose operators, field selection and comprehension use cel-go checks.
+fn is_known(t: &Ty) -> bool {
+    matches!(
+        t,
+        Ty::Bool
+            | Ty::Int
+            | Ty::Uint
+            | Ty::Double
+            | Ty::String
+            | Ty::Bytes
+            | Ty::Null
+            | Ty::Timestamp
+            | Ty::List(_)
+    )
+}
+
+/// cel-go's standard overloads of the operators (with the cross-type numeric comparisons
+/// Kubernetes enables from 1.28), for operands whose types are all known (maps included): the
+/// error its checker reports when none applies, at the operator.
+fn operator_issue(name: &str, args: &[Ty]) -> Option<Issue> {
+    use Ty::*;
+    if !args.iter().all(|t| is_known(t) || matches!(t, Map(_))) {
+        return None;
+    }
+    let numeric = |t: &Ty| matches!(t, Int | Uint | Double);
+    let (symbol, ok) = match (name, args) {
+        (operators::ADD, [a, b]) => (
+            "+",
+            matches!(
+                (a, b),
+                (Int, Int)
+                    | (Uint, Uint)
+                    | (Double, Double)
+                    | (String, String)
+                    | (Bytes, Bytes)
+                    | (List(_), List(_))
+            ),
+        ),
+        (operators::SUBSTRACT, [a, b]) => (
+            "-",
+            matches!(
+                (a, b),
+                (Int, Int) | (Uint, Uint) | (Double, Double) | (Timestamp, Timestamp)
+            ),
+        ),
+        (operators::MULTIPLY | operators::DIVIDE, [a, b]) => (
+            if name == operators::MULTIPLY {
+                "*"
+            } else {
+                "/"
+            },
+            matches!((a, b), (Int, Int) | (Uint, Uint) | (Double, Double)),
+        ),
+        (operators::MODULO, [a, b]) => ("%", matches!((a, b), (Int, Int) | (Uint, Uint))),
+        (operators::NEGATE, [a]) => ("-", matches!(a, Int | Double)),
+        (operators::LOGICAL_NOT, [a]) => ("!", matches!(a, Bool)),
+        (operators::LOGICAL_AND | operators::LOGICAL_OR, [a, b]) => (
+            if name == operators::LOGICAL_AND {
+                "&&"
+            } else {
+                "||"
+            },
+            matches!((a, b), (Bool, Bool)),
+        ),
+        (
+            operators::LESS
+            | operators::LESS_EQUALS
+            | operators::GREATER
+            | operators::GREATER_EQUALS,
+            [a, b],
+        ) => (
+            match name {
+                operators::LESS => "<",
+                operators::LESS_EQUALS => "<=",
+                operators::GREATER => ">",
+                _ => ">=",
+            },
+            (numeric(a) && numeric(b))
+                || (a == b && matches!(a, Bool | String | Bytes | Timestamp)),
+        ),
+        _ => return None,
+    };
+    let types: Vec<std::string::String> = args.iter().map(Ty::name).collect();
+    (!ok).then(|| Issue {
+        message: format!(
+            "found no matching overload for '{name}' applied to '({})'",
+            types.join(", ")
+        ),
+        token: symbol.to_string(),
+    })
 }
 
 /// Depth of the expression tree, without recursion (so any parsed tree is safe to measure).

@@ -359,11 +359,19 @@ fn locate(source: &str, token: &str) -> (usize, usize) {
             }
             None if c == '\'' || c == '"' => quote = Some(c),
             None => {
-                if !tok.is_empty()
-                    && chars[i..].starts_with(&tok)
-                    && (i == 0 || tok[0] == '.' || !is_word(chars[i - 1]))
-                    && chars.get(i + tok.len()).is_none_or(|n| !is_word(*n))
-                {
+                // An operator is found anywhere, but not inside a longer one (`<` in `<=`).
+                let operator = tok.first().is_some_and(|c| !is_word(*c) && *c != '.');
+                let next = chars.get(i + tok.len());
+                let bounded = if tok.is_empty() {
+                    false
+                } else if operator {
+                    next.is_none_or(|n| *n != '=' && *n != tok[tok.len() - 1])
+                        && (i == 0 || !matches!(chars[i - 1], '<' | '>' | '!' | '=' | '&' | '|'))
+                } else {
+                    (i == 0 || tok[0] == '.' || !is_word(chars[i - 1]))
+                        && next.is_none_or(|n| !is_word(*n))
+                };
+                if bounded && chars[i..].starts_with(&tok) {
                     return (line, col);
                 }
             }

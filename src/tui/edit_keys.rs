@@ -160,6 +160,12 @@ impl EditorState {
         if key.modifiers.contains(KeyModifiers::ALT) {
             return Outcome::NotMine;
         }
+        // `esc` cancels a count or a command being typed, as in vim (a second leaves the view).
+        if key.code == KeyCode::Esc && (self.count.is_some() || self.pending.is_some()) {
+            self.count = None;
+            self.pending = None;
+            return Outcome::Moved;
+        }
         if let (Some(first @ ('r' | 'f' | 'F' | 't' | 'T')), KeyCode::Char(c)) =
             (self.pending, key.code)
             && !ctrl
@@ -574,5 +580,11 @@ mod tests {
         assert_eq!(b.area.cursor(), (2, 3));
         assert_eq!(e.count, None);
         assert_eq!(e.pending, None);
+        // `esc` cancels a count being typed; the next one is the view's.
+        press(&mut e, &mut b, "7");
+        assert_eq!(e.count, Some(7));
+        assert_eq!(press(&mut e, &mut b, "\x1b"), Outcome::Moved);
+        assert_eq!(e.count, None);
+        assert_eq!(press(&mut e, &mut b, "\x1b"), Outcome::NotMine);
     }
 }

@@ -268,10 +268,20 @@ fn status_parts(state: &State) -> Vec<(u8, Vec<Span<'static>>)> {
             crate::tui::edit_keys::EditMode::Normal => StyleKey::StatusKey,
             crate::tui::edit_keys::EditMode::Insert => StyleKey::TabActive,
         };
-        view.push(Span::styled(
-            format!(" {} ", state.editor.mode.label()),
-            t.style(key),
-        ));
+        // A count or a command's first key being typed, as vim's showcmd shows it.
+        let pending: String = state
+            .editor
+            .count
+            .map(|n| n.to_string())
+            .into_iter()
+            .chain(state.editor.pending.map(String::from))
+            .collect();
+        let shown = if pending.is_empty() {
+            format!(" {} ", state.editor.mode.label())
+        } else {
+            format!(" {} {pending} ", state.editor.mode.label())
+        };
+        view.push(Span::styled(shown, t.style(key)));
     }
     // The Edit view's mode is never left out: what a key does depends on it.
     let priority = if view.len() > 1 { 12 } else { 9 };
