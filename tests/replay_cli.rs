@@ -1654,10 +1654,50 @@ fn custom_resource_scale_requests_are_sent_as_the_apiserver_sent_them() {
     replayed_audit_log_sends_what_the_apiserver_sent("custom-scale-v1.33", &["--cluster", &crd]);
 }
 
+/// Server-side applies of a custom resource (`tests/fixtures/custom-apply-v1.33`): an apply that
+/// creates, applies by a second manager merging a map-list by key and a set-list, a repeated apply
+/// that changes nothing, an update that prunes what its manager no longer applies (atomic lists,
+/// atomic maps, a preserve-unknown-fields object, an embedded resource, an int-or-string), a
+/// forced apply and an apply of the status subresource reach the webhooks as the apiserver sent
+/// them, `managedFields` included; the apply that conflicted never reached them and is reported
+/// with the apiserver's own message.
+#[test]
+fn custom_resource_server_side_applies_are_sent_as_the_apiserver_sent_them() {
+    let fixture = "custom-apply-v1.33";
+    let crd = format!("{FIXTURES}/{fixture}/inputs/crd.yaml");
+    let report = replay_and_compare_with_recorded_reviews(fixture, &["--cluster", &crd]);
+    // The conflict, as the apiserver answered it in the audit log.
+    let log = std::fs::read_to_string(format!("{FIXTURES}/{fixture}/audit.log")).unwrap();
+    let conflicts: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["stage"] == "ResponseComplete" && e["responseStatus"]["code"] == 409)
+        .collect();
+    assert_eq!(conflicts.len(), 1);
+    let said = conflicts[0]["responseObject"]["message"].as_str().unwrap();
+    let problems = report["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0]["kind"], "notReplayable");
+    assert_eq!(problems[0]["source"]["auditID"], conflicts[0]["auditID"]);
+    let message = problems[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!(": {said} (the apiserver answered 409)")),
+        "{message}"
+    );
+    assert_eq!(report["summary"]["notReplayable"], 1);
+}
+
 /// Replays the audit log of the recorded session `fixture` (with `extra` arguments) against its
 /// `inputs/webhooks.yaml` and compares every AdmissionReview sent with those the apiserver sent,
 /// byte for byte but for the request uid.
 fn replayed_audit_log_sends_what_the_apiserver_sent(fixture: &str, extra: &[&str]) {
+    let report = replay_and_compare_with_recorded_reviews(fixture, extra);
+    assert_eq!(report["problems"], json!([]), "{}", report["problems"]);
+}
+
+/// The comparison of [`replayed_audit_log_sends_what_the_apiserver_sent`], returning the report
+/// for the caller to judge what was not replayed.
+fn replay_and_compare_with_recorded_reviews(fixture: &str, extra: &[&str]) -> Value {
     let pki = TestPki::new();
     let server = WebhookServer::start(&pki, allow_every_review());
     let dir = scratch(&format!("{fixture}-received"));
@@ -1684,7 +1724,6 @@ fn replayed_audit_log_sends_what_the_apiserver_sent(fixture: &str, extra: &[&str
     let out = hookscope(&args);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let report: Value = serde_json::from_slice(&out.stdout).expect("report");
-    assert_eq!(report["problems"], json!([]), "{}", report["problems"]);
 
     let key = |body: &str, path: &str| {
         let review: Value = serde_json::from_str(body).unwrap();
@@ -1735,6 +1774,7 @@ fn replayed_audit_log_sends_what_the_apiserver_sent(fixture: &str, extra: &[&str
             );
         }
     }
+    report
 }
 
 /// A handler that allows every review, echoing its uid.

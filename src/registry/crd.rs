@@ -32,6 +32,10 @@ pub struct CustomResourceVersion {
     pub status: bool,
     /// The version's `scale` subresource: where its Scale's fields live in the resource.
     pub scale: Option<ScalePaths>,
+    /// The version's structural schema (`schema.openAPIV3Schema`, or `apiextensions.k8s.io/v1beta1`'s
+    /// `spec.validation.openAPIV3Schema` shared by all versions), which types server-side apply of
+    /// the resource; None when the definition gives none.
+    pub schema: Option<std::sync::Arc<Value>>,
 }
 
 /// Where the `autoscaling/v1` Scale of a custom resource reads and writes its fields (the CRD's
@@ -258,6 +262,12 @@ fn entry(
         }
     };
     let default_subs = subresources(&ctx, spec.get("subresources"), "subresources")?;
+    let open_api = |v: Option<&Value>| {
+        v.and_then(|v| v.get("openAPIV3Schema"))
+            .filter(|s| s.is_object())
+            .map(|s| std::sync::Arc::new(s.clone()))
+    };
+    let default_schema = open_api(spec.get("validation"));
     let mut versions = Vec::new();
     match spec.get("versions") {
         Some(Value::Array(list)) if !list.is_empty() => {
@@ -288,6 +298,7 @@ fn entry(
                     served,
                     status,
                     scale,
+                    schema: open_api(v.get("schema")).or_else(|| default_schema.clone()),
                 });
             }
         }
@@ -302,6 +313,7 @@ fn entry(
                 served: true,
                 status,
                 scale,
+                schema: default_schema,
             });
         }
         Some(_) => return Err(ctx.invalid("versions", "expected a list")),

@@ -112,6 +112,12 @@ pub(crate) fn key_index(k: &[u8]) -> Option<usize> {
     Some(i)
 }
 
+/// What types a server-side apply: a built-in kind's Go type, or a custom resource's schema.
+enum Typed<'s> {
+    Go(crate::schema::TypeId),
+    Custom(crate::apply::CrdModel<'s>),
+}
+
 /// `objectRef`, borrowed from the event's text where no escape forbids it.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -1028,10 +1034,20 @@ impl Reader {
             } else {
                 format!("the patch of {what} names apiVersion, kind and a fieldManager")
             };
-            return match self.builtin.kind_ref(&ctx.gvr, &ctx.sub) {
-                Some(kind) => Ok(PatchType::Apply(kind.clone(), created)),
-                None => Err(format!(
-                    "apply patch: {why}; server-side apply of custom resources is not reproduced"
+            if let Some(kind) = self.builtin.kind_ref(&ctx.gvr, &ctx.sub) {
+                return Ok(PatchType::Apply(kind.clone(), created));
+            }
+            return match (
+                self.custom_schema(ctx),
+                self.registry.kind_ref(&ctx.gvr, &ctx.sub),
+            ) {
+                (Some(_), Some(kind)) => Ok(PatchType::Apply(kind.clone(), created)),
+                (None, Some(_)) => Err(format!(
+                    "apply patch: {why}; the CustomResourceDefinition of {} gives no schema for {}, which server-side apply needs",
+                    ctx.gvr.resource, ctx.gvr.version
+                )),
+                (_, None) => Err(format!(
+                    "apply patch: {why}; server-side apply of a custom resource needs its CustomResourceDefinition (add it with --cluster)"
                 )),
             };
         }
@@ -1054,15 +1070,36 @@ impl Reader {
         config: &Value,
     ) -> InputItem {
         let what = ctx.what();
-        let schema = crate::schema::Schema::for_release(self.builtin.release());
-        let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind) else {
-            return ctx.not_replayable(
-                "requestObject",
-                format!(
-                    "apply patch: {} has no Go type in this release",
-                    kind.api_version()
-                ),
-            );
+        let release = self.builtin.release();
+        let schema = crate::schema::Schema::for_release(release);
+        // A built-in kind is typed by its Go type, a custom resource by its definition's schema.
+        let typed = match self.custom_schema(ctx) {
+            Some(openapi) if self.builtin.kind_ref(&ctx.gvr, &ctx.sub).is_none() => {
+                match crate::apply::CrdModel::new(schema, &openapi) {
+                    Ok(model) => Typed::Custom(model),
+                    Err(e) => {
+                        return ctx.not_replayable(
+                            "requestObject",
+                            format!(
+                                "apply patch: the schema of {} in its CustomResourceDefinition cannot be read as the apiserver reads it: {e}",
+                                ctx.gvr.resource
+                            ),
+                        );
+                    }
+                }
+            }
+            _ => match schema.kind(&kind.group, &kind.version, &kind.kind) {
+                Some(id) => Typed::Go(id),
+                None => {
+                    return ctx.not_replayable(
+                        "requestObject",
+                        format!(
+                            "apply patch: {} has no Go type in this release",
+                            kind.api_version()
+                        ),
+                    );
+                }
+            },
         };
         let Some(manager) = ctx.query.first("fieldManager").map(String::from) else {
             return ctx.not_replayable(
@@ -1095,7 +1132,7 @@ impl Reader {
         if ctx.sub == "status" {
             reset.insert(&[field("spec")]);
             reset.insert(&[field("metadata")]);
-        } else if ctx.sub.is_empty() && self.builtin.kind_ref(&ctx.gvr, "status").is_some() {
+        } else if ctx.sub.is_empty() && self.registry.kind_ref(&ctx.gvr, "status").is_some() {
             reset.insert(&[field("status")]);
         }
         let api_version = kind.api_version();
@@ -1108,14 +1145,13 @@ impl Reader {
             subresource: &ctx.sub,
             reset_fields: (!reset.is_empty()).then_some(&reset),
         };
-        let (mut object, managed) = match crate::apply::apply(
-            schema,
-            id,
-            old.as_ref(),
-            config,
-            &req,
-            &managed,
-        ) {
+        let applied = match &typed {
+            Typed::Go(id) => crate::apply::apply(schema, *id, old.as_ref(), config, &req, &managed),
+            Typed::Custom(model) => {
+                crate::apply::apply_custom(model, release, old.as_ref(), config, &req, &managed)
+            }
+        };
+        let (mut object, managed) = match applied {
             Ok(r) => r,
             Err(e) => {
                 return ctx.not_replayable(
@@ -1148,6 +1184,17 @@ impl Reader {
                 )
             }
         }
+    }
+
+    /// The structural schema of the custom resource the request is for, at the request's version,
+    /// from its CustomResourceDefinition; None for built-in resources and definitions without one.
+    fn custom_schema(&self, ctx: &Ctx<'_, '_>) -> Option<Arc<Value>> {
+        self.registry
+            .custom_resource(&ctx.gvr.group, &ctx.gvr.resource)?
+            .iter()
+            .find(|v| v.name == ctx.gvr.version)?
+            .schema
+            .clone()
     }
 
     /// An object patch of a built-in kind: a merge patch or a strategic merge patch, which the

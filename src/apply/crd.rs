@@ -1,0 +1,291 @@
+//! A custom resource's schema as a [`TypeModel`]: what kube-apiserver's field manager walks for
+//! a custom resource, built from the structural `openAPIV3Schema` of the served version of its
+//! CustomResourceDefinition as apiextensions-apiserver builds it (the CRD's OpenAPI, then
+//! kube-openapi's `schemaconv` to structured-merge-diff's schema).
+//!
+//! - `type: object` is a map: its `properties` are named fields, its `additionalProperties` the
+//!   type of any other key; without either (or under `x-kubernetes-preserve-unknown-fields`,
+//!   which holds for the whole subtree) other keys are deduced. `x-kubernetes-map-type: atomic`
+//!   replaces it whole, `granular` (the default) merges it key by key.
+//! - `type: array` is a list: `x-kubernetes-list-type: atomic` (the default) replaced whole,
+//!   `set` told apart by value, `map` by the `x-kubernetes-list-map-keys` fields (whose `default`
+//!   fills a key an item omits).
+//! - a schema without a type (`x-kubernetes-int-or-string`, `x-kubernetes-preserve-unknown-fields`
+//!   alone) is untyped: a granular map of deduced members when the value is an object, else
+//!   replaced whole.
+//! - the root gets `apiVersion`, `kind` and `metadata` (the release's `ObjectMeta`), and so does
+//!   every `x-kubernetes-embedded-resource` object.
+
+use serde_json::Value;
+
+use super::go::{GoModel, GoType};
+use super::typed::{Atom, ListRelationship, TypeModel};
+use crate::schema::{Schema, TypeId};
+
+/// A custom resource's schema, walked by server-side apply.
+#[derive(Debug, Clone)]
+pub struct CrdModel<'s> {
+    go: GoModel<'s>,
+    meta: Option<TypeId>,
+    nodes: Vec<Node<'s>>,
+}
+
+/// A type in a [`CrdModel`]: a node of the CRD's schema, or a type of `ObjectMeta`.
+#[derive(Debug, Clone, Copy)]
+pub enum CrdType<'s> {
+    /// A node of the schema (the root is node 0).
+    Node(usize),
+    /// `metadata`, or a type inside it.
+    Meta(GoType<'s>),
+}
+
+#[derive(Debug, Clone)]
+enum Node<'s> {
+    Scalar,
+    Deduced,
+    List {
+        relationship: Relationship,
+        keys: Vec<Box<str>>,
+        item: CrdType<'s>,
+    },
+    Map {
+        atomic: bool,
+        fields: Vec<Field<'s>>,
+        element: Option<CrdType<'s>>,
+    },
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Relationship {
+    Atomic,
+    Set,
+    Map,
+}
+
+#[derive(Debug, Clone)]
+struct Field<'s> {
+    name: Box<str>,
+    ty: CrdType<'s>,
+    default: Option<Value>,
+}
+
+/// Why a CRD's schema cannot be turned into structured-merge-diff's (kube-openapi's words).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct CrdSchemaError(pub String);
+
+impl<'s> CrdModel<'s> {
+    /// The model of a custom resource whose version's schema is `openapi` (its
+    /// `openAPIV3Schema`), with `metadata` typed by `schema`'s `ObjectMeta`.
+    pub fn new(schema: &'s Schema, openapi: &Value) -> Result<CrdModel<'s>, CrdSchemaError> {
+        let mut model = CrdModel {
+            go: GoModel(schema),
+            meta: schema.by_name("meta/v1.ObjectMeta"),
+            nodes: vec![Node::Scalar],
+        };
+        let root = model.node(openapi, false, true)?;
+        model.nodes[0] = root;
+        Ok(model)
+    }
+
+    /// The type of the whole object.
+    pub fn root(&self) -> CrdType<'s> {
+        CrdType::Node(0)
+    }
+
+    fn push(&mut self, node: Node<'s>) -> CrdType<'s> {
+        self.nodes.push(node);
+        CrdType::Node(self.nodes.len() - 1)
+    }
+
+    fn child(&mut self, s: &Value, preserve: bool) -> Result<CrdType<'s>, CrdSchemaError> {
+        let node = self.node(s, preserve, false)?;
+        Ok(self.push(node))
+    }
+
+    /// The node of schema `s`; `preserve` when an enclosing schema preserves unknown fields;
+    /// `resource` when `s` describes a whole object (the root, an embedded resource).
+    fn node(
+        &mut self,
+        s: &Value,
+        preserve: bool,
+        resource: bool,
+    ) -> Result<Node<'s>, CrdSchemaError> {
+        let flag = |k: &str| s.get(k).and_then(Value::as_bool).unwrap_or(false);
+        let preserve = preserve || flag("x-kubernetes-preserve-unknown-fields");
+        let resource = resource || flag("x-kubernetes-embedded-resource");
+        let ty = s.get("type").and_then(Value::as_str).unwrap_or_default();
+        match ty {
+            "object" => self.object(s, preserve, resource),
+            "array" => self.list(s, preserve),
+            "integer" | "boolean" | "number" | "string" => Ok(Node::Scalar),
+            "" if resource || s.get("properties").is_some() => self.object(s, preserve, resource),
+            "" => Ok(Node::Deduced),
+            other => Err(CrdSchemaError(format!("unrecognized type: '{other}'"))),
+        }
+    }
+
+    fn object(
+        &mut self,
+        s: &Value,
+        preserve: bool,
+        resource: bool,
+    ) -> Result<Node<'s>, CrdSchemaError> {
+        let atomic = match s.get("x-kubernetes-map-type") {
+            None | Some(Value::Null) => false,
+            Some(Value::String(t)) if t == "atomic" => true,
+            Some(Value::String(t)) if t == "granular" => false,
+            Some(other) => {
+                return Err(CrdSchemaError(format!(
+                    "unknown map type {}",
+                    other
+                        .as_str()
+                        .map_or_else(|| other.to_string(), String::from)
+                )));
+            }
+        };
+        let mut fields = Vec::new();
+        if let Some(Value::Object(props)) = s.get("properties") {
+            for (name, member) in props {
+                if resource && matches!(name.as_str(), "apiVersion" | "kind" | "metadata") {
+                    continue;
+                }
+                let ty = self.child(member, preserve)?;
+                fields.push(Field {
+                    name: name.as_str().into(),
+                    ty,
+                    default: member.get("default").cloned(),
+                });
+            }
+        }
+        if resource {
+            for name in ["apiVersion", "kind"] {
+                let ty = self.push(Node::Scalar);
+                fields.push(Field {
+                    name: name.into(),
+                    ty,
+                    default: None,
+                });
+            }
+            let ty = match self.meta {
+                Some(id) => CrdType::Meta(GoType::Struct(id)),
+                None => self.push(Node::Deduced),
+            };
+            fields.push(Field {
+                name: "metadata".into(),
+                ty,
+                default: None,
+            });
+        }
+        let element = match s.get("additionalProperties") {
+            Some(schema @ Value::Object(_)) => Some(self.child(schema, preserve)?),
+            Some(Value::Bool(true)) => Some(self.push(Node::Deduced)),
+            Some(Value::Bool(false)) => None,
+            _ if preserve || fields.is_empty() => Some(self.push(Node::Deduced)),
+            _ => None,
+        };
+        Ok(Node::Map {
+            atomic,
+            fields,
+            element,
+        })
+    }
+
+    fn list(&mut self, s: &Value, preserve: bool) -> Result<Node<'s>, CrdSchemaError> {
+        let (relationship, keys) = match s.get("x-kubernetes-list-type").and_then(Value::as_str) {
+            None | Some("atomic") => (Relationship::Atomic, Vec::new()),
+            Some("set") => (Relationship::Set, Vec::new()),
+            Some("map") => {
+                let keys = match s.get("x-kubernetes-list-map-keys") {
+                    Some(Value::Array(keys)) => keys
+                        .iter()
+                        .map(|k| k.as_str().map(Box::from))
+                        .collect::<Option<Vec<_>>>()
+                        .ok_or_else(|| {
+                            CrdSchemaError(format!("uninterpreted map keys: {}", keys.len()))
+                        })?,
+                    _ => return Err(CrdSchemaError("missing map keys".into())),
+                };
+                (Relationship::Map, keys)
+            }
+            Some(other) => return Err(CrdSchemaError(format!("unknown list type {other}"))),
+        };
+        let item = match s.get("items") {
+            Some(items @ Value::Object(_)) => self.child(items, preserve)?,
+            _ => self.push(Node::Scalar),
+        };
+        Ok(Node::List {
+            relationship,
+            keys,
+            item,
+        })
+    }
+
+    fn get(&self, i: usize) -> &Node<'s> {
+        &self.nodes[i]
+    }
+}
+
+impl<'s> TypeModel for CrdModel<'s> {
+    type Type = CrdType<'s>;
+
+    fn atom(&self, ty: &CrdType<'s>) -> Atom<'_> {
+        match ty {
+            CrdType::Meta(g) => self.go.atom(g),
+            CrdType::Node(i) => match self.get(*i) {
+                Node::Scalar => Atom::Scalar,
+                Node::Deduced => Atom::Deduced,
+                Node::List {
+                    relationship, keys, ..
+                } => Atom::List(match relationship {
+                    Relationship::Atomic => ListRelationship::Atomic,
+                    Relationship::Set => ListRelationship::Set,
+                    Relationship::Map => ListRelationship::Map(keys),
+                }),
+                Node::Map { atomic, .. } => Atom::Map { atomic: *atomic },
+            },
+        }
+    }
+
+    fn element(&self, ty: &CrdType<'s>) -> Option<CrdType<'s>> {
+        match ty {
+            CrdType::Meta(g) => self.go.element(g).map(CrdType::Meta),
+            CrdType::Node(i) => match self.get(*i) {
+                Node::List { item, .. } => Some(*item),
+                _ => None,
+            },
+        }
+    }
+
+    fn field(&self, ty: &CrdType<'s>, name: &str) -> Option<(CrdType<'s>, bool)> {
+        match ty {
+            CrdType::Meta(g) => self.go.field(g, name).map(|(t, n)| (CrdType::Meta(t), n)),
+            CrdType::Node(i) => match self.get(*i) {
+                Node::Map {
+                    fields, element, ..
+                } => match fields.iter().find(|f| &*f.name == name) {
+                    Some(f) => Some((f.ty, true)),
+                    None => element.map(|e| (e, false)),
+                },
+                _ => None,
+            },
+        }
+    }
+
+    fn key_default(&self, item: &CrdType<'s>, key: &str) -> Option<Value> {
+        match item {
+            CrdType::Meta(g) => self.go.key_default(g, key),
+            CrdType::Node(i) => match self.get(*i) {
+                Node::Map { fields, .. } => fields
+                    .iter()
+                    .find(|f| &*f.name == key)
+                    .and_then(|f| f.default.clone()),
+                _ => None,
+            },
+        }
+    }
+
+    fn optional_keys(&self) -> bool {
+        self.go.optional_keys()
+    }
+}
