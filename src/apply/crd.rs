@@ -289,3 +289,249 @@ impl<'s> TypeModel for CrdModel<'s> {
         self.go.optional_keys()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::apply::{ApplyError, ManagedFields, Request, apply_custom};
+    use crate::version::KubeVersion;
+
+    fn schema() -> &'static Schema {
+        Schema::for_release(KubeVersion::new(33).unwrap())
+    }
+
+    /// The `spec` of `tests/fixtures/custom-apply-v1.33`'s CRD, with a nested object under
+    /// `config` that declares a property of its own.
+    fn openapi() -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "spec": {
+                    "type": "object",
+                    "properties": {
+                        "size": {"type": "integer"},
+                        "ports": {
+                            "type": "array",
+                            "x-kubernetes-list-type": "map",
+                            "x-kubernetes-list-map-keys": ["name", "protocol"],
+                            "items": {"type": "object", "properties": {
+                                "name": {"type": "string"},
+                                "protocol": {"type": "string", "default": "TCP"},
+                                "port": {"type": "integer"}}}
+                        },
+                        "tags": {"type": "array", "x-kubernetes-list-type": "set",
+                                 "items": {"type": "string"}},
+                        "args": {"type": "array", "items": {"type": "string"}},
+                        "selector": {"type": "object", "x-kubernetes-map-type": "atomic",
+                                     "additionalProperties": {"type": "string"}},
+                        "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                        "config": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                                   "properties": {"known": {"type": "object",
+                                       "properties": {"a": {"type": "integer"}}}}},
+                        "template": {"type": "object", "x-kubernetes-embedded-resource": true,
+                                     "x-kubernetes-preserve-unknown-fields": true},
+                        "target": {"x-kubernetes-int-or-string": true},
+                        "closed": {"type": "object", "properties": {"x": {"type": "string"}}}
+                    }
+                }
+            }
+        })
+    }
+
+    fn at<'s>(m: &CrdModel<'s>, path: &[&str]) -> Option<(CrdType<'s>, bool)> {
+        let mut ty = (m.root(), true);
+        for name in path {
+            ty = m.field(&ty.0, name)?;
+        }
+        Some(ty)
+    }
+
+    fn atom_of(m: &CrdModel<'_>, path: &[&str]) -> String {
+        let (ty, _) = at(m, path).expect("declared");
+        format!("{:?}", m.atom(&ty))
+    }
+
+    #[test]
+    fn list_and_map_types_follow_the_crd_extensions() {
+        let m = CrdModel::new(schema(), &openapi()).expect("model");
+        assert_eq!(
+            atom_of(&m, &["spec", "ports"]),
+            r#"List(Map(["name", "protocol"]))"#
+        );
+        assert_eq!(atom_of(&m, &["spec", "tags"]), "List(Set)");
+        assert_eq!(atom_of(&m, &["spec", "args"]), "List(Atomic)");
+        assert_eq!(atom_of(&m, &["spec", "selector"]), "Map { atomic: true }");
+        assert_eq!(atom_of(&m, &["spec", "labels"]), "Map { atomic: false }");
+        assert_eq!(atom_of(&m, &["spec", "size"]), "Scalar");
+        assert_eq!(atom_of(&m, &["spec", "target"]), "Deduced");
+        // A key field's default fills an item that omits it.
+        let ports = at(&m, &["spec", "ports"]).unwrap().0;
+        let item = m.element(&ports).unwrap();
+        assert_eq!(m.key_default(&item, "protocol"), Some(json!("TCP")));
+        assert_eq!(m.key_default(&item, "name"), None);
+        // Map keys are not named fields; undeclared fields of a closed object do not exist.
+        assert_eq!(at(&m, &["spec", "labels", "any"]).map(|t| t.1), Some(false));
+        assert!(at(&m, &["spec", "closed", "y"]).is_none());
+        assert!(at(&m, &["spec", "nope"]).is_none());
+    }
+
+    #[test]
+    fn unknown_fields_are_deduced_under_preserve_unknown_fields_and_resources_get_object_meta() {
+        let m = CrdModel::new(schema(), &openapi()).expect("model");
+        // Undeclared members of a preserving object, and of the objects it declares, are deduced.
+        assert_eq!(atom_of(&m, &["spec", "config", "other"]), "Deduced");
+        assert_eq!(atom_of(&m, &["spec", "config", "known", "b"]), "Deduced");
+        assert_eq!(atom_of(&m, &["spec", "config", "known", "a"]), "Scalar");
+        // The root and an embedded resource carry ObjectMeta, typed as the release types it.
+        for base in [&[][..], &["spec", "template"]] {
+            let meta = [base, &["metadata"]].concat();
+            assert!(matches!(at(&m, &meta).unwrap().0, CrdType::Meta(_)));
+            let owners = [base, &["metadata", "ownerReferences"]].concat();
+            assert_eq!(atom_of(&m, &owners), r#"List(Map(["uid"]))"#);
+            let kind = [base, &["kind"]].concat();
+            assert_eq!(atom_of(&m, &kind), "Scalar");
+        }
+    }
+
+    #[test]
+    fn schemas_the_apiserver_cannot_convert_are_refused_with_its_words() {
+        let cases = [
+            (
+                json!({"type": "array", "x-kubernetes-list-type": "bag"}),
+                "unknown list type bag",
+            ),
+            (
+                json!({"type": "array", "x-kubernetes-list-type": "map"}),
+                "missing map keys",
+            ),
+            (
+                json!({"type": "object", "x-kubernetes-map-type": "loose"}),
+                "unknown map type loose",
+            ),
+            (json!({"type": "date"}), "unrecognized type: 'date'"),
+        ];
+        for (spec, want) in cases {
+            let openapi = json!({"type": "object", "properties": {"spec": spec}});
+            let err = CrdModel::new(schema(), &openapi).expect_err(want);
+            assert_eq!(err.0, want);
+        }
+    }
+
+    fn request<'a>(manager: &'a str, time: &'a str, force: bool) -> Request<'a> {
+        Request {
+            manager,
+            api_version: "example.com/v1",
+            kind: "Gadget",
+            time,
+            force,
+            subresource: "",
+            reset_fields: None,
+        }
+    }
+
+    #[test]
+    fn applies_merge_map_lists_by_key_and_conflicts_are_worded_as_the_apiserver_words_them() {
+        let m = CrdModel::new(schema(), &openapi()).expect("model");
+        let release = KubeVersion::new(33).unwrap();
+        let alpha = json!({"apiVersion": "example.com/v1", "kind": "Gadget",
+            "metadata": {"name": "g", "namespace": "crs"},
+            "spec": {"size": 1, "ports": [{"name": "http", "port": 80}], "tags": ["a"]}});
+        let (created, managed) = apply_custom(
+            &m,
+            release,
+            None,
+            &alpha,
+            &request("alpha", "2026-01-01T00:00:00Z", false),
+            &ManagedFields::default(),
+        )
+        .expect("create");
+        let beta = json!({"apiVersion": "example.com/v1", "kind": "Gadget",
+            "metadata": {"name": "g", "namespace": "crs"},
+            "spec": {"ports": [{"name": "http", "protocol": "UDP", "port": 53}], "tags": ["b"]}});
+        let (merged, managed) = apply_custom(
+            &m,
+            release,
+            Some(&created),
+            &beta,
+            &request("beta", "2026-01-01T00:00:01Z", false),
+            &managed,
+        )
+        .expect("merge");
+        assert_eq!(
+            merged["spec"]["ports"],
+            json!([{"name": "http", "port": 80}, {"name": "http", "protocol": "UDP", "port": 53}])
+        );
+        assert_eq!(merged["spec"]["tags"], json!(["a", "b"]));
+        assert_eq!(
+            managed
+                .applier("alpha")
+                .unwrap()
+                .fields
+                .to_fields_v1_string(),
+            r#"{"f:spec":{"f:ports":{"k:{\"name\":\"http\",\"protocol\":\"TCP\"}":{".":{},"f:name":{},"f:port":{}}},"f:size":{},"f:tags":{"v:\"a\"":{}}}}"#
+        );
+        let takeover = json!({"apiVersion": "example.com/v1", "kind": "Gadget",
+            "metadata": {"name": "g", "namespace": "crs"}, "spec": {"size": 2}});
+        let err = apply_custom(
+            &m,
+            release,
+            Some(&merged),
+            &takeover,
+            &request("beta", "2026-01-01T00:00:02Z", false),
+            &managed,
+        )
+        .expect_err("conflict");
+        assert_eq!(
+            err.to_string(),
+            r#"Apply failed with 1 conflict: conflict with "alpha": .spec.size"#
+        );
+        assert_eq!(err.status().code, 409);
+        let (forced, managed) = apply_custom(
+            &m,
+            release,
+            Some(&merged),
+            &takeover,
+            &request("beta", "2026-01-01T00:00:02Z", true),
+            &managed,
+        )
+        .expect("forced");
+        assert_eq!(forced["spec"]["size"], 2);
+        // beta no longer applies its port and tag: they go; alpha's stay.
+        assert_eq!(
+            forced["spec"]["ports"],
+            json!([{"name": "http", "port": 80}])
+        );
+        assert_eq!(forced["spec"]["tags"], json!(["a"]));
+        assert!(
+            !managed
+                .applier("alpha")
+                .unwrap()
+                .fields
+                .to_fields_v1_string()
+                .contains("size")
+        );
+    }
+
+    #[test]
+    fn a_configuration_with_a_field_the_schema_does_not_declare_is_refused() {
+        let m = CrdModel::new(schema(), &openapi()).expect("model");
+        let config = json!({"apiVersion": "example.com/v1", "kind": "Gadget",
+            "metadata": {"name": "g", "namespace": "crs"}, "spec": {"colour": "red"}});
+        let err = apply_custom(
+            &m,
+            KubeVersion::new(33).unwrap(),
+            None,
+            &config,
+            &request("alpha", "2026-01-01T00:00:00Z", false),
+            &ManagedFields::default(),
+        )
+        .expect_err("undeclared");
+        assert!(matches!(err, ApplyError::Invalid(_)));
+        assert_eq!(
+            err.to_string(),
+            "failed to create typed patch object (crs/g; example.com/v1, Kind=Gadget): .spec.colour: field not declared in schema"
+        );
+    }
+}

@@ -437,4 +437,20 @@ mod tests {
         assert!(specs[0].versions[0].status);
         assert!(!specs[0].namespaced);
     }
+
+    #[test]
+    fn each_version_keeps_its_schema_and_v1beta1_shares_its_validation() {
+        let specs = load_custom_resources(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: as.a.io}\nspec:\n  group: a.io\n  names: {plural: as, kind: A}\n  versions:\n  - name: v1\n    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: string}}}}\n  - name: v2\n---\napiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\nmetadata: {name: bs.b.io}\nspec:\n  group: b.io\n  names: {plural: bs, kind: B}\n  validation: {openAPIV3Schema: {type: object}}\n  versions: [{name: v1}, {name: v2}]\n",
+        )
+        .expect("loads");
+        let schema = |i: usize, v: usize| specs[i].versions[v].schema.as_deref().cloned();
+        assert_eq!(
+            schema(0, 0),
+            Some(serde_json::json!({"type": "object", "properties": {"spec": {"type": "string"}}}))
+        );
+        assert_eq!(schema(0, 1), None);
+        assert_eq!(schema(1, 0), Some(serde_json::json!({"type": "object"})));
+        assert_eq!(schema(1, 1), schema(1, 0));
+    }
 }
