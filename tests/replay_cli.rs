@@ -1665,7 +1665,6 @@ fn custom_resource_scale_requests_are_sent_as_the_apiserver_sent_them() {
 fn custom_resource_server_side_applies_are_sent_as_the_apiserver_sent_them() {
     let fixture = "custom-apply-v1.33";
     let crd = format!("{FIXTURES}/{fixture}/inputs/crd.yaml");
-    let report = replay_and_compare_with_recorded_reviews(fixture, &["--cluster", &crd]);
     // The conflict, as the apiserver answered it in the audit log.
     let log = std::fs::read_to_string(format!("{FIXTURES}/{fixture}/audit.log")).unwrap();
     let conflicts: Vec<Value> = log
@@ -1675,6 +1674,7 @@ fn custom_resource_server_side_applies_are_sent_as_the_apiserver_sent_them() {
         .collect();
     assert_eq!(conflicts.len(), 1);
     let said = conflicts[0]["responseObject"]["message"].as_str().unwrap();
+    let report = replay_and_compare_with_recorded_reviews(fixture, &["--cluster", &crd]);
     let problems = report["problems"].as_array().unwrap();
     assert_eq!(problems.len(), 1, "{problems:?}");
     assert_eq!(problems[0]["kind"], "notReplayable");
@@ -1685,6 +1685,73 @@ fn custom_resource_server_side_applies_are_sent_as_the_apiserver_sent_them() {
         "{message}"
     );
     assert_eq!(report["summary"]["notReplayable"], 1);
+}
+
+/// A server-side apply of a custom resource whose definition is unknown, or gives no schema for
+/// the version applied, is not replayable, and says what is missing.
+#[test]
+fn custom_resource_applies_without_a_schema_say_what_is_missing() {
+    let dir = scratch("custom-apply-no-schema");
+    let log = std::fs::read_to_string(format!("{FIXTURES}/custom-apply-v1.33/audit.log")).unwrap();
+    // The session's applies alone, without the creation of their definition.
+    let applies: Vec<&str> = log
+        .lines()
+        .filter(|l| {
+            let e: Value = serde_json::from_str(l).unwrap();
+            e["stage"] == "ResponseComplete"
+                && e["verb"] == "patch"
+                && e["objectRef"]["resource"] == "gadgets"
+        })
+        .collect();
+    assert_eq!(applies.len(), 7);
+    let input = dir.join("applies.log");
+    std::fs::write(&input, applies.join("\n")).unwrap();
+    let no_schema = dir.join("crd.yaml");
+    std::fs::write(
+        &no_schema,
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {plural: gadgets, kind: Gadget}\n  versions: [{name: v1, served: true, storage: true}]\n",
+    )
+    .unwrap();
+    let webhooks = format!("{FIXTURES}/custom-apply-v1.33/inputs/webhooks.yaml");
+    for (extra, want) in [
+        (
+            vec![],
+            "server-side apply of a custom resource needs its CustomResourceDefinition (add it with --cluster)",
+        ),
+        (
+            vec!["--cluster", no_schema.to_str().unwrap()],
+            "the CustomResourceDefinition of gadgets gives no schema for v1, which server-side apply needs",
+        ),
+    ] {
+        let args = [
+            &[
+                "replay",
+                "--webhooks",
+                &webhooks,
+                "--input",
+                input.to_str().unwrap(),
+                "--format",
+                "json",
+            ][..],
+            &extra,
+        ]
+        .concat();
+        let out = hookscope(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let report: Value = serde_json::from_slice(&out.stdout).expect("report");
+        let problems = report["problems"].as_array().unwrap();
+        // The first apply created the object: the rest find no old object either way.
+        let first = problems[0]["message"].as_str().unwrap();
+        assert!(
+            first.starts_with("apply patch: the patch created gadgets crs/g (201)"),
+            "{first}"
+        );
+        assert!(first.ends_with(want), "{first}");
+        for p in problems {
+            assert_eq!(p["kind"], "notReplayable", "{p}");
+        }
+        assert_eq!(problems.len(), 7, "{problems:?}");
+    }
 }
 
 /// Replays the audit log of the recorded session `fixture` (with `extra` arguments) against its
