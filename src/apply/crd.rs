@@ -419,6 +419,28 @@ mod tests {
         }
     }
 
+    /// An apply of `config` by `manager` to `live` under Kubernetes 1.`minor`.
+    fn apply_as(
+        minor: u32,
+        manager: &str,
+        force: bool,
+        live: Option<&Value>,
+        config: &Value,
+        managed: &ManagedFields,
+    ) -> Result<(Value, ManagedFields), ApplyError> {
+        let release = KubeVersion::new(minor).unwrap();
+        let m = CrdModel::new(Schema::for_release(release), &openapi()).expect("model");
+        let time = "2026-01-01T00:00:00Z";
+        apply_custom(
+            &m,
+            release,
+            live,
+            config,
+            &request(manager, time, force),
+            managed,
+        )
+    }
+
     fn request<'a>(manager: &'a str, time: &'a str, force: bool) -> Request<'a> {
         Request {
             manager,
@@ -433,70 +455,41 @@ mod tests {
 
     #[test]
     fn applies_merge_map_lists_by_key_and_conflicts_are_worded_as_the_apiserver_words_them() {
-        let m = CrdModel::new(schema(), &openapi()).expect("model");
-        let release = KubeVersion::new(33).unwrap();
-        let alpha = json!({"apiVersion": "example.com/v1", "kind": "Gadget",
-            "metadata": {"name": "g", "namespace": "crs"},
-            "spec": {"size": 1, "ports": [{"name": "http", "port": 80}], "tags": ["a"]}});
-        let (created, managed) = apply_custom(
-            &m,
-            release,
-            None,
-            &alpha,
-            &request("alpha", "2026-01-01T00:00:00Z", false),
-            &ManagedFields::default(),
-        )
-        .expect("create");
-        let beta = json!({"apiVersion": "example.com/v1", "kind": "Gadget",
-            "metadata": {"name": "g", "namespace": "crs"},
-            "spec": {"ports": [{"name": "http", "protocol": "UDP", "port": 53}], "tags": ["b"]}});
-        let (merged, managed) = apply_custom(
-            &m,
-            release,
-            Some(&created),
-            &beta,
-            &request("beta", "2026-01-01T00:00:01Z", false),
-            &managed,
-        )
-        .expect("merge");
+        let gadget = |spec: Value| {
+            json!({"apiVersion": "example.com/v1", "kind": "Gadget",
+                "metadata": {"name": "g", "namespace": "crs"}, "spec": spec})
+        };
+        let alpha =
+            gadget(json!({"size": 1, "ports": [{"name": "http", "port": 80}], "tags": ["a"]}));
+        let none = ManagedFields::default();
+        let (created, managed) = apply_as(33, "alpha", false, None, &alpha, &none).expect("create");
+        let beta = gadget(
+            json!({"ports": [{"name": "http", "protocol": "UDP", "port": 53}], "tags": ["b"]}),
+        );
+        let (merged, managed) =
+            apply_as(33, "beta", false, Some(&created), &beta, &managed).expect("merge");
         assert_eq!(
             merged["spec"]["ports"],
             json!([{"name": "http", "port": 80}, {"name": "http", "protocol": "UDP", "port": 53}])
         );
         assert_eq!(merged["spec"]["tags"], json!(["a", "b"]));
+        let owned = |m: &ManagedFields, manager: &str| {
+            m.applier(manager).unwrap().fields.to_fields_v1_string()
+        };
         assert_eq!(
-            managed
-                .applier("alpha")
-                .unwrap()
-                .fields
-                .to_fields_v1_string(),
+            owned(&managed, "alpha"),
             r#"{"f:spec":{"f:ports":{"k:{\"name\":\"http\",\"protocol\":\"TCP\"}":{".":{},"f:name":{},"f:port":{}}},"f:size":{},"f:tags":{"v:\"a\"":{}}}}"#
         );
-        let takeover = json!({"apiVersion": "example.com/v1", "kind": "Gadget",
-            "metadata": {"name": "g", "namespace": "crs"}, "spec": {"size": 2}});
-        let err = apply_custom(
-            &m,
-            release,
-            Some(&merged),
-            &takeover,
-            &request("beta", "2026-01-01T00:00:02Z", false),
-            &managed,
-        )
-        .expect_err("conflict");
+        let takeover = gadget(json!({"size": 2}));
+        let err =
+            apply_as(33, "beta", false, Some(&merged), &takeover, &managed).expect_err("conflict");
         assert_eq!(
             err.to_string(),
             r#"Apply failed with 1 conflict: conflict with "alpha": .spec.size"#
         );
         assert_eq!(err.status().code, 409);
-        let (forced, managed) = apply_custom(
-            &m,
-            release,
-            Some(&merged),
-            &takeover,
-            &request("beta", "2026-01-01T00:00:02Z", true),
-            &managed,
-        )
-        .expect("forced");
+        let (forced, managed) =
+            apply_as(33, "beta", true, Some(&merged), &takeover, &managed).expect("forced");
         assert_eq!(forced["spec"]["size"], 2);
         // beta no longer applies its port and tag: they go; alpha's stay.
         assert_eq!(
@@ -504,34 +497,35 @@ mod tests {
             json!([{"name": "http", "port": 80}])
         );
         assert_eq!(forced["spec"]["tags"], json!(["a"]));
-        assert!(
-            !managed
-                .applier("alpha")
-                .unwrap()
-                .fields
-                .to_fields_v1_string()
-                .contains("size")
-        );
+        assert!(!owned(&managed, "alpha").contains("size"));
     }
 
     #[test]
     fn a_configuration_with_a_field_the_schema_does_not_declare_is_refused() {
-        let m = CrdModel::new(schema(), &openapi()).expect("model");
         let config = json!({"apiVersion": "example.com/v1", "kind": "Gadget",
             "metadata": {"name": "g", "namespace": "crs"}, "spec": {"colour": "red"}});
-        let err = apply_custom(
-            &m,
-            KubeVersion::new(33).unwrap(),
-            None,
-            &config,
-            &request("alpha", "2026-01-01T00:00:00Z", false),
-            &ManagedFields::default(),
-        )
-        .expect_err("undeclared");
+        let err = apply_as(33, "alpha", false, None, &config, &ManagedFields::default())
+            .expect_err("undeclared");
         assert!(matches!(err, ApplyError::Invalid(_)));
         assert_eq!(
             err.to_string(),
             "failed to create typed patch object (crs/g; example.com/v1, Kind=Gadget): .spec.colour: field not declared in schema"
         );
+    }
+
+    /// structured-merge-diff v4 (before Kubernetes 1.34) refuses an item that omits a key field
+    /// without a default; v6 takes it as another entry.
+    #[test]
+    fn an_item_without_a_key_is_refused_before_1_34_and_taken_from_1_34() {
+        let config = json!({"apiVersion": "example.com/v1", "kind": "Gadget",
+            "metadata": {"name": "g", "namespace": "crs"}, "spec": {"ports": [{"port": 1}]}});
+        let none = ManagedFields::default();
+        let err = apply_as(33, "alpha", false, None, &config, &none).expect_err("1.33");
+        assert_eq!(
+            err.to_string(),
+            r#"failed to create typed patch object (crs/g; example.com/v1, Kind=Gadget): .spec.ports: element 0: associative list with keys has an element that omits key field "name" (and doesn't have default value)"#
+        );
+        let (object, _) = apply_as(34, "alpha", false, None, &config, &none).expect("1.34");
+        assert_eq!(object["spec"]["ports"], json!([{"port": 1}]));
     }
 }

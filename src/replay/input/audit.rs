@@ -1070,12 +1070,14 @@ impl Reader {
         config: &Value,
     ) -> InputItem {
         let what = ctx.what();
-        let release = self.builtin.release();
-        let schema = crate::schema::Schema::for_release(release);
+        let schema = crate::schema::Schema::for_release(self.builtin.release());
+        // The release modelled: its ObjectMeta, and its structured-merge-diff for custom resources.
+        let release = self.registry.release();
+        let modelled = crate::schema::Schema::for_release(release);
         // A built-in kind is typed by its Go type, a custom resource by its definition's schema.
         let typed = match self.custom_schema(ctx) {
             Some(openapi) if self.builtin.kind_ref(&ctx.gvr, &ctx.sub).is_none() => {
-                match crate::apply::CrdModel::new(schema, &openapi) {
+                match crate::apply::CrdModel::new(modelled, &openapi) {
                     Ok(model) => Typed::Custom(model),
                     Err(e) => {
                         return ctx.not_replayable(
