@@ -28,6 +28,8 @@ pub struct CrdModel<'s> {
     go: GoModel<'s>,
     meta: Option<TypeId>,
     nodes: Vec<Node<'s>>,
+    /// The structural schema, for its defaults.
+    openapi: Value,
 }
 
 /// A type in a [`CrdModel`]: a node of the CRD's schema, or a type of `ObjectMeta`.
@@ -82,6 +84,7 @@ impl<'s> CrdModel<'s> {
             go: GoModel(schema),
             meta: schema.by_name("meta/v1.ObjectMeta"),
             nodes: vec![Node::Scalar],
+            openapi: openapi.clone(),
         };
         let root = model.node(openapi, false, true)?;
         model.nodes[0] = root;
@@ -91,6 +94,15 @@ impl<'s> CrdModel<'s> {
     /// The type of the whole object.
     pub fn root(&self) -> CrdType<'s> {
         CrdType::Node(0)
+    }
+
+    /// Applies the schema's `default`s to `object` as apiextensions-apiserver's structural
+    /// defaulting does (the field manager defaults the object an apply merged): a property
+    /// missing from an object, or `null` where the schema is not `nullable`, takes its default;
+    /// so does a `null` item of a list or value of `additionalProperties`; then every member and
+    /// item is defaulted in turn.
+    pub fn default_object(&self, object: &mut Value) {
+        structural_default(object, &self.openapi);
     }
 
     fn push(&mut self, node: Node<'s>) -> CrdType<'s> {
@@ -223,6 +235,57 @@ impl<'s> CrdModel<'s> {
 
     fn get(&self, i: usize) -> &Node<'s> {
         &self.nodes[i]
+    }
+}
+
+/// Whether `x` is a `null` that schema `s` does not allow (`isNonNullableNull`).
+fn non_nullable_null(x: &Value, s: &Value) -> bool {
+    x.is_null() && !s.get("nullable").and_then(Value::as_bool).unwrap_or(false)
+}
+
+/// The default of schema `s`, if it has one (a `null` default is none).
+fn default_of(s: &Value) -> Option<&Value> {
+    s.get("default").filter(|d| !d.is_null())
+}
+
+fn structural_default(x: &mut Value, s: &Value) {
+    match x {
+        Value::Object(members) => {
+            let props = s.get("properties").and_then(Value::as_object);
+            for (k, prop) in props.into_iter().flatten() {
+                let Some(default) = default_of(prop) else {
+                    continue;
+                };
+                if members.get(k).is_none_or(|v| non_nullable_null(v, prop)) {
+                    members.insert(k.clone(), default.clone());
+                }
+            }
+            let additional = s.get("additionalProperties").filter(|a| a.is_object());
+            for (k, v) in members.iter_mut() {
+                match (props.and_then(|p| p.get(k)), additional) {
+                    (Some(prop), _) => structural_default(v, prop),
+                    (None, Some(a)) => {
+                        if non_nullable_null(v, a) {
+                            *v = default_of(a).cloned().unwrap_or(Value::Null);
+                        }
+                        structural_default(v, a);
+                    }
+                    (None, None) => {}
+                }
+            }
+        }
+        Value::Array(items) => {
+            let Some(item) = s.get("items").filter(|i| i.is_object()) else {
+                return;
+            };
+            for v in items.iter_mut() {
+                if non_nullable_null(v, item) {
+                    *v = default_of(item).cloned().unwrap_or(Value::Null);
+                }
+                structural_default(v, item);
+            }
+        }
+        _ => {}
     }
 }
 
@@ -470,7 +533,7 @@ mod tests {
             apply_as(33, "beta", false, Some(&created), &beta, &managed).expect("merge");
         assert_eq!(
             merged["spec"]["ports"],
-            json!([{"name": "http", "port": 80}, {"name": "http", "protocol": "UDP", "port": 53}])
+            json!([{"name": "http", "port": 80, "protocol": "TCP"}, {"name": "http", "protocol": "UDP", "port": 53}])
         );
         assert_eq!(merged["spec"]["tags"], json!(["a", "b"]));
         let owned = |m: &ManagedFields, manager: &str| {
@@ -494,7 +557,7 @@ mod tests {
         // beta no longer applies its port and tag: they go; alpha's stay.
         assert_eq!(
             forced["spec"]["ports"],
-            json!([{"name": "http", "port": 80}])
+            json!([{"name": "http", "port": 80, "protocol": "TCP"}])
         );
         assert_eq!(forced["spec"]["tags"], json!(["a"]));
         assert!(!owned(&managed, "alpha").contains("size"));
@@ -526,6 +589,40 @@ mod tests {
             r#"failed to create typed patch object (crs/g; example.com/v1, Kind=Gadget): .spec.ports: element 0: associative list with keys has an element that omits key field "name" (and doesn't have default value)"#
         );
         let (object, _) = apply_as(34, "alpha", false, None, &config, &none).expect("1.34");
-        assert_eq!(object["spec"]["ports"], json!([{"port": 1}]));
+        // The key's default is filled in by defaulting afterwards.
+        assert_eq!(
+            object["spec"]["ports"],
+            json!([{"port": 1, "protocol": "TCP"}])
+        );
+    }
+
+    /// apiextensions-apiserver's structural defaulting, as its own `TestDefault` exercises it:
+    /// missing properties and non-nullable nulls take their default, a default is then defaulted
+    /// inside, nullable nulls stay, items and additionalProperties values are defaulted.
+    #[test]
+    fn the_merged_object_takes_the_schema_defaults() {
+        let openapi = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {
+            "a": {"type": "string", "default": "A"},
+            "b": {"type": "string", "default": "B", "nullable": true},
+            "c": {"type": "string", "default": "C"},
+            "d": {"type": "object", "default": {},
+                  "properties": {"e": {"type": "integer", "default": 1}}},
+            "list": {"type": "array", "items": {"type": "object", "default": {"z": 0},
+                     "properties": {"z": {"type": "integer"}, "y": {"type": "string", "default": "Y"}}}},
+            "map": {"type": "object", "additionalProperties": {"type": "object",
+                    "properties": {"x": {"type": "boolean", "default": true}}}},
+            "none": {"type": "string", "default": null}
+        }}}});
+        let m = CrdModel::new(schema(), &openapi).expect("model");
+        let mut object = json!({"apiVersion": "example.com/v1", "kind": "Gadget",
+            "spec": {"b": null, "c": null, "list": [{"z": 5}, null], "map": {"k": {}, "n": null}}});
+        m.default_object(&mut object);
+        assert_eq!(
+            object["spec"],
+            json!({"a": "A", "b": null, "c": "C", "d": {"e": 1},
+                   "list": [{"z": 5, "y": "Y"}, {"z": 0, "y": "Y"}],
+                   "map": {"k": {"x": true}, "n": null}})
+        );
     }
 }

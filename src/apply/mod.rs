@@ -764,8 +764,9 @@ pub fn apply(
 
 /// Server-side apply of `config` by `req.manager` to `live` (None when the apply creates it), a
 /// custom resource whose schema is `model` (its CustomResourceDefinition's, for the version
-/// applied): as [`apply`] but for an object the apiserver holds unstructured, which is neither
-/// decoded into a Go type nor defaulted by a scheme. `release` is the Kubernetes release modelled.
+/// applied): as [`apply`] but for an object the apiserver holds unstructured, which is not
+/// decoded into a Go type, and is defaulted by the schema's `default`s rather than by a scheme.
+/// `release` is the Kubernetes release modelled.
 pub fn apply_custom(
     model: &CrdModel<'_>,
     release: crate::version::KubeVersion,
@@ -787,7 +788,13 @@ pub fn apply_custom(
         meta.remove("managedFields");
     }
     let (merged, live, d) = merge(model, ty, release, live, config, req, managed)?;
-    let mut object = merged.unwrap_or(live);
+    let mut object = match merged {
+        Some(mut new) => {
+            model.default_object(&mut new);
+            new
+        }
+        None => live,
+    };
     sync_last_applied(&mut object, config, req.manager);
     let managed = d.encode();
     Ok((with_managed_fields(object, &managed), managed))
