@@ -1074,9 +1074,11 @@ impl Reader {
         // The release modelled: its ObjectMeta, and its structured-merge-diff for custom resources.
         let release = self.registry.release();
         let modelled = crate::schema::Schema::for_release(release);
-        // A built-in kind is typed by its Go type, a custom resource by its definition's schema.
+        // A built-in kind is typed by its Go type, a custom resource (itself or its `status`, not
+        // its Scale) by its definition's schema.
+        let own_kind = self.registry.kind_ref(&ctx.gvr, "") == Some(kind);
         let typed = match self.custom_schema(ctx) {
-            Some(openapi) if self.builtin.kind_ref(&ctx.gvr, &ctx.sub).is_none() => {
+            Some(openapi) if own_kind && self.builtin.kind_ref(&ctx.gvr, &ctx.sub).is_none() => {
                 match crate::apply::CrdModel::new(modelled, &openapi) {
                     Ok(model) => Typed::Custom(model),
                     Err(e) => {
