@@ -1687,6 +1687,27 @@ fn custom_resource_server_side_applies_are_sent_as_the_apiserver_sent_them() {
     assert_eq!(report["summary"]["notReplayable"], 1);
 }
 
+/// A MutatingAdmissionPolicy's ApplyConfiguration on custom resources (`tests/fixtures/custom-policy-v1.33`):
+/// on a create and on a server-side apply that creates, the policy's port is merged by key into
+/// the object's map-list (keyed by its key field's default, then defaulted), its tag into the
+/// set-list and its label into the map, and the webhooks after it receive what the apiserver sent.
+#[test]
+fn custom_resource_policy_apply_configurations_are_sent_as_the_apiserver_sent_them() {
+    let crd = format!("{FIXTURES}/custom-policy-v1.33/inputs/crd.yaml");
+    let report =
+        replay_and_compare_with_recorded_reviews("custom-policy-v1.33", &["--cluster", &crd]);
+    // Only the note that 1.33 runs these policies behind a feature gate (the session's apiserver
+    // had it on).
+    let problems = report["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0]["kind"], "warning");
+    let message = problems[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("--feature-gates=MutatingAdmissionPolicy=true"),
+        "{message}"
+    );
+}
+
 /// A server-side apply of a custom resource whose definition is unknown, or gives no schema for
 /// the version applied, is not replayable, and says what is missing.
 #[test]

@@ -789,6 +789,11 @@ fn mutate(
             schema::codec::normalize_in_place(schema, id, &mut patched)
                 .map_err(|e| e.to_string())?;
         }
+    } else if let Some(crd) = crd.as_deref() {
+        // A custom resource is defaulted by its schema's defaults (the object defaulter of
+        // apiextensions-apiserver), after every mutation as a built-in kind is by its scheme.
+        let model = crate::apply::CrdModel::new(schema, crd).map_err(|e| e.to_string())?;
+        model.default_object(&mut patched);
     }
     Ok((patch, patched))
 }
