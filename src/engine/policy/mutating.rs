@@ -570,7 +570,7 @@ pub fn dispatch(
                 let result = {
                     let base = activation(&current, &request, env);
                     let inputs = cel::Inputs::new(base, param_json, ns.as_ref());
-                    let crd = custom_schema(env.registry, &inv.resource);
+                    let crd = env.registry.custom_resource_schema(&inv.resource);
                     mutate(m, &inputs, &variables, &current, &inv.kind, crd, release)
                 };
                 if release.at_least(34) {
@@ -796,20 +796,6 @@ fn mutate(
         model.default_object(&mut patched);
     }
     Ok((patch, patched))
-}
-
-/// The structural schema of a custom resource's version, from its CustomResourceDefinition in
-/// the registry (None for built-in resources and definitions without one).
-fn custom_schema(
-    registry: &crate::registry::ResourceRegistry,
-    resource: &crate::api::GroupVersionResource,
-) -> Option<std::sync::Arc<Value>> {
-    registry
-        .custom_resource(&resource.group, &resource.resource)?
-        .iter()
-        .find(|v| v.name == resource.version)?
-        .schema
-        .clone()
 }
 
 /// `ApplyStructuredMergeDiff`: the apply configuration checked against the kind's schema,

@@ -1038,7 +1038,7 @@ impl Reader {
                 return Ok(PatchType::Apply(kind.clone(), created));
             }
             return match (
-                self.custom_schema(ctx),
+                self.registry.custom_resource_schema(&ctx.gvr),
                 self.registry.kind_ref(&ctx.gvr, &ctx.sub),
             ) {
                 (Some(_), Some(kind)) => Ok(PatchType::Apply(kind.clone(), created)),
@@ -1077,7 +1077,7 @@ impl Reader {
         // A built-in kind is typed by its Go type, a custom resource (itself or its `status`, not
         // its Scale) by its definition's schema.
         let own_kind = self.registry.kind_ref(&ctx.gvr, "") == Some(kind);
-        let typed = match self.custom_schema(ctx) {
+        let typed = match self.registry.custom_resource_schema(&ctx.gvr) {
             Some(openapi) if own_kind && self.builtin.kind_ref(&ctx.gvr, &ctx.sub).is_none() => {
                 match crate::apply::CrdModel::new(modelled, &openapi) {
                     Ok(model) => Typed::Custom(model),
@@ -1188,17 +1188,6 @@ impl Reader {
                 )
             }
         }
-    }
-
-    /// The structural schema of the custom resource the request is for, at the request's version,
-    /// from its CustomResourceDefinition; None for built-in resources and definitions without one.
-    fn custom_schema(&self, ctx: &Ctx<'_, '_>) -> Option<Arc<Value>> {
-        self.registry
-            .custom_resource(&ctx.gvr.group, &ctx.gvr.resource)?
-            .iter()
-            .find(|v| v.name == ctx.gvr.version)?
-            .schema
-            .clone()
     }
 
     /// An object patch of a built-in kind: a merge patch or a strategic merge patch, which the
