@@ -1708,6 +1708,15 @@ fn custom_resource_policy_apply_configurations_are_sent_as_the_apiserver_sent_th
     );
 }
 
+/// Merge and JSON patches of a custom resource (`tests/fixtures/custom-patch-v1.33`): the patched
+/// object is decoded as its definition's codec decodes it, so a defaulted field the patch removes
+/// or sets to null is back, and a list item it adds gets its defaults, as the webhooks received.
+#[test]
+fn custom_resource_patches_are_defaulted_as_the_apiserver_decodes_them() {
+    let crd = format!("{FIXTURES}/custom-patch-v1.33/inputs/crd.yaml");
+    replayed_audit_log_sends_what_the_apiserver_sent("custom-patch-v1.33", &["--cluster", &crd]);
+}
+
 /// A server-side apply of a custom resource whose definition is unknown, or gives no schema for
 /// the version applied, is not replayable, and says what is missing.
 #[test]

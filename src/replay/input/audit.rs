@@ -988,6 +988,15 @@ impl Reader {
             return object;
         };
         let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind) else {
+            // A custom resource is decoded by its definition's codec, which applies the schema's
+            // defaults (a field the patch removed or set to null comes back).
+            let crd = self
+                .registry
+                .custom_resource_schema(&ctx.gvr)
+                .filter(|_| matches!(ctx.sub.as_str(), "" | "status"));
+            if let Some(model) = crd.and_then(|c| crate::apply::CrdModel::new(schema, &c).ok()) {
+                model.default_object(&mut object);
+            }
             return object;
         };
         let before = object.clone();
