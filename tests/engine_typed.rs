@@ -99,10 +99,17 @@ fn dispatch_with(
     attrs: Attributes,
     replies: Vec<(&str, ScriptedReply)>,
 ) -> (Outcome, ScriptedReplier) {
-    let engine = Engine::new(
-        configs,
-        EngineOptions::for_version(KubeVersion::new(release).unwrap()),
-    );
+    let options = EngineOptions::for_version(KubeVersion::new(release).unwrap());
+    dispatch_with_options(configs, options, attrs, replies)
+}
+
+fn dispatch_with_options(
+    configs: &[WebhookConfiguration],
+    options: EngineOptions,
+    attrs: Attributes,
+    replies: Vec<(&str, ScriptedReply)>,
+) -> (Outcome, ScriptedReplier) {
+    let engine = Engine::new(configs, options);
     let mut replier = ScriptedReplier::new(replies.into_iter().map(|(n, r)| (n.to_string(), r)));
     let (mut ids, mut metrics) = (SequentialIds::default(), Metrics::new());
     let mut ns = Namespaces::default();
@@ -466,4 +473,77 @@ webhooks:
             );
         }
     }
+}
+
+/// A custom resource whose definition is known is defaulted by its schema after a webhook's
+/// patch, as the apiserver's object defaulter does (after the comparison that decides
+/// `mutated`): a defaulted field a webhook removes is back for the next webhook and in the
+/// object, and a list item it adds gets its defaults. Without the definition the object stays as
+/// patched.
+#[test]
+fn a_custom_resource_is_defaulted_by_its_definitions_schema_after_a_patch() {
+    let configs = load(
+        r#"
+apiVersion: admissionregistration.k8s.io/v1
+kind: MutatingWebhookConfiguration
+metadata: {name: gadgets}
+webhooks:
+- name: first.example.com
+  clientConfig: {url: "https://first.example.com/mutate"}
+  rules: [{operations: [CREATE], apiGroups: [example.com], apiVersions: [v1], resources: [gadgets]}]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+- name: second.example.com
+  clientConfig: {url: "https://second.example.com/mutate"}
+  rules: [{operations: [CREATE], apiGroups: [example.com], apiVersions: [v1], resources: [gadgets]}]
+  sideEffects: None
+  admissionReviewVersions: [v1]
+"#,
+    );
+    let crd = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/custom-apply-v1.33/inputs/crd.yaml"
+    ))
+    .unwrap();
+    // The file's second document is the definition (the first, its namespace).
+    let specs =
+        hookscope::registry::load_custom_resources(crd.split("\n---\n").nth(1).unwrap()).unwrap();
+    let gadget = json!({"apiVersion": "example.com/v1", "kind": "Gadget",
+        "metadata": {"name": "g", "namespace": "shop"},
+        "spec": {"mode": "fast", "size": 1}});
+    let attrs = || -> Attributes {
+        serde_json::from_value(json!({
+            "operation": "CREATE",
+            "kind": {"group": "example.com", "version": "v1", "kind": "Gadget"},
+            "resource": {"group": "example.com", "version": "v1", "resource": "gadgets"},
+            "namespace": "shop", "name": "g", "object": gadget,
+        }))
+        .unwrap()
+    };
+    let patch = json!([{"op": "remove", "path": "/spec/mode"},
+                       {"op": "add", "path": "/spec/ports", "value": [{"name": "p", "port": 1}]}]);
+    let run = |with_crd: bool| {
+        let mut options = EngineOptions::for_version(KubeVersion::new(33).unwrap());
+        if with_crd {
+            for spec in &specs {
+                options.registry.add_custom_resource(spec);
+            }
+        }
+        let replies = vec![
+            ("first.example.com", ScriptedReply::patch(patch.clone())),
+            ("second.example.com", ScriptedReply::allow()),
+        ];
+        let (outcome, replier) = dispatch_with_options(&configs, options, attrs(), replies);
+        assert!(outcome.allowed, "{:?}", outcome.status);
+        let object = outcome.object.as_deref().unwrap().value().clone();
+        (
+            received(&replier, 1)["spec"].clone(),
+            object["spec"].clone(),
+        )
+    };
+    let defaulted =
+        json!({"mode": "fast", "ports": [{"name": "p", "port": 1, "protocol": "TCP"}], "size": 1});
+    assert_eq!(run(true), (defaulted.clone(), defaulted));
+    let as_patched = json!({"ports": [{"name": "p", "port": 1}], "size": 1});
+    assert_eq!(run(false), (as_patched.clone(), as_patched));
 }

@@ -1006,3 +1006,82 @@ fn replay_does_not_list_mutating_policies_among_other_kinds() {
         "{line}"
     );
 }
+
+/// An ApplyConfiguration mutation of a custom resource is merged over the schema of its
+/// CustomResourceDefinition, as the apiserver's type converter (fed the CRD's published schema)
+/// merges it: a map-list by key, atomic maps refused as for built-in kinds. Without the definition
+/// the object is merged as a deduced type, which replaces lists whole.
+#[test]
+fn apply_configurations_of_custom_resources_merge_over_their_definitions_schema() {
+    let crd_text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/custom-apply-v1.33/inputs/crd.yaml"
+    ))
+    .unwrap();
+    // The file's second document is the definition (the first, its namespace).
+    let crd = crd_text.split("\n---\n").nth(1).unwrap();
+    let specs = hookscope::registry::load_custom_resources(crd).unwrap();
+    let engine = |expression: &str, with_crd: bool| {
+        let mut set = hookscope::config::policy::PolicySet::default();
+        for doc in [
+            json!({"apiVersion": "admissionregistration.k8s.io/v1alpha1",
+                "kind": "MutatingAdmissionPolicy", "metadata": {"name": "case"},
+                "spec": {"reinvocationPolicy": "Never",
+                    "matchConstraints": {"resourceRules": [{"apiGroups": ["example.com"],
+                        "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["gadgets"]}]},
+                    "mutations": [{"patchType": "ApplyConfiguration",
+                        "applyConfiguration": {"expression": expression}}]}}),
+            json!({"apiVersion": "admissionregistration.k8s.io/v1alpha1",
+                "kind": "MutatingAdmissionPolicyBinding", "metadata": {"name": "case"},
+                "spec": {"policyName": "case"}}),
+        ] {
+            set.insert(load(doc, "custom resource policy"));
+        }
+        let mut options = EngineOptions::for_version(KubeVersion::new(33).unwrap());
+        if with_crd {
+            for spec in &specs {
+                options.registry.add_custom_resource(spec);
+            }
+        }
+        Engine::new(&[], options).with_mutating_policies(&set.mutating, &set.mutating_bindings)
+    };
+    let gadget = json!({"apiVersion": "example.com/v1", "kind": "Gadget",
+        "metadata": {"name": "g", "namespace": "default"},
+        "spec": {"ports": [{"name": "http", "protocol": "TCP", "port": 80}], "selector": {"app": "g"}}});
+    let attrs = || {
+        let mut a = attributes(gadget.clone(), Operation::Create);
+        a.kind = GroupVersionKind::new("example.com", "v1", "Gadget");
+        a.resource = GroupVersionResource::new("example.com", "v1", "gadgets");
+        a
+    };
+    let cluster = Cluster {
+        namespaces: {
+            let mut n = Namespaces::default();
+            n.insert("default", BTreeMap::new());
+            n
+        },
+        params: ParamObjects::default(),
+    };
+    let add_port = r#"Object{spec: Object.spec{ports: [Object.spec.ports{name: "metrics", protocol: "TCP", port: 9090}]}}"#;
+    let ports = |with_crd: bool| {
+        let (outcome, _) = dispatch(&engine(add_port, with_crd), &cluster, attrs());
+        assert!(outcome.allowed, "{:?}", outcome.status);
+        outcome.object.unwrap().value()["spec"]["ports"].clone()
+    };
+    assert_eq!(
+        ports(true),
+        json!([{"name": "http", "protocol": "TCP", "port": 80},
+               {"name": "metrics", "protocol": "TCP", "port": 9090}])
+    );
+    assert_eq!(
+        ports(false),
+        json!([{"name": "metrics", "protocol": "TCP", "port": 9090}])
+    );
+    let set_selector = r#"Object{spec: Object.spec{selector: {"app": "h"}}}"#;
+    let (outcome, _) = dispatch(&engine(set_selector, true), &cluster, attrs());
+    assert!(!outcome.allowed);
+    assert_eq!(
+        outcome.status.unwrap().message,
+        "policy 'case' with binding 'case' denied request: error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.selector"
+    );
+}

@@ -1654,10 +1654,147 @@ fn custom_resource_scale_requests_are_sent_as_the_apiserver_sent_them() {
     replayed_audit_log_sends_what_the_apiserver_sent("custom-scale-v1.33", &["--cluster", &crd]);
 }
 
+/// Server-side applies of a custom resource (`tests/fixtures/custom-apply-v1.33`): an apply that
+/// creates, applies by a second manager merging a map-list by key and a set-list, a repeated apply
+/// that changes nothing, an update that prunes what its manager no longer applies (atomic lists,
+/// atomic maps, a preserve-unknown-fields object, an embedded resource, an int-or-string), a
+/// forced apply and an apply of the status subresource reach the webhooks as the apiserver sent
+/// them, `managedFields` included; the apply that conflicted never reached them and is reported
+/// with the apiserver's own message.
+#[test]
+fn custom_resource_server_side_applies_are_sent_as_the_apiserver_sent_them() {
+    let fixture = "custom-apply-v1.33";
+    let crd = format!("{FIXTURES}/{fixture}/inputs/crd.yaml");
+    // The conflict, as the apiserver answered it in the audit log.
+    let log = std::fs::read_to_string(format!("{FIXTURES}/{fixture}/audit.log")).unwrap();
+    let conflicts: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .filter(|e| e["stage"] == "ResponseComplete" && e["responseStatus"]["code"] == 409)
+        .collect();
+    assert_eq!(conflicts.len(), 1);
+    let said = conflicts[0]["responseObject"]["message"].as_str().unwrap();
+    let report = replay_and_compare_with_recorded_reviews(fixture, &["--cluster", &crd]);
+    let problems = report["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0]["kind"], "notReplayable");
+    assert_eq!(problems[0]["source"]["auditID"], conflicts[0]["auditID"]);
+    let message = problems[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!(": {said} (the apiserver answered 409)")),
+        "{message}"
+    );
+    assert_eq!(report["summary"]["notReplayable"], 1);
+}
+
+/// A MutatingAdmissionPolicy's ApplyConfiguration on custom resources (`tests/fixtures/custom-policy-v1.33`):
+/// on a create and on a server-side apply that creates, the policy's port is merged by key into
+/// the object's map-list (keyed by its key field's default, then defaulted), its tag into the
+/// set-list and its label into the map, and the webhooks after it receive what the apiserver sent.
+#[test]
+fn custom_resource_policy_apply_configurations_are_sent_as_the_apiserver_sent_them() {
+    let crd = format!("{FIXTURES}/custom-policy-v1.33/inputs/crd.yaml");
+    let report =
+        replay_and_compare_with_recorded_reviews("custom-policy-v1.33", &["--cluster", &crd]);
+    // Only the note that 1.33 runs these policies behind a feature gate (the session's apiserver
+    // had it on).
+    let problems = report["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert_eq!(problems[0]["kind"], "warning");
+    let message = problems[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("--feature-gates=MutatingAdmissionPolicy=true"),
+        "{message}"
+    );
+}
+
+/// Merge and JSON patches of a custom resource (`tests/fixtures/custom-patch-v1.33`): the patched
+/// object is decoded as its definition's codec decodes it, so a defaulted field the patch removes
+/// or sets to null is back, and a list item it adds gets its defaults, as the webhooks received.
+#[test]
+fn custom_resource_patches_are_defaulted_as_the_apiserver_decodes_them() {
+    let crd = format!("{FIXTURES}/custom-patch-v1.33/inputs/crd.yaml");
+    replayed_audit_log_sends_what_the_apiserver_sent("custom-patch-v1.33", &["--cluster", &crd]);
+}
+
+/// A server-side apply of a custom resource whose definition is unknown, or gives no schema for
+/// the version applied, is not replayable, and says what is missing.
+#[test]
+fn custom_resource_applies_without_a_schema_say_what_is_missing() {
+    let dir = scratch("custom-apply-no-schema");
+    let log = std::fs::read_to_string(format!("{FIXTURES}/custom-apply-v1.33/audit.log")).unwrap();
+    // The session's applies alone, without the creation of their definition.
+    let applies: Vec<&str> = log
+        .lines()
+        .filter(|l| {
+            let e: Value = serde_json::from_str(l).unwrap();
+            e["stage"] == "ResponseComplete"
+                && e["verb"] == "patch"
+                && e["objectRef"]["resource"] == "gadgets"
+        })
+        .collect();
+    assert_eq!(applies.len(), 7);
+    let input = dir.join("applies.log");
+    std::fs::write(&input, applies.join("\n")).unwrap();
+    let no_schema = dir.join("crd.yaml");
+    std::fs::write(
+        &no_schema,
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: gadgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {plural: gadgets, kind: Gadget}\n  versions: [{name: v1, served: true, storage: true}]\n",
+    )
+    .unwrap();
+    let webhooks = format!("{FIXTURES}/custom-apply-v1.33/inputs/webhooks.yaml");
+    for (extra, want) in [
+        (
+            vec![],
+            "server-side apply of a custom resource needs its CustomResourceDefinition (add it with --cluster)",
+        ),
+        (
+            vec!["--cluster", no_schema.to_str().unwrap()],
+            "the CustomResourceDefinition of gadgets gives no schema for v1, which server-side apply needs",
+        ),
+    ] {
+        let args = [
+            &[
+                "replay",
+                "--webhooks",
+                &webhooks,
+                "--input",
+                input.to_str().unwrap(),
+                "--format",
+                "json",
+            ][..],
+            &extra,
+        ]
+        .concat();
+        let out = hookscope(&args);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let report: Value = serde_json::from_slice(&out.stdout).expect("report");
+        let problems = report["problems"].as_array().unwrap();
+        // The first apply created the object: the rest find no old object either way.
+        let first = problems[0]["message"].as_str().unwrap();
+        assert!(
+            first.starts_with("apply patch: the patch created gadgets crs/g (201)"),
+            "{first}"
+        );
+        assert!(first.ends_with(want), "{first}");
+        for p in problems {
+            assert_eq!(p["kind"], "notReplayable", "{p}");
+        }
+        assert_eq!(problems.len(), 7, "{problems:?}");
+    }
+}
+
 /// Replays the audit log of the recorded session `fixture` (with `extra` arguments) against its
 /// `inputs/webhooks.yaml` and compares every AdmissionReview sent with those the apiserver sent,
 /// byte for byte but for the request uid.
 fn replayed_audit_log_sends_what_the_apiserver_sent(fixture: &str, extra: &[&str]) {
+    let report = replay_and_compare_with_recorded_reviews(fixture, extra);
+    assert_eq!(report["problems"], json!([]), "{}", report["problems"]);
+}
+
+/// The comparison of [`replayed_audit_log_sends_what_the_apiserver_sent`], returning the report
+/// for the caller to judge what was not replayed.
+fn replay_and_compare_with_recorded_reviews(fixture: &str, extra: &[&str]) -> Value {
     let pki = TestPki::new();
     let server = WebhookServer::start(&pki, allow_every_review());
     let dir = scratch(&format!("{fixture}-received"));
@@ -1684,7 +1821,6 @@ fn replayed_audit_log_sends_what_the_apiserver_sent(fixture: &str, extra: &[&str
     let out = hookscope(&args);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let report: Value = serde_json::from_slice(&out.stdout).expect("report");
-    assert_eq!(report["problems"], json!([]), "{}", report["problems"]);
 
     let key = |body: &str, path: &str| {
         let review: Value = serde_json::from_str(body).unwrap();
@@ -1735,6 +1871,7 @@ fn replayed_audit_log_sends_what_the_apiserver_sent(fixture: &str, extra: &[&str
             );
         }
     }
+    report
 }
 
 /// A handler that allows every review, echoing its uid.

@@ -10,6 +10,7 @@
 //! reset fields ignored, times, the entries encoded and sorted, and conflicts worded as the
 //! apiserver words them. No IO, no clock: the time of an entry is an input.
 
+pub mod crd;
 pub mod fieldpath;
 pub mod go;
 pub mod scale;
@@ -20,6 +21,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Map, Value};
 
+pub use crd::{CrdModel, CrdSchemaError, CrdType};
 pub use fieldpath::{FieldsV1Error, Path, PathElement, Set};
 pub use go::{GoModel, GoType};
 pub use typed::{Atom, ListRelationship, TypeModel};
@@ -581,13 +583,18 @@ fn conflict_error(conflicts: &Conflicts, d: &Decoded) -> ApplyError {
     ApplyError::Conflict { message, causes }
 }
 
-fn updater<'s>(model: &'s GoModel<'s>, id: TypeId, req: &Request<'_>) -> Updater<'s, GoModel<'s>> {
+fn updater<'s, M: TypeModel>(
+    model: &'s M,
+    ty: M::Type,
+    release: crate::version::KubeVersion,
+    req: &Request<'_>,
+) -> Updater<'s, M> {
     Updater {
         model,
-        ty: GoType::Struct(id),
+        ty,
         ignored: req.reset_fields.cloned(),
         // Kubernetes 1.28 vendors structured-merge-diff v4.2.
-        noop_by_comparison: model.0.release().minor() < 29,
+        noop_by_comparison: release.minor() < 29,
     }
 }
 
@@ -641,9 +648,9 @@ fn gvk_string(api_version: &str, kind: &str) -> String {
 
 /// The fields of the live object's client-side apply annotation that still hold the values it
 /// records (`allowedConflictsFromLastApplied`); None when there is no usable annotation.
-fn client_side_applied(
-    model: &GoModel<'_>,
-    id: TypeId,
+fn client_side_applied<M: TypeModel>(
+    model: &M,
+    ty: &M::Type,
     live: &Value,
     api_version: &str,
 ) -> Option<Set> {
@@ -661,10 +668,9 @@ fn client_side_applied(
     {
         return None;
     }
-    let ty = GoType::Struct(id);
-    typed::validate(model, &ty, &last).ok()?;
-    let set = typed::to_field_set(model, &ty, &last).ok()?;
-    let changed = typed::compare(model, &ty, &last, live).ok()?;
+    typed::validate(model, ty, &last).ok()?;
+    let set = typed::to_field_set(model, ty, &last).ok()?;
+    let changed = typed::compare(model, ty, &last, live).ok()?;
     Some(
         set.difference(&changed.modified)
             .difference(&changed.added)
@@ -727,76 +733,13 @@ pub fn apply(
     req: &Request<'_>,
     managed: &ManagedFields,
 ) -> Result<(Value, ManagedFields), ApplyError> {
-    let text = |k: &str| config.get(k).and_then(Value::as_str).unwrap_or_default();
-    let (patch_version, patch_kind) = (text("apiVersion"), text("kind"));
-    if gvk_string(patch_version, patch_kind) != gvk_string(req.api_version, req.kind) {
-        return Err(ApplyError::BadRequest(format!(
-            "invalid object type: {}",
-            gvk_string(patch_version, patch_kind)
-        )));
-    }
-    if config
-        .pointer("/metadata/managedFields")
-        .is_some_and(|v| !v.is_null())
-    {
-        return Err(ApplyError::BadRequest(
-            "metadata.managedFields must be nil".into(),
-        ));
-    }
     let model = GoModel(schema);
     let ty = GoType::Struct(id);
-    typed::validate(&model, &ty, config).map_err(|e| {
-        let meta = |k: &str| {
-            config
-                .pointer(&format!("/metadata/{k}"))
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-        };
-        ApplyError::Invalid(format!(
-            "failed to create typed patch object ({}/{}; {}): {e}",
-            meta("namespace"),
-            meta("name"),
-            gvk_string(patch_version, patch_kind)
-        ))
-    })?;
+    check_config(&model, &ty, config, req)?;
     let live = typed_object(schema, id, live)?;
-    let (mut d, my_id) = decode(managed, req, Operation::Apply);
-    let updater = updater(&model, id, req);
-    let mut managers = d.managers.clone();
-    let result = match updater.apply(
-        &live,
-        config,
-        req.api_version,
-        &mut managers,
-        &my_id,
-        req.force,
-    ) {
-        Err(UpdaterError::Conflicts(conflicts)) if req.manager == "kubectl" => {
-            // The field manager's lastAppliedManager: kubectl moving from client-side apply
-            // may take the fields its client-side annotation still describes.
-            let allowed = client_side_applied(&model, id, &live, req.api_version);
-            let remaining = Conflicts(
-                conflicts
-                    .0
-                    .iter()
-                    .filter(|c| !allowed.as_ref().is_some_and(|a| a.has(&c.path.0)))
-                    .cloned()
-                    .collect(),
-            );
-            if !remaining.0.is_empty() {
-                return Err(conflict_error(&remaining, &d));
-            }
-            managers = d.managers.clone();
-            updater.apply(&live, config, req.api_version, &mut managers, &my_id, true)
-        }
-        other => other,
-    }
-    .map_err(|e| updater_error(e, &d))?;
-    d.managers = managers;
-    d.strip(&my_id);
-    let mut object = match result {
+    let (merged, live, d) = merge(&model, ty, schema.release(), live, config, req, managed)?;
+    let mut object = match merged {
         Some(new) => {
-            d.set_time(&my_id, req.time);
             let (mut v, _) =
                 codec::normalize(schema, id, &new).map_err(|e| ApplyError::Invalid(e.0))?;
             let before = v.clone();
@@ -817,6 +760,137 @@ pub fn apply(
     sync_last_applied(&mut object, config, req.manager);
     let managed = d.encode();
     Ok((with_managed_fields(object, &managed), managed))
+}
+
+/// Server-side apply of `config` by `req.manager` to `live` (None when the apply creates it), a
+/// custom resource whose schema is `model` (its CustomResourceDefinition's, for the version
+/// applied): as [`apply`] but for an object the apiserver holds unstructured, which is not
+/// decoded into a Go type, and is defaulted by the schema's `default`s rather than by a scheme.
+/// `release` is the Kubernetes release modelled.
+pub fn apply_custom(
+    model: &CrdModel<'_>,
+    release: crate::version::KubeVersion,
+    live: Option<&Value>,
+    config: &Value,
+    req: &Request<'_>,
+    managed: &ManagedFields,
+) -> Result<(Value, ManagedFields), ApplyError> {
+    let ty = model.root();
+    check_config(model, &ty, config, req)?;
+    let mut live = live.cloned().unwrap_or_else(|| {
+        // The apply that creates starts from a new object of the kind (`creater.New`).
+        let mut m = Map::new();
+        m.insert("apiVersion".into(), Value::String(req.api_version.into()));
+        m.insert("kind".into(), Value::String(req.kind.into()));
+        Value::Object(m)
+    });
+    if let Some(Value::Object(meta)) = live.get_mut("metadata") {
+        meta.remove("managedFields");
+    }
+    let (merged, live, d) = merge(model, ty, release, live, config, req, managed)?;
+    let mut object = match merged {
+        Some(mut new) => {
+            model.default_object(&mut new);
+            new
+        }
+        None => live,
+    };
+    sync_last_applied(&mut object, config, req.manager);
+    let managed = d.encode();
+    Ok((with_managed_fields(object, &managed), managed))
+}
+
+/// What the field manager checks of an apply configuration before it merges it: the kind and
+/// version the request names, no `managedFields`, and that it fits the schema.
+fn check_config<M: TypeModel>(
+    model: &M,
+    ty: &M::Type,
+    config: &Value,
+    req: &Request<'_>,
+) -> Result<(), ApplyError> {
+    let text = |k: &str| config.get(k).and_then(Value::as_str).unwrap_or_default();
+    let (patch_version, patch_kind) = (text("apiVersion"), text("kind"));
+    if gvk_string(patch_version, patch_kind) != gvk_string(req.api_version, req.kind) {
+        return Err(ApplyError::BadRequest(format!(
+            "invalid object type: {}",
+            gvk_string(patch_version, patch_kind)
+        )));
+    }
+    if config
+        .pointer("/metadata/managedFields")
+        .is_some_and(|v| !v.is_null())
+    {
+        return Err(ApplyError::BadRequest(
+            "metadata.managedFields must be nil".into(),
+        ));
+    }
+    typed::validate(model, ty, config).map_err(|e| {
+        let meta = |k: &str| {
+            config
+                .pointer(&format!("/metadata/{k}"))
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+        };
+        ApplyError::Invalid(format!(
+            "failed to create typed patch object ({}/{}; {}): {e}",
+            meta("namespace"),
+            meta("name"),
+            gvk_string(patch_version, patch_kind)
+        ))
+    })
+}
+
+/// The field manager's apply over `model`: the merged object (None when nothing changed), the
+/// live object it started from, and the managers afterwards (the applier's time set when the
+/// object changed). Conflicts fail it, except those `kubectl` may take over from its
+/// client-side apply annotation.
+fn merge<M: TypeModel>(
+    model: &M,
+    ty: M::Type,
+    release: crate::version::KubeVersion,
+    live: Value,
+    config: &Value,
+    req: &Request<'_>,
+    managed: &ManagedFields,
+) -> Result<(Option<Value>, Value, Decoded), ApplyError> {
+    let (mut d, my_id) = decode(managed, req, Operation::Apply);
+    let updater = updater(model, ty.clone(), release, req);
+    let mut managers = d.managers.clone();
+    let result = match updater.apply(
+        &live,
+        config,
+        req.api_version,
+        &mut managers,
+        &my_id,
+        req.force,
+    ) {
+        Err(UpdaterError::Conflicts(conflicts)) if req.manager == "kubectl" => {
+            // The field manager's lastAppliedManager: kubectl moving from client-side apply
+            // may take the fields its client-side annotation still describes.
+            let allowed = client_side_applied(model, &ty, &live, req.api_version);
+            let remaining = Conflicts(
+                conflicts
+                    .0
+                    .iter()
+                    .filter(|c| !allowed.as_ref().is_some_and(|a| a.has(&c.path.0)))
+                    .cloned()
+                    .collect(),
+            );
+            if !remaining.0.is_empty() {
+                return Err(conflict_error(&remaining, &d));
+            }
+            managers = d.managers.clone();
+            updater.apply(&live, config, req.api_version, &mut managers, &my_id, true)
+        }
+        other => other,
+    }
+    .map_err(|e| updater_error(e, &d))?;
+    d.managers = managers;
+    d.strip(&my_id);
+    if result.is_some() {
+        d.set_time(&my_id, req.time);
+    }
+    Ok((result, live, d))
 }
 
 /// An update (create, update, non-apply patch) of the object from `live` (None on create) to
@@ -846,7 +920,7 @@ pub fn update(
     let model = GoModel(schema);
     let live = typed_object(schema, id, live)?;
     let (mut d, my_id) = decode(managed, req, Operation::Update);
-    updater(&model, id, req)
+    updater(&model, GoType::Struct(id), schema.release(), req)
         .update(&live, &new, req.api_version, &mut d.managers, CURRENT)
         .map_err(|e| updater_error(e, &d))?;
     if let Some(vs) = d.managers.remove(CURRENT) {

@@ -1436,7 +1436,23 @@ impl<'e, 'c> Run<'e, 'c> {
                 .map_err(|e| e.to_string())?;
             decodable(&patched)?;
             let changed = *sent != patched;
-            return Ok((patched, changed, json, false));
+            // A custom resource is then defaulted by its definition's schema (the object
+            // defaulter of apiextensions-apiserver), as a built-in kind is by its scheme below.
+            let crd = self
+                .engine
+                .options
+                .registry
+                .custom_resource_schema(&inv.resource)
+                .filter(|_| matches!(inv.sub_resource.as_str(), "" | "status"));
+            let Some(model) = crd.and_then(|c| crate::apply::CrdModel::new(schema, &c).ok()) else {
+                return Ok((patched, changed, json, false));
+            };
+            let mut defaulted = patched.clone();
+            model.default_object(&mut defaulted);
+            if defaulted == patched {
+                return Ok((patched, changed, json, false));
+            }
+            return Ok((defaulted, changed, None, false));
         };
         let mut decoded = patch
             .apply_prepared(&jsonpatch::Prepared::new(sent))

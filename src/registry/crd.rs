@@ -32,6 +32,10 @@ pub struct CustomResourceVersion {
     pub status: bool,
     /// The version's `scale` subresource: where its Scale's fields live in the resource.
     pub scale: Option<ScalePaths>,
+    /// The version's structural schema (`schema.openAPIV3Schema`, or `apiextensions.k8s.io/v1beta1`'s
+    /// `spec.validation.openAPIV3Schema` shared by all versions), which types server-side apply of
+    /// the resource; None when the definition gives none.
+    pub schema: Option<std::sync::Arc<Value>>,
 }
 
 /// Where the `autoscaling/v1` Scale of a custom resource reads and writes its fields (the CRD's
@@ -258,6 +262,12 @@ fn entry(
         }
     };
     let default_subs = subresources(&ctx, spec.get("subresources"), "subresources")?;
+    let open_api = |v: Option<&Value>| {
+        v.and_then(|v| v.get("openAPIV3Schema"))
+            .filter(|s| s.is_object())
+            .map(|s| std::sync::Arc::new(s.clone()))
+    };
+    let default_schema = open_api(spec.get("validation"));
     let mut versions = Vec::new();
     match spec.get("versions") {
         Some(Value::Array(list)) if !list.is_empty() => {
@@ -288,6 +298,7 @@ fn entry(
                     served,
                     status,
                     scale,
+                    schema: open_api(v.get("schema")).or_else(|| default_schema.clone()),
                 });
             }
         }
@@ -302,6 +313,7 @@ fn entry(
                 served: true,
                 status,
                 scale,
+                schema: default_schema,
             });
         }
         Some(_) => return Err(ctx.invalid("versions", "expected a list")),
@@ -424,5 +436,21 @@ mod tests {
         assert_eq!(specs[0].versions[0].name, "v1alpha1");
         assert!(specs[0].versions[0].status);
         assert!(!specs[0].namespaced);
+    }
+
+    #[test]
+    fn each_version_keeps_its_schema_and_v1beta1_shares_its_validation() {
+        let specs = load_custom_resources(
+            "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: as.a.io}\nspec:\n  group: a.io\n  names: {plural: as, kind: A}\n  versions:\n  - name: v1\n    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: string}}}}\n  - name: v2\n---\napiVersion: apiextensions.k8s.io/v1beta1\nkind: CustomResourceDefinition\nmetadata: {name: bs.b.io}\nspec:\n  group: b.io\n  names: {plural: bs, kind: B}\n  validation: {openAPIV3Schema: {type: object}}\n  versions: [{name: v1}, {name: v2}]\n",
+        )
+        .expect("loads");
+        let schema = |i: usize, v: usize| specs[i].versions[v].schema.as_deref().cloned();
+        assert_eq!(
+            schema(0, 0),
+            Some(serde_json::json!({"type": "object", "properties": {"spec": {"type": "string"}}}))
+        );
+        assert_eq!(schema(0, 1), None);
+        assert_eq!(schema(1, 0), Some(serde_json::json!({"type": "object"})));
+        assert_eq!(schema(1, 1), schema(1, 0));
     }
 }

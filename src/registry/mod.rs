@@ -441,6 +441,19 @@ impl ResourceRegistry {
             .map(Vec::as_slice)
     }
 
+    /// The structural schema (`openAPIV3Schema`) of the custom resource `resource` at its
+    /// version, from its definition; None for built-in resources and definitions without one.
+    pub fn custom_resource_schema(
+        &self,
+        resource: &crate::api::GroupVersionResource,
+    ) -> Option<std::sync::Arc<serde_json::Value>> {
+        self.custom_resource(&resource.group, &resource.resource)?
+            .iter()
+            .find(|v| v.name == resource.version)?
+            .schema
+            .clone()
+    }
+
     /// Every registration, in registration order.
     pub fn iter(&self) -> impl Iterator<Item = &ResourceInfo> {
         self.infos.iter()

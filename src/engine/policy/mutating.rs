@@ -570,7 +570,8 @@ pub fn dispatch(
                 let result = {
                     let base = activation(&current, &request, env);
                     let inputs = cel::Inputs::new(base, param_json, ns.as_ref());
-                    mutate(m, &inputs, &variables, &current, &inv.kind, release)
+                    let crd = env.registry.custom_resource_schema(&inv.resource);
+                    mutate(m, &inputs, &variables, &current, &inv.kind, crd, release)
                 };
                 if release.at_least(34) {
                     out.events.push(MutatingEvent::Check {
@@ -727,6 +728,7 @@ fn mutate(
     variables: &cel::Variables,
     attrs: &Attributes,
     kind: &GroupVersionKind,
+    crd: Option<std::sync::Arc<Value>>,
     release: KubeVersion,
 ) -> Result<(Value, Value), String> {
     let program = match &m.program {
@@ -756,7 +758,7 @@ fn mutate(
                 return Err(cel::COST_BUDGET_EXHAUSTED.into());
             }
             let config = config.map_err(expression_error)?;
-            let merged = apply_configuration(schema, id, object, &config)?;
+            let merged = apply_configuration(schema, id, crd.as_deref(), object, &config)?;
             (config, merged)
         }
         PatchType::JsonPatch => {
@@ -787,37 +789,58 @@ fn mutate(
             schema::codec::normalize_in_place(schema, id, &mut patched)
                 .map_err(|e| e.to_string())?;
         }
+    } else if let Some(crd) = crd.as_deref() {
+        // A custom resource is defaulted by its schema's defaults (the object defaulter of
+        // apiextensions-apiserver), after every mutation as a built-in kind is by its scheme.
+        let model = crate::apply::CrdModel::new(schema, crd).map_err(|e| e.to_string())?;
+        model.default_object(&mut patched);
     }
     Ok((patch, patched))
 }
 
 /// `ApplyStructuredMergeDiff`: the apply configuration checked against the kind's schema,
-/// refused where it sets atomic values, and merged into the object. A kind without a schema
-/// here (a custom resource) is merged as structured-merge-diff merges a deduced type: maps
-/// member by member, everything else replaced.
+/// refused where it sets atomic values, and merged into the object. A custom resource is typed
+/// by its CustomResourceDefinition's schema (`crd`) as the apiserver's type converter types it;
+/// without one here it is merged as structured-merge-diff merges a deduced type: maps member by
+/// member, everything else replaced.
 fn apply_configuration(
     schema: &Schema,
     id: Option<crate::schema::TypeId>,
+    crd: Option<&Value>,
     object: &Value,
     config: &Value,
 ) -> Result<Value, String> {
-    let Some(id) = id else {
-        return Ok(deduced_merge(object, config));
-    };
-    let model = GoModel(schema);
-    let ty = GoType::Struct(id);
-    typed::validate(&model, &ty, config).map_err(|e| {
+    match (id, crd) {
+        (Some(id), _) => {
+            typed_apply_configuration(&GoModel(schema), GoType::Struct(id), object, config)
+        }
+        (None, Some(crd)) => {
+            let model = crate::apply::CrdModel::new(schema, crd).map_err(|e| e.to_string())?;
+            let root = model.root();
+            typed_apply_configuration(&model, root, object, config)
+        }
+        (None, None) => Ok(deduced_merge(object, config)),
+    }
+}
+
+fn typed_apply_configuration<M: TypeModel>(
+    model: &M,
+    ty: M::Type,
+    object: &Value,
+    config: &Value,
+) -> Result<Value, String> {
+    typed::validate(model, &ty, config).map_err(|e| {
         format!("error applying patch: failed to convert patch object to typed object: {e}")
     })?;
     let mut atomics = Vec::new();
-    find_atomics(&model, &ty, config, &mut String::new(), &mut atomics);
+    find_atomics(model, &ty, config, &mut String::new(), &mut atomics);
     if !atomics.is_empty() {
         return Err(format!(
             "error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: {}",
             atomics.join(", ")
         ));
     }
-    typed::merge(&model, &ty, Some(object), Some(config))
+    typed::merge(model, &ty, Some(object), Some(config))
         .map(Option::unwrap_or_default)
         .map_err(|e| format!("error applying patch: failed to merge patch: {e}"))
 }
@@ -841,9 +864,9 @@ fn deduced_merge(object: &Value, config: &Value) -> Value {
 
 /// `findAtomics`: the paths of the atomic lists, maps and structs a patch sets, in
 /// structured-merge-diff's path notation (`.spec.selector`, `[name="c"]`, `[0]`).
-fn find_atomics<'s>(
-    model: &GoModel<'s>,
-    ty: &GoType<'s>,
+fn find_atomics<M: TypeModel>(
+    model: &M,
+    ty: &M::Type,
     value: &Value,
     path: &mut String,
     out: &mut Vec<String>,

@@ -112,6 +112,12 @@ pub(crate) fn key_index(k: &[u8]) -> Option<usize> {
     Some(i)
 }
 
+/// What types a server-side apply: a built-in kind's Go type, or a custom resource's schema.
+enum Typed<'s> {
+    Go(crate::schema::TypeId),
+    Custom(crate::apply::CrdModel<'s>),
+}
+
 /// `objectRef`, borrowed from the event's text where no escape forbids it.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(rename_all = "camelCase", default)]
@@ -982,6 +988,15 @@ impl Reader {
             return object;
         };
         let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind) else {
+            // A custom resource is decoded by its definition's codec, which applies the schema's
+            // defaults (a field the patch removed or set to null comes back).
+            let crd = self
+                .registry
+                .custom_resource_schema(&ctx.gvr)
+                .filter(|_| matches!(ctx.sub.as_str(), "" | "status"));
+            if let Some(model) = crd.and_then(|c| crate::apply::CrdModel::new(schema, &c).ok()) {
+                model.default_object(&mut object);
+            }
             return object;
         };
         let before = object.clone();
@@ -1028,10 +1043,20 @@ impl Reader {
             } else {
                 format!("the patch of {what} names apiVersion, kind and a fieldManager")
             };
-            return match self.builtin.kind_ref(&ctx.gvr, &ctx.sub) {
-                Some(kind) => Ok(PatchType::Apply(kind.clone(), created)),
-                None => Err(format!(
-                    "apply patch: {why}; server-side apply of custom resources is not reproduced"
+            if let Some(kind) = self.builtin.kind_ref(&ctx.gvr, &ctx.sub) {
+                return Ok(PatchType::Apply(kind.clone(), created));
+            }
+            return match (
+                self.registry.custom_resource_schema(&ctx.gvr),
+                self.registry.kind_ref(&ctx.gvr, &ctx.sub),
+            ) {
+                (Some(_), Some(kind)) => Ok(PatchType::Apply(kind.clone(), created)),
+                (None, Some(_)) => Err(format!(
+                    "apply patch: {why}; the CustomResourceDefinition of {} gives no schema for {}, which server-side apply needs",
+                    ctx.gvr.resource, ctx.gvr.version
+                )),
+                (_, None) => Err(format!(
+                    "apply patch: {why}; server-side apply of a custom resource needs its CustomResourceDefinition (add it with --cluster)"
                 )),
             };
         }
@@ -1055,14 +1080,39 @@ impl Reader {
     ) -> InputItem {
         let what = ctx.what();
         let schema = crate::schema::Schema::for_release(self.builtin.release());
-        let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind) else {
-            return ctx.not_replayable(
-                "requestObject",
-                format!(
-                    "apply patch: {} has no Go type in this release",
-                    kind.api_version()
-                ),
-            );
+        // The release modelled: its ObjectMeta, and its structured-merge-diff for custom resources.
+        let release = self.registry.release();
+        let modelled = crate::schema::Schema::for_release(release);
+        // A built-in kind is typed by its Go type, a custom resource (itself or its `status`, not
+        // its Scale) by its definition's schema.
+        let own_kind = self.registry.kind_ref(&ctx.gvr, "") == Some(kind);
+        let typed = match self.registry.custom_resource_schema(&ctx.gvr) {
+            Some(openapi) if own_kind && self.builtin.kind_ref(&ctx.gvr, &ctx.sub).is_none() => {
+                match crate::apply::CrdModel::new(modelled, &openapi) {
+                    Ok(model) => Typed::Custom(model),
+                    Err(e) => {
+                        return ctx.not_replayable(
+                            "requestObject",
+                            format!(
+                                "apply patch: the schema of {} in its CustomResourceDefinition cannot be read as the apiserver reads it: {e}",
+                                ctx.gvr.resource
+                            ),
+                        );
+                    }
+                }
+            }
+            _ => match schema.kind(&kind.group, &kind.version, &kind.kind) {
+                Some(id) => Typed::Go(id),
+                None => {
+                    return ctx.not_replayable(
+                        "requestObject",
+                        format!(
+                            "apply patch: {} has no Go type in this release",
+                            kind.api_version()
+                        ),
+                    );
+                }
+            },
         };
         let Some(manager) = ctx.query.first("fieldManager").map(String::from) else {
             return ctx.not_replayable(
@@ -1095,7 +1145,7 @@ impl Reader {
         if ctx.sub == "status" {
             reset.insert(&[field("spec")]);
             reset.insert(&[field("metadata")]);
-        } else if ctx.sub.is_empty() && self.builtin.kind_ref(&ctx.gvr, "status").is_some() {
+        } else if ctx.sub.is_empty() && self.registry.kind_ref(&ctx.gvr, "status").is_some() {
             reset.insert(&[field("status")]);
         }
         let api_version = kind.api_version();
@@ -1108,14 +1158,13 @@ impl Reader {
             subresource: &ctx.sub,
             reset_fields: (!reset.is_empty()).then_some(&reset),
         };
-        let (mut object, managed) = match crate::apply::apply(
-            schema,
-            id,
-            old.as_ref(),
-            config,
-            &req,
-            &managed,
-        ) {
+        let applied = match &typed {
+            Typed::Go(id) => crate::apply::apply(schema, *id, old.as_ref(), config, &req, &managed),
+            Typed::Custom(model) => {
+                crate::apply::apply_custom(model, release, old.as_ref(), config, &req, &managed)
+            }
+        };
+        let (mut object, managed) = match applied {
             Ok(r) => r,
             Err(e) => {
                 return ctx.not_replayable(
