@@ -1067,6 +1067,21 @@ impl Reader {
         })
     }
 
+    /// The Go types a built-in `kind` is patched and applied through: those of the release
+    /// modelled, or, for a kind that release does not have (a log of a newer cluster), of the
+    /// newest release that has it.
+    fn typed_schema(&self, kind: &GroupVersionKind) -> &'static crate::schema::Schema {
+        let modelled = crate::schema::Schema::for_release(self.registry.release());
+        if modelled
+            .kind(&kind.group, &kind.version, &kind.kind)
+            .is_some()
+        {
+            modelled
+        } else {
+            crate::schema::Schema::for_release(self.builtin.release())
+        }
+    }
+
     /// A server-side apply: the object the field manager builds from the stored object (none when
     /// the apply creates it) and the apply configuration, with the `managedFields` it records,
     /// which is what admission sees. The manager is the request's `fieldManager`; the time is
@@ -1079,7 +1094,7 @@ impl Reader {
         config: &Value,
     ) -> InputItem {
         let what = ctx.what();
-        let schema = crate::schema::Schema::for_release(self.builtin.release());
+        let schema = self.typed_schema(kind);
         // The release modelled: its ObjectMeta, and its structured-merge-diff for custom resources.
         let release = self.registry.release();
         let modelled = crate::schema::Schema::for_release(release);
@@ -1210,7 +1225,7 @@ impl Reader {
         old: &Value,
         body: &Value,
     ) -> Result<Reading, String> {
-        let schema = crate::schema::Schema::for_release(self.builtin.release());
+        let schema = self.typed_schema(kind);
         let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind) else {
             return merge_patch(old, body)
                 .map(Reading::Only)
