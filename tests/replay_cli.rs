@@ -1784,20 +1784,39 @@ fn custom_resource_applies_without_a_schema_say_what_is_missing() {
     }
 }
 
-/// Replays the audit log of the recorded session `fixture` (with `extra` arguments) against its
-/// `inputs/webhooks.yaml` and compares every AdmissionReview sent with those the apiserver sent,
-/// byte for byte but for the request uid.
-fn replayed_audit_log_sends_what_the_apiserver_sent(fixture: &str, extra: &[&str]) {
-    let report = replay_and_compare_with_recorded_reviews(fixture, extra);
-    assert_eq!(report["problems"], json!([]), "{}", report["problems"]);
+/// A TokenRequest naming no audience reaches validating webhooks with the apiserver's
+/// `--api-audiences`: the recorded server's by default, those given otherwise.
+#[test]
+fn a_token_request_gets_the_api_audiences_given() {
+    let audiences = [
+        "--api-audiences",
+        "https://kubernetes.default.svc.cluster.local,vault",
+    ];
+    let (server, _) = replay_fixture_audit_log("subresources-v1.33", &audiences);
+    let audiences: Vec<Value> = server
+        .requests()
+        .iter()
+        .filter(|r| r.path_only() == "/record")
+        .filter_map(|r| serde_json::from_slice::<Value>(&r.body).ok())
+        .filter(|review| review["request"]["kind"]["kind"] == "TokenRequest")
+        .map(|review| review["request"]["object"]["spec"]["audiences"].clone())
+        .collect();
+    assert_eq!(
+        audiences,
+        [json!([
+            "https://kubernetes.default.svc.cluster.local",
+            "vault"
+        ])]
+    );
 }
 
-/// The comparison of [`replayed_audit_log_sends_what_the_apiserver_sent`], returning the report
-/// for the caller to judge what was not replayed.
-fn replay_and_compare_with_recorded_reviews(fixture: &str, extra: &[&str]) -> Value {
+/// Replays the audit log of the recorded session `fixture` (with `extra` arguments) against its
+/// `inputs/webhooks.yaml`, served by a webhook that allows every review: the server, with what
+/// it received, and the JSON report.
+fn replay_fixture_audit_log(fixture: &str, extra: &[&str]) -> (WebhookServer, Value) {
     let pki = TestPki::new();
     let server = WebhookServer::start(&pki, allow_every_review());
-    let dir = scratch(&format!("{fixture}-received"));
+    let dir = scratch(&format!("{fixture}-received-{}", extra.len()));
     let webhooks = fixture_configurations(&pki, &dir, fixture, &["inputs/webhooks.yaml"]).remove(0);
     let audit_log = format!("{FIXTURES}/{fixture}/audit.log");
     let resolve = format!("127.0.0.1:18443=127.0.0.1:{}", server.port());
@@ -1821,6 +1840,21 @@ fn replay_and_compare_with_recorded_reviews(fixture: &str, extra: &[&str]) -> Va
     let out = hookscope(&args);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let report: Value = serde_json::from_slice(&out.stdout).expect("report");
+    (server, report)
+}
+
+/// Replays the audit log of the recorded session `fixture` (with `extra` arguments) against its
+/// `inputs/webhooks.yaml` and compares every AdmissionReview sent with those the apiserver sent,
+/// byte for byte but for the request uid.
+fn replayed_audit_log_sends_what_the_apiserver_sent(fixture: &str, extra: &[&str]) {
+    let report = replay_and_compare_with_recorded_reviews(fixture, extra);
+    assert_eq!(report["problems"], json!([]), "{}", report["problems"]);
+}
+
+/// The comparison of [`replayed_audit_log_sends_what_the_apiserver_sent`], returning the report
+/// for the caller to judge what was not replayed.
+fn replay_and_compare_with_recorded_reviews(fixture: &str, extra: &[&str]) -> Value {
+    let (server, report) = replay_fixture_audit_log(fixture, extra);
 
     let key = |body: &str, path: &str| {
         let review: Value = serde_json::from_str(body).unwrap();

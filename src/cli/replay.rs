@@ -119,6 +119,12 @@ pub struct SourceArgs {
     /// The apiserver's request deadline in seconds, which bounds all webhook calls of a request.
     #[arg(long = "request-timeout", default_value_t = 60)]
     pub request_timeout: u64,
+    /// The apiserver's `--api-audiences` (default: its `--service-account-issuer`): what a
+    /// TokenRequest that names no audience gets before validation. kubeadm's issuer is
+    /// `https://kubernetes.default.svc.cluster.local`; a cluster's own is in its
+    /// `/.well-known/openid-configuration`.
+    #[arg(long = "api-audiences", value_delimiter = ',', default_value = hookscope::engine::DEFAULT_API_AUDIENCE)]
+    pub api_audiences: Vec<String>,
     /// The user plain manifests in --input are created as (as `kubectl --as`); without it,
     /// kubeadm's `kubernetes-admin` in `system:masters`, with a note on each request.
     #[arg(long = "as", value_name = "USER")]
@@ -142,6 +148,7 @@ impl Default for SourceArgs {
             audit_level: AuditLevel::Request,
             concurrency: 1,
             request_timeout: 60,
+            api_audiences: vec![hookscope::engine::DEFAULT_API_AUDIENCE.to_string()],
             as_user: None,
             as_uid: None,
             as_group: Vec::new(),
@@ -178,6 +185,7 @@ impl SourceArgs {
             EngineOptions {
                 registry: registry.clone(),
                 trace,
+                api_audiences: self.api_audiences.clone(),
                 ..EngineOptions::for_version(version)
             },
         )

@@ -1602,6 +1602,7 @@ impl<'e, 'c> Run<'e, 'c> {
             current,
             a.old_object_value(),
             custom,
+            &self.engine.options.api_audiences,
         ) else {
             return;
         };

@@ -50,6 +50,10 @@ use crate::metrics::Metrics;
 use crate::registry::ResourceRegistry;
 use crate::{KubeVersion, cel};
 
+/// The audience a TokenRequest naming none gets when the apiserver's `--api-audiences` is not
+/// known: the `--service-account-issuer` of the recorded sessions (`https://kubernetes.default.svc`).
+pub const DEFAULT_API_AUDIENCE: &str = "https://kubernetes.default.svc";
+
 /// Settings of an engine.
 #[derive(Debug, Clone)]
 pub struct EngineOptions {
@@ -64,6 +68,9 @@ pub struct EngineOptions {
     /// Whether dispatches record their step-by-step trace ([`Outcome::trace`]; on by default). A
     /// headless replay that reports only outcomes turns it off: the trace is then empty.
     pub trace: bool,
+    /// The apiserver's `--api-audiences`: the audiences a TokenRequest naming none gets before
+    /// validation ([`DEFAULT_API_AUDIENCE`] unless told).
+    pub api_audiences: Vec<String>,
 }
 
 impl Default for EngineOptions {
@@ -81,6 +88,7 @@ impl EngineOptions {
             authorizer: cel::Authorizer::default(),
             excluded_resources: Vec::new(),
             trace: true,
+            api_audiences: vec![DEFAULT_API_AUDIENCE.to_string()],
         }
     }
 }

@@ -113,7 +113,8 @@ impl Prepared {
 
 /// What the strategy of `resource` changes in the object validation sees, or `None` when it
 /// changes nothing webhooks see. `old` is the object before the update; `custom` says that the
-/// resource is a custom resource, and whether its version has the `status` subresource.
+/// resource is a custom resource, and whether its version has the `status` subresource;
+/// `audiences` are the apiserver's `--api-audiences`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn prepare_members(
     release: KubeVersion,
@@ -124,6 +125,7 @@ pub(crate) fn prepare_members(
     object: &Object,
     old: Option<&Value>,
     custom: Option<CustomResource>,
+    audiences: &[String],
 ) -> Option<Prepared> {
     if let Some(custom) = custom {
         return prepare_custom(custom, operation, subresource, object, old);
@@ -133,7 +135,7 @@ pub(crate) fn prepare_members(
         && resource.resource == "serviceaccounts"
         && subresource == "token"
     {
-        return token_request(name, object.value())
+        return token_request(name, object.value(), audiences)
             .map(|new| Prepared::Whole(new, &["metadata", "spec"]));
     }
     let strategy = STRATEGIES
@@ -302,15 +304,11 @@ fn prepare_create(
     (!members.is_empty()).then_some(members)
 }
 
-/// The audiences a TokenRequest without any gets: the apiserver's `--api-audiences`, which
-/// default to its `--service-account-issuer`; kubeadm's and most clusters' issuer is this one.
-pub(crate) const DEFAULT_API_AUDIENCE: &str = "https://kubernetes.default.svc";
-
 /// The token REST's `Create` before validation: the name and namespace of the service account
 /// where the request has none (the namespace is already the URL's), the creation time (the
 /// field manager's, the same instant at second precision), and the server's audiences where
 /// the request names none.
-fn token_request(name: &str, object: &Value) -> Option<Value> {
+fn token_request(name: &str, object: &Value, audiences: &[String]) -> Option<Value> {
     let mut new = object.clone();
     let map = new.as_object_mut()?;
     if let Some(Value::Object(meta)) = map.get_mut("metadata") {
@@ -341,7 +339,7 @@ fn token_request(name: &str, object: &Value) -> Option<Value> {
         if empty {
             spec.insert(
                 "audiences".into(),
-                Value::Array(vec![DEFAULT_API_AUDIENCE.into()]),
+                Value::Array(audiences.iter().map(|a| Value::from(a.as_str())).collect()),
             );
         }
     }
@@ -445,6 +443,7 @@ mod tests {
                 &Object::new(pod.clone()),
                 None,
                 None,
+                &[],
             )
             .unwrap()
             .apply(&pod)
@@ -473,6 +472,7 @@ mod tests {
             &Object::new(scaled.clone()),
             Some(&old),
             None,
+            &[],
         )
         .unwrap()
         .apply(&scaled);
@@ -490,6 +490,7 @@ mod tests {
             &Object::new(status.clone()),
             Some(&old),
             None,
+            &[],
         )
         .unwrap()
         .apply(&status);
@@ -507,6 +508,7 @@ mod tests {
                 &Object::new(old.clone()),
                 Some(&old),
                 None,
+                &[],
             )
             .is_none()
         );
@@ -526,6 +528,7 @@ mod tests {
                 &Object::new(object.clone()),
                 old,
                 Some(CustomResource { status: custom }),
+                &[],
             )
             .map(|p| p.apply(object))
         };
