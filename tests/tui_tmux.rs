@@ -767,8 +767,12 @@ spec:
     // editor, then `7` is the What-if view.
     t.keys(&["7"]);
     t.wait_for(&["NORMAL 7"], "the count shown");
+    // Keys apart, as a person types them: a terminal sends `esc` and a key typed right after
+    // it as one alt-key.
     t.keys(&["Escape"]);
+    std::thread::sleep(Duration::from_millis(400));
     t.keys(&["Escape"]);
+    t.wait_for(&[" WEBHOOKS "], "the editor left");
     t.keys(&["7"]);
     let s = t.wait_for(
         &["2 of 3 requests changed", "shop/three"],
