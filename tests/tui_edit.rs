@@ -1131,3 +1131,38 @@ fn edits_are_checked_for_the_release_modelled() {
     let binding = text.lines().position(|l| l == "---").unwrap() + 2;
     assert_eq!((errors[0].line, errors[1].line), (1, binding));
 }
+
+#[test]
+fn slash_in_the_edit_view_searches_its_text_and_the_status_line_shows_it() {
+    let mut h = Harness::start();
+    update(&mut h.state, Msg::Resize(80, 24));
+    h.act(Action::Edit(Some("30-slow-quota".into())));
+    let text = h.state.buffers[h.state.buffer].text();
+    let line = text
+        .lines()
+        .position(|l| l.contains("timeoutSeconds"))
+        .expect("a timeout in the configuration");
+    h.vim("gg/timeoutse");
+    // The view stays the editor (elsewhere `/` filters requests) and the prompt is the search's.
+    assert_eq!(h.state.view, View::Editor);
+    let bottom = hookscope::tui::view::render_text(&h.state, 80, 24)
+        .lines()
+        .last()
+        .unwrap()
+        .to_string();
+    assert!(bottom.starts_with("/timeoutse"), "{bottom:?}");
+    // esc ends the search, not the editor; enter keeps the match.
+    h.key(KeyCode::Esc, KeyModifiers::NONE);
+    assert_eq!(h.state.view, View::Editor);
+    h.vim("/timeoutSeconds");
+    h.key(KeyCode::Enter, KeyModifiers::NONE);
+    let b = &h.state.buffers[h.state.buffer];
+    assert_eq!(b.area.cursor().0, line, "the first timeoutSeconds");
+    assert_eq!(b.text(), text, "nothing typed into the configuration");
+    h.vim("/no-such-text");
+    h.key(KeyCode::Enter, KeyModifiers::NONE);
+    assert_eq!(
+        h.state.message,
+        Some(("pattern not found: no-such-text".to_string(), true))
+    );
+}

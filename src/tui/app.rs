@@ -1200,6 +1200,8 @@ impl State {
                     // mode gives the view's bindings, then vim's keys, then the global ones.
                     let mut key = key;
                     let mut insert = self.editor.mode == super::edit_keys::EditMode::Insert;
+                    // A search being typed takes every key, as insert mode does.
+                    let searching = self.editor.search.is_some();
                     // A terminal sends esc and a key typed right after it as one alt-key: in
                     // insert mode that is esc, then the key in normal mode (so a quick `esc :w`
                     // is still a command).
@@ -1211,6 +1213,7 @@ impl State {
                         key.modifiers = KeyModifiers::NONE;
                         insert = false;
                     }
+                    insert |= searching;
                     let own = self.keymap.action_in(View::Editor, &key);
                     if let Some(a) = own.clone().filter(|_| !insert) {
                         return self.apply(a);

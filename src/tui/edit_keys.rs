@@ -29,7 +29,16 @@ impl EditMode {
     }
 }
 
-/// The Edit view's own state: its mode, a normal-mode command's count and first key.
+/// A `/` search being typed in normal mode.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Search {
+    /// The text typed so far (searched for as it is typed).
+    pub input: String,
+    /// Where the cursor was when `/` was typed: the search starts after it, and `esc` goes back.
+    origin: (usize, usize),
+}
+
+/// The Edit view's own state: its mode, a normal-mode command's count and first key, a search.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct EditorState {
     /// Normal or insert.
@@ -39,10 +48,14 @@ pub struct EditorState {
     pub pending: Option<char>,
     /// The count typed before a command (`3j`, `2dd`, `12G`), while it is being typed.
     pub count: Option<usize>,
+    /// A `/` search being typed: keys are its text until `enter` or `esc`.
+    pub search: Option<Search>,
+    /// The text of the last search, for `n` and `N`.
+    pub last_search: Option<String>,
 }
 
 /// What a key did, for the shared update to follow up.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// The text changed: check it once typing pauses.
     Edited,
@@ -50,6 +63,14 @@ pub enum Outcome {
     Moved,
     /// Undo (`false`) or redo (`true`) one step.
     Undo(bool),
+    /// The cursor may have moved, and the user is told something: a search that found nothing
+    /// (`error`) or went on from the other end of the text.
+    Notice {
+        /// What the status bar says.
+        text: String,
+        /// Whether it is an error.
+        error: bool,
+    },
     /// Not a key of the editor here: the view's and the global bindings decide.
     NotMine,
 }
@@ -77,6 +98,10 @@ pub const NORMAL_KEYS: &[(&str, &str)] = &[
     ("r", "replace the character (3rx: three of them)"),
     ("w b e", "next word / previous word / end of the word"),
     ("0 ^ $", "start of the line / first non-blank / end"),
+    (
+        "/ n N",
+        "search the text as typed (enter keeps the match, esc goes back) / next / previous match; a search in lower case matches either case",
+    ),
     ("gg G", "first line / last line"),
     ("ctrl-d ctrl-u", "half a page down / up (pgdn pgup: a page)"),
     ("x", "delete the character"),
@@ -90,7 +115,7 @@ pub const NORMAL_KEYS: &[(&str, &str)] = &[
         "u ctrl-r",
         "undo / redo one step: a typed word, a whole line command, a whole external edit",
     ),
-    (": / ?", "a command (:w saves) / this help, as everywhere"),
+    (": ?", "a command (:w saves), or this help, as everywhere"),
 ];
 
 /// Whether normal mode takes `key` before the global bindings (the help overlay leaves out the
@@ -99,7 +124,7 @@ pub fn shadows(key: &super::keymap::Key) -> bool {
     let ctrl = key.mods.contains(KeyModifiers::CONTROL);
     match key.code {
         KeyCode::Char('d' | 'u' | 'r') if ctrl => true,
-        KeyCode::Char(c) if !ctrl => "hjklwbe0123456789^$gGxdcypPuiaIAoOCDrfFtT".contains(c),
+        KeyCode::Char(c) if !ctrl => "hjklwbe0123456789^$gGxdcypPuiaIAoOCDrfFtT/nN".contains(c),
         KeyCode::Left
         | KeyCode::Right
         | KeyCode::Up
@@ -116,6 +141,9 @@ pub fn shadows(key: &super::keymap::Key) -> bool {
 impl EditorState {
     /// Takes a key of the Edit view into `buffer`.
     pub fn key(&mut self, buffer: &mut Buffer, key: KeyEvent) -> Outcome {
+        if self.search.is_some() {
+            return self.search_key(buffer, key);
+        }
         match self.mode {
             EditMode::Insert => self.insert_key(buffer, key),
             EditMode::Normal => self.normal_key(buffer, key),
@@ -127,6 +155,54 @@ impl EditorState {
         self.mode = EditMode::Normal;
         self.pending = None;
         self.count = None;
+        self.search = None;
+    }
+
+    /// A key while a `/` search is typed: the cursor follows the text typed to its first match
+    /// after where the search began (vim's `incsearch`); `enter` keeps it, `esc` (or deleting
+    /// past the `/`) goes back.
+    fn search_key(&mut self, buffer: &mut Buffer, key: KeyEvent) -> Outcome {
+        let Some(mut search) = self.search.take() else {
+            return Outcome::NotMine;
+        };
+        let a = &mut buffer.area;
+        match key.code {
+            KeyCode::Esc => jump(a, search.origin),
+            KeyCode::Backspace if search.input.is_empty() => jump(a, search.origin),
+            KeyCode::Enter => {
+                let text = if search.input.is_empty() {
+                    self.last_search.clone()
+                } else {
+                    Some(search.input)
+                };
+                jump(a, search.origin);
+                if let Some(text) = text {
+                    self.last_search = Some(text.clone());
+                    return go_to_match(a, &text, true, 1);
+                }
+            }
+            KeyCode::Backspace | KeyCode::Char(_) => {
+                match key.code {
+                    KeyCode::Char(c)
+                        if !key
+                            .modifiers
+                            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT) =>
+                    {
+                        search.input.push(c)
+                    }
+                    KeyCode::Backspace => {
+                        search.input.pop();
+                    }
+                    _ => {}
+                }
+                let target = find(a.lines(), &search.input, search.origin, true)
+                    .map_or(search.origin, |(at, _)| at);
+                jump(a, target);
+                self.search = Some(search);
+            }
+            _ => self.search = Some(search),
+        }
+        Outcome::Moved
     }
 
     fn insert_key(&mut self, buffer: &mut Buffer, key: KeyEvent) -> Outcome {
@@ -320,6 +396,21 @@ impl EditorState {
                 return edited(buffer.edit(|a| (0..n).map(|_| put(a, false)).sum()));
             }
             KeyCode::Char('u') if plain('u') => return Outcome::Undo(false),
+            KeyCode::Char('/') => {
+                self.search = Some(Search {
+                    input: String::new(),
+                    origin: (row, col),
+                });
+            }
+            KeyCode::Char(c @ ('n' | 'N')) => {
+                return match self.last_search.clone() {
+                    Some(text) => go_to_match(a, &text, c == 'n', n),
+                    None => Outcome::Notice {
+                        text: "no previous search: / searches".to_string(),
+                        error: true,
+                    },
+                };
+            }
             KeyCode::Char('x' | 'D') | KeyCode::Delete => {}
             _ => return Outcome::NotMine,
         }
@@ -384,6 +475,105 @@ fn find_in_line(a: &mut TextArea<'static>, how: char, c: char, n: usize) {
     if target != col {
         let to = |v: usize| u16::try_from(v).unwrap_or(u16::MAX);
         a.move_cursor(CursorMove::Jump(to(row), to(target)));
+    }
+}
+
+fn jump(a: &mut TextArea<'static>, (row, col): (usize, usize)) {
+    let to = |v: usize| u16::try_from(v).unwrap_or(u16::MAX);
+    a.move_cursor(CursorMove::Jump(to(row), to(col)));
+}
+
+/// `n` (`forward`) or `N`, `count` times: to the next (previous) match of `text`, going on from
+/// the other end of the text as vim does, and saying so.
+fn go_to_match(a: &mut TextArea<'static>, text: &str, forward: bool, count: usize) -> Outcome {
+    let mut at = (a.cursor().0, a.cursor().1);
+    let mut wrapped = false;
+    for _ in 0..count {
+        match find(a.lines(), text, at, forward) {
+            Some((next, w)) => {
+                at = next;
+                wrapped |= w;
+            }
+            None => {
+                return Outcome::Notice {
+                    text: format!("pattern not found: {text}"),
+                    error: true,
+                };
+            }
+        }
+    }
+    jump(a, at);
+    if wrapped {
+        let text = if forward {
+            "search hit BOTTOM, continuing at TOP"
+        } else {
+            "search hit TOP, continuing at BOTTOM"
+        };
+        Outcome::Notice {
+            text: text.to_string(),
+            error: false,
+        }
+    } else {
+        Outcome::Moved
+    }
+}
+
+/// The first match of `text` after (`forward`) or before `from`, going on from the other end of
+/// `lines` when there is none that way (then `true`). Literal text, within a line; a text
+/// without capitals matches either case (vim's `smartcase`).
+fn find(
+    lines: &[String],
+    text: &str,
+    from: (usize, usize),
+    forward: bool,
+) -> Option<((usize, usize), bool)> {
+    let pattern: Vec<char> = text.chars().collect();
+    if pattern.is_empty() {
+        return None;
+    }
+    let either_case = !pattern.iter().any(|c| c.is_uppercase());
+    let same = |a: char, b: char| a == b || (either_case && a.to_lowercase().eq(b.to_lowercase()));
+    let matches_in = |row: usize| -> Vec<usize> {
+        let line: Vec<char> = lines[row].chars().collect();
+        (0..(line.len() + 1).saturating_sub(pattern.len()))
+            .filter(|&i| pattern.iter().zip(&line[i..]).all(|(p, c)| same(*c, *p)))
+            .collect()
+    };
+    let rows = lines.len();
+    if forward {
+        let after = (from.0..rows).find_map(|row| {
+            matches_in(row)
+                .into_iter()
+                .find(|&col| row > from.0 || col > from.1)
+                .map(|col| (row, col))
+        });
+        after.map(|at| (at, false)).or_else(|| {
+            (0..=from.0.min(rows.saturating_sub(1))).find_map(|row| {
+                matches_in(row)
+                    .into_iter()
+                    .find(|&col| row < from.0 || col <= from.1)
+                    .map(|col| ((row, col), true))
+            })
+        })
+    } else {
+        let before = (0..=from.0.min(rows.saturating_sub(1)))
+            .rev()
+            .find_map(|row| {
+                matches_in(row)
+                    .into_iter()
+                    .rev()
+                    .find(|&col| row < from.0 || col < from.1)
+                    .map(|col| (row, col))
+            });
+        before.map(|at| (at, false)).or_else(|| {
+            (from.0..rows).rev().find_map(|row| {
+                matches_in(row)
+                    .into_iter()
+                    .rev()
+                    .find(|&col| row > from.0 || col >= from.1)
+                    .map(|col| ((row, col), true))
+            })
+        })
     }
 }
 
@@ -489,6 +679,91 @@ mod tests {
 
     fn buffer(text: &str) -> Buffer {
         Buffer::new(BufferOrigin::New(1), text, Vec::new())
+    }
+
+    fn notice(text: &str, error: bool) -> Outcome {
+        Outcome::Notice {
+            text: text.to_string(),
+            error,
+        }
+    }
+
+    fn cursor(b: &Buffer) -> (usize, usize) {
+        (b.area.cursor().0, b.area.cursor().1)
+    }
+
+    #[test]
+    fn slash_searches_as_typed_enter_keeps_the_match_and_esc_goes_back() {
+        let text = "kind: Pod\nmetadata:\n  name: web\n  labels:\n    app: Web\n";
+        let mut e = EditorState::default();
+        let mut b = buffer(text);
+        press(&mut e, &mut b, "/we");
+        assert_eq!(e.search.as_ref().map(|s| s.input.as_str()), Some("we"));
+        assert_eq!(
+            cursor(&b),
+            (2, 8),
+            "the first match after the cursor, as typed"
+        );
+        press(&mut e, &mut b, "\x1b");
+        assert_eq!((cursor(&b), e.search.is_none()), ((0, 0), true));
+        assert_eq!(b.text(), text, "a search never types into the text");
+        press(&mut e, &mut b, "/Web");
+        assert_eq!(cursor(&b), (4, 9), "capitals match only capitals");
+        let enter = KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE);
+        assert_eq!(e.key(&mut b, enter), Outcome::Moved);
+        assert_eq!(
+            (cursor(&b), e.last_search.as_deref()),
+            ((4, 9), Some("Web"))
+        );
+        // Deleting past the `/` leaves the search where it began.
+        press(&mut e, &mut b, "gg/x");
+        let back = KeyEvent::new(KeyCode::Backspace, KeyModifiers::NONE);
+        e.key(&mut b, back);
+        e.key(&mut b, back);
+        assert_eq!((cursor(&b), e.search.is_none()), ((0, 0), true));
+        assert_eq!(e.last_search.as_deref(), Some("Web"));
+    }
+
+    #[test]
+    fn n_and_n_go_on_from_the_other_end_and_say_so() {
+        let mut e = EditorState::default();
+        let mut b = buffer("- name: a\n- name: b\n- name: c\n");
+        press(&mut e, &mut b, "/name");
+        e.key(&mut b, KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+        assert_eq!(cursor(&b), (0, 2), "the first match after the cursor");
+        assert_eq!(press(&mut e, &mut b, "n"), Outcome::Moved);
+        assert_eq!(cursor(&b), (1, 2));
+        assert_eq!(press(&mut e, &mut b, "n"), Outcome::Moved);
+        assert_eq!(cursor(&b), (2, 2));
+        assert_eq!(
+            press(&mut e, &mut b, "n"),
+            notice("search hit BOTTOM, continuing at TOP", false)
+        );
+        assert_eq!(cursor(&b), (0, 2));
+        assert_eq!(
+            press(&mut e, &mut b, "N"),
+            notice("search hit TOP, continuing at BOTTOM", false)
+        );
+        assert_eq!(cursor(&b), (2, 2));
+        assert_eq!(press(&mut e, &mut b, "2N"), Outcome::Moved);
+        assert_eq!(cursor(&b), (0, 2), "a count repeats the search");
+        // Enter on an empty search repeats the last one; a text that is nowhere says so and
+        // leaves the cursor.
+        press(&mut e, &mut b, "/");
+        e.key(&mut b, KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE));
+        assert_eq!(cursor(&b), (1, 2));
+        press(&mut e, &mut b, "/zzz");
+        assert_eq!(cursor(&b), (1, 2), "typed, found nowhere: the cursor stays");
+        assert_eq!(
+            e.key(&mut b, KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)),
+            notice("pattern not found: zzz", true)
+        );
+        assert_eq!(cursor(&b), (1, 2));
+        let mut fresh = EditorState::default();
+        assert!(matches!(
+            press(&mut fresh, &mut b, "n"),
+            Outcome::Notice { error: true, .. }
+        ));
     }
 
     #[test]

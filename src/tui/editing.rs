@@ -940,6 +940,10 @@ impl State {
             }
             Outcome::Moved => Some(Vec::new()),
             Outcome::Undo(redo) => Some(self.undo(redo)),
+            Outcome::Notice { text, error } => {
+                self.say(text, error);
+                Some(Vec::new())
+            }
             Outcome::NotMine => None,
         }
     }

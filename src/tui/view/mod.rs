@@ -60,7 +60,12 @@ pub fn render(frame: &mut Frame, state: &State) {
         View::Problems => problems::render(frame, state, main),
     }
     match &state.mode {
-        Mode::Normal => render_status(frame, state, bottom),
+        Mode::Normal => match state.editor.search.as_ref() {
+            Some(search) if state.view == View::Editor => {
+                render_input(frame, state, bottom, '/', &search.input, &[])
+            }
+            _ => render_status(frame, state, bottom),
+        },
         Mode::Command { input, completions } => {
             render_input(frame, state, bottom, ':', input, completions)
         }
