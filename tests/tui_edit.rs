@@ -722,6 +722,10 @@ fn an_external_edit_returns_where_the_user_was_and_undoes_in_one_step() {
     );
     h.key(KeyCode::Esc, KeyModifiers::NONE);
     assert_eq!(h.state.buffers[buffer].text(), edited);
+    // The same from normal mode: esc leaves the editor, and `2` is the Chain view.
+    h.key(KeyCode::Char('2'), KeyModifiers::ALT);
+    assert_eq!(h.state.view, View::Chain);
+    h.act(Action::Show(View::Editor));
     h.vim("u");
     assert_eq!(
         h.state.buffers[buffer].text(),

@@ -1177,6 +1177,17 @@ impl State {
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
             return self.apply(Action::Quit);
         }
+        // A terminal sends esc and a key typed right after it as one alt-key: unless a binding
+        // takes that alt-key, it is esc, then the key (so a quick `esc 7` from the editor, or
+        // `esc :w` from its insert mode, does what was typed).
+        if key.modifiers == KeyModifiers::ALT
+            && matches!(key.code, KeyCode::Char(_))
+            && self.keymap.action(self.view, &key).is_none()
+        {
+            let mut commands = self.on_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
+            commands.extend(self.on_key(KeyEvent::new(key.code, KeyModifiers::NONE)));
+            return commands;
+        }
         match std::mem::take(&mut self.mode) {
             Mode::Normal => {
                 self.message = None;
@@ -1198,22 +1209,9 @@ impl State {
                 if self.view == View::Editor && !self.help {
                     // Insert mode types every key but esc and the view's ctrl bindings; normal
                     // mode gives the view's bindings, then vim's keys, then the global ones.
-                    let mut key = key;
-                    let mut insert = self.editor.mode == super::edit_keys::EditMode::Insert;
                     // A search being typed takes every key, as insert mode does.
-                    let searching = self.editor.search.is_some();
-                    // A terminal sends esc and a key typed right after it as one alt-key: in
-                    // insert mode that is esc, then the key in normal mode (so a quick `esc :w`
-                    // is still a command).
-                    if insert
-                        && key.modifiers == KeyModifiers::ALT
-                        && matches!(key.code, KeyCode::Char(_))
-                    {
-                        self.editor_key(KeyEvent::new(KeyCode::Esc, KeyModifiers::NONE));
-                        key.modifiers = KeyModifiers::NONE;
-                        insert = false;
-                    }
-                    insert |= searching;
+                    let insert = self.editor.mode == super::edit_keys::EditMode::Insert
+                        || self.editor.search.is_some();
                     let own = self.keymap.action_in(View::Editor, &key);
                     if let Some(a) = own.clone().filter(|_| !insert) {
                         return self.apply(a);
