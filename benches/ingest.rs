@@ -20,6 +20,14 @@ use divan::counter::BytesCount;
 use hookscope::replay::InputItem;
 use hookscope::replay::input::{ClusterState, Reader};
 
+#[path = "../src/allocator.rs"]
+mod allocator;
+
+// The allocator of the `hookscope` binary, so the figures are the command's (as in the replay
+// and engine benches).
+#[global_allocator]
+static ALLOCATOR: allocator::Allocator = allocator::Allocator;
+
 static LOG: OnceLock<(PathBuf, u64)> = OnceLock::new();
 
 fn main() {
