@@ -1114,6 +1114,23 @@ async fn a_cluster_configuration_is_edited_and_applied_after_a_confirmed_server_
         !diff.contains("+  matchPolicy"),
         "only what the user wrote is applied, not the defaults: {diff}"
     );
+    // Force takes over kubectl's one field the edit changes, and says so before `y`.
+    assert!(
+        diff.contains("# force takes these fields over from the managers that own them"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains(
+            r#"conflict with "kubectl-client-side-apply" using admissionregistration.k8s.io/v1: .webhooks[name="deny.oracle.test"].failurePolicy"#
+        ),
+        "{diff}"
+    );
+    assert!(
+        diff.contains(r#"would then own only: .webhooks[name="deny.oracle.test"].failurePolicy, .webhooks[name="deny.oracle.test"].name"#),
+        "{diff}"
+    );
+    let (message, _) = state.message.clone().unwrap();
+    assert!(message.contains("taking over"), "{message}");
     let screen = hookscope::tui::view::render_text(&state, 160, 50);
     assert!(screen.contains("Server-side dry run"), "{screen}");
     assert!(screen.contains("+  failurePolicy: Ignore"), "{screen}");
@@ -1147,6 +1164,37 @@ async fn a_cluster_configuration_is_edited_and_applied_after_a_confirmed_server_
     })
     .await;
     assert_eq!(failure_policy(&api), json!("Ignore"));
+    // hookscope owns the field the user changed (and the webhook's key), nothing else; kubectl
+    // keeps the rest, its annotation included.
+    let stored = api
+        .get(
+            FakeResource::ValidatingWebhookConfigurations,
+            "oracle-validating",
+        )
+        .unwrap();
+    let entries = stored["metadata"]["managedFields"].as_array().unwrap();
+    let mine: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["manager"] == "hookscope")
+        .collect();
+    assert_eq!(mine.len(), 1, "{entries:?}");
+    assert_eq!(
+        mine[0]["fieldsV1"],
+        json!({"f:webhooks": {"k:{\"name\":\"deny.oracle.test\"}": {".": {}, "f:failurePolicy": {}, "f:name": {}}}})
+    );
+    let kubectl = entries
+        .iter()
+        .find(|e| e["manager"] == "kubectl-client-side-apply")
+        .unwrap();
+    assert!(
+        kubectl["fieldsV1"]["f:webhooks"]["k:{\"name\":\"deny.oracle.test\"}"]
+            .get("f:failurePolicy")
+            .is_none()
+            && kubectl["fieldsV1"]["f:webhooks"]["k:{\"name\":\"deny.oracle.test\"}"]
+                .get("f:timeoutSeconds")
+                .is_some(),
+        "{kubectl}"
+    );
     pump(&mut state, &mut rx, &ctl, "the change", |s| {
         live(s).changes.iter().any(|c| c.who == "hookscope")
     })

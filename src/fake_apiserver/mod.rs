@@ -22,7 +22,10 @@
 //! * `401 Unauthorized` without the bearer token, `403 Forbidden` where [`FakeApiServer::forbid`]
 //!   says so, with upstream's `Status` bodies and messages;
 //! * server-side apply (`PATCH`, `application/apply-patch+yaml`, `fieldManager`, `force`,
-//!   `dryRun=All`);
+//!   `dryRun=All`) and JSON patches (`application/json-patch+json`), with `managedFields` and
+//!   conflicts as the apiserver's field manager records and reports them (hookscope's model of
+//!   it, [`crate::apply`], for the kinds its schema knows; test-side writes are recorded the
+//!   same way);
 //! * `GET /metrics` (a settable text) and `GET /version` (a settable `gitVersion`).
 //!
 //! Test-side writes ([`FakeApiServer::create`], [`FakeApiServer::update`],
@@ -32,12 +35,12 @@
 //!
 //! Approximations: objects are stored and served with the apiVersion they were written with (a
 //! real server converts them to the version asked for; the versions of these kinds share one
-//! shape); server-side apply replaces top-level fields (and merges labels and
-//! annotations) instead of merging field by field, and without `force` it reports a conflict
-//! whenever another manager exists and `webhooks` would change; paged lists return the current
+//! shape); an object test-side writes create is not defaulted (one a server-side apply writes
+//! is); paged lists return the current
 //! objects after the token's name rather than a snapshot at the token's resourceVersion.
 
 mod serve;
+mod ssa;
 mod store;
 
 use std::fmt;
@@ -619,6 +622,7 @@ fn update_by(manager: &str) -> store::Write<'_> {
         manager,
         operation: "Update",
         dry_run: false,
+        prepared: false,
     }
 }
 

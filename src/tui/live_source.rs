@@ -595,25 +595,20 @@ async fn apply(options: ClusterOptions, request: ApplyRequest, tx: mpsc::Sender<
             }
         }
         Ok(cluster) => {
-            for c in &request.configurations {
-                // The object in force, for the diff; an apply creates one that is missing.
-                let current = cluster
-                    .get_configuration(c.kind, &c.name)
-                    .await
-                    .ok()
-                    .flatten();
+            for edit in &request.edits {
                 let result = cluster
-                    .apply_configuration(c, request.dry_run, request.force)
+                    .apply_edit(edit, request.dry_run, request.force)
                     .await
                     .map(|applied| {
-                        let object = applied.stored.unwrap_or(applied.dry_run);
-                        let diff = apply_diff(&c.name, current.as_ref(), &object);
-                        (object, diff)
+                        let diff =
+                            apply_diff(&edit.name, applied.current.as_ref(), &applied.dry_run);
+                        let report = write_report(&applied, request.dry_run, diff);
+                        (applied.stored.unwrap_or(applied.dry_run), report)
                     })
                     .map_err(|e| e.to_string());
                 outcomes.push(ApplyOutcome {
-                    kind: c.kind,
-                    name: c.name.clone(),
+                    kind: edit.kind,
+                    name: edit.name.clone(),
                     result,
                 });
             }
@@ -621,6 +616,41 @@ async fn apply(options: ClusterOptions, request: ApplyRequest, tx: mpsc::Sender<
     }
     let msg = LiveMsg::Applied(Box::new(ApplyResult { request, outcomes }));
     let _ = tx.send(SourceMsg::Live(msg)).await;
+}
+
+/// What a write sends and takes over, as `#` lines above the dry run's diff: the fields
+/// `hookscope` will own, the fields removed, and (with force) the fields taken over from their
+/// managers, in the apiserver's words.
+fn write_report(applied: &crate::live::cluster::Applied, dry_run: bool, diff: String) -> String {
+    let plan = &applied.plan;
+    let mut out = String::new();
+    if plan.config.is_some() {
+        out.push_str(&format!(
+            "# applied as field manager hookscope, which {} only: {}\n",
+            if dry_run {
+                "would then own"
+            } else {
+                "now owns"
+            },
+            plan.owned.join(", ")
+        ));
+    }
+    if !plan.removed.is_empty() {
+        out.push_str(&format!(
+            "# removed by a JSON patch that tests each value is still the one you edited: {}\n",
+            plan.removed_paths().join(", ")
+        ));
+    }
+    if let Some(conflict) = &applied.taken_over {
+        out.push_str(
+            "# force takes these fields over from the managers that own them (nothing else):\n",
+        );
+        for line in conflict.lines() {
+            out.push_str(&format!("#   {line}\n"));
+        }
+    }
+    out.push_str(&diff);
+    out
 }
 
 /// Replays `items` in a task of their own, sending each result as an event.

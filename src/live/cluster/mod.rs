@@ -8,19 +8,20 @@
 //! the namespace selectors read) and scrapes `/metrics` every
 //! [`ClusterOptions::scrape_interval`], sending [`ClusterMsg`]s. It never gives
 //! up: failures are reported with a reason, what to do, and when it retries. [`Cluster`] is the
-//! connection itself, for one-off requests such as [`Cluster::apply_configuration`].
+//! connection itself, for one-off requests such as [`Cluster::apply_edit`].
 
 mod failure;
 mod feed;
 mod kinds;
 mod kubeconfig;
 mod namespaces;
+mod write;
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use futures::StreamExt as _;
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, ApiResource, DynamicObject};
 use kube::config::KubeConfigOptions;
 use kube::runtime::watcher;
 use serde_json::{Value, json};
@@ -38,13 +39,13 @@ pub use kubeconfig::{
     KubeconfigSource, home_dir, kubeconfig_source, read_kubeconfig, select_context,
 };
 pub use namespaces::{ClusterNamespaces, NamespaceLabels, NamespaceSet};
+pub use write::{Applied, Edit, Plan, extract, plan, removal_patch};
 
 use failure::{Target, api_code, describe, is_transport, rbac_for};
 use feed::KindStore;
 use namespaces::NamespaceStore;
 
-/// The field manager hookscope writes as.
-pub const FIELD_MANAGER: &str = "hookscope";
+pub use write::FIELD_MANAGER;
 
 /// The product token of hookscope's `User-Agent` (`hookscope/0.1.0`), which audit events
 /// record: the console tells its own requests by it.
@@ -89,7 +90,7 @@ pub struct ClusterOptions {
     pub namespace: Option<String>,
     /// How often `/metrics` is scraped (`--scrape-interval`, default 10 s).
     pub scrape_interval: Duration,
-    /// `--allow-writes`: permit [`Cluster::apply_configuration`].
+    /// `--allow-writes`: permit [`Cluster::apply_edit`].
     pub allow_writes: bool,
     /// Retry delays after failures (tests make them short).
     pub backoff: Backoff,
@@ -153,7 +154,7 @@ pub enum ClusterError {
     Request(#[source] kube::Error),
 }
 
-/// Why [`Cluster::apply_configuration`] did not apply.
+/// Why [`Cluster::apply_edit`] did not apply.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
     /// Writes are off (no `--allow-writes`).
@@ -162,6 +163,12 @@ pub enum WriteError {
     /// The configuration could not be turned into an apply patch.
     #[error("the configuration has no name")]
     NoName,
+    /// The edit or the cluster's object does not read as the kind's schema.
+    #[error("cannot compare the edit with the cluster's version: {0}")]
+    Unreadable(String),
+    /// The edit changes nothing of the cluster's version.
+    #[error("nothing to apply: the edit changes nothing of the cluster's version")]
+    NothingChanged,
     /// The server refused the dry run or the apply.
     #[error("{}", .0)]
     Rejected(Failure),
@@ -556,108 +563,6 @@ impl Cluster {
             .await?
             .map(|o| to_json(kind.into(), GroupVersion::V1, &o)))
     }
-
-    /// Server-side apply of `configuration` as field manager `hookscope` (refused with
-    /// [`WriteError::ReadOnly`] unless writes are allowed). A dry run (`dryRun=All`) always
-    /// comes first; its result is the object the server would store. Unless `dry_run`, the real
-    /// apply follows. `force` takes over fields other managers own instead of failing with a
-    /// conflict.
-    pub async fn apply_configuration(
-        &self,
-        configuration: &WebhookConfiguration,
-        dry_run: bool,
-        force: bool,
-    ) -> Result<Applied, WriteError> {
-        if !self.allow_writes {
-            return Err(WriteError::ReadOnly);
-        }
-        if configuration.name.is_empty() {
-            return Err(WriteError::NoName);
-        }
-        let patch = apply_patch(configuration);
-        let mut resource = api_resource(configuration.kind);
-        resource.api_version = configuration.api_version.clone();
-        if let Some((_, version)) = configuration.api_version.split_once('/') {
-            resource.version = version.to_string();
-        }
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
-        let mut params = PatchParams::apply(FIELD_MANAGER);
-        params.force = force;
-        let reject = |e: kube::Error, what: &str| {
-            let mut failure = describe(&e, what, &self.target(), Duration::ZERO);
-            if failure.kind == FailureKind::Forbidden {
-                let plural = configuration.kind.resource();
-                failure.rbac = Some(RbacAdvice {
-                    rule: format!(
-                        "- apiGroups: [\"admissionregistration.k8s.io\"]\n  resources: [\"{plural}\"]\n  verbs: [\"patch\"]"
-                    ),
-                    check: format!(
-                        "kubectl auth can-i patch {plural}.admissionregistration.k8s.io/{}{}",
-                        configuration.name,
-                        if self.info.context.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" --context {}", self.info.context)
-                        }
-                    ),
-                });
-            }
-            if api_code(&e) == Some(409) {
-                failure.action = "Another field manager owns fields this apply changes: apply with force to take them over, or change them with that manager.".to_string();
-            }
-            WriteError::Rejected(failure)
-        };
-        let dry = api
-            .patch(
-                &configuration.name,
-                &params.clone().dry_run(),
-                &Patch::Apply(&patch),
-            )
-            .await
-            .map_err(|e| reject(e, "applying (dry run)"))?;
-        let version = GroupVersion::parse(&resource.version).unwrap_or(GroupVersion::V1);
-        let dry = to_json(configuration.kind.into(), version, &dry);
-        if dry_run {
-            return Ok(Applied {
-                dry_run: dry,
-                stored: None,
-            });
-        }
-        let stored = api
-            .patch(&configuration.name, &params, &Patch::Apply(&patch))
-            .await
-            .map_err(|e| reject(e, "applying"))?;
-        Ok(Applied {
-            dry_run: dry,
-            stored: Some(to_json(configuration.kind.into(), version, &stored)),
-        })
-    }
-}
-
-/// The result of [`Cluster::apply_configuration`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct Applied {
-    /// The object the dry run returned (what the server would store).
-    pub dry_run: Value,
-    /// The object stored by the real apply (`None` for a dry run only).
-    pub stored: Option<Value>,
-}
-
-/// The apply patch for a configuration: its apiVersion, kind, name, labels and annotations, and
-/// webhooks; fields the server maintains are left out.
-fn apply_patch(configuration: &WebhookConfiguration) -> Value {
-    let mut metadata = json!({"name": configuration.name});
-    for key in ["labels", "annotations"] {
-        if let Some(value) = configuration.metadata.get(key).filter(|v| v.is_object()) {
-            metadata[key] = value.clone();
-        }
-    }
-    json!({
-        "apiVersion": configuration.api_version,
-        "kind": configuration.kind.configuration_kind(),
-        "metadata": metadata,
-        "webhooks": configuration.webhooks,
-    })
 }
 
 /// Connects and watches until `tx` is closed; never panics and never gives up. See
