@@ -123,11 +123,12 @@ impl Live {
                 ClusterMsg::Discovered(served) => self.discovered = Some(served),
                 ClusterMsg::Metrics(_)
                 | ClusterMsg::Namespaces(_)
+                | ClusterMsg::Crds(_)
                 | ClusterMsg::FeedFailed {
-                    feed: Feed::Metrics | Feed::Namespaces,
+                    feed: Feed::Metrics | Feed::Namespaces | Feed::Crds,
                     ..
                 }
-                | ClusterMsg::FeedRecovered(Feed::Metrics | Feed::Namespaces) => {}
+                | ClusterMsg::FeedRecovered(Feed::Metrics | Feed::Namespaces | Feed::Crds) => {}
                 ClusterMsg::FeedRecovered(feed) if !self.failed.contains(&feed) => {}
                 ClusterMsg::FeedRecovered(feed) => {
                     self.failed.retain(|f| *f != feed);
@@ -1742,4 +1743,104 @@ async fn a_removal_of_a_field_the_cluster_changed_meanwhile_is_refused() {
         .get(FakeResource::ValidatingWebhookConfigurations, "guard")
         .unwrap();
     assert_eq!(on_server["metadata"]["labels"]["tier"], "moved");
+}
+
+/// A CustomResourceDefinition of `widgets.example.com` whose schema defaults `spec.size`.
+fn widget_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "size": {"type": "integer", "default": 3}}}}}}
+            }]
+        }
+    })
+}
+
+/// The first message of the CRD feed (the set, or its failure), skipping the others.
+async fn crd_feed(live: &mut Live) -> ClusterMsg {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let m = live.rx.recv().await.expect("the run task keeps going");
+            if matches!(
+                m,
+                ClusterMsg::Crds(_)
+                    | ClusterMsg::FeedFailed {
+                        feed: Feed::Crds,
+                        ..
+                    }
+            ) {
+                return m;
+            }
+        }
+    })
+    .await
+    .expect("the CRD feed in time")
+}
+
+/// Issue 28, point 1: the cluster's CustomResourceDefinitions are listed and watched, and a
+/// user who may not list them is told which permission is missing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_resource_definitions_are_watched_and_a_403_names_the_rule() {
+    let mut live = Live::start(|s| {
+        s.create("kubectl", widget_crd()).unwrap();
+    })
+    .await;
+    match crd_feed(&mut live).await {
+        ClusterMsg::Crds(set) => {
+            assert!(set.synced);
+            let crd = &set.objects["widgets.example.com"];
+            assert_eq!(crd["spec"]["names"]["kind"], "Widget");
+            assert_eq!(crd["kind"], "CustomResourceDefinition");
+        }
+        other => panic!("expected the CRDs, got {other:?}"),
+    }
+    // A new definition is news at once.
+    let mut gadgets = widget_crd();
+    gadgets["metadata"]["name"] = json!("gadgets.example.com");
+    gadgets["spec"]["names"] = json!({"plural": "gadgets", "kind": "Gadget"});
+    live.server.create("kubectl", gadgets).unwrap();
+    match crd_feed(&mut live).await {
+        ClusterMsg::Crds(set) => assert_eq!(set.objects.len(), 2),
+        other => panic!("expected the CRDs, got {other:?}"),
+    }
+
+    let mut denied = Live::start(|s| {
+        s.create("kubectl", widget_crd()).unwrap();
+        s.forbid(Denial::resource(
+            FakeResource::CustomResourceDefinitions,
+            "list",
+        ));
+    })
+    .await;
+    match crd_feed(&mut denied).await {
+        ClusterMsg::FeedFailed { failure, .. } => {
+            assert_eq!(failure.kind, FailureKind::Forbidden);
+            assert!(
+                failure
+                    .reason
+                    .contains(r#"cannot list resource "customresourcedefinitions""#),
+                "{}",
+                failure.reason
+            );
+            let rbac = failure.rbac.expect("the rule to ask for");
+            assert!(
+                rbac.rule.contains(r#"apiGroups: ["apiextensions.k8s.io"]"#)
+                    && rbac
+                        .rule
+                        .contains(r#"resources: ["customresourcedefinitions"]"#),
+                "{}",
+                rbac.rule
+            );
+        }
+        other => panic!("expected a 403, got {other:?}"),
+    }
 }

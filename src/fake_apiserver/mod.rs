@@ -6,7 +6,8 @@
 //! [`FakeApiServer::serve_versions`] sets (by default as kube-apiserver 1.33 serves them without
 //! flags: the validating kinds as `v1`, the mutating kinds not at all), and core `v1`
 //! `namespaces` (all cluster-scoped; a Namespace gets the `kubernetes.io/metadata.name` label the
-//! apiserver sets) over TLS with a freshly minted CA, and answers as kube-apiserver does:
+//! apiserver sets), core `v1` `configmaps` and `apiextensions.k8s.io/v1`
+//! `customresourcedefinitions` over TLS with a freshly minted CA, and answers as kube-apiserver does:
 //!
 //! * discovery: `GET /apis` (the `APIGroupList`, with `admissionregistration.k8s.io` and the
 //!   versions served) and `GET /apis/admissionregistration.k8s.io/VERSION` (its
@@ -81,11 +82,13 @@ pub enum FakeResource {
     /// Core `configmaps` (namespaced; listed and watched across namespaces, stored by
     /// `namespace/name`), the parameters policies most often take.
     ConfigMaps,
+    /// `apiextensions.k8s.io/v1` `customresourcedefinitions` (cluster-scoped).
+    CustomResourceDefinitions,
 }
 
 impl FakeResource {
     /// Every resource the server knows.
-    pub const ALL: [FakeResource; 8] = [
+    pub const ALL: [FakeResource; 9] = [
         FakeResource::MutatingWebhookConfigurations,
         FakeResource::ValidatingWebhookConfigurations,
         FakeResource::Namespaces,
@@ -94,6 +97,7 @@ impl FakeResource {
         FakeResource::MutatingAdmissionPolicies,
         FakeResource::MutatingAdmissionPolicyBindings,
         FakeResource::ConfigMaps,
+        FakeResource::CustomResourceDefinitions,
     ];
 
     /// The plural resource name used in URLs and RBAC rules.
@@ -107,6 +111,7 @@ impl FakeResource {
             FakeResource::MutatingAdmissionPolicies => "mutatingadmissionpolicies",
             FakeResource::MutatingAdmissionPolicyBindings => "mutatingadmissionpolicybindings",
             FakeResource::ConfigMaps => "configmaps",
+            FakeResource::CustomResourceDefinitions => "customresourcedefinitions",
         }
     }
 
@@ -121,6 +126,7 @@ impl FakeResource {
             FakeResource::MutatingAdmissionPolicies => "MutatingAdmissionPolicy",
             FakeResource::MutatingAdmissionPolicyBindings => "MutatingAdmissionPolicyBinding",
             FakeResource::ConfigMaps => "ConfigMap",
+            FakeResource::CustomResourceDefinitions => "CustomResourceDefinition",
         }
     }
 
@@ -139,6 +145,7 @@ impl FakeResource {
     pub fn group(self) -> &'static str {
         match self {
             FakeResource::Namespaces | FakeResource::ConfigMaps => "",
+            FakeResource::CustomResourceDefinitions => "apiextensions.k8s.io",
             _ => "admissionregistration.k8s.io",
         }
     }
@@ -147,6 +154,7 @@ impl FakeResource {
     pub fn api_version(self) -> &'static str {
         match self.group() {
             "" => "v1",
+            "apiextensions.k8s.io" => "apiextensions.k8s.io/v1",
             _ => API_VERSION,
         }
     }

@@ -319,6 +319,9 @@ async fn handle(req: Request<Incoming>, shared: &Shared) -> Response<Body> {
 const GROUP_PATH: &str = "/apis/admissionregistration.k8s.io";
 
 /// `apiVersion` of `resource`'s objects at `version`.
+/// The group discovery describes (the only one the watchers discover).
+const ADMISSION: &str = "admissionregistration.k8s.io";
+
 fn api_version_at(resource: FakeResource, version: &str) -> String {
     match resource.group() {
         "" => version.to_string(),
@@ -334,7 +337,7 @@ fn group_versions(shared: &Shared) -> Vec<String> {
     for version in ["v1", "v1beta1", "v1alpha1"] {
         let any = served
             .iter()
-            .any(|(r, vs)| !r.group().is_empty() && vs.iter().any(|v| v == version));
+            .any(|(r, vs)| r.group() == ADMISSION && vs.iter().any(|v| v == version));
         if any {
             versions.push(version.to_string());
         }
@@ -396,7 +399,7 @@ fn resource_list(shared: &Shared, version: &str) -> Response<Body> {
     let served = lock(&shared.served);
     let resources: Vec<Value> = served
         .iter()
-        .filter(|(r, vs)| !r.group().is_empty() && vs.iter().any(|v| v == version))
+        .filter(|(r, vs)| r.group() == ADMISSION && vs.iter().any(|v| v == version))
         .map(|(r, _)| {
             json!({
                 "name": r.plural(),

@@ -372,6 +372,8 @@ pub struct LiveState {
     pub feeds: Vec<FeedState>,
     /// How many namespaces the cluster has, once listed.
     pub namespaces: Option<usize>,
+    /// How many CustomResourceDefinitions the cluster has, once listed.
+    pub crds: Option<usize>,
     /// The server's release and the one modelled, when the replays follow the server's.
     pub release: Option<crate::ServerRelease>,
     /// Webhook configurations in force.
@@ -440,6 +442,7 @@ impl LiveState {
             connection: Connection::Starting,
             feeds: Vec::new(),
             namespaces: None,
+            crds: None,
             release: None,
             configurations: 0,
             policies: 0,
@@ -565,6 +568,11 @@ impl LiveState {
             ClusterMsg::Namespaces(set) => {
                 if set.synced {
                     self.namespaces = Some(set.labels.len());
+                }
+            }
+            ClusterMsg::Crds(set) => {
+                if set.synced {
+                    self.crds = Some(set.objects.len());
                 }
             }
             ClusterMsg::Change(mut change) => {

@@ -5,11 +5,13 @@
 //! watchers on `mutatingwebhookconfigurations`, `validatingwebhookconfigurations`, the admission
 //! policies and their bindings in the versions discovery finds served ([`AdmissionKind`]), the
 //! resources of the policies' `paramKind`s (their parameters), and `namespaces` (whose labels
-//! the namespace selectors read) and scrapes `/metrics` every
+//! the namespace selectors read), `customresourcedefinitions` (the types of custom resources) and
+//! scrapes `/metrics` every
 //! [`ClusterOptions::scrape_interval`], sending [`ClusterMsg`]s. It never gives
 //! up: failures are reported with a reason, what to do, and when it retries. [`Cluster`] is the
 //! connection itself, for one-off requests such as [`Cluster::apply_edit`].
 
+mod crds;
 mod failure;
 mod feed;
 mod kinds;
@@ -32,6 +34,7 @@ use crate::api::{WebhookConfiguration, WebhookKind};
 use crate::config::policy::PolicySet;
 use crate::engine::policy::ParamObjects;
 
+pub use crds::CrdSet;
 pub use failure::{Failure, FailureKind, RbacAdvice};
 pub use feed::{RebaseError, apply_diff, editable_yaml, rebase, yaml_diff};
 pub use kinds::{AdmissionKind, GroupVersion, Served, pick_versions};
@@ -41,6 +44,7 @@ pub use kubeconfig::{
 pub use namespaces::{ClusterNamespaces, NamespaceLabels, NamespaceSet};
 pub use write::{Applied, Edit, Plan, extract, plan, removal_patch};
 
+use crds::CrdStore;
 use failure::{Target, api_code, describe, is_transport, rbac_for};
 use feed::KindStore;
 use namespaces::NamespaceStore;
@@ -205,6 +209,8 @@ pub enum Feed {
     Admission(AdmissionKind),
     /// The Namespace watcher (their labels, for namespace selectors).
     Namespaces,
+    /// The CustomResourceDefinition watcher (the types of custom resources).
+    Crds,
     /// The watchers of the parameter objects of the policies in force (their `paramKind`s).
     Params,
     /// The `/metrics` scrape.
@@ -224,6 +230,7 @@ impl Feed {
         match self {
             Feed::Admission(kind) => Some(kind.resource()),
             Feed::Namespaces => Some("namespaces"),
+            Feed::Crds => Some("customresourcedefinitions"),
             Feed::Params | Feed::Metrics => None,
         }
     }
@@ -232,6 +239,7 @@ impl Feed {
     pub fn group(self) -> &'static str {
         match self {
             Feed::Admission(_) => crate::config::GROUP,
+            Feed::Crds => "apiextensions.k8s.io",
             Feed::Namespaces | Feed::Params | Feed::Metrics => "",
         }
     }
@@ -382,6 +390,8 @@ pub enum ClusterMsg {
     Discovered(Vec<Served>),
     /// The namespaces and their labels changed (or were listed for the first time).
     Namespaces(NamespaceSet),
+    /// The CustomResourceDefinitions changed (or were listed for the first time).
+    Crds(CrdSet),
     /// The parameter objects of the policies in force changed (or were listed for the first
     /// time): every object of every `paramKind` the policies name, each with the `apiVersion` and
     /// `kind` the policies write.
@@ -572,6 +582,7 @@ pub async fn run(options: ClusterOptions, tx: mpsc::Sender<ClusterMsg>) {
         kinds: AdmissionKind::ALL.map(KindStore::new),
         served: None,
         namespaces: NamespaceStore::default(),
+        crds: CrdStore::default(),
         params: Vec::new(),
         unresolved: Default::default(),
     };
@@ -671,6 +682,7 @@ type EventStream = futures::stream::BoxStream<'static, WatchItem>;
 enum Watched {
     Admission(AdmissionKind, GroupVersion),
     Namespaces,
+    Crds,
     /// The parameter objects of `Stores::params[i]`.
     Params(usize),
 }
@@ -680,6 +692,7 @@ impl Watched {
         match self {
             Watched::Admission(kind, _) => Feed::Admission(kind),
             Watched::Namespaces => Feed::Namespaces,
+            Watched::Crds => Feed::Crds,
             Watched::Params(_) => Feed::Params,
         }
     }
@@ -692,6 +705,7 @@ struct Stores {
     /// What discovery found on the latest connection that asked.
     served: Option<Vec<Served>>,
     namespaces: NamespaceStore,
+    crds: CrdStore,
     /// The parameter objects, one store per `paramKind` of the policies in force so far.
     params: Vec<ParamStore>,
     /// The `paramKind`s (apiVersion, kind) discovery could not resolve on this connection.
@@ -896,6 +910,13 @@ impl Watch {
             Watched::Namespaces | Watched::Params(_) => {
                 ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&())
             }
+            Watched::Crds => ApiResource {
+                group: "apiextensions.k8s.io".into(),
+                version: "v1".into(),
+                api_version: "apiextensions.k8s.io/v1".into(),
+                kind: "CustomResourceDefinition".into(),
+                plural: "customresourcedefinitions".into(),
+            },
         };
         Watch::with_resource(cluster, options, watched, resource)
     }
@@ -978,13 +999,24 @@ fn webhook_set(stores: &Stores) -> WebhookSet {
     }
 }
 
-/// A namespace watch event: the set again when labels changed.
-fn namespace_event(
-    store: &mut NamespaceStore,
-    item: watcher::Event<DynamicObject>,
-) -> (bool, Option<ClusterMsg>) {
+/// A store of objects a watcher lists and watches.
+trait Listed {
+    /// A list starts (again).
+    fn begin_list(&mut self);
+    /// One object of the list in progress.
+    fn listed(&mut self, object: &Value);
+    /// The list is complete; true when anything differs from what was known.
+    fn end_list(&mut self) -> bool;
+    /// An object was added or modified; true when it changed.
+    fn applied(&mut self, object: &Value) -> bool;
+    /// An object was deleted; true when it was known.
+    fn deleted(&mut self, object: &Value) -> bool;
+}
+
+/// A watch event into `store`: whether the watcher progressed, and whether the objects changed.
+fn listed_event(store: &mut impl Listed, item: watcher::Event<DynamicObject>) -> (bool, bool) {
     let json = |o: &DynamicObject| serde_json::to_value(o).unwrap_or_else(|_| json!({}));
-    let (progressed, changed) = match item {
+    match item {
         watcher::Event::Init => {
             store.begin_list();
             (false, false)
@@ -996,11 +1028,28 @@ fn namespace_event(
         watcher::Event::InitDone => (true, store.end_list()),
         watcher::Event::Apply(object) => (true, store.applied(&json(&object))),
         watcher::Event::Delete(object) => (true, store.deleted(&json(&object))),
-    };
+    }
+}
+
+/// A namespace watch event: the set again when labels changed.
+fn namespace_event(
+    store: &mut NamespaceStore,
+    item: watcher::Event<DynamicObject>,
+) -> (bool, Option<ClusterMsg>) {
+    let (progressed, changed) = listed_event(store, item);
     (
         progressed,
         changed.then(|| ClusterMsg::Namespaces(store.set())),
     )
+}
+
+/// A CustomResourceDefinition watch event: the set again when a definition changed.
+fn crd_event(
+    store: &mut CrdStore,
+    item: watcher::Event<DynamicObject>,
+) -> (bool, Option<ClusterMsg>) {
+    let (progressed, changed) = listed_event(store, item);
+    (progressed, changed.then(|| ClusterMsg::Crds(store.set())))
 }
 
 /// The feed's first progress since it started or failed is reported as working.
@@ -1036,6 +1085,10 @@ fn handle_event(
                 }
             }
             return step;
+        }
+        (Watched::Crds, Ok(event)) => {
+            let (progressed, message) = crd_event(&mut stores.crds, event);
+            return Step::after(watch, options, progressed, message.into_iter().collect());
         }
         (Watched::Namespaces, Ok(event)) => {
             let (progressed, message) = namespace_event(&mut stores.namespaces, event);
@@ -1288,7 +1341,7 @@ async fn session(
     let mut watches: Vec<Watch> = AdmissionKind::ALL
         .into_iter()
         .filter_map(|kind| Some(Watched::Admission(kind, kind.fixed_version()?)))
-        .chain([Watched::Namespaces])
+        .chain([Watched::Namespaces, Watched::Crds])
         .map(|watched| Watch::new(cluster, options, watched))
         .collect();
     // The parameter kinds known from an earlier connection are watched again; those that could
