@@ -14,7 +14,7 @@ use std::time::Duration;
 use hookscope::api::WebhookKind;
 use hookscope::fake_apiserver::{Denial, FakeApiServer, FakeResource, WatchExpiry};
 use hookscope::live::cluster::{
-    AdmissionKind, Backoff, ChangeAction, Cluster, ClusterError, ClusterMsg, ClusterOptions,
+    AdmissionKind, Backoff, ChangeAction, Cluster, ClusterError, ClusterMsg, ClusterOptions, Edit,
     FailureKind, Feed, GroupVersion, KubeconfigSource, Seen, WebhookSet, WriteError,
     kubeconfig_source, read_kubeconfig, run,
 };
@@ -123,11 +123,12 @@ impl Live {
                 ClusterMsg::Discovered(served) => self.discovered = Some(served),
                 ClusterMsg::Metrics(_)
                 | ClusterMsg::Namespaces(_)
+                | ClusterMsg::Crds(_)
                 | ClusterMsg::FeedFailed {
-                    feed: Feed::Metrics | Feed::Namespaces,
+                    feed: Feed::Metrics | Feed::Namespaces | Feed::Crds,
                     ..
                 }
-                | ClusterMsg::FeedRecovered(Feed::Metrics | Feed::Namespaces) => {}
+                | ClusterMsg::FeedRecovered(Feed::Metrics | Feed::Namespaces | Feed::Crds) => {}
                 ClusterMsg::FeedRecovered(feed) if !self.failed.contains(&feed) => {}
                 ClusterMsg::FeedRecovered(feed) => {
                     self.failed.retain(|f| *f != feed);
@@ -770,15 +771,28 @@ async fn writes_are_refused_unless_allowed_dry_run_is_not_stored_and_apply_is() 
         s.create("kubectl", mutating("injector", "Fail")).unwrap();
     })
     .await;
-    let set = live.synced().await;
-    let mut edited = set.mutating[0].clone();
-    edited.webhooks[0].failure_policy = Some("Ignore".into());
+    live.synced().await;
+    let base = editable(
+        &live
+            .server
+            .get(FakeResource::MutatingWebhookConfigurations, "injector")
+            .unwrap(),
+    );
+    let mut ours = base.clone();
+    ours["webhooks"][0]["failurePolicy"] = json!("Ignore");
+    let edit = Edit {
+        kind: WebhookKind::Mutating,
+        name: "injector".into(),
+        api_version: "admissionregistration.k8s.io/v1".into(),
+        base: Some(base),
+        ours,
+    };
 
     let read_only = Cluster::connect(&fast_options(live.kubeconfig.clone()))
         .await
         .unwrap();
     assert!(matches!(
-        read_only.apply_configuration(&edited, true, false).await,
+        read_only.apply_edit(&edit, true, false).await,
         Err(WriteError::ReadOnly)
     ));
     assert!(live.server.requests().iter().all(|r| r.method != "PATCH"));
@@ -793,11 +807,13 @@ async fn writes_are_refused_unless_allowed_dry_run_is_not_stored_and_apply_is() 
         .get(FakeResource::MutatingWebhookConfigurations, "injector")
         .unwrap();
     // Another manager owns the webhooks: without force even the dry run conflicts, naming it.
-    match writer.apply_configuration(&edited, true, false).await {
+    match writer.apply_edit(&edit, true, false).await {
         Err(WriteError::Rejected(failure)) => {
             assert!(failure.reason.contains("409"), "{}", failure.reason);
             assert!(
-                failure.reason.contains(r#"conflict with "kubectl""#),
+                failure.reason.contains(
+                    r#"conflict with "kubectl" using admissionregistration.k8s.io/v1: .webhooks[name="injector.example.com"].failurePolicy"#
+                ),
                 "{}",
                 failure.reason
             );
@@ -805,10 +821,7 @@ async fn writes_are_refused_unless_allowed_dry_run_is_not_stored_and_apply_is() 
         }
         other => panic!("expected a conflict, got {other:?}"),
     }
-    let dry = writer
-        .apply_configuration(&edited, true, true)
-        .await
-        .unwrap();
+    let dry = writer.apply_edit(&edit, true, true).await.unwrap();
     assert_eq!(dry.dry_run["webhooks"][0]["failurePolicy"], "Ignore");
     assert!(dry.stored.is_none());
     assert_eq!(
@@ -818,10 +831,7 @@ async fn writes_are_refused_unless_allowed_dry_run_is_not_stored_and_apply_is() 
         before
     );
 
-    let applied = writer
-        .apply_configuration(&edited, false, true)
-        .await
-        .unwrap();
+    let applied = writer.apply_edit(&edit, false, true).await.unwrap();
     let stored = applied.stored.unwrap();
     assert_eq!(stored["webhooks"][0]["failurePolicy"], "Ignore");
     let on_server = live
@@ -845,7 +855,8 @@ async fn writes_are_refused_unless_allowed_dry_run_is_not_stored_and_apply_is() 
             .iter()
             .filter(|p| p.param("dryRun").as_deref() == Some("All"))
             .count(),
-        3
+        // The conflict; each forced write first without force (what it takes over), then with.
+        5
     );
 
     let (skipped, change) = live.until_change().await;
@@ -1542,4 +1553,294 @@ async fn parameters_the_user_may_not_list_name_the_rule_for_their_resource() {
     live.server.allow(&denial);
     live.until(|m| matches!(m, ClusterMsg::Params(_)).then_some(()))
         .await;
+}
+
+/// A response of the real kube-apiserver v1.33.3 (see the fixtures' README).
+fn recorded(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/live/apply-v1.33")
+        .join(name);
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+/// `metadata.managedFields` without the times.
+fn owners(object: &Value) -> Value {
+    let mut entries = object["metadata"]["managedFields"].clone();
+    for e in entries.as_array_mut().into_iter().flatten() {
+        e.as_object_mut().unwrap().remove("time");
+    }
+    entries
+}
+
+/// The object as a person edits it: what the server maintains left out.
+fn editable(object: &Value) -> Value {
+    let mut copy = object.clone();
+    let meta = copy["metadata"].as_object_mut().unwrap();
+    for key in [
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+        "generation",
+        "managedFields",
+    ] {
+        meta.remove(key);
+    }
+    copy
+}
+
+/// The dry run of `edit` without force is refused with the message of the recorded `Status`.
+async fn refused_with(writer: &Cluster, edit: &Edit, status: &Value) {
+    match writer.apply_edit(edit, true, false).await {
+        Err(WriteError::Rejected(failure)) => assert!(
+            failure
+                .reason
+                .ends_with(status["message"].as_str().unwrap()),
+            "{}",
+            failure.reason
+        ),
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+/// Issue 28, point 5: an object kubectl created (client-side apply, with its annotation), one
+/// field edited: `:apply` sends that field alone, the dry run names kubectl's manager and the
+/// field, and after the forced apply `hookscope` owns that field only. Every answer is compared
+/// with what a real kube-apiserver v1.33.3 answered to the same requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_apply_of_one_edited_field_moves_only_that_fields_ownership() {
+    let created = recorded("01-after-kubectl-apply.json");
+    let base = editable(&created);
+    let live = Live::start(|s| {
+        s.create("kubectl-client-side-apply", base.clone()).unwrap();
+    })
+    .await;
+    let stored = live
+        .server
+        .get(FakeResource::ValidatingWebhookConfigurations, "guard")
+        .unwrap();
+    assert_eq!(
+        owners(&stored),
+        owners(&created),
+        "kubectl's create is recorded as the apiserver records it"
+    );
+
+    let options = ClusterOptions {
+        allow_writes: true,
+        ..fast_options(live.kubeconfig.clone())
+    };
+    let writer = Cluster::connect(&options).await.unwrap();
+    let mut ours = base.clone();
+    ours["webhooks"][0]["timeoutSeconds"] = json!(3);
+    let edit = Edit {
+        kind: WebhookKind::Validating,
+        name: "guard".into(),
+        api_version: "admissionregistration.k8s.io/v1".into(),
+        base: Some(base.clone()),
+        ours,
+    };
+    let plan = hookscope::live::cluster::plan(&edit, Some(&stored)).unwrap();
+    assert_eq!(plan.config, Some(recorded("request-apply-one-field.json")));
+
+    // Without force, the dry run conflicts and names kubectl's manager and the field.
+    let conflict = recorded("02-conflict.json");
+    refused_with(&writer, &edit, &conflict).await;
+
+    // Forced, it takes that field over and says so; the diff is the one field.
+    let dry = writer.apply_edit(&edit, true, true).await.unwrap();
+    assert_eq!(
+        dry.taken_over.as_deref(),
+        conflict["message"].as_str(),
+        "the dry run says what force takes over"
+    );
+    assert_eq!(dry.dry_run["webhooks"][0]["timeoutSeconds"], 3);
+    let applied = writer.apply_edit(&edit, false, true).await.unwrap();
+    let after = recorded("04-after-forced-apply.json");
+    assert_eq!(owners(applied.stored.as_ref().unwrap()), owners(&after));
+    assert_eq!(
+        editable(applied.stored.as_ref().unwrap()),
+        editable(&after),
+        "the annotation and every other field stay as they were"
+    );
+
+    // A second edit removes a label kubectl owns and changes another webhook's field: the label
+    // goes by a tested JSON patch, the apply keeps the field hookscope already owns.
+    let base = editable(&after);
+    let mut ours = base.clone();
+    ours["metadata"]["labels"]
+        .as_object_mut()
+        .unwrap()
+        .remove("tier");
+    ours["webhooks"][1]["failurePolicy"] = json!("Fail");
+    let edit = Edit {
+        base: Some(base),
+        ours,
+        ..edit
+    };
+    refused_with(&writer, &edit, &recorded("07-conflict-second-edit.json")).await;
+    let applied = writer.apply_edit(&edit, false, true).await.unwrap();
+    assert_eq!(
+        applied.plan.config,
+        Some(recorded("request-apply-second-edit.json"))
+    );
+    let stored = applied.stored.unwrap();
+    let after = recorded("08-after-second-edit.json");
+    assert_eq!(owners(&stored), owners(&after));
+    assert_eq!(editable(&stored), editable(&after));
+    let patches: Vec<String> = live
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "PATCH" && r.param("dryRun").is_none())
+        .map(|r| r.param("force").unwrap_or_default())
+        .collect();
+    assert_eq!(patches, ["true", "", "true"], "apply, patch, apply");
+}
+
+/// A field removed in the edit that the cluster changed meanwhile is not removed: the patch's
+/// `test` fails, as the real apiserver refuses it (422).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_removal_of_a_field_the_cluster_changed_meanwhile_is_refused() {
+    let created = recorded("01-after-kubectl-apply.json");
+    let base = editable(&created);
+    let live = Live::start(|s| {
+        s.create("kubectl-client-side-apply", base.clone()).unwrap();
+    })
+    .await;
+    let mut changed = base.clone();
+    changed["metadata"]["labels"]["tier"] = json!("moved");
+    live.server.update("kubectl", changed).unwrap();
+    let mut ours = base.clone();
+    ours["metadata"]["labels"]
+        .as_object_mut()
+        .unwrap()
+        .remove("tier");
+    let options = ClusterOptions {
+        allow_writes: true,
+        ..fast_options(live.kubeconfig.clone())
+    };
+    let writer = Cluster::connect(&options).await.unwrap();
+    let edit = Edit {
+        kind: WebhookKind::Validating,
+        name: "guard".into(),
+        api_version: "admissionregistration.k8s.io/v1".into(),
+        base: Some(base),
+        ours,
+    };
+    let stale = recorded("05-stale-test.json");
+    match writer.apply_edit(&edit, true, false).await {
+        Err(WriteError::Rejected(failure)) => {
+            assert!(
+                failure.reason.contains(stale["message"].as_str().unwrap()),
+                "{}",
+                failure.reason
+            );
+            assert!(failure.action.contains(":rebase"), "{}", failure.action);
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    let on_server = live
+        .server
+        .get(FakeResource::ValidatingWebhookConfigurations, "guard")
+        .unwrap();
+    assert_eq!(on_server["metadata"]["labels"]["tier"], "moved");
+}
+
+/// A CustomResourceDefinition of `widgets.example.com` whose schema defaults `spec.size`.
+fn widget_crd() -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "size": {"type": "integer", "default": 3}}}}}}
+            }]
+        }
+    })
+}
+
+/// The first message of the CRD feed (the set, or its failure), skipping the others.
+async fn crd_feed(live: &mut Live) -> ClusterMsg {
+    tokio::time::timeout(WAIT, async {
+        loop {
+            let m = live.rx.recv().await.expect("the run task keeps going");
+            if matches!(
+                m,
+                ClusterMsg::Crds(_)
+                    | ClusterMsg::FeedFailed {
+                        feed: Feed::Crds,
+                        ..
+                    }
+            ) {
+                return m;
+            }
+        }
+    })
+    .await
+    .expect("the CRD feed in time")
+}
+
+/// Issue 28, point 1: the cluster's CustomResourceDefinitions are listed and watched, and a
+/// user who may not list them is told which permission is missing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn custom_resource_definitions_are_watched_and_a_403_names_the_rule() {
+    let mut live = Live::start(|s| {
+        s.create("kubectl", widget_crd()).unwrap();
+    })
+    .await;
+    match crd_feed(&mut live).await {
+        ClusterMsg::Crds(set) => {
+            assert!(set.synced);
+            let crd = &set.objects["widgets.example.com"];
+            assert_eq!(crd["spec"]["names"]["kind"], "Widget");
+            assert_eq!(crd["kind"], "CustomResourceDefinition");
+        }
+        other => panic!("expected the CRDs, got {other:?}"),
+    }
+    // A new definition is news at once.
+    let mut gadgets = widget_crd();
+    gadgets["metadata"]["name"] = json!("gadgets.example.com");
+    gadgets["spec"]["names"] = json!({"plural": "gadgets", "kind": "Gadget"});
+    live.server.create("kubectl", gadgets).unwrap();
+    match crd_feed(&mut live).await {
+        ClusterMsg::Crds(set) => assert_eq!(set.objects.len(), 2),
+        other => panic!("expected the CRDs, got {other:?}"),
+    }
+
+    let mut denied = Live::start(|s| {
+        s.create("kubectl", widget_crd()).unwrap();
+        s.forbid(Denial::resource(
+            FakeResource::CustomResourceDefinitions,
+            "list",
+        ));
+    })
+    .await;
+    match crd_feed(&mut denied).await {
+        ClusterMsg::FeedFailed { failure, .. } => {
+            assert_eq!(failure.kind, FailureKind::Forbidden);
+            assert!(
+                failure
+                    .reason
+                    .contains(r#"cannot list resource "customresourcedefinitions""#),
+                "{}",
+                failure.reason
+            );
+            let rbac = failure.rbac.expect("the rule to ask for");
+            assert!(
+                rbac.rule.contains(r#"apiGroups: ["apiextensions.k8s.io"]"#)
+                    && rbac
+                        .rule
+                        .contains(r#"resources: ["customresourcedefinitions"]"#),
+                "{}",
+                rbac.rule
+            );
+        }
+        other => panic!("expected a 403, got {other:?}"),
+    }
 }

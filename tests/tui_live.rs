@@ -1114,6 +1114,23 @@ async fn a_cluster_configuration_is_edited_and_applied_after_a_confirmed_server_
         !diff.contains("+  matchPolicy"),
         "only what the user wrote is applied, not the defaults: {diff}"
     );
+    // Force takes over kubectl's one field the edit changes, and says so before `y`.
+    assert!(
+        diff.contains("# force takes these fields over from the managers that own them"),
+        "{diff}"
+    );
+    assert!(
+        diff.contains(
+            r#"conflict with "kubectl-client-side-apply" using admissionregistration.k8s.io/v1: .webhooks[name="deny.oracle.test"].failurePolicy"#
+        ),
+        "{diff}"
+    );
+    assert!(
+        diff.contains(r#"would then own only: .webhooks[name="deny.oracle.test"].failurePolicy, .webhooks[name="deny.oracle.test"].name"#),
+        "{diff}"
+    );
+    let (message, _) = state.message.clone().unwrap();
+    assert!(message.contains("taking over"), "{message}");
     let screen = hookscope::tui::view::render_text(&state, 160, 50);
     assert!(screen.contains("Server-side dry run"), "{screen}");
     assert!(screen.contains("+  failurePolicy: Ignore"), "{screen}");
@@ -1147,6 +1164,37 @@ async fn a_cluster_configuration_is_edited_and_applied_after_a_confirmed_server_
     })
     .await;
     assert_eq!(failure_policy(&api), json!("Ignore"));
+    // hookscope owns the field the user changed (and the webhook's key), nothing else; kubectl
+    // keeps the rest, its annotation included.
+    let stored = api
+        .get(
+            FakeResource::ValidatingWebhookConfigurations,
+            "oracle-validating",
+        )
+        .unwrap();
+    let entries = stored["metadata"]["managedFields"].as_array().unwrap();
+    let mine: Vec<&Value> = entries
+        .iter()
+        .filter(|e| e["manager"] == "hookscope")
+        .collect();
+    assert_eq!(mine.len(), 1, "{entries:?}");
+    assert_eq!(
+        mine[0]["fieldsV1"],
+        json!({"f:webhooks": {"k:{\"name\":\"deny.oracle.test\"}": {".": {}, "f:failurePolicy": {}, "f:name": {}}}})
+    );
+    let kubectl = entries
+        .iter()
+        .find(|e| e["manager"] == "kubectl-client-side-apply")
+        .unwrap();
+    assert!(
+        kubectl["fieldsV1"]["f:webhooks"]["k:{\"name\":\"deny.oracle.test\"}"]
+            .get("f:failurePolicy")
+            .is_none()
+            && kubectl["fieldsV1"]["f:webhooks"]["k:{\"name\":\"deny.oracle.test\"}"]
+                .get("f:timeoutSeconds")
+                .is_some(),
+        "{kubectl}"
+    );
     pump(&mut state, &mut rx, &ctl, "the change", |s| {
         live(s).changes.iter().any(|c| c.who == "hookscope")
     })
@@ -1558,8 +1606,8 @@ async fn after_the_apiserver_comes_back_every_feed_and_the_status_bar_say_so() {
         let l = live(s);
         matches!(l.connection, Connection::Connected(..))
             // The webhook configurations, the validating policies and their bindings (the
-            // mutating ones are not served), the namespaces and /metrics.
-            && l.feeds.len() == 6
+            // mutating ones are not served), the namespaces, the CRDs and /metrics.
+            && l.feeds.len() == 7
             && l.failing().count() == 0
     };
     pump(&mut state, &mut rx, &ctl, "every feed working", all_well).await;
@@ -1610,6 +1658,7 @@ async fn after_the_apiserver_comes_back_every_feed_and_the_status_bar_say_so() {
         "mutating watch",
         "validating watch",
         "namespaces watch",
+        "CRDs watch",
         "/metrics",
     ] {
         assert!(screen.contains(&format!("✓ {feed} · ")), "{screen}");
@@ -2725,4 +2774,125 @@ async fn a_mutating_policy_the_cluster_serves_as_alpha_mutates_the_replays() {
     update(&mut cluster, Msg::Action(Action::Show(View::Cluster)));
     let screen = hookscope::tui::view::render_text(&cluster, 200, 50);
     assert!(screen.contains("MAP watch (v1alpha1)"), "{screen}");
+}
+
+// --- custom resources typed by the cluster's definitions -----------------------------------------
+
+/// The CREATE of a Widget (a custom resource of `widgets.example.com`) in `default`.
+fn widget_create() -> hookscope::replay::CapturedRequest {
+    let attrs: hookscope::engine::Attributes = serde_json::from_value(json!({
+        "operation": "CREATE",
+        "kind": {"group": "example.com", "version": "v1", "kind": "Widget"},
+        "resource": {"group": "example.com", "version": "v1", "resource": "widgets"},
+        "namespace": "default", "name": "w1",
+        "object": {"apiVersion": "example.com/v1", "kind": "Widget",
+                   "metadata": {"name": "w1", "namespace": "default"}, "spec": {}},
+        "options": {"apiVersion": "meta.k8s.io/v1", "kind": "CreateOptions"},
+        "userInfo": {"username": "dev", "groups": ["system:authenticated"]},
+    }))
+    .unwrap();
+    hookscope::replay::CapturedRequest {
+        source: hookscope::replay::SourceRef {
+            file: "test".into(),
+            index: 1,
+            unit: hookscope::replay::IndexUnit::Document,
+            audit_id: None,
+        },
+        uid: "00000000-0000-4000-a000-000000000001".into(),
+        namespace: hookscope::replay::NamespaceState::NotApplicable,
+        attrs,
+        audit: None,
+        notes: Vec::new(),
+        params: None,
+    }
+}
+
+/// Replays a Widget's CREATE in a live session on `api` once `ready` holds; returns its entry
+/// and the state.
+async fn widget_replay(
+    api: &FakeApiServer,
+    name: &str,
+    ready: impl Fn(&State) -> bool,
+) -> (hookscope::tui::app::Entry, State) {
+    let dir = scratch(name);
+    let kubeconfig = dir.join("kubeconfig");
+    std::fs::write(&kubeconfig, api.kubeconfig()).unwrap();
+    let source = live_source(kubeconfig, https_replier(&[]));
+    let (mut state, (mut rx, ctl)) = spawn_live(source, 100, false, 200);
+    pump(&mut state, &mut rx, &ctl, "the cluster", |s| {
+        live(s).synced && ready(s)
+    })
+    .await;
+    let before = state.entries.len();
+    ctl.send(SourceCtl::Replay {
+        requests: vec![widget_create()],
+    })
+    .await
+    .unwrap();
+    pump(&mut state, &mut rx, &ctl, "the replay", |s| {
+        s.entries.len() > before
+    })
+    .await;
+    (state.entries.last().unwrap().clone(), state)
+}
+
+/// Issue 28, point 1: the cluster's CustomResourceDefinitions type its custom resources in the
+/// replays; where the user may not list them, every replay of a custom resource says so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replays_of_custom_resources_use_the_clusters_definitions_and_say_when_they_cannot() {
+    let pki = TestPki::new();
+    let api = oracle_cluster(&pki).await;
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {
+                        "size": {"type": "integer", "default": 3}}}}}}}]
+        }
+    });
+    api.create("kubectl", crd).unwrap();
+
+    let (entry, state) = widget_replay(&api, "crds", |s| live(s).crds == Some(1)).await;
+    assert!(
+        entry.replayed.request.notes.is_empty(),
+        "{:?}",
+        entry.replayed.request.notes
+    );
+    let mut cluster = state.clone();
+    update(&mut cluster, Msg::Action(Action::Show(View::Cluster)));
+    let screen = hookscope::tui::view::render_text(&cluster, 200, 50);
+    assert!(screen.contains("✓ CRDs watch · 1 definitions"), "{screen}");
+
+    api.forbid(hookscope::fake_apiserver::Denial::resource(
+        FakeResource::CustomResourceDefinitions,
+        "list",
+    ));
+    let (entry, state) = widget_replay(&api, "crds-forbidden", |s| {
+        live(s)
+            .failing()
+            .any(|(f, failure)| f == Feed::Crds && failure.kind == FailureKind::Forbidden)
+    })
+    .await;
+    let notes = &entry.replayed.request.notes;
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].contains("the cluster's CustomResourceDefinitions cannot be read")
+            && notes[0].contains(r#"cannot list resource "customresourcedefinitions""#)
+            && notes[0].contains("widgets.example.com is not typed by its definition"),
+        "{}",
+        notes[0]
+    );
+    let mut cluster = state.clone();
+    update(&mut cluster, Msg::Action(Action::Show(View::Cluster)));
+    let screen = hookscope::tui::view::render_text(&cluster, 200, 50);
+    assert!(screen.contains("✗ CRDs watch"), "{screen}");
+    assert!(
+        screen.contains(r#"resources: ["customresourcedefinitions"]"#),
+        "{screen}"
+    );
 }

@@ -6,7 +6,8 @@
 //! [`FakeApiServer::serve_versions`] sets (by default as kube-apiserver 1.33 serves them without
 //! flags: the validating kinds as `v1`, the mutating kinds not at all), and core `v1`
 //! `namespaces` (all cluster-scoped; a Namespace gets the `kubernetes.io/metadata.name` label the
-//! apiserver sets) over TLS with a freshly minted CA, and answers as kube-apiserver does:
+//! apiserver sets), core `v1` `configmaps` and `apiextensions.k8s.io/v1`
+//! `customresourcedefinitions` over TLS with a freshly minted CA, and answers as kube-apiserver does:
 //!
 //! * discovery: `GET /apis` (the `APIGroupList`, with `admissionregistration.k8s.io` and the
 //!   versions served) and `GET /apis/admissionregistration.k8s.io/VERSION` (its
@@ -22,7 +23,10 @@
 //! * `401 Unauthorized` without the bearer token, `403 Forbidden` where [`FakeApiServer::forbid`]
 //!   says so, with upstream's `Status` bodies and messages;
 //! * server-side apply (`PATCH`, `application/apply-patch+yaml`, `fieldManager`, `force`,
-//!   `dryRun=All`);
+//!   `dryRun=All`) and JSON patches (`application/json-patch+json`), with `managedFields` and
+//!   conflicts as the apiserver's field manager records and reports them (hookscope's model of
+//!   it, [`crate::apply`], for the kinds its schema knows; test-side writes are recorded the
+//!   same way);
 //! * `GET /metrics` (a settable text) and `GET /version` (a settable `gitVersion`).
 //!
 //! Test-side writes ([`FakeApiServer::create`], [`FakeApiServer::update`],
@@ -32,12 +36,12 @@
 //!
 //! Approximations: objects are stored and served with the apiVersion they were written with (a
 //! real server converts them to the version asked for; the versions of these kinds share one
-//! shape); server-side apply replaces top-level fields (and merges labels and
-//! annotations) instead of merging field by field, and without `force` it reports a conflict
-//! whenever another manager exists and `webhooks` would change; paged lists return the current
+//! shape); an object test-side writes create is not defaulted (one a server-side apply writes
+//! is); paged lists return the current
 //! objects after the token's name rather than a snapshot at the token's resourceVersion.
 
 mod serve;
+mod ssa;
 mod store;
 
 use std::fmt;
@@ -78,11 +82,13 @@ pub enum FakeResource {
     /// Core `configmaps` (namespaced; listed and watched across namespaces, stored by
     /// `namespace/name`), the parameters policies most often take.
     ConfigMaps,
+    /// `apiextensions.k8s.io/v1` `customresourcedefinitions` (cluster-scoped).
+    CustomResourceDefinitions,
 }
 
 impl FakeResource {
     /// Every resource the server knows.
-    pub const ALL: [FakeResource; 8] = [
+    pub const ALL: [FakeResource; 9] = [
         FakeResource::MutatingWebhookConfigurations,
         FakeResource::ValidatingWebhookConfigurations,
         FakeResource::Namespaces,
@@ -91,6 +97,7 @@ impl FakeResource {
         FakeResource::MutatingAdmissionPolicies,
         FakeResource::MutatingAdmissionPolicyBindings,
         FakeResource::ConfigMaps,
+        FakeResource::CustomResourceDefinitions,
     ];
 
     /// The plural resource name used in URLs and RBAC rules.
@@ -104,6 +111,7 @@ impl FakeResource {
             FakeResource::MutatingAdmissionPolicies => "mutatingadmissionpolicies",
             FakeResource::MutatingAdmissionPolicyBindings => "mutatingadmissionpolicybindings",
             FakeResource::ConfigMaps => "configmaps",
+            FakeResource::CustomResourceDefinitions => "customresourcedefinitions",
         }
     }
 
@@ -118,6 +126,7 @@ impl FakeResource {
             FakeResource::MutatingAdmissionPolicies => "MutatingAdmissionPolicy",
             FakeResource::MutatingAdmissionPolicyBindings => "MutatingAdmissionPolicyBinding",
             FakeResource::ConfigMaps => "ConfigMap",
+            FakeResource::CustomResourceDefinitions => "CustomResourceDefinition",
         }
     }
 
@@ -136,6 +145,7 @@ impl FakeResource {
     pub fn group(self) -> &'static str {
         match self {
             FakeResource::Namespaces | FakeResource::ConfigMaps => "",
+            FakeResource::CustomResourceDefinitions => "apiextensions.k8s.io",
             _ => "admissionregistration.k8s.io",
         }
     }
@@ -144,6 +154,7 @@ impl FakeResource {
     pub fn api_version(self) -> &'static str {
         match self.group() {
             "" => "v1",
+            "apiextensions.k8s.io" => "apiextensions.k8s.io/v1",
             _ => API_VERSION,
         }
     }
@@ -619,6 +630,7 @@ fn update_by(manager: &str) -> store::Write<'_> {
         manager,
         operation: "Update",
         dry_run: false,
+        prepared: false,
     }
 }
 

@@ -319,6 +319,9 @@ async fn handle(req: Request<Incoming>, shared: &Shared) -> Response<Body> {
 const GROUP_PATH: &str = "/apis/admissionregistration.k8s.io";
 
 /// `apiVersion` of `resource`'s objects at `version`.
+/// The group discovery describes (the only one the watchers discover).
+const ADMISSION: &str = "admissionregistration.k8s.io";
+
 fn api_version_at(resource: FakeResource, version: &str) -> String {
     match resource.group() {
         "" => version.to_string(),
@@ -334,7 +337,7 @@ fn group_versions(shared: &Shared) -> Vec<String> {
     for version in ["v1", "v1beta1", "v1alpha1"] {
         let any = served
             .iter()
-            .any(|(r, vs)| !r.group().is_empty() && vs.iter().any(|v| v == version));
+            .any(|(r, vs)| r.group() == ADMISSION && vs.iter().any(|v| v == version));
         if any {
             versions.push(version.to_string());
         }
@@ -396,7 +399,7 @@ fn resource_list(shared: &Shared, version: &str) -> Response<Body> {
     let served = lock(&shared.served);
     let resources: Vec<Value> = served
         .iter()
-        .filter(|(r, vs)| !r.group().is_empty() && vs.iter().any(|v| v == version))
+        .filter(|(r, vs)| r.group() == ADMISSION && vs.iter().any(|v| v == version))
         .map(|(r, _)| {
             json!({
                 "name": r.plural(),
@@ -677,12 +680,13 @@ async fn apply(
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .to_string();
-    if !content_type.starts_with("application/apply-patch+yaml") {
+    let json_patch = content_type.starts_with("application/json-patch+json");
+    if !json_patch && !content_type.starts_with("application/apply-patch+yaml") {
         return status(
             StatusCode::UNSUPPORTED_MEDIA_TYPE,
             "UnsupportedMediaType",
             &format!(
-                "the body of the request was in an unknown format - accepted media types include: application/apply-patch+yaml (this fake serves server-side apply only, got {content_type:?})"
+                "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/apply-patch+yaml (this fake serves no other patch, got {content_type:?})"
             ),
             None,
         );
@@ -690,7 +694,13 @@ async fn apply(
     if denied(shared, &Denial::resource(resource, "patch")) {
         return forbidden_resource(resource, "patch", Some(name));
     }
-    let Some(manager) = params.get("fieldManager").filter(|m| !m.is_empty()) else {
+    let manager = match params.get("fieldManager").filter(|m| !m.is_empty()) {
+        Some(m) => Some(m),
+        // A patch that is not an apply is recorded under the client's name.
+        None if json_patch => Some("unknown"),
+        None => None,
+    };
+    let Some(manager) = manager else {
         return status(
             StatusCode::UNPROCESSABLE_ENTITY,
             "Invalid",
@@ -720,6 +730,9 @@ async fn apply(
             return status(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string(), None);
         }
     };
+    if json_patch {
+        return patch_json(shared, resource, name, &body, &manager, dry_run);
+    }
     let applied: Value = match crate::json::from_slice(&body) {
         Ok(v) => v,
         Err(_) => match std::str::from_utf8(&body)
@@ -782,13 +795,35 @@ async fn apply(
     let mut applied = applied;
     applied["metadata"]["name"] = json!(name);
 
-    let apply_write = Write {
+    let mut apply_write = Write {
         manager: &manager,
         operation: "Apply",
         dry_run,
+        prepared: false,
     };
     let mut store = lock(&shared.store);
     let existing = store.objects.get(&(resource, name.to_string())).cloned();
+    if let Some(result) = super::ssa::apply(existing.as_ref(), &applied, &manager, force) {
+        // The field manager's apply, as the apiserver does it for a kind the model knows.
+        let object = match result {
+            Ok(object) => object,
+            Err(e) => {
+                let (code, body) = super::ssa::status_of(&e);
+                let code = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+                return json_response(code, &body);
+            }
+        };
+        apply_write.prepared = true;
+        let result = match existing {
+            Some(_) => store
+                .update(resource, object, apply_write)
+                .map(|o| (StatusCode::OK, o)),
+            None => store
+                .create(resource, object, apply_write)
+                .map(|o| (StatusCode::CREATED, o)),
+        };
+        return stored(result);
+    }
     let result = match existing {
         Some(existing) => {
             let merged = merge_applied(&existing, &applied);
@@ -821,8 +856,61 @@ async fn apply(
             .create(resource, applied, apply_write)
             .map(|o| (StatusCode::CREATED, o)),
     };
+    stored(result)
+}
+
+/// The answer to a write: the object stored with its code, or a 500.
+fn stored(result: Result<(StatusCode, Value), super::FakeError>) -> Response<Body> {
     match result {
         Ok((code, object)) => json_response(code, &object),
+        Err(e) => status(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "InternalError",
+            &e.to_string(),
+            None,
+        ),
+    }
+}
+
+/// A JSON patch of a stored object, recorded as an update by `manager`: 404 when there is no
+/// object, 422 when the patch does not apply (a failed `test`, a missing path).
+fn patch_json(
+    shared: &Shared,
+    resource: FakeResource,
+    name: &str,
+    body: &[u8],
+    manager: &str,
+    dry_run: bool,
+) -> Response<Body> {
+    let mut store = lock(&shared.store);
+    let Some(existing) = store.objects.get(&(resource, name.to_string())).cloned() else {
+        return status(
+            StatusCode::NOT_FOUND,
+            "NotFound",
+            &format!("{} {name:?} not found", qualified(resource)),
+            Some(json!({"name": name, "group": resource.group(), "kind": resource.plural()})),
+        );
+    };
+    let patched = match super::ssa::json_patch(&existing, body) {
+        Ok(v) => v,
+        // The apiserver answers a patch that does not apply (whatever the reason) so.
+        Err(_) => {
+            return status(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "Invalid",
+                "the server rejected our request due to an error in our request",
+                Some(json!({})),
+            );
+        }
+    };
+    let write = Write {
+        manager,
+        operation: "Update",
+        dry_run,
+        prepared: false,
+    };
+    match store.update(resource, patched, write) {
+        Ok(object) => json_response(StatusCode::OK, &object),
         Err(e) => status(
             StatusCode::INTERNAL_SERVER_ERROR,
             "InternalError",

@@ -35,6 +35,20 @@ pub(crate) struct Write<'a> {
     pub(crate) operation: &'a str,
     /// `dryRun=All`: compute the result, store nothing.
     pub(crate) dry_run: bool,
+    /// The object carries the `managedFields` to store (a server-side apply computed them).
+    pub(crate) prepared: bool,
+}
+
+/// Records the write's `managedFields` on `object` (an update of `old`; None: a create): as the
+/// field manager does for the kinds the model knows, else one entry per manager and operation.
+fn record(old: Option<&Value>, object: &mut Value, write: Write<'_>) {
+    if write.prepared {
+        return;
+    }
+    if write.operation == "Update" && super::ssa::record_update(old, object, write.manager) {
+        return;
+    }
+    set_managed_fields(object, write.manager, write.operation);
 }
 
 /// Everything the server stores; one lock guards it, as etcd serialises writes.
@@ -229,10 +243,12 @@ impl Store {
                 json!(timestamp(SystemTime::now())),
             );
             meta.insert("generation".into(), json!(1));
-            meta.remove("managedFields");
+            if !write.prepared {
+                meta.remove("managedFields");
+            }
             meta.remove("resourceVersion");
         }
-        set_managed_fields(&mut object, write.manager, write.operation);
+        record(None, &mut object, write);
         if write.dry_run {
             object["metadata"]["resourceVersion"] = json!(self.resource_version.to_string());
             return Ok(object);
@@ -267,6 +283,9 @@ impl Store {
         let changed = content(old) != content(&object);
         if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
             for key in ["uid", "creationTimestamp", "managedFields"] {
+                if key == "managedFields" && write.prepared {
+                    continue;
+                }
                 match old_meta.get(key) {
                     Some(v) => meta.insert(key.into(), v.clone()),
                     None => meta.remove(key),
@@ -285,7 +304,14 @@ impl Store {
                 old_meta["resourceVersion"].clone(),
             );
         }
-        if !changed && write.operation == "Apply" {
+        if write.prepared
+            && content(old) == content(&object)
+            && old_meta.get("managedFields") == object["metadata"].get("managedFields")
+        {
+            // Nothing changed, not even who owns what: nothing is written.
+            return Ok(old.clone());
+        }
+        if !changed && write.operation == "Apply" && !write.prepared {
             let owned_by_manager = old_meta["managedFields"]
                 .as_array()
                 .into_iter()
@@ -295,7 +321,8 @@ impl Store {
                 return Ok(object);
             }
         }
-        set_managed_fields(&mut object, write.manager, write.operation);
+        let old = old.clone();
+        record(Some(&old), &mut object, write);
         if write.dry_run {
             return Ok(object);
         }

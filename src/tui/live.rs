@@ -109,6 +109,9 @@ pub struct ApplyRequest {
     pub buffer: usize,
     /// The configurations, as the buffer defines them.
     pub configurations: Vec<WebhookConfiguration>,
+    /// Each configuration's edit (in the same order): the object as written and the cluster's
+    /// version it was made on, from which the write computes what the user changed.
+    pub edits: Vec<crate::live::cluster::Edit>,
     /// Only the dry run (`dryRun=All`): nothing is stored.
     pub dry_run: bool,
     /// Take over fields other field managers own (`force=true`).
@@ -369,6 +372,8 @@ pub struct LiveState {
     pub feeds: Vec<FeedState>,
     /// How many namespaces the cluster has, once listed.
     pub namespaces: Option<usize>,
+    /// How many CustomResourceDefinitions the cluster has, once listed.
+    pub crds: Option<usize>,
     /// The server's release and the one modelled, when the replays follow the server's.
     pub release: Option<crate::ServerRelease>,
     /// Webhook configurations in force.
@@ -437,6 +442,7 @@ impl LiveState {
             connection: Connection::Starting,
             feeds: Vec::new(),
             namespaces: None,
+            crds: None,
             release: None,
             configurations: 0,
             policies: 0,
@@ -562,6 +568,11 @@ impl LiveState {
             ClusterMsg::Namespaces(set) => {
                 if set.synced {
                     self.namespaces = Some(set.labels.len());
+                }
+            }
+            ClusterMsg::Crds(set) => {
+                if set.synced {
+                    self.crds = Some(set.objects.len());
                 }
             }
             ClusterMsg::Change(mut change) => {
@@ -1173,6 +1184,41 @@ impl State {
     }
 }
 
+/// The edit of each configuration of buffer `b`: the object as its text writes it, and, for a
+/// buffer of a cluster's configuration, the cluster's version the edit was made on (`saved`:
+/// what was loaded, or what `:rebase` put the edit on).
+fn edits_of(
+    b: &super::editing::Buffer,
+    configurations: &[WebhookConfiguration],
+) -> Vec<crate::live::cluster::Edit> {
+    use crate::live::cluster::Edit;
+    let docs: Vec<Value> = crate::yaml::from_multiple(&b.text()).unwrap_or_default();
+    let base = match &b.origin {
+        super::editing::BufferOrigin::Cluster { .. } => {
+            crate::yaml::from_str::<Value>(&b.saved).ok()
+        }
+        _ => None,
+    };
+    configurations
+        .iter()
+        .map(|c| {
+            let same = |d: &Value| {
+                d["metadata"]["name"] == c.name.as_str() && d["kind"] == c.kind.configuration_kind()
+            };
+            match docs.iter().find(|d| same(d)) {
+                Some(ours) => Edit {
+                    kind: c.kind,
+                    name: c.name.clone(),
+                    api_version: c.api_version.clone(),
+                    base: base.clone().filter(|b| same(b)),
+                    ours: ours.clone(),
+                },
+                None => Edit::from_configuration(c),
+            }
+        })
+        .collect()
+}
+
 impl State {
     /// `:apply` (`force`: `:apply!`): a server-side dry run of the current buffer's
     /// configurations, shown for confirmation before anything is stored.
@@ -1248,9 +1294,11 @@ impl State {
                 " (not of the buffer's admission policies: :apply writes webhook configurations only)"
             }
         );
+        let edits = edits_of(b, &configurations);
         commands.push(Command::Apply(ApplyRequest {
             buffer: i,
             configurations,
+            edits,
             dry_run: true,
             force,
         }));
@@ -1307,9 +1355,17 @@ impl State {
                     scroll: 0,
                 });
             }
+            let takes_over = outcomes
+                .iter()
+                .filter_map(|o| o.result.as_ref().ok())
+                .any(|(_, d)| d.contains("# force takes these fields over"));
             self.mode = super::app::Mode::ConfirmApply;
             self.say(
-                "the server's dry run: y applies it to the cluster, n cancels",
+                if takes_over {
+                    "the server's dry run: y applies it, taking over from their managers only the fields listed (force), n cancels"
+                } else {
+                    "the server's dry run: y applies it to the cluster, n cancels"
+                },
                 false,
             );
             return Vec::new();

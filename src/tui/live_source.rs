@@ -25,6 +25,7 @@ use crate::live::cluster::{
     MetricsScrape, WebhookSet, apply_diff, editable_yaml,
 };
 use crate::live::metrics::AdmissionSnapshot;
+use crate::registry::{CustomResourceSpec, ResourceRegistry};
 use crate::replay::InputItem;
 use crate::replay::input::{ClusterState, Reader};
 use crate::replay::report::{Problem, ProblemKind};
@@ -213,6 +214,12 @@ impl LiveSource {
         // cannot be read when they cannot.
         let mut params: Option<Arc<ParamObjects>> = None;
         let mut params_problem: Option<String> = None;
+        // The registry of the release modelled with the custom resources of `--cluster`; the
+        // engine's is it with the cluster's CustomResourceDefinitions, once listed, or why they
+        // cannot be.
+        let mut registry_base = engine_options.registry.clone();
+        let mut cluster_crds: Vec<CustomResourceSpec> = Vec::new();
+        let mut crds_problem: Option<String> = None;
         // What the cluster has now, for a replayed request.
         macro_rules! cluster_now {
             () => {
@@ -221,6 +228,8 @@ impl LiveSource {
                     params: params.as_ref(),
                     params_problem: params_problem.as_deref(),
                     unreadable: &unreadable,
+                    crds_problem: crds_problem.as_deref(),
+                    registry: &engine_options.registry,
                 }
             };
         }
@@ -251,7 +260,9 @@ impl LiveSource {
                                 }
                                 if server.modelled != engine_options.kube_version {
                                     engine_options.kube_version = server.modelled;
-                                    engine_options.registry = cluster.registry(server.modelled);
+                                    registry_base = cluster.registry(server.modelled);
+                                    engine_options.registry =
+                                        with_crds(&registry_base, &cluster_crds);
                                     // The configurations in force, under the server's release;
                                     // the console sends its edits again on this.
                                     if let Some(set) = &in_force {
@@ -270,6 +281,38 @@ impl LiveSource {
                         ClusterMsg::Namespaces(set) => {
                             namespaces.listed(&set);
                             cluster_msg(ClusterMsg::Namespaces(set))
+                        }
+                        ClusterMsg::Crds(set) => {
+                            let (specs, problems) = custom_resources(&set);
+                            for spec in &specs {
+                                ingester.reader_mut().add_custom_resource(spec);
+                            }
+                            cluster_crds = specs;
+                            crds_problem = None;
+                            engine_options.registry = with_crds(&registry_base, &cluster_crds);
+                            for p in problems {
+                                if tx.send(say(p)).await.is_err() {
+                                    break;
+                                }
+                            }
+                            // The configurations in force, typing custom resources with the
+                            // cluster's definitions; the console sends its edits again on this.
+                            if let Some(in_force) = &in_force {
+                                let (r, msg) = configurations(in_force, &engine_options, &settings);
+                                replayer = Some(r);
+                                edited = None;
+                                if tx.send(msg).await.is_err() {
+                                    break;
+                                }
+                            }
+                            cluster_msg(ClusterMsg::Crds(set))
+                        }
+                        ClusterMsg::FeedFailed { feed: Feed::Crds, failure } => {
+                            crds_problem = Some(failure.reason.clone());
+                            cluster_msg(ClusterMsg::FeedFailed {
+                                feed: Feed::Crds,
+                                failure,
+                            })
                         }
                         ClusterMsg::Params(objects) => {
                             let count = objects.len();
@@ -410,6 +453,9 @@ impl LiveSource {
                         unreadable.clear();
                         params = None;
                         params_problem = None;
+                        cluster_crds.clear();
+                        crds_problem = None;
+                        engine_options.registry = registry_base.clone();
                         in_force = None;
                         replayer = None;
                         edited = None;
@@ -438,6 +484,35 @@ struct ClusterNow<'a> {
     params: Option<&'a Arc<ParamObjects>>,
     params_problem: Option<&'a str>,
     unreadable: &'a [String],
+    /// Why the cluster's CustomResourceDefinitions cannot be read, when they cannot.
+    crds_problem: Option<&'a str>,
+    /// The resources the replays know (built-in, `--cluster`'s and the cluster's custom ones).
+    registry: &'a ResourceRegistry,
+}
+
+/// `base` with the custom resources `crds` define.
+fn with_crds(base: &ResourceRegistry, crds: &[CustomResourceSpec]) -> ResourceRegistry {
+    let mut registry = base.clone();
+    for spec in crds {
+        registry.add_custom_resource(spec);
+    }
+    registry
+}
+
+/// The custom resources the cluster's CustomResourceDefinitions define, as `--cluster` files
+/// give them, and a line for each definition that cannot be read.
+fn custom_resources(set: &crate::live::cluster::CrdSet) -> (Vec<CustomResourceSpec>, Vec<String>) {
+    let mut specs = Vec::new();
+    let mut problems = Vec::new();
+    for (name, object) in set.objects.iter() {
+        match crate::registry::load_custom_resources(&object.to_string()) {
+            Ok(found) => specs.extend(found),
+            Err(e) => problems.push(format!(
+                "the cluster's CustomResourceDefinition {name} cannot be read ({e}); its custom resources are replayed untyped"
+            )),
+        }
+    }
+    (specs, problems)
 }
 
 /// Whether everything in force is known, for the captures replayed once it is: every watcher
@@ -460,6 +535,8 @@ fn with_cluster(mut items: Vec<InputItem>, now: &ClusterNow<'_>) -> Vec<InputIte
         params,
         params_problem,
         unreadable,
+        crds_problem,
+        registry,
     } = now;
     for item in &mut items {
         if let InputItem::Request(request) = item {
@@ -470,6 +547,18 @@ fn with_cluster(mut items: Vec<InputItem>, now: &ClusterNow<'_>) -> Vec<InputIte
             if let Some(why) = params_problem {
                 request.notes.push(format!(
                     "the parameters of the cluster's policies cannot all be read ({why}); a policy taking them may have decided otherwise"
+                ));
+            }
+            let resource = &request.attrs.resource;
+            if let Some(why) = crds_problem
+                && !resource.group.is_empty()
+                && registry
+                    .is_namespaced(&resource.group, &resource.resource)
+                    .is_none()
+            {
+                request.notes.push(format!(
+                    "the cluster's CustomResourceDefinitions cannot be read ({why}); replayed without them, so {}.{} is not typed by its definition (no schema, defaults or scale), which the apiserver's admission used",
+                    resource.resource, resource.group
                 ));
             }
             for u in unreadable.iter() {
@@ -595,25 +684,20 @@ async fn apply(options: ClusterOptions, request: ApplyRequest, tx: mpsc::Sender<
             }
         }
         Ok(cluster) => {
-            for c in &request.configurations {
-                // The object in force, for the diff; an apply creates one that is missing.
-                let current = cluster
-                    .get_configuration(c.kind, &c.name)
-                    .await
-                    .ok()
-                    .flatten();
+            for edit in &request.edits {
                 let result = cluster
-                    .apply_configuration(c, request.dry_run, request.force)
+                    .apply_edit(edit, request.dry_run, request.force)
                     .await
                     .map(|applied| {
-                        let object = applied.stored.unwrap_or(applied.dry_run);
-                        let diff = apply_diff(&c.name, current.as_ref(), &object);
-                        (object, diff)
+                        let diff =
+                            apply_diff(&edit.name, applied.current.as_ref(), &applied.dry_run);
+                        let report = write_report(&applied, request.dry_run, diff);
+                        (applied.stored.unwrap_or(applied.dry_run), report)
                     })
                     .map_err(|e| e.to_string());
                 outcomes.push(ApplyOutcome {
-                    kind: c.kind,
-                    name: c.name.clone(),
+                    kind: edit.kind,
+                    name: edit.name.clone(),
                     result,
                 });
             }
@@ -621,6 +705,41 @@ async fn apply(options: ClusterOptions, request: ApplyRequest, tx: mpsc::Sender<
     }
     let msg = LiveMsg::Applied(Box::new(ApplyResult { request, outcomes }));
     let _ = tx.send(SourceMsg::Live(msg)).await;
+}
+
+/// What a write sends and takes over, as `#` lines above the dry run's diff: the fields
+/// `hookscope` will own, the fields removed, and (with force) the fields taken over from their
+/// managers, in the apiserver's words.
+fn write_report(applied: &crate::live::cluster::Applied, dry_run: bool, diff: String) -> String {
+    let plan = &applied.plan;
+    let mut out = String::new();
+    if plan.config.is_some() {
+        out.push_str(&format!(
+            "# applied as field manager hookscope, which {} only: {}\n",
+            if dry_run {
+                "would then own"
+            } else {
+                "now owns"
+            },
+            plan.owned.join(", ")
+        ));
+    }
+    if !plan.removed.is_empty() {
+        out.push_str(&format!(
+            "# removed by a JSON patch that tests each value is still the one you edited: {}\n",
+            plan.removed_paths().join(", ")
+        ));
+    }
+    if let Some(conflict) = &applied.taken_over {
+        out.push_str(
+            "# force takes these fields over from the managers that own them (nothing else):\n",
+        );
+        for line in conflict.lines() {
+            out.push_str(&format!("#   {line}\n"));
+        }
+    }
+    out.push_str(&diff);
+    out
 }
 
 /// Replays `items` in a task of their own, sending each result as an event.
@@ -652,5 +771,58 @@ impl Source for LiveSource {
         ctl: mpsc::Receiver<SourceCtl>,
     ) -> futures::future::BoxFuture<'static, ()> {
         Box::pin(self.watch(tx, ctl))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use serde_json::json;
+
+    use super::*;
+
+    /// The cluster's definitions type custom resources as `--cluster` files do: the replays'
+    /// registry resolves the resource and has its schema (defaults, scale, server-side apply);
+    /// one that cannot be read is named.
+    #[test]
+    fn the_clusters_definitions_join_the_replays_registry() {
+        let widget = json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "widgets.example.com", "resourceVersion": "7"},
+            "spec": {"group": "example.com", "scope": "Namespaced",
+                "names": {"plural": "widgets", "kind": "Widget"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object", "properties": {
+                            "size": {"type": "integer", "default": 3}}}}}}}]}
+        });
+        let broken = json!({"apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition", "metadata": {"name": "broken.example.com"},
+            "spec": {"names": {"kind": "Broken"}}});
+        let set = crate::live::cluster::CrdSet {
+            objects: Arc::new(BTreeMap::from([
+                ("broken.example.com".to_string(), broken),
+                ("widgets.example.com".to_string(), widget),
+            ])),
+            synced: true,
+        };
+        let (specs, problems) = custom_resources(&set);
+        assert_eq!(problems.len(), 1, "{problems:?}");
+        assert!(problems[0].contains("broken.example.com"), "{problems:?}");
+        let base = ResourceRegistry::builtin(crate::KubeVersion::NEWEST);
+        assert_eq!(base.is_namespaced("example.com", "widgets"), None);
+        let registry = with_crds(&base, &specs);
+        assert_eq!(registry.is_namespaced("example.com", "widgets"), Some(true));
+        let gvr = crate::api::GroupVersionResource {
+            group: "example.com".into(),
+            version: "v1".into(),
+            resource: "widgets".into(),
+        };
+        let schema = registry.custom_resource_schema(&gvr).expect("its schema");
+        assert_eq!(
+            schema["properties"]["spec"]["properties"]["size"]["default"],
+            3
+        );
     }
 }

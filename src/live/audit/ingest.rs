@@ -192,6 +192,11 @@ impl Ingester {
         &self.reader
     }
 
+    /// The replay reader, to tell it what the cluster defines.
+    pub fn reader_mut(&mut self) -> &mut Reader {
+        &mut self.reader
+    }
+
     /// Ingests one event.
     pub fn ingest(&mut self, raw: &RawEvent) -> Ingested {
         let mut items = Vec::new();

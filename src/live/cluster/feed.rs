@@ -163,21 +163,40 @@ fn diff_of(name: &str, a: &str, b: &str, old: bool, new: bool) -> String {
         .to_string()
 }
 
-/// The latest `managedFields` entry (greatest `time`; the later entry on a tie): its manager,
-/// operation and time.
-pub(crate) fn latest_writer(object: &Value) -> Option<(String, Option<String>, Option<String>)> {
+/// The latest `managedFields` entry (greatest `time`): its manager, operation and time. On a
+/// tie (times have whole seconds, and the apiserver sorts entries of one second by manager), the
+/// entry that the write made is preferred: one `old` lacked, else one whose time moved; else
+/// the later entry.
+pub(crate) fn latest_writer(
+    old: Option<&Value>,
+    object: &Value,
+) -> Option<(String, Option<String>, Option<String>)> {
     let entries = object["metadata"]["managedFields"].as_array()?;
-    let mut best: Option<&Value> = None;
-    for entry in entries {
-        let newer = match best {
-            None => true,
-            Some(b) => entry["time"].as_str().unwrap_or("") >= b["time"].as_str().unwrap_or(""),
-        };
-        if newer {
-            best = Some(entry);
-        }
-    }
-    let best = best?;
+    let time = |e: &Value| e["time"].as_str().unwrap_or("").to_string();
+    let newest = entries.iter().map(time).max()?;
+    let tied: Vec<&Value> = entries.iter().filter(|e| time(e) == newest).collect();
+    let before: &[Value] = old
+        .and_then(|o| o["metadata"]["managedFields"].as_array())
+        .map_or(&[], Vec::as_slice);
+    let same = |a: &Value, b: &Value| {
+        a["manager"] == b["manager"]
+            && a["operation"] == b["operation"]
+            && a["subresource"] == b["subresource"]
+    };
+    let earlier = |e: &Value| before.iter().find(|b| same(b, e));
+    let best = if old.is_none() {
+        None
+    } else {
+        tied.iter()
+            .rev()
+            .find(|e| earlier(e).is_none())
+            .or_else(|| {
+                tied.iter()
+                    .rev()
+                    .find(|e| earlier(e).is_some_and(|b| time(b) != time(e)))
+            })
+    };
+    let best = best.or(tied.last())?;
     Some((
         best["manager"].as_str()?.to_string(),
         best["operation"].as_str().map(str::to_string),
@@ -206,7 +225,7 @@ impl KindStore {
     ) -> Change {
         let (who, operation, server_time) = match (action, new) {
             (ChangeAction::Deleted, _) | (_, None) => ("unknown".to_string(), None, None),
-            (_, Some(new)) => match latest_writer(new) {
+            (_, Some(new)) => match latest_writer(old, new) {
                 Some((who, operation, time)) => (who, operation, time),
                 None => ("unknown".to_string(), None, None),
             },

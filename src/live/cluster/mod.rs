@@ -5,22 +5,25 @@
 //! watchers on `mutatingwebhookconfigurations`, `validatingwebhookconfigurations`, the admission
 //! policies and their bindings in the versions discovery finds served ([`AdmissionKind`]), the
 //! resources of the policies' `paramKind`s (their parameters), and `namespaces` (whose labels
-//! the namespace selectors read) and scrapes `/metrics` every
+//! the namespace selectors read), `customresourcedefinitions` (the types of custom resources) and
+//! scrapes `/metrics` every
 //! [`ClusterOptions::scrape_interval`], sending [`ClusterMsg`]s. It never gives
 //! up: failures are reported with a reason, what to do, and when it retries. [`Cluster`] is the
-//! connection itself, for one-off requests such as [`Cluster::apply_configuration`].
+//! connection itself, for one-off requests such as [`Cluster::apply_edit`].
 
+mod crds;
 mod failure;
 mod feed;
 mod kinds;
 mod kubeconfig;
 mod namespaces;
+mod write;
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use futures::StreamExt as _;
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::api::{Api, ApiResource, DynamicObject};
 use kube::config::KubeConfigOptions;
 use kube::runtime::watcher;
 use serde_json::{Value, json};
@@ -31,6 +34,7 @@ use crate::api::{WebhookConfiguration, WebhookKind};
 use crate::config::policy::PolicySet;
 use crate::engine::policy::ParamObjects;
 
+pub use crds::CrdSet;
 pub use failure::{Failure, FailureKind, RbacAdvice};
 pub use feed::{RebaseError, apply_diff, editable_yaml, rebase, yaml_diff};
 pub use kinds::{AdmissionKind, GroupVersion, Served, pick_versions};
@@ -38,13 +42,14 @@ pub use kubeconfig::{
     KubeconfigSource, home_dir, kubeconfig_source, read_kubeconfig, select_context,
 };
 pub use namespaces::{ClusterNamespaces, NamespaceLabels, NamespaceSet};
+pub use write::{Applied, Edit, Plan, extract, plan, removal_patch};
 
+use crds::CrdStore;
 use failure::{Target, api_code, describe, is_transport, rbac_for};
 use feed::KindStore;
 use namespaces::NamespaceStore;
 
-/// The field manager hookscope writes as.
-pub const FIELD_MANAGER: &str = "hookscope";
+pub use write::FIELD_MANAGER;
 
 /// The product token of hookscope's `User-Agent` (`hookscope/0.1.0`), which audit events
 /// record: the console tells its own requests by it.
@@ -89,7 +94,7 @@ pub struct ClusterOptions {
     pub namespace: Option<String>,
     /// How often `/metrics` is scraped (`--scrape-interval`, default 10 s).
     pub scrape_interval: Duration,
-    /// `--allow-writes`: permit [`Cluster::apply_configuration`].
+    /// `--allow-writes`: permit [`Cluster::apply_edit`].
     pub allow_writes: bool,
     /// Retry delays after failures (tests make them short).
     pub backoff: Backoff,
@@ -153,7 +158,7 @@ pub enum ClusterError {
     Request(#[source] kube::Error),
 }
 
-/// Why [`Cluster::apply_configuration`] did not apply.
+/// Why [`Cluster::apply_edit`] did not apply.
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
     /// Writes are off (no `--allow-writes`).
@@ -162,6 +167,12 @@ pub enum WriteError {
     /// The configuration could not be turned into an apply patch.
     #[error("the configuration has no name")]
     NoName,
+    /// The edit or the cluster's object does not read as the kind's schema.
+    #[error("cannot compare the edit with the cluster's version: {0}")]
+    Unreadable(String),
+    /// The edit changes nothing of the cluster's version.
+    #[error("nothing to apply: the edit changes nothing of the cluster's version")]
+    NothingChanged,
     /// The server refused the dry run or the apply.
     #[error("{}", .0)]
     Rejected(Failure),
@@ -198,6 +209,8 @@ pub enum Feed {
     Admission(AdmissionKind),
     /// The Namespace watcher (their labels, for namespace selectors).
     Namespaces,
+    /// The CustomResourceDefinition watcher (the types of custom resources).
+    Crds,
     /// The watchers of the parameter objects of the policies in force (their `paramKind`s).
     Params,
     /// The `/metrics` scrape.
@@ -217,6 +230,7 @@ impl Feed {
         match self {
             Feed::Admission(kind) => Some(kind.resource()),
             Feed::Namespaces => Some("namespaces"),
+            Feed::Crds => Some("customresourcedefinitions"),
             Feed::Params | Feed::Metrics => None,
         }
     }
@@ -225,6 +239,7 @@ impl Feed {
     pub fn group(self) -> &'static str {
         match self {
             Feed::Admission(_) => crate::config::GROUP,
+            Feed::Crds => "apiextensions.k8s.io",
             Feed::Namespaces | Feed::Params | Feed::Metrics => "",
         }
     }
@@ -375,6 +390,8 @@ pub enum ClusterMsg {
     Discovered(Vec<Served>),
     /// The namespaces and their labels changed (or were listed for the first time).
     Namespaces(NamespaceSet),
+    /// The CustomResourceDefinitions changed (or were listed for the first time).
+    Crds(CrdSet),
     /// The parameter objects of the policies in force changed (or were listed for the first
     /// time): every object of every `paramKind` the policies name, each with the `apiVersion` and
     /// `kind` the policies write.
@@ -556,108 +573,6 @@ impl Cluster {
             .await?
             .map(|o| to_json(kind.into(), GroupVersion::V1, &o)))
     }
-
-    /// Server-side apply of `configuration` as field manager `hookscope` (refused with
-    /// [`WriteError::ReadOnly`] unless writes are allowed). A dry run (`dryRun=All`) always
-    /// comes first; its result is the object the server would store. Unless `dry_run`, the real
-    /// apply follows. `force` takes over fields other managers own instead of failing with a
-    /// conflict.
-    pub async fn apply_configuration(
-        &self,
-        configuration: &WebhookConfiguration,
-        dry_run: bool,
-        force: bool,
-    ) -> Result<Applied, WriteError> {
-        if !self.allow_writes {
-            return Err(WriteError::ReadOnly);
-        }
-        if configuration.name.is_empty() {
-            return Err(WriteError::NoName);
-        }
-        let patch = apply_patch(configuration);
-        let mut resource = api_resource(configuration.kind);
-        resource.api_version = configuration.api_version.clone();
-        if let Some((_, version)) = configuration.api_version.split_once('/') {
-            resource.version = version.to_string();
-        }
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
-        let mut params = PatchParams::apply(FIELD_MANAGER);
-        params.force = force;
-        let reject = |e: kube::Error, what: &str| {
-            let mut failure = describe(&e, what, &self.target(), Duration::ZERO);
-            if failure.kind == FailureKind::Forbidden {
-                let plural = configuration.kind.resource();
-                failure.rbac = Some(RbacAdvice {
-                    rule: format!(
-                        "- apiGroups: [\"admissionregistration.k8s.io\"]\n  resources: [\"{plural}\"]\n  verbs: [\"patch\"]"
-                    ),
-                    check: format!(
-                        "kubectl auth can-i patch {plural}.admissionregistration.k8s.io/{}{}",
-                        configuration.name,
-                        if self.info.context.is_empty() {
-                            String::new()
-                        } else {
-                            format!(" --context {}", self.info.context)
-                        }
-                    ),
-                });
-            }
-            if api_code(&e) == Some(409) {
-                failure.action = "Another field manager owns fields this apply changes: apply with force to take them over, or change them with that manager.".to_string();
-            }
-            WriteError::Rejected(failure)
-        };
-        let dry = api
-            .patch(
-                &configuration.name,
-                &params.clone().dry_run(),
-                &Patch::Apply(&patch),
-            )
-            .await
-            .map_err(|e| reject(e, "applying (dry run)"))?;
-        let version = GroupVersion::parse(&resource.version).unwrap_or(GroupVersion::V1);
-        let dry = to_json(configuration.kind.into(), version, &dry);
-        if dry_run {
-            return Ok(Applied {
-                dry_run: dry,
-                stored: None,
-            });
-        }
-        let stored = api
-            .patch(&configuration.name, &params, &Patch::Apply(&patch))
-            .await
-            .map_err(|e| reject(e, "applying"))?;
-        Ok(Applied {
-            dry_run: dry,
-            stored: Some(to_json(configuration.kind.into(), version, &stored)),
-        })
-    }
-}
-
-/// The result of [`Cluster::apply_configuration`].
-#[derive(Debug, Clone, PartialEq)]
-pub struct Applied {
-    /// The object the dry run returned (what the server would store).
-    pub dry_run: Value,
-    /// The object stored by the real apply (`None` for a dry run only).
-    pub stored: Option<Value>,
-}
-
-/// The apply patch for a configuration: its apiVersion, kind, name, labels and annotations, and
-/// webhooks; fields the server maintains are left out.
-fn apply_patch(configuration: &WebhookConfiguration) -> Value {
-    let mut metadata = json!({"name": configuration.name});
-    for key in ["labels", "annotations"] {
-        if let Some(value) = configuration.metadata.get(key).filter(|v| v.is_object()) {
-            metadata[key] = value.clone();
-        }
-    }
-    json!({
-        "apiVersion": configuration.api_version,
-        "kind": configuration.kind.configuration_kind(),
-        "metadata": metadata,
-        "webhooks": configuration.webhooks,
-    })
 }
 
 /// Connects and watches until `tx` is closed; never panics and never gives up. See
@@ -667,6 +582,7 @@ pub async fn run(options: ClusterOptions, tx: mpsc::Sender<ClusterMsg>) {
         kinds: AdmissionKind::ALL.map(KindStore::new),
         served: None,
         namespaces: NamespaceStore::default(),
+        crds: CrdStore::default(),
         params: Vec::new(),
         unresolved: Default::default(),
     };
@@ -766,6 +682,7 @@ type EventStream = futures::stream::BoxStream<'static, WatchItem>;
 enum Watched {
     Admission(AdmissionKind, GroupVersion),
     Namespaces,
+    Crds,
     /// The parameter objects of `Stores::params[i]`.
     Params(usize),
 }
@@ -775,6 +692,7 @@ impl Watched {
         match self {
             Watched::Admission(kind, _) => Feed::Admission(kind),
             Watched::Namespaces => Feed::Namespaces,
+            Watched::Crds => Feed::Crds,
             Watched::Params(_) => Feed::Params,
         }
     }
@@ -787,6 +705,7 @@ struct Stores {
     /// What discovery found on the latest connection that asked.
     served: Option<Vec<Served>>,
     namespaces: NamespaceStore,
+    crds: CrdStore,
     /// The parameter objects, one store per `paramKind` of the policies in force so far.
     params: Vec<ParamStore>,
     /// The `paramKind`s (apiVersion, kind) discovery could not resolve on this connection.
@@ -991,6 +910,13 @@ impl Watch {
             Watched::Namespaces | Watched::Params(_) => {
                 ApiResource::erase::<k8s_openapi::api::core::v1::Namespace>(&())
             }
+            Watched::Crds => ApiResource {
+                group: "apiextensions.k8s.io".into(),
+                version: "v1".into(),
+                api_version: "apiextensions.k8s.io/v1".into(),
+                kind: "CustomResourceDefinition".into(),
+                plural: "customresourcedefinitions".into(),
+            },
         };
         Watch::with_resource(cluster, options, watched, resource)
     }
@@ -1073,13 +999,24 @@ fn webhook_set(stores: &Stores) -> WebhookSet {
     }
 }
 
-/// A namespace watch event: the set again when labels changed.
-fn namespace_event(
-    store: &mut NamespaceStore,
-    item: watcher::Event<DynamicObject>,
-) -> (bool, Option<ClusterMsg>) {
+/// A store of objects a watcher lists and watches.
+trait Listed {
+    /// A list starts (again).
+    fn begin_list(&mut self);
+    /// One object of the list in progress.
+    fn listed(&mut self, object: &Value);
+    /// The list is complete; true when anything differs from what was known.
+    fn end_list(&mut self) -> bool;
+    /// An object was added or modified; true when it changed.
+    fn applied(&mut self, object: &Value) -> bool;
+    /// An object was deleted; true when it was known.
+    fn deleted(&mut self, object: &Value) -> bool;
+}
+
+/// A watch event into `store`: whether the watcher progressed, and whether the objects changed.
+fn listed_event(store: &mut impl Listed, item: watcher::Event<DynamicObject>) -> (bool, bool) {
     let json = |o: &DynamicObject| serde_json::to_value(o).unwrap_or_else(|_| json!({}));
-    let (progressed, changed) = match item {
+    match item {
         watcher::Event::Init => {
             store.begin_list();
             (false, false)
@@ -1091,11 +1028,28 @@ fn namespace_event(
         watcher::Event::InitDone => (true, store.end_list()),
         watcher::Event::Apply(object) => (true, store.applied(&json(&object))),
         watcher::Event::Delete(object) => (true, store.deleted(&json(&object))),
-    };
+    }
+}
+
+/// A namespace watch event: the set again when labels changed.
+fn namespace_event(
+    store: &mut NamespaceStore,
+    item: watcher::Event<DynamicObject>,
+) -> (bool, Option<ClusterMsg>) {
+    let (progressed, changed) = listed_event(store, item);
     (
         progressed,
         changed.then(|| ClusterMsg::Namespaces(store.set())),
     )
+}
+
+/// A CustomResourceDefinition watch event: the set again when a definition changed.
+fn crd_event(
+    store: &mut CrdStore,
+    item: watcher::Event<DynamicObject>,
+) -> (bool, Option<ClusterMsg>) {
+    let (progressed, changed) = listed_event(store, item);
+    (progressed, changed.then(|| ClusterMsg::Crds(store.set())))
 }
 
 /// The feed's first progress since it started or failed is reported as working.
@@ -1131,6 +1085,10 @@ fn handle_event(
                 }
             }
             return step;
+        }
+        (Watched::Crds, Ok(event)) => {
+            let (progressed, message) = crd_event(&mut stores.crds, event);
+            return Step::after(watch, options, progressed, message.into_iter().collect());
         }
         (Watched::Namespaces, Ok(event)) => {
             let (progressed, message) = namespace_event(&mut stores.namespaces, event);
@@ -1383,7 +1341,7 @@ async fn session(
     let mut watches: Vec<Watch> = AdmissionKind::ALL
         .into_iter()
         .filter_map(|kind| Some(Watched::Admission(kind, kind.fixed_version()?)))
-        .chain([Watched::Namespaces])
+        .chain([Watched::Namespaces, Watched::Crds])
         .map(|watched| Watch::new(cluster, options, watched))
         .collect();
     // The parameter kinds known from an earlier connection are watched again; those that could

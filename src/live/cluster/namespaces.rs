@@ -44,14 +44,14 @@ fn name_and_labels(object: &Value) -> (String, Arc<BTreeMap<String, String>>) {
     (name, Arc::new(labels))
 }
 
-impl NamespaceStore {
+impl super::Listed for NamespaceStore {
     /// A list starts (again).
-    pub(crate) fn begin_list(&mut self) {
+    fn begin_list(&mut self) {
         self.relisting = Some(NamespaceLabels::new());
     }
 
     /// One namespace of the list in progress.
-    pub(crate) fn listed(&mut self, object: &Value) {
+    fn listed(&mut self, object: &Value) {
         let (name, labels) = name_and_labels(object);
         self.relisting
             .get_or_insert_with(NamespaceLabels::new)
@@ -59,7 +59,7 @@ impl NamespaceStore {
     }
 
     /// The list is complete; true when anything differs from what was known.
-    pub(crate) fn end_list(&mut self) -> bool {
+    fn end_list(&mut self) -> bool {
         let listed = self.relisting.take().unwrap_or_default();
         let changed = !self.synced || listed != self.labels;
         self.labels = listed;
@@ -68,17 +68,19 @@ impl NamespaceStore {
     }
 
     /// A namespace was added or modified; true when its labels changed.
-    pub(crate) fn applied(&mut self, object: &Value) -> bool {
+    fn applied(&mut self, object: &Value) -> bool {
         let (name, labels) = name_and_labels(object);
         self.labels.insert(name, labels.clone()) != Some(labels)
     }
 
     /// A namespace was deleted; true when it was known.
-    pub(crate) fn deleted(&mut self, object: &Value) -> bool {
+    fn deleted(&mut self, object: &Value) -> bool {
         let (name, _) = name_and_labels(object);
         self.labels.remove(&name).is_some()
     }
+}
 
+impl NamespaceStore {
     /// The namespaces as the console's replays take them.
     pub(crate) fn set(&self) -> NamespaceSet {
         NamespaceSet {

@@ -185,6 +185,11 @@ impl Reader {
         }
     }
 
+    /// Resolves kinds with `spec`'s custom resource too (a definition read from the cluster).
+    pub fn add_custom_resource(&mut self, spec: &crate::registry::CustomResourceSpec) {
+        self.registry.add_custom_resource(spec);
+    }
+
     /// Declares the paramKinds (apiVersion, kind) of the ValidatingAdmissionPolicies replayed:
     /// every request read from now on carries the objects of those kinds known at that point
     /// ([`CapturedRequest::params`]: from `--cluster` and from the audit log before it).

@@ -189,6 +189,7 @@ fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) 
     let mut lines = Vec::new();
     let feeds = AdmissionKind::ALL.map(Feed::Admission).into_iter().chain([
         Feed::Namespaces,
+        Feed::Crds,
         Feed::Params,
         Feed::Metrics,
     ]);
@@ -211,6 +212,7 @@ fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) 
                 None => format!("{} watch", kind.short()),
             },
             Feed::Namespaces => "namespaces watch".to_string(),
+            Feed::Crds => "CRDs watch".to_string(),
             // Only once the policies in force take parameters.
             Feed::Params if live.params.is_none() && live.feed(feed).is_none() => continue,
             Feed::Params => "policy params watch".to_string(),
@@ -257,6 +259,10 @@ fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) 
                     (Feed::Metrics, Some((at, _)), _) => format!(" · last scrape {}", clock(at)),
                     (Feed::Metrics, None, _) => " · no scrape yet".into(),
                     (Feed::Namespaces, _, Some(n)) => format!(" · {n} namespaces"),
+                    (Feed::Crds, _, _) => match live.crds {
+                        Some(n) => format!(" · {n} definitions"),
+                        None => String::new(),
+                    },
                     (Feed::Params, _, _) => match live.params {
                         Some((n, at)) => format!(" · {n} objects (changed {})", clock(at)),
                         None => " · not listed yet".to_string(),
