@@ -739,6 +739,10 @@ struct MutatingExpect {
     error: Option<String>,
     #[serde(default)]
     compile_error: Option<String>,
+    /// The error of the apiserver's strict decode of the patched object: a 500 whatever the
+    /// failure policy.
+    #[serde(default)]
+    internal_error: Option<String>,
 }
 
 /// Whether every member of `want` is in `got` (lists item by item).
@@ -820,6 +824,20 @@ fn upstream_mutating_policy_cases() {
             params: ParamObjects::default(),
         };
         let (outcome, _) = dispatch(&engine, &cluster, attrs);
+        if let Some(want) = &case.expect.internal_error {
+            let status = outcome.status.as_ref();
+            let got = status.map(|s| (s.code, s.reason.as_str(), s.message.clone()));
+            if got
+                != Some((
+                    500,
+                    "InternalError",
+                    format!("Internal error occurred: {want}"),
+                ))
+            {
+                failures.push(format!("{}: {got:?}", case.name));
+            }
+            continue;
+        }
         match (&case.expect.object, &case.expect.error) {
             (Some(want), _) => {
                 let got = outcome.object.as_deref().map(|o| o.value().clone());
@@ -1084,4 +1102,62 @@ fn apply_configurations_of_custom_resources_merge_over_their_definitions_schema(
         outcome.status.unwrap().message,
         "policy 'case' with binding 'case' denied request: error applying patch: invalid ApplyConfiguration: may not mutate atomic arrays, maps or structs: .spec.selector"
     );
+}
+
+/// A JSON patch that leaves the object with a field its type lacks (or a value of the wrong
+/// type) fails the request with the apiserver's 500 whatever the failure policy: the recorded
+/// answers of a v1.33.3 apiserver, `tests/fixtures/policies-v1.33/strict-decode`.
+#[test]
+fn a_json_patched_object_is_decoded_strictly_and_its_error_fails_the_request() {
+    const DIR: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/policies-v1.33/strict-decode"
+    );
+    let text = std::fs::read_to_string(format!("{DIR}/policy.yaml")).unwrap();
+    let mut set = hookscope::config::policy::PolicySet::default();
+    for loaded in hookscope::config::parse_policy_documents(&text, "policy.yaml") {
+        let mut loaded = loaded.unwrap();
+        loaded.apply_defaults();
+        assert!(validate_policy_object(&loaded.object).is_empty());
+        set.insert(loaded.object);
+    }
+    let engine = Engine::new(
+        &[],
+        EngineOptions::for_version(KubeVersion::new(33).unwrap()),
+    )
+    .with_mutating_policies(&set.mutating, &set.mutating_bindings);
+    let cluster = Cluster {
+        namespaces: {
+            let mut n = Namespaces::default();
+            n.insert("default", BTreeMap::new());
+            n
+        },
+        params: ParamObjects::default(),
+    };
+    let create = |name: &str| {
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": "default"}, "data": {"k": "v"}});
+        dispatch(&engine, &cluster, attributes(object, Operation::Create)).0
+    };
+    for name in ["strict-two", "strict-type"] {
+        let recorded: Value = serde_json::from_str(
+            &std::fs::read_to_string(format!("{DIR}/status-{name}.json")).unwrap(),
+        )
+        .unwrap();
+        let outcome = create(name);
+        assert!(!outcome.allowed, "{name}");
+        let status = serde_json::to_value(outcome.status.as_ref().unwrap()).unwrap();
+        for field in ["status", "message", "reason", "details", "code"] {
+            assert_eq!(status[field], recorded[field], "{name}: {field}");
+        }
+    }
+    let one = create("strict-one");
+    assert_eq!(
+        one.status.map(|s| s.message),
+        Some(
+            r#"Internal error occurred: strict decoding error: unknown field "metadata.labelz""#
+                .to_string()
+        )
+    );
+    assert!(create("plain").allowed);
 }

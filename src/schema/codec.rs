@@ -110,6 +110,63 @@ pub fn normalize_members_in_place(
     Ok(())
 }
 
+/// The members of `value` a strict decode into the kind's Go type reports as unknown
+/// (`sigs.k8s.io/json` with `DisallowUnknownFields`, as the apiserver's strict JSON serializer
+/// decodes): each as its path from the root, struct fields and map keys joined by `.`, list items
+/// as `[i]` (`spec.template.spec.containers[1].ports[0].containerPortZ`). Members of one object
+/// are visited in the map's order (Go reports them in the order of the text, which for values
+/// built from CEL, marshalled from maps, is the same). Values of the wrong JSON type are not
+/// looked into: decoding reports those first ([`normalize_in_place`]).
+pub fn unknown_fields(schema: &Schema, id: TypeId, value: &Value) -> Vec<String> {
+    fn walk(schema: &Schema, ty: &Type, value: &Value, path: &mut String, out: &mut Vec<String>) {
+        let at = path.len();
+        match (ty, value) {
+            (Type::Ptr(inner), v) => walk(schema, inner, v, path, out),
+            (Type::List(inner), Value::Array(items)) => {
+                for (i, item) in items.iter().enumerate() {
+                    path.push_str(&format!("[{i}]"));
+                    walk(schema, inner, item, path, out);
+                    path.truncate(at);
+                }
+            }
+            (Type::Map(inner), Value::Object(members)) => {
+                for (k, v) in members {
+                    push_key(path, k);
+                    walk(schema, inner, v, path, out);
+                    path.truncate(at);
+                }
+            }
+            (Type::Struct(id), Value::Object(members)) => {
+                let st = schema.get(*id);
+                for (k, v) in members {
+                    push_key(path, k);
+                    match st.index_of(k) {
+                        Some(i) => walk(schema, &st.fields[i].ty, v, path, out),
+                        None => out.push(path.clone()),
+                    }
+                    path.truncate(at);
+                }
+            }
+            _ => {}
+        }
+    }
+    fn push_key(path: &mut String, key: &str) {
+        if !path.is_empty() {
+            path.push('.');
+        }
+        path.push_str(key);
+    }
+    let mut out = Vec::new();
+    walk(
+        schema,
+        &Type::Struct(id),
+        value,
+        &mut String::new(),
+        &mut out,
+    );
+    out
+}
+
 struct Encoder<'s> {
     schema: &'s Schema,
     out: Vec<u8>,

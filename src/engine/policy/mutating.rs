@@ -579,7 +579,8 @@ pub fn dispatch(
                         binding: Arc::clone(&inv.binding.name),
                         error_type: match &result {
                             Ok(_) => "no_error",
-                            Err(e) => super::error_type(e),
+                            Err(MutationError::Patcher(e)) => super::error_type(e),
+                            Err(MutationError::Internal(_)) => "invalid_error",
                         },
                     });
                 }
@@ -588,6 +589,31 @@ pub fn dispatch(
                         format!("mutations[{i}].applyConfiguration")
                     }
                     PatchType::JsonPatch => format!("mutations[{i}].jsonPatch"),
+                };
+                let result = match result {
+                    Ok(r) => Ok(r),
+                    Err(MutationError::Patcher(e)) => Err(e),
+                    Err(MutationError::Internal(e)) => {
+                        // A `StatusError` from the patcher ends the plugin at once, whatever
+                        // the failure policy: the request fails with it.
+                        let status = crate::engine::status::internal_error(&e);
+                        call.expressions.push(ExpressionResult {
+                            field,
+                            expression: m.expression.clone(),
+                            result: format!("error: {}", status.message),
+                        });
+                        out.events.push(MutatingEvent::Considered {
+                            policy: Arc::clone(&core.name),
+                            binding: Some(Arc::clone(&inv.binding.name)),
+                            failure_policy: core.failure_policy,
+                            outcome: MutationOutcome::Failed(status.message.clone()),
+                            call: Box::new(call),
+                            patches,
+                            after: None,
+                        });
+                        out.denied = Some(status);
+                        return out;
+                    }
                 };
                 match result {
                     Ok((patch, object)) => {
@@ -720,6 +746,35 @@ fn same_object(
     }
 }
 
+/// Why a mutation failed.
+enum MutationError {
+    /// The patcher's error: the policy's failure, under its failure policy.
+    Patcher(String),
+    /// An internal error (the patched object does not decode strictly into its type): the
+    /// request fails with it whatever the failure policy.
+    Internal(String),
+}
+
+/// The JSON serializer's strict decode of a patched object into its kind's type: Go's decoding
+/// error first, then every unknown field (`strict decoding error: unknown field "…", …`).
+fn strict_decode(
+    schema: &Schema,
+    id: crate::schema::TypeId,
+    patched: &Value,
+) -> Result<(), String> {
+    let mut typed = patched.clone();
+    schema::codec::normalize_in_place(schema, id, &mut typed).map_err(|e| e.to_string())?;
+    let unknown: Vec<String> = schema::codec::unknown_fields(schema, id, patched)
+        .iter()
+        .map(|path| format!("unknown field {path:?}"))
+        .collect();
+    if unknown.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("strict decoding error: {}", unknown.join(", ")))
+    }
+}
+
 /// One mutation: the patch it evaluated to (as JSON) and the object it produced, or the error
 /// as the patcher words it.
 fn mutate(
@@ -730,11 +785,11 @@ fn mutate(
     kind: &GroupVersionKind,
     crd: Option<std::sync::Arc<Value>>,
     release: KubeVersion,
-) -> Result<(Value, Value), String> {
+) -> Result<(Value, Value), MutationError> {
     let program = match &m.program {
         Ok(p) => p,
         // The patcher returns the compile errors themselves.
-        Err(e) => return Err(e.clone()),
+        Err(e) => return Err(MutationError::Patcher(e.clone())),
     };
     let expression_error = |e: String| {
         if e.starts_with("type mismatch:")
@@ -750,35 +805,44 @@ fn mutate(
     let object = attrs.object_value().unwrap_or(&Value::Null);
     let schema = Schema::for_release(release);
     let id = schema.kind(&kind.group, &kind.version, &kind.kind);
+    let patcher = MutationError::Patcher;
     let (patch, mut patched) = match m.patch_type {
         PatchType::ApplyConfiguration => {
             let (config, cost) =
                 cel::evaluate_apply_configuration(program, inputs, Some(variables));
             if cost > RUNTIME_COST_BUDGET {
-                return Err(cel::COST_BUDGET_EXHAUSTED.into());
+                return Err(patcher(cel::COST_BUDGET_EXHAUSTED.into()));
             }
-            let config = config.map_err(expression_error)?;
-            let merged = apply_configuration(schema, id, crd.as_deref(), object, &config)?;
+            let config = config.map_err(expression_error).map_err(patcher)?;
+            let merged = apply_configuration(schema, id, crd.as_deref(), object, &config)
+                .map_err(patcher)?;
             (config, merged)
         }
         PatchType::JsonPatch => {
             let (ops, cost) = cel::evaluate_json_patch(program, inputs, Some(variables));
             if cost > RUNTIME_COST_BUDGET {
-                return Err(cel::COST_BUDGET_EXHAUSTED.into());
+                return Err(patcher(cel::COST_BUDGET_EXHAUSTED.into()));
             }
-            let ops = Value::Array(ops.map_err(expression_error)?);
+            let ops = Value::Array(ops.map_err(expression_error).map_err(patcher)?);
             let patch = crate::jsonpatch::decode(ops.to_string().as_bytes())
-                .map_err(|e| format!("JSON Patch: {e}"))?;
-            match patch.apply_to_value(object) {
-                Ok(v) => (ops, v),
+                .map_err(|e| patcher(format!("JSON Patch: {e}")))?;
+            let patched = match patch.apply_to_value(object) {
+                Ok(v) => v,
                 // `jsonpatch.ErrTestFailed`: the object is left as it was.
-                Err(e) if e.message.ends_with("test failed") => (ops, object.clone()),
-                Err(e) => return Err(format!("JSON Patch: {e}")),
+                Err(e) if e.message.ends_with("test failed") => object.clone(),
+                Err(e) => return Err(patcher(format!("JSON Patch: {e}"))),
+            };
+            // The patched JSON is decoded strictly into the kind's type; an error there is an
+            // internal error (a `StatusError`), not the policy's.
+            if let Some(id) = id {
+                strict_decode(schema, id, &patched).map_err(MutationError::Internal)?;
             }
+            (ops, patched)
         }
     };
     if let Some(id) = id {
-        schema::codec::normalize_in_place(schema, id, &mut patched).map_err(|e| e.to_string())?;
+        schema::codec::normalize_in_place(schema, id, &mut patched)
+            .map_err(|e| patcher(e.to_string()))?;
         if crate::defaulting::default_object(
             &kind.group,
             &kind.version,
@@ -787,12 +851,12 @@ fn mutate(
             release,
         ) {
             schema::codec::normalize_in_place(schema, id, &mut patched)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| patcher(e.to_string()))?;
         }
     } else if let Some(crd) = crd.as_deref() {
         // A custom resource is defaulted by its schema's defaults (the object defaulter of
         // apiextensions-apiserver), after every mutation as a built-in kind is by its scheme.
-        let model = crate::apply::CrdModel::new(schema, crd).map_err(|e| e.to_string())?;
+        let model = crate::apply::CrdModel::new(schema, crd).map_err(|e| patcher(e.to_string()))?;
         model.default_object(&mut patched);
     }
     Ok((patch, patched))
