@@ -445,6 +445,54 @@ fn sorted(x: String, y: String) -> (String, String) {
     if x <= y { (x, y) } else { (y, x) }
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_apiserver_down_is_left_out_of_the_sum_not_mixed_in() {
+    let lb = FakeApiServer::start().await.unwrap();
+    lb.set_metrics(&requests(1000.0));
+    let up = lb.start_peer().await.unwrap();
+    up.set_metrics(&requests(4.0));
+    let down = lb.start_peer().await.unwrap();
+    let address = down.addr();
+    down.stop().await;
+    // A stopped apiserver stays in the endpoints until its lease expires.
+    lb.create(
+        "kube-apiserver",
+        slice("kubernetes-up", "127.0.0.1", up.addr().port()),
+    )
+    .unwrap();
+    lb.create(
+        "kube-apiserver",
+        slice("kubernetes-down", "127.0.0.1", address.port()),
+    )
+    .unwrap();
+    let mut fleet = Fleet::start(lb).await;
+    let failure = fleet
+        .until(|m| match m {
+            ClusterMsg::FeedFailed {
+                feed: Feed::Instances,
+                failure,
+            } => Some(failure),
+            _ => None,
+        })
+        .await;
+    assert!(
+        failure
+            .reason
+            .starts_with(&format!("apiserver {address}: Cannot reach"))
+            && failure
+                .reason
+                .ends_with("left out of the sum of the 1 that answered until it answers."),
+        "{}",
+        failure.reason
+    );
+    let scrape = fleet.scrape(|_| true).await;
+    assert_eq!(
+        scrape.texts,
+        vec![(Some(up.addr().to_string()), requests(4.0))]
+    );
+    drop(down);
+}
+
 fn state() -> State {
     let mut state = State::new("1.33".into(), AuditLevel::Request, Theme::default());
     state.live = Some(Box::new(LiveState::new("test".into(), 100, false)));

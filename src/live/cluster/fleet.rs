@@ -321,33 +321,43 @@ fn endpoints_rbac(target: &Target<'_>) -> RbacAdvice {
 
 /// One round's way of reading `/metrics`.
 enum Round {
-    /// Every apiserver answered: their texts, by `host:port`.
-    PerInstance(Vec<(String, String)>),
+    /// The texts of the apiservers that answered, by `host:port`; with why some did not.
+    PerInstance(Vec<(String, String)>, Option<Failure>),
     /// Through the kubeconfig's server; with why when the apiservers were not scraped apart.
     Balancer(Option<Failure>),
 }
 
-/// Scrapes every apiserver the endpoints name, each within `timeout`; the first failure (its
-/// address and reason) when one does not answer.
+/// What one round of scraping each apiserver gave.
+struct Scraped {
+    /// The texts of those that answered, by `host:port`.
+    texts: Vec<(String, String)>,
+    /// Those that did not: why (`apiserver ADDRESS: …`), and the kind of failure.
+    failed: Vec<(FailureKind, String)>,
+}
+
+/// Scrapes every apiserver the endpoints name, at once, each within `timeout`.
 async fn scrape_each(
     cluster: &Cluster,
     apiservers: &[String],
     clients: &mut BTreeMap<String, kube::Client>,
     timeout: Duration,
-    retry_in: Duration,
-) -> Result<Vec<(String, String)>, Failure> {
+) -> Scraped {
     clients.retain(|a, _| apiservers.contains(a));
+    let mut failed = Vec::new();
     let mut pending = Vec::new();
     for address in apiservers {
         let client = match clients.get(address) {
             Some(c) => c.clone(),
-            None => {
-                let client = cluster
-                    .instance_client(address)
-                    .map_err(|e| instance_failure(cluster, address, &e, retry_in))?;
-                clients.insert(address.clone(), client.clone());
-                client
-            }
+            None => match cluster.instance_client(address) {
+                Ok(client) => {
+                    clients.insert(address.clone(), client.clone());
+                    client
+                }
+                Err(e) => {
+                    failed.push(instance_failure(cluster, address, &e));
+                    continue;
+                }
+            },
         };
         let address = address.clone();
         pending.push(async move {
@@ -369,54 +379,29 @@ async fn scrape_each(
     for (address, result) in futures::future::join_all(pending).await {
         match result {
             Ok(text) => texts.push((address, text)),
-            Err(Some(e)) => return Err(instance_failure(cluster, &address, &e, retry_in)),
-            Err(None) => {
-                return Err(Failure {
-                    kind: FailureKind::Unreachable,
-                    reason: format!(
-                        "Scraping /metrics through {} (the apiservers' counters mix): apiserver {address} did not answer within {timeout:.1?}.",
-                        cluster.info.server
-                    ),
-                    action: unreachable_action(),
-                    rbac: None,
-                    retry_in,
-                });
-            }
+            Err(Some(e)) => failed.push(instance_failure(cluster, &address, &e)),
+            Err(None) => failed.push((
+                FailureKind::Unreachable,
+                format!("apiserver {address} did not answer /metrics within {timeout:.1?}"),
+            )),
         }
     }
-    Ok(texts)
-}
-
-fn unreachable_action() -> String {
-    "Run hookscope where every apiserver's address is reachable, or read the metrics from Prometheus (--prometheus URL); hookscope tries the apiservers again.".to_string()
+    Scraped { texts, failed }
 }
 
 fn instance_failure(
     cluster: &Cluster,
     address: &str,
     error: &kube::Error,
-    retry_in: Duration,
-) -> Failure {
+) -> (FailureKind, String) {
     let server = format!("https://{address}");
     let target = Target {
         server: &server,
         context: &cluster.info.context,
         user: &cluster.info.user,
     };
-    let inner = describe(error, "getting /metrics", &target, retry_in);
-    Failure {
-        kind: inner.kind,
-        reason: format!(
-            "Scraping /metrics through {} (the apiservers' counters mix): apiserver {address}: {}",
-            cluster.info.server, inner.reason
-        ),
-        action: match inner.kind {
-            FailureKind::Forbidden | FailureKind::Unauthorized => inner.action,
-            _ => unreachable_action(),
-        },
-        rbac: None,
-        retry_in,
-    }
+    let inner = describe(error, "getting /metrics", &target, Duration::ZERO);
+    (inner.kind, format!("apiserver {address}: {}", inner.reason))
 }
 
 /// Scrapes `/metrics` every [`ClusterOptions::scrape_interval`]: each apiserver apart while the
@@ -458,23 +443,58 @@ pub(super) async fn scrape_loop(
                 Some((same, at, failure)) if same == list && started < *at => {
                     Round::Balancer(Some(failure.clone()))
                 }
-                _ => match scrape_each(&cluster, list, &mut clients, timeout, probe_delay).await {
-                    Ok(texts) => {
-                        unreachable = None;
-                        probe_delay = options.backoff.initial;
-                        Round::PerInstance(texts)
-                    }
-                    Err(failure) => {
+                _ => {
+                    let scraped = scrape_each(&cluster, list, &mut clients, timeout).await;
+                    let kind = scraped.failed.first().map(|(k, _)| *k);
+                    let why: Vec<String> = scraped.failed.into_iter().map(|(_, r)| r).collect();
+                    if scraped.texts.is_empty() {
+                        // None answers from here: through the kubeconfig's server, trying them
+                        // again after a backoff.
+                        let failure = Failure {
+                            kind: kind.unwrap_or(FailureKind::Unreachable),
+                            reason: format!(
+                                "Scraping /metrics through {} (the apiservers' counters mix): {}.",
+                                cluster.info.server,
+                                why.join("; ")
+                            ),
+                            action: "Run hookscope where the apiservers' addresses are reachable, or read the metrics from Prometheus (--prometheus URL); hookscope tries the apiservers again.".to_string(),
+                            rbac: None,
+                            retry_in: probe_delay,
+                        };
                         unreachable = Some((list.clone(), started + probe_delay, failure.clone()));
                         probe_delay = options.backoff.next(probe_delay);
                         Round::Balancer(Some(failure))
+                    } else {
+                        // Those that answer are kept apart; one that does not (most often one
+                        // stopped, still named until its lease expires) is left out of the sum
+                        // rather than mixed in through the load balancer.
+                        unreachable = None;
+                        probe_delay = options.backoff.initial;
+                        let partial = kind.map(|kind| Failure {
+                            kind,
+                            reason: format!(
+                                "{}; left out of the sum of the {} that answered until it answers.",
+                                why.join("; "),
+                                scraped.texts.len()
+                            ),
+                            action: "Check that apiserver; if it is stopped, the endpoints drop it once its lease expires.".to_string(),
+                            rbac: None,
+                            retry_in: interval,
+                        });
+                        Round::PerInstance(scraped.texts, partial)
                     }
-                },
+                }
             },
         };
         let messages = match round {
-            Round::PerInstance(texts) => {
-                let mut messages = vec![ClusterMsg::FeedRecovered(Feed::Instances)];
+            Round::PerInstance(texts, partial) => {
+                let mut messages = vec![match partial {
+                    Some(failure) => ClusterMsg::FeedFailed {
+                        feed: Feed::Instances,
+                        failure,
+                    },
+                    None => ClusterMsg::FeedRecovered(Feed::Instances),
+                }];
                 if failing {
                     failing = false;
                     messages.push(ClusterMsg::FeedRecovered(Feed::Metrics));

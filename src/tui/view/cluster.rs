@@ -273,7 +273,9 @@ fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) 
                             }
                             _ => String::new(),
                         };
-                        format!(" · {n} apiservers{last}")
+                        // Counted from the series: an apiserver that has counted no admission
+                        // yet has none.
+                        format!(" · series of {n} apiservers{last}")
                     }
                     (Feed::Namespaces, _, Some(n)) => format!(" · {n} namespaces"),
                     (Feed::Params, _, _) => match live.params {
