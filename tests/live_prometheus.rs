@@ -288,3 +288,45 @@ fn prometheus_errors_and_empty_answers_are_read_not_trusted() {
     let none = br#"{"status":"success","data":{"resultType":"vector","result":[]}}"#;
     assert!(parse_answer(200, none).unwrap().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_token_file_is_sent_as_a_bearer_token() {
+    // The fake API server checks bearer tokens: without the token its answer is 401, with it the
+    // 404 of a path it does not serve — either way an API error, a state of the feed.
+    let api = FakeApiServer::start().await.unwrap();
+    let scratch = Scratch::new(&format!(
+        "hookscope-prom-token-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    let kubeconfig = scratch.join("kubeconfig");
+    std::fs::write(&kubeconfig, api.kubeconfig()).unwrap();
+    let ca = scratch.join("ca.pem");
+    std::fs::write(&ca, api.ca_pem()).unwrap();
+    let token = scratch.join("token");
+    std::fs::write(&token, api.token()).unwrap();
+    for (with_token, code, kind) in [
+        (false, "answered 401", FailureKind::Unauthorized),
+        (true, "answered 404", FailureKind::Server),
+    ] {
+        let mut options = options(&kubeconfig, api.url(), &ca);
+        options.prometheus.as_mut().unwrap().token_file = with_token.then(|| token.clone());
+        let (tx, mut rx) = mpsc::channel(64);
+        tokio::spawn(run(options, tx));
+        let failure = until(&mut rx, prometheus_failure).await;
+        assert!(failure.reason.contains(code), "{}", failure.reason);
+        assert_eq!(failure.kind, kind, "{}", failure.reason);
+    }
+    let asked: Vec<_> = api
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/api/v1/query_range")
+        .collect();
+    assert_eq!(asked.len(), 2, "{asked:?}");
+    assert!(
+        asked[0]
+            .query
+            .contains("query=%7B__name__%3D~%22apiserver_admission_webhook_rejection_count%7C"),
+        "{}",
+        asked[0].query
+    );
+}
