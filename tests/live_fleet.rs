@@ -507,3 +507,78 @@ fn send(state: &mut State, msg: LiveMsg) {
 fn live(s: &State) -> &LiveState {
     s.live.as_deref().expect("live")
 }
+
+#[test]
+fn with_prometheus_the_feeds_pane_shows_its_queries_instead_of_metrics() {
+    let mut console = state();
+    let at = SystemTime::now();
+    let failure = hookscope::live::cluster::Failure {
+        kind: FailureKind::Unreachable,
+        reason: "Cannot query Prometheus at https://prometheus.example:9090: connection refused"
+            .into(),
+        action: "Check the URL.".into(),
+        rbac: None,
+        retry_in: Duration::from_secs(10),
+    };
+    let cluster = |msg| LiveMsg::Cluster {
+        msg: Box::new(msg),
+        at,
+    };
+    let connected = hookscope::live::cluster::Connected {
+        info: hookscope::live::cluster::ConnectionInfo {
+            server: "https://lb.example:6443".into(),
+            context: "prod".into(),
+            user: "jane".into(),
+            namespace: "default".into(),
+            source: hookscope::live::cluster::KubeconfigSource::InCluster,
+        },
+        server_version: "v1.33.3".into(),
+    };
+    send(&mut console, cluster(ClusterMsg::Connected(connected)));
+    send(
+        &mut console,
+        cluster(ClusterMsg::FeedFailed {
+            feed: Feed::Prometheus,
+            failure,
+        }),
+    );
+    update(&mut console, Msg::Action(Action::Show(View::Cluster)));
+    let screen = hookscope::tui::view::render_text(&console, 240, 50);
+    assert!(
+        screen.contains(&format!(
+            "✗ prometheus queries · {}: Cannot query Prometheus at https://prometheus.example:9090",
+            clock(at)
+        )),
+        "{screen}"
+    );
+    assert!(!screen.contains("/metrics"), "{screen}");
+    // It answers: the apiservers its series name.
+    send(
+        &mut console,
+        cluster(ClusterMsg::FeedRecovered(Feed::Prometheus)),
+    );
+    let snapshot = MetricsScrape {
+        texts: vec![
+            (Some("10.0.0.1:6443".into()), requests(1.0)),
+            (Some("10.0.0.2:6443".into()), requests(2.0)),
+        ],
+        at,
+    }
+    .admission()
+    .unwrap();
+    send(
+        &mut console,
+        LiveMsg::Scrape {
+            at,
+            snapshot: Box::new(snapshot),
+        },
+    );
+    let screen = hookscope::tui::view::render_text(&console, 240, 50);
+    assert!(
+        screen.contains(&format!(
+            "✓ prometheus queries · series of 2 apiservers · latest values {}",
+            clock(at)
+        )),
+        "{screen}"
+    );
+}

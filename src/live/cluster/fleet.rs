@@ -253,6 +253,13 @@ impl Apiservers {
                 return;
             }
         };
+        // A watch that broke (the connection went, the apiserver restarted) leaves the addresses
+        // listed as they were until the watch lists again.
+        if verb == "watching" && matches!(self.known, Known::Listed(_)) {
+            let source = self.source;
+            self.restart(cluster, source);
+            return;
+        }
         let resource = self.source.resource();
         let what = format!(
             "{verb} {} in namespace {SERVICE_NAMESPACE}",
