@@ -109,6 +109,18 @@ impl Fleet {
         .expect("the awaited message in time")
     }
 
+    /// The next failure of the per-apiserver feed.
+    async fn instances_failure(&mut self) -> hookscope::live::cluster::Failure {
+        self.until(|m| match m {
+            ClusterMsg::FeedFailed {
+                feed: Feed::Instances,
+                failure,
+            } => Some(failure),
+            _ => None,
+        })
+        .await
+    }
+
     /// The next scrape whose texts satisfy `want`.
     async fn scrape(&mut self, want: impl Fn(&MetricsScrape) -> bool) -> MetricsScrape {
         self.until(|m| match m {
@@ -336,15 +348,8 @@ async fn unreadable_endpoints_fall_back_to_the_load_balancer_and_the_feeds_pane_
         lb.forbid(Denial::resource(resource, "list"));
     }
     let mut fleet = Fleet::start(lb).await;
-    let (failure, at) = fleet
-        .until(|m| match m {
-            ClusterMsg::FeedFailed {
-                feed: Feed::Instances,
-                failure,
-            } => Some((failure, SystemTime::now())),
-            _ => None,
-        })
-        .await;
+    let failure = fleet.instances_failure().await;
+    let at = SystemTime::now();
     assert_eq!(failure.kind, FailureKind::Forbidden);
     assert!(
         failure.reason.contains("endpointslices")
@@ -404,24 +409,9 @@ async fn unreadable_endpoints_fall_back_to_the_load_balancer_and_the_feeds_pane_
 async fn an_apiserver_not_reachable_from_here_falls_back_naming_it() {
     let lb = FakeApiServer::start().await.unwrap();
     lb.set_metrics(&requests(7.0));
-    let gone = lb.start_peer().await.unwrap();
-    let address = gone.addr();
-    gone.stop().await;
-    lb.create(
-        "kube-apiserver",
-        slice("kubernetes", "127.0.0.1", address.port()),
-    )
-    .unwrap();
+    let (gone, address) = stopped_peer(&lb, "kubernetes").await;
     let mut fleet = Fleet::start(lb).await;
-    let failure = fleet
-        .until(|m| match m {
-            ClusterMsg::FeedFailed {
-                feed: Feed::Instances,
-                failure,
-            } => Some(failure),
-            _ => None,
-        })
-        .await;
+    let failure = fleet.instances_failure().await;
     assert_eq!(failure.kind, FailureKind::Unreachable);
     assert!(
         failure.reason.contains(&format!(
@@ -440,6 +430,16 @@ async fn an_apiserver_not_reachable_from_here_falls_back_naming_it() {
     drop(gone);
 }
 
+/// A peer of `lb`, stopped, that the slice `name` still names.
+async fn stopped_peer(lb: &FakeApiServer, name: &str) -> (FakeApiServer, std::net::SocketAddr) {
+    let peer = lb.start_peer().await.unwrap();
+    let address = peer.addr();
+    peer.stop().await;
+    lb.create("kube-apiserver", slice(name, "127.0.0.1", address.port()))
+        .unwrap();
+    (peer, address)
+}
+
 /// The two addresses in the order the scrapes give them (sorted as text).
 fn sorted(x: String, y: String) -> (String, String) {
     if x <= y { (x, y) } else { (y, x) }
@@ -451,30 +451,15 @@ async fn one_apiserver_down_is_left_out_of_the_sum_not_mixed_in() {
     lb.set_metrics(&requests(1000.0));
     let up = lb.start_peer().await.unwrap();
     up.set_metrics(&requests(4.0));
-    let down = lb.start_peer().await.unwrap();
-    let address = down.addr();
-    down.stop().await;
-    // A stopped apiserver stays in the endpoints until its lease expires.
     lb.create(
         "kube-apiserver",
         slice("kubernetes-up", "127.0.0.1", up.addr().port()),
     )
     .unwrap();
-    lb.create(
-        "kube-apiserver",
-        slice("kubernetes-down", "127.0.0.1", address.port()),
-    )
-    .unwrap();
+    // A stopped apiserver stays in the endpoints until its lease expires.
+    let (down, address) = stopped_peer(&lb, "kubernetes-down").await;
     let mut fleet = Fleet::start(lb).await;
-    let failure = fleet
-        .until(|m| match m {
-            ClusterMsg::FeedFailed {
-                feed: Feed::Instances,
-                failure,
-            } => Some(failure),
-            _ => None,
-        })
-        .await;
+    let failure = fleet.instances_failure().await;
     assert!(
         failure
             .reason
