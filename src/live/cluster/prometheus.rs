@@ -94,7 +94,7 @@ pub fn parse_answer(
             None => text.to_string(),
         }
     };
-    let value: Value = match serde_json::from_slice(body) {
+    let value: Value = match crate::json::from_slice(body) {
         Ok(v) => v,
         Err(e) if (200..300).contains(&code) => {
             return Err(PrometheusError::NotAResult {
