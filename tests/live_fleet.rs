@@ -355,7 +355,7 @@ async fn unreadable_endpoints_fall_back_to_the_load_balancer_and_the_feeds_pane_
         failure.reason.contains("endpointslices")
             && failure
                 .reason
-                .contains(r#"cannot list resource "endpoints""#),
+                .contains(r#"endpoints "kubernetes" is forbidden: User "hookscope-test" cannot list resource "endpoints" in API group "" in the namespace "default""#),
         "{}",
         failure.reason
     );

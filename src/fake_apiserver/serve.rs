@@ -583,7 +583,13 @@ fn list(
     selection: &Selection,
 ) -> Response<Body> {
     if denied(shared, &Denial::resource(resource, "list")) {
-        return forbidden_in(resource, "list", None, selection.namespace.as_deref());
+        // A `fieldSelector=metadata.name=…` names the object, which RBAC and its message see.
+        return forbidden_in(
+            resource,
+            "list",
+            selection.name.as_deref(),
+            selection.namespace.as_deref(),
+        );
     }
     let store = lock(&shared.store);
     let limit = params
@@ -665,7 +671,12 @@ fn watch(
     selection: Selection,
 ) -> Response<Body> {
     if denied(shared, &Denial::resource(resource, "watch")) {
-        return forbidden_in(resource, "watch", None, selection.namespace.as_deref());
+        return forbidden_in(
+            resource,
+            "watch",
+            selection.name.as_deref(),
+            selection.namespace.as_deref(),
+        );
     }
     let bookmarks = params.flag("allowWatchBookmarks");
     let initial_events = params.flag("sendInitialEvents");
