@@ -164,6 +164,9 @@ pub fn run(args: &Args, kube_version: Option<KubeVersion>) -> Result<ExitCode, S
         }),
         ..ClusterOptions::default()
     };
+    if let Some(prometheus) = &cluster.prometheus {
+        prometheus.config().map_err(|e| e.to_string())?;
+    }
     let replier = args.source.replier()?;
     let (replayer, reader, problems) =
         args.source

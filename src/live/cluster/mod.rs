@@ -43,7 +43,9 @@ pub use kubeconfig::{
     KubeconfigSource, home_dir, kubeconfig_source, read_kubeconfig, select_context,
 };
 pub use namespaces::{ClusterNamespaces, NamespaceLabels, NamespaceSet};
-pub use prometheus::{PrometheusOptions, admission_selector, parse_answer};
+pub use prometheus::{
+    PrometheusError, PrometheusFlagError, PrometheusOptions, admission_selector, parse_answer,
+};
 
 use failure::{Target, api_code, describe, is_transport, rbac_for};
 use feed::KindStore;

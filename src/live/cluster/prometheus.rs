@@ -204,58 +204,122 @@ fn unix(t: SystemTime) -> String {
     format!("{secs:.3}")
 }
 
-/// The client: the URL's server, the CA file's certificates (else the system's roots), the
-/// token file.
+/// Why `--prometheus` and its flags cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PrometheusFlagError {
+    /// The URL does not parse, or has no host.
+    #[error("--prometheus {url:?} is not a URL: {reason}")]
+    Url {
+        /// The URL given.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// A plain `http://` URL to a host other than loopback: the token and the answers would
+    /// cross the network unencrypted.
+    #[error(
+        "--prometheus {url:?}: plain http is accepted only on loopback (a kubectl port-forward); use https"
+    )]
+    PlainHttp {
+        /// The URL given.
+        url: String,
+    },
+    /// `--prometheus-ca` cannot be read, or holds no PEM certificate.
+    #[error("--prometheus-ca {}: {reason}", path.display())]
+    Ca {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// `--prometheus-token-file` cannot be read.
+    #[error("--prometheus-token-file {}: {reason}", path.display())]
+    TokenFile {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl PrometheusOptions {
+    /// The client configuration: the URL's server, the CA file's certificates (else the
+    /// system's roots), the token file; refused with the flag at fault before anything is sent.
+    pub fn config(&self) -> Result<kube::Config, PrometheusFlagError> {
+        let url: http::Uri =
+            self.url
+                .parse()
+                .map_err(|e: http::uri::InvalidUri| PrometheusFlagError::Url {
+                    url: self.url.clone(),
+                    reason: e.to_string(),
+                })?;
+        let host = url.host().unwrap_or("").trim_matches(['[', ']']);
+        match url.scheme_str() {
+            Some("https") if !host.is_empty() => {}
+            Some("http") if !host.is_empty() => {
+                let loopback = host == "localhost"
+                    || host
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|ip| ip.is_loopback());
+                if !loopback {
+                    return Err(PrometheusFlagError::PlainHttp {
+                        url: self.url.clone(),
+                    });
+                }
+            }
+            _ => {
+                return Err(PrometheusFlagError::Url {
+                    url: self.url.clone(),
+                    reason: "give the API's base URL, e.g. https://prometheus.example:9090".into(),
+                });
+            }
+        }
+        let mut config = kube::Config::new(url);
+        if let Some(path) = &self.ca_file {
+            use rustls_pki_types::pem::PemObject as _;
+            let ca = |reason: String| PrometheusFlagError::Ca {
+                path: path.clone(),
+                reason,
+            };
+            let pem = std::fs::read(path).map_err(|e| ca(e.to_string()))?;
+            let certs: Vec<Vec<u8>> = rustls_pki_types::CertificateDer::pem_slice_iter(&pem)
+                .filter_map(Result::ok)
+                .map(|c| c.to_vec())
+                .collect();
+            if certs.is_empty() {
+                return Err(ca(
+                    "no PEM certificate (-----BEGIN CERTIFICATE-----) in the file".into(),
+                ));
+            }
+            config.root_cert = Some(certs);
+        }
+        if let Some(path) = &self.token_file {
+            std::fs::read(path).map_err(|e| PrometheusFlagError::TokenFile {
+                path: path.clone(),
+                reason: e.to_string(),
+            })?;
+            config.auth_info.token_file = Some(path.display().to_string());
+        }
+        Ok(config)
+    }
+}
+
+/// The client of [`PrometheusOptions::config`].
 fn client(options: &PrometheusOptions) -> Result<kube::Client, Failure> {
-    let failure = |reason: String, action: &str| Failure {
+    let failure = |reason: String| Failure {
         kind: FailureKind::Kubeconfig,
         reason,
-        action: action.to_string(),
+        action: "Check --prometheus, --prometheus-ca and --prometheus-token-file.".to_string(),
         rbac: None,
         retry_in: Duration::ZERO,
     };
-    let url: http::Uri = options.url.parse().map_err(|e| {
-        failure(
-            format!("--prometheus {:?} is not a URL: {e}", options.url),
-            "Give the API's base URL, e.g. https://prometheus.example:9090.",
-        )
-    })?;
-    let mut config = kube::Config::new(url);
-    if let Some(path) = &options.ca_file {
-        use rustls_pki_types::pem::PemObject as _;
-        let pem = std::fs::read(path).map_err(|e| {
-            failure(
-                format!("--prometheus-ca {}: {e}", path.display()),
-                "Give a readable PEM file of the CA certificates.",
-            )
-        })?;
-        let certs: Vec<Vec<u8>> = rustls_pki_types::CertificateDer::pem_slice_iter(&pem)
-            .filter_map(Result::ok)
-            .map(|c| c.to_vec())
-            .collect();
-        if certs.is_empty() {
-            return Err(failure(
-                format!(
-                    "--prometheus-ca {}: no PEM certificate in the file",
-                    path.display()
-                ),
-                "Give a PEM file of the CA certificates (-----BEGIN CERTIFICATE-----).",
-            ));
-        }
-        config.root_cert = Some(certs);
-    }
-    if let Some(path) = &options.token_file {
-        config.auth_info.token_file = Some(path.display().to_string());
-    }
+    let config = options.config().map_err(|e| failure(e.to_string()))?;
     kube::Client::try_from(config).map_err(|e| {
-        failure(
-            format!(
-                "cannot set up the client of --prometheus {}: {}",
-                options.url,
-                chain_text(&e)
-            ),
-            "Check --prometheus-ca and --prometheus-token-file.",
-        )
+        failure(format!(
+            "cannot set up the client of --prometheus {}: {}",
+            options.url,
+            chain_text(&e)
+        ))
     })
 }
 
