@@ -475,7 +475,17 @@ async fn one_apiserver_down_is_left_out_of_the_sum_not_mixed_in() {
         scrape.texts,
         vec![(Some(up.addr().to_string()), requests(4.0))]
     );
-    drop(down);
+    // It comes back (restarted on its address): asked again after its backoff, it is in.
+    down.set_metrics(&requests(9.0));
+    down.restart().await.unwrap();
+    fleet
+        .until(|m| (m == ClusterMsg::FeedRecovered(Feed::Instances)).then_some(()))
+        .await;
+    let both = fleet.scrape(|s| s.texts.len() == 2).await;
+    assert!(
+        both.texts
+            .contains(&(Some(address.to_string()), requests(9.0)))
+    );
 }
 
 fn state() -> State {

@@ -347,12 +347,23 @@ async fn scrape_each(
     cluster: &Cluster,
     apiservers: &[String],
     clients: &mut BTreeMap<String, kube::Client>,
+    down: &mut Down,
     timeout: Duration,
 ) -> Scraped {
     clients.retain(|a, _| apiservers.contains(a));
+    down.retain(|a, _| apiservers.contains(a));
+    let now = Instant::now();
     let mut failed = Vec::new();
     let mut pending = Vec::new();
     for address in apiservers {
+        // One that did not answer lately is asked again after its backoff, so that the others'
+        // rounds do not wait for its timeout each time.
+        if let Some(d) = down.get(address)
+            && now < d.retry_at
+        {
+            failed.push(d.why.clone());
+            continue;
+        }
         let client = match clients.get(address) {
             Some(c) => c.clone(),
             None => match cluster.instance_client(address) {
@@ -384,16 +395,63 @@ async fn scrape_each(
     }
     let mut texts = Vec::new();
     for (address, result) in futures::future::join_all(pending).await {
-        match result {
-            Ok(text) => texts.push((address, text)),
-            Err(Some(e)) => failed.push(instance_failure(cluster, &address, &e)),
-            Err(None) => failed.push((
+        let why = match result {
+            Ok(text) => {
+                down.remove(&address);
+                texts.push((address, text));
+                continue;
+            }
+            Err(Some(e)) => instance_failure(cluster, &address, &e),
+            Err(None) => (
                 FailureKind::Unreachable,
                 format!("apiserver {address} did not answer /metrics within {timeout:.1?}"),
-            )),
-        }
+            ),
+        };
+        let delay = down
+            .get(&address)
+            .map_or(down.backoff.initial, |d| down.backoff.next(d.delay));
+        failed.push(why.clone());
+        down.insert(
+            address,
+            DownSince {
+                retry_at: Instant::now() + delay,
+                delay,
+                why,
+            },
+        );
     }
     Scraped { texts, failed }
+}
+
+/// An apiserver that did not answer: when to ask it again, and why.
+struct DownSince {
+    retry_at: Instant,
+    delay: Duration,
+    why: (FailureKind, String),
+}
+
+/// The apiservers that did not answer, with the backoff between their attempts.
+struct Down {
+    backoff: Backoff,
+    by_address: BTreeMap<String, DownSince>,
+}
+
+impl Down {
+    fn get(&self, address: &str) -> Option<&DownSince> {
+        self.by_address.get(address)
+    }
+
+    fn insert(&mut self, address: String, down: DownSince) {
+        self.by_address.insert(address, down);
+    }
+
+    fn remove(&mut self, address: &str) {
+        self.by_address.remove(address);
+    }
+
+    fn retain(&mut self, keep: impl Fn(&String, &DownSince) -> bool) {
+        self.by_address.retain(|a, d| keep(a, d));
+    }
 }
 
 fn instance_failure(
@@ -434,6 +492,10 @@ pub(super) async fn scrape_loop(
     // connection before.
     let mut failing = true;
     let mut clients = BTreeMap::new();
+    let mut down = Down {
+        backoff: options.backoff,
+        by_address: BTreeMap::new(),
+    };
     // After the apiservers did not all answer: not before `probe_at` for the same addresses.
     let mut unreachable: Option<(Vec<String>, Instant, Failure)> = None;
     let mut probe_delay = options.backoff.initial;
@@ -451,7 +513,8 @@ pub(super) async fn scrape_loop(
                     Round::Balancer(Some(failure.clone()))
                 }
                 _ => {
-                    let scraped = scrape_each(&cluster, list, &mut clients, timeout).await;
+                    let scraped =
+                        scrape_each(&cluster, list, &mut clients, &mut down, timeout).await;
                     let kind = scraped.failed.first().map(|(k, _)| *k);
                     let why: Vec<String> = scraped.failed.into_iter().map(|(_, r)| r).collect();
                     if scraped.texts.is_empty() {
