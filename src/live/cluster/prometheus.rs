@@ -378,7 +378,12 @@ async fn query(
         }
         Ok(Ok(answer)) => answer,
     };
-    parse_answer(code, &body).map_err(|e| Failure {
+    // A range answer of a large control plane is megabytes of JSON: parsed off the runtime's
+    // threads.
+    let parsed = tokio::task::spawn_blocking(move || parse_answer(code, &body))
+        .await
+        .map_err(|e| unreachable(format!("parsing the answer failed: {e}")))?;
+    parsed.map_err(|e| Failure {
         kind: match code {
             401 | 403 => FailureKind::Unauthorized,
             _ => FailureKind::Server,
