@@ -163,6 +163,32 @@ fn live_refuses_bad_flags_before_opening_the_console() {
     assert_eq!(interval.status.code(), Some(2));
     let err = text(&interval.stderr);
     assert!(err.contains("unknown unit \"x\" (ms, s, m, h)"), "{err}");
+
+    // The Prometheus flags, checked before the console opens.
+    let alone = hookscope(&["live", "--prometheus-ca", "ca.pem"]);
+    assert_eq!(alone.status.code(), Some(2));
+    let err = text(&alone.stderr);
+    assert!(err.contains("--prometheus <URL>"), "{err}");
+    let plain = hookscope(&["live", "--prometheus", "http://prometheus.example:9090"]);
+    assert_eq!(plain.status.code(), Some(2));
+    let err = text(&plain.stderr);
+    assert!(
+        err.contains("plain http is accepted only on loopback (a kubectl port-forward); use https"),
+        "{err}"
+    );
+    let ca = hookscope(&[
+        "live",
+        "--prometheus",
+        "https://prometheus.example:9090",
+        "--prometheus-ca",
+        "/nonexistent/ca.pem",
+    ]);
+    assert_eq!(ca.status.code(), Some(2));
+    let err = text(&ca.stderr);
+    assert!(
+        err.contains("--prometheus-ca /nonexistent/ca.pem: "),
+        "{err}"
+    );
 }
 
 /// Runs hookscope with its standard output (and, with `close_stderr`, its standard error) a pipe

@@ -125,10 +125,12 @@ impl Live {
                 | ClusterMsg::Namespaces(_)
                 | ClusterMsg::Crds(_)
                 | ClusterMsg::FeedFailed {
-                    feed: Feed::Metrics | Feed::Namespaces | Feed::Crds,
+                    feed: Feed::Metrics | Feed::Namespaces | Feed::Crds | Feed::Instances,
                     ..
                 }
-                | ClusterMsg::FeedRecovered(Feed::Metrics | Feed::Namespaces | Feed::Crds) => {}
+                | ClusterMsg::FeedRecovered(
+                    Feed::Metrics | Feed::Namespaces | Feed::Crds | Feed::Instances,
+                ) => {}
                 ClusterMsg::FeedRecovered(feed) if !self.failed.contains(&feed) => {}
                 ClusterMsg::FeedRecovered(feed) => {
                     self.failed.retain(|f| *f != feed);
@@ -687,7 +689,8 @@ async fn metrics_are_scraped_as_text_and_a_403_names_the_non_resource_rule() {
         _ => None,
     })
     .await;
-    assert_eq!(scrape.text, text);
+    // The fake's `default/kubernetes` has no endpoints: read through the kubeconfig's server.
+    assert_eq!(scrape.texts, vec![(None, text)]);
     let asked = server
         .requests()
         .into_iter()

@@ -1002,3 +1002,61 @@ fn the_policy_families_read_the_same_from_a_scrape_and_from_a_replay() {
         assert_eq!(names, family.labels());
     }
 }
+
+/// The snapshots of two apiservers, labelled by address, as one round.
+fn apiservers(a: f64, b: f64) -> AdmissionSnapshot {
+    let mut round = requests(&[("a", "200", a)]).with_instance("10.0.0.1:6443");
+    round.merge(requests(&[("a", "200", b)]).with_instance("10.0.0.2:6443"));
+    round
+}
+
+#[test]
+fn each_apiservers_series_are_kept_apart_reset_alone_and_summed() {
+    let mut h = MetricsHistory::new(100);
+    // 10.0.0.1 restarts between the second and the third round; 10.0.0.2 counts on.
+    for (at, (a, b)) in [(0, (10.0, 100.0)), (10, (15.0, 130.0)), (20, (3.0, 160.0))] {
+        h.push(t(at), apiservers(a, b)).expect("in order");
+    }
+    assert_eq!(h.instances(), ["10.0.0.1:6443", "10.0.0.2:6443"]);
+    let window = Window::latest(Duration::from_secs(60));
+    let increase = |w: &Window| h.rates(w, WEBHOOK, &["name"])[0].increase;
+    let one = window.clone().of_instance(Some("10.0.0.1:6443".into()));
+    let two = window.clone().of_instance(Some("10.0.0.2:6443".into()));
+    assert_eq!(increase(&one), 8.0);
+    assert_eq!(increase(&two), 60.0);
+    assert_eq!(increase(&window), 68.0);
+    // Through a load balancer the same values, alternating between the two, would read as
+    // counters jumping up and "resetting": what keeping them apart avoids.
+    let mut mixed = MetricsHistory::new(100);
+    for (at, v) in [(0, 10.0), (10, 130.0), (20, 3.0), (30, 160.0)] {
+        mixed.push(t(at), requests(&[("a", "200", v)])).unwrap();
+    }
+    assert_eq!(increase_of(&mixed, &window), 120.0 + 3.0 + 157.0);
+    // An apiserver not named is no series.
+    let none = window.of_instance(Some("10.0.0.3:6443".into()));
+    assert!(h.rates(&none, WEBHOOK, &["name"]).is_empty());
+}
+
+fn increase_of(h: &MetricsHistory, w: &Window) -> f64 {
+    h.rates(w, WEBHOOK, &["name"])[0].increase
+}
+
+#[test]
+fn switching_between_apiservers_and_the_load_balancer_starts_the_history_afresh() {
+    let mut h = MetricsHistory::new(100);
+    h.push(t(0), apiservers(10.0, 100.0)).unwrap();
+    h.push(t(10), apiservers(12.0, 101.0)).unwrap();
+    // Falling back: the load balancer's counter is not a continuation of either apiserver's.
+    h.push(t(20), requests(&[("a", "200", 113.0)])).unwrap();
+    assert_eq!(h.len(), 1);
+    h.push(t(30), requests(&[("a", "200", 118.0)])).unwrap();
+    let window = Window::latest(Duration::from_secs(60));
+    assert_eq!(increase_of(&h, &window), 5.0);
+    // A scrape without admission series says nothing of where it came from.
+    h.push(t(40), AdmissionSnapshot::default()).unwrap();
+    assert_eq!(h.len(), 3);
+    // And back to the apiservers apart.
+    h.push(t(50), apiservers(14.0, 104.0)).unwrap();
+    assert_eq!(h.len(), 1);
+    assert!(h.instances().contains(&"10.0.0.1:6443".to_string()));
+}

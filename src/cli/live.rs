@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use hookscope::KubeVersion;
 use hookscope::live::audit::{AuditWebhookOptions, CaptureOptions, FollowOptions, WebhookTls};
-use hookscope::live::cluster::ClusterOptions;
+use hookscope::live::cluster::{ClusterOptions, PrometheusOptions};
 use hookscope::replay::InputItem;
 use hookscope::replay::input::ClusterState;
 use hookscope::tui::app::State;
-use hookscope::tui::live::{DEFAULT_KEEP_EVENTS, LiveState};
+use hookscope::tui::live::{DEFAULT_KEEP_EVENTS, LiveState, WINDOWS};
 use hookscope::tui::live_source::{AuditInput, LiveRelease, LiveSource, start_audit_webhook};
 use hookscope::tui::source::ConsoleReplier;
 use hookscope::tui::theme::Theme;
@@ -39,6 +39,23 @@ pub struct Args {
     /// run and a confirmation). Off by default: hookscope live only reads.
     #[arg(long = "allow-writes")]
     pub allow_writes: bool,
+    /// Read the admission metrics from this Prometheus-compatible API (Prometheus, Thanos,
+    /// Mimir: the base URL under which `/api/v1/query` is served) instead of scraping
+    /// `/metrics`: per apiserver (the `instance` label), with the history from before the
+    /// console started, queried every --scrape-interval.
+    #[arg(long = "prometheus", value_name = "URL")]
+    pub prometheus: Option<String>,
+    /// The CA certificates (PEM) that sign --prometheus's server certificate (else the system's
+    /// roots).
+    #[arg(long = "prometheus-ca", value_name = "FILE", requires = "prometheus")]
+    pub prometheus_ca: Option<PathBuf>,
+    /// A file holding the bearer token --prometheus wants (read again when it changes).
+    #[arg(
+        long = "prometheus-token-file",
+        value_name = "FILE",
+        requires = "prometheus"
+    )]
+    pub prometheus_token_file: Option<PathBuf>,
     /// Follow an apiserver audit log (JSON lines) as it grows, across rotations.
     #[arg(
         long = "follow-audit-log",
@@ -139,8 +156,17 @@ pub fn run(args: &Args, kube_version: Option<KubeVersion>) -> Result<ExitCode, S
         namespace: args.namespace.clone(),
         scrape_interval: args.scrape_interval,
         allow_writes: args.allow_writes,
+        prometheus: args.prometheus.clone().map(|url| PrometheusOptions {
+            url,
+            ca_file: args.prometheus_ca.clone(),
+            token_file: args.prometheus_token_file.clone(),
+            history: WINDOWS[WINDOWS.len() - 1],
+        }),
         ..ClusterOptions::default()
     };
+    if let Some(prometheus) = &cluster.prometheus {
+        prometheus.config().map_err(|e| e.to_string())?;
+    }
     let replier = args.source.replier()?;
     let (replayer, reader, problems) =
         args.source

@@ -84,11 +84,16 @@ pub enum FakeResource {
     ConfigMaps,
     /// `apiextensions.k8s.io/v1` `customresourcedefinitions` (cluster-scoped).
     CustomResourceDefinitions,
+    /// `discovery.k8s.io/v1` `endpointslices` (namespaced): kube-apiserver's endpoint reconciler
+    /// writes those of `default/kubernetes`, one address per apiserver.
+    EndpointSlices,
+    /// Core `endpoints` (namespaced): the older form of the same.
+    Endpoints,
 }
 
 impl FakeResource {
     /// Every resource the server knows.
-    pub const ALL: [FakeResource; 9] = [
+    pub const ALL: [FakeResource; 11] = [
         FakeResource::MutatingWebhookConfigurations,
         FakeResource::ValidatingWebhookConfigurations,
         FakeResource::Namespaces,
@@ -98,6 +103,8 @@ impl FakeResource {
         FakeResource::MutatingAdmissionPolicyBindings,
         FakeResource::ConfigMaps,
         FakeResource::CustomResourceDefinitions,
+        FakeResource::EndpointSlices,
+        FakeResource::Endpoints,
     ];
 
     /// The plural resource name used in URLs and RBAC rules.
@@ -112,6 +119,8 @@ impl FakeResource {
             FakeResource::MutatingAdmissionPolicyBindings => "mutatingadmissionpolicybindings",
             FakeResource::ConfigMaps => "configmaps",
             FakeResource::CustomResourceDefinitions => "customresourcedefinitions",
+            FakeResource::EndpointSlices => "endpointslices",
+            FakeResource::Endpoints => "endpoints",
         }
     }
 
@@ -127,6 +136,8 @@ impl FakeResource {
             FakeResource::MutatingAdmissionPolicyBindings => "MutatingAdmissionPolicyBinding",
             FakeResource::ConfigMaps => "ConfigMap",
             FakeResource::CustomResourceDefinitions => "CustomResourceDefinition",
+            FakeResource::EndpointSlices => "EndpointSlice",
+            FakeResource::Endpoints => "Endpoints",
         }
     }
 
@@ -144,7 +155,8 @@ impl FakeResource {
     /// The API group (empty for the core group).
     pub fn group(self) -> &'static str {
         match self {
-            FakeResource::Namespaces | FakeResource::ConfigMaps => "",
+            FakeResource::Namespaces | FakeResource::ConfigMaps | FakeResource::Endpoints => "",
+            FakeResource::EndpointSlices => "discovery.k8s.io",
             FakeResource::CustomResourceDefinitions => "apiextensions.k8s.io",
             _ => "admissionregistration.k8s.io",
         }
@@ -155,6 +167,7 @@ impl FakeResource {
         match self.group() {
             "" => "v1",
             "apiextensions.k8s.io" => "apiextensions.k8s.io/v1",
+            "discovery.k8s.io" => "discovery.k8s.io/v1",
             _ => API_VERSION,
         }
     }
@@ -175,6 +188,19 @@ impl FakeResource {
     /// The resource whose objects have `kind`.
     pub fn from_kind(kind: &str) -> Option<FakeResource> {
         FakeResource::ALL.into_iter().find(|r| r.kind() == kind)
+    }
+
+    /// Whether its objects live in a namespace.
+    pub fn namespaced(self) -> bool {
+        matches!(
+            self,
+            FakeResource::ConfigMaps | FakeResource::EndpointSlices | FakeResource::Endpoints
+        )
+    }
+
+    /// Whether it is one of `admissionregistration.k8s.io`'s (what that group's discovery lists).
+    pub(crate) fn admission(self) -> bool {
+        self.group() == "admissionregistration.k8s.io"
     }
 
     /// The resource whose collection is at `path`, the version in the path, and the rest of the
@@ -335,7 +361,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 /// The running fake API server. Dropping it stops the server.
 pub struct FakeApiServer {
     shared: Arc<Shared>,
-    pki: Pki,
+    pki: Arc<Pki>,
     addr: SocketAddr,
     acceptor: tokio_rustls::TlsAcceptor,
     task: Mutex<Option<JoinHandle<()>>>,
@@ -362,9 +388,32 @@ impl FakeApiServer {
         let mut tls = tls;
         tls.alpn_protocols = vec![b"http/1.1".to_vec()];
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+        let token = uuid::Uuid::new_v4().simple().to_string();
+        FakeApiServer::serve(addr, Arc::new(pki), acceptor, token)
+    }
+
+    /// Another apiserver of the same cluster on `127.0.0.1` (a free port): the same CA, serving
+    /// certificate and bearer token as this one, so the kubeconfig of this one reaches it, with
+    /// its own objects and its own `/metrics` ([`FakeApiServer::set_metrics`]). What a
+    /// highly available control plane's second instance is to a client that scrapes each one.
+    pub async fn start_peer(&self) -> Result<FakeApiServer, FakeError> {
+        FakeApiServer::serve(
+            SocketAddr::from(([127, 0, 0, 1], 0)),
+            self.pki.clone(),
+            self.acceptor.clone(),
+            self.token(),
+        )
+    }
+
+    fn serve(
+        addr: SocketAddr,
+        pki: Arc<Pki>,
+        acceptor: tokio_rustls::TlsAcceptor,
+        token: String,
+    ) -> Result<FakeApiServer, FakeError> {
         let shared = Arc::new(Shared {
             store: Mutex::new(Store::new()),
-            token: Mutex::new(uuid::Uuid::new_v4().simple().to_string()),
+            token: Mutex::new(token),
             metrics: Mutex::new(String::new()),
             denials: Mutex::new(Vec::new()),
             expiry: Mutex::new(WatchExpiry::default()),

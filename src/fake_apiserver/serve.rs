@@ -128,12 +128,27 @@ fn qualified(resource: FakeResource) -> String {
 }
 
 fn forbidden_resource(resource: FakeResource, verb: &str, name: Option<&str>) -> Response<Body> {
+    forbidden_in(resource, verb, name, None)
+}
+
+/// The 403 of `verb` on `resource`, in `namespace` when the request named one (upstream's
+/// `forbiddenMessage`: "in the namespace …" rather than "at the cluster scope").
+fn forbidden_in(
+    resource: FakeResource,
+    verb: &str,
+    name: Option<&str>,
+    namespace: Option<&str>,
+) -> Response<Body> {
     let subject = match name {
         Some(name) => format!("{} {name:?}", qualified(resource)),
         None => qualified(resource),
     };
+    let scope = match namespace {
+        Some(ns) => format!("in the namespace {ns:?}"),
+        None => "at the cluster scope".to_string(),
+    };
     let message = format!(
-        "{subject} is forbidden: User {USER:?} cannot {verb} resource {:?} in API group {:?} at the cluster scope",
+        "{subject} is forbidden: User {USER:?} cannot {verb} resource {:?} in API group {:?} {scope}",
         resource.plural(),
         resource.group()
     );
@@ -278,9 +293,15 @@ async fn handle(req: Request<Incoming>, shared: &Shared) -> Response<Body> {
             resource_list(shared, &p[GROUP_PATH.len() + 1..])
         }
         _ => {
-            let Some((resource, version, rest)) = FakeResource::from_path(path) else {
+            // `…/namespaces/NS/PLURAL[/NAME]`: a namespaced resource, seen in one namespace.
+            let (path, namespace) = split_namespace(path);
+            let Some((resource, version, rest)) = FakeResource::from_path(&path) else {
                 return page_not_found();
             };
+            if namespace.is_some() && !resource.namespaced() {
+                return page_not_found();
+            }
+            let selection = Selection::new(namespace.clone(), &params);
             // A resource at a version not served is not there at all.
             if !lock(&shared.served)
                 .get(&resource)
@@ -291,12 +312,18 @@ async fn handle(req: Request<Incoming>, shared: &Shared) -> Response<Body> {
             let version = version.to_string();
             let name = match rest.strip_prefix('/') {
                 None | Some("") => None,
-                Some(name) if !name.contains('/') => Some(name),
+                Some(name) if !name.contains('/') => Some(match &namespace {
+                    Some(ns) => format!("{ns}/{name}"),
+                    None => name.to_string(),
+                }),
                 Some(_) => return page_not_found(),
             };
+            let name = name.as_deref();
             match (req.method().clone(), name) {
-                (Method::GET, None) if params.flag("watch") => watch(shared, resource, &params),
-                (Method::GET, None) => list(shared, resource, &version, &params),
+                (Method::GET, None) if params.flag("watch") => {
+                    watch(shared, resource, &params, selection)
+                }
+                (Method::GET, None) => list(shared, resource, &version, &params, &selection),
                 (Method::GET, Some(name)) => get(shared, resource, name),
                 (Method::PATCH, Some(name)) => {
                     let name = name.to_string();
@@ -315,13 +342,78 @@ async fn handle(req: Request<Incoming>, shared: &Shared) -> Response<Body> {
     }
 }
 
+/// `path` without its `/namespaces/NS` segment, and `NS`, when it names a namespaced collection
+/// or object (`/api/v1/namespaces/NS/endpoints`, `/apis/G/V/namespaces/NS/PLURAL/NAME`); else the
+/// path as it is (`/api/v1/namespaces/NAME` is a Namespace).
+fn split_namespace(path: &str) -> (String, Option<String>) {
+    let parts: Vec<&str> = path.split('/').collect();
+    // ["", "api", "v1", "namespaces", NS, PLURAL, …] or ["", "apis", G, V, "namespaces", NS, PLURAL, …]
+    let at = match parts.get(1) {
+        Some(&"api") => 3,
+        Some(&"apis") => 4,
+        _ => return (path.to_string(), None),
+    };
+    if parts.len() > at + 2 && parts[at] == "namespaces" && !parts[at + 1].is_empty() {
+        let mut kept: Vec<&str> = parts[..at].to_vec();
+        kept.extend(&parts[at + 2..]);
+        return (kept.join("/"), Some(parts[at + 1].to_string()));
+    }
+    (path.to_string(), None)
+}
+
+/// Which objects a list or watch returns: those of one namespace, with the labels of an
+/// equality-based `labelSelector` (`a=b,c=d`), and the name of a `fieldSelector`
+/// (`metadata.name=N`), the selectors kube's watcher sends.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Selection {
+    namespace: Option<String>,
+    labels: Vec<(String, String)>,
+    name: Option<String>,
+}
+
+impl Selection {
+    fn new(namespace: Option<String>, params: &Params) -> Selection {
+        let pairs = |text: Option<&str>| -> Vec<(String, String)> {
+            text.unwrap_or("")
+                .split(',')
+                .filter_map(|p| {
+                    let (k, v) = p.split_once('=')?;
+                    Some((k.trim_end_matches('=').to_string(), v.to_string()))
+                })
+                .collect()
+        };
+        let name = pairs(params.get("fieldSelector"))
+            .into_iter()
+            .find(|(k, _)| k == "metadata.name")
+            .map(|(_, v)| v);
+        Selection {
+            namespace,
+            labels: pairs(params.get("labelSelector")),
+            name,
+        }
+    }
+
+    /// Whether `object` is selected.
+    pub(crate) fn matches(&self, object: &Value) -> bool {
+        let metadata = &object["metadata"];
+        self.namespace
+            .as_deref()
+            .is_none_or(|ns| metadata["namespace"].as_str() == Some(ns))
+            && self
+                .name
+                .as_deref()
+                .is_none_or(|n| metadata["name"].as_str() == Some(n))
+            && self
+                .labels
+                .iter()
+                .all(|(k, v)| metadata["labels"][k].as_str() == Some(v))
+    }
+}
+
 /// The discovery path of `admissionregistration.k8s.io`.
 const GROUP_PATH: &str = "/apis/admissionregistration.k8s.io";
 
 /// `apiVersion` of `resource`'s objects at `version`.
-/// The group discovery describes (the only one the watchers discover).
-const ADMISSION: &str = "admissionregistration.k8s.io";
-
 fn api_version_at(resource: FakeResource, version: &str) -> String {
     match resource.group() {
         "" => version.to_string(),
@@ -337,7 +429,7 @@ fn group_versions(shared: &Shared) -> Vec<String> {
     for version in ["v1", "v1beta1", "v1alpha1"] {
         let any = served
             .iter()
-            .any(|(r, vs)| r.group() == ADMISSION && vs.iter().any(|v| v == version));
+            .any(|(r, vs)| r.admission() && vs.iter().any(|v| v == version));
         if any {
             versions.push(version.to_string());
         }
@@ -376,18 +468,22 @@ fn group_list(shared: &Shared) -> Response<Body> {
 
 /// `GET /api/v1`: the core resources this server has.
 fn core_resources() -> Response<Body> {
-    let resources: Vec<Value> = [FakeResource::Namespaces, FakeResource::ConfigMaps]
-        .into_iter()
-        .map(|r| {
-            json!({
-                "name": r.plural(),
-                "singularName": r.kind().to_lowercase(),
-                "namespaced": r == FakeResource::ConfigMaps,
-                "kind": r.kind(),
-                "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
-            })
+    let resources: Vec<Value> = [
+        FakeResource::Namespaces,
+        FakeResource::ConfigMaps,
+        FakeResource::Endpoints,
+    ]
+    .into_iter()
+    .map(|r| {
+        json!({
+        "name": r.plural(),
+        "singularName": r.kind().to_lowercase(),
+        "namespaced": r.namespaced(),
+            "kind": r.kind(),
+            "verbs": ["create", "delete", "get", "list", "patch", "update", "watch"],
         })
-        .collect();
+    })
+    .collect();
     json_response(
         StatusCode::OK,
         &json!({"kind": "APIResourceList", "groupVersion": "v1", "resources": resources}),
@@ -399,7 +495,7 @@ fn resource_list(shared: &Shared, version: &str) -> Response<Body> {
     let served = lock(&shared.served);
     let resources: Vec<Value> = served
         .iter()
-        .filter(|(r, vs)| r.group() == ADMISSION && vs.iter().any(|v| v == version))
+        .filter(|(r, vs)| r.admission() && vs.iter().any(|v| v == version))
         .map(|(r, _)| {
             json!({
                 "name": r.plural(),
@@ -479,9 +575,21 @@ fn decode_continue(token: &str) -> Option<(u64, String)> {
     Some((value["rv"].as_u64()?, value["start"].as_str()?.to_string()))
 }
 
-fn list(shared: &Shared, resource: FakeResource, version: &str, params: &Params) -> Response<Body> {
+fn list(
+    shared: &Shared,
+    resource: FakeResource,
+    version: &str,
+    params: &Params,
+    selection: &Selection,
+) -> Response<Body> {
     if denied(shared, &Denial::resource(resource, "list")) {
-        return forbidden_resource(resource, "list", None);
+        // A `fieldSelector=metadata.name=…` names the object, which RBAC and its message see.
+        return forbidden_in(
+            resource,
+            "list",
+            selection.name.as_deref(),
+            selection.namespace.as_deref(),
+        );
     }
     let store = lock(&shared.store);
     let limit = params
@@ -523,6 +631,7 @@ fn list(shared: &Shared, resource: FakeResource, version: &str, params: &Params)
     let all: Vec<&Value> = store
         .list(resource)
         .into_iter()
+        .filter(|o| selection.matches(o))
         .filter(|o| o["metadata"]["name"].as_str().unwrap_or("") >= start.as_str())
         .collect();
     let take = limit.unwrap_or(all.len()).min(all.len());
@@ -555,9 +664,19 @@ fn list(shared: &Shared, resource: FakeResource, version: &str, params: &Params)
     )
 }
 
-fn watch(shared: &Shared, resource: FakeResource, params: &Params) -> Response<Body> {
+fn watch(
+    shared: &Shared,
+    resource: FakeResource,
+    params: &Params,
+    selection: Selection,
+) -> Response<Body> {
     if denied(shared, &Denial::resource(resource, "watch")) {
-        return forbidden_resource(resource, "watch", None);
+        return forbidden_in(
+            resource,
+            "watch",
+            selection.name.as_deref(),
+            selection.namespace.as_deref(),
+        );
     }
     let bookmarks = params.flag("allowWatchBookmarks");
     let initial_events = params.flag("sendInitialEvents");
@@ -572,6 +691,9 @@ fn watch(shared: &Shared, resource: FakeResource, params: &Params) -> Response<B
         let mut store = lock(&shared.store);
         if requested.is_empty() || requested == "0" || initial_events {
             for object in store.list(resource) {
+                if !selection.matches(object) {
+                    continue;
+                }
                 let _ = tx.send(watch_line("ADDED", object));
             }
             if initial_events && bookmarks {
@@ -602,11 +724,9 @@ fn watch(shared: &Shared, resource: FakeResource, params: &Params) -> Response<B
                     }
                 }
             }
-            for event in store
-                .history
-                .iter()
-                .filter(|e| e.resource == resource && e.resource_version > from)
-            {
+            for event in store.history.iter().filter(|e| {
+                e.resource == resource && e.resource_version > from && selection.matches(&e.object)
+            }) {
                 let _ = tx.send(watch_line(event.kind, &event.object));
             }
         }
@@ -615,6 +735,7 @@ fn watch(shared: &Shared, resource: FakeResource, params: &Params) -> Response<B
         }
         store.subscribers.push(Subscriber {
             resource,
+            selection,
             bookmarks,
             lines: tx,
         });

@@ -22,6 +22,8 @@ pub(crate) struct StoredEvent {
 /// An open watch: the resource it watches and where its lines go.
 pub(crate) struct Subscriber {
     pub(crate) resource: FakeResource,
+    /// The objects of `resource` it was opened for.
+    pub(crate) selection: super::serve::Selection,
     pub(crate) bookmarks: bool,
     pub(crate) lines: mpsc::UnboundedSender<Bytes>,
 }
@@ -194,8 +196,11 @@ impl Store {
     /// Stores an event, sends it to every open watch of its resource, and forgets closed watches.
     fn publish(&mut self, event: StoredEvent) {
         let line = watch_line(event.kind, &event.object);
-        self.subscribers
-            .retain(|s| s.resource != event.resource || s.lines.send(line.clone()).is_ok());
+        self.subscribers.retain(|s| {
+            s.resource != event.resource
+                || !s.selection.matches(&event.object)
+                || s.lines.send(line.clone()).is_ok()
+        });
         self.history.push(event);
     }
 

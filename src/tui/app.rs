@@ -970,6 +970,7 @@ impl State {
             A::Copy => return self.copy(),
             A::Zoom(_)
             | A::Pause
+            | A::NextInstance
             | A::ReplayEvent
             | A::ReplayEvents
             | A::Namespace(_)

@@ -108,6 +108,8 @@ pub enum Action {
     Zoom(i32),
     /// Live metrics: stop the charts at the latest scrape, or follow again.
     Pause,
+    /// Live metrics: chart the next apiserver alone (after the last, their sum again).
+    NextInstance,
     /// Live events: replay the selected event against the configurations in force.
     ReplayEvent,
     /// Live events: replay every kept event against the configurations in force.
@@ -486,6 +488,12 @@ impl Default for Keymap {
                 A::Pause,
                 In(View::Metrics),
                 "live: pause the charts / follow again",
+            ),
+            b(
+                vec![c('i')],
+                A::NextInstance,
+                In(View::Metrics),
+                "live: chart one apiserver, the next one, then their sum",
             ),
             b(
                 vec![c('r'), p(K::Enter)],

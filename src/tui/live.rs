@@ -405,6 +405,8 @@ pub struct LiveState {
     pub window: usize,
     /// Charts stopped at this time (`p`), or following the latest scrape.
     pub paused_at: Option<SystemTime>,
+    /// The apiserver charted alone (`i`; its `instance` label), or None for their sum.
+    pub instance: Option<String>,
     /// Audit events kept (at most `keep_events`), oldest first.
     pub events: VecDeque<AuditRecord>,
     /// The sequence number of `events[0]`.
@@ -458,6 +460,7 @@ impl LiveState {
             history: MetricsHistory::new(SCRAPES_KEPT),
             window: 1,
             paused_at: None,
+            instance: None,
             events: VecDeque::new(),
             first_event: 0,
             events_seen: 0,
@@ -502,10 +505,24 @@ impl LiveState {
     /// The chart window.
     pub fn chart_window(&self) -> Window {
         let length = WINDOWS[self.window.min(WINDOWS.len() - 1)];
-        match self.paused_at {
+        let window = match self.paused_at {
             Some(at) => Window::paused_at(length, at),
             None => Window::latest(length),
-        }
+        };
+        window.of_instance(self.instance.clone())
+    }
+
+    /// Charts the next apiserver alone, after the last one their sum again (`i`).
+    pub fn next_instance(&mut self) {
+        let instances = self.history.instances();
+        let next = match &self.instance {
+            None => 0,
+            Some(current) => match instances.iter().position(|i| i == current) {
+                Some(i) => i + 1,
+                None => 0,
+            },
+        };
+        self.instance = instances.get(next).cloned();
     }
 
     /// The latest outcome of `feed`.
@@ -589,7 +606,10 @@ impl LiveState {
                 self.changes.push_back(change);
             }
             // Taken in by the source; never sent as such.
-            ClusterMsg::Configurations(_) | ClusterMsg::Metrics(_) | ClusterMsg::Params(_) => {}
+            ClusterMsg::Configurations(_)
+            | ClusterMsg::Metrics(_)
+            | ClusterMsg::Queried(_)
+            | ClusterMsg::Params(_) => {}
         }
     }
 
@@ -978,6 +998,15 @@ impl State {
                     Some(at) => format!("charts paused at {} (p follows again)", clock(at)),
                     None if live.history.is_empty() => "no scrape yet".to_string(),
                     None => "charts follow the latest scrape".to_string(),
+                };
+                self.say(text, false);
+            }
+            Action::NextInstance => {
+                live.next_instance();
+                let text = match (&live.instance, live.history.instances().len()) {
+                    (Some(i), _) => format!("charts apiserver {i} alone (i: the next one)"),
+                    (None, 0) => "the scrapes are not per apiserver".to_string(),
+                    (None, n) => format!("charts the sum of {n} apiservers"),
                 };
                 self.say(text, false);
             }

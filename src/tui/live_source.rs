@@ -24,7 +24,6 @@ use crate::live::cluster::{
     Cluster, ClusterMsg, ClusterNamespaces, ClusterOptions, Failure, FailureKind, Feed,
     MetricsScrape, WebhookSet, apply_diff, editable_yaml,
 };
-use crate::live::metrics::AdmissionSnapshot;
 use crate::registry::{CustomResourceSpec, ResourceRegistry};
 use crate::replay::InputItem;
 use crate::replay::input::{ClusterState, Reader};
@@ -235,6 +234,9 @@ impl LiveSource {
         }
         let mut cluster_open = true;
         let mut audit_open = true;
+        // The latest time a Prometheus answer was passed on: a new connection queries the
+        // history again, and what the charts have is not sent twice.
+        let mut queried_to: Option<SystemTime> = None;
         loop {
             tokio::select! {
                 m = cluster_rx.recv(), if cluster_open => {
@@ -341,6 +343,25 @@ impl LiveSource {
                             // Parsing can take a while: a scrape that comes while the last one is
                             // still parsed is dropped rather than queued behind it.
                             let _ = scrapes.try_send(scrape);
+                            continue;
+                        }
+                        ClusterMsg::Queried(points) => {
+                            let mut open = true;
+                            for (at, snapshot) in points {
+                                if queried_to.is_some_and(|t| at <= t) {
+                                    continue;
+                                }
+                                queried_to = Some(at);
+                                let snapshot = Box::new(snapshot);
+                                let msg = SourceMsg::Live(LiveMsg::Scrape { at, snapshot });
+                                if tx.send(msg).await.is_err() {
+                                    open = false;
+                                    break;
+                                }
+                            }
+                            if !open {
+                                break;
+                            }
                             continue;
                         }
                         other => cluster_msg(other),
@@ -574,8 +595,8 @@ fn with_cluster(mut items: Vec<InputItem>, now: &ClusterNow<'_>) -> Vec<InputIte
 /// Parses each scrape off the source's loop and sends its admission series.
 async fn parse_scrapes(mut rx: mpsc::Receiver<MetricsScrape>, tx: mpsc::Sender<SourceMsg>) {
     while let Some(scrape) = rx.recv().await {
-        let MetricsScrape { text, at } = scrape;
-        let parsed = tokio::task::spawn_blocking(move || AdmissionSnapshot::from_text(&text)).await;
+        let at = scrape.at;
+        let parsed = tokio::task::spawn_blocking(move || scrape.admission()).await;
         let msg = match parsed {
             Ok(Ok(snapshot)) => LiveMsg::Scrape {
                 at,

@@ -14,9 +14,11 @@
 mod crds;
 mod failure;
 mod feed;
+mod fleet;
 mod kinds;
 mod kubeconfig;
 mod namespaces;
+mod prometheus;
 mod write;
 
 use std::path::PathBuf;
@@ -28,7 +30,6 @@ use kube::config::KubeConfigOptions;
 use kube::runtime::watcher;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
-use tokio::time::Instant;
 
 use crate::api::{WebhookConfiguration, WebhookKind};
 use crate::config::policy::PolicySet;
@@ -37,11 +38,18 @@ use crate::engine::policy::ParamObjects;
 pub use crds::CrdSet;
 pub use failure::{Failure, FailureKind, RbacAdvice};
 pub use feed::{RebaseError, apply_diff, editable_yaml, rebase, yaml_diff};
+pub use fleet::{
+    SERVICE_NAME, SERVICE_NAMESPACE, ScrapeParseError, apiservers_from_endpoints,
+    apiservers_from_slice,
+};
 pub use kinds::{AdmissionKind, GroupVersion, Served, pick_versions};
 pub use kubeconfig::{
     KubeconfigSource, home_dir, kubeconfig_source, read_kubeconfig, select_context,
 };
 pub use namespaces::{ClusterNamespaces, NamespaceLabels, NamespaceSet};
+pub use prometheus::{
+    PrometheusError, PrometheusFlagError, PrometheusOptions, admission_selector, parse_answer,
+};
 pub use write::{Applied, Edit, Plan, extract, plan, removal_patch};
 
 use crds::CrdStore;
@@ -98,6 +106,9 @@ pub struct ClusterOptions {
     pub allow_writes: bool,
     /// Retry delays after failures (tests make them short).
     pub backoff: Backoff,
+    /// `--prometheus URL`: read the admission metrics from a Prometheus-compatible API instead
+    /// of scraping `/metrics`.
+    pub prometheus: Option<PrometheusOptions>,
 }
 
 impl Default for ClusterOptions {
@@ -109,6 +120,7 @@ impl Default for ClusterOptions {
             scrape_interval: Duration::from_secs(10),
             allow_writes: false,
             backoff: Backoff::default(),
+            prometheus: None,
         }
     }
 }
@@ -215,6 +227,11 @@ pub enum Feed {
     Params,
     /// The `/metrics` scrape.
     Metrics,
+    /// Scraping each apiserver apart (the endpoints of `default/kubernetes`, each apiserver's
+    /// `/metrics`); its failure says why `/metrics` is read through the kubeconfig's server.
+    Instances,
+    /// The queries of `--prometheus`.
+    Prometheus,
 }
 
 impl Feed {
@@ -231,7 +248,7 @@ impl Feed {
             Feed::Admission(kind) => Some(kind.resource()),
             Feed::Namespaces => Some("namespaces"),
             Feed::Crds => Some("customresourcedefinitions"),
-            Feed::Params | Feed::Metrics => None,
+            Feed::Params | Feed::Metrics | Feed::Instances | Feed::Prometheus => None,
         }
     }
 
@@ -240,7 +257,11 @@ impl Feed {
         match self {
             Feed::Admission(_) => crate::config::GROUP,
             Feed::Crds => "apiextensions.k8s.io",
-            Feed::Namespaces | Feed::Params | Feed::Metrics => "",
+            Feed::Namespaces
+            | Feed::Params
+            | Feed::Metrics
+            | Feed::Instances
+            | Feed::Prometheus => "",
         }
     }
 }
@@ -348,12 +369,13 @@ pub struct ConfigurationObject {
     pub object: Value,
 }
 
-/// One `/metrics` scrape, unparsed.
+/// One round of `/metrics` scrapes, unparsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MetricsScrape {
-    /// The exposition text as served.
-    pub text: String,
-    /// When the response arrived.
+    /// The exposition texts as served: one per apiserver, each with its `host:port`, or one
+    /// without, through the kubeconfig's server.
+    pub texts: Vec<(Option<String>, String)>,
+    /// When the responses arrived.
     pub at: SystemTime,
 }
 
@@ -402,6 +424,10 @@ pub enum ClusterMsg {
     Change(Change),
     /// A `/metrics` scrape.
     Metrics(MetricsScrape),
+    /// The admission series a Prometheus-compatible API answered (`--prometheus`), by
+    /// evaluation time, oldest first: the history before the console started, then one per
+    /// scrape interval.
+    Queried(Vec<(SystemTime, crate::live::metrics::AdmissionSnapshot)>),
 }
 
 /// A client for one cluster and context.
@@ -410,6 +436,8 @@ pub struct Cluster {
     client: kube::Client,
     info: ConnectionInfo,
     allow_writes: bool,
+    /// The client's configuration, for a client of one apiserver of the cluster.
+    config: kube::Config,
 }
 
 impl std::fmt::Debug for Cluster {
@@ -488,11 +516,12 @@ impl Cluster {
             namespace: config.default_namespace.clone(),
             source,
         };
-        let client = kube::Client::try_from(config).map_err(ClusterError::Client)?;
+        let client = kube::Client::try_from(config.clone()).map_err(ClusterError::Client)?;
         Ok(Cluster {
             client,
             info,
             allow_writes: options.allow_writes,
+            config,
         })
     }
 
@@ -556,9 +585,21 @@ impl Cluster {
             .map_err(kube::Error::HttpError)?;
         let text = self.client.request_text(request).await?;
         Ok(MetricsScrape {
-            text,
+            texts: vec![(None, text)],
             at: SystemTime::now(),
         })
+    }
+
+    /// A client of the apiserver at `address` (`host:port`, as the endpoints of
+    /// `default/kubernetes` name it): the kubeconfig's credentials and certificate authority,
+    /// the server certificate checked against that address (an apiserver's serving certificate
+    /// names its advertise address).
+    pub fn instance_client(&self, address: &str) -> Result<kube::Client, kube::Error> {
+        let mut config = self.config.clone();
+        config.cluster_url = format!("https://{address}")
+            .parse()
+            .map_err(|e: http::uri::InvalidUri| kube::Error::HttpError(e.into()))?;
+        kube::Client::try_from(config)
     }
 
     /// The configuration `name` of `kind` as the server stores it (None when there is none).
@@ -1429,60 +1470,12 @@ impl Drop for AbortOnDrop {
     }
 }
 
+/// Reads the admission metrics: from `--prometheus` when given, else from `/metrics`, each
+/// apiserver apart where their endpoints say where they are.
 async fn scrape_loop(cluster: Cluster, options: ClusterOptions, tx: mpsc::Sender<ClusterMsg>) {
-    let interval = options.scrape_interval.max(Duration::from_millis(10));
-    // The first scrape of a connection reports the feed working, clearing a failure of the
-    // connection before.
-    let mut failing = true;
-    loop {
-        let started = Instant::now();
-        let message = match tokio::time::timeout(
-            interval.max(Duration::from_secs(5)),
-            cluster.scrape_metrics(),
-        )
-        .await
-        {
-            Ok(Ok(scrape)) => {
-                if failing {
-                    failing = false;
-                    if !send(&tx, ClusterMsg::FeedRecovered(Feed::Metrics)).await {
-                        return;
-                    }
-                }
-                ClusterMsg::Metrics(scrape)
-            }
-            Ok(Err(e)) => {
-                failing = true;
-                let mut failure = describe(&e, "getting /metrics", &cluster.target(), interval);
-                if failure.kind == FailureKind::Forbidden {
-                    failure.rbac = Some(rbac_for(Feed::Metrics, "get", &cluster.target()));
-                }
-                ClusterMsg::FeedFailed {
-                    feed: Feed::Metrics,
-                    failure,
-                }
-            }
-            Err(_) => {
-                failing = true;
-                ClusterMsg::FeedFailed {
-                    feed: Feed::Metrics,
-                    failure: Failure {
-                        kind: FailureKind::Unreachable,
-                        reason: format!("{} did not answer /metrics in time.", cluster.info.server),
-                        action: "The API server is slow or overloaded; a longer --scrape-interval lowers the load.".to_string(),
-                        rbac: None,
-                        retry_in: interval,
-                    },
-                }
-            }
-        };
-        if !send(&tx, message).await {
-            return;
-        }
-        tokio::select! {
-            _ = tokio::time::sleep_until(started + interval) => {}
-            _ = tx.closed() => return,
-        }
+    match options.prometheus.clone() {
+        Some(prometheus) => prometheus::query_loop(prometheus, options, tx).await,
+        None => fleet::scrape_loop(cluster, options, tx).await,
     }
 }
 

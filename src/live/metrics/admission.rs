@@ -9,6 +9,10 @@ use crate::metrics::Metrics;
 
 use super::parse::{Exposition, ParseError, SampleRole, parse_families, parse_go_float};
 
+/// The label naming the apiserver a series was scraped from (`host:port`), as Prometheus names
+/// the target a sample came from.
+pub const INSTANCE_LABEL: &str = "instance";
+
 /// Label names and values in a canonical order (sorted by name), so that two samples of one
 /// series compare equal whatever order their labels were written in.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -246,10 +250,24 @@ impl AdmissionSnapshot {
     /// The admission series a replay recorded: the same extraction from
     /// [`Metrics::samples`], so a replay charts like a cluster.
     pub fn from_metrics(metrics: &Metrics) -> Self {
+        Self::from_samples(
+            metrics
+                .samples()
+                .iter()
+                .map(|s| (s.name.as_str(), s.labels.as_slice(), s.value)),
+        )
+    }
+
+    /// The admission series of loose samples, each a sample name as exposed (a histogram's with
+    /// its `_bucket`, `_sum` or `_count` suffix), its labels and its value: what a Prometheus
+    /// query answers. Samples of other families are skipped.
+    pub fn from_samples<'a>(
+        samples: impl IntoIterator<Item = (&'a str, &'a [(String, String)], f64)>,
+    ) -> Self {
         let mut out = Self::default();
-        for sample in metrics.samples() {
+        for (name, labels, value) in samples {
             let Some((family, role)) = AdmissionFamily::ALL.into_iter().find_map(|f| {
-                let suffix = sample.name.strip_prefix(f.name())?;
+                let suffix = name.strip_prefix(f.name())?;
                 let role = match (f.is_histogram(), suffix) {
                     (false, "") => SampleRole::Value,
                     (true, "_bucket") => SampleRole::Bucket,
@@ -261,9 +279,57 @@ impl AdmissionSnapshot {
             }) else {
                 continue;
             };
-            out.ingest(family, role, &sample.labels, sample.value);
+            out.ingest(family, role, labels, value);
         }
         out.sort_buckets();
+        out
+    }
+
+    /// The same series, each labelled `instance="<instance>"` (replacing an `instance` label it
+    /// had): one apiserver's scrape, kept apart from the others' in a [`super::MetricsHistory`].
+    pub fn with_instance(self, instance: &str) -> Self {
+        let relabel = |key: SeriesKey| SeriesKey {
+            family: key.family,
+            labels: LabelSet::new(
+                key.labels
+                    .0
+                    .into_iter()
+                    .filter(|(k, _)| k != INSTANCE_LABEL)
+                    .chain([(INSTANCE_LABEL.to_string(), instance.to_string())]),
+            ),
+        };
+        AdmissionSnapshot {
+            counters: self
+                .counters
+                .into_iter()
+                .map(|(k, v)| (relabel(k), v))
+                .collect(),
+            histograms: self
+                .histograms
+                .into_iter()
+                .map(|(k, v)| (relabel(k), v))
+                .collect(),
+        }
+    }
+
+    /// Adds `other`'s series (a series in both keeps `other`'s value): the scrapes of several
+    /// apiservers, labelled by [`AdmissionSnapshot::with_instance`], as one snapshot.
+    pub fn merge(&mut self, other: AdmissionSnapshot) {
+        self.counters.extend(other.counters);
+        self.histograms.extend(other.histograms);
+    }
+
+    /// The values of the `instance` label its series carry, sorted (none for a scrape of one
+    /// `/metrics` that was not labelled).
+    pub fn instances(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .counters
+            .keys()
+            .chain(self.histograms.keys())
+            .filter_map(|k| k.labels.get(INSTANCE_LABEL).map(str::to_string))
+            .collect();
+        out.sort();
+        out.dedup();
         out
     }
 

@@ -14,7 +14,7 @@ use std::time::{Duration, SystemTime};
 use thiserror::Error;
 
 use super::admission::{
-    AdmissionFamily, AdmissionSnapshot, Bucket, HistogramValue, LabelSet, SeriesKey,
+    AdmissionFamily, AdmissionSnapshot, Bucket, HistogramValue, INSTANCE_LABEL, LabelSet, SeriesKey,
 };
 
 /// A scrape that cannot be added to the history.
@@ -39,13 +39,17 @@ pub enum WindowEnd {
     At(SystemTime),
 }
 
-/// The scrapes a query reads: those within `length` before the window's end.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The scrapes a query reads: those within `length` before the window's end, and of their
+/// series those of one apiserver or all of them.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Window {
     /// How far back from the end the window reaches.
     pub length: Duration,
     /// Where it ends.
     pub end: WindowEnd,
+    /// Only the series of this apiserver (their `instance` label); `None` reads every series,
+    /// so that a sum adds up the apiservers.
+    pub instance: Option<String>,
 }
 
 impl Window {
@@ -54,6 +58,7 @@ impl Window {
         Window {
             length,
             end: WindowEnd::Latest,
+            instance: None,
         }
     }
 
@@ -62,7 +67,13 @@ impl Window {
         Window {
             length,
             end: WindowEnd::At(at),
+            instance: None,
         }
+    }
+
+    /// The same window over the series of one apiserver (`Some`), or of all (`None`).
+    pub fn of_instance(self, instance: Option<String>) -> Self {
+        Window { instance, ..self }
     }
 }
 
@@ -145,11 +156,19 @@ impl Registry {
         self.keys.len() - 1
     }
 
-    /// Series ids of `family` grouped by their labels projected on `group_by`.
-    fn groups(&self, family: AdmissionFamily, group_by: &[&str]) -> BTreeMap<LabelSet, Vec<usize>> {
+    /// Series ids of `family` (of `instance` only, when given) grouped by their labels projected
+    /// on `group_by`.
+    fn groups(
+        &self,
+        family: AdmissionFamily,
+        group_by: &[&str],
+        instance: Option<&str>,
+    ) -> BTreeMap<LabelSet, Vec<usize>> {
         let mut groups: BTreeMap<LabelSet, Vec<usize>> = BTreeMap::new();
         for (id, key) in self.keys.iter().enumerate() {
-            if key.family == family {
+            if key.family == family
+                && instance.is_none_or(|i| key.labels.get(INSTANCE_LABEL) == Some(i))
+            {
                 groups
                     .entry(key.labels.project(group_by))
                     .or_default()
@@ -175,6 +194,8 @@ pub struct MetricsHistory {
     counters: Registry,
     histograms: Registry,
     latest: Option<AdmissionSnapshot>,
+    /// Whether the latest scrape with series had them labelled by apiserver.
+    by_instance: Option<bool>,
 }
 
 impl MetricsHistory {
@@ -186,6 +207,7 @@ impl MetricsHistory {
             counters: Registry::default(),
             histograms: Registry::default(),
             latest: None,
+            by_instance: None,
         }
     }
 
@@ -214,8 +236,27 @@ impl MetricsHistory {
         Some((self.scrapes.back()?.at, self.latest.as_ref()?))
     }
 
+    /// The apiservers whose series the history holds (their `instance` label), sorted.
+    pub fn instances(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .counters
+            .keys
+            .iter()
+            .chain(&self.histograms.keys)
+            .filter_map(|k| k.labels.get(INSTANCE_LABEL).map(str::to_string))
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
     /// Adds the scrape taken at `at`, dropping the oldest one when full. `at` must be later than
     /// the latest scrape's time.
+    ///
+    /// A scrape whose series are labelled by apiserver after scrapes whose series were not, or
+    /// the reverse (per-apiserver scraping starting, or falling back to the load balancer's
+    /// `/metrics`), starts the history afresh: the two are not the same series, and counting one
+    /// from 0 where the other ends would chart the whole counter as one interval's increase.
     pub fn push(
         &mut self,
         at: SystemTime,
@@ -228,6 +269,13 @@ impl MetricsHistory {
                 at,
                 latest: last.at,
             });
+        }
+        if !snapshot.is_empty() {
+            let by_instance = !snapshot.instances().is_empty();
+            if self.by_instance.is_some_and(|b| b != by_instance) {
+                self.scrapes.clear();
+            }
+            self.by_instance = Some(by_instance);
         }
         let mut stored = Stored {
             at,
@@ -286,7 +334,7 @@ impl MetricsHistory {
             &self.counters
         };
         let mut out = Vec::new();
-        for (labels, ids) in registry.groups(family, group_by) {
+        for (labels, ids) in registry.groups(family, group_by, window.instance.as_deref()) {
             let mut sums = vec![0.0; intervals.len()];
             for id in ids {
                 let values = scrapes.iter().map(|s| {
@@ -343,7 +391,10 @@ impl MetricsHistory {
         };
         let n = scrapes.len().saturating_sub(1);
         let mut out = Vec::new();
-        for (labels, ids) in self.histograms.groups(family, group_by) {
+        for (labels, ids) in self
+            .histograms
+            .groups(family, group_by, window.instance.as_deref())
+        {
             let mut per_interval: Vec<HistogramValue> = vec![HistogramValue::default(); n];
             for id in ids {
                 let values = scrapes

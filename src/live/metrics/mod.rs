@@ -13,8 +13,8 @@ mod history;
 mod parse;
 
 pub use admission::{
-    AdmissionFamily, AdmissionSnapshot, Bucket, HistogramValue, LabelSet, SeriesKey,
-    parse_admission,
+    AdmissionFamily, AdmissionSnapshot, Bucket, HistogramValue, INSTANCE_LABEL, LabelSet,
+    SeriesKey, parse_admission,
 };
 pub use history::{
     HistoryError, MetricsHistory, Point, QuantilePoint, QuantileSeries, RateSeries, Window,

@@ -192,7 +192,11 @@ fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) 
         Feed::Crds,
         Feed::Params,
         Feed::Metrics,
+        Feed::Instances,
+        Feed::Prometheus,
     ]);
+    // With --prometheus the metrics come from there, not from /metrics.
+    let queried = live.feed(Feed::Prometheus).is_some();
     for feed in feeds {
         let served = match (feed, &live.served) {
             (Feed::Admission(kind), Some(served)) => {
@@ -216,7 +220,12 @@ fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) 
             // Only once the policies in force take parameters.
             Feed::Params if live.params.is_none() && live.feed(feed).is_none() => continue,
             Feed::Params => "policy params watch".to_string(),
+            Feed::Metrics | Feed::Instances if queried => continue,
             Feed::Metrics => "/metrics".to_string(),
+            // Only once the scraper has said how it reads /metrics.
+            Feed::Instances | Feed::Prometheus if live.feed(feed).is_none() => continue,
+            Feed::Instances => "per-apiserver /metrics".to_string(),
+            Feed::Prometheus => "prometheus queries".to_string(),
         };
         if let (Feed::Admission(kind), Some(None)) = (feed, served) {
             // Discovery found no version serving it: not a failure, nothing to watch.
@@ -258,6 +267,18 @@ fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) 
                 let extra = match (feed, live.history.latest(), live.namespaces) {
                     (Feed::Metrics, Some((at, _)), _) => format!(" · last scrape {}", clock(at)),
                     (Feed::Metrics, None, _) => " · no scrape yet".into(),
+                    (Feed::Instances | Feed::Prometheus, latest, _) => {
+                        let n = latest.map_or(0, |(_, s)| s.instances().len());
+                        let last = match (feed, latest) {
+                            (Feed::Prometheus, Some((at, _))) => {
+                                format!(" · latest values {}", clock(at))
+                            }
+                            _ => String::new(),
+                        };
+                        // Counted from the series: an apiserver that has counted no admission
+                        // yet has none.
+                        format!(" · series of {n} apiservers{last}")
+                    }
                     (Feed::Namespaces, _, Some(n)) => format!(" · {n} namespaces"),
                     (Feed::Crds, _, _) => match live.crds {
                         Some(n) => format!(" · {n} definitions"),
@@ -271,7 +292,7 @@ fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) 
                 };
                 let since = match (feed, outcome) {
                     // The scrape's own time says it.
-                    (Feed::Metrics, _) | (_, None) => String::new(),
+                    (Feed::Metrics | Feed::Prometheus, _) | (_, None) => String::new(),
                     (_, Some(o)) => format!(" · ok {}", clock(o.at)),
                 };
                 lines.push(Line::styled(

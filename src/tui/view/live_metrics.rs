@@ -33,8 +33,14 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
             None => "no scrape yet".into(),
         },
     };
+    let instances = live.history.instances();
+    let which = match (&live.instance, instances.len()) {
+        (Some(i), _) => format!(" · apiserver {i} alone (i: next)"),
+        (None, 0) => String::new(),
+        (None, n) => format!(" · sum of {n} apiservers (i: one alone)"),
+    };
     let span = format!(
-        "last {} {when} · + zooms in, - out · {} scrapes",
+        "last {} {when} · + zooms in, - out · {} scrapes{which}",
         window_label(length),
         live.history.len()
     );
