@@ -330,3 +330,50 @@ async fn the_token_file_is_sent_as_a_bearer_token() {
         asked[0].query
     );
 }
+
+/// Prometheus is another server: it is asked while the cluster cannot be reached (a private API
+/// endpoint, a VPN down), and the metrics do not wait for the cluster.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prometheus_is_read_while_the_cluster_is_unreachable() {
+    // The loopback API server stands in for Prometheus here (it answers the query with the 404
+    // of a path it does not serve: the query went out); the cluster's server is a closed port.
+    let prometheus = FakeApiServer::start().await.unwrap();
+    let scratch = Scratch::new(&format!(
+        "hookscope-prom-alone-{}",
+        uuid::Uuid::new_v4().simple()
+    ));
+    let closed = free_port();
+    let kubeconfig = scratch.join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        prometheus
+            .kubeconfig()
+            .replace(&prometheus.url(), &format!("https://127.0.0.1:{closed}")),
+    )
+    .unwrap();
+    let ca = scratch.join("ca.pem");
+    std::fs::write(&ca, prometheus.ca_pem()).unwrap();
+    let (tx, mut rx) = mpsc::channel(64);
+    tokio::spawn(run(options(&kubeconfig, prometheus.url(), &ca), tx));
+    let failure = until(&mut rx, |m| match m {
+        ClusterMsg::Connected(_) => panic!("the cluster's port is closed"),
+        m => prometheus_failure(m),
+    })
+    .await;
+    assert!(
+        failure.reason.contains("answered 401"),
+        "{}",
+        failure.reason
+    );
+    let asked = prometheus
+        .requests()
+        .into_iter()
+        .filter(|r| r.path == "/api/v1/query_range")
+        .count();
+    assert_eq!(asked, 1);
+    // The cluster is still tried, and fails.
+    until(&mut rx, |m| {
+        matches!(m, ClusterMsg::Failed(_)).then_some(())
+    })
+    .await;
+}

@@ -627,6 +627,15 @@ pub async fn run(options: ClusterOptions, tx: mpsc::Sender<ClusterMsg>) {
         params: Vec::new(),
         unresolved: Default::default(),
     };
+    // A Prometheus-compatible API is another server: it is read whether or not the cluster
+    // answers, and its history is filled once.
+    let _prometheus = options.prometheus.clone().map(|p| {
+        AbortOnDrop(tokio::spawn(prometheus::query_loop(
+            p,
+            options.clone(),
+            tx.clone(),
+        )))
+    });
     let mut delay = options.backoff.initial;
     let mut attempt = 0u32;
     loop {
@@ -1375,8 +1384,14 @@ async fn session(
     stores: &mut Stores,
     tx: &mpsc::Sender<ClusterMsg>,
 ) -> Option<Failure> {
-    let scraper = tokio::spawn(scrape_loop(cluster.clone(), options.clone(), tx.clone()));
-    let _abort = AbortOnDrop(scraper);
+    // `/metrics` is read through this connection unless a Prometheus-compatible API is.
+    let _scraper = options.prometheus.is_none().then(|| {
+        AbortOnDrop(tokio::spawn(fleet::scrape_loop(
+            cluster.clone(),
+            options.clone(),
+            tx.clone(),
+        )))
+    });
     // The webhook configurations are served as v1 by every release modelled; the policy kinds
     // are watched once discovery says in which version, if any.
     let mut watches: Vec<Watch> = AdmissionKind::ALL
@@ -1467,15 +1482,6 @@ struct AbortOnDrop(tokio::task::JoinHandle<()>);
 impl Drop for AbortOnDrop {
     fn drop(&mut self) {
         self.0.abort();
-    }
-}
-
-/// Reads the admission metrics: from `--prometheus` when given, else from `/metrics`, each
-/// apiserver apart where their endpoints say where they are.
-async fn scrape_loop(cluster: Cluster, options: ClusterOptions, tx: mpsc::Sender<ClusterMsg>) {
-    match options.prometheus.clone() {
-        Some(prometheus) => prometheus::query_loop(prometheus, options, tx).await,
-        None => fleet::scrape_loop(cluster, options, tx).await,
     }
 }
 

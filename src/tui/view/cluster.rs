@@ -253,7 +253,8 @@ fn render_feeds(frame: &mut Frame, state: &State, live: &LiveState, area: Rect) 
                     }
                 }
             }
-            None if !connected || outcome.is_none() => {
+            // Prometheus is read whether or not the cluster answers.
+            None if (!connected && feed != Feed::Prometheus) || outcome.is_none() => {
                 let last = match outcome {
                     Some(o) if !connected => format!(" · not connected (ok {})", clock(o.at)),
                     _ => String::new(),
