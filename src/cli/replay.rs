@@ -185,7 +185,7 @@ impl SourceArgs {
             EngineOptions {
                 registry: registry.clone(),
                 trace,
-                api_audiences: self.api_audiences.clone(),
+                api_audiences: api_audiences(&self.api_audiences),
                 ..EngineOptions::for_version(version)
             },
         )
@@ -984,4 +984,29 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// `--api-audiences` as kube-apiserver reads its flag of that name: an empty value is no
+/// audience (a string slice flag reads `""` as an empty list), and no audience means the
+/// default (the service account issuer).
+fn api_audiences(given: &[String]) -> Vec<String> {
+    if given.iter().all(String::is_empty) {
+        vec![hookscope::engine::DEFAULT_API_AUDIENCE.to_string()]
+    } else {
+        given.to_vec()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::api_audiences;
+
+    #[test]
+    fn an_empty_api_audiences_flag_is_the_default_as_kube_apiserver_reads_it() {
+        let default = vec![hookscope::engine::DEFAULT_API_AUDIENCE.to_string()];
+        assert_eq!(api_audiences(&[String::new()]), default);
+        assert_eq!(api_audiences(&[]), default);
+        let two = vec!["a".to_string(), "b".to_string()];
+        assert_eq!(api_audiences(&two), two);
+    }
 }
