@@ -232,18 +232,16 @@ fn latency_table(
         false,
     );
     if series.is_empty() {
-        let p = Paragraph::new(Line::styled(
+        nothing_yet(
+            frame,
+            state,
             "No webhook latency observed yet.",
-            style(state, StyleKey::Muted),
-        ))
-        .block(block);
-        frame.render_widget(p, area);
+            block,
+            area,
+        );
         return;
     }
-    let ms = |v: Option<f64>| match v {
-        Some(v) if v.is_finite() => format!("{:.1}", v * 1000.0),
-        _ => "–".into(),
-    };
+    let ms = |v: Option<f64>| millis(v, 1);
     let plain = Style::default();
     let rows: Vec<TableRow> = series
         .iter()
@@ -284,20 +282,18 @@ fn policy_latency(frame: &mut Frame, state: &State, live: &LiveState, window: &W
     })
     .collect();
     if rows.is_empty() {
-        let p = Paragraph::new(Line::styled(
+        nothing_yet(
+            frame,
+            state,
             "No policy check latency observed yet.",
-            style(state, StyleKey::Muted),
-        ))
-        .block(block);
-        frame.render_widget(p, area);
+            block,
+            area,
+        );
         return;
     }
     // Checks take microseconds: milliseconds with three decimals. The buckets are coarse (0.5 µs,
     // then 1 ms), so the quantiles are interpolated within them; the mean (sum / count) is exact.
-    let ms = |v: Option<f64>| match v {
-        Some(v) if v.is_finite() => format!("{:.3}", v * 1000.0),
-        _ => "–".into(),
-    };
+    let ms = |v: Option<f64>| millis(v, 3);
     let plain = Style::default();
     let rows: Vec<TableRow> = rows
         .iter()
@@ -323,6 +319,30 @@ fn policy_latency(frame: &mut Frame, state: &State, live: &LiveState, window: &W
         .table(rows, style(state, StyleKey::Header))
         .block(block);
     frame.render_widget(table, area);
+}
+
+/// A latency pane with nothing to show yet: `text`, muted, in `block`.
+fn nothing_yet(
+    frame: &mut Frame,
+    state: &State,
+    text: &str,
+    block: ratatui::widgets::Block<'_>,
+    area: Rect,
+) {
+    let p = Paragraph::new(Line::styled(
+        text.to_string(),
+        style(state, StyleKey::Muted),
+    ))
+    .block(block);
+    frame.render_widget(p, area);
+}
+
+/// Seconds as milliseconds with `decimals`, `–` for no value.
+fn millis(seconds: Option<f64>, decimals: usize) -> String {
+    match seconds {
+        Some(v) if v.is_finite() => format!("{:.decimals$}", v * 1000.0),
+        _ => "–".into(),
+    }
 }
 
 /// The policy latency table's columns.
