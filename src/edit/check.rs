@@ -309,28 +309,12 @@ pub fn check_for(
         }
         let seen = names.entry((cfg.kind, cfg.name.clone())).or_insert(0);
         *seen += 1;
-        if *seen > 1 && !cfg.name.is_empty() {
-            errors.push(problem(
-                Severity::Error,
-                ProblemKind::DuplicateName,
-                "metadata.name",
-                format!(
-                    "{}.admissionregistration.k8s.io {:?} already exists (another document of this text has the same kind and name)",
-                    cfg.kind.resource(),
-                    cfg.name
-                ),
-                None,
-            ));
-        }
-        for field in &loaded.unknown_fields {
-            warnings.push(problem(
-                Severity::Warning,
-                ProblemKind::UnknownField,
-                field,
-                "unknown field: the API ignores it (a typo?)".into(),
-                None,
-            ));
-        }
+        shared_problems(
+            &mut problem,
+            (cfg.kind.resource(), &cfg.name, *seen),
+            &loaded.unknown_fields,
+            (&mut errors, &mut warnings),
+        );
         for l in config::lint(cfg) {
             warnings.push(problem(
                 Severity::Warning,
@@ -461,31 +445,45 @@ fn check_policies(
             .entry((object.kind(), object.name().to_string()))
             .or_insert(0);
         *seen += 1;
-        if *seen > 1 && !object.name().is_empty() {
-            errors.push(problem(
-                Severity::Error,
-                ProblemKind::DuplicateName,
-                "metadata.name",
-                format!(
-                    "{}.admissionregistration.k8s.io {:?} already exists (another document of this text has the same kind and name)",
-                    policy_resource(object.kind()),
-                    object.name()
-                ),
-                None,
-            ));
-        }
-        for field in &loaded.unknown_fields {
-            warnings.push(problem(
-                Severity::Warning,
-                ProblemKind::UnknownField,
-                field,
-                "unknown field: the API ignores it (a typo?)".into(),
-                None,
-            ));
-        }
+        shared_problems(
+            &mut problem,
+            (&policy_resource(object.kind()), object.name(), *seen),
+            &loaded.unknown_fields,
+            (errors, warnings),
+        );
         policies.push(loaded);
     }
     policies
+}
+
+/// The problems of every kind of object: its name used again in the text (the object of
+/// `resource` named `name`, seen `seen` times so far), and its unknown fields.
+fn shared_problems(
+    problem: &mut impl FnMut(Severity, ProblemKind, &str, String, Option<&str>) -> Problem,
+    (resource, name, seen): (&str, &str, usize),
+    unknown_fields: &[String],
+    (errors, warnings): (&mut Vec<Problem>, &mut Vec<Problem>),
+) {
+    if seen > 1 && !name.is_empty() {
+        errors.push(problem(
+            Severity::Error,
+            ProblemKind::DuplicateName,
+            "metadata.name",
+            format!(
+                "{resource}.admissionregistration.k8s.io {name:?} already exists (another document of this text has the same kind and name)"
+            ),
+            None,
+        ));
+    }
+    for field in unknown_fields {
+        warnings.push(problem(
+            Severity::Warning,
+            ProblemKind::UnknownField,
+            field,
+            "unknown field: the API ignores it (a typo?)".into(),
+            None,
+        ));
+    }
 }
 
 /// The 1-based line of the `metadata.name` of the admission policy or binding of `kind` and
