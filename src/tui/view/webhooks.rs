@@ -199,13 +199,13 @@ fn history_objects(h: &crate::tui::model::HookInfo) -> Vec<(AdmissionKind, &str)
     }
 }
 
-/// A webhook's phase; an admission policy binding's row says `policy` (a mutating one runs
-/// before the mutating webhooks, a validating one before the validating webhooks, with positions
-/// of their own).
+/// A webhook's phase; an admission policy binding's row says which kind of policy, as the
+/// Feeds pane and the history name them: `MAP` (runs before the mutating webhooks) or `VAP`
+/// (before the validating webhooks), with positions of their own.
 pub(super) fn phase_label(h: &crate::tui::model::HookInfo) -> String {
-    if h.policy_kind().is_some() {
-        "policy".to_string()
-    } else {
-        h.phase.to_string()
+    match h.policy_kind() {
+        Some(("MutatingAdmissionPolicy", _)) => "MAP".to_string(),
+        Some(_) => "VAP".to_string(),
+        None => h.phase.to_string(),
     }
 }
