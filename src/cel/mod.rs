@@ -1,6 +1,9 @@
 //! matchConditions in CEL, as kube-apiserver evaluates them for admission webhooks
 //! (`pkg/admission/plugin/webhook/matchconditions`, `pkg/admission/plugin/cel`).
 //!
+//! Expressions that the `direct` evaluator models are answered by it, over the request's JSON,
+//! where their evaluation succeeds; the rest, and every error, are cel's.
+//!
 //! Expressions are parsed once by [`compile`] (cel 0.13 through `kube_cel`, optional syntax
 //! enabled, recursion limit 250) and checked statically: declared variables (`object`,
 //! `oldObject`, `request`, `namespaceObject`, `authorizer`), callable functions, the fields of

@@ -611,6 +611,10 @@ fn rules_match(
     attrs: &Attributes,
     registry: &ResourceRegistry,
 ) -> Result<Option<(GroupVersionResource, GroupVersionKind)>, String> {
+    // No rules (most excludeResourceRules): nothing to look up equivalents for.
+    if rules.is_empty() {
+        return Ok(None);
+    }
     let named = |r: &NamedRuleWithOperations| {
         r.resource_names.is_empty() || r.resource_names.contains(&attrs.name)
     };
@@ -961,10 +965,7 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
                 true => requests.1.get_or_init(|| {
                     let mut request = condition_request();
                     if let Some(m) = request.as_object_mut() {
-                        m.insert(
-                            "resource".into(),
-                            serde_json::to_value(&resource).unwrap_or(Value::Null),
-                        );
+                        m.insert("resource".into(), matching::resource_json(&resource));
                     }
                     request
                 }),
