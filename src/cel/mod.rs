@@ -1,6 +1,9 @@
 //! matchConditions in CEL, as kube-apiserver evaluates them for admission webhooks
 //! (`pkg/admission/plugin/webhook/matchconditions`, `pkg/admission/plugin/cel`).
 //!
+//! Expressions that the `direct` evaluator models are answered by it, over the request's JSON,
+//! where their evaluation succeeds; the rest, and every error, are cel's.
+//!
 //! Expressions are parsed once by [`compile`] (cel 0.13 through `kube_cel`, optional syntax
 //! enabled, recursion limit 250) and checked statically: declared variables (`object`,
 //! `oldObject`, `request`, `namespaceObject`, `authorizer`), callable functions, the fields of
@@ -27,6 +30,7 @@
 
 mod authz;
 mod check;
+mod direct;
 mod patch;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -289,12 +293,20 @@ pub struct Program {
     uses: Uses,
     /// The statically inferred result type, for the variables later expressions refer to.
     output: check::Ty,
+    /// The expression for the direct evaluator, when it models all of it.
+    direct: Option<Arc<direct::Node>>,
 }
 
 impl Program {
     /// Whether the expression reads `namespaceObject`.
     pub fn uses_namespace_object(&self) -> bool {
         self.uses.namespace_object
+    }
+
+    /// Whether the evaluation reads the CEL `request`: the expression names it, or calls
+    /// `authorizer` (whose `requestResource` is taken from it).
+    pub fn uses_request(&self) -> bool {
+        self.uses.request || self.uses.authorizer
     }
 }
 
@@ -604,11 +616,13 @@ pub fn compile_in(expression: &str, env: &Env, ret: ReturnType) -> Result<Progra
     }
     let static_cost = static_cost(&parsed);
     let expr = rewrite(parsed);
+    let direct = direct::compile(&expr).map(Arc::new);
     Ok(Program {
         expr: Arc::new(expr),
         static_cost,
         uses,
         output,
+        direct,
     })
 }
 
@@ -1105,6 +1119,35 @@ impl<'a> Inputs<'a> {
         self
     }
 
+    /// The variable in `slot` for the direct evaluator, as [`Inputs::converted`] binds it for
+    /// cel: the request's object read in place, or the JSON value given.
+    fn direct_root(&self, slot: usize) -> Option<direct::Val<'a>> {
+        if let Some(o) = self.objects
+            && let Some(Some(root)) = o.shared.get(slot)
+        {
+            let root: &'a crate::engine::Object = root;
+            return Some(match root.is_map() || !root.value().is_null() {
+                false => direct::Val::Null,
+                true => direct::Val::Object(root),
+            });
+        }
+        match self.json(slot) {
+            None => Some(direct::Val::Null),
+            Some(v) => direct::Val::json(v).ok(),
+        }
+    }
+
+    /// The JSON value given for the variable in `slot`.
+    fn json(&self, slot: usize) -> Option<&'a serde_json::Value> {
+        match slot {
+            0 => Some(self.base.object),
+            1 => Some(self.base.old_object),
+            2 => Some(self.base.request),
+            3 => self.params,
+            _ => self.namespace_object,
+        }
+    }
+
     fn converted(&self, slot: usize) -> Result<Value, String> {
         let cell = match (self.objects, slot) {
             (Some(o), 0 | 1) => &o.converted[slot],
@@ -1122,14 +1165,7 @@ impl<'a> Inputs<'a> {
                     }))),
                 });
             }
-            let json = match slot {
-                0 => Some(self.base.object),
-                1 => Some(self.base.old_object),
-                2 => Some(self.base.request),
-                3 => self.params,
-                _ => self.namespace_object,
-            };
-            match json {
+            match self.json(slot) {
                 None | Some(serde_json::Value::Null) => Ok(Value::Null),
                 Some(v) => Ok(Value::Opaque(Arc::new(Document::Value(json_value(v))))),
             }
@@ -1254,7 +1290,52 @@ pub fn evaluate_in(
     OutputEvaluation { result, cost }
 }
 
+/// The direct evaluator's answer and its cost, when it has one.
+fn run_direct(program: &Program, node: &direct::Node, inputs: &Inputs<'_>) -> Option<(Value, u64)> {
+    let u = program.uses;
+    if u.variables || u.authorizer {
+        return None;
+    }
+    let mut roots = [None; 5];
+    for (used, slot) in [
+        (u.object, 0),
+        (u.old_object, 1),
+        (u.request, 2),
+        (u.params, 3),
+        (u.namespace_object, 4),
+    ] {
+        if used {
+            roots[slot] = Some(inputs.direct_root(slot)?);
+        }
+    }
+    let mut frame = direct::Frame::new(roots);
+    let value = match direct::evaluate(node, &mut frame).ok()? {
+        direct::Val::Bool(b) => Value::Bool(b),
+        direct::Val::Str(s) => Value::String(Arc::new(s.to_string())),
+        direct::Val::Null => Value::Null,
+        direct::Val::Int(i) => Value::Int(i),
+        direct::Val::UInt(u) => Value::UInt(u),
+        direct::Val::Json(_) | direct::Val::Object(_) => return None,
+    };
+    let cost = program.static_cost.saturating_add(frame.ticks);
+    (cost <= PER_CALL_COST_LIMIT).then_some((value, cost))
+}
+
 fn run(
+    program: &Program,
+    inputs: &Inputs<'_>,
+    variables: Option<&Variables>,
+) -> (Result<Value, String>, u64) {
+    if let Some(node) = &program.direct
+        && let Some((value, cost)) = run_direct(program, node, inputs)
+    {
+        return (Ok(value), cost);
+    }
+    run_cel(program, inputs, variables)
+}
+
+/// [`run`] by cel alone.
+fn run_cel(
     program: &Program,
     inputs: &Inputs<'_>,
     variables: Option<&Variables>,
@@ -1403,30 +1484,9 @@ mod tests {
     fn eval_policy(expr: &str, object: &serde_json::Value, shared: bool) -> Result<Output, String> {
         let env = Env::policy(false);
         let program = compile_in(expr, &env, ReturnType::Any).map_err(|e| e.0)?;
-        let user = crate::api::UserInfo::default();
-        let request = json!({"operation": "CREATE", "namespace": "ns"});
-        let authorizer = Authorizer::default();
-        let objects = Objects::shared(
-            Some(Arc::new(crate::engine::Object::new(object.clone()))),
-            None,
-        );
-        let inputs = Inputs::new(
-            Activation {
-                object,
-                old_object: &serde_json::Value::Null,
-                request: &request,
-                authorizer: &authorizer,
-                user: &user,
-            },
-            None,
-            None,
-        );
-        let inputs = if shared {
-            inputs.sharing(&objects)
-        } else {
-            inputs
-        };
-        evaluate_in(&program, &inputs, None).result
+        with_inputs(object, None, None, shared, |inputs| {
+            evaluate_in(&program, inputs, None).result
+        })
     }
 
     fn eval_shared(expr: &str, object: &serde_json::Value) -> Result<Output, String> {
@@ -1509,6 +1569,179 @@ mod tests {
             eval_shared("object.metadata.name", &null),
             eval_converted("object.metadata.name", &null)
         );
+    }
+
+    /// Runs `f` over policy inputs with `object` (shared as the engine shares it, or given as
+    /// JSON), a CREATE request in namespace `ns`, and `params` and `namespaceObject`.
+    fn with_inputs<R>(
+        object: &serde_json::Value,
+        params: Option<&serde_json::Value>,
+        namespace: Option<&serde_json::Value>,
+        sharing: bool,
+        f: impl FnOnce(&Inputs<'_>) -> R,
+    ) -> R {
+        let request =
+            json!({"operation": "CREATE", "namespace": "ns", "userInfo": {"username": "u"}});
+        let (user, authorizer): (crate::api::UserInfo, Authorizer) = Default::default();
+        let shared = Objects::shared(
+            Some(Arc::new(crate::engine::Object::new(object.clone()))),
+            None,
+        );
+        let inputs = Inputs::new(
+            Activation {
+                object,
+                old_object: &serde_json::Value::Null,
+                request: &request,
+                authorizer: &authorizer,
+                user: &user,
+            },
+            params,
+            namespace,
+        );
+        f(&if sharing {
+            inputs.sharing(&shared)
+        } else {
+            inputs
+        })
+    }
+
+    /// Every expression over every object, evaluated directly (where the direct evaluator
+    /// answers) and by cel alone: the same value and the same cost.
+    #[test]
+    fn the_direct_evaluator_answers_as_cel_does() {
+        let objects = [
+            json!({
+                "metadata": {"name": "web-ü", "namespace": "ns", "labels": {"app": "web", "tier": "db", "n": "1"}},
+                "spec": {"replicas": 3, "big": 18446744073709551615u64, "ratio": 0.5, "flag": true, "none": null,
+                         "hostNetwork": false, "hostPID": true,
+                         "containers": [{"name": "a", "image": "registry.example.com/a", "resources": {"limits": {"cpu": "1"}}},
+                                        {"name": "b", "image": "x/b", "ports": [{"containerPort": 80}], "resources": {}}],
+                         "args": ["x", "y"], "mixed": [1, {"k": "v"}, "s"], "nested": {"deep": {"er": {"x": 1}}}}
+            }),
+            json!({
+                "metadata": {"name": "p", "labels": {"app": 1}},
+                "spec": {"hostNetwork": "yes", "containers": [], "args": [], "replicas": -1}
+            }),
+            json!({
+                "metadata": {"name": "q"},
+                "spec": {"hostNetwork": null, "containers": [{"name": "a", "image": "registry.example.com/a",
+                         "resources": {"limits": {"cpu": 0.5}}}], "args": ["x", 2]}
+            }),
+            json!({"metadata": {}, "spec": {"containers": {"a": {"image": "x"}}, "args": "x"}}),
+            json!("text"),
+            serde_json::Value::Null,
+        ];
+        let exprs = [
+            "object.spec.containers.all(c, c.image.startsWith('registry.example.com/'))",
+            "object.spec.containers.all(c, has(c.resources.limits))",
+            "object.spec.containers.exists(c, has(c.resources.limits))",
+            "object.spec.containers.exists_one(c, c.name == 'a')",
+            "object.spec.containers.all(c, c.ports.all(p, p.containerPort > 0))",
+            "object.spec.containers.all(c, object.spec.containers.exists(d, d.name == c.name))",
+            "object.spec.containers.map(c, c.name)",
+            "object.spec.containers.filter(c, c.name == 'b').size()",
+            "!has(object.spec.hostNetwork) || !object.spec.hostNetwork",
+            "!has(object.spec.hostPID)",
+            "object.spec.containers.size() < 10",
+            "object.spec.containers.size()",
+            "'app' in object.metadata.labels",
+            "'x' in object.spec.args",
+            "'z' in object.spec.args",
+            "1 in object.spec.args",
+            "'a' in object.spec.mixed",
+            "has(object.metadata.labels.tier)",
+            "object.metadata.labels.tier == 'db'",
+            "object.metadata.labels.app != 'web'",
+            "object.metadata.labels.app == 1",
+            "object.metadata.name.size() < 64",
+            "object.metadata.name.size()",
+            "size(object.metadata.name) == 6",
+            "object.metadata.name.endsWith('ü') && object.metadata.name.contains('b-')",
+            "object.metadata.name < 'x' && object.metadata.name >= 'p'",
+            "object.spec.replicas > 2 ? 'many' : 'few'",
+            "object.spec.replicas <= 3",
+            "object.spec.replicas + 1 == 4",
+            "object.spec.big == object.spec.big",
+            "object.spec.big > 1u",
+            "object.spec.ratio > 0.1",
+            "object.spec.flag == true",
+            "object.spec.none == null",
+            "object.spec.none",
+            "object.spec.nothing == null",
+            "object.nothing",
+            "object == null",
+            "object.metadata.name",
+            "object.metadata",
+            "dyn(object.spec.replicas) == 3",
+            "request.namespace != 'kube-system'",
+            "request.namespace == params.namespace",
+            "params.limit > object.spec.replicas",
+            "has(params.limit)",
+            "namespaceObject.metadata.name == 'ns'",
+            "oldObject == null",
+            "oldObject.metadata.name == 'x'",
+            "object.spec.containers[0].name == 'a'",
+            "object.?spec.?replicas.orValue(0) == 3",
+            "authorizer.group('').resource('pods').check('get').allowed()",
+            "[1, 2].all(x, x > 0)",
+            "true && (false || 1 == 1)",
+            "false && object.nothing",
+            "true || object.nothing",
+            "object.nothing || true",
+        ];
+        let params = json!({"namespace": "ns", "limit": 5});
+        let namespace = json!({"metadata": {"name": "ns"}});
+        let env = Env::policy(true);
+        let mut direct = 0;
+        for object in &objects {
+            for expr in exprs {
+                let program = compile_in(expr, &env, ReturnType::Any)
+                    .unwrap_or_else(|e| panic!("{expr}: {e}"));
+                for sharing in [false, true] {
+                    with_inputs(object, Some(&params), Some(&namespace), sharing, |inputs| {
+                        let by_cel = run_cel(&program, inputs, None);
+                        if let Some(node) = &program.direct
+                            && let Some((value, cost)) = run_direct(&program, node, inputs)
+                        {
+                            direct += 1;
+                            assert_eq!((Ok(value), cost), by_cel, "{expr} over {object}");
+                        }
+                    });
+                }
+            }
+        }
+        // A good part of them is answered directly (errors and what it does not model go to cel).
+        assert!(direct > objects.len() * exprs.len() / 2, "{direct}");
+    }
+
+    /// The expressions of the policy benchmark are all answered without cel.
+    #[test]
+    fn common_policy_expressions_are_answered_directly() {
+        let object = json!({
+            "metadata": {"name": "web", "labels": {"app": "web", "tier": "db"}},
+            "spec": {"containers": [{"name": "a", "image": "registry.example.com/a", "resources": {"limits": {"cpu": "1"}}}]}
+        });
+        for expr in [
+            "object.spec.containers.all(c, c.image.startsWith('registry.example.com/'))",
+            "object.spec.containers.all(c, has(c.resources.limits))",
+            "!has(object.spec.hostNetwork) || !object.spec.hostNetwork",
+            "'app' in object.metadata.labels",
+            "has(object.metadata.labels.tier)",
+            "object.metadata.name.size() < 64",
+            "!has(object.spec.hostPID)",
+            "object.spec.containers.size() < 10",
+            "request.namespace != 'kube-system'",
+        ] {
+            let program = compile_in(expr, &Env::policy(false), ReturnType::Bool).unwrap();
+            let node = program
+                .direct
+                .as_deref()
+                .unwrap_or_else(|| panic!("{expr}"));
+            let answer = with_inputs(&object, None, None, true, |inputs| {
+                run_direct(&program, node, inputs).map(|(v, _)| v)
+            });
+            assert_eq!(answer, Some(Value::Bool(true)), "{expr}");
+        }
     }
 
     #[test]

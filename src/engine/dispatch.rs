@@ -2030,15 +2030,21 @@ fn created_uid(attrs: &Attributes) -> String {
     }
     let n = (u128::from(hashes[0]) << 64) | u128::from(hashes[1]);
     let n = (n & !(0xf << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62);
-    let hex = format!("{n:032x}");
-    format!(
-        "{}-{}-{}-{}-{}",
-        &hex[..8],
-        &hex[8..12],
-        &hex[12..16],
-        &hex[16..20],
-        &hex[20..]
-    )
+    uuid_text(n)
+}
+
+/// `n` as a UUID's text: `{n:032x}` in groups of 8-4-4-4-12 digits.
+fn uuid_text(n: u128) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut uid = String::with_capacity(36);
+    for i in 0..32 {
+        if matches!(i, 8 | 12 | 16 | 20) {
+            uid.push('-');
+        }
+        let digit = (n >> (124 - 4 * i)) & 0xf;
+        uid.push(char::from(DIGITS[digit as usize]));
+    }
+    uid
 }
 
 /// Whether the field manager set a `managedFields` time for this request, which the apiserver
@@ -2104,6 +2110,27 @@ fn decodable(patched: &Value) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn uuid_text_groups_the_hex_digits() {
+        for n in [
+            0u128,
+            1,
+            u128::MAX,
+            0x0123_4567_89ab_cdef_fedc_ba98_7654_3210,
+        ] {
+            let hex = format!("{n:032x}");
+            let grouped = [
+                &hex[..8],
+                &hex[8..12],
+                &hex[12..16],
+                &hex[16..20],
+                &hex[20..],
+            ]
+            .join("-");
+            assert_eq!(uuid_text(n), grouped);
+        }
+    }
 
     #[test]
     fn mutation_annotation_is_byte_identical() {

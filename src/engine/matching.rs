@@ -575,46 +575,62 @@ enum ConditionResult {
 /// The CEL `request` variable: like the AdmissionRequest, but `resource` and the sub-resource
 /// come from the original request while `kind` is the invocation kind (upstream quirk).
 pub(crate) fn cel_request(attrs: &Attributes, invocation: &Invocation) -> Value {
+    let text = |s: &str| Value::String(s.to_string());
     let mut m = Map::new();
-    m.insert(
-        "kind".into(),
-        serde_json::to_value(&invocation.kind).unwrap_or(Value::Null),
-    );
-    m.insert(
-        "resource".into(),
-        serde_json::to_value(&attrs.resource).unwrap_or(Value::Null),
-    );
-    m.insert(
-        "subResource".into(),
-        Value::String(attrs.sub_resource.clone()),
-    );
-    m.insert(
-        "requestKind".into(),
-        serde_json::to_value(&attrs.kind).unwrap_or(Value::Null),
-    );
-    m.insert(
-        "requestResource".into(),
-        serde_json::to_value(&attrs.resource).unwrap_or(Value::Null),
-    );
-    m.insert(
-        "requestSubResource".into(),
-        Value::String(attrs.sub_resource.clone()),
-    );
-    m.insert("name".into(), Value::String(attrs.name.clone()));
-    m.insert("namespace".into(), Value::String(attrs.namespace.clone()));
-    m.insert(
-        "operation".into(),
-        Value::String(attrs.operation.as_str().into()),
-    );
-    m.insert(
-        "userInfo".into(),
-        serde_json::to_value(&*attrs.user_info).unwrap_or(Value::Null),
-    );
+    m.insert("kind".into(), kind_json(&invocation.kind));
+    m.insert("resource".into(), resource_json(&attrs.resource));
+    m.insert("subResource".into(), text(&attrs.sub_resource));
+    m.insert("requestKind".into(), kind_json(&attrs.kind));
+    m.insert("requestResource".into(), resource_json(&attrs.resource));
+    m.insert("requestSubResource".into(), text(&attrs.sub_resource));
+    m.insert("name".into(), text(&attrs.name));
+    m.insert("namespace".into(), text(&attrs.namespace));
+    m.insert("operation".into(), text(attrs.operation.as_str()));
+    m.insert("userInfo".into(), user_info_json(&attrs.user_info));
     m.insert("dryRun".into(), Value::Bool(attrs.dry_run));
     m.insert(
         "options".into(),
         attrs.options.as_deref().cloned().unwrap_or(Value::Null),
     );
+    Value::Object(m)
+}
+
+/// A group, version and kind as JSON (its serde form, built without a serializer).
+fn kind_json(k: &GroupVersionKind) -> Value {
+    let mut m = Map::new();
+    m.insert("group".into(), Value::String(k.group.clone()));
+    m.insert("version".into(), Value::String(k.version.clone()));
+    m.insert("kind".into(), Value::String(k.kind.clone()));
+    Value::Object(m)
+}
+
+/// A group, version and resource as JSON (its serde form, built without a serializer).
+pub(crate) fn resource_json(r: &GroupVersionResource) -> Value {
+    let mut m = Map::new();
+    m.insert("group".into(), Value::String(r.group.clone()));
+    m.insert("version".into(), Value::String(r.version.clone()));
+    m.insert("resource".into(), Value::String(r.resource.clone()));
+    Value::Object(m)
+}
+
+/// A user as JSON (its serde form, empty members left out, built without a serializer).
+fn user_info_json(u: &crate::api::UserInfo) -> Value {
+    let strings =
+        |items: &[String]| Value::Array(items.iter().cloned().map(Value::String).collect());
+    let mut m = Map::new();
+    if !u.username.is_empty() {
+        m.insert("username".into(), Value::String(u.username.clone()));
+    }
+    if !u.uid.is_empty() {
+        m.insert("uid".into(), Value::String(u.uid.clone()));
+    }
+    if !u.groups.is_empty() {
+        m.insert("groups".into(), strings(&u.groups));
+    }
+    if !u.extra.is_empty() {
+        let extra = u.extra.iter().map(|(k, v)| (k.clone(), strings(v)));
+        m.insert("extra".into(), Value::Object(extra.collect()));
+    }
     Value::Object(m)
 }
 
@@ -717,4 +733,30 @@ pub fn is_excluded_virtual_resource(
                     | "subjectaccessreviews"
             )
         )
+}
+
+#[cfg(test)]
+mod json_tests {
+    use super::*;
+    use crate::api::UserInfo;
+
+    /// The request's parts are built by hand as serde would write them.
+    #[test]
+    fn request_parts_are_their_serde_forms() {
+        let kind = GroupVersionKind::new("apps", "v1", "Deployment");
+        assert_eq!(kind_json(&kind), serde_json::to_value(&kind).unwrap());
+        let resource = GroupVersionResource::new("", "v1", "pods");
+        assert_eq!(
+            resource_json(&resource),
+            serde_json::to_value(&resource).unwrap()
+        );
+        let mut user = UserInfo::default();
+        assert_eq!(user_info_json(&user), serde_json::to_value(&user).unwrap());
+        user.username = "alice".into();
+        user.uid = "u-1".into();
+        user.groups = vec!["a".into(), "b".into()];
+        user.extra.insert("scopes".into(), vec!["x".into()]);
+        user.extra.insert("empty".into(), vec![]);
+        assert_eq!(user_info_json(&user), serde_json::to_value(&user).unwrap());
+    }
 }

@@ -176,15 +176,33 @@ pub struct PolicyHook {
     variables: Vec<(String, Result<cel::Program, String>)>,
     conditions: Vec<(String, String, Compiled)>,
     validations: Vec<(Compiled, Option<Compiled>)>,
+    /// Each validation's field (`validations[0]`) and expression, as the trace shows them.
+    validation_texts: Vec<(Arc<str>, Arc<str>)>,
     audit_annotations: Vec<(String, String, Compiled)>,
     /// Whether an expression reads `namespaceObject` (only then is the namespace looked up).
     needs_namespace: bool,
+    /// Whether a matchCondition, and whether another expression, reads the CEL `request` (only
+    /// then is it made).
+    conditions_need_request: bool,
+    needs_request: bool,
 }
 
 impl PolicyHook {
     /// The policy's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Whether a compiled variable, validation, messageExpression or auditAnnotation satisfies
+    /// `test`.
+    fn any_program(&self, test: fn(&cel::Program) -> bool) -> bool {
+        let compiled = |c: &Compiled| c.as_ref().is_ok_and(|p| test(p));
+        self.variables
+            .iter()
+            .any(|(_, p)| p.as_ref().is_ok_and(test))
+            || (self.validations.iter())
+                .any(|(v, m)| compiled(v) || m.as_ref().is_some_and(compiled))
+            || self.audit_annotations.iter().any(|(_, _, p)| compiled(p))
     }
 
     fn new(policy: &ValidatingAdmissionPolicy, bindings: Vec<Binding>) -> PolicyHook {
@@ -204,7 +222,6 @@ impl PolicyHook {
             Some("Ignore") => "Ignore",
             _ => "Fail",
         };
-        let reads = |c: &Compiled| c.as_ref().is_ok_and(|p| p.uses_namespace_object());
         let mut hook = PolicyHook {
             name: Arc::from(policy.name.as_str()),
             constraints: spec.match_constraints.as_ref().map(Criteria::new),
@@ -237,17 +254,24 @@ impl PolicyHook {
             variables,
             policy: Arc::new(policy.clone()),
             bindings,
+            validation_texts: (spec.validations.iter().enumerate())
+                .map(|(i, v)| {
+                    (
+                        Arc::from(format!("validations[{i}]")),
+                        Arc::from(v.expression.as_str()),
+                    )
+                })
+                .collect(),
             needs_namespace: false,
+            conditions_need_request: false,
+            needs_request: false,
         };
-        hook.needs_namespace = hook
-            .variables
-            .iter()
-            .any(|(_, p)| p.as_ref().is_ok_and(cel::Program::uses_namespace_object))
-            || hook
-                .validations
-                .iter()
-                .any(|(v, m)| reads(v) || m.as_ref().is_some_and(reads))
-            || hook.audit_annotations.iter().any(|(_, _, p)| reads(p));
+        hook.needs_namespace = hook.any_program(cel::Program::uses_namespace_object);
+        hook.needs_request = hook.any_program(cel::Program::uses_request);
+        hook.conditions_need_request = (hook.conditions.iter())
+            .any(|(_, _, p)| p.as_ref().is_ok_and(|p| p.uses_request()))
+            || (hook.variables.iter())
+                .any(|(_, p)| p.as_ref().is_ok_and(cel::Program::uses_request));
         hook
     }
 }
@@ -291,11 +315,11 @@ pub fn build(
 #[serde(rename_all = "camelCase")]
 pub struct ExpressionResult {
     /// Which: `matchConditions[0]`, `variables[1]`, `validations[2]`, `auditAnnotations[0]`.
-    pub field: String,
+    pub field: Arc<str>,
     /// The expression.
-    pub expression: String,
+    pub expression: Arc<str>,
     /// Its value (`true`, `false`, a string, `null`) or `error: …`.
-    pub result: String,
+    pub result: Cow<'static, str>,
 }
 
 /// What one policy with one binding did with a request.
@@ -587,6 +611,10 @@ fn rules_match(
     attrs: &Attributes,
     registry: &ResourceRegistry,
 ) -> Result<Option<(GroupVersionResource, GroupVersionKind)>, String> {
+    // No rules (most excludeResourceRules): nothing to look up equivalents for.
+    if rules.is_empty() {
+        return Ok(None);
+    }
     let named = |r: &NamedRuleWithOperations| {
         r.resource_names.is_empty() || r.resource_names.contains(&attrs.name)
     };
@@ -743,12 +771,13 @@ fn param_scope(kind: &crate::api::policy::ParamKind, registry: &ResourceRegistry
         .map(|i| i.namespaced)
 }
 
-fn output_text(o: &cel::Output) -> String {
+fn output_text(o: &cel::Output) -> Cow<'static, str> {
     match o {
-        cel::Output::Bool(b) => b.to_string(),
-        cel::Output::String(s) => format!("{s:?}"),
+        cel::Output::Bool(true) => "true".into(),
+        cel::Output::Bool(false) => "false".into(),
+        cel::Output::String(s) => format!("{s:?}").into(),
         cel::Output::Null => "null".into(),
-        cel::Output::Other(t) => format!("<{t}>"),
+        cel::Output::Other(t) => format!("<{t}>").into(),
     }
 }
 
@@ -767,7 +796,9 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
     let mut denials: Vec<Denial> = Vec::new();
     let null = Value::Null;
     let objects = cel::Objects::shared(attrs.object.clone(), attrs.old_object.clone());
-    type Requests = std::rc::Rc<(Value, Value)>;
+    // The CEL `request` of matchConditions (`request.resource` is the request's) and of the
+    // other expressions (the matched resource), each made when first read.
+    type Requests = std::rc::Rc<(std::cell::OnceCell<Value>, std::cell::OnceCell<Value>)>;
     let mut cel_requests: Vec<(GroupVersionKind, GroupVersionResource, Requests)> = Vec::new();
     for hook in hooks {
         let policy = &hook.name;
@@ -903,29 +934,14 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
             });
             let mut call = empty_call(Some(b));
             // The CEL `request` of matchConditions and of validations, made once per matched
-            // kind and resource for all the bindings of the request.
+            // kind and resource for all the bindings of the request, when an expression reads it.
             let requests = match cel_requests
                 .iter()
                 .find(|(k, r, _)| *k == kind && *r == resource)
             {
                 Some((_, _, requests)) => std::rc::Rc::clone(requests),
                 None => {
-                    let invocation = matching::Invocation {
-                        resource: attrs.resource.clone(),
-                        sub_resource: attrs.sub_resource.clone(),
-                        kind: kind.clone(),
-                        rule: 0,
-                        equivalent: false,
-                    };
-                    let condition_request = cel_request(attrs, &invocation);
-                    let mut request = condition_request.clone();
-                    if let Some(m) = request.as_object_mut() {
-                        m.insert(
-                            "resource".into(),
-                            serde_json::to_value(&resource).unwrap_or(Value::Null),
-                        );
-                    }
-                    let requests = std::rc::Rc::new((condition_request, request));
+                    let requests = Requests::default();
                     cel_requests.push((
                         kind.clone(),
                         resource.clone(),
@@ -934,7 +950,30 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
                     requests
                 }
             };
-            let (condition_request, request) = (&requests.0, &requests.1);
+            let condition_request = || {
+                let invocation = matching::Invocation {
+                    resource: attrs.resource.clone(),
+                    sub_resource: attrs.sub_resource.clone(),
+                    kind: kind.clone(),
+                    rule: 0,
+                    equivalent: false,
+                };
+                cel_request(attrs, &invocation)
+            };
+            let request = match hook.needs_request {
+                false => &null,
+                true => requests.1.get_or_init(|| {
+                    let mut request = condition_request();
+                    if let Some(m) = request.as_object_mut() {
+                        m.insert("resource".into(), matching::resource_json(&resource));
+                    }
+                    request
+                }),
+            };
+            let condition_request = match hook.conditions_need_request {
+                false => &null,
+                true => requests.0.get_or_init(condition_request),
+            };
             let mut decisions: Vec<(usize, Decision)> = Vec::new();
             let mut annotations: Vec<(String, String)> = Vec::new();
             let mut not_matched: Option<String> = None;
@@ -1151,11 +1190,11 @@ fn eval_conditions(
             Err(e) => Err(format!("compilation error: {e}")),
         };
         call.expressions.push(ExpressionResult {
-            field: format!("matchConditions[{i}]"),
-            expression: expression.clone(),
+            field: format!("matchConditions[{i}]").into(),
+            expression: expression.as_str().into(),
             result: match &result {
                 Ok(o) => output_text(o),
-                Err(e) => format!("error: {e}"),
+                Err(e) => format!("error: {e}").into(),
             },
         });
         match result {
@@ -1215,8 +1254,10 @@ fn validate(
     let vars = cel::Variables::evaluate(&hook.variables, inputs);
     let spec = &hook.policy.spec;
     let mut budget = RUNTIME_COST_BUDGET;
-    for (i, ((program, message_program), v)) in
-        hook.validations.iter().zip(&spec.validations).enumerate()
+    for (i, (((program, message_program), v), (field, expression))) in (hook.validations.iter())
+        .zip(&spec.validations)
+        .zip(&hook.validation_texts)
+        .enumerate()
     {
         let result = match program {
             Ok(p) => {
@@ -1233,11 +1274,11 @@ fn validate(
             Err(e) => Err(format!("compilation error: {e}")),
         };
         call.expressions.push(ExpressionResult {
-            field: format!("validations[{i}]"),
-            expression: v.expression.clone(),
+            field: Arc::clone(field),
+            expression: Arc::clone(expression),
             result: match &result {
                 Ok(o) => output_text(o),
-                Err(e) => format!("error: {e}"),
+                Err(e) => format!("error: {e}").into(),
             },
         });
         let decision = match result {
@@ -1253,11 +1294,11 @@ fn validate(
                 if let Some(Ok(mp)) = message_program {
                     let ev = cel::evaluate_in(mp, inputs, Some(&vars));
                     call.expressions.push(ExpressionResult {
-                        field: format!("validations[{i}].messageExpression"),
-                        expression: v.message_expression.clone(),
+                        field: format!("validations[{i}].messageExpression").into(),
+                        expression: v.message_expression.as_str().into(),
                         result: match &ev.result {
                             Ok(o) => output_text(o),
-                            Err(e) => format!("error: {e}"),
+                            Err(e) => format!("error: {e}").into(),
                         },
                     });
                     if let Ok(cel::Output::String(s)) = ev.result {
@@ -1291,11 +1332,11 @@ fn validate(
             Err(e) => Err(format!("compilation error: {e}")),
         };
         call.expressions.push(ExpressionResult {
-            field: format!("auditAnnotations[{i}]"),
-            expression: expression.clone(),
+            field: format!("auditAnnotations[{i}]").into(),
+            expression: expression.as_str().into(),
             result: match &result {
                 Ok(o) => output_text(o),
-                Err(e) => format!("error: {e}"),
+                Err(e) => format!("error: {e}").into(),
             },
         });
         let error = match result {

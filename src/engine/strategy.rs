@@ -370,31 +370,46 @@ fn set_generation(map: &mut Map<String, Value>, generation: i64) {
 /// every container limits cpu and memory and requests what it limits, else `Burstable`.
 fn pod_qos(spec: Option<&Value>) -> &'static str {
     const COMPUTE: [&str; 2] = ["cpu", "memory"];
-    let containers: Vec<&Value> = ["containers", "initContainers"]
+    let containers = ["containers", "initContainers"]
         .iter()
         .filter_map(|k| spec.and_then(|s| s.get(*k)).and_then(Value::as_array))
-        .flatten()
-        .collect();
-    let quantity = |c: &Value, kind: &str, name: &str| -> Option<String> {
+        .flatten();
+    // A quantity that is set and not zero, with the JSON it was given as.
+    fn quantity<'v>(
+        c: &'v Value,
+        kind: &str,
+        name: &str,
+    ) -> Option<(&'v Value, crate::quantity::Quantity)> {
         let q = c.get("resources")?.get(kind)?.get(name)?;
-        let text = q
-            .as_str()
-            .map(String::from)
-            .unwrap_or_else(|| q.to_string());
+        let text = match q.as_str() {
+            Some(s) => std::borrow::Cow::Borrowed(s),
+            None => std::borrow::Cow::Owned(q.to_string()),
+        };
         crate::quantity::Quantity::parse(&text)
             .ok()
             .filter(|q| !q.is_zero())
-            .map(|q| q.to_string())
-    };
+            .map(|parsed| (q, parsed))
+    }
     let mut any = false;
     let mut guaranteed = true;
-    for c in &containers {
+    for c in containers {
         for name in COMPUTE {
             let request = quantity(c, "requests", name);
             let limit = quantity(c, "limits", name);
             any |= request.is_some() || limit.is_some();
-            if limit.is_none() || request != limit {
+            // A request equals its limit when their canonical texts do (the same JSON has the
+            // same text, without printing it).
+            let equal = match (&request, &limit) {
+                (Some((rj, rq)), Some((lj, lq))) => rj == lj || rq.to_string() == lq.to_string(),
+                (None, None) => true,
+                _ => false,
+            };
+            if limit.is_none() || !equal {
                 guaranteed = false;
+            }
+            // Nothing later can change the answer.
+            if any && !guaranteed {
+                return "Burstable";
             }
         }
     }
@@ -414,6 +429,75 @@ mod tests {
 
     fn pods() -> GroupVersionResource {
         GroupVersionResource::new("", "v1", "pods")
+    }
+
+    /// Every combination of a few requests and limits over two containers: the class is the one
+    /// given by comparing every quantity's canonical text, container by container.
+    #[test]
+    fn pod_qos_stops_early_with_the_answer_of_the_whole_walk() {
+        fn canonical(c: &Value, kind: &str, name: &str) -> Option<String> {
+            let q = c.get("resources")?.get(kind)?.get(name)?;
+            let text = q
+                .as_str()
+                .map(String::from)
+                .unwrap_or_else(|| q.to_string());
+            crate::quantity::Quantity::parse(&text)
+                .ok()
+                .filter(|q| !q.is_zero())
+                .map(|q| q.to_string())
+        }
+        fn whole_walk(spec: &Value) -> &'static str {
+            let (mut any, mut guaranteed) = (false, true);
+            for k in ["containers", "initContainers"] {
+                for c in spec[k].as_array().into_iter().flatten() {
+                    for name in ["cpu", "memory"] {
+                        let (r, l) = (canonical(c, "requests", name), canonical(c, "limits", name));
+                        any |= r.is_some() || l.is_some();
+                        guaranteed &= l.is_some() && r == l;
+                    }
+                }
+            }
+            match (any, guaranteed) {
+                (false, _) => "BestEffort",
+                (true, true) => "Guaranteed",
+                _ => "Burstable",
+            }
+        }
+        let values = [
+            None,
+            Some(json!("1")),
+            Some(json!("1000m")),
+            Some(json!(1)),
+            Some(json!("0")),
+            Some(json!("x")),
+            Some(json!("1Gi")),
+        ];
+        let mut resources = Vec::new();
+        for r in &values {
+            for l in &values {
+                let mut res = json!({"requests": {}, "limits": {}});
+                if let Some(r) = r {
+                    res["requests"]["cpu"] = r.clone();
+                    res["requests"]["memory"] = json!("1Gi");
+                }
+                if let Some(l) = l {
+                    res["limits"]["cpu"] = l.clone();
+                    res["limits"]["memory"] = json!("1Gi");
+                }
+                resources.push(res);
+            }
+        }
+        let mut classes = std::collections::BTreeSet::new();
+        for a in &resources {
+            for b in resources.iter().step_by(3) {
+                let spec =
+                    json!({"containers": [{"resources": a}], "initContainers": [{"resources": b}]});
+                let class = pod_qos(Some(&spec));
+                assert_eq!(class, whole_walk(&spec), "{spec}");
+                classes.insert(class);
+            }
+        }
+        assert_eq!(classes.len(), 3);
     }
 
     #[test]

@@ -618,9 +618,9 @@ pub fn dispatch(
                 match result {
                     Ok((patch, object)) => {
                         call.expressions.push(ExpressionResult {
-                            field,
-                            expression: m.expression.clone(),
-                            result: patch.to_string(),
+                            field: field.into(),
+                            expression: m.expression.as_str().into(),
+                            result: patch.to_string().into(),
                         });
                         patches.push(patch);
                         applied = true;
@@ -628,9 +628,9 @@ pub fn dispatch(
                     }
                     Err(e) => {
                         call.expressions.push(ExpressionResult {
-                            field,
-                            expression: m.expression.clone(),
-                            result: format!("error: {e}"),
+                            field: field.into(),
+                            expression: m.expression.as_str().into(),
+                            result: format!("error: {e}").into(),
                         });
                         errors.push(PolicyError {
                             policy: Arc::clone(&core.name),

@@ -527,7 +527,7 @@ fn policy_lines(
         };
         lines.push(Line::from(vec![
             Span::raw(format!("{} ", e.field)),
-            Span::styled(e.expression.clone(), style(state, StyleKey::Json)),
+            Span::styled(e.expression.to_string(), style(state, StyleKey::Json)),
             Span::styled(format!(" → {}", e.result), style(state, key)),
         ]));
     }
