@@ -598,9 +598,9 @@ pub fn dispatch(
                         // the failure policy: the request fails with it.
                         let status = crate::engine::status::internal_error(&e);
                         call.expressions.push(ExpressionResult {
-                            field,
-                            expression: m.expression.clone(),
-                            result: format!("error: {}", status.message),
+                            field: field.into(),
+                            expression: m.expression.as_str().into(),
+                            result: format!("error: {}", status.message).into(),
                         });
                         out.events.push(MutatingEvent::Considered {
                             policy: Arc::clone(&core.name),
