@@ -1,7 +1,6 @@
 //! The console's state and its one update path: every change goes through [`update`], which
 //! returns the [`Command`]s (IO) for the event loop to perform.
 
-use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
@@ -10,14 +9,14 @@ use std::path::PathBuf;
 
 use super::config::Settings;
 use super::editing::Buffer;
-use super::filter::RequestFilter;
 use super::keymap::{self, Action, Keymap};
-use super::model::{self, AnnotationRow, Block, HookCounts, HookInfo, RequestRow, Verdict};
+use super::model::{self, AnnotationRow, Block, HookCounts, HookInfo, Verdict};
 use super::source::SourceMsg;
 use super::theme::Theme;
 use super::view::hit::ChainHit;
 use super::views::{
-    ChainExtent, ChainView, ListCursor, ProblemsExtent, ProblemsView, Scroll, TailCursor, ViewState,
+    ChainExtent, ChainView, ListCursor, ProblemsExtent, ProblemsView, RequestsView, Scroll,
+    TailCursor, ViewState,
 };
 use crate::engine::{AuditAnnotation, AuditLevel};
 use crate::metrics::Metrics;
@@ -99,76 +98,9 @@ pub enum Mode {
     ConfirmApply,
 }
 
-/// Requests sort column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SortKey {
-    /// Input order.
-    #[default]
-    Input,
-    /// Operation.
-    Operation,
-    /// Resource.
-    Resource,
-    /// Namespace/name.
-    Name,
-    /// Verdict (denied first when reversed).
-    Verdict,
-    /// Webhooks called.
-    Called,
-    /// Rounds.
-    Rounds,
-    /// Duration.
-    Duration,
-}
+pub use super::views::{ChainPane, SortKey};
 
-impl SortKey {
-    /// In column order.
-    pub const ALL: [SortKey; 8] = [
-        SortKey::Input,
-        SortKey::Operation,
-        SortKey::Resource,
-        SortKey::Name,
-        SortKey::Verdict,
-        SortKey::Called,
-        SortKey::Rounds,
-        SortKey::Duration,
-    ];
-
-    /// As `:sort` names it.
-    pub fn name(self) -> &'static str {
-        keymap::SORT_COLUMNS[self as usize]
-    }
-}
-
-pub use super::views::ChainPane;
-
-/// A replayed request, with what the status bar counts and masking need on every frame; the
-/// rest of its table row is derived when drawn ([`Entry::row`]).
-#[derive(Debug, Clone)]
-pub struct Entry {
-    /// What the replay produced (request, outcome, trace).
-    pub replayed: Box<Replayed>,
-    /// The verdict the table shows.
-    pub verdict: Verdict,
-    /// The request concerns a Secret (masked unless revealed).
-    pub secret: bool,
-}
-
-impl Entry {
-    /// An entry for a replayed request.
-    pub fn new(replayed: Box<Replayed>) -> Entry {
-        Entry {
-            verdict: model::verdict(&replayed.outcome),
-            secret: crate::replay::report::is_secret(&replayed.request),
-            replayed,
-        }
-    }
-
-    /// Its row of the Requests view.
-    pub fn row(&self) -> RequestRow {
-        RequestRow::new(&self.replayed)
-    }
-}
+pub use super::model::Entry;
 
 /// Replay progress.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -214,16 +146,11 @@ pub struct State {
     pub help: bool,
     /// Input mode.
     pub mode: Mode,
-    /// Requests filter.
-    pub filter: String,
     /// Annotations filter.
     pub annotation_filter: String,
-    /// Sort column and direction.
-    pub sort: (SortKey, bool),
-    /// Indices into `entries` shown by the Requests view, in display order.
-    pub visible: Vec<usize>,
-    /// Selected entry (index into `entries`).
-    pub selected: Option<usize>,
+    /// The Requests view's own state: its filter, sort, rows and cursor — the request in focus,
+    /// which the Chain view shows.
+    pub requests: RequestsView,
     /// The Chain view's own state: the selected step, the pane with the keys, the detail's
     /// scroll.
     pub chain: ChainView,
@@ -477,11 +404,8 @@ impl State {
             view: View::Requests,
             help: false,
             mode: Mode::Normal,
-            filter: String::new(),
             annotation_filter: String::new(),
-            sort: (SortKey::Input, false),
-            visible: Vec::new(),
-            selected: None,
+            requests: RequestsView::default(),
             chain: ChainView::default(),
             annotation_cursor: TailCursor::default(),
             help_scroll: Scroll::default(),
@@ -533,13 +457,7 @@ impl State {
 
     /// The selected entry.
     pub fn selected_entry(&self) -> Option<&Entry> {
-        self.selected.and_then(|i| self.entries.get(i))
-    }
-
-    /// Position of the selection in `visible`.
-    pub fn selected_position(&self) -> Option<usize> {
-        let s = self.selected?;
-        self.visible.iter().position(|&i| i == s)
+        self.requests.selected.and_then(|i| self.entries.get(i))
     }
 
     /// Annotations matching the annotation filter.
@@ -585,29 +503,7 @@ impl State {
     }
 
     pub(super) fn refilter(&mut self) {
-        // A filter that cannot be used shows nothing; the status line says why.
-        let filter = RequestFilter::parse(&self.filter).ok();
-        // Each row derived once, for the filter and the sort.
-        let mut shown: Vec<(usize, RequestRow)> = (0..self.entries.len())
-            .filter_map(|i| {
-                let row = self.entries[i].row();
-                filter
-                    .as_ref()
-                    .is_some_and(|f| f.matches(&row))
-                    .then_some((i, row))
-            })
-            .collect();
-        let (key, reverse) = self.sort;
-        if key != SortKey::Input {
-            shown.sort_by(|(a, x), (b, y)| sort_order(key, (*a, x), (*b, y)));
-        }
-        let mut visible: Vec<usize> = shown.into_iter().map(|(i, _)| i).collect();
-        if reverse {
-            visible.reverse();
-        }
-        self.visible = visible;
-        if self.selected_position().is_none() {
-            self.selected = self.visible.first().copied();
+        if self.requests.refilter(&self.entries) {
             self.reset_chain();
         }
     }
@@ -617,22 +513,13 @@ impl State {
         self.chain.select(first);
     }
 
-    fn select_position(&mut self, pos: usize) {
-        if let Some(&i) = self.visible.get(pos)
-            && self.selected != Some(i)
-        {
-            self.selected = Some(i);
+    /// Moves the Requests cursor `delta` rows; the Chain view starts over with another request.
+    fn move_selection(&mut self, delta: isize) {
+        let before = self.requests.selected;
+        self.requests.navigate(&(), delta);
+        if self.requests.selected != before {
             self.reset_chain();
         }
-    }
-
-    fn move_selection(&mut self, delta: isize) {
-        if self.visible.is_empty() {
-            return;
-        }
-        let pos = self.selected_position().unwrap_or(0) as isize;
-        let last = self.visible.len() as isize - 1;
-        self.select_position((pos + delta).clamp(0, last) as usize);
     }
 
     /// The selected request's calls in the order the Chain view lists them (dispatch order).
@@ -759,39 +646,8 @@ impl State {
             });
         }
         self.entries.push(Entry::new(r));
-        // Cheap when the new row lands at the end (input order); otherwise re-sort.
-        if self.sort.0 == SortKey::Input && !self.sort.1 {
-            let shown = self.filter.is_empty()
-                || RequestFilter::parse(&self.filter)
-                    .is_ok_and(|f| f.matches(&self.entries[index].row()));
-            if shown {
-                self.visible.push(index);
-                if self.selected.is_none() {
-                    self.selected = Some(index);
-                }
-            }
-        } else {
-            // One row in its sorted place: a new entry must not cost a sort of all of them.
-            let row = self.entries[index].row();
-            let shown = self.filter.is_empty()
-                || RequestFilter::parse(&self.filter).is_ok_and(|f| f.matches(&row));
-            if shown {
-                let (key, reverse) = self.sort;
-                let at = self.visible.partition_point(|&i| {
-                    let order = sort_order(key, (i, &self.entries[i].row()), (index, &row));
-                    order
-                        == if reverse {
-                            Ordering::Greater
-                        } else {
-                            Ordering::Less
-                        }
-                });
-                self.visible.insert(at, index);
-                if self.selected_position().is_none() {
-                    self.selected = self.visible.first().copied();
-                    self.reset_chain();
-                }
-            }
+        if self.requests.push(&self.entries) {
+            self.reset_chain();
         }
     }
 
@@ -847,7 +703,7 @@ impl State {
                 let current = match (self.view, self.live.as_deref()) {
                     (View::Annotations, _) => self.annotation_filter.clone(),
                     (View::Events, Some(live)) => live.event_filter.clone(),
-                    _ => self.filter.clone(),
+                    _ => self.requests.filter().to_string(),
                 };
                 if self.view != View::Annotations && self.view != View::Events {
                     self.view = View::Requests;
@@ -874,7 +730,7 @@ impl State {
             A::Up | A::Down | A::PageUp | A::PageDown | A::Top | A::Bottom => self.navigate(action),
             A::Open if self.view == View::WhatIf => {
                 if let Some(r) = self.whatif.requests.get(self.whatif_cursor.selected) {
-                    self.selected = Some(r.index);
+                    self.requests.focus(r.index);
                     self.compare = true;
                     self.view = View::Chain;
                     self.chain.pane = ChainPane::Grid;
@@ -894,7 +750,7 @@ impl State {
                 self.open_annotation(at);
             }
             A::Open => {
-                if self.selected.is_some() {
+                if self.requests.selected.is_some() {
                     self.compare = false;
                     self.view = View::Chain;
                     self.chain.pane = ChainPane::Grid;
@@ -921,29 +777,13 @@ impl State {
                         .is_some_and(|l| !l.event_filter.is_empty())
                 {
                     return self.live_action(A::Filter(String::new()));
-                } else if !self.filter.is_empty() {
-                    self.filter.clear();
-                    self.refilter();
+                } else if !self.requests.filter().is_empty() {
+                    return self.requests_action(A::Filter(String::new()));
                 } else {
                     self.view = View::Requests;
                 }
             }
-            A::SortNext => {
-                let next = SortKey::ALL[(self.sort.0 as usize + 1) % SortKey::ALL.len()];
-                self.sort = (next, false);
-                self.refilter();
-                self.say(format!("sorted by {}", next.name()), false);
-            }
-            A::SortReverse => {
-                self.sort.1 = !self.sort.1;
-                self.refilter();
-            }
-            A::Sort(name) => {
-                if let Some(k) = SortKey::ALL.iter().find(|k| k.name() == name) {
-                    self.sort = (*k, false);
-                    self.refilter();
-                }
-            }
+            A::SortNext | A::SortReverse | A::Sort(_) => return self.requests_action(action),
             A::NextRound => self.jump_round(true),
             A::PrevRound => self.jump_round(false),
             A::Deciding => match self
@@ -989,9 +829,21 @@ impl State {
                     self.annotation_filter = text;
                     self.annotation_cursor = TailCursor::default();
                 } else {
-                    self.filter = text;
-                    self.refilter();
+                    return self.requests_action(A::Filter(text));
                 }
+            }
+        }
+        Vec::new()
+    }
+
+    /// An action of the Requests view's own (its sort, its filter), followed up.
+    fn requests_action(&mut self, action: Action) -> Vec<Command> {
+        if let Some(taken) = self.requests.action(&action, &self.entries) {
+            if taken.reselected {
+                self.reset_chain();
+            }
+            if let Some(note) = taken.note {
+                self.say(note, false);
             }
         }
         Vec::new()
@@ -1393,7 +1245,7 @@ impl State {
                             || prefix == "validation.policy.admission.k8s.io")
                 })
             });
-        self.selected = Some(row.request());
+        self.requests.focus(row.request());
         self.compare = false;
         self.view = View::Chain;
         self.chain.pane = ChainPane::Grid;
@@ -1421,13 +1273,14 @@ impl State {
         match self.view {
             View::Requests => {
                 if let Some(key) = super::view::hit::requests_column_at(self, x, y) {
-                    self.sort = (key, self.sort.0 == key && !self.sort.1);
-                    self.refilter();
+                    if self.requests.click_column(key, &self.entries) {
+                        self.reset_chain();
+                    }
                 } else if let Some(pos) = super::view::requests_position_at(self, self.size.1, y) {
-                    if self.selected_position() == Some(pos) {
+                    if self.requests.position() == Some(pos) {
                         self.apply(Action::Open);
-                    } else {
-                        self.select_position(pos);
+                    } else if self.requests.select_position(pos) {
+                        self.reset_chain();
                     }
                 }
             }
@@ -1558,23 +1411,4 @@ pub fn sum_by(metrics: &Metrics, family: &str, by: &[&str]) -> Vec<((String, Str
         *out.entry(key).or_default() += s.value;
     }
     out.into_iter().collect()
-}
-
-/// How two entries (input position and row) compare under a sort key; ties keep input order.
-fn sort_order(
-    key: SortKey,
-    (a, x): (usize, &RequestRow),
-    (b, y): (usize, &RequestRow),
-) -> Ordering {
-    match key {
-        SortKey::Input => a.cmp(&b),
-        SortKey::Operation => x.operation.cmp(&y.operation),
-        SortKey::Resource => x.resource.cmp(&y.resource),
-        SortKey::Name => x.target.cmp(&y.target),
-        SortKey::Verdict => x.verdict.cmp(&y.verdict),
-        SortKey::Called => x.called.cmp(&y.called),
-        SortKey::Rounds => x.rounds.cmp(&y.rounds),
-        SortKey::Duration => x.duration.cmp(&y.duration),
-    }
-    .then(a.cmp(&b))
 }

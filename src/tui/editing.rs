@@ -1605,10 +1605,9 @@ impl State {
         if self.baseline.is_none() {
             self.baseline = Some(Baseline { entries });
         }
-        let selected = self.selected;
+        let selected = self.requests.selected;
         self.annotations.clear();
-        self.visible.clear();
-        self.selected = None;
+        self.requests.clear();
         self.metrics = run.metrics;
         self.timeline = run.timeline;
         self.hook_counts = vec![HookCounts::default(); self.hooks.len()];
@@ -1617,7 +1616,7 @@ impl State {
         }
         self.refilter();
         if let Some(s) = selected.filter(|&s| s < self.entries.len()) {
-            self.selected = Some(s);
+            self.requests.focus(s);
         }
         let mut whatif = self
             .baseline

@@ -616,6 +616,34 @@ pub fn line_diff<'a>(before: &'a str, after: &'a str) -> Vec<(char, &'a str)> {
     out
 }
 
+/// A replayed request, with what the status bar counts and masking need on every frame; the
+/// rest of its table row is derived when drawn ([`Entry::row`]).
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// What the replay produced (request, outcome, trace).
+    pub replayed: Box<Replayed>,
+    /// The verdict the table shows.
+    pub verdict: Verdict,
+    /// The request concerns a Secret (masked unless revealed).
+    pub secret: bool,
+}
+
+impl Entry {
+    /// An entry for a replayed request.
+    pub fn new(replayed: Box<Replayed>) -> Entry {
+        Entry {
+            verdict: verdict(&replayed.outcome),
+            secret: crate::replay::report::is_secret(&replayed.request),
+            replayed,
+        }
+    }
+
+    /// Its row of the Requests view.
+    pub fn row(&self) -> RequestRow {
+        RequestRow::new(&self.replayed)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,13 +4,18 @@
 //! [`update`](super::app::update) that changes it stay in [`State`](super::app::State), which
 //! holds one of these per view and hands each the part of the shared state it moves over.
 //!
-//! So far: the Chain view ([`ChainView`]), the Webhooks and What-if cursors ([`ListCursor`]),
+//! So far: the Requests view ([`RequestsView`]: its filter, sort, rows and cursor), the Chain
+//! view ([`ChainView`]), the Webhooks and What-if cursors ([`ListCursor`]),
 //! the Annotations cursor ([`TailCursor`]), the Problems view
 //! ([`ProblemsView`]), the help overlay's and the Metrics samples' scroll ([`Scroll`]); the Edit
 //! view's mode and keys are [`EditorState`](super::edit_keys::EditorState).
 
 use super::excerpt::Excerpt;
 use super::view::scroll;
+
+mod requests;
+
+pub use requests::{RequestsView, SortKey, Taken};
 
 /// A view's own state.
 pub trait ViewState {

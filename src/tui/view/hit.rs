@@ -42,7 +42,7 @@ pub(crate) fn chain_panes(state: &State) -> (Rect, Rect) {
         Layout::vertical([Constraint::Length(4), Constraint::Min(1)]).areas(main_area(state));
     let compared = state.compare
         && (state.baseline.as_ref())
-            .zip(state.selected)
+            .zip(state.requests.selected)
             .is_some_and(|(b, i)| i < b.entries.len());
     if compared {
         let [grids, diff] =
