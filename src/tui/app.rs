@@ -702,7 +702,7 @@ impl State {
             A::FilterMode => {
                 let current = match (self.view, self.live.as_deref()) {
                     (View::Annotations, _) => self.annotation_filter.clone(),
-                    (View::Events, Some(live)) => live.event_filter.clone(),
+                    (View::Events, Some(live)) => live.events_view.filter.clone(),
                     _ => self.requests.filter().to_string(),
                 };
                 if self.view != View::Annotations && self.view != View::Events {
@@ -774,7 +774,7 @@ impl State {
                     && self
                         .live
                         .as_deref()
-                        .is_some_and(|l| !l.event_filter.is_empty())
+                        .is_some_and(|l| !l.events_view.filter.is_empty())
                 {
                     return self.live_action(A::Filter(String::new()));
                 } else if !self.requests.filter().is_empty() {
@@ -927,15 +927,16 @@ impl State {
                 .navigate(&self.whatif.requests.len(), delta),
             View::Cluster => {
                 if let Some(l) = self.live.as_mut() {
-                    l.move_change(delta.clamp(-100_000, 100_000) as i64);
+                    l.cluster_view.navigate(&l.changes.len(), delta);
                 }
             }
             View::Events => {
                 if let Some(l) = self.live.as_mut() {
                     if action == A::Bottom {
-                        l.event_selected = None;
+                        l.events_view.follow();
                     } else {
-                        l.move_event(delta.clamp(-1_000_000, 1_000_000) as i64);
+                        let shown = l.shown_events();
+                        l.events_view.navigate(&shown, delta);
                     }
                 }
             }

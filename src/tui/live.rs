@@ -20,6 +20,7 @@ use crate::replay::{CapturedRequest, InputItem};
 use super::app::{ChainPane, Command, State, View};
 use super::keymap::Action;
 use super::model::{self, HookCounts, HookInfo};
+use super::views::{ClusterView, EventsView};
 
 /// Audit events kept by default; older ones are paged out (`--keep-events`).
 pub const DEFAULT_KEEP_EVENTS: usize = 10_000;
@@ -397,8 +398,8 @@ pub struct LiveState {
     pub configuration_problems: Vec<String>,
     /// The change history, oldest first.
     pub changes: VecDeque<Change>,
-    /// The selected change (index into `changes`).
-    pub change_selected: Option<usize>,
+    /// The Cluster view's own state: its cursor over `changes`.
+    pub cluster_view: ClusterView,
     /// The scrapes.
     pub history: MetricsHistory,
     /// The chart window: an index into [`WINDOWS`].
@@ -413,8 +414,8 @@ pub struct LiveState {
     pub events_seen: u64,
     /// Events kept at most.
     pub keep_events: usize,
-    /// The selected event's sequence number, or None to follow the tail.
-    pub event_selected: Option<u64>,
+    /// The Events view's own state: its cursor over `events` and its filter.
+    pub events_view: EventsView,
     /// The annotations of the kept events, in arrival order.
     pub annotations: VecDeque<LiveAnnotation>,
     /// Lines about the audit source with when they came, newest last.
@@ -424,9 +425,6 @@ pub struct LiveState {
     /// `-n/--namespace`: the Events and Annotations views show only this namespace's requests
     /// (`:ns` changes it, `:ns -` shows all).
     pub namespace: Option<String>,
-    /// `/` in Events: only events whose verb, resource, target, user, code, message or auditID
-    /// contain this text (case-insensitive) are shown.
-    pub event_filter: String,
     /// Routine traffic ([`AuditRecord::noise`]) is shown too (`:noise` toggles it).
     pub show_noise: bool,
     /// A dry run waiting for confirmation.
@@ -454,7 +452,7 @@ impl LiveState {
             target: None,
             configuration_problems: Vec::new(),
             changes: VecDeque::new(),
-            change_selected: None,
+            cluster_view: ClusterView::default(),
             history: MetricsHistory::new(SCRAPES_KEPT),
             window: 1,
             paused_at: None,
@@ -462,12 +460,11 @@ impl LiveState {
             first_event: 0,
             events_seen: 0,
             keep_events: keep_events.max(1),
-            event_selected: None,
+            events_view: EventsView::default(),
             annotations: VecDeque::new(),
             notices: VecDeque::new(),
             open_next_replay: false,
             namespace: None,
-            event_filter: String::new(),
             show_noise: false,
             pending_apply: None,
         }
@@ -578,7 +575,7 @@ impl LiveState {
             ClusterMsg::Change(mut change) => {
                 if self.changes.len() == CHANGES_KEPT {
                     self.changes.pop_front();
-                    self.change_selected = self.change_selected.map(|s| s.saturating_sub(1));
+                    self.cluster_view.dropped_oldest();
                 }
                 // The deleted object does not say who deleted it; the audit log does.
                 if change.action == ChangeAction::Deleted
@@ -634,11 +631,7 @@ impl LiveState {
                 self.annotations.pop_front();
             }
         }
-        if let Some(s) = self.event_selected
-            && s < self.first_event
-        {
-            self.event_selected = Some(self.first_event);
-        }
+        self.events_view.paged_out(self.first_event);
     }
 
     /// Keeps a notice about the audit source.
@@ -667,7 +660,8 @@ impl LiveState {
             .as_deref()
             .is_none_or(|ns| record.namespace == ns)
             && (self.show_noise || !record.noise)
-            && (self.event_filter.is_empty() || matches_filter(record, &self.event_filter))
+            && (self.events_view.filter.is_empty()
+                || matches_filter(record, &self.events_view.filter))
     }
 
     /// How many kept events the filters hide as routine traffic.
@@ -690,48 +684,24 @@ impl LiveState {
 
     /// The selected event's sequence number (the newest shown when following the tail).
     pub fn selected_event(&self) -> Option<u64> {
-        match self.event_selected {
-            Some(s) => Some(s),
-            None => self.visible_events().next_back().map(|(seq, _)| seq),
-        }
+        (self.events_view).at(|| self.visible_events().next_back().map(|(seq, _)| seq))
     }
 
-    /// Moves the event selection by `delta` shown events (stops following the tail).
-    pub fn move_event(&mut self, delta: i64) {
-        let Some(current) = self.selected_event() else {
-            return;
-        };
-        let shown: Vec<u64> = self.visible_events().map(|(seq, _)| seq).collect();
-        if shown.is_empty() {
-            return;
-        }
-        let at = shown.partition_point(|&seq| seq < current);
-        // A selection the filter hides sits between shown[at - 1] and shown[at].
-        let at = if shown.get(at) == Some(&current) || delta < 0 {
-            at as i64 + delta
-        } else {
-            at as i64 + delta - 1
-        };
-        let at = at.clamp(0, shown.len() as i64 - 1) as usize;
-        self.event_selected = Some(shown[at]);
+    /// The filters changed: a selected event they now hide is no longer selected.
+    fn keep_shown_event(&mut self) {
+        let keep = |s: u64| self.event(s).is_some_and(|e| self.shows(e));
+        let kept = self.events_view.selected.filter(|&s| keep(s));
+        self.events_view.selected = kept;
     }
 
-    /// Moves the change selection by `delta`.
-    pub fn move_change(&mut self, delta: i64) {
-        if self.changes.is_empty() {
-            return;
-        }
-        let last = self.changes.len() - 1;
-        let current = self.change_selected.unwrap_or(last) as i64;
-        self.change_selected = Some((current + delta).clamp(0, last as i64) as usize);
+    /// The sequence numbers of the events shown, oldest first (what the Events view moves over).
+    pub fn shown_events(&self) -> Vec<u64> {
+        self.visible_events().map(|(seq, _)| seq).collect()
     }
 
     /// The selected change (the newest when none is selected).
     pub fn selected_change(&self) -> Option<&Change> {
-        match self.change_selected {
-            Some(i) => self.changes.get(i),
-            None => self.changes.back(),
-        }
+        self.changes.get(self.cluster_view.at(self.changes.len())?)
     }
 
     /// Zooms in (`+1`: a narrower chart window) or out (`-1`: a wider one).
@@ -1008,17 +978,15 @@ impl State {
                 }
             }
             Action::Filter(text) => {
-                live.event_filter = text;
-                live.event_selected = live
-                    .event_selected
-                    .filter(|&s| live.event(s).is_some_and(|e| live.shows(e)));
+                live.events_view.filter = text;
+                live.keep_shown_event();
                 let shown = live.visible_events().count();
-                let text = if live.event_filter.is_empty() {
+                let text = if live.events_view.filter.is_empty() {
                     format!("{shown} events shown (filter cleared)")
                 } else {
                     format!(
                         "{shown} events contain {:?} (esc clears)",
-                        live.event_filter
+                        live.events_view.filter
                     )
                 };
                 self.say(text, false);
@@ -1037,7 +1005,7 @@ impl State {
                 fresh.events_seen = live.events_seen;
                 fresh.notices = std::mem::take(&mut live.notices);
                 fresh.namespace = live.namespace.take();
-                fresh.event_filter = std::mem::take(&mut live.event_filter);
+                fresh.events_view.filter = std::mem::take(&mut live.events_view.filter);
                 fresh.show_noise = live.show_noise;
                 **live = fresh;
                 // The previous cluster's configurations close with it, unless edited (the edits
@@ -1052,9 +1020,7 @@ impl State {
             }
             Action::ToggleNoise => {
                 live.show_noise = !live.show_noise;
-                live.event_selected = live
-                    .event_selected
-                    .filter(|&s| live.event(s).is_some_and(|e| live.shows(e)));
+                live.keep_shown_event();
                 let text = if live.show_noise {
                     "routine events shown (:noise hides them)".to_string()
                 } else {
@@ -1074,9 +1040,7 @@ impl State {
                     None => "events and annotations of every namespace".to_string(),
                 };
                 live.namespace = namespace;
-                live.event_selected = live
-                    .event_selected
-                    .filter(|&s| live.event(s).is_some_and(|e| live.shows(e)));
+                live.keep_shown_event();
                 self.annotation_cursor = Default::default();
                 self.say(text, false);
             }
@@ -1124,7 +1088,7 @@ impl State {
             return Vec::new();
         };
         if let Some(live) = self.live.as_deref_mut() {
-            live.event_selected = Some(event);
+            live.events_view.selected = Some(event);
         }
         self.view = View::Events;
         Vec::new()

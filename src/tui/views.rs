@@ -7,14 +7,17 @@
 //! So far: the Requests view ([`RequestsView`]: its filter, sort, rows and cursor), the Chain
 //! view ([`ChainView`]), the Webhooks and What-if cursors ([`ListCursor`]),
 //! the Annotations cursor ([`TailCursor`]), the Problems view
-//! ([`ProblemsView`]), the help overlay's and the Metrics samples' scroll ([`Scroll`]); the Edit
+//! ([`ProblemsView`]), the live Events view ([`EventsView`]: its cursor and filter) and Cluster
+//! view ([`ClusterView`]: its cursor over the configuration changes), the help overlay's and the Metrics samples' scroll ([`Scroll`]); the Edit
 //! view's mode and keys are [`EditorState`](super::edit_keys::EditorState).
 
 use super::excerpt::Excerpt;
 use super::view::scroll;
 
+mod live;
 mod requests;
 
+pub use live::{ClusterView, EventsView};
 pub use requests::{RequestsView, SortKey, Taken};
 
 /// A view's own state.
