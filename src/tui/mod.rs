@@ -24,6 +24,7 @@ pub mod live;
 pub mod live_source;
 pub mod model;
 pub mod source;
+pub mod tabs;
 pub mod terminal;
 pub mod theme;
 pub mod timeline;
