@@ -7,6 +7,8 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 
 use std::path::PathBuf;
 
+mod live_update;
+
 use super::config::Settings;
 use super::editing::Buffer;
 use super::keymap::{self, Action, Keymap};
