@@ -7,6 +7,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent,
 
 use std::path::PathBuf;
 
+mod edit_update;
 mod live_update;
 
 use super::config::Settings;

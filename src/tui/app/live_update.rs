@@ -2,9 +2,9 @@
 //! beyond the live state (another context, opening and copying what the live views select),
 //! and `:apply`.
 
-use super::{ChainPane, Command, State, View};
 use serde_json::Value;
 
+use super::{ChainPane, Command, State, View};
 use crate::api::WebhookConfiguration;
 use crate::live::cluster::{AdmissionKind, ClusterMsg, Served};
 use crate::tui::keymap::Action;
