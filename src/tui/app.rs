@@ -1,8 +1,6 @@
 //! The console's state and its one update path: every change goes through [`update`], which
 //! returns the [`Command`]s (IO) for the event loop to perform.
 
-use std::collections::BTreeMap;
-
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
 use std::path::PathBuf;
@@ -48,7 +46,7 @@ pub enum Mode {
 
 pub use super::views::{ChainPane, SortKey};
 
-pub use super::model::Entry;
+pub use super::model::{Entry, rejections, sum_by};
 
 /// Replay progress.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -1333,31 +1331,4 @@ fn update_inner(state: &mut State, msg: Msg) -> Vec<Command> {
             Vec::new()
         }
     }
-}
-
-/// Rejections by webhook and `error_type` (summed over the other labels), as the Metrics view
-/// charts them: `((webhook, error_type), count)` sorted by webhook.
-pub fn rejections(metrics: &Metrics) -> Vec<((String, String), f64)> {
-    sum_by(
-        metrics,
-        "apiserver_admission_webhook_rejection_count",
-        &["name", "error_type"],
-    )
-}
-
-/// Sums the samples of a family by some of their labels.
-pub fn sum_by(metrics: &Metrics, family: &str, by: &[&str]) -> Vec<((String, String), f64)> {
-    let mut out: BTreeMap<(String, String), f64> = BTreeMap::new();
-    for s in metrics.samples().into_iter().filter(|s| s.name == family) {
-        let get = |k: &str| {
-            s.labels
-                .iter()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| v.clone())
-                .unwrap_or_default()
-        };
-        let key = (get(by[0]), by.get(1).map(|b| get(b)).unwrap_or_default());
-        *out.entry(key).or_default() += s.value;
-    }
-    out.into_iter().collect()
 }

@@ -644,6 +644,38 @@ impl Entry {
     }
 }
 
+/// Rejections by webhook and `error_type` (summed over the other labels), as the Metrics view
+/// charts them: `((webhook, error_type), count)` sorted by webhook.
+pub fn rejections(metrics: &crate::metrics::Metrics) -> Vec<((String, String), f64)> {
+    sum_by(
+        metrics,
+        "apiserver_admission_webhook_rejection_count",
+        &["name", "error_type"],
+    )
+}
+
+/// Sums the samples of a family by some of their labels.
+pub fn sum_by(
+    metrics: &crate::metrics::Metrics,
+    family: &str,
+    by: &[&str],
+) -> Vec<((String, String), f64)> {
+    let mut out: std::collections::BTreeMap<(String, String), f64> =
+        std::collections::BTreeMap::new();
+    for s in metrics.samples().into_iter().filter(|s| s.name == family) {
+        let get = |k: &str| {
+            s.labels
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        };
+        let key = (get(by[0]), by.get(1).map(|b| get(b)).unwrap_or_default());
+        *out.entry(key).or_default() += s.value;
+    }
+    out.into_iter().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
