@@ -491,11 +491,11 @@ fn annotations_follow_the_tail_until_scrolled() {
     let mut s = loaded();
     update(&mut s, Msg::Resize(120, 40));
     key(&mut s, '3');
-    assert_eq!(s.annotation_cursor.selected, None);
+    assert_eq!(s.annotations_view.cursor.selected, None);
     key(&mut s, 'k');
-    assert!(s.annotation_cursor.selected.is_some());
+    assert!(s.annotations_view.cursor.selected.is_some());
     key(&mut s, 'G');
-    assert_eq!(s.annotation_cursor.selected, None);
+    assert_eq!(s.annotations_view.cursor.selected, None);
 }
 
 #[test]
@@ -1190,7 +1190,7 @@ fn enter_on_an_annotation_opens_its_step_in_the_chain() {
     key(&mut s, 'g');
     let first = *s.visible_annotations()[0];
     let key_name = s.annotation(&first).unwrap().key.to_string();
-    assert!(s.annotation_cursor.selected == Some(0));
+    assert!(s.annotations_view.cursor.selected == Some(0));
     let screen = hookscope::tui::view::render_text(&s, 120, 40);
     assert!(screen.lines().nth(3).unwrap().contains('▸'), "{screen}");
     code(&mut s, KeyCode::Enter);

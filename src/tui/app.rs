@@ -16,8 +16,8 @@ use super::source::SourceMsg;
 use super::theme::Theme;
 use super::view::hit::ChainHit;
 use super::views::{
-    ChainExtent, ChainView, ListCursor, ProblemsExtent, ProblemsView, RequestsView, Scroll,
-    TailCursor, ViewState,
+    AnnotationsView, ChainExtent, ChainView, ListCursor, ProblemsExtent, ProblemsView,
+    RequestsView, Scroll, ViewState,
 };
 use crate::engine::{AuditAnnotation, AuditLevel};
 use crate::metrics::Metrics;
@@ -92,17 +92,14 @@ pub struct State {
     pub help: bool,
     /// Input mode.
     pub mode: Mode,
-    /// Annotations filter.
-    pub annotation_filter: String,
     /// The Requests view's own state: its filter, sort, rows and cursor — the request in focus,
     /// which the Chain view shows.
     pub requests: RequestsView,
     /// The Chain view's own state: the selected step, the pane with the keys, the detail's
     /// scroll.
     pub chain: ChainView,
-    /// Annotations: the row cursor (index into the annotations shown), or None to follow the
-    /// tail (the cursor on the last row).
-    pub annotation_cursor: TailCursor,
+    /// The Annotations view's own state: its row cursor and its filter.
+    pub annotations_view: AnnotationsView,
     /// The Problems view's own state: its cursor and the file opened at a problem.
     pub problems_view: ProblemsView,
     /// The help overlay's scroll.
@@ -350,10 +347,9 @@ impl State {
             view: View::Requests,
             help: false,
             mode: Mode::Normal,
-            annotation_filter: String::new(),
             requests: RequestsView::default(),
             chain: ChainView::default(),
-            annotation_cursor: TailCursor::default(),
+            annotations_view: AnnotationsView::default(),
             help_scroll: Scroll::default(),
             problems_view: ProblemsView::default(),
             samples_scroll: Scroll::default(),
@@ -408,7 +404,7 @@ impl State {
 
     /// Annotations matching the annotation filter.
     pub fn visible_annotations(&self) -> Vec<&AnnotationRow> {
-        let f = self.annotation_filter.to_lowercase();
+        let f = self.annotations_view.filter.to_lowercase();
         self.annotations
             .iter()
             .filter(|a| {
@@ -647,7 +643,7 @@ impl State {
             }
             A::FilterMode => {
                 let current = match (self.view, self.live.as_deref()) {
-                    (View::Annotations, _) => self.annotation_filter.clone(),
+                    (View::Annotations, _) => self.annotations_view.filter.clone(),
                     (View::Events, Some(live)) => live.events_view.filter.clone(),
                     _ => self.requests.filter().to_string(),
                 };
@@ -692,7 +688,7 @@ impl State {
                 if shown == 0 {
                     return Vec::new();
                 }
-                let at = self.annotation_cursor.at(shown);
+                let at = self.annotations_view.cursor.at(shown);
                 self.open_annotation(at);
             }
             A::Open => {
@@ -714,8 +710,7 @@ impl State {
                     } else {
                         self.view = View::Requests;
                     }
-                } else if self.view == View::Annotations && !self.annotation_filter.is_empty() {
-                    self.annotation_filter.clear();
+                } else if self.view == View::Annotations && self.annotations_view.back() {
                 } else if self.view == View::Events
                     && self
                         .live
@@ -772,8 +767,7 @@ impl State {
             }
             A::Filter(text) => {
                 if self.view == View::Annotations {
-                    self.annotation_filter = text;
-                    self.annotation_cursor = TailCursor::default();
+                    self.annotations_view.set_filter(text);
                 } else {
                     return self.requests_action(A::Filter(text));
                 }
@@ -865,7 +859,7 @@ impl State {
                 self.chain.navigate(&data, delta);
             }
             View::Annotations => self
-                .annotation_cursor
+                .annotations_view
                 .navigate(&self.annotation_count(), delta),
             View::Webhooks => self.hook_cursor.navigate(&self.hooks.len(), delta),
             View::WhatIf => self

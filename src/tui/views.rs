@@ -6,7 +6,7 @@
 //!
 //! So far: the Requests view ([`RequestsView`]: its filter, sort, rows and cursor), the Chain
 //! view ([`ChainView`]), the Webhooks and What-if cursors ([`ListCursor`]),
-//! the Annotations cursor ([`TailCursor`]), the Problems view
+//! Annotations ([`AnnotationsView`]: its cursor, a [`TailCursor`], and its filter), the Problems view
 //! ([`ProblemsView`]), the live Events view ([`EventsView`]: its cursor and filter) and Cluster
 //! view ([`ClusterView`]: its cursor over the configuration changes), the help overlay's and the Metrics samples' scroll ([`Scroll`]); the Edit
 //! view's mode and keys are [`EditorState`](super::edit_keys::EditorState).
@@ -115,6 +115,40 @@ impl ViewState for TailCursor {
             .clamp(0, last as isize) as usize;
         // Back on the last row, the cursor follows the tail again.
         self.selected = (new < last).then_some(new);
+    }
+}
+
+/// The Annotations view: its row cursor over the annotations shown, and its filter.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AnnotationsView {
+    /// The row cursor (index into the annotations shown), following the newest until moved.
+    pub cursor: TailCursor,
+    /// `/` in Annotations: only annotations whose key, value or request's target contain this
+    /// text (case-insensitive) are shown.
+    pub filter: String,
+}
+
+impl AnnotationsView {
+    /// A new filter: the cursor follows the newest again.
+    pub fn set_filter(&mut self, text: String) {
+        self.filter = text;
+        self.cursor = TailCursor::default();
+    }
+}
+
+impl ViewState for AnnotationsView {
+    /// Rows shown.
+    type Data = usize;
+
+    fn navigate(&mut self, rows: &usize, delta: isize) {
+        self.cursor.navigate(rows, delta);
+    }
+
+    /// Clears the filter (the cursor stays where it was).
+    fn back(&mut self) -> bool {
+        let filtered = !self.filter.is_empty();
+        self.filter.clear();
+        filtered
     }
 }
 

@@ -210,7 +210,7 @@ impl State {
                     return Vec::new();
                 };
                 if taken.annotations_changed {
-                    self.annotation_cursor = Default::default();
+                    self.annotations_view.cursor = Default::default();
                 }
                 if let Some((text, error)) = taken.note {
                     self.say(text, error);
@@ -228,7 +228,7 @@ impl State {
     pub fn selected_live_annotation(&self) -> Option<&LiveAnnotation> {
         let live = self.live.as_deref()?;
         let shown: Vec<&LiveAnnotation> = self.visible_live_annotations(live).collect();
-        match self.annotation_cursor.selected {
+        match self.annotations_view.cursor.selected {
             Some(i) => shown.get(i.min(shown.len().saturating_sub(1))).copied(),
             None => shown.last().copied(),
         }
@@ -289,7 +289,7 @@ impl State {
         &'a self,
         live: &'a LiveState,
     ) -> impl Iterator<Item = &'a LiveAnnotation> + 'a {
-        let f = self.annotation_filter.to_lowercase();
+        let f = self.annotations_view.filter.to_lowercase();
         live.annotations.iter().filter(move |a| {
             (live.namespace.is_none() || live.event(a.event).is_some_and(|e| live.shows(e)))
                 && (f.is_empty()
