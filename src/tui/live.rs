@@ -896,3 +896,29 @@ pub fn clock(at: SystemTime) -> String {
     let day = secs % 86_400;
     format!("{:02}:{:02}:{:02}", day / 3600, day % 3600 / 60, day % 60)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn live_actions_need_only_the_live_state() {
+        let mut l = LiveState::new("test".into(), 10, false);
+        let t = l.action(Action::Filter("cm".into())).unwrap();
+        assert_eq!(
+            t.note,
+            Some(("0 events contain \"cm\" (esc clears)".into(), false))
+        );
+        assert_eq!(l.events_view.filter, "cm");
+        let t = l.action(Action::ReplayEvents).unwrap();
+        assert!(t.replay.is_empty(), "nothing kept to replay");
+        assert!(t.note.is_some_and(|(_, error)| error));
+        let t = l.action(Action::Namespace(Some("a".into()))).unwrap();
+        assert!(t.annotations_changed && t.replay.is_empty());
+        assert!(
+            l.action(Action::Context("other".into())).is_none(),
+            "another context reaches beyond the live state"
+        );
+        assert!(l.action(Action::Up).is_none());
+    }
+}
