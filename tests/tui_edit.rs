@@ -252,7 +252,7 @@ fn a_valid_edit_re_dispatches_and_the_what_if_counts_follow() {
     h.act(Action::Show(View::WhatIf));
     h.act(Action::Open);
     assert_eq!(h.state.view, View::Chain);
-    assert!(h.state.compare);
+    assert!(h.state.chain.compare);
     assert_eq!(
         h.state.requests.selected,
         Some(h.state.whatif.requests[0].index)

@@ -1062,7 +1062,7 @@ fn clicks_in_what_if_select_and_open_a_request() {
     // The selected row clicked again opens the chain before / after.
     click(&mut s, 30, row_of(11));
     assert_eq!(
-        (s.view, s.compare, s.requests.selected),
+        (s.view, s.chain.compare, s.requests.selected),
         (View::Chain, true, Some(10))
     );
 

@@ -96,7 +96,7 @@ pub struct State {
     /// which the Chain view shows.
     pub requests: RequestsView,
     /// The Chain view's own state: the selected step, the pane with the keys, the detail's
-    /// scroll.
+    /// scroll, whether it compares before and after the edits.
     pub chain: ChainView,
     /// The Annotations view's own state: its row cursor and its filter.
     pub annotations_view: AnnotationsView,
@@ -145,8 +145,6 @@ pub struct State {
     pub recovered: Vec<RecoveredText>,
     /// New buffers created so far (numbers them).
     pub new_buffers: u32,
-    /// The Chain view shows the selected request before and after the edits side by side.
-    pub compare: bool,
     /// The last re-dispatch's calls: answered from replies already received, and sent.
     pub redispatch_calls: (u64, u64),
     /// A live cluster (`hookscope live`), or None for a replay.
@@ -372,7 +370,6 @@ impl State {
             whatif_cursor: ListCursor::default(),
             recovered: Vec::new(),
             new_buffers: 0,
-            compare: false,
             redispatch_calls: (0, 0),
             live: None,
             timeline: Default::default(),
@@ -673,7 +670,7 @@ impl State {
             A::Open if self.view == View::WhatIf => {
                 if let Some(r) = self.whatif.requests.get(self.whatif_cursor.selected) {
                     self.requests.focus(r.index);
-                    self.compare = true;
+                    self.chain.compare = true;
                     self.view = View::Chain;
                     self.chain.pane = ChainPane::Grid;
                     self.reset_chain();
@@ -693,7 +690,7 @@ impl State {
             }
             A::Open => {
                 if self.requests.selected.is_some() {
-                    self.compare = false;
+                    self.chain.compare = false;
                     self.view = View::Chain;
                     self.chain.pane = ChainPane::Grid;
                 }
@@ -704,8 +701,8 @@ impl State {
                 } else if self.view == View::Problems && self.problems_view.back() {
                 } else if self.view == View::Chain {
                     if self.chain.back() {
-                    } else if self.compare {
-                        self.compare = false;
+                    } else if self.chain.compare {
+                        self.chain.compare = false;
                         self.view = View::WhatIf;
                     } else {
                         self.view = View::Requests;
@@ -1187,7 +1184,7 @@ impl State {
                 })
             });
         self.requests.focus(row.request());
-        self.compare = false;
+        self.chain.compare = false;
         self.view = View::Chain;
         self.chain.pane = ChainPane::Grid;
         self.chain.select(position.unwrap_or(0));

@@ -172,7 +172,8 @@ pub struct ChainExtent {
     pub detail: Extent,
 }
 
-/// The Chain view: the selected step, the pane with the keys, the detail's scroll.
+/// The Chain view: the selected step, the pane with the keys, the detail's scroll, and
+/// whether it compares before and after the edits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ChainView {
     /// The selected call (index into the outcome's calls).
@@ -181,6 +182,8 @@ pub struct ChainView {
     pub pane: ChainPane,
     /// The detail pane's scroll.
     pub detail: Scroll,
+    /// It shows the request before and after the edits side by side (opened from What-if).
+    pub compare: bool,
 }
 
 impl ChainView {

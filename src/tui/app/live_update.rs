@@ -163,7 +163,7 @@ impl State {
             live.open_next_replay = false;
             let last = self.entries.len().saturating_sub(1);
             self.requests.focus(last);
-            self.compare = false;
+            self.chain.compare = false;
             self.view = View::Chain;
             self.chain.pane = ChainPane::Grid;
             self.reset_chain();

@@ -50,7 +50,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         .baseline
         .as_ref()
         .and_then(|b| state.requests.selected.and_then(|i| b.entries.get(i)));
-    if let (true, Some(before)) = (state.compare, before) {
+    if let (true, Some(before)) = (state.chain.compare, before) {
         render_compare(frame, state, before, entry, body);
         return;
     }
@@ -248,7 +248,7 @@ pub(crate) fn detail_extent(state: &State) -> Option<(usize, usize)> {
         .baseline
         .as_ref()
         .and_then(|b| state.requests.selected.and_then(|i| b.entries.get(i)));
-    let lines = match (state.compare, before) {
+    let lines = match (state.chain.compare, before) {
         (true, Some(before)) => compare_lines(state, before, entry),
         _ => detail_lines(
             state,
