@@ -252,8 +252,11 @@ fn a_valid_edit_re_dispatches_and_the_what_if_counts_follow() {
     h.act(Action::Show(View::WhatIf));
     h.act(Action::Open);
     assert_eq!(h.state.view, View::Chain);
-    assert!(h.state.compare);
-    assert_eq!(h.state.selected, Some(h.state.whatif.requests[0].index));
+    assert!(h.state.chain.compare);
+    assert_eq!(
+        h.state.requests.selected,
+        Some(h.state.whatif.requests[0].index)
+    );
     h.act(Action::Back);
     assert_eq!(h.state.view, View::WhatIf);
 }
@@ -926,7 +929,7 @@ fn editing_a_policy_re_evaluates_every_request_and_what_if_reports_the_flips() {
     h.act(Action::Show(View::WhatIf));
     h.act(Action::Open);
     assert_eq!(h.state.view, View::Chain);
-    assert_eq!(h.state.selected, Some(flipped[0]));
+    assert_eq!(h.state.requests.selected, Some(flipped[0]));
 
     // From the Chain, `e` on the mutating policy's step opens its document.
     let calls = &h.state.entries[flipped[0]].replayed.outcome.calls;

@@ -495,7 +495,11 @@ fn events_beyond_the_limit_are_paged_out_with_their_annotations() {
     send(&mut s, LiveMsg::Audit(Box::new(record(250, false))));
     assert_eq!(live(&s).selected_event(), Some(151));
     update(&mut s, Msg::Action(Action::Bottom));
-    assert_eq!(live(&s).event_selected, None, "G follows the tail again");
+    assert_eq!(
+        live(&s).events_view.selected,
+        None,
+        "G follows the tail again"
+    );
 }
 
 #[test]
@@ -1494,7 +1498,7 @@ async fn replay_target(
         .find(|(_, e)| e.target == target && e.request.is_some())
         .map(|(seq, _)| seq)
         .unwrap_or_else(|| panic!("no replayable event for {target}"));
-    state.live.as_deref_mut().unwrap().event_selected = Some(seq);
+    state.live.as_deref_mut().unwrap().events_view.selected = Some(seq);
     let before = state.entries.len();
     let cs = update(state, Msg::Action(Action::ReplayEvent));
     perform_all(cs, ctl).await;
@@ -1853,7 +1857,7 @@ fn events_filter_hide_routine_traffic_count_their_rows_and_say_why_a_request_fai
     }
     update(&mut s, Msg::Key(KeyCode::Enter.into()));
     assert_eq!(s.view, View::Events);
-    assert_eq!(live(&s).event_filter, "cm-denied");
+    assert_eq!(live(&s).events_view.filter, "cm-denied");
     let rows: Vec<String> = live(&s)
         .visible_events()
         .map(|(_, e)| e.target.clone())
@@ -1892,7 +1896,7 @@ fn events_filter_hide_routine_traffic_count_their_rows_and_say_why_a_request_fai
     );
     assert_eq!(live(&s).visible_events().count(), 1);
     update(&mut s, Msg::Action(Action::Back));
-    assert!(live(&s).event_filter.is_empty());
+    assert!(live(&s).events_view.filter.is_empty());
     assert_eq!(s.view, View::Events);
 
     // One toggle shows the routine traffic again.
@@ -2107,7 +2111,7 @@ fn a_patch_annotation_opens_in_full_and_copies() {
     assert!(patch.key.starts_with("patch."), "{}", patch.key);
     update(&mut s, Msg::Key(KeyCode::Enter.into()));
     assert_eq!(s.view, View::Events);
-    assert_eq!(live(&s).event_selected, Some(patch.event));
+    assert_eq!(live(&s).events_view.selected, Some(patch.event));
     let screen = hookscope::tui::view::render_text(&s, 200, 50);
     assert!(
         screen.contains(patch.decoded.as_deref().unwrap()),

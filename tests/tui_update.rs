@@ -48,8 +48,8 @@ fn the_demo_streams_into_the_state() {
     let s = loaded();
     assert!(s.progress.done);
     assert_eq!(s.progress.total, Some(s.entries.len()));
-    assert_eq!(s.visible.len(), s.entries.len());
-    assert_eq!(s.selected, Some(0));
+    assert_eq!(s.requests.visible().len(), s.entries.len());
+    assert_eq!(s.requests.selected, Some(0));
     // Five webhooks and the bindings of the mutating and the validating policy.
     assert_eq!(s.hooks.len(), 7);
     let (_, allowed, denied, open) = s.counts();
@@ -208,7 +208,7 @@ fn numbers_are_whole_or_their_column_is_named_hidden() {
         let lines: Vec<&str> = screen.lines().collect();
         let title = lines[1];
         for (row, line) in lines[3..].iter().enumerate() {
-            let Some(e) = s.visible.get(row).map(|&i| s.entries[i].row()) else {
+            let Some(e) = s.requests.visible().get(row).map(|&i| s.entries[i].row()) else {
                 break;
             };
             let duration = format!(" {:.1} ms", e.duration.as_secs_f64() * 1000.0);
@@ -338,7 +338,7 @@ fn deciding_step_of_a_denied_request() {
     for _ in 0..denied {
         key(&mut s, 'j');
     }
-    assert_eq!(s.selected, Some(denied));
+    assert_eq!(s.requests.selected, Some(denied));
     code(&mut s, KeyCode::Enter);
     key(&mut s, 'd');
     let e = s.selected_entry().unwrap();
@@ -348,9 +348,9 @@ fn deciding_step_of_a_denied_request() {
     );
     // n / p move between requests and start the chain over.
     key(&mut s, 'n');
-    assert_eq!((s.selected, s.chain.step), (Some(denied + 1), 0));
+    assert_eq!((s.requests.selected, s.chain.step), (Some(denied + 1), 0));
     key(&mut s, 'p');
-    assert_eq!(s.selected, Some(denied));
+    assert_eq!(s.requests.selected, Some(denied));
 }
 
 #[test]
@@ -363,22 +363,23 @@ fn filter_and_sort() {
     }
     code(&mut s, KeyCode::Enter);
     assert_eq!(s.mode, Mode::Normal);
-    assert_eq!(s.filter, "denied");
-    assert_eq!(s.visible.len(), s.counts().2);
+    assert_eq!(s.requests.filter(), "denied");
+    assert_eq!(s.requests.visible().len(), s.counts().2);
     assert!(
-        s.visible
+        s.requests
+            .visible()
             .iter()
             .all(|&i| matches!(s.entries[i].verdict, Verdict::Denied(_)))
     );
-    assert!(s.visible.contains(&s.selected.unwrap()));
+    assert!(s.requests.visible().contains(&s.requests.selected.unwrap()));
     code(&mut s, KeyCode::Esc);
-    assert!(s.filter.is_empty());
-    assert_eq!(s.visible.len(), s.entries.len());
+    assert!(s.requests.filter().is_empty());
+    assert_eq!(s.requests.visible().len(), s.entries.len());
 
     update(&mut s, Msg::Action(Action::Sort("duration".into())));
-    assert_eq!(s.sort, (SortKey::Duration, false));
+    assert_eq!(s.requests.sort(), (SortKey::Duration, false));
     key(&mut s, 'r');
-    let first = s.entries[s.visible[0]].row();
+    let first = s.entries[s.requests.visible()[0]].row();
     assert!(s.entries.iter().all(|e| e.row().duration <= first.duration));
 }
 
@@ -398,22 +399,24 @@ fn results_arriving_under_a_sort_land_in_sorted_place() {
         if reverse {
             key(&mut s, 'r');
         }
-        s.filter = filter.into();
+        s.requests
+            .action(&Action::Filter(filter.into()), &s.entries);
         for m in msgs.iter().cloned() {
             update(&mut s, Msg::Source(m));
         }
         assert!(s.entries.len() > 30, "the demo streamed in");
-        assert_eq!(s.sort.1, reverse, "{column}");
-        let arrived = s.visible.clone();
+        assert_eq!(s.requests.sort().1, reverse, "{column}");
+        let arrived = s.requests.visible().to_vec();
         assert!(!arrived.is_empty(), "{column} {filter}");
         // Choosing the same sort again sorts the whole table afresh.
         update(&mut s, Msg::Action(Action::Sort(column.into())));
         if reverse {
             key(&mut s, 'r');
         }
-        assert_eq!(s.sort.1, reverse);
+        assert_eq!(s.requests.sort().1, reverse);
         assert_eq!(
-            arrived, s.visible,
+            arrived,
+            s.requests.visible(),
             "sorted by {column}, reversed {reverse}, filter {filter:?}"
         );
     }
@@ -488,11 +491,11 @@ fn annotations_follow_the_tail_until_scrolled() {
     let mut s = loaded();
     update(&mut s, Msg::Resize(120, 40));
     key(&mut s, '3');
-    assert_eq!(s.annotation_cursor.selected, None);
+    assert_eq!(s.annotations_view.cursor.selected, None);
     key(&mut s, 'k');
-    assert!(s.annotation_cursor.selected.is_some());
+    assert!(s.annotations_view.cursor.selected.is_some());
     key(&mut s, 'G');
-    assert_eq!(s.annotation_cursor.selected, None);
+    assert_eq!(s.annotations_view.cursor.selected, None);
 }
 
 #[test]
@@ -505,11 +508,11 @@ fn results_arriving_keep_the_selection() {
     }
     key(&mut s, 'j');
     key(&mut s, 'j');
-    let chosen = s.selected;
+    let chosen = s.requests.selected;
     for m in it {
         update(&mut s, Msg::Source(m));
     }
-    assert_eq!(s.selected, chosen);
+    assert_eq!(s.requests.selected, chosen);
     assert!(s.progress.done);
 }
 
@@ -523,7 +526,7 @@ fn select(s: &mut State, index: usize) {
     for _ in 0..index {
         key(s, 'j');
     }
-    assert_eq!(s.selected, Some(index));
+    assert_eq!(s.requests.selected, Some(index));
 }
 
 #[test]
@@ -605,10 +608,10 @@ fn clicks_select_rows_open_chains_and_switch_tabs() {
     update(&mut s, Msg::Resize(200, 50));
     // Rows start at terminal row 3 (header line, pane border, column titles).
     click(&mut s, 20, 3 + 4);
-    assert_eq!((s.selected, s.view), (Some(4), View::Requests));
+    assert_eq!((s.requests.selected, s.view), (Some(4), View::Requests));
     // A click on the selected row (the second click of a double click) opens its chain.
     click(&mut s, 20, 3 + 4);
-    assert_eq!((s.selected, s.view), (Some(4), View::Chain));
+    assert_eq!((s.requests.selected, s.view), (Some(4), View::Chain));
     // Tabs: " hookscope " then " 1 Requests ", " 2 Chain ", ... each after a space.
     let screen = " hookscope   1 Requests   2 Chain   3 Annotations   4 Metrics   5 Webhooks";
     for (label, view) in [
@@ -625,14 +628,14 @@ fn clicks_select_rows_open_chains_and_switch_tabs() {
     // Below the last row or on the borders nothing changes.
     click(&mut s, 20, 1);
     click(&mut s, 20, 49);
-    assert_eq!((s.selected, s.view), (Some(4), View::Requests));
+    assert_eq!((s.requests.selected, s.view), (Some(4), View::Requests));
     // With the selection scrolled down, the rows shown move with it.
     key(&mut s, 'G');
-    let last = s.visible.len() - 1;
+    let last = s.requests.visible().len() - 1;
     let rows = hookscope::tui::view::requests_rows(50);
     if last >= rows {
         click(&mut s, 20, 3);
-        assert_eq!(s.selected_position(), Some(last + 1 - rows));
+        assert_eq!(s.requests.position(), Some(last + 1 - rows));
     }
 }
 
@@ -695,12 +698,12 @@ fn passing(s: &State, f: impl Fn(&hookscope::tui::model::RequestRow) -> bool) ->
 fn field_filters_by_verdict_webhook_and_namespace() {
     let mut s = loaded();
     type_filter(&mut s, "verdict:denied");
-    assert_eq!(s.filter, "verdict:denied");
+    assert_eq!(s.requests.filter(), "verdict:denied");
     let denied = passing(&s, |r| matches!(r.verdict, Verdict::Denied(_)));
-    assert_eq!(s.visible, denied);
+    assert_eq!(s.requests.visible(), denied);
     assert_eq!(denied.len(), s.counts().2);
     code(&mut s, KeyCode::Esc);
-    assert_eq!(s.visible.len(), s.entries.len());
+    assert_eq!(s.requests.visible().len(), s.entries.len());
 
     // Fields combine with each other and with plain words; every term must hold.
     type_filter(&mut s, "ns:shop verdict:403 cart");
@@ -708,31 +711,37 @@ fn field_filters_by_verdict_webhook_and_namespace() {
         r.namespace == "shop" && r.verdict == Verdict::Denied(403) && r.target.contains("cart")
     });
     assert!(!want.is_empty());
-    assert_eq!(s.visible, want);
+    assert_eq!(s.requests.visible(), want);
     code(&mut s, KeyCode::Esc);
 
     // namespace: is ns:, and the namespace must be exactly the one named.
     type_filter(&mut s, "namespace:sho");
-    assert!(s.visible.is_empty());
+    assert!(s.requests.visible().is_empty());
     code(&mut s, KeyCode::Esc);
     type_filter(&mut s, "namespace:payments");
-    assert_eq!(s.visible, passing(&s, |r| r.namespace == "payments"));
+    assert_eq!(
+        s.requests.visible(),
+        passing(&s, |r| r.namespace == "payments")
+    );
     code(&mut s, KeyCode::Esc);
 
     // webhook: a called webhook's name contains the text.
     type_filter(&mut s, "webhook:quota");
     let want = passing(&s, |r| r.webhooks.iter().any(|w| w == "quota.slow.demo"));
     assert!(!want.is_empty() && want.len() < s.entries.len());
-    assert_eq!(s.visible, want);
+    assert_eq!(s.requests.visible(), want);
     code(&mut s, KeyCode::Esc);
 
     // failed-open and its negation; allowed takes failed-open requests too (they were admitted).
     type_filter(&mut s, "verdict:failed-open");
     let open = passing(&s, |r| r.verdict == Verdict::FailedOpen);
-    assert_eq!((s.visible.clone(), open.len()), (open, s.counts().3));
+    assert_eq!(
+        (s.requests.visible().to_vec(), open.len()),
+        (open, s.counts().3)
+    );
     code(&mut s, KeyCode::Esc);
     type_filter(&mut s, "!verdict:allowed");
-    assert_eq!(s.visible, denied);
+    assert_eq!(s.requests.visible(), denied);
     code(&mut s, KeyCode::Esc);
     // Plain words can be negated too, and mixed with the rest.
     type_filter(&mut s, "pods !cart ns:shop");
@@ -740,7 +749,7 @@ fn field_filters_by_verdict_webhook_and_namespace() {
         r.resource == "pods" && !r.target.contains("cart") && r.namespace == "shop"
     });
     assert!(!want.is_empty());
-    assert_eq!(s.visible, want);
+    assert_eq!(s.requests.visible(), want);
 }
 
 #[test]
@@ -752,7 +761,7 @@ fn the_status_line_says_what_the_filter_does() {
         key(&mut s, c);
     }
     // While typing, the input line shows what the filter so far keeps.
-    let n = s.visible.len();
+    let n = s.requests.visible().len();
     let last = status_line(&s);
     assert!(last.starts_with("/verdict:den ns:shop"), "{last}");
     assert!(
@@ -772,7 +781,7 @@ fn the_status_line_says_what_the_filter_does() {
     // A verdict that is none says so, in the status line, and shows nothing.
     code(&mut s, KeyCode::Esc);
     type_filter(&mut s, "verdict:maybe");
-    assert!(s.visible.is_empty());
+    assert!(s.requests.visible().is_empty());
     let last = status_line(&s);
     assert!(
         last.contains("filter not used: verdict:maybe: expected allowed, denied"),
@@ -806,8 +815,8 @@ fn a_filter_set_before_the_results_arrive_keeps_only_matching_ones() {
         matches!(r.verdict, Verdict::Denied(_)) && r.namespace == "payments"
     });
     assert!(!want.is_empty());
-    assert_eq!(s.visible, want);
-    assert_eq!(s.selected, Some(want[0]));
+    assert_eq!(s.requests.visible(), want);
+    assert_eq!(s.requests.selected, Some(want[0]));
 }
 
 #[test]
@@ -815,8 +824,8 @@ fn the_number_column_is_the_input_position_under_sorting_and_filtering() {
     let mut s = loaded();
     let check = |s: &State| {
         let rows = shown_rows(s);
-        assert_eq!(rows.len(), s.visible.len());
-        for ((n, target), &i) in rows.iter().zip(&s.visible) {
+        assert_eq!(rows.len(), s.requests.visible().len());
+        for ((n, target), &i) in rows.iter().zip(s.requests.visible()) {
             assert_eq!(*n, i + 1, "{target}");
             assert_eq!(*target, s.entries[n - 1].row().target);
         }
@@ -871,15 +880,15 @@ fn clicking_a_column_title_sorts_by_it_and_again_reverses() {
     let titles = screen.lines().nth(2).unwrap().to_string();
     let col = |t: &str| titles[..titles.find(t).unwrap()].chars().count() as u16;
     click(&mut s, col("VERDICT"), 2);
-    assert_eq!(s.sort, (SortKey::Verdict, false));
+    assert_eq!(s.requests.sort(), (SortKey::Verdict, false));
     click(&mut s, col("VERDICT") + 2, 2);
-    assert_eq!(s.sort, (SortKey::Verdict, true));
+    assert_eq!(s.requests.sort(), (SortKey::Verdict, true));
     click(&mut s, col("DURATION"), 2);
-    assert_eq!(s.sort, (SortKey::Duration, false));
+    assert_eq!(s.requests.sort(), (SortKey::Duration, false));
     click(&mut s, col("NAMESPACE/NAME") + 5, 2);
-    assert_eq!(s.sort, (SortKey::Name, false));
+    assert_eq!(s.requests.sort(), (SortKey::Name, false));
     click(&mut s, col("#"), 2);
-    assert_eq!(s.sort, (SortKey::Input, false));
+    assert_eq!(s.requests.sort(), (SortKey::Input, false));
 }
 
 #[test]
@@ -888,9 +897,9 @@ fn the_wheel_moves_the_selection_in_requests_and_webhooks() {
     update(&mut s, Msg::Resize(200, 50));
     wheel(&mut s, 30, 10, true);
     wheel(&mut s, 30, 10, true);
-    assert_eq!(s.selected, Some(2));
+    assert_eq!(s.requests.selected, Some(2));
     wheel(&mut s, 30, 10, false);
-    assert_eq!(s.selected, Some(1));
+    assert_eq!(s.requests.selected, Some(1));
     key(&mut s, '5');
     wheel(&mut s, 30, 5, true);
     assert_eq!(s.hook_cursor.selected, 1);
@@ -1053,7 +1062,7 @@ fn clicks_in_what_if_select_and_open_a_request() {
     // The selected row clicked again opens the chain before / after.
     click(&mut s, 30, row_of(11));
     assert_eq!(
-        (s.view, s.compare, s.selected),
+        (s.view, s.chain.compare, s.requests.selected),
         (View::Chain, true, Some(10))
     );
 
@@ -1181,12 +1190,12 @@ fn enter_on_an_annotation_opens_its_step_in_the_chain() {
     key(&mut s, 'g');
     let first = *s.visible_annotations()[0];
     let key_name = s.annotation(&first).unwrap().key.to_string();
-    assert!(s.annotation_cursor.selected == Some(0));
+    assert!(s.annotations_view.cursor.selected == Some(0));
     let screen = hookscope::tui::view::render_text(&s, 120, 40);
     assert!(screen.lines().nth(3).unwrap().contains('▸'), "{screen}");
     code(&mut s, KeyCode::Enter);
     assert_eq!(s.view, View::Chain);
-    assert_eq!(s.selected, Some(first.request()));
+    assert_eq!(s.requests.selected, Some(first.request()));
     // `…/round_{r}_index_{i}`: the step is that round's call at that index.
     if let Some(rest) = key_name.split_once("/round_").map(|(_, r)| r.to_string()) {
         let (round, index) = rest.split_once("_index_").unwrap();
@@ -1263,7 +1272,11 @@ fn a_click_on_an_annotation_opens_the_step_that_wrote_it() {
     ];
     for (y, n, k) in cases {
         click(&mut s, 60, y);
-        assert_eq!((s.view, s.selected), (View::Chain, Some(n - 1)), "{k}");
+        assert_eq!(
+            (s.view, s.requests.selected),
+            (View::Chain, Some(n - 1)),
+            "{k}"
+        );
         let call = &s.selected_entry().unwrap().replayed.outcome.calls[s.chain.step];
         let (round, index) = (call.round, call.index);
         match k.as_str() {
@@ -1421,4 +1434,42 @@ fn a_long_notice_never_hides_the_progress() {
     assert!(status.contains("34 done"), "{status}");
     assert!(status.contains("unsaved edits of"), "{status}");
     assert!(status.contains('…'), "{status}");
+}
+
+/// The Requests view's own state, driven on its own over the demo's entries: rows arriving one
+/// by one land where filtering and sorting them all at once puts them; an unusable filter shows
+/// nothing and says why; the cursor stays within the rows, and from a hidden request it starts
+/// at the first row.
+#[test]
+fn requests_view_owns_its_rows_and_cursor() {
+    use hookscope::tui::views::{RequestsView, ViewState};
+    let s = loaded();
+    let mut arriving = RequestsView::default();
+    arriving.action(&Action::Sort("verdict".into()), &[]);
+    arriving.action(&Action::Filter("pods".into()), &[]);
+    for n in 1..=s.entries.len() {
+        arriving.push(&s.entries[..n]);
+    }
+    let mut whole = arriving.clone();
+    assert!(!whole.refilter(&s.entries), "the cursor stays where it was");
+    assert_eq!(arriving.visible(), whole.visible());
+    assert!(!whole.visible().is_empty());
+
+    let taken = whole.action(&Action::Filter("verdict:nope".into()), &s.entries);
+    assert!(whole.visible().is_empty() && whole.parsed().is_err());
+    assert_eq!(taken.map(|t| t.reselected), Some(true));
+    assert_eq!(whole.action(&Action::Up, &s.entries), None, "not its own");
+
+    let mut v = RequestsView::default();
+    v.refilter(&s.entries);
+    v.navigate(&(), isize::MAX / 2);
+    assert_eq!(v.position(), Some(s.entries.len() - 1));
+    v.action(&Action::Filter("verdict:denied".into()), &s.entries);
+    let hidden = (0..s.entries.len())
+        .find(|i| !v.visible().contains(i))
+        .unwrap();
+    v.focus(hidden);
+    assert_eq!(v.position(), None);
+    v.navigate(&(), 1);
+    assert_eq!(v.selected, Some(v.visible()[1]), "one row from the first");
 }

@@ -1,84 +1,29 @@
 //! The console's state and its one update path: every change goes through [`update`], which
 //! returns the [`Command`]s (IO) for the event loop to perform.
 
-use std::cmp::Ordering;
-use std::collections::BTreeMap;
-
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseButton, MouseEvent, MouseEventKind};
 
 use std::path::PathBuf;
 
+mod edit_update;
+mod live_update;
+
 use super::config::Settings;
 use super::editing::Buffer;
-use super::filter::RequestFilter;
 use super::keymap::{self, Action, Keymap};
-use super::model::{self, AnnotationRow, Block, HookCounts, HookInfo, RequestRow, Verdict};
+use super::model::{self, AnnotationRow, Block, HookCounts, HookInfo, Verdict};
 use super::source::SourceMsg;
 use super::theme::Theme;
 use super::view::hit::ChainHit;
 use super::views::{
-    ChainExtent, ChainView, ListCursor, ProblemsExtent, ProblemsView, Scroll, TailCursor, ViewState,
+    AnnotationsView, ChainExtent, ChainView, ListCursor, ProblemsExtent, ProblemsView,
+    RequestsView, Scroll, ViewState,
 };
 use crate::engine::{AuditAnnotation, AuditLevel};
 use crate::metrics::Metrics;
 use crate::replay::run::{ReplayEvent, Replayed};
 
-/// The views.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum View {
-    /// Every replayed request.
-    Requests,
-    /// The chain of the selected request, step by step.
-    Chain,
-    /// Audit annotations as they are written.
-    Annotations,
-    /// The webhook metrics.
-    Metrics,
-    /// The configurations in dispatch order.
-    Webhooks,
-    /// The configuration being edited.
-    Editor,
-    /// What the edits changed.
-    WhatIf,
-    /// A live cluster: the connection, the feeds and the history of configuration changes.
-    Cluster,
-    /// A live cluster's audit events, replayable on demand.
-    Events,
-    /// What could not be replayed or loaded (`:problems`; no tab of its own).
-    Problems,
-}
-
-impl View {
-    /// In tab order.
-    pub const ALL: [View; 7] = [
-        View::Requests,
-        View::Chain,
-        View::Annotations,
-        View::Metrics,
-        View::Webhooks,
-        View::Editor,
-        View::WhatIf,
-    ];
-
-    /// The views of a live cluster, after [`View::ALL`] in tab order (`hookscope live`).
-    pub const LIVE: [View; 2] = [View::Cluster, View::Events];
-
-    /// Title.
-    pub fn title(self) -> &'static str {
-        match self {
-            View::Requests => "Requests",
-            View::Chain => "Chain",
-            View::Annotations => "Annotations",
-            View::Metrics => "Metrics",
-            View::Webhooks => "Webhooks",
-            View::Editor => "Edit",
-            View::WhatIf => "What-if",
-            View::Cluster => "Cluster",
-            View::Events => "Events",
-            View::Problems => "Problems",
-        }
-    }
-}
+pub use super::tabs::View;
 
 /// Input mode.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
@@ -99,76 +44,9 @@ pub enum Mode {
     ConfirmApply,
 }
 
-/// Requests sort column.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum SortKey {
-    /// Input order.
-    #[default]
-    Input,
-    /// Operation.
-    Operation,
-    /// Resource.
-    Resource,
-    /// Namespace/name.
-    Name,
-    /// Verdict (denied first when reversed).
-    Verdict,
-    /// Webhooks called.
-    Called,
-    /// Rounds.
-    Rounds,
-    /// Duration.
-    Duration,
-}
+pub use super::views::{ChainPane, SortKey};
 
-impl SortKey {
-    /// In column order.
-    pub const ALL: [SortKey; 8] = [
-        SortKey::Input,
-        SortKey::Operation,
-        SortKey::Resource,
-        SortKey::Name,
-        SortKey::Verdict,
-        SortKey::Called,
-        SortKey::Rounds,
-        SortKey::Duration,
-    ];
-
-    /// As `:sort` names it.
-    pub fn name(self) -> &'static str {
-        keymap::SORT_COLUMNS[self as usize]
-    }
-}
-
-pub use super::views::ChainPane;
-
-/// A replayed request, with what the status bar counts and masking need on every frame; the
-/// rest of its table row is derived when drawn ([`Entry::row`]).
-#[derive(Debug, Clone)]
-pub struct Entry {
-    /// What the replay produced (request, outcome, trace).
-    pub replayed: Box<Replayed>,
-    /// The verdict the table shows.
-    pub verdict: Verdict,
-    /// The request concerns a Secret (masked unless revealed).
-    pub secret: bool,
-}
-
-impl Entry {
-    /// An entry for a replayed request.
-    pub fn new(replayed: Box<Replayed>) -> Entry {
-        Entry {
-            verdict: model::verdict(&replayed.outcome),
-            secret: crate::replay::report::is_secret(&replayed.request),
-            replayed,
-        }
-    }
-
-    /// Its row of the Requests view.
-    pub fn row(&self) -> RequestRow {
-        RequestRow::new(&self.replayed)
-    }
-}
+pub use super::model::{Entry, rejections, sum_by};
 
 /// Replay progress.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -214,22 +92,14 @@ pub struct State {
     pub help: bool,
     /// Input mode.
     pub mode: Mode,
-    /// Requests filter.
-    pub filter: String,
-    /// Annotations filter.
-    pub annotation_filter: String,
-    /// Sort column and direction.
-    pub sort: (SortKey, bool),
-    /// Indices into `entries` shown by the Requests view, in display order.
-    pub visible: Vec<usize>,
-    /// Selected entry (index into `entries`).
-    pub selected: Option<usize>,
+    /// The Requests view's own state: its filter, sort, rows and cursor — the request in focus,
+    /// which the Chain view shows.
+    pub requests: RequestsView,
     /// The Chain view's own state: the selected step, the pane with the keys, the detail's
-    /// scroll.
+    /// scroll, whether it compares before and after the edits.
     pub chain: ChainView,
-    /// Annotations: the row cursor (index into the annotations shown), or None to follow the
-    /// tail (the cursor on the last row).
-    pub annotation_cursor: TailCursor,
+    /// The Annotations view's own state: its row cursor and its filter.
+    pub annotations_view: AnnotationsView,
     /// The Problems view's own state: its cursor and the file opened at a problem.
     pub problems_view: ProblemsView,
     /// The help overlay's scroll.
@@ -275,8 +145,6 @@ pub struct State {
     pub recovered: Vec<RecoveredText>,
     /// New buffers created so far (numbers them).
     pub new_buffers: u32,
-    /// The Chain view shows the selected request before and after the edits side by side.
-    pub compare: bool,
     /// The last re-dispatch's calls: answered from replies already received, and sent.
     pub redispatch_calls: (u64, u64),
     /// A live cluster (`hookscope live`), or None for a replay.
@@ -477,13 +345,9 @@ impl State {
             view: View::Requests,
             help: false,
             mode: Mode::Normal,
-            filter: String::new(),
-            annotation_filter: String::new(),
-            sort: (SortKey::Input, false),
-            visible: Vec::new(),
-            selected: None,
+            requests: RequestsView::default(),
             chain: ChainView::default(),
-            annotation_cursor: TailCursor::default(),
+            annotations_view: AnnotationsView::default(),
             help_scroll: Scroll::default(),
             problems_view: ProblemsView::default(),
             samples_scroll: Scroll::default(),
@@ -506,7 +370,6 @@ impl State {
             whatif_cursor: ListCursor::default(),
             recovered: Vec::new(),
             new_buffers: 0,
-            compare: false,
             redispatch_calls: (0, 0),
             live: None,
             timeline: Default::default(),
@@ -533,18 +396,12 @@ impl State {
 
     /// The selected entry.
     pub fn selected_entry(&self) -> Option<&Entry> {
-        self.selected.and_then(|i| self.entries.get(i))
-    }
-
-    /// Position of the selection in `visible`.
-    pub fn selected_position(&self) -> Option<usize> {
-        let s = self.selected?;
-        self.visible.iter().position(|&i| i == s)
+        self.requests.selected.and_then(|i| self.entries.get(i))
     }
 
     /// Annotations matching the annotation filter.
     pub fn visible_annotations(&self) -> Vec<&AnnotationRow> {
-        let f = self.annotation_filter.to_lowercase();
+        let f = self.annotations_view.filter.to_lowercase();
         self.annotations
             .iter()
             .filter(|a| {
@@ -585,29 +442,7 @@ impl State {
     }
 
     pub(super) fn refilter(&mut self) {
-        // A filter that cannot be used shows nothing; the status line says why.
-        let filter = RequestFilter::parse(&self.filter).ok();
-        // Each row derived once, for the filter and the sort.
-        let mut shown: Vec<(usize, RequestRow)> = (0..self.entries.len())
-            .filter_map(|i| {
-                let row = self.entries[i].row();
-                filter
-                    .as_ref()
-                    .is_some_and(|f| f.matches(&row))
-                    .then_some((i, row))
-            })
-            .collect();
-        let (key, reverse) = self.sort;
-        if key != SortKey::Input {
-            shown.sort_by(|(a, x), (b, y)| sort_order(key, (*a, x), (*b, y)));
-        }
-        let mut visible: Vec<usize> = shown.into_iter().map(|(i, _)| i).collect();
-        if reverse {
-            visible.reverse();
-        }
-        self.visible = visible;
-        if self.selected_position().is_none() {
-            self.selected = self.visible.first().copied();
+        if self.requests.refilter(&self.entries) {
             self.reset_chain();
         }
     }
@@ -617,22 +452,13 @@ impl State {
         self.chain.select(first);
     }
 
-    fn select_position(&mut self, pos: usize) {
-        if let Some(&i) = self.visible.get(pos)
-            && self.selected != Some(i)
-        {
-            self.selected = Some(i);
+    /// Moves the Requests cursor `delta` rows; the Chain view starts over with another request.
+    fn move_selection(&mut self, delta: isize) {
+        let before = self.requests.selected;
+        self.requests.navigate(&(), delta);
+        if self.requests.selected != before {
             self.reset_chain();
         }
-    }
-
-    fn move_selection(&mut self, delta: isize) {
-        if self.visible.is_empty() {
-            return;
-        }
-        let pos = self.selected_position().unwrap_or(0) as isize;
-        let last = self.visible.len() as isize - 1;
-        self.select_position((pos + delta).clamp(0, last) as usize);
     }
 
     /// The selected request's calls in the order the Chain view lists them (dispatch order).
@@ -759,39 +585,8 @@ impl State {
             });
         }
         self.entries.push(Entry::new(r));
-        // Cheap when the new row lands at the end (input order); otherwise re-sort.
-        if self.sort.0 == SortKey::Input && !self.sort.1 {
-            let shown = self.filter.is_empty()
-                || RequestFilter::parse(&self.filter)
-                    .is_ok_and(|f| f.matches(&self.entries[index].row()));
-            if shown {
-                self.visible.push(index);
-                if self.selected.is_none() {
-                    self.selected = Some(index);
-                }
-            }
-        } else {
-            // One row in its sorted place: a new entry must not cost a sort of all of them.
-            let row = self.entries[index].row();
-            let shown = self.filter.is_empty()
-                || RequestFilter::parse(&self.filter).is_ok_and(|f| f.matches(&row));
-            if shown {
-                let (key, reverse) = self.sort;
-                let at = self.visible.partition_point(|&i| {
-                    let order = sort_order(key, (i, &self.entries[i].row()), (index, &row));
-                    order
-                        == if reverse {
-                            Ordering::Greater
-                        } else {
-                            Ordering::Less
-                        }
-                });
-                self.visible.insert(at, index);
-                if self.selected_position().is_none() {
-                    self.selected = self.visible.first().copied();
-                    self.reset_chain();
-                }
-            }
+        if self.requests.push(&self.entries) {
+            self.reset_chain();
         }
     }
 
@@ -845,9 +640,9 @@ impl State {
             }
             A::FilterMode => {
                 let current = match (self.view, self.live.as_deref()) {
-                    (View::Annotations, _) => self.annotation_filter.clone(),
-                    (View::Events, Some(live)) => live.event_filter.clone(),
-                    _ => self.filter.clone(),
+                    (View::Annotations, _) => self.annotations_view.filter.clone(),
+                    (View::Events, Some(live)) => live.events_view.filter.clone(),
+                    _ => self.requests.filter().to_string(),
                 };
                 if self.view != View::Annotations && self.view != View::Events {
                     self.view = View::Requests;
@@ -874,8 +669,8 @@ impl State {
             A::Up | A::Down | A::PageUp | A::PageDown | A::Top | A::Bottom => self.navigate(action),
             A::Open if self.view == View::WhatIf => {
                 if let Some(r) = self.whatif.requests.get(self.whatif_cursor.selected) {
-                    self.selected = Some(r.index);
-                    self.compare = true;
+                    self.requests.focus(r.index);
+                    self.chain.compare = true;
                     self.view = View::Chain;
                     self.chain.pane = ChainPane::Grid;
                     self.reset_chain();
@@ -890,12 +685,12 @@ impl State {
                 if shown == 0 {
                     return Vec::new();
                 }
-                let at = self.annotation_cursor.at(shown);
+                let at = self.annotations_view.cursor.at(shown);
                 self.open_annotation(at);
             }
             A::Open => {
-                if self.selected.is_some() {
-                    self.compare = false;
+                if self.requests.selected.is_some() {
+                    self.chain.compare = false;
                     self.view = View::Chain;
                     self.chain.pane = ChainPane::Grid;
                 }
@@ -906,44 +701,27 @@ impl State {
                 } else if self.view == View::Problems && self.problems_view.back() {
                 } else if self.view == View::Chain {
                     if self.chain.back() {
-                    } else if self.compare {
-                        self.compare = false;
+                    } else if self.chain.compare {
+                        self.chain.compare = false;
                         self.view = View::WhatIf;
                     } else {
                         self.view = View::Requests;
                     }
-                } else if self.view == View::Annotations && !self.annotation_filter.is_empty() {
-                    self.annotation_filter.clear();
+                } else if self.view == View::Annotations && self.annotations_view.back() {
                 } else if self.view == View::Events
                     && self
                         .live
                         .as_deref()
-                        .is_some_and(|l| !l.event_filter.is_empty())
+                        .is_some_and(|l| !l.events_view.filter.is_empty())
                 {
                     return self.live_action(A::Filter(String::new()));
-                } else if !self.filter.is_empty() {
-                    self.filter.clear();
-                    self.refilter();
+                } else if !self.requests.filter().is_empty() {
+                    return self.requests_action(A::Filter(String::new()));
                 } else {
                     self.view = View::Requests;
                 }
             }
-            A::SortNext => {
-                let next = SortKey::ALL[(self.sort.0 as usize + 1) % SortKey::ALL.len()];
-                self.sort = (next, false);
-                self.refilter();
-                self.say(format!("sorted by {}", next.name()), false);
-            }
-            A::SortReverse => {
-                self.sort.1 = !self.sort.1;
-                self.refilter();
-            }
-            A::Sort(name) => {
-                if let Some(k) = SortKey::ALL.iter().find(|k| k.name() == name) {
-                    self.sort = (*k, false);
-                    self.refilter();
-                }
-            }
+            A::SortNext | A::SortReverse | A::Sort(_) => return self.requests_action(action),
             A::NextRound => self.jump_round(true),
             A::PrevRound => self.jump_round(false),
             A::Deciding => match self
@@ -987,12 +765,23 @@ impl State {
             }
             A::Filter(text) => {
                 if self.view == View::Annotations {
-                    self.annotation_filter = text;
-                    self.annotation_cursor = TailCursor::default();
+                    self.annotations_view.set_filter(text);
                 } else {
-                    self.filter = text;
-                    self.refilter();
+                    return self.requests_action(A::Filter(text));
                 }
+            }
+        }
+        Vec::new()
+    }
+
+    /// An action of the Requests view's own (its sort, its filter), followed up.
+    fn requests_action(&mut self, action: Action) -> Vec<Command> {
+        if let Some(taken) = self.requests.action(&action, &self.entries) {
+            if taken.reselected {
+                self.reset_chain();
+            }
+            if let Some(note) = taken.note {
+                self.say(note, false);
             }
         }
         Vec::new()
@@ -1068,7 +857,7 @@ impl State {
                 self.chain.navigate(&data, delta);
             }
             View::Annotations => self
-                .annotation_cursor
+                .annotations_view
                 .navigate(&self.annotation_count(), delta),
             View::Webhooks => self.hook_cursor.navigate(&self.hooks.len(), delta),
             View::WhatIf => self
@@ -1076,15 +865,16 @@ impl State {
                 .navigate(&self.whatif.requests.len(), delta),
             View::Cluster => {
                 if let Some(l) = self.live.as_mut() {
-                    l.move_change(delta.clamp(-100_000, 100_000) as i64);
+                    l.cluster_view.navigate(&l.changes.len(), delta);
                 }
             }
             View::Events => {
                 if let Some(l) = self.live.as_mut() {
                     if action == A::Bottom {
-                        l.event_selected = None;
+                        l.events_view.follow();
                     } else {
-                        l.move_event(delta.clamp(-1_000_000, 1_000_000) as i64);
+                        let shown = l.shown_events();
+                        l.events_view.navigate(&shown, delta);
                     }
                 }
             }
@@ -1394,8 +1184,8 @@ impl State {
                             || prefix == "validation.policy.admission.k8s.io")
                 })
             });
-        self.selected = Some(row.request());
-        self.compare = false;
+        self.requests.focus(row.request());
+        self.chain.compare = false;
         self.view = View::Chain;
         self.chain.pane = ChainPane::Grid;
         self.chain.select(position.unwrap_or(0));
@@ -1422,13 +1212,14 @@ impl State {
         match self.view {
             View::Requests => {
                 if let Some(key) = super::view::hit::requests_column_at(self, x, y) {
-                    self.sort = (key, self.sort.0 == key && !self.sort.1);
-                    self.refilter();
+                    if self.requests.click_column(key, &self.entries) {
+                        self.reset_chain();
+                    }
                 } else if let Some(pos) = super::view::requests_position_at(self, self.size.1, y) {
-                    if self.selected_position() == Some(pos) {
+                    if self.requests.position() == Some(pos) {
                         self.apply(Action::Open);
-                    } else {
-                        self.select_position(pos);
+                    } else if self.requests.select_position(pos) {
+                        self.reset_chain();
                     }
                 }
             }
@@ -1532,50 +1323,4 @@ fn update_inner(state: &mut State, msg: Msg) -> Vec<Command> {
             Vec::new()
         }
     }
-}
-
-/// Rejections by webhook and `error_type` (summed over the other labels), as the Metrics view
-/// charts them: `((webhook, error_type), count)` sorted by webhook.
-pub fn rejections(metrics: &Metrics) -> Vec<((String, String), f64)> {
-    sum_by(
-        metrics,
-        "apiserver_admission_webhook_rejection_count",
-        &["name", "error_type"],
-    )
-}
-
-/// Sums the samples of a family by some of their labels.
-pub fn sum_by(metrics: &Metrics, family: &str, by: &[&str]) -> Vec<((String, String), f64)> {
-    let mut out: BTreeMap<(String, String), f64> = BTreeMap::new();
-    for s in metrics.samples().into_iter().filter(|s| s.name == family) {
-        let get = |k: &str| {
-            s.labels
-                .iter()
-                .find(|(n, _)| n == k)
-                .map(|(_, v)| v.clone())
-                .unwrap_or_default()
-        };
-        let key = (get(by[0]), by.get(1).map(|b| get(b)).unwrap_or_default());
-        *out.entry(key).or_default() += s.value;
-    }
-    out.into_iter().collect()
-}
-
-/// How two entries (input position and row) compare under a sort key; ties keep input order.
-fn sort_order(
-    key: SortKey,
-    (a, x): (usize, &RequestRow),
-    (b, y): (usize, &RequestRow),
-) -> Ordering {
-    match key {
-        SortKey::Input => a.cmp(&b),
-        SortKey::Operation => x.operation.cmp(&y.operation),
-        SortKey::Resource => x.resource.cmp(&y.resource),
-        SortKey::Name => x.target.cmp(&y.target),
-        SortKey::Verdict => x.verdict.cmp(&y.verdict),
-        SortKey::Called => x.called.cmp(&y.called),
-        SortKey::Rounds => x.rounds.cmp(&y.rounds),
-        SortKey::Duration => x.duration.cmp(&y.duration),
-    }
-    .then(a.cmp(&b))
 }

@@ -19,8 +19,8 @@ use std::path::{Path, PathBuf};
 use crossterm::event::{KeyCode, KeyModifiers};
 use serde::Deserialize;
 
-use super::app::View;
 use super::keymap::{Action, Key, Keymap};
+use super::tabs::View;
 
 /// What the settings file sets.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use super::app::View;
+use super::tabs::View;
 
 /// Everything a key or a command can ask for.
 #[derive(Debug, Clone, PartialEq, Eq)]

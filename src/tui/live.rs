@@ -11,15 +11,13 @@ use serde_json::Value;
 
 use crate::api::{WebhookConfiguration, WebhookKind};
 use crate::live::audit::AuditEvent;
-use crate::live::cluster::{
-    AdmissionKind, Change, ChangeAction, ClusterMsg, Connected, Failure, Feed, Served,
-};
+use crate::live::cluster::{Change, ChangeAction, ClusterMsg, Connected, Failure, Feed, Served};
 use crate::live::metrics::{AdmissionSnapshot, MetricsHistory, Window};
 use crate::replay::{CapturedRequest, InputItem};
 
-use super::app::{ChainPane, Command, State, View};
 use super::keymap::Action;
-use super::model::{self, HookCounts, HookInfo};
+use super::model::{self, HookInfo};
+use super::views::{ClusterView, EventsView};
 
 /// Audit events kept by default; older ones are paged out (`--keep-events`).
 pub const DEFAULT_KEEP_EVENTS: usize = 10_000;
@@ -359,6 +357,17 @@ pub enum Connection {
     Failed(Failure, SystemTime),
 }
 
+/// What a live action did, for the shared update to follow up.
+#[derive(Debug, Clone, Default)]
+pub struct LiveTaken {
+    /// A line for the status bar, and whether it is an error.
+    pub note: Option<(String, bool)>,
+    /// Requests to replay against the configurations in force.
+    pub replay: Vec<CapturedRequest>,
+    /// The live annotations shown changed: the Annotations view's cursor follows the tail.
+    pub annotations_changed: bool,
+}
+
 /// Everything live the console keeps.
 #[derive(Debug, Clone)]
 pub struct LiveState {
@@ -397,8 +406,8 @@ pub struct LiveState {
     pub configuration_problems: Vec<String>,
     /// The change history, oldest first.
     pub changes: VecDeque<Change>,
-    /// The selected change (index into `changes`).
-    pub change_selected: Option<usize>,
+    /// The Cluster view's own state: its cursor over `changes`.
+    pub cluster_view: ClusterView,
     /// The scrapes.
     pub history: MetricsHistory,
     /// The chart window: an index into [`WINDOWS`].
@@ -415,8 +424,8 @@ pub struct LiveState {
     pub events_seen: u64,
     /// Events kept at most.
     pub keep_events: usize,
-    /// The selected event's sequence number, or None to follow the tail.
-    pub event_selected: Option<u64>,
+    /// The Events view's own state: its cursor over `events` and its filter.
+    pub events_view: EventsView,
     /// The annotations of the kept events, in arrival order.
     pub annotations: VecDeque<LiveAnnotation>,
     /// Lines about the audit source with when they came, newest last.
@@ -426,9 +435,6 @@ pub struct LiveState {
     /// `-n/--namespace`: the Events and Annotations views show only this namespace's requests
     /// (`:ns` changes it, `:ns -` shows all).
     pub namespace: Option<String>,
-    /// `/` in Events: only events whose verb, resource, target, user, code, message or auditID
-    /// contain this text (case-insensitive) are shown.
-    pub event_filter: String,
     /// Routine traffic ([`AuditRecord::noise`]) is shown too (`:noise` toggles it).
     pub show_noise: bool,
     /// A dry run waiting for confirmation.
@@ -456,7 +462,7 @@ impl LiveState {
             target: None,
             configuration_problems: Vec::new(),
             changes: VecDeque::new(),
-            change_selected: None,
+            cluster_view: ClusterView::default(),
             history: MetricsHistory::new(SCRAPES_KEPT),
             window: 1,
             paused_at: None,
@@ -465,12 +471,11 @@ impl LiveState {
             first_event: 0,
             events_seen: 0,
             keep_events: keep_events.max(1),
-            event_selected: None,
+            events_view: EventsView::default(),
             annotations: VecDeque::new(),
             notices: VecDeque::new(),
             open_next_replay: false,
             namespace: None,
-            event_filter: String::new(),
             show_noise: false,
             pending_apply: None,
         }
@@ -595,7 +600,7 @@ impl LiveState {
             ClusterMsg::Change(mut change) => {
                 if self.changes.len() == CHANGES_KEPT {
                     self.changes.pop_front();
-                    self.change_selected = self.change_selected.map(|s| s.saturating_sub(1));
+                    self.cluster_view.dropped_oldest();
                 }
                 // The deleted object does not say who deleted it; the audit log does.
                 if change.action == ChangeAction::Deleted
@@ -654,11 +659,7 @@ impl LiveState {
                 self.annotations.pop_front();
             }
         }
-        if let Some(s) = self.event_selected
-            && s < self.first_event
-        {
-            self.event_selected = Some(self.first_event);
-        }
+        self.events_view.paged_out(self.first_event);
     }
 
     /// Keeps a notice about the audit source.
@@ -687,7 +688,8 @@ impl LiveState {
             .as_deref()
             .is_none_or(|ns| record.namespace == ns)
             && (self.show_noise || !record.noise)
-            && (self.event_filter.is_empty() || matches_filter(record, &self.event_filter))
+            && (self.events_view.filter.is_empty()
+                || matches_filter(record, &self.events_view.filter))
     }
 
     /// How many kept events the filters hide as routine traffic.
@@ -710,48 +712,148 @@ impl LiveState {
 
     /// The selected event's sequence number (the newest shown when following the tail).
     pub fn selected_event(&self) -> Option<u64> {
-        match self.event_selected {
-            Some(s) => Some(s),
-            None => self.visible_events().next_back().map(|(seq, _)| seq),
-        }
+        (self.events_view).at(|| self.visible_events().next_back().map(|(seq, _)| seq))
     }
 
-    /// Moves the event selection by `delta` shown events (stops following the tail).
-    pub fn move_event(&mut self, delta: i64) {
-        let Some(current) = self.selected_event() else {
-            return;
-        };
-        let shown: Vec<u64> = self.visible_events().map(|(seq, _)| seq).collect();
-        if shown.is_empty() {
-            return;
-        }
-        let at = shown.partition_point(|&seq| seq < current);
-        // A selection the filter hides sits between shown[at - 1] and shown[at].
-        let at = if shown.get(at) == Some(&current) || delta < 0 {
-            at as i64 + delta
-        } else {
-            at as i64 + delta - 1
-        };
-        let at = at.clamp(0, shown.len() as i64 - 1) as usize;
-        self.event_selected = Some(shown[at]);
+    /// The filters changed: a selected event they now hide is no longer selected.
+    fn keep_shown_event(&mut self) {
+        let keep = |s: u64| self.event(s).is_some_and(|e| self.shows(e));
+        let kept = self.events_view.selected.filter(|&s| keep(s));
+        self.events_view.selected = kept;
     }
 
-    /// Moves the change selection by `delta`.
-    pub fn move_change(&mut self, delta: i64) {
-        if self.changes.is_empty() {
-            return;
-        }
-        let last = self.changes.len() - 1;
-        let current = self.change_selected.unwrap_or(last) as i64;
-        self.change_selected = Some((current + delta).clamp(0, last as i64) as usize);
+    /// The sequence numbers of the events shown, oldest first (what the Events view moves over).
+    pub fn shown_events(&self) -> Vec<u64> {
+        self.visible_events().map(|(seq, _)| seq).collect()
     }
 
     /// The selected change (the newest when none is selected).
     pub fn selected_change(&self) -> Option<&Change> {
-        match self.change_selected {
-            Some(i) => self.changes.get(i),
-            None => self.changes.back(),
+        self.changes.get(self.cluster_view.at(self.changes.len())?)
+    }
+
+    /// The live actions that need only the live state: the chart window and pause, the Events
+    /// filter, the namespace and the routine traffic shown, replays of audit events. None for
+    /// any other.
+    pub fn action(&mut self, action: Action) -> Option<LiveTaken> {
+        let mut taken = LiveTaken::default();
+        let mut say = |text: String, error: bool| taken.note = Some((text, error));
+        match action {
+            Action::Zoom(step) => {
+                self.zoom(step);
+                say(
+                    format!("window {}", window_label(WINDOWS[self.window])),
+                    false,
+                );
+            }
+            Action::Pause => {
+                self.toggle_pause();
+                let text = match self.paused_at {
+                    Some(at) => format!("charts paused at {} (p follows again)", clock(at)),
+                    None if self.history.is_empty() => "no scrape yet".to_string(),
+                    None => "charts follow the latest scrape".to_string(),
+                };
+                say(text, false);
+            }
+            Action::NextInstance => {
+                self.next_instance();
+                let text = match (&self.instance, self.history.instances().len()) {
+                    (Some(i), _) => format!("charts apiserver {i} alone (i: the next one)"),
+                    (None, 0) => "the scrapes are not per apiserver".to_string(),
+                    (None, n) => format!("charts the sum of {n} apiservers"),
+                };
+                say(text, false);
+            }
+            Action::ReplayEvent => {
+                let picked = self.selected_event().and_then(|s| self.event(s)).map(|r| {
+                    let why = r
+                        .not_replayable
+                        .clone()
+                        .unwrap_or_else(|| "the event carries no admission request".into());
+                    (r.audit_id.clone(), r.request.clone().ok_or(why))
+                });
+                let configurations = self.configurations;
+                let refusal = self.replay_refusal();
+                match picked {
+                    None => say("no audit event to replay".into(), true),
+                    Some((id, Err(why))) => say(format!("cannot replay {id}: {why}"), true),
+                    Some(_) if refusal.is_some() => say(refusal.unwrap_or_default(), true),
+                    Some((id, Ok(request))) => {
+                        self.open_next_replay = true;
+                        say(
+                            format!(
+                                "replaying {id} against the {configurations} configurations in force"
+                            ),
+                            false,
+                        );
+                        taken.replay = vec![*request];
+                    }
+                }
+            }
+            Action::Filter(text) => {
+                self.events_view.filter = text;
+                self.keep_shown_event();
+                let shown = self.visible_events().count();
+                let text = if self.events_view.filter.is_empty() {
+                    format!("{shown} events shown (filter cleared)")
+                } else {
+                    format!(
+                        "{shown} events contain {:?} (esc clears)",
+                        self.events_view.filter
+                    )
+                };
+                say(text, false);
+            }
+            Action::ToggleNoise => {
+                self.show_noise = !self.show_noise;
+                self.keep_shown_event();
+                let text = if self.show_noise {
+                    "routine events shown (:noise hides them)".to_string()
+                } else {
+                    format!(
+                        "{} routine events hidden: hookscope's own, lease renewals, health, /version (:noise shows them)",
+                        self.hidden_noise()
+                    )
+                };
+                taken.annotations_changed = true;
+                say(text, false);
+            }
+            Action::Namespace(namespace) => {
+                let text = match &namespace {
+                    Some(ns) => {
+                        format!("events and annotations of namespace {ns} (:ns - shows all)")
+                    }
+                    None => "events and annotations of every namespace".to_string(),
+                };
+                self.namespace = namespace;
+                self.keep_shown_event();
+                taken.annotations_changed = true;
+                say(text, false);
+            }
+            Action::ReplayEvents => {
+                let requests: Vec<_> = self
+                    .visible_events()
+                    .filter_map(|(_, e)| e.request.as_deref().cloned())
+                    .collect();
+                if requests.is_empty() {
+                    say("no replayable audit event kept".into(), true);
+                } else if let Some(why) = self.replay_refusal() {
+                    say(why, true);
+                } else {
+                    say(
+                        format!(
+                            "replaying {} events against the {} configurations in force (1: requests)",
+                            requests.len(),
+                            self.configurations
+                        ),
+                        false,
+                    );
+                    taken.replay = requests;
+                }
+            }
+            _ => return None,
         }
+        Some(taken)
     }
 
     /// Zooms in (`+1`: a narrower chart window) or out (`-1`: a wider one).
@@ -824,653 +926,28 @@ pub fn clock(at: SystemTime) -> String {
     format!("{:02}:{:02}:{:02}", day / 3600, day % 3600 / 60, day % 60)
 }
 
-impl State {
-    /// Takes in a message of the live source.
-    pub(super) fn on_live(&mut self, msg: LiveMsg) -> Vec<Command> {
-        let live = self.live.get_or_insert_with(|| {
-            Box::new(LiveState::new("live".into(), DEFAULT_KEEP_EVENTS, false))
-        });
-        match msg {
-            LiveMsg::Cluster { msg, at } => {
-                // The status bar says the latest of the connection: a failure, and once
-                // connected again, that (replacing the failure).
-                let said = match msg.as_ref() {
-                    ClusterMsg::Failed(f) => Some((format!("cluster: {}", f.reason), true)),
-                    ClusterMsg::Connected(c)
-                        if self
-                            .message
-                            .as_ref()
-                            .is_some_and(|(m, error)| *error && m.starts_with("cluster: ")) =>
-                    {
-                        Some((
-                            format!(
-                                "cluster: connected again to {} at {}",
-                                c.info.server,
-                                clock(at)
-                            ),
-                            false,
-                        ))
-                    }
-                    // Said once, as kubectl would find them absent; again only if the server
-                    // changes what it serves.
-                    ClusterMsg::Discovered(served) => {
-                        // A policy kind stands for its binding kind, served with it.
-                        let absent = |s: &[Served]| {
-                            let gone = |k| s.iter().any(|s| s.kind == k && s.version.is_none());
-                            [
-                                AdmissionKind::ValidatingAdmissionPolicy,
-                                AdmissionKind::MutatingAdmissionPolicy,
-                                AdmissionKind::ValidatingAdmissionPolicyBinding,
-                                AdmissionKind::MutatingAdmissionPolicyBinding,
-                            ]
-                            .into_iter()
-                            .filter(|k| gone(*k))
-                            .filter(|k| match k {
-                                AdmissionKind::ValidatingAdmissionPolicyBinding => {
-                                    !gone(AdmissionKind::ValidatingAdmissionPolicy)
-                                }
-                                AdmissionKind::MutatingAdmissionPolicyBinding => {
-                                    !gone(AdmissionKind::MutatingAdmissionPolicy)
-                                }
-                                _ => true,
-                            })
-                            .map(AdmissionKind::kind)
-                            .collect::<Vec<_>>()
-                        };
-                        let now = absent(served);
-                        let before = live.served.as_deref().map(absent);
-                        (!now.is_empty() && before.as_ref() != Some(&now)).then(|| {
-                            let text = format!("{} not served here: not watched", now.join(", "));
-                            (format!("cluster: {text}"), false)
-                        })
-                    }
-                    _ => None,
-                };
-                live.on_cluster(*msg, at);
-                if let Some((text, error)) = said {
-                    self.say(text, error);
-                }
-            }
-            LiveMsg::Configurations {
-                hooks,
-                configurations,
-                policies,
-                bindings,
-                unreadable,
-                problems,
-                synced,
-                documents,
-            } => {
-                live.configurations = configurations;
-                live.policies = policies;
-                live.bindings = bindings;
-                live.unreadable = unreadable;
-                live.synced = synced;
-                live.configuration_problems = problems;
-                let mut commands = self.sync_cluster_documents(documents);
-                if self.live_edited() {
-                    // The source dispatches with the cluster's set again; the edits stay in force.
-                    self.edit_generation += 1;
-                    commands.push(Command::Redispatch {
-                        generation: self.edit_generation,
-                        configurations: self.configurations_in_force(),
-                        policies: self.policies_in_force(),
-                        fresh: false,
-                    });
-                    return commands;
-                }
-                self.hooks = hooks;
-                self.hook_cursor.selected = self
-                    .hook_cursor
-                    .selected
-                    .min(self.hooks.len().saturating_sub(1));
-                self.hook_counts = vec![HookCounts::default(); self.hooks.len()];
-                let entries = std::mem::take(&mut self.entries);
-                for e in &entries {
-                    self.count_calls(&e.replayed);
-                }
-                self.entries = entries;
-                return commands;
-            }
-            LiveMsg::Applied(result) => return self.applied(*result),
-            LiveMsg::Params { objects, at } => live.params = Some((objects, at)),
-            LiveMsg::Scrape { at, snapshot } => {
-                if let Err(e) = live.on_scrape(at, *snapshot) {
-                    self.say(e, true);
-                }
-            }
-            LiveMsg::Audit(record) => live.on_audit(*record),
-            LiveMsg::AuditNotice { text, at } => live.on_notice(text, at),
-            LiveMsg::Release(server) => {
-                // The status bar names the release modelled, and a server newer (or older) than
-                // any hookscope models.
-                self.kube_version = if server.exact() {
-                    server.modelled.to_string()
-                } else {
-                    match server.minor {
-                        Some(m) if m > server.modelled.minor() => format!(
-                            "{} (server {} is newer than hookscope models)",
-                            server.modelled, server.git_version
-                        ),
-                        Some(_) => format!(
-                            "{} (server {} is older than hookscope models)",
-                            server.modelled, server.git_version
-                        ),
-                        None => format!("{} (server {:?})", server.modelled, server.git_version),
-                    }
-                };
-                live.release = Some(server);
-            }
-        }
-        Vec::new()
-    }
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-    /// After a replayed result arrived: open it when the user replayed one event.
-    pub(super) fn open_live_replay(&mut self) {
-        if let Some(live) = self.live.as_mut()
-            && live.open_next_replay
-        {
-            live.open_next_replay = false;
-            let last = self.entries.len().saturating_sub(1);
-            self.selected = Some(last);
-            self.compare = false;
-            self.view = View::Chain;
-            self.chain.pane = ChainPane::Grid;
-            self.reset_chain();
-        }
-    }
-
-    /// The live actions: chart window and pause, replays of audit events.
-    pub(super) fn live_action(&mut self, action: Action) -> Vec<Command> {
-        let Some(live) = self.live.as_mut() else {
-            self.say("only a live cluster has this (hookscope live)", true);
-            return Vec::new();
-        };
-        match action {
-            Action::Zoom(step) => {
-                live.zoom(step);
-                let text = format!("window {}", window_label(WINDOWS[live.window]));
-                self.say(text, false);
-            }
-            Action::Pause => {
-                live.toggle_pause();
-                let text = match live.paused_at {
-                    Some(at) => format!("charts paused at {} (p follows again)", clock(at)),
-                    None if live.history.is_empty() => "no scrape yet".to_string(),
-                    None => "charts follow the latest scrape".to_string(),
-                };
-                self.say(text, false);
-            }
-            Action::NextInstance => {
-                live.next_instance();
-                let text = match (&live.instance, live.history.instances().len()) {
-                    (Some(i), _) => format!("charts apiserver {i} alone (i: the next one)"),
-                    (None, 0) => "the scrapes are not per apiserver".to_string(),
-                    (None, n) => format!("charts the sum of {n} apiservers"),
-                };
-                self.say(text, false);
-            }
-            Action::ReplayEvent => {
-                let picked = live.selected_event().and_then(|s| live.event(s)).map(|r| {
-                    let why = r
-                        .not_replayable
-                        .clone()
-                        .unwrap_or_else(|| "the event carries no admission request".into());
-                    (r.audit_id.clone(), r.request.clone().ok_or(why))
-                });
-                let configurations = live.configurations;
-                let refusal = live.replay_refusal();
-                match picked {
-                    None => self.say("no audit event to replay", true),
-                    Some((id, Err(why))) => self.say(format!("cannot replay {id}: {why}"), true),
-                    Some(_) if refusal.is_some() => self.say(refusal.unwrap_or_default(), true),
-                    Some((id, Ok(request))) => {
-                        live.open_next_replay = true;
-                        self.say(
-                            format!(
-                                "replaying {id} against the {configurations} configurations in force"
-                            ),
-                            false,
-                        );
-                        return vec![Command::Replay(vec![*request])];
-                    }
-                }
-            }
-            Action::Filter(text) => {
-                live.event_filter = text;
-                live.event_selected = live
-                    .event_selected
-                    .filter(|&s| live.event(s).is_some_and(|e| live.shows(e)));
-                let shown = live.visible_events().count();
-                let text = if live.event_filter.is_empty() {
-                    format!("{shown} events shown (filter cleared)")
-                } else {
-                    format!(
-                        "{shown} events contain {:?} (esc clears)",
-                        live.event_filter
-                    )
-                };
-                self.say(text, false);
-            }
-            Action::Context(name) => {
-                // What the console knows of the previous cluster goes; the audit events, from a
-                // source of their own, stay.
-                let summary = match live.summary.split_once(" · ") {
-                    Some((_, rest)) => format!("context {name} · {rest}"),
-                    None => format!("context {name}"),
-                };
-                let mut fresh = LiveState::new(summary, live.keep_events, live.allow_writes);
-                fresh.events = std::mem::take(&mut live.events);
-                fresh.annotations = std::mem::take(&mut live.annotations);
-                fresh.first_event = live.first_event;
-                fresh.events_seen = live.events_seen;
-                fresh.notices = std::mem::take(&mut live.notices);
-                fresh.namespace = live.namespace.take();
-                fresh.event_filter = std::mem::take(&mut live.event_filter);
-                fresh.show_noise = live.show_noise;
-                **live = fresh;
-                // The previous cluster's configurations close with it, unless edited (the edits
-                // stay, as what-ifs on the next cluster).
-                self.buffers.retain(|b| {
-                    !matches!(b.origin, super::editing::BufferOrigin::Cluster { .. })
-                        || b.modified()
-                });
-                self.buffer = self.buffer.min(self.buffers.len().saturating_sub(1));
-                self.say(format!("connecting to context {name}…"), false);
-                return vec![Command::Context(name)];
-            }
-            Action::ToggleNoise => {
-                live.show_noise = !live.show_noise;
-                live.event_selected = live
-                    .event_selected
-                    .filter(|&s| live.event(s).is_some_and(|e| live.shows(e)));
-                let text = if live.show_noise {
-                    "routine events shown (:noise hides them)".to_string()
-                } else {
-                    format!(
-                        "{} routine events hidden: hookscope's own, lease renewals, health, /version (:noise shows them)",
-                        live.hidden_noise()
-                    )
-                };
-                self.annotation_cursor = Default::default();
-                self.say(text, false);
-            }
-            Action::Namespace(namespace) => {
-                let text = match &namespace {
-                    Some(ns) => {
-                        format!("events and annotations of namespace {ns} (:ns - shows all)")
-                    }
-                    None => "events and annotations of every namespace".to_string(),
-                };
-                live.namespace = namespace;
-                live.event_selected = live
-                    .event_selected
-                    .filter(|&s| live.event(s).is_some_and(|e| live.shows(e)));
-                self.annotation_cursor = Default::default();
-                self.say(text, false);
-            }
-            Action::ReplayEvents => {
-                let requests: Vec<_> = live
-                    .visible_events()
-                    .filter_map(|(_, e)| e.request.as_deref().cloned())
-                    .collect();
-                if requests.is_empty() {
-                    self.say("no replayable audit event kept", true);
-                    return Vec::new();
-                }
-                if let Some(why) = live.replay_refusal() {
-                    self.say(why, true);
-                    return Vec::new();
-                }
-                let text = format!(
-                    "replaying {} events against the {} configurations in force (1: requests)",
-                    requests.len(),
-                    live.configurations
-                );
-                self.say(text, false);
-                return vec![Command::Replay(requests)];
-            }
-            _ => {}
-        }
-        Vec::new()
-    }
-
-    /// The live annotation the Annotations view selects (`j`/`k` move it), else the newest.
-    pub fn selected_live_annotation(&self) -> Option<&LiveAnnotation> {
-        let live = self.live.as_deref()?;
-        let shown: Vec<&LiveAnnotation> = self.visible_live_annotations(live).collect();
-        match self.annotation_cursor.selected {
-            Some(i) => shown.get(i.min(shown.len().saturating_sub(1))).copied(),
-            None => shown.last().copied(),
-        }
-    }
-
-    /// `enter` in the live Annotations view: the selected annotation's event in the Events view,
-    /// whose detail shows every annotation of it decoded in full.
-    pub(super) fn open_live_annotation(&mut self) -> Vec<Command> {
-        let Some(event) = self.selected_live_annotation().map(|a| a.event) else {
-            self.say("no annotation to open", true);
-            return Vec::new();
-        };
-        if let Some(live) = self.live.as_deref_mut() {
-            live.event_selected = Some(event);
-        }
-        self.view = View::Events;
-        Vec::new()
-    }
-
-    /// `y` in the live Annotations view: copies the selected annotation's value in full,
-    /// decoded as the views show it; a Secret's patch stays masked unless revealed.
-    pub(super) fn copy_live_annotation(&mut self) -> Vec<Command> {
-        let picked = self.selected_live_annotation().map(|a| {
-            let resource = self
-                .live
-                .as_deref()
-                .and_then(|l| l.event(a.event))
-                .map(|e| e.resource.clone())
-                .unwrap_or_default();
-            (a.key.clone(), a.value.clone(), resource)
-        });
-        let Some((key, value, resource)) = picked else {
-            self.say("no annotation to copy", true);
-            return Vec::new();
-        };
-        let (text, masked) =
-            super::view::annotation_text(&resource, &key, &value, self.reveal_secrets);
-        if masked {
-            self.say("a Secret's patch: :reveal shows it, then y copies it", true);
-            return Vec::new();
-        }
-        use base64::Engine as _;
-        let payload = base64::engine::general_purpose::STANDARD.encode(text.as_bytes());
-        self.say(format!("copied {key} ({} bytes)", text.len()), false);
-        vec![Command::Clipboard(payload)]
-    }
-
-    /// Rows of the Annotations view: the live stream's, or the replay's.
-    pub(super) fn annotation_count(&self) -> usize {
-        match &self.live {
-            Some(l) => self.visible_live_annotations(l).count(),
-            None => self.visible_annotations().len(),
-        }
-    }
-
-    /// The live annotations the filter lets through.
-    pub fn visible_live_annotations<'a>(
-        &'a self,
-        live: &'a LiveState,
-    ) -> impl Iterator<Item = &'a LiveAnnotation> + 'a {
-        let f = self.annotation_filter.to_lowercase();
-        live.annotations.iter().filter(move |a| {
-            (live.namespace.is_none() || live.event(a.event).is_some_and(|e| live.shows(e)))
-                && (f.is_empty()
-                    || a.key.to_lowercase().contains(&f)
-                    || a.value.to_lowercase().contains(&f)
-                    || live
-                        .event(a.event)
-                        .is_some_and(|e| e.target.to_lowercase().contains(&f)))
-        })
-    }
-}
-
-/// The edit of each configuration of buffer `b`: the object as its text writes it, and, for a
-/// buffer of a cluster's configuration, the cluster's version the edit was made on (`saved`:
-/// what was loaded, or what `:rebase` put the edit on).
-fn edits_of(
-    b: &super::editing::Buffer,
-    configurations: &[WebhookConfiguration],
-) -> Vec<crate::live::cluster::Edit> {
-    use crate::live::cluster::Edit;
-    let docs: Vec<Value> = crate::yaml::from_multiple(&b.text()).unwrap_or_default();
-    let base = match &b.origin {
-        super::editing::BufferOrigin::Cluster { .. } => {
-            crate::yaml::from_str::<Value>(&b.saved).ok()
-        }
-        _ => None,
-    };
-    configurations
-        .iter()
-        .map(|c| {
-            let same = |d: &Value| {
-                d["metadata"]["name"] == c.name.as_str() && d["kind"] == c.kind.configuration_kind()
-            };
-            match docs.iter().find(|d| same(d)) {
-                Some(ours) => Edit {
-                    kind: c.kind,
-                    name: c.name.clone(),
-                    api_version: c.api_version.clone(),
-                    base: base.clone().filter(|b| same(b)),
-                    ours: ours.clone(),
-                },
-                None => Edit::from_configuration(c),
-            }
-        })
-        .collect()
-}
-
-impl State {
-    /// `:apply` (`force`: `:apply!`): a server-side dry run of the current buffer's
-    /// configurations, shown for confirmation before anything is stored.
-    pub(super) fn apply_to_cluster(&mut self, force: bool) -> Vec<Command> {
-        let Some(live) = self.live.as_deref() else {
-            self.say(
-                "only a live cluster takes :apply (hookscope live --allow-writes)",
-                true,
-            );
-            return Vec::new();
-        };
-        if !live.allow_writes {
-            self.say(
-                "read-only: hookscope live changes the cluster only when started with --allow-writes",
-                true,
-            );
-            return Vec::new();
-        }
-        let i = match self.buffer_for(None) {
-            Ok((i, _)) => i,
-            Err(e) => {
-                self.say(e, true);
-                return Vec::new();
-            }
-        };
-        let b = &self.buffers[i];
-        let mut commands = self.check_due(i, b.generation);
-        let b = &self.buffers[i];
-        if let Some(first) = b.check.errors.first() {
-            let text = format!(
-                "{} has {} error(s) (line {}: {}): nothing is applied",
-                b.origin.label(),
-                b.check.errors.len(),
-                first.line,
-                first.message
-            );
-            self.say(text, true);
-            return commands;
-        }
-        if b.in_force.is_empty() {
-            let text = if b.policies_in_force.is_empty() {
-                format!("{} defines no configuration to apply", b.origin.label())
-            } else {
-                format!(
-                    "{} holds admission policies or bindings: :apply writes webhook configurations only (the edit is a what-if here; :w FILE and `kubectl apply -f FILE` apply it)",
-                    b.origin.label()
-                )
-            };
-            self.say(text, true);
-            return commands;
-        }
-        // What the user wrote, not defaulted: server-side apply makes hookscope the manager
-        // of every field it sends, so defaults stay the server's.
-        let written: Vec<WebhookConfiguration> =
-            crate::config::parse_documents(&b.text(), &b.origin.label())
-                .into_iter()
-                .filter_map(Result::ok)
-                .map(|l| l.configuration)
-                .collect();
-        let configurations = if written.len() == b.in_force.len() {
-            written
-        } else {
-            b.in_force.clone()
-        };
-        let names: Vec<&str> = configurations.iter().map(|c| c.name.as_str()).collect();
-        let text = format!(
-            "server-side dry run of {}{}{}…",
-            names.join(", "),
-            if force { " (force)" } else { "" },
-            if b.policies_in_force.is_empty() {
-                ""
-            } else {
-                " (not of the buffer's admission policies: :apply writes webhook configurations only)"
-            }
+    #[test]
+    fn live_actions_need_only_the_live_state() {
+        let mut l = LiveState::new("test".into(), 10, false);
+        let t = l.action(Action::Filter("cm".into())).unwrap();
+        assert_eq!(
+            t.note,
+            Some(("0 events contain \"cm\" (esc clears)".into(), false))
         );
-        let edits = edits_of(b, &configurations);
-        commands.push(Command::Apply(ApplyRequest {
-            buffer: i,
-            configurations,
-            edits,
-            dry_run: true,
-            force,
-        }));
-        self.say(text, false);
-        commands
-    }
-
-    /// What the live source answered to an apply or its dry run.
-    fn applied(&mut self, result: ApplyResult) -> Vec<Command> {
-        let ApplyResult { request, outcomes } = result;
-        let failures: Vec<String> = outcomes
-            .iter()
-            .filter_map(|o| o.result.as_ref().err().map(|e| format!("{}: {e}", o.name)))
-            .collect();
-        let what = if request.dry_run { "dry run" } else { "apply" };
-        if !failures.is_empty() {
-            let hint = if !request.force && failures.iter().any(|f| f.contains("409 Conflict")) {
-                "\n:apply! takes the conflicting fields over (force)."
-            } else {
-                ""
-            };
-            let report = format!(
-                "The {what} was refused; nothing changed.\n\n{}\n{hint}",
-                failures.join("\n\n")
-            );
-            if let Some(live) = self.live.as_deref_mut() {
-                live.pending_apply = Some(PendingApply {
-                    request: None,
-                    diff: report,
-                    scroll: 0,
-                });
-            }
-            self.mode = super::app::Mode::ConfirmApply;
-            let text = if hint.is_empty() {
-                format!("{what} refused: see why (esc closes)")
-            } else {
-                format!("{what} refused: a conflict (esc closes; :apply! takes the fields over)")
-            };
-            self.say(text, true);
-            return Vec::new();
-        }
-        if request.dry_run {
-            let diff: String = outcomes
-                .iter()
-                .filter_map(|o| o.result.as_ref().ok().map(|(_, d)| d.as_str()))
-                .collect();
-            if let Some(live) = self.live.as_deref_mut() {
-                live.pending_apply = Some(PendingApply {
-                    request: Some(ApplyRequest {
-                        dry_run: false,
-                        ..request
-                    }),
-                    diff,
-                    scroll: 0,
-                });
-            }
-            let takes_over = outcomes
-                .iter()
-                .filter_map(|o| o.result.as_ref().ok())
-                .any(|(_, d)| d.contains("# force takes these fields over"));
-            self.mode = super::app::Mode::ConfirmApply;
-            self.say(
-                if takes_over {
-                    "the server's dry run: y applies it, taking over from their managers only the fields listed (force), n cancels"
-                } else {
-                    "the server's dry run: y applies it to the cluster, n cancels"
-                },
-                false,
-            );
-            return Vec::new();
-        }
-        let mut applied = Vec::new();
-        for o in &outcomes {
-            let Ok((object, _)) = &o.result else {
-                continue;
-            };
-            let version = object["metadata"]["resourceVersion"]
-                .as_str()
-                .unwrap_or("?");
-            applied.push(format!("{} (resourceVersion {version})", o.name));
-            // The buffer now shows what the cluster stores, and has no edits.
-            let origin = super::editing::BufferOrigin::Cluster {
-                kind: o.kind.into(),
-                name: o.name.clone(),
-            };
-            if let Some(b) = self.buffers.iter_mut().find(|b| b.origin == origin) {
-                let text = crate::live::cluster::editable_yaml(object);
-                b.replace_text(&text);
-                b.saved = text;
-                b.disk_changed = None;
-            }
-        }
-        self.say(format!("applied {}", applied.join(", ")), false);
-        Vec::new()
-    }
-
-    /// A key while a dry run waits for confirmation.
-    pub(super) fn confirm_key(&mut self, key: crossterm::event::KeyEvent) -> Vec<Command> {
-        use crossterm::event::KeyCode;
-        let Some(live) = self.live.as_deref_mut() else {
-            return Vec::new();
-        };
-        let Some(pending) = live.pending_apply.as_mut() else {
-            return Vec::new();
-        };
-        let lines = pending.diff.lines().count() as u16;
-        let page = u16::try_from(self.page).unwrap_or(u16::MAX);
-        match key.code {
-            KeyCode::Char('y') if pending.request.is_some() => {
-                let request = live.pending_apply.take().and_then(|p| p.request);
-                let names = request
-                    .as_ref()
-                    .map(|r| {
-                        r.configurations
-                            .iter()
-                            .map(|c| c.name.as_str())
-                            .collect::<Vec<_>>()
-                            .join(", ")
-                    })
-                    .unwrap_or_default();
-                self.say(format!("applying {names}…"), false);
-                return request.map(Command::Apply).into_iter().collect();
-            }
-            KeyCode::Char('n') | KeyCode::Char('q') | KeyCode::Esc => {
-                let closed = live.pending_apply.take();
-                if closed.is_some_and(|p| p.request.is_some()) {
-                    self.say(
-                        "apply cancelled: nothing changed, your edits are kept",
-                        false,
-                    );
-                }
-                return Vec::new();
-            }
-            KeyCode::Char('j') | KeyCode::Down => pending.scroll = pending.scroll.saturating_add(1),
-            KeyCode::Char('k') | KeyCode::Up => pending.scroll = pending.scroll.saturating_sub(1),
-            KeyCode::PageDown | KeyCode::Char(' ') => {
-                pending.scroll = pending.scroll.saturating_add(page)
-            }
-            KeyCode::PageUp => pending.scroll = pending.scroll.saturating_sub(page),
-            _ => {}
-        }
-        pending.scroll = pending.scroll.min(lines.saturating_sub(1));
-        self.mode = super::app::Mode::ConfirmApply;
-        Vec::new()
+        assert_eq!(l.events_view.filter, "cm");
+        let t = l.action(Action::ReplayEvents).unwrap();
+        assert!(t.replay.is_empty(), "nothing kept to replay");
+        assert!(t.note.is_some_and(|(_, error)| error));
+        let t = l.action(Action::Namespace(Some("a".into()))).unwrap();
+        assert!(t.annotations_changed && t.replay.is_empty());
+        assert!(
+            l.action(Action::Context("other".into())).is_none(),
+            "another context reaches beyond the live state"
+        );
+        assert!(l.action(Action::Up).is_none());
     }
 }

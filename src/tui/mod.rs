@@ -3,6 +3,8 @@
 //! Architecture (the Elm pattern, as in ratatui's templates, gitui and yazi):
 //! * [`app::State`] holds everything shown; [`app::update`] is the only place it changes, one
 //!   [`app::Msg`] at a time, returning [`app::Command`]s (IO) for the event loop to perform;
+//! * each view keeps its own cursor, scroll and what it has open in a [`views::ViewState`],
+//!   held by the state and handed the part of the shared state it moves over;
 //! * a [`source::Source`] (the replay now, a cluster later) runs in a tokio task and sends
 //!   [`source::SourceMsg`]s over a bounded channel;
 //! * [`view::render`] draws a frame as a pure function of the state;
@@ -24,6 +26,7 @@ pub mod live;
 pub mod live_source;
 pub mod model;
 pub mod source;
+pub mod tabs;
 pub mod terminal;
 pub mod theme;
 pub mod timeline;

@@ -616,6 +616,66 @@ pub fn line_diff<'a>(before: &'a str, after: &'a str) -> Vec<(char, &'a str)> {
     out
 }
 
+/// A replayed request, with what the status bar counts and masking need on every frame; the
+/// rest of its table row is derived when drawn ([`Entry::row`]).
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// What the replay produced (request, outcome, trace).
+    pub replayed: Box<Replayed>,
+    /// The verdict the table shows.
+    pub verdict: Verdict,
+    /// The request concerns a Secret (masked unless revealed).
+    pub secret: bool,
+}
+
+impl Entry {
+    /// An entry for a replayed request.
+    pub fn new(replayed: Box<Replayed>) -> Entry {
+        Entry {
+            verdict: verdict(&replayed.outcome),
+            secret: crate::replay::report::is_secret(&replayed.request),
+            replayed,
+        }
+    }
+
+    /// Its row of the Requests view.
+    pub fn row(&self) -> RequestRow {
+        RequestRow::new(&self.replayed)
+    }
+}
+
+/// Rejections by webhook and `error_type` (summed over the other labels), as the Metrics view
+/// charts them: `((webhook, error_type), count)` sorted by webhook.
+pub fn rejections(metrics: &crate::metrics::Metrics) -> Vec<((String, String), f64)> {
+    sum_by(
+        metrics,
+        "apiserver_admission_webhook_rejection_count",
+        &["name", "error_type"],
+    )
+}
+
+/// Sums the samples of a family by some of their labels.
+pub fn sum_by(
+    metrics: &crate::metrics::Metrics,
+    family: &str,
+    by: &[&str],
+) -> Vec<((String, String), f64)> {
+    let mut out: std::collections::BTreeMap<(String, String), f64> =
+        std::collections::BTreeMap::new();
+    for s in metrics.samples().into_iter().filter(|s| s.name == family) {
+        let get = |k: &str| {
+            s.labels
+                .iter()
+                .find(|(n, _)| n == k)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_default()
+        };
+        let key = (get(by[0]), by.get(1).map(|b| get(b)).unwrap_or_default());
+        *out.entry(key).or_default() += s.value;
+    }
+    out.into_iter().collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,7 +34,7 @@ impl RejectionTimeline {
             return;
         };
         let x = self.clock.as_secs_f64();
-        for ((name, error_type), v) in super::app::rejections(m) {
+        for ((name, error_type), v) in super::model::rejections(m) {
             if v == 0.0 {
                 continue;
             }

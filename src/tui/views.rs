@@ -4,13 +4,21 @@
 //! [`update`](super::app::update) that changes it stay in [`State`](super::app::State), which
 //! holds one of these per view and hands each the part of the shared state it moves over.
 //!
-//! So far: the Chain view ([`ChainView`]), the Webhooks and What-if cursors ([`ListCursor`]),
-//! the Annotations cursor ([`TailCursor`]), the Problems view
-//! ([`ProblemsView`]), the help overlay's and the Metrics samples' scroll ([`Scroll`]); the Edit
+//! So far: the Requests view ([`RequestsView`]: its filter, sort, rows and cursor), the Chain
+//! view ([`ChainView`]), the Webhooks and What-if cursors ([`ListCursor`]),
+//! Annotations ([`AnnotationsView`]: its cursor, a [`TailCursor`], and its filter), the Problems view
+//! ([`ProblemsView`]), the live Events view ([`EventsView`]: its cursor and filter) and Cluster
+//! view ([`ClusterView`]: its cursor over the configuration changes), the help overlay's and the Metrics samples' scroll ([`Scroll`]); the Edit
 //! view's mode and keys are [`EditorState`](super::edit_keys::EditorState).
 
 use super::excerpt::Excerpt;
 use super::view::scroll;
+
+mod live;
+mod requests;
+
+pub use live::{ClusterView, EventsView};
+pub use requests::{RequestsView, SortKey, Taken};
 
 /// A view's own state.
 pub trait ViewState {
@@ -110,6 +118,40 @@ impl ViewState for TailCursor {
     }
 }
 
+/// The Annotations view: its row cursor over the annotations shown, and its filter.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AnnotationsView {
+    /// The row cursor (index into the annotations shown), following the newest until moved.
+    pub cursor: TailCursor,
+    /// `/` in Annotations: only annotations whose key, value or request's target contain this
+    /// text (case-insensitive) are shown.
+    pub filter: String,
+}
+
+impl AnnotationsView {
+    /// A new filter: the cursor follows the newest again.
+    pub fn set_filter(&mut self, text: String) {
+        self.filter = text;
+        self.cursor = TailCursor::default();
+    }
+}
+
+impl ViewState for AnnotationsView {
+    /// Rows shown.
+    type Data = usize;
+
+    fn navigate(&mut self, rows: &usize, delta: isize) {
+        self.cursor.navigate(rows, delta);
+    }
+
+    /// Clears the filter (the cursor stays where it was).
+    fn back(&mut self) -> bool {
+        let filtered = !self.filter.is_empty();
+        self.filter.clear();
+        filtered
+    }
+}
+
 /// Which pane of the Chain view has the keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ChainPane {
@@ -130,7 +172,8 @@ pub struct ChainExtent {
     pub detail: Extent,
 }
 
-/// The Chain view: the selected step, the pane with the keys, the detail's scroll.
+/// The Chain view: the selected step, the pane with the keys, the detail's scroll, and
+/// whether it compares before and after the edits.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ChainView {
     /// The selected call (index into the outcome's calls).
@@ -139,6 +182,8 @@ pub struct ChainView {
     pub pane: ChainPane,
     /// The detail pane's scroll.
     pub detail: Scroll,
+    /// It shows the request before and after the edits side by side (opened from What-if).
+    pub compare: bool,
 }
 
 impl ChainView {

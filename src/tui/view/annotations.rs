@@ -93,8 +93,8 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         cursor + 1,
         if following { "following" } else { "G follows" }
     );
-    if !state.annotation_filter.is_empty() {
-        title.push_str(&format!("· filter {:?} ", state.annotation_filter));
+    if !state.annotations_view.filter.is_empty() {
+        title.push_str(&format!("· filter {:?} ", state.annotations_view.filter));
     }
     if total == 0 {
         let block = pane(state, title, true);
@@ -146,9 +146,9 @@ const COLUMNS: [Column; 4] = [
 /// The first row shown of `total` in `height` rows (the cursor's row kept on screen), the
 /// cursor's row, and whether the view follows the tail.
 pub(crate) fn window(state: &State, total: usize, height: usize) -> (usize, usize, bool) {
-    let cursor = state.annotation_cursor.at(total);
+    let cursor = state.annotations_view.cursor.at(total);
     let top = cursor.saturating_sub(height.saturating_sub(1));
-    (top, cursor, state.annotation_cursor.following())
+    (top, cursor, state.annotations_view.cursor.following())
 }
 
 /// `mutation.webhook.admission.k8s.io/round_0_index_1` as `mutation/round_0_index_1`.

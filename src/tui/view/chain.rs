@@ -49,8 +49,8 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     let before = state
         .baseline
         .as_ref()
-        .and_then(|b| state.selected.and_then(|i| b.entries.get(i)));
-    if let (true, Some(before)) = (state.compare, before) {
+        .and_then(|b| state.requests.selected.and_then(|i| b.entries.get(i)));
+    if let (true, Some(before)) = (state.chain.compare, before) {
         render_compare(frame, state, before, entry, body);
         return;
     }
@@ -68,7 +68,7 @@ fn render_head(frame: &mut Frame, state: &State, entry: &Entry, area: Rect) {
     // The request's number in the replay, as the Requests view's "#" shows it.
     let title = format!(
         " #{} {} {} {}{} ",
-        state.selected.map_or(0, |i| i + 1),
+        state.requests.selected.map_or(0, |i| i + 1),
         r.operation,
         r.resource,
         r.target,
@@ -247,8 +247,8 @@ pub(crate) fn detail_extent(state: &State) -> Option<(usize, usize)> {
     let before = state
         .baseline
         .as_ref()
-        .and_then(|b| state.selected.and_then(|i| b.entries.get(i)));
-    let lines = match (state.compare, before) {
+        .and_then(|b| state.requests.selected.and_then(|i| b.entries.get(i)));
+    let lines = match (state.chain.compare, before) {
         (true, Some(before)) => compare_lines(state, before, entry),
         _ => detail_lines(
             state,

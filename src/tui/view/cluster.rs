@@ -334,7 +334,7 @@ fn render_changes(frame: &mut Frame, state: &State, live: &LiveState, area: Rect
         return;
     }
     let height = area.height.saturating_sub(3) as usize;
-    let selected = live.change_selected.unwrap_or(live.changes.len() - 1);
+    let selected = live.cluster_view.at(live.changes.len()).unwrap_or(0);
     let top = selected.saturating_sub(height.saturating_sub(1));
     let rows: Vec<TableRow> = live
         .changes

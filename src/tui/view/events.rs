@@ -23,7 +23,7 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     };
     let [list, detail] =
         Layout::vertical([Constraint::Percentage(60), Constraint::Min(6)]).areas(area);
-    let following = live.event_selected.is_none();
+    let following = live.events_view.selected.is_none();
     let namespace = live
         .namespace
         .as_deref()
@@ -32,8 +32,8 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
     let shown: Vec<(u64, &AuditRecord)> = live.visible_events().collect();
     // The first number is the rows listed; what hides the others follows.
     let mut why = Vec::new();
-    if !live.event_filter.is_empty() {
-        why.push(format!("/{}", live.event_filter));
+    if !live.events_view.filter.is_empty() {
+        why.push(format!("/{}", live.events_view.filter));
     }
     let routine = live.hidden_noise();
     if routine > 0 {
@@ -61,9 +61,9 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
             Some(ns) if !live.events.is_empty() => {
                 format!("No audit event in namespace {ns} (:ns - shows every namespace).")
             }
-            _ if !live.event_filter.is_empty() => format!(
+            _ if !live.events_view.filter.is_empty() => format!(
                 "No audit event contains {:?} (esc clears the filter).",
-                live.event_filter
+                live.events_view.filter
             ),
             _ if !live.events.is_empty() => {
                 "Only routine events so far (:noise shows them).".to_string()

@@ -40,9 +40,9 @@ pub enum ChainHit {
 pub(crate) fn chain_panes(state: &State) -> (Rect, Rect) {
     let [_, body] =
         Layout::vertical([Constraint::Length(4), Constraint::Min(1)]).areas(main_area(state));
-    let compared = state.compare
+    let compared = state.chain.compare
         && (state.baseline.as_ref())
-            .zip(state.selected)
+            .zip(state.requests.selected)
             .is_some_and(|(b, i)| i < b.entries.len());
     if compared {
         let [grids, diff] =

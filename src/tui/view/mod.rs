@@ -202,7 +202,7 @@ pub fn requests_rows(height: u16) -> usize {
 
 /// The first position of `visible` the Requests table shows: the selection stays on screen.
 pub fn requests_offset(state: &State, rows: usize) -> usize {
-    let pos = state.selected_position().unwrap_or(0);
+    let pos = state.requests.position().unwrap_or(0);
     pos.saturating_sub(rows.saturating_sub(1))
 }
 
@@ -215,7 +215,7 @@ pub fn requests_position_at(state: &State, height: u16, y: u16) -> Option<usize>
         return None;
     }
     let pos = requests_offset(state, rows) + i;
-    (pos < state.visible.len()).then_some(pos)
+    (pos < state.requests.visible().len()).then_some(pos)
 }
 
 fn render_tabs(frame: &mut Frame, state: &State, area: Rect) {

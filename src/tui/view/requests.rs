@@ -9,7 +9,6 @@ use ratatui::widgets::Paragraph;
 use super::table::{Column, Laid, TableRow};
 use super::{pane, style};
 use crate::tui::app::{SortKey, State};
-use crate::tui::filter::RequestFilter;
 use crate::tui::model::Verdict;
 use crate::tui::theme::{StyleKey, SymbolKey};
 
@@ -34,12 +33,13 @@ fn data_rows(area: Rect) -> usize {
 /// screen.
 fn table_rows(state: &State, area: Rect) -> Vec<TableRow> {
     let height = data_rows(area);
-    let pos = state.selected_position().unwrap_or(0);
+    let pos = state.requests.position().unwrap_or(0);
     let offset = super::requests_offset(state, height);
     let sel = state.theme.symbol(SymbolKey::Selected);
     let plain = Style::default();
     state
-        .visible
+        .requests
+        .visible()
         .iter()
         .enumerate()
         .skip(offset)
@@ -100,8 +100,13 @@ pub(crate) fn verdict(state: &State, v: Verdict) -> (String, StyleKey) {
 
 /// Draws the view.
 pub fn render(frame: &mut Frame, state: &State, area: Rect) {
-    let (sort, reverse) = state.sort;
-    let mut title = format!(" Requests {}/{} ", state.visible.len(), state.entries.len());
+    let requests = &state.requests;
+    let (sort, reverse) = requests.sort();
+    let mut title = format!(
+        " Requests {}/{} ",
+        requests.visible().len(),
+        state.entries.len()
+    );
     if sort != SortKey::Input || reverse {
         title.push_str(&format!(
             "· sort {}{} ",
@@ -109,8 +114,8 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
             if reverse { " ↓" } else { "" }
         ));
     }
-    if !state.filter.is_empty() {
-        title.push_str(&format!("· filter {:?} ", state.filter));
+    if !requests.filter().is_empty() {
+        title.push_str(&format!("· filter {:?} ", requests.filter()));
     }
     if super::problems::no_configuration_loaded(state) {
         title.push_str("· no configuration loaded: all allowed for want of a webhook (:problems) ");
@@ -147,16 +152,16 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
 /// What the Requests filter does, for the status line: its conditions in words and how many
 /// requests pass, or why it cannot be used (true: an error). None without a filter.
 pub(crate) fn filter_summary(state: &State) -> Option<(String, bool)> {
-    if state.filter.trim().is_empty() {
+    if state.requests.filter().trim().is_empty() {
         return None;
     }
-    Some(match RequestFilter::parse(&state.filter) {
+    Some(match state.requests.parsed() {
         Ok(f) if f.is_empty() => return None,
         Ok(f) => (
             format!(
                 "filter {}: {}/{}",
                 f.describe(),
-                state.visible.len(),
+                state.requests.visible().len(),
                 state.entries.len()
             ),
             false,
