@@ -522,3 +522,20 @@ fn program_is_shareable() {
         assert_eq!(h.join().unwrap(), Ok(true));
     }
 }
+
+/// `size` counts a string's code points, as cel-go's `String.Size` does (`utf8.RuneCountInString`),
+/// not its UTF-8 bytes: a name of non-ASCII characters is not longer than it is.
+#[test]
+fn size_of_a_string_counts_code_points_as_cel_go_does() {
+    let case = Case::create(pod("café-日本", "default", None));
+    assert_eq!(case.eval("size(object.metadata.name) == 7"), Ok(true));
+    assert_eq!(case.eval("object.metadata.name.size() == 7"), Ok(true));
+    assert_eq!(
+        case.eval("size('héllo') == 5 && size(b'h\\xc3\\xa9') == 3"),
+        Ok(true)
+    );
+    assert_eq!(
+        case.eval("size([1, 2]) == 2 && size({'a': 1}) == 1"),
+        Ok(true)
+    );
+}

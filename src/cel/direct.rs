@@ -371,10 +371,10 @@ pub(super) fn evaluate<'a>(node: &'a Node, f: &mut Frame<'a>) -> Eval<Val<'a>> {
                 _ => return Err(Unsupported),
             }
         }
-        // cel 0.13's `size`: a string's length in bytes, a list's or a map's entries.
+        // `size` as the context defines it: a string's code points, a list's or a map's entries.
         Node::Size(x) => {
             let n = match evaluate(x, f)? {
-                Val::Str(s) => s.len(),
+                Val::Str(s) => s.chars().count(),
                 Val::Json(serde_json::Value::Array(items)) => items.len(),
                 Val::Json(serde_json::Value::Object(m)) => m.len(),
                 _ => return Err(Unsupported),

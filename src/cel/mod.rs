@@ -962,6 +962,22 @@ fn identity(Arguments(args): Arguments) -> ResolveResult {
     }
 }
 
+/// `size` as cel-go counts: a string's code points (cel 0.13 counts its UTF-8 bytes), bytes'
+/// bytes, a list's items, a map's entries.
+fn size_fn(
+    ftx: &FunctionContext,
+    cel::extractors::This(this): cel::extractors::This<Value>,
+) -> Result<i64, ExecutionError> {
+    let size = match this {
+        Value::String(s) => s.chars().count(),
+        Value::Bytes(b) => b.len(),
+        Value::List(l) => l.len(),
+        Value::Map(m) => m.map.len(),
+        value => return Err(ftx.error(format!("cannot determine the size of {value:?}"))),
+    };
+    i64::try_from(size).map_err(|e| ftx.error(e.to_string()))
+}
+
 /// The root context: standard functions, Kubernetes libraries and the authorizer library.
 fn root() -> &'static cel::Context<'static> {
     static ROOT: OnceLock<cel::Context<'static>> = OnceLock::new();
@@ -976,6 +992,7 @@ fn root() -> &'static cel::Context<'static> {
         ctx.add_function(HAS_FN, has_fn);
         ctx.add_function(patch::STRUCT_FN, patch::struct_fn);
         ctx.add_function("dyn", identity);
+        ctx.add_function("size", size_fn);
         ctx
     })
 }
