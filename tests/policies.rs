@@ -1161,3 +1161,76 @@ fn a_json_patched_object_is_decoded_strictly_and_its_error_fails_the_request() {
     );
     assert!(create("plain").allowed);
 }
+
+/// 1.28 and 1.29 count each ValidatingAdmissionPolicy definition their controller takes in
+/// (`ObserveDefinition(ctx, "active", "deny")` in `controller_reconcile.go`), in the text of
+/// upstream's `metrics_test.go`; 1.30 registers the family but never observes it, and later
+/// releases have none.
+#[test]
+fn policy_definitions_are_counted_in_1_28_and_1_29_only() {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("policies-definitions");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let policies = |version: &str| {
+        ["first", "second"]
+            .map(|name| {
+                format!(
+                    "apiVersion: admissionregistration.k8s.io/{version}\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: {name}}}\nspec:\n  matchConstraints: {{resourceRules: [{{apiGroups: [\"\"], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}}]}}\n  validations: [{{expression: \"true\"}}]\n"
+                )
+            })
+            .join("---\n")
+    };
+    let input = dir.join("requests.jsonl");
+    std::fs::write(
+        &input,
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+            "uid": "u1", "kind": {"group": "", "version": "v1", "kind": "ConfigMap"},
+            "resource": {"group": "", "version": "v1", "resource": "configmaps"},
+            "name": "c", "namespace": "default", "operation": "CREATE",
+            "userInfo": {"username": "alice"},
+            "object": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}},
+            "oldObject": null, "dryRun": false}})
+        .to_string(),
+    )
+    .unwrap();
+    let replay = |kube: &str, version: &str| {
+        let admission = dir.join(format!("{kube}.yaml"));
+        std::fs::write(&admission, policies(version)).unwrap();
+        let metrics = dir.join(format!("{kube}-metrics.txt"));
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookscope"))
+            .args(["--kube-version", kube, "replay", "--admission"])
+            .arg(&admission)
+            .arg("--input")
+            .arg(&input)
+            .arg("--metrics")
+            .arg(&metrics)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        std::fs::read_to_string(&metrics).unwrap()
+    };
+    for kube in ["1.28", "1.29"] {
+        let text = replay(kube, "v1beta1");
+        assert!(
+            text.contains(concat!(
+                "# HELP apiserver_validating_admission_policy_definition_total [ALPHA] Validation admission policy count total, labeled by state and enforcement action.\n",
+                "# TYPE apiserver_validating_admission_policy_definition_total counter\n",
+                "apiserver_validating_admission_policy_definition_total{enforcement_action=\"deny\",state=\"active\"} 2\n"
+            )),
+            "{kube}:\n{text}"
+        );
+    }
+    for kube in ["1.30", "1.33"] {
+        let text = replay(kube, "v1");
+        assert!(
+            text.contains("name=\"ValidatingAdmissionPolicy\"")
+                && !text.contains("definition_total"),
+            "{kube}:\n{text}"
+        );
+    }
+}

@@ -360,6 +360,19 @@ impl Engine {
         &self.mutating_policies
     }
 
+    /// What the admission plugins count of their configurations rather than of requests, as an
+    /// apiserver that took in this engine's configurations counts it: in 1.28–1.29 each
+    /// ValidatingAdmissionPolicy definition once
+    /// (`apiserver_validating_admission_policy_definition_total`).
+    pub fn observe_configurations(&self, metrics: &mut Metrics) {
+        let release = self.options.kube_version;
+        if release.at_least(28) && !release.at_least(30) {
+            for _ in &self.policies {
+                metrics.observe_policy_definition();
+            }
+        }
+    }
+
     fn shared(&self) -> std::sync::MutexGuard<'_, Shared> {
         self.shared.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -130,6 +130,7 @@ const WEBHOOK_FAIL_OPEN: &str = "apiserver_admission_webhook_fail_open_count";
 const WEBHOOK_REJECTION: &str = "apiserver_admission_webhook_rejection_count";
 const WEBHOOK_REQUEST: &str = "apiserver_admission_webhook_request_total";
 const POLICY_CHECK: &str = "apiserver_validating_admission_policy_check_total";
+const POLICY_DEFINITIONS: &str = "apiserver_validating_admission_policy_definition_total";
 const POLICY_DURATION: &str = "apiserver_validating_admission_policy_check_duration_seconds";
 const MUTATING_CHECK: &str = "apiserver_mutating_admission_policy_check_total";
 const MUTATING_DURATION: &str = "apiserver_mutating_admission_policy_check_duration_seconds";
@@ -150,6 +151,9 @@ const HELP_POLICY_CHECK: &str = "[BETA] Validation admission policy check total,
 const HELP_POLICY_DURATION: &str = "[BETA] Validation admission latency for individual validation expressions in seconds, labeled by policy and further including binding and enforcement action taken.";
 const HELP_POLICY_CHECK_LEGACY: &str = "[ALPHA] Validation admission policy check total, labeled by policy and further identified by binding, enforcement action taken, and state.";
 const HELP_POLICY_DURATION_LEGACY: &str = "[ALPHA] Validation admission latency for individual validation expressions in seconds, labeled by policy and further including binding, state and enforcement action taken.";
+
+const HELP_POLICY_DEFINITIONS: &str =
+    "[ALPHA] Validation admission policy count total, labeled by state and enforcement action.";
 
 const HELP_MUTATING_CHECK: &str = "[ALPHA] Mutation admission policy check total, labeled by policy and further identified by binding.";
 const HELP_MUTATING_DURATION: &str = "[ALPHA] Mutation admission latency for individual mutation expressions in seconds, labeled by policy and binding.";
@@ -332,6 +336,9 @@ pub struct Metrics {
     /// `mutating_admission_policy_check_total` and `_check_duration_seconds` (1.34+), by policy,
     /// binding and error type.
     mutating_checks: BTreeMap<[String; 3], (u64, Histogram)>,
+    /// `validating_admission_policy_definition_total{enforcement_action="deny",state="active"}`
+    /// (1.28–1.29): the policy definitions the plugin's controller took in.
+    policy_definitions: u64,
     /// A per-request set's observations, in order, kept instead of series.
     log: Option<Vec<Observation>>,
 }
@@ -601,6 +608,14 @@ impl Metrics {
         h.observe(POLICY_BUCKETS, elapsed.as_secs_f64());
     }
 
+    /// A ValidatingAdmissionPolicy definition taken in for the first time by the plugin's
+    /// controller (1.28–1.29, `ObserveDefinition(ctx, "active", "deny")`): increments
+    /// `apiserver_validating_admission_policy_definition_total`. Later releases register the
+    /// family but never observe it.
+    pub fn observe_policy_definition(&mut self) {
+        self.policy_definitions += 1;
+    }
+
     /// One mutation of a MutatingAdmissionPolicy (1.34+: `ObserveAdmission`,
     /// `ObserveRejection`): increments `apiserver_mutating_admission_policy_check_total` and
     /// observes `elapsed` in `_check_duration_seconds`, labelled
@@ -664,6 +679,7 @@ impl Metrics {
             *into_n += n;
             into_h.merge(POLICY_BUCKETS, h);
         }
+        self.policy_definitions += other.policy_definitions;
     }
 
     /// The exposition text (format 0.0.4) of every family with at least one series, exactly as
@@ -930,8 +946,24 @@ impl Metrics {
         } else {
             (HELP_POLICY_CHECK, HELP_POLICY_DURATION)
         };
+        let definitions = (self.policy_definitions > 0)
+            .then(|| SeriesOut {
+                labels: vec![
+                    ("enforcement_action", "deny".to_owned()),
+                    ("state", "active".to_owned()),
+                ],
+                value: ValueOut::Counter(self.policy_definitions),
+            })
+            .into_iter()
+            .collect();
         let mut families = vec![
             FamilyOut::new(POLICY_CHECK, help_check, "counter", checks.0),
+            FamilyOut::new(
+                POLICY_DEFINITIONS,
+                HELP_POLICY_DEFINITIONS,
+                "counter",
+                definitions,
+            ),
             FamilyOut::new(POLICY_DURATION, help_duration, "histogram", checks.1),
             FamilyOut::new(MUTATING_CHECK, HELP_MUTATING_CHECK, "counter", mutating.0),
             FamilyOut::new(

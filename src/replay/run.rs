@@ -276,6 +276,7 @@ impl Replayer {
     {
         let max = batching.max.max(1);
         let mut metrics = Metrics::new();
+        self.engine.observe_configurations(&mut metrics);
         let mut events = std::pin::pin!(self.events(items, replier, IdMode::Random));
         let mut batch = Vec::with_capacity(max);
         // Only a batching replay needs a timer (and so a tokio runtime).
