@@ -504,3 +504,36 @@ fn completions_man_page_and_version_come_from_the_command_definitions() {
     );
     assert!(v.contains("models kube-apiserver 1.28 to 1.37"), "{v}");
 }
+
+/// `hookscope tui` with nothing to replay opens the demo, as `hookscope` alone does (in a
+/// pseudo-terminal of util-linux `script`, until the first frame); one of `--webhooks` and
+/// `--input` without the other is a usage error naming the missing one.
+#[test]
+fn tui_without_inputs_opens_the_demo_and_one_input_alone_is_a_usage_error() {
+    let out = hookscope(&["tui", "--input", "captured.jsonl"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        text(&out.stderr).contains("required arguments were not provided:\n  --webhooks"),
+        "{}",
+        text(&out.stderr)
+    );
+    let config = Scratch::new(&format!("hookscope-tui-demo-{}", std::process::id()));
+    let bin = env!("CARGO_BIN_EXE_hookscope");
+    let command = format!("stty cols 120 rows 40; exec {bin} tui --exit-after-first-frame");
+    let Ok(out) = Command::new("script")
+        .args(["-qefc", &command, "/dev/null"])
+        .env("TERM", "xterm-256color")
+        .env("XDG_CONFIG_HOME", config.path())
+        .env("XDG_STATE_HOME", config.path())
+        .output()
+    else {
+        println!("skipped: util-linux script is not installed");
+        return;
+    };
+    assert!(out.status.success(), "{out:?}");
+    let screen = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        screen.contains(" hookscope ") && screen.contains("demo"),
+        "{screen}"
+    );
+}

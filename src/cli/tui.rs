@@ -20,11 +20,13 @@ use super::replay::SourceArgs;
 pub struct Args {
     /// Files or folders of admission configurations: Mutating/ValidatingWebhookConfigurations,
     /// Mutating/ValidatingAdmissionPolicies and their bindings.
-    #[arg(long = "webhooks", visible_alias = "admission", num_args = 1.., required_unless_present_any = ["demo", "demo_offline"])]
+    /// Without --webhooks and --input, the console opens the embedded demo (as `hookscope`
+    /// alone does).
+    #[arg(long = "webhooks", visible_alias = "admission", num_args = 1.., requires = "input")]
     pub webhooks: Vec<PathBuf>,
     /// Captured requests: AdmissionReview documents or audit.k8s.io/v1 audit logs; `-` reads
     /// standard input.
-    #[arg(long = "input", num_args = 1.., required_unless_present_any = ["demo", "demo_offline"])]
+    #[arg(long = "input", num_args = 1.., requires = "webhooks")]
     pub input: Vec<String>,
     /// Where requests are looked up and answered, and how they are dispatched.
     #[command(flatten)]
@@ -141,7 +143,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     runtime.block_on(async {
         let source: Box<dyn Source> = if args.demo_offline {
             Box::new(hookscope::tui::demo::offline(version))
-        } else if args.demo {
+        } else if args.demo || (args.webhooks.is_empty() && args.input.is_empty()) {
             Box::new(
                 hookscope::tui::demo::start(version)
                     .await
