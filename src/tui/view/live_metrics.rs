@@ -241,28 +241,17 @@ fn latency_table(
         );
         return;
     }
-    let ms = |v: Option<f64>| millis(v, 1);
-    let plain = Style::default();
-    let rows: Vec<TableRow> = series
+    let rows = series
         .iter()
         .map(|s| {
-            let q = |i: usize| s.quantiles.get(i).copied();
-            TableRow::new(vec![
-                (s.labels.get("name").unwrap_or("").to_string(), plain),
-                (s.labels.get("type").unwrap_or("").to_string(), plain),
-                (format!("{:.0}", s.observations), plain),
-                (ms(q(0)), plain),
-                (ms(q(1)), plain),
-                (ms(q(2)), plain),
-                (ms(s.mean), plain),
-            ])
+            latency_row(
+                s,
+                ["name", "type"].map(|k| s.labels.get(k).unwrap_or("")),
+                1,
+            )
         })
         .collect();
-    let laid = Laid::new(&LATENCY, &rows, area.width.saturating_sub(2));
-    let table = laid
-        .table(rows, style(state, StyleKey::Header))
-        .block(block);
-    frame.render_widget(table, area);
+    laid_out_table(frame, state, &LATENCY, rows, block, area);
 }
 
 /// The policies' check latency over the window: quantiles from the check duration histograms
@@ -293,28 +282,47 @@ fn policy_latency(frame: &mut Frame, state: &State, live: &LiveState, window: &W
     }
     // Checks take microseconds: milliseconds with three decimals. The buckets are coarse (0.5 µs,
     // then 1 ms), so the quantiles are interpolated within them; the mean (sum / count) is exact.
-    let ms = |v: Option<f64>| millis(v, 3);
-    let plain = Style::default();
-    let rows: Vec<TableRow> = rows
+    let rows = rows
         .iter()
         .map(|(kind, s)| {
-            let q = |i: usize| s.quantiles.get(i).copied();
-            TableRow::new(vec![
-                (s.labels.get("policy").unwrap_or("").to_string(), plain),
-                (
-                    s.labels.get("policy_binding").unwrap_or("").to_string(),
-                    plain,
-                ),
-                (kind.to_string(), plain),
-                (format!("{:.0}", s.observations), plain),
-                (ms(q(0)), plain),
-                (ms(q(1)), plain),
-                (ms(q(2)), plain),
-                (ms(s.mean), plain),
-            ])
+            let names = ["policy", "policy_binding"].map(|k| s.labels.get(k).unwrap_or(""));
+            latency_row(s, [names[0], names[1], kind], 3)
         })
         .collect();
-    let laid = Laid::new(&POLICY_LATENCY, &rows, area.width.saturating_sub(2));
+    laid_out_table(frame, state, &POLICY_LATENCY, rows, block, area);
+}
+
+/// A latency table's row: the `names` that identify the series, then its observations, its
+/// quantiles and its mean in milliseconds with `decimals`.
+fn latency_row<const N: usize>(
+    s: &crate::live::metrics::QuantileSeries,
+    names: [&str; N],
+    decimals: usize,
+) -> TableRow {
+    let plain = Style::default();
+    let ms = |v: Option<f64>| (millis(v, decimals), plain);
+    let quantiles = (0..3).map(|i| ms(s.quantiles.get(i).copied()));
+    TableRow::new(
+        names
+            .into_iter()
+            .map(|n| (n.to_string(), plain))
+            .chain([(format!("{:.0}", s.observations), plain)])
+            .chain(quantiles)
+            .chain([ms(s.mean)])
+            .collect(),
+    )
+}
+
+/// A latency table laid out over `columns` in `block`.
+fn laid_out_table(
+    frame: &mut Frame,
+    state: &State,
+    columns: &[Column],
+    rows: Vec<TableRow>,
+    block: ratatui::widgets::Block<'_>,
+    area: Rect,
+) {
+    let laid = Laid::new(columns, &rows, area.width.saturating_sub(2));
     let table = laid
         .table(rows, style(state, StyleKey::Header))
         .block(block);
