@@ -757,17 +757,17 @@ enum MutationError {
 
 /// The JSON serializer's strict decode of a patched object into its kind's type: Go's decoding
 /// error first, then every unknown field (`strict decoding error: unknown field "…", …`).
+/// The object is left decoded (normalised) in place.
 fn strict_decode(
     schema: &Schema,
     id: crate::schema::TypeId,
-    patched: &Value,
+    patched: &mut Value,
 ) -> Result<(), String> {
-    let mut typed = patched.clone();
-    schema::codec::normalize_in_place(schema, id, &mut typed).map_err(|e| e.to_string())?;
     let unknown: Vec<String> = schema::codec::unknown_fields(schema, id, patched)
         .iter()
         .map(|path| format!("unknown field {path:?}"))
         .collect();
+    schema::codec::normalize_in_place(schema, id, patched).map_err(|e| e.to_string())?;
     if unknown.is_empty() {
         Ok(())
     } else {
@@ -826,7 +826,7 @@ fn mutate(
             let ops = Value::Array(ops.map_err(expression_error).map_err(patcher)?);
             let patch = crate::jsonpatch::decode(ops.to_string().as_bytes())
                 .map_err(|e| patcher(format!("JSON Patch: {e}")))?;
-            let patched = match patch.apply_to_value(object) {
+            let mut patched = match patch.apply_to_value(object) {
                 Ok(v) => v,
                 // `jsonpatch.ErrTestFailed`: the object is left as it was.
                 Err(e) if e.message.ends_with("test failed") => object.clone(),
@@ -835,14 +835,17 @@ fn mutate(
             // The patched JSON is decoded strictly into the kind's type; an error there is an
             // internal error (a `StatusError`), not the policy's.
             if let Some(id) = id {
-                strict_decode(schema, id, &patched).map_err(MutationError::Internal)?;
+                strict_decode(schema, id, &mut patched).map_err(MutationError::Internal)?;
             }
             (ops, patched)
         }
     };
     if let Some(id) = id {
-        schema::codec::normalize_in_place(schema, id, &mut patched)
-            .map_err(|e| patcher(e.to_string()))?;
+        // A JSON-patched object was decoded (normalised) strictly above.
+        if m.patch_type == PatchType::ApplyConfiguration {
+            schema::codec::normalize_in_place(schema, id, &mut patched)
+                .map_err(|e| patcher(e.to_string()))?;
+        }
         if crate::defaulting::default_object(
             &kind.group,
             &kind.version,
