@@ -1563,9 +1563,23 @@ impl<'e, 'c> Run<'e, 'c> {
         let Some(current) = self.attrs.object.as_ref() else {
             return;
         };
-        let derived = Object::derived(current, vec![("metadata".into(), Some(meta.into()))], None);
+        let meta = Value::Object(meta);
+        let text = self.spliced_text(&[("metadata", Some(&meta))]);
+        let derived = Object::derived(current, vec![("metadata".into(), Some(meta))], None);
         self.attrs.to_mut().object = Some(Arc::new(derived));
-        self.object_json = None;
+        self.object_json = text;
+    }
+
+    /// The review text of the current object with the top-level `members` replaced (None:
+    /// removed), made from the current object's text when it is known, so that only those
+    /// members are encoded.
+    fn spliced_text(&self, members: &[(&str, Option<&Value>)]) -> Option<String> {
+        let current = self.attrs.object.as_deref()?;
+        let old = current.json().or(self.object_json.as_deref())?;
+        let schema = Schema::for_release(self.engine.options.kube_version);
+        let kind = &self.attrs.kind;
+        let id = schema.kind(&kind.group, &kind.version, &kind.kind)?;
+        schema::codec::encode_spliced(schema, id, old, members)?.ok()
     }
 
     /// The `uid` and `creationTimestamp` to set, if any is missing (the time only where the
@@ -1612,7 +1626,7 @@ impl<'e, 'c> Run<'e, 'c> {
         // The object as the apiserver holds it: its Go type's encoding. When the rest already
         // is, only the members the strategy or the store changed are normalised; otherwise the
         // whole object is, when something first reads it whole.
-        let (object, typed) = match (prepared, id) {
+        let (object, typed, text) = match (prepared, id) {
             (strategy::Prepared::Members(members), Some(id)) if self.object_typed => {
                 const CHANGED: [&str; 2] = ["metadata", "status"];
                 let mut changed = serde_json::Map::new();
@@ -1634,16 +1648,22 @@ impl<'e, 'c> Run<'e, 'c> {
                         let value = changed.as_object_mut().and_then(|m| m.remove(*name));
                         (Box::from(*name), value)
                     })
-                    .collect();
-                (Object::derived(current, members, None), normalized.is_ok())
+                    .collect::<Vec<_>>();
+                let text = self.spliced_text(&member_refs(&members));
+                (
+                    Object::derived(current, members, None),
+                    normalized.is_ok(),
+                    text,
+                )
             }
             (strategy::Prepared::Members(members), id) => {
                 let members = members
                     .into_iter()
                     .map(|(name, value)| (Box::from(name), Some(value)))
-                    .collect();
+                    .collect::<Vec<_>>();
+                let text = self.spliced_text(&member_refs(&members));
                 let normalize = id.map(|id| (schema, id));
-                (Object::derived(current, members, normalize), false)
+                (Object::derived(current, members, normalize), false, text)
             }
             (strategy::Prepared::Whole(mut prepared, members), id) => {
                 let mut typed = false;
@@ -1660,11 +1680,11 @@ impl<'e, 'c> Run<'e, 'c> {
                     };
                     typed = normalized.is_ok();
                 }
-                (Object::new(prepared), typed)
+                (Object::new(prepared), typed, None)
             }
         };
         self.attrs.to_mut().object = Some(Arc::new(object));
-        self.object_json = None;
+        self.object_json = text;
         self.object_typed = typed;
     }
 
@@ -1941,6 +1961,14 @@ fn system_fields_in_text(text: &str) -> Option<SystemFields> {
 /// there with `null` gets the value, one that is not is inserted after the last member that Go's
 /// `ObjectMeta` writes before it. None when the text has no `metadata` object, or already has one
 /// of the members with a value.
+/// Replaced members as [`Run::spliced_text`] takes them.
+fn member_refs(members: &[(Box<str>, Option<Value>)]) -> Vec<(&str, Option<&Value>)> {
+    members
+        .iter()
+        .map(|(name, value)| (&**name, value.as_ref()))
+        .collect()
+}
+
 fn splice_metadata(text: &str, meta: &schema::Struct, members: &[(&str, &str)]) -> Option<String> {
     let buf = text.as_bytes();
     let mut metadata = None;

@@ -55,6 +55,70 @@ pub fn encode_members<'v>(
     String::from_utf8(enc.out).map_err(|e| DecodeError(e.to_string()))
 }
 
+/// [`encode`] of an object whose encoding `old` is known and whose top-level members other than
+/// `replaced` (a member's new value, or None when it is removed) are as they were: those members'
+/// bytes are copied from `old`, only the replaced ones are encoded. None when `old` is not an
+/// encoding of a map of that type (a member that is not one of its fields, say).
+pub fn encode_spliced(
+    schema: &Schema,
+    id: TypeId,
+    old: &str,
+    replaced: &[(&str, Option<&Value>)],
+) -> Option<Result<String, DecodeError>> {
+    let st = schema.get(id);
+    let buf = old.as_bytes();
+    let mut spans = vec![None; st.fields.len()];
+    let mut foreign = false;
+    crate::scan::members(buf, (0, buf.len()), |k, v| {
+        match std::str::from_utf8(k).ok().and_then(|k| st.index_of(k)) {
+            Some(i) => spans[i] = Some(v),
+            None => foreign = true,
+        }
+    })
+    .ok()?;
+    if foreign || buf.first() != Some(&b'{') {
+        return None;
+    }
+    let mut enc = Encoder {
+        schema,
+        out: Vec::with_capacity(old.len() + 64),
+        path: Vec::new(),
+        owner: Some(st),
+    };
+    enc.out.push(b'{');
+    let mut first = true;
+    for (field, span) in st.fields.iter().zip(&spans) {
+        let new = replaced
+            .iter()
+            .find(|(n, _)| **n == *field.name)
+            .map(|r| r.1);
+        let bytes = match (new, span) {
+            (Some(value), _) if omitted(schema, field, value) => continue,
+            (Some(_), _) => None,
+            (None, Some((start, end))) => Some(buf.get(*start..*end)?),
+            (None, None) => continue,
+        };
+        if !first {
+            enc.out.push(b',');
+        }
+        first = false;
+        gostr::append_string(&mut enc.out, &field.name);
+        enc.out.push(b':');
+        match (bytes, new) {
+            (Some(bytes), _) => enc.out.extend_from_slice(bytes),
+            (None, value) => {
+                enc.path.push(&field.name);
+                if let Err(e) = enc.write(&field.ty, value.flatten()) {
+                    return Some(Err(e));
+                }
+                enc.path.pop();
+            }
+        }
+    }
+    enc.out.push(b'}');
+    Some(String::from_utf8(enc.out).map_err(|e| DecodeError(e.to_string())))
+}
+
 /// [`encode`], parsed back into a value: the object as the apiserver holds it after a decode.
 pub fn normalize(
     schema: &Schema,
@@ -1017,6 +1081,44 @@ fn encode_base64(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_spliced_encoding_is_the_whole_encoding() {
+        let schema = Schema::for_release(crate::KubeVersion::OLDEST);
+        let id = schema.kind("", "v1", "Pod").expect("Pod");
+        let old = serde_json::json!({
+            "kind": "Pod", "apiVersion": "v1", "junk": 1,
+            "metadata": {"name": "a", "labels": {"b": "<c>"}, "creationTimestamp": null},
+            "spec": {"containers": [{"name": "c", "image": "i", "resources": {"limits": {"cpu": "1000m"}}}]},
+            "status": {"phase": "Pending"}
+        });
+        let old_text = encode(schema, id, &old).expect("encodes");
+        let meta = serde_json::json!({"name": "a", "uid": "u", "creationTimestamp": "2026-01-02T03:04:05Z"});
+        let empty_status = serde_json::json!({});
+        let cases: [&[(&str, Option<&Value>)]; 4] = [
+            &[("metadata", Some(&meta))],
+            &[("metadata", Some(&meta)), ("status", None)],
+            &[("status", Some(&empty_status))],
+            &[("spec", None), ("kind", Some(&Value::Null))],
+        ];
+        for replaced in cases {
+            let mut whole = old.clone();
+            for (name, value) in replaced {
+                match value {
+                    Some(v) => whole[*name] = (*v).clone(),
+                    None => {
+                        whole.as_object_mut().map(|m| m.remove(*name));
+                    }
+                }
+            }
+            let spliced = encode_spliced(schema, id, &old_text, replaced).expect("an encoding");
+            assert_eq!(spliced, encode(schema, id, &whole), "{replaced:?}");
+        }
+        let bad_type = serde_json::json!({"name": 1});
+        let refused = encode_spliced(schema, id, &old_text, &[("metadata", Some(&bad_type))]);
+        assert_eq!(refused.map(|r| r.is_err()), Some(true));
+        assert!(encode_spliced(schema, id, r#"{"other":1}"#, &[]).is_none());
+    }
 
     #[test]
     fn rfc3339_as_go_parses_and_formats_it() {
