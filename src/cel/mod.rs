@@ -1250,6 +1250,9 @@ fn json_value(v: &serde_json::Value) -> Value {
     }
 }
 
+/// A policy's compiled `variables`, in order: each name with its program or compile error.
+pub type CompiledVariables = Arc<[(String, Result<Program, String>)]>;
+
 /// The `variables` of one evaluation scope (upstream's composition context: one per
 /// `ForInput`, that is per set of expressions evaluated together over the same objects), evaluated
 /// lazily as upstream's `lazy.MapValue` does: a variable is evaluated when an expression (or
@@ -1264,7 +1267,7 @@ pub struct Variables {
 
 /// What [`Variables`] evaluates its variables with.
 struct LazyVariables {
-    programs: Arc<[(String, Result<Program, String>)]>,
+    programs: CompiledVariables,
     /// `object`, `oldObject`, `request`, `params` and `namespaceObject` as the scope's inputs
     /// bind them; None where no variable reads it.
     bound: [Option<Result<Value, String>>; 5],
@@ -1357,7 +1360,7 @@ fn session(activation: &Activation<'_>, counter: &Arc<CostCounter>) -> Session {
 impl Variables {
     /// The variables of a scope evaluating over `inputs` (with its authorizer unless
     /// [`Inputs::without_authorizer`]); nothing is evaluated until an expression reads it.
-    pub fn new(programs: &Arc<[(String, Result<Program, String>)]>, inputs: &Inputs<'_>) -> Self {
+    pub fn new(programs: &CompiledVariables, inputs: &Inputs<'_>) -> Self {
         if programs.is_empty() {
             return Variables::default();
         }
@@ -1740,7 +1743,7 @@ mod tests {
     /// Runs `f` over policy inputs with `object` (shared as the engine shares it, or given as
     /// JSON), a CREATE request in namespace `ns`, and `params` and `namespaceObject`.
     /// A policy's `variables` compiled as the engine compiles them (each may read the earlier).
-    fn compile_variables(vars: &[(&str, &str)]) -> (Env, Arc<[(String, Result<Program, String>)]>) {
+    fn compile_variables(vars: &[(&str, &str)]) -> (Env, CompiledVariables) {
         let mut env = Env::policy(false);
         let mut out = Vec::new();
         for (name, expr) in vars {

@@ -173,7 +173,7 @@ pub struct PolicyHook {
     constraints: Option<Criteria>,
     ignore_failures: bool,
     failure_policy: &'static str,
-    variables: Arc<[(String, Result<cel::Program, String>)]>,
+    variables: cel::CompiledVariables,
     conditions: Vec<(String, String, Compiled)>,
     validations: Vec<(Compiled, Option<Compiled>)>,
     /// Each validation's field (`validations[0]`) and expression, as the trace shows them.
