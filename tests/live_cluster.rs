@@ -784,7 +784,7 @@ async fn writes_are_refused_unless_allowed_dry_run_is_not_stored_and_apply_is() 
     let mut ours = base.clone();
     ours["webhooks"][0]["failurePolicy"] = json!("Ignore");
     let edit = Edit {
-        kind: WebhookKind::Mutating,
+        kind: WebhookKind::Mutating.into(),
         name: "injector".into(),
         api_version: "admissionregistration.k8s.io/v1".into(),
         base: Some(base),
@@ -1635,7 +1635,7 @@ async fn an_apply_of_one_edited_field_moves_only_that_fields_ownership() {
     let mut ours = base.clone();
     ours["webhooks"][0]["timeoutSeconds"] = json!(3);
     let edit = Edit {
-        kind: WebhookKind::Validating,
+        kind: WebhookKind::Validating.into(),
         name: "guard".into(),
         api_version: "admissionregistration.k8s.io/v1".into(),
         base: Some(base.clone()),
@@ -1723,7 +1723,7 @@ async fn a_removal_of_a_field_the_cluster_changed_meanwhile_is_refused() {
     };
     let writer = Cluster::connect(&options).await.unwrap();
     let edit = Edit {
-        kind: WebhookKind::Validating,
+        kind: WebhookKind::Validating.into(),
         name: "guard".into(),
         api_version: "admissionregistration.k8s.io/v1".into(),
         base: Some(base),
@@ -1746,6 +1746,149 @@ async fn a_removal_of_a_field_the_cluster_changed_meanwhile_is_refused() {
         .get(FakeResource::ValidatingWebhookConfigurations, "guard")
         .unwrap();
     assert_eq!(on_server["metadata"]["labels"]["tier"], "moved");
+}
+
+/// `writer` applies `edit` (forced, after a dry run that without force conflicts with kubectl's
+/// manager, naming `field`), and returns what the server stores after.
+async fn forced_apply(writer: &Cluster, edit: &Edit, field: &str) -> Value {
+    match writer.apply_edit(edit, true, false).await {
+        Err(WriteError::Rejected(failure)) => assert!(
+            failure.reason.contains("409") && failure.reason.contains(field),
+            "{}",
+            failure.reason
+        ),
+        other => panic!("expected a conflict on {field}, got {other:?}"),
+    }
+    let dry = writer.apply_edit(edit, true, true).await.unwrap();
+    assert!(dry.stored.is_none());
+    writer
+        .apply_edit(edit, false, true)
+        .await
+        .unwrap()
+        .stored
+        .unwrap()
+}
+
+/// The fields of `object` the manager `manager` owns (its `fieldsV1`).
+fn owned_by(object: &Value, manager: &str) -> Value {
+    object["metadata"]["managedFields"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["manager"] == manager)
+        .map(|e| e["fieldsV1"].clone())
+        .unwrap_or(Value::Null)
+}
+
+/// Issue 24: `:apply` writes a ValidatingAdmissionPolicy, a binding and a MutatingAdmissionPolicy
+/// (in the `v1alpha1` a 1.33 server serves) as it writes webhook configurations: a server-side
+/// apply of only what the edit changed (an atomic list whole, one item of a set), a tested JSON
+/// patch of what it removed, conflicts named, and after the write `hookscope` owns what it sent
+/// and nothing else.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policy_and_binding_edits_are_applied_as_only_what_changed() {
+    let alpha = "admissionregistration.k8s.io/v1alpha1";
+    let live = Live::start(|s| {
+        for r in [
+            FakeResource::MutatingAdmissionPolicies,
+            FakeResource::MutatingAdmissionPolicyBindings,
+        ] {
+            s.serve_versions(r, &["v1alpha1"]);
+        }
+        s.create("kubectl", policy("no-forbidden", "no forbidden key"))
+            .unwrap();
+        let mut b = binding("no-forbidden-binding", "no-forbidden", &["Deny"]);
+        b["metadata"]["labels"] = json!({"team": "platform", "tier": "gate"});
+        s.create("kubectl", b).unwrap();
+        s.create("kubectl", mutating_policy(alpha, "add-seen"))
+            .unwrap();
+    })
+    .await;
+    let options = ClusterOptions {
+        allow_writes: true,
+        ..fast_options(live.kubeconfig.clone())
+    };
+    let writer = Cluster::connect(&options).await.unwrap();
+    let stored = |r: FakeResource, name: &str| editable(&live.server.get(r, name).unwrap());
+
+    // The policy: one validation's message changed; `validations` is atomic, so it goes whole.
+    let base = stored(FakeResource::ValidatingAdmissionPolicies, "no-forbidden");
+    let mut ours = base.clone();
+    ours["spec"]["validations"][0]["message"] = json!("the key 'forbidden' is not allowed");
+    let edit = Edit::from_document(&ours, Some(base)).unwrap();
+    assert_eq!(edit.kind, AdmissionKind::ValidatingAdmissionPolicy);
+    let after = forced_apply(&writer, &edit, ".spec.validations").await;
+    assert_eq!(
+        after["spec"]["validations"][0]["message"],
+        "the key 'forbidden' is not allowed"
+    );
+    assert_eq!(
+        owned_by(&after, "hookscope"),
+        json!({"f:spec": {"f:validations": {}}})
+    );
+    assert!(
+        !owned_by(&after, "kubectl")["f:spec"]
+            .as_object()
+            .unwrap()
+            .contains_key("f:validations"),
+        "kubectl no longer owns what was taken over: {}",
+        owned_by(&after, "kubectl")
+    );
+
+    // The binding: an action added to the set, a label removed. No conflict: the set's new item
+    // is nobody's, and the label goes by a patch.
+    let base = stored(
+        FakeResource::ValidatingAdmissionPolicyBindings,
+        "no-forbidden-binding",
+    );
+    let mut ours = base.clone();
+    ours["spec"]["validationActions"] = json!(["Deny", "Audit"]);
+    ours["metadata"]["labels"]
+        .as_object_mut()
+        .unwrap()
+        .remove("tier");
+    let edit = Edit::from_document(&ours, Some(base)).unwrap();
+    let applied = writer.apply_edit(&edit, false, false).await.unwrap();
+    assert_eq!(
+        applied.plan.config.as_ref().unwrap()["spec"],
+        json!({"validationActions": ["Audit"]})
+    );
+    assert_eq!(applied.plan.removed_paths(), [".metadata.labels.tier"]);
+    let after = applied.stored.unwrap();
+    assert_eq!(after["spec"]["validationActions"], json!(["Deny", "Audit"]));
+    assert_eq!(after["metadata"]["labels"], json!({"team": "platform"}));
+    assert_eq!(
+        owned_by(&after, "hookscope"),
+        json!({"f:spec": {"f:validationActions": {"v:\"Audit\"": {}}}})
+    );
+
+    // The mutating policy, in v1alpha1: one scalar.
+    let base = stored(FakeResource::MutatingAdmissionPolicies, "add-seen");
+    assert_eq!(base["apiVersion"], alpha);
+    let mut ours = base.clone();
+    ours["spec"]["reinvocationPolicy"] = json!("IfNeeded");
+    let edit = Edit::from_document(&ours, Some(base)).unwrap();
+    let after = forced_apply(&writer, &edit, ".spec.reinvocationPolicy").await;
+    assert_eq!(after["spec"]["reinvocationPolicy"], "IfNeeded");
+    assert_eq!(
+        owned_by(&after, "hookscope"),
+        json!({"f:spec": {"f:reinvocationPolicy": {}}})
+    );
+    let alpha_path = FakeResource::MutatingAdmissionPolicies.path_at("v1alpha1");
+    let patches: Vec<(String, String)> = live
+        .server
+        .requests()
+        .into_iter()
+        .filter(|r| r.method == "PATCH")
+        .map(|r| (r.path.clone(), r.param("fieldManager").unwrap_or_default()))
+        .collect();
+    assert!(patches.iter().all(|(_, m)| m == "hookscope"), "{patches:?}");
+    assert!(
+        patches
+            .iter()
+            .any(|(p, _)| *p == format!("{alpha_path}/add-seen")),
+        "{patches:?}"
+    );
 }
 
 /// A CustomResourceDefinition of `widgets.example.com` whose schema defaults `spec.size`.
