@@ -188,18 +188,43 @@ fn untyped_variables_in_audit_annotations_get_the_field_errors_kubectl_printed()
 fn policy_variables_replay_to_what_the_apiserver_recorded() {
     let recorder = Recorder::start();
     let report = replay_session(&recorder, "policies-more-lazy");
-    let recorded = completed_events(|_| true);
+    // `mapvar` is left to `map_variables_are_evaluated_per_mutation`: in this session the
+    // apiserver failed to compile `lazy-map` (see the README).
+    let compared = assert_replayed_as_recorded(&report, "", &["lazy", "mapmf"], "lazy-vars/");
+    assert!(compared >= 15, "{compared} requests compared");
+}
+
+/// Asserts that the requests of `report` in `namespaces` got the code, the message and the policy
+/// audit annotations (`validation.policy…` and those starting with `annotations`) of the session
+/// in `dir` (its `audit.log`), and together the warnings its kubectl transcripts printed; returns
+/// how many requests were compared.
+fn assert_replayed_as_recorded(
+    report: &Value,
+    dir: &str,
+    namespaces: &[&str],
+    annotations: &str,
+) -> usize {
+    let recorded: BTreeMap<String, Value> = read(&format!("{dir}audit.log"))
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["stage"] == "ResponseComplete")
+        .map(|e| (e["auditID"].as_str().unwrap_or_default().to_string(), e))
+        .collect();
     let mut compared = 0;
     let mut mismatches = Vec::new();
     let policy_key = |k: &str| {
-        k.starts_with("validation.policy.admission.k8s.io/") || k.starts_with("lazy-vars/")
+        k.starts_with("validation.policy.admission.k8s.io/") || k.starts_with(annotations)
+    };
+    let policy_annotations = |v: &Value| -> BTreeMap<String, Value> {
+        (v.as_object().into_iter().flatten())
+            .filter(|(k, _)| policy_key(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
     };
     let mut warnings = Vec::new();
     for r in report["requests"].as_array().unwrap() {
-        // `mapvar` is left to `map_variables_are_evaluated_per_mutation`: in this session the
-        // apiserver failed to compile `lazy-map` (see the README).
         let ns = r["namespace"].as_str().unwrap_or_default();
-        if !["lazy", "mapmf"].contains(&ns) {
+        if !namespaces.contains(&ns) {
             continue;
         }
         warnings.extend(
@@ -222,26 +247,37 @@ fn policy_variables_replay_to_what_the_apiserver_recorded() {
                 r["status"]["message"], event["responseStatus"]["message"]
             ));
         }
-        let annotations = |v: &Value| -> BTreeMap<String, Value> {
-            (v.as_object().into_iter().flatten())
-                .filter(|(k, _)| policy_key(k))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect()
-        };
-        if annotations(&r["annotations"]) != annotations(&event["annotations"]) {
+        let (ours, theirs) = (
+            policy_annotations(&r["annotations"]),
+            policy_annotations(&event["annotations"]),
+        );
+        if ours != theirs {
             mismatches.push(format!(
-                "{title}: annotations {:?}, recorded {:?}",
-                annotations(&r["annotations"]),
-                annotations(&event["annotations"])
+                "{title}: annotations {ours:?}, recorded {theirs:?}"
             ));
         }
     }
-    assert!(compared >= 15, "{compared} requests compared");
     assert!(mismatches.is_empty(), "{}", mismatches.join("\n"));
-    let mut kubectl = printed("kubectl", "Warning: ");
+    let mut kubectl = printed(&format!("{dir}kubectl"), "Warning: ");
     kubectl.sort();
     warnings.sort();
     assert_eq!(warnings, kubectl);
+    compared
+}
+
+/// messageExpressions and auditAnnotations are evaluated with no `authorizer` bound (nor do
+/// the variables they read have one): an auditAnnotation reading it, directly or through a
+/// variable, fails with `no such attribute(s): authorizer` and denies; a messageExpression
+/// reading such a variable falls back to the expression; a validation reading it is answered.
+#[test]
+fn message_expressions_and_audit_annotations_have_no_authorizer() {
+    let report = replay(
+        &[format!("{SESSION}/authorizer-scopes/inputs/authz.yaml").into()],
+        Path::new(&format!("{SESSION}/authorizer-scopes/audit.log")),
+    );
+    let compared =
+        assert_replayed_as_recorded(&report, "authorizer-scopes/", &["authz"], "authz-scopes/");
+    assert_eq!(compared, 5, "the namespace and four configmaps");
 }
 
 /// A MutatingAdmissionPolicy's changes, by ApplyConfiguration or JSONPatch, are attributed to
