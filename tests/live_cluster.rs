@@ -1748,19 +1748,19 @@ async fn a_removal_of_a_field_the_cluster_changed_meanwhile_is_refused() {
     assert_eq!(on_server["metadata"]["labels"]["tier"], "moved");
 }
 
-/// `writer` applies `edit` (forced, after a dry run that without force conflicts with kubectl's
-/// manager, naming `field`), and returns what the server stores after.
-async fn forced_apply(writer: &Cluster, edit: &Edit, field: &str) -> Value {
-    match writer.apply_edit(edit, true, false).await {
-        Err(WriteError::Rejected(failure)) => assert!(
-            failure.reason.contains("409") && failure.reason.contains(field),
-            "{}",
-            failure.reason
-        ),
-        other => panic!("expected a conflict on {field}, got {other:?}"),
-    }
+/// A response of the real kube-apiserver v1.33.3 to writes of policies (see the fixtures'
+/// README).
+fn recorded_policy(name: &str) -> Value {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/live/apply-policies-v1.33")
+        .join(name);
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+/// `writer` applies `edit` with force (after its dry run), and returns what the server stores.
+async fn forced_apply(writer: &Cluster, edit: &Edit) -> Value {
     let dry = writer.apply_edit(edit, true, true).await.unwrap();
-    assert!(dry.stored.is_none());
+    assert!(dry.stored.is_none() && dry.taken_over.is_some());
     writer
         .apply_edit(edit, false, true)
         .await
@@ -1769,25 +1769,31 @@ async fn forced_apply(writer: &Cluster, edit: &Edit, field: &str) -> Value {
         .unwrap()
 }
 
-/// The fields of `object` the manager `manager` owns (its `fieldsV1`).
-fn owned_by(object: &Value, manager: &str) -> Value {
-    object["metadata"]["managedFields"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .find(|e| e["manager"] == manager)
-        .map(|e| e["fieldsV1"].clone())
-        .unwrap_or(Value::Null)
-}
-
 /// Issue 24: `:apply` writes a ValidatingAdmissionPolicy, a binding and a MutatingAdmissionPolicy
 /// (in the `v1alpha1` a 1.33 server serves) as it writes webhook configurations: a server-side
 /// apply of only what the edit changed (an atomic list whole, one item of a set), a tested JSON
 /// patch of what it removed, conflicts named, and after the write `hookscope` owns what it sent
-/// and nothing else.
+/// and nothing else. Every request and answer is compared with what a real kube-apiserver
+/// v1.33.3 answered to the same requests.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn policy_and_binding_edits_are_applied_as_only_what_changed() {
-    let alpha = "admissionregistration.k8s.io/v1alpha1";
+    let created = [
+        (
+            FakeResource::ValidatingAdmissionPolicies,
+            "no-forbidden",
+            "01-policy.json",
+        ),
+        (
+            FakeResource::ValidatingAdmissionPolicyBindings,
+            "no-forbidden-binding",
+            "01-binding.json",
+        ),
+        (
+            FakeResource::MutatingAdmissionPolicies,
+            "add-seen",
+            "01-mutating-policy.json",
+        ),
+    ];
     let live = Live::start(|s| {
         for r in [
             FakeResource::MutatingAdmissionPolicies,
@@ -1795,85 +1801,108 @@ async fn policy_and_binding_edits_are_applied_as_only_what_changed() {
         ] {
             s.serve_versions(r, &["v1alpha1"]);
         }
-        s.create("kubectl", policy("no-forbidden", "no forbidden key"))
-            .unwrap();
-        let mut b = binding("no-forbidden-binding", "no-forbidden", &["Deny"]);
-        b["metadata"]["labels"] = json!({"team": "platform", "tier": "gate"});
-        s.create("kubectl", b).unwrap();
-        s.create("kubectl", mutating_policy(alpha, "add-seen"))
-            .unwrap();
+        for (_, _, file) in created {
+            s.create("kubectl", editable(&recorded_policy(file)))
+                .unwrap();
+        }
     })
     .await;
+    for (resource, name, file) in created {
+        assert_eq!(
+            owners(&live.server.get(resource, name).unwrap()),
+            owners(&recorded_policy(file)),
+            "kubectl's create of {name} is recorded as the apiserver records it"
+        );
+    }
     let options = ClusterOptions {
         allow_writes: true,
         ..fast_options(live.kubeconfig.clone())
     };
     let writer = Cluster::connect(&options).await.unwrap();
-    let stored = |r: FakeResource, name: &str| editable(&live.server.get(r, name).unwrap());
+    let current = |r: FakeResource, name: &str| live.server.get(r, name).unwrap();
 
-    // The policy: one validation's message changed; `validations` is atomic, so it goes whole.
-    let base = stored(FakeResource::ValidatingAdmissionPolicies, "no-forbidden");
+    // The policy: one validation's message changed; `validations` is atomic, so it goes whole,
+    // and kubectl owns it.
+    let stored = current(FakeResource::ValidatingAdmissionPolicies, "no-forbidden");
+    let base = editable(&stored);
     let mut ours = base.clone();
     ours["spec"]["validations"][0]["message"] = json!("the key 'forbidden' is not allowed");
     let edit = Edit::from_document(&ours, Some(base)).unwrap();
     assert_eq!(edit.kind, AdmissionKind::ValidatingAdmissionPolicy);
-    let after = forced_apply(&writer, &edit, ".spec.validations").await;
+    let plan = hookscope::live::cluster::plan(&edit, Some(&stored)).unwrap();
+    assert_eq!(
+        plan.config,
+        Some(recorded_policy("request-apply-policy.json"))
+    );
+    refused_with(&writer, &edit, &recorded_policy("02-policy-conflict.json")).await;
+    let after = forced_apply(&writer, &edit).await;
     assert_eq!(
         after["spec"]["validations"][0]["message"],
         "the key 'forbidden' is not allowed"
     );
     assert_eq!(
-        owned_by(&after, "hookscope"),
-        json!({"f:spec": {"f:validations": {}}})
-    );
-    assert!(
-        !owned_by(&after, "kubectl")["f:spec"]
-            .as_object()
-            .unwrap()
-            .contains_key("f:validations"),
-        "kubectl no longer owns what was taken over: {}",
-        owned_by(&after, "kubectl")
+        owners(&after),
+        owners(&recorded_policy("03-policy-after-forced-apply.json"))
     );
 
     // The binding: an action added to the set, a label removed. No conflict: the set's new item
-    // is nobody's, and the label goes by a patch.
-    let base = stored(
+    // is nobody's, and the label goes by a tested patch.
+    let stored = current(
         FakeResource::ValidatingAdmissionPolicyBindings,
         "no-forbidden-binding",
     );
+    let base = editable(&stored);
     let mut ours = base.clone();
     ours["spec"]["validationActions"] = json!(["Deny", "Audit"]);
     ours["metadata"]["labels"]
         .as_object_mut()
         .unwrap()
         .remove("tier");
-    let edit = Edit::from_document(&ours, Some(base)).unwrap();
-    let applied = writer.apply_edit(&edit, false, false).await.unwrap();
+    let edit = Edit::from_document(&ours, Some(base.clone())).unwrap();
+    let plan = hookscope::live::cluster::plan(&edit, Some(&stored)).unwrap();
     assert_eq!(
-        applied.plan.config.as_ref().unwrap()["spec"],
-        json!({"validationActions": ["Audit"]})
+        plan.config,
+        Some(recorded_policy("request-apply-binding.json"))
     );
-    assert_eq!(applied.plan.removed_paths(), [".metadata.labels.tier"]);
-    let after = applied.stored.unwrap();
-    assert_eq!(after["spec"]["validationActions"], json!(["Deny", "Audit"]));
-    assert_eq!(after["metadata"]["labels"], json!({"team": "platform"}));
     assert_eq!(
-        owned_by(&after, "hookscope"),
-        json!({"f:spec": {"f:validationActions": {"v:\"Audit\"": {}}}})
+        hookscope::live::cluster::removal_patch(&plan.removed, &base, &stored),
+        Some(recorded_policy("request-patch-binding.json"))
     );
+    let after = writer
+        .apply_edit(&edit, false, false)
+        .await
+        .unwrap()
+        .stored
+        .unwrap();
+    let want = recorded_policy("05-binding-after-apply.json");
+    assert_eq!(owners(&after), owners(&want));
+    assert_eq!(editable(&after), editable(&want));
 
-    // The mutating policy, in v1alpha1: one scalar.
-    let base = stored(FakeResource::MutatingAdmissionPolicies, "add-seen");
-    assert_eq!(base["apiVersion"], alpha);
+    // The mutating policy, in v1alpha1: one scalar kubectl owns.
+    let stored = current(FakeResource::MutatingAdmissionPolicies, "add-seen");
+    assert_eq!(
+        stored["apiVersion"],
+        "admissionregistration.k8s.io/v1alpha1"
+    );
+    let base = editable(&stored);
     let mut ours = base.clone();
     ours["spec"]["reinvocationPolicy"] = json!("IfNeeded");
     let edit = Edit::from_document(&ours, Some(base)).unwrap();
-    let after = forced_apply(&writer, &edit, ".spec.reinvocationPolicy").await;
-    assert_eq!(after["spec"]["reinvocationPolicy"], "IfNeeded");
+    let plan = hookscope::live::cluster::plan(&edit, Some(&stored)).unwrap();
     assert_eq!(
-        owned_by(&after, "hookscope"),
-        json!({"f:spec": {"f:reinvocationPolicy": {}}})
+        plan.config,
+        Some(recorded_policy("request-apply-mutating-policy.json"))
     );
+    refused_with(
+        &writer,
+        &edit,
+        &recorded_policy("06-mutating-policy-conflict.json"),
+    )
+    .await;
+    let after = forced_apply(&writer, &edit).await;
+    let want = recorded_policy("07-mutating-policy-after-forced-apply.json");
+    assert_eq!(owners(&after), owners(&want));
+    assert_eq!(editable(&after), editable(&want));
     let alpha_path = FakeResource::MutatingAdmissionPolicies.path_at("v1alpha1");
     let patches: Vec<(String, String)> = live
         .server
