@@ -2192,11 +2192,22 @@ async fn console_on(
     name: &str,
     ready: impl Fn(&State) -> bool,
 ) -> (State, Channels) {
+    console_writing(api, name, false, ready).await
+}
+
+/// [`console_on`], with writes allowed when `allow_writes` (`--allow-writes`).
+async fn console_writing(
+    api: &FakeApiServer,
+    name: &str,
+    allow_writes: bool,
+    ready: impl Fn(&State) -> bool,
+) -> (State, Channels) {
     let dir = scratch(name);
     let kubeconfig = dir.join("kubeconfig");
     std::fs::write(&kubeconfig, api.kubeconfig()).unwrap();
-    let source = live_source(kubeconfig, https_replier(&[]));
-    let (mut state, (mut rx, ctl)) = spawn_live(source, 100, false, 200);
+    let mut source = live_source(kubeconfig, https_replier(&[]));
+    source.cluster.allow_writes = allow_writes;
+    let (mut state, (mut rx, ctl)) = spawn_live(source, 100, allow_writes, 200);
     pump(&mut state, &mut rx, &ctl, "ready", ready).await;
     (state, (rx, ctl))
 }
@@ -2390,7 +2401,7 @@ async fn a_validating_policy_and_its_binding_in_the_cluster_decide_the_replays_a
 
 /// A cluster's policies are documents of the console like its webhook configurations: editing
 /// the binding in force (to warn instead of deny) dispatches the replays again with the edit,
-/// and `:apply` says it writes webhook configurations only.
+/// and `:apply` writes the edit to the cluster as it writes a webhook configuration's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn editing_a_clusters_policy_binding_dispatches_the_replays_again_with_the_edit() {
     let api = FakeApiServer::start().await.expect("fake API server");
@@ -2405,7 +2416,7 @@ async fn editing_a_clusters_policy_binding_dispatches_the_replays_again_with_the
         kind: AdmissionKind::ValidatingAdmissionPolicyBinding,
         name: "no-forbidden-key-binding".into(),
     };
-    let (mut state, (mut rx, ctl)) = console_on(&api, "policy-edit", |s| {
+    let (mut state, (mut rx, ctl)) = console_writing(&api, "policy-edit", true, |s| {
         live(s).synced && live(s).bindings == 1 && s.buffers.iter().any(|b| b.origin == binding)
     })
     .await;
@@ -2459,17 +2470,61 @@ async fn editing_a_clusters_policy_binding_dispatches_the_replays_again_with_the
         [ChangeCause::Edit("no-forbidden-key".into())]
     );
 
-    // `:apply` of the binding's buffer (were writes allowed) writes nothing and says why.
+    // `:apply` of the binding's buffer (writes allowed): a server-side dry run of only what the
+    // edit changed, `Warn` added to the set and `Deny` removed by a tested patch; `y` stores it.
     state.buffer = i;
-    state.live.as_mut().unwrap().allow_writes = true;
     let action = hookscope::tui::keymap::parse_command("apply").unwrap();
     let cs = update(&mut state, Msg::Action(action));
-    assert!(!cs.iter().any(|c| matches!(c, Command::Apply(_))), "{cs:?}");
-    let screen = hookscope::tui::view::render_text(&state, 250, 50);
-    assert!(
-        screen.contains(":apply writes webhook configurations only"),
-        "{screen}"
+    let edits: Vec<_> = cs
+        .iter()
+        .filter_map(|c| match c {
+            Command::Apply(r) => Some(r.edits.clone()),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    assert_eq!(edits.len(), 1, "{cs:?}");
+    assert_eq!(
+        edits[0].kind,
+        AdmissionKind::ValidatingAdmissionPolicyBinding
     );
+    assert!(edits[0].base.is_some(), "made on the cluster's version");
+    perform_all(cs, &ctl).await;
+    pump(&mut state, &mut rx, &ctl, "the dry run", |s| {
+        live(s).pending_apply.is_some()
+    })
+    .await;
+    let diff = live(&state).pending_apply.as_ref().unwrap().diff.clone();
+    assert!(
+        diff.contains(r#"would then own only: .spec.validationActions[="Warn"]"#),
+        "{diff}"
+    );
+    assert!(
+        diff.contains("removed by a JSON patch that tests each value is still the one you edited: .spec.validationActions[=\"Deny\"]"),
+        "{diff}"
+    );
+    let actions = |api: &FakeApiServer| {
+        api.get(
+            FakeResource::ValidatingAdmissionPolicyBindings,
+            "no-forbidden-key-binding",
+        )
+        .unwrap()["spec"]["validationActions"]
+            .clone()
+    };
+    assert_eq!(actions(&api), json!(["Deny"]), "a dry run stores nothing");
+    let cs = update(&mut state, key('y'));
+    assert!(
+        matches!(&cs[..], [Command::Apply(r)] if !r.dry_run && !r.force),
+        "{cs:?}"
+    );
+    perform_all(cs, &ctl).await;
+    pump(&mut state, &mut rx, &ctl, "the apply", |s| {
+        s.message
+            .as_ref()
+            .is_some_and(|(m, _)| m.starts_with("applied no-forbidden-key-binding"))
+    })
+    .await;
+    assert_eq!(actions(&api), json!(["Warn"]));
 }
 
 /// The values of `family`'s counter samples in a `/metrics` text, by their label text.

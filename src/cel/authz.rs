@@ -272,6 +272,11 @@ impl CostCounter {
     pub(crate) fn get(&self) -> u64 {
         self.0.load(Ordering::Relaxed)
     }
+
+    /// The count, reset to zero.
+    pub(crate) fn take(&self) -> u64 {
+        self.0.swap(0, Ordering::Relaxed)
+    }
 }
 
 /// The authorizer bound for one evaluation: stub, user and counter.

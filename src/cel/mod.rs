@@ -126,8 +126,13 @@ fn has_fn(Arguments(args): Arguments) -> ResolveResult {
                 None => return Err(ExecutionError::NoSuchOverload),
             },
             _ => match o.downcast_ref::<Variables>() {
+                // cel-go's `has()` finds the field in the lazy map, which evaluates it: its
+                // error is the test's.
                 Some(vars) => {
-                    return Ok(Value::Bool(vars.values.iter().any(|(n, _)| **n == *field)));
+                    return match vars.get(&field) {
+                        Some(Err(e)) => Err(ExecutionError::function_error("variables", e)),
+                        found => Ok(Value::Bool(found.is_some())),
+                    };
                 }
                 None => return Err(ExecutionError::NoSuchOverload),
             },
@@ -895,9 +900,9 @@ fn select_fn(Arguments(args): Arguments) -> ResolveResult {
             .and_then(|s| s.field(&field).cloned())
             .ok_or_else(|| no_such_key(&field)),
         Some(Value::Opaque(o)) => match o.downcast_ref::<Variables>() {
-            Some(vars) => match vars.values.iter().find(|(n, _)| **n == *field) {
-                Some((_, Ok(v))) => Ok(v.clone()),
-                Some((_, Err(e))) => Err(ExecutionError::function_error("variables", e)),
+            Some(vars) => match vars.get(&field) {
+                Some(Ok(v)) => Ok(v),
+                Some(Err(e)) => Err(ExecutionError::function_error("variables", e)),
                 None => Err(no_such_key(&field)),
             },
             None => o
@@ -1086,6 +1091,8 @@ pub struct Inputs<'a> {
     namespace_object: Option<&'a serde_json::Value>,
     converted: [std::cell::OnceCell<Result<Value, String>>; 5],
     objects: Option<&'a Objects>,
+    /// Whether `authorizer` is left unbound (see [`Inputs::without_authorizer`]).
+    without_authorizer: bool,
 }
 
 /// `object` and `oldObject` converted to CEL once for every [`Inputs`] of a request that shares
@@ -1125,7 +1132,29 @@ impl<'a> Inputs<'a> {
             namespace_object,
             converted: Default::default(),
             objects: None,
+            without_authorizer: false,
         }
+    }
+
+    /// The same inputs with no `authorizer` bound (see [`Inputs::without_authorizer`]); `object`
+    /// and `oldObject` shared with these when they are shared, the others converted again.
+    pub fn without_authorizer_view(&self) -> Inputs<'a> {
+        Inputs {
+            base: self.base,
+            params: self.params,
+            namespace_object: self.namespace_object,
+            converted: Default::default(),
+            objects: self.objects,
+            without_authorizer: true,
+        }
+    }
+
+    /// These inputs with no `authorizer` bound, as upstream binds none for messageExpressions
+    /// and auditAnnotations: an expression or variable that reads it fails with
+    /// `no such attribute(s): authorizer`.
+    pub fn without_authorizer(mut self) -> Self {
+        self.without_authorizer = true;
+        self
     }
 
     /// [`Inputs::new`] taking `object` and `oldObject` from `objects`, converted there once for
@@ -1221,19 +1250,53 @@ fn json_value(v: &serde_json::Value) -> Value {
     }
 }
 
-/// The evaluated `variables` of one policy evaluation: each a value or the error it raised,
-/// reported (`composited variable "x" fails to evaluate: ...`) only by the expressions that use
-/// it, as upstream's lazily evaluated variables are.
+/// A policy's compiled `variables`, in order: each name with its program or compile error.
+pub type CompiledVariables = Arc<[(String, Result<Program, String>)]>;
+
+/// The `variables` of one evaluation scope (upstream's composition context: one per
+/// `ForInput`, that is per set of expressions evaluated together over the same objects), evaluated
+/// lazily as upstream's `lazy.MapValue` does: a variable is evaluated when an expression (or
+/// another variable) first reads it, once per scope; its value or error is kept for the scope;
+/// an error (`composited variable "x" fails to evaluate: ...`, or `fails to compile` for one
+/// whose expression did not compile) is reported only by the expressions that read it; and what
+/// a variable cost is charged to the expression that made it evaluate ([`Variables::take_cost`]).
 #[derive(Debug, Clone, Default)]
 pub struct Variables {
-    values: Arc<Vec<(String, Result<Value, String>)>>,
-    /// Cost of evaluating them all.
-    pub cost: u64,
+    lazy: Option<Arc<LazyVariables>>,
+}
+
+/// What [`Variables`] evaluates its variables with.
+struct LazyVariables {
+    programs: CompiledVariables,
+    /// `object`, `oldObject`, `request`, `params` and `namespaceObject` as the scope's inputs
+    /// bind them; None where no variable reads it.
+    bound: [Option<Result<Value, String>>; 5],
+    /// The scope's authorizer (None: the scope has none, as upstream's messageExpressions and
+    /// auditAnnotations have not).
+    authorizer: Option<Session>,
+    values: Vec<OnceLock<Result<Value, String>>>,
+    /// Cost of the variables evaluated since it was last taken (`GetAndResetCost`).
+    cost: CostCounter,
+}
+
+impl std::fmt::Debug for LazyVariables {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LazyVariables")
+            .field(
+                "names",
+                &self.programs.iter().map(|(n, _)| n).collect::<Vec<_>>(),
+            )
+            .finish_non_exhaustive()
+    }
 }
 
 impl PartialEq for Variables {
     fn eq(&self, other: &Self) -> bool {
-        Arc::ptr_eq(&self.values, &other.values)
+        match (&self.lazy, &other.lazy) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (None, None) => true,
+            _ => false,
+        }
     }
 }
 
@@ -1245,27 +1308,128 @@ impl Opaque for Variables {
     }
 }
 
+/// The variables an evaluation binds by name: the scope's [`Inputs`], or what [`Variables`]
+/// captured of them.
+trait Binder {
+    /// The variable in `slot` (`object`, `oldObject`, `request`, `params`, `namespaceObject`).
+    fn bind(&self, slot: usize) -> Result<Value, String>;
+    /// The `authorizer` charging `counter`; None when the scope has no authorizer.
+    fn authorizer(&self, counter: &Arc<CostCounter>) -> Option<Session>;
+}
+
+impl Binder for Inputs<'_> {
+    fn bind(&self, slot: usize) -> Result<Value, String> {
+        self.converted(slot)
+    }
+
+    fn authorizer(&self, counter: &Arc<CostCounter>) -> Option<Session> {
+        (!self.without_authorizer).then(|| session(&self.base, counter))
+    }
+}
+
+impl Binder for LazyVariables {
+    fn bind(&self, slot: usize) -> Result<Value, String> {
+        self.bound[slot].clone().unwrap_or(Ok(Value::Null))
+    }
+
+    fn authorizer(&self, counter: &Arc<CostCounter>) -> Option<Session> {
+        self.authorizer.as_ref().map(|s| Session {
+            cost: Arc::clone(counter),
+            ..s.clone()
+        })
+    }
+}
+
+/// The authorizer of an evaluation over `activation`, charging `counter`.
+fn session(activation: &Activation<'_>, counter: &Arc<CostCounter>) -> Session {
+    let r = activation.request;
+    Session {
+        authorizer: Arc::new(activation.authorizer.clone()),
+        user: activation.user.username.as_str().into(),
+        cost: Arc::clone(counter),
+        request_resource: Arc::new(ResourceAttributes {
+            group: string_at(r, &["resource", "group"]).into(),
+            resource: string_at(r, &["resource", "resource"]).into(),
+            subresource: string_at(r, &["subResource"]).into(),
+            namespace: string_at(r, &["namespace"]).into(),
+            name: string_at(r, &["name"]).into(),
+        }),
+    }
+}
+
 impl Variables {
-    /// Evaluates a policy's variables in order (each may use the earlier ones); a variable whose
-    /// expression did not compile holds `composited variable "x" fails to compile: ...`.
-    pub fn evaluate(programs: &[(String, Result<Program, String>)], inputs: &Inputs<'_>) -> Self {
-        let mut vars = Variables::default();
-        for (name, program) in programs {
-            let value = match program {
-                Ok(p) => {
-                    let (v, cost) = run(p, inputs, Some(&vars));
-                    vars.cost = vars.cost.saturating_add(cost);
-                    v.map_err(|e| format!("composited variable {name:?} fails to evaluate: {e}"))
-                }
-                Err(e) => Err(format!(
-                    "composited variable {name:?} fails to compile: {e}"
-                )),
-            };
-            let mut values = (*vars.values).clone();
-            values.push((name.clone(), value));
-            vars.values = Arc::new(values);
+    /// The variables of a scope evaluating over `inputs` (with its authorizer unless
+    /// [`Inputs::without_authorizer`]); nothing is evaluated until an expression reads it.
+    pub fn new(programs: &CompiledVariables, inputs: &Inputs<'_>) -> Self {
+        if programs.is_empty() {
+            return Variables::default();
         }
-        vars
+        let mut uses = Uses::default();
+        for p in programs.iter().filter_map(|(_, p)| p.as_ref().ok()) {
+            let u = p.uses;
+            uses.object |= u.object;
+            uses.old_object |= u.old_object;
+            uses.request |= u.request;
+            uses.params |= u.params;
+            uses.namespace_object |= u.namespace_object;
+            uses.authorizer |= u.authorizer;
+        }
+        let slot = |used: bool, slot: usize| used.then(|| inputs.converted(slot));
+        let counter = Arc::new(CostCounter::default());
+        Variables {
+            lazy: Some(Arc::new(LazyVariables {
+                programs: Arc::clone(programs),
+                bound: [
+                    slot(uses.object, 0),
+                    slot(uses.old_object, 1),
+                    slot(uses.request, 2),
+                    slot(uses.params, 3),
+                    slot(uses.namespace_object, 4),
+                ],
+                authorizer: uses
+                    .authorizer
+                    .then(|| inputs.authorizer(&counter))
+                    .flatten(),
+                values: programs.iter().map(|_| OnceLock::new()).collect(),
+                cost: CostCounter::default(),
+            })),
+        }
+    }
+
+    /// The variable `name`, evaluated on first read (None: no such variable).
+    fn get(&self, name: &str) -> Option<Result<Value, String>> {
+        let lazy = self.lazy.as_ref()?;
+        let i = lazy.programs.iter().position(|(n, _)| n == name)?;
+        Some(
+            lazy.values[i]
+                .get_or_init(|| match &lazy.programs[i].1 {
+                    Ok(p) => {
+                        // Each variable may read the earlier ones, through these same variables.
+                        let (v, cost) = run_cel(p, &**lazy, Some(self));
+                        lazy.cost.add(cost);
+                        v.map_err(|e| {
+                            format!("composited variable {name:?} fails to evaluate: {e}")
+                        })
+                    }
+                    Err(e) => Err(format!(
+                        "composited variable {name:?} fails to compile: {e}"
+                    )),
+                })
+                .clone(),
+        )
+    }
+
+    /// What the variables evaluated since the last call cost, taken (upstream's
+    /// `GetAndResetCost`, charged to the expression that read them).
+    pub fn take_cost(&self) -> u64 {
+        self.lazy.as_ref().map_or(0, |l| l.cost.take())
+    }
+
+    /// How many of the variables have been evaluated in this scope.
+    pub fn evaluated(&self) -> usize {
+        self.lazy
+            .as_ref()
+            .map_or(0, |l| l.values.iter().filter(|v| v.get().is_some()).count())
     }
 }
 
@@ -1351,10 +1515,10 @@ fn run(
     run_cel(program, inputs, variables)
 }
 
-/// [`run`] by cel alone.
+/// [`run`] by cel alone, over what `binder` binds.
 fn run_cel(
     program: &Program,
-    inputs: &Inputs<'_>,
+    binder: &dyn Binder,
     variables: Option<&Variables>,
 ) -> (Result<Value, String>, u64) {
     let counter = Arc::new(CostCounter::default());
@@ -1368,7 +1532,7 @@ fn run_cel(
         (u.namespace_object, "namespaceObject", 4),
     ] {
         if used {
-            match inputs.converted(slot) {
+            match binder.bind(slot) {
                 Ok(v) => ctx.add_variable_from_value(name, v),
                 Err(e) => return (Err(e), 0),
             }
@@ -1378,21 +1542,9 @@ fn run_cel(
         let vars = variables.cloned().unwrap_or_default();
         ctx.add_variable_from_value("variables", Value::Opaque(Arc::new(vars)));
     }
-    let activation = &inputs.base;
-    if u.authorizer {
-        let r = activation.request;
-        let session = Session {
-            authorizer: Arc::new(activation.authorizer.clone()),
-            user: activation.user.username.as_str().into(),
-            cost: counter.clone(),
-            request_resource: Arc::new(ResourceAttributes {
-                group: string_at(r, &["resource", "group"]).into(),
-                resource: string_at(r, &["resource", "resource"]).into(),
-                subresource: string_at(r, &["subResource"]).into(),
-                namespace: string_at(r, &["namespace"]).into(),
-                name: string_at(r, &["name"]).into(),
-            }),
-        };
+    if u.authorizer
+        && let Some(session) = binder.authorizer(&counter)
+    {
         ctx.add_variable_from_value("authorizer", AuthzValue::Authorizer(session).into_value());
     }
     ctx.add_variable_from_value(
@@ -1590,6 +1742,129 @@ mod tests {
 
     /// Runs `f` over policy inputs with `object` (shared as the engine shares it, or given as
     /// JSON), a CREATE request in namespace `ns`, and `params` and `namespaceObject`.
+    /// A policy's `variables` compiled as the engine compiles them (each may read the earlier).
+    fn compile_variables(vars: &[(&str, &str)]) -> (Env, CompiledVariables) {
+        let mut env = Env::policy(false);
+        let mut out = Vec::new();
+        for (name, expr) in vars {
+            let program = compile_in(expr, &env, ReturnType::Any).map_err(|e| e.0);
+            match &program {
+                Ok(p) => env.declare_variable(name, p),
+                Err(_) => env.declare_variable_unknown(name),
+            }
+            out.push((name.to_string(), program));
+        }
+        (env, out.into())
+    }
+
+    /// Variables are evaluated on first read, once per scope: a failing variable nobody reads
+    /// has no effect and is never evaluated, one that is read fails the reading expression with
+    /// upstream's `composited variable` text (through a variable reading it too), and what a
+    /// variable cost is charged once, to the expression that first read it.
+    #[test]
+    fn variables_are_evaluated_lazily_once_per_scope() {
+        let (env, programs) = compile_variables(&[
+            ("bad", "object.data.missing"),
+            ("chained", "variables.bad + '-x'"),
+            ("name", "object.metadata.name"),
+            ("names", "[1, 2, 3].map(i, variables.name + string(i))"),
+        ]);
+        let object = json!({"metadata": {"name": "web"}, "data": {"k": "v"}});
+        let run = |vars: &Variables, inputs: &Inputs<'_>, expr: &str| {
+            let program = compile_in(expr, &env, ReturnType::Any).unwrap();
+            let ev = evaluate_in(&program, inputs, Some(vars));
+            (ev.result, ev.cost, vars.take_cost())
+        };
+        for sharing in [false, true] {
+            with_inputs(&object, None, None, sharing, |inputs| {
+                let vars = Variables::new(&programs, inputs);
+                assert_eq!(vars.evaluated(), 0);
+                // Unread: no effect, not evaluated.
+                let (result, _, cost) = run(&vars, inputs, "variables.name == 'web'");
+                assert_eq!(result, Ok(Output::Bool(true)));
+                assert!(
+                    cost > 0,
+                    "the variable's cost is charged to its first reader"
+                );
+                assert_eq!(vars.evaluated(), 1);
+                let (result, _, cost) = run(&vars, inputs, "true || variables.bad == 'x'");
+                assert_eq!((result, cost), (Ok(Output::Bool(true)), 0));
+                assert_eq!(vars.evaluated(), 1);
+                // Read again: the value kept, nothing charged.
+                let (result, _, cost) = run(&vars, inputs, "variables.name + '!'");
+                assert_eq!((result, cost), (Ok(Output::String("web!".into())), 0));
+                // `names` reads `name`, already evaluated: only its own cost.
+                let (result, _, cost) = run(&vars, inputs, "variables.names.size()");
+                assert_eq!(result, Ok(Output::Other("int".into())));
+                assert!(cost > 0);
+                // Read: the error, as upstream words it, the chained one wrapping the first.
+                let (result, _, _) = run(&vars, inputs, "variables.bad == 'x'");
+                assert_eq!(
+                    result,
+                    Err(
+                        r#"composited variable "bad" fails to evaluate: no such key: missing"#
+                            .into()
+                    )
+                );
+                let (result, _, cost) = run(&vars, inputs, "variables.chained == 'x'");
+                assert_eq!(
+                    result,
+                    Err(concat!(
+                        r#"composited variable "chained" fails to evaluate: "#,
+                        r#"composited variable "bad" fails to evaluate: no such key: missing"#
+                    )
+                    .into())
+                );
+                assert!(cost > 0);
+                assert_eq!(vars.evaluated(), 4);
+                let (result, _, _) = run(&vars, inputs, "has(variables.bad)");
+                assert!(result.is_err(), "{result:?}");
+                // Another scope evaluates them again.
+                let again = Variables::new(&programs, inputs);
+                let (_, _, cost) = run(&again, inputs, "variables.name == 'web'");
+                assert!(cost > 0);
+            });
+        }
+    }
+
+    /// A variable whose expression did not compile fails only the expressions that read it; a
+    /// variable reading `authorizer` in a scope that binds none (upstream's messageExpressions and
+    /// auditAnnotations) fails with cel-go's missing attribute.
+    #[test]
+    fn variables_fail_only_their_readers() {
+        let (env, programs) = compile_variables(&[
+            ("broken", "object.metadata.name ++"),
+            (
+                "allowed",
+                "authorizer.group('').resource('pods').check('get').allowed()",
+            ),
+        ]);
+        let object = json!({"metadata": {"name": "web"}});
+        with_inputs(&object, None, None, false, |inputs| {
+            let program = compile_in("variables.broken == 'x'", &env, ReturnType::Any).unwrap();
+            let vars = Variables::new(&programs, inputs);
+            let result = evaluate_in(&program, inputs, Some(&vars)).result;
+            let err = result.unwrap_err();
+            assert!(
+                err.starts_with(r#"composited variable "broken" fails to compile: "#),
+                "{err}"
+            );
+            let program = compile_in("variables.allowed", &env, ReturnType::Any).unwrap();
+            let ok = evaluate_in(&program, inputs, Some(&vars)).result;
+            assert!(matches!(ok, Ok(Output::Bool(_))), "{ok:?}");
+            let bare = inputs.without_authorizer_view();
+            let vars = Variables::new(&programs, &bare);
+            assert_eq!(
+                evaluate_in(&program, &bare, Some(&vars)).result,
+                Err(concat!(
+                    r#"composited variable "allowed" fails to evaluate: "#,
+                    "no such attribute(s): authorizer"
+                )
+                .into())
+            );
+        });
+    }
+
     fn with_inputs<R>(
         object: &serde_json::Value,
         params: Option<&serde_json::Value>,

@@ -206,6 +206,7 @@ impl<'e, 'c> Run<'e, 'c> {
     ) -> Result<(), Status> {
         let phases = self.ctx.phases;
         if phases != Phases::ValidatingOnly {
+            let before_admission = self.attrs.object.clone();
             self.mutating_policy_plugin(0)?;
             self.mutating_plugin(0, replier).await?;
             *reinvoke_set = self.reinvoke.clone();
@@ -214,12 +215,53 @@ impl<'e, 'c> Run<'e, 'c> {
                 self.mutating_policy_plugin(1)?;
                 self.mutating_plugin(1, replier).await?;
             }
+            self.managed_fields_after_admission(before_admission.as_ref());
         }
         if phases != Phases::MutatingOnly {
             self.policy_plugin()?;
             self.validating_plugin(replier).await?;
         }
         Ok(())
+    }
+
+    /// The field manager's check around mutating admission
+    /// (`fieldmanager.NewManagedFieldsValidatingAdmissionController`, which wraps the admission
+    /// of creates, updates and patches): when the mutating plugins (policies or webhooks) left
+    /// `metadata.managedFields` undecodable, they are reset to what they were before admission,
+    /// with a warning; the validating plugins and the store see the reset ones. The changes the
+    /// plugins made are never attributed to a manager (the field manager ran before admission).
+    fn managed_fields_after_admission(&mut self, before: Option<&Arc<Object>>) {
+        if !matches!(self.attrs.operation, Operation::Create | Operation::Update) {
+            return;
+        }
+        let (Some(before), Some(after)) = (before, self.attrs.object.as_ref()) else {
+            return;
+        };
+        if Arc::ptr_eq(before, after) {
+            return;
+        }
+        let error = match after.value().pointer("/metadata/managedFields") {
+            None | Some(Value::Null) => return,
+            Some(managed) => match crate::apply::ManagedFields::from_value(managed) {
+                Ok(_) => return,
+                Err(crate::apply::ApplyError::ManagedFields(e)) => e,
+                Err(e) => e.to_string(),
+            },
+        };
+        let previous = before.value().pointer("/metadata/managedFields").cloned();
+        let mut value = after.value().clone();
+        if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+            match previous {
+                Some(p) => meta.insert("managedFields".into(), p),
+                None => meta.remove("managedFields"),
+            };
+        }
+        self.attrs.to_mut().object = Some(Arc::new(Object::new(value)));
+        let text = format!(
+            ".metadata.managedFields was in an invalid state after admission; this could be caused by an outdated mutating admission controller; please fix your requests: {error}"
+        );
+        // Not a webhook's warning: no trace step names it; the client gets it.
+        self.warnings.add(&text);
     }
 
     /// The MutatingAdmissionPolicy plugin (`policy/mutating`) in `round`: pure evaluation, no

@@ -173,7 +173,7 @@ pub struct PolicyHook {
     constraints: Option<Criteria>,
     ignore_failures: bool,
     failure_policy: &'static str,
-    variables: Vec<(String, Result<cel::Program, String>)>,
+    variables: cel::CompiledVariables,
     conditions: Vec<(String, String, Compiled)>,
     validations: Vec<(Compiled, Option<Compiled>)>,
     /// Each validation's field (`validations[0]`) and expression, as the trace shows them.
@@ -251,7 +251,7 @@ impl PolicyHook {
                     (a.key.clone(), a.value_expression.clone(), program)
                 })
                 .collect(),
-            variables,
+            variables: variables.into(),
             policy: Arc::new(policy.clone()),
             bindings,
             validation_texts: (spec.validations.iter().enumerate())
@@ -1171,13 +1171,16 @@ fn eval_conditions(
     call: &mut PolicyCall,
     events: &mut Vec<PolicyEvent>,
 ) -> Result<bool, String> {
-    let vars = cel::Variables::evaluate(&hook.variables, inputs);
+    let vars = cel::Variables::new(&hook.variables, inputs);
     let mut errors: Vec<String> = Vec::new();
     let mut budget = cel::MATCH_CONDITIONS_COST_BUDGET;
     for (i, (_, expression, program)) in hook.conditions.iter().enumerate() {
         let result = match program {
             Ok(p) => {
-                let ev = cel::evaluate_in(p, inputs, Some(&vars));
+                let mut ev = cel::evaluate_in(p, inputs, Some(&vars));
+                // What the variables it read first cost is charged to it, as upstream's
+                // composition context reports it.
+                ev.cost = ev.cost.saturating_add(vars.take_cost());
                 if cel::evaluation_cost_exceeded(budget, ev.cost) {
                     events.push(PolicyEvent::ConditionEvaluation {
                         policy: Arc::clone(&hook.name),
@@ -1251,7 +1254,12 @@ fn validate(
     decisions: &mut Vec<(usize, Decision)>,
     annotations: &mut Vec<(String, String)>,
 ) {
-    let vars = cel::Variables::evaluate(&hook.variables, inputs);
+    // Upstream evaluates the validations, the messageExpressions and the auditAnnotations in
+    // three scopes (`ForInput` each), each with its own lazily evaluated variables; the last two
+    // bind no `authorizer`.
+    let vars = cel::Variables::new(&hook.variables, inputs);
+    let bare = inputs.without_authorizer_view();
+    let mut message_vars: Option<cel::Variables> = None;
     let spec = &hook.policy.spec;
     let mut budget = RUNTIME_COST_BUDGET;
     for (i, (((program, message_program), v), (field, expression))) in (hook.validations.iter())
@@ -1261,7 +1269,8 @@ fn validate(
     {
         let result = match program {
             Ok(p) => {
-                let ev = cel::evaluate_in(p, inputs, Some(&vars));
+                let mut ev = cel::evaluate_in(p, inputs, Some(&vars));
+                ev.cost = ev.cost.saturating_add(vars.take_cost());
                 if ev.cost > budget {
                     Err(cel::COST_BUDGET_EXHAUSTED.to_string())
                 } else {
@@ -1292,7 +1301,9 @@ fn validate(
             Ok(_) => {
                 let mut message = String::new();
                 if let Some(Ok(mp)) = message_program {
-                    let ev = cel::evaluate_in(mp, inputs, Some(&vars));
+                    let vars = message_vars
+                        .get_or_insert_with(|| cel::Variables::new(&hook.variables, &bare));
+                    let ev = cel::evaluate_in(mp, &bare, Some(vars));
                     call.expressions.push(ExpressionResult {
                         field: format!("validations[{i}].messageExpression").into(),
                         expression: v.message_expression.as_str().into(),
@@ -1324,9 +1335,10 @@ fn validate(
         };
         decisions.push((i, decision));
     }
+    let audit_vars = cel::Variables::new(&hook.variables, &bare);
     for (i, (key, expression, program)) in hook.audit_annotations.iter().enumerate() {
         let result = match program {
-            Ok(p) => cel::evaluate_in(p, inputs, Some(&vars))
+            Ok(p) => cel::evaluate_in(p, &bare, Some(&audit_vars))
                 .result
                 .map_err(|e| format!("expression '{}' resulted in error: {e}", expression)),
             Err(e) => Err(format!("compilation error: {e}")),

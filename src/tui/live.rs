@@ -9,7 +9,7 @@ use std::time::{Duration, SystemTime};
 
 use serde_json::Value;
 
-use crate::api::{WebhookConfiguration, WebhookKind};
+use crate::api::WebhookConfiguration;
 use crate::live::audit::AuditEvent;
 use crate::live::cluster::{Change, ChangeAction, ClusterMsg, Connected, Failure, Feed, Served};
 use crate::live::metrics::{AdmissionSnapshot, MetricsHistory, Window};
@@ -128,8 +128,8 @@ pub struct ApplyResult {
 /// What the apply of one configuration did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ApplyOutcome {
-    /// Mutating or validating.
-    pub kind: WebhookKind,
+    /// A webhook configuration's kind, or a policy's or binding's.
+    pub kind: crate::live::cluster::AdmissionKind,
     /// The configuration's name.
     pub name: String,
     /// The object the server returned (for a dry run, what it would store) and a diff from the

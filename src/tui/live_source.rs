@@ -693,13 +693,13 @@ fn configurations(
 /// Server-side applies (or dry runs) `request`'s configurations over a connection of its own,
 /// each with a diff from the object in force, and sends what happened.
 async fn apply(options: ClusterOptions, request: ApplyRequest, tx: mpsc::Sender<SourceMsg>) {
-    let mut outcomes = Vec::with_capacity(request.configurations.len());
+    let mut outcomes = Vec::with_capacity(request.edits.len());
     match Cluster::connect(&options).await {
         Err(e) => {
-            for c in &request.configurations {
+            for edit in &request.edits {
                 outcomes.push(ApplyOutcome {
-                    kind: c.kind,
-                    name: c.name.clone(),
+                    kind: edit.kind,
+                    name: edit.name.clone(),
                     result: Err(e.to_string()),
                 });
             }

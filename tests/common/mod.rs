@@ -407,6 +407,23 @@ pub fn v1_deny(uid: &str, code: u16, msg: &str) -> TestResponse {
     }))
 }
 
+/// The field errors of each admission policy in `text` (read as the file `name`), defaulted
+/// then validated as the apiserver does on create, by policy name in document order.
+pub fn policy_field_errors(text: &str, name: &str) -> Vec<(String, Vec<String>)> {
+    hookscope::config::parse_policy_documents(text, name)
+        .into_iter()
+        .map(|loaded| {
+            let mut loaded = loaded.unwrap();
+            loaded.apply_defaults();
+            let errors = hookscope::config::policy::validate_policy_object(&loaded.object)
+                .iter()
+                .map(ToString::to_string)
+                .collect();
+            (loaded.object.name().to_string(), errors)
+        })
+        .collect()
+}
+
 /// A handler answering every request with [`v1_allow`] for the request's uid.
 pub fn v1_allow_handler() -> Handler {
     handler(|req| v1_allow(&req.review_uid().unwrap_or_default()))

@@ -11,8 +11,8 @@
 //! invocation and, under `failurePolicy: Fail`, deny the request with upstream's
 //! `policy '…' with binding '…' denied request: …`.
 //!
-//! Variables are evaluated once per invocation, with the object as it is when the invocation
-//! starts (upstream evaluates them lazily and caches them for the invocation).
+//! Variables are evaluated lazily, once per mutation (upstream's `ForInput` of each patcher),
+//! over the object as the mutations before it left it.
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
@@ -562,14 +562,13 @@ pub fn dispatch(
                     serde_json::to_value(&inv.resource).unwrap_or(Value::Null),
                 );
             }
-            let variables = cel::Variables::evaluate(
-                &core.variables,
-                &cel::Inputs::new(activation(&current, &request, env), param_json, ns.as_ref()),
-            );
             for (i, m) in hook.mutators.iter().enumerate() {
                 let result = {
                     let base = activation(&current, &request, env);
                     let inputs = cel::Inputs::new(base, param_json, ns.as_ref());
+                    // Each mutation is its own scope (`ForInput`), over the object as the
+                    // mutations before it left it: its variables are evaluated again, lazily.
+                    let variables = cel::Variables::new(&core.variables, &inputs);
                     let crd = env.registry.custom_resource_schema(&inv.resource);
                     mutate(m, &inputs, &variables, &current, &inv.kind, crd, release)
                 };
@@ -810,7 +809,7 @@ fn mutate(
         PatchType::ApplyConfiguration => {
             let (config, cost) =
                 cel::evaluate_apply_configuration(program, inputs, Some(variables));
-            if cost > RUNTIME_COST_BUDGET {
+            if cost.saturating_add(variables.take_cost()) > RUNTIME_COST_BUDGET {
                 return Err(patcher(cel::COST_BUDGET_EXHAUSTED.into()));
             }
             let config = config.map_err(expression_error).map_err(patcher)?;
@@ -820,7 +819,7 @@ fn mutate(
         }
         PatchType::JsonPatch => {
             let (ops, cost) = cel::evaluate_json_patch(program, inputs, Some(variables));
-            if cost > RUNTIME_COST_BUDGET {
+            if cost.saturating_add(variables.take_cost()) > RUNTIME_COST_BUDGET {
                 return Err(patcher(cel::COST_BUDGET_EXHAUSTED.into()));
             }
             let ops = Value::Array(ops.map_err(expression_error).map_err(patcher)?);

@@ -31,7 +31,7 @@ use kube::runtime::watcher;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::api::{WebhookConfiguration, WebhookKind};
+use crate::api::WebhookConfiguration;
 use crate::config::policy::PolicySet;
 use crate::engine::policy::ParamObjects;
 
@@ -449,10 +449,6 @@ impl std::fmt::Debug for Cluster {
     }
 }
 
-fn api_resource(kind: WebhookKind) -> ApiResource {
-    AdmissionKind::from(kind).api_resource(GroupVersion::V1)
-}
-
 /// The object as JSON with its kind and apiVersion (list items come without them).
 fn to_json(kind: AdmissionKind, version: GroupVersion, object: &DynamicObject) -> Value {
     let mut value = serde_json::to_value(object).unwrap_or_else(|_| json!({}));
@@ -602,17 +598,17 @@ impl Cluster {
         kube::Client::try_from(config)
     }
 
-    /// The configuration `name` of `kind` as the server stores it (None when there is none).
+    /// The admission configuration `name` of `kind` as the server stores it in `version` (None
+    /// when there is none).
     pub async fn get_configuration(
         &self,
-        kind: WebhookKind,
+        kind: AdmissionKind,
+        version: GroupVersion,
         name: &str,
     ) -> Result<Option<Value>, kube::Error> {
-        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &api_resource(kind));
-        Ok(api
-            .get_opt(name)
-            .await?
-            .map(|o| to_json(kind.into(), GroupVersion::V1, &o)))
+        let api: Api<DynamicObject> =
+            Api::all_with(self.client.clone(), &kind.api_resource(version));
+        Ok(api.get_opt(name).await?.map(|o| to_json(kind, version, &o)))
     }
 }
 

@@ -1,4 +1,7 @@
-//! `:apply` of live mode: what a write sends so that it changes only what the user changed.
+//! `:apply` of live mode: what a write sends so that it changes only what the user changed, for
+//! every admission configuration kind `live` watches (the webhook configurations, the
+//! ValidatingAdmissionPolicies and MutatingAdmissionPolicies and their bindings), each in the
+//! API version the edit names.
 //!
 //! The user's change is the comparison of the edit with the cluster's version it was made on
 //! (structured-merge-diff's `Compare` over the kind's schema, [`crate::apply::typed::compare`]):
@@ -20,8 +23,8 @@
 use serde_json::{Map, Value, json};
 
 use super::failure::{RbacAdvice, api_code, describe};
-use super::{Cluster, WriteError};
-use crate::api::{WebhookConfiguration, WebhookKind};
+use super::{AdmissionKind, Cluster, GroupVersion, WriteError};
+use crate::api::WebhookConfiguration;
 use crate::apply::fieldpath::values_equal;
 use crate::apply::{GoModel, GoType, ManagedFields, Path, PathElement, Set, typed};
 
@@ -31,11 +34,12 @@ pub const FIELD_MANAGER: &str = "hookscope";
 /// A configuration as the user edited it, and the cluster's version the edit was made on.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Edit {
-    /// Mutating or validating.
-    pub kind: WebhookKind,
+    /// A webhook configuration's kind, or a policy's or binding's.
+    pub kind: AdmissionKind,
     /// `metadata.name`.
     pub name: String,
-    /// `admissionregistration.k8s.io/v1` (or `v1beta1`).
+    /// `admissionregistration.k8s.io/v1` (or `v1beta1`, `v1alpha1`): the version read and
+    /// written.
     pub api_version: String,
     /// The cluster's version the edit was made on; None for a configuration that does not come
     /// from the cluster (a file): it is then compared with the cluster's current version, and
@@ -56,7 +60,7 @@ impl Edit {
             }
         }
         Edit {
-            kind: configuration.kind,
+            kind: configuration.kind.into(),
             name: configuration.name.clone(),
             api_version: configuration.api_version.clone(),
             base: None,
@@ -67,6 +71,39 @@ impl Edit {
                 "webhooks": configuration.webhooks,
             }),
         }
+    }
+
+    /// An edit of the admission configuration `document` (a webhook configuration, a policy or
+    /// a binding, as written) made on `base`, the cluster's version (None: see [`Edit::base`]).
+    /// None when the document is not of an admission configuration kind of
+    /// `admissionregistration.k8s.io`.
+    pub fn from_document(document: &Value, base: Option<Value>) -> Option<Edit> {
+        let kind = document.get("kind").and_then(Value::as_str)?;
+        let kind = AdmissionKind::ALL.into_iter().find(|k| k.kind() == kind)?;
+        let api_version = document.get("apiVersion").and_then(Value::as_str)?;
+        let (group, _) = api_version.split_once('/')?;
+        if group != crate::config::GROUP {
+            return None;
+        }
+        let name = document
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        Some(Edit {
+            kind,
+            name: name.to_string(),
+            api_version: api_version.to_string(),
+            base,
+            ours: document.clone(),
+        })
+    }
+
+    /// The API version of the edit (`v1` when it names none the group serves).
+    fn version(&self) -> GroupVersion {
+        self.api_version
+            .split_once('/')
+            .and_then(|(_, v)| GroupVersion::parse(v))
+            .unwrap_or(GroupVersion::V1)
     }
 }
 
@@ -111,12 +148,22 @@ pub struct Applied {
     pub taken_over: Option<String>,
 }
 
-/// The schema model of the webhook configuration kinds (their list types have not changed
-/// across the releases hookscope models, so the newest release's is used).
-fn model(kind: WebhookKind) -> Option<(GoModel<'static>, GoType<'static>)> {
-    let schema = crate::schema::Schema::for_release(crate::KubeVersion::NEWEST);
-    let id = schema.kind(crate::config::GROUP, "v1", kind.configuration_kind())?;
-    Some((GoModel(schema), GoType::Struct(id)))
+/// The schema model of `kind` in `version`: the newest release's that serves it (the list types
+/// of the admission kinds have not changed across the releases hookscope models; a version
+/// dropped since, such as MutatingAdmissionPolicy's `v1alpha1`, comes from the last release
+/// that has it).
+fn model(
+    kind: AdmissionKind,
+    version: GroupVersion,
+) -> Option<(GoModel<'static>, GoType<'static>)> {
+    (crate::KubeVersion::OLDEST.minor()..=crate::KubeVersion::NEWEST.minor())
+        .rev()
+        .filter_map(crate::KubeVersion::new)
+        .find_map(|release| {
+            let schema = crate::schema::Schema::for_release(release);
+            let id = schema.kind(crate::config::GROUP, version.as_str(), kind.kind())?;
+            Some((GoModel(schema), GoType::Struct(id)))
+        })
 }
 
 /// Fields no apply configuration names for the edit: the type's, and what the server maintains.
@@ -135,11 +182,12 @@ fn ignored() -> Set {
 /// whole edit is applied, creating it).
 pub fn plan(edit: &Edit, current: Option<&Value>) -> Result<Plan, WriteError> {
     let invalid = |e: String| WriteError::Unreadable(e);
-    let (model, ty) = model(edit.kind).ok_or_else(|| invalid("no schema for the kind".into()))?;
+    let (model, ty) = model(edit.kind, edit.version())
+        .ok_or_else(|| invalid(format!("no schema for {} {}", edit.api_version, edit.kind)))?;
     let header = || {
         let mut m = Map::new();
         m.insert("apiVersion".into(), json!(edit.api_version));
-        m.insert("kind".into(), json!(edit.kind.configuration_kind()));
+        m.insert("kind".into(), json!(edit.kind.kind()));
         m.insert("metadata".into(), json!({"name": edit.name}));
         m
     };
@@ -406,7 +454,7 @@ pub fn removal_patch(removed: &[Path], base: &Value, current: &Value) -> Option<
 }
 
 impl Cluster {
-    /// Writes the user's change of a webhook configuration (see the module's documentation):
+    /// Writes the user's change of an admission configuration (see the module's documentation):
     /// refused with [`WriteError::ReadOnly`] unless writes are allowed. A dry run
     /// (`dryRun=All`) always comes first; its result is the object the server would store.
     /// Unless `dry_run`, the real writes follow. `force` takes over the changed fields other
@@ -424,13 +472,9 @@ impl Cluster {
         if edit.name.is_empty() {
             return Err(WriteError::NoName);
         }
-        let version = edit
-            .api_version
-            .split_once('/')
-            .map_or("v1", |(_, v)| v)
-            .to_string();
+        let version = edit.version();
         let current = self
-            .get_configuration(edit.kind, &edit.name)
+            .get_configuration(edit.kind, version, &edit.name)
             .await
             .map_err(|e| self.reject(edit, e, "reading it"))?;
         let plan = plan(edit, current.as_ref())?;
@@ -605,7 +649,7 @@ mod tests {
 
     fn edit(base: Value, ours: Value) -> Edit {
         Edit {
-            kind: WebhookKind::Validating,
+            kind: AdmissionKind::ValidatingWebhookConfiguration,
             name: "guard".into(),
             api_version: "admissionregistration.k8s.io/v1".into(),
             base: Some(base),
@@ -676,5 +720,87 @@ mod tests {
         assert_eq!(patch[0]["path"], "/webhooks/0");
         assert_eq!(patch[0]["value"], base["webhooks"][0]);
         assert_eq!(patch[1], json!({"op": "remove", "path": "/webhooks/0"}));
+    }
+
+    fn policy_object(api_version: &str, kind: &str, spec: Value) -> Value {
+        json!({
+            "apiVersion": api_version, "kind": kind,
+            "metadata": {"name": "p", "labels": {"team": "platform"}},
+            "spec": spec,
+        })
+    }
+
+    /// A policy's or binding's edit is planned over its kind's schema, in the version it names
+    /// (MutatingAdmissionPolicy's `v1alpha1` too): a set-list gains only the item added, an
+    /// atomic list is sent whole, a changed scalar alone.
+    #[test]
+    fn policy_edits_apply_only_what_changed_over_their_kinds_schema() {
+        let v1 = "admissionregistration.k8s.io/v1";
+        let alpha = "admissionregistration.k8s.io/v1alpha1";
+        let binding = |actions: Value| {
+            policy_object(
+                v1,
+                "ValidatingAdmissionPolicyBinding",
+                json!({"policyName": "p", "validationActions": actions}),
+            )
+        };
+        let base = binding(json!(["Deny"]));
+        let edit =
+            Edit::from_document(&binding(json!(["Deny", "Audit"])), Some(base.clone())).unwrap();
+        assert_eq!(edit.kind, AdmissionKind::ValidatingAdmissionPolicyBinding);
+        let p = plan(&edit, Some(&base)).unwrap();
+        assert_eq!(
+            p.config.unwrap()["spec"],
+            json!({"validationActions": ["Audit"]})
+        );
+        assert_eq!(p.changed, [r#".spec.validationActions[="Audit"]"#]);
+
+        let policy = |message: &str, failure: &str| {
+            policy_object(
+                v1,
+                "ValidatingAdmissionPolicy",
+                json!({"failurePolicy": failure, "validations": [
+                    {"expression": "true", "message": message},
+                    {"expression": "false"}]}),
+            )
+        };
+        let base = policy("a", "Fail");
+        let edit = Edit::from_document(&policy("b", "Fail"), Some(base.clone())).unwrap();
+        let p = plan(&edit, Some(&base)).unwrap();
+        assert_eq!(
+            p.config.unwrap()["spec"],
+            json!({"validations": [{"expression": "true", "message": "b"}, {"expression": "false"}]}),
+            "validations is an atomic list"
+        );
+
+        let map = |reinvocation: &str| {
+            policy_object(
+                alpha,
+                "MutatingAdmissionPolicy",
+                json!({"reinvocationPolicy": reinvocation, "failurePolicy": "Fail",
+                       "mutations": [{"patchType": "JSONPatch", "jsonPatch": {"expression": "[]"}}]}),
+            )
+        };
+        let base = map("Never");
+        let mut ours = map("IfNeeded");
+        ours["metadata"]["labels"]
+            .as_object_mut()
+            .unwrap()
+            .remove("team");
+        let edit = Edit::from_document(&ours, Some(base.clone())).unwrap();
+        assert_eq!(edit.kind, AdmissionKind::MutatingAdmissionPolicy);
+        let p = plan(&edit, Some(&base)).unwrap();
+        assert_eq!(
+            p.config,
+            Some(json!({
+                "apiVersion": alpha, "kind": "MutatingAdmissionPolicy",
+                "metadata": {"name": "p"},
+                "spec": {"reinvocationPolicy": "IfNeeded"},
+            }))
+        );
+        assert_eq!(p.removed_paths(), [".metadata.labels.team"]);
+        assert!(
+            Edit::from_document(&json!({"apiVersion": "v1", "kind": "ConfigMap"}), None).is_none()
+        );
     }
 }

@@ -325,7 +325,7 @@ fn edits_of(
             };
             match docs.iter().find(|d| same(d)) {
                 Some(ours) => Edit {
-                    kind: c.kind,
+                    kind: c.kind.into(),
                     name: c.name.clone(),
                     api_version: c.api_version.clone(),
                     base: base.clone().filter(|b| same(b)),
@@ -333,6 +333,31 @@ fn edits_of(
                 },
                 None => Edit::from_configuration(c),
             }
+        })
+        .collect()
+}
+
+/// The edit of each admission policy and binding in force in buffer `b`, as its text writes it
+/// (not defaulted), with the cluster's version it was made on for a buffer of the cluster's
+/// object (see [`edits_of`]).
+fn policy_edits_of(b: &crate::tui::editing::Buffer) -> Vec<crate::live::cluster::Edit> {
+    use crate::live::cluster::Edit;
+    if b.policies_in_force.is_empty() {
+        return Vec::new();
+    }
+    let docs: Vec<Value> = crate::yaml::from_multiple(&b.text()).unwrap_or_default();
+    let base = match &b.origin {
+        crate::tui::editing::BufferOrigin::Cluster { .. } => {
+            crate::yaml::from_str::<Value>(&b.saved).ok()
+        }
+        _ => None,
+    };
+    b.policies_in_force
+        .iter()
+        .filter_map(|p| {
+            let same = |d: &Value| d["metadata"]["name"] == p.name() && d["kind"] == p.kind();
+            let doc = docs.iter().find(|d| same(d))?;
+            Edit::from_document(doc, base.clone().filter(|b| same(b)))
         })
         .collect()
 }
@@ -376,15 +401,8 @@ impl State {
             self.say(text, true);
             return commands;
         }
-        if b.in_force.is_empty() {
-            let text = if b.policies_in_force.is_empty() {
-                format!("{} defines no configuration to apply", b.origin.label())
-            } else {
-                format!(
-                    "{} holds admission policies or bindings: :apply writes webhook configurations only (the edit is a what-if here; :w FILE and `kubectl apply -f FILE` apply it)",
-                    b.origin.label()
-                )
-            };
+        if b.in_force.is_empty() && b.policies_in_force.is_empty() {
+            let text = format!("{} defines no configuration to apply", b.origin.label());
             self.say(text, true);
             return commands;
         }
@@ -401,18 +419,14 @@ impl State {
         } else {
             b.in_force.clone()
         };
-        let names: Vec<&str> = configurations.iter().map(|c| c.name.as_str()).collect();
+        let mut edits = edits_of(b, &configurations);
+        edits.extend(policy_edits_of(b));
+        let names: Vec<&str> = edits.iter().map(|e| e.name.as_str()).collect();
         let text = format!(
-            "server-side dry run of {}{}{}…",
+            "server-side dry run of {}{}…",
             names.join(", "),
             if force { " (force)" } else { "" },
-            if b.policies_in_force.is_empty() {
-                ""
-            } else {
-                " (not of the buffer's admission policies: :apply writes webhook configurations only)"
-            }
         );
-        let edits = edits_of(b, &configurations);
         commands.push(Command::Apply(ApplyRequest {
             buffer: i,
             configurations,
@@ -499,7 +513,7 @@ impl State {
             applied.push(format!("{} (resourceVersion {version})", o.name));
             // The buffer now shows what the cluster stores, and has no edits.
             let origin = crate::tui::editing::BufferOrigin::Cluster {
-                kind: o.kind.into(),
+                kind: o.kind,
                 name: o.name.clone(),
             };
             if let Some(b) = self.buffers.iter_mut().find(|b| b.origin == origin) {
@@ -530,9 +544,9 @@ impl State {
                 let names = request
                     .as_ref()
                     .map(|r| {
-                        r.configurations
+                        r.edits
                             .iter()
-                            .map(|c| c.name.as_str())
+                            .map(|e| e.name.as_str())
                             .collect::<Vec<_>>()
                             .join(", ")
                     })
