@@ -11,7 +11,6 @@ use std::path::PathBuf;
 
 use base64::Engine as _;
 use common::{TestPki, WebhookServer, handler, v1_allow, v1_patch};
-use hookscope::config::policy::validate_policy_object;
 use serde_json::Value;
 
 const SESSION: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/policies-v1.33");
@@ -51,23 +50,12 @@ fn kubectl_errors() -> BTreeMap<String, String> {
 fn invalid_policies_get_the_field_errors_kubectl_printed() {
     let expected = kubectl_errors();
     assert_eq!(expected.len(), 3, "{expected:?}");
-    let mut got = BTreeMap::new();
-    for loaded in hookscope::config::parse_policy_documents(
+    let got: BTreeMap<String, String> = common::policy_create_errors(
         &read("inputs/invalid-policies.yaml"),
         "invalid-policies.yaml",
-    ) {
-        let mut loaded = loaded.unwrap();
-        loaded.apply_defaults();
-        let errors: Vec<String> = validate_policy_object(&loaded.object)
-            .iter()
-            .map(ToString::to_string)
-            .collect();
-        let text = match errors.as_slice() {
-            [one] => one.clone(),
-            many => format!("[{}]", many.join(", ")),
-        };
-        got.insert(loaded.object.name().to_string(), text);
-    }
+    )
+    .into_iter()
+    .collect();
     assert_eq!(got, expected);
 }
 

@@ -21,13 +21,17 @@ pub(crate) enum Ty {
     Null,
     Timestamp,
     List(Box<Ty>),
-    Map(Box<Ty>),
+    /// A map's key and value types.
+    Map(Box<Ty>, Box<Ty>),
     Dyn,
     Object(&'static str),
     /// A nested `Object.<field path>` literal's type (MutatingAdmissionPolicy).
     Struct(std::sync::Arc<str>),
     /// The `variables` of a policy: each declared name with its type.
     Record(std::sync::Arc<Vec<(String, Ty)>>),
+    /// The element type of an empty list or map literal: cel-go's free type variable, bound by
+    /// the first type it is joined with (`dyn` when nothing binds it).
+    Free,
     Unknown,
 }
 
@@ -44,20 +48,86 @@ impl Ty {
             Ty::Null => "null_type".into(),
             Ty::Timestamp => "google.protobuf.Timestamp".into(),
             Ty::List(e) => format!("list({})", e.name()),
-            Ty::Map(v) => format!("map(string, {})", v.name()),
-            Ty::Dyn | Ty::Unknown => "dyn".into(),
+            Ty::Map(k, v) => format!("map({}, {})", k.name(), v.name()),
+            Ty::Dyn | Ty::Unknown | Ty::Free => "dyn".into(),
             Ty::Object(n) => (*n).into(),
             Ty::Struct(n) => n.to_string(),
             Ty::Record(_) => "kubernetes.variables".into(),
         }
     }
+
+    /// cel-go's `FormatCELType`, the rendering in its checker's and validators' messages
+    /// (`null`, `timestamp`, where the declared type's name is `null_type`,
+    /// `google.protobuf.Timestamp`).
+    pub(crate) fn display(&self) -> String {
+        match self {
+            Ty::Null => "null".into(),
+            Ty::Timestamp => "timestamp".into(),
+            Ty::List(e) => format!("list({})", e.display()),
+            Ty::Map(k, v) => format!("map({}, {})", k.display(), v.display()),
+            t => t.name(),
+        }
+    }
 }
 
-/// A check failure: message and the identifier or field to point at.
+/// A check failure: message, the node cel-go reports it at (its source position is looked up
+/// when the issue is rendered) and, where the node is not known, the identifier or field to
+/// point at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Issue {
     pub(crate) message: String,
     pub(crate) token: String,
+    pub(crate) at: Option<Node>,
+}
+
+/// A node of the parsed expression an issue is reported at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Node {
+    pub(crate) id: u64,
+    /// A negative number literal: the parser records the position of its digits, cel-go's
+    /// that of its sign (`-`).
+    pub(crate) signed: bool,
+}
+
+impl Node {
+    fn of(e: &Expression) -> Node {
+        let signed = match &e.expr {
+            Expr::Literal(LiteralValue::Int(i)) => *i.inner() < 0,
+            Expr::Literal(LiteralValue::Double(d)) => d.inner().is_sign_negative(),
+            _ => false,
+        };
+        Node { id: e.id, signed }
+    }
+}
+
+impl Issue {
+    fn new(message: String, token: impl Into<String>) -> Issue {
+        Issue {
+            message,
+            token: token.into(),
+            at: None,
+        }
+    }
+
+    fn at(message: String, node: &Expression) -> Issue {
+        Issue {
+            message,
+            token: String::new(),
+            at: Some(Node::of(node)),
+        }
+    }
+}
+
+/// What a check found besides the error that stops it: the checker's errors after which cel-go
+/// goes on (no matching overload), and the errors of the AST validators that run when the
+/// checker found none (homogeneous aggregate literals).
+#[derive(Debug, Default)]
+pub(crate) struct Found {
+    checker: Vec<Issue>,
+    validator: Vec<Issue>,
+    /// Depth of `format` calls around the node: literals inside them are exempt from the
+    /// homogeneity check (`ext.Strings`' format validator configures the exemption).
+    exempt: usize,
 }
 
 /// A scope entry that declares the mutation types (`Object{…}`, `JSONPatch{…}`).
@@ -76,7 +146,7 @@ fn list(t: Ty) -> Ty {
 }
 
 fn map(t: Ty) -> Ty {
-    Ty::Map(Box::new(t))
+    Ty::Map(Box::new(Ty::String), Box::new(t))
 }
 
 /// Fields of the object types `compile.go` declares (`BuildRequestType`, `BuildNamespaceType`).
@@ -267,22 +337,163 @@ pub(crate) fn is_namespace(prefix: &str, func: &str) -> bool {
 fn unify(a: Ty, b: Ty) -> Ty {
     match (a, b) {
         (a, b) if a == b => a,
-        (Ty::Unknown, other) | (other, Ty::Unknown) => other,
+        (Ty::Unknown | Ty::Free, other) | (other, Ty::Unknown | Ty::Free) => other,
         (Ty::List(a), Ty::List(b)) => list(unify(*a, *b)),
-        (Ty::Map(a), Ty::Map(b)) => map(unify(*a, *b)),
+        (Ty::Map(ka, a), Ty::Map(kb, b)) => {
+            Ty::Map(Box::new(unify(*ka, *kb)), Box::new(unify(*a, *b)))
+        }
         _ => Ty::Dyn,
     }
 }
 
-fn undeclared(name: &str) -> Issue {
-    Issue {
-        message: format!("undeclared reference to '{name}' (in container '')"),
-        token: name.to_string(),
+/// How an aggregate literal's element type compares with the first element's, as cel-go's
+/// homogeneity validator compares them (`IsEquivalentType`, after the checker bound the free
+/// type variables of empty literals).
+enum Likeness {
+    /// Equivalent: the first element's type with its free variables bound.
+    Same(Ty),
+    Differ,
+    /// A type this checker does not know takes part: no verdict.
+    Unsure,
+}
+
+fn likeness(expected: &Ty, found: &Ty) -> Likeness {
+    use Likeness::*;
+    match (expected, found) {
+        (Ty::Unknown, _) | (_, Ty::Unknown) => Unsure,
+        (Ty::Free, t) | (t, Ty::Free) => Same(t.clone()),
+        (Ty::List(a), Ty::List(b)) => match likeness(a, b) {
+            Same(t) => Same(list(t)),
+            other => other,
+        },
+        (Ty::Map(ka, va), Ty::Map(kb, vb)) => match (likeness(ka, kb), likeness(va, vb)) {
+            (Differ, _) | (_, Differ) => Differ,
+            (Same(k), Same(v)) => Same(Ty::Map(Box::new(k), Box::new(v))),
+            _ => Unsure,
+        },
+        (Ty::Record(_), _) | (_, Ty::Record(_)) => Unsure,
+        (a, b) if a == b => Same(a.clone()),
+        _ => Differ,
     }
 }
 
-/// Infers the type of `expr`, with `scope` holding comprehension variables.
-pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<Ty, Issue> {
+/// cel-go's `HomogeneousAggregateLiterals` validator over one list literal: the first element
+/// whose type differs from the first one's is an error, and the list's check ends there.
+fn homogeneous_list(elements: &[(&Expression, Ty)], found: &mut Found) {
+    let mut expected: Option<Ty> = None;
+    for (e, t) in elements {
+        let Some(prev) = &expected else {
+            if has_unknown(t) {
+                return;
+            }
+            expected = Some(t.clone());
+            continue;
+        };
+        match likeness(prev, t) {
+            Likeness::Same(bound) => expected = Some(bound),
+            Likeness::Unsure => {}
+            Likeness::Differ => {
+                found.validator.push(mismatch(prev, t, e));
+                return;
+            }
+        }
+    }
+}
+
+/// The validator over one map literal: each entry's key and value against the first entry's.
+fn homogeneous_map(entries: &[EntryTypes<'_>], found: &mut Found) {
+    let Some((((_, key), (_, value)), rest)) = entries.split_first() else {
+        return;
+    };
+    let (mut key, mut value) = (key.clone(), value.clone());
+    for ((k, kt), (v, vt)) in rest {
+        for (expected, (e, t)) in [(&mut key, (k, kt)), (&mut value, (v, vt))] {
+            if has_unknown(expected) {
+                continue;
+            }
+            match likeness(expected, t) {
+                Likeness::Same(bound) => *expected = bound,
+                Likeness::Unsure => {}
+                Likeness::Differ => found.validator.push(mismatch(expected, t, e)),
+            }
+        }
+    }
+}
+
+/// A map literal entry's key and value with their types.
+type EntryTypes<'a> = ((&'a Expression, Ty), (&'a Expression, Ty));
+
+fn has_unknown(t: &Ty) -> bool {
+    match t {
+        Ty::Unknown => true,
+        Ty::List(e) => has_unknown(e),
+        Ty::Map(k, v) => has_unknown(k) || has_unknown(v),
+        _ => false,
+    }
+}
+
+fn mismatch(expected: &Ty, found: &Ty, at: &Expression) -> Issue {
+    Issue::at(
+        format!(
+            "expected type '{}' but found '{}'",
+            expected.display(),
+            found.display()
+        ),
+        at,
+    )
+}
+
+/// Whether cel-go's checker finds `_==_(A, A)` for operands of types `a` and `b`: dyn on
+/// either side, the same type, or null and a nullable type (objects, timestamps); lists and maps
+/// element by element.
+fn comparable(a: &Ty, b: &Ty) -> bool {
+    use Ty::*;
+    match (a, b) {
+        (Dyn | Unknown | Free | Record(_), _) | (_, Dyn | Unknown | Free | Record(_)) => true,
+        (Null, t) | (t, Null) => matches!(t, Null | Object(_) | Struct(_) | Timestamp),
+        (List(a), List(b)) => comparable(a, b),
+        (Map(ka, va), Map(kb, vb)) => comparable(ka, kb) && comparable(va, vb),
+        (a, b) => a == b,
+    }
+}
+
+fn undefined_field(field: &str) -> Issue {
+    Issue::new(format!("undefined field '{field}'"), format!(".{field}"))
+}
+
+/// An element type as the expressions that take it out see it: a free variable is unknown.
+fn bound(t: &Ty) -> Ty {
+    match t {
+        Ty::Free => Ty::Unknown,
+        t => t.clone(),
+    }
+}
+
+fn undeclared(name: &str) -> Issue {
+    Issue::new(
+        format!("undeclared reference to '{name}' (in container '')"),
+        name,
+    )
+}
+
+/// Checks `expr` with `scope` holding the declared variables: its type, or every issue cel-go
+/// reports (the checker's; when it has none, the validators').
+pub(crate) fn check(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<Ty, Vec<Issue>> {
+    let mut found = Found::default();
+    match infer(expr, scope, &mut found) {
+        Err(issue) => {
+            found.checker.push(issue);
+            Err(found.checker)
+        }
+        Ok(_) if !found.checker.is_empty() => Err(found.checker),
+        Ok(_) if !found.validator.is_empty() => Err(found.validator),
+        Ok(t) => Ok(t),
+    }
+}
+
+/// Infers the type of `expr`, with `scope` holding comprehension variables; the error returned
+/// stops the check, those cel-go goes on after are kept in `found`.
+fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) -> Result<Ty, Issue> {
     match &expr.expr {
         Expr::Literal(l) => Ok(match l {
             LiteralValue::Boolean(_) => Ty::Bool,
@@ -301,72 +512,69 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
             .or_else(|| variable_type(name))
             .ok_or_else(|| undeclared(name)),
         Expr::Select(sel) => {
-            let operand = infer(&sel.operand, scope)?;
+            let operand = infer(&sel.operand, scope, found)?;
             let field_ty = match &operand {
                 Ty::Object("Object") | Ty::Struct(_) => Ty::Dyn,
                 Ty::Object("JSONPatch") => match sel.field.as_str() {
                     "op" | "path" | "from" => Ty::String,
                     "value" => Ty::Dyn,
-                    _ => {
-                        return Err(Issue {
-                            message: format!("undefined field '{}'", sel.field),
-                            token: format!(".{}", sel.field),
-                        });
-                    }
+                    _ => return Err(undefined_field(&sel.field)),
                 },
-                Ty::Object(o) => field_type(o, &sel.field).ok_or_else(|| Issue {
-                    message: format!("undefined field '{}'", sel.field),
-                    token: format!(".{}", sel.field),
-                })?,
-                Ty::Map(v) => (**v).clone(),
+                Ty::Object(o) => {
+                    field_type(o, &sel.field).ok_or_else(|| undefined_field(&sel.field))?
+                }
+                Ty::Map(_, v) => bound(v),
                 Ty::Record(fields) => fields
                     .iter()
                     .find(|(n, _)| *n == sel.field)
                     .map(|(_, t)| t.clone())
-                    .ok_or_else(|| Issue {
-                        message: format!("undefined field '{}'", sel.field),
-                        token: format!(".{}", sel.field),
-                    })?,
+                    .ok_or_else(|| undefined_field(&sel.field))?,
                 Ty::Dyn => Ty::Dyn,
                 t if is_known(t) => {
-                    return Err(Issue {
-                        message: format!("type '{}' does not support field selection", t.name()),
-                        token: format!(".{}", sel.field),
-                    });
+                    return Err(Issue::new(
+                        format!("type '{}' does not support field selection", t.name()),
+                        format!(".{}", sel.field),
+                    ));
                 }
                 _ => Ty::Unknown,
             };
             Ok(if sel.test { Ty::Bool } else { field_ty })
         }
         Expr::List(l) => {
-            let mut elem: Option<Ty> = None;
+            let mut elements = Vec::with_capacity(l.elements.len());
             for e in &l.elements {
-                let t = infer(e, scope)?;
-                elem = Some(match elem {
-                    None => t,
-                    Some(prev) => unify(prev, t),
-                });
+                let t = infer(e, scope, found)?;
+                elements.push((e, t));
             }
-            Ok(list(elem.unwrap_or(Ty::Unknown)))
+            let elem = elements.iter().map(|(_, t)| t.clone()).reduce(unify);
+            if found.exempt == 0 {
+                homogeneous_list(&elements, found);
+            }
+            Ok(list(elem.unwrap_or(Ty::Free)))
         }
         Expr::Map(m) => {
-            let mut value: Option<Ty> = None;
+            let mut entries = Vec::with_capacity(m.entries.len());
             for entry in &m.entries {
                 match &entry.expr {
                     EntryExpr::MapEntry(e) => {
-                        infer(&e.key, scope)?;
-                        let t = infer(&e.value, scope)?;
-                        value = Some(match value {
-                            None => t,
-                            Some(prev) => unify(prev, t),
-                        });
+                        let k = infer(&e.key, scope, found)?;
+                        let v = infer(&e.value, scope, found)?;
+                        entries.push(((&e.key, k), (&e.value, v)));
                     }
                     EntryExpr::StructField(f) => {
                         return Err(undeclared(&f.field));
                     }
                 }
             }
-            Ok(map(value.unwrap_or(Ty::Unknown)))
+            let key = entries.iter().map(|((_, k), _)| k.clone()).reduce(unify);
+            let value = entries.iter().map(|(_, (_, v))| v.clone()).reduce(unify);
+            if found.exempt == 0 {
+                homogeneous_map(&entries, found);
+            }
+            Ok(Ty::Map(
+                Box::new(key.unwrap_or(Ty::Free)),
+                Box::new(value.unwrap_or(Ty::Free)),
+            ))
         }
         Expr::Struct(s) => {
             let declared = scope.iter().any(|(n, _)| n == PATCH_TYPES);
@@ -379,24 +587,24 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
                     if name == "JSONPatch"
                         && !["op", "path", "from", "value"].contains(&f.field.as_str())
                     {
-                        return Err(Issue {
-                            message: format!("undefined field '{}'", f.field),
-                            token: f.field.clone(),
-                        });
+                        return Err(Issue::new(
+                            format!("undefined field '{}'", f.field),
+                            f.field.clone(),
+                        ));
                     }
-                    let ty = infer(&f.value, scope)?;
+                    let ty = infer(&f.value, scope, found)?;
                     if name == "JSONPatch"
                         && f.field != "value"
                         && !matches!(ty, Ty::String | Ty::Dyn | Ty::Unknown)
                     {
-                        return Err(Issue {
-                            message: format!(
+                        return Err(Issue::new(
+                            format!(
                                 "expected type of field '{}' is 'string' but provided type is '{}'",
                                 f.field,
                                 ty.name()
                             ),
-                            token: f.field.clone(),
-                        });
+                            f.field.clone(),
+                        ));
                     }
                 }
             }
@@ -407,20 +615,19 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
             })
         }
         Expr::Comprehension(c) => {
-            let range = infer(&c.iter_range, scope)?;
-            let accu = infer(&c.accu_init, scope)?;
+            let range = infer(&c.iter_range, scope, found)?;
+            let accu = infer(&c.accu_init, scope, found)?;
             let item = match &range {
-                Ty::List(e) => (**e).clone(),
-                Ty::Map(_) => Ty::String,
+                Ty::List(e) | Ty::Map(e, _) => bound(e),
                 Ty::Dyn => Ty::Dyn,
                 t if is_known(t) => {
-                    return Err(Issue {
-                        message: format!(
+                    return Err(Issue::new(
+                        format!(
                             "expression of type '{}' cannot be range of a comprehension (must be list, map, or dynamic)",
                             t.name()
                         ),
-                        token: String::new(),
-                    });
+                        "",
+                    ));
                 }
                 _ => Ty::Unknown,
             };
@@ -431,16 +638,19 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
                 scope.push((v2.clone(), Ty::Unknown));
             }
             let checked = (|| {
-                infer(&c.loop_cond, scope)?;
-                let step = infer(&c.loop_step, scope)?;
+                infer(&c.loop_cond, scope, found)?;
+                let step = infer(&c.loop_step, scope, found)?;
                 scope.push((c.accu_var.clone(), unify(accu, step)));
-                infer(&c.result, scope)
+                infer(&c.result, scope, found)
             })();
             scope.truncate(depth);
             checked
         }
         Expr::Call(call) => {
             let name = call.func_name.as_str();
+            if name == "format" {
+                found.exempt += 1;
+            }
             let target = match call.target.as_deref() {
                 Some(t) => match &t.expr {
                     Expr::Ident(prefix)
@@ -448,23 +658,46 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
                             && !scope.iter().any(|(n, _)| n == prefix) =>
                     {
                         for a in &call.args {
-                            infer(a, scope)?;
+                            infer(a, scope, found)?;
                         }
                         return function_type(&format!("{prefix}.{name}"), None)
                             .ok_or_else(|| undeclared(name));
                     }
-                    _ => Some(infer(t, scope)?),
+                    _ => Some(infer(t, scope, found)?),
                 },
                 None => None,
             };
             let mut args = Vec::with_capacity(call.args.len());
             for a in &call.args {
-                args.push(infer(a, scope)?);
+                args.push(infer(a, scope, found)?);
+            }
+            if name == "format" {
+                found.exempt -= 1;
             }
             if call.target.is_none()
                 && let Some(issue) = operator_issue(name, &args)
             {
-                return Err(issue);
+                // cel-go goes on with the error type, which every later check accepts.
+                found.checker.push(Issue {
+                    at: Some(Node::of(expr)),
+                    ..issue
+                });
+                return Ok(Ty::Unknown);
+            }
+            if call.target.is_none()
+                && matches!(name, operators::EQUALS | operators::NOT_EQUALS)
+                && let [a, b] = args.as_slice()
+                && !comparable(a, b)
+            {
+                found.checker.push(Issue::at(
+                    format!(
+                        "found no matching overload for '{name}' applied to '({}, {})'",
+                        a.display(),
+                        b.display()
+                    ),
+                    expr,
+                ));
+                return Ok(Ty::Unknown);
             }
             match name {
                 operators::LOGICAL_AND
@@ -502,7 +735,7 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
                     .reduce(unify)
                     .unwrap_or(Ty::Dyn)),
                 operators::INDEX => Ok(match args.first() {
-                    Some(Ty::List(e) | Ty::Map(e)) => (**e).clone(),
+                    Some(Ty::List(e) | Ty::Map(_, e)) => bound(e),
                     Some(Ty::Dyn) => Ty::Dyn,
                     _ => Ty::Unknown,
                 }),
@@ -510,10 +743,7 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
                 _ => function_type(name, target.as_ref()).ok_or_else(|| undeclared(name)),
             }
         }
-        Expr::Unspecified => Err(Issue {
-            message: "unexpected empty expression".into(),
-            token: String::new(),
-        }),
+        Expr::Unspecified => Err(Issue::new("unexpected empty expression".into(), "")),
     }
 }
 
@@ -539,7 +769,7 @@ fn is_known(t: &Ty) -> bool {
 /// error its checker reports when none applies, at the operator.
 fn operator_issue(name: &str, args: &[Ty]) -> Option<Issue> {
     use Ty::*;
-    if !args.iter().all(|t| is_known(t) || matches!(t, Map(_))) {
+    if !args.iter().all(|t| is_known(t) || matches!(t, Map(..))) {
         return None;
     }
     let numeric = |t: &Ty| matches!(t, Int | Uint | Double);
@@ -600,13 +830,15 @@ fn operator_issue(name: &str, args: &[Ty]) -> Option<Issue> {
         ),
         _ => return None,
     };
-    let types: Vec<std::string::String> = args.iter().map(Ty::name).collect();
-    (!ok).then(|| Issue {
-        message: format!(
-            "found no matching overload for '{name}' applied to '({})'",
-            types.join(", ")
-        ),
-        token: symbol.to_string(),
+    let types: Vec<std::string::String> = args.iter().map(Ty::display).collect();
+    (!ok).then(|| {
+        Issue::new(
+            format!(
+                "found no matching overload for '{name}' applied to '({})'",
+                types.join(", ")
+            ),
+            symbol,
+        )
     })
 }
 

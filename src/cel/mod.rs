@@ -338,14 +338,103 @@ struct Uses {
 pub struct CompileError(pub String);
 
 /// Renders one cel-go issue with its source snippet:
-/// `ERROR: <input>:L:C: msg\n | line\n | ...^`.
+/// `ERROR: <input>:L:C: msg\n | line\n | ...^`. As cel-go's `Error.ToDisplayString`, the
+/// snippet's tabs become spaces, a character of more than one UTF-8 byte before the column is
+/// marked with a full-width dot and at the column with a full-width caret, and a line longer than
+/// 16384 bytes is not shown.
 fn render_issue(source: &str, line: usize, column: usize, message: &str) -> String {
+    const MAX_SNIPPET_BYTES: usize = 16384;
     let mut out = format!("ERROR: <input>:{line}:{column}: {message}");
-    if let Some(text) = source.lines().nth(line.saturating_sub(1)) {
-        let pointer: String = ".".repeat(column.saturating_sub(1));
-        out.push_str(&format!("\n | {text}\n | {pointer}^"));
+    if let Some(text) = source.split('\n').nth(line.saturating_sub(1))
+        && text.len() <= MAX_SNIPPET_BYTES
+    {
+        let text = text.replace('\t', " ");
+        let mut chars = text.chars();
+        let mut pointer: String = chars
+            .by_ref()
+            .take(column.saturating_sub(1))
+            .map(|c| if c.len_utf8() > 1 { '\u{ff0e}' } else { '.' })
+            .collect();
+        pointer.push(match chars.next() {
+            Some(c) if c.len_utf8() > 1 => '\u{ff3e}',
+            _ => '^',
+        });
+        out.push_str(&format!("\n | {text}\n | {pointer}"));
     }
     out
+}
+
+/// The source positions of `expression`'s parse tree nodes, by node id, as the parser records
+/// them (cel-go's positions: an operator's token, a call's `(`, a selection's `.`, a literal's
+/// first character, a macro's call). The parser hands them out only with an error, so this
+/// parses the expression again followed by a line holding one character the lexer refuses: the
+/// lexer drops it, so the tokens, the tree and its ids are those of the successful parse.
+fn source_offsets(expression: &str) -> Option<Arc<cel::common::ast::SourceInfo>> {
+    let source = format!("{expression}\n#");
+    let parsed = std::thread::Builder::new()
+        .stack_size(PARSER_STACK_BYTES)
+        .spawn(move || {
+            Parser::new()
+                .enable_optional_syntax(true)
+                .max_recursion_depth(MAX_RECURSION_DEPTH)
+                .parse(&source)
+                .err()
+                .and_then(|e| e.errors.into_iter().find_map(|e| e.source_info))
+        })
+        .ok()?;
+    parsed.join().ok().flatten()
+}
+
+/// 1-based line and column (in characters, as cel-go counts them) of the character at byte
+/// `offset` of `source` (the parser's offsets are in bytes), or of the `-` before it when
+/// `signed`.
+fn line_column(source: &str, offset: usize, signed: bool) -> (usize, usize) {
+    let mut offset = offset.min(source.len());
+    if signed && let Some(sign) = source[..offset].trim_end().strip_suffix('-') {
+        offset = sign.len();
+    }
+    let (mut line, mut column) = (1, 1);
+    for c in source[..offset].chars() {
+        if c == '\n' {
+            line += 1;
+            column = 1;
+        } else {
+            column += 1;
+        }
+    }
+    (line, column)
+}
+
+/// Renders the checker's issues as cel-go does: each at its node's position (or, for a node not
+/// known, its token's), sorted by position.
+fn render_issues(expression: &str, issues: &[check::Issue]) -> CompileError {
+    let offsets = issues
+        .iter()
+        .any(|i| i.at.is_some())
+        .then(|| source_offsets(expression))
+        .flatten();
+    let mut located: Vec<((usize, usize), &str)> = issues
+        .iter()
+        .map(|issue| {
+            let at = issue.at.zip(offsets.as_ref()).and_then(|(node, info)| {
+                let (start, _) = info.offset_for(node.id)?;
+                let start = usize::try_from(start).ok()?;
+                expression
+                    .is_char_boundary(start.min(expression.len()))
+                    .then(|| line_column(expression, start, node.signed))
+            });
+            (
+                at.unwrap_or_else(|| locate(expression, &issue.token)),
+                issue.message.as_str(),
+            )
+        })
+        .collect();
+    located.sort_by_key(|(position, _)| *position);
+    let rendered: Vec<String> = located
+        .into_iter()
+        .map(|((line, column), message)| render_issue(expression, line, column, message))
+        .collect();
+    compilation_failed(&rendered)
 }
 
 /// Position (1-based line and column) of the first occurrence of `token` as a whole word
@@ -571,17 +660,15 @@ pub fn compile_in(expression: &str, env: &Env, ret: ReturnType) -> Result<Progra
     collect_uses(&parsed, &mut uses);
     let undeclared_authorizer = uses.authorizer && !env.authorizer;
     let output = if undeclared_authorizer {
-        Err(check::Issue {
+        Err(vec![check::Issue {
             message: "undeclared reference to 'authorizer' (in container '')".into(),
             token: "authorizer".into(),
-        })
+            at: None,
+        }])
     } else {
-        check::infer(&parsed, &mut scope)
+        check::check(&parsed, &mut scope)
     }
-    .map_err(|issue| {
-        let (line, column) = locate(expression, &issue.token);
-        compilation_failed(&[render_issue(expression, line, column, &issue.message)])
-    })?;
+    .map_err(|issues| render_issues(expression, &issues))?;
     let fits = match ret {
         ReturnType::Bool => matches!(output, check::Ty::Bool | check::Ty::Unknown),
         ReturnType::String => matches!(output, check::Ty::String | check::Ty::Unknown),
@@ -595,7 +682,10 @@ pub fn compile_in(expression: &str, env: &Env, ret: ReturnType) -> Result<Progra
         }
         ReturnType::JsonPatches => match &output {
             check::Ty::List(e) => {
-                matches!(**e, check::Ty::Object("JSONPatch") | check::Ty::Unknown)
+                matches!(
+                    **e,
+                    check::Ty::Object("JSONPatch") | check::Ty::Unknown | check::Ty::Free
+                )
             }
             check::Ty::Unknown => true,
             _ => false,
@@ -1791,7 +1881,7 @@ mod tests {
     #[test]
     fn static_types() {
         use check::Ty;
-        let ty = |e: &str| check::infer(&parse(e).unwrap(), &mut Vec::new());
+        let ty = |e: &str| check::check(&parse(e).unwrap(), &mut Vec::new());
         assert_eq!(
             ty("request.userInfo.groups"),
             Ok(Ty::List(Box::new(Ty::String)))

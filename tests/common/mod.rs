@@ -970,3 +970,27 @@ pub fn two_context_kubeconfig(
     }
     serde_json::to_string(&merged).unwrap()
 }
+
+/// The field errors kube-apiserver reports on creating each policy or binding of `yaml` (after
+/// defaulting), by object name, in kubectl's rendering: one error as is, several as `[a, b]`,
+/// none as an empty string.
+pub fn policy_create_errors(yaml: &str, file: &str) -> Vec<(String, String)> {
+    hookscope::config::parse_policy_documents(yaml, file)
+        .into_iter()
+        .map(|loaded| {
+            let mut loaded = loaded.unwrap();
+            loaded.apply_defaults();
+            let errors: Vec<String> =
+                hookscope::config::policy::validate_policy_object(&loaded.object)
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect();
+            let text = match errors.as_slice() {
+                [] => String::new(),
+                [one] => one.clone(),
+                many => format!("[{}]", many.join(", ")),
+            };
+            (loaded.object.name().to_string(), text)
+        })
+        .collect()
+}
