@@ -1,11 +1,19 @@
 //! The CEL type checks kube-apiserver v1.33.3 makes when a ValidatingAdmissionPolicy (v1) or a
 //! MutatingAdmissionPolicy (v1alpha1) is created (`fixtures/cel-typecheck-v1.33`, see its
 //! README): the homogeneous aggregate literal validator, the `_==_`/`_!=_` overloads and the
-//! other operators' errors, byte for byte as kubectl printed them, and the policies it accepted.
+//! other operators' errors, byte for byte as kubectl printed them, and the policies it accepted;
+//! and `status.typeChecking` against the kinds' schemas, from upstream's `typechecking_test.go`.
 
 mod common;
 
 use std::collections::BTreeMap;
+
+use hookscope::KubeVersion;
+use hookscope::api::policy::ValidatingAdmissionPolicy;
+use hookscope::config::policy::PolicyObject;
+use hookscope::config::typecheck::{kinds_to_check, type_check};
+use serde::Deserialize;
+use serde_json::{Value, json};
 
 const SESSION: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -62,4 +70,115 @@ fn policy_expressions_are_type_checked_as_the_apiserver_did() {
         expected.len(),
         failures.join("\n")
     );
+}
+
+/// A ValidatingAdmissionPolicy (v1) of `spec` merged over a valid default: matchConstraints for
+/// apps/v1 deployments, no validations (a key set to null is removed).
+fn policy(spec: &serde_json::Map<String, Value>) -> ValidatingAdmissionPolicy {
+    let full = common::merged(
+        json!({
+            "matchConstraints": {"resourceRules": [{"operations": ["CREATE"], "apiGroups": ["apps"], "apiVersions": ["v1"], "resources": ["deployments"]}]},
+        }),
+        spec,
+    );
+    let doc = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "p"},
+        "spec": full,
+    });
+    let mut loaded = hookscope::config::parse_policy_documents(&doc.to_string(), "case.json")
+        .remove(0)
+        .unwrap();
+    loaded.apply_defaults();
+    match loaded.object {
+        PolicyObject::Policy(p) => p,
+        other => panic!("not a policy: {other:?}"),
+    }
+}
+
+#[derive(Deserialize)]
+struct TypeCheckingCases {
+    kinds: Vec<KindsCase>,
+    warnings: Vec<WarningsCase>,
+}
+
+#[derive(Deserialize)]
+struct KindsCase {
+    name: String,
+    rules: Vec<Value>,
+    expected: Vec<String>,
+}
+
+#[derive(Deserialize)]
+struct WarningsCase {
+    name: String,
+    spec: serde_json::Map<String, Value>,
+    expected: Vec<ExpectedWarning>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ExpectedWarning {
+    field_ref: String,
+    #[serde(default)]
+    contains: Option<String>,
+    #[serde(default)]
+    text: Option<String>,
+}
+
+fn type_checking_cases() -> TypeCheckingCases {
+    hookscope::yaml::from_str(&read("type-checking-cases.yaml")).unwrap()
+}
+
+const V1_33: fn() -> KubeVersion = || KubeVersion::new(33).unwrap();
+
+#[test]
+fn the_kinds_to_type_check_are_upstreams() {
+    let cases = type_checking_cases().kinds;
+    assert_eq!(cases.len(), 6);
+    for case in cases {
+        let mut spec = serde_json::Map::new();
+        let rules: Vec<Value> = case
+            .rules
+            .into_iter()
+            .map(|mut r| {
+                r["operations"] = json!(["CREATE"]);
+                r
+            })
+            .collect();
+        spec.insert(
+            "matchConstraints".into(),
+            if rules.is_empty() {
+                Value::Null
+            } else {
+                json!({"resourceRules": rules})
+            },
+        );
+        let got: Vec<String> = kinds_to_check(&policy(&spec), V1_33())
+            .iter()
+            .map(|k| format!("{}/{}/{}", k.group, k.version, k.kind))
+            .collect();
+        assert_eq!(got, case.expected, "{}", case.name);
+    }
+}
+
+#[test]
+fn status_type_checking_warnings_are_upstreams() {
+    let cases = type_checking_cases().warnings;
+    assert_eq!(cases.len(), 15);
+    let mut failures = Vec::new();
+    for case in cases {
+        let got = type_check(&policy(&case.spec), V1_33());
+        let matches = got.len() == case.expected.len()
+            && got.iter().zip(&case.expected).all(|(g, w)| {
+                g.field_ref == w.field_ref
+                    && w.contains.as_ref().is_none_or(|c| g.warning.contains(c))
+                    && w.text.as_ref().is_none_or(|t| &g.warning == t)
+            });
+        if !matches {
+            failures.push(format!("{}: got {got:#?}", case.name));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -8,6 +8,8 @@ use kube_cel::cel;
 use cel::common::ast::{EntryExpr, Expr, LiteralValue, operators};
 use cel::parser::Expression;
 
+use crate::schema::{self, Schema, TypeId};
+
 /// A static type. `Unknown` is what this checker cannot infer; it is accepted where cel-go
 /// might or might not be, so that no valid expression is rejected.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,6 +31,9 @@ pub(crate) enum Ty {
     Struct(std::sync::Arc<str>),
     /// The `variables` of a policy: each declared name with its type.
     Record(std::sync::Arc<Vec<(String, Ty)>>),
+    /// An object typed by its kind's schema (the ValidatingAdmissionPolicy type checker's
+    /// `object`, `oldObject` and `params`).
+    Typed(Typed),
     /// The element type of an empty list or map literal: cel-go's free type variable, bound by
     /// the first type it is joined with (`dyn` when nothing binds it).
     Free,
@@ -53,6 +58,7 @@ impl Ty {
             Ty::Object(n) => (*n).into(),
             Ty::Struct(n) => n.to_string(),
             Ty::Record(_) => "kubernetes.variables".into(),
+            Ty::Typed(t) => t.schema.get(t.id).name.to_string(),
         }
     }
 
@@ -68,6 +74,116 @@ impl Ty {
             t => t.name(),
         }
     }
+}
+
+/// A struct type of a release's schema.
+#[derive(Clone, Copy)]
+pub(crate) struct Typed {
+    pub(crate) schema: &'static Schema,
+    pub(crate) id: TypeId,
+}
+
+impl PartialEq for Typed {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.schema, other.schema) && self.id == other.id
+    }
+}
+
+impl Eq for Typed {}
+
+impl std::fmt::Debug for Typed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.schema.get(self.id).name)
+    }
+}
+
+impl Typed {
+    /// The CEL type of the field CEL names `field`: the schema's property of that name
+    /// escaped as `apiservercel.Escape` does (`__namespace__` for `namespace`, `__dash__` for
+    /// `-`), as `SchemaDeclType` declares it.
+    fn field(&self, field: &str) -> Option<Ty> {
+        let s = self.schema.get(self.id);
+        s.fields
+            .iter()
+            .find(|f| escape(&f.name).as_deref() == Some(field))
+            .map(|f| self.of(&f.ty))
+    }
+
+    fn of(&self, ty: &schema::Type) -> Ty {
+        use schema::Type as S;
+        match ty {
+            S::String => Ty::String,
+            S::Bool => Ty::Bool,
+            S::Int(_) => Ty::Int,
+            S::Float => Ty::Double,
+            S::Bytes => Ty::Bytes,
+            S::Time | S::MicroTime => Ty::Timestamp,
+            // x-kubernetes-int-or-string is dyn; a quantity's and a raw value's schemas are
+            // taken as dyn too (no field of theirs is refused).
+            S::IntOrString | S::Quantity | S::Raw | S::Any => Ty::Dyn,
+            S::Ptr(t) => self.of(t),
+            S::List(t) => list(self.of(t)),
+            S::Map(t) => map(self.of(t)),
+            S::Struct(id) => Ty::Typed(Typed {
+                schema: self.schema,
+                id: *id,
+            }),
+        }
+    }
+}
+
+/// CEL's reserved words (`celReservedSymbols`): not identifiers, and a schema property of
+/// such a name is renamed `__<name>__` (`apiservercel.Escape`).
+pub const RESERVED_WORDS: &[&str] = &[
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// The CEL name of a schema property, or None when it has none (`apiservercel.Escape`).
+fn escape(name: &str) -> Option<String> {
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    if RESERVED_WORDS.contains(&name) {
+        return Some(format!("__{name}__"));
+    }
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(c) = rest.chars().next() {
+        if rest.starts_with("__") {
+            out.push_str("__underscores__");
+            rest = &rest[2..];
+            continue;
+        }
+        match c {
+            '.' => out.push_str("__dot__"),
+            '-' => out.push_str("__dash__"),
+            '/' => out.push_str("__slash__"),
+            c if c.is_ascii_alphanumeric() || c == '_' => out.push(c),
+            _ => return None,
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    Some(out)
 }
 
 /// A check failure: message, the node cel-go reports it at (its source position is looked up
@@ -450,7 +566,9 @@ fn comparable(a: &Ty, b: &Ty) -> bool {
     use Ty::*;
     match (a, b) {
         (Dyn | Unknown | Free | Record(_), _) | (_, Dyn | Unknown | Free | Record(_)) => true,
-        (Null, t) | (t, Null) => matches!(t, Null | Object(_) | Struct(_) | Timestamp),
+        (Null, t) | (t, Null) => {
+            matches!(t, Null | Object(_) | Struct(_) | Typed(_) | Timestamp)
+        }
         (List(a), List(b)) => comparable(a, b),
         (Map(ka, va), Map(kb, vb)) => comparable(ka, kb) && comparable(va, vb),
         (a, b) => a == b,
@@ -523,6 +641,9 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
                 Ty::Object(o) => {
                     field_type(o, &sel.field).ok_or_else(|| undefined_field(&sel.field))?
                 }
+                Ty::Typed(t) => t
+                    .field(&sel.field)
+                    .ok_or_else(|| undefined_field(&sel.field))?,
                 Ty::Map(_, v) => bound(v),
                 Ty::Record(fields) => fields
                     .iter()

@@ -46,6 +46,10 @@ use cel::objects::{Opaque, OptionalValue};
 use cel::parser::{Expression, Parser};
 use cel::{ExecutionError, FunctionContext, ResolveResult, Value};
 
+pub use check::RESERVED_WORDS;
+
+use crate::schema::{Schema, TypeId};
+
 pub use authz::{
     Attributes, Authorizer, AuthzRule, Decision, ResourceAttributes, RuleDecision, Target,
 };
@@ -550,6 +554,10 @@ pub struct Env {
     /// Whether `Object{…}` and `JSONPatch{…}` literals are declared (MutatingAdmissionPolicy
     /// mutations).
     patch_types: bool,
+    /// The type of `object` and `oldObject` when a schema gives it (else dynamic).
+    object: Option<check::Ty>,
+    /// The type of `params` when a schema gives it (else dynamic).
+    params_type: Option<check::Ty>,
 }
 
 impl Env {
@@ -560,6 +568,8 @@ impl Env {
             authorizer: true,
             variables: None,
             patch_types: false,
+            object: None,
+            params_type: None,
         }
     }
 
@@ -571,6 +581,8 @@ impl Env {
             authorizer: true,
             variables: Some(Vec::new()),
             patch_types: false,
+            object: None,
+            params_type: None,
         }
     }
 
@@ -590,6 +602,24 @@ impl Env {
         }
     }
 
+    /// The same environment with `object` and `oldObject` of the struct type `id` of `schema`
+    /// (the type checker's view of a kind, as `typechecking.go` declares it).
+    pub fn with_object_type(&self, schema: &'static Schema, id: TypeId) -> Env {
+        Env {
+            object: Some(check::Ty::Typed(check::Typed { schema, id })),
+            ..self.clone()
+        }
+    }
+
+    /// The same environment with `params` declared of the struct type `id` of `schema`.
+    pub fn with_params_type(&self, schema: &'static Schema, id: TypeId) -> Env {
+        Env {
+            params: true,
+            params_type: Some(check::Ty::Typed(check::Typed { schema, id })),
+            ..self.clone()
+        }
+    }
+
     /// Declares `variables.<name>` with the type `program` evaluates to.
     pub fn declare_variable(&mut self, name: &str, program: &Program) {
         self.declare(name, program.output.clone());
@@ -605,6 +635,17 @@ impl Env {
         vars.retain(|(n, _)| n != name);
         vars.push((name.to_string(), ty));
     }
+}
+
+/// The issues cel-go reports compiling `expression` in `env` with no result type required (the
+/// ValidatingAdmissionPolicy type checker's compile), as `ERROR: <input>:L:C: …` lines; None when
+/// it compiles.
+pub fn type_check(expression: &str, env: &Env) -> Option<String> {
+    let CompileError(text) = compile_in(expression, env, ReturnType::Any).err()?;
+    Some(match text.strip_prefix("compilation failed: ") {
+        Some(issues) => issues.to_string(),
+        None => text,
+    })
 }
 
 /// What an expression must evaluate to (`ReturnTypes` of upstream's expression accessors).
@@ -645,7 +686,12 @@ pub fn compile_in(expression: &str, env: &Env, ret: ReturnType) -> Result<Progra
     }
     let mut scope = Vec::new();
     if env.params {
-        scope.push(("params".to_string(), check::Ty::Dyn));
+        let ty = env.params_type.clone().unwrap_or(check::Ty::Dyn);
+        scope.push(("params".to_string(), ty));
+    }
+    if let Some(ty) = &env.object {
+        scope.push(("object".to_string(), ty.clone()));
+        scope.push(("oldObject".to_string(), ty.clone()));
     }
     if let Some(vars) = &env.variables {
         scope.push((

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use hookscope::KubeVersion;
 use hookscope::config::policy as policy_config;
+use hookscope::config::typecheck;
 use hookscope::config::{self, LoadError};
 
 use super::Paint;
@@ -170,6 +171,21 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         {
             warnings += 1;
             outln!("    {} apiVersion: {note}", paint.warn("warning"));
+        }
+        if errors.is_empty()
+            && let policy_config::PolicyObject::Policy(policy) = object
+        {
+            // What the status controller writes to status.typeChecking.expressionWarnings; the
+            // warning's later lines (snippets, other kinds) are indented under it.
+            for w in typecheck::type_check(policy, version) {
+                warnings += 1;
+                let text = w.warning.trim_end().replace('\n', "\n      ");
+                outln!(
+                    "    {} status.typeChecking: {}: {text}",
+                    paint.warn("warning"),
+                    w.field_ref
+                );
+            }
         }
         warnings += loaded.unknown_fields.len();
         for f in &loaded.unknown_fields {

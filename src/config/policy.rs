@@ -714,36 +714,12 @@ pub fn validate_mutating_binding(b: &MutatingAdmissionPolicyBinding) -> Vec<Fiel
 
 /// CEL's `IDENT` minus its reserved words (`isCELIdentifier`).
 fn is_cel_identifier(name: &str) -> bool {
-    const RESERVED: [&str; 22] = [
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-        "",
-    ];
     let mut chars = name.chars();
     chars
         .next()
         .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
-        && !RESERVED.contains(&name)
+        && !cel::RESERVED_WORDS.contains(&name)
 }
 
 fn validate_param_kind(api_version: &str, kind: &str, errs: &mut Vec<FieldError>) {

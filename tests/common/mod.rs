@@ -994,3 +994,20 @@ pub fn policy_create_errors(yaml: &str, file: &str) -> Vec<(String, String)> {
         })
         .collect()
 }
+
+/// `base` with each key of `spec` set over it, or removed when its value is null.
+pub fn merged(
+    mut base: serde_json::Value,
+    spec: &serde_json::Map<String, serde_json::Value>,
+) -> serde_json::Value {
+    for (k, v) in spec {
+        if v.is_null() {
+            if let Some(object) = base.as_object_mut() {
+                object.remove(k);
+            }
+        } else {
+            base[k] = v.clone();
+        }
+    }
+    base
+}
