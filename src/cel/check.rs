@@ -575,6 +575,153 @@ fn comparable(a: &Ty, b: &Ty) -> bool {
     }
 }
 
+/// cel-go's literal validators in every release's environment from 1.29
+/// (`ValidateDurationLiterals`, `ValidateTimestampLiterals`, `ValidateRegexLiterals`): the
+/// first argument of `duration`, `timestamp` and `matches`, when a literal, must convert (Go's
+/// `time.ParseDuration`; RFC 3339 or Unix seconds within years 1 to 9999) or compile as a
+/// regular expression. Other functions and values pass.
+fn literal_argument_is_valid(function: &str, value: &LiteralValue) -> bool {
+    const MIN_SECONDS: i64 = -62_135_596_800;
+    const MAX_SECONDS: i64 = 253_402_300_799;
+    match (function, value) {
+        ("duration", LiteralValue::String(s)) => go_duration_is_valid(s.inner()),
+        ("timestamp", LiteralValue::String(s)) => crate::schema::codec::parse_rfc3339(s.inner())
+            .is_ok_and(|t| (MIN_SECONDS..=MAX_SECONDS).contains(&t.seconds)),
+        ("timestamp", LiteralValue::Int(i)) => (MIN_SECONDS..=MAX_SECONDS).contains(i.inner()),
+        ("matches", LiteralValue::String(s)) => {
+            !stacked_repetition(s.inner()) && regex::Regex::new(s.inner()).is_ok()
+        }
+        _ => true,
+    }
+}
+
+/// Whether Go's `time.ParseDuration` accepts `s`: an optional sign, then one or more decimal
+/// numbers each with a unit (`ns`, `us`, `µs`, `μs`, `ms`, `s`, `m`, `h`), or `0`; at most
+/// 2^63-1 nanoseconds.
+fn go_duration_is_valid(s: &str) -> bool {
+    let rest = s.strip_prefix(['-', '+']).unwrap_or(s);
+    if rest == "0" {
+        return true;
+    }
+    if rest.is_empty() {
+        return false;
+    }
+    let mut total: f64 = 0.0;
+    let mut rest = rest;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(rest.len());
+        let number = &rest[..digits];
+        let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+        if (whole.is_empty() && fraction.is_empty()) || fraction.contains('.') {
+            return false;
+        }
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c == '.' || c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let nanos_per_unit: f64 = match &rest[..unit_len] {
+            "ns" => 1.0,
+            "us" | "\u{b5}s" | "\u{3bc}s" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return false,
+        };
+        rest = &rest[unit_len..];
+        let value: f64 = format!("0{whole}.{fraction}0")
+            .parse()
+            .unwrap_or(f64::INFINITY);
+        total += value * nanos_per_unit;
+    }
+    total <= 9_223_372_036_854_775_807.0
+}
+
+/// The value of `optional.of(value)` or `optional.ofNonZeroValue(value)`.
+fn optional_value(e: &Expression) -> Option<&Expression> {
+    match &e.expr {
+        Expr::Call(c)
+            if matches!(c.func_name.as_str(), "of" | "ofNonZeroValue")
+                && matches!(c.target.as_deref(), Some(t) if matches!(&t.expr, Expr::Ident(n) if n == "optional")) =>
+        {
+            c.args.first()
+        }
+        _ => None,
+    }
+}
+
+/// Go's regexp parser (RE2 syntax with Perl flags) refuses a repetition operator right after
+/// another (`x**`, `x++`, `x{2}*`; a lazy `?` belongs to the first): the Rust engine accepts
+/// some of these.
+fn stacked_repetition(pattern: &str) -> bool {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut i = 0;
+    let mut after_repeat = false;
+    while i < chars.len() {
+        let repeat_len = match chars[i] {
+            '*' | '+' | '?' => 1,
+            '{' => {
+                let close = chars[i..].iter().position(|c| *c == '}');
+                match close {
+                    Some(n)
+                        if n > 1
+                            && chars[i + 1..i + n]
+                                .iter()
+                                .all(|c| c.is_ascii_digit() || *c == ',')
+                            && chars[i + 1].is_ascii_digit()
+                            && chars[i + 1..i + n].iter().filter(|c| **c == ',').count() <= 1 =>
+                    {
+                        n + 1
+                    }
+                    _ => 0,
+                }
+            }
+            _ => 0,
+        };
+        if repeat_len > 0 {
+            if after_repeat {
+                return true;
+            }
+            i += repeat_len;
+            if chars.get(i) == Some(&'?') {
+                i += 1;
+            }
+            after_repeat = true;
+            continue;
+        }
+        after_repeat = false;
+        match chars[i] {
+            '\\' => i += 2,
+            '[' => {
+                // A class ends at the first `]` after its first member (`[]a]`, `[^]a]`).
+                let mut j = i + 1;
+                if chars.get(j) == Some(&'^') {
+                    j += 1;
+                }
+                j += 1;
+                while j < chars.len() && chars[j] != ']' {
+                    j += if chars[j] == '\\' { 2 } else { 1 };
+                }
+                i = j + 1;
+            }
+            _ => i += 1,
+        }
+    }
+    false
+}
+
+/// Whether cel-go's checker finds `@in` for an element of type `a` and a container of type
+/// `b`: `(A, list(A))` or `(A, map(A, B))`, dyn passing as with `_==_`.
+fn contained(a: &Ty, b: &Ty) -> bool {
+    match b {
+        Ty::List(e) | Ty::Map(e, _) => comparable(a, e),
+        Ty::Dyn | Ty::Unknown | Ty::Free => true,
+        _ => !is_known(b) || matches!(a, Ty::Unknown),
+    }
+}
+
 fn undefined_field(field: &str) -> Issue {
     Issue::new(format!("undefined field '{field}'"), format!(".{field}"))
 }
@@ -663,8 +810,15 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
         }
         Expr::List(l) => {
             let mut elements = Vec::with_capacity(l.elements.len());
-            for e in &l.elements {
-                let t = infer(e, scope, found)?;
+            for (i, e) in l.elements.iter().enumerate() {
+                let mut t = infer(e, scope, found)?;
+                if l.optional_indices.contains(&i) {
+                    // `?x`: the validator compares the optional's value type.
+                    t = match optional_value(e) {
+                        Some(value) => infer(value, scope, found)?,
+                        None => Ty::Unknown,
+                    };
+                }
                 elements.push((e, t));
             }
             let elem = elements.iter().map(|(_, t)| t.clone()).reduce(unify);
@@ -795,6 +949,14 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
             if name == "format" {
                 found.exempt -= 1;
             }
+            if let Some(literal) = call.args.first()
+                && let Expr::Literal(value) = &literal.expr
+                && !literal_argument_is_valid(name, value)
+            {
+                found
+                    .validator
+                    .push(Issue::at(format!("invalid {name} argument"), literal));
+            }
             if call.target.is_none()
                 && let Some(issue) = operator_issue(name, &args)
             {
@@ -806,9 +968,12 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
                 return Ok(Ty::Unknown);
             }
             if call.target.is_none()
-                && matches!(name, operators::EQUALS | operators::NOT_EQUALS)
                 && let [a, b] = args.as_slice()
-                && !comparable(a, b)
+                && match name {
+                    operators::EQUALS | operators::NOT_EQUALS => !comparable(a, b),
+                    operators::IN => !contained(a, b),
+                    _ => false,
+                }
             {
                 found.checker.push(Issue::at(
                     format!(
