@@ -833,7 +833,14 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
                 match &entry.expr {
                     EntryExpr::MapEntry(e) => {
                         let k = infer(&e.key, scope, found)?;
-                        let v = infer(&e.value, scope, found)?;
+                        let mut v = infer(&e.value, scope, found)?;
+                        if e.optional {
+                            // `?key: value`: the validator compares the optional's value type.
+                            v = match optional_value(&e.value) {
+                                Some(value) => infer(value, scope, found)?,
+                                None => Ty::Unknown,
+                            };
+                        }
                         entries.push(((&e.key, k), (&e.value, v)));
                     }
                     EntryExpr::StructField(f) => {

@@ -1924,6 +1924,33 @@ mod tests {
         assert!(ev.cost > 100 + program.static_cost, "{}", ev.cost);
     }
 
+    /// cel-go's own validator tests, as data: each expression checked with one string variable
+    /// declared, its issues rendered.
+    #[test]
+    fn cel_go_validator_tables() {
+        #[derive(serde::Deserialize)]
+        struct Case {
+            var: String,
+            expr: String,
+            issues: String,
+        }
+        let cases: Vec<Case> = crate::yaml::from_str(include_str!(
+            "../../tests/fixtures/cel/cel-go-validators.yaml"
+        ))
+        .unwrap();
+        assert_eq!(cases.len(), 26);
+        for case in cases {
+            let parsed = parse(&case.expr).unwrap();
+            let mut scope = vec![(case.var.clone(), check::Ty::String)];
+            let got = match check::check(&parsed, &mut scope) {
+                Ok(_) => String::new(),
+                Err(issues) => render_issues(&case.expr, &issues).0,
+            };
+            let got = got.strip_prefix("compilation failed: ").unwrap_or(&got);
+            assert_eq!(got, case.issues, "{}", case.expr);
+        }
+    }
+
     #[test]
     fn static_types() {
         use check::Ty;
