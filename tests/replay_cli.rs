@@ -2455,3 +2455,37 @@ fn requests_completed_from_an_earlier_stage_keep_their_place_in_every_output() {
         .collect();
     assert_eq!(at_lines, expected_lines, "{text}");
 }
+
+#[test]
+fn replay_reports_status_type_checking_of_the_policies_it_loads() {
+    // A policy on pods whose expression reads a field Pod does not have: the apiserver accepts
+    // it (object is dynamic on create) and its status controller writes a typeChecking warning.
+    let dir = scratch("typecheck");
+    let policy = write(
+        &dir,
+        "policy.yaml",
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: typo}\nspec:\n  matchConstraints:\n    resourceRules: [{apiGroups: [\"\"], apiVersions: [v1], resources: [pods], operations: [CREATE]}]\n  validations: [{expression: \"object.spec.containerz.size() < 10\"}]\n",
+    );
+    let capture = write(&dir, "pod.jsonl", &format!("{}\n", pod_review("default")));
+    let (code, stderr, report) = replay_with_report(
+        &dir,
+        &[
+            "--webhooks",
+            policy.to_str().unwrap(),
+            "--input",
+            capture.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    let problems = report["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{problems:#?}");
+    assert_eq!(problems[0]["kind"], "warning");
+    assert_eq!(
+        problems[0]["field"],
+        "status.typeChecking.expressionWarnings[0]"
+    );
+    assert_eq!(
+        problems[0]["message"],
+        "ValidatingAdmissionPolicy \"typo\": spec.validations[0].expression: /v1, Kind=Pod: ERROR: <input>:1:12: undefined field 'containerz'\n | object.spec.containerz.size() < 10\n | ...........^"
+    );
+}
