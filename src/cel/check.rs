@@ -1,7 +1,10 @@
 //! A partial static check standing in for cel-go's type checker: declared variables and
-//! functions, the fields of the typed `request` and `namespaceObject` variables, the operators'
-//! overloads, field selection and comprehension ranges where the operands' types are known, and
-//! the expression's output type where it can be known.
+//! functions, the fields of the typed `request` and `namespaceObject` variables (and of
+//! `object`/`oldObject`/`params` typed from a schema, for `status.typeChecking`), the operators'
+//! overloads (`_==_`, `_!=_` and `@in` included), field selection and comprehension ranges where
+//! the operands' types are known, and the expression's output type where it can be known; then,
+//! when the checker found nothing, the AST validators of Kubernetes' environment (homogeneous
+//! aggregate literals, `duration`/`timestamp`/`matches` literal arguments).
 
 use kube_cel::cel;
 
