@@ -737,6 +737,17 @@ fn bound(t: &Ty) -> Ty {
     }
 }
 
+/// An undeclared identifier or function, which cel-go reports at the node (an identifier's
+/// first character, a call's `(`) and checks on past, with the error type every later check
+/// accepts.
+fn undeclared_soft(name: &str, at: &Expression, found: &mut Found) -> Ty {
+    found.checker.push(Issue {
+        at: Some(Node::of(at)),
+        ..undeclared(name)
+    });
+    Ty::Unknown
+}
+
 fn undeclared(name: &str) -> Issue {
     Issue::new(
         format!("undeclared reference to '{name}' (in container '')"),
@@ -778,7 +789,7 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
             .find(|(n, _)| n == name)
             .map(|(_, t)| t.clone())
             .or_else(|| variable_type(name))
-            .ok_or_else(|| undeclared(name)),
+            .map_or_else(|| Ok(undeclared_soft(name, expr, found)), Ok),
         Expr::Select(sel) => {
             let operand = infer(&sel.operand, scope, found)?;
             let field_ty = match &operand {
@@ -1036,7 +1047,8 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
                     _ => Ty::Unknown,
                 }),
                 operators::OPT_INDEX | operators::OPT_SELECT => Ok(Ty::Unknown),
-                _ => function_type(name, target.as_ref()).ok_or_else(|| undeclared(name)),
+                _ => Ok(function_type(name, target.as_ref())
+                    .unwrap_or_else(|| undeclared_soft(name, expr, found))),
             }
         }
         Expr::Unspecified => Err(Issue::new("unexpected empty expression".into(), "")),
