@@ -573,3 +573,32 @@ fn check_reports_status_type_checking_of_a_policy_against_its_kinds_schema() {
         "{stdout}"
     );
 }
+
+#[test]
+fn check_applies_the_literal_validators_from_1_29() {
+    // 1.29 added cel-go's duration/timestamp/regex literal validators to the environment: the
+    // v1.33.3 apiserver refuses `duration('1d')` on create (recorded in
+    // fixtures/cel-typecheck-v1.33), a 1.28 one only fails it at run time.
+    let policy = |version: &str| {
+        format!(
+            "apiVersion: admissionregistration.k8s.io/{version}\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: p}}\nspec:\n  matchConstraints:\n    resourceRules: [{{apiGroups: [\"\"], apiVersions: [v1], resources: [configmaps], operations: [CREATE]}}]\n  validations: [{{expression: \"duration('1d') > duration('1h')\"}}]\n"
+        )
+    };
+    let (code, stdout) = check_file("literals-133", &policy("v1"), &["--kube-version", "1.33"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains("compilation failed: ERROR: <input>:1:10: invalid duration argument"),
+        "{stdout}"
+    );
+    // 1.28 serves the policy as v1beta1 only.
+    let (code, stdout) = check_file(
+        "literals-128",
+        &policy("v1beta1"),
+        &["--kube-version", "1.28"],
+    );
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(
+        stdout.contains("✓ ValidatingAdmissionPolicy p "),
+        "{stdout}"
+    );
+}

@@ -244,6 +244,8 @@ impl Issue {
 pub(crate) struct Found {
     checker: Vec<Issue>,
     validator: Vec<Issue>,
+    /// Whether the literal validators of 1.29 and later run.
+    literal_validators: bool,
     /// Depth of `format` calls around the node: literals inside them are exempt from the
     /// homogeneity check (`ext.Strings`' format validator configures the exemption).
     exempt: usize,
@@ -757,8 +759,15 @@ fn undeclared(name: &str) -> Issue {
 
 /// Checks `expr` with `scope` holding the declared variables: its type, or every issue cel-go
 /// reports (the checker's; when it has none, the validators').
-pub(crate) fn check(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<Ty, Vec<Issue>> {
-    let mut found = Found::default();
+pub(crate) fn check(
+    expr: &Expression,
+    scope: &mut Vec<(String, Ty)>,
+    literal_validators: bool,
+) -> Result<Ty, Vec<Issue>> {
+    let mut found = Found {
+        literal_validators,
+        ..Found::default()
+    };
     match infer(expr, scope, &mut found) {
         Err(issue) => {
             found.checker.push(issue);
@@ -970,7 +979,8 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
             if name == "format" {
                 found.exempt -= 1;
             }
-            if let Some(literal) = call.args.first()
+            if found.literal_validators
+                && let Some(literal) = call.args.first()
                 && let Expr::Literal(value) = &literal.expr
                 && !literal_argument_is_valid(name, value)
             {

@@ -558,6 +558,8 @@ pub struct Env {
     object: Option<check::Ty>,
     /// The type of `params` when a schema gives it (else dynamic).
     params_type: Option<check::Ty>,
+    /// Whether the `duration`/`timestamp`/`matches` literal validators run (1.29 and later).
+    literal_validators: bool,
 }
 
 impl Env {
@@ -570,6 +572,7 @@ impl Env {
             patch_types: false,
             object: None,
             params_type: None,
+            literal_validators: true,
         }
     }
 
@@ -583,6 +586,7 @@ impl Env {
             patch_types: false,
             object: None,
             params_type: None,
+            literal_validators: true,
         }
     }
 
@@ -598,6 +602,15 @@ impl Env {
     pub fn with_patch_types(&self) -> Env {
         Env {
             patch_types: true,
+            ..self.clone()
+        }
+    }
+
+    /// The same environment as a release's apiserver builds it: before 1.29 it has no
+    /// `duration`, `timestamp` and `matches` literal validators (a bad literal fails at run time).
+    pub fn for_release(&self, version: crate::KubeVersion) -> Env {
+        Env {
+            literal_validators: version.at_least(29),
             ..self.clone()
         }
     }
@@ -712,7 +725,7 @@ pub fn compile_in(expression: &str, env: &Env, ret: ReturnType) -> Result<Progra
             at: None,
         }])
     } else {
-        check::check(&parsed, &mut scope)
+        check::check(&parsed, &mut scope, env.literal_validators)
     }
     .map_err(|issues| render_issues(expression, &issues))?;
     let fits = match ret {
@@ -1942,7 +1955,7 @@ mod tests {
         for case in cases {
             let parsed = parse(&case.expr).unwrap();
             let mut scope = vec![(case.var.clone(), check::Ty::String)];
-            let got = match check::check(&parsed, &mut scope) {
+            let got = match check::check(&parsed, &mut scope, true) {
                 Ok(_) => String::new(),
                 Err(issues) => render_issues(&case.expr, &issues).0,
             };
@@ -1954,7 +1967,7 @@ mod tests {
     #[test]
     fn static_types() {
         use check::Ty;
-        let ty = |e: &str| check::check(&parse(e).unwrap(), &mut Vec::new());
+        let ty = |e: &str| check::check(&parse(e).unwrap(), &mut Vec::new(), true);
         assert_eq!(
             ty("request.userInfo.groups"),
             Ok(Ty::List(Box::new(Ty::String)))

@@ -136,9 +136,10 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         count += 1;
         loaded.apply_defaults();
         let object = &loaded.object;
-        let mut errors: Vec<String> = (policy_config::validate_policy_object(object).iter())
-            .map(ToString::to_string)
-            .collect();
+        let mut errors: Vec<String> = (policy_config::validate_policy_object_in(object, version)
+            .iter())
+        .map(ToString::to_string)
+        .collect();
         errors.extend(
             policy_config::unserved(object, version).map(|why| format!("apiVersion: {why}")),
         );

@@ -178,7 +178,7 @@ pub(crate) fn load_configurations(
                         ));
                         continue;
                     }
-                    let errors = policy_config::validate_policy_object(&l.object);
+                    let errors = policy_config::validate_policy_object_in(&l.object, version);
                     if let Some(e) = errors.first() {
                         seen.left_out(format!("{}: {}: {}", l.source, e.field, e.message));
                     }

@@ -46,8 +46,9 @@ pub fn type_check(
         .map(|(gvk, id)| {
             // A paramKind whose schema is not known here (a custom resource's) leaves `params`
             // dynamic, where upstream would type it from the CRD's schema.
-            let mut env =
-                cel::Env::policy(policy.spec.param_kind.is_some()).with_object_type(schema, id);
+            let mut env = cel::Env::policy(policy.spec.param_kind.is_some())
+                .for_release(version)
+                .with_object_type(schema, id);
             if let Some(params) = params_type(policy, schema) {
                 env = env.with_params_type(schema, params);
             }
