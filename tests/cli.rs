@@ -575,10 +575,11 @@ fn check_reports_status_type_checking_of_a_policy_against_its_kinds_schema() {
 }
 
 #[test]
-fn check_applies_the_literal_validators_from_1_29() {
-    // 1.29 added cel-go's duration/timestamp/regex literal validators to the environment: the
-    // v1.33.3 apiserver refuses `duration('1d')` on create (recorded in
-    // fixtures/cel-typecheck-v1.33), a 1.28 one only fails it at run time.
+fn check_applies_the_literal_validators_from_1_30() {
+    // 1.29 added cel-go's duration/timestamp/regex literal validators to the environment, which
+    // compiles new expressions with the previous release's options: the v1.33.3 apiserver
+    // refuses `duration('1d')` on create (recorded in fixtures/cel-typecheck-v1.33), a 1.29 one
+    // only fails it at run time.
     let policy = |version: &str| {
         format!(
             "apiVersion: admissionregistration.k8s.io/{version}\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: p}}\nspec:\n  matchConstraints:\n    resourceRules: [{{apiGroups: [\"\"], apiVersions: [v1], resources: [configmaps], operations: [CREATE]}}]\n  validations: [{{expression: \"duration('1d') > duration('1h')\"}}]\n"
@@ -590,11 +591,11 @@ fn check_applies_the_literal_validators_from_1_29() {
         stdout.contains("compilation failed: ERROR: <input>:1:10: invalid duration argument"),
         "{stdout}"
     );
-    // 1.28 serves the policy as v1beta1 only.
+    // 1.29 serves the policy as v1beta1 only.
     let (code, stdout) = check_file(
-        "literals-128",
+        "literals-129",
         &policy("v1beta1"),
-        &["--kube-version", "1.28"],
+        &["--kube-version", "1.29"],
     );
     assert_eq!(code, Some(0), "{stdout}");
     assert!(

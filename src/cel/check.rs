@@ -244,7 +244,7 @@ impl Issue {
 pub(crate) struct Found {
     checker: Vec<Issue>,
     validator: Vec<Issue>,
-    /// Whether the literal validators of 1.29 and later run.
+    /// Whether the literal validators run (expressions created on 1.30 and later).
     literal_validators: bool,
     /// Depth of `format` calls around the node: literals inside them are exempt from the
     /// homogeneity check (`ext.Strings`' format validator configures the exemption).
@@ -580,7 +580,8 @@ fn comparable(a: &Ty, b: &Ty) -> bool {
     }
 }
 
-/// cel-go's literal validators in every release's environment from 1.29
+/// cel-go's literal validators, in the environment of new expressions from 1.30 (introduced
+/// in 1.29's environment, which compiles new expressions with 1.28's options)
 /// (`ValidateDurationLiterals`, `ValidateTimestampLiterals`, `ValidateRegexLiterals`): the
 /// first argument of `duration`, `timestamp` and `matches`, when a literal, must convert (Go's
 /// `time.ParseDuration`; RFC 3339 or Unix seconds within years 1 to 9999) or compile as a

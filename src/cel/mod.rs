@@ -558,7 +558,7 @@ pub struct Env {
     object: Option<check::Ty>,
     /// The type of `params` when a schema gives it (else dynamic).
     params_type: Option<check::Ty>,
-    /// Whether the `duration`/`timestamp`/`matches` literal validators run (1.29 and later).
+    /// Whether the `duration`/`timestamp`/`matches` literal validators run (1.30 and later).
     literal_validators: bool,
 }
 
@@ -606,11 +606,13 @@ impl Env {
         }
     }
 
-    /// The same environment as a release's apiserver builds it: before 1.29 it has no
-    /// `duration`, `timestamp` and `matches` literal validators (a bad literal fails at run time).
+    /// The same environment as a release's apiserver builds it for a new expression (with the
+    /// options of the release before it, `DefaultCompatibilityVersion`): the `duration`,
+    /// `timestamp` and `matches` literal validators, introduced in 1.29, check expressions
+    /// created on 1.30 and later (before, a bad literal fails at run time).
     pub fn for_release(&self, version: crate::KubeVersion) -> Env {
         Env {
-            literal_validators: version.at_least(29),
+            literal_validators: version.at_least(30),
             ..self.clone()
         }
     }
