@@ -244,7 +244,9 @@ impl Issue {
 pub(crate) struct Found {
     checker: Vec<Issue>,
     validator: Vec<Issue>,
-    /// Whether the literal validators run (expressions created on 1.30 and later).
+    /// Whether cel-go's AST validators run (expressions created on 1.30 and later): the
+    /// literal validators, and the homogeneity validator in place of the type checker's older
+    /// check of aggregate literals.
     literal_validators: bool,
     /// Depth of `format` calls around the node: literals inside them are exempt from the
     /// homogeneity check (`ext.Strings`' format validator configures the exemption).
@@ -518,6 +520,36 @@ fn homogeneous_list(elements: &[(&Expression, Ty)], found: &mut Found) {
                 return;
             }
         }
+    }
+}
+
+/// The check of aggregate literals in cel-go's type checker before the validator
+/// (`HomogeneousAggregateLiterals` in cel-go 0.16 and 0.17, Kubernetes 1.28 and 1.29): each
+/// element joined with the type so far, an element not assignable to it (dyn is) is a checker
+/// error, after which the literal's type is the error type and nothing more is compared.
+fn joined_literal<'a>(elements: impl Iterator<Item = (&'a Expression, &'a Ty)>, found: &mut Found) {
+    let mut so_far: Option<Ty> = None;
+    for (e, t) in elements {
+        let Some(prev) = so_far.take() else {
+            so_far = Some(t.clone());
+            continue;
+        };
+        if has_unknown(&prev) || has_unknown(t) {
+            return;
+        }
+        if !comparable(&prev, t) {
+            found.checker.push(mismatch(&prev, t, e));
+            return;
+        }
+        // cel-go's mostGeneral: dyn (or an unbound variable) over anything more specific.
+        so_far = Some(match (&prev, t) {
+            (Ty::Dyn | Ty::Free, _) => prev,
+            (_, Ty::Dyn) => Ty::Dyn,
+            _ => match likeness(&prev, t) {
+                Likeness::Same(bound) => bound,
+                _ => prev,
+            },
+        });
     }
 }
 
@@ -846,7 +878,10 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
                 elements.push((e, t));
             }
             let elem = elements.iter().map(|(_, t)| t.clone()).reduce(unify);
-            if found.exempt == 0 {
+            if !found.literal_validators {
+                let types = elements.iter().map(|(e, t)| (*e, t));
+                joined_literal(types, found);
+            } else if found.exempt == 0 {
                 homogeneous_list(&elements, found);
             }
             Ok(list(elem.unwrap_or(Ty::Free)))
@@ -874,7 +909,10 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
             }
             let key = entries.iter().map(|((_, k), _)| k.clone()).reduce(unify);
             let value = entries.iter().map(|(_, (_, v))| v.clone()).reduce(unify);
-            if found.exempt == 0 {
+            if !found.literal_validators {
+                joined_literal(entries.iter().map(|((k, t), _)| (*k, t)), found);
+                joined_literal(entries.iter().map(|(_, (v, t))| (*v, t)), found);
+            } else if found.exempt == 0 {
                 homogeneous_map(&entries, found);
             }
             Ok(Ty::Map(

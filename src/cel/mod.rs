@@ -1966,6 +1966,69 @@ mod tests {
         }
     }
 
+    /// Before 1.30 cel-go's type checker judged aggregate literals (from cel-go 0.16's
+    /// `joinTypes`): `dyn` elements pass, the first element not assignable is the error, and
+    /// the checker's other errors are reported beside it; the literal validators are absent.
+    #[test]
+    fn aggregate_literals_before_1_30_are_the_type_checkers() {
+        let env = |minor| Env::policy(false).for_release(crate::KubeVersion::new(minor).unwrap());
+        let err = |minor, e: &str| {
+            compile_in(e, &env(minor), ReturnType::Bool)
+                .err()
+                .map(|e| e.0)
+        };
+        for (expr, old, new) in [
+            (
+                "[1, dyn('a')].size() == 2",
+                None,
+                Some("1:8: expected type 'int' but found 'dyn'"),
+            ),
+            (
+                "[object.x, 1, 'a'].size() == 3",
+                None,
+                Some("1:12: expected type 'dyn' but found 'int'"),
+            ),
+            (
+                "duration('1d') > duration('1h')",
+                None,
+                Some("1:10: invalid duration argument"),
+            ),
+            (
+                "[1, 'a', 2.0].size() == 3",
+                Some("1:5: expected type 'int' but found 'string'"),
+                Some("1:5: expected type 'int' but found 'string'"),
+            ),
+            (
+                "{'a': 1, 'b': 'x', 'c': true}.size() == 3",
+                Some("1:15: expected type 'int' but found 'string'\n"),
+                Some("1:25: expected type 'int' but found 'bool'"),
+            ),
+        ] {
+            for (minor, want) in [(29, old), (30, new)] {
+                let got = err(minor, expr);
+                match want {
+                    None => assert_eq!(got, None, "{minor} {expr}"),
+                    Some(w) => assert!(
+                        got.as_deref().is_some_and(|g| g.contains(w)),
+                        "{minor} {expr}: {got:?}"
+                    ),
+                }
+            }
+        }
+        // The literal's error and the checker's next one, together, sorted by position.
+        let both = err(29, "[1, 'a'].size() == 'x'").unwrap();
+        assert!(
+            both.contains("1:5: expected type 'int' but found 'string'")
+                && both.contains("1:17: found no matching overload for '_==_'"),
+            "{both}"
+        );
+        let map = err(29, "{'a': 1, 'b': 'x', 'c': true}.size() == 3").unwrap();
+        assert!(
+            !map.contains("1:25"),
+            "one error per key or value chain: {map}"
+        );
+    }
+
     #[test]
     fn static_types() {
         use check::Ty;
