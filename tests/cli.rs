@@ -376,20 +376,29 @@ fn check_warns_when_a_configuration_replaces_one_of_the_same_kind_and_name() {
     );
 }
 
+/// Runs `check` (with `args`) over one file holding `yaml`, in a scratch folder named after
+/// `tag`: the exit code and stdout.
+fn check_file(tag: &str, yaml: &str, args: &[&str]) -> (Option<i32>, String) {
+    let dir = Scratch::new(&format!("hookscope-{tag}-{}", std::process::id()));
+    let path = dir.join("c.yaml");
+    std::fs::write(&path, yaml).unwrap();
+    let mut all = vec!["check"];
+    all.extend_from_slice(args);
+    all.extend(["--webhooks", path.to_str().unwrap()]);
+    let out = hookscope(&all);
+    (out.status.code(), text(&out.stdout))
+}
+
 #[test]
 fn check_reads_yaml_as_kubectl_does() {
-    let dir = Scratch::new(&format!("hookscope-kubectl-yaml-{}", std::process::id()));
-    let path = dir.join("c.yaml");
     // go-yaml v2 continues a long quoted string at its key's column; a key given twice keeps
     // its last value, as kubectl's decoding does.
-    std::fs::write(
-        &path,
+    let (code, stdout) = check_file(
+        "kubectl-yaml",
         "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingWebhookConfiguration\nmetadata:\n  name: v\n  annotations:\n    description: 'a long description that go-yaml wrapped\n    at the key''s column'\nwebhooks:\n- name: v.example.com\n  clientConfig: {url: \"https://v.example.com/\"}\n  sideEffects: None\n  admissionReviewVersions: [v1]\n  timeoutSeconds: 40\n  timeoutSeconds: 5\n",
-    )
-    .unwrap();
-    let out = hookscope(&["check", "--webhooks", path.to_str().unwrap()]);
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(0), "{stdout}");
+        &[],
+    );
+    assert_eq!(code, Some(0), "{stdout}");
     assert!(
         stdout.contains("✓ ValidatingWebhookConfiguration v"),
         "{stdout}"
@@ -401,10 +410,8 @@ fn check_reads_yaml_as_kubectl_does() {
         let refs = vec![format!("*a{}", i - 1); 10].join(", ");
         bomb.push_str(&format!("a{i}: &a{i} [{refs}]\n"));
     }
-    std::fs::write(&path, bomb).unwrap();
-    let out = hookscope(&["check", "--webhooks", path.to_str().unwrap()]);
-    let stdout = text(&out.stdout);
-    assert_eq!(out.status.code(), Some(1), "{stdout}");
+    let (code, stdout) = check_file("alias-bomb", &bomb, &[]);
+    assert_eq!(code, Some(1), "{stdout}");
     assert!(stdout.contains("(an alias bomb?)"), "{stdout}");
     assert!(
         !stdout.contains("Options") && !stdout.contains("budget"),
@@ -535,5 +542,64 @@ fn tui_without_inputs_opens_the_demo_and_one_input_alone_is_a_usage_error() {
     assert!(
         screen.contains(" hookscope ") && screen.contains("demo"),
         "{screen}"
+    );
+}
+
+#[test]
+fn check_reports_status_type_checking_of_a_policy_against_its_kinds_schema() {
+    // The status controller type-checks against apps/v1 Deployment: `foo` is no field of it and
+    // `spec.replicas` an int (upstream's typechecking_test.go cases, on the real schema).
+    let (code, stdout) = check_file(
+        "typecheck",
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: p}\nspec:\n  matchConstraints:\n    resourceRules: [{apiGroups: [apps], apiVersions: [v1], resources: [deployments], operations: [CREATE]}]\n  validations:\n  - expression: object.foo == 'bar'\n  - expression: object.spec.replicas > 1\n    messageExpression: object.spec.replicas + 'x'\n",
+        &["--quiet"],
+    );
+    assert_eq!(code, Some(0), "{stdout}");
+    let expected = "✓ ValidatingAdmissionPolicy p ";
+    assert!(stdout.contains(expected), "{stdout}");
+    assert!(
+        stdout.contains(concat!(
+            "    warning status.typeChecking: spec.validations[0].expression: apps/v1, Kind=Deployment: ERROR: <input>:1:7: undefined field 'foo'\n",
+            "       | object.foo == 'bar'\n",
+            "       | ......^\n",
+            "    warning status.typeChecking: spec.validations[1].messageExpression: apps/v1, Kind=Deployment: ERROR: <input>:1:22: found no matching overload for '_+_' applied to '(int, string)'\n",
+            "       | object.spec.replicas + 'x'\n",
+            "       | .....................^\n",
+        )),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("1 valid, 0 invalid, 2 warnings"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn check_applies_the_literal_validators_from_1_30() {
+    // 1.29 added cel-go's duration/timestamp/regex literal validators to the environment, which
+    // compiles new expressions with the previous release's options: the v1.33.3 apiserver
+    // refuses `duration('1d')` on create (recorded in fixtures/cel-typecheck-v1.33), a 1.29 one
+    // only fails it at run time.
+    let policy = |version: &str| {
+        format!(
+            "apiVersion: admissionregistration.k8s.io/{version}\nkind: ValidatingAdmissionPolicy\nmetadata: {{name: p}}\nspec:\n  matchConstraints:\n    resourceRules: [{{apiGroups: [\"\"], apiVersions: [v1], resources: [configmaps], operations: [CREATE]}}]\n  validations: [{{expression: \"duration('1d') > duration('1h')\"}}]\n"
+        )
+    };
+    let (code, stdout) = check_file("literals-133", &policy("v1"), &["--kube-version", "1.33"]);
+    assert_eq!(code, Some(1), "{stdout}");
+    assert!(
+        stdout.contains("compilation failed: ERROR: <input>:1:10: invalid duration argument"),
+        "{stdout}"
+    );
+    // 1.29 serves the policy as v1beta1 only.
+    let (code, stdout) = check_file(
+        "literals-129",
+        &policy("v1beta1"),
+        &["--kube-version", "1.29"],
+    );
+    assert_eq!(code, Some(0), "{stdout}");
+    assert!(
+        stdout.contains("✓ ValidatingAdmissionPolicy p "),
+        "{stdout}"
     );
 }

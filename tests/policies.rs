@@ -322,13 +322,7 @@ fn upstream_policy_validation_cases() {
         } else {
             json!({"policyName": "p", "validationActions": ["Deny"]})
         };
-        for (k, v) in &case.spec {
-            if v.is_null() {
-                spec.as_object_mut().unwrap().remove(k);
-            } else {
-                spec[k] = v.clone();
-            }
-        }
+        spec = common::merged(spec, &case.spec);
         let doc = json!({
             "apiVersion": "admissionregistration.k8s.io/v1",
             "kind": case.kind,

@@ -50,18 +50,11 @@ fn kubectl_errors() -> BTreeMap<String, String> {
 fn invalid_policies_get_the_field_errors_kubectl_printed() {
     let expected = kubectl_errors();
     assert_eq!(expected.len(), 3, "{expected:?}");
-    let got: BTreeMap<String, String> = common::policy_field_errors(
+    let got: BTreeMap<String, String> = common::policy_create_errors(
         &read("inputs/invalid-policies.yaml"),
         "invalid-policies.yaml",
     )
     .into_iter()
-    .map(|(name, errors)| {
-        let text = match errors.as_slice() {
-            [one] => one.clone(),
-            many => format!("[{}]", many.join(", ")),
-        };
-        (name, text)
-    })
     .collect();
     assert_eq!(got, expected);
 }

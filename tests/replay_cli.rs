@@ -2455,3 +2455,32 @@ fn requests_completed_from_an_earlier_stage_keep_their_place_in_every_output() {
         .collect();
     assert_eq!(at_lines, expected_lines, "{text}");
 }
+
+#[test]
+fn replay_reports_status_type_checking_of_the_policies_it_loads() {
+    // A policy on pods whose expression reads a field Pod does not have: the apiserver accepts
+    // it (object is dynamic on create) and its status controller writes a typeChecking warning.
+    let dir = scratch("typecheck");
+    let policy = write(
+        &dir,
+        "policy.yaml",
+        "apiVersion: admissionregistration.k8s.io/v1\nkind: ValidatingAdmissionPolicy\nmetadata: {name: typo}\nspec:\n  matchConstraints:\n    resourceRules: [{apiGroups: [\"\"], apiVersions: [v1], resources: [pods], operations: [CREATE]}]\n  validations: [{expression: \"object.spec.containerz.size() < 10\"}]\n",
+    );
+    let capture = write(&dir, "pod.jsonl", &format!("{}\n", pod_review("default")));
+    let (policy, capture) = (policy.to_str().unwrap(), capture.to_str().unwrap());
+    let (code, stderr, report) =
+        replay_with_report(&dir, &["--webhooks", policy, "--input", capture]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let [warning] = report["problems"].as_array().unwrap().as_slice() else {
+        panic!("one problem: {:#}", report["problems"]);
+    };
+    assert_eq!(warning["kind"], "warning");
+    assert_eq!(
+        warning["field"],
+        "status.typeChecking.expressionWarnings[0]"
+    );
+    assert_eq!(
+        warning["message"],
+        "ValidatingAdmissionPolicy \"typo\": spec.validations[0].expression: /v1, Kind=Pod: ERROR: <input>:1:12: undefined field 'containerz'\n | object.spec.containerz.size() < 10\n | ...........^"
+    );
+}

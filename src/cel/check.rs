@@ -1,12 +1,17 @@
 //! A partial static check standing in for cel-go's type checker: declared variables and
-//! functions, the fields of the typed `request` and `namespaceObject` variables, the operators'
-//! overloads, field selection and comprehension ranges where the operands' types are known, and
-//! the expression's output type where it can be known.
+//! functions, the fields of the typed `request` and `namespaceObject` variables (and of
+//! `object`/`oldObject`/`params` typed from a schema, for `status.typeChecking`), the operators'
+//! overloads (`_==_`, `_!=_` and `@in` included), field selection and comprehension ranges where
+//! the operands' types are known, and the expression's output type where it can be known; then,
+//! when the checker found nothing, the AST validators of Kubernetes' environment (homogeneous
+//! aggregate literals, `duration`/`timestamp`/`matches` literal arguments).
 
 use kube_cel::cel;
 
 use cel::common::ast::{EntryExpr, Expr, LiteralValue, operators};
 use cel::parser::Expression;
+
+use crate::schema::{self, Schema, TypeId};
 
 /// A static type. `Unknown` is what this checker cannot infer; it is accepted where cel-go
 /// might or might not be, so that no valid expression is rejected.
@@ -21,13 +26,20 @@ pub(crate) enum Ty {
     Null,
     Timestamp,
     List(Box<Ty>),
-    Map(Box<Ty>),
+    /// A map's key and value types.
+    Map(Box<Ty>, Box<Ty>),
     Dyn,
     Object(&'static str),
     /// A nested `Object.<field path>` literal's type (MutatingAdmissionPolicy).
     Struct(std::sync::Arc<str>),
     /// The `variables` of a policy: each declared name with its type.
     Record(std::sync::Arc<Vec<(String, Ty)>>),
+    /// An object typed by its kind's schema (the ValidatingAdmissionPolicy type checker's
+    /// `object`, `oldObject` and `params`).
+    Typed(Typed),
+    /// The element type of an empty list or map literal: cel-go's free type variable, bound by
+    /// the first type it is joined with (`dyn` when nothing binds it).
+    Free,
     Unknown,
 }
 
@@ -44,20 +56,201 @@ impl Ty {
             Ty::Null => "null_type".into(),
             Ty::Timestamp => "google.protobuf.Timestamp".into(),
             Ty::List(e) => format!("list({})", e.name()),
-            Ty::Map(v) => format!("map(string, {})", v.name()),
-            Ty::Dyn | Ty::Unknown => "dyn".into(),
+            Ty::Map(k, v) => format!("map({}, {})", k.name(), v.name()),
+            Ty::Dyn | Ty::Unknown | Ty::Free => "dyn".into(),
             Ty::Object(n) => (*n).into(),
             Ty::Struct(n) => n.to_string(),
             Ty::Record(_) => "kubernetes.variables".into(),
+            Ty::Typed(t) => t.schema.get(t.id).name.to_string(),
+        }
+    }
+
+    /// cel-go's `FormatCELType`, the rendering in its checker's and validators' messages
+    /// (`null`, `timestamp`, where the declared type's name is `null_type`,
+    /// `google.protobuf.Timestamp`).
+    pub(crate) fn display(&self) -> String {
+        match self {
+            Ty::Null => "null".into(),
+            Ty::Timestamp => "timestamp".into(),
+            Ty::List(e) => format!("list({})", e.display()),
+            Ty::Map(k, v) => format!("map({}, {})", k.display(), v.display()),
+            t => t.name(),
         }
     }
 }
 
-/// A check failure: message and the identifier or field to point at.
+/// A struct type of a release's schema.
+#[derive(Clone, Copy)]
+pub(crate) struct Typed {
+    pub(crate) schema: &'static Schema,
+    pub(crate) id: TypeId,
+}
+
+impl PartialEq for Typed {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self.schema, other.schema) && self.id == other.id
+    }
+}
+
+impl Eq for Typed {}
+
+impl std::fmt::Debug for Typed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.schema.get(self.id).name)
+    }
+}
+
+impl Typed {
+    /// The CEL type of the field CEL names `field`: the schema's property of that name
+    /// escaped as `apiservercel.Escape` does (`__namespace__` for `namespace`, `__dash__` for
+    /// `-`), as `SchemaDeclType` declares it.
+    fn field(&self, field: &str) -> Option<Ty> {
+        let s = self.schema.get(self.id);
+        s.fields
+            .iter()
+            .find(|f| escape(&f.name).as_deref() == Some(field))
+            .map(|f| self.of(&f.ty))
+    }
+
+    fn of(&self, ty: &schema::Type) -> Ty {
+        use schema::Type as S;
+        match ty {
+            S::String => Ty::String,
+            S::Bool => Ty::Bool,
+            S::Int(_) => Ty::Int,
+            S::Float => Ty::Double,
+            S::Bytes => Ty::Bytes,
+            S::Time | S::MicroTime => Ty::Timestamp,
+            // x-kubernetes-int-or-string is dyn; a quantity's and a raw value's schemas are
+            // taken as dyn too (no field of theirs is refused).
+            S::IntOrString | S::Quantity | S::Raw | S::Any => Ty::Dyn,
+            S::Ptr(t) => self.of(t),
+            S::List(t) => list(self.of(t)),
+            S::Map(t) => map(self.of(t)),
+            S::Struct(id) => Ty::Typed(Typed {
+                schema: self.schema,
+                id: *id,
+            }),
+        }
+    }
+}
+
+/// CEL's reserved words (`celReservedSymbols`): not identifiers, and a schema property of
+/// such a name is renamed `__<name>__` (`apiservercel.Escape`).
+pub const RESERVED_WORDS: &[&str] = &[
+    "true",
+    "false",
+    "null",
+    "in",
+    "as",
+    "break",
+    "const",
+    "continue",
+    "else",
+    "for",
+    "function",
+    "if",
+    "import",
+    "let",
+    "loop",
+    "package",
+    "namespace",
+    "return",
+    "var",
+    "void",
+    "while",
+];
+
+/// The CEL name of a schema property, or None when it has none (`apiservercel.Escape`).
+fn escape(name: &str) -> Option<String> {
+    if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+        return None;
+    }
+    if RESERVED_WORDS.contains(&name) {
+        return Some(format!("__{name}__"));
+    }
+    let mut out = String::with_capacity(name.len());
+    let mut rest = name;
+    while let Some(c) = rest.chars().next() {
+        if rest.starts_with("__") {
+            out.push_str("__underscores__");
+            rest = &rest[2..];
+            continue;
+        }
+        match c {
+            '.' => out.push_str("__dot__"),
+            '-' => out.push_str("__dash__"),
+            '/' => out.push_str("__slash__"),
+            c if c.is_ascii_alphanumeric() || c == '_' => out.push(c),
+            _ => return None,
+        }
+        rest = &rest[c.len_utf8()..];
+    }
+    Some(out)
+}
+
+/// A check failure: message, the node cel-go reports it at (its source position is looked up
+/// when the issue is rendered) and, where the node is not known, the identifier or field to
+/// point at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Issue {
     pub(crate) message: String,
     pub(crate) token: String,
+    pub(crate) at: Option<Node>,
+}
+
+/// A node of the parsed expression an issue is reported at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Node {
+    pub(crate) id: u64,
+    /// A negative number literal: the parser records the position of its digits, cel-go's
+    /// that of its sign (`-`).
+    pub(crate) signed: bool,
+}
+
+impl Node {
+    fn of(e: &Expression) -> Node {
+        let signed = match &e.expr {
+            Expr::Literal(LiteralValue::Int(i)) => *i.inner() < 0,
+            Expr::Literal(LiteralValue::Double(d)) => d.inner().is_sign_negative(),
+            _ => false,
+        };
+        Node { id: e.id, signed }
+    }
+}
+
+impl Issue {
+    fn new(message: String, token: impl Into<String>) -> Issue {
+        Issue {
+            message,
+            token: token.into(),
+            at: None,
+        }
+    }
+
+    fn at(message: String, node: &Expression) -> Issue {
+        Issue {
+            message,
+            token: String::new(),
+            at: Some(Node::of(node)),
+        }
+    }
+}
+
+/// What a check found besides the error that stops it: the checker's errors after which cel-go
+/// goes on (no matching overload), and the errors of the AST validators that run when the
+/// checker found none (homogeneous aggregate literals).
+#[derive(Debug, Default)]
+pub(crate) struct Found {
+    checker: Vec<Issue>,
+    validator: Vec<Issue>,
+    /// Whether cel-go's AST validators run (expressions created on 1.30 and later): the
+    /// literal validators, and the homogeneity validator in place of the type checker's older
+    /// check of aggregate literals.
+    literal_validators: bool,
+    /// Depth of `format` calls around the node: literals inside them are exempt from the
+    /// homogeneity check (`ext.Strings`' format validator configures the exemption).
+    exempt: usize,
 }
 
 /// A scope entry that declares the mutation types (`Object{…}`, `JSONPatch{…}`).
@@ -76,7 +269,7 @@ fn list(t: Ty) -> Ty {
 }
 
 fn map(t: Ty) -> Ty {
-    Ty::Map(Box::new(t))
+    Ty::Map(Box::new(Ty::String), Box::new(t))
 }
 
 /// Fields of the object types `compile.go` declares (`BuildRequestType`, `BuildNamespaceType`).
@@ -267,22 +460,361 @@ pub(crate) fn is_namespace(prefix: &str, func: &str) -> bool {
 fn unify(a: Ty, b: Ty) -> Ty {
     match (a, b) {
         (a, b) if a == b => a,
-        (Ty::Unknown, other) | (other, Ty::Unknown) => other,
+        (Ty::Unknown | Ty::Free, other) | (other, Ty::Unknown | Ty::Free) => other,
         (Ty::List(a), Ty::List(b)) => list(unify(*a, *b)),
-        (Ty::Map(a), Ty::Map(b)) => map(unify(*a, *b)),
+        (Ty::Map(ka, a), Ty::Map(kb, b)) => {
+            Ty::Map(Box::new(unify(*ka, *kb)), Box::new(unify(*a, *b)))
+        }
         _ => Ty::Dyn,
     }
 }
 
-fn undeclared(name: &str) -> Issue {
-    Issue {
-        message: format!("undeclared reference to '{name}' (in container '')"),
-        token: name.to_string(),
+/// How an aggregate literal's element type compares with the first element's, as cel-go's
+/// homogeneity validator compares them (`IsEquivalentType`, after the checker bound the free
+/// type variables of empty literals).
+enum Likeness {
+    /// Equivalent: the first element's type with its free variables bound.
+    Same(Ty),
+    Differ,
+    /// A type this checker does not know takes part: no verdict.
+    Unsure,
+}
+
+fn likeness(expected: &Ty, found: &Ty) -> Likeness {
+    use Likeness::*;
+    match (expected, found) {
+        (Ty::Unknown, _) | (_, Ty::Unknown) => Unsure,
+        (Ty::Free, t) | (t, Ty::Free) => Same(t.clone()),
+        (Ty::List(a), Ty::List(b)) => match likeness(a, b) {
+            Same(t) => Same(list(t)),
+            other => other,
+        },
+        (Ty::Map(ka, va), Ty::Map(kb, vb)) => match (likeness(ka, kb), likeness(va, vb)) {
+            (Differ, _) | (_, Differ) => Differ,
+            (Same(k), Same(v)) => Same(Ty::Map(Box::new(k), Box::new(v))),
+            _ => Unsure,
+        },
+        (Ty::Record(_), _) | (_, Ty::Record(_)) => Unsure,
+        (a, b) if a == b => Same(a.clone()),
+        _ => Differ,
     }
 }
 
-/// Infers the type of `expr`, with `scope` holding comprehension variables.
-pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<Ty, Issue> {
+/// cel-go's `HomogeneousAggregateLiterals` validator over one list literal: the first element
+/// whose type differs from the first one's is an error, and the list's check ends there.
+fn homogeneous_list(elements: &[(&Expression, Ty)], found: &mut Found) {
+    let mut expected: Option<Ty> = None;
+    for (e, t) in elements {
+        let Some(prev) = &expected else {
+            if has_unknown(t) {
+                return;
+            }
+            expected = Some(t.clone());
+            continue;
+        };
+        match likeness(prev, t) {
+            Likeness::Same(bound) => expected = Some(bound),
+            Likeness::Unsure => {}
+            Likeness::Differ => {
+                found.validator.push(mismatch(prev, t, e));
+                return;
+            }
+        }
+    }
+}
+
+/// The check of aggregate literals in cel-go's type checker before the validator
+/// (`HomogeneousAggregateLiterals` in cel-go 0.16 and 0.17, Kubernetes 1.28 and 1.29): each
+/// element joined with the type so far, an element not assignable to it (dyn is) is a checker
+/// error, after which the literal's type is the error type and nothing more is compared.
+fn joined_literal<'a>(elements: impl Iterator<Item = (&'a Expression, &'a Ty)>, found: &mut Found) {
+    let mut so_far: Option<Ty> = None;
+    for (e, t) in elements {
+        let Some(prev) = so_far.take() else {
+            so_far = Some(t.clone());
+            continue;
+        };
+        if has_unknown(&prev) || has_unknown(t) {
+            return;
+        }
+        if !comparable(&prev, t) {
+            found.checker.push(mismatch(&prev, t, e));
+            return;
+        }
+        // cel-go's mostGeneral: dyn (or an unbound variable) over anything more specific.
+        so_far = Some(match (&prev, t) {
+            (Ty::Dyn | Ty::Free, _) => prev,
+            (_, Ty::Dyn) => Ty::Dyn,
+            _ => match likeness(&prev, t) {
+                Likeness::Same(bound) => bound,
+                _ => prev,
+            },
+        });
+    }
+}
+
+/// The validator over one map literal: each entry's key and value against the first entry's.
+fn homogeneous_map(entries: &[EntryTypes<'_>], found: &mut Found) {
+    let Some((((_, key), (_, value)), rest)) = entries.split_first() else {
+        return;
+    };
+    let (mut key, mut value) = (key.clone(), value.clone());
+    for ((k, kt), (v, vt)) in rest {
+        for (expected, (e, t)) in [(&mut key, (k, kt)), (&mut value, (v, vt))] {
+            if has_unknown(expected) {
+                continue;
+            }
+            match likeness(expected, t) {
+                Likeness::Same(bound) => *expected = bound,
+                Likeness::Unsure => {}
+                Likeness::Differ => found.validator.push(mismatch(expected, t, e)),
+            }
+        }
+    }
+}
+
+/// A map literal entry's key and value with their types.
+type EntryTypes<'a> = ((&'a Expression, Ty), (&'a Expression, Ty));
+
+fn has_unknown(t: &Ty) -> bool {
+    match t {
+        Ty::Unknown => true,
+        Ty::List(e) => has_unknown(e),
+        Ty::Map(k, v) => has_unknown(k) || has_unknown(v),
+        _ => false,
+    }
+}
+
+fn mismatch(expected: &Ty, found: &Ty, at: &Expression) -> Issue {
+    Issue::at(
+        format!(
+            "expected type '{}' but found '{}'",
+            expected.display(),
+            found.display()
+        ),
+        at,
+    )
+}
+
+/// Whether cel-go's checker finds `_==_(A, A)` for operands of types `a` and `b`: dyn on
+/// either side, the same type, or null and a nullable type (objects, timestamps); lists and maps
+/// element by element.
+fn comparable(a: &Ty, b: &Ty) -> bool {
+    use Ty::*;
+    match (a, b) {
+        (Dyn | Unknown | Free | Record(_), _) | (_, Dyn | Unknown | Free | Record(_)) => true,
+        (Null, t) | (t, Null) => {
+            matches!(t, Null | Object(_) | Struct(_) | Typed(_) | Timestamp)
+        }
+        (List(a), List(b)) => comparable(a, b),
+        (Map(ka, va), Map(kb, vb)) => comparable(ka, kb) && comparable(va, vb),
+        (a, b) => a == b,
+    }
+}
+
+/// cel-go's literal validators, in the environment of new expressions from 1.30 (introduced
+/// in 1.29's environment, which compiles new expressions with 1.28's options)
+/// (`ValidateDurationLiterals`, `ValidateTimestampLiterals`, `ValidateRegexLiterals`): the
+/// first argument of `duration`, `timestamp` and `matches`, when a literal, must convert (Go's
+/// `time.ParseDuration`; RFC 3339 or Unix seconds within years 1 to 9999) or compile as a
+/// regular expression. Other functions and values pass.
+fn literal_argument_is_valid(function: &str, value: &LiteralValue) -> bool {
+    const MIN_SECONDS: i64 = -62_135_596_800;
+    const MAX_SECONDS: i64 = 253_402_300_799;
+    match (function, value) {
+        ("duration", LiteralValue::String(s)) => go_duration_is_valid(s.inner()),
+        ("timestamp", LiteralValue::String(s)) => crate::schema::codec::parse_rfc3339(s.inner())
+            .is_ok_and(|t| (MIN_SECONDS..=MAX_SECONDS).contains(&t.seconds)),
+        ("timestamp", LiteralValue::Int(i)) => (MIN_SECONDS..=MAX_SECONDS).contains(i.inner()),
+        ("matches", LiteralValue::String(s)) => {
+            !stacked_repetition(s.inner()) && regex::Regex::new(s.inner()).is_ok()
+        }
+        _ => true,
+    }
+}
+
+/// Whether Go's `time.ParseDuration` accepts `s`: an optional sign, then one or more decimal
+/// numbers each with a unit (`ns`, `us`, `µs`, `μs`, `ms`, `s`, `m`, `h`), or `0`; at most
+/// 2^63-1 nanoseconds.
+fn go_duration_is_valid(s: &str) -> bool {
+    let rest = s.strip_prefix(['-', '+']).unwrap_or(s);
+    if rest == "0" {
+        return true;
+    }
+    if rest.is_empty() {
+        return false;
+    }
+    let mut total: f64 = 0.0;
+    let mut rest = rest;
+    while !rest.is_empty() {
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit() && c != '.')
+            .unwrap_or(rest.len());
+        let number = &rest[..digits];
+        let (whole, fraction) = number.split_once('.').unwrap_or((number, ""));
+        if (whole.is_empty() && fraction.is_empty()) || fraction.contains('.') {
+            return false;
+        }
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c == '.' || c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let nanos_per_unit: f64 = match &rest[..unit_len] {
+            "ns" => 1.0,
+            "us" | "\u{b5}s" | "\u{3bc}s" => 1e3,
+            "ms" => 1e6,
+            "s" => 1e9,
+            "m" => 60e9,
+            "h" => 3600e9,
+            _ => return false,
+        };
+        rest = &rest[unit_len..];
+        let value: f64 = format!("0{whole}.{fraction}0")
+            .parse()
+            .unwrap_or(f64::INFINITY);
+        total += value * nanos_per_unit;
+    }
+    total <= 9_223_372_036_854_775_807.0
+}
+
+/// The value of `optional.of(value)` or `optional.ofNonZeroValue(value)`.
+fn optional_value(e: &Expression) -> Option<&Expression> {
+    match &e.expr {
+        Expr::Call(c)
+            if matches!(c.func_name.as_str(), "of" | "ofNonZeroValue")
+                && matches!(c.target.as_deref(), Some(t) if matches!(&t.expr, Expr::Ident(n) if n == "optional")) =>
+        {
+            c.args.first()
+        }
+        _ => None,
+    }
+}
+
+/// Go's regexp parser (RE2 syntax with Perl flags) refuses a repetition operator right after
+/// another (`x**`, `x++`, `x{2}*`; a lazy `?` belongs to the first): the Rust engine accepts
+/// some of these.
+fn stacked_repetition(pattern: &str) -> bool {
+    let chars: Vec<char> = pattern.chars().collect();
+    let mut i = 0;
+    let mut after_repeat = false;
+    while i < chars.len() {
+        let repeat_len = match chars[i] {
+            '*' | '+' | '?' => 1,
+            '{' => {
+                let close = chars[i..].iter().position(|c| *c == '}');
+                match close {
+                    Some(n)
+                        if n > 1
+                            && chars[i + 1..i + n]
+                                .iter()
+                                .all(|c| c.is_ascii_digit() || *c == ',')
+                            && chars[i + 1].is_ascii_digit()
+                            && chars[i + 1..i + n].iter().filter(|c| **c == ',').count() <= 1 =>
+                    {
+                        n + 1
+                    }
+                    _ => 0,
+                }
+            }
+            _ => 0,
+        };
+        if repeat_len > 0 {
+            if after_repeat {
+                return true;
+            }
+            i += repeat_len;
+            if chars.get(i) == Some(&'?') {
+                i += 1;
+            }
+            after_repeat = true;
+            continue;
+        }
+        after_repeat = false;
+        match chars[i] {
+            '\\' => i += 2,
+            '[' => {
+                // A class ends at the first `]` after its first member (`[]a]`, `[^]a]`).
+                let mut j = i + 1;
+                if chars.get(j) == Some(&'^') {
+                    j += 1;
+                }
+                j += 1;
+                while j < chars.len() && chars[j] != ']' {
+                    j += if chars[j] == '\\' { 2 } else { 1 };
+                }
+                i = j + 1;
+            }
+            _ => i += 1,
+        }
+    }
+    false
+}
+
+/// Whether cel-go's checker finds `@in` for an element of type `a` and a container of type
+/// `b`: `(A, list(A))` or `(A, map(A, B))`, dyn passing as with `_==_`.
+fn contained(a: &Ty, b: &Ty) -> bool {
+    match b {
+        Ty::List(e) | Ty::Map(e, _) => comparable(a, e),
+        Ty::Dyn | Ty::Unknown | Ty::Free => true,
+        _ => !is_known(b) || matches!(a, Ty::Unknown),
+    }
+}
+
+fn undefined_field(field: &str) -> Issue {
+    Issue::new(format!("undefined field '{field}'"), format!(".{field}"))
+}
+
+/// An element type as the expressions that take it out see it: a free variable is unknown.
+fn bound(t: &Ty) -> Ty {
+    match t {
+        Ty::Free => Ty::Unknown,
+        t => t.clone(),
+    }
+}
+
+/// An undeclared identifier or function, which cel-go reports at the node (an identifier's
+/// first character, a call's `(`) and checks on past, with the error type every later check
+/// accepts.
+fn undeclared_soft(name: &str, at: &Expression, found: &mut Found) -> Ty {
+    found.checker.push(Issue {
+        at: Some(Node::of(at)),
+        ..undeclared(name)
+    });
+    Ty::Unknown
+}
+
+fn undeclared(name: &str) -> Issue {
+    Issue::new(
+        format!("undeclared reference to '{name}' (in container '')"),
+        name,
+    )
+}
+
+/// Checks `expr` with `scope` holding the declared variables: its type, or every issue cel-go
+/// reports (the checker's; when it has none, the validators').
+pub(crate) fn check(
+    expr: &Expression,
+    scope: &mut Vec<(String, Ty)>,
+    literal_validators: bool,
+) -> Result<Ty, Vec<Issue>> {
+    let mut found = Found {
+        literal_validators,
+        ..Found::default()
+    };
+    match infer(expr, scope, &mut found) {
+        Err(issue) => {
+            found.checker.push(issue);
+            Err(found.checker)
+        }
+        Ok(_) if !found.checker.is_empty() => Err(found.checker),
+        Ok(_) if !found.validator.is_empty() => Err(found.validator),
+        Ok(t) => Ok(t),
+    }
+}
+
+/// Infers the type of `expr`, with `scope` holding comprehension variables; the error returned
+/// stops the check, those cel-go goes on after are kept in `found`.
+fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) -> Result<Ty, Issue> {
     match &expr.expr {
         Expr::Literal(l) => Ok(match l {
             LiteralValue::Boolean(_) => Ty::Bool,
@@ -299,74 +831,94 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
             .find(|(n, _)| n == name)
             .map(|(_, t)| t.clone())
             .or_else(|| variable_type(name))
-            .ok_or_else(|| undeclared(name)),
+            .map_or_else(|| Ok(undeclared_soft(name, expr, found)), Ok),
         Expr::Select(sel) => {
-            let operand = infer(&sel.operand, scope)?;
+            let operand = infer(&sel.operand, scope, found)?;
             let field_ty = match &operand {
                 Ty::Object("Object") | Ty::Struct(_) => Ty::Dyn,
                 Ty::Object("JSONPatch") => match sel.field.as_str() {
                     "op" | "path" | "from" => Ty::String,
                     "value" => Ty::Dyn,
-                    _ => {
-                        return Err(Issue {
-                            message: format!("undefined field '{}'", sel.field),
-                            token: format!(".{}", sel.field),
-                        });
-                    }
+                    _ => return Err(undefined_field(&sel.field)),
                 },
-                Ty::Object(o) => field_type(o, &sel.field).ok_or_else(|| Issue {
-                    message: format!("undefined field '{}'", sel.field),
-                    token: format!(".{}", sel.field),
-                })?,
-                Ty::Map(v) => (**v).clone(),
+                Ty::Object(o) => {
+                    field_type(o, &sel.field).ok_or_else(|| undefined_field(&sel.field))?
+                }
+                Ty::Typed(t) => t
+                    .field(&sel.field)
+                    .ok_or_else(|| undefined_field(&sel.field))?,
+                Ty::Map(_, v) => bound(v),
                 Ty::Record(fields) => fields
                     .iter()
                     .find(|(n, _)| *n == sel.field)
                     .map(|(_, t)| t.clone())
-                    .ok_or_else(|| Issue {
-                        message: format!("undefined field '{}'", sel.field),
-                        token: format!(".{}", sel.field),
-                    })?,
+                    .ok_or_else(|| undefined_field(&sel.field))?,
                 Ty::Dyn => Ty::Dyn,
                 t if is_known(t) => {
-                    return Err(Issue {
-                        message: format!("type '{}' does not support field selection", t.name()),
-                        token: format!(".{}", sel.field),
-                    });
+                    return Err(Issue::new(
+                        format!("type '{}' does not support field selection", t.name()),
+                        format!(".{}", sel.field),
+                    ));
                 }
                 _ => Ty::Unknown,
             };
             Ok(if sel.test { Ty::Bool } else { field_ty })
         }
         Expr::List(l) => {
-            let mut elem: Option<Ty> = None;
-            for e in &l.elements {
-                let t = infer(e, scope)?;
-                elem = Some(match elem {
-                    None => t,
-                    Some(prev) => unify(prev, t),
-                });
+            let mut elements = Vec::with_capacity(l.elements.len());
+            for (i, e) in l.elements.iter().enumerate() {
+                let mut t = infer(e, scope, found)?;
+                if l.optional_indices.contains(&i) {
+                    // `?x`: the validator compares the optional's value type.
+                    t = match optional_value(e) {
+                        Some(value) => infer(value, scope, found)?,
+                        None => Ty::Unknown,
+                    };
+                }
+                elements.push((e, t));
             }
-            Ok(list(elem.unwrap_or(Ty::Unknown)))
+            let elem = elements.iter().map(|(_, t)| t.clone()).reduce(unify);
+            if !found.literal_validators {
+                let types = elements.iter().map(|(e, t)| (*e, t));
+                joined_literal(types, found);
+            } else if found.exempt == 0 {
+                homogeneous_list(&elements, found);
+            }
+            Ok(list(elem.unwrap_or(Ty::Free)))
         }
         Expr::Map(m) => {
-            let mut value: Option<Ty> = None;
+            let mut entries = Vec::with_capacity(m.entries.len());
             for entry in &m.entries {
                 match &entry.expr {
                     EntryExpr::MapEntry(e) => {
-                        infer(&e.key, scope)?;
-                        let t = infer(&e.value, scope)?;
-                        value = Some(match value {
-                            None => t,
-                            Some(prev) => unify(prev, t),
-                        });
+                        let k = infer(&e.key, scope, found)?;
+                        let mut v = infer(&e.value, scope, found)?;
+                        if e.optional {
+                            // `?key: value`: the validator compares the optional's value type.
+                            v = match optional_value(&e.value) {
+                                Some(value) => infer(value, scope, found)?,
+                                None => Ty::Unknown,
+                            };
+                        }
+                        entries.push(((&e.key, k), (&e.value, v)));
                     }
                     EntryExpr::StructField(f) => {
                         return Err(undeclared(&f.field));
                     }
                 }
             }
-            Ok(map(value.unwrap_or(Ty::Unknown)))
+            let key = entries.iter().map(|((_, k), _)| k.clone()).reduce(unify);
+            let value = entries.iter().map(|(_, (_, v))| v.clone()).reduce(unify);
+            if !found.literal_validators {
+                joined_literal(entries.iter().map(|((k, t), _)| (*k, t)), found);
+                joined_literal(entries.iter().map(|(_, (v, t))| (*v, t)), found);
+            } else if found.exempt == 0 {
+                homogeneous_map(&entries, found);
+            }
+            Ok(Ty::Map(
+                Box::new(key.unwrap_or(Ty::Free)),
+                Box::new(value.unwrap_or(Ty::Free)),
+            ))
         }
         Expr::Struct(s) => {
             let declared = scope.iter().any(|(n, _)| n == PATCH_TYPES);
@@ -379,24 +931,24 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
                     if name == "JSONPatch"
                         && !["op", "path", "from", "value"].contains(&f.field.as_str())
                     {
-                        return Err(Issue {
-                            message: format!("undefined field '{}'", f.field),
-                            token: f.field.clone(),
-                        });
+                        return Err(Issue::new(
+                            format!("undefined field '{}'", f.field),
+                            f.field.clone(),
+                        ));
                     }
-                    let ty = infer(&f.value, scope)?;
+                    let ty = infer(&f.value, scope, found)?;
                     if name == "JSONPatch"
                         && f.field != "value"
                         && !matches!(ty, Ty::String | Ty::Dyn | Ty::Unknown)
                     {
-                        return Err(Issue {
-                            message: format!(
+                        return Err(Issue::new(
+                            format!(
                                 "expected type of field '{}' is 'string' but provided type is '{}'",
                                 f.field,
                                 ty.name()
                             ),
-                            token: f.field.clone(),
-                        });
+                            f.field.clone(),
+                        ));
                     }
                 }
             }
@@ -407,20 +959,19 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
             })
         }
         Expr::Comprehension(c) => {
-            let range = infer(&c.iter_range, scope)?;
-            let accu = infer(&c.accu_init, scope)?;
+            let range = infer(&c.iter_range, scope, found)?;
+            let accu = infer(&c.accu_init, scope, found)?;
             let item = match &range {
-                Ty::List(e) => (**e).clone(),
-                Ty::Map(_) => Ty::String,
+                Ty::List(e) | Ty::Map(e, _) => bound(e),
                 Ty::Dyn => Ty::Dyn,
                 t if is_known(t) => {
-                    return Err(Issue {
-                        message: format!(
+                    return Err(Issue::new(
+                        format!(
                             "expression of type '{}' cannot be range of a comprehension (must be list, map, or dynamic)",
                             t.name()
                         ),
-                        token: String::new(),
-                    });
+                        "",
+                    ));
                 }
                 _ => Ty::Unknown,
             };
@@ -431,16 +982,19 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
                 scope.push((v2.clone(), Ty::Unknown));
             }
             let checked = (|| {
-                infer(&c.loop_cond, scope)?;
-                let step = infer(&c.loop_step, scope)?;
+                infer(&c.loop_cond, scope, found)?;
+                let step = infer(&c.loop_step, scope, found)?;
                 scope.push((c.accu_var.clone(), unify(accu, step)));
-                infer(&c.result, scope)
+                infer(&c.result, scope, found)
             })();
             scope.truncate(depth);
             checked
         }
         Expr::Call(call) => {
             let name = call.func_name.as_str();
+            if name == "format" {
+                found.exempt += 1;
+            }
             let target = match call.target.as_deref() {
                 Some(t) => match &t.expr {
                     Expr::Ident(prefix)
@@ -448,23 +1002,58 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
                             && !scope.iter().any(|(n, _)| n == prefix) =>
                     {
                         for a in &call.args {
-                            infer(a, scope)?;
+                            infer(a, scope, found)?;
                         }
                         return function_type(&format!("{prefix}.{name}"), None)
                             .ok_or_else(|| undeclared(name));
                     }
-                    _ => Some(infer(t, scope)?),
+                    _ => Some(infer(t, scope, found)?),
                 },
                 None => None,
             };
             let mut args = Vec::with_capacity(call.args.len());
             for a in &call.args {
-                args.push(infer(a, scope)?);
+                args.push(infer(a, scope, found)?);
+            }
+            if name == "format" {
+                found.exempt -= 1;
+            }
+            if found.literal_validators
+                && let Some(literal) = call.args.first()
+                && let Expr::Literal(value) = &literal.expr
+                && !literal_argument_is_valid(name, value)
+            {
+                found
+                    .validator
+                    .push(Issue::at(format!("invalid {name} argument"), literal));
             }
             if call.target.is_none()
                 && let Some(issue) = operator_issue(name, &args)
             {
-                return Err(issue);
+                // cel-go goes on with the error type, which every later check accepts.
+                found.checker.push(Issue {
+                    at: Some(Node::of(expr)),
+                    ..issue
+                });
+                return Ok(Ty::Unknown);
+            }
+            if call.target.is_none()
+                && let [a, b] = args.as_slice()
+                && match name {
+                    operators::EQUALS | operators::NOT_EQUALS => !comparable(a, b),
+                    operators::IN => !contained(a, b),
+                    _ => false,
+                }
+            {
+                found.checker.push(Issue::at(
+                    format!(
+                        "found no matching overload for '{name}' applied to '({}, {})'",
+                        a.display(),
+                        b.display()
+                    ),
+                    expr,
+                ));
+                return Ok(Ty::Unknown);
             }
             match name {
                 operators::LOGICAL_AND
@@ -502,18 +1091,16 @@ pub(crate) fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>) -> Result<
                     .reduce(unify)
                     .unwrap_or(Ty::Dyn)),
                 operators::INDEX => Ok(match args.first() {
-                    Some(Ty::List(e) | Ty::Map(e)) => (**e).clone(),
+                    Some(Ty::List(e) | Ty::Map(_, e)) => bound(e),
                     Some(Ty::Dyn) => Ty::Dyn,
                     _ => Ty::Unknown,
                 }),
                 operators::OPT_INDEX | operators::OPT_SELECT => Ok(Ty::Unknown),
-                _ => function_type(name, target.as_ref()).ok_or_else(|| undeclared(name)),
+                _ => Ok(function_type(name, target.as_ref())
+                    .unwrap_or_else(|| undeclared_soft(name, expr, found))),
             }
         }
-        Expr::Unspecified => Err(Issue {
-            message: "unexpected empty expression".into(),
-            token: String::new(),
-        }),
+        Expr::Unspecified => Err(Issue::new("unexpected empty expression".into(), "")),
     }
 }
 
@@ -539,7 +1126,7 @@ fn is_known(t: &Ty) -> bool {
 /// error its checker reports when none applies, at the operator.
 fn operator_issue(name: &str, args: &[Ty]) -> Option<Issue> {
     use Ty::*;
-    if !args.iter().all(|t| is_known(t) || matches!(t, Map(_))) {
+    if !args.iter().all(|t| is_known(t) || matches!(t, Map(..))) {
         return None;
     }
     let numeric = |t: &Ty| matches!(t, Int | Uint | Double);
@@ -600,13 +1187,15 @@ fn operator_issue(name: &str, args: &[Ty]) -> Option<Issue> {
         ),
         _ => return None,
     };
-    let types: Vec<std::string::String> = args.iter().map(Ty::name).collect();
-    (!ok).then(|| Issue {
-        message: format!(
-            "found no matching overload for '{name}' applied to '({})'",
-            types.join(", ")
-        ),
-        token: symbol.to_string(),
+    let types: Vec<std::string::String> = args.iter().map(Ty::display).collect();
+    (!ok).then(|| {
+        Issue::new(
+            format!(
+                "found no matching overload for '{name}' applied to '({})'",
+                types.join(", ")
+            ),
+            symbol,
+        )
     })
 }
 

@@ -46,6 +46,10 @@ use cel::objects::{Opaque, OptionalValue};
 use cel::parser::{Expression, Parser};
 use cel::{ExecutionError, FunctionContext, ResolveResult, Value};
 
+pub use check::RESERVED_WORDS;
+
+use crate::schema::{Schema, TypeId};
+
 pub use authz::{
     Attributes, Authorizer, AuthzRule, Decision, ResourceAttributes, RuleDecision, Target,
 };
@@ -343,14 +347,103 @@ struct Uses {
 pub struct CompileError(pub String);
 
 /// Renders one cel-go issue with its source snippet:
-/// `ERROR: <input>:L:C: msg\n | line\n | ...^`.
+/// `ERROR: <input>:L:C: msg\n | line\n | ...^`. As cel-go's `Error.ToDisplayString`, the
+/// snippet's tabs become spaces, a character of more than one UTF-8 byte before the column is
+/// marked with a full-width dot and at the column with a full-width caret, and a line longer than
+/// 16384 bytes is not shown.
 fn render_issue(source: &str, line: usize, column: usize, message: &str) -> String {
+    const MAX_SNIPPET_BYTES: usize = 16384;
     let mut out = format!("ERROR: <input>:{line}:{column}: {message}");
-    if let Some(text) = source.lines().nth(line.saturating_sub(1)) {
-        let pointer: String = ".".repeat(column.saturating_sub(1));
-        out.push_str(&format!("\n | {text}\n | {pointer}^"));
+    if let Some(text) = source.split('\n').nth(line.saturating_sub(1))
+        && text.len() <= MAX_SNIPPET_BYTES
+    {
+        let text = text.replace('\t', " ");
+        let mut chars = text.chars();
+        let mut pointer: String = chars
+            .by_ref()
+            .take(column.saturating_sub(1))
+            .map(|c| if c.len_utf8() > 1 { '\u{ff0e}' } else { '.' })
+            .collect();
+        pointer.push(match chars.next() {
+            Some(c) if c.len_utf8() > 1 => '\u{ff3e}',
+            _ => '^',
+        });
+        out.push_str(&format!("\n | {text}\n | {pointer}"));
     }
     out
+}
+
+/// The source positions of `expression`'s parse tree nodes, by node id, as the parser records
+/// them (cel-go's positions: an operator's token, a call's `(`, a selection's `.`, a literal's
+/// first character, a macro's call). The parser hands them out only with an error, so this
+/// parses the expression again followed by a line holding one character the lexer refuses: the
+/// lexer drops it, so the tokens, the tree and its ids are those of the successful parse.
+fn source_offsets(expression: &str) -> Option<Arc<cel::common::ast::SourceInfo>> {
+    let source = format!("{expression}\n#");
+    let parsed = std::thread::Builder::new()
+        .stack_size(PARSER_STACK_BYTES)
+        .spawn(move || {
+            Parser::new()
+                .enable_optional_syntax(true)
+                .max_recursion_depth(MAX_RECURSION_DEPTH)
+                .parse(&source)
+                .err()
+                .and_then(|e| e.errors.into_iter().find_map(|e| e.source_info))
+        })
+        .ok()?;
+    parsed.join().ok().flatten()
+}
+
+/// 1-based line and column (in characters, as cel-go counts them) of the character at byte
+/// `offset` of `source` (the parser's offsets are in bytes), or of the `-` before it when
+/// `signed`.
+fn line_column(source: &str, offset: usize, signed: bool) -> (usize, usize) {
+    let mut offset = offset.min(source.len());
+    if signed && let Some(sign) = source[..offset].trim_end().strip_suffix('-') {
+        offset = sign.len();
+    }
+    let (mut line, mut column) = (1, 1);
+    for c in source[..offset].chars() {
+        if c == '\n' {
+            line += 1;
+            column = 1;
+        } else {
+            column += 1;
+        }
+    }
+    (line, column)
+}
+
+/// Renders the checker's issues as cel-go does: each at its node's position (or, for a node not
+/// known, its token's), sorted by position.
+fn render_issues(expression: &str, issues: &[check::Issue]) -> CompileError {
+    let offsets = issues
+        .iter()
+        .any(|i| i.at.is_some())
+        .then(|| source_offsets(expression))
+        .flatten();
+    let mut located: Vec<((usize, usize), &str)> = issues
+        .iter()
+        .map(|issue| {
+            let at = issue.at.zip(offsets.as_ref()).and_then(|(node, info)| {
+                let (start, _) = info.offset_for(node.id)?;
+                let start = usize::try_from(start).ok()?;
+                expression
+                    .is_char_boundary(start.min(expression.len()))
+                    .then(|| line_column(expression, start, node.signed))
+            });
+            (
+                at.unwrap_or_else(|| locate(expression, &issue.token)),
+                issue.message.as_str(),
+            )
+        })
+        .collect();
+    located.sort_by_key(|(position, _)| *position);
+    let rendered: Vec<String> = located
+        .into_iter()
+        .map(|((line, column), message)| render_issue(expression, line, column, message))
+        .collect();
+    compilation_failed(&rendered)
 }
 
 /// Position (1-based line and column) of the first occurrence of `token` as a whole word
@@ -466,6 +559,12 @@ pub struct Env {
     /// Whether `Object{…}` and `JSONPatch{…}` literals are declared (MutatingAdmissionPolicy
     /// mutations).
     patch_types: bool,
+    /// The type of `object` and `oldObject` when a schema gives it (else dynamic).
+    object: Option<check::Ty>,
+    /// The type of `params` when a schema gives it (else dynamic).
+    params_type: Option<check::Ty>,
+    /// Whether the `duration`/`timestamp`/`matches` literal validators run (1.30 and later).
+    literal_validators: bool,
 }
 
 impl Env {
@@ -476,6 +575,9 @@ impl Env {
             authorizer: true,
             variables: None,
             patch_types: false,
+            object: None,
+            params_type: None,
+            literal_validators: true,
         }
     }
 
@@ -487,6 +589,9 @@ impl Env {
             authorizer: true,
             variables: Some(Vec::new()),
             patch_types: false,
+            object: None,
+            params_type: None,
+            literal_validators: true,
         }
     }
 
@@ -506,6 +611,35 @@ impl Env {
         }
     }
 
+    /// The same environment as a release's apiserver builds it for a new expression (with the
+    /// options of the release before it, `DefaultCompatibilityVersion`): the `duration`,
+    /// `timestamp` and `matches` literal validators, introduced in 1.29, check expressions
+    /// created on 1.30 and later (before, a bad literal fails at run time).
+    pub fn for_release(&self, version: crate::KubeVersion) -> Env {
+        Env {
+            literal_validators: version.at_least(30),
+            ..self.clone()
+        }
+    }
+
+    /// The same environment with `object` and `oldObject` of the struct type `id` of `schema`
+    /// (the type checker's view of a kind, as `typechecking.go` declares it).
+    pub fn with_object_type(&self, schema: &'static Schema, id: TypeId) -> Env {
+        Env {
+            object: Some(check::Ty::Typed(check::Typed { schema, id })),
+            ..self.clone()
+        }
+    }
+
+    /// The same environment with `params` declared of the struct type `id` of `schema`.
+    pub fn with_params_type(&self, schema: &'static Schema, id: TypeId) -> Env {
+        Env {
+            params: true,
+            params_type: Some(check::Ty::Typed(check::Typed { schema, id })),
+            ..self.clone()
+        }
+    }
+
     /// Declares `variables.<name>` with the type `program` evaluates to.
     pub fn declare_variable(&mut self, name: &str, program: &Program) {
         self.declare(name, program.output.clone());
@@ -521,6 +655,17 @@ impl Env {
         vars.retain(|(n, _)| n != name);
         vars.push((name.to_string(), ty));
     }
+}
+
+/// The issues cel-go reports compiling `expression` in `env` with no result type required (the
+/// ValidatingAdmissionPolicy type checker's compile), as `ERROR: <input>:L:C: …` lines; None when
+/// it compiles.
+pub fn type_check(expression: &str, env: &Env) -> Option<String> {
+    let CompileError(text) = compile_in(expression, env, ReturnType::Any).err()?;
+    Some(match text.strip_prefix("compilation failed: ") {
+        Some(issues) => issues.to_string(),
+        None => text,
+    })
 }
 
 /// What an expression must evaluate to (`ReturnTypes` of upstream's expression accessors).
@@ -561,7 +706,12 @@ pub fn compile_in(expression: &str, env: &Env, ret: ReturnType) -> Result<Progra
     }
     let mut scope = Vec::new();
     if env.params {
-        scope.push(("params".to_string(), check::Ty::Dyn));
+        let ty = env.params_type.clone().unwrap_or(check::Ty::Dyn);
+        scope.push(("params".to_string(), ty));
+    }
+    if let Some(ty) = &env.object {
+        scope.push(("object".to_string(), ty.clone()));
+        scope.push(("oldObject".to_string(), ty.clone()));
     }
     if let Some(vars) = &env.variables {
         scope.push((
@@ -576,17 +726,15 @@ pub fn compile_in(expression: &str, env: &Env, ret: ReturnType) -> Result<Progra
     collect_uses(&parsed, &mut uses);
     let undeclared_authorizer = uses.authorizer && !env.authorizer;
     let output = if undeclared_authorizer {
-        Err(check::Issue {
+        Err(vec![check::Issue {
             message: "undeclared reference to 'authorizer' (in container '')".into(),
             token: "authorizer".into(),
-        })
+            at: None,
+        }])
     } else {
-        check::infer(&parsed, &mut scope)
+        check::check(&parsed, &mut scope, env.literal_validators)
     }
-    .map_err(|issue| {
-        let (line, column) = locate(expression, &issue.token);
-        compilation_failed(&[render_issue(expression, line, column, &issue.message)])
-    })?;
+    .map_err(|issues| render_issues(expression, &issues))?;
     let fits = match ret {
         ReturnType::Bool => matches!(output, check::Ty::Bool | check::Ty::Unknown),
         ReturnType::String => matches!(output, check::Ty::String | check::Ty::Unknown),
@@ -600,7 +748,10 @@ pub fn compile_in(expression: &str, env: &Env, ret: ReturnType) -> Result<Progra
         }
         ReturnType::JsonPatches => match &output {
             check::Ty::List(e) => {
-                matches!(**e, check::Ty::Object("JSONPatch") | check::Ty::Unknown)
+                matches!(
+                    **e,
+                    check::Ty::Object("JSONPatch") | check::Ty::Unknown | check::Ty::Free
+                )
             }
             check::Ty::Unknown => true,
             _ => false,
@@ -2063,10 +2214,100 @@ mod tests {
         assert!(ev.cost > 100 + program.static_cost, "{}", ev.cost);
     }
 
+    /// cel-go's own validator tests, as data: each expression checked with one string variable
+    /// declared, its issues rendered.
+    #[test]
+    fn cel_go_validator_tables() {
+        #[derive(serde::Deserialize)]
+        struct Case {
+            var: String,
+            expr: String,
+            issues: String,
+        }
+        let cases: Vec<Case> = crate::yaml::from_str(include_str!(
+            "../../tests/fixtures/cel/cel-go-validators.yaml"
+        ))
+        .unwrap();
+        assert_eq!(cases.len(), 26);
+        for case in cases {
+            let parsed = parse(&case.expr).unwrap();
+            let mut scope = vec![(case.var.clone(), check::Ty::String)];
+            let got = match check::check(&parsed, &mut scope, true) {
+                Ok(_) => String::new(),
+                Err(issues) => render_issues(&case.expr, &issues).0,
+            };
+            let got = got.strip_prefix("compilation failed: ").unwrap_or(&got);
+            assert_eq!(got, case.issues, "{}", case.expr);
+        }
+    }
+
+    /// Before 1.30 cel-go's type checker judged aggregate literals (from cel-go 0.16's
+    /// `joinTypes`): `dyn` elements pass, the first element not assignable is the error, and
+    /// the checker's other errors are reported beside it; the literal validators are absent.
+    #[test]
+    fn aggregate_literals_before_1_30_are_the_type_checkers() {
+        let env = |minor| Env::policy(false).for_release(crate::KubeVersion::new(minor).unwrap());
+        let err = |minor, e: &str| {
+            compile_in(e, &env(minor), ReturnType::Bool)
+                .err()
+                .map(|e| e.0)
+        };
+        for (expr, old, new) in [
+            (
+                "[1, dyn('a')].size() == 2",
+                None,
+                Some("1:8: expected type 'int' but found 'dyn'"),
+            ),
+            (
+                "[object.x, 1, 'a'].size() == 3",
+                None,
+                Some("1:12: expected type 'dyn' but found 'int'"),
+            ),
+            (
+                "duration('1d') > duration('1h')",
+                None,
+                Some("1:10: invalid duration argument"),
+            ),
+            (
+                "[1, 'a', 2.0].size() == 3",
+                Some("1:5: expected type 'int' but found 'string'"),
+                Some("1:5: expected type 'int' but found 'string'"),
+            ),
+            (
+                "{'a': 1, 'b': 'x', 'c': true}.size() == 3",
+                Some("1:15: expected type 'int' but found 'string'\n"),
+                Some("1:25: expected type 'int' but found 'bool'"),
+            ),
+        ] {
+            for (minor, want) in [(29, old), (30, new)] {
+                let got = err(minor, expr);
+                match want {
+                    None => assert_eq!(got, None, "{minor} {expr}"),
+                    Some(w) => assert!(
+                        got.as_deref().is_some_and(|g| g.contains(w)),
+                        "{minor} {expr}: {got:?}"
+                    ),
+                }
+            }
+        }
+        // The literal's error and the checker's next one, together, sorted by position.
+        let both = err(29, "[1, 'a'].size() == 'x'").unwrap();
+        assert!(
+            both.contains("1:5: expected type 'int' but found 'string'")
+                && both.contains("1:17: found no matching overload for '_==_'"),
+            "{both}"
+        );
+        let map = err(29, "{'a': 1, 'b': 'x', 'c': true}.size() == 3").unwrap();
+        assert!(
+            !map.contains("1:25"),
+            "one error per key or value chain: {map}"
+        );
+    }
+
     #[test]
     fn static_types() {
         use check::Ty;
-        let ty = |e: &str| check::infer(&parse(e).unwrap(), &mut Vec::new());
+        let ty = |e: &str| check::check(&parse(e).unwrap(), &mut Vec::new(), true);
         assert_eq!(
             ty("request.userInfo.groups"),
             Ok(Ty::List(Box::new(Ty::String)))

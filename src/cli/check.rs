@@ -6,6 +6,7 @@ use std::process::ExitCode;
 
 use hookscope::KubeVersion;
 use hookscope::config::policy as policy_config;
+use hookscope::config::typecheck;
 use hookscope::config::{self, LoadError};
 
 use super::Paint;
@@ -135,9 +136,10 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         count += 1;
         loaded.apply_defaults();
         let object = &loaded.object;
-        let mut errors: Vec<String> = (policy_config::validate_policy_object(object).iter())
-            .map(ToString::to_string)
-            .collect();
+        let mut errors: Vec<String> = (policy_config::validate_policy_object_in(object, version)
+            .iter())
+        .map(ToString::to_string)
+        .collect();
         errors.extend(
             policy_config::unserved(object, version).map(|why| format!("apiVersion: {why}")),
         );
@@ -170,6 +172,21 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         {
             warnings += 1;
             outln!("    {} apiVersion: {note}", paint.warn("warning"));
+        }
+        if errors.is_empty()
+            && let policy_config::PolicyObject::Policy(policy) = object
+        {
+            // What the status controller writes to status.typeChecking.expressionWarnings; the
+            // warning's later lines (snippets, other kinds) are indented under it.
+            for w in typecheck::type_check(policy, version) {
+                warnings += 1;
+                let text = w.warning.trim_end().replace('\n', "\n      ");
+                outln!(
+                    "    {} status.typeChecking: {}: {text}",
+                    paint.warn("warning"),
+                    w.field_ref
+                );
+            }
         }
         warnings += loaded.unknown_fields.len();
         for f in &loaded.unknown_fields {

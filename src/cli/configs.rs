@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use hookscope::KubeVersion;
 use hookscope::api::{WebhookConfiguration, WebhookKind};
 use hookscope::config::policy as policy_config;
+use hookscope::config::typecheck;
 use hookscope::config::{self, LoadError};
 use hookscope::replay::report::{Problem, ProblemKind, Report};
 use hookscope::replay::{IndexUnit, SourceRef};
@@ -177,7 +178,7 @@ pub(crate) fn load_configurations(
                         ));
                         continue;
                     }
-                    let errors = policy_config::validate_policy_object(&l.object);
+                    let errors = policy_config::validate_policy_object_in(&l.object, version);
                     if let Some(e) = errors.first() {
                         seen.left_out(format!("{}: {}: {}", l.source, e.field, e.message));
                     }
@@ -210,6 +211,26 @@ pub(crate) fn load_configurations(
                             "apiVersion".into(),
                             note,
                         ));
+                    }
+                    // What the status controller would write to the policy's
+                    // status.typeChecking: the expressions that do not type-check against the
+                    // schemas of the kinds the policy matches.
+                    if let policy_config::PolicyObject::Policy(policy) = &l.object {
+                        let warnings = typecheck::type_check(policy, version);
+                        for (i, w) in warnings.into_iter().enumerate() {
+                            report.push_problem(problem(
+                                ProblemKind::Warning,
+                                at.0,
+                                at.1,
+                                format!("status.typeChecking.expressionWarnings[{i}]"),
+                                format!(
+                                    "ValidatingAdmissionPolicy {:?}: {}: {}",
+                                    policy.name,
+                                    w.field_ref,
+                                    w.warning.trim_end()
+                                ),
+                            ));
+                        }
                     }
                     seen.accepted += 1;
                     for (_, objects) in &mut policies_by_file {

@@ -19,6 +19,7 @@ mod defaults;
 mod lint;
 mod load;
 pub mod policy;
+pub mod typecheck;
 mod url;
 mod validate;
 pub mod validation;

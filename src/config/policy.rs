@@ -325,10 +325,16 @@ const VALIDATION_ACTIONS: [&str; 3] = ["Audit", "Deny", "Warn"];
 const MAX_AUDIT_ANNOTATIONS: usize = 20;
 const MAX_VALUE_EXPRESSION_LEN: usize = 5 * 1024;
 
-/// Validates a policy or binding as the apiserver does on create (run the defaults first).
+/// Validates a policy or binding as the apiserver does on create (run the defaults first), in
+/// the newest modelled release.
 pub fn validate_policy_object(object: &PolicyObject) -> Vec<FieldError> {
+    validate_policy_object_in(object, KubeVersion::NEWEST)
+}
+
+/// [`validate_policy_object`] in a cluster of release `version` (whose CEL environment differs).
+pub fn validate_policy_object_in(object: &PolicyObject, version: KubeVersion) -> Vec<FieldError> {
     match object {
-        PolicyObject::Policy(p) => validate_policy(p),
+        PolicyObject::Policy(p) => validate_policy_in(p, version),
         PolicyObject::Binding(b) => validate_binding(b),
         PolicyObject::MutatingPolicy(p) => validate_mutating_policy(p),
         PolicyObject::MutatingBinding(b) => validate_mutating_binding(b),
@@ -361,15 +367,25 @@ pub fn validate_policy_object_update(object: &PolicyObject, old: &PolicyObject) 
 
 /// `ValidateValidatingAdmissionPolicy`: every error, in upstream's order.
 pub fn validate_policy(p: &ValidatingAdmissionPolicy) -> Vec<FieldError> {
+    validate_policy_in(p, KubeVersion::NEWEST)
+}
+
+fn validate_policy_in(p: &ValidatingAdmissionPolicy, version: KubeVersion) -> Vec<FieldError> {
     let mut errs = Vec::new();
     validate_object_meta(&p.name, &p.metadata, &mut errs);
-    validate_policy_spec(&p.name, &p.spec, &mut errs);
+    validate_policy_spec(&p.name, &p.spec, version, &mut errs);
     errs
 }
 
-fn validate_policy_spec(name: &str, spec: &PolicySpec, errs: &mut Vec<FieldError>) {
+fn validate_policy_spec(
+    name: &str,
+    spec: &PolicySpec,
+    version: KubeVersion,
+    errs: &mut Vec<FieldError>,
+) {
     let env = validate_spec_head(
         SpecHead {
+            release: version,
             failure_policy: spec.failure_policy.as_deref(),
             param_kind: spec.param_kind.as_ref(),
             match_constraints: spec.match_constraints.as_ref(),
@@ -500,6 +516,8 @@ struct SpecHead<'a> {
     variables: &'a [Variable],
     /// A mutating policy's rules may not name DELETE.
     mutating: bool,
+    /// The release whose CEL environment compiles the expressions.
+    release: KubeVersion,
 }
 
 /// failurePolicy, paramKind, matchConstraints, matchConditions and variables; returns the CEL
@@ -532,7 +550,7 @@ fn validate_spec_head(h: SpecHead<'_>, errs: &mut Vec<FieldError>) -> cel::Env {
             }
         }
     }
-    let env = cel::Env::policy(h.param_kind.is_some());
+    let env = cel::Env::policy(h.param_kind.is_some()).for_release(h.release);
     validate_match_conditions(h.match_conditions, &env, "spec.matchConditions", errs);
     validate_variables(h.variables, env, errs)
 }
@@ -616,6 +634,7 @@ fn validate_mutating_policy_spec(spec: &MutatingPolicySpec, errs: &mut Vec<Field
             match_conditions: &spec.match_conditions,
             variables: &spec.variables,
             mutating: true,
+            release: KubeVersion::NEWEST,
         },
         errs,
     )
@@ -714,36 +733,12 @@ pub fn validate_mutating_binding(b: &MutatingAdmissionPolicyBinding) -> Vec<Fiel
 
 /// CEL's `IDENT` minus its reserved words (`isCELIdentifier`).
 fn is_cel_identifier(name: &str) -> bool {
-    const RESERVED: [&str; 22] = [
-        "true",
-        "false",
-        "null",
-        "in",
-        "as",
-        "break",
-        "const",
-        "continue",
-        "else",
-        "for",
-        "function",
-        "if",
-        "import",
-        "let",
-        "loop",
-        "package",
-        "namespace",
-        "return",
-        "var",
-        "void",
-        "while",
-        "",
-    ];
     let mut chars = name.chars();
     chars
         .next()
         .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
         && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
-        && !RESERVED.contains(&name)
+        && !cel::RESERVED_WORDS.contains(&name)
 }
 
 fn validate_param_kind(api_version: &str, kind: &str, errs: &mut Vec<FieldError>) {

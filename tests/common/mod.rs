@@ -987,3 +987,37 @@ pub fn two_context_kubeconfig(
     }
     serde_json::to_string(&merged).unwrap()
 }
+
+/// The field errors kube-apiserver reports on creating each policy or binding of `yaml` (after
+/// defaulting), by object name, in kubectl's rendering: one error as is, several as `[a, b]`,
+/// none as an empty string.
+pub fn policy_create_errors(yaml: &str, file: &str) -> Vec<(String, String)> {
+    policy_field_errors(yaml, file)
+        .into_iter()
+        .map(|(name, errors)| {
+            let text = match errors.as_slice() {
+                [] => String::new(),
+                [one] => one.clone(),
+                many => format!("[{}]", many.join(", ")),
+            };
+            (name, text)
+        })
+        .collect()
+}
+
+/// `base` with each key of `spec` set over it, or removed when its value is null.
+pub fn merged(
+    mut base: serde_json::Value,
+    spec: &serde_json::Map<String, serde_json::Value>,
+) -> serde_json::Value {
+    for (k, v) in spec {
+        if v.is_null() {
+            if let Some(object) = base.as_object_mut() {
+                object.remove(k);
+            }
+        } else {
+            base[k] = v.clone();
+        }
+    }
+    base
+}
