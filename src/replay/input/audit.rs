@@ -1260,7 +1260,21 @@ impl Reader {
                 ctx.ev.level_text()
             )));
         };
-        match (agrees(&s, &response, body), agrees(&m, &response, body)) {
+        // The response is the object after the strategy, which dropped what a disabled
+        // feature gate guards: compare the readings as it would leave them.
+        let prepared = |reading: &Value| {
+            let mut reading = reading.clone();
+            crate::engine::strategy::drop_disabled(
+                self.registry.release(),
+                &ctx.gvr.group,
+                &ctx.gvr.resource,
+                &mut reading,
+                Some(old),
+            );
+            reading
+        };
+        let (sp, mp) = (prepared(&s), prepared(&m));
+        match (agrees(&sp, &response, body), agrees(&mp, &response, body)) {
             (true, false) => Ok(Reading::Told(
                 s,
                 "patch type not recorded: read as a strategic merge patch, the only reading the resulting object agrees with".into(),
@@ -1271,7 +1285,7 @@ impl Reader {
             )),
             _ => Ok(Reading::Unknown(format!(
                 "patch type unknown: the object patch of {what} gives different objects as a merge patch and as a strategic merge patch, and the resulting object agrees with {} of them where the patch writes",
-                if agrees(&s, &response, body) { "both" } else { "neither" }
+                if agrees(&sp, &response, body) { "both" } else { "neither" }
             ))),
         }
     }

@@ -1,0 +1,513 @@
+//! The fields a registry strategy drops when the feature gate that guards them is off
+//! (`dropDisabledFields` of `pkg/api/pod`, called by `DropDisabledPodFields` and
+//! `DropDisabledTemplateFields`; `DropDisabledFields` of `pkg/api/persistentvolumeclaim`;
+//! `dropServiceDisabledFields`), with each release's default feature gates ([`gates`]).
+//!
+//! A field is dropped only when the old object (on an update) does not use it already, as
+//! upstream keeps what is stored. Each rule is data: the gate, the fields it drops (paths in the
+//! spec: `*` is every item of a list, `CONTAINERS` every container, init container and ephemeral
+//! container) and the fields whose use in the old object keeps them.
+
+use serde_json::{Map, Value};
+
+use super::gates;
+use crate::KubeVersion;
+
+/// What a rule does to the fields it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    /// Removes them (Go sets the pointer, slice or map to nil).
+    Drop,
+    /// `dropContainerStopSignals`: removes `lifecycle.stopSignal`, and the `lifecycle` it leaves
+    /// empty.
+    StopSignal,
+    /// `dropPodLifecycleSleepAction`: removes the `sleep` of `preStop` and `postStart`, the
+    /// handler it leaves without an action, and a `lifecycle` left without `preStop`,
+    /// `postStart` and `stopSignal`.
+    Sleep,
+    /// `dropImageVolumes`: removes the volumes with an `image` source and the mounts of them.
+    ImageVolumes,
+    /// `dropDisabledProcMountField`: a `procMount` that is set becomes `Default`.
+    ProcMountDefault,
+}
+
+/// One `dropDisabled*` rule.
+struct Rule {
+    gate: &'static str,
+    action: Action,
+    /// The fields dropped.
+    fields: &'static [&'static str],
+    /// The fields whose use in the old object keeps the new object's (empty: `fields`).
+    in_use: &'static [&'static str],
+    /// The value an `in_use` field must have to count (`None`: any value but the zero one).
+    in_use_value: Option<&'static str>,
+}
+
+const fn rule(gate: &'static str, action: Action, fields: &'static [&'static str]) -> Rule {
+    Rule {
+        gate,
+        action,
+        fields,
+        in_use: &[],
+        in_use_value: None,
+    }
+}
+
+const CONTAINERS: [&str; 3] = ["containers", "initContainers", "ephemeralContainers"];
+
+/// `dropDisabledFields` of a PodSpec, in upstream's order (1.33).
+const POD_SPEC: &[Rule] = &[
+    rule("UserNamespacesSupport", Action::Drop, &["hostUsers"]),
+    rule(
+        "SupplementalGroupsPolicy",
+        Action::Drop,
+        &["securityContext.supplementalGroupsPolicy"],
+    ),
+    Rule {
+        in_use: &["resources.requests", "resources.limits"],
+        ..rule("PodLevelResources", Action::Drop, &["resources"])
+    },
+    Rule {
+        // In use only with a value other than the default.
+        in_use_value: Some("Unmasked"),
+        ..rule(
+            "ProcMountType",
+            Action::ProcMountDefault,
+            &["CONTAINERS.*.securityContext.procMount"],
+        )
+    },
+    rule(
+        "NodeInclusionPolicyInPodTopologySpread",
+        Action::Drop,
+        &["topologySpreadConstraints.*.nodeTaintsPolicy"],
+    ),
+    rule(
+        "NodeInclusionPolicyInPodTopologySpread",
+        Action::Drop,
+        &["topologySpreadConstraints.*.nodeAffinityPolicy"],
+    ),
+    rule(
+        "MatchLabelKeysInPodTopologySpread",
+        Action::Drop,
+        &["topologySpreadConstraints.*.matchLabelKeys"],
+    ),
+    rule(
+        "MatchLabelKeysInPodAffinity",
+        Action::Drop,
+        &[
+            "affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution.*.matchLabelKeys",
+            "affinity.podAffinity.requiredDuringSchedulingIgnoredDuringExecution.*.mismatchLabelKeys",
+            "affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution.*.podAffinityTerm.matchLabelKeys",
+            "affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution.*.podAffinityTerm.mismatchLabelKeys",
+            "affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution.*.matchLabelKeys",
+            "affinity.podAntiAffinity.requiredDuringSchedulingIgnoredDuringExecution.*.mismatchLabelKeys",
+            "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution.*.podAffinityTerm.matchLabelKeys",
+            "affinity.podAntiAffinity.preferredDuringSchedulingIgnoredDuringExecution.*.podAffinityTerm.mismatchLabelKeys",
+        ],
+    ),
+    Rule {
+        in_use: &["resourceClaims"],
+        ..rule(
+            "DynamicResourceAllocation",
+            Action::Drop,
+            &["CONTAINERS.*.resources.claims", "resourceClaims"],
+        )
+    },
+    rule(
+        "ClusterTrustBundleProjection",
+        Action::Drop,
+        &["volumes.*.projected.sources.*.clusterTrustBundle"],
+    ),
+    Rule {
+        in_use: &["containers.*.resizePolicy", "initContainers.*.resizePolicy"],
+        ..rule(
+            "InPlacePodVerticalScaling",
+            Action::Drop,
+            &["CONTAINERS.*.resizePolicy"],
+        )
+    },
+    Rule {
+        in_use_value: Some("Always"),
+        ..rule(
+            "SidecarContainers",
+            Action::Drop,
+            &["initContainers.*.restartPolicy"],
+        )
+    },
+    rule(
+        "RecursiveReadOnlyMounts",
+        Action::Drop,
+        &["CONTAINERS.*.volumeMounts.*.recursiveReadOnly"],
+    ),
+    rule(
+        "PodLifecycleSleepAction",
+        Action::Sleep,
+        &[
+            "CONTAINERS.*.lifecycle.preStop.sleep",
+            "CONTAINERS.*.lifecycle.postStart.sleep",
+        ],
+    ),
+    rule("ImageVolume", Action::ImageVolumes, &["volumes.*.image"]),
+    rule(
+        "SELinuxChangePolicy",
+        Action::Drop,
+        &["securityContext.seLinuxChangePolicy"],
+    ),
+    rule(
+        "ContainerStopSignals",
+        Action::StopSignal,
+        &["CONTAINERS.*.lifecycle.stopSignal"],
+    ),
+];
+
+/// `pvcutil.DropDisabledFields` of a PersistentVolumeClaimSpec.
+const PVC_SPEC: &[Rule] = &[rule(
+    "VolumeAttributesClass",
+    Action::Drop,
+    &["volumeAttributesClassName"],
+)];
+
+/// `dropServiceDisabledFields` of a ServiceSpec.
+const SERVICE_SPEC: &[Rule] = &[rule(
+    "ServiceTrafficDistribution",
+    Action::Drop,
+    &["trafficDistribution"],
+)];
+
+/// Where a resource's strategy drops disabled fields: the object's top-level member that holds
+/// the spec, the path of the spec in it, and the rules.
+type Place = (
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static [&'static str],
+    &'static [Rule],
+);
+
+const TEMPLATE: &[&str] = &["template", "spec"];
+
+const RESOURCES: &[Place] = &[
+    ("", "pods", "spec", &[], POD_SPEC),
+    ("", "podtemplates", "template", &["spec"], POD_SPEC),
+    ("", "replicationcontrollers", "spec", TEMPLATE, POD_SPEC),
+    ("apps", "deployments", "spec", TEMPLATE, POD_SPEC),
+    ("apps", "replicasets", "spec", TEMPLATE, POD_SPEC),
+    ("apps", "statefulsets", "spec", TEMPLATE, POD_SPEC),
+    ("apps", "daemonsets", "spec", TEMPLATE, POD_SPEC),
+    ("batch", "jobs", "spec", TEMPLATE, POD_SPEC),
+    (
+        "batch",
+        "cronjobs",
+        "spec",
+        &["jobTemplate", "spec", "template", "spec"],
+        POD_SPEC,
+    ),
+    ("", "persistentvolumeclaims", "spec", &[], PVC_SPEC),
+    ("", "services", "spec", &[], SERVICE_SPEC),
+];
+
+/// Whether the release's default feature gates turn `gate` on; `None` for a release whose
+/// defaults are not modelled (after 1.33: nothing is dropped).
+fn enabled(release: KubeVersion, gate: &str) -> Option<bool> {
+    let column = gates::RELEASES.iter().position(|m| *m == release.minor())?;
+    let flags = gates::GATES
+        .binary_search_by(|(name, _)| (*name).cmp(gate))
+        .ok()
+        .map(|i| gates::GATES[i].1.as_bytes()[column]);
+    // A gate the release does not list guards nothing of it (the field is not in its types).
+    Some(matches!(flags, Some(b'+') | None))
+}
+
+/// The top-level member of `resource`'s objects that holds what its strategy may drop.
+pub(crate) fn member(group: &str, resource: &str) -> Option<&'static str> {
+    place(group, resource).map(|p| p.2)
+}
+
+fn place(group: &str, resource: &str) -> Option<&'static Place> {
+    RESOURCES
+        .iter()
+        .find(|(g, r, _, _, _)| *g == group && *r == resource)
+}
+
+/// The rules of `resource` that drop in `release`, given the old object's [`member`]: gate off
+/// and the fields not in use in the old object.
+fn active<'a>(
+    release: KubeVersion,
+    place: &'a Place,
+    old_member: Option<&'a Value>,
+) -> impl Iterator<Item = &'static Rule> + 'a {
+    let old_spec = old_member.and_then(|o| place.3.iter().try_fold(o, |v, k| v.get(*k)));
+    place.4.iter().filter(move |rule| {
+        if enabled(release, rule.gate) != Some(false) {
+            return false;
+        }
+        let in_use = if rule.in_use.is_empty() {
+            rule.fields
+        } else {
+            rule.in_use
+        };
+        !old_spec.is_some_and(|old| {
+            in_use
+                .iter()
+                .any(|p| used(old, &split(p), rule.in_use_value))
+        })
+    })
+}
+
+/// Whether [`drop_disabled_fields`] would change `member` (read only: a create's member is
+/// copied only when it would).
+pub(crate) fn would_drop(
+    release: KubeVersion,
+    group: &str,
+    resource: &str,
+    member: &Value,
+    old_member: Option<&Value>,
+) -> bool {
+    let Some(place) = place(group, resource) else {
+        return false;
+    };
+    let Some(spec) = place.3.iter().try_fold(member, |v, k| v.get(*k)) else {
+        return false;
+    };
+    active(release, place, old_member).any(|rule| {
+        rule.fields.iter().flat_map(|p| split(p)).any(|path| {
+            let mut found = false;
+            visit(spec, &path, &mut |v| {
+                found |= match rule.action {
+                    Action::ProcMountDefault => !v.is_null() && v.as_str() != Some("Default"),
+                    _ => !v.is_null(),
+                };
+            });
+            found
+        })
+    })
+}
+
+/// Drops from `member` (the object's [`member`], as validation will see it) the fields its
+/// resource's strategy drops in `release`, keeping what the old object's member already uses.
+/// Returns whether it changed.
+pub(crate) fn drop_disabled_fields(
+    release: KubeVersion,
+    group: &str,
+    resource: &str,
+    member: &mut Value,
+    old_member: Option<&Value>,
+) -> bool {
+    let Some(place) = place(group, resource) else {
+        return false;
+    };
+    let Some(spec) = place.3.iter().try_fold(member, |v, k| v.get_mut(*k)) else {
+        return false;
+    };
+    let mut changed = false;
+    for rule in active(release, place, old_member) {
+        changed |= apply(rule, spec);
+    }
+    changed
+}
+
+/// The segments of a path, `CONTAINERS` expanded into the three lists of containers.
+fn split(path: &str) -> Vec<Vec<&str>> {
+    match path.strip_prefix("CONTAINERS.") {
+        Some(rest) => CONTAINERS
+            .iter()
+            .map(|c| std::iter::once(*c).chain(rest.split('.')).collect())
+            .collect(),
+        None => vec![path.split('.').collect()],
+    }
+}
+
+/// Whether a value is set: not null, not an empty list, map or string, not `false` or `0`
+/// (the zero values Go's `len(…) > 0` and `!= nil` checks do not see as a use).
+fn set(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(m) => !m.is_empty(),
+        Value::String(s) => !s.is_empty(),
+        _ => true,
+    }
+}
+
+/// Whether any of `paths` is set in `spec` (to `value` when one is given).
+fn used(spec: &Value, paths: &[Vec<&str>], value: Option<&str>) -> bool {
+    paths.iter().any(|path| {
+        let mut found = false;
+        visit(spec, path, &mut |v| {
+            found |= match value {
+                Some(want) => v.as_str() == Some(want),
+                None => set(v),
+            };
+        });
+        found
+    })
+}
+
+/// Calls `f` with every value at `path` in `v`.
+fn visit<'v>(v: &'v Value, path: &[&str], f: &mut dyn FnMut(&'v Value)) {
+    match path.split_first() {
+        None => f(v),
+        Some((&"*", rest)) => {
+            for item in v.as_array().into_iter().flatten() {
+                visit(item, rest, f);
+            }
+        }
+        Some((key, rest)) => {
+            if let Some(next) = v.get(*key) {
+                visit(next, rest, f);
+            }
+        }
+    }
+}
+
+/// Calls `f` with every map that holds the last segment of `path`, and that segment.
+fn visit_parents(v: &mut Value, path: &[&str], f: &mut dyn FnMut(&mut Map<String, Value>, &str)) {
+    match path {
+        [] => {}
+        [last] => {
+            if let Value::Object(m) = v {
+                f(m, last);
+            }
+        }
+        ["*", rest @ ..] => {
+            if let Value::Array(items) = v {
+                for item in items {
+                    visit_parents(item, rest, f);
+                }
+            }
+        }
+        [key, rest @ ..] => {
+            if let Some(next) = v.get_mut(*key) {
+                visit_parents(next, rest, f);
+            }
+        }
+    }
+}
+
+/// What one rule drops from `spec`; whether it changed anything.
+fn apply(rule: &Rule, spec: &mut Value) -> bool {
+    let mut changed = false;
+    match rule.action {
+        Action::Drop => {
+            for path in rule.fields.iter().flat_map(|p| split(p)) {
+                visit_parents(spec, &path, &mut |m, k| {
+                    changed |= m.remove(k).is_some();
+                });
+            }
+        }
+        Action::ProcMountDefault => {
+            for path in rule.fields.iter().flat_map(|p| split(p)) {
+                visit_parents(spec, &path, &mut |m, k| {
+                    if let Some(v) = m.get_mut(k)
+                        && !v.is_null()
+                        && v.as_str() != Some("Default")
+                    {
+                        *v = Value::from("Default");
+                        changed = true;
+                    }
+                });
+            }
+        }
+        Action::StopSignal | Action::Sleep => {
+            for list in CONTAINERS {
+                let Some(Value::Array(containers)) = spec.get_mut(list) else {
+                    continue;
+                };
+                for container in containers {
+                    changed |= prune_lifecycle(container, rule.action);
+                }
+            }
+        }
+        Action::ImageVolumes => changed = drop_image_volumes(spec),
+    }
+    changed
+}
+
+/// The lifecycle part of [`Action::StopSignal`] and [`Action::Sleep`] on one container.
+fn prune_lifecycle(container: &mut Value, action: Action) -> bool {
+    let Value::Object(c) = container else {
+        return false;
+    };
+    let Some(Value::Object(lifecycle)) = c.get_mut("lifecycle") else {
+        return false;
+    };
+    let mut changed = false;
+    match action {
+        Action::StopSignal => {
+            changed = lifecycle.remove("stopSignal").is_some();
+            if changed && lifecycle.values().all(|v| v.is_null()) {
+                c.remove("lifecycle");
+            }
+        }
+        _ => {
+            for hook in ["preStop", "postStart"] {
+                let Some(Value::Object(handler)) = lifecycle.get_mut(hook) else {
+                    continue;
+                };
+                if handler.remove("sleep").is_some() {
+                    changed = true;
+                    let acts = ["exec", "httpGet", "tcpSocket"];
+                    if !acts.iter().any(|a| handler.get(*a).is_some_and(set)) {
+                        lifecycle.remove(hook);
+                    }
+                }
+            }
+            let keeps = ["preStop", "postStart", "stopSignal"];
+            if !keeps
+                .iter()
+                .any(|k| lifecycle.get(*k).is_some_and(|v| !v.is_null()))
+            {
+                c.remove("lifecycle");
+            }
+        }
+    }
+    changed
+}
+
+/// [`Action::ImageVolumes`]: the volumes with an image source go, and every mount of them.
+fn drop_image_volumes(spec: &mut Value) -> bool {
+    let Some(Value::Array(volumes)) = spec.get_mut("volumes") else {
+        return false;
+    };
+    let mut names = Vec::new();
+    volumes.retain(|v| {
+        let image = v.get("image").is_some_and(|i| !i.is_null());
+        if image {
+            names.push(
+                v.get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+            );
+        }
+        !image
+    });
+    if names.is_empty() {
+        return false;
+    }
+    if volumes.is_empty()
+        && let Value::Object(s) = spec
+    {
+        s.remove("volumes");
+    }
+    for list in CONTAINERS {
+        let Some(Value::Array(containers)) = spec.get_mut(list) else {
+            continue;
+        };
+        for c in containers {
+            let Value::Object(c) = c else {
+                continue;
+            };
+            if let Some(Value::Array(mounts)) = c.get_mut("volumeMounts") {
+                mounts.retain(|m| {
+                    let name = m.get("name").and_then(Value::as_str).unwrap_or("");
+                    !names.iter().any(|n| n == name)
+                });
+                if mounts.is_empty() {
+                    c.remove("volumeMounts");
+                }
+            }
+        }
+    }
+    true
+}
