@@ -39,8 +39,12 @@ struct Rule {
     fields: &'static [&'static str],
     /// The fields whose use in the old object keeps the new object's (empty: `fields`).
     in_use: &'static [&'static str],
-    /// The value an `in_use` field must have to count (`None`: any value but the zero one).
+    /// The value an `in_use` field must have to count (`None`: any value but null or an empty
+    /// list).
     in_use_value: Option<&'static str>,
+    /// Whether an empty map in an `in_use` field does not count (a map checked by `len`, not a
+    /// pointer to a struct checked against nil).
+    in_use_maps: bool,
 }
 
 const fn rule(gate: &'static str, action: Action, fields: &'static [&'static str]) -> Rule {
@@ -50,6 +54,7 @@ const fn rule(gate: &'static str, action: Action, fields: &'static [&'static str
         fields,
         in_use: &[],
         in_use_value: None,
+        in_use_maps: false,
     }
 }
 
@@ -65,6 +70,7 @@ const POD_SPEC: &[Rule] = &[
     ),
     Rule {
         in_use: &["resources.requests", "resources.limits"],
+        in_use_maps: true,
         ..rule("PodLevelResources", Action::Drop, &["resources"])
     },
     Rule {
@@ -246,11 +252,7 @@ fn active<'a>(
         } else {
             rule.in_use
         };
-        !old_spec.is_some_and(|old| {
-            in_use
-                .iter()
-                .any(|p| used(old, &split(p), rule.in_use_value))
-        })
+        !old_spec.is_some_and(|old| in_use.iter().any(|p| used(old, &split(p), rule)))
     })
 }
 
@@ -317,26 +319,25 @@ fn split(path: &str) -> Vec<Vec<&str>> {
     }
 }
 
-/// Whether a value is set: not null, not an empty list, map or string, not `false` or `0`
-/// (the zero values Go's `len(…) > 0` and `!= nil` checks do not see as a use).
-fn set(v: &Value) -> bool {
+/// Whether a value counts as a use: not null, not an empty list, and, for a map counted by its
+/// length, not an empty map (a pointer to an empty struct is a use).
+fn set(v: &Value, maps: bool) -> bool {
     match v {
         Value::Null => false,
         Value::Array(a) => !a.is_empty(),
-        Value::Object(m) => !m.is_empty(),
-        Value::String(s) => !s.is_empty(),
+        Value::Object(m) => !maps || !m.is_empty(),
         _ => true,
     }
 }
 
-/// Whether any of `paths` is set in `spec` (to `value` when one is given).
-fn used(spec: &Value, paths: &[Vec<&str>], value: Option<&str>) -> bool {
+/// Whether any of `paths` is in use in `spec` as `rule` counts a use.
+fn used(spec: &Value, paths: &[Vec<&str>], rule: &Rule) -> bool {
     paths.iter().any(|path| {
         let mut found = false;
         visit(spec, path, &mut |v| {
-            found |= match value {
+            found |= match rule.in_use_value {
                 Some(want) => v.as_str() == Some(want),
-                None => set(v),
+                None => set(v, rule.in_use_maps),
             };
         });
         found
@@ -447,7 +448,10 @@ fn prune_lifecycle(container: &mut Value, action: Action) -> bool {
                 if handler.remove("sleep").is_some() {
                     changed = true;
                     let acts = ["exec", "httpGet", "tcpSocket"];
-                    if !acts.iter().any(|a| handler.get(*a).is_some_and(set)) {
+                    if !acts
+                        .iter()
+                        .any(|a| handler.get(*a).is_some_and(|v| !v.is_null()))
+                    {
                         lifecycle.remove(hook);
                     }
                 }
@@ -510,4 +514,121 @@ fn drop_image_volumes(spec: &mut Value) -> bool {
         }
     }
     true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Upstream's tables (`tests/fixtures/strategies/drop-disabled.json`, see its `about`).
+    const TABLES: &str = include_str!("../../../tests/fixtures/strategies/drop-disabled.json");
+
+    /// A resource and how it holds a spec.
+    type Wrap = (&'static str, &'static str, fn(Value) -> Value);
+
+    /// Runs the drop of `resource` at `minor` on `new` with `old`, the spec wrapped as each
+    /// resource holds it: a Pod's spec as a Pod, a Deployment's and a CronJob's template too.
+    fn dropped(minor: u32, resource: &str, new: &Value, old: Option<&Value>) -> Vec<Value> {
+        let release = KubeVersion::new(minor).unwrap();
+        let wraps: &[Wrap] = match resource {
+            "pods" => &[
+                ("", "pods", |s| s),
+                ("apps", "deployments", |s| json!({"template": {"spec": s}})),
+                (
+                    "batch",
+                    "cronjobs",
+                    |s| json!({"jobTemplate": {"spec": {"template": {"spec": s}}}}),
+                ),
+                ("", "podtemplates", |s| json!({"spec": s})),
+            ],
+            "persistentvolumeclaims" => &[("", "persistentvolumeclaims", |s| s)],
+            _ => &[("", "services", |s| s)],
+        };
+        wraps
+            .iter()
+            .map(|(group, resource, wrap)| {
+                let mut member = wrap(new.clone());
+                let old = old.map(|o| wrap(o.clone()));
+                let would = would_drop(release, group, resource, &member, old.as_ref());
+                let changed =
+                    drop_disabled_fields(release, group, resource, &mut member, old.as_ref());
+                assert_eq!(
+                    would, changed,
+                    "would_drop agrees with the drop: {resource}"
+                );
+                // Unwrapped again, to compare with the table's spec.
+                let place = place(group, resource).unwrap();
+                place
+                    .3
+                    .iter()
+                    .try_fold(&member, |v, k| v.get(*k))
+                    .cloned()
+                    .unwrap_or(member.clone())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn upstream_drop_disabled_tables_hold_at_each_release() {
+        let tables: Value = serde_json::from_str(TABLES).unwrap();
+        let mut checked = 0;
+        for gate in tables["gates"].as_array().unwrap() {
+            let test = gate["test"].as_str().unwrap();
+            let resource = gate["resource"].as_str().unwrap();
+            let (with, without, gone) = (&gate["with"], &gate["without"], &gate["dropped"]);
+            let mut releases = vec![(gate["off"].as_u64().unwrap() as u32, false)];
+            if let Some(on) = gate["on"].as_u64() {
+                releases.push((on as u32, true));
+            }
+            // The gate's default is what the table says, in the generated table.
+            let name = gate["gate"].as_str().unwrap();
+            for &(minor, on) in &releases {
+                assert_eq!(
+                    enabled(KubeVersion::new(minor).unwrap(), name),
+                    Some(on),
+                    "{name} in 1.{minor}"
+                );
+            }
+            for &(minor, on) in &releases {
+                for old in [None, Some(with), Some(without)] {
+                    for new in [with, without] {
+                        let keep = on || old == Some(with);
+                        let want = if new == with && !keep { gone } else { new };
+                        for got in dropped(minor, resource, new, old) {
+                            assert_eq!(&got, want, "{test} at 1.{minor}, old {old:?}, new {new}");
+                            checked += 1;
+                        }
+                    }
+                }
+                for case in gate["cases"].as_array().into_iter().flatten() {
+                    if case["enabled"] != on {
+                        continue;
+                    }
+                    let old = Some(&case["old"]).filter(|o| !o.is_null());
+                    for got in dropped(minor, resource, &case["new"], old) {
+                        assert_eq!(got, case["expected"], "{test} at 1.{minor}: {case}");
+                        checked += 1;
+                    }
+                }
+            }
+        }
+        assert!(checked > 300, "{checked}");
+    }
+
+    /// Releases after the newest whose default gates are modelled drop nothing.
+    #[test]
+    fn releases_without_modelled_gates_drop_nothing() {
+        let spec = json!({"resources": {"limits": {"cpu": "1"}}});
+        let release = KubeVersion::new(KubeVersion::NEWEST.minor()).unwrap();
+        let mut member = spec.clone();
+        assert!(!drop_disabled_fields(
+            release,
+            "",
+            "pods",
+            &mut member,
+            None
+        ));
+        assert_eq!(enabled(release, "PodLevelResources"), None);
+    }
 }

@@ -204,6 +204,13 @@ pub(crate) fn prepare_members(
                         map.remove("spec");
                     }
                 },
+                // `namespaceFinalizeStrategy`: the new finalizers, the old status.
+                "finalize" if strategy.create_status == NamespaceActive => {
+                    match old.get("status") {
+                        Some(status) => map.insert("status".into(), status.clone()),
+                        None => map.remove("status"),
+                    };
+                }
                 _ => {}
             }
             if subresource.is_empty() {
@@ -841,5 +848,143 @@ mod tests {
             new,
             json!({"metadata": {"name": "w", "generation": 2, "labels": {"a": "b"}}, "spec": {"size": 1}, "status": {"ready": 2}})
         );
+    }
+
+    fn run(
+        resource: &GroupVersionResource,
+        operation: Operation,
+        subresource: &str,
+        object: &Value,
+        old: Option<&Value>,
+    ) -> Value {
+        prepare_members(
+            KubeVersion::new(33).unwrap(),
+            operation,
+            resource,
+            subresource,
+            "x",
+            &Object::new(object.clone()),
+            old,
+            None,
+            &[],
+        )
+        .map_or_else(|| object.clone(), |p| p.apply(object))
+    }
+
+    /// Upstream's `TestNamespaceStrategy`, `TestNamespaceStatusStrategy` and
+    /// `TestNamespaceFinalizeStrategy` (`pkg/registry/core/namespace/strategy_test.go`).
+    #[test]
+    fn namespaces_are_created_active_with_the_kubernetes_finalizer_and_updates_keep_it() {
+        let namespaces = GroupVersionResource::new("", "v1", "namespaces");
+        let created = run(
+            &namespaces,
+            Operation::Create,
+            "",
+            &json!({"metadata": {"name": "foo"}, "status": {"phase": "Terminating"}}),
+            None,
+        );
+        assert_eq!(created["status"], json!({"phase": "Active"}));
+        assert_eq!(created["spec"], json!({"finalizers": ["kubernetes"]}));
+        // Appended after the request's own, not repeated.
+        let created = run(
+            &namespaces,
+            Operation::Create,
+            "",
+            &json!({"metadata": {"name": "foo"}, "spec": {"finalizers": ["example.com/a"]}}),
+            None,
+        );
+        assert_eq!(
+            created["spec"]["finalizers"],
+            json!(["example.com/a", "kubernetes"])
+        );
+        let again = run(&namespaces, Operation::Create, "", &created, None);
+        assert_eq!(again["spec"], created["spec"]);
+
+        // An update keeps the old finalizers and status.
+        let updated = run(
+            &namespaces,
+            Operation::Update,
+            "",
+            &json!({"metadata": {"name": "bar"}}),
+            Some(&created),
+        );
+        assert_eq!(
+            updated["spec"]["finalizers"],
+            json!(["example.com/a", "kubernetes"])
+        );
+        assert_eq!(updated["status"], created["status"]);
+
+        // The status subresource changes the phase, not the finalizers.
+        let old = json!({"metadata": {"name": "foo"}, "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+        let status = run(
+            &namespaces,
+            Operation::Update,
+            "status",
+            &json!({"metadata": {"name": "foo"}, "status": {"phase": "Terminating"}}),
+            Some(&old),
+        );
+        assert_eq!(status["status"]["phase"], "Terminating");
+        assert_eq!(status["spec"]["finalizers"], json!(["kubernetes"]));
+
+        // The finalize subresource changes the finalizers, not the phase.
+        let old = json!({"metadata": {"name": "foo"}, "spec": {"finalizers": ["kubernetes", "example.com/org"]}, "status": {"phase": "Active"}});
+        let finalized = run(
+            &namespaces,
+            Operation::Update,
+            "finalize",
+            &json!({"metadata": {"name": "foo"}, "spec": {"finalizers": ["example.com/foo"]}, "status": {"phase": "Terminating"}}),
+            Some(&old),
+        );
+        assert_eq!(finalized["status"]["phase"], "Active");
+        assert_eq!(finalized["spec"]["finalizers"], json!(["example.com/foo"]));
+    }
+
+    /// `daemonSetStrategy`: the template generation starts at 1 (or what the object asks
+    /// for), and an update keeps the old one, plus one when the pod template changed.
+    #[test]
+    fn a_daemonset_carries_its_template_generation_as_the_annotation() {
+        let daemonsets = GroupVersionResource::new("apps", "v1", "daemonsets");
+        let ds = |generation: Option<&str>, image: &str| {
+            let mut meta = json!({"name": "agent", "generation": 1});
+            if let Some(g) = generation {
+                meta["annotations"] = json!({TEMPLATE_GENERATION: g});
+            }
+            json!({"metadata": meta, "spec": {"template": {"spec": {"containers": [{"name": "a", "image": image}]}}}})
+        };
+        let annotation = |v: &Value| v["metadata"]["annotations"][TEMPLATE_GENERATION].clone();
+        for (asked, start) in [(None, "1"), (Some("0"), "1"), (Some("5"), "5")] {
+            let created = run(&daemonsets, Operation::Create, "", &ds(asked, "a:1"), None);
+            assert_eq!(annotation(&created), start, "{asked:?}");
+            assert_eq!(created["metadata"]["generation"], 1);
+        }
+        // Not an integer: the apiserver fails to decode it; left alone.
+        let created = run(
+            &daemonsets,
+            Operation::Create,
+            "",
+            &ds(Some("x"), "a:1"),
+            None,
+        );
+        assert_eq!(annotation(&created), "x");
+
+        let old = ds(Some("3"), "a:1");
+        // A template change: one more; whatever the request's annotation says.
+        for asked in [Some("3"), Some("0"), Some("9")] {
+            let new = run(
+                &daemonsets,
+                Operation::Update,
+                "",
+                &ds(asked, "a:2"),
+                Some(&old),
+            );
+            assert_eq!(annotation(&new), "4", "{asked:?}");
+            assert_eq!(new["metadata"]["generation"], 2);
+        }
+        // No template change: the old one.
+        let mut labelled = ds(Some("0"), "a:1");
+        labelled["metadata"]["labels"] = json!({"tier": "node"});
+        let new = run(&daemonsets, Operation::Update, "", &labelled, Some(&old));
+        assert_eq!(annotation(&new), "3");
+        assert_eq!(new["metadata"]["generation"], 1);
     }
 }
