@@ -3,9 +3,11 @@
 //! `PrepareForUpdate` after the mutating webhooks and before validation, so validating webhooks
 //! see their work): the `generation` a create starts at and an update of the spec bumps, the
 //! status a create starts with, the status an update of the main resource cannot change and the
-//! spec an update of `status` cannot change.
+//! spec an update of `status` cannot change, the fields a feature gate off by default in the
+//! release drops ([`drop`], with the defaults of [`gates`]), a DaemonSet's template generation
+//! annotation and a Namespace's `kubernetes` finalizer.
 //!
-//! Only what is visible to webhooks and the same for every object of a kind is modelled; each
+//! Only what is visible to webhooks and follows from the objects and the release is modelled; each
 //! entry of [`STRATEGIES`] names the upstream strategy it follows (`pkg/registry/*/*/strategy.go`).
 
 mod drop;
