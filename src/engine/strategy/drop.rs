@@ -571,7 +571,7 @@ mod tests {
 
     #[test]
     fn upstream_drop_disabled_tables_hold_at_each_release() {
-        let tables: Value = serde_json::from_str(TABLES).unwrap();
+        let tables: Value = crate::json::from_str(TABLES).unwrap();
         let mut checked = 0;
         for gate in tables["gates"].as_array().unwrap() {
             let test = gate["test"].as_str().unwrap();
