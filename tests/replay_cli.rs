@@ -2468,3 +2468,82 @@ fn requests_completed_from_an_earlier_stage_keep_their_place_in_every_output() {
 fn strategies_before_validation_are_sent_as_the_apiserver_sent_them() {
     replayed_audit_log_sends_what_the_apiserver_sent("strategies-v1.33", &[]);
 }
+
+/// The same session replayed as 1.32 and 1.28: the validating webhook's Pod lacks what the
+/// release's default feature gates drop (1.32: `hostUsers`, `seLinuxChangePolicy`,
+/// `resizePolicy`; 1.28 also a sidecar's `restartPolicy`), which the mutating webhook still saw;
+/// fields of gates on in that release stay.
+#[test]
+fn each_release_drops_what_its_default_feature_gates_turn_off() {
+    let pki = TestPki::new();
+    let fixture = "strategies-v1.33";
+    for (release, dropped, kept) in [
+        (
+            "1.32",
+            &["hostUsers", "seLinuxChangePolicy", "resizePolicy"][..],
+            &["restartPolicy"][..],
+        ),
+        (
+            "1.28",
+            &["hostUsers", "resizePolicy", "restartPolicy"][..],
+            &[][..],
+        ),
+    ] {
+        let server = WebhookServer::start(&pki, allow_every_review());
+        let dir = scratch(&format!("strategies-{release}"));
+        let webhooks =
+            fixture_configurations(&pki, &dir, fixture, &["inputs/webhooks.yaml"]).remove(0);
+        let out = hookscope(&[
+            "replay",
+            "--kube-version",
+            release,
+            "--webhooks",
+            webhooks.to_str().unwrap(),
+            "--input",
+            &format!("{FIXTURES}/{fixture}/audit.log"),
+            "--resolve",
+            &format!("127.0.0.1:18443=127.0.0.1:{}", server.port()),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let reviews: Vec<(String, Value)> = server
+            .requests()
+            .iter()
+            .map(|r| {
+                (
+                    r.path_only().to_string(),
+                    serde_json::from_slice::<Value>(&r.body).unwrap(),
+                )
+            })
+            .filter(|(_, r)| {
+                r["request"]["operation"] == "CREATE" && r["request"]["name"] == "gated"
+            })
+            .collect();
+        let spec = |path: &str| {
+            reviews
+                .iter()
+                .find(|(p, _)| p == path)
+                .map(|(_, r)| r["request"]["object"]["spec"].clone())
+                .unwrap_or_else(|| panic!("{release}: no pod create at {path}"))
+        };
+        let (mutating, validating) = (spec("/record-m"), spec("/record"));
+        let has = |spec: &Value, field: &str| match field {
+            "hostUsers" => spec.get("hostUsers").is_some(),
+            "seLinuxChangePolicy" => spec["securityContext"].get("seLinuxChangePolicy").is_some(),
+            "resizePolicy" => spec["initContainers"][0].get("resizePolicy").is_some(),
+            _ => spec["initContainers"][0].get("restartPolicy").is_some(),
+        };
+        for field in dropped {
+            assert!(has(&mutating, field), "{release}: mutating lacks {field}");
+            assert!(
+                !has(&validating, field),
+                "{release}: validating has {field}"
+            );
+        }
+        for field in kept {
+            assert!(
+                has(&validating, field),
+                "{release}: validating lacks {field}"
+            );
+        }
+    }
+}
