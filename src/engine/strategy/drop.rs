@@ -45,6 +45,8 @@ struct Rule {
     /// Whether an empty map in an `in_use` field does not count (a map checked by `len`, not a
     /// pointer to a struct checked against nil).
     in_use_maps: bool,
+    /// Whether only `PrepareForCreate` drops the fields.
+    create_only: bool,
 }
 
 const fn rule(gate: &'static str, action: Action, fields: &'static [&'static str]) -> Rule {
@@ -55,6 +57,7 @@ const fn rule(gate: &'static str, action: Action, fields: &'static [&'static str
         in_use: &[],
         in_use_value: None,
         in_use_maps: false,
+        create_only: false,
     }
 }
 
@@ -180,6 +183,47 @@ const SERVICE_SPEC: &[Rule] = &[rule(
     &["trafficDistribution"],
 )];
 
+/// `dropStatefulSetDisabledFields` of a StatefulSetSpec.
+const STATEFUL_SET_SPEC: &[Rule] = &[
+    rule(
+        "StatefulSetAutoDeletePVC",
+        Action::Drop,
+        &["persistentVolumeClaimRetentionPolicy"],
+    ),
+    rule(
+        "MaxUnavailableStatefulSet",
+        Action::Drop,
+        &["updateStrategy.rollingUpdate.maxUnavailable"],
+    ),
+    rule("StatefulSetStartOrdinal", Action::Drop, &["ordinals"]),
+];
+
+/// `jobStrategy`'s drops from a JobSpec (`PrepareForCreate`; `PrepareForUpdate` keeps what the
+/// old Job has, and never drops `managedBy`). The `FailIndex` rules of a pod failure policy that
+/// `JobBackoffLimitPerIndex` also drops are not modelled.
+const JOB_SPEC: &[Rule] = &[
+    Rule {
+        create_only: true,
+        ..rule("JobManagedBy", Action::Drop, &["managedBy"])
+    },
+    rule("JobSuccessPolicy", Action::Drop, &["successPolicy"]),
+    rule(
+        "JobBackoffLimitPerIndex",
+        Action::Drop,
+        &["backoffLimitPerIndex"],
+    ),
+    rule(
+        "JobBackoffLimitPerIndex",
+        Action::Drop,
+        &["maxFailedIndexes"],
+    ),
+    rule(
+        "JobPodReplacementPolicy",
+        Action::Drop,
+        &["podReplacementPolicy"],
+    ),
+];
+
 /// Where a resource's strategy drops disabled fields: the object's top-level member that holds
 /// the spec, the path of the spec in it, and the rules.
 type Place = (
@@ -198,8 +242,10 @@ const RESOURCES: &[Place] = &[
     ("", "replicationcontrollers", "spec", TEMPLATE, POD_SPEC),
     ("apps", "deployments", "spec", TEMPLATE, POD_SPEC),
     ("apps", "replicasets", "spec", TEMPLATE, POD_SPEC),
+    ("apps", "statefulsets", "spec", &[], STATEFUL_SET_SPEC),
     ("apps", "statefulsets", "spec", TEMPLATE, POD_SPEC),
     ("apps", "daemonsets", "spec", TEMPLATE, POD_SPEC),
+    ("batch", "jobs", "spec", &[], JOB_SPEC),
     ("batch", "jobs", "spec", TEMPLATE, POD_SPEC),
     (
         "batch",
@@ -226,13 +272,15 @@ fn enabled(release: KubeVersion, gate: &str) -> Option<bool> {
 
 /// The top-level member of `resource`'s objects that holds what its strategy may drop.
 pub(crate) fn member(group: &str, resource: &str) -> Option<&'static str> {
-    place(group, resource).map(|p| p.2)
+    places(group, resource).next().map(|p| p.2)
 }
 
-fn place(group: &str, resource: &str) -> Option<&'static Place> {
+/// The places of `resource` (a StatefulSet's and a Job's spec, then their pod template), all in
+/// the same member.
+fn places<'a>(group: &'a str, resource: &'a str) -> impl Iterator<Item = &'static Place> + 'a {
     RESOURCES
         .iter()
-        .find(|(g, r, _, _, _)| *g == group && *r == resource)
+        .filter(move |(g, r, _, _, _)| *g == group && *r == resource)
 }
 
 /// The rules of `resource` that drop in `release`, given the old object's [`member`]: gate off
@@ -244,7 +292,8 @@ fn active<'a>(
 ) -> impl Iterator<Item = &'static Rule> + 'a {
     let old_spec = old_member.and_then(|o| place.3.iter().try_fold(o, |v, k| v.get(*k)));
     place.4.iter().filter(move |rule| {
-        if enabled(release, rule.gate) != Some(false) {
+        if enabled(release, rule.gate) != Some(false) || (rule.create_only && old_member.is_some())
+        {
             return false;
         }
         let in_use = if rule.in_use.is_empty() {
@@ -265,22 +314,21 @@ pub(crate) fn would_drop(
     member: &Value,
     old_member: Option<&Value>,
 ) -> bool {
-    let Some(place) = place(group, resource) else {
-        return false;
-    };
-    let Some(spec) = place.3.iter().try_fold(member, |v, k| v.get(*k)) else {
-        return false;
-    };
-    active(release, place, old_member).any(|rule| {
-        rule.fields.iter().flat_map(|p| split(p)).any(|path| {
-            let mut found = false;
-            visit(spec, &path, &mut |v| {
-                found |= match rule.action {
-                    Action::ProcMountDefault => !v.is_null() && v.as_str() != Some("Default"),
-                    _ => !v.is_null(),
-                };
-            });
-            found
+    places(group, resource).any(|place| {
+        let Some(spec) = place.3.iter().try_fold(member, |v, k| v.get(*k)) else {
+            return false;
+        };
+        active(release, place, old_member).any(|rule| {
+            rule.fields.iter().flat_map(|p| split(p)).any(|path| {
+                let mut found = false;
+                visit(spec, &path, &mut |v| {
+                    found |= match rule.action {
+                        Action::ProcMountDefault => !v.is_null() && v.as_str() != Some("Default"),
+                        _ => !v.is_null(),
+                    };
+                });
+                found
+            })
         })
     })
 }
@@ -295,15 +343,14 @@ pub(crate) fn drop_disabled_fields(
     member: &mut Value,
     old_member: Option<&Value>,
 ) -> bool {
-    let Some(place) = place(group, resource) else {
-        return false;
-    };
-    let Some(spec) = place.3.iter().try_fold(member, |v, k| v.get_mut(*k)) else {
-        return false;
-    };
     let mut changed = false;
-    for rule in active(release, place, old_member) {
-        changed |= apply(rule, spec);
+    for place in places(group, resource) {
+        let Some(spec) = place.3.iter().try_fold(&mut *member, |v, k| v.get_mut(*k)) else {
+            continue;
+        };
+        for rule in active(release, place, old_member) {
+            changed |= apply(rule, spec);
+        }
     }
     changed
 }
@@ -543,6 +590,8 @@ mod tests {
                 ("", "podtemplates", |s| json!({"spec": s})),
             ],
             "persistentvolumeclaims" => &[("", "persistentvolumeclaims", |s| s)],
+            "statefulsets" => &[("apps", "statefulsets", |s| s)],
+            "jobs" => &[("batch", "jobs", |s| s)],
             _ => &[("", "services", |s| s)],
         };
         wraps
@@ -558,7 +607,7 @@ mod tests {
                     "would_drop agrees with the drop: {resource}"
                 );
                 // Unwrapped again, to compare with the table's spec.
-                let place = place(group, resource).unwrap();
+                let place = places(group, resource).last().unwrap();
                 place
                     .3
                     .iter()
@@ -593,7 +642,9 @@ mod tests {
             for &(minor, on) in &releases {
                 for old in [None, Some(with), Some(without)] {
                     for new in [with, without] {
-                        let keep = on || old == Some(with);
+                        let keep = on
+                            || old == Some(with)
+                            || (gate["createOnly"] == true && old.is_some());
                         let want = if new == with && !keep { gone } else { new };
                         for got in dropped(minor, resource, new, old) {
                             assert_eq!(&got, want, "{test} at 1.{minor}, old {old:?}, new {new}");
