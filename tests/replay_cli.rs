@@ -2460,9 +2460,9 @@ fn requests_completed_from_an_earlier_stage_keep_their_place_in_every_output() {
 
 /// What the registry strategies do between mutating and validating admission
 /// (`tests/fixtures/strategies-v1.33`): fields that a feature gate off by default in 1.33 drops
-/// from a Pod, a Deployment's and a DaemonSet's pod template and a PersistentVolumeClaim, a
-/// DaemonSet's template generation annotation on create and on a template change, a Namespace's
-/// `kubernetes` finalizer, and the `managedFields` the field manager gave two denied updates of a
+/// from a Pod, a Deployment's and a DaemonSet's pod template, a StatefulSet and a
+/// PersistentVolumeClaim, a DaemonSet's template generation annotation on create and on a
+/// template change, a Namespace's `kubernetes` finalizer, and the `managedFields` the field manager gave two denied updates of a
 /// ConfigMap (their events answer a Status); every review is sent as the apiserver sent it.
 #[test]
 fn strategies_before_validation_are_sent_as_the_apiserver_sent_them() {
