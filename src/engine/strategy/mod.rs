@@ -245,7 +245,11 @@ pub(crate) fn prepare_members(
         }
         _ => return None,
     }
-    (new != *object).then_some(Prepared::Whole(new, &["metadata", "spec", "status"]))
+    // `template`: a PodTemplate's, where the drop of disabled fields happens.
+    (new != *object).then_some(Prepared::Whole(
+        new,
+        &["metadata", "spec", "status", "template"],
+    ))
 }
 
 /// A custom resource as its strategy sees it.
