@@ -1889,22 +1889,24 @@ fn replay_and_compare_with_recorded_reviews(fixture: &str, extra: &[&str]) -> Va
         recorded.keys().collect::<Vec<_>>(),
         replayed.keys().collect::<Vec<_>>()
     );
+    // Every difference, not only the first.
+    let mut differences = Vec::new();
     for (k, want) in &recorded {
         let got = &replayed[k];
         assert_eq!(got.len(), want.len(), "{k:?}");
-        for (g, w) in got.iter().zip(want) {
+        for (g, w) in got.iter().zip(want).filter(|(g, w)| g != w) {
             let at = g.bytes().zip(w.bytes()).take_while(|(a, b)| a == b).count();
             let around = |t: &str| {
                 t[at.saturating_sub(120).min(t.len())..(at + 120).min(t.len())].to_string()
             };
-            assert!(
-                g == w,
+            differences.push(format!(
                 "{k:?} differs at byte {at}:\n replayed …{}…\n recorded …{}…",
                 around(g),
                 around(w)
-            );
+            ));
         }
     }
+    assert!(differences.is_empty(), "{}", differences.join("\n"));
     report
 }
 
@@ -2483,4 +2485,94 @@ fn replay_reports_status_type_checking_of_the_policies_it_loads() {
         warning["message"],
         "ValidatingAdmissionPolicy \"typo\": spec.validations[0].expression: /v1, Kind=Pod: ERROR: <input>:1:12: undefined field 'containerz'\n | object.spec.containerz.size() < 10\n | ...........^"
     );
+}
+
+/// What the registry strategies do between mutating and validating admission
+/// (`tests/fixtures/strategies-v1.33`): fields that a feature gate off by default in 1.33 drops
+/// from a Pod, a Deployment's and a DaemonSet's pod template, a StatefulSet and a
+/// PersistentVolumeClaim, a DaemonSet's template generation annotation on create and on a
+/// template change, a Namespace's `kubernetes` finalizer, and the `managedFields` the field manager gave two denied updates of a
+/// ConfigMap (their events answer a Status); every review is sent as the apiserver sent it.
+#[test]
+fn strategies_before_validation_are_sent_as_the_apiserver_sent_them() {
+    replayed_audit_log_sends_what_the_apiserver_sent("strategies-v1.33", &[]);
+}
+
+/// The same session replayed as 1.32 and 1.28: the validating webhook's Pod lacks what the
+/// release's default feature gates drop (1.32: `hostUsers`, `seLinuxChangePolicy`,
+/// `resizePolicy`; 1.28 also a sidecar's `restartPolicy`), which the mutating webhook still saw;
+/// fields of gates on in that release stay.
+#[test]
+fn each_release_drops_what_its_default_feature_gates_turn_off() {
+    let pki = TestPki::new();
+    let fixture = "strategies-v1.33";
+    for (release, dropped, kept) in [
+        (
+            "1.32",
+            &["hostUsers", "seLinuxChangePolicy", "resizePolicy"][..],
+            &["restartPolicy"][..],
+        ),
+        (
+            "1.28",
+            &["hostUsers", "resizePolicy", "restartPolicy"][..],
+            &[][..],
+        ),
+    ] {
+        let server = WebhookServer::start(&pki, allow_every_review());
+        let dir = scratch(&format!("strategies-{release}"));
+        let webhooks =
+            fixture_configurations(&pki, &dir, fixture, &["inputs/webhooks.yaml"]).remove(0);
+        let out = hookscope(&[
+            "replay",
+            "--kube-version",
+            release,
+            "--webhooks",
+            webhooks.to_str().unwrap(),
+            "--input",
+            &format!("{FIXTURES}/{fixture}/audit.log"),
+            "--resolve",
+            &format!("127.0.0.1:18443=127.0.0.1:{}", server.port()),
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let reviews: Vec<(String, Value)> = server
+            .requests()
+            .iter()
+            .map(|r| {
+                (
+                    r.path_only().to_string(),
+                    serde_json::from_slice::<Value>(&r.body).unwrap(),
+                )
+            })
+            .filter(|(_, r)| {
+                r["request"]["operation"] == "CREATE" && r["request"]["name"] == "gated"
+            })
+            .collect();
+        let spec = |path: &str| {
+            reviews
+                .iter()
+                .find(|(p, _)| p == path)
+                .map(|(_, r)| r["request"]["object"]["spec"].clone())
+                .unwrap_or_else(|| panic!("{release}: no pod create at {path}"))
+        };
+        let (mutating, validating) = (spec("/record-m"), spec("/record"));
+        let has = |spec: &Value, field: &str| match field {
+            "hostUsers" => spec.get("hostUsers").is_some(),
+            "seLinuxChangePolicy" => spec["securityContext"].get("seLinuxChangePolicy").is_some(),
+            "resizePolicy" => spec["initContainers"][0].get("resizePolicy").is_some(),
+            _ => spec["initContainers"][0].get("restartPolicy").is_some(),
+        };
+        for field in dropped {
+            assert!(has(&mutating, field), "{release}: mutating lacks {field}");
+            assert!(
+                !has(&validating, field),
+                "{release}: validating has {field}"
+            );
+        }
+        for field in kept {
+            assert!(
+                has(&validating, field),
+                "{release}: validating lacks {field}"
+            );
+        }
+    }
 }

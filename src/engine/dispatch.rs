@@ -1670,9 +1670,17 @@ impl<'e, 'c> Run<'e, 'c> {
         // whole object is, when something first reads it whole.
         let (object, typed, text) = match (prepared, id) {
             (strategy::Prepared::Members(members), Some(id)) if self.object_typed => {
-                const CHANGED: [&str; 2] = ["metadata", "status"];
+                // Other members (the spec, a pod template) only where the strategy changed
+                // them (a disabled field dropped, a finalizer added).
+                let mut names = vec!["metadata", "status"];
+                for (name, _) in &members {
+                    if !names.contains(name) {
+                        names.push(name);
+                    }
+                }
+                let changed_names = names.as_slice();
                 let mut changed = serde_json::Map::new();
-                for name in CHANGED {
+                for &name in changed_names {
                     let value = match members.iter().find(|(n, _)| *n == name) {
                         Some((_, v)) => Some(v.clone()),
                         None => current.member(name).cloned(),
@@ -1682,9 +1690,13 @@ impl<'e, 'c> Run<'e, 'c> {
                     }
                 }
                 let mut changed = Value::Object(changed);
-                let normalized =
-                    schema::codec::normalize_members_in_place(schema, id, &mut changed, &CHANGED);
-                let members = CHANGED
+                let normalized = schema::codec::normalize_members_in_place(
+                    schema,
+                    id,
+                    &mut changed,
+                    changed_names,
+                );
+                let members = changed_names
                     .iter()
                     .map(|name| {
                         let value = changed.as_object_mut().and_then(|m| m.remove(*name));

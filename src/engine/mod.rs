@@ -22,7 +22,7 @@ mod object;
 pub mod policy;
 pub mod review;
 pub mod status;
-mod strategy;
+pub(crate) mod strategy;
 pub mod trace;
 
 use std::collections::{BTreeSet, HashSet};

@@ -557,8 +557,26 @@ impl Reader {
                 .as_ref()
                 .and_then(|o| o.pointer("/metadata/managedFields"));
             add_managed_fields(object, ev.response_object, old_managed);
-            if parts.operation == Operation::Create {
-                self.add_field_manager_entry(ctx, &parts.kind, object, parts.options.as_ref());
+            match (parts.operation, parts.old_object.as_ref()) {
+                (Operation::Create, _) => {
+                    self.add_field_manager_entry(ctx, &parts.kind, object, parts.options.as_ref());
+                }
+                // Only entries kept from the old object are stale: a server-side apply and a
+                // scale made their own.
+                (Operation::Update, Some(old))
+                    if !response_has_managed_fields(ev)
+                        && object.pointer("/metadata/managedFields")
+                            == old.pointer("/metadata/managedFields") =>
+                {
+                    self.update_managed_fields(
+                        ctx,
+                        &parts.kind,
+                        object,
+                        old,
+                        parts.options.as_ref(),
+                    );
+                }
+                _ => {}
             }
         }
         let (user_info, impersonator) = match &ev.impersonated {
@@ -619,10 +637,7 @@ impl Reader {
         {
             return;
         }
-        let mut reset = crate::apply::Set::new();
-        if self.registry.kind_ref(&ctx.gvr, "status").is_some() {
-            reset.insert(&[crate::apply::PathElement::field("status")]);
-        }
+        let reset = self.status_reset(ctx);
         let none = crate::apply::ManagedFields::default();
         let Some(managed) =
             self.field_manager_update(ctx, kind, None, object, &none, options, &reset)
@@ -635,6 +650,16 @@ impl Reader {
         if let Some(Value::Object(metadata)) = object.get_mut("metadata") {
             metadata.insert("managedFields".into(), managed.to_value());
         }
+    }
+
+    /// The fields the main resource's updates do not own: the status, where the resource has a
+    /// status subresource.
+    fn status_reset(&self, ctx: &Ctx<'_, '_>) -> crate::apply::Set {
+        let mut reset = crate::apply::Set::new();
+        if self.registry.kind_ref(&ctx.gvr, "status").is_some() {
+            reset.insert(&[crate::apply::PathElement::field("status")]);
+        }
+        reset
     }
 
     /// The entries the field manager's Update leaves: by the request's manager
@@ -670,10 +695,18 @@ impl Reader {
             .map(|(_, managed)| managed)
     }
 
-    /// The Scale's `managedFields` after the field manager's update (the scale subresource's
-    /// `UpdatedObject` runs it on the Scales before admission): the old Scale's entries, as the
-    /// ScaleHandler converted them, updated by the request's manager for subresource `scale`.
-    fn scale_managed_fields(
+    /// The `managedFields` the field manager's Update gives an updated object before admission,
+    /// for the objects whose event does not show them:
+    /// - a Scale (the scale subresource's `UpdatedObject` runs it on the Scales): the old Scale's
+    ///   entries, as the ScaleHandler converted them, updated by the request's manager for
+    ///   subresource `scale`;
+    /// - the main resource when the event does not show the stored object (a denied update
+    ///   answers a Status): from the entries in force
+    ///   ([`crate::apply::ManagedFields::for_update`]: the request's own, else the old object's),
+    ///   the fields the update changed become the request manager's, at the time the request was
+    ///   received; the status is not the main resource's to own where the resource has a status
+    ///   subresource.
+    fn update_managed_fields(
         &self,
         ctx: &Ctx<'_, '_>,
         kind: &GroupVersionKind,
@@ -681,22 +714,26 @@ impl Reader {
         old: &Value,
         options: Option<&Value>,
     ) {
-        let Ok(managed) = crate::apply::ManagedFields::from_object(old) else {
+        let (managed, reset) = match ctx.sub.as_str() {
+            "scale" => (
+                crate::apply::ManagedFields::from_object(old),
+                crate::apply::Set::new(),
+            ),
+            "" => (
+                crate::apply::ManagedFields::for_update(Some(old), object, ""),
+                self.status_reset(ctx),
+            ),
+            _ => return,
+        };
+        let Ok(managed) = managed else {
             return;
         };
-        let none = crate::apply::Set::new();
         let Some(managed) =
-            self.field_manager_update(ctx, kind, Some(old), object, &managed, options, &none)
+            self.field_manager_update(ctx, kind, Some(old), object, &managed, options, &reset)
         else {
             return;
         };
-        if let Some(Value::Object(metadata)) = object.get_mut("metadata") {
-            if managed.0.is_empty() {
-                metadata.remove("managedFields");
-            } else {
-                metadata.insert("managedFields".into(), managed.to_value());
-            }
-        }
+        set_managed_fields(object, &managed);
     }
 
     /// The request object of a create or update, parsed. (The field manager's entries are added
@@ -896,7 +933,7 @@ impl Reader {
         dedup_owner_references(&mut object);
         let options = query::write_options("UpdateOptions", &ctx.query);
         if ctx.sub == "scale" && Scalable::of(&self.registry, &ctx.gvr).is_some() {
-            self.scale_managed_fields(ctx, &kind, &mut object, &old, Some(&options));
+            self.update_managed_fields(ctx, &kind, &mut object, &old, Some(&options));
         }
         self.request(
             ctx,
@@ -1260,7 +1297,21 @@ impl Reader {
                 ctx.ev.level_text()
             )));
         };
-        match (agrees(&s, &response, body), agrees(&m, &response, body)) {
+        // The response is the object after the strategy, which dropped what a disabled
+        // feature gate guards: compare the readings as it would leave them.
+        let prepared = |reading: &Value| {
+            let mut reading = reading.clone();
+            crate::engine::strategy::drop_disabled(
+                self.registry.release(),
+                &ctx.gvr.group,
+                &ctx.gvr.resource,
+                &mut reading,
+                Some(old),
+            );
+            reading
+        };
+        let (sp, mp) = (prepared(&s), prepared(&m));
+        match (agrees(&sp, &response, body), agrees(&mp, &response, body)) {
             (true, false) => Ok(Reading::Told(
                 s,
                 "patch type not recorded: read as a strategic merge patch, the only reading the resulting object agrees with".into(),
@@ -1271,7 +1322,7 @@ impl Reader {
             )),
             _ => Ok(Reading::Unknown(format!(
                 "patch type unknown: the object patch of {what} gives different objects as a merge patch and as a strategic merge patch, and the resulting object agrees with {} of them where the patch writes",
-                if agrees(&s, &response, body) { "both" } else { "neither" }
+                if agrees(&sp, &response, body) { "both" } else { "neither" }
             ))),
         }
     }
@@ -1502,7 +1553,7 @@ impl Reader {
         };
         let kind = GroupVersionKind::new("autoscaling", "v1", "Scale");
         let options = query::write_options("UpdateOptions", &ctx.query);
-        self.scale_managed_fields(&ctx, &kind, &mut new_scale, &old_scale, Some(&options));
+        self.update_managed_fields(&ctx, &kind, &mut new_scale, &old_scale, Some(&options));
         let replicas = new_scale
             .pointer("/spec/replicas")
             .and_then(Value::as_i64)
@@ -2141,7 +2192,20 @@ fn received_at_seconds(ctx: &Ctx<'_, '_>) -> Option<String> {
 /// the request body does not carry: those of the object the event's response shows (the stored
 /// object; mutating admission does not change them). Nothing when the response is not the
 /// object (a Status) or the request brought entries of its own (other than the old object's).
-fn add_managed_fields(object: &mut Value, response: Option<&[u8]>, old: Option<&Value>) {
+/// Sets the object's `managedFields` to `managed`, or removes them when there are none.
+fn set_managed_fields(object: &mut Value, managed: &crate::apply::ManagedFields) {
+    if let Some(Value::Object(metadata)) = object.get_mut("metadata") {
+        if managed.0.is_empty() {
+            metadata.remove("managedFields");
+        } else {
+            metadata.insert("managedFields".into(), managed.to_value());
+        }
+    }
+}
+
+/// The `managedFields` of the event's response, when it is an object that has them (not a
+/// Status, not absent).
+fn response_managed_fields(response: Option<&[u8]>) -> Option<Value> {
     #[derive(Deserialize)]
     struct Response {
         metadata: Option<Metadata>,
@@ -2151,6 +2215,18 @@ fn add_managed_fields(object: &mut Value, response: Option<&[u8]>, old: Option<&
     struct Metadata {
         managed_fields: Option<Value>,
     }
+    scan::parse::<Response>(response?)
+        .ok()?
+        .metadata?
+        .managed_fields
+        .filter(Value::is_array)
+}
+
+fn response_has_managed_fields(ev: &Event<'_>) -> bool {
+    response_managed_fields(ev.response_object).is_some()
+}
+
+fn add_managed_fields(object: &mut Value, response: Option<&[u8]>, old: Option<&Value>) {
     let Some(Value::Object(metadata)) = object.get_mut("metadata") else {
         return;
     };
@@ -2161,16 +2237,7 @@ fn add_managed_fields(object: &mut Value, response: Option<&[u8]>, old: Option<&
     {
         return;
     }
-    let Some(raw) = response else {
-        return;
-    };
-    if let Ok(Response {
-        metadata:
-            Some(Metadata {
-                managed_fields: Some(entries @ Value::Array(_)),
-            }),
-    }) = scan::parse::<Response>(raw)
-    {
+    if let Some(entries) = response_managed_fields(response) {
         metadata.insert("managedFields".into(), entries);
     }
 }

@@ -3,12 +3,38 @@
 //! `PrepareForUpdate` after the mutating webhooks and before validation, so validating webhooks
 //! see their work): the `generation` a create starts at and an update of the spec bumps, the
 //! status a create starts with, the status an update of the main resource cannot change and the
-//! spec an update of `status` cannot change.
+//! spec an update of `status` cannot change, the fields a feature gate off by default in the
+//! release drops ([`drop`], with the defaults of [`gates`]), a DaemonSet's template generation
+//! annotation and a Namespace's `kubernetes` finalizer.
 //!
-//! Only what is visible to webhooks and the same for every object of a kind is modelled; each
+//! Only what is visible to webhooks and follows from the objects and the release is modelled; each
 //! entry of [`STRATEGIES`] names the upstream strategy it follows (`pkg/registry/*/*/strategy.go`).
 
+mod drop;
+mod gates;
+
 use serde_json::{Map, Value};
+
+use drop::drop_disabled_fields;
+
+/// Drops from a whole `object` of `group`/`resource` what a feature gate off by default in
+/// `release` drops before validation (see [`drop`]), keeping what `old` already uses.
+pub(crate) fn drop_disabled(
+    release: KubeVersion,
+    group: &str,
+    resource: &str,
+    object: &mut Value,
+    old: Option<&Value>,
+) -> bool {
+    let Some(top) = drop::member(group, resource) else {
+        return false;
+    };
+    let old = old.and_then(|o| o.get(top));
+    match object.get_mut(top) {
+        Some(member) => drop_disabled_fields(release, group, resource, member, old),
+        None => false,
+    }
+}
 
 use super::object::Object;
 use crate::KubeVersion;
@@ -23,6 +49,8 @@ enum CreateStatus {
     Empty,
     /// A Pod's: `{phase: Pending, qosClass: …}`.
     PodPending,
+    /// A Namespace's: `{phase: Active}`.
+    NamespaceActive,
 }
 
 /// One kind's strategy: group, resource, the first minor release that keeps `generation`
@@ -53,7 +81,7 @@ const fn s(
     }
 }
 
-use CreateStatus::{Empty, Keep, PodPending};
+use CreateStatus::{Empty, Keep, NamespaceActive, PodPending};
 
 /// Every release hookscope models keeps `generation` for these kinds, since 1.0.
 const ALWAYS: u32 = 1;
@@ -77,7 +105,17 @@ const STRATEGIES: &[Strategy] = &[
     s("", "services", 0, Empty, true),
     s("", "persistentvolumeclaims", 0, Empty, true),
     s("autoscaling", "horizontalpodautoscalers", 0, Empty, true),
+    s("", "namespaces", 0, NamespaceActive, true),
+    // Only their disabled fields are dropped.
+    s("", "podtemplates", 0, Keep, false),
 ];
+
+/// The annotation that carries a DaemonSet's `spec.templateGeneration` in `apps/v1`
+/// (`DeprecatedTemplateGeneration`, written by the conversion from the internal type).
+const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+
+/// The finalizer a Namespace is created with (`api.FinalizerKubernetes`).
+const NAMESPACE_FINALIZER: &str = "kubernetes";
 
 /// The subresources whose strategy bumps a Pod's generation when they change its spec
 /// (`updatePodGeneration`).
@@ -143,7 +181,7 @@ pub(crate) fn prepare_members(
         .find(|s| s.group == resource.group && s.resource == resource.resource)?;
     let generation = strategy.generation_since != 0 && release.at_least(strategy.generation_since);
     if operation == Operation::Create && subresource.is_empty() {
-        return prepare_create(strategy, generation, object).map(Prepared::Members);
+        return prepare_create(release, strategy, generation, object).map(Prepared::Members);
     }
     let object = object.value();
     let mut new = object.clone();
@@ -168,7 +206,33 @@ pub(crate) fn prepare_members(
                         map.remove("spec");
                     }
                 },
+                // `namespaceFinalizeStrategy`: the new finalizers, the old status.
+                "finalize" if strategy.create_status == NamespaceActive => {
+                    match old.get("status") {
+                        Some(status) => map.insert("status".into(), status.clone()),
+                        None => map.remove("status"),
+                    };
+                }
                 _ => {}
+            }
+            if subresource.is_empty() {
+                if let Some(top) = drop::member(strategy.group, strategy.resource)
+                    && let Some(member) = map.get_mut(top)
+                {
+                    drop_disabled_fields(
+                        release,
+                        strategy.group,
+                        strategy.resource,
+                        member,
+                        old.get(top),
+                    );
+                }
+                if strategy.create_status == NamespaceActive {
+                    keep_finalizers(map, old);
+                }
+                if is(strategy, "apps", "daemonsets") {
+                    next_template_generation(map, old);
+                }
             }
             let bumps = if resource.group.is_empty() && resource.resource == "pods" {
                 POD_SPEC_SUBRESOURCES.contains(&subresource)
@@ -181,7 +245,11 @@ pub(crate) fn prepare_members(
         }
         _ => return None,
     }
-    (new != *object).then_some(Prepared::Whole(new, &["metadata", "spec", "status"]))
+    // `template`: a PodTemplate's, where the drop of disabled fields happens.
+    (new != *object).then_some(Prepared::Whole(
+        new,
+        &["metadata", "spec", "status", "template"],
+    ))
 }
 
 /// A custom resource as its strategy sees it.
@@ -268,9 +336,11 @@ fn generation_of(object: &Map<String, Value>) -> i64 {
         .unwrap_or(0)
 }
 
-/// A create's strategy: the generation it starts at and its status, as the members that differ
-/// from the object's (read without copying the rest).
+/// A create's strategy: the generation it starts at, its status, the fields a disabled feature
+/// gate drops, a DaemonSet's template generation and a Namespace's finalizer, as the members
+/// that differ from the object's (read without copying the rest).
 fn prepare_create(
+    release: KubeVersion,
     strategy: &Strategy,
     generation: bool,
     object: &Object,
@@ -279,22 +349,77 @@ fn prepare_create(
         return None;
     }
     let mut members = Vec::new();
+    let mut meta = None::<Map<String, Value>>;
+    let original = || match object.member("metadata") {
+        Some(Value::Object(meta)) => Some(meta.clone()),
+        _ => None,
+    };
     if generation
-        && let Some(Value::Object(meta)) = object.member("metadata")
-        && meta.get("generation").is_none_or(|g| g.as_u64() != Some(1))
+        && let Some(Value::Object(m)) = object.member("metadata")
+        && m.get("generation").is_none_or(|g| g.as_u64() != Some(1))
     {
-        let mut meta = meta.clone();
-        meta.insert("generation".into(), Value::from(1));
-        members.push(("metadata", Value::Object(meta)));
+        let mut m = m.clone();
+        m.insert("generation".into(), Value::from(1));
+        meta = Some(m);
+    }
+    let generation_changed = meta.is_some();
+    if is(strategy, "apps", "daemonsets")
+        && let Some(mut m) = meta.take().or_else(original)
+    {
+        // `TemplateGeneration` starts at 1 unless the object asks for more.
+        let changed = match template_generation(&m) {
+            Some(asked) => {
+                let start = asked.max(1).to_string();
+                let differs = annotation(&m).and_then(Value::as_str) != Some(start.as_str());
+                if differs {
+                    set_annotation(&mut m, TEMPLATE_GENERATION, &start);
+                }
+                differs
+            }
+            None => false,
+        };
+        meta = Some(m).filter(|_| changed || generation_changed);
+    }
+    if let Some(m) = meta {
+        members.push(("metadata", Value::Object(m)));
+    }
+    if let Some(top) = drop::member(strategy.group, strategy.resource)
+        && let Some(member) = object.member(top)
+        && drop::would_drop(release, strategy.group, strategy.resource, member, None)
+    {
+        let mut member = member.clone();
+        drop_disabled_fields(
+            release,
+            strategy.group,
+            strategy.resource,
+            &mut member,
+            None,
+        );
+        members.push((top, member));
+    }
+    if strategy.create_status == NamespaceActive
+        && let Some(spec) = with_kubernetes_finalizer(object.member("spec"))
+    {
+        members.push(("spec", spec));
     }
     let status = match strategy.create_status {
         Keep => None,
         Empty => Some(Value::Object(Map::new())),
         PodPending => {
-            let qos = pod_qos(object.member("spec"));
+            let spec = members
+                .iter()
+                .find(|(n, _)| *n == "spec")
+                .map(|(_, v)| v)
+                .or(object.member("spec"));
+            let qos = pod_qos(spec);
             let mut status = Map::new();
             status.insert("phase".into(), "Pending".into());
             status.insert("qosClass".into(), qos.into());
+            Some(Value::Object(status))
+        }
+        NamespaceActive => {
+            let mut status = Map::new();
+            status.insert("phase".into(), "Active".into());
             Some(Value::Object(status))
         }
     };
@@ -302,6 +427,93 @@ fn prepare_create(
         members.push(("status", status));
     }
     (!members.is_empty()).then_some(members)
+}
+
+fn is(strategy: &Strategy, group: &str, resource: &str) -> bool {
+    strategy.group == group && strategy.resource == resource
+}
+
+/// The DaemonSet template generation annotation of `meta`, if any.
+fn annotation(meta: &Map<String, Value>) -> Option<&Value> {
+    meta.get("annotations")?.get(TEMPLATE_GENERATION)
+}
+
+/// `spec.templateGeneration` as the conversion from `apps/v1` reads it: the annotation's
+/// integer, 0 without the annotation; `None` when it is not an integer (the decode fails
+/// upstream; hookscope leaves the object alone).
+fn template_generation(meta: &Map<String, Value>) -> Option<i64> {
+    match annotation(meta) {
+        None => Some(0),
+        Some(v) => v.as_str()?.parse().ok(),
+    }
+}
+
+fn set_annotation(meta: &mut Map<String, Value>, key: &str, value: &str) {
+    let annotations = meta
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !annotations.is_object() {
+        *annotations = Value::Object(Map::new());
+    }
+    if let Value::Object(a) = annotations {
+        a.insert(key.into(), Value::from(value));
+    }
+}
+
+/// A DaemonSet update keeps the old `templateGeneration`, one more when the pod template
+/// changed (`daemonSetStrategy.PrepareForUpdate`), written back as the annotation.
+fn next_template_generation(new: &mut Map<String, Value>, old: &Map<String, Value>) {
+    let Some(Value::Object(old_meta)) = old.get("metadata") else {
+        return;
+    };
+    let Some(old_generation) = template_generation(old_meta) else {
+        return;
+    };
+    let template = |m: &Map<String, Value>| m.get("spec").and_then(|s| s.get("template")).cloned();
+    let changed = template(new) != template(old);
+    let generation = old_generation + i64::from(changed);
+    if let Some(Value::Object(meta)) = new.get_mut("metadata")
+        && template_generation(meta).is_some()
+    {
+        set_annotation(meta, TEMPLATE_GENERATION, &generation.to_string());
+    }
+}
+
+/// A Namespace's spec with `kubernetes` appended to its finalizers where it is missing, or
+/// `None` when it is there (`namespaceStrategy.PrepareForCreate`).
+fn with_kubernetes_finalizer(spec: Option<&Value>) -> Option<Value> {
+    let finalizers = spec
+        .and_then(|s| s.get("finalizers"))
+        .and_then(Value::as_array);
+    if finalizers.is_some_and(|f| f.iter().any(|f| f == NAMESPACE_FINALIZER)) {
+        return None;
+    }
+    let mut spec = match spec {
+        Some(Value::Object(s)) => s.clone(),
+        _ => Map::new(),
+    };
+    let mut list = finalizers.cloned().unwrap_or_default();
+    list.push(Value::from(NAMESPACE_FINALIZER));
+    spec.insert("finalizers".into(), Value::Array(list));
+    Some(Value::Object(spec))
+}
+
+/// A Namespace update keeps the old finalizers (`namespaceStrategy.PrepareForUpdate`).
+fn keep_finalizers(new: &mut Map<String, Value>, old: &Map<String, Value>) {
+    let finalizers = old.get("spec").and_then(|s| s.get("finalizers")).cloned();
+    let spec = new
+        .entry("spec")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Value::Object(spec) = spec {
+        match finalizers {
+            Some(f) => {
+                spec.insert("finalizers".into(), f);
+            }
+            None => {
+                spec.remove("finalizers");
+            }
+        }
+    }
 }
 
 /// The token REST's `Create` before validation: the name and namespace of the service account
@@ -642,5 +854,143 @@ mod tests {
             new,
             json!({"metadata": {"name": "w", "generation": 2, "labels": {"a": "b"}}, "spec": {"size": 1}, "status": {"ready": 2}})
         );
+    }
+
+    fn run(
+        resource: &GroupVersionResource,
+        operation: Operation,
+        subresource: &str,
+        object: &Value,
+        old: Option<&Value>,
+    ) -> Value {
+        prepare_members(
+            KubeVersion::new(33).unwrap(),
+            operation,
+            resource,
+            subresource,
+            "x",
+            &Object::new(object.clone()),
+            old,
+            None,
+            &[],
+        )
+        .map_or_else(|| object.clone(), |p| p.apply(object))
+    }
+
+    /// Upstream's `TestNamespaceStrategy`, `TestNamespaceStatusStrategy` and
+    /// `TestNamespaceFinalizeStrategy` (`pkg/registry/core/namespace/strategy_test.go`).
+    #[test]
+    fn namespaces_are_created_active_with_the_kubernetes_finalizer_and_updates_keep_it() {
+        let namespaces = GroupVersionResource::new("", "v1", "namespaces");
+        let created = run(
+            &namespaces,
+            Operation::Create,
+            "",
+            &json!({"metadata": {"name": "foo"}, "status": {"phase": "Terminating"}}),
+            None,
+        );
+        assert_eq!(created["status"], json!({"phase": "Active"}));
+        assert_eq!(created["spec"], json!({"finalizers": ["kubernetes"]}));
+        // Appended after the request's own, not repeated.
+        let created = run(
+            &namespaces,
+            Operation::Create,
+            "",
+            &json!({"metadata": {"name": "foo"}, "spec": {"finalizers": ["example.com/a"]}}),
+            None,
+        );
+        assert_eq!(
+            created["spec"]["finalizers"],
+            json!(["example.com/a", "kubernetes"])
+        );
+        let again = run(&namespaces, Operation::Create, "", &created, None);
+        assert_eq!(again["spec"], created["spec"]);
+
+        // An update keeps the old finalizers and status.
+        let updated = run(
+            &namespaces,
+            Operation::Update,
+            "",
+            &json!({"metadata": {"name": "bar"}}),
+            Some(&created),
+        );
+        assert_eq!(
+            updated["spec"]["finalizers"],
+            json!(["example.com/a", "kubernetes"])
+        );
+        assert_eq!(updated["status"], created["status"]);
+
+        // The status subresource changes the phase, not the finalizers.
+        let old = json!({"metadata": {"name": "foo"}, "spec": {"finalizers": ["kubernetes"]}, "status": {"phase": "Active"}});
+        let status = run(
+            &namespaces,
+            Operation::Update,
+            "status",
+            &json!({"metadata": {"name": "foo"}, "status": {"phase": "Terminating"}}),
+            Some(&old),
+        );
+        assert_eq!(status["status"]["phase"], "Terminating");
+        assert_eq!(status["spec"]["finalizers"], json!(["kubernetes"]));
+
+        // The finalize subresource changes the finalizers, not the phase.
+        let old = json!({"metadata": {"name": "foo"}, "spec": {"finalizers": ["kubernetes", "example.com/org"]}, "status": {"phase": "Active"}});
+        let finalized = run(
+            &namespaces,
+            Operation::Update,
+            "finalize",
+            &json!({"metadata": {"name": "foo"}, "spec": {"finalizers": ["example.com/foo"]}, "status": {"phase": "Terminating"}}),
+            Some(&old),
+        );
+        assert_eq!(finalized["status"]["phase"], "Active");
+        assert_eq!(finalized["spec"]["finalizers"], json!(["example.com/foo"]));
+    }
+
+    /// `daemonSetStrategy`: the template generation starts at 1 (or what the object asks
+    /// for), and an update keeps the old one, plus one when the pod template changed.
+    #[test]
+    fn a_daemonset_carries_its_template_generation_as_the_annotation() {
+        let daemonsets = GroupVersionResource::new("apps", "v1", "daemonsets");
+        let ds = |generation: Option<&str>, image: &str| {
+            let mut meta = json!({"name": "agent", "generation": 1});
+            if let Some(g) = generation {
+                meta["annotations"] = json!({TEMPLATE_GENERATION: g});
+            }
+            json!({"metadata": meta, "spec": {"template": {"spec": {"containers": [{"name": "a", "image": image}]}}}})
+        };
+        let annotation = |v: &Value| v["metadata"]["annotations"][TEMPLATE_GENERATION].clone();
+        for (asked, start) in [(None, "1"), (Some("0"), "1"), (Some("5"), "5")] {
+            let created = run(&daemonsets, Operation::Create, "", &ds(asked, "a:1"), None);
+            assert_eq!(annotation(&created), start, "{asked:?}");
+            assert_eq!(created["metadata"]["generation"], 1);
+        }
+        // Not an integer: the apiserver fails to decode it; left alone.
+        let created = run(
+            &daemonsets,
+            Operation::Create,
+            "",
+            &ds(Some("x"), "a:1"),
+            None,
+        );
+        assert_eq!(annotation(&created), "x");
+
+        let old = ds(Some("3"), "a:1");
+        // A template change: one more; whatever the request's annotation says.
+        for asked in [Some("3"), Some("0"), Some("9")] {
+            let new = run(
+                &daemonsets,
+                Operation::Update,
+                "",
+                &ds(asked, "a:2"),
+                Some(&old),
+            );
+            assert_eq!(annotation(&new), "4", "{asked:?}");
+            assert_eq!(new["metadata"]["generation"], 2);
+        }
+        // No template change: the old one.
+        let mut labelled = ds(Some("0"), "a:1");
+        labelled["metadata"]["labels"] = json!({"tier": "node"});
+        let new = run(&daemonsets, Operation::Update, "", &labelled, Some(&old));
+        assert_eq!(annotation(&new), "3");
+        assert_eq!(new["metadata"]["generation"], 1);
     }
 }
