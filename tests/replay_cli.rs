@@ -1708,6 +1708,58 @@ fn custom_resource_policy_apply_configurations_are_sent_as_the_apiserver_sent_th
     );
 }
 
+/// A webhook matched through `matchPolicy: Equivalent` at another version of the resource
+/// (`tests/fixtures/equivalent-v1.33`: HorizontalPodAutoscalers created, patched and deleted
+/// through autoscaling/v2 and v1, webhooks on both versions that patch): each receives the object
+/// and old object converted to its version as the apiserver converts them (v1's annotations
+/// carrying the metrics, behavior and current metrics v1 has no field for), its patch is applied
+/// in that version and converted back, and the next webhook and the stored object see that.
+#[test]
+fn equivalent_matches_send_the_object_converted_to_the_webhooks_version() {
+    let fixture = "equivalent-v1.33";
+    let (server, report) =
+        replay_fixture_audit_log_answering(fixture, &[], answer_as_recorded(fixture), 18491);
+    let report = compare_with_recorded_reviews(fixture, (server, report));
+    assert_eq!(report["problems"], json!([]), "{}", report["problems"]);
+}
+
+/// A handler answering each call as the recorded session's webhook answered the call of the same
+/// path in the same place (`received/NNNN-PATH-resp.json`), echoing the uid.
+fn answer_as_recorded(fixture: &str) -> common::Handler {
+    let mut answers: BTreeMap<String, std::collections::VecDeque<Value>> = BTreeMap::new();
+    let dir = format!("{FIXTURES}/{fixture}/received");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("-resp.json"))
+        .collect();
+    files.sort();
+    for path in files {
+        let file = path.file_name().unwrap().to_string_lossy().to_string();
+        let webhook = file[5..file.len() - "-resp.json".len()].to_string();
+        let body: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        answers.entry(webhook).or_default().push_back(body);
+    }
+    let answers = std::sync::Mutex::new(answers);
+    handler(move |req| {
+        let review: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        let uid = review["request"]["uid"].as_str().unwrap_or_default();
+        let path = req.path_only().trim_start_matches('/').to_string();
+        let next = answers
+            .lock()
+            .unwrap()
+            .get_mut(&path)
+            .and_then(|q| q.pop_front());
+        match next {
+            Some(mut answer) => {
+                answer["response"]["uid"] = json!(uid);
+                common::TestResponse::json(200, answer.to_string())
+            }
+            None => common::v1_allow(uid),
+        }
+    })
+}
+
 /// Merge and JSON patches of a custom resource (`tests/fixtures/custom-patch-v1.33`): the patched
 /// object is decoded as its definition's codec decodes it, so a defaulted field the patch removes
 /// or sets to null is back, and a list item it adds gets its defaults, as the webhooks received.
@@ -1814,12 +1866,23 @@ fn a_token_request_gets_the_api_audiences_given() {
 /// `inputs/webhooks.yaml`, served by a webhook that allows every review: the server, with what
 /// it received, and the JSON report.
 fn replay_fixture_audit_log(fixture: &str, extra: &[&str]) -> (WebhookServer, Value) {
+    replay_fixture_audit_log_answering(fixture, extra, allow_every_review(), 18443)
+}
+
+/// [`replay_fixture_audit_log`] with webhooks answered by `answer`, the session's webhook
+/// server having listened on `port`.
+fn replay_fixture_audit_log_answering(
+    fixture: &str,
+    extra: &[&str],
+    answer: common::Handler,
+    port: u16,
+) -> (WebhookServer, Value) {
     let pki = TestPki::new();
-    let server = WebhookServer::start(&pki, allow_every_review());
+    let server = WebhookServer::start(&pki, answer);
     let dir = scratch(&format!("{fixture}-received-{}", extra.len()));
     let webhooks = fixture_configurations(&pki, &dir, fixture, &["inputs/webhooks.yaml"]).remove(0);
     let audit_log = format!("{FIXTURES}/{fixture}/audit.log");
-    let resolve = format!("127.0.0.1:18443=127.0.0.1:{}", server.port());
+    let resolve = format!("127.0.0.1:{port}=127.0.0.1:{}", server.port());
     let args = [
         &[
             "replay",
@@ -1854,8 +1917,13 @@ fn replayed_audit_log_sends_what_the_apiserver_sent(fixture: &str, extra: &[&str
 /// The comparison of [`replayed_audit_log_sends_what_the_apiserver_sent`], returning the report
 /// for the caller to judge what was not replayed.
 fn replay_and_compare_with_recorded_reviews(fixture: &str, extra: &[&str]) -> Value {
-    let (server, report) = replay_fixture_audit_log(fixture, extra);
+    compare_with_recorded_reviews(fixture, replay_fixture_audit_log(fixture, extra))
+}
 
+/// Compares every AdmissionReview `server` received in a replay of the recorded session
+/// `fixture` with those the apiserver sent, byte for byte but for the request uid; returns the
+/// replay's report.
+fn compare_with_recorded_reviews(fixture: &str, (server, report): (WebhookServer, Value)) -> Value {
     let key = |body: &str, path: &str| {
         let review: Value = serde_json::from_str(body).unwrap();
         let r = &review["request"];
