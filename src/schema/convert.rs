@@ -41,7 +41,7 @@ const DEFAULT_CPU_UTILIZATION: i64 = 80;
 /// Whether converting between these two kinds changes more than `apiVersion` and `kind`
 /// (a modelled conversion): for every other pair the object is relabelled.
 pub fn converts(from: &GroupVersionKind, to: &GroupVersionKind) -> bool {
-    from != to && hpa_version(from).is_some() && hpa_version(to).is_some()
+    from != to && version_of(from).is_some_and(|f| version_of(to).is_some_and(|t| f.same_kind(t)))
 }
 
 /// `object` (of kind `from`) converted to `to` through the internal version, normalised for
@@ -61,13 +61,18 @@ pub fn convert(
     let mut object = object.clone();
     codec::normalize_in_place(schema, from_id, &mut object).ok()?;
     let hpa = Hpa { schema };
-    let internal = match hpa_version(from)? {
-        HpaVersion::V1 => hpa.v1_to_internal(&object),
-        HpaVersion::V2 => hpa.v2_to_internal(object),
+    let release = schema.release();
+    let internal = match version_of(from)? {
+        Version::HpaV1 => hpa.v1_to_internal(&object),
+        Version::HpaV2 => hpa.v2_to_internal(object),
+        Version::PriorityLevel(v) => priority_level_to_internal(object, v, release),
+        Version::Event(v) => event_convert(object, v, EventVersion::Core),
     };
-    let mut out = match hpa_version(to)? {
-        HpaVersion::V1 => hpa.internal_to_v1(&internal),
-        HpaVersion::V2 => hpa.v2_to_internal(internal),
+    let mut out = match version_of(to)? {
+        Version::HpaV1 => hpa.internal_to_v1(&internal),
+        Version::HpaV2 => hpa.v2_to_internal(internal),
+        Version::PriorityLevel(v) => priority_level_from_internal(internal, v, release),
+        Version::Event(v) => event_convert(internal, EventVersion::Core, v),
     };
     if let Some(m) = out.as_object_mut() {
         m.insert("apiVersion".into(), Value::String(to.api_version()));
@@ -77,20 +82,173 @@ pub fn convert(
     Some(out)
 }
 
-#[derive(Clone, Copy)]
-enum HpaVersion {
-    V1,
-    V2,
+/// A version of a kind whose versions differ in shape.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Version {
+    HpaV1,
+    HpaV2,
+    PriorityLevel(PriorityLevelVersion),
+    Event(EventVersion),
 }
 
-fn hpa_version(gvk: &GroupVersionKind) -> Option<HpaVersion> {
-    if gvk.group != "autoscaling" || gvk.kind != "HorizontalPodAutoscaler" {
-        return None;
+impl Version {
+    fn same_kind(self, other: Version) -> bool {
+        std::mem::discriminant(&self) == std::mem::discriminant(&other)
+            || matches!(
+                (self, other),
+                (Version::HpaV1, Version::HpaV2) | (Version::HpaV2, Version::HpaV1)
+            )
     }
-    match gvk.version.as_str() {
-        "v1" => Some(HpaVersion::V1),
-        "v2" => Some(HpaVersion::V2),
+}
+
+/// The served versions of flowcontrol's PriorityLevelConfiguration (1.28: v1beta2 and v1beta3;
+/// 1.29–1.31: v1beta3 and v1).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum PriorityLevelVersion {
+    /// `assuredConcurrencyShares` for v1beta3's `nominalConcurrencyShares`.
+    V1beta2,
+    /// `nominalConcurrencyShares` an `int32`; from 1.29 a zero is marked by an annotation.
+    V1beta3,
+    /// `nominalConcurrencyShares` a pointer.
+    V1,
+}
+
+/// core/v1 Event and events.k8s.io/v1 Event, which share storage.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum EventVersion {
+    Core,
+    Events,
+}
+
+fn version_of(gvk: &GroupVersionKind) -> Option<Version> {
+    match (gvk.group.as_str(), gvk.version.as_str(), gvk.kind.as_str()) {
+        ("autoscaling", "v1", "HorizontalPodAutoscaler") => Some(Version::HpaV1),
+        ("autoscaling", "v2", "HorizontalPodAutoscaler") => Some(Version::HpaV2),
+        ("flowcontrol.apiserver.k8s.io", v, "PriorityLevelConfiguration") => match v {
+            "v1beta2" => Some(Version::PriorityLevel(PriorityLevelVersion::V1beta2)),
+            "v1beta3" => Some(Version::PriorityLevel(PriorityLevelVersion::V1beta3)),
+            "v1" => Some(Version::PriorityLevel(PriorityLevelVersion::V1)),
+            _ => None,
+        },
+        ("", "v1", "Event") => Some(Version::Event(EventVersion::Core)),
+        ("events.k8s.io", "v1", "Event") => Some(Version::Event(EventVersion::Events)),
         _ => None,
+    }
+}
+
+/// `flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares` (from 1.29): v1beta3 marks a
+/// zero `nominalConcurrencyShares` that is not to be defaulted.
+pub const PRESERVE_ZERO_SHARES_ANNOTATION: &str =
+    "flowcontrol.k8s.io/v1beta3-preserve-zero-concurrency-shares";
+
+/// The limited configuration of a priority level, when it has one.
+fn limited_mut(object: &mut Value) -> Option<&mut Map<String, Value>> {
+    object.get_mut("spec")?.get_mut("limited")?.as_object_mut()
+}
+
+/// A PriorityLevelConfiguration to the internal version, held as v1beta3's shape without the
+/// annotation (`pkg/apis/flowcontrol/v1beta2/conversion.go`, `v1beta3/conversion.go`, and v1's
+/// generated `Convert_Pointer_int32_To_int32`: nil is 0).
+fn priority_level_to_internal(
+    mut object: Value,
+    from: PriorityLevelVersion,
+    release: crate::KubeVersion,
+) -> Value {
+    if let Some(limited) = limited_mut(&mut object) {
+        let shares = match from {
+            PriorityLevelVersion::V1beta2 => limited.remove("assuredConcurrencyShares"),
+            _ => limited.remove("nominalConcurrencyShares"),
+        };
+        let shares = shares.filter(|v| !v.is_null()).unwrap_or(json!(0));
+        limited.insert("nominalConcurrencyShares".into(), shares);
+    }
+    if from == PriorityLevelVersion::V1beta3 && release.at_least(29) {
+        remove_annotation(&mut object, PRESERVE_ZERO_SHARES_ANNOTATION);
+    }
+    object
+}
+
+/// The internal PriorityLevelConfiguration to `to`.
+fn priority_level_from_internal(
+    mut object: Value,
+    to: PriorityLevelVersion,
+    release: crate::KubeVersion,
+) -> Value {
+    let mut zero = false;
+    if let Some(limited) = limited_mut(&mut object) {
+        let shares = limited
+            .remove("nominalConcurrencyShares")
+            .unwrap_or(json!(0));
+        zero = shares.as_i64() == Some(0);
+        let name = match to {
+            PriorityLevelVersion::V1beta2 => "assuredConcurrencyShares",
+            _ => "nominalConcurrencyShares",
+        };
+        limited.insert(name.into(), shares);
+    }
+    if to == PriorityLevelVersion::V1beta3 && zero && release.at_least(29) {
+        set_annotation(&mut object, PRESERVE_ZERO_SHARES_ANNOTATION, "", false);
+    }
+    object
+}
+
+/// The members events.k8s.io/v1 names differently from core/v1 (`pkg/apis/events/v1/
+/// conversion.go`; core's internal `ReportingController` is core/v1's `reportingComponent`):
+/// (events.k8s.io, core).
+const EVENT_RENAMES: [(&str, &str); 7] = [
+    ("regarding", "involvedObject"),
+    ("note", "message"),
+    ("deprecatedSource", "source"),
+    ("deprecatedFirstTimestamp", "firstTimestamp"),
+    ("deprecatedLastTimestamp", "lastTimestamp"),
+    ("deprecatedCount", "count"),
+    ("reportingController", "reportingComponent"),
+];
+
+/// An Event of `from` to `to` (core/v1's shape being the internal version's, field for field).
+fn event_convert(mut object: Value, from: EventVersion, to: EventVersion) -> Value {
+    if from != to
+        && let Some(m) = object.as_object_mut()
+    {
+        for (events, core) in EVENT_RENAMES {
+            let (old, new) = if from == EventVersion::Events {
+                (events, core)
+            } else {
+                (core, events)
+            };
+            if let Some(v) = m.remove(old) {
+                m.insert(new.into(), v);
+            }
+        }
+    }
+    object
+}
+
+/// Removes an annotation.
+fn remove_annotation(object: &mut Value, key: &str) {
+    if let Some(a) = object
+        .get_mut("metadata")
+        .and_then(|m| m.get_mut("annotations"))
+        .and_then(Value::as_object_mut)
+    {
+        a.remove(key);
+    }
+}
+
+/// Sets an annotation (`replace`: over one already there; else only when absent), making the
+/// map when there is none.
+fn set_annotation(object: &mut Value, key: &str, value: &str, replace: bool) {
+    let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+    if !annotations.is_object() {
+        *annotations = json!({});
+    }
+    if let Some(a) = annotations.as_object_mut()
+        && (replace || !a.contains_key(key))
+    {
+        a.insert(key.into(), Value::String(value.into()));
     }
 }
 
@@ -235,7 +393,7 @@ impl Hpa<'_> {
     /// `Convert_autoscaling_HorizontalPodAutoscaler_To_v1_HorizontalPodAutoscaler`.
     fn internal_to_v1(&self, internal: &Value) -> Value {
         let mut out = Map::new();
-        let mut metadata = internal.get("metadata").cloned().unwrap_or(json!({}));
+        let metadata = internal.get("metadata").cloned().unwrap_or(json!({}));
         let spec_in = internal.get("spec").cloned().unwrap_or(Value::Null);
         let status_in = internal.get("status").cloned().unwrap_or(Value::Null);
         let metrics = non_empty_list(&spec_in, "metrics");
@@ -276,7 +434,6 @@ impl Hpa<'_> {
             }
         }
 
-        drop_round_trip_annotations(&mut metadata, self.has_tolerance());
         let mut added: Vec<(&str, String)> = Vec::new();
         let other: Vec<Value> = metrics
             .into_iter()
@@ -306,19 +463,13 @@ impl Hpa<'_> {
         {
             added.push((CONDITIONS_ANNOTATION, text));
         }
-        if !added.is_empty()
-            && let Some(meta) = metadata.as_object_mut()
-        {
-            let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
-            if !annotations.is_object() {
-                *annotations = json!({});
-            }
-            if let Some(a) = annotations.as_object_mut() {
-                for (k, v) in added {
-                    a.insert(k.into(), Value::String(v));
-                }
-            }
+        // `DropRoundTripHorizontalPodAutoscalerAnnotations`, then the ones this conversion makes.
+        let mut holder = json!({ "metadata": metadata });
+        drop_round_trip_annotations(&mut holder, self.has_tolerance());
+        for (k, v) in added {
+            set_annotation(&mut holder, k, &v, true);
         }
+        let metadata = holder["metadata"].take();
         out.insert("metadata".into(), metadata);
         out.insert("spec".into(), Value::Object(spec));
         out.insert("status".into(), Value::Object(status));
