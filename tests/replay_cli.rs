@@ -1717,10 +1717,90 @@ fn custom_resource_policy_apply_configurations_are_sent_as_the_apiserver_sent_th
 #[test]
 fn equivalent_matches_send_the_object_converted_to_the_webhooks_version() {
     let fixture = "equivalent-v1.33";
-    let (server, report) =
-        replay_fixture_audit_log_answering(fixture, &[], answer_as_recorded(fixture), 18491);
-    let report = compare_with_recorded_reviews(fixture, (server, report));
+    let report = replay_equivalent_session(fixture);
     assert_eq!(report["problems"], json!([]), "{}", report["problems"]);
+    assert_eq!(verdicts_as_recorded(fixture, &report), 6);
+}
+
+/// Replays a recorded session of `tests/fixtures/equivalent-*` (webhook server on port 18491)
+/// with its webhooks answering as they answered, compares every review sent with the recorded
+/// ones and returns the report.
+fn replay_equivalent_session(fixture: &str) -> Value {
+    let answer = answer_as_recorded(fixture);
+    let replayed = replay_fixture_audit_log_answering(fixture, &[], answer, 18491);
+    compare_with_recorded_reviews(fixture, replayed)
+}
+
+/// Checks every replayed request of `horizontalpodautoscalers` against the recorded session's
+/// audit event: a denial's code, reason and message; an allowed write's object as stored (the
+/// response's, but for what the store sets after admission, `resourceVersion`, and a created
+/// object's `uid`, random upstream); the webhooks' audit annotations. Returns how many requests
+/// it checked.
+fn verdicts_as_recorded(fixture: &str, report: &Value) -> usize {
+    let log = std::fs::read_to_string(format!("{FIXTURES}/{fixture}/audit.log")).unwrap();
+    let events = common::completed_audit_events(&log);
+    let mut checked = 0;
+    for r in report["requests"].as_array().unwrap() {
+        if r["resource"]["resource"] != "horizontalpodautoscalers" {
+            continue;
+        }
+        let event = &events[r["source"]["auditID"].as_str().unwrap()];
+        let status = &event["responseStatus"];
+        let what = format!("{} {}", r["operation"], r["name"]);
+        if status["code"].as_i64().unwrap() >= 400 {
+            assert_eq!(r["allowed"], false, "{what}");
+            for member in ["code", "reason", "message"] {
+                assert_eq!(r["status"][member], status[member], "{what}: {member}");
+            }
+        } else {
+            assert_eq!(r["allowed"], true, "{what}: {}", r["status"]);
+            if r["operation"] != "DELETE" {
+                let mut stored = event["responseObject"].clone();
+                let mut replayed = r["object"].clone();
+                for object in [&mut stored, &mut replayed] {
+                    let meta = object["metadata"].as_object_mut().unwrap();
+                    meta.remove("resourceVersion");
+                    if r["operation"] == "CREATE" {
+                        // Random upstream; derived from the request in a replay.
+                        meta.remove("uid");
+                    }
+                }
+                assert_eq!(replayed, stored, "{what}");
+            }
+        }
+        let admission: BTreeMap<&String, &Value> = event["annotations"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| k.contains(".admission.k8s.io/"))
+            .collect();
+        let replayed: BTreeMap<&String, &Value> =
+            r["annotations"].as_object().unwrap().iter().collect();
+        assert_eq!(replayed, admission, "{what}");
+        checked += 1;
+    }
+    checked
+}
+
+/// Admission policies and webhook matchConditions matched through an equivalent version
+/// (`tests/fixtures/equivalent-policies-v1.33`): they read the object converted to the version
+/// they matched (a v1 field in a condition, v1's metrics annotation in a validation, a v1
+/// field in a message), and a MutatingAdmissionPolicy matched so fails as the apiserver's does
+/// (it cannot convert its result back); the reviews sent and every verdict are the recorded ones.
+#[test]
+fn policies_and_conditions_read_the_object_converted_to_their_version() {
+    let fixture = "equivalent-policies-v1.33";
+    let report = replay_equivalent_session(fixture);
+    // The policies here are MutatingAdmissionPolicies of 1.33, an alpha API.
+    let problems = report["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("modelled as enabled")
+    );
+    assert_eq!(verdicts_as_recorded(fixture, &report), 4);
 }
 
 /// A handler answering each call as the recorded session's webhook answered the call of the same

@@ -114,7 +114,7 @@ struct Versioned {
 
 /// `object` of kind `from` as a webhook of kind `to` receives it: converted as the apiserver's
 /// scheme converts it where the versions differ in shape (`schema::convert`), else relabelled.
-fn convert_object(
+pub(crate) fn convert_object(
     object: &Value,
     from: &GroupVersionKind,
     to: &GroupVersionKind,
@@ -623,10 +623,18 @@ impl<'e, 'c> Run<'e, 'c> {
     }
 
     fn decide(&mut self, hook: &Hook, phase: WebhookKind) -> Decision {
+        let versioned = self.versioned.as_ref().filter(|v| {
+            self.attrs
+                .object
+                .as_ref()
+                .is_some_and(|o| Arc::ptr_eq(&v.source, o))
+        });
         let env = MatchEnv {
             registry: &self.engine.options.registry,
             namespaces: self.ctx.namespaces,
             authorizer: &self.engine.options.authorizer,
+            release: self.engine.options.kube_version,
+            versioned: versioned.map(|v| (&v.kind, v.object.value())),
         };
         let mut stats = ConditionStats::default();
         let decision = matching::should_call_hook(hook, &self.attrs, &env, &mut stats);
