@@ -1536,16 +1536,12 @@ fn cluster_objects_at_another_version_are_converted() {
             )
             .is_err()
     );
+    // A delete through v2 of what the cluster holds.
+    let delete =
+        |cluster, path, oref| read_in(cluster, &log(&[Ev::new("1", "delete", path, oref)]));
     let hpa_ref = json!({"resource": "horizontalpodautoscalers", "namespace": "shop", "name": "h", "apiGroup": "autoscaling", "apiVersion": "v2"});
-    let items = read_in(
-        cluster,
-        &log(&[Ev::new(
-            "1",
-            "delete",
-            "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/h",
-            hpa_ref,
-        )]),
-    );
+    let hpas = "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/h";
+    let items = delete(cluster, hpas, hpa_ref);
     let r = requests(&items);
     assert_eq!(r.len(), 1, "{items:#?}");
     let old = r[0].attrs.old_object_value().unwrap();
@@ -1567,14 +1563,10 @@ fn cluster_objects_at_another_version_are_converted() {
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(problems.is_empty(), "{problems:?}");
     let w_ref = json!({"resource": "widgets", "namespace": "shop", "name": "w", "apiGroup": "example.com", "apiVersion": "v2"});
-    let items = read_in(
+    let items = delete(
         cluster,
-        &log(&[Ev::new(
-            "1",
-            "delete",
-            "/apis/example.com/v2/namespaces/shop/widgets/w",
-            w_ref,
-        )]),
+        "/apis/example.com/v2/namespaces/shop/widgets/w",
+        w_ref,
     );
     let nr = not_replayable(&items);
     assert!(
