@@ -1722,6 +1722,58 @@ fn equivalent_matches_send_the_object_converted_to_the_webhooks_version() {
     assert_eq!(verdicts_as_recorded(fixture, &report), 6);
 }
 
+/// A MutatingAdmissionPolicy on events.k8s.io/v1 events matched by a core/v1 Event: its
+/// expression reads the converted object (`object.note`), and its result cannot be converted to
+/// another group, which fails the request as it failed a real v1.33.3 apiserver
+/// (`tests/fixtures/equivalent-policies-v1.33/events/kubectl.txt`).
+#[test]
+fn a_mutating_policy_matched_through_another_group_fails_as_upstreams_does() {
+    let dir = format!("{FIXTURES}/equivalent-policies-v1.33/events");
+    // The create, as the AdmissionReview of its request (a manifest of kind Event would be read
+    // as an audit event).
+    let event: Value =
+        hookscope::yaml::from_str(&std::fs::read_to_string(format!("{dir}/event.yaml")).unwrap())
+            .unwrap();
+    let request = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "u-1",
+        "kind": {"group": "", "version": "v1", "kind": "Event"},
+        "resource": {"group": "", "version": "v1", "resource": "events"},
+        "name": "e1", "namespace": "ev", "operation": "CREATE",
+        "userInfo": {"username": "admin"},
+        "object": event,
+        "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
+    }});
+    let scratch = scratch("equivalent-events");
+    let input = write(&scratch, "event.json", &format!("{request}\n"));
+    let out = hookscope(&[
+        "replay",
+        "--kube-version",
+        "1.33",
+        "--webhooks",
+        &format!("{dir}/policy.yaml"),
+        "--input",
+        input.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("report");
+    let request = &report["requests"][0];
+    let recorded = std::fs::read_to_string(format!("{dir}/kubectl.txt")).unwrap();
+    let message = recorded.lines().nth(1).unwrap();
+    let message = message.split_once("is invalid: : ").unwrap().1;
+    assert_eq!(request["allowed"], false, "{request}");
+    assert_eq!(request["status"]["reason"], "Invalid");
+    assert!(
+        request["status"]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with(message),
+        "{}",
+        request["status"]
+    );
+}
+
 /// Replays a recorded session of `tests/fixtures/equivalent-*` (webhook server on port 18491)
 /// with its webhooks answering as they answered, compares every review sent with the recorded
 /// ones and returns the report.

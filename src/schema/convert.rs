@@ -1,18 +1,22 @@
 //! Conversion of a built-in object between two versions of its kind, as kube-apiserver's scheme
-//! converts it for a webhook matched through `matchPolicy: Equivalent` (the admission
+//! converts it for a webhook or policy matched through `matchPolicy: Equivalent` (the admission
 //! dispatchers' `ConvertToGVK`): from the version it is in to the internal version, then to the
 //! version asked for.
 //!
-//! Modelled: `autoscaling/v1` ↔ `autoscaling/v2` HorizontalPodAutoscaler, the only pair of
-//! equivalent built-in versions served by default in 1.28–1.37 whose shapes differ and whose
-//! resources reach admission webhooks in the same shape (see `docs/typed-objects.md`). Upstream:
-//! `pkg/apis/autoscaling/v1/conversion.go` and `v2/conversion.go`. The internal version is held
-//! here as the v2 shape (the internal types are v2's, field for field), so v2 ↔ internal only
-//! drops the round-trip annotations, and v1 ↔ internal carries the fields v1 lacks in
-//! annotations: `autoscaling.alpha.kubernetes.io/metrics` (the metrics other than a CPU
-//! utilization target, as v1 `MetricSpec`s), `…/current-metrics` (every current metric, as v1
-//! `MetricStatus`es), `…/behavior` (the internal `HorizontalPodAutoscalerBehavior` as Go marshals
-//! a struct without JSON tags) and `…/conditions`.
+//! Modelled: the pairs of equivalent built-in versions served by default in 1.28–1.37 whose
+//! shapes differ (see `docs/typed-objects.md`); every other pair differs only in label.
+//!
+//! * `autoscaling/v1` ↔ `autoscaling/v2` HorizontalPodAutoscaler (`pkg/apis/autoscaling/v1/
+//!   conversion.go`, `v2/conversion.go`). The internal version is held here as the v2 shape (the
+//!   internal types are v2's, field for field), so v2 ↔ internal only drops the round-trip
+//!   annotations, and v1 ↔ internal carries the fields v1 lacks in annotations:
+//!   `autoscaling.alpha.kubernetes.io/metrics` (the metrics other than a CPU utilization target,
+//!   as v1 `MetricSpec`s), `…/current-metrics` (every current metric, as v1 `MetricStatus`es),
+//!   `…/behavior` (the internal `HorizontalPodAutoscalerBehavior` as Go marshals a struct without
+//!   JSON tags) and `…/conditions`.
+//! * flowcontrol PriorityLevelConfiguration v1beta2 / v1beta3 / v1 (the concurrency shares'
+//!   name, pointer and v1beta3's preserve-zero annotation).
+//! * core/v1 ↔ events.k8s.io/v1 Event (members renamed).
 //!
 //! Pure: no IO. The result is normalised for the target kind (Go's field order, `omitempty`).
 

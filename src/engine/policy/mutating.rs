@@ -768,8 +768,9 @@ fn converted_view(
 
 /// The error of `dispatchOne` for an invocation of `kind` on a request of `request` of another
 /// group or version, both built-in kinds: the patched object, typed in `kind`'s version, is
-/// converted with `ConvertToVersion` to the request's group and version, and the scheme has no
-/// conversion from one version to another but through the internal one.
+/// converted with `ConvertToVersion` to the request's group and version, which the scheme cannot
+/// do: it converts between two versions of a group only through the internal one, and not to
+/// another group at all (core/v1 and events.k8s.io/v1 Events).
 fn unknown_conversion(
     request: &GroupVersionKind,
     kind: &GroupVersionKind,
@@ -779,13 +780,22 @@ fn unknown_conversion(
         return None;
     }
     let schema = Schema::for_release(release);
-    let from = schema.kind(&kind.group, &kind.version, &kind.kind)?;
-    let to = schema.kind(&request.group, &request.version, &request.kind)?;
-    Some(format!(
-        "converting ({}) to ({}): unknown conversion",
-        schema.get(from).go_name(),
-        schema.get(to).go_name()
-    ))
+    let from = schema.get(schema.kind(&kind.group, &kind.version, &kind.kind)?);
+    let to = schema.get(schema.kind(&request.group, &request.version, &request.kind)?);
+    Some(if request.group == kind.group {
+        format!(
+            "converting ({}) to ({}): unknown conversion",
+            from.go_name(),
+            to.go_name()
+        )
+    } else {
+        // `notRegisteredErr`, naming kube-apiserver's scheme by where it is made.
+        format!(
+            "{} is not suitable for converting to {} in scheme \"pkg/api/legacyscheme/scheme.go:30\"",
+            from.go_name(),
+            crate::gofmt::quote(&request.api_version())
+        )
+    })
 }
 
 /// `Semantic.DeepEqual` of two states of the request's object.
