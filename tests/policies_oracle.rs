@@ -233,12 +233,7 @@ fn the_session_replays_to_what_the_apiserver_recorded() {
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
 
     // What the apiserver answered, per auditID.
-    let recorded: BTreeMap<String, Value> = read("audit.log")
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["stage"] == "ResponseComplete")
-        .map(|e| (e["auditID"].as_str().unwrap_or_default().to_string(), e))
-        .collect();
+    let recorded = common::completed_audit_events(&read("audit.log"));
     let mut compared = 0;
     let mut mismatches = Vec::new();
     for r in report["requests"].as_array().unwrap() {

@@ -1708,6 +1708,190 @@ fn custom_resource_policy_apply_configurations_are_sent_as_the_apiserver_sent_th
     );
 }
 
+/// A webhook matched through `matchPolicy: Equivalent` at another version of the resource
+/// (`tests/fixtures/equivalent-v1.33`: HorizontalPodAutoscalers created, patched and deleted
+/// through autoscaling/v2 and v1, webhooks on both versions that patch): each receives the object
+/// and old object converted to its version as the apiserver converts them (v1's annotations
+/// carrying the metrics, behavior and current metrics v1 has no field for), its patch is applied
+/// in that version and converted back, and the next webhook and the stored object see that.
+#[test]
+fn equivalent_matches_send_the_object_converted_to_the_webhooks_version() {
+    let fixture = "equivalent-v1.33";
+    let report = replay_equivalent_session(fixture);
+    assert_eq!(report["problems"], json!([]), "{}", report["problems"]);
+    assert_eq!(verdicts_as_recorded(fixture, &report), 6);
+}
+
+/// A MutatingAdmissionPolicy on events.k8s.io/v1 events matched by a core/v1 Event: its
+/// expression reads the converted object (`object.note`), and its result cannot be converted to
+/// another group, which fails the request as it failed a real v1.33.3 apiserver
+/// (`tests/fixtures/equivalent-policies-v1.33/events/kubectl.txt`).
+#[test]
+fn a_mutating_policy_matched_through_another_group_fails_as_upstreams_does() {
+    let dir = format!("{FIXTURES}/equivalent-policies-v1.33/events");
+    // The create, as the AdmissionReview of its request (a manifest of kind Event would be read
+    // as an audit event).
+    let event: Value =
+        hookscope::yaml::from_str(&std::fs::read_to_string(format!("{dir}/event.yaml")).unwrap())
+            .unwrap();
+    let request = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+        "uid": "u-1",
+        "kind": {"group": "", "version": "v1", "kind": "Event"},
+        "resource": {"group": "", "version": "v1", "resource": "events"},
+        "name": "e1", "namespace": "ev", "operation": "CREATE",
+        "userInfo": {"username": "admin"},
+        "object": event,
+        "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
+    }});
+    let scratch = scratch("equivalent-events");
+    let input = write(&scratch, "event.json", &format!("{request}\n"));
+    let out = hookscope(&[
+        "replay",
+        "--kube-version",
+        "1.33",
+        "--webhooks",
+        &format!("{dir}/policy.yaml"),
+        "--input",
+        input.to_str().unwrap(),
+        "--format",
+        "json",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    let report: Value = serde_json::from_slice(&out.stdout).expect("report");
+    let request = &report["requests"][0];
+    let recorded = std::fs::read_to_string(format!("{dir}/kubectl.txt")).unwrap();
+    let message = recorded.lines().nth(1).unwrap();
+    let message = message.split_once("is invalid: : ").unwrap().1;
+    assert_eq!(request["allowed"], false, "{request}");
+    assert_eq!(request["status"]["reason"], "Invalid");
+    assert!(
+        request["status"]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with(message),
+        "{}",
+        request["status"]
+    );
+}
+
+/// Replays a recorded session of `tests/fixtures/equivalent-*` (webhook server on port 18491)
+/// with its webhooks answering as they answered, compares every review sent with the recorded
+/// ones and returns the report.
+fn replay_equivalent_session(fixture: &str) -> Value {
+    let answer = answer_as_recorded(fixture);
+    let replayed = replay_fixture_audit_log_answering(fixture, &[], answer, 18491);
+    compare_with_recorded_reviews(fixture, replayed)
+}
+
+/// Checks every replayed request of `horizontalpodautoscalers` against the recorded session's
+/// audit event: a denial's code, reason and message; an allowed write's object as stored (the
+/// response's, but for what the store sets after admission, `resourceVersion`, and a created
+/// object's `uid`, random upstream); the webhooks' audit annotations. Returns how many requests
+/// it checked.
+fn verdicts_as_recorded(fixture: &str, report: &Value) -> usize {
+    let log = std::fs::read_to_string(format!("{FIXTURES}/{fixture}/audit.log")).unwrap();
+    let events = common::completed_audit_events(&log);
+    let mut checked = 0;
+    for r in report["requests"].as_array().unwrap() {
+        if r["resource"]["resource"] != "horizontalpodautoscalers" {
+            continue;
+        }
+        let event = &events[r["source"]["auditID"].as_str().unwrap()];
+        let status = &event["responseStatus"];
+        let what = format!("{} {}", r["operation"], r["name"]);
+        if status["code"].as_i64().unwrap() >= 400 {
+            assert_eq!(r["allowed"], false, "{what}");
+            for member in ["code", "reason", "message"] {
+                assert_eq!(r["status"][member], status[member], "{what}: {member}");
+            }
+        } else {
+            assert_eq!(r["allowed"], true, "{what}: {}", r["status"]);
+            if r["operation"] != "DELETE" {
+                let mut stored = event["responseObject"].clone();
+                let mut replayed = r["object"].clone();
+                for object in [&mut stored, &mut replayed] {
+                    let meta = object["metadata"].as_object_mut().unwrap();
+                    meta.remove("resourceVersion");
+                    if r["operation"] == "CREATE" {
+                        // Random upstream; derived from the request in a replay.
+                        meta.remove("uid");
+                    }
+                }
+                assert_eq!(replayed, stored, "{what}");
+            }
+        }
+        let admission: BTreeMap<&String, &Value> = event["annotations"]
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter(|(k, _)| k.contains(".admission.k8s.io/"))
+            .collect();
+        let replayed: BTreeMap<&String, &Value> =
+            r["annotations"].as_object().unwrap().iter().collect();
+        assert_eq!(replayed, admission, "{what}");
+        checked += 1;
+    }
+    checked
+}
+
+/// Admission policies and webhook matchConditions matched through an equivalent version
+/// (`tests/fixtures/equivalent-policies-v1.33`): they read the object converted to the version
+/// they matched (a v1 field in a condition, v1's metrics annotation in a validation, a v1
+/// field in a message), and a MutatingAdmissionPolicy matched so fails as the apiserver's does
+/// (it cannot convert its result back); the reviews sent and every verdict are the recorded ones.
+#[test]
+fn policies_and_conditions_read_the_object_converted_to_their_version() {
+    let fixture = "equivalent-policies-v1.33";
+    let report = replay_equivalent_session(fixture);
+    // The policies here are MutatingAdmissionPolicies of 1.33, an alpha API.
+    let problems = report["problems"].as_array().unwrap();
+    assert_eq!(problems.len(), 1, "{problems:?}");
+    assert!(
+        problems[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("modelled as enabled")
+    );
+    assert_eq!(verdicts_as_recorded(fixture, &report), 4);
+}
+
+/// A handler answering each call as the recorded session's webhook answered the call of the same
+/// path in the same place (`received/NNNN-PATH-resp.json`), echoing the uid.
+fn answer_as_recorded(fixture: &str) -> common::Handler {
+    let mut answers: BTreeMap<String, std::collections::VecDeque<Value>> = BTreeMap::new();
+    let dir = format!("{FIXTURES}/{fixture}/received");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with("-resp.json"))
+        .collect();
+    files.sort();
+    for path in files {
+        let file = path.file_name().unwrap().to_string_lossy().to_string();
+        let webhook = file[5..file.len() - "-resp.json".len()].to_string();
+        let body: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        answers.entry(webhook).or_default().push_back(body);
+    }
+    let answers = std::sync::Mutex::new(answers);
+    handler(move |req| {
+        let review: Value = serde_json::from_slice(&req.body).unwrap_or(Value::Null);
+        let uid = review["request"]["uid"].as_str().unwrap_or_default();
+        let path = req.path_only().trim_start_matches('/').to_string();
+        let next = answers
+            .lock()
+            .unwrap()
+            .get_mut(&path)
+            .and_then(|q| q.pop_front());
+        match next {
+            Some(mut answer) => {
+                answer["response"]["uid"] = json!(uid);
+                common::TestResponse::json(200, answer.to_string())
+            }
+            None => common::v1_allow(uid),
+        }
+    })
+}
+
 /// Merge and JSON patches of a custom resource (`tests/fixtures/custom-patch-v1.33`): the patched
 /// object is decoded as its definition's codec decodes it, so a defaulted field the patch removes
 /// or sets to null is back, and a list item it adds gets its defaults, as the webhooks received.
@@ -1814,12 +1998,23 @@ fn a_token_request_gets_the_api_audiences_given() {
 /// `inputs/webhooks.yaml`, served by a webhook that allows every review: the server, with what
 /// it received, and the JSON report.
 fn replay_fixture_audit_log(fixture: &str, extra: &[&str]) -> (WebhookServer, Value) {
+    replay_fixture_audit_log_answering(fixture, extra, allow_every_review(), 18443)
+}
+
+/// [`replay_fixture_audit_log`] with webhooks answered by `answer`, the session's webhook
+/// server having listened on `port`.
+fn replay_fixture_audit_log_answering(
+    fixture: &str,
+    extra: &[&str],
+    answer: common::Handler,
+    port: u16,
+) -> (WebhookServer, Value) {
     let pki = TestPki::new();
-    let server = WebhookServer::start(&pki, allow_every_review());
+    let server = WebhookServer::start(&pki, answer);
     let dir = scratch(&format!("{fixture}-received-{}", extra.len()));
     let webhooks = fixture_configurations(&pki, &dir, fixture, &["inputs/webhooks.yaml"]).remove(0);
     let audit_log = format!("{FIXTURES}/{fixture}/audit.log");
-    let resolve = format!("127.0.0.1:18443=127.0.0.1:{}", server.port());
+    let resolve = format!("127.0.0.1:{port}=127.0.0.1:{}", server.port());
     let args = [
         &[
             "replay",
@@ -1854,8 +2049,13 @@ fn replayed_audit_log_sends_what_the_apiserver_sent(fixture: &str, extra: &[&str
 /// The comparison of [`replayed_audit_log_sends_what_the_apiserver_sent`], returning the report
 /// for the caller to judge what was not replayed.
 fn replay_and_compare_with_recorded_reviews(fixture: &str, extra: &[&str]) -> Value {
-    let (server, report) = replay_fixture_audit_log(fixture, extra);
+    compare_with_recorded_reviews(fixture, replay_fixture_audit_log(fixture, extra))
+}
 
+/// Compares every AdmissionReview `server` received in a replay of the recorded session
+/// `fixture` with those the apiserver sent, byte for byte but for the request uid; returns the
+/// replay's report.
+fn compare_with_recorded_reviews(fixture: &str, (server, report): (WebhookServer, Value)) -> Value {
     let key = |body: &str, path: &str| {
         let review: Value = serde_json::from_str(body).unwrap();
         let r = &review["request"];

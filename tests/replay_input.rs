@@ -1519,11 +1519,15 @@ fn cluster_files_give_namespaces_old_objects_and_custom_resources() {
     );
 }
 
+/// A stored object of another version of the resource is read in the request's version,
+/// converted as the apiserver's scheme converts it (autoscaling/v1 → v2 here: a v1 HPA without a
+/// CPU target has the default one in v2); a version whose conversion is not modelled (a custom
+/// resource's) is not replayable.
 #[test]
-fn cluster_objects_at_another_version_are_not_converted() {
+fn cluster_objects_at_another_version_are_converted() {
     let mut cluster = ClusterState::new();
     cluster
-        .insert_object(&json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h", "namespace": "shop"}}))
+        .insert_object(&json!({"apiVersion": "autoscaling/v1", "kind": "HorizontalPodAutoscaler", "metadata": {"name": "h", "namespace": "shop"}, "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web"}, "maxReplicas": 3}}))
         .unwrap();
     assert!(
         cluster
@@ -1532,21 +1536,43 @@ fn cluster_objects_at_another_version_are_not_converted() {
             )
             .is_err()
     );
+    // A delete through v2 of what the cluster holds.
+    let delete =
+        |cluster, path, oref| read_in(cluster, &log(&[Ev::new("1", "delete", path, oref)]));
     let hpa_ref = json!({"resource": "horizontalpodautoscalers", "namespace": "shop", "name": "h", "apiGroup": "autoscaling", "apiVersion": "v2"});
-    let items = read_in(
+    let hpas = "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/h";
+    let items = delete(cluster, hpas, hpa_ref);
+    let r = requests(&items);
+    assert_eq!(r.len(), 1, "{items:#?}");
+    let old = r[0].attrs.old_object_value().unwrap();
+    assert_eq!(old["apiVersion"], "autoscaling/v2");
+    assert_eq!(
+        old["spec"]["metrics"],
+        json!([{"type": "Resource", "resource": {"name": "cpu", "target": {"type": "Utilization", "averageUtilization": 80}}}])
+    );
+
+    let dir = std::env::temp_dir().join(format!("hookscope-versions-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("widgets.yaml");
+    std::fs::write(
+        &file,
+        "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: widgets.example.com}\nspec:\n  group: example.com\n  scope: Namespaced\n  names: {plural: widgets, kind: Widget}\n  versions:\n  - {name: v1, served: true, storage: true}\n  - {name: v2, served: true, storage: false}\n---\napiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w, namespace: shop}\n",
+    )
+    .unwrap();
+    let (cluster, problems) = ClusterState::load(&[file]);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(problems.is_empty(), "{problems:?}");
+    let w_ref = json!({"resource": "widgets", "namespace": "shop", "name": "w", "apiGroup": "example.com", "apiVersion": "v2"});
+    let items = delete(
         cluster,
-        &log(&[Ev::new(
-            "1",
-            "delete",
-            "/apis/autoscaling/v2/namespaces/shop/horizontalpodautoscalers/h",
-            hpa_ref,
-        )]),
+        "/apis/example.com/v2/namespaces/shop/widgets/w",
+        w_ref,
     );
     let nr = not_replayable(&items);
     assert!(
         nr[0]
             .message
-            .contains("is known only as autoscaling/v1, the request is for autoscaling/v2"),
+            .contains("is known only as example.com/v1, the request is for example.com/v2"),
         "{}",
         nr[0].message
     );

@@ -98,6 +98,35 @@ pub(super) struct Run<'e, 'c> {
     /// invocation (resource, subresource, kind) seen so far.
     own_invocation: Option<InvocationTexts>,
     invocations: Vec<(Invocation, InvocationTexts)>,
+    /// The object as last sent to, or patched by, a webhook of another version (upstream's
+    /// `VersionedAttributes`): a later webhook of that version is sent it as it is, without
+    /// converting the request's object again, while `attrs.object` is still `source`.
+    versioned: Option<Versioned>,
+}
+
+/// An object converted to the version of an equivalent invocation.
+struct Versioned {
+    kind: GroupVersionKind,
+    /// The `attrs.object` it stands for.
+    source: Arc<Object>,
+    object: Arc<Object>,
+}
+
+/// `object` of kind `from` as a webhook of kind `to` receives it: converted as the apiserver's
+/// scheme converts it where the versions differ in shape (`schema::convert`), else relabelled.
+pub(crate) fn convert_object(
+    object: &Value,
+    from: &GroupVersionKind,
+    to: &GroupVersionKind,
+    release: crate::KubeVersion,
+) -> Value {
+    if schema::convert::converts(from, to)
+        && let Some(converted) =
+            schema::convert::convert(Schema::for_release(release), object, from, to)
+    {
+        return converted;
+    }
+    review::relabel(object, from, to)
 }
 
 /// An object's JSON for review bodies: the text it was given as, or its serialisation as the
@@ -157,7 +186,34 @@ impl<'e, 'c> Run<'e, 'c> {
             object_typed: false,
             own_invocation: None,
             invocations: Vec::new(),
+            versioned: None,
         }
+    }
+
+    /// The current object converted to `kind` (an equivalent invocation's): the one a webhook of
+    /// that version last received or patched while the object has not changed since, else a
+    /// fresh conversion.
+    fn versioned_object(&mut self, kind: &GroupVersionKind) -> Option<Arc<Object>> {
+        let current = self.attrs.object.as_ref()?;
+        if let Some(v) = &self.versioned
+            && v.kind == *kind
+            && Arc::ptr_eq(&v.source, current)
+        {
+            return Some(Arc::clone(&v.object));
+        }
+        let release = self.engine.options.kube_version;
+        let object = Arc::new(Object::new(convert_object(
+            current.value(),
+            &self.attrs.kind,
+            kind,
+            release,
+        )));
+        self.versioned = Some(Versioned {
+            kind: kind.clone(),
+            source: Arc::clone(current),
+            object: Arc::clone(&object),
+        });
+        Some(object)
     }
 
     pub(super) async fn run<R: Replier + Send>(mut self, replier: &mut R) -> Outcome {
@@ -609,10 +665,18 @@ impl<'e, 'c> Run<'e, 'c> {
     }
 
     fn decide(&mut self, hook: &Hook, phase: WebhookKind) -> Decision {
+        let versioned = self.versioned.as_ref().filter(|v| {
+            self.attrs
+                .object
+                .as_ref()
+                .is_some_and(|o| Arc::ptr_eq(&v.source, o))
+        });
         let env = MatchEnv {
             registry: &self.engine.options.registry,
             namespaces: self.ctx.namespaces,
             authorizer: &self.engine.options.authorizer,
+            release: self.engine.options.kube_version,
+            versioned: versioned.map(|v| (&v.kind, v.object.value())),
         };
         let mut stats = ConditionStats::default();
         let decision = matching::should_call_hook(hook, &self.attrs, &env, &mut stats);
@@ -879,19 +943,16 @@ impl<'e, 'c> Run<'e, 'c> {
                 self.attrs.old_object.clone(),
             )
         } else {
-            let relabelled = |o: &Option<Arc<Object>>| {
-                o.as_deref().map(|o| {
-                    Arc::new(Object::new(review::relabel(
-                        o.value(),
-                        &self.attrs.kind,
-                        &inv.kind,
-                    )))
-                })
-            };
-            let (object, old_object) = (
-                relabelled(&self.attrs.object),
-                relabelled(&self.attrs.old_object),
-            );
+            let release = self.engine.options.kube_version;
+            let object = self.versioned_object(&inv.kind);
+            let old_object = self.attrs.old_object.as_deref().map(|o| {
+                Arc::new(Object::new(convert_object(
+                    o.value(),
+                    &self.attrs.kind,
+                    &inv.kind,
+                    release,
+                )))
+            });
             let body = review::review_text(
                 version,
                 &uid,
@@ -1430,8 +1491,27 @@ impl<'e, 'c> Run<'e, 'c> {
         let after = Arc::new(match (same_kind, patched_json) {
             (true, Some(json)) => Object::with_json(patched, json),
             (true, None) => Object::new(patched),
-            (false, _) => Object::new(review::relabel(&patched, &inv.kind, &self.attrs.kind)),
+            (false, _) => {
+                let converted = convert_object(
+                    &patched,
+                    &inv.kind,
+                    &self.attrs.kind,
+                    self.engine.options.kube_version,
+                );
+                let after = Object::new(converted);
+                // Upstream keeps the patched object in the webhook's version; it is converted
+                // back to the request's when a webhook of another version follows.
+                self.versioned = Some(Versioned {
+                    kind: inv.kind.clone(),
+                    source: Arc::new(Object::new(Value::Null)),
+                    object: Arc::new(Object::new(patched)),
+                });
+                after
+            }
         });
+        if let Some(v) = self.versioned.as_mut().filter(|_| !same_kind) {
+            v.source = Arc::clone(&after);
+        }
         if let Some(c) = self.call_record() {
             c.patch = Some(patch_json.into_boxed_str());
         }
@@ -1460,13 +1540,12 @@ impl<'e, 'c> Run<'e, 'c> {
         patch: &jsonpatch::Patch,
         inv: &Invocation,
     ) -> Result<(Value, bool, Option<String>, bool), String> {
-        let current = self.attrs.object_value().unwrap_or(&Value::Null);
-        let relabelled;
+        let versioned;
         let sent = if self.sends_request_kind(inv) {
-            current
+            self.attrs.object_value().unwrap_or(&Value::Null)
         } else {
-            relabelled = review::relabel(current, &self.attrs.kind, &inv.kind);
-            &relabelled
+            versioned = self.versioned_object(&inv.kind);
+            versioned.as_deref().map_or(&Value::Null, Object::value)
         };
         let release = self.engine.options.kube_version;
         let schema = Schema::for_release(release);

@@ -200,6 +200,12 @@ pub struct MatchEnv<'a> {
     pub namespaces: &'a dyn NamespaceSource,
     /// Authorizer stub for CEL.
     pub authorizer: &'a cel::Authorizer,
+    /// The release modelled (what converting an object to an equivalent version gives).
+    pub release: crate::KubeVersion,
+    /// The object as a webhook of another version last received or patched it, while the
+    /// request's object has not changed since: matchConditions of a webhook of that version
+    /// read it (upstream's `VersionedAttributes`).
+    pub versioned: Option<(&'a GroupVersionKind, &'a Value)>,
 }
 
 /// Upstream's `ShouldCallHook`. `stats` receives matchCondition bookkeeping.
@@ -643,9 +649,32 @@ fn evaluate_conditions(
 ) -> ConditionResult {
     let request = cel_request(attrs, invocation);
     let null = Value::Null;
+    // The conditions read the objects in the invocation's version, converted where that differs
+    // in shape from the request's.
+    let convert = |o: Option<&Value>| {
+        let o = o?;
+        crate::schema::convert::convert(
+            crate::schema::Schema::for_release(env.release),
+            o,
+            &attrs.kind,
+            &invocation.kind,
+        )
+    };
+    let (object, old_object) = if crate::schema::convert::converts(&attrs.kind, &invocation.kind) {
+        let object = match env.versioned {
+            Some((kind, o)) if *kind == invocation.kind => Some(o.clone()),
+            _ => convert(attrs.object_value()),
+        };
+        (object, convert(attrs.old_object_value()))
+    } else {
+        (None, None)
+    };
     let activation = cel::Activation {
-        object: attrs.object_value().unwrap_or(&null),
-        old_object: attrs.old_object_value().unwrap_or(&null),
+        object: object.as_ref().or(attrs.object_value()).unwrap_or(&null),
+        old_object: old_object
+            .as_ref()
+            .or(attrs.old_object_value())
+            .unwrap_or(&null),
         request: &request,
         authorizer: env.authorizer,
         user: &attrs.user_info,

@@ -479,6 +479,8 @@ impl Engine {
             registry: &self.options.registry,
             namespaces,
             authorizer: &self.options.authorizer,
+            release: self.options.kube_version,
+            versioned: None,
         };
         matching::should_call_hook(hook, attrs, &env, &mut matching::ConditionStats::default())
     }

@@ -878,6 +878,27 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
             }
             Ok(Some(m)) => m,
         };
+        // The expressions read the objects in the matched version, converted where that differs
+        // in shape from the request's (the dispatcher's `VersionedAttribute`).
+        let converted_objects;
+        let objects = if crate::schema::convert::converts(&attrs.kind, &kind) {
+            let release = env.registry.release();
+            let convert = |o: &Option<Arc<crate::engine::Object>>| {
+                o.as_deref().map(|o| {
+                    Arc::new(crate::engine::Object::new(super::dispatch::convert_object(
+                        o.value(),
+                        &attrs.kind,
+                        &kind,
+                        release,
+                    )))
+                })
+            };
+            converted_objects =
+                cel::Objects::shared(convert(&attrs.object), convert(&attrs.old_object));
+            &converted_objects
+        } else {
+            &objects
+        };
         // The policy source could not resolve the paramKind (`hook.ConfigurationError`).
         if let Some(k) = &hook.policy.spec.param_kind
             && param_scope(k, env.registry).is_none()
@@ -993,7 +1014,7 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
                 let param_json = param.as_deref();
                 // matchConditions: `request.resource` is the request's, namespaceObject null.
                 if !hook.conditions.is_empty() {
-                    let inputs = cel::Inputs::new(base, param_json, None).sharing(&objects);
+                    let inputs = cel::Inputs::new(base, param_json, None).sharing(objects);
                     match eval_conditions(hook, &inputs, &mut call, &mut events) {
                         Ok(true) => {}
                         Ok(false) => {
@@ -1022,7 +1043,7 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
                     }
                 }
                 let base = cel::Activation { request, ..base };
-                let inputs = cel::Inputs::new(base, param_json, ns.as_ref()).sharing(&objects);
+                let inputs = cel::Inputs::new(base, param_json, ns.as_ref()).sharing(objects);
                 validate(hook, &inputs, &mut call, &mut decisions, &mut annotations);
             }
             let mut outcome = PolicyOutcome::Admitted;

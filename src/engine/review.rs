@@ -28,22 +28,8 @@ pub fn negotiate_version(versions: Option<&[String]>) -> Option<&'static str> {
     })
 }
 
-/// The object as sent for an invocation: captured objects are already in the request's version;
-/// for an equivalent match the object is relabelled to the invocation kind (field-level
-/// conversion between versions needs schemas and is not modelled).
-pub fn object_for_invocation(
-    object: Option<&Value>,
-    request_kind: &GroupVersionKind,
-    kind: &GroupVersionKind,
-) -> Value {
-    let Some(o) = object else { return Value::Null };
-    if request_kind == kind {
-        return o.clone();
-    }
-    relabel(o, request_kind, kind)
-}
-
-/// Sets `apiVersion`/`kind` to `to` when the object is labelled `from`.
+/// Sets `apiVersion`/`kind` to `to` when the object is labelled `from`: an equivalent match of a
+/// version that differs from the request's only in label (`schema::convert` converts the others).
 pub fn relabel(o: &Value, from: &GroupVersionKind, to: &GroupVersionKind) -> Value {
     let mut o = o.clone();
     if let Some(m) = o.as_object_mut() {

@@ -165,7 +165,7 @@ impl ReviewBody {
         )
     }
 
-    /// The object sent (relabelled to the invocation's kind when matched as an equivalent).
+    /// The object sent (converted to the invocation's version when matched as an equivalent).
     pub fn object(&self) -> Option<&Value> {
         self.0.object.as_deref().map(Object::value)
     }

@@ -372,6 +372,13 @@ class Emitter:
             yield entry
 
 
+CONVERSION_TYPES = [
+    ("k8s.io/api/autoscaling/v1", "MetricSpec"),
+    ("k8s.io/api/autoscaling/v1", "MetricStatus"),
+    ("k8s.io/api/autoscaling/v1", "HorizontalPodAutoscalerCondition"),
+]
+
+
 def read_release(api, apimachinery, tag):
     u = Universe()
     groups = {}
@@ -429,6 +436,12 @@ def generate(api, apimachinery, tag):
             f["embedded"] and f["type"] == "TypeMeta" for f in decl[1]
         ):
             kinds[f"meta.k8s.io/v1/{name}"] = em.resolve(name, gf)[1:]
+    # Types no kind reaches that the scheme's conversions marshal into annotations (autoscaling
+    # v1 carries v2's metrics, current metrics and conditions as JSON of these).
+    for pkg_path, name in CONVERSION_TYPES:
+        found = u.packages.get(pkg_path, {}).get(name)
+        if found is not None:
+            em.resolve(name, found[1])
     return {"kinds": kinds, "types": {k: em.types[k] for k in sorted(em.types)}}, em.problems
 
 

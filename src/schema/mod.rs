@@ -17,6 +17,7 @@
 //! apimachinery's `Semantic.DeepEqual`.
 
 pub mod codec;
+pub mod convert;
 pub mod patchmeta;
 
 use std::collections::HashMap;

@@ -1021,3 +1021,12 @@ pub fn merged(
     }
     base
 }
+
+/// The final stage (`ResponseComplete`) of every event of an audit log, by auditID.
+pub fn completed_audit_events(log: &str) -> std::collections::BTreeMap<String, serde_json::Value> {
+    log.lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["stage"] == "ResponseComplete")
+        .map(|e| (e["auditID"].as_str().unwrap_or_default().to_string(), e))
+        .collect()
+}

@@ -446,6 +446,10 @@ pub fn dispatch(
     }
     let mut dirty = false;
     for inv in &invocations {
+        // The invocation reads the objects in its version, converted where that differs in
+        // shape from the request's; what it writes there cannot be converted back (below).
+        let converted = converted_view(&current, &inv.kind, release);
+        let no_conversion = unknown_conversion(&current.kind, &inv.kind, release);
         let hook = inv.hook;
         let core = &hook.core;
         let mut call = empty_call();
@@ -465,7 +469,11 @@ pub fn dispatch(
         let matched = if core.conditions.is_empty() {
             Ok(true)
         } else {
-            let base = activation(&current, &condition_request, env);
+            let base = activation(
+                converted.as_ref().unwrap_or(&current),
+                &condition_request,
+                env,
+            );
             let inputs = cel::Inputs::new(base, param_json, None);
             let mut validating_events = Vec::new();
             let r = eval_conditions(core, &inputs, &mut call, &mut validating_events);
@@ -564,13 +572,21 @@ pub fn dispatch(
             }
             for (i, m) in hook.mutators.iter().enumerate() {
                 let result = {
-                    let base = activation(&current, &request, env);
+                    let view = converted.as_ref().unwrap_or(&current);
+                    let base = activation(view, &request, env);
                     let inputs = cel::Inputs::new(base, param_json, ns.as_ref());
                     // Each mutation is its own scope (`ForInput`), over the object as the
                     // mutations before it left it: its variables are evaluated again, lazily.
                     let variables = cel::Variables::new(&core.variables, &inputs);
                     let crd = env.registry.custom_resource_schema(&inv.resource);
-                    mutate(m, &inputs, &variables, &current, &inv.kind, crd, release)
+                    mutate(m, &inputs, &variables, view, &inv.kind, crd, release)
+                };
+                // The patched object (of the invocation's version) is then converted to the
+                // request's version directly (`ConvertToVersion`), which the scheme cannot do
+                // between two versions: every mutation of such an invocation fails.
+                let result = match (result, &no_conversion) {
+                    (Ok(_), Some(e)) => Err(MutationError::Patcher(e.clone())),
+                    (result, _) => result,
                 };
                 if release.at_least(34) {
                     out.events.push(MutatingEvent::Check {
@@ -719,6 +735,62 @@ fn failed(core: &PolicyHook, message: String) -> MutationOutcome {
     } else {
         MutationOutcome::Failed(message)
     }
+}
+
+/// The request as an invocation of `kind` reads it where `kind` differs in shape from the
+/// request's kind: its objects converted to `kind` (the dispatcher's `VersionedAttribute`).
+fn converted_view(
+    current: &Attributes,
+    kind: &GroupVersionKind,
+    release: KubeVersion,
+) -> Option<Attributes> {
+    if !schema::convert::converts(&current.kind, kind) {
+        return None;
+    }
+    let convert = |o: &Arc<Object>| {
+        Arc::new(Object::new(crate::engine::dispatch::convert_object(
+            o.value(),
+            &current.kind,
+            kind,
+            release,
+        )))
+    };
+    let mut view = current.clone();
+    view.object = current.object.as_ref().map(convert);
+    view.old_object = current.old_object.as_ref().map(convert);
+    Some(view)
+}
+
+/// The error of `dispatchOne` for an invocation of `kind` on a request of `request` of another
+/// group or version, both built-in kinds: the patched object, typed in `kind`'s version, is
+/// converted with `ConvertToVersion` to the request's group and version, which the scheme cannot
+/// do: it converts between two versions of a group only through the internal one, and not to
+/// another group at all (core/v1 and events.k8s.io/v1 Events).
+fn unknown_conversion(
+    request: &GroupVersionKind,
+    kind: &GroupVersionKind,
+    release: KubeVersion,
+) -> Option<String> {
+    if request.group == kind.group && request.version == kind.version {
+        return None;
+    }
+    let schema = Schema::for_release(release);
+    let from = schema.get(schema.kind(&kind.group, &kind.version, &kind.kind)?);
+    let to = schema.get(schema.kind(&request.group, &request.version, &request.kind)?);
+    Some(if request.group == kind.group {
+        format!(
+            "converting ({}) to ({}): unknown conversion",
+            from.go_name(),
+            to.go_name()
+        )
+    } else {
+        // `notRegisteredErr`, naming kube-apiserver's scheme by where it is made.
+        format!(
+            "{} is not suitable for converting to {} in scheme \"pkg/api/legacyscheme/scheme.go:30\"",
+            from.go_name(),
+            crate::gofmt::quote(&request.api_version())
+        )
+    })
 }
 
 /// `Semantic.DeepEqual` of two states of the request's object.

@@ -824,14 +824,23 @@ impl Reader {
             ));
         };
         let want = GroupVersionKind::new(&ctx.gvr.group, &ctx.gvr.version, "").api_version();
-        if stored.api_version() != want {
-            return Err(format!(
-                "old object unknown: {} is known only as {}, the request is for {want} (versions are not converted)",
-                ctx.what(),
-                stored.api_version()
-            ));
-        }
-        let parent = stored.value().ok_or_else(|| {
+        let parent = if stored.api_version() == want {
+            stored.value()
+        } else {
+            // The apiserver reads the stored object in the request's version, converted as its
+            // scheme converts it where the versions differ in shape (`schema::convert`).
+            match self.converted(stored.value().as_ref(), &ctx.gvr) {
+                Some(converted) => Some(converted),
+                None => {
+                    return Err(format!(
+                        "old object unknown: {} is known only as {}, the request is for {want} (versions are not converted)",
+                        ctx.what(),
+                        stored.api_version()
+                    ));
+                }
+            }
+        };
+        let parent = parent.ok_or_else(|| {
             format!(
                 "old object unknown: the known state of {} is not valid JSON",
                 ctx.what()
@@ -846,6 +855,19 @@ impl Reader {
             });
         }
         Ok(parent)
+    }
+
+    /// A stored object of another version of the resource converted to the version of `gvr`,
+    /// where the two versions differ in shape and the conversion is modelled.
+    fn converted(&self, stored: Option<&Value>, gvr: &GroupVersionResource) -> Option<Value> {
+        let stored = stored?;
+        let api_version = stored.get("apiVersion").and_then(Value::as_str)?;
+        let kind = stored.get("kind").and_then(Value::as_str)?;
+        let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
+        let from = GroupVersionKind::new(group, version, kind);
+        let to = self.registry.kind_ref(gvr, "")?;
+        let schema = crate::schema::Schema::for_release(self.registry.release());
+        crate::schema::convert::convert(schema, stored, &from, to)
     }
 
     /// A create, or an update that created the object (`by_update`: the update handler neither
