@@ -86,6 +86,9 @@ pub(super) struct Run<'e, 'c> {
     /// were not given as JSON; the first is replaced whenever a patch replaces the object.
     object_json: Option<String>,
     old_object_json: Option<String>,
+    /// The last object a typed patch made, which is normal (its Go type decoded and encoded
+    /// again, defaulted): a later patch of it normalises only what it changed.
+    normal_object: Option<Arc<Object>>,
     /// Whether a patch has been decoded into the object's Go type yet: until then the
     /// `managedFields` times the field manager set for this request are held at nanosecond
     /// precision, which the first decode truncates to seconds.
@@ -182,6 +185,7 @@ impl<'e, 'c> Run<'e, 'c> {
             current_call: None,
             object_json: None,
             old_object_json: None,
+            normal_object: None,
             decoded_once: false,
             object_typed: false,
             own_invocation: None,
@@ -1522,6 +1526,9 @@ impl<'e, 'c> Run<'e, 'c> {
             before,
             after: Arc::clone(&after),
         });
+        if typed && same_kind {
+            self.normal_object = Some(Arc::clone(&after));
+        }
         self.attrs.to_mut().object = Some(after);
         self.object_json = None;
         self.object_typed = typed && same_kind;
@@ -1541,6 +1548,13 @@ impl<'e, 'c> Run<'e, 'c> {
         inv: &Invocation,
     ) -> Result<(Value, bool, Option<String>, bool), String> {
         let versioned;
+        // The object a typed patch left is normal: only what differs from it is normalised.
+        let sent_normal = self.sends_request_kind(inv)
+            && self
+                .normal_object
+                .as_ref()
+                .zip(self.attrs.object.as_ref())
+                .is_some_and(|(normal, current)| Arc::ptr_eq(normal, current));
         let sent = if self.sends_request_kind(inv) {
             self.attrs.object_value().unwrap_or(&Value::Null)
         } else {
@@ -1579,7 +1593,15 @@ impl<'e, 'c> Run<'e, 'c> {
             .apply_prepared(&jsonpatch::Prepared::new(sent))
             .map_err(|e| e.to_string())?;
         decodable(&decoded)?;
-        schema::codec::normalize_in_place(schema, id, &mut decoded).map_err(|e| e.to_string())?;
+        let normalize = |value: &mut Value| {
+            if sent_normal {
+                schema::codec::normalize_in_place_like(schema, id, value, sent)
+            } else {
+                schema::codec::normalize_in_place(schema, id, value)
+            }
+            .map_err(|e| e.to_string())
+        };
+        normalize(&mut decoded)?;
         let times_truncated = !self.decoded_once && managed_fields_fresh(&self.attrs);
         self.decoded_once = true;
         let changed = times_truncated || !schema::semantic_equal(schema, id, sent, &decoded);
@@ -1590,8 +1612,7 @@ impl<'e, 'c> Run<'e, 'c> {
             &mut decoded,
             release,
         ) {
-            schema::codec::normalize_in_place(schema, id, &mut decoded)
-                .map_err(|e| e.to_string())?;
+            normalize(&mut decoded)?;
         }
         // Reviews encode it when a webhook is called with it.
         Ok((decoded, changed, None, true))

@@ -148,6 +148,24 @@ pub fn normalize_in_place(
     enc.normalize(&Type::Struct(id), value)
 }
 
+/// [`normalize_in_place`] of `value` given `normal`, a normalised object of the same type (the
+/// one a patch was applied to, say): the parts of `value` equal to `normal`'s at the same place
+/// are normal already and are not walked. The same result and errors.
+pub fn normalize_in_place_like(
+    schema: &Schema,
+    id: TypeId,
+    value: &mut Value,
+    normal: &Value,
+) -> Result<(), DecodeError> {
+    let mut enc = Encoder {
+        schema,
+        out: Vec::new(),
+        path: Vec::new(),
+        owner: None,
+    };
+    enc.normalize_like(&Type::Struct(id), value, normal)
+}
+
 /// [`normalize_in_place`] for an object whose members other than `members` are already as it
 /// leaves them (normalising is idempotent): only the named top-level members are normalised,
 /// dropped when Go leaves them out, or added when Go writes them absent, in the order and with
@@ -169,7 +187,7 @@ pub fn normalize_members_in_place(
         owner: None,
     };
     let owner = enc.owner.replace(st);
-    enc.normalize_members(st, map, Some(members))?;
+    enc.normalize_members(st, map, Some(members), None)?;
     enc.owner = owner;
     Ok(())
 }
@@ -430,6 +448,7 @@ impl<'s> Encoder<'s> {
         st: &'s Struct,
         members: &mut Map<String, Value>,
         only: Option<&[&str]>,
+        like: Option<&Map<String, Value>>,
     ) -> Result<(), DecodeError> {
         let chosen = |name: &str| only.is_none_or(|names| names.contains(&name));
         let mut present = [0u64; 4];
@@ -452,7 +471,10 @@ impl<'s> Encoder<'s> {
             }
             self.path.push(&field.name);
             self.owner = Some(st);
-            let result = self.normalize(&field.ty, v);
+            let result = match like.and_then(|m| m.get(k)) {
+                Some(normal) => self.normalize_like(&field.ty, v, normal),
+                None => self.normalize(&field.ty, v),
+            };
             self.path.pop();
             result?;
         }
@@ -478,6 +500,48 @@ impl<'s> Encoder<'s> {
             members.insert(field.name.to_string(), zero);
         }
         Ok(())
+    }
+
+    /// [`Encoder::normalize`] of `value` given `normal`, a normalised value of the same type at
+    /// the same place: what equals it is left as it is.
+    fn normalize_like(
+        &mut self,
+        ty: &Type,
+        value: &mut Value,
+        normal: &Value,
+    ) -> Result<(), DecodeError> {
+        if *value == *normal {
+            return Ok(());
+        }
+        match (ty, &mut *value, normal) {
+            (Type::Ptr(inner), v, _) if !v.is_null() => self.normalize_like(inner, v, normal),
+            (Type::List(inner), Value::Array(items), Value::Array(normal_items)) => {
+                for (i, item) in items.iter_mut().enumerate() {
+                    match normal_items.get(i) {
+                        Some(n) => self.normalize_like(inner, item, n)?,
+                        None => self.normalize(inner, item)?,
+                    }
+                }
+                Ok(())
+            }
+            (Type::Map(inner), Value::Object(members), Value::Object(normal_members)) => {
+                for (k, item) in members.iter_mut() {
+                    match normal_members.get(k) {
+                        Some(n) => self.normalize_like(inner, item, n)?,
+                        None => self.normalize(inner, item)?,
+                    }
+                }
+                Ok(())
+            }
+            (Type::Struct(id), Value::Object(members), Value::Object(normal_members)) => {
+                let st = self.schema.get(*id);
+                let owner = self.owner.replace(st);
+                self.normalize_members(st, members, None, Some(normal_members))?;
+                self.owner = owner;
+                Ok(())
+            }
+            _ => self.normalize(ty, value),
+        }
     }
 
     /// Normalises `value` (`null` standing for an absent one) as [`Encoder::write`] would
@@ -516,7 +580,7 @@ impl<'s> Encoder<'s> {
                     return Err(self.type_error(json_kind(value), ty));
                 };
                 let owner = self.owner.replace(st);
-                self.normalize_members(st, members, None)?;
+                self.normalize_members(st, members, None, None)?;
                 self.owner = owner;
             }
             // Unchanged when valid; null becomes the zero value.
