@@ -390,6 +390,8 @@ fn function_type(name: &str, target: Option<&Ty>) -> Option<Ty> {
         | "find"
         | "jsonpatch.escapeKey" => String,
         "bytes" => Bytes,
+        "ip" => Object("net.IP"),
+        "cidr" => Object("net.CIDR"),
         "timestamp" => Timestamp,
         "split" | "findAll" => list(String),
         "lists.range" => list(Int),
@@ -423,7 +425,6 @@ fn function_type(name: &str, target: Option<&Ty>) -> Option<Ty> {
         | "add"
         | "sub"
         | "sign"
-        | "cidr"
         | "distinct"
         | "first"
         | "last"
@@ -442,7 +443,6 @@ fn function_type(name: &str, target: Option<&Ty>) -> Option<Ty> {
         | "format.qualifiedName"
         | "format.uri"
         | "format.uuid"
-        | "ip"
         | "masked"
         | "math.abs"
         | "math.greatest"
@@ -503,6 +503,36 @@ pub(crate) fn introduced(name: &str) -> u32 {
         n if n.starts_with("math.") => NEVER,
         _ => 0,
     }
+}
+
+/// The Kubernetes library functions that parse a string (global overloads only), with their
+/// overloads' parameters: cel-go's checker error when the arguments' types are known and no
+/// overload takes them.
+fn library_argument_issue(name: &str, args: &[Ty]) -> Option<Issue> {
+    const STRING: &[Ty] = &[Ty::String];
+    const STRING_BOOL: &[Ty] = &[Ty::String, Ty::Bool];
+    let overloads: &[&[Ty]] = match name {
+        "isSemver" | "semver" => &[STRING, STRING_BOOL],
+        "isQuantity" | "quantity" | "isIP" | "ip" | "isCIDR" | "cidr" | "isURL" | "url" => {
+            &[STRING]
+        }
+        _ => return None,
+    };
+    let definite = |t: &Ty| is_known(t) || matches!(t, Ty::Map(..) | Ty::Object(_));
+    let fits = |params: &&[Ty]| {
+        params.len() == args.len() && params.iter().zip(args).all(|(p, a)| !definite(a) || p == a)
+    };
+    if overloads.iter().any(fits) {
+        return None;
+    }
+    let types: Vec<std::string::String> = args.iter().map(Ty::display).collect();
+    Some(Issue::new(
+        format!(
+            "found no matching overload for '{name}' applied to '({})'",
+            types.join(", ")
+        ),
+        name,
+    ))
 }
 
 /// Whether the environment of release `libraries` declares the function `name`.
@@ -1088,6 +1118,16 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
                 found
                     .validator
                     .push(Issue::at(format!("invalid {name} argument"), literal));
+            }
+            if call.target.is_none()
+                && declared_in(name, found.libraries)
+                && let Some(issue) = library_argument_issue(name, &args)
+            {
+                found.checker.push(Issue {
+                    at: Some(Node::of(expr)),
+                    ..issue
+                });
+                return Ok(Ty::Unknown);
             }
             if call.target.is_none()
                 && let Some(issue) = operator_issue(name, &args)
