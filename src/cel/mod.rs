@@ -1200,13 +1200,45 @@ impl<'a> Activation<'a> {
     }
 }
 
+/// A library function's error with upstream's text where the CEL library words it its own
+/// way: `quantity` parse errors are `resource.ParseQuantity`'s (the input is read back from
+/// the message; for an unknown suffix the number before it parsed, so the suffix alone decides),
+/// and `asInteger` beyond int64 is `cannot convert value to integer`.
+fn library_error(function: &str, message: &str) -> String {
+    let quoted = |prefix: &str| {
+        message
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.strip_prefix('\''))
+            .and_then(|rest| rest.strip_suffix('\''))
+            .map(str::to_string)
+    };
+    match function {
+        "quantity" => {
+            let text = quoted("unknown quantity suffix: ")
+                .map(|suffix| format!("1{suffix}"))
+                .or_else(|| quoted("no numeric value in "))
+                .or_else(|| quoted("invalid number: "))
+                .or_else(|| quoted("quantity overflow: "))
+                .or_else(|| quoted("invalid exponent in "));
+            match text.map(|t| crate::quantity::Quantity::parse(&t)) {
+                Some(Err(e)) => e.to_string(),
+                _ => message.to_string(),
+            }
+        }
+        "asInteger" if message == "quantity too large for integer" => {
+            "cannot convert value to integer".into()
+        }
+        _ => message.to_string(),
+    }
+}
+
 /// Renders a cel 0.13 error with cel-go's wording where the cases correspond.
 fn error_text(err: &ExecutionError) -> String {
     match err {
         ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
         ExecutionError::NoSuchOverload => "no such overload".into(),
         ExecutionError::UndeclaredReference(n) => format!("no such attribute(s): {n}"),
-        ExecutionError::FunctionError { message, .. } => message.clone(),
+        ExecutionError::FunctionError { function, message } => library_error(function, message),
         ExecutionError::DivisionByZero(_) => "division by zero".into(),
         ExecutionError::RemainderByZero(_) => "modulus by zero".into(),
         ExecutionError::Overflow(..) => "integer overflow".into(),
