@@ -35,6 +35,7 @@ mod format;
 #[cfg(test)]
 mod library_tables;
 mod patch;
+mod semver;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, OnceLock};
@@ -1203,7 +1204,8 @@ impl<'a> Activation<'a> {
 /// A library function's error with upstream's text where the CEL library words it its own
 /// way: `quantity` parse errors are `resource.ParseQuantity`'s (the input is read back from
 /// the message; for an unknown suffix the number before it parsed, so the suffix alone decides),
-/// and `asInteger` beyond int64 is `cannot convert value to integer`.
+/// `semver`'s are blang/semver's `Parse` errors of the input (read back likewise), and
+/// `asInteger` beyond int64 is `cannot convert value to integer`.
 fn library_error(function: &str, message: &str) -> String {
     let quoted = |prefix: &str| {
         message
@@ -1225,6 +1227,11 @@ fn library_error(function: &str, message: &str) -> String {
                 _ => message.to_string(),
             }
         }
+        "semver" => message
+            .strip_prefix("invalid semver '")
+            .and_then(|rest| rest.split_once("': "))
+            .and_then(|(input, _)| semver::parse_error(input))
+            .unwrap_or_else(|| message.to_string()),
         "asInteger" if message == "quantity too large for integer" => {
             "cannot convert value to integer".into()
         }
