@@ -105,27 +105,23 @@ mod tests {
 
     #[test]
     fn blang_parse_errors() {
-        assert_eq!(parse_error("1.2.3-beta.1+build.1"), None);
-        assert_eq!(
-            parse_error("v1.0").as_deref(),
-            Some("No Major.Minor.Patch elements found")
-        );
-        assert_eq!(
-            parse_error("v1.0.0").as_deref(),
-            Some("Invalid character(s) found in major number \"v1\"")
-        );
-        assert_eq!(
-            parse_error("1.01.0").as_deref(),
-            Some("Minor number must not contain leading zeroes \"01\"")
-        );
-        assert_eq!(
-            parse_error("1.0.0-").as_deref(),
-            Some("Prerelease is empty")
-        );
-        assert_eq!(
-            parse_error("1.0.0+a..b").as_deref(),
-            Some("Build meta data is empty")
-        );
-        assert_eq!(parse_error("").as_deref(), Some("Version string empty"));
+        let cases = [
+            ("1.2.3-beta.1+build.1", None),
+            ("v1.0", Some("No Major.Minor.Patch elements found")),
+            (
+                "v1.0.0",
+                Some("Invalid character(s) found in major number \"v1\""),
+            ),
+            (
+                "1.01.0",
+                Some("Minor number must not contain leading zeroes \"01\""),
+            ),
+            ("1.0.0-", Some("Prerelease is empty")),
+            ("1.0.0+a..b", Some("Build meta data is empty")),
+            ("", Some("Version string empty")),
+        ];
+        for (input, want) in cases {
+            assert_eq!(parse_error(input).as_deref(), want, "{input}");
+        }
     }
 }
