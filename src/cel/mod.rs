@@ -36,6 +36,7 @@ mod format;
 mod library_tables;
 mod patch;
 mod semver;
+mod strings;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, OnceLock};
@@ -1152,6 +1153,7 @@ fn root() -> &'static cel::Context<'static> {
         let mut ctx = cel::Context::default().with_all();
         authz::register(&mut ctx);
         format::register(&mut ctx);
+        strings::register(&mut ctx);
         ctx.add_function(SELECT_FN, select_fn);
         ctx.add_function(DOC_SELECT_FN, doc_select_fn);
         ctx.add_function(TICK_FN, tick_fn);
