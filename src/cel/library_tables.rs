@@ -23,7 +23,7 @@ struct Table {
 }
 
 fn table() -> Table {
-    serde_json::from_str(include_str!(
+    crate::json::from_str(include_str!(
         "../../tests/fixtures/cel-library/kubernetes-library.json"
     ))
     .expect("the table parses")
