@@ -248,6 +248,9 @@ pub(crate) struct Found {
     /// literal validators, and the homogeneity validator in place of the type checker's older
     /// check of aggregate literals.
     literal_validators: bool,
+    /// The release (minor) whose CEL environment declares the functions: a library function
+    /// that release lacks is an undeclared reference.
+    libraries: u32,
     /// Depth of `format` calls around the node: literals inside them are exempt from the
     /// homogeneity check (`ext.Strings`' format validator configures the exemption).
     exempt: usize,
@@ -387,6 +390,8 @@ fn function_type(name: &str, target: Option<&Ty>) -> Option<Ty> {
         | "find"
         | "jsonpatch.escapeKey" => String,
         "bytes" => Bytes,
+        "ip" => Object("net.IP"),
+        "cidr" => Object("net.CIDR"),
         "timestamp" => Timestamp,
         "split" | "findAll" => list(String),
         "lists.range" => list(Int),
@@ -420,12 +425,17 @@ fn function_type(name: &str, target: Option<&Ty>) -> Option<Ty> {
         | "add"
         | "sub"
         | "sign"
-        | "cidr"
         | "distinct"
         | "first"
         | "last"
         | "flatten"
         | "format.byte"
+        | "format.dns1035Label"
+        | "format.dns1035LabelPrefix"
+        | "format.dns1123Label"
+        | "format.dns1123LabelPrefix"
+        | "format.dns1123Subdomain"
+        | "format.dns1123SubdomainPrefix"
         | "format.date"
         | "format.datetime"
         | "format.labelValue"
@@ -433,7 +443,6 @@ fn function_type(name: &str, target: Option<&Ty>) -> Option<Ty> {
         | "format.qualifiedName"
         | "format.uri"
         | "format.uuid"
-        | "ip"
         | "masked"
         | "math.abs"
         | "math.greatest"
@@ -449,6 +458,86 @@ fn function_type(name: &str, target: Option<&Ty>) -> Option<Ty> {
         _ => return None,
     };
     Some(t)
+}
+
+/// A release no modelled release reaches: the function is in no Kubernetes CEL environment.
+const NEVER: u32 = u32::MAX;
+
+/// The release (minor) whose CEL environment first declares the function `name`, as
+/// `k8s.io/apiserver/pkg/cel/environment/base.go` adds the libraries (0: every release).
+/// Names several libraries declare (`compareTo`, `isLessThan`, `indexOf`) count from the
+/// first.
+pub(crate) fn introduced(name: &str) -> u32 {
+    match name {
+        // library.Quantity
+        "quantity" | "isQuantity" | "sign" | "isInteger" | "asInteger" | "asApproximateFloat"
+        | "add" | "sub" | "compareTo" | "isGreaterThan" | "isLessThan" => 28,
+        // ext.Strings version 2 (version 0 before), ext.Sets
+        "format" | "strings.quote" | "join" | "sets.contains" | "sets.equivalent"
+        | "sets.intersects" => 29,
+        // library.IP, library.CIDR
+        "ip"
+        | "isIP"
+        | "ip.isCanonical"
+        | "family"
+        | "isUnspecified"
+        | "isLoopback"
+        | "isLinkLocalMulticast"
+        | "isLinkLocalUnicast"
+        | "isGlobalUnicast"
+        | "cidr"
+        | "isCIDR"
+        | "containsIP"
+        | "containsCIDR"
+        | "masked"
+        | "prefixLength" => 30,
+        // library.Format
+        "validate" => 31,
+        n if n.starts_with("format.") => 31,
+        // library.SemverLib version 1
+        "semver" | "isSemver" | "major" | "minor" | "patch" => 33,
+        // ext.Lists version 3
+        "distinct" | "first" | "last" | "flatten" | "slice" | "sort" | "reverse"
+        | "lists.range" => 34,
+        // ext.Math is in no release's environment.
+        n if n.starts_with("math.") => NEVER,
+        _ => 0,
+    }
+}
+
+/// The Kubernetes library functions that parse a string (global overloads only), with their
+/// overloads' parameters: cel-go's checker error when the arguments' types are known and no
+/// overload takes them.
+fn library_argument_issue(name: &str, args: &[Ty]) -> Option<Issue> {
+    const STRING: &[Ty] = &[Ty::String];
+    const STRING_BOOL: &[Ty] = &[Ty::String, Ty::Bool];
+    let overloads: &[&[Ty]] = match name {
+        "isSemver" | "semver" => &[STRING, STRING_BOOL],
+        "isQuantity" | "quantity" | "isIP" | "ip" | "isCIDR" | "cidr" | "isURL" | "url" => {
+            &[STRING]
+        }
+        _ => return None,
+    };
+    let definite = |t: &Ty| is_known(t) || matches!(t, Ty::Map(..) | Ty::Object(_));
+    let fits = |params: &&[Ty]| {
+        params.len() == args.len() && params.iter().zip(args).all(|(p, a)| !definite(a) || p == a)
+    };
+    if overloads.iter().any(fits) {
+        return None;
+    }
+    let types: Vec<std::string::String> = args.iter().map(Ty::display).collect();
+    Some(Issue::new(
+        format!(
+            "found no matching overload for '{name}' applied to '({})'",
+            types.join(", ")
+        ),
+        name,
+    ))
+}
+
+/// Whether the environment of release `libraries` declares the function `name`.
+fn declared_in(name: &str, libraries: u32) -> bool {
+    introduced(name) <= libraries
 }
 
 /// Names with a dot are namespaced functions (`sets.contains(...)`), parsed as member calls
@@ -796,9 +885,11 @@ pub(crate) fn check(
     expr: &Expression,
     scope: &mut Vec<(String, Ty)>,
     literal_validators: bool,
+    libraries: u32,
 ) -> Result<Ty, Vec<Issue>> {
     let mut found = Found {
         literal_validators,
+        libraries,
         ..Found::default()
     };
     match infer(expr, scope, &mut found) {
@@ -999,6 +1090,7 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
                 Some(t) => match &t.expr {
                     Expr::Ident(prefix)
                         if is_namespace(prefix, name)
+                            && declared_in(&format!("{prefix}.{name}"), found.libraries)
                             && !scope.iter().any(|(n, _)| n == prefix) =>
                     {
                         for a in &call.args {
@@ -1026,6 +1118,16 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
                 found
                     .validator
                     .push(Issue::at(format!("invalid {name} argument"), literal));
+            }
+            if call.target.is_none()
+                && declared_in(name, found.libraries)
+                && let Some(issue) = library_argument_issue(name, &args)
+            {
+                found.checker.push(Issue {
+                    at: Some(Node::of(expr)),
+                    ..issue
+                });
+                return Ok(Ty::Unknown);
             }
             if call.target.is_none()
                 && let Some(issue) = operator_issue(name, &args)
@@ -1097,6 +1199,7 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
                 }),
                 operators::OPT_INDEX | operators::OPT_SELECT => Ok(Ty::Unknown),
                 _ => Ok(function_type(name, target.as_ref())
+                    .filter(|_| declared_in(name, found.libraries))
                     .unwrap_or_else(|| undeclared_soft(name, expr, found))),
             }
         }

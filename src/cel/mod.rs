@@ -31,7 +31,12 @@
 mod authz;
 mod check;
 mod direct;
+mod format;
+#[cfg(test)]
+mod library_tables;
 mod patch;
+mod semver;
+mod strings;
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::{Arc, OnceLock};
@@ -565,6 +570,8 @@ pub struct Env {
     params_type: Option<check::Ty>,
     /// Whether the `duration`/`timestamp`/`matches` literal validators run (1.30 and later).
     literal_validators: bool,
+    /// The release (minor) whose CEL environment declares the library functions.
+    libraries: u32,
 }
 
 impl Env {
@@ -578,6 +585,7 @@ impl Env {
             object: None,
             params_type: None,
             literal_validators: true,
+            libraries: crate::KubeVersion::NEWEST.minor(),
         }
     }
 
@@ -592,6 +600,7 @@ impl Env {
             object: None,
             params_type: None,
             literal_validators: true,
+            libraries: crate::KubeVersion::NEWEST.minor(),
         }
     }
 
@@ -614,10 +623,13 @@ impl Env {
     /// The same environment as a release's apiserver builds it for a new expression (with the
     /// options of the release before it, `DefaultCompatibilityVersion`): the `duration`,
     /// `timestamp` and `matches` literal validators, introduced in 1.29, check expressions
-    /// created on 1.30 and later (before, a bad literal fails at run time).
+    /// created on 1.30 and later (before, a bad literal fails at run time), and a library
+    /// function is declared from the release after the one that added it (`isSemver`, added in
+    /// 1.33, compiles in expressions created on 1.34).
     pub fn for_release(&self, version: crate::KubeVersion) -> Env {
         Env {
             literal_validators: version.at_least(30),
+            libraries: version.minor() - 1,
             ..self.clone()
         }
     }
@@ -732,7 +744,7 @@ pub fn compile_in(expression: &str, env: &Env, ret: ReturnType) -> Result<Progra
             at: None,
         }])
     } else {
-        check::check(&parsed, &mut scope, env.literal_validators)
+        check::check(&parsed, &mut scope, env.literal_validators, env.libraries)
     }
     .map_err(|issues| render_issues(expression, &issues))?;
     let fits = match ret {
@@ -1140,6 +1152,8 @@ fn root() -> &'static cel::Context<'static> {
     ROOT.get_or_init(|| {
         let mut ctx = cel::Context::default().with_all();
         authz::register(&mut ctx);
+        format::register(&mut ctx);
+        strings::register(&mut ctx);
         ctx.add_function(SELECT_FN, select_fn);
         ctx.add_function(DOC_SELECT_FN, doc_select_fn);
         ctx.add_function(TICK_FN, tick_fn);
@@ -1171,13 +1185,69 @@ pub struct Activation<'a> {
     pub user: &'a crate::api::UserInfo,
 }
 
+impl<'a> Activation<'a> {
+    /// A request with no old object (a CREATE).
+    pub fn created(
+        object: &'a serde_json::Value,
+        request: &'a serde_json::Value,
+        authorizer: &'a Authorizer,
+        user: &'a crate::api::UserInfo,
+    ) -> Self {
+        Activation {
+            object,
+            old_object: &serde_json::Value::Null,
+            request,
+            authorizer,
+            user,
+        }
+    }
+}
+
+/// A library function's error with upstream's text where the CEL library words it its own
+/// way: `quantity` parse errors are `resource.ParseQuantity`'s (the input is read back from
+/// the message; for an unknown suffix the number before it parsed, so the suffix alone decides),
+/// `semver`'s are blang/semver's `Parse` errors of the input (read back likewise), and
+/// `asInteger` beyond int64 is `cannot convert value to integer`.
+fn library_error(function: &str, message: &str) -> String {
+    let quoted = |prefix: &str| {
+        message
+            .strip_prefix(prefix)
+            .and_then(|rest| rest.strip_prefix('\''))
+            .and_then(|rest| rest.strip_suffix('\''))
+            .map(str::to_string)
+    };
+    match function {
+        "quantity" => {
+            let text = quoted("unknown quantity suffix: ")
+                .map(|suffix| format!("1{suffix}"))
+                .or_else(|| quoted("no numeric value in "))
+                .or_else(|| quoted("invalid number: "))
+                .or_else(|| quoted("quantity overflow: "))
+                .or_else(|| quoted("invalid exponent in "));
+            match text.map(|t| crate::quantity::Quantity::parse(&t)) {
+                Some(Err(e)) => e.to_string(),
+                _ => message.to_string(),
+            }
+        }
+        "semver" => message
+            .strip_prefix("invalid semver '")
+            .and_then(|rest| rest.split_once("': "))
+            .and_then(|(input, _)| semver::parse_error(input))
+            .unwrap_or_else(|| message.to_string()),
+        "asInteger" if message == "quantity too large for integer" => {
+            "cannot convert value to integer".into()
+        }
+        _ => message.to_string(),
+    }
+}
+
 /// Renders a cel 0.13 error with cel-go's wording where the cases correspond.
 fn error_text(err: &ExecutionError) -> String {
     match err {
         ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
         ExecutionError::NoSuchOverload => "no such overload".into(),
         ExecutionError::UndeclaredReference(n) => format!("no such attribute(s): {n}"),
-        ExecutionError::FunctionError { message, .. } => message.clone(),
+        ExecutionError::FunctionError { function, message } => library_error(function, message),
         ExecutionError::DivisionByZero(_) => "division by zero".into(),
         ExecutionError::RemainderByZero(_) => "modulus by zero".into(),
         ExecutionError::Overflow(..) => "integer overflow".into(),
@@ -1613,13 +1683,44 @@ pub fn evaluate_in(
     variables: Option<&Variables>,
 ) -> OutputEvaluation {
     let (value, cost) = run(program, inputs, variables);
-    let result = value.map(|v| match v {
+    let result = value.map(output);
+    OutputEvaluation { result, cost }
+}
+
+/// Evaluates `program` over `object` alone: a CREATE request with no user, no old object, no
+/// params and an authorizer that allows nothing; the value or cel's error text.
+fn run_alone(program: &Program, object: &serde_json::Value) -> Result<Value, String> {
+    let (user, authorizer): (crate::api::UserInfo, Authorizer) = Default::default();
+    let request = serde_json::json!({"operation": "CREATE"});
+    let inputs = Inputs::new(
+        Activation::created(object, &request, &authorizer, &user),
+        None,
+        None,
+    );
+    run(program, &inputs, None).0
+}
+
+/// Compiles `expression` in `env` to `ret` and evaluates it over `object` alone (a CREATE
+/// request with no user, old object or params): what a library function gives, for checks and
+/// tests of single expressions.
+pub fn evaluate_standalone(
+    expression: &str,
+    env: &Env,
+    ret: ReturnType,
+    object: &serde_json::Value,
+) -> Result<Output, String> {
+    let program = compile_in(expression, env, ret).map_err(|e| e.0)?;
+    run_alone(&program, object).map(output)
+}
+
+/// A value as [`Output`] reports it.
+fn output(v: Value) -> Output {
+    match v {
         Value::Bool(b) => Output::Bool(b),
         Value::String(s) => Output::String(s.to_string()),
         Value::Null => Output::Null,
         other => Output::Other(other.type_of().to_string()),
-    });
-    OutputEvaluation { result, cost }
+    }
 }
 
 /// The direct evaluator's answer and its cost, when it has one.
@@ -2031,13 +2132,7 @@ mod tests {
             None,
         );
         let inputs = Inputs::new(
-            Activation {
-                object,
-                old_object: &serde_json::Value::Null,
-                request: &request,
-                authorizer: &authorizer,
-                user: &user,
-            },
+            Activation::created(object, &request, &authorizer, &user),
             params,
             namespace,
         );
@@ -2232,7 +2327,7 @@ mod tests {
         for case in cases {
             let parsed = parse(&case.expr).unwrap();
             let mut scope = vec![(case.var.clone(), check::Ty::String)];
-            let got = match check::check(&parsed, &mut scope, true) {
+            let got = match check::check(&parsed, &mut scope, true, u32::MAX) {
                 Ok(_) => String::new(),
                 Err(issues) => render_issues(&case.expr, &issues).0,
             };
@@ -2307,7 +2402,7 @@ mod tests {
     #[test]
     fn static_types() {
         use check::Ty;
-        let ty = |e: &str| check::check(&parse(e).unwrap(), &mut Vec::new(), true);
+        let ty = |e: &str| check::check(&parse(e).unwrap(), &mut Vec::new(), true, u32::MAX);
         assert_eq!(
             ty("request.userInfo.groups"),
             Ok(Ty::List(Box::new(Ty::String)))

@@ -316,13 +316,7 @@ mod tests {
         authorizer: &'a Authorizer,
     ) -> Inputs<'a> {
         Inputs::new(
-            Activation {
-                object,
-                old_object: &serde_json::Value::Null,
-                request,
-                authorizer,
-                user,
-            },
+            Activation::created(object, request, authorizer, user),
             None,
             None,
         )
@@ -460,13 +454,7 @@ mod optional_fields {
         let (user, authorizer): (crate::api::UserInfo, Authorizer) = Default::default();
         let request = json!({});
         let inputs = Inputs::new(
-            Activation {
-                object: &object,
-                old_object: &serde_json::Value::Null,
-                request: &request,
-                authorizer: &authorizer,
-                user: &user,
-            },
+            Activation::created(&object, &request, &authorizer, &user),
             None,
             None,
         );
