@@ -77,6 +77,25 @@ const SIZED: &[&str] = &[
     "isQuantity",
     "semver",
     "isSemver",
+    "strings.quote",
+    "format",
+    "bytes",
+    "string",
+];
+
+/// cel-go's type conversion functions (`overloads.IsTypeConversionFunction`): over a constant,
+/// `OptOptimize` folds them into a constant.
+const CONVERSIONS: &[&str] = &[
+    "bool",
+    "bytes",
+    "double",
+    "duration",
+    "dyn",
+    "int",
+    "string",
+    "timestamp",
+    "type",
+    "uint",
 ];
 
 /// How the call `name` (a namespaced function as `ip.isCanonical`) is charged.
@@ -86,6 +105,12 @@ pub(super) fn classify(name: &str, call: &CallExpr) -> CallCost {
         // The authorization library charges its checks (350,000 each) itself.
         "check" => CallCost::Free,
         operators::IN if constant_list(call.args.get(1)) => CallCost::Free,
+        n if CONVERSIONS.contains(&n)
+            && call.target.is_none()
+            && matches!(call.args.as_slice(), [arg] if matches!(arg.expr, Expr::Literal(_))) =>
+        {
+            CallCost::Free
+        }
         n if SIZED.contains(&n) => CallCost::Sized,
         _ => CallCost::Fixed(1),
     }
@@ -190,7 +215,12 @@ pub(super) fn call_cost(
         operators::ADD if is_str(0) => traversal(arg(0).size() + arg(1).size()),
         // A list's size; the caller passes a map as a scalar (membership in a map costs 1).
         operators::IN => arg(1).size(),
-        "startsWith" | "endsWith" if is_str(0) => traversal(arg(0).size()),
+        // cel-go's O(n) functions: of the receiver, or of the converted string or bytes.
+        "startsWith" | "endsWith" | "strings.quote" | "format" if is_str(0) => {
+            traversal(arg(0).size())
+        }
+        "bytes" if is_str(0) => traversal(arg(0).size()),
+        "string" if matches!(arg(0), Arg::Sized(_)) => traversal(arg(0).size()),
         "contains" if is_str(0) => {
             traversal(arg(0).size()).saturating_mul(traversal(arg(1).size()))
         }

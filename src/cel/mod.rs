@@ -22,11 +22,11 @@
 //!   checks, and functions kube-cel does not provide are undeclared;
 //! * error texts come from cel 0.13 and are mapped to cel-go's wording for the common cases
 //!   (`no such key: x`, `no such overload`, `division by zero`, ...), not for all;
-//! * cost: an evaluation costs its node count plus the nodes of every comprehension iteration
-//!   plus 350,000 per authorization check; cel-go's costs of string and list operations that
-//!   grow with their size are not modelled. The per-call limit aborts an evaluation with
-//!   cel-go's text; the per-webhook budget is left to the caller through
-//!   [`evaluation_cost_exceeded`].
+//! * cost: what cel-go's runtime cost tracker charges under the apiserver's options, step by
+//!   step as the expression runs (`cost`); a few functions' size-dependent costs are not
+//!   modelled (`format`'s `validate`, field and label selectors of authorization checks). The
+//!   per-call limit aborts an evaluation with cel-go's text; budgets shared by several
+//!   expressions are left to the caller through [`evaluation_cost_exceeded`].
 
 mod authz;
 mod check;
