@@ -1259,6 +1259,8 @@ fn cel_cost_limits_deny_at_the_sizes_a_v1_33_apiserver_did() {
         ("matches", "cost-matches"),
         ("all", "cost-all"),
         ("budget", "cost-budget"),
+        ("contains", "cost-contains"),
+        ("exists", "cost-exists"),
     ] {
         let PolicyObject::Policy(p) = load(policies[policy]["policy"].clone(), policy) else {
             unreachable!()
@@ -1275,12 +1277,17 @@ fn cel_cost_limits_deny_at_the_sizes_a_v1_33_apiserver_did() {
         for request in recorded["requests"].as_array().unwrap() {
             let size = request["size"].as_u64().unwrap() as usize;
             let name = format!("{case}-{size}");
-            let data: serde_json::Map<String, Value> = if case == "all" {
-                (0..size).map(|i| (format!("k{i}"), json!(""))).collect()
-            } else {
-                [("s".to_string(), json!("a".repeat(size)))]
+            let data: serde_json::Map<String, Value> = match case {
+                "all" | "exists" => (0..size).map(|i| (format!("k{i}"), json!(""))).collect(),
+                "contains" => [
+                    ("s".to_string(), json!("a".repeat(size))),
+                    ("t".to_string(), json!("b".repeat(1000))),
+                ]
+                .into_iter()
+                .collect(),
+                _ => [("s".to_string(), json!("a".repeat(size)))]
                     .into_iter()
-                    .collect()
+                    .collect(),
             };
             let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
                 "metadata": {"name": name, "namespace": "default", "labels": {"case": case}},
@@ -1296,6 +1303,21 @@ fn cel_cost_limits_deny_at_the_sizes_a_v1_33_apiserver_did() {
             });
             if outcome.allowed != want_allowed || got != want {
                 failures.push(format!("{name}: allowed {} {got:?}", outcome.allowed));
+            }
+            // Neither error writes a policy audit annotation (only the authorizer's were).
+            let recorded: Vec<&String> = request["audit"]["annotations"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .filter(|k| k.contains("policy"))
+                .collect();
+            let annotations = outcome.annotations_at(AuditLevel::Metadata);
+            let written: Vec<&String> = annotations
+                .keys()
+                .filter(|k| k.contains("policy"))
+                .collect();
+            if written != recorded {
+                failures.push(format!("{name}: annotations {written:?}"));
             }
         }
     }
