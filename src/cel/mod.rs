@@ -2342,7 +2342,7 @@ mod tests {
     /// cost, through both evaluators and both ways of binding the object.
     #[test]
     fn upstream_runtime_cost_tables() {
-        let cases: Vec<serde_json::Value> = serde_json::from_str(include_str!(
+        let cases: Vec<serde_json::Value> = crate::json::from_str(include_str!(
             "../../tests/fixtures/cel-cost-v1.33/upstream-runtime-cost.json"
         ))
         .unwrap();
