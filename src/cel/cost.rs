@@ -11,6 +11,8 @@
 //! calls whose cost depends on their arguments.
 
 use cel::common::ast::{CallExpr, Expr, operators};
+
+use super::authz::AUTHZ_CHECK_COST;
 use kube_cel::cel;
 
 /// `common.StringTraversalCostFactor`.
@@ -34,6 +36,40 @@ pub(super) enum CallCost {
     /// By the sizes of its arguments ([`call_cost`]).
     Sized,
 }
+
+/// The functions the Kubernetes library's `CallCost` prices: before
+/// `StrictCostEnforcementForVAP`/`ForWebhooks` (GA and locked on in 1.32; off by default
+/// before) the apiserver evaluated without that estimator, so each cost cel-go's default 1.
+pub(super) const LIBRARY: &[&str] = &[
+    "check",
+    "find",
+    "findAll",
+    "url",
+    "lowerAscii",
+    "upperAscii",
+    "substring",
+    "trim",
+    "replace",
+    "split",
+    "join",
+    "isSorted",
+    "sum",
+    "max",
+    "min",
+    "indexOf",
+    "lastIndexOf",
+    "cidr",
+    "isIP",
+    "isCIDR",
+    "ip",
+    "ip.isCanonical",
+    "containsIP",
+    "containsCIDR",
+    "quantity",
+    "isQuantity",
+    "semver",
+    "isSemver",
+];
 
 /// Functions whose cost depends on their arguments or result (cel-go's `costCall` and the
 /// Kubernetes `CallCost`).
@@ -102,8 +138,8 @@ const CONVERSIONS: &[&str] = &[
 pub(super) fn classify(name: &str, call: &CallExpr) -> CallCost {
     match name {
         operators::LOGICAL_AND | operators::LOGICAL_OR | operators::CONDITIONAL => CallCost::Free,
-        // The authorization library charges its checks (350,000 each) itself.
-        "check" => CallCost::Free,
+        // An authorization check: sized so that only two fit into one expression's limit.
+        "check" => CallCost::Fixed(AUTHZ_CHECK_COST),
         operators::IN if constant_list(call.args.get(1)) => CallCost::Free,
         n if CONVERSIONS.contains(&n)
             && call.target.is_none()

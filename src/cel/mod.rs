@@ -23,7 +23,8 @@
 //! * error texts come from cel 0.13 and are mapped to cel-go's wording for the common cases
 //!   (`no such key: x`, `no such overload`, `division by zero`, ...), not for all;
 //! * cost: what cel-go's runtime cost tracker charges under the apiserver's options, step by
-//!   step as the expression runs (`cost`); a few functions' size-dependent costs are not
+//!   step as the expression runs (`cost`; the Kubernetes library's prices from 1.32, 1 each
+//!   before); a few functions' size-dependent costs are not
 //!   modelled (`format`'s `validate`, field and label selectors of authorization checks). The
 //!   per-call limit aborts an evaluation with cel-go's text; budgets shared by several
 //!   expressions are left to the caller through [`evaluation_cost_exceeded`].
@@ -573,6 +574,9 @@ pub struct Env {
     params_type: Option<check::Ty>,
     /// Whether the `duration`/`timestamp`/`matches` literal validators run (1.30 and later).
     literal_validators: bool,
+    /// Whether the Kubernetes library's functions cost what its estimator says (1.32 and
+    /// later, `StrictCostEnforcementForVAP`), or 1 each.
+    strict_cost: bool,
 }
 
 impl Env {
@@ -586,6 +590,7 @@ impl Env {
             object: None,
             params_type: None,
             literal_validators: true,
+            strict_cost: true,
         }
     }
 
@@ -600,6 +605,7 @@ impl Env {
             object: None,
             params_type: None,
             literal_validators: true,
+            strict_cost: true,
         }
     }
 
@@ -626,6 +632,7 @@ impl Env {
     pub fn for_release(&self, version: crate::KubeVersion) -> Env {
         Env {
             literal_validators: version.at_least(30),
+            strict_cost: version.at_least(32),
             ..self.clone()
         }
     }
@@ -778,7 +785,10 @@ pub fn compile_in(expression: &str, env: &Env, ret: ReturnType) -> Result<Progra
             output.name()
         )));
     }
-    let expr = rewrite(parsed);
+    let mut expr = rewrite(parsed);
+    if !env.strict_cost {
+        without_library_costs(&mut expr);
+    }
     let direct = direct::compile(&expr).map(Arc::new);
     Ok(Program {
         expr: Arc::new(expr),
@@ -804,6 +814,68 @@ fn collect_uses(expr: &Expression, uses: &mut Uses) {
             }
         }
         stack.extend(check::children(e));
+    }
+}
+
+/// The rewritten `expr` with the Kubernetes library's functions charged 1 each, as releases
+/// before `StrictCostEnforcementForVAP` charged them ([`cost::LIBRARY`]).
+fn without_library_costs(e: &mut Expression) {
+    let id = e.id;
+    match &mut e.expr {
+        Expr::Call(c) if c.func_name == SIZED_FN && !c.args.is_empty() => {
+            let name = match &c.args[0].expr {
+                Expr::Call(call) => match call.target.as_deref() {
+                    Some(IdedExpr {
+                        expr: Expr::Ident(prefix),
+                        ..
+                    }) if check::is_namespace(prefix, &call.func_name) => {
+                        format!("{prefix}.{}", call.func_name)
+                    }
+                    _ => call.func_name.clone(),
+                },
+                _ => String::new(),
+            };
+            if cost::LIBRARY.contains(&name.as_str()) {
+                let call = c.args.swap_remove(0);
+                *e = tick(id, call, 1);
+            }
+        }
+        Expr::Call(c)
+            if c.func_name == TICK_FN
+                && matches!(&c.args.first().map(|a| &a.expr), Some(Expr::Call(inner)) if inner.func_name == "check") =>
+        {
+            *e = tick(id, c.args.swap_remove(0), 1);
+        }
+        _ => {}
+    }
+    match &mut e.expr {
+        Expr::Call(c) => {
+            if let Some(t) = c.target.as_deref_mut() {
+                without_library_costs(t);
+            }
+            c.args.iter_mut().for_each(without_library_costs);
+        }
+        Expr::Comprehension(c) => {
+            for part in [
+                &mut c.iter_range,
+                &mut c.accu_init,
+                &mut c.loop_cond,
+                &mut c.loop_step,
+                &mut c.result,
+            ] {
+                without_library_costs(part);
+            }
+        }
+        Expr::List(l) => l.elements.iter_mut().for_each(without_library_costs),
+        Expr::Map(m) => {
+            for entry in &mut m.entries {
+                if let cel::common::ast::EntryExpr::MapEntry(me) = &mut entry.expr {
+                    without_library_costs(&mut me.key);
+                    without_library_costs(&mut me.value);
+                }
+            }
+        }
+        _ => {}
     }
 }
 
@@ -1750,8 +1822,8 @@ impl Opaque for Variables {
 trait Binder {
     /// The variable in `slot` (`object`, `oldObject`, `request`, `params`, `namespaceObject`).
     fn bind(&self, slot: usize) -> Result<Value, String>;
-    /// The `authorizer` charging `counter`; None when the scope has no authorizer.
-    fn authorizer(&self, counter: &Arc<CostCounter>) -> Option<Session>;
+    /// The `authorizer`; None when the scope has no authorizer.
+    fn authorizer(&self) -> Option<Session>;
 }
 
 impl Binder for Inputs<'_> {
@@ -1759,8 +1831,8 @@ impl Binder for Inputs<'_> {
         self.converted(slot)
     }
 
-    fn authorizer(&self, counter: &Arc<CostCounter>) -> Option<Session> {
-        (!self.without_authorizer).then(|| session(&self.base, counter))
+    fn authorizer(&self) -> Option<Session> {
+        (!self.without_authorizer).then(|| session(&self.base))
     }
 }
 
@@ -1769,21 +1841,17 @@ impl Binder for LazyVariables {
         self.bound[slot].clone().unwrap_or(Ok(Value::Null))
     }
 
-    fn authorizer(&self, counter: &Arc<CostCounter>) -> Option<Session> {
-        self.authorizer.as_ref().map(|s| Session {
-            cost: Arc::clone(counter),
-            ..s.clone()
-        })
+    fn authorizer(&self) -> Option<Session> {
+        self.authorizer.clone()
     }
 }
 
-/// The authorizer of an evaluation over `activation`, charging `counter`.
-fn session(activation: &Activation<'_>, counter: &Arc<CostCounter>) -> Session {
+/// The authorizer of an evaluation over `activation`.
+fn session(activation: &Activation<'_>) -> Session {
     let r = activation.request;
     Session {
         authorizer: Arc::new(activation.authorizer.clone()),
         user: activation.user.username.as_str().into(),
-        cost: Arc::clone(counter),
         request_resource: Arc::new(ResourceAttributes {
             group: string_at(r, &["resource", "group"]).into(),
             resource: string_at(r, &["resource", "resource"]).into(),
@@ -1812,7 +1880,6 @@ impl Variables {
             uses.authorizer |= u.authorizer;
         }
         let slot = |used: bool, slot: usize| used.then(|| inputs.converted(slot));
-        let counter = Arc::new(CostCounter::default());
         Variables {
             lazy: Some(Arc::new(LazyVariables {
                 programs: Arc::clone(programs),
@@ -1823,10 +1890,7 @@ impl Variables {
                     slot(uses.params, 3),
                     slot(uses.namespace_object, 4),
                 ],
-                authorizer: uses
-                    .authorizer
-                    .then(|| inputs.authorizer(&counter))
-                    .flatten(),
+                authorizer: uses.authorizer.then(|| inputs.authorizer()).flatten(),
                 values: programs.iter().map(|_| OnceLock::new()).collect(),
                 cost: CostCounter::default(),
             })),
@@ -1980,7 +2044,7 @@ fn run_cel(
         ctx.add_variable_from_value("variables", Value::Opaque(Arc::new(vars)));
     }
     if u.authorizer
-        && let Some(session) = binder.authorizer(&counter)
+        && let Some(session) = binder.authorizer()
     {
         ctx.add_variable_from_value("authorizer", AuthzValue::Authorizer(session).into_value());
     }
@@ -2384,6 +2448,39 @@ mod tests {
             }
         }
         assert!(failures.is_empty(), "{failures:#?}");
+    }
+
+    /// Before `StrictCostEnforcementForVAP` (1.32) the apiserver priced the Kubernetes library's
+    /// functions at cel-go's default 1, an authorization check included; cel-go's own rules
+    /// (`matches`, string equality) are the same in every release.
+    #[test]
+    fn library_costs_follow_the_release() {
+        let object = json!({"s": "a".repeat(1000)});
+        for (expr, strict, before) in [
+            ("object.s.lowerAscii() == 'a'", 2 + 100 + 1, 2 + 1 + 1),
+            ("quantity('1Mi') == quantity('2Mi')", 3, 3),
+            (
+                "object.s.split('a').size() > 0",
+                2 + 200 + 1 + 1,
+                2 + 1 + 1 + 1,
+            ),
+            ("object.s.matches('a+')", 2 + 101, 2 + 101),
+            (
+                "authorizer.group('').resource('pods').check('get').allowed()",
+                1 + 1 + 1 + authz::AUTHZ_CHECK_COST + 1,
+                5,
+            ),
+        ] {
+            for (minor, want) in [(33, strict), (32, strict), (31, before), (28, before)] {
+                let env = Env::policy(false).for_release(crate::KubeVersion::new(minor).unwrap());
+                let program = compile_in(expr, &env, ReturnType::Any).unwrap();
+                let ev = with_inputs(&object, None, None, false, |inputs| {
+                    evaluate_in(&program, inputs, None)
+                });
+                assert!(ev.result.is_ok(), "{expr}: {:?}", ev.result);
+                assert_eq!(ev.cost, want, "{expr} in 1.{minor}");
+            }
+        }
     }
 
     /// Every expression over every object, evaluated directly (where the direct evaluator
