@@ -71,8 +71,8 @@ pub(super) const LIBRARY: &[&str] = &[
     "isSemver",
 ];
 
-/// Functions whose cost depends on their arguments or result (cel-go's `costCall` and the
-/// Kubernetes `CallCost`).
+/// cel-go's own functions whose cost depends on their arguments (`costCall`); the library's
+/// are [`LIBRARY`].
 const SIZED: &[&str] = &[
     operators::EQUALS,
     operators::NOT_EQUALS,
@@ -86,33 +86,6 @@ const SIZED: &[&str] = &[
     "endsWith",
     "contains",
     "matches",
-    "find",
-    "findAll",
-    "url",
-    "lowerAscii",
-    "upperAscii",
-    "substring",
-    "trim",
-    "replace",
-    "split",
-    "join",
-    "isSorted",
-    "sum",
-    "max",
-    "min",
-    "indexOf",
-    "lastIndexOf",
-    "cidr",
-    "isIP",
-    "isCIDR",
-    "ip",
-    "ip.isCanonical",
-    "containsIP",
-    "containsCIDR",
-    "quantity",
-    "isQuantity",
-    "semver",
-    "isSemver",
     "strings.quote",
     "format",
     "bytes",
@@ -147,7 +120,7 @@ pub(super) fn classify(name: &str, call: &CallExpr) -> CallCost {
         {
             CallCost::Free
         }
-        n if SIZED.contains(&n) => CallCost::Sized,
+        n if SIZED.contains(&n) || LIBRARY.contains(&n) => CallCost::Sized,
         _ => CallCost::Fixed(1),
     }
 }
