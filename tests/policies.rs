@@ -1228,3 +1228,98 @@ fn policy_definitions_are_counted_in_1_28_and_1_29_only() {
         );
     }
 }
+
+/// The per-call limit and the policy's runtime budget, against a v1.33.3 apiserver
+/// (`fixtures/cel-cost-v1.33`): for each policy, the largest ConfigMap it allowed and the
+/// smallest it denied, found by bisection there, answered alike here with the same status.
+#[test]
+fn cel_cost_limits_deny_at_the_sizes_a_v1_33_apiserver_did() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/cel-cost-v1.33");
+    let read = |file: &str| -> Value {
+        serde_json::from_str(&std::fs::read_to_string(format!("{dir}/{file}")).unwrap()).unwrap()
+    };
+    let policies = read("policies.json");
+    let outcomes = read("outcomes.json");
+    // Every policy was accepted on create, the one whose estimated cost is far beyond the
+    // per-call limit too: 1.33 checks no estimated cost for ValidatingAdmissionPolicy.
+    for (name, recorded) in policies.as_object().unwrap() {
+        assert_eq!(recorded["policyStatus"], 201, "{name}");
+        load(recorded["policy"].clone(), name);
+    }
+    let cluster = Cluster {
+        namespaces: {
+            let mut n = Namespaces::default();
+            n.insert("default", BTreeMap::new());
+            n
+        },
+        params: ParamObjects::new(Vec::new()),
+    };
+    let mut failures = Vec::new();
+    for (case, policy) in [
+        ("matches", "cost-matches"),
+        ("all", "cost-all"),
+        ("budget", "cost-budget"),
+        ("contains", "cost-contains"),
+        ("exists", "cost-exists"),
+    ] {
+        let PolicyObject::Policy(p) = load(policies[policy]["policy"].clone(), policy) else {
+            unreachable!()
+        };
+        let PolicyObject::Binding(b) = load(policies[policy]["binding"].clone(), policy) else {
+            unreachable!()
+        };
+        let engine = Engine::new(
+            &[],
+            EngineOptions::for_version(KubeVersion::new(33).unwrap()),
+        )
+        .with_policies(&[p], &[b]);
+        let recorded = &outcomes[case];
+        for request in recorded["requests"].as_array().unwrap() {
+            let size = request["size"].as_u64().unwrap() as usize;
+            let name = format!("{case}-{size}");
+            let data: serde_json::Map<String, Value> = match case {
+                "all" | "exists" => (0..size).map(|i| (format!("k{i}"), json!(""))).collect(),
+                "contains" => [
+                    ("s".to_string(), json!("a".repeat(size))),
+                    ("t".to_string(), json!("b".repeat(1000))),
+                ]
+                .into_iter()
+                .collect(),
+                _ => [("s".to_string(), json!("a".repeat(size)))]
+                    .into_iter()
+                    .collect(),
+            };
+            let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                "metadata": {"name": name, "namespace": "default", "labels": {"case": case}},
+                "data": data});
+            let (outcome, _) = dispatch(&engine, &cluster, attributes(object, Operation::Create));
+            let want_allowed = request["code"] == 201;
+            let got = outcome.status.as_ref().map(|s| (s.code, s.message.clone()));
+            let want = (!want_allowed).then(|| {
+                (
+                    request["code"].as_i64().unwrap() as i32,
+                    request["response"]["message"].as_str().unwrap().to_string(),
+                )
+            });
+            if outcome.allowed != want_allowed || got != want {
+                failures.push(format!("{name}: allowed {} {got:?}", outcome.allowed));
+            }
+            // Neither error writes a policy audit annotation (only the authorizer's were).
+            let recorded: Vec<&String> = request["audit"]["annotations"]
+                .as_object()
+                .unwrap()
+                .keys()
+                .filter(|k| k.contains("policy"))
+                .collect();
+            let annotations = outcome.annotations_at(AuditLevel::Metadata);
+            let written: Vec<&String> = annotations
+                .keys()
+                .filter(|k| k.contains("policy"))
+                .collect();
+            if written != recorded {
+                failures.push(format!("{name}: annotations {written:?}"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{failures:#?}");
+}

@@ -284,7 +284,6 @@ impl CostCounter {
 pub(crate) struct Session {
     pub(crate) authorizer: Arc<Authorizer>,
     pub(crate) user: Arc<str>,
-    pub(crate) cost: Arc<CostCounter>,
     /// Attributes of `authorizer.requestResource`.
     pub(crate) request_resource: Arc<ResourceAttributes>,
 }
@@ -419,7 +418,6 @@ fn method(ftx: &FunctionContext, this: Value, args: &[Value]) -> ResolveResult {
                 verb: string_arg(ftx, args, 0)?,
                 target: Target::Path(path.clone()),
             };
-            s.cost.add(AUTHZ_CHECK_COST);
             AuthzValue::Decision(s.authorizer.authorize(&s.user, &attrs))
         }
         ("check", AuthzValue::ResourceCheck(s, r)) => {
@@ -428,7 +426,6 @@ fn method(ftx: &FunctionContext, this: Value, args: &[Value]) -> ResolveResult {
                 verb: string_arg(ftx, args, 0)?,
                 target: Target::Resource(r.clone()),
             };
-            s.cost.add(AUTHZ_CHECK_COST);
             AuthzValue::Decision(s.authorizer.authorize(&s.user, &attrs))
         }
         ("allowed", AuthzValue::Decision(d)) => {

@@ -1315,17 +1315,6 @@ pub(crate) fn depth(expr: &Expression) -> usize {
     max
 }
 
-/// Number of nodes, an approximation of cel-go's per-node evaluation cost.
-pub(crate) fn node_count(expr: &Expression) -> u64 {
-    let mut n = 0u64;
-    let mut stack = vec![expr];
-    while let Some(e) = stack.pop() {
-        n += 1;
-        stack.extend(children(e));
-    }
-    n
-}
-
 pub(crate) fn children(e: &Expression) -> Vec<&Expression> {
     match &e.expr {
         Expr::Call(c) => c

@@ -17,7 +17,8 @@ use cel::common::ast::{CallExpr, Expr, LiteralValue, operators};
 use cel::parser::Expression;
 use kube_cel::cel;
 
-use super::{DOC_SELECT_FN, HAS_FN, SELECT_FN, TICK_FN, UNWRAP_FN};
+use super::cost::{self, Arg};
+use super::{DOC_SELECT_FN, HAS_FN, SELECT_FN, SIZED_FN, TICK_FN, UNWRAP_FN};
 
 /// The expression is outside what this evaluator models, or its evaluation met something it does
 /// not (an error, a float, a map to iterate): cel evaluates it instead.
@@ -183,6 +184,8 @@ fn call(c: &CallExpr, scope: &mut Vec<String>) -> Eval<Node> {
         }
         (HAS_FN, [operand, f]) => Node::Has(Box::new(node(operand, scope)?), field(f)?),
         (UNWRAP_FN | "dyn", [x]) => node(x, scope)?,
+        // The operators and functions below charge their sized cost themselves.
+        (SIZED_FN, [call, _template]) => node(call, scope)?,
         (TICK_FN, [step, cost]) => match &cost.expr {
             Expr::Literal(LiteralValue::Int(n)) => Node::Tick(
                 Box::new(node(step, scope)?),
@@ -249,6 +252,15 @@ impl<'a> Val<'a> {
         })
     }
 
+    /// What the cost rules need of the value.
+    fn cost_arg(self) -> Arg {
+        match self {
+            Val::Str(s) => Arg::str(s),
+            Val::Json(v) => json_cost_arg(v),
+            _ => Arg::Scalar,
+        }
+    }
+
     fn bool(self) -> Eval<bool> {
         match self {
             Val::Bool(b) => Ok(b),
@@ -276,6 +288,11 @@ pub(super) struct Frame<'a> {
 }
 
 impl<'a> Frame<'a> {
+    /// Adds a step's cost.
+    fn charge(&mut self, cost: u64) {
+        self.ticks = self.ticks.saturating_add(cost);
+    }
+
     /// A frame over the request variables (None: not available to this evaluator).
     pub(super) fn new(roots: [Option<Val<'a>>; 5]) -> Self {
         Frame {
@@ -333,6 +350,20 @@ pub(super) fn evaluate<'a>(node: &'a Node, f: &mut Frame<'a>) -> Eval<Val<'a>> {
                 }
                 _ => return Err(Unsupported),
             };
+            let name = match cmp {
+                Cmp::Eq => operators::EQUALS,
+                Cmp::Ne => operators::NOT_EQUALS,
+                Cmp::Lt => operators::LESS,
+                Cmp::Le => operators::LESS_EQUALS,
+                Cmp::Gt => operators::GREATER,
+                Cmp::Ge => operators::GREATER_EQUALS,
+            };
+            f.charge(cost::call_cost(
+                name,
+                &[a.cost_arg(), b.cost_arg()],
+                Arg::Scalar,
+                || 1,
+            ));
             Val::Bool(match cmp {
                 Cmp::Eq => order.is_eq(),
                 Cmp::Ne => order.is_ne(),
@@ -348,6 +379,17 @@ pub(super) fn evaluate<'a>(node: &'a Node, f: &mut Frame<'a>) -> Eval<Val<'a>> {
             let Val::Str(key) = a else {
                 return Err(Unsupported);
             };
+            // Membership in a map costs 1, in a list its size.
+            let size = match b {
+                Val::Json(serde_json::Value::Array(items)) => Arg::Sized(items.len() as u64),
+                _ => Arg::Scalar,
+            };
+            f.charge(cost::call_cost(
+                operators::IN,
+                &[a.cost_arg(), size],
+                Arg::Scalar,
+                || 1,
+            ));
             match b {
                 Val::Json(serde_json::Value::Object(m)) => Val::Bool(m.contains_key(key)),
                 Val::Json(serde_json::Value::Array(items)) => {
@@ -366,6 +408,12 @@ pub(super) fn evaluate<'a>(node: &'a Node, f: &mut Frame<'a>) -> Eval<Val<'a>> {
         Node::Add(ab) => {
             let a = evaluate(&ab[0], f)?;
             let b = evaluate(&ab[1], f)?;
+            f.charge(cost::call_cost(
+                operators::ADD,
+                &[a.cost_arg(), b.cost_arg()],
+                Arg::Scalar,
+                || 1,
+            ));
             match (a, b) {
                 (Val::Int(a), Val::Int(b)) => Val::Int(a.checked_add(b).ok_or(Unsupported)?),
                 _ => return Err(Unsupported),
@@ -385,6 +433,17 @@ pub(super) fn evaluate<'a>(node: &'a Node, f: &mut Frame<'a>) -> Eval<Val<'a>> {
             let (Val::Str(a), Val::Str(b)) = (evaluate(&ab[0], f)?, evaluate(&ab[1], f)?) else {
                 return Err(Unsupported);
             };
+            let name = match op {
+                TextOp::StartsWith => "startsWith",
+                TextOp::EndsWith => "endsWith",
+                TextOp::Contains => "contains",
+            };
+            f.charge(cost::call_cost(
+                name,
+                &[Arg::str(a), Arg::str(b)],
+                Arg::Scalar,
+                || 1,
+            ));
             Val::Bool(match op {
                 TextOp::StartsWith => a.starts_with(b),
                 TextOp::EndsWith => a.ends_with(b),
@@ -393,7 +452,7 @@ pub(super) fn evaluate<'a>(node: &'a Node, f: &mut Frame<'a>) -> Eval<Val<'a>> {
         }
         Node::Tick(step, cost) => {
             let v = evaluate(step, f)?;
-            f.ticks = f.ticks.saturating_add(*cost);
+            f.charge(*cost);
             v
         }
         Node::Comprehension(c) => {
@@ -424,4 +483,14 @@ pub(super) fn evaluate<'a>(node: &'a Node, f: &mut Frame<'a>) -> Eval<Val<'a>> {
             result?
         }
     })
+}
+
+/// What the cost rules need of a JSON value: a string's sizes, an array's or an object's entries.
+pub(super) fn json_cost_arg(v: &serde_json::Value) -> Arg {
+    match v {
+        serde_json::Value::String(s) => Arg::str(s),
+        serde_json::Value::Array(items) => Arg::Sized(items.len() as u64),
+        serde_json::Value::Object(m) => Arg::Sized(m.len() as u64),
+        _ => Arg::Scalar,
+    }
 }
