@@ -2566,7 +2566,7 @@ mod tests {
                 5,
             ),
         ] {
-            for (minor, want) in [(33, strict), (32, strict), (31, before), (28, before)] {
+            for (minor, want) in [(33, strict), (32, strict), (31, before), (29, before)] {
                 let env = Env::policy(false).for_release(crate::KubeVersion::new(minor).unwrap());
                 let program = compile_in(expr, &env, ReturnType::Any).unwrap();
                 let ev = with_inputs(&object, None, None, false, |inputs| {
