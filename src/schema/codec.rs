@@ -23,14 +23,9 @@ pub struct DecodeError(pub String);
 /// The JSON Go writes for `value` decoded into the struct type `id`: fields in Go's order,
 /// unknown fields dropped, `omitempty` applied, times at their precision, quantities canonical.
 pub fn encode(schema: &Schema, id: TypeId, value: &Value) -> Result<String, DecodeError> {
-    let mut enc = Encoder {
-        schema,
-        out: Vec::with_capacity(512),
-        path: Vec::new(),
-        owner: None,
-    };
+    let mut enc = Encoder::new(schema, 512);
     enc.write(&Type::Struct(id), Some(value))?;
-    String::from_utf8(enc.out).map_err(|e| DecodeError(e.to_string()))
+    enc.into_text()
 }
 
 /// [`encode`] of a map whose members are read through `member` (an object whose members are
@@ -40,19 +35,14 @@ pub fn encode_members<'v>(
     id: TypeId,
     member: impl Fn(&str) -> Option<&'v Value>,
 ) -> Result<String, DecodeError> {
-    let mut enc = Encoder {
-        schema,
-        out: Vec::with_capacity(512),
-        path: Vec::new(),
-        owner: None,
-    };
+    let mut enc = Encoder::new(schema, 512);
     let st = schema.get(id);
     let mut slots = Slots::empty(st);
     for (i, field) in st.fields.iter().enumerate() {
         slots.set(i, member(&field.name));
     }
     enc.write_slots(st, &slots)?;
-    String::from_utf8(enc.out).map_err(|e| DecodeError(e.to_string()))
+    enc.into_text()
 }
 
 /// [`encode`] of an object whose encoding `old` is known and whose top-level members other than
@@ -79,12 +69,8 @@ pub fn encode_spliced(
     if foreign || buf.first() != Some(&b'{') {
         return None;
     }
-    let mut enc = Encoder {
-        schema,
-        out: Vec::with_capacity(old.len() + 64),
-        path: Vec::new(),
-        owner: Some(st),
-    };
+    let mut enc = Encoder::new(schema, old.len() + 64);
+    enc.owner = Some(st);
     enc.out.push(b'{');
     let mut first = true;
     for (field, span) in st.fields.iter().zip(&spans) {
@@ -116,7 +102,7 @@ pub fn encode_spliced(
         }
     }
     enc.out.push(b'}');
-    Some(String::from_utf8(enc.out).map_err(|e| DecodeError(e.to_string())))
+    Some(enc.into_text())
 }
 
 /// [`encode`], parsed back into a value: the object as the apiserver holds it after a decode.
@@ -139,12 +125,7 @@ pub fn normalize_in_place(
     id: TypeId,
     value: &mut Value,
 ) -> Result<(), DecodeError> {
-    let mut enc = Encoder {
-        schema,
-        out: Vec::new(),
-        path: Vec::new(),
-        owner: None,
-    };
+    let mut enc = Encoder::new(schema, 0);
     enc.normalize(&Type::Struct(id), value)
 }
 
@@ -157,12 +138,7 @@ pub fn normalize_in_place_like(
     value: &mut Value,
     normal: &Value,
 ) -> Result<(), DecodeError> {
-    let mut enc = Encoder {
-        schema,
-        out: Vec::new(),
-        path: Vec::new(),
-        owner: None,
-    };
+    let mut enc = Encoder::new(schema, 0);
     enc.normalize_like(&Type::Struct(id), value, normal)
 }
 
@@ -180,12 +156,7 @@ pub fn normalize_members_in_place(
     let Value::Object(map) = value else {
         return normalize_in_place(schema, id, value);
     };
-    let mut enc = Encoder {
-        schema,
-        out: Vec::new(),
-        path: Vec::new(),
-        owner: None,
-    };
+    let mut enc = Encoder::new(schema, 0);
     let owner = enc.owner.replace(st);
     enc.normalize_members(st, map, Some(members), None)?;
     enc.owner = owner;
@@ -271,6 +242,20 @@ fn json_kind(v: &Value) -> String {
 }
 
 impl<'s> Encoder<'s> {
+    fn new(schema: &'s Schema, capacity: usize) -> Self {
+        Encoder {
+            schema,
+            out: Vec::with_capacity(capacity),
+            path: Vec::new(),
+            owner: None,
+        }
+    }
+
+    /// The JSON written.
+    fn into_text(self) -> Result<String, DecodeError> {
+        String::from_utf8(self.out).map_err(|e| DecodeError(e.to_string()))
+    }
+
     fn type_error(&self, value: String, ty: &Type) -> DecodeError {
         let go_type = self.go_type(ty);
         match self.owner {
