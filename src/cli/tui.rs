@@ -141,17 +141,18 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     let mut state = State::new(version.to_string(), args.source.audit_level, theme);
     state.theme_from_command_line = args.theme.is_some();
     runtime.block_on(async {
-        let source: Box<dyn Source> = if args.demo_offline {
-            Box::new(hookscope::tui::demo::offline(version))
+        let source = if args.demo_offline {
+            hookscope::tui::demo::offline(version)
         } else if args.demo || (args.webhooks.is_empty() && args.input.is_empty()) {
-            Box::new(
-                hookscope::tui::demo::start(version)
-                    .await
-                    .map_err(|e| e.to_string())?,
-            )
+            hookscope::tui::demo::start(version)
+                .await
+                .map_err(|e| e.to_string())?
         } else {
-            Box::new(file_source(args, version)?)
+            file_source(args, version)?
         };
+        // The status bar names the source from the first frame, before the source task runs.
+        state.source = source.label.clone();
+        let source: Box<dyn Source> = Box::new(source);
         let options = hookscope::tui::RunOptions {
             exit_after_first_frame: args.exit_after_first_frame,
         };
