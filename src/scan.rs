@@ -179,10 +179,10 @@ fn nested_end(buf: &[u8], i: usize) -> Result<usize, ScanError> {
 /// Walks the members of the object at `span` (leading and trailing whitespace allowed), calling
 /// `f(raw key, value span)` for each. Keys are compared raw: a key written with escapes does not
 /// match its plain spelling.
-pub(crate) fn members(
-    buf: &[u8],
+pub(crate) fn members<'b>(
+    buf: &'b [u8],
     span: Span,
-    mut f: impl FnMut(&[u8], Span),
+    mut f: impl FnMut(&'b [u8], Span),
 ) -> Result<(), ScanError> {
     walk(buf, span, b"", |k, v| {
         f(k, v);
@@ -203,11 +203,11 @@ enum Walked {
 
 /// Walks the members of the object at `span`: `f(key, value span)` for each until it returns
 /// true, or until the member named `stop_before` (whose value is then not scanned).
-fn walk(
-    buf: &[u8],
+fn walk<'b>(
+    buf: &'b [u8],
     span: Span,
     stop_before: &[u8],
-    mut f: impl FnMut(&[u8], Span) -> bool,
+    mut f: impl FnMut(&'b [u8], Span) -> bool,
 ) -> Result<Walked, ScanError> {
     let text = &buf[..span.1.min(buf.len())];
     let mut i = skip_ws(text, span.0);

@@ -1649,9 +1649,10 @@ impl<'e, 'c> Run<'e, 'c> {
         // A captured object's text is read and given the two members where Go's encoder writes
         // them, without decoding and encoding the whole object.
         if let Some(text) = current.json() {
-            let Some(found) = system_fields_in_text(text) else {
+            let Some(metadata) = metadata_in_text(text) else {
                 return;
             };
+            let found = system_fields_in_text(text.as_bytes(), &metadata);
             let Some((uid, time)) = self.missing_system_fields(found) else {
                 return;
             };
@@ -1664,7 +1665,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 if let Some(time) = &time {
                     members.push(("creationTimestamp", time.as_str()));
                 }
-                splice_metadata(text, schema.get(id), &members)
+                splice_metadata(text, &metadata, schema.get(id), &members)
             });
             if let Some(text) = spliced {
                 self.attrs.to_mut().object =
@@ -2070,31 +2071,48 @@ struct SystemFields {
     newest_managed_time: Option<String>,
 }
 
-/// [`SystemFields`] read from an object's JSON text; None when it has no `metadata` object.
-fn system_fields_in_text(text: &str) -> Option<SystemFields> {
-    use crate::scan;
+/// An object text's `metadata` object and its members, scanned once.
+struct MetadataText<'t> {
+    /// Where the `metadata` object lies.
+    span: crate::scan::Span,
+    /// Its members in text order: key and value span.
+    members: Vec<(&'t [u8], crate::scan::Span)>,
+}
+
+/// The `metadata` of an object's JSON text (the last one when the name repeats, as Go decodes
+/// it); None when it has none that is an object.
+fn metadata_in_text(text: &str) -> Option<MetadataText<'_>> {
     let buf = text.as_bytes();
     let mut metadata = None;
-    scan::members(buf, (0, buf.len()), |k, v| {
+    crate::scan::members(buf, (0, buf.len()), |k, v| {
         if k == b"metadata" {
             metadata = Some(v);
         }
     })
     .ok()?;
     let span = metadata.filter(|(start, _)| buf.get(*start) == Some(&b'{'))?;
-    let mut found = SystemFields {
+    let mut members = Vec::with_capacity(8);
+    crate::scan::members(buf, span, |k, v| members.push((k, v))).ok()?;
+    Some(MetadataText { span, members })
+}
+
+/// [`SystemFields`] of an object's `metadata` read from its text.
+fn system_fields_in_text(buf: &[u8], found: &MetadataText<'_>) -> SystemFields {
+    use crate::scan;
+    let mut fields = SystemFields {
         has_uid: false,
         has_time: false,
         newest_managed_time: None,
     };
     let mut managed = None;
-    scan::members(buf, span, |k, v| match k {
-        b"uid" => found.has_uid = scan::string(buf, v).is_some_and(|u| !u.is_empty()),
-        b"creationTimestamp" => found.has_time = !scan::is_null(buf, v),
-        b"managedFields" => managed = Some(v),
-        _ => {}
-    })
-    .ok()?;
+    for &(k, v) in &found.members {
+        match k {
+            b"uid" => fields.has_uid = scan::string(buf, v).is_some_and(|u| !u.is_empty()),
+            b"creationTimestamp" => fields.has_time = !scan::is_null(buf, v),
+            b"managedFields" => managed = Some(v),
+            _ => {}
+        }
+    }
     if let Some(list) = managed.filter(|(start, _)| buf.get(*start) == Some(&b'[')) {
         let mut times: Vec<String> = Vec::new();
         let _ = scan::elements(buf, list, |_, entry| {
@@ -2106,15 +2124,11 @@ fn system_fields_in_text(text: &str) -> Option<SystemFields> {
                 }
             });
         });
-        found.newest_managed_time = times.into_iter().max();
+        fields.newest_managed_time = times.into_iter().max();
     }
-    Some(found)
+    fields
 }
 
-/// `text` (an object's compact JSON) with string members set in its `metadata`: a member that is
-/// there with `null` gets the value, one that is not is inserted after the last member that Go's
-/// `ObjectMeta` writes before it. None when the text has no `metadata` object, or already has one
-/// of the members with a value.
 /// Replaced members as [`Run::spliced_text`] takes them.
 fn member_refs(members: &[(Box<str>, Option<Value>)]) -> Vec<(&str, Option<&Value>)> {
     members
@@ -2123,92 +2137,99 @@ fn member_refs(members: &[(Box<str>, Option<Value>)]) -> Vec<(&str, Option<&Valu
         .collect()
 }
 
-fn splice_metadata(text: &str, meta: &schema::Struct, members: &[(&str, &str)]) -> Option<String> {
+/// `text` (an object's compact JSON, its `metadata` scanned into `found`) with string members
+/// set in its `metadata`: a member that is there with `null` gets the value, one that is not is
+/// inserted after the last member that Go's `ObjectMeta` writes before it. None when one of the
+/// members is already there with a value.
+fn splice_metadata(
+    text: &str,
+    found: &MetadataText<'_>,
+    meta: &schema::Struct,
+    members: &[(&str, &str)],
+) -> Option<String> {
     let buf = text.as_bytes();
-    let mut metadata = None;
-    crate::scan::members(buf, (0, buf.len()), |k, v| {
-        if k == b"metadata" {
-            metadata = Some(v);
-        }
-    })
-    .ok()?;
-    let span = metadata.filter(|(start, _)| buf.get(*start) == Some(&b'{'))?;
-    let mut present: Vec<(usize, Vec<u8>, (usize, usize))> = Vec::new();
-    crate::scan::members(buf, span, |k, v| {
-        let index = std::str::from_utf8(k)
-            .ok()
-            .and_then(|k| meta.index_of(k))
-            .unwrap_or(usize::MAX);
-        present.push((index, k.to_vec(), v));
-    })
-    .ok()?;
-    // (position, text to insert, bytes replaced)
-    let mut edits: Vec<(usize, String, usize)> = Vec::with_capacity(members.len());
-    // New members by where they go (after a member's value, or at the object's start), with
-    // their Go index so that several at one place keep Go's order.
-    let mut inserts: Vec<(usize, usize, String)> = Vec::with_capacity(members.len());
-    for (name, value) in members {
-        let mut quoted = String::with_capacity(value.len() + 2);
-        crate::gofmt::push_json_string(&mut quoted, value);
-        if let Some(&(_, _, (start, end))) = present.iter().find(|(_, k, _)| k == name.as_bytes()) {
-            if &buf[start..end] != b"null" {
+    let start = found.span.0 + 1;
+    let indexes: Vec<usize> = found
+        .members
+        .iter()
+        .map(|(k, _)| {
+            std::str::from_utf8(k)
+                .ok()
+                .and_then(|k| meta.index_of(k))
+                .unwrap_or(usize::MAX)
+        })
+        .collect();
+    // (where, Go index, bytes replaced, the member's name when it is inserted, its value)
+    let mut edits: Vec<(usize, usize, usize, Option<&str>, &str)> =
+        Vec::with_capacity(members.len());
+    for &(name, value) in members {
+        if let Some(&(_, (at, end))) = found.members.iter().find(|(k, _)| *k == name.as_bytes()) {
+            if &buf[at..end] != b"null" {
                 return None;
             }
-            edits.push((start, quoted, end - start));
+            edits.push((at, 0, end - at, None, value));
             continue;
         }
         let index = meta.index_of(name)?;
-        let after = present
+        let after = found
+            .members
             .iter()
-            .filter(|(i, _, _)| *i < index)
-            .map(|(_, _, v)| v.1)
+            .zip(&indexes)
+            .filter(|(_, i)| **i < index)
+            .map(|((_, v), _)| v.1)
             .max();
-        inserts.push((
-            after.unwrap_or(span.0 + 1),
-            index,
-            format!("\"{name}\":{quoted}"),
-        ));
+        edits.push((after.unwrap_or(start), index, 0, Some(name), value));
     }
-    inserts.sort_by_key(|(at, index, _)| (*at, *index));
-    for group in inserts.chunk_by(|a, b| a.0 == b.0) {
-        let at = group[0].0;
-        let joined: Vec<&str> = group.iter().map(|(_, _, m)| m.as_str()).collect();
-        let text = if at == span.0 + 1 {
-            // At the start of metadata: before its first member, if any.
-            let comma = if present.is_empty() { "" } else { "," };
-            format!("{}{comma}", joined.join(","))
-        } else {
-            format!(",{}", joined.join(","))
+    // Several members inserted at one place keep Go's order.
+    edits.sort_unstable_by_key(|e| (e.0, e.1));
+    let extra: usize = members.iter().map(|(n, v)| n.len() + v.len() + 8).sum();
+    let mut out = String::with_capacity(text.len() + extra);
+    let mut copied = 0;
+    for (i, &(at, _, replaced, name, value)) in edits.iter().enumerate() {
+        out.push_str(&text[copied..at]);
+        copied = at + replaced;
+        let Some(name) = name else {
+            crate::gofmt::push_json_string(&mut out, value);
+            continue;
         };
-        edits.push((at, text, 0));
+        if at != start {
+            out.push(',');
+        }
+        out.push('"');
+        out.push_str(name);
+        out.push_str("\":");
+        crate::gofmt::push_json_string(&mut out, value);
+        // At the start of metadata: a comma before what follows, another insert or a member.
+        let next_here = edits.get(i + 1).is_some_and(|e| e.0 == at);
+        if at == start && (next_here || !found.members.is_empty()) {
+            out.push(',');
+        }
     }
-    edits.sort_by_key(|e| std::cmp::Reverse(e.0));
-    let mut out = text.to_string();
-    for (at, insert, replaced) in edits {
-        out.replace_range(at..at + replaced, &insert);
-    }
+    out.push_str(&text[copied..]);
     Some(out)
 }
 
 /// A uid for a created object, the same whenever the same request is dispatched: FNV-1a of the
 /// resource, namespace and name, written as a version 4 UUID.
 fn created_uid(attrs: &Attributes) -> String {
-    let mut hashes = [0xcbf2_9ce4_8422_2325u64, 0x8422_2325_cbf2_9ce4u64];
-    for (i, h) in hashes.iter_mut().enumerate() {
-        let parts = [
-            attrs.resource.group.as_str(),
-            attrs.resource.resource.as_str(),
-            attrs.namespace.as_str(),
-            attrs.name.as_str(),
-        ];
-        for b in parts
-            .iter()
-            .flat_map(|p| p.bytes().chain([0]))
-            .chain([i as u8])
-        {
+    fn fnv(h: &mut u64, bytes: &[u8]) {
+        for &b in bytes {
             *h ^= u64::from(b);
             *h = h.wrapping_mul(0x0000_0100_0000_01b3);
         }
+    }
+    let mut hashes = [0xcbf2_9ce4_8422_2325u64, 0x8422_2325_cbf2_9ce4u64];
+    for (i, h) in hashes.iter_mut().enumerate() {
+        for part in [
+            &attrs.resource.group,
+            &attrs.resource.resource,
+            &attrs.namespace,
+            &attrs.name,
+        ] {
+            fnv(h, part.as_bytes());
+            fnv(h, &[0]);
+        }
+        fnv(h, &[i as u8]);
     }
     let n = (u128::from(hashes[0]) << 64) | u128::from(hashes[1]);
     let n = (n & !(0xf << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62);
@@ -2327,7 +2348,10 @@ mod tests {
         let schema = Schema::for_release(crate::KubeVersion::NEWEST);
         let meta = schema.get(schema.by_name("meta/v1.ObjectMeta").unwrap());
         let fields = [("uid", "u"), ("creationTimestamp", "t")];
-        let splice = |text: &str| splice_metadata(text, meta, &fields);
+        let splice = |text: &str| {
+            let found = metadata_in_text(text)?;
+            splice_metadata(text, &found, meta, &fields)
+        };
         assert_eq!(
             splice(r#"{"metadata":{}}"#).as_deref(),
             Some(r#"{"metadata":{"uid":"u","creationTimestamp":"t"}}"#)
@@ -2341,6 +2365,22 @@ mod tests {
         assert_eq!(
             splice(r#"{"metadata":{"name":"n","creationTimestamp":null,"labels":{}}}"#).as_deref(),
             Some(r#"{"metadata":{"name":"n","uid":"u","creationTimestamp":"t","labels":{}}}"#)
+        );
+        assert_eq!(
+            splice(r#"{"metadata":{"uid":null,"generateName":"g-"}}"#).as_deref(),
+            Some(r#"{"metadata":{"uid":"u","generateName":"g-","creationTimestamp":"t"}}"#)
+        );
+        let one = [("creationTimestamp", "a\"<b")];
+        let found = metadata_in_text(r#"{"metadata":{"labels":{}},"data":{}}"#).unwrap();
+        assert_eq!(
+            splice_metadata(
+                r#"{"metadata":{"labels":{}},"data":{}}"#,
+                &found,
+                meta,
+                &one
+            )
+            .as_deref(),
+            Some(r#"{"metadata":{"creationTimestamp":"a\"\u003cb","labels":{}},"data":{}}"#)
         );
         assert_eq!(splice(r#"{"metadata":{"uid":"x"}}"#), None);
         assert_eq!(splice(r#"{"spec":{}}"#), None);
