@@ -2239,15 +2239,16 @@ fn created_uid(attrs: &Attributes) -> String {
 /// `n` as a UUID's text: `{n:032x}` in groups of 8-4-4-4-12 digits.
 fn uuid_text(n: u128) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut uid = String::with_capacity(36);
+    let mut uid = [b'-'; 36];
+    let mut at = 0;
     for i in 0..32 {
         if matches!(i, 8 | 12 | 16 | 20) {
-            uid.push('-');
+            at += 1;
         }
-        let digit = (n >> (124 - 4 * i)) & 0xf;
-        uid.push(char::from(DIGITS[digit as usize]));
+        uid[at] = DIGITS[((n >> (124 - 4 * i)) & 0xf) as usize];
+        at += 1;
     }
-    uid
+    String::from_utf8(uid.to_vec()).unwrap_or_default()
 }
 
 /// Whether the field manager set a `managedFields` time for this request, which the apiserver
