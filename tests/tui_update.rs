@@ -1422,6 +1422,48 @@ fn problems_are_listed_with_file_position_field_and_reason() {
     assert!(screen.contains(" · 6:1 · "), "{screen}");
 }
 
+/// At 80 columns the table clips a long reason; the pane under it shows the selected problem in
+/// full, wrapped, with its whole place and field.
+#[test]
+fn the_selected_problem_is_shown_in_full_under_the_table() {
+    use hookscope::replay::report::{Problem, ProblemKind};
+    use hookscope::replay::{IndexUnit, SourceRef};
+    let mut s = nothing_loaded();
+    let problem = Problem {
+        kind: ProblemKind::Invalid,
+        source: SourceRef {
+            file: "captures/requests.jsonl".into(),
+            index: 17,
+            unit: IndexUnit::Line,
+            audit_id: None,
+        },
+        field: "request.object.metadata.labels".into(),
+        message: "json: cannot unmarshal array into Go struct field ObjectMeta.metadata.labels of type map[string]string (the end of a long reason)".into(),
+    };
+    update(&mut s, Msg::Source(SourceMsg::Problem(Box::new(problem))));
+    s.view = View::Problems;
+    code(&mut s, KeyCode::Down);
+    let screen = hookscope::tui::view::render_text(&s, 80, 24);
+    let joined: String = screen
+        .lines()
+        .map(|l| l.trim_matches(|c: char| c == '│' || c.is_whitespace()))
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(joined.contains("(the end of a long reason)"), "{screen}");
+    assert!(
+        joined
+            .contains("invalid · captures/requests.jsonl line 17 · request.object.metadata.labels"),
+        "{screen}"
+    );
+    // The first problem is shown when it is selected.
+    code(&mut s, KeyCode::Up);
+    let screen = hookscope::tui::view::render_text(&s, 80, 24);
+    assert!(
+        screen.contains("hooks.yaml document 2 · webhooks[0]"),
+        "{screen}"
+    );
+}
+
 #[test]
 fn a_long_notice_never_hides_the_progress() {
     let mut s = loaded_at(80, 24);

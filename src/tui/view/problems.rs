@@ -152,8 +152,19 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         super::empty_pane(frame, state, text, title, list);
         return;
     }
+    // The selected problem in full below the table, whose reason column is clipped.
+    let detail_rows = if list.height >= 10 {
+        (list.height / 3).clamp(4, 8)
+    } else {
+        0
+    };
+    let [list, detail] =
+        Layout::vertical([Constraint::Min(3), Constraint::Length(detail_rows)]).areas(list);
     let height = usize::from(list.height.saturating_sub(3)).max(1);
     let cursor = state.problems_view.cursor.selected.min(n - 1);
+    if detail_rows > 0 {
+        render_detail(frame, state, &state.problems[cursor], detail);
+    }
     let top = cursor.saturating_sub(height - 1);
     let sel = state.theme.symbol(SymbolKey::Selected);
     let plain = Style::default();
@@ -192,6 +203,32 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         })
         .collect();
     super::table::draw(frame, state, (&COLUMNS, rows), (&title, true), list);
+}
+
+/// One problem in full: where (the whole path), which field, and the reason wrapped.
+fn render_detail(frame: &mut Frame, state: &State, p: &Problem, area: Rect) {
+    let mut head = vec![Span::styled(
+        p.kind_name().to_string(),
+        style(state, StyleKey::Error),
+    )];
+    let place = place(p);
+    if !place.is_empty() {
+        head.push(Span::raw(format!(" · {place}")));
+    }
+    if !p.field.is_empty() {
+        head.push(Span::raw(" · "));
+        head.push(Span::styled(
+            p.field.clone(),
+            style(state, StyleKey::AnnotationKey),
+        ));
+    }
+    let lines = vec![Line::from(head), Line::raw(p.message.clone())];
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(super::pane(state, " problem ", false)),
+        area,
+    );
 }
 
 /// What the views say when no configuration loaded.
