@@ -1520,6 +1520,15 @@ impl<'e, 'c> Run<'e, 'c> {
             c.patch = Some(patch_json.into_boxed_str());
         }
         let before = self.attrs.to_mut().object.take().unwrap_or_default();
+        // The text this webhook was sent, when hookscope encoded it (a captured text is sent as
+        // it stands, Go's encoding of a decode is not), gives the next one its unchanged members.
+        let old_text = self.object_json.take().filter(|_| before.json().is_none());
+        self.object_json = match old_text {
+            Some(old) if typed && same_kind => {
+                self.patched_text(&old, before.value(), after.value())
+            }
+            _ => None,
+        };
         self.step(Entry::PatchApplied {
             call: slot.call,
             changed,
@@ -1530,9 +1539,37 @@ impl<'e, 'c> Run<'e, 'c> {
             self.normal_object = Some(Arc::clone(&after));
         }
         self.attrs.to_mut().object = Some(after);
-        self.object_json = None;
         self.object_typed = typed && same_kind;
         Ok(changed)
+    }
+
+    /// The review text of a patched object from `old`, the text of the object `sent`: the
+    /// top-level members that the patch, the decode and the defaulting left equal keep their
+    /// bytes, the others are encoded. None where the whole object is to be encoded.
+    fn patched_text(&self, old: &str, sent: &Value, patched: &Value) -> Option<String> {
+        let (sent, patched) = (sent.as_object()?, patched.as_object()?);
+        let mut replaced: Vec<(&str, Option<&Value>)> = patched
+            .iter()
+            .filter(|(k, v)| sent.get(*k) != Some(*v))
+            .map(|(k, v)| (k.as_str(), Some(v)))
+            .collect();
+        replaced.extend(
+            sent.keys()
+                .filter(|k| !patched.contains_key(*k))
+                .map(|k| (k.as_str(), None)),
+        );
+        let schema = Schema::for_release(self.engine.options.kube_version);
+        let kind = &self.attrs.kind;
+        let id = schema.kind(&kind.group, &kind.version, &kind.kind)?;
+        let text = schema::codec::encode_spliced(schema, id, old, &replaced)?.ok()?;
+        debug_assert_eq!(
+            Some(&text),
+            schema::encode(schema, id, &Value::Object(patched.clone()))
+                .ok()
+                .as_ref(),
+            "a spliced review text is the whole encoding"
+        );
+        Some(text)
     }
 
     /// Applies a patch to the current object as sent for the invocation `inv`, as upstream does:
