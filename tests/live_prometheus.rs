@@ -21,7 +21,7 @@ use hookscope::webhook_server::Pki;
 use scratch::Scratch;
 use tokio::sync::mpsc;
 
-const WAIT: Duration = Duration::from_secs(30);
+const WAIT: Duration = Duration::from_secs(120);
 
 fn prometheus_available() -> bool {
     Command::new("prometheus")

@@ -35,7 +35,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
-const WAIT: Duration = Duration::from_secs(60);
+const WAIT: Duration = Duration::from_secs(120);
 
 /// A fresh directory under the target directory.
 fn scratch(name: &str) -> PathBuf {
