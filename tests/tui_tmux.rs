@@ -599,7 +599,10 @@ fn the_editor_is_modal_as_vim_and_edit_bang_returns_to_normal_mode() {
     assert!(!text.contains(":w"), "a command became text:\n{text}");
 
     // One `u`: the text before the external edit (typed words kept); two more: the words.
+    // The configuration in force changes back, and its re-dispatch is awaited: its message
+    // would otherwise replace those of the commands typed next when it comes late.
     t.keys(&["u"]);
+    t.wait_for(&["re-dispatched 34"], "the undone edit re-dispatched");
     let undone = dir.join("undone.yaml");
     t.keys(&[":"]);
     t.keys(&["-l", &format!("w {}", undone.display())]);
