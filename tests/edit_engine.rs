@@ -471,9 +471,9 @@ async fn a_newer_edit_cancels_the_run() {
     assert_eq!((stuck.generation(), done.generation()), (1, 2));
     let mut finished = None;
     while finished.is_none() {
-        let msg = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+        let msg = tokio::time::timeout(Duration::from_secs(120), rx.recv())
             .await
-            .expect("a message")
+            .expect("the second re-dispatch's messages within 120 s")
             .expect("open");
         if let RedispatchMsg::Finished { generation, result } = msg {
             finished = Some((generation, result));
@@ -495,9 +495,9 @@ async fn a_newer_edit_cancels_the_run() {
     // The stuck run waits on its first call until cancelled.
     stuck.cancel();
     loop {
-        let msg = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+        let msg = tokio::time::timeout(Duration::from_secs(120), rx.recv())
             .await
-            .expect("a message")
+            .expect("the cancelled re-dispatch's messages within 120 s")
             .expect("open");
         if let RedispatchMsg::Cancelled { generation, at } = msg {
             assert_eq!(generation, 1);

@@ -26,7 +26,7 @@ use tokio::sync::mpsc;
 
 const ORACLE_LOG: &str = "tests/fixtures/oracle-v1.32/audit.log";
 /// Long enough never to fire on a working run; only there to turn a hang into a failure.
-const TIMEOUT: Duration = Duration::from_secs(20);
+const TIMEOUT: Duration = Duration::from_secs(120);
 
 fn temp_dir(name: &str) -> Scratch {
     Scratch::new(&format!(

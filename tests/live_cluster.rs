@@ -21,7 +21,7 @@ use hookscope::live::cluster::{
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-const WAIT: Duration = Duration::from_secs(30);
+const WAIT: Duration = Duration::from_secs(120);
 
 fn scratch_dir() -> Scratch {
     Scratch::new(&format!("hookscope-live-{}", uuid::Uuid::new_v4().simple()))

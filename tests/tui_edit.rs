@@ -381,6 +381,36 @@ fn an_invalid_edit_keeps_the_configuration_in_force() {
     assert!(h.state.baseline.is_none());
 }
 
+/// In normal mode `esc` first cancels a count (or a command) being typed, as vim's does; only
+/// the next one leaves the Edit view.
+#[test]
+fn esc_cancels_a_count_before_it_leaves_the_editor() {
+    let mut h = Harness::start();
+    h.act(Action::Show(View::Webhooks));
+    h.act(Action::Edit(Some("40-policy".into())));
+    assert_eq!(h.state.view, View::Editor);
+    h.vim("7");
+    assert_eq!(h.state.editor.count, Some(7));
+    h.vim("\x1b");
+    assert_eq!(
+        h.state.view,
+        View::Editor,
+        "the count cancelled, still editing"
+    );
+    assert_eq!(h.state.editor.count, None);
+    h.vim("d");
+    assert_eq!(h.state.editor.pending, Some('d'));
+    h.vim("\x1b");
+    assert_eq!(
+        h.state.view,
+        View::Editor,
+        "the command cancelled, still editing"
+    );
+    assert_eq!(h.state.editor.pending, None);
+    h.vim("\x1b");
+    assert_eq!(h.state.view, View::Webhooks, "the next esc leaves");
+}
+
 #[test]
 fn undo_brings_back_the_valid_text() {
     let mut h = Harness::start();

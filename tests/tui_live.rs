@@ -35,7 +35,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
-const WAIT: Duration = Duration::from_secs(60);
+const WAIT: Duration = Duration::from_secs(120);
 
 /// A fresh directory under the target directory.
 fn scratch(name: &str) -> PathBuf {
@@ -1651,10 +1651,19 @@ async fn after_the_apiserver_comes_back_every_feed_and_the_status_bar_say_so() {
     assert!(message.contains("Cannot reach"), "{message}");
     assert!(error);
 
-    // It comes back: the next successes replace every failure, with their time.
+    // It comes back: the next successes replace every failure, with their time. The scraper
+    // runs apart from the watches: its first success may come before the connection is made
+    // again, so the wait is for a scrape of the new connection.
     api.restart().await.unwrap();
+    let scraped_since_connected = |s: &State| {
+        let l = live(s);
+        match (&l.connection, l.feed(Feed::Metrics)) {
+            (Connection::Connected(_, since), Some(metrics)) => metrics.at >= *since,
+            _ => false,
+        }
+    };
     pump(&mut state, &mut rx, &ctl, "every feed working again", |s| {
-        all_well(s) && live(s).history.len() > scrapes
+        all_well(s) && live(s).history.len() > scrapes && scraped_since_connected(s)
     })
     .await;
     let screen = hookscope::tui::view::render_text(&state, 200, 50);

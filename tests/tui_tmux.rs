@@ -13,6 +13,14 @@ use scratch::Scratch;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
+/// How long a test waits for the screen before it fails showing what it awaited and what the
+/// screen shows: long enough never to fire on a working run, however loaded the machine.
+const WAIT: Duration = Duration::from_secs(120);
+
+/// What the shell of a session runs after the console ends: it waits, so that the pane can be
+/// read, for longer than any wait of a test (the test's tmux server is killed when it ends).
+const LINGER: &str = "sleep 600";
+
 /// One tmux server of a test's own (its socket), and the session keys go to.
 struct Tmux {
     socket: String,
@@ -82,7 +90,7 @@ impl Tmux {
 
     /// Waits until the screen shows every one of `texts`.
     fn wait_for(&self, texts: &[&str], what: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + WAIT;
         loop {
             let s = self.screen();
             if texts.iter().all(|t| s.contains(t)) {
@@ -100,7 +108,7 @@ impl Tmux {
 impl Tmux {
     /// Waits until the screen no longer shows `text`.
     fn wait_gone(&self, text: &str, what: &str) {
-        let deadline = Instant::now() + Duration::from_secs(30);
+        let deadline = Instant::now() + WAIT;
         loop {
             let s = self.screen();
             if !s.contains(text) {
@@ -160,7 +168,7 @@ fn demo_in_tmux() {
     // in canonical mode, then waits so the pane can be read.
     let script = demo_script(
         &config_home,
-        "echo \"exit=$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon; sleep 30",
+        "echo \"exit=$?\"; stty -a | tr ' ' '\\n' | grep -x -e icanon -e -icanon; sleep 600",
     );
     let t = server.session("console", &script);
 
@@ -239,10 +247,15 @@ fn demo_in_tmux() {
         t.keys(&["j"]);
     }
     t.keys(&["$", "b", "C"]);
-    t.wait_for(&["EDIT  INSERT"], "insert mode");
+    // Emptied, the value is in force already: failurePolicy defaults to Fail, as the
+    // apiserver's defaulting does. That re-dispatch is awaited before the word is typed, since
+    // a key that lands after its message clears the message.
+    t.wait_for(
+        &["EDIT  INSERT", "re-dispatched 34 requests", "3 changed"],
+        "insert mode, and the re-dispatch of the emptied value",
+    );
     t.keys(&["-l", "Fail"]);
-    let s = t.wait_for(&["re-dispatched 34 requests", "3 changed"], "re-dispatch");
-    assert!(s.contains("failurePolicy: Fail"), "{s}");
+    t.wait_for(&["failurePolicy: Fail "], "the word typed");
     t.keys(&["Escape"]);
     t.wait_for(&["EDIT  NORMAL"], "normal mode");
     t.keys(&["Escape"]);
@@ -284,7 +297,7 @@ fn the_console_at_80_by_24_and_250_by_60() {
     }
     let config_home = scratch("sizes");
     let server = Tmux::new("sizes");
-    let script = demo_script(&config_home, "sleep 30");
+    let script = demo_script(&config_home, LINGER);
     let t = server.session_sized("console", &script, (80, 24));
     let s = t.wait_for(
         &["Requests", "shop/web-1", "34 done"],
@@ -377,7 +390,7 @@ fn an_edit_survives_sigkill() {
     // The inner shell writes its pid and becomes the console, so that pid is the console's; the
     // outer one keeps the session (and the tmux server) alive after the kill.
     let first = format!(
-        "sh -c \"echo \\$\\$ > '{}'; {env} exec '{bin}' tui --demo-offline\"; sleep 30",
+        "sh -c \"echo \\$\\$ > '{}'; {env} exec '{bin}' tui --demo-offline\"; {LINGER}",
         pid_file.display()
     );
     let t = server.session("console", &first);
@@ -403,9 +416,13 @@ fn an_edit_survives_sigkill() {
             })
         })
     };
-    let deadline = Instant::now() + Duration::from_secs(30);
+    let deadline = Instant::now() + WAIT;
     while !written() {
-        assert!(Instant::now() < deadline, "no recovery copy was written");
+        assert!(
+            Instant::now() < deadline,
+            "no recovery copy holding the typed line in {} within {WAIT:?}",
+            recovery.display()
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     let pid = std::fs::read_to_string(&pid_file).unwrap();
@@ -416,7 +433,7 @@ fn an_edit_survives_sigkill() {
     assert!(killed.success());
 
     // The next session offers the text back.
-    let second = format!("{env} '{bin}' tui --demo-offline; sleep 30");
+    let second = format!("{env} '{bin}' tui --demo-offline; {LINGER}");
     let again = server.session("again", &second);
     again.wait_for(&[":recover"], "recovery offered");
     again.keys(&[":"]);
@@ -438,7 +455,7 @@ fn with_editor(dir: &Scratch, body: &str) -> String {
         .unwrap();
     assert!(made.success());
     format!(
-        "XDG_CONFIG_HOME='{d}' XDG_STATE_HOME='{d}' KUBE_EDITOR='{e}' '{bin}' tui --demo-offline; sleep 30",
+        "XDG_CONFIG_HOME='{d}' XDG_STATE_HOME='{d}' KUBE_EDITOR='{e}' '{bin}' tui --demo-offline; {LINGER}",
         d = dir.display(),
         e = editor.display()
     )
@@ -582,7 +599,10 @@ fn the_editor_is_modal_as_vim_and_edit_bang_returns_to_normal_mode() {
     assert!(!text.contains(":w"), "a command became text:\n{text}");
 
     // One `u`: the text before the external edit (typed words kept); two more: the words.
+    // The configuration in force changes back, and its re-dispatch is awaited: its message
+    // would otherwise replace those of the commands typed next when it comes late.
     t.keys(&["u"]);
+    t.wait_for(&["re-dispatched 34"], "the undone edit re-dispatched");
     let undone = dir.join("undone.yaml");
     t.keys(&[":"]);
     t.keys(&["-l", &format!("w {}", undone.display())]);
@@ -637,7 +657,7 @@ fn enter_on_an_input_problem_opens_the_file_at_its_line() {
     let input = dir.join("in.jsonl");
     std::fs::write(&input, lines.join("\n") + "\n").unwrap();
     let script = format!(
-        "XDG_CONFIG_HOME='{d}' XDG_STATE_HOME='{d}' '{bin}' tui --input '{i}' --webhooks '{fixtures}/config/validating.yaml' --script /dev/null; sleep 30",
+        "XDG_CONFIG_HOME='{d}' XDG_STATE_HOME='{d}' '{bin}' tui --input '{i}' --webhooks '{fixtures}/config/validating.yaml' --script /dev/null; {LINGER}",
         d = dir.display(),
         i = input.display(),
     );
@@ -739,7 +759,7 @@ spec:
     )
     .unwrap();
     let script = format!(
-        "XDG_CONFIG_HOME='{d}' XDG_STATE_HOME='{d}' '{bin}' tui --input '{i}' --webhooks '{p}' --script /dev/null; sleep 30",
+        "XDG_CONFIG_HOME='{d}' XDG_STATE_HOME='{d}' '{bin}' tui --input '{i}' --webhooks '{p}' --script /dev/null; {LINGER}",
         d = dir.display(),
         i = input.display(),
         p = policies.display(),
@@ -760,17 +780,23 @@ spec:
     t.keys(&["x"]);
     t.keys(&["i"]);
     t.keys(&["-l", "3"]);
-    t.keys(&["Escape"]);
     t.wait_for(&["size(object.data) <= 3\""], "the edit typed");
+    // Awaited before the next key, which clears the message.
     t.wait_for(&["re-dispatched 3 requests"], "the edit took effect");
-    // In the editor's normal mode a digit is a count (shown as vim shows it): `esc` leaves the
-    // editor, then `7` is the What-if view.
+    t.keys(&["Escape"]);
+    t.wait_for(&["EDIT  NORMAL"], "normal mode");
+    // In the editor's normal mode a digit is a count (shown as vim shows it): `esc` cancels it,
+    // the next `esc` leaves the editor, then `7` is the What-if view. Each key is awaited on the
+    // screen before the next, as a person types them: a terminal sends `esc` and a key typed
+    // right after it as one alt-key.
     t.keys(&["7"]);
     t.wait_for(&["NORMAL 7"], "the count shown");
-    // Keys apart, as a person types them: a terminal sends `esc` and a key typed right after
-    // it as one alt-key.
     t.keys(&["Escape"]);
-    std::thread::sleep(Duration::from_millis(400));
+    t.wait_gone("NORMAL 7", "the count cancelled");
+    t.wait_for(
+        &["EDIT  NORMAL"],
+        "still in the editor once the count is cancelled",
+    );
     t.keys(&["Escape"]);
     t.wait_for(&[" WEBHOOKS "], "the editor left");
     t.keys(&["7"]);

@@ -1000,11 +1000,14 @@ impl State {
                 if self.view == View::Editor && !self.help {
                     // Insert mode types every key but esc and the view's ctrl bindings; normal
                     // mode gives the view's bindings, then vim's keys, then the global ones.
-                    // A search being typed takes every key, as insert mode does.
+                    // A search being typed takes every key, as insert mode does; esc cancels a
+                    // count or a command being typed before it leaves the view, as in vim.
                     let insert = self.editor.mode == super::edit_keys::EditMode::Insert
                         || self.editor.search.is_some();
+                    let cancels = key.code == KeyCode::Esc
+                        && (self.editor.count.is_some() || self.editor.pending.is_some());
                     let own = self.keymap.action_in(View::Editor, &key);
-                    if let Some(a) = own.clone().filter(|_| !insert) {
+                    if let Some(a) = own.clone().filter(|_| !insert && !cancels) {
                         return self.apply(a);
                     }
                     if let Some(commands) = self.editor_key(key) {
