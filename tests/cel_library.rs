@@ -71,19 +71,14 @@ struct Printed {
     value: String,
 }
 
-/// Recorded values hookscope does not print yet (each must still differ): `string()` of a
-/// double (cel-go prints Go's shortest `%g`, `1.610612736e+09`) and of a bool (cel-go has the
-/// overload, the CEL crate has not).
-const NOT_MODELLED: &[&str] = &["quantity-string", "lists-sorted"];
-
-/// The values library functions gave, as the apiserver printed them in audit annotations.
+/// The values library functions gave, as the apiserver printed them in audit annotations
+/// (`string()` of a double as Go's `%g`, `1.610612736e+09`, and of a bool).
 #[test]
 fn library_values_are_printed_as_the_apiserver_did() {
     let printed: Vec<Printed> = serde_json::from_str(&read("values.json")).unwrap();
     let env = Env::policy(false).for_release(v133());
     let object = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe-1"}});
     let mut failures = Vec::new();
-    let mut still_not_modelled = Vec::new();
     for p in &printed {
         let got = hookscope::cel::evaluate_standalone(
             &p.expression,
@@ -91,12 +86,7 @@ fn library_values_are_printed_as_the_apiserver_did() {
             ReturnType::StringOrNull,
             &object,
         );
-        let holds = got == Ok(Output::String(p.value.clone()));
-        if NOT_MODELLED.contains(&p.key.as_str()) {
-            if !holds {
-                still_not_modelled.push(p.key.as_str());
-            }
-        } else if !holds {
+        if got != Ok(Output::String(p.value.clone())) {
             failures.push(format!(
                 "{}: {}: {got:?}, want {:?}",
                 p.key, p.expression, p.value
@@ -104,5 +94,4 @@ fn library_values_are_printed_as_the_apiserver_did() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
-    assert_eq!(still_not_modelled, NOT_MODELLED, "update NOT_MODELLED");
 }

@@ -36,6 +36,7 @@ mod direct;
 mod format;
 #[cfg(test)]
 mod library_tables;
+mod netip;
 mod patch;
 mod semver;
 mod strings;
@@ -1511,6 +1512,7 @@ fn root() -> &'static cel::Context<'static> {
         authz::register(&mut ctx);
         format::register(&mut ctx);
         strings::register(&mut ctx);
+        netip::register(&mut ctx);
         ctx.add_function(SELECT_FN, select_fn);
         ctx.add_function(DOC_SELECT_FN, doc_select_fn);
         ctx.add_function(TICK_FN, tick_fn);
@@ -1523,6 +1525,41 @@ fn root() -> &'static cel::Context<'static> {
         ctx.add_function("size", size_fn);
         ctx
     })
+}
+
+/// The CEL library's own functions, which the overrides of `netip` and `strings` call where
+/// upstream's answer is the library's.
+fn dependency() -> &'static cel::Context<'static> {
+    static CONTEXT: OnceLock<cel::Context<'static>> = OnceLock::new();
+    CONTEXT.get_or_init(|| cel::Context::default().with_all())
+}
+
+/// `name` of the CEL library over `this` and `args`.
+pub(super) fn call_dependency(name: &str, this: Option<Value>, args: Vec<Value>) -> ResolveResult {
+    let ident = |n: String| IdedExpr {
+        id: 0,
+        expr: Expr::Ident(n),
+    };
+    let mut scope = dependency().new_inner_scope();
+    let target = this.map(|t| {
+        scope.add_variable_from_value("t", t);
+        Box::new(ident("t".into()))
+    });
+    let mut idents = Vec::with_capacity(args.len());
+    for (i, a) in args.into_iter().enumerate() {
+        let n = format!("a{i}");
+        scope.add_variable_from_value(n.clone(), a);
+        idents.push(ident(n));
+    }
+    let call = IdedExpr {
+        id: 0,
+        expr: Expr::Call(CallExpr {
+            func_name: name.to_string(),
+            target,
+            args: idents,
+        }),
+    };
+    scope.resolve(&call)
 }
 
 /// Variables for one evaluation.
