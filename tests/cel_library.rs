@@ -64,6 +64,16 @@ fn functions_of_the_running_release_are_undeclared_for_new_policies() {
     );
 }
 
+/// `string()` of a format's `validate` result (an `optional_type(list(string))`) has no
+/// overload: the policy is refused on create, as kubectl printed it (after its line about the
+/// binding, unchanged).
+#[test]
+fn string_of_an_optional_is_refused_on_create() {
+    let printed = read("values-bad-kubectl.txt");
+    let (_binding, policy) = printed.split_once('\n').unwrap();
+    assert_eq!(create_errors("values-bad-policy.yaml"), policy);
+}
+
 #[derive(Deserialize)]
 struct Printed {
     key: String,

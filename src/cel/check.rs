@@ -535,6 +535,134 @@ fn library_argument_issue(name: &str, args: &[Ty]) -> Option<Issue> {
     ))
 }
 
+/// cel-go's `stringFormatValidator` (`ext/formatting.go`) for a `format` call on a string
+/// literal with a list literal: the clauses parsed as the formatter parses them, each argument's
+/// type against its clause's, and no more arguments than clauses. Types this checker does not
+/// know, and the element types of nested lists and maps, are accepted.
+fn format_issue(call: &Expression, text: &str, args: &[(&Expression, Ty)]) -> Option<Issue> {
+    let at_call = |message: String| Some(Issue::at(message, call));
+    let b = text.as_bytes();
+    let (mut i, mut requested) = (0usize, 0usize);
+    while i < b.len() {
+        if b[i] != b'%' {
+            i += 1;
+            continue;
+        }
+        if b.get(i + 1) == Some(&b'%') {
+            i += 2;
+            continue;
+        }
+        let index = requested;
+        requested += 1;
+        if i + 1 >= b.len() {
+            return at_call("unexpected end of string".into());
+        }
+        if index >= args.len() {
+            return at_call(format!("index {index} out of range"));
+        }
+        let clause = |e: &str| at_call(format!("could not parse formatting clause: {e}"));
+        let mut j = i + 1;
+        if b[j] == b'.' {
+            j += 1;
+            let start = j;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            if j >= b.len() {
+                return clause(
+                    "error while parsing precision: could not find end of precision specifier",
+                );
+            }
+            if j == start {
+                return clause(
+                    "error while parsing precision: error while converting precision to integer: strconv.Atoi: parsing \"\": invalid syntax",
+                );
+            }
+        }
+        let verb = b[j];
+        let (allowed, what): (&[&str], &str) = match verb {
+            b's' => (
+                &[
+                    "list",
+                    "map",
+                    "int",
+                    "uint",
+                    "double",
+                    "bool",
+                    "string",
+                    "google.protobuf.Timestamp",
+                    "bytes",
+                    "google.protobuf.Duration",
+                    "type",
+                    "null_type",
+                ],
+                "string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, and timestamps",
+            ),
+            b'd' => (
+                &["int", "uint"],
+                "decimal clause can only be used on integers",
+            ),
+            b'f' => (
+                &["double", "string"],
+                "fixed-point clause can only be used on doubles",
+            ),
+            b'e' => (
+                &["double", "string"],
+                "scientific clause can only be used on doubles",
+            ),
+            b'b' => (
+                &["int", "uint", "bool"],
+                "only integers and bools can be formatted as binary",
+            ),
+            b'x' | b'X' => (
+                &["int", "uint", "string", "bytes"],
+                "only integers, byte buffers, and strings can be formatted as hex",
+            ),
+            b'o' => (
+                &["int", "uint"],
+                "octal clause can only be used on integers",
+            ),
+            other => {
+                return clause(&format!(
+                    "unrecognized formatting clause \"{}\"",
+                    char::from(other)
+                ));
+            }
+        };
+        let (arg, ty) = &args[index];
+        let kind = match ty {
+            Ty::List(_) => Some("list"),
+            Ty::Map(..) => Some("map"),
+            Ty::Bool => Some("bool"),
+            Ty::Int => Some("int"),
+            Ty::Uint => Some("uint"),
+            Ty::Double => Some("double"),
+            Ty::String => Some("string"),
+            Ty::Bytes => Some("bytes"),
+            Ty::Null => Some("null_type"),
+            Ty::Timestamp => Some("google.protobuf.Timestamp"),
+            _ => None,
+        };
+        if let Some(kind) = kind
+            && !allowed.contains(&kind)
+        {
+            return Some(Issue::at(
+                format!("error during formatting: {what}, was given {kind}"),
+                arg,
+            ));
+        }
+        i = j + 1;
+    }
+    (args.len() > requested).then(|| Issue {
+        message: format!(
+            "too many arguments supplied to string.format (expected {requested}, got {})",
+            args.len()
+        ),
+        token: String::new(),
+        at: Some(Node::of(call)),
+    })
+}
+
 /// Whether the environment of release `libraries` declares the function `name`.
 fn declared_in(name: &str, libraries: u32) -> bool {
     introduced(name) <= libraries
@@ -764,6 +892,32 @@ fn go_duration_is_valid(s: &str) -> bool {
         total += value * nanos_per_unit;
     }
     total <= 9_223_372_036_854_775_807.0
+}
+
+/// cel-go's name of the type of `e` where it is an optional this checker recognises:
+/// `optional.of(x)` and `optional.ofNonZeroValue(x)` of a known type, and a format's
+/// `validate(…)` (`optional_type(list(string))`). `string()` has no overload for them.
+fn optional_type(e: &Expression, scope: &mut Vec<(String, Ty)>, found: &Found) -> Option<String> {
+    if let Some(value) = optional_value(e) {
+        let mut scratch = Found {
+            literal_validators: found.literal_validators,
+            libraries: found.libraries,
+            ..Found::default()
+        };
+        let t = infer(value, scope, &mut scratch).ok()?;
+        return (is_known(&t) || t == Ty::Dyn).then(|| format!("optional_type({})", t.display()));
+    }
+    match &e.expr {
+        Expr::Call(c)
+            if c.func_name == "validate"
+                && declared_in("validate", found.libraries)
+                && matches!(c.target.as_deref(), Some(Expression { expr: Expr::Call(f), .. })
+                    if matches!(f.target.as_deref(), Some(Expression { expr: Expr::Ident(n), .. }) if n == "format")) =>
+        {
+            Some("optional_type(list(string))".into())
+        }
+        _ => None,
+    }
 }
 
 /// The value of `optional.of(value)` or `optional.ofNonZeroValue(value)`.
@@ -1109,6 +1263,34 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
             }
             if name == "format" {
                 found.exempt -= 1;
+                if declared_in(name, found.libraries)
+                    && let Some(Expression {
+                        expr: Expr::Literal(LiteralValue::String(text)),
+                        ..
+                    }) = call.target.as_deref()
+                    && let [
+                        Expression {
+                            expr: Expr::List(list),
+                            ..
+                        },
+                    ] = call.args.as_slice()
+                {
+                    // The elements' types, without reporting their issues a second time.
+                    let mut scratch = Found {
+                        literal_validators: found.literal_validators,
+                        libraries: found.libraries,
+                        exempt: found.exempt + 1,
+                        ..Found::default()
+                    };
+                    let args: Vec<(&Expression, Ty)> = list
+                        .elements
+                        .iter()
+                        .map(|e| (e, infer(e, scope, &mut scratch).unwrap_or(Ty::Unknown)))
+                        .collect();
+                    if let Some(issue) = format_issue(expr, text.inner(), &args) {
+                        found.validator.push(issue);
+                    }
+                }
             }
             if found.literal_validators
                 && let Some(literal) = call.args.first()
@@ -1118,6 +1300,17 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
                 found
                     .validator
                     .push(Issue::at(format!("invalid {name} argument"), literal));
+            }
+            if name == "string"
+                && call.target.is_none()
+                && let [arg] = call.args.as_slice()
+                && let Some(optional) = optional_type(arg, scope, found)
+            {
+                found.checker.push(Issue::at(
+                    format!("found no matching overload for 'string' applied to '({optional})'"),
+                    expr,
+                ));
+                return Ok(Ty::Unknown);
             }
             if call.target.is_none()
                 && declared_in(name, found.libraries)
