@@ -1059,6 +1059,15 @@ fn rewrite(expr: Expression) -> Expression {
                 }) if namespace => format!("{prefix}.{}", c.func_name),
                 _ => c.func_name.clone(),
             };
+            // `x in []`: cel-go's optimizer makes it the constant false, `x` never evaluated.
+            if name == cel::common::ast::operators::IN
+                && matches!(c.args.get(1), Some(IdedExpr { expr: Expr::List(l), .. }) if l.elements.is_empty())
+            {
+                return IdedExpr {
+                    id,
+                    expr: Expr::Literal(LiteralValue::Boolean(false.into())),
+                };
+            }
             let charge = cost::classify(&name, &c);
             // cel-go evaluates an identifier or a selection that is an index (`m[k]`) or a
             // branch of `?:` as part of the attribute it qualifies, without charging it.
