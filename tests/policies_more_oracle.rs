@@ -95,17 +95,24 @@ impl Recorder {
     }
 }
 
-/// `hookscope replay --format json` of `audit` through the configurations `files`.
-fn replay(files: &[PathBuf], audit: &Path) -> Value {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookscope"))
-        .args(["--kube-version", "1.33", "replay", "--format", "json"])
+/// `hookscope --kube-version 1.33 replay` of `audit` through the configurations `files`, with
+/// the flags `extra`.
+fn run_replay(files: &[PathBuf], audit: &Path, extra: &[&std::ffi::OsStr]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_hookscope"))
+        .args(["--kube-version", "1.33", "replay"])
+        .args(extra)
         .arg("--webhooks")
         .args(files)
         .arg("--input")
         .arg(audit)
         .env("NO_COLOR", "1")
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// `hookscope replay --format json` of `audit` through the configurations `files`.
+fn replay(files: &[PathBuf], audit: &Path) -> Value {
+    let out = run_replay(files, audit, &["--format".as_ref(), "json".as_ref()]);
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
 }
@@ -410,16 +417,11 @@ fn cel_runtime_and_cost_budgets_replay_to_what_the_apiserver_recorded() {
 fn cel_runtime_errors_are_counted_as_the_apiserver_counted_them() {
     let metrics = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cel-runtime-metrics.txt");
     let _ = std::fs::remove_file(&metrics);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookscope"))
-        .args(["--kube-version", "1.33", "replay", "--webhooks"])
-        .arg(format!("{SESSION}/cel-runtime/inputs/policies.yaml"))
-        .arg("--input")
-        .arg(format!("{SESSION}/cel-runtime/audit.log"))
-        .arg("--metrics")
-        .arg(&metrics)
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
+    let out = run_replay(
+        &[format!("{SESSION}/cel-runtime/inputs/policies.yaml").into()],
+        Path::new(&format!("{SESSION}/cel-runtime/audit.log")),
+        &["--metrics".as_ref(), metrics.as_os_str()],
+    );
     assert!(
         out.stderr.is_empty(),
         "{}",
