@@ -961,16 +961,14 @@ fn the_feature_gate_note_is_said_once_per_file() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/policies-v1.33/inputs"
     );
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookscope"))
-        .args(["--kube-version", "1.33", "replay", "--webhooks"])
-        .arg(format!("{inputs}/mutating-policies.yaml"))
-        .arg("--cluster")
-        .arg(format!("{inputs}/namespaces.yaml"))
-        .arg("--input")
-        .arg(format!("{inputs}/deploy-web.yaml"))
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
+    let out = replay_on_1_33(&[
+        "--webhooks",
+        &format!("{inputs}/mutating-policies.yaml"),
+        "--cluster",
+        &format!("{inputs}/namespaces.yaml"),
+        "--input",
+        &format!("{inputs}/deploy-web.yaml"),
+    ]);
     let text =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     // Four documents (two policies, two bindings), one note.
@@ -1322,4 +1320,80 @@ fn cel_cost_limits_deny_at_the_sizes_a_v1_33_apiserver_did() {
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// A policy's runtime error under failurePolicy Fail refuses the request: the v1.33.3 apiserver
+/// counted it as `enforcement_action="deny"` with `error_type="invalid_error"`
+/// (`fixtures/policies-more-v1.33/cel-runtime`). The console's per-webhook counts and `hookscope
+/// replay`'s summary both count it as denied and as an error.
+#[test]
+fn a_policy_error_under_fail_is_counted_denied_and_errored_by_both_front_ends() {
+    let dir = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/policies-more-v1.33/cel-runtime"
+    );
+    let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).unwrap();
+    assert!(read("metrics.txt").contains(
+        r#"{enforcement_action="deny",error_type="invalid_error",policy="rt-in-empty",policy_binding="rt-in-empty"} 1"#
+    ));
+    let docs: Vec<Value> = read("inputs/policies.yaml")
+        .split("\n---\n")
+        .map(|d| serde_json::from_str(d).unwrap())
+        .filter(|d: &Value| d["metadata"]["name"] == "rt-in-empty")
+        .collect();
+    let (PolicyObject::Policy(p), PolicyObject::Binding(b)) = (
+        load(docs[0].clone(), "rt-in-empty"),
+        load(docs[1].clone(), "rt-in-empty"),
+    ) else {
+        panic!("a policy and its binding")
+    };
+    let engine = Engine::new(
+        &[],
+        EngineOptions::for_version(KubeVersion::new(33).unwrap()),
+    )
+    .with_policies(&[p], &[b]);
+    let mut namespaces = Namespaces::default();
+    namespaces.insert(
+        "celrt",
+        BTreeMap::from([("kubernetes.io/metadata.name".into(), "celrt".into())]),
+    );
+    let cluster = Cluster {
+        namespaces,
+        params: ParamObjects::new(Vec::new()),
+    };
+    let object: Value = serde_json::from_str(&read("inputs/cm-in-empty.yaml")).unwrap();
+    let (outcome, _) = dispatch(&engine, &cluster, attributes(object, Operation::Create));
+    assert!(!outcome.allowed);
+    let stats = hookscope::edit::outcome_stats(&outcome);
+    let (_, console) = stats
+        .iter()
+        .find(|(k, _)| k.configuration == "rt-in-empty")
+        .expect("the policy's counts");
+    assert_eq!((console.denied, console.errored), (1, 1));
+    // The summary of `hookscope replay` over the recorded audit log: called, skipped, mutated,
+    // denied, errors, fail-open.
+    let out = replay_on_1_33(&[
+        "--webhooks",
+        &format!("{dir}/inputs/policies.yaml"),
+        "--input",
+        &format!("{dir}/audit.log"),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row: Vec<&str> = text
+        .lines()
+        .find(|l| l.starts_with("validatingPolicy rt-in-empty/rt-in-empty "))
+        .expect("the policy's summary row")
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[5..7], ["1", "1"], "{row:?}");
+}
+
+/// `hookscope --kube-version 1.33 replay` with `args`, uncoloured.
+fn replay_on_1_33(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_hookscope"))
+        .args(["--kube-version", "1.33", "replay"])
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
 }
