@@ -1397,3 +1397,43 @@ fn replay_on_1_33(args: &[&str]) -> std::process::Output {
         .output()
         .unwrap()
 }
+
+/// The engine compiles a stored policy as the modelled release's apiserver compiles what it
+/// has stored: with that release's own libraries. `isSemver` (the semver library, added in
+/// 1.33) runs on 1.33; 1.32 has no such library, so the expression fails to compile there and
+/// `failurePolicy: Fail` refuses the request with the compile error (modelled from 1.32's
+/// `environment/base.go`; no 1.32 apiserver was run).
+#[test]
+fn stored_policy_expressions_compile_with_the_modelled_release() {
+    let case: Case = serde_json::from_value(json!({
+        "name": "semver",
+        "policy": {"validations": [{"expression": "isSemver('1.0.0')"}]},
+        "expect": {"allowed": true},
+    }))
+    .unwrap();
+    let (policies, bindings) = build(&case);
+    let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "foo", "namespace": "default"}});
+    let outcome = |minor: u32| {
+        let engine = Engine::new(
+            &[],
+            EngineOptions::for_version(KubeVersion::new(minor).unwrap()),
+        )
+        .with_policies(&policies, &bindings);
+        dispatch(
+            &engine,
+            &cluster(&case),
+            attributes(object.clone(), Operation::Create),
+        )
+        .0
+    };
+    assert!(outcome(33).allowed);
+    let refused = outcome(32);
+    assert!(!refused.allowed);
+    let message = refused.status.map(|s| s.message).unwrap_or_default();
+    assert!(
+        message.contains("compilation error: ")
+            && message.contains("undeclared reference to 'isSemver'"),
+        "{message}"
+    );
+}

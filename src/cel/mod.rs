@@ -650,6 +650,19 @@ impl Env {
         }
     }
 
+    /// The same environment as a release's apiserver builds it for an expression it has stored
+    /// (`StoredExpressions`: every option of the release itself): the libraries the release
+    /// declares, the literal validators from 1.29, the library's prices from 1.32. A stored
+    /// `isSemver` compiles on 1.33, but not on 1.32, which has no such library.
+    pub fn stored(&self, version: crate::KubeVersion) -> Env {
+        Env {
+            literal_validators: version.at_least(29),
+            libraries: version.minor(),
+            strict_cost: version.at_least(32),
+            ..self.clone()
+        }
+    }
+
     /// The same environment with `object` and `oldObject` of the struct type `id` of `schema`
     /// (the type checker's view of a kind, as `typechecking.go` declares it).
     pub fn with_object_type(&self, schema: &'static Schema, id: TypeId) -> Env {

@@ -49,7 +49,13 @@ pub(crate) struct Condition {
 }
 
 impl Hook {
-    fn new(configuration: &str, webhook: &Webhook, uid: String, position: usize) -> Hook {
+    fn new(
+        configuration: &str,
+        webhook: &Webhook,
+        uid: String,
+        position: usize,
+        env: &cel::Env,
+    ) -> Hook {
         let selector = |s: &Option<crate::api::LabelSelector>| match s {
             None => Ok(Selector::nothing()),
             Some(s) => Selector::parse(s).map_err(|e| e.to_string()),
@@ -61,7 +67,7 @@ impl Hook {
             .map(|c| Condition {
                 name: c.name.clone(),
                 expression: c.expression.clone(),
-                program: cel::compile(&c.expression)
+                program: cel::compile_in(&c.expression, env, cel::ReturnType::Bool)
                     .map(Arc::new)
                     .map_err(|e| e.to_string()),
             })
@@ -111,8 +117,14 @@ impl Hook {
 }
 
 /// Flattens configurations of one kind as upstream does: configurations sorted by name
-/// (byte-wise, stable), webhooks in list order; UIDs count repeated webhook names.
-pub fn flatten(configs: &[WebhookConfiguration], kind: WebhookKind) -> Vec<Hook> {
+/// (byte-wise, stable), webhooks in list order; UIDs count repeated webhook names. The
+/// matchConditions compile as `release` compiles stored expressions.
+pub fn flatten(
+    configs: &[WebhookConfiguration],
+    kind: WebhookKind,
+    release: crate::KubeVersion,
+) -> Vec<Hook> {
+    let env = cel::Env::match_conditions().stored(release);
     let mut ordered: Vec<&WebhookConfiguration> =
         configs.iter().filter(|c| c.kind == kind).collect();
     ordered.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
@@ -124,7 +136,7 @@ pub fn flatten(configs: &[WebhookConfiguration], kind: WebhookKind) -> Vec<Hook>
             let uid = format!("{}/{}/{}", cfg.name, w.name, n);
             *n += 1;
             let position = hooks.len();
-            hooks.push(Hook::new(&cfg.name, w, uid, position));
+            hooks.push(Hook::new(&cfg.name, w, uid, position, &env));
         }
     }
     hooks

@@ -205,9 +205,13 @@ impl PolicyHook {
             || self.audit_annotations.iter().any(|(_, _, p)| compiled(p))
     }
 
-    fn new(policy: &ValidatingAdmissionPolicy, bindings: Vec<Binding>) -> PolicyHook {
+    fn new(
+        policy: &ValidatingAdmissionPolicy,
+        bindings: Vec<Binding>,
+        release: crate::KubeVersion,
+    ) -> PolicyHook {
         let spec = &policy.spec;
-        let mut env = cel::Env::policy(spec.param_kind.is_some());
+        let mut env = cel::Env::policy(spec.param_kind.is_some()).stored(release);
         let mut variables = Vec::with_capacity(spec.variables.len());
         for v in &spec.variables {
             let program = cel::compile_in(&v.expression, &env, cel::ReturnType::Any);
@@ -278,9 +282,11 @@ impl PolicyHook {
 
 /// Builds the policy hooks: every policy (by name) with the bindings that name it (by name).
 /// A binding whose policy is absent has no effect, as upstream.
+/// Their expressions compile as `release` compiles stored expressions.
 pub fn build(
     policies: &[ValidatingAdmissionPolicy],
     bindings: &[ValidatingAdmissionPolicyBinding],
+    release: crate::KubeVersion,
 ) -> Vec<PolicyHook> {
     let mut policies: Vec<&ValidatingAdmissionPolicy> = policies.iter().collect();
     policies.sort_by(|a, b| a.name.cmp(&b.name));
@@ -305,7 +311,7 @@ pub fn build(
                     }
                 })
                 .collect();
-            PolicyHook::new(p, own)
+            PolicyHook::new(p, own, release)
         })
         .collect()
 }
