@@ -129,20 +129,18 @@ struct Printed {
     value: String,
 }
 
-/// The values library functions gave, as the apiserver printed them in audit annotations
-/// (`string()` of a double as Go's `%g`, `1.610612736e+09`, and of a bool).
-#[test]
-fn library_values_are_printed_as_the_apiserver_did() {
-    let printed: Vec<Printed> = serde_json::from_str(&read("values.json")).unwrap();
+/// The auditAnnotations of `file` (key, expression, the value the apiserver printed) that
+/// hookscope evaluates otherwise over `object` on 1.33, and how many it compared.
+fn printed_differences(file: &str, object: &serde_json::Value) -> (Vec<String>, usize) {
+    let printed: Vec<Printed> = serde_json::from_str(&read(file)).unwrap();
     let env = Env::policy(false).for_release(v133());
-    let object = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe-1"}});
     let mut failures = Vec::new();
     for p in &printed {
         let got = hookscope::cel::evaluate_standalone(
             &p.expression,
             &env,
             ReturnType::StringOrNull,
-            &object,
+            object,
         );
         if got != Ok(Output::String(p.value.clone())) {
             failures.push(format!(
@@ -151,5 +149,75 @@ fn library_values_are_printed_as_the_apiserver_did() {
             ));
         }
     }
+    (failures, printed.len())
+}
+
+/// The values library functions gave, as the apiserver printed them in audit annotations
+/// (`string()` of a double as Go's `%g`, `1.610612736e+09`, and of a bool).
+#[test]
+fn library_values_are_printed_as_the_apiserver_did() {
+    let object = serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe-1"}});
+    let (failures, _) = printed_differences("values.json", &object);
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// cel-go's two-variable comprehensions (in the environment from 1.32, so in policies created
+/// on 1.33): the values a 1.33.3 apiserver printed through auditAnnotations (`all`, `exists`,
+/// `existsOne` over a map and a list, `transformList`, `transformMap` and `transformMapEntry`
+/// with and without a filter, an error absorbed by the result that `all` and `exists` settle
+/// on), the errors it warned of, and the `map(dyn, dyn)` of `transformMapEntry` it refused as
+/// an auditAnnotation's value.
+#[test]
+fn two_variable_comprehensions_answer_as_the_apiserver_did() {
+    let object: serde_json::Value = serde_json::from_str(&read("cm-twovar.yaml")).unwrap();
+    let (failures, compared) = printed_differences("twovar-values.json", &object);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(compared, 11);
+    let env = Env::policy(false).for_release(v133());
+    // The validations of `twovar-errors`, bound [Warn]: each warning's text after the
+    // policy's name.
+    let warned = read("twovar-errors-kubectl.txt");
+    let policy: serde_json::Value = read("twovar-policy.yaml")
+        .split("\n---\n")
+        .map(|d| serde_json::from_str::<serde_json::Value>(d).unwrap())
+        .find(|d| {
+            d["metadata"]["name"] == "twovar-errors" && d["kind"] == "ValidatingAdmissionPolicy"
+        })
+        .unwrap();
+    let object: serde_json::Value = serde_json::from_str(&read("cm-twovar-errors.yaml")).unwrap();
+    for v in policy["spec"]["validations"].as_array().unwrap() {
+        let expression = v["expression"].as_str().unwrap();
+        let warning = match hookscope::cel::evaluate_standalone(
+            expression,
+            &env,
+            ReturnType::Bool,
+            &object,
+        ) {
+            Err(e) => format!("expression '{expression}' resulted in error: {e}"),
+            Ok(Output::Bool(false)) => format!("failed expression: {expression}"),
+            other => panic!("{expression}: {other:?}"),
+        };
+        assert!(
+            warned.contains(&format!("'twovar-errors': {warning}\n")),
+            "{warning}"
+        );
+    }
+    let refused: String = read("twovar-kubectl.txt")
+        .lines()
+        .filter(|l| l.starts_with("The "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(create_errors("twovar-policy.yaml"), refused);
+    // Added in 1.32: expressions created on 1.32 have 1.31's environment, without them.
+    let older = Env::policy(false).for_release(KubeVersion::new(32).unwrap());
+    let got = hookscope::cel::evaluate_standalone(
+        "string(object.data.all(k, v, v != ''))",
+        &older,
+        ReturnType::StringOrNull,
+        &object,
+    );
+    assert!(
+        matches!(&got, Err(e) if e.contains("undeclared reference to 'all'")),
+        "{got:?}"
+    );
 }

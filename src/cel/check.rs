@@ -663,6 +663,90 @@ fn format_issue(call: &Expression, text: &str, args: &[(&Expression, Ty)]) -> Op
     })
 }
 
+/// The release whose environment first has cel-go's two-variable comprehensions
+/// (`ext.TwoVarComprehensions`).
+pub(crate) const TWO_VARIABLE_COMPREHENSIONS: u32 = 32;
+
+/// cel-go's two-variable comprehension macros, by name and argument count, when `call` is one:
+/// a member call whose first two arguments are the iteration variables.
+pub(crate) fn two_variable_macro(call: &cel::common::ast::CallExpr) -> Option<&'static str> {
+    let name = match (call.func_name.as_str(), call.args.len()) {
+        ("all", 3) => "all",
+        ("exists", 3) => "exists",
+        ("existsOne", 3) => "existsOne",
+        ("transformList", 3 | 4) => "transformList",
+        ("transformMap", 3 | 4) => "transformMap",
+        ("transformMapEntry", 3 | 4) => "transformMapEntry",
+        _ => return None,
+    };
+    let ident = |e: &Expression| matches!(e.expr, Expr::Ident(_));
+    (call.target.is_some() && ident(&call.args[0]) && ident(&call.args[1])).then_some(name)
+}
+
+/// cel-go's error for a comprehension over a value of type `t`.
+fn not_a_range(t: &Ty) -> Issue {
+    Issue::new(
+        format!(
+            "expression of type '{}' cannot be range of a comprehension (must be list, map, or dynamic)",
+            t.name()
+        ),
+        "",
+    )
+}
+
+/// The type of a two-variable comprehension: its range a list (index and element) or a map
+/// (key and value) or `dyn`, its predicate, filter and transform checked with both variables.
+fn infer_two_variable(
+    macro_name: &str,
+    call: &cel::common::ast::CallExpr,
+    scope: &mut Vec<(String, Ty)>,
+    found: &mut Found,
+) -> Result<Ty, Issue> {
+    let var = |e: &Expression| match &e.expr {
+        Expr::Ident(n) => n.clone(),
+        _ => String::new(),
+    };
+    let (first, second) = (var(&call.args[0]), var(&call.args[1]));
+    if first == second {
+        return Err(Issue::at(
+            format!("duplicate variable name: {first}"),
+            &call.args[1],
+        ));
+    }
+    let range = match call.target.as_deref() {
+        Some(t) => infer(t, scope, found)?,
+        None => Ty::Unknown,
+    };
+    let (key, value) = match &range {
+        Ty::List(e) => (Ty::Int, bound(e)),
+        Ty::Map(k, v) => (bound(k), bound(v)),
+        Ty::Dyn => (Ty::Dyn, Ty::Dyn),
+        t if is_known(t) => {
+            return Err(not_a_range(t));
+        }
+        _ => (Ty::Unknown, Ty::Unknown),
+    };
+    let depth = scope.len();
+    scope.push((first, key.clone()));
+    scope.push((second, value));
+    let checked = (|| {
+        let mut last = Ty::Unknown;
+        for a in &call.args[2..] {
+            last = infer(a, scope, found)?;
+        }
+        Ok(last)
+    })();
+    scope.truncate(depth);
+    let last = checked?;
+    Ok(match macro_name {
+        "transformList" => list(last),
+        "transformMap" => Ty::Map(Box::new(key), Box::new(last)),
+        // cel-go's `cel.@mapInsert(map, map)` gives `map(dyn, dyn)`.
+        "transformMapEntry" => Ty::Map(Box::new(Ty::Dyn), Box::new(Ty::Dyn)),
+        _ => Ty::Bool,
+    })
+}
+
 /// Whether the environment of release `libraries` declares the function `name`.
 fn declared_in(name: &str, libraries: u32) -> bool {
     introduced(name) <= libraries
@@ -1210,13 +1294,7 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
                 Ty::List(e) | Ty::Map(e, _) => bound(e),
                 Ty::Dyn => Ty::Dyn,
                 t if is_known(t) => {
-                    return Err(Issue::new(
-                        format!(
-                            "expression of type '{}' cannot be range of a comprehension (must be list, map, or dynamic)",
-                            t.name()
-                        ),
-                        "",
-                    ));
+                    return Err(not_a_range(t));
                 }
                 _ => Ty::Unknown,
             };
@@ -1237,6 +1315,11 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
         }
         Expr::Call(call) => {
             let name = call.func_name.as_str();
+            if let Some(macro_name) = two_variable_macro(call)
+                && found.libraries >= TWO_VARIABLE_COMPREHENSIONS
+            {
+                return infer_two_variable(macro_name, call, scope, found);
+            }
             if name == "format" {
                 found.exempt += 1;
             }

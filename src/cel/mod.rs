@@ -96,6 +96,9 @@ const HAS_FN: &str = "@hs.has";
 /// A call priced by the sizes of its arguments ([`cost::call_cost`]): its first argument is the
 /// call, its second the same call over the values bound as [`SIZED_TARGET`] and [`sized_arg`].
 const SIZED_FN: &str = "@hs.sized";
+/// A two-variable comprehension: its macro's name, the range, the two variables' names, then
+/// its predicate (or filter and transform) ([`comp2_fn`]).
+const COMP2_FN: &str = "@hs.comp2";
 /// The receiver's name in a [`SIZED_FN`] template.
 const SIZED_TARGET: &str = "@hs.t";
 
@@ -1027,6 +1030,23 @@ fn rewrite(expr: Expression) -> Expression {
             };
             return tick(id, call(id, HAS_FN, vec![operand, field]), cost);
         }
+        // `range.all(k, v, p)` and the other two-variable macros: evaluated by [`COMP2_FN`].
+        Expr::Call(c) if check::two_variable_macro(&c).is_some() => {
+            let name = check::two_variable_macro(&c).unwrap_or_default();
+            let text = |s: &str| IdedExpr {
+                id,
+                expr: Expr::Literal(LiteralValue::String(CelString::from(s))),
+            };
+            let mut args = vec![text(name)];
+            args.extend(c.target.map(|t| rewrite(*t)));
+            for (i, a) in c.args.into_iter().enumerate() {
+                args.push(match (i, a.expr) {
+                    (0 | 1, Expr::Ident(n)) => text(&n),
+                    (_, expr) => rewrite(IdedExpr { id: a.id, expr }),
+                });
+            }
+            return call(id, COMP2_FN, args);
+        }
         Expr::Call(mut c) if c.func_name == cel::common::ast::operators::OPT_SELECT => {
             let cost = 1 + c.args.first().map_or(0, operand_ident_cost);
             c.func_name = OPT_SELECT_FN.to_string();
@@ -1328,6 +1348,189 @@ fn opt_select_fn(Arguments(args): Arguments) -> ResolveResult {
     )
 }
 
+/// cel-go's two-variable comprehensions (`ext/comprehensions.go`), evaluated as their macros
+/// expand: a list's index and element or a map's key and value (keys in sorted order, where
+/// Go's map order is random) bound for each step; `all` and `exists` stop once their result is
+/// certain and absorb an error the other way decided, `existsOne` and the transforms carry the
+/// first error to the end; each step charged what cel-go's loop condition and step cost.
+fn comp2_fn(ftx: &FunctionContext) -> ResolveResult {
+    let text = |i: usize| match ftx.args.get(i).map(|e| &e.expr) {
+        Some(Expr::Literal(LiteralValue::String(s))) => s.inner().to_string(),
+        _ => String::new(),
+    };
+    let (name, first, second) = (text(0), text(2), text(3));
+    let body = ftx.args.get(4..).unwrap_or_default();
+    let range = ftx
+        .args
+        .get(1)
+        .ok_or(ExecutionError::NoSuchOverload)
+        .and_then(|e| ftx.ptx.resolve(e))?;
+    let entries: Vec<(Value, Value)> = match range {
+        Value::List(l) => l
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (Value::Int(i64::try_from(i).unwrap_or(i64::MAX)), v.clone()))
+            .collect(),
+        Value::Map(m) => {
+            let mut e: Vec<(Value, Value)> = m
+                .map
+                .iter()
+                .map(|(k, v)| (Value::from(k.clone()), v.clone()))
+                .collect();
+            e.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+            e
+        }
+        _ => return Err(ftx.error("no such overload")),
+    };
+    let eval = |k: &Value, v: &Value, e: &Expression| {
+        let mut scope = ftx.ptx.new_inner_scope();
+        scope.add_variable_from_value(first.clone(), k.clone());
+        scope.add_variable_from_value(second.clone(), v.clone());
+        scope.resolve(e)
+    };
+    let boolean = |r: ResolveResult| match r {
+        Ok(Value::Bool(b)) => Ok(b),
+        Ok(_) => Err(ExecutionError::NoSuchOverload),
+        Err(e) => Err(e),
+    };
+    match name.as_str() {
+        "all" | "exists" => {
+            let decisive = name == "exists";
+            let (cond, step) = if decisive { (3, 1) } else { (2, 1) };
+            let mut accu: Result<bool, ExecutionError> = Ok(!decisive);
+            for (k, v) in &entries {
+                charge(ftx, cond)?;
+                if accu.as_ref().is_ok_and(|b| *b == decisive) {
+                    break;
+                }
+                charge(ftx, step)?;
+                let r = boolean(eval(k, v, &body[0]));
+                accu = match (accu, r) {
+                    (_, Ok(b)) if b == decisive => Ok(b),
+                    (Ok(b), _) if b == decisive => Ok(b),
+                    (Err(e), _) | (_, Err(e)) => Err(e),
+                    (Ok(a), Ok(_)) => Ok(a),
+                };
+            }
+            charge(ftx, 1)?;
+            accu.map(Value::Bool)
+        }
+        "existsOne" => {
+            let mut accu: Result<i64, ExecutionError> = Ok(0);
+            for (k, v) in &entries {
+                let r = boolean(eval(k, v, &body[0]));
+                charge(ftx, if matches!(r, Ok(true)) { 2 } else { 1 })?;
+                accu = match (accu, r) {
+                    (Err(e), _) | (_, Err(e)) => Err(e),
+                    (Ok(n), Ok(true)) => Ok(n + 1),
+                    (Ok(n), Ok(false)) => Ok(n),
+                };
+            }
+            charge(ftx, 2)?;
+            accu.map(|n| Value::Bool(n == 1))
+        }
+        _ => {
+            let (filter, transform) = match body {
+                [f, t] => (Some(f), t),
+                [t] => (None, t),
+                _ => return Err(ExecutionError::NoSuchOverload),
+            };
+            // The step's own cost: `@result + [t]` (the list literal 10), or
+            // `cel.@mapInsert(@result, k, t)`, or `cel.@mapInsert(@result, t)`.
+            let step = match name.as_str() {
+                "transformList" => 12,
+                "transformMap" => 3,
+                _ => 2,
+            };
+            let mut list = Vec::new();
+            let mut map: std::collections::HashMap<cel::objects::Key, Value> =
+                std::collections::HashMap::new();
+            let mut failed: Option<ExecutionError> = None;
+            for (k, v) in &entries {
+                if let Some(f) = filter {
+                    match boolean(eval(k, v, f)) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            charge(ftx, 1)?;
+                            continue;
+                        }
+                        Err(e) => {
+                            failed.get_or_insert(e);
+                            continue;
+                        }
+                    }
+                }
+                charge(ftx, step)?;
+                if failed.is_some() {
+                    continue;
+                }
+                let t = match eval(k, v, transform) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        failed = Some(e);
+                        continue;
+                    }
+                };
+                match name.as_str() {
+                    "transformList" => list.push(t),
+                    "transformMap" => match value_key(k) {
+                        Some(key) => {
+                            map.insert(key, t);
+                        }
+                        None => failed = Some(ExecutionError::NoSuchOverload),
+                    },
+                    _ => match t {
+                        Value::Map(m) => {
+                            for (key, value) in m.map.iter() {
+                                if map.contains_key(key) {
+                                    failed = Some(ftx.error(format!(
+                                        "insert failed: key {} already exists",
+                                        key_text(key)
+                                    )));
+                                    break;
+                                }
+                                map.insert(key.clone(), value.clone());
+                            }
+                        }
+                        _ => failed = Some(ExecutionError::NoSuchOverload),
+                    },
+                }
+            }
+            charge(ftx, 1)?;
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            Ok(if name == "transformList" {
+                Value::List(Arc::new(list))
+            } else {
+                Value::Map(cel::objects::Map { map: Arc::new(map) })
+            })
+        }
+    }
+}
+
+/// The map key of a value, for the types a key can have.
+fn value_key(v: &Value) -> Option<cel::objects::Key> {
+    use cel::objects::Key;
+    Some(match v {
+        Value::String(s) => Key::String(Arc::clone(s)),
+        Value::Int(i) => Key::Int(*i),
+        Value::UInt(u) => Key::Uint(*u),
+        Value::Bool(b) => Key::Bool(*b),
+        _ => return None,
+    })
+}
+
+/// A map key as Go's `%v` prints it in cel-go's insert error.
+fn key_text(key: &cel::objects::Key) -> String {
+    match key {
+        cel::objects::Key::String(s) => s.to_string(),
+        cel::objects::Key::Int(i) => i.to_string(),
+        cel::objects::Key::Uint(u) => u.to_string(),
+        cel::objects::Key::Bool(b) => b.to_string(),
+    }
+}
+
 /// Charges the fixed cost of the step it wraps and passes the step's value through; a step that
 /// fails is charged too (cel-go's observer sees its error value).
 fn tick_fn(ftx: &FunctionContext) -> ResolveResult {
@@ -1542,6 +1745,7 @@ fn root() -> &'static cel::Context<'static> {
         ctx.add_function(OPT_SELECT_FN, opt_select_fn);
         ctx.add_function(UNWRAP_FN, unwrap_fn);
         ctx.add_function(HAS_FN, has_fn);
+        ctx.add_function(COMP2_FN, comp2_fn);
         ctx.add_function(patch::STRUCT_FN, patch::struct_fn);
         ctx.add_function("dyn", identity);
         ctx.add_function("size", size_fn);
