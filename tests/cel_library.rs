@@ -221,3 +221,15 @@ fn two_variable_comprehensions_answer_as_the_apiserver_did() {
         "{got:?}"
     );
 }
+
+/// `type(x)` and the type denotations (`int`, `map`, `null_type`, `type`, `net.IP`, …): the
+/// comparisons a 1.33.3 apiserver printed through auditAnnotations (every one `true`, so that
+/// a missing or mistaken type shows as a difference, not as a compile error hidden in it).
+#[test]
+fn type_values_compare_as_the_apiserver_compared_them() {
+    assert!(read("types-kubectl.txt").contains("type-values created"));
+    let object: serde_json::Value = serde_json::from_str(&read("cm-types.yaml")).unwrap();
+    let (failures, compared) = printed_differences("types-values.json", &object);
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert_eq!(compared, 10);
+}

@@ -260,6 +260,22 @@ pub(crate) struct Found {
 pub(crate) const PATCH_TYPES: &str = "@patch-types";
 
 const REQUEST: &str = "kubernetes.AdmissionRequest";
+/// The type of a type value (`type(x)`, `int`, `net.IP`).
+pub(crate) const TYPE: &str = "type";
+
+/// The type denotations an identifier can name (cel-go's standard types).
+pub(crate) const TYPE_NAMES: [&str; 10] = [
+    "bool",
+    "bytes",
+    "double",
+    "int",
+    "list",
+    "map",
+    "null_type",
+    "string",
+    "type",
+    "uint",
+];
 const NAMESPACE: &str = "kubernetes.Namespace";
 const AUTHORIZER: &str = "kubernetes.authorization.Authorizer";
 const PATH_CHECK: &str = "kubernetes.authorization.PathCheck";
@@ -397,6 +413,7 @@ fn function_type(name: &str, target: Option<&Ty>) -> Option<Ty> {
         "lists.range" => list(Int),
         "getQuery" => map(list(String)),
         "dyn" => Dyn,
+        "type" => Object(TYPE),
         "check" => Object(DECISION),
         "path" if target == Some(&Object(AUTHORIZER)) => Object(PATH_CHECK),
         "group" if target == Some(&Object(AUTHORIZER)) => Object(GROUP_CHECK),
@@ -661,6 +678,14 @@ fn format_issue(call: &Expression, text: &str, args: &[(&Expression, Ty)]) -> Op
         token: String::new(),
         at: Some(Node::of(call)),
     })
+}
+
+/// `net.IP` or `net.CIDR`, the types of the IP and CIDR libraries (from 1.30).
+pub(crate) fn is_net_type(sel: &cel::common::ast::SelectExpr, libraries: u32) -> bool {
+    !sel.test
+        && matches!(sel.field.as_str(), "IP" | "CIDR")
+        && matches!(&sel.operand.expr, Expr::Ident(n) if n == "net")
+        && declared_in("ip", libraries)
 }
 
 /// The release whose environment first has cel-go's two-variable comprehensions
@@ -1160,7 +1185,17 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
             .find(|(n, _)| n == name)
             .map(|(_, t)| t.clone())
             .or_else(|| variable_type(name))
+            .or_else(|| {
+                TYPE_NAMES
+                    .contains(&name.as_str())
+                    .then_some(Ty::Object(TYPE))
+            })
             .map_or_else(|| Ok(undeclared_soft(name, expr, found)), Ok),
+        Expr::Select(sel)
+            if is_net_type(sel, found.libraries) && !scope.iter().any(|(n, _)| n == "net") =>
+        {
+            Ok(Ty::Object(TYPE))
+        }
         Expr::Select(sel) => {
             let operand = infer(&sel.operand, scope, found)?;
             let field_ty = match &operand {

@@ -18,8 +18,8 @@
 //! * the static check is partial: argument types of operators and functions are not checked
 //!   (`1 == 'a'` compiles and evaluates to false; cel-go rejects it), and where a result type
 //!   is not inferred the expression is accepted;
-//! * type denotations (`int`, `type(x)`), `fieldSelector`/`labelSelector` on authorizer
-//!   checks, and functions kube-cel does not provide are undeclared;
+//! * `fieldSelector`/`labelSelector` on authorizer checks and functions kube-cel does not
+//!   provide are undeclared (type denotations and `type(x)` are modelled, as type values);
 //! * error texts come from cel 0.13 and are mapped to cel-go's wording for the common cases
 //!   (`no such key: x`, `no such overload`, `division by zero`, ...), not for all;
 //! * cost: what cel-go's runtime cost tracker charges under the apiserver's options, step by
@@ -96,6 +96,9 @@ const HAS_FN: &str = "@hs.has";
 /// A call priced by the sizes of its arguments ([`cost::call_cost`]): its first argument is the
 /// call, its second the same call over the values bound as [`SIZED_TARGET`] and [`sized_arg`].
 const SIZED_FN: &str = "@hs.sized";
+/// The type value named by its argument ([`type_name_fn`]).
+const TYPE_NAME_FN: &str = "@hs.typename";
+
 /// A two-variable comprehension: its macro's name, the range, the two variables' names, then
 /// its predicate (or filter and transform) ([`comp2_fn`]).
 const COMP2_FN: &str = "@hs.comp2";
@@ -1006,6 +1009,13 @@ fn rewrite_operand(operand: Expression) -> Expression {
 fn rewrite(expr: Expression) -> Expression {
     let IdedExpr { id, expr } = expr;
     let expr = match expr {
+        // A type denotation (`int`, `net.IP`): its type value.
+        Expr::Ident(n) if check::TYPE_NAMES.contains(&n.as_str()) => {
+            return type_value_expr(id, &n);
+        }
+        Expr::Select(sel) if check::is_net_type(&sel, u32::MAX) => {
+            return type_value_expr(id, &format!("net.{}", sel.field));
+        }
         Expr::Select(SelectExpr {
             operand,
             field,
@@ -1346,6 +1356,63 @@ fn opt_select_fn(Arguments(args): Arguments) -> ResolveResult {
             Err(_) => none(),
         },
     )
+}
+
+/// A CEL type as a value (`type(x)`, `int`, `net.IP`), by cel-go's name of it; two are equal
+/// when they name the same type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CelType(Arc<str>);
+
+impl Opaque for CelType {
+    fn runtime_type_name(&self) -> &str {
+        "type"
+    }
+}
+
+fn type_value(name: &str) -> Value {
+    Value::Opaque(Arc::new(CelType(Arc::from(name))))
+}
+
+/// `name`'s type value at run time ([`TYPE_NAME_FN`]).
+fn type_value_expr(id: u64, name: &str) -> IdedExpr {
+    let text = IdedExpr {
+        id,
+        expr: Expr::Literal(LiteralValue::String(CelString::from(name))),
+    };
+    call(id, TYPE_NAME_FN, vec![text])
+}
+
+fn type_name_fn(Arguments(args): Arguments) -> ResolveResult {
+    match args.as_slice() {
+        [Value::String(name)] => Ok(type_value(name)),
+        _ => Err(ExecutionError::NoSuchOverload),
+    }
+}
+
+/// `type(x)`: the type of a value, by cel-go's names (`int`, `list`, `map`, `net.IP`,
+/// `kubernetes.Quantity`, `google.protobuf.Timestamp`, …).
+fn type_fn(Arguments(args): Arguments) -> ResolveResult {
+    let [v] = args.as_slice() else {
+        return Err(ExecutionError::invalid_argument_count(1, args.len()));
+    };
+    let v = unwrap_fn(Arguments(Arc::new(vec![v.clone()])))?;
+    let name = match &v {
+        Value::Int(_) => "int",
+        Value::UInt(_) => "uint",
+        Value::Float(_) => "double",
+        Value::String(_) => "string",
+        Value::Bool(_) => "bool",
+        Value::Bytes(_) => "bytes",
+        Value::List(_) => "list",
+        Value::Map(_) => "map",
+        Value::Null => "null_type",
+        Value::Timestamp(_) => "google.protobuf.Timestamp",
+        Value::Duration(_) => "google.protobuf.Duration",
+        Value::Opaque(o) if o.downcast_ref::<OptionalValue>().is_some() => "optional_type",
+        Value::Opaque(o) => return Ok(type_value(o.runtime_type_name())),
+        _ => return Err(ExecutionError::NoSuchOverload),
+    };
+    Ok(type_value(name))
 }
 
 /// cel-go's two-variable comprehensions (`ext/comprehensions.go`), evaluated as their macros
@@ -1746,6 +1813,8 @@ fn root() -> &'static cel::Context<'static> {
         ctx.add_function(UNWRAP_FN, unwrap_fn);
         ctx.add_function(HAS_FN, has_fn);
         ctx.add_function(COMP2_FN, comp2_fn);
+        ctx.add_function(TYPE_NAME_FN, type_name_fn);
+        ctx.add_function("type", type_fn);
         ctx.add_function(patch::STRUCT_FN, patch::struct_fn);
         ctx.add_function("dyn", identity);
         ctx.add_function("size", size_fn);
