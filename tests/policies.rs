@@ -1328,39 +1328,18 @@ fn cel_cost_limits_deny_at_the_sizes_a_v1_33_apiserver_did() {
 /// replay`'s summary both count it as denied and as an error.
 #[test]
 fn a_policy_error_under_fail_is_counted_denied_and_errored_by_both_front_ends() {
-    let dir = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/fixtures/policies-more-v1.33/cel-runtime"
-    );
-    let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).unwrap();
+    let read = |f: &str| fixture(&format!("policies-more-v1.33/cel-runtime/{f}"));
     assert!(read("metrics.txt").contains(
         r#"{enforcement_action="deny",error_type="invalid_error",policy="rt-in-empty",policy_binding="rt-in-empty"} 1"#
     ));
-    let docs: Vec<Value> = read("inputs/policies.yaml")
-        .split("\n---\n")
-        .map(|d| serde_json::from_str(d).unwrap())
-        .filter(|d: &Value| d["metadata"]["name"] == "rt-in-empty")
-        .collect();
-    let (PolicyObject::Policy(p), PolicyObject::Binding(b)) = (
-        load(docs[0].clone(), "rt-in-empty"),
-        load(docs[1].clone(), "rt-in-empty"),
-    ) else {
-        panic!("a policy and its binding")
-    };
-    let engine = Engine::new(
-        &[],
-        EngineOptions::for_version(KubeVersion::new(33).unwrap()),
-    )
-    .with_policies(&[p], &[b]);
-    let mut namespaces = Namespaces::default();
-    namespaces.insert(
-        "celrt",
-        BTreeMap::from([("kubernetes.io/metadata.name".into(), "celrt".into())]),
+    let (engine, cluster) = recorded_policy(
+        &read("inputs/policies.yaml"),
+        "rt-in-empty",
+        (
+            "celrt",
+            BTreeMap::from([("kubernetes.io/metadata.name".into(), "celrt".into())]),
+        ),
     );
-    let cluster = Cluster {
-        namespaces,
-        params: ParamObjects::new(Vec::new()),
-    };
     let object: Value = serde_json::from_str(&read("inputs/cm-in-empty.yaml")).unwrap();
     let (outcome, _) = dispatch(&engine, &cluster, attributes(object, Operation::Create));
     assert!(!outcome.allowed);
@@ -1374,9 +1353,15 @@ fn a_policy_error_under_fail_is_counted_denied_and_errored_by_both_front_ends() 
     // denied, errors, fail-open.
     let out = replay_on_1_33(&[
         "--webhooks",
-        &format!("{dir}/inputs/policies.yaml"),
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/policies-more-v1.33/cel-runtime/inputs/policies.yaml"
+        ),
         "--input",
-        &format!("{dir}/audit.log"),
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/policies-more-v1.33/cel-runtime/audit.log"
+        ),
     ]);
     let text = String::from_utf8_lossy(&out.stdout);
     let row: Vec<&str> = text
@@ -1436,4 +1421,79 @@ fn stored_policy_expressions_compile_with_the_modelled_release() {
             && message.contains("undeclared reference to 'isSemver'"),
         "{message}"
     );
+}
+
+/// A two-variable `all` costs per iteration what the one-variable one does (loop condition 2,
+/// step 1, the predicate): `object.data.all(k, v, k.matches(R))` with a 400-character `R`
+/// was allowed with 9,615 keys and denied over the per-call limit with 9,616 by a v1.33.3
+/// apiserver (`fixtures/cel-cost-v1.33/twovar`), as its one-variable twin.
+#[test]
+fn two_variable_comprehension_costs_deny_at_the_size_a_v1_33_apiserver_did() {
+    let read = |f: &str| fixture(&format!("cel-cost-v1.33/twovar/{f}"));
+    let (engine, cluster) = recorded_policy(
+        &read("policy.yaml"),
+        "twovar-cost",
+        ("default", BTreeMap::new()),
+    );
+    for keys in [9615, 9616] {
+        let printed = read(&format!("kubectl-{keys}.txt"));
+        let data: serde_json::Map<String, Value> =
+            (0..keys).map(|i| (format!("k{i}"), json!(""))).collect();
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("twovar-cost-{keys}"), "namespace": "default",
+                         "labels": {"case": "twovar-cost"}},
+            "data": data});
+        let (outcome, _) = dispatch(&engine, &cluster, attributes(object, Operation::Create));
+        assert_eq!(
+            outcome.allowed,
+            printed.contains(" created\n"),
+            "{keys} keys"
+        );
+        if !outcome.allowed {
+            let message = outcome.status.map(|s| s.message).unwrap_or_default();
+            let (_, ours) = message.split_once(": ").unwrap();
+            assert!(printed.contains(&format!(": {ours}\n")), "{message}");
+            assert!(ours.ends_with("operation cancelled: actual cost limit exceeded"));
+        }
+    }
+}
+
+/// A 1.33 engine with the policy `name` and its binding of the recorded `documents` (JSON
+/// documents separated by `---`), and a cluster holding the namespace `namespace`.
+fn recorded_policy(
+    documents: &str,
+    name: &str,
+    namespace: (&str, BTreeMap<String, String>),
+) -> (Engine, Cluster) {
+    let docs: Vec<Value> = documents
+        .split("\n---\n")
+        .map(|d| serde_json::from_str(d).unwrap())
+        .filter(|d: &Value| d["metadata"]["name"] == name)
+        .collect();
+    let (PolicyObject::Policy(p), PolicyObject::Binding(b)) =
+        (load(docs[0].clone(), name), load(docs[1].clone(), name))
+    else {
+        panic!("{name}: a policy and its binding")
+    };
+    let engine = Engine::new(
+        &[],
+        EngineOptions::for_version(KubeVersion::new(33).unwrap()),
+    )
+    .with_policies(&[p], &[b]);
+    let mut namespaces = Namespaces::default();
+    namespaces.insert(namespace.0, namespace.1);
+    let cluster = Cluster {
+        namespaces,
+        params: ParamObjects::new(Vec::new()),
+    };
+    (engine, cluster)
+}
+
+/// The text of `path` under `tests/fixtures`.
+fn fixture(path: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/fixtures/{path}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
 }
