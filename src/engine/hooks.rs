@@ -141,3 +141,34 @@ pub fn flatten(
     }
     hooks
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A webhook's matchConditions compile as the modelled release compiles what it stored: a
+    /// release's own libraries (the semver library from 1.33).
+    #[test]
+    fn match_conditions_compile_with_the_release_libraries() {
+        let text = r#"{"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "semver"},
+            "webhooks": [{"name": "semver.example.com", "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "clientConfig": {"url": "https://127.0.0.1:8443/"},
+                "matchConditions": [{"name": "semver", "expression": "isSemver('1.0.0')"}]}]}"#;
+        let mut loaded = crate::config::parse_documents(text, "semver.json")
+            .remove(0)
+            .expect("a configuration");
+        loaded.apply_defaults();
+        let configs = [loaded.configuration];
+        let compiled = |minor: u32| {
+            let release = crate::KubeVersion::new(minor).expect("a modelled release");
+            flatten(&configs, WebhookKind::Validating, release)[0].conditions[0]
+                .program
+                .clone()
+        };
+        assert!(compiled(33).is_ok());
+        let err = compiled(32).expect_err("no semver library in 1.32");
+        assert!(err.contains("undeclared reference to 'isSemver'"), "{err}");
+    }
+}
