@@ -1341,9 +1341,14 @@ fn validate(
         results.push(result);
     }
     let mut message_vars: Option<cel::Variables> = None;
-    let mut messages: Vec<Option<cel::Output>> = Vec::with_capacity(results.len());
+    // No allocation for the common policy without messageExpressions.
+    let mut messages: Vec<Option<cel::Output>> = Vec::new();
     let mut messages_out_of_budget = false;
-    for (i, ((_, message_program), v)) in hook.validations.iter().zip(&spec.validations).enumerate()
+    let with_messages = (hook.validations.iter()).any(|(_, m)| matches!(m, Some(Ok(_))));
+    for (i, ((_, message_program), v)) in (hook.validations.iter())
+        .zip(&spec.validations)
+        .enumerate()
+        .filter(|_| with_messages)
     {
         let Some(Ok(mp)) = message_program else {
             messages.push(None);
