@@ -1,5 +1,6 @@
 //! Go's formatting of strings, reproduced where kube-apiserver's messages and annotations embed
-//! them: `strconv.Quote` (`%q`) and encoding/json string literals; and integers in decimal.
+//! them: `strconv.Quote` (`%q`) and encoding/json string literals; floats as `%g`; and integers
+//! in decimal.
 
 /// Whether Go's `strconv.IsPrint` holds. Approximation: Rust has no general-category table, so
 /// control, separator, private-use and the common format (Cf) characters are treated as
@@ -58,6 +59,55 @@ pub fn quote(s: &str) -> String {
     out
 }
 
+/// A float64 as Go's `fmt` prints it with `%g` (`strconv.FormatFloat(v, 'g', -1, 64)`): the
+/// shortest digits that read back as `v`, in exponent form (`1.610612736e+09`, `1e-05`) when
+/// the decimal exponent is below -4 or 6 and above, else plain (`0.5`, `123456`); `NaN`,
+/// `+Inf`, `-Inf`.
+pub fn format_float_g(v: f64) -> String {
+    if v.is_nan() {
+        return "NaN".into();
+    }
+    if v.is_infinite() {
+        return if v > 0.0 { "+Inf" } else { "-Inf" }.into();
+    }
+    let sign = if v.is_sign_negative() { "-" } else { "" };
+    if v == 0.0 {
+        return format!("{sign}0");
+    }
+    // Rust's `{:e}` gives the same shortest round-trip digits: `d.ddde<exp>`.
+    let sci = format!("{:e}", v.abs());
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let nd = i32::try_from(digits.len()).unwrap_or(i32::MAX);
+    if !(-4..6).contains(&exp) {
+        let (first, rest) = digits.split_at(1);
+        let dot = if rest.is_empty() { "" } else { "." };
+        let esign = if exp < 0 { '-' } else { '+' };
+        return format!("{sign}{first}{dot}{rest}e{esign}{:02}", exp.unsigned_abs());
+    }
+    // Plain: the decimal point after `exp + 1` digits.
+    let dp = exp + 1;
+    let mut out = String::from(sign);
+    if dp <= 0 {
+        out.push_str("0.");
+        out.extend(std::iter::repeat_n('0', usize::try_from(-dp).unwrap_or(0)));
+        out.push_str(&digits);
+    } else if dp >= nd {
+        out.push_str(&digits);
+        out.extend(std::iter::repeat_n(
+            '0',
+            usize::try_from(dp - nd).unwrap_or(0),
+        ));
+    } else {
+        let (int, frac) = digits.split_at(usize::try_from(dp).unwrap_or(0));
+        out.push_str(int);
+        out.push('.');
+        out.push_str(frac);
+    }
+    out
+}
+
 /// A JSON string literal as Go's encoding/json writes it (HTML-escaping `<`, `>`, `&`, and
 /// escaping U+2028/U+2029), appended to `out`.
 pub fn push_json_string(out: &mut String, s: &str) {
@@ -99,4 +149,36 @@ pub(crate) fn push_decimal(out: &mut Vec<u8>, negative: bool, mut n: u64) {
         out.push(b'-');
     }
     out.extend_from_slice(digits.get(at..).unwrap_or_default());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_float_g;
+
+    /// What Go's `fmt.Sprintf("%g", v)` prints.
+    #[test]
+    fn floats_print_as_go_g() {
+        for (v, want) in [
+            (1.610_612_736e9, "1.610612736e+09"),
+            (0.5, "0.5"),
+            (123_456.0, "123456"),
+            (1_234_567.0, "1.234567e+06"),
+            (1e6, "1e+06"),
+            (0.0001, "0.0001"),
+            (0.00001, "1e-05"),
+            (1.0 / 3.0, "0.3333333333333333"),
+            (100.0, "100"),
+            (-2.5, "-2.5"),
+            (1e21, "1e+21"),
+            (1e100, "1e+100"),
+            (5e-324, "5e-324"),
+            (0.0, "0"),
+            (-0.0, "-0"),
+            (f64::NAN, "NaN"),
+            (f64::INFINITY, "+Inf"),
+            (f64::NEG_INFINITY, "-Inf"),
+        ] {
+            assert_eq!(format_float_g(v), want, "{v}");
+        }
+    }
 }

@@ -24,13 +24,13 @@ fn read(path: &str) -> String {
     std::fs::read_to_string(format!("{SESSION}/{path}")).unwrap()
 }
 
-/// What `kubectl create -f policies.yaml` printed, per policy name: its field errors (several as
+/// What `kubectl create -f` printed in `file`, per policy name: its field errors (several as
 /// `[a, b]`, an error's later issues and snippets on the lines that follow), or nothing when it
 /// was created.
-fn kubectl_results() -> BTreeMap<String, String> {
+fn kubectl_results(file: &str) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     let mut current: Option<String> = None;
-    for line in read("create.txt").lines().skip(1) {
+    for line in read(file).lines().skip(1) {
         if let Some(rest) = line.strip_prefix("Error from server (Invalid): ") {
             let name = rest.split('"').nth(3).unwrap_or_default().to_string();
             let errors = rest.split_once(" is invalid: ").unwrap().1.to_string();
@@ -52,34 +52,37 @@ fn kubectl_results() -> BTreeMap<String, String> {
     out
 }
 
-/// Recorded cases hookscope does not model yet (each must still differ): `string.format`'s
-/// validator, which checks a literal format string against a literal argument list.
-const NOT_MODELLED: &[&str] = &["format-list"];
-
-#[test]
-fn policy_expressions_are_type_checked_as_the_apiserver_did() {
-    let expected = kubectl_results();
-    assert_eq!(expected.len(), 169, "{:?}", expected.keys());
+/// Every policy of `policies` (`count` of them) is refused by hookscope with the errors kubectl
+/// printed in `created`, or created as it was.
+fn assert_created_as_recorded(policies: &str, created: &str, count: usize) {
+    let expected = kubectl_results(created);
+    assert_eq!(expected.len(), count, "{:?}", expected.keys());
     let mut failures = Vec::new();
-    let mut still_not_modelled = Vec::new();
-    for (name, got) in common::policy_create_errors(&read("policies.yaml"), "policies.yaml") {
+    for (name, got) in common::policy_create_errors(&read(policies), policies) {
         let want = expected.get(&name).map_or("(no record)", String::as_str);
-        if NOT_MODELLED.contains(&name.as_str()) {
-            if got != want {
-                still_not_modelled.push(name);
-            }
-        } else if got != want {
+        if got != want {
             failures.push(format!("{name}:\n  want: {want:?}\n  got:  {got:?}"));
         }
     }
-    assert_eq!(still_not_modelled, NOT_MODELLED, "update NOT_MODELLED");
     assert!(
         failures.is_empty(),
-        "{} of {} differ:\n{}",
+        "{} of {count} differ:\n{}",
         failures.len(),
-        expected.len(),
         failures.join("\n")
     );
+}
+
+#[test]
+fn policy_expressions_are_type_checked_as_the_apiserver_did() {
+    assert_created_as_recorded("policies.yaml", "create.txt", 169);
+}
+
+/// `string.format`'s validator (a literal format string against a literal argument list: each
+/// clause's parse errors, argument types and count) and `string()` of an optional, refused with
+/// no matching overload.
+#[test]
+fn format_calls_and_string_conversions_are_checked_as_the_apiserver_did() {
+    assert_created_as_recorded("policies-format.yaml", "create-format.txt", 21);
 }
 
 /// A ValidatingAdmissionPolicy (v1) of `spec` merged over a valid default: matchConstraints for

@@ -961,16 +961,14 @@ fn the_feature_gate_note_is_said_once_per_file() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/fixtures/policies-v1.33/inputs"
     );
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookscope"))
-        .args(["--kube-version", "1.33", "replay", "--webhooks"])
-        .arg(format!("{inputs}/mutating-policies.yaml"))
-        .arg("--cluster")
-        .arg(format!("{inputs}/namespaces.yaml"))
-        .arg("--input")
-        .arg(format!("{inputs}/deploy-web.yaml"))
-        .env("NO_COLOR", "1")
-        .output()
-        .unwrap();
+    let out = replay_on_1_33(&[
+        "--webhooks",
+        &format!("{inputs}/mutating-policies.yaml"),
+        "--cluster",
+        &format!("{inputs}/namespaces.yaml"),
+        "--input",
+        &format!("{inputs}/deploy-web.yaml"),
+    ]);
     let text =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     // Four documents (two policies, two bindings), one note.
@@ -1322,4 +1320,180 @@ fn cel_cost_limits_deny_at_the_sizes_a_v1_33_apiserver_did() {
         }
     }
     assert!(failures.is_empty(), "{failures:#?}");
+}
+
+/// A policy's runtime error under failurePolicy Fail refuses the request: the v1.33.3 apiserver
+/// counted it as `enforcement_action="deny"` with `error_type="invalid_error"`
+/// (`fixtures/policies-more-v1.33/cel-runtime`). The console's per-webhook counts and `hookscope
+/// replay`'s summary both count it as denied and as an error.
+#[test]
+fn a_policy_error_under_fail_is_counted_denied_and_errored_by_both_front_ends() {
+    let read = |f: &str| fixture(&format!("policies-more-v1.33/cel-runtime/{f}"));
+    assert!(read("metrics.txt").contains(
+        r#"{enforcement_action="deny",error_type="invalid_error",policy="rt-in-empty",policy_binding="rt-in-empty"} 1"#
+    ));
+    let (engine, cluster) = recorded_policy(
+        &read("inputs/policies.yaml"),
+        "rt-in-empty",
+        (
+            "celrt",
+            BTreeMap::from([("kubernetes.io/metadata.name".into(), "celrt".into())]),
+        ),
+    );
+    let object: Value = serde_json::from_str(&read("inputs/cm-in-empty.yaml")).unwrap();
+    let (outcome, _) = dispatch(&engine, &cluster, attributes(object, Operation::Create));
+    assert!(!outcome.allowed);
+    let stats = hookscope::edit::outcome_stats(&outcome);
+    let (_, console) = stats
+        .iter()
+        .find(|(k, _)| k.configuration == "rt-in-empty")
+        .expect("the policy's counts");
+    assert_eq!((console.denied, console.errored), (1, 1));
+    // The summary of `hookscope replay` over the recorded audit log: called, skipped, mutated,
+    // denied, errors, fail-open.
+    let out = replay_on_1_33(&[
+        "--webhooks",
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/policies-more-v1.33/cel-runtime/inputs/policies.yaml"
+        ),
+        "--input",
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/policies-more-v1.33/cel-runtime/audit.log"
+        ),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row: Vec<&str> = text
+        .lines()
+        .find(|l| l.starts_with("validatingPolicy rt-in-empty/rt-in-empty "))
+        .expect("the policy's summary row")
+        .split_whitespace()
+        .collect();
+    assert_eq!(row[5..7], ["1", "1"], "{row:?}");
+}
+
+/// `hookscope --kube-version 1.33 replay` with `args`, uncoloured.
+fn replay_on_1_33(args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_hookscope"))
+        .args(["--kube-version", "1.33", "replay"])
+        .args(args)
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap()
+}
+
+/// The engine compiles a stored policy as the modelled release's apiserver compiles what it
+/// has stored: with that release's own libraries. `isSemver` (the semver library, added in
+/// 1.33) runs on 1.33; 1.32 has no such library, so the expression fails to compile there and
+/// `failurePolicy: Fail` refuses the request with the compile error (modelled from 1.32's
+/// `environment/base.go`; no 1.32 apiserver was run).
+#[test]
+fn stored_policy_expressions_compile_with_the_modelled_release() {
+    let case: Case = serde_json::from_value(json!({
+        "name": "semver",
+        "policy": {"validations": [{"expression": "isSemver('1.0.0')"}]},
+        "expect": {"allowed": true},
+    }))
+    .unwrap();
+    let (policies, bindings) = build(&case);
+    let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "foo", "namespace": "default"}});
+    let outcome = |minor: u32| {
+        let engine = Engine::new(
+            &[],
+            EngineOptions::for_version(KubeVersion::new(minor).unwrap()),
+        )
+        .with_policies(&policies, &bindings);
+        dispatch(
+            &engine,
+            &cluster(&case),
+            attributes(object.clone(), Operation::Create),
+        )
+        .0
+    };
+    assert!(outcome(33).allowed);
+    let refused = outcome(32);
+    assert!(!refused.allowed);
+    let message = refused.status.map(|s| s.message).unwrap_or_default();
+    assert!(
+        message.contains("compilation error: ")
+            && message.contains("undeclared reference to 'isSemver'"),
+        "{message}"
+    );
+}
+
+/// A two-variable `all` costs per iteration what the one-variable one does (loop condition 2,
+/// step 1, the predicate): `object.data.all(k, v, k.matches(R))` with a 400-character `R`
+/// was allowed with 9,615 keys and denied over the per-call limit with 9,616 by a v1.33.3
+/// apiserver (`fixtures/cel-cost-v1.33/twovar`), as its one-variable twin.
+#[test]
+fn two_variable_comprehension_costs_deny_at_the_size_a_v1_33_apiserver_did() {
+    let read = |f: &str| fixture(&format!("cel-cost-v1.33/twovar/{f}"));
+    let (engine, cluster) = recorded_policy(
+        &read("policy.yaml"),
+        "twovar-cost",
+        ("default", BTreeMap::new()),
+    );
+    for keys in [9615, 9616] {
+        let printed = read(&format!("kubectl-{keys}.txt"));
+        let data: serde_json::Map<String, Value> =
+            (0..keys).map(|i| (format!("k{i}"), json!(""))).collect();
+        let object = json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": format!("twovar-cost-{keys}"), "namespace": "default",
+                         "labels": {"case": "twovar-cost"}},
+            "data": data});
+        let (outcome, _) = dispatch(&engine, &cluster, attributes(object, Operation::Create));
+        assert_eq!(
+            outcome.allowed,
+            printed.contains(" created\n"),
+            "{keys} keys"
+        );
+        if !outcome.allowed {
+            let message = outcome.status.map(|s| s.message).unwrap_or_default();
+            let (_, ours) = message.split_once(": ").unwrap();
+            assert!(printed.contains(&format!(": {ours}\n")), "{message}");
+            assert!(ours.ends_with("operation cancelled: actual cost limit exceeded"));
+        }
+    }
+}
+
+/// A 1.33 engine with the policy `name` and its binding of the recorded `documents` (JSON
+/// documents separated by `---`), and a cluster holding the namespace `namespace`.
+fn recorded_policy(
+    documents: &str,
+    name: &str,
+    namespace: (&str, BTreeMap<String, String>),
+) -> (Engine, Cluster) {
+    let docs: Vec<Value> = documents
+        .split("\n---\n")
+        .map(|d| serde_json::from_str(d).unwrap())
+        .filter(|d: &Value| d["metadata"]["name"] == name)
+        .collect();
+    let (PolicyObject::Policy(p), PolicyObject::Binding(b)) =
+        (load(docs[0].clone(), name), load(docs[1].clone(), name))
+    else {
+        panic!("{name}: a policy and its binding")
+    };
+    let engine = Engine::new(
+        &[],
+        EngineOptions::for_version(KubeVersion::new(33).unwrap()),
+    )
+    .with_policies(&[p], &[b]);
+    let mut namespaces = Namespaces::default();
+    namespaces.insert(namespace.0, namespace.1);
+    let cluster = Cluster {
+        namespaces,
+        params: ParamObjects::new(Vec::new()),
+    };
+    (engine, cluster)
+}
+
+/// The text of `path` under `tests/fixtures`.
+fn fixture(path: &str) -> String {
+    std::fs::read_to_string(format!(
+        "{}/tests/fixtures/{path}",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .unwrap()
 }

@@ -95,17 +95,24 @@ impl Recorder {
     }
 }
 
-/// `hookscope replay --format json` of `audit` through the configurations `files`.
-fn replay(files: &[PathBuf], audit: &Path) -> Value {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_hookscope"))
-        .args(["--kube-version", "1.33", "replay", "--format", "json"])
+/// `hookscope --kube-version 1.33 replay` of `audit` through the configurations `files`, with
+/// the flags `extra`.
+fn run_replay(files: &[PathBuf], audit: &Path, extra: &[&std::ffi::OsStr]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_hookscope"))
+        .args(["--kube-version", "1.33", "replay"])
+        .args(extra)
         .arg("--webhooks")
         .args(files)
         .arg("--input")
         .arg(audit)
         .env("NO_COLOR", "1")
         .output()
-        .unwrap();
+        .unwrap()
+}
+
+/// `hookscope replay --format json` of `audit` through the configurations `files`.
+fn replay(files: &[PathBuf], audit: &Path) -> Value {
+    let out = run_replay(files, audit, &["--format".as_ref(), "json".as_ref()]);
     serde_json::from_slice(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)))
 }
@@ -383,4 +390,54 @@ fn map_variables_are_evaluated_per_mutation() {
             "{field}"
         );
     }
+}
+
+/// CEL at run time (`cel-runtime/`): `x in []` is false without evaluating `x` (cel-go folds
+/// it into a constant); the validations' cost budget, once exhausted, replaces every decision of
+/// the policy by one error (a false validation before it included); the messageExpressions of
+/// all validations run on what the validations left of it, and their running out turns every
+/// decision into `failed messageExpression: …`; the auditAnnotations have a budget of their own,
+/// whose running out is the policy's one error too.
+#[test]
+fn cel_runtime_and_cost_budgets_replay_to_what_the_apiserver_recorded() {
+    let report = replay(
+        &[format!("{SESSION}/cel-runtime/inputs/policies.yaml").into()],
+        Path::new(&format!("{SESSION}/cel-runtime/audit.log")),
+    );
+    let compared = assert_replayed_as_recorded(&report, "cel-runtime/", &["celrt"], "rt-");
+    // The nine ConfigMaps and the namespace.
+    assert_eq!(compared, 10);
+}
+
+/// The same session's `apiserver_validating_admission_policy_check_total`, as `/metrics` gave it
+/// after the session: a runtime error under `Fail` is a `deny` with its `error_type`
+/// (`invalid_error`, `out_of_budget`), a messageExpression out of budget one per decision, and
+/// a policy that allowed has no series.
+#[test]
+fn cel_runtime_errors_are_counted_as_the_apiserver_counted_them() {
+    let metrics = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("cel-runtime-metrics.txt");
+    let _ = std::fs::remove_file(&metrics);
+    let out = run_replay(
+        &[format!("{SESSION}/cel-runtime/inputs/policies.yaml").into()],
+        Path::new(&format!("{SESSION}/cel-runtime/audit.log")),
+        &["--metrics".as_ref(), metrics.as_os_str()],
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let series = |text: &str| -> Vec<String> {
+        let mut lines: Vec<String> = text
+            .lines()
+            .filter(|l| l.starts_with("apiserver_validating_admission_policy_check_total{"))
+            .map(str::to_string)
+            .collect();
+        lines.sort();
+        lines
+    };
+    assert_eq!(
+        series(&std::fs::read_to_string(&metrics).unwrap()),
+        series(&read("cel-runtime/metrics.txt"))
+    );
 }

@@ -530,6 +530,52 @@ impl Set {
     }
 }
 
+/// The error json-iterator's `ReadMapCB` gives reading `v` (as its compact JSON text) where
+/// structured-merge-diff expects an object at the top or as a key's value: the first value
+/// that is neither an object nor `null`, and the text 10 and 50 bytes around the byte after
+/// its first, as `error found in #N byte of ...|near|..., bigger context ...|context|...`
+/// reports them. Keys are written in sorted order (Go keeps the patch's).
+pub fn read_map_error(v: &Value) -> Option<String> {
+    /// Writes `v` compactly into `out`; the offset just past the first byte of the first value
+    /// that is not an object where one is expected.
+    fn walk(v: &Value, out: &mut String, expect_object: bool) -> Option<usize> {
+        let mut found = None;
+        match v {
+            Value::Object(m) => {
+                out.push('{');
+                for (i, (k, child)) in m.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    out.push_str(&serde_json::to_string(k).unwrap_or_default());
+                    out.push(':');
+                    let at = walk(child, out, true);
+                    found = found.or(at);
+                }
+                out.push('}');
+            }
+            Value::Null => out.push_str("null"),
+            other => {
+                if expect_object {
+                    found = Some(out.len() + 1);
+                }
+                out.push_str(&serde_json::to_string(other).unwrap_or_default());
+            }
+        }
+        found
+    }
+    let mut text = String::new();
+    let head = walk(v, &mut text, true)?;
+    let b = text.as_bytes();
+    let found = char::from(b[head - 1]);
+    let parsed = &text[head.saturating_sub(10)..(head + 10).min(text.len())];
+    let context = &text[head.saturating_sub(50)..(head + 50).min(text.len())];
+    Some(format!(
+        "ReadMapCB: expect {{ or n, but found {found}, error found in #{} byte of ...|{parsed}|..., bigger context ...|{context}|...",
+        head - head.saturating_sub(10)
+    ))
+}
+
 /// Upstream's reading: a key whose value has no children of its own is a member.
 fn read_v1(m: &Map<String, Value>) -> Result<(Option<Set>, bool), FieldsV1Error> {
     let mut children: Option<Set> = None;
@@ -544,6 +590,8 @@ fn read_v1(m: &Map<String, Value>) -> Result<(Option<Set>, bool), FieldsV1Error>
         };
         let (grand, child_member) = match v {
             Value::Object(inner) => read_v1(inner)?,
+            // json-iterator's `ReadMapCB` reads `null` as an empty object.
+            Value::Null => (None, true),
             _ => return Err(FieldsV1Error::NotAnObject),
         };
         if child_member {

@@ -200,9 +200,17 @@ impl ManagedFields {
             }
             let fields = match item.get("fieldsV1") {
                 None | Some(Value::Null) => Set::new(),
-                Some(f) => {
-                    Set::from_fields_v1(f).map_err(|e| bad(format!("error decoding set: {e}")))?
-                }
+                Some(f) => Set::from_fields_v1(f).map_err(|e| {
+                    let inner = match e {
+                        FieldsV1Error::NotAnObject => fieldpath::read_map_error(f),
+                        _ => None,
+                    }
+                    .unwrap_or_else(|| e.to_string());
+                    bad(format!(
+                        "error decoding versioned set from {}: error decoding set: {inner}",
+                        go_entry(item)
+                    ))
+                })?,
             };
             out.push(ManagedFieldsEntry {
                 manager: s("manager").into(),
@@ -233,6 +241,58 @@ impl ManagedFields {
             .iter()
             .find(|e| e.manager == manager && e.operation == Operation::Apply)
     }
+}
+
+/// A managed fields entry as Go's `%v` prints the struct in upstream's decoding error:
+/// `{manager operation apiVersion time fieldsType fieldsV1 subresource}`, the time as
+/// `time.Time.String` (`2026-11-26 22:19:28 +0000 UTC`, `<nil>` when absent) and `fieldsV1` as
+/// its JSON text.
+fn go_entry(item: &Value) -> String {
+    let s = |k: &str| item.get(k).and_then(Value::as_str).unwrap_or_default();
+    let time = match item.get("time").and_then(Value::as_str) {
+        None => "<nil>".to_string(),
+        Some(t) => go_time(t),
+    };
+    let fields = item
+        .get("fieldsV1")
+        .map(|f| serde_json::to_string(f).unwrap_or_default())
+        .unwrap_or_else(|| "nil".into());
+    format!(
+        "{{{} {} {} {time} {} {fields} {}}}",
+        s("manager"),
+        s("operation"),
+        s("apiVersion"),
+        s("fieldsType"),
+        s("subresource")
+    )
+}
+
+/// An RFC 3339 time as Go's `time.Time.String` prints it once decoded: `2006-01-02 15:04:05`,
+/// the fraction without trailing zeros, then `+0000 UTC` for `Z` or the offset twice for a
+/// fixed zone (`+0100 +0100`). Text that is not such a time is left as it stands.
+fn go_time(t: &str) -> String {
+    let Some((date, rest)) = t.split_once('T') else {
+        return t.to_string();
+    };
+    let (clock, zone) = match rest.find(['Z', 'z', '+', '-']) {
+        Some(i) => rest.split_at(i),
+        None => return t.to_string(),
+    };
+    let (hms, frac) = clock.split_once('.').unwrap_or((clock, ""));
+    let frac = frac.trim_end_matches('0');
+    let frac = if frac.is_empty() {
+        String::new()
+    } else {
+        format!(".{frac}")
+    };
+    let zone = match zone {
+        "Z" | "z" => "+0000 UTC".to_string(),
+        z => {
+            let offset = z.replace(':', "");
+            format!("{offset} {offset}")
+        }
+    };
+    format!("{date} {hms}{frac} {zone}")
 }
 
 /// Why an apply or update is refused, in the apiserver's words.

@@ -582,3 +582,34 @@ mod properties {
         }
     }
 }
+
+/// A `fieldsV1` that is not a field set, as a MutatingAdmissionPolicy's JSONPatch left it
+/// (`{"f:data": 1}`): upstream's error names the entry as Go prints the struct and gives
+/// json-iterator's reading error, as the v1.33.3 apiserver warned
+/// (`tests/fixtures/policies-more-v1.33/fieldsv1`); `null` where a set is expected reads as
+/// an empty one.
+#[test]
+fn an_unreadable_field_set_is_reported_in_upstream_words() {
+    let printed =
+        include_str!("../../tests/fixtures/policies-more-v1.33/fieldsv1/kubectl-create-mf-3.txt");
+    let warned = printed
+        .lines()
+        .find_map(|l| l.split_once("please fix your requests: "))
+        .map(|(_, e)| e)
+        .expect("the warning");
+    let err = ManagedFields::from_value(&json!([{
+        "manager": "kubectl-create", "operation": "Update", "apiVersion": "v1",
+        "time": "2026-11-26T22:20:30Z", "fieldsType": "FieldsV1", "fieldsV1": {"f:data": 1}
+    }]))
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("failed to decode managed fields: {warned}")
+    );
+    let read = ManagedFields::from_value(&json!([{
+        "manager": "m", "operation": "Update", "apiVersion": "v1",
+        "fieldsType": "FieldsV1", "fieldsV1": {"f:a": null}
+    }]))
+    .unwrap();
+    assert_eq!(read.0[0].fields.to_fields_v1_string(), r#"{"f:a":{}}"#);
+}

@@ -260,6 +260,22 @@ pub(crate) struct Found {
 pub(crate) const PATCH_TYPES: &str = "@patch-types";
 
 const REQUEST: &str = "kubernetes.AdmissionRequest";
+/// The type of a type value (`type(x)`, `int`, `net.IP`).
+pub(crate) const TYPE: &str = "type";
+
+/// The type denotations an identifier can name (cel-go's standard types).
+pub(crate) const TYPE_NAMES: [&str; 10] = [
+    "bool",
+    "bytes",
+    "double",
+    "int",
+    "list",
+    "map",
+    "null_type",
+    "string",
+    "type",
+    "uint",
+];
 const NAMESPACE: &str = "kubernetes.Namespace";
 const AUTHORIZER: &str = "kubernetes.authorization.Authorizer";
 const PATH_CHECK: &str = "kubernetes.authorization.PathCheck";
@@ -397,6 +413,7 @@ fn function_type(name: &str, target: Option<&Ty>) -> Option<Ty> {
         "lists.range" => list(Int),
         "getQuery" => map(list(String)),
         "dyn" => Dyn,
+        "type" => Object(TYPE),
         "check" => Object(DECISION),
         "path" if target == Some(&Object(AUTHORIZER)) => Object(PATH_CHECK),
         "group" if target == Some(&Object(AUTHORIZER)) => Object(GROUP_CHECK),
@@ -533,6 +550,226 @@ fn library_argument_issue(name: &str, args: &[Ty]) -> Option<Issue> {
         ),
         name,
     ))
+}
+
+/// cel-go's `stringFormatValidator` (`ext/formatting.go`) for a `format` call on a string
+/// literal with a list literal: the clauses parsed as the formatter parses them, each argument's
+/// type against its clause's, and no more arguments than clauses. Types this checker does not
+/// know, and the element types of nested lists and maps, are accepted.
+fn format_issue(call: &Expression, text: &str, args: &[(&Expression, Ty)]) -> Option<Issue> {
+    let at_call = |message: String| Some(Issue::at(message, call));
+    let b = text.as_bytes();
+    let (mut i, mut requested) = (0usize, 0usize);
+    while i < b.len() {
+        if b[i] != b'%' {
+            i += 1;
+            continue;
+        }
+        if b.get(i + 1) == Some(&b'%') {
+            i += 2;
+            continue;
+        }
+        let index = requested;
+        requested += 1;
+        if i + 1 >= b.len() {
+            return at_call("unexpected end of string".into());
+        }
+        if index >= args.len() {
+            return at_call(format!("index {index} out of range"));
+        }
+        let clause = |e: &str| at_call(format!("could not parse formatting clause: {e}"));
+        let mut j = i + 1;
+        if b[j] == b'.' {
+            j += 1;
+            let start = j;
+            while j < b.len() && b[j].is_ascii_digit() {
+                j += 1;
+            }
+            if j >= b.len() {
+                return clause(
+                    "error while parsing precision: could not find end of precision specifier",
+                );
+            }
+            if j == start {
+                return clause(
+                    "error while parsing precision: error while converting precision to integer: strconv.Atoi: parsing \"\": invalid syntax",
+                );
+            }
+        }
+        let verb = b[j];
+        let (allowed, what): (&[&str], &str) = match verb {
+            b's' => (
+                &[
+                    "list",
+                    "map",
+                    "int",
+                    "uint",
+                    "double",
+                    "bool",
+                    "string",
+                    "google.protobuf.Timestamp",
+                    "bytes",
+                    "google.protobuf.Duration",
+                    "type",
+                    "null_type",
+                ],
+                "string clause can only be used on strings, bools, bytes, ints, doubles, maps, lists, types, durations, and timestamps",
+            ),
+            b'd' => (
+                &["int", "uint"],
+                "decimal clause can only be used on integers",
+            ),
+            b'f' => (
+                &["double", "string"],
+                "fixed-point clause can only be used on doubles",
+            ),
+            b'e' => (
+                &["double", "string"],
+                "scientific clause can only be used on doubles",
+            ),
+            b'b' => (
+                &["int", "uint", "bool"],
+                "only integers and bools can be formatted as binary",
+            ),
+            b'x' | b'X' => (
+                &["int", "uint", "string", "bytes"],
+                "only integers, byte buffers, and strings can be formatted as hex",
+            ),
+            b'o' => (
+                &["int", "uint"],
+                "octal clause can only be used on integers",
+            ),
+            other => {
+                return clause(&format!(
+                    "unrecognized formatting clause \"{}\"",
+                    char::from(other)
+                ));
+            }
+        };
+        let (arg, ty) = &args[index];
+        let kind = match ty {
+            Ty::List(_) => Some("list"),
+            Ty::Map(..) => Some("map"),
+            Ty::Bool => Some("bool"),
+            Ty::Int => Some("int"),
+            Ty::Uint => Some("uint"),
+            Ty::Double => Some("double"),
+            Ty::String => Some("string"),
+            Ty::Bytes => Some("bytes"),
+            Ty::Null => Some("null_type"),
+            Ty::Timestamp => Some("google.protobuf.Timestamp"),
+            _ => None,
+        };
+        if let Some(kind) = kind
+            && !allowed.contains(&kind)
+        {
+            return Some(Issue::at(
+                format!("error during formatting: {what}, was given {kind}"),
+                arg,
+            ));
+        }
+        i = j + 1;
+    }
+    (args.len() > requested).then(|| Issue {
+        message: format!(
+            "too many arguments supplied to string.format (expected {requested}, got {})",
+            args.len()
+        ),
+        token: String::new(),
+        at: Some(Node::of(call)),
+    })
+}
+
+/// `net.IP` or `net.CIDR`, the types of the IP and CIDR libraries (from 1.30).
+pub(crate) fn is_net_type(sel: &cel::common::ast::SelectExpr, libraries: u32) -> bool {
+    !sel.test
+        && matches!(sel.field.as_str(), "IP" | "CIDR")
+        && matches!(&sel.operand.expr, Expr::Ident(n) if n == "net")
+        && declared_in("ip", libraries)
+}
+
+/// The release whose environment first has cel-go's two-variable comprehensions
+/// (`ext.TwoVarComprehensions`).
+pub(crate) const TWO_VARIABLE_COMPREHENSIONS: u32 = 32;
+
+/// cel-go's two-variable comprehension macros, by name and argument count, when `call` is one:
+/// a member call whose first two arguments are the iteration variables.
+pub(crate) fn two_variable_macro(call: &cel::common::ast::CallExpr) -> Option<&'static str> {
+    let name = match (call.func_name.as_str(), call.args.len()) {
+        ("all", 3) => "all",
+        ("exists", 3) => "exists",
+        ("existsOne", 3) => "existsOne",
+        ("transformList", 3 | 4) => "transformList",
+        ("transformMap", 3 | 4) => "transformMap",
+        ("transformMapEntry", 3 | 4) => "transformMapEntry",
+        _ => return None,
+    };
+    let ident = |e: &Expression| matches!(e.expr, Expr::Ident(_));
+    (call.target.is_some() && ident(&call.args[0]) && ident(&call.args[1])).then_some(name)
+}
+
+/// cel-go's error for a comprehension over a value of type `t`.
+fn not_a_range(t: &Ty) -> Issue {
+    Issue::new(
+        format!(
+            "expression of type '{}' cannot be range of a comprehension (must be list, map, or dynamic)",
+            t.name()
+        ),
+        "",
+    )
+}
+
+/// The type of a two-variable comprehension: its range a list (index and element) or a map
+/// (key and value) or `dyn`, its predicate, filter and transform checked with both variables.
+fn infer_two_variable(
+    macro_name: &str,
+    call: &cel::common::ast::CallExpr,
+    scope: &mut Vec<(String, Ty)>,
+    found: &mut Found,
+) -> Result<Ty, Issue> {
+    let var = |e: &Expression| match &e.expr {
+        Expr::Ident(n) => n.clone(),
+        _ => String::new(),
+    };
+    let (first, second) = (var(&call.args[0]), var(&call.args[1]));
+    if first == second {
+        return Err(Issue::at(
+            format!("duplicate variable name: {first}"),
+            &call.args[1],
+        ));
+    }
+    let range = match call.target.as_deref() {
+        Some(t) => infer(t, scope, found)?,
+        None => Ty::Unknown,
+    };
+    let (key, value) = match &range {
+        Ty::List(e) => (Ty::Int, bound(e)),
+        Ty::Map(k, v) => (bound(k), bound(v)),
+        Ty::Dyn => (Ty::Dyn, Ty::Dyn),
+        t if is_known(t) => {
+            return Err(not_a_range(t));
+        }
+        _ => (Ty::Unknown, Ty::Unknown),
+    };
+    let depth = scope.len();
+    scope.push((first, key.clone()));
+    scope.push((second, value));
+    let checked = (|| {
+        let mut last = Ty::Unknown;
+        for a in &call.args[2..] {
+            last = infer(a, scope, found)?;
+        }
+        Ok(last)
+    })();
+    scope.truncate(depth);
+    let last = checked?;
+    Ok(match macro_name {
+        "transformList" => list(last),
+        "transformMap" => Ty::Map(Box::new(key), Box::new(last)),
+        // cel-go's `cel.@mapInsert(map, map)` gives `map(dyn, dyn)`.
+        "transformMapEntry" => Ty::Map(Box::new(Ty::Dyn), Box::new(Ty::Dyn)),
+        _ => Ty::Bool,
+    })
 }
 
 /// Whether the environment of release `libraries` declares the function `name`.
@@ -766,6 +1003,32 @@ fn go_duration_is_valid(s: &str) -> bool {
     total <= 9_223_372_036_854_775_807.0
 }
 
+/// cel-go's name of the type of `e` where it is an optional this checker recognises:
+/// `optional.of(x)` and `optional.ofNonZeroValue(x)` of a known type, and a format's
+/// `validate(…)` (`optional_type(list(string))`). `string()` has no overload for them.
+fn optional_type(e: &Expression, scope: &mut Vec<(String, Ty)>, found: &Found) -> Option<String> {
+    if let Some(value) = optional_value(e) {
+        let mut scratch = Found {
+            literal_validators: found.literal_validators,
+            libraries: found.libraries,
+            ..Found::default()
+        };
+        let t = infer(value, scope, &mut scratch).ok()?;
+        return (is_known(&t) || t == Ty::Dyn).then(|| format!("optional_type({})", t.display()));
+    }
+    match &e.expr {
+        Expr::Call(c)
+            if c.func_name == "validate"
+                && declared_in("validate", found.libraries)
+                && matches!(c.target.as_deref(), Some(Expression { expr: Expr::Call(f), .. })
+                    if matches!(f.target.as_deref(), Some(Expression { expr: Expr::Ident(n), .. }) if n == "format")) =>
+        {
+            Some("optional_type(list(string))".into())
+        }
+        _ => None,
+    }
+}
+
 /// The value of `optional.of(value)` or `optional.ofNonZeroValue(value)`.
 fn optional_value(e: &Expression) -> Option<&Expression> {
     match &e.expr {
@@ -922,7 +1185,17 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
             .find(|(n, _)| n == name)
             .map(|(_, t)| t.clone())
             .or_else(|| variable_type(name))
+            .or_else(|| {
+                TYPE_NAMES
+                    .contains(&name.as_str())
+                    .then_some(Ty::Object(TYPE))
+            })
             .map_or_else(|| Ok(undeclared_soft(name, expr, found)), Ok),
+        Expr::Select(sel)
+            if is_net_type(sel, found.libraries) && !scope.iter().any(|(n, _)| n == "net") =>
+        {
+            Ok(Ty::Object(TYPE))
+        }
         Expr::Select(sel) => {
             let operand = infer(&sel.operand, scope, found)?;
             let field_ty = match &operand {
@@ -1056,13 +1329,7 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
                 Ty::List(e) | Ty::Map(e, _) => bound(e),
                 Ty::Dyn => Ty::Dyn,
                 t if is_known(t) => {
-                    return Err(Issue::new(
-                        format!(
-                            "expression of type '{}' cannot be range of a comprehension (must be list, map, or dynamic)",
-                            t.name()
-                        ),
-                        "",
-                    ));
+                    return Err(not_a_range(t));
                 }
                 _ => Ty::Unknown,
             };
@@ -1083,6 +1350,11 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
         }
         Expr::Call(call) => {
             let name = call.func_name.as_str();
+            if let Some(macro_name) = two_variable_macro(call)
+                && found.libraries >= TWO_VARIABLE_COMPREHENSIONS
+            {
+                return infer_two_variable(macro_name, call, scope, found);
+            }
             if name == "format" {
                 found.exempt += 1;
             }
@@ -1109,6 +1381,34 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
             }
             if name == "format" {
                 found.exempt -= 1;
+                if declared_in(name, found.libraries)
+                    && let Some(Expression {
+                        expr: Expr::Literal(LiteralValue::String(text)),
+                        ..
+                    }) = call.target.as_deref()
+                    && let [
+                        Expression {
+                            expr: Expr::List(list),
+                            ..
+                        },
+                    ] = call.args.as_slice()
+                {
+                    // The elements' types, without reporting their issues a second time.
+                    let mut scratch = Found {
+                        literal_validators: found.literal_validators,
+                        libraries: found.libraries,
+                        exempt: found.exempt + 1,
+                        ..Found::default()
+                    };
+                    let args: Vec<(&Expression, Ty)> = list
+                        .elements
+                        .iter()
+                        .map(|e| (e, infer(e, scope, &mut scratch).unwrap_or(Ty::Unknown)))
+                        .collect();
+                    if let Some(issue) = format_issue(expr, text.inner(), &args) {
+                        found.validator.push(issue);
+                    }
+                }
             }
             if found.literal_validators
                 && let Some(literal) = call.args.first()
@@ -1118,6 +1418,17 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
                 found
                     .validator
                     .push(Issue::at(format!("invalid {name} argument"), literal));
+            }
+            if name == "string"
+                && call.target.is_none()
+                && let [arg] = call.args.as_slice()
+                && let Some(optional) = optional_type(arg, scope, found)
+            {
+                found.checker.push(Issue::at(
+                    format!("found no matching overload for 'string' applied to '({optional})'"),
+                    expr,
+                ));
+                return Ok(Ty::Unknown);
             }
             if call.target.is_none()
                 && declared_in(name, found.libraries)

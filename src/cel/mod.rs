@@ -18,8 +18,8 @@
 //! * the static check is partial: argument types of operators and functions are not checked
 //!   (`1 == 'a'` compiles and evaluates to false; cel-go rejects it), and where a result type
 //!   is not inferred the expression is accepted;
-//! * type denotations (`int`, `type(x)`), `fieldSelector`/`labelSelector` on authorizer
-//!   checks, and functions kube-cel does not provide are undeclared;
+//! * `fieldSelector`/`labelSelector` on authorizer checks and functions kube-cel does not
+//!   provide are undeclared (type denotations and `type(x)` are modelled, as type values);
 //! * error texts come from cel 0.13 and are mapped to cel-go's wording for the common cases
 //!   (`no such key: x`, `no such overload`, `division by zero`, ...), not for all;
 //! * cost: what cel-go's runtime cost tracker charges under the apiserver's options, step by
@@ -36,6 +36,7 @@ mod direct;
 mod format;
 #[cfg(test)]
 mod library_tables;
+mod netip;
 mod patch;
 mod semver;
 mod strings;
@@ -95,6 +96,12 @@ const HAS_FN: &str = "@hs.has";
 /// A call priced by the sizes of its arguments ([`cost::call_cost`]): its first argument is the
 /// call, its second the same call over the values bound as [`SIZED_TARGET`] and [`sized_arg`].
 const SIZED_FN: &str = "@hs.sized";
+/// The type value named by its argument ([`type_name_fn`]).
+const TYPE_NAME_FN: &str = "@hs.typename";
+
+/// A two-variable comprehension: its macro's name, the range, the two variables' names, then
+/// its predicate (or filter and transform) ([`comp2_fn`]).
+const COMP2_FN: &str = "@hs.comp2";
 /// The receiver's name in a [`SIZED_FN`] template.
 const SIZED_TARGET: &str = "@hs.t";
 
@@ -649,6 +656,19 @@ impl Env {
         }
     }
 
+    /// The same environment as a release's apiserver builds it for an expression it has stored
+    /// (`StoredExpressions`: every option of the release itself): the libraries the release
+    /// declares, the literal validators from 1.29, the library's prices from 1.32. A stored
+    /// `isSemver` compiles on 1.33, but not on 1.32, which has no such library.
+    pub fn stored(&self, version: crate::KubeVersion) -> Env {
+        Env {
+            literal_validators: version.at_least(29),
+            libraries: version.minor(),
+            strict_cost: version.at_least(32),
+            ..self.clone()
+        }
+    }
+
     /// The same environment with `object` and `oldObject` of the struct type `id` of `schema`
     /// (the type checker's view of a kind, as `typechecking.go` declares it).
     pub fn with_object_type(&self, schema: &'static Schema, id: TypeId) -> Env {
@@ -989,6 +1009,13 @@ fn rewrite_operand(operand: Expression) -> Expression {
 fn rewrite(expr: Expression) -> Expression {
     let IdedExpr { id, expr } = expr;
     let expr = match expr {
+        // A type denotation (`int`, `net.IP`): its type value.
+        Expr::Ident(n) if check::TYPE_NAMES.contains(&n.as_str()) => {
+            return type_value_expr(id, &n);
+        }
+        Expr::Select(sel) if check::is_net_type(&sel, u32::MAX) => {
+            return type_value_expr(id, &format!("net.{}", sel.field));
+        }
         Expr::Select(SelectExpr {
             operand,
             field,
@@ -1012,6 +1039,23 @@ fn rewrite(expr: Expression) -> Expression {
                 expr: Expr::Literal(LiteralValue::String(CelString::from(s.field.as_str()))),
             };
             return tick(id, call(id, HAS_FN, vec![operand, field]), cost);
+        }
+        // `range.all(k, v, p)` and the other two-variable macros: evaluated by [`COMP2_FN`].
+        Expr::Call(c) if check::two_variable_macro(&c).is_some() => {
+            let name = check::two_variable_macro(&c).unwrap_or_default();
+            let text = |s: &str| IdedExpr {
+                id,
+                expr: Expr::Literal(LiteralValue::String(CelString::from(s))),
+            };
+            let mut args = vec![text(name)];
+            args.extend(c.target.map(|t| rewrite(*t)));
+            for (i, a) in c.args.into_iter().enumerate() {
+                args.push(match (i, a.expr) {
+                    (0 | 1, Expr::Ident(n)) => text(&n),
+                    (_, expr) => rewrite(IdedExpr { id: a.id, expr }),
+                });
+            }
+            return call(id, COMP2_FN, args);
         }
         Expr::Call(mut c) if c.func_name == cel::common::ast::operators::OPT_SELECT => {
             let cost = 1 + c.args.first().map_or(0, operand_ident_cost);
@@ -1058,6 +1102,15 @@ fn rewrite(expr: Expression) -> Expression {
                 }) if namespace => format!("{prefix}.{}", c.func_name),
                 _ => c.func_name.clone(),
             };
+            // `x in []`: cel-go's optimizer makes it the constant false, `x` never evaluated.
+            if name == cel::common::ast::operators::IN
+                && matches!(c.args.get(1), Some(IdedExpr { expr: Expr::List(l), .. }) if l.elements.is_empty())
+            {
+                return IdedExpr {
+                    id,
+                    expr: Expr::Literal(LiteralValue::Boolean(false.into())),
+                };
+            }
             let charge = cost::classify(&name, &c);
             // cel-go evaluates an identifier or a selection that is an index (`m[k]`) or a
             // branch of `?:` as part of the attribute it qualifies, without charging it.
@@ -1305,6 +1358,246 @@ fn opt_select_fn(Arguments(args): Arguments) -> ResolveResult {
     )
 }
 
+/// A CEL type as a value (`type(x)`, `int`, `net.IP`), by cel-go's name of it; two are equal
+/// when they name the same type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct CelType(Arc<str>);
+
+impl Opaque for CelType {
+    fn runtime_type_name(&self) -> &str {
+        "type"
+    }
+}
+
+fn type_value(name: &str) -> Value {
+    Value::Opaque(Arc::new(CelType(Arc::from(name))))
+}
+
+/// `name`'s type value at run time ([`TYPE_NAME_FN`]).
+fn type_value_expr(id: u64, name: &str) -> IdedExpr {
+    let text = IdedExpr {
+        id,
+        expr: Expr::Literal(LiteralValue::String(CelString::from(name))),
+    };
+    call(id, TYPE_NAME_FN, vec![text])
+}
+
+fn type_name_fn(Arguments(args): Arguments) -> ResolveResult {
+    match args.as_slice() {
+        [Value::String(name)] => Ok(type_value(name)),
+        _ => Err(ExecutionError::NoSuchOverload),
+    }
+}
+
+/// `type(x)`: the type of a value, by cel-go's names (`int`, `list`, `map`, `net.IP`,
+/// `kubernetes.Quantity`, `google.protobuf.Timestamp`, …).
+fn type_fn(Arguments(args): Arguments) -> ResolveResult {
+    let [v] = args.as_slice() else {
+        return Err(ExecutionError::invalid_argument_count(1, args.len()));
+    };
+    let v = unwrap_fn(Arguments(Arc::new(vec![v.clone()])))?;
+    let name = match &v {
+        Value::Int(_) => "int",
+        Value::UInt(_) => "uint",
+        Value::Float(_) => "double",
+        Value::String(_) => "string",
+        Value::Bool(_) => "bool",
+        Value::Bytes(_) => "bytes",
+        Value::List(_) => "list",
+        Value::Map(_) => "map",
+        Value::Null => "null_type",
+        Value::Timestamp(_) => "google.protobuf.Timestamp",
+        Value::Duration(_) => "google.protobuf.Duration",
+        Value::Opaque(o) if o.downcast_ref::<OptionalValue>().is_some() => "optional_type",
+        Value::Opaque(o) => return Ok(type_value(o.runtime_type_name())),
+        _ => return Err(ExecutionError::NoSuchOverload),
+    };
+    Ok(type_value(name))
+}
+
+/// cel-go's two-variable comprehensions (`ext/comprehensions.go`), evaluated as their macros
+/// expand: a list's index and element or a map's key and value (keys in sorted order, where
+/// Go's map order is random) bound for each step; `all` and `exists` stop once their result is
+/// certain and absorb an error the other way decided, `existsOne` and the transforms carry the
+/// first error to the end; each step charged what cel-go's loop condition and step cost.
+fn comp2_fn(ftx: &FunctionContext) -> ResolveResult {
+    let text = |i: usize| match ftx.args.get(i).map(|e| &e.expr) {
+        Some(Expr::Literal(LiteralValue::String(s))) => s.inner().to_string(),
+        _ => String::new(),
+    };
+    let (name, first, second) = (text(0), text(2), text(3));
+    let body = ftx.args.get(4..).unwrap_or_default();
+    let range = ftx
+        .args
+        .get(1)
+        .ok_or(ExecutionError::NoSuchOverload)
+        .and_then(|e| ftx.ptx.resolve(e))?;
+    let entries: Vec<(Value, Value)> = match range {
+        Value::List(l) => l
+            .iter()
+            .enumerate()
+            .map(|(i, v)| (Value::Int(i64::try_from(i).unwrap_or(i64::MAX)), v.clone()))
+            .collect(),
+        Value::Map(m) => {
+            let mut e: Vec<(Value, Value)> = m
+                .map
+                .iter()
+                .map(|(k, v)| (Value::from(k.clone()), v.clone()))
+                .collect();
+            e.sort_by(|a, b| a.0.partial_cmp(&b.0).unwrap_or(std::cmp::Ordering::Equal));
+            e
+        }
+        _ => return Err(ftx.error("no such overload")),
+    };
+    let eval = |k: &Value, v: &Value, e: &Expression| {
+        let mut scope = ftx.ptx.new_inner_scope();
+        scope.add_variable_from_value(first.clone(), k.clone());
+        scope.add_variable_from_value(second.clone(), v.clone());
+        scope.resolve(e)
+    };
+    let boolean = |r: ResolveResult| match r {
+        Ok(Value::Bool(b)) => Ok(b),
+        Ok(_) => Err(ExecutionError::NoSuchOverload),
+        Err(e) => Err(e),
+    };
+    match name.as_str() {
+        "all" | "exists" => {
+            let decisive = name == "exists";
+            let (cond, step) = if decisive { (3, 1) } else { (2, 1) };
+            let mut accu: Result<bool, ExecutionError> = Ok(!decisive);
+            for (k, v) in &entries {
+                charge(ftx, cond)?;
+                if accu.as_ref().is_ok_and(|b| *b == decisive) {
+                    break;
+                }
+                charge(ftx, step)?;
+                let r = boolean(eval(k, v, &body[0]));
+                accu = match (accu, r) {
+                    (_, Ok(b)) if b == decisive => Ok(b),
+                    (Ok(b), _) if b == decisive => Ok(b),
+                    (Err(e), _) | (_, Err(e)) => Err(e),
+                    (Ok(a), Ok(_)) => Ok(a),
+                };
+            }
+            charge(ftx, 1)?;
+            accu.map(Value::Bool)
+        }
+        "existsOne" => {
+            let mut accu: Result<i64, ExecutionError> = Ok(0);
+            for (k, v) in &entries {
+                let r = boolean(eval(k, v, &body[0]));
+                charge(ftx, if matches!(r, Ok(true)) { 2 } else { 1 })?;
+                accu = match (accu, r) {
+                    (Err(e), _) | (_, Err(e)) => Err(e),
+                    (Ok(n), Ok(true)) => Ok(n + 1),
+                    (Ok(n), Ok(false)) => Ok(n),
+                };
+            }
+            charge(ftx, 2)?;
+            accu.map(|n| Value::Bool(n == 1))
+        }
+        _ => {
+            let (filter, transform) = match body {
+                [f, t] => (Some(f), t),
+                [t] => (None, t),
+                _ => return Err(ExecutionError::NoSuchOverload),
+            };
+            // The step's own cost: `@result + [t]` (the list literal 10), or
+            // `cel.@mapInsert(@result, k, t)`, or `cel.@mapInsert(@result, t)`.
+            let step = match name.as_str() {
+                "transformList" => 12,
+                "transformMap" => 3,
+                _ => 2,
+            };
+            let mut list = Vec::new();
+            let mut map: std::collections::HashMap<cel::objects::Key, Value> =
+                std::collections::HashMap::new();
+            let mut failed: Option<ExecutionError> = None;
+            for (k, v) in &entries {
+                if let Some(f) = filter {
+                    match boolean(eval(k, v, f)) {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            charge(ftx, 1)?;
+                            continue;
+                        }
+                        Err(e) => {
+                            failed.get_or_insert(e);
+                            continue;
+                        }
+                    }
+                }
+                charge(ftx, step)?;
+                if failed.is_some() {
+                    continue;
+                }
+                let t = match eval(k, v, transform) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        failed = Some(e);
+                        continue;
+                    }
+                };
+                match name.as_str() {
+                    "transformList" => list.push(t),
+                    "transformMap" => match value_key(k) {
+                        Some(key) => {
+                            map.insert(key, t);
+                        }
+                        None => failed = Some(ExecutionError::NoSuchOverload),
+                    },
+                    _ => match t {
+                        Value::Map(m) => {
+                            for (key, value) in m.map.iter() {
+                                if map.contains_key(key) {
+                                    failed = Some(ftx.error(format!(
+                                        "insert failed: key {} already exists",
+                                        key_text(key)
+                                    )));
+                                    break;
+                                }
+                                map.insert(key.clone(), value.clone());
+                            }
+                        }
+                        _ => failed = Some(ExecutionError::NoSuchOverload),
+                    },
+                }
+            }
+            charge(ftx, 1)?;
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            Ok(if name == "transformList" {
+                Value::List(Arc::new(list))
+            } else {
+                Value::Map(cel::objects::Map { map: Arc::new(map) })
+            })
+        }
+    }
+}
+
+/// The map key of a value, for the types a key can have.
+fn value_key(v: &Value) -> Option<cel::objects::Key> {
+    use cel::objects::Key;
+    Some(match v {
+        Value::String(s) => Key::String(Arc::clone(s)),
+        Value::Int(i) => Key::Int(*i),
+        Value::UInt(u) => Key::Uint(*u),
+        Value::Bool(b) => Key::Bool(*b),
+        _ => return None,
+    })
+}
+
+/// A map key as Go's `%v` prints it in cel-go's insert error.
+fn key_text(key: &cel::objects::Key) -> String {
+    match key {
+        cel::objects::Key::String(s) => s.to_string(),
+        cel::objects::Key::Int(i) => i.to_string(),
+        cel::objects::Key::Uint(u) => u.to_string(),
+        cel::objects::Key::Bool(b) => b.to_string(),
+    }
+}
+
 /// Charges the fixed cost of the step it wraps and passes the step's value through; a step that
 /// fails is charged too (cel-go's observer sees its error value).
 fn tick_fn(ftx: &FunctionContext) -> ResolveResult {
@@ -1511,6 +1804,7 @@ fn root() -> &'static cel::Context<'static> {
         authz::register(&mut ctx);
         format::register(&mut ctx);
         strings::register(&mut ctx);
+        netip::register(&mut ctx);
         ctx.add_function(SELECT_FN, select_fn);
         ctx.add_function(DOC_SELECT_FN, doc_select_fn);
         ctx.add_function(TICK_FN, tick_fn);
@@ -1518,11 +1812,49 @@ fn root() -> &'static cel::Context<'static> {
         ctx.add_function(OPT_SELECT_FN, opt_select_fn);
         ctx.add_function(UNWRAP_FN, unwrap_fn);
         ctx.add_function(HAS_FN, has_fn);
+        ctx.add_function(COMP2_FN, comp2_fn);
+        ctx.add_function(TYPE_NAME_FN, type_name_fn);
+        ctx.add_function("type", type_fn);
         ctx.add_function(patch::STRUCT_FN, patch::struct_fn);
         ctx.add_function("dyn", identity);
         ctx.add_function("size", size_fn);
         ctx
     })
+}
+
+/// The CEL library's own functions, which the overrides of `netip` and `strings` call where
+/// upstream's answer is the library's.
+fn dependency() -> &'static cel::Context<'static> {
+    static CONTEXT: OnceLock<cel::Context<'static>> = OnceLock::new();
+    CONTEXT.get_or_init(|| cel::Context::default().with_all())
+}
+
+/// `name` of the CEL library over `this` and `args`.
+pub(super) fn call_dependency(name: &str, this: Option<Value>, args: Vec<Value>) -> ResolveResult {
+    let ident = |n: String| IdedExpr {
+        id: 0,
+        expr: Expr::Ident(n),
+    };
+    let mut scope = dependency().new_inner_scope();
+    let target = this.map(|t| {
+        scope.add_variable_from_value("t", t);
+        Box::new(ident("t".into()))
+    });
+    let mut idents = Vec::with_capacity(args.len());
+    for (i, a) in args.into_iter().enumerate() {
+        let n = format!("a{i}");
+        scope.add_variable_from_value(n.clone(), a);
+        idents.push(ident(n));
+    }
+    let call = IdedExpr {
+        id: 0,
+        expr: Expr::Call(CallExpr {
+            func_name: name.to_string(),
+            target,
+            args: idents,
+        }),
+    };
+    scope.resolve(&call)
 }
 
 /// Variables for one evaluation.

@@ -1,5 +1,7 @@
 //! cel-go's string extension functions (`ext/strings.go`, the version the apiserver vendors)
-//! whose errors the CEL library words otherwise: `charAt` and `substring`.
+//! whose errors or bounds the CEL library treats otherwise: `charAt`, `substring` and
+//! `lastIndexOf`; and the `string()` conversions of a double (Go's `%g`) and of a bool, which
+//! the CEL library prints otherwise or lacks.
 
 use std::sync::Arc;
 
@@ -12,6 +14,19 @@ use cel::{FunctionContext, ResolveResult, Value};
 pub(super) fn register(ctx: &mut cel::Context<'_>) {
     ctx.add_function("charAt", char_at);
     ctx.add_function("substring", substring);
+    ctx.add_function("lastIndexOf", last_index_of);
+    ctx.add_function("string", string);
+}
+
+/// `string(x)`: cel-go's `%g` of a double and `strconv.FormatBool` of a bool; the rest as the
+/// CEL library converts it.
+fn string(ftx: &FunctionContext) -> ResolveResult {
+    let (this, args) = super::netip::values(ftx)?;
+    match (&this, args.as_slice()) {
+        (None, [Value::Float(f)]) => Ok(Value::String(Arc::new(crate::gofmt::format_float_g(*f)))),
+        (None, [Value::Bool(b)]) => Ok(Value::String(Arc::new(b.to_string()))),
+        _ => super::call_dependency("string", this, args),
+    }
 }
 
 fn out_of_range(ftx: &FunctionContext, index: i64) -> cel::ExecutionError {
@@ -64,4 +79,53 @@ fn substring(
         None => chars.len(),
     };
     Ok(Value::String(Arc::new(chars[from..to].iter().collect())))
+}
+
+/// `lastIndexOf` of a string (cel-go's `lastIndexOfOffset`: a negative offset is out of range,
+/// an offset past the end finds nothing, the empty string is found at the offset) or of a list
+/// (the last element equal to the argument, the Kubernetes lists library).
+fn last_index_of(
+    ftx: &FunctionContext,
+    This(this): This<Value>,
+    Arguments(args): Arguments,
+) -> ResolveResult {
+    let found = |i: usize| Ok(Value::Int(i64::try_from(i).unwrap_or(i64::MAX)));
+    match (&this, args.as_slice()) {
+        (Value::List(list), [item]) => match list.iter().rposition(|v| v == item) {
+            Some(i) => found(i),
+            None => Ok(Value::Int(-1)),
+        },
+        (Value::String(s), [Value::String(sub)]) => {
+            let len = s.chars().count();
+            if sub.is_empty() {
+                return found(len);
+            }
+            last_index_from(ftx, s, sub, i64::try_from(len).unwrap_or(i64::MAX) - 1)
+        }
+        (Value::String(s), [Value::String(sub), Value::Int(offset)]) => {
+            if sub.is_empty() {
+                return Ok(Value::Int(*offset));
+            }
+            last_index_from(ftx, s, sub, *offset)
+        }
+        _ => Err(ftx.error("no such overload")),
+    }
+}
+
+fn last_index_from(ftx: &FunctionContext, s: &str, sub: &str, offset: i64) -> ResolveResult {
+    let runes: Vec<char> = s.chars().collect();
+    let sub: Vec<char> = sub.chars().collect();
+    let Ok(off) = usize::try_from(offset) else {
+        return Err(out_of_range(ftx, offset));
+    };
+    if off >= runes.len() || sub.len() > runes.len() {
+        return Ok(Value::Int(-1));
+    }
+    let start = off.min(runes.len() - sub.len());
+    Ok(Value::Int(
+        (0..=start)
+            .rev()
+            .find(|&i| runes[i..i + sub.len()] == sub[..])
+            .map_or(-1, |i| i64::try_from(i).unwrap_or(i64::MAX)),
+    ))
 }

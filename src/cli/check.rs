@@ -73,7 +73,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         };
         loaded.apply_defaults();
         let cfg = &loaded.configuration;
-        let mut errors: Vec<String> = (config::validate(cfg, None).iter())
+        let mut errors: Vec<String> = (config::validate_in(cfg, None, version).iter())
             .map(ToString::to_string)
             .collect();
         // The file cannot be applied at all: what a gate on configuration changes must see.

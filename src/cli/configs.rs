@@ -94,7 +94,7 @@ pub(crate) fn load_configurations(
                 Ok(mut l) => {
                     let at = file_entry(&l.source.file, &mut by_file);
                     l.apply_defaults();
-                    let errors = config::validate(&l.configuration, None);
+                    let errors = config::validate_in(&l.configuration, None, version);
                     if errors.is_empty() {
                         seen.accepted += 1;
                         let cfg = &l.configuration;

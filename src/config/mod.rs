@@ -30,7 +30,7 @@ pub use load::{
     GROUP, V1, V1BETA1, load_paths, load_policy_paths, parse_documents, parse_policy_documents,
 };
 pub use policy::{LoadedPolicy, PolicyObject};
-pub use validate::{FieldError, validate};
+pub use validate::{FieldError, validate, validate_in};
 
 /// Where one document came from, for error messages.
 #[derive(Debug, Clone, PartialEq, Eq)]

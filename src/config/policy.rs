@@ -347,6 +347,16 @@ pub fn validate_policy_object_in(object: &PolicyObject, version: KubeVersion) ->
 /// `ignoreMutatingAdmissionPolicyMatchConditions`): a condition stored under an older release's
 /// rules stays valid until it is edited.
 pub fn validate_policy_object_update(object: &PolicyObject, old: &PolicyObject) -> Vec<FieldError> {
+    validate_policy_object_update_in(object, old, KubeVersion::NEWEST)
+}
+
+/// [`validate_policy_object_update`] as the apiserver of `version` validates (its environment
+/// for new expressions).
+pub fn validate_policy_object_update_in(
+    object: &PolicyObject,
+    old: &PolicyObject,
+    version: KubeVersion,
+) -> Vec<FieldError> {
     let unchanged = match (object, old) {
         (PolicyObject::Policy(n), PolicyObject::Policy(o)) => {
             n.spec.param_kind == o.spec.param_kind
@@ -358,7 +368,7 @@ pub fn validate_policy_object_update(object: &PolicyObject, old: &PolicyObject) 
         }
         _ => false,
     };
-    let mut errs = validate_policy_object(object);
+    let mut errs = validate_policy_object_in(object, version);
     if unchanged {
         errs.retain(|e| !e.field.starts_with("spec.matchConditions"));
     }

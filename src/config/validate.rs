@@ -76,6 +76,8 @@ impl FieldError {
 
 /// The switches upstream derives from the old object on update.
 struct Options {
+    /// The release whose apiserver validates: its CEL environment for new expressions.
+    release: crate::KubeVersion,
     ignore_match_conditions: bool,
     require_no_side_effects: bool,
     require_recognized_admission_review_version: bool,
@@ -96,8 +98,20 @@ const ALL_SIDE_EFFECTS: [&str; 4] = ["None", "NoneOnDryRun", "Some", "Unknown"];
 /// Run [`super::apply_defaults`] first, as the apiserver does; an unset service port counts as
 /// the default 443.
 pub fn validate(cfg: &WebhookConfiguration, old: Option<&WebhookConfiguration>) -> Vec<FieldError> {
+    validate_in(cfg, old, crate::KubeVersion::NEWEST)
+}
+
+/// [`validate`] as the apiserver of `release` validates: matchConditions are compiled with the
+/// environment it gives new expressions (the previous release's libraries: `isSemver`, added in
+/// 1.33, is undeclared there).
+pub fn validate_in(
+    cfg: &WebhookConfiguration,
+    old: Option<&WebhookConfiguration>,
+    release: crate::KubeVersion,
+) -> Vec<FieldError> {
     let opts = match old {
         None => Options {
+            release,
             ignore_match_conditions: false,
             require_no_side_effects: true,
             require_recognized_admission_review_version: true,
@@ -105,6 +119,7 @@ pub fn validate(cfg: &WebhookConfiguration, old: Option<&WebhookConfiguration>) 
             allow_invalid_label_value_in_selector: false,
         },
         Some(old) => Options {
+            release,
             ignore_match_conditions: cfg.webhooks.len() == old.webhooks.len()
                 && cfg
                     .webhooks
@@ -317,7 +332,7 @@ fn validate_webhook(
     if !opts.ignore_match_conditions {
         validate_match_conditions(
             hook.match_conditions.as_deref().unwrap_or_default(),
-            &crate::cel::Env::match_conditions(),
+            &crate::cel::Env::match_conditions().for_release(opts.release),
             &format!("{p}.matchConditions"),
             errs,
         );

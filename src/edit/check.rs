@@ -297,7 +297,7 @@ pub fn check_for(
         let old = previous
             .iter()
             .find(|p| p.kind == cfg.kind && p.name == cfg.name && !cfg.name.is_empty());
-        for e in config::validate(cfg, old) {
+        for e in config::validate_in(cfg, old, version) {
             let value = quoted_value(&e.message);
             errors.push(problem(
                 Severity::Error,
@@ -384,8 +384,10 @@ fn check_policies(
         });
         let invalid = match (&unserved, old) {
             (Some(_), _) => Vec::new(),
-            (None, Some(old)) => policy_config::validate_policy_object_update(object, old),
-            (None, None) => policy_config::validate_policy_object(object),
+            (None, Some(old)) => {
+                policy_config::validate_policy_object_update_in(object, old, version)
+            }
+            (None, None) => policy_config::validate_policy_object_in(object, version),
         };
         // A CEL error at the character it names.
         let cel_at: Vec<Option<TextPosition>> = invalid

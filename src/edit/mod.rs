@@ -37,5 +37,5 @@ pub use save::{SaveError, Saved, backup_path, save_atomic};
 pub use watch::{ConfigWatcher, DEFAULT_DEBOUNCE, FileChange, FileContent, WatchError};
 pub use whatif::{
     AnnotationChange, HookDelta, HookKey, HookStats, ObjectChange, RequestChange, Verdict, WhatIf,
-    compare, hook_stats, request_stats,
+    compare, hook_stats, outcome_stats, request_stats,
 };

@@ -165,7 +165,8 @@ pub struct HookStats {
     pub called: usize,
     /// Calls that changed the object.
     pub mutated: usize,
-    /// Calls that denied the request.
+    /// Calls that denied the request: a denial, or an error under failurePolicy `Fail` (also
+    /// counted in `errored`).
     pub denied: usize,
     /// Calls that failed and failed the request (failurePolicy Fail).
     pub errored: usize,
@@ -230,9 +231,18 @@ fn count_policy_skip(s: &mut HookStats, why: &str) {
 /// the order the request met them. The console's Webhooks view and the what-if comparison both
 /// count with it, so that each count means one thing.
 pub fn request_stats(r: &Replayed) -> Vec<(HookKey, HookStats)> {
+    outcome_stats(&r.outcome)
+}
+
+/// [`request_stats`] of a dispatcher's outcome. A call that failed under failurePolicy `Fail`
+/// and so refused the request (a policy's runtime error) is both `errored` and `denied`, as
+/// `hookscope replay`'s summary counts it and as the apiserver's
+/// `apiserver_validating_admission_policy_check_total` does (`enforcement_action="deny"` with
+/// its `error_type`).
+pub fn outcome_stats(outcome: &crate::engine::Outcome) -> Vec<(HookKey, HookStats)> {
     let mut order: Vec<HookKey> = Vec::new();
     let mut stats: BTreeMap<HookKey, HookStats> = BTreeMap::new();
-    for c in &r.outcome.calls {
+    for c in &outcome.calls {
         if c.decision != CallDecision::Called {
             // A policy binding records its skip in its call, not as a Skipped step.
             if let (Some(why), Some(_)) = (c.skip_reason.as_deref(), &c.policy) {
@@ -258,13 +268,14 @@ pub fn request_stats(r: &Replayed) -> Vec<(HookKey, HookStats)> {
             } else {
                 s.errored += 1;
             }
-        } else if c.allowed == Some(false) {
-            s.denied += 1;
         } else if c.mutated {
             s.mutated += 1;
         }
+        if c.allowed == Some(false) {
+            s.denied += 1;
+        }
     }
-    for step in &r.outcome.steps() {
+    for step in &outcome.steps() {
         let StepKind::Skipped { hook, cause, .. } = &step.kind else {
             continue;
         };

@@ -49,7 +49,13 @@ pub(crate) struct Condition {
 }
 
 impl Hook {
-    fn new(configuration: &str, webhook: &Webhook, uid: String, position: usize) -> Hook {
+    fn new(
+        configuration: &str,
+        webhook: &Webhook,
+        uid: String,
+        position: usize,
+        env: &cel::Env,
+    ) -> Hook {
         let selector = |s: &Option<crate::api::LabelSelector>| match s {
             None => Ok(Selector::nothing()),
             Some(s) => Selector::parse(s).map_err(|e| e.to_string()),
@@ -61,7 +67,7 @@ impl Hook {
             .map(|c| Condition {
                 name: c.name.clone(),
                 expression: c.expression.clone(),
-                program: cel::compile(&c.expression)
+                program: cel::compile_in(&c.expression, env, cel::ReturnType::Bool)
                     .map(Arc::new)
                     .map_err(|e| e.to_string()),
             })
@@ -111,8 +117,14 @@ impl Hook {
 }
 
 /// Flattens configurations of one kind as upstream does: configurations sorted by name
-/// (byte-wise, stable), webhooks in list order; UIDs count repeated webhook names.
-pub fn flatten(configs: &[WebhookConfiguration], kind: WebhookKind) -> Vec<Hook> {
+/// (byte-wise, stable), webhooks in list order; UIDs count repeated webhook names. The
+/// matchConditions compile as `release` compiles stored expressions.
+pub fn flatten(
+    configs: &[WebhookConfiguration],
+    kind: WebhookKind,
+    release: crate::KubeVersion,
+) -> Vec<Hook> {
+    let env = cel::Env::match_conditions().stored(release);
     let mut ordered: Vec<&WebhookConfiguration> =
         configs.iter().filter(|c| c.kind == kind).collect();
     ordered.sort_by(|a, b| a.name.as_bytes().cmp(b.name.as_bytes()));
@@ -124,8 +136,39 @@ pub fn flatten(configs: &[WebhookConfiguration], kind: WebhookKind) -> Vec<Hook>
             let uid = format!("{}/{}/{}", cfg.name, w.name, n);
             *n += 1;
             let position = hooks.len();
-            hooks.push(Hook::new(&cfg.name, w, uid, position));
+            hooks.push(Hook::new(&cfg.name, w, uid, position, &env));
         }
     }
     hooks
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A webhook's matchConditions compile as the modelled release compiles what it stored: a
+    /// release's own libraries (the semver library from 1.33).
+    #[test]
+    fn match_conditions_compile_with_the_release_libraries() {
+        let text = r#"{"apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingWebhookConfiguration", "metadata": {"name": "semver"},
+            "webhooks": [{"name": "semver.example.com", "sideEffects": "None",
+                "admissionReviewVersions": ["v1"],
+                "clientConfig": {"url": "https://127.0.0.1:8443/"},
+                "matchConditions": [{"name": "semver", "expression": "isSemver('1.0.0')"}]}]}"#;
+        let mut loaded = crate::config::parse_documents(text, "semver.json")
+            .remove(0)
+            .expect("a configuration");
+        loaded.apply_defaults();
+        let configs = [loaded.configuration];
+        let compiled = |minor: u32| {
+            let release = crate::KubeVersion::new(minor).expect("a modelled release");
+            flatten(&configs, WebhookKind::Validating, release)[0].conditions[0]
+                .program
+                .clone()
+        };
+        assert!(compiled(33).is_ok());
+        let err = compiled(32).expect_err("no semver library in 1.32");
+        assert!(err.contains("undeclared reference to 'isSemver'"), "{err}");
+    }
 }

@@ -317,8 +317,8 @@ impl Engine {
     /// (see [`crate::config`]) to model what an apiserver stores.
     pub fn new(configs: &[WebhookConfiguration], options: EngineOptions) -> Engine {
         Engine {
-            mutating: hooks::flatten(configs, WebhookKind::Mutating),
-            validating: hooks::flatten(configs, WebhookKind::Validating),
+            mutating: hooks::flatten(configs, WebhookKind::Mutating, options.kube_version),
+            validating: hooks::flatten(configs, WebhookKind::Validating, options.kube_version),
             policies: Vec::new(),
             mutating_policies: Vec::new(),
             options,
@@ -334,7 +334,7 @@ impl Engine {
         policies: &[crate::api::policy::ValidatingAdmissionPolicy],
         bindings: &[crate::api::policy::ValidatingAdmissionPolicyBinding],
     ) -> Engine {
-        self.policies = policy::build(policies, bindings);
+        self.policies = policy::build(policies, bindings, self.options.kube_version);
         self
     }
 
@@ -346,7 +346,8 @@ impl Engine {
         policies: &[crate::api::policy::MutatingAdmissionPolicy],
         bindings: &[crate::api::policy::MutatingAdmissionPolicyBinding],
     ) -> Engine {
-        self.mutating_policies = policy::mutating::build(policies, bindings);
+        self.mutating_policies =
+            policy::mutating::build(policies, bindings, self.options.kube_version);
         self
     }
 

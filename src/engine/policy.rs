@@ -205,9 +205,13 @@ impl PolicyHook {
             || self.audit_annotations.iter().any(|(_, _, p)| compiled(p))
     }
 
-    fn new(policy: &ValidatingAdmissionPolicy, bindings: Vec<Binding>) -> PolicyHook {
+    fn new(
+        policy: &ValidatingAdmissionPolicy,
+        bindings: Vec<Binding>,
+        release: crate::KubeVersion,
+    ) -> PolicyHook {
         let spec = &policy.spec;
-        let mut env = cel::Env::policy(spec.param_kind.is_some());
+        let mut env = cel::Env::policy(spec.param_kind.is_some()).stored(release);
         let mut variables = Vec::with_capacity(spec.variables.len());
         for v in &spec.variables {
             let program = cel::compile_in(&v.expression, &env, cel::ReturnType::Any);
@@ -278,9 +282,11 @@ impl PolicyHook {
 
 /// Builds the policy hooks: every policy (by name) with the bindings that name it (by name).
 /// A binding whose policy is absent has no effect, as upstream.
+/// Their expressions compile as `release` compiles stored expressions.
 pub fn build(
     policies: &[ValidatingAdmissionPolicy],
     bindings: &[ValidatingAdmissionPolicyBinding],
+    release: crate::KubeVersion,
 ) -> Vec<PolicyHook> {
     let mut policies: Vec<&ValidatingAdmissionPolicy> = policies.iter().collect();
     policies.sort_by(|a, b| a.name.cmp(&b.name));
@@ -305,7 +311,7 @@ pub fn build(
                     }
                 })
                 .collect();
-            PolicyHook::new(p, own)
+            PolicyHook::new(p, own, release)
         })
         .collect()
 }
@@ -1277,29 +1283,50 @@ fn validate(
 ) {
     // Upstream evaluates the validations, the messageExpressions and the auditAnnotations in
     // three scopes (`ForInput` each), each with its own lazily evaluated variables; the last two
-    // bind no `authorizer`.
+    // bind no `authorizer`. The validations share one cost budget, the messageExpressions (all
+    // of them, whether their validation failed or not) what the validations left of it, and the
+    // auditAnnotations a budget of their own. A budget running out ends the evaluation with one
+    // error in place of every decision of this parameter (`validator.Validate`).
+    let (first_decision, first_annotation) = (decisions.len(), annotations.len());
+    let out_of_budget = |decisions: &mut Vec<(usize, Decision)>,
+                         annotations: &mut Vec<(String, String)>| {
+        decisions.truncate(first_decision);
+        annotations.truncate(first_annotation);
+        decisions.push((
+            0,
+            Decision {
+                deny: !hook.ignore_failures,
+                evaluation_error: true,
+                message: cel::COST_BUDGET_EXHAUSTED.to_string(),
+                reason: String::new(),
+            },
+        ));
+    };
     let vars = cel::Variables::new(&hook.variables, inputs);
     let bare = inputs.without_authorizer_view();
-    let mut message_vars: Option<cel::Variables> = None;
     let spec = &hook.policy.spec;
     let mut budget = RUNTIME_COST_BUDGET;
-    for (i, (((program, message_program), v), (field, expression))) in (hook.validations.iter())
+    let mut results = Vec::with_capacity(hook.validations.len());
+    for (((program, _), v), (field, expression)) in (hook.validations.iter())
         .zip(&spec.validations)
         .zip(&hook.validation_texts)
-        .enumerate()
     {
         let result = match program {
             Ok(p) => {
                 let mut ev = cel::evaluate_in(p, inputs, Some(&vars));
                 ev.cost = ev.cost.saturating_add(vars.take_cost());
                 if ev.cost > budget {
-                    Err(cel::COST_BUDGET_EXHAUSTED.to_string())
-                } else {
-                    budget -= ev.cost;
-                    ev.result.map_err(|e| {
-                        format!("expression '{}' resulted in error: {e}", v.expression)
-                    })
+                    call.expressions.push(ExpressionResult {
+                        field: Arc::clone(field),
+                        expression: Arc::clone(expression),
+                        result: format!("error: {}", cel::COST_BUDGET_EXHAUSTED).into(),
+                    });
+                    out_of_budget(decisions, annotations);
+                    return;
                 }
+                budget -= ev.cost;
+                ev.result
+                    .map_err(|e| format!("expression '{}' resulted in error: {e}", v.expression))
             }
             Err(e) => Err(format!("compilation error: {e}")),
         };
@@ -1311,6 +1338,42 @@ fn validate(
                 Err(e) => format!("error: {e}").into(),
             },
         });
+        results.push(result);
+    }
+    let mut message_vars: Option<cel::Variables> = None;
+    // No allocation for the common policy without messageExpressions.
+    let mut messages: Vec<Option<cel::Output>> = Vec::new();
+    let mut messages_out_of_budget = false;
+    let with_messages = (hook.validations.iter()).any(|(_, m)| matches!(m, Some(Ok(_))));
+    for (i, ((_, message_program), v)) in (hook.validations.iter())
+        .zip(&spec.validations)
+        .enumerate()
+        .filter(|_| with_messages)
+    {
+        let Some(Ok(mp)) = message_program else {
+            messages.push(None);
+            continue;
+        };
+        let vars = message_vars.get_or_insert_with(|| cel::Variables::new(&hook.variables, &bare));
+        let ev = cel::evaluate_in(mp, &bare, Some(vars));
+        let cost = ev.cost.saturating_add(vars.take_cost());
+        call.expressions.push(ExpressionResult {
+            field: format!("validations[{i}].messageExpression").into(),
+            expression: v.message_expression.as_str().into(),
+            result: match (&ev.result, cost > budget) {
+                (_, true) => format!("error: {}", cel::COST_BUDGET_EXHAUSTED).into(),
+                (Ok(o), false) => output_text(o),
+                (Err(e), false) => format!("error: {e}").into(),
+            },
+        });
+        if cost > budget {
+            messages_out_of_budget = true;
+            break;
+        }
+        budget -= cost;
+        messages.push(ev.result.ok());
+    }
+    for (i, (result, v)) in results.into_iter().zip(&spec.validations).enumerate() {
         let decision = match result {
             Err(e) => Decision {
                 deny: !hook.ignore_failures,
@@ -1318,26 +1381,19 @@ fn validate(
                 message: e,
                 reason: String::new(),
             },
+            Ok(_) if messages_out_of_budget => Decision {
+                deny: !hook.ignore_failures,
+                evaluation_error: true,
+                message: format!("failed messageExpression: {}", cel::COST_BUDGET_EXHAUSTED),
+                reason: String::new(),
+            },
             Ok(cel::Output::Bool(true)) => continue,
             Ok(_) => {
                 let mut message = String::new();
-                if let Some(Ok(mp)) = message_program {
-                    let vars = message_vars
-                        .get_or_insert_with(|| cel::Variables::new(&hook.variables, &bare));
-                    let ev = cel::evaluate_in(mp, &bare, Some(vars));
-                    call.expressions.push(ExpressionResult {
-                        field: format!("validations[{i}].messageExpression").into(),
-                        expression: v.message_expression.as_str().into(),
-                        result: match &ev.result {
-                            Ok(o) => output_text(o),
-                            Err(e) => format!("error: {e}").into(),
-                        },
-                    });
-                    if let Ok(cel::Output::String(s)) = ev.result {
-                        let s = s.trim();
-                        if s.len() <= MAX_EVALUATED_MESSAGE_BYTES && !s.contains('\n') {
-                            message = s.to_string();
-                        }
+                if let Some(Some(cel::Output::String(s))) = messages.get(i) {
+                    let s = s.trim();
+                    if s.len() <= MAX_EVALUATED_MESSAGE_BYTES && !s.contains('\n') {
+                        message = s.to_string();
                     }
                 }
                 if message.is_empty() && !v.message.is_empty() {
@@ -1357,11 +1413,25 @@ fn validate(
         decisions.push((i, decision));
     }
     let audit_vars = cel::Variables::new(&hook.variables, &bare);
+    let mut budget = RUNTIME_COST_BUDGET;
     for (i, (key, expression, program)) in hook.audit_annotations.iter().enumerate() {
         let result = match program {
-            Ok(p) => cel::evaluate_in(p, &bare, Some(&audit_vars))
-                .result
-                .map_err(|e| format!("expression '{}' resulted in error: {e}", expression)),
+            Ok(p) => {
+                let ev = cel::evaluate_in(p, &bare, Some(&audit_vars));
+                let cost = ev.cost.saturating_add(audit_vars.take_cost());
+                if cost > budget {
+                    call.expressions.push(ExpressionResult {
+                        field: format!("auditAnnotations[{i}]").into(),
+                        expression: expression.as_str().into(),
+                        result: format!("error: {}", cel::COST_BUDGET_EXHAUSTED).into(),
+                    });
+                    out_of_budget(decisions, annotations);
+                    return;
+                }
+                budget -= cost;
+                ev.result
+                    .map_err(|e| format!("expression '{}' resulted in error: {e}", expression))
+            }
             Err(e) => Err(format!("compilation error: {e}")),
         };
         call.expressions.push(ExpressionResult {

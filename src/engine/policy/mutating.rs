@@ -84,10 +84,12 @@ impl MutatingPolicyHook {
     }
 }
 
-/// Builds the hooks: every policy (by name) with the bindings that name it (by name).
+/// Builds the hooks: every policy (by name) with the bindings that name it (by name); their
+/// expressions compile as `release` compiles stored expressions.
 pub fn build(
     policies: &[MutatingAdmissionPolicy],
     bindings: &[MutatingAdmissionPolicyBinding],
+    release: crate::KubeVersion,
 ) -> Vec<MutatingPolicyHook> {
     let mut policies: Vec<&MutatingAdmissionPolicy> = policies.iter().collect();
     policies.sort_by(|a, b| a.name.cmp(&b.name));
@@ -124,10 +126,10 @@ pub fn build(
                     variables: spec.variables.clone(),
                 },
             };
-            let core = super::build(std::slice::from_ref(&core_policy), &as_validating)
+            let core = super::build(std::slice::from_ref(&core_policy), &as_validating, release)
                 .pop()
                 .expect("one policy in, one hook out");
-            let mut env = cel::Env::policy(spec.param_kind.is_some());
+            let mut env = cel::Env::policy(spec.param_kind.is_some()).stored(release);
             for v in &spec.variables {
                 match cel::compile_in(&v.expression, &env, cel::ReturnType::Any) {
                     Ok(p) => env.declare_variable(&v.name, &p),
