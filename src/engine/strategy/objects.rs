@@ -640,3 +640,139 @@ pub(super) fn service_type_dependent(svc: &mut Value, old: &Value) -> bool {
     }
     *svc != before
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(minor: u32) -> KubeVersion {
+        KubeVersion::new(minor).unwrap()
+    }
+
+    fn pod() -> Value {
+        json!({
+            "metadata": {"name": "p", "creationTimestamp": "2026-01-02T03:04:05Z", "labels": {"app": "web"}},
+            "spec": {
+                "schedulingGates": [{"name": "g"}],
+                "affinity": {"podAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": [
+                    {"topologyKey": "k", "labelSelector": {}, "matchLabelKeys": ["app", "absent"], "mismatchLabelKeys": ["app"]},
+                    {"topologyKey": "k", "matchLabelKeys": ["app"]}
+                ]}},
+                "containers": [{"name": "c", "securityContext": {"appArmorProfile": {"type": "Unconfined"}}}]
+            },
+            "status": {"phase": "Pending"}
+        })
+    }
+
+    /// The scheduling-gated condition has no transition time before 1.31 (it was appended,
+    /// not set with `UpdatePodCondition`); the affinity's label keys apply where
+    /// `MatchLabelKeysInPodAffinity` is on by default (1.31 on); AppArmor's skew from 1.30.
+    #[test]
+    fn a_pod_create_follows_its_release() {
+        let mut old = pod();
+        assert!(pod_create(at(28), &mut old));
+        let condition = &old["status"]["conditions"][0];
+        assert_eq!(condition["reason"], "SchedulingGated");
+        assert!(condition["lastTransitionTime"].is_null());
+        let terms = &old["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+        assert!(terms[0]["labelSelector"].get("matchExpressions").is_none());
+        assert!(old["metadata"].get("annotations").is_none());
+
+        let mut new = pod();
+        assert!(pod_create(at(33), &mut new));
+        assert_eq!(
+            new["status"]["conditions"][0]["lastTransitionTime"],
+            "2026-01-02T03:04:05Z"
+        );
+        let terms = &new["spec"]["affinity"]["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+        assert_eq!(
+            terms[0]["labelSelector"]["matchExpressions"],
+            json!([
+                {"key": "app", "operator": "In", "values": ["web"]},
+                {"key": "app", "operator": "NotIn", "values": ["web"]}
+            ])
+        );
+        // Without a selector the term matches nothing and stays so.
+        assert!(terms[1].get("labelSelector").is_none());
+        assert_eq!(
+            new["metadata"]["annotations"]["container.apparmor.security.beta.kubernetes.io/c"],
+            "unconfined"
+        );
+    }
+
+    /// An annotation naming no valid profile, or the Pod's own profile, leaves the container's
+    /// field unset; a Windows Pod is left alone.
+    #[test]
+    fn app_armor_annotations_become_fields_only_when_valid_and_different() {
+        let key = |c: &str| format!("{APPARMOR_PREFIX}{c}");
+        let mut pod = json!({
+            "metadata": {"annotations": {key("a"): "localhost/", key("b"): "runtime/default", key("c"): "localhost/x"}},
+            "spec": {
+                "securityContext": {"appArmorProfile": {"type": "RuntimeDefault"}},
+                "containers": [{"name": "a"}, {"name": "b"}, {"name": "c"}]
+            }
+        });
+        let mut windows = pod.clone();
+        windows["spec"]["os"] = json!({"name": "windows"});
+        assert!(!app_armor_version_skew(&mut windows));
+        assert!(app_armor_version_skew(&mut pod));
+        let containers = &pod["spec"]["containers"];
+        assert!(containers[0].get("securityContext").is_none());
+        assert!(containers[1].get("securityContext").is_none());
+        assert_eq!(
+            containers[2]["securityContext"]["appArmorProfile"],
+            json!({"type": "Localhost", "localhostProfile": "x"})
+        );
+    }
+
+    /// `dropTypeDependentFields`: a LoadBalancer turned ClusterIP loses what it no longer uses
+    /// when the request kept it, keeps what the request changed.
+    #[test]
+    fn a_service_that_changes_type_loses_what_the_new_type_does_not_use() {
+        let old = json!({"spec": {
+            "type": "LoadBalancer", "clusterIP": "10.0.0.1", "clusterIPs": ["10.0.0.1"],
+            "ports": [{"port": 80, "nodePort": 30001}], "externalTrafficPolicy": "Local",
+            "healthCheckNodePort": 30002, "allocateLoadBalancerNodePorts": true,
+            "loadBalancerClass": "example.com/lb"
+        }, "status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}});
+        let mut new = old.clone();
+        new["spec"]["type"] = json!("ClusterIP");
+        assert!(service_type_dependent(&mut new, &old));
+        assert_eq!(
+            new,
+            json!({"spec": {"type": "ClusterIP", "clusterIP": "10.0.0.1", "clusterIPs": ["10.0.0.1"], "ports": [{"port": 80}]},
+                   "status": {"loadBalancer": {}}})
+        );
+        // A new node port the old Service did not have: the ports stay (validation refuses).
+        let mut changed = old.clone();
+        changed["spec"]["type"] = json!("ClusterIP");
+        changed["spec"]["ports"][0]["nodePort"] = json!(30009);
+        service_type_dependent(&mut changed, &old);
+        assert_eq!(changed["spec"]["ports"][0]["nodePort"], 30009);
+        // To ExternalName: the cluster IPs go too.
+        let mut external = old.clone();
+        external["spec"]["type"] = json!("ExternalName");
+        service_type_dependent(&mut external, &old);
+        assert!(external["spec"].get("clusterIPs").is_none());
+        assert_eq!(external["spec"]["clusterIP"], "");
+    }
+
+    #[test]
+    fn claims_data_sources_are_normalised_unless_the_old_claim_had_one() {
+        let release = at(33);
+        let mut namespaced =
+            json!({"spec": {"dataSourceRef": {"kind": "K", "name": "n", "namespace": "other"}}});
+        assert!(!claim_data_sources(release, &mut namespaced, None));
+        let old =
+            json!({"spec": {"dataSource": {"apiGroup": "example.com", "kind": "K", "name": "n"}}});
+        let mut kept = old.clone();
+        assert!(claim_data_sources(release, &mut kept, Some(&old)));
+        assert_eq!(
+            kept["spec"]["dataSourceRef"],
+            json!({"apiGroup": "example.com", "kind": "K", "name": "n"})
+        );
+        let mut snapshot = json!({"spec": {"dataSource": {"apiGroup": "snapshot.storage.k8s.io", "kind": "VolumeSnapshot", "name": "s"}}});
+        assert!(claim_data_sources(release, &mut snapshot, None));
+        assert_eq!(snapshot["spec"]["dataSourceRef"]["kind"], "VolumeSnapshot");
+    }
+}
