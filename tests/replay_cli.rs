@@ -2728,6 +2728,66 @@ fn more_strategies_before_validation_are_sent_as_the_apiserver_sent_them() {
     assert_eq!(report["problems"], json!([]), "{}", report["problems"]);
 }
 
+/// Replays `input` as `release` against `webhooks`, whose URLs name `port`, served by `server`;
+/// the replay must succeed.
+fn replay_against(server: &WebhookServer, release: &str, webhooks: &Path, input: &str, port: u16) {
+    let out = hookscope(&[
+        "replay",
+        "--kube-version",
+        release,
+        "--webhooks",
+        webhooks.to_str().unwrap(),
+        "--input",
+        input,
+        "--resolve",
+        &format!("127.0.0.1:{port}=127.0.0.1:{}", server.port()),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+/// A DaemonSet created from a plain manifest: the mutating webhook sees the template generation
+/// annotation the conversion from the internal type writes (`"0"`, the strategy has not run
+/// yet), the validating webhook the `"1"` the strategy sets, as the apiserver sent them in the
+/// recorded session.
+#[test]
+fn a_daemonset_manifest_reaches_the_webhooks_with_its_template_generation() {
+    let fixture = "strategies-more-v1.33";
+    let pki = TestPki::new();
+    let server = WebhookServer::start(&pki, allow_every_review());
+    let dir = scratch("daemonset-manifest");
+    let webhooks = fixture_configurations(&pki, &dir, fixture, &["inputs/webhooks.yaml"]).remove(0);
+    let input = format!("{FIXTURES}/{fixture}/inputs/workloads.yaml");
+    replay_against(&server, "1.33", &webhooks, &input, 18453);
+    let sent = |path: &str| -> Value {
+        server
+            .requests()
+            .iter()
+            .map(|r| {
+                (
+                    r.path_only().to_string(),
+                    serde_json::from_slice::<Value>(&r.body).unwrap(),
+                )
+            })
+            .find(|(p, r)| p == path && r["request"]["kind"]["kind"] == "DaemonSet")
+            .map(|(_, r)| r["request"]["object"]["metadata"].clone())
+            .unwrap_or_else(|| panic!("no DaemonSet review at {path}"))
+    };
+    for (path, file) in [
+        ("/record-m", "0007-record-m-req.json"),
+        ("/record", "0008-record-req.json"),
+    ] {
+        let recorded: Value = serde_json::from_str(
+            &std::fs::read_to_string(format!("{FIXTURES}/{fixture}/received/{file}")).unwrap(),
+        )
+        .unwrap();
+        let recorded = &recorded["request"]["object"]["metadata"];
+        let meta = sent(path);
+        for field in ["annotations", "generation", "labels"] {
+            assert_eq!(meta.get(field), recorded.get(field), "{path} {field}");
+        }
+    }
+}
+
 /// The same session replayed as 1.32 and 1.28: the validating webhook's Pod lacks what the
 /// release's default feature gates drop (1.32: `hostUsers`, `seLinuxChangePolicy`,
 /// `resizePolicy`; 1.28 also a sidecar's `restartPolicy`), which the mutating webhook still saw;
@@ -2752,18 +2812,8 @@ fn each_release_drops_what_its_default_feature_gates_turn_off() {
         let dir = scratch(&format!("strategies-{release}"));
         let webhooks =
             fixture_configurations(&pki, &dir, fixture, &["inputs/webhooks.yaml"]).remove(0);
-        let out = hookscope(&[
-            "replay",
-            "--kube-version",
-            release,
-            "--webhooks",
-            webhooks.to_str().unwrap(),
-            "--input",
-            &format!("{FIXTURES}/{fixture}/audit.log"),
-            "--resolve",
-            &format!("127.0.0.1:18443=127.0.0.1:{}", server.port()),
-        ]);
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let input = format!("{FIXTURES}/{fixture}/audit.log");
+        replay_against(&server, release, &webhooks, &input, 18443);
         let reviews: Vec<(String, Value)> = server
             .requests()
             .iter()
