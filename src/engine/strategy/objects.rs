@@ -700,6 +700,38 @@ mod tests {
         );
     }
 
+    /// Upstream's `TestApplyAppArmorVersionSkew` (`tests/fixtures/strategies/
+    /// apparmor-version-skew.json`): the annotations and every container's security context
+    /// afterwards.
+    #[test]
+    fn upstream_app_armor_version_skew_table_holds() {
+        let table: Value = serde_json::from_str(include_str!(
+            "../../../tests/fixtures/strategies/apparmor-version-skew.json"
+        ))
+        .unwrap();
+        let cases = table["cases"].as_array().unwrap();
+        assert_eq!(cases.len(), 23);
+        for case in cases {
+            let name = case["description"].as_str().unwrap();
+            let mut pod = case["pod"].clone();
+            app_armor_version_skew(&mut pod);
+            let annotations = pod["metadata"]
+                .get("annotations")
+                .cloned()
+                .unwrap_or(json!({}));
+            assert_eq!(annotations, case["annotations"], "{name}");
+            let spec = &pod["spec"];
+            for container in containers(spec) {
+                let id = container["name"].as_str().unwrap();
+                let got = container
+                    .get("securityContext")
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                assert_eq!(got, case["containers"][id], "{name}: {id}");
+            }
+        }
+    }
+
     /// An annotation naming no valid profile, or the Pod's own profile, leaves the container's
     /// field unset; a Windows Pod is left alone.
     #[test]
