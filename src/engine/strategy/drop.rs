@@ -277,6 +277,12 @@ pub(super) fn gate_on(release: KubeVersion, gate: &str) -> bool {
     enabled(release, gate).unwrap_or(true)
 }
 
+/// Whether `gate` is off by default in `release` (never for a release whose defaults are not
+/// modelled, as [`gate_on`] and the drops).
+pub(super) fn gate_off(release: KubeVersion, gate: &str) -> bool {
+    enabled(release, gate) == Some(false)
+}
+
 /// The top-level member of `resource`'s objects that holds what its strategy may drop.
 pub(crate) fn member(group: &str, resource: &str) -> Option<&'static str> {
     places(group, resource).next().map(|p| p.2)

@@ -339,23 +339,58 @@ pub(super) fn job_selector(job: &mut Value) -> bool {
     changed
 }
 
-/// A PersistentVolumeClaim's data sources (`EnforceDataSourceBackwardsCompatibility`, then
-/// `NormalizeDataSources` with `AnyVolumeDataSource` on): unless the old claim had a data
-/// source or the new one has a `dataSourceRef`, a `dataSource` other than a claim or a volume
-/// snapshot is dropped; then whichever of `dataSource` and `dataSourceRef` is missing is copied
-/// from the other (a `dataSourceRef` to another namespace is not copied).
+/// A PersistentVolumeClaim's data sources: what `DropDisabledFields` drops of them (a
+/// `dataSourceRef` without `AnyVolumeDataSource`, one to another namespace without
+/// `CrossNamespaceVolumeDataSource`, unless the old claim has one), then
+/// `EnforceDataSourceBackwardsCompatibility` and `NormalizeDataSources` (with
+/// `AnyVolumeDataSource` on): unless the old claim had a data source or the new one has a
+/// `dataSourceRef`, a `dataSource` other than a claim or a volume snapshot is dropped; then
+/// whichever of `dataSource` and `dataSourceRef` is missing is copied from the other (a
+/// `dataSourceRef` to another namespace is not copied).
 pub(super) fn claim_data_sources(
     release: KubeVersion,
+    claim: &mut Value,
+    old: Option<&Value>,
+) -> bool {
+    let gates = DataSourceGates {
+        any: drop::gate_on(release, "AnyVolumeDataSource"),
+        cross_namespace: !drop::gate_off(release, "CrossNamespaceVolumeDataSource"),
+    };
+    claim_data_sources_gated(gates, claim, old)
+}
+
+/// The two gates [`claim_data_sources`] follows.
+#[derive(Clone, Copy)]
+struct DataSourceGates {
+    any: bool,
+    cross_namespace: bool,
+}
+
+fn claim_data_sources_gated(
+    gates: DataSourceGates,
     claim: &mut Value,
     old: Option<&Value>,
 ) -> bool {
     let set = |v: Option<&Value>| v.is_some_and(|v| !v.is_null());
     let in_use = old
         .is_some_and(|o| set(o["spec"].get("dataSource")) || set(o["spec"].get("dataSourceRef")));
+    let ref_in_use = old.is_some_and(|o| set(o["spec"].get("dataSourceRef")));
     let Some(spec) = claim.get_mut("spec").and_then(Value::as_object_mut) else {
         return false;
     };
     let mut changed = false;
+    let other_namespace = spec
+        .get("dataSourceRef")
+        .and_then(|r| r.get("namespace"))
+        .and_then(Value::as_str)
+        .is_some_and(|n| !n.is_empty());
+    if !ref_in_use
+        && set(spec.get("dataSourceRef"))
+        && (!gates.any || (!gates.cross_namespace && other_namespace))
+    {
+        spec.remove("dataSourceRef");
+        changed = true;
+    }
     if !in_use && !set(spec.get("dataSourceRef")) && set(spec.get("dataSource")) {
         let source = &spec["dataSource"];
         let group = source.get("apiGroup").and_then(Value::as_str).unwrap_or("");
@@ -367,7 +402,7 @@ pub(super) fn claim_data_sources(
             changed = true;
         }
     }
-    if !drop::gate_on(release, "AnyVolumeDataSource") {
+    if !gates.any {
         return changed;
     }
     let copy = |from: &Value| {
@@ -700,18 +735,25 @@ mod tests {
         );
     }
 
+    const APPARMOR_TABLE: &str =
+        include_str!("../../../tests/fixtures/strategies/apparmor-version-skew.json");
+    const CLAIM_TABLE: &str =
+        include_str!("../../../tests/fixtures/strategies/claim-data-sources.json");
+
+    /// The `count` cases of an upstream table kept as data.
+    fn cases_of(table: &str, count: usize) -> Vec<Value> {
+        let table: Value = serde_json::from_str(table).expect("a table");
+        let cases = table["cases"].as_array().expect("cases").clone();
+        assert_eq!(cases.len(), count);
+        cases
+    }
+
     /// Upstream's `TestApplyAppArmorVersionSkew` (`tests/fixtures/strategies/
     /// apparmor-version-skew.json`): the annotations and every container's security context
     /// afterwards.
     #[test]
     fn upstream_app_armor_version_skew_table_holds() {
-        let table: Value = serde_json::from_str(include_str!(
-            "../../../tests/fixtures/strategies/apparmor-version-skew.json"
-        ))
-        .unwrap();
-        let cases = table["cases"].as_array().unwrap();
-        assert_eq!(cases.len(), 23);
-        for case in cases {
+        for case in cases_of(APPARMOR_TABLE, 23) {
             let name = case["description"].as_str().unwrap();
             let mut pod = case["pod"].clone();
             app_armor_version_skew(&mut pod);
@@ -729,6 +771,29 @@ mod tests {
                     .unwrap_or(Value::Null);
                 assert_eq!(got, case["containers"][id], "{name}: {id}");
             }
+        }
+    }
+
+    /// Upstream's `TestPrepareForCreate` of PersistentVolumeClaims
+    /// (`tests/fixtures/strategies/claim-data-sources.json`), each gate on and off.
+    #[test]
+    fn upstream_claim_data_source_table_holds() {
+        for case in cases_of(CLAIM_TABLE, 34) {
+            let name = case["name"].as_str().unwrap();
+            let mut claim = json!({"spec": {}});
+            for field in ["dataSource", "dataSourceRef"] {
+                if !case[field].is_null() {
+                    claim["spec"][field] = case[field].clone();
+                }
+            }
+            let gates = DataSourceGates {
+                any: case["any"] == true,
+                cross_namespace: case["xns"] == true,
+            };
+            claim_data_sources_gated(gates, &mut claim, None);
+            let get = |f: &str| claim["spec"].get(f).cloned().unwrap_or(Value::Null);
+            assert_eq!(get("dataSource"), case["want"], "{name}");
+            assert_eq!(get("dataSourceRef"), case["wantRef"], "{name}");
         }
     }
 
@@ -794,7 +859,11 @@ mod tests {
         let release = at(33);
         let mut namespaced =
             json!({"spec": {"dataSourceRef": {"kind": "K", "name": "n", "namespace": "other"}}});
-        assert!(!claim_data_sources(release, &mut namespaced, None));
+        // CrossNamespaceVolumeDataSource is off by default: a reference to another namespace
+        // is dropped, unless the old claim has one.
+        assert!(claim_data_sources(release, &mut namespaced.clone(), None));
+        let kept = namespaced.clone();
+        assert!(!claim_data_sources(release, &mut namespaced, Some(&kept)));
         let old =
             json!({"spec": {"dataSource": {"apiGroup": "example.com", "kind": "K", "name": "n"}}});
         let mut kept = old.clone();
