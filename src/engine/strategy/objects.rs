@@ -739,6 +739,8 @@ mod tests {
         include_str!("../../../tests/fixtures/strategies/apparmor-version-skew.json");
     const CLAIM_TABLE: &str =
         include_str!("../../../tests/fixtures/strategies/claim-data-sources.json");
+    const SERVICE_TABLE: &str =
+        include_str!("../../../tests/fixtures/strategies/service-type-dependent.json");
 
     /// The `count` cases of an upstream table kept as data.
     fn cases_of(table: &str, count: usize) -> Vec<Value> {
@@ -746,6 +748,155 @@ mod tests {
         let cases = table["cases"].as_array().expect("cases").clone();
         assert_eq!(cases.len(), count);
         cases
+    }
+
+    /// Applies one of the tweaks of upstream's `TestDropTypeDependentFields` to a Service.
+    fn tweak(svc: &mut Value, name: &str) {
+        let spec = svc["spec"].as_object_mut().unwrap();
+        let ports = |spec: &mut Map<String, Value>| -> Vec<Value> {
+            spec["ports"].as_array().cloned().unwrap_or_default()
+        };
+        let node_port = |p: &Value| p.get("nodePort").and_then(Value::as_i64).unwrap_or(0);
+        let mut set = |k: &str, v: Value| {
+            spec.insert(k.into(), v);
+        };
+        match name {
+            "setTypeExternalName" => set("type", json!("ExternalName")),
+            "setTypeNodePort" => set("type", json!("NodePort")),
+            "setTypeClusterIP" => set("type", json!("ClusterIP")),
+            "setTypeLoadBalancer" => set("type", json!("LoadBalancer")),
+            "setExternalIPs" => set("externalIPs", json!(["1.1.1.1"])),
+            "setExternalTrafficPolicyCluster" => set("externalTrafficPolicy", json!("Cluster")),
+            "changeIPFamilyPolicy" => set("ipFamilyPolicy", json!("SingleStack")),
+            "setAllocateLoadBalancerNodePortsTrue" => {
+                set("allocateLoadBalancerNodePorts", json!(true))
+            }
+            "setAllocateLoadBalancerNodePortsFalse" => {
+                set("allocateLoadBalancerNodePorts", json!(false))
+            }
+            "setLoadBalancerClass" => set("loadBalancerClass", json!("test-load-balancer-class")),
+            "changeLoadBalancerClass" => set(
+                "loadBalancerClass",
+                json!("test-load-balancer-class-changed"),
+            ),
+            "setHCNodePort" => {
+                set("externalTrafficPolicy", json!("Local"));
+                set("healthCheckNodePort", json!(32000));
+            }
+            "changeHCNodePort" => {
+                let port = spec["healthCheckNodePort"].as_i64().unwrap_or(0);
+                spec.insert("healthCheckNodePort".into(), json!(port + 100));
+            }
+            "clearClusterIPs" => {
+                spec.insert("clusterIP".into(), json!(""));
+                spec.remove("clusterIPs");
+            }
+            "changeClusterIPs" => {
+                let ip = format!("{}0", spec["clusterIP"].as_str().unwrap());
+                let first = format!("{}0", spec["clusterIPs"][0].as_str().unwrap());
+                spec.insert("clusterIP".into(), json!(ip));
+                spec["clusterIPs"][0] = json!(first);
+            }
+            "changeIPFamilies" => spec["ipFamilies"][0] = spec["ipFamilies"][1].clone(),
+            "clearIPFamilies"
+            | "clearIPFamilyPolicy"
+            | "clearExternalIPs"
+            | "clearExternalTrafficPolicy"
+            | "clearAllocateLoadBalancerNodePorts"
+            | "clearLoadBalancerClass" => {
+                let field = match name {
+                    "clearIPFamilies" => "ipFamilies",
+                    "clearIPFamilyPolicy" => "ipFamilyPolicy",
+                    "clearExternalIPs" => "externalIPs",
+                    "clearExternalTrafficPolicy" => "externalTrafficPolicy",
+                    "clearAllocateLoadBalancerNodePorts" => "allocateLoadBalancerNodePorts",
+                    _ => "loadBalancerClass",
+                };
+                spec.remove(field);
+            }
+            "setNodePorts" | "changeNodePorts" => {
+                let mut list = ports(spec);
+                for (i, p) in list.iter_mut().enumerate() {
+                    let value = if name == "setNodePorts" {
+                        30000 + i as i64
+                    } else {
+                        node_port(p) + 100
+                    };
+                    p["nodePort"] = json!(value);
+                }
+                spec.insert("ports".into(), Value::Array(list));
+            }
+            "addPort" => {
+                let mut list = ports(spec);
+                list.push(json!({"name": "new", "protocol": "TCP", "port": 0, "targetPort": 0}));
+                spec.insert("ports".into(), Value::Array(list));
+            }
+            "delPort" => {
+                let mut list = ports(spec);
+                list.pop();
+                spec.insert("ports".into(), Value::Array(list));
+            }
+            "changePort" => {
+                let mut list = ports(spec);
+                let port = list[0]["port"].as_i64().unwrap();
+                list[0]["port"] = json!(port + 100);
+                list[0]["protocol"] = json!("UDP");
+                spec.insert("ports".into(), Value::Array(list));
+            }
+            other => panic!("no tweak {other}"),
+        }
+    }
+
+    /// Upstream's `TestDropTypeDependentFields`
+    /// (`tests/fixtures/strategies/service-type-dependent.json`).
+    #[test]
+    fn upstream_service_type_dependent_fields_table_holds() {
+        let table: Value = serde_json::from_str(SERVICE_TABLE).unwrap();
+        let base = &table["base"];
+        let build = |tweaks: &Value| {
+            let mut svc = base.clone();
+            for t in tweaks.as_array().unwrap() {
+                tweak(&mut svc, t.as_str().unwrap());
+            }
+            svc
+        };
+        // A zero value and an absent member alike, as Go's fields compare.
+        let field = |svc: &Value, name: &str| match svc["spec"].get(name) {
+            None | Some(Value::Null) => Value::Null,
+            Some(v) if v == "" || v == 0 => Value::Null,
+            Some(v) => v.clone(),
+        };
+        for case in cases_of(SERVICE_TABLE, 31) {
+            let name = case["name"].as_str().unwrap();
+            let old = build(&case["svc"]);
+            let mut new = old.clone();
+            for t in case["patch"].as_array().into_iter().flatten() {
+                tweak(&mut new, t.as_str().unwrap());
+            }
+            service_type_dependent(&mut new, &old);
+            let expect = build(&case["expect"]);
+            for f in [
+                "clusterIP",
+                "clusterIPs",
+                "ipFamilies",
+                "ipFamilyPolicy",
+                "healthCheckNodePort",
+                "allocateLoadBalancerNodePorts",
+                "loadBalancerClass",
+                "externalTrafficPolicy",
+            ] {
+                assert_eq!(field(&new, f), field(&expect, f), "{name}: {f}");
+            }
+            let node_ports = |svc: &Value| -> Vec<i64> {
+                svc["spec"]["ports"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|p| p.get("nodePort").and_then(Value::as_i64).unwrap_or(0))
+                    .collect()
+            };
+            assert_eq!(node_ports(&new), node_ports(&expect), "{name}: nodePorts");
+        }
     }
 
     /// Upstream's `TestApplyAppArmorVersionSkew` (`tests/fixtures/strategies/
