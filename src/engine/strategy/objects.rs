@@ -741,6 +741,8 @@ mod tests {
         include_str!("../../../tests/fixtures/strategies/claim-data-sources.json");
     const SERVICE_TABLE: &str =
         include_str!("../../../tests/fixtures/strategies/service-type-dependent.json");
+    const AFFINITY_TABLE: &str =
+        include_str!("../../../tests/fixtures/strategies/pod-affinity-label-keys.json");
 
     /// The `count` cases of an upstream table kept as data.
     fn cases_of(table: &str, count: usize) -> Vec<Value> {
@@ -748,6 +750,20 @@ mod tests {
         let cases = table["cases"].as_array().expect("cases").clone();
         assert_eq!(cases.len(), count);
         cases
+    }
+
+    /// Upstream's `Test_mutatePodAffinity` (`tests/fixtures/strategies/
+    /// pod-affinity-label-keys.json`), at 1.30 (the gate off) and 1.33 (on) through the Pod
+    /// create.
+    #[test]
+    fn upstream_pod_affinity_label_keys_table_holds() {
+        for case in cases_of(AFFINITY_TABLE, 4) {
+            let name = case["name"].as_str().unwrap();
+            let mut pod = case["pod"].clone();
+            let release = if case["gate"] == true { at(33) } else { at(30) };
+            pod_create(release, &mut pod);
+            assert_eq!(pod["spec"]["affinity"], case["wantAffinity"], "{name}");
+        }
     }
 
     /// Applies one of the tweaks of upstream's `TestDropTypeDependentFields` to a Service.
