@@ -198,29 +198,36 @@ pub(crate) fn prepare_members(
 fn before_update(object: &Value, old: &Value) -> Option<Value> {
     let old_meta = old.get("metadata")?.as_object()?;
     let meta = object.get("metadata")?.as_object()?;
-    let mut new_meta = meta.clone();
-    match old_meta.get("generation").filter(|g| g.as_i64() != Some(0)) {
-        Some(g) => new_meta.insert("generation".into(), g.clone()),
-        None => new_meta.remove("generation"),
-    };
     let empty = |v: Option<&Value>| v.is_none_or(|v| v.is_null() || v.as_str() == Some(""));
+    let generation = old_meta.get("generation").filter(|g| g.as_i64() != Some(0));
+    let grace = "deletionGracePeriodSeconds";
+    // What changes, found without copying anything (most updates change nothing here).
+    let mut set: Vec<(&str, Option<&Value>)> = Vec::new();
+    if meta.get("generation").filter(|g| g.as_i64() != Some(0)) != generation {
+        set.push(("generation", generation));
+    }
     if empty(meta.get("uid")) && !empty(old_meta.get("uid")) {
-        new_meta.insert("uid".into(), old_meta["uid"].clone());
+        set.push(("uid", old_meta.get("uid")));
     }
     for field in ["creationTimestamp", "deletionTimestamp"] {
-        if !empty(old_meta.get(field)) {
-            new_meta.insert(field.into(), old_meta[field].clone());
+        if !empty(old_meta.get(field)) && meta.get(field) != old_meta.get(field) {
+            set.push((field, old_meta.get(field)));
         }
     }
-    let grace = "deletionGracePeriodSeconds";
     if !empty(old_meta.get(grace)) && empty(meta.get(grace)) {
-        new_meta.insert(grace.into(), old_meta[grace].clone());
+        set.push((grace, old_meta.get(grace)));
     }
-    if new_meta == *meta {
+    if set.is_empty() {
         return None;
     }
     let mut new = object.clone();
-    new["metadata"] = Value::Object(new_meta);
+    let new_meta = new.get_mut("metadata")?.as_object_mut()?;
+    for (field, value) in set {
+        match value {
+            Some(value) => new_meta.insert(field.into(), value.clone()),
+            None => new_meta.remove(field),
+        };
+    }
     Some(new)
 }
 
@@ -1030,6 +1037,44 @@ mod tests {
             &[],
         )
         .map_or_else(|| object.clone(), |p| p.apply(object))
+    }
+
+    /// `rest.BeforeUpdate`, for a kind without a strategy of its own: the request cannot set
+    /// the generation or change the creation and deletion timestamps, and a missing uid or grace
+    /// period is the old one; a subresource's Scale is left alone.
+    #[test]
+    fn every_update_keeps_the_system_metadata_of_the_old_object() {
+        let configmaps = GroupVersionResource::new("", "v1", "configmaps");
+        let old = json!({"metadata": {"name": "c", "uid": "u-1", "generation": 2,
+            "creationTimestamp": "2026-01-01T00:00:00Z", "deletionTimestamp": "2026-01-02T00:00:00Z",
+            "deletionGracePeriodSeconds": 30}, "data": {"a": "1"}});
+        let new = json!({"metadata": {"name": "c", "generation": 9, "creationTimestamp": null,
+            "deletionTimestamp": "2027-01-01T00:00:00Z"}, "data": {"a": "2"}});
+        let got = run(&configmaps, Operation::Update, "", &new, Some(&old));
+        let mut want = old.clone();
+        want["data"] = json!({"a": "2"});
+        assert_eq!(got, want);
+        // Nothing to keep: nothing changes.
+        assert!(
+            prepare_members(
+                KubeVersion::new(33).unwrap(),
+                Operation::Update,
+                &configmaps,
+                "",
+                "c",
+                &Object::new(want.clone()),
+                Some(&old),
+                None,
+                &[],
+            )
+            .is_none()
+        );
+        let deployments = GroupVersionResource::new("apps", "v1", "deployments");
+        let scale = json!({"metadata": {"name": "c"}, "spec": {"replicas": 3}});
+        assert_eq!(
+            run(&deployments, Operation::Update, "scale", &scale, Some(&old)),
+            scale
+        );
     }
 
     /// Upstream's `TestNamespaceStrategy`, `TestNamespaceStatusStrategy` and
