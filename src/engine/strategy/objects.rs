@@ -746,7 +746,7 @@ mod tests {
 
     /// The `count` cases of an upstream table kept as data.
     fn cases_of(table: &str, count: usize) -> Vec<Value> {
-        let table: Value = serde_json::from_str(table).expect("a table");
+        let table: Value = crate::json::from_str(table).expect("a table");
         let cases = table["cases"].as_array().expect("cases").clone();
         assert_eq!(cases.len(), count);
         cases
@@ -867,7 +867,7 @@ mod tests {
     /// (`tests/fixtures/strategies/service-type-dependent.json`).
     #[test]
     fn upstream_service_type_dependent_fields_table_holds() {
-        let table: Value = serde_json::from_str(SERVICE_TABLE).unwrap();
+        let table: Value = crate::json::from_str(SERVICE_TABLE).unwrap();
         let base = &table["base"];
         let build = |tweaks: &Value| {
             let mut svc = base.clone();
