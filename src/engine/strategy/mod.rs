@@ -5,7 +5,10 @@
 //! status a create starts with, the status an update of the main resource cannot change and the
 //! spec an update of `status` cannot change, the fields a feature gate off by default in the
 //! release drops ([`drop`], with the defaults of [`gates`]), a DaemonSet's template generation
-//! annotation and a Namespace's `kubernetes` finalizer.
+//! annotation and a Namespace's `kubernetes` finalizer; what `rest.BeforeUpdate` keeps of every
+//! updated object's metadata; and what follows from the object itself ([`objects`]: a Pod's
+//! conditions, AppArmor fields and affinity, a Job's selector, a claim's data sources, a
+//! Service's allocated and type-dependent fields).
 //!
 //! Only what is visible to webhooks and follows from the objects and the release is modelled; each
 //! entry of [`STRATEGIES`] names the upstream strategy it follows (`pkg/registry/*/*/strategy.go`).
