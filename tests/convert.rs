@@ -156,3 +156,42 @@ fn kinds_alike_in_every_version_are_not_converted() {
         &GroupVersionKind::new("extensions", "v1beta1", "Deployment")
     ));
 }
+
+/// The one change of shape kubernetes/api makes to the equivalent pairs from 1.34 to 1.37:
+/// `HorizontalPodAutoscalerCondition.observedGeneration`, new in 1.37 in both autoscaling
+/// versions. Converted to v1 it travels in the conditions annotation (v1's own condition type,
+/// marshalled) and comes back to v2; a release whose types lack it drops it.
+#[test]
+fn a_1_37_condition_keeps_its_observed_generation_through_v1() {
+    let v2 = gvk_of("autoscaling/v2", "HorizontalPodAutoscaler");
+    let v1 = gvk_of("autoscaling/v1", "HorizontalPodAutoscaler");
+    let hpa: Value = serde_json::json!({
+        "apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+        "metadata": {"name": "h", "namespace": "default"},
+        "spec": {"scaleTargetRef": {"kind": "Deployment", "name": "web", "apiVersion": "apps/v1"}, "maxReplicas": 3},
+        "status": {"desiredReplicas": 1, "conditions": [{
+            "type": "AbleToScale", "status": "True", "observedGeneration": 4,
+            "lastTransitionTime": "2026-01-02T03:04:05Z", "reason": "ReadyForNewScale"
+        }]}
+    });
+    for (minor, kept) in [(36, false), (37, true)] {
+        let schema = Schema::for_release(KubeVersion::new(minor).unwrap());
+        let as_v1 = convert::convert(schema, &hpa, &v2, &v1).expect("converts");
+        let annotation = as_v1["metadata"]["annotations"][convert::CONDITIONS_ANNOTATION]
+            .as_str()
+            .expect("conditions annotation");
+        assert_eq!(
+            annotation.contains(r#""observedGeneration":4"#),
+            kept,
+            "1.{minor}: {annotation}"
+        );
+        let back = convert::convert(schema, &as_v1, &v1, &v2).expect("converts");
+        let condition = &back["status"]["conditions"][0];
+        assert_eq!(
+            condition.get("observedGeneration").is_some(),
+            kept,
+            "1.{minor}: {back}"
+        );
+        assert_eq!(condition["reason"], "ReadyForNewScale");
+    }
+}

@@ -1498,6 +1498,10 @@ fn request_without_uid(body: &str) -> String {
             text = text.replace(&format!(r#""{field}":"{v}""#), &format!(r#""{field}":"…""#));
         }
     }
+    // Wherever else the created object's uid is written (a Job's generated selector).
+    if let Some(uid) = meta["uid"].as_str().filter(|u| !u.is_empty()) {
+        text = text.replace(&format!(r#""{uid}""#), r#""…""#);
+    }
     text
 }
 
@@ -2097,7 +2101,16 @@ fn compare_with_recorded_reviews(fixture: &str, (server, report): (WebhookServer
         for (g, w) in got.iter().zip(want).filter(|(g, w)| g != w) {
             let at = g.bytes().zip(w.bytes()).take_while(|(a, b)| a == b).count();
             let around = |t: &str| {
-                t[at.saturating_sub(120).min(t.len())..(at + 120).min(t.len())].to_string()
+                // Widened to whole characters (the texts hold `…`).
+                let mut start = at.saturating_sub(120).min(t.len());
+                let mut end = (at + 120).min(t.len());
+                while !t.is_char_boundary(start) {
+                    start -= 1;
+                }
+                while !t.is_char_boundary(end) {
+                    end += 1;
+                }
+                t[start..end].to_string()
             };
             differences.push(format!(
                 "{k:?} differs at byte {at}:\n replayed …{}…\n recorded …{}…",
@@ -2698,6 +2711,83 @@ fn strategies_before_validation_are_sent_as_the_apiserver_sent_them() {
     replayed_audit_log_sends_what_the_apiserver_sent("strategies-v1.33", &[]);
 }
 
+/// More of what the registry strategies do between mutating and validating admission
+/// (`tests/fixtures/strategies-more-v1.33`): the creates and updates of a Deployment, a
+/// ReplicaSet, a StatefulSet, a DaemonSet, two Jobs, a CronJob, an Ingress, two Services, four
+/// PersistentVolumeClaims and a Pod, each with a status and a spec change, and updates of the
+/// `status` subresource: the generation, the status reset and kept, a Deployment's labels
+/// kept by its status update, a Job's generated selector, a Pod's scheduling-gated condition,
+/// AppArmor fields and annotations and pod-affinity `matchLabelKeys`, a PersistentVolumeClaim's
+/// data sources, a Service's node port dropped with its type and the IP families its
+/// allocator sets; every review is sent as the apiserver sent it.
+#[test]
+fn more_strategies_before_validation_are_sent_as_the_apiserver_sent_them() {
+    let fixture = "strategies-more-v1.33";
+    let replayed = replay_fixture_audit_log_answering(fixture, &[], allow_every_review(), 18453);
+    let report = compare_with_recorded_reviews(fixture, replayed);
+    assert_eq!(report["problems"], json!([]), "{}", report["problems"]);
+}
+
+/// Replays `input` as `release` against `webhooks`, whose URLs name `port`, served by `server`;
+/// the replay must succeed.
+fn replay_against(server: &WebhookServer, release: &str, webhooks: &Path, input: &str, port: u16) {
+    let out = hookscope(&[
+        "replay",
+        "--kube-version",
+        release,
+        "--webhooks",
+        webhooks.to_str().unwrap(),
+        "--input",
+        input,
+        "--resolve",
+        &format!("127.0.0.1:{port}=127.0.0.1:{}", server.port()),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+}
+
+/// A DaemonSet created from a plain manifest: the mutating webhook sees the template generation
+/// annotation the conversion from the internal type writes (`"0"`, the strategy has not run
+/// yet), the validating webhook the `"1"` the strategy sets, as the apiserver sent them in the
+/// recorded session.
+#[test]
+fn a_daemonset_manifest_reaches_the_webhooks_with_its_template_generation() {
+    let fixture = "strategies-more-v1.33";
+    let pki = TestPki::new();
+    let server = WebhookServer::start(&pki, allow_every_review());
+    let dir = scratch("daemonset-manifest");
+    let webhooks = fixture_configurations(&pki, &dir, fixture, &["inputs/webhooks.yaml"]).remove(0);
+    let input = format!("{FIXTURES}/{fixture}/inputs/workloads.yaml");
+    replay_against(&server, "1.33", &webhooks, &input, 18453);
+    let sent = |path: &str| -> Value {
+        server
+            .requests()
+            .iter()
+            .map(|r| {
+                (
+                    r.path_only().to_string(),
+                    serde_json::from_slice::<Value>(&r.body).unwrap(),
+                )
+            })
+            .find(|(p, r)| p == path && r["request"]["kind"]["kind"] == "DaemonSet")
+            .map(|(_, r)| r["request"]["object"]["metadata"].clone())
+            .unwrap_or_else(|| panic!("no DaemonSet review at {path}"))
+    };
+    for (path, file) in [
+        ("/record-m", "0007-record-m-req.json"),
+        ("/record", "0008-record-req.json"),
+    ] {
+        let recorded: Value = serde_json::from_str(
+            &std::fs::read_to_string(format!("{FIXTURES}/{fixture}/received/{file}")).unwrap(),
+        )
+        .unwrap();
+        let recorded = &recorded["request"]["object"]["metadata"];
+        let meta = sent(path);
+        for field in ["annotations", "generation", "labels"] {
+            assert_eq!(meta.get(field), recorded.get(field), "{path} {field}");
+        }
+    }
+}
+
 /// The same session replayed as 1.32 and 1.28: the validating webhook's Pod lacks what the
 /// release's default feature gates drop (1.32: `hostUsers`, `seLinuxChangePolicy`,
 /// `resizePolicy`; 1.28 also a sidecar's `restartPolicy`), which the mutating webhook still saw;
@@ -2722,18 +2812,8 @@ fn each_release_drops_what_its_default_feature_gates_turn_off() {
         let dir = scratch(&format!("strategies-{release}"));
         let webhooks =
             fixture_configurations(&pki, &dir, fixture, &["inputs/webhooks.yaml"]).remove(0);
-        let out = hookscope(&[
-            "replay",
-            "--kube-version",
-            release,
-            "--webhooks",
-            webhooks.to_str().unwrap(),
-            "--input",
-            &format!("{FIXTURES}/{fixture}/audit.log"),
-            "--resolve",
-            &format!("127.0.0.1:18443=127.0.0.1:{}", server.port()),
-        ]);
-        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+        let input = format!("{FIXTURES}/{fixture}/audit.log");
+        replay_against(&server, release, &webhooks, &input, 18443);
         let reviews: Vec<(String, Value)> = server
             .requests()
             .iter()

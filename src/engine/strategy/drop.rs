@@ -270,6 +270,19 @@ fn enabled(release: KubeVersion, gate: &str) -> Option<bool> {
     Some(matches!(flags, Some(b'+') | None))
 }
 
+/// Whether `gate` is on by default in `release`, for what a strategy does (rather than drops)
+/// when it is: the gates asked about are on in 1.33 and later releases, whose defaults are not
+/// modelled.
+pub(super) fn gate_on(release: KubeVersion, gate: &str) -> bool {
+    enabled(release, gate).unwrap_or(true)
+}
+
+/// Whether `gate` is off by default in `release` (never for a release whose defaults are not
+/// modelled, as [`gate_on`] and the drops).
+pub(super) fn gate_off(release: KubeVersion, gate: &str) -> bool {
+    enabled(release, gate) == Some(false)
+}
+
 /// The top-level member of `resource`'s objects that holds what its strategy may drop.
 pub(crate) fn member(group: &str, resource: &str) -> Option<&'static str> {
     places(group, resource).next().map(|p| p.2)

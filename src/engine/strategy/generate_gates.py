@@ -14,6 +14,11 @@ Usage:
       --commit 28=REV --commit 30=REV --commit 31=REV --commit 33=REV
 
 The output is deterministic: the same commits give the same bytes.
+
+Releases after 1.33 are not generated: no copy of their kube_features.go whose release could be
+established was at hand (docs/typed-objects.md, "Releases after 1.33"). Their files list each
+gate's versioned history as 1.33's does, so each would be read as 1.33's is (`versioned`, the
+newest spec not newer than the release), with its minor added to RELEASES and given as --commit.
 """
 
 import argparse

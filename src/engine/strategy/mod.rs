@@ -5,13 +5,17 @@
 //! status a create starts with, the status an update of the main resource cannot change and the
 //! spec an update of `status` cannot change, the fields a feature gate off by default in the
 //! release drops ([`drop`], with the defaults of [`gates`]), a DaemonSet's template generation
-//! annotation and a Namespace's `kubernetes` finalizer.
+//! annotation and a Namespace's `kubernetes` finalizer; what `rest.BeforeUpdate` keeps of every
+//! updated object's metadata; and what follows from the object itself ([`objects`]: a Pod's
+//! conditions, AppArmor fields and affinity, a Job's selector, a claim's data sources, a
+//! Service's allocated and type-dependent fields).
 //!
 //! Only what is visible to webhooks and follows from the objects and the release is modelled; each
 //! entry of [`STRATEGIES`] names the upstream strategy it follows (`pkg/registry/*/*/strategy.go`).
 
 mod drop;
 mod gates;
+mod objects;
 
 use serde_json::{Map, Value};
 
@@ -165,9 +169,92 @@ pub(crate) fn prepare_members(
     custom: Option<CustomResource>,
     audiences: &[String],
 ) -> Option<Prepared> {
-    if let Some(custom) = custom {
+    // `rest.BeforeUpdate` before the strategy, for every kind (the scale subresource's Scales
+    // are rebuilt from the parent instead).
+    let fixed = match (operation, old) {
+        (Operation::Update, Some(old)) if subresource != "scale" => {
+            before_update(object.value(), old).map(Object::new)
+        }
+        _ => None,
+    };
+    let request = Request {
+        release,
+        operation,
+        resource,
+        subresource,
+        name,
+        old,
+        custom,
+        audiences,
+    };
+    let prepared = prepare_kind(&request, fixed.as_ref().unwrap_or(object));
+    match (prepared, fixed) {
+        (None, Some(fixed)) => Some(Prepared::Whole(fixed.value().clone(), &["metadata"])),
+        (prepared, _) => prepared,
+    }
+}
+
+/// What `rest.BeforeUpdate` does to every updated object before the strategy: the generation is
+/// the old one (the strategy may bump it), the uid the old one when the request has none, and
+/// the creation and deletion timestamps and a deletion grace period are kept. `None` when
+/// nothing changes.
+fn before_update(object: &Value, old: &Value) -> Option<Value> {
+    let old_meta = old.get("metadata")?.as_object()?;
+    let meta = object.get("metadata")?.as_object()?;
+    let empty = |v: Option<&Value>| v.is_none_or(|v| v.is_null() || v.as_str() == Some(""));
+    let generation = old_meta.get("generation").filter(|g| g.as_i64() != Some(0));
+    let grace = "deletionGracePeriodSeconds";
+    // What changes, found without copying anything (most updates change nothing here).
+    let mut set: Vec<(&str, Option<&Value>)> = Vec::new();
+    if meta.get("generation").filter(|g| g.as_i64() != Some(0)) != generation {
+        set.push(("generation", generation));
+    }
+    if empty(meta.get("uid")) && !empty(old_meta.get("uid")) {
+        set.push(("uid", old_meta.get("uid")));
+    }
+    for field in ["creationTimestamp", "deletionTimestamp"] {
+        if !empty(old_meta.get(field)) && meta.get(field) != old_meta.get(field) {
+            set.push((field, old_meta.get(field)));
+        }
+    }
+    if !empty(old_meta.get(grace)) && empty(meta.get(grace)) {
+        set.push((grace, old_meta.get(grace)));
+    }
+    if set.is_empty() {
+        return None;
+    }
+    let mut new = object.clone();
+    let new_meta = new.get_mut("metadata")?.as_object_mut()?;
+    for (field, value) in set {
+        match value {
+            Some(value) => new_meta.insert(field.into(), value.clone()),
+            None => new_meta.remove(field),
+        };
+    }
+    Some(new)
+}
+
+/// The arguments of [`prepare_members`] but the object.
+#[derive(Clone, Copy)]
+struct Request<'a> {
+    release: KubeVersion,
+    operation: Operation,
+    resource: &'a GroupVersionResource,
+    subresource: &'a str,
+    name: &'a str,
+    old: Option<&'a Value>,
+    custom: Option<CustomResource>,
+    audiences: &'a [String],
+}
+
+/// [`prepare_members`] after `rest.BeforeUpdate`: the kind's own strategy.
+fn prepare_kind(request: &Request<'_>, object: &Object) -> Option<Prepared> {
+    let (release, operation, old) = (request.release, request.operation, request.old);
+    let (resource, subresource) = (request.resource, request.subresource);
+    if let Some(custom) = request.custom {
         return prepare_custom(custom, operation, subresource, object, old);
     }
+    let (name, audiences) = (request.name, request.audiences);
     if operation == Operation::Create
         && resource.group.is_empty()
         && resource.resource == "serviceaccounts"
@@ -187,7 +274,12 @@ pub(crate) fn prepare_members(
     let mut new = object.clone();
     match operation {
         Operation::Update => {
-            let old = old?.as_object()?;
+            let old_value = old?;
+            let old = old_value.as_object()?;
+            if subresource.is_empty() && is(strategy, "", "services") {
+                // The REST's allocator (`beginUpdate`) runs before the strategy.
+                objects::service_allocated(&mut new, Some(old_value));
+            }
             let map = new.as_object_mut()?;
             match subresource {
                 "" if strategy.keeps_status => match old.get("status") {
@@ -198,14 +290,22 @@ pub(crate) fn prepare_members(
                         map.remove("status");
                     }
                 },
-                "status" => match old.get("spec") {
-                    Some(spec) => {
-                        map.insert("spec".into(), spec.clone());
+                "status" => {
+                    match old.get("spec") {
+                        Some(spec) => map.insert("spec".into(), spec.clone()),
+                        None => map.remove("spec"),
+                    };
+                    // `deploymentStatusStrategy` keeps the labels too.
+                    if is(strategy, "apps", "deployments") {
+                        let labels = old.get("metadata").and_then(|m| m.get("labels")).cloned();
+                        if let Some(Value::Object(meta)) = map.get_mut("metadata") {
+                            match labels {
+                                Some(labels) => meta.insert("labels".into(), labels),
+                                None => meta.remove("labels"),
+                            };
+                        }
                     }
-                    None => {
-                        map.remove("spec");
-                    }
-                },
+                }
                 // `namespaceFinalizeStrategy`: the new finalizers, the old status.
                 "finalize" if strategy.create_status == NamespaceActive => {
                     match old.get("status") {
@@ -234,6 +334,15 @@ pub(crate) fn prepare_members(
                     next_template_generation(map, old);
                 }
             }
+            if subresource.is_empty() {
+                if is(strategy, "", "services") {
+                    objects::service_type_dependent(&mut new, old_value);
+                }
+                if is(strategy, "", "persistentvolumeclaims") {
+                    objects::claim_data_sources(release, &mut new, Some(old_value));
+                }
+            }
+            let map = new.as_object_mut()?;
             let bumps = if resource.group.is_empty() && resource.resource == "pods" {
                 POD_SPEC_SUBRESOURCES.contains(&subresource)
             } else {
@@ -426,7 +535,63 @@ fn prepare_create(
     if let Some(status) = status.filter(|status| object.member("status") != Some(status)) {
         members.push(("status", status));
     }
+    kind_create(release, strategy, object, &mut members);
     (!members.is_empty()).then_some(members)
+}
+
+/// The rest of a create's strategy that follows from the whole object (a Pod's conditions,
+/// AppArmor fields and affinity, a Job's selector, a PersistentVolumeClaim's data sources, a
+/// Service's allocated fields; see [`objects`]), as changed members.
+fn kind_create(
+    release: KubeVersion,
+    strategy: &Strategy,
+    object: &Object,
+    members: &mut Vec<(&'static str, Value)>,
+) {
+    let applies = match (strategy.group, strategy.resource) {
+        ("", "pods") => objects::pod_create_applies(object),
+        ("batch", "jobs") | ("", "services") => true,
+        ("", "persistentvolumeclaims") => object
+            .member("spec")
+            .is_some_and(|s| s.get("dataSource").is_some() || s.get("dataSourceRef").is_some()),
+        _ => false,
+    };
+    if !applies {
+        return;
+    }
+    let mut whole = object.value().clone();
+    let Some(map) = whole.as_object_mut() else {
+        return;
+    };
+    for (name, value) in members.iter() {
+        map.insert((*name).into(), value.clone());
+    }
+    let changed = match strategy.resource {
+        "pods" => objects::pod_create(release, &mut whole),
+        "jobs" => objects::job_selector(&mut whole),
+        "services" => objects::service_allocated(&mut whole, None),
+        _ => objects::claim_data_sources(release, &mut whole, None),
+    };
+    if !changed {
+        return;
+    }
+    for name in ["metadata", "spec", "status"] {
+        let now = whole.get(name);
+        let was = members
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, v)| v)
+            .or(object.member(name));
+        if now != was
+            && let Some(now) = now
+        {
+            let now = now.clone();
+            match members.iter_mut().find(|(n, _)| *n == name) {
+                Some(entry) => entry.1 = now,
+                None => members.push((name, now)),
+            }
+        }
+    }
 }
 
 fn is(strategy: &Strategy, group: &str, resource: &str) -> bool {
@@ -875,6 +1040,44 @@ mod tests {
             &[],
         )
         .map_or_else(|| object.clone(), |p| p.apply(object))
+    }
+
+    /// `rest.BeforeUpdate`, for a kind without a strategy of its own: the request cannot set
+    /// the generation or change the creation and deletion timestamps, and a missing uid or grace
+    /// period is the old one; a subresource's Scale is left alone.
+    #[test]
+    fn every_update_keeps_the_system_metadata_of_the_old_object() {
+        let configmaps = GroupVersionResource::new("", "v1", "configmaps");
+        let old = json!({"metadata": {"name": "c", "uid": "u-1", "generation": 2,
+            "creationTimestamp": "2026-01-01T00:00:00Z", "deletionTimestamp": "2026-01-02T00:00:00Z",
+            "deletionGracePeriodSeconds": 30}, "data": {"a": "1"}});
+        let new = json!({"metadata": {"name": "c", "generation": 9, "creationTimestamp": null,
+            "deletionTimestamp": "2027-01-01T00:00:00Z"}, "data": {"a": "2"}});
+        let got = run(&configmaps, Operation::Update, "", &new, Some(&old));
+        let mut want = old.clone();
+        want["data"] = json!({"a": "2"});
+        assert_eq!(got, want);
+        // Nothing to keep: nothing changes.
+        assert!(
+            prepare_members(
+                KubeVersion::new(33).unwrap(),
+                Operation::Update,
+                &configmaps,
+                "",
+                "c",
+                &Object::new(want.clone()),
+                Some(&old),
+                None,
+                &[],
+            )
+            .is_none()
+        );
+        let deployments = GroupVersionResource::new("apps", "v1", "deployments");
+        let scale = json!({"metadata": {"name": "c"}, "spec": {"replicas": 3}});
+        assert_eq!(
+            run(&deployments, Operation::Update, "scale", &scale, Some(&old)),
+            scale
+        );
     }
 
     /// Upstream's `TestNamespaceStrategy`, `TestNamespaceStatusStrategy` and

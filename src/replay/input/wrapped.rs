@@ -135,6 +135,32 @@ fn gke(payload: &Value) -> Unwrapped {
     )
 }
 
+/// The object of a plain manifest as the apiserver holds it once decoded into the internal type
+/// and converted back to its version, where that conversion writes something the manifest lacks:
+/// an `apps/v1` DaemonSet carries its `spec.templateGeneration` as the
+/// `deprecated.daemonset.template.generation` annotation (`"0"` before the strategy sets it),
+/// which the mutating webhooks see.
+fn as_decoded(obj: &Map<String, Value>, group: &str, version: &str, kind: &str) -> Value {
+    const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
+    let mut obj = obj.clone();
+    if (group, version, kind) == ("apps", "v1", "DaemonSet")
+        && let Some(Value::Object(meta)) = obj.get_mut("metadata")
+    {
+        let annotations = meta
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if annotations.is_null() {
+            *annotations = Value::Object(Map::new());
+        }
+        if let Value::Object(annotations) = annotations {
+            annotations
+                .entry(TEMPLATE_GENERATION)
+                .or_insert_with(|| Value::from("0"));
+        }
+    }
+    Value::Object(obj)
+}
+
 /// A plain manifest (a `kind`, an `apiVersion` and a `metadata.name` or `generateName`): the
 /// audit event of the create `kubectl create -f` sends for it.
 fn manifest(
@@ -209,7 +235,7 @@ fn manifest(
         "user": user,
         "userAgent": "kubectl",
         "objectRef": object_ref,
-        "requestObject": Value::Object(obj.clone()),
+        "requestObject": as_decoded(obj, group, version, kind),
         "requestReceivedTimestamp": received,
     });
     let who = if user_given {
