@@ -1325,6 +1325,38 @@ async fn policies_and_bindings_are_watched_defaulted_and_join_the_history_with_d
     }
 }
 
+/// A policy the server stores is checked by the rules of the server's release: a 1.29 apiserver
+/// created `duration('1d')` (its literal validators came with 1.30's environment, recorded in
+/// fixtures/cel-typecheck-v1.33), so a 1.29 cluster's policy is in force, and the same policy
+/// on a 1.33 cluster is one hookscope says that release would refuse.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn policies_read_from_a_server_are_checked_by_its_releases_rules() {
+    for (git_version, refused) in [("v1.29.7", false), ("v1.33.3", true)] {
+        let mut live = Live::start(|s| {
+            s.set_git_version(git_version);
+            let mut literal = policy("literal", "");
+            literal["spec"]["validations"] =
+                json!([{"expression": "duration('1d') > duration('1h')"}]);
+            s.create("kubectl", literal).unwrap();
+        })
+        .await;
+        let set = live.synced().await;
+        let problem = set.problems.iter().find(|p| p.contains("literal"));
+        if refused {
+            assert!(set.policies.validating.is_empty(), "{git_version}");
+            let problem = problem.unwrap_or_else(|| panic!("{git_version}: {:?}", set.problems));
+            assert!(
+                problem.starts_with("validatingadmissionpolicies/literal: left out of the replays")
+                    && problem.contains("invalid duration argument"),
+                "{git_version}: {problem}"
+            );
+        } else {
+            assert_eq!(problem, None, "{git_version}");
+            assert_eq!(set.policies.validating.len(), 1, "{git_version}");
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_does_not_serve_mutating_admission_policies_is_fine() {
     // Kubernetes 1.31: ValidatingAdmissionPolicy is v1, MutatingAdmissionPolicy does not exist.

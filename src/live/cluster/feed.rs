@@ -28,6 +28,8 @@ pub(crate) struct Known {
 /// The objects of one kind, and a list in progress.
 pub(crate) struct KindStore {
     pub(crate) kind: AdmissionKind,
+    /// The release the server runs, whose rules a policy read from it is validated by.
+    release: crate::KubeVersion,
     pub(crate) objects: BTreeMap<String, Known>,
     relisting: Option<BTreeMap<String, Value>>,
     /// At least one complete list has been seen.
@@ -37,9 +39,14 @@ pub(crate) struct KindStore {
 }
 
 /// Reads a server object with the project's loader (the same defaulting as files get). A policy
-/// or binding is also validated as the apiserver validates a create: one it would refuse (which
-/// hookscope's reading of the object may differ on) is a problem, left out of the replays.
-pub(crate) fn convert(kind: AdmissionKind, object: &Value) -> Result<Reading, String> {
+/// or binding is also validated as an apiserver of `release` validates a create: one it would
+/// refuse (which hookscope's reading of the object may differ on) is a problem, left out of the
+/// replays.
+pub(crate) fn convert(
+    kind: AdmissionKind,
+    object: &Value,
+    release: crate::KubeVersion,
+) -> Result<Reading, String> {
     let name = object["metadata"]["name"].as_str().unwrap_or("");
     let origin = format!("{}/{name}", kind.resource());
     let text = serde_json::to_string(object).map_err(|e| format!("{origin}: {e}"))?;
@@ -50,7 +57,7 @@ pub(crate) fn convert(kind: AdmissionKind, object: &Value) -> Result<Reading, St
         }
         let mut policy = loaded.swap_remove(0).map_err(|e| e.to_string())?;
         policy.apply_defaults();
-        let errors = crate::config::policy::validate_policy_object(&policy.object);
+        let errors = crate::config::policy::validate_policy_object_in(&policy.object, release);
         return match errors.split_first() {
             None => Ok(Reading::Policy(Box::new(policy.object))),
             Some((first, rest)) => Err(format!(
@@ -208,6 +215,7 @@ impl KindStore {
     pub(crate) fn new(kind: AdmissionKind) -> KindStore {
         KindStore {
             kind,
+            release: crate::KubeVersion::NEWEST,
             objects: BTreeMap::new(),
             relisting: None,
             synced: false,
@@ -246,9 +254,21 @@ impl KindStore {
     }
 
     fn store(&mut self, name: &str, object: Value) {
-        let reading = convert(self.kind, &object);
+        let reading = convert(self.kind, &object, self.release);
         self.objects
             .insert(name.to_string(), Known { object, reading });
+    }
+
+    /// The server's release, learnt on connecting: the objects known are read again by its rules
+    /// when it differs from the one they were read by.
+    pub(crate) fn set_release(&mut self, release: crate::KubeVersion) {
+        if release == self.release {
+            return;
+        }
+        self.release = release;
+        for known in self.objects.values_mut() {
+            known.reading = convert(self.kind, &known.object, release);
+        }
     }
 
     /// A list starts (again).

@@ -683,6 +683,10 @@ pub async fn run(options: ClusterOptions, tx: mpsc::Sender<ClusterMsg>) {
                 continue;
             }
         };
+        let release = crate::version::ServerRelease::of(&version).modelled;
+        for store in &mut stores.kinds {
+            store.set_release(release);
+        }
         let connected = Connected {
             info: cluster.info.clone(),
             server_version: version,
