@@ -1438,7 +1438,7 @@ fn the_selected_problem_is_shown_in_full_under_the_table() {
             audit_id: None,
         },
         field: "request.object.metadata.labels".into(),
-        message: "json: cannot unmarshal array into Go struct field ObjectMeta.metadata.labels of type map[string]string (the end of a long reason)".into(),
+        message: "json: cannot unmarshal array into Go struct field ObjectMeta.metadata.labels of type map[string]string:\nat line 17, column 12 of an input that goes on and on (the end of a long reason)".into(),
     };
     update(&mut s, Msg::Source(SourceMsg::Problem(Box::new(problem))));
     s.view = View::Problems;

@@ -152,16 +152,23 @@ pub fn render(frame: &mut Frame, state: &State, area: Rect) {
         super::empty_pane(frame, state, text, title, list);
         return;
     }
-    // The selected problem in full below the table, whose reason column is clipped.
+    // The selected problem in full below the table, whose reason column is clipped: as many
+    // rows as its reason wraps to, up to half the view.
+    let cursor = state.problems_view.cursor.selected.min(n - 1);
     let detail_rows = if list.height >= 10 {
-        (list.height / 3).clamp(4, 8)
+        let inner = usize::from(list.width.saturating_sub(2)).max(1);
+        // Each line of the reason, wrapped at words: a row more than its length needs.
+        let reason: usize = (state.problems[cursor].message.lines())
+            .map(|l| l.chars().count().div_ceil(inner).max(1))
+            .sum();
+        let wanted = u16::try_from(reason + 4).unwrap_or(u16::MAX);
+        wanted.clamp(4, list.height / 2)
     } else {
         0
     };
     let [list, detail] =
         Layout::vertical([Constraint::Min(3), Constraint::Length(detail_rows)]).areas(list);
     let height = usize::from(list.height.saturating_sub(3)).max(1);
-    let cursor = state.problems_view.cursor.selected.min(n - 1);
     if detail_rows > 0 {
         render_detail(frame, state, &state.problems[cursor], detail);
     }
