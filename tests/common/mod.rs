@@ -1030,3 +1030,30 @@ pub fn completed_audit_events(log: &str) -> std::collections::BTreeMap<String, s
         .map(|e| (e["auditID"].as_str().unwrap_or_default().to_string(), e))
         .collect()
 }
+
+/// A recorded session's webhook configurations (`text`) pointing at `server` instead of the
+/// recorded server's `recorded_url`, with `pki`'s CA as every `caBundle`, written as
+/// `webhooks.yaml` into a fresh directory `dir` of the tests' temporary directory.
+pub fn rewritten_webhooks_file(
+    pki: &TestPki,
+    server: &WebhookServer,
+    text: &str,
+    recorded_url: &str,
+    dir: &str,
+) -> std::path::PathBuf {
+    use base64::Engine as _;
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = base64::engine::general_purpose::STANDARD.encode(pki.ca_pem());
+    let webhooks: String = text
+        .lines()
+        .map(|l| match l.split_once("caBundle: ") {
+            Some((indent, _)) => format!("{indent}caBundle: {ca}\n"),
+            None => format!("{}\n", l.replace(recorded_url, &server.url(""))),
+        })
+        .collect();
+    let path = dir.join("webhooks.yaml");
+    std::fs::write(&path, webhooks).unwrap();
+    path
+}
