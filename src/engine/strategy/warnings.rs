@@ -5,6 +5,14 @@
 //! and validation passed, so after mutating admission and before the validating plugins: they
 //! are the client's warnings between the mutating and the validating ones.
 //!
+//! What each release adds (`warnings.go` of 1.28.3, 1.30.0, 1.31.2 and 1.33.3 compared; 1.32 is
+//! not among them, so what 1.31.2 lacks and 1.33.3 has is taken to start in 1.33; later
+//! releases as 1.33): from 1.30 the env warning's `, which may be dropped when using apply` and
+//! the AppArmor annotation of a template (behind `AppArmorFields`, on by default from 1.30);
+//! from 1.33 the label values of preferred node affinity terms, overlapping volume paths,
+//! duplicate port names, non-standard IP addresses and the `gitRepo` message of the disabled
+//! driver. See [`Since`].
+//!
 //! Computed over the object's JSON as the apiserver holds it (defaulted). Where upstream ranges
 //! over a Go map (`nodeSelector`), the keys are taken in sorted order: Go's order is random.
 
@@ -234,6 +242,18 @@ fn git_repo_message(release: KubeVersion) -> &'static str {
     }
 }
 
+/// The first minor release with each warning that not every modelled release has.
+struct Since;
+
+impl Since {
+    const APPLY_HINT: u32 = 30;
+    const TEMPLATE_APPARMOR: u32 = 30;
+    const LABEL_VALUES: u32 = 33;
+    const OVERLAPPING_PATHS: u32 = 33;
+    const PORT_NAMES: u32 = 33;
+    const IP_FORMATS: u32 = 33;
+}
+
 /// Whether a memory or ephemeral-storage quantity is not a whole number of bytes as upstream
 /// judges it (`MilliValue() % 1000 != 0`, the milli value rounded up).
 fn fractional(q: &Value) -> Option<String> {
@@ -290,7 +310,7 @@ pub(crate) fn for_spec_and_meta(
             node_selector_term(
                 &mut warnings,
                 term.get("preference").unwrap_or(&null),
-                true,
+                release.at_least(Since::LABEL_VALUES),
                 &at,
             );
         }
@@ -353,7 +373,9 @@ pub(crate) fn for_spec_and_meta(
             ));
         }
     }
-    overlapping_virtual_paths(&mut warnings, items(spec.get("volumes")));
+    if release.at_least(Since::OVERLAPPING_PATHS) {
+        overlapping_virtual_paths(&mut warnings, items(spec.get("volumes")));
+    }
 
     // Duplicate hostAliases and imagePullSecrets; imagePullSecrets with an empty name.
     let aliases = items(spec.get("hostAliases"));
@@ -424,7 +446,8 @@ pub(crate) fn for_spec_and_meta(
         // A Pod's AppArmor warning comes from `applyAppArmorVersionSkew` instead.
         let has_field = pod_apparmor || present(security.get("appArmorProfile"));
         let key = format!("{APPARMOR_CONTAINER}{name}");
-        if prefix.is_some() && !has_field && has_annotation(&key) {
+        let template_apparmor = release.at_least(Since::TEMPLATE_APPARMOR);
+        if template_apparmor && prefix.is_some() && !has_field && has_annotation(&key) {
             warnings.push(format!(
                 r#"{}: deprecated since v1.30; use the "appArmorProfile" field instead"#,
                 p(&format!("metadata.annotations[{key}]"))
@@ -458,8 +481,13 @@ pub(crate) fn for_spec_and_meta(
                     || value == reference
                     || !value.contains(&reference);
                 if bad {
+                    let hint = if release.at_least(Since::APPLY_HINT) {
+                        ", which may be dropped when using apply"
+                    } else {
+                        ""
+                    };
                     warnings.push(format!(
-                        "{at}.env[{i}]: hides previous definition of {}, which may be dropped when using apply",
+                        "{at}.env[{i}]: hides previous definition of {}{hint}",
                         quote(name)
                     ));
                 }
@@ -508,7 +536,12 @@ pub(crate) fn for_spec_and_meta(
         }
     }
     let mut port_names: HashMap<&str, String> = HashMap::new();
-    for (c, at) in &containers {
+    let port_name_containers = if release.at_least(Since::PORT_NAMES) {
+        containers.as_slice()
+    } else {
+        &[]
+    };
+    for (c, at) in port_name_containers {
         for (i, port) in items(c.get("ports")).iter().enumerate() {
             let name = str_of(port, "name");
             if name.is_empty() {
@@ -560,6 +593,9 @@ pub(crate) fn for_spec_and_meta(
     }
 
     // Deprecated IP address formats.
+    if !release.at_least(Since::IP_FORMATS) {
+        return warnings;
+    }
     let nameservers = spec.pointer("/dnsConfig/nameservers");
     for (i, ns) in items(nameservers).iter().enumerate() {
         let at = p(&format!("spec.dnsConfig.nameservers[{i}]"));
@@ -827,8 +863,11 @@ mod tests {
             for case in table[test].as_array().expect("cases") {
                 let name = case["name"].as_str().unwrap_or("");
                 let disabled = case["gitRepoPluginDisabled"].as_bool().unwrap_or(false);
-                // `GitRepoVolumeDriver` is off by default from 1.33.
-                let release = KubeVersion::new(if disabled { 33 } else { 32 }).expect("release");
+                // The table is 1.33's; `GitRepoVolumeDriver` is on by default before 1.33 only,
+                // so a case with the driver on runs as 1.31 (its other warnings are the same).
+                let git_repo = case.to_string().contains("\"gitRepo\"");
+                let minor = if git_repo && !disabled { 31 } else { 33 };
+                let release = KubeVersion::new(minor).expect("release");
                 let mut expected: Vec<String> = case["expected"]
                     .as_array()
                     .map(|e| {
@@ -856,5 +895,47 @@ mod tests {
             }
         }
         assert!(ran >= 80, "only {ran} cases ran");
+    }
+
+    /// What the releases before 1.33 do not warn about, or word otherwise (from the
+    /// differences between the releases' `warnings.go`).
+    #[test]
+    fn earlier_releases_warn_less() {
+        let template = serde_json::json!({
+            "metadata": {"annotations": {
+                "container.apparmor.security.beta.kubernetes.io/a": "unconfined"
+            }},
+            "spec": {
+                "hostAliases": [{"ip": "010.0.0.1"}],
+                "containers": [
+                    {"name": "a", "env": [{"name": "X", "value": "1"}, {"name": "X", "value": "2"}],
+                     "ports": [{"containerPort": 80, "protocol": "TCP", "name": "http"}]},
+                    {"name": "b", "ports": [{"containerPort": 81, "protocol": "TCP", "name": "http"}]}
+                ],
+            },
+        });
+        let warnings = |minor| {
+            for_spec_and_meta(
+                KubeVersion::new(minor).unwrap(),
+                Some("spec.template"),
+                &template,
+            )
+        };
+        let env = "spec.template.spec.containers[0].env[1]: hides previous definition of \"X\"";
+        let apparmor = "spec.template.metadata.annotations[container.apparmor.security.beta.kubernetes.io/a]: deprecated since v1.30; use the \"appArmorProfile\" field instead";
+        let port = "spec.template.spec.containers[1].ports[0]: duplicate port name \"http\" with spec.template.spec.containers[0].ports[0], services and probes that select ports by name will use spec.template.spec.containers[0].ports[0]";
+        let ip = "spec.template.spec.hostAliases[0].ip: non-standard IP address \"010.0.0.1\" will be considered invalid in a future Kubernetes release: use \"10.0.0.1\"";
+        let hinted = format!("{env}, which may be dropped when using apply");
+        assert_eq!(warnings(28), vec![env.to_string()]);
+        assert_eq!(warnings(31), vec![apparmor.to_string(), hinted.clone()]);
+        assert_eq!(
+            warnings(33),
+            vec![
+                apparmor.to_string(),
+                hinted,
+                port.to_string(),
+                ip.to_string()
+            ]
+        );
     }
 }
