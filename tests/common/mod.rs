@@ -947,12 +947,13 @@ pub fn requests(
         .collect()
 }
 
-/// Dispatches `request` through `engine` with `replier` on a runtime of its own, with upstream's
+/// Dispatches `request` through `engine` with `replier` (real HTTPS, or scripted) on a runtime of
+/// its own, with upstream's
 /// 30 s request deadline: the outcome and the metrics it recorded.
-pub fn dispatch_on_runtime(
+pub fn dispatch_on_runtime<R: hookscope::engine::Replier + Send>(
     engine: &hookscope::engine::Engine,
     request: hookscope::engine::Attributes,
-    replier: &mut hookscope::transport::HttpsReplier,
+    replier: &mut R,
 ) -> (hookscope::engine::Outcome, hookscope::metrics::Metrics) {
     use hookscope::engine::{Namespaces, Phases, RequestContext, SequentialIds};
     let runtime = tokio::runtime::Builder::new_current_thread()
