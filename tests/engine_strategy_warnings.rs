@@ -20,6 +20,18 @@ fn warnings(
     object: Value,
     old: Option<Value>,
 ) -> Vec<String> {
+    warnings_in(33, operation, gvk, resource, object, old)
+}
+
+/// [`warnings`] as `release` answers.
+fn warnings_in(
+    release: u32,
+    operation: &str,
+    gvk: (&str, &str, &str),
+    resource: &str,
+    object: Value,
+    old: Option<Value>,
+) -> Vec<String> {
     let (group, version, kind) = gvk;
     let attrs: Attributes = serde_json::from_value(json!({
         "operation": operation,
@@ -31,7 +43,7 @@ fn warnings(
     .expect("attributes");
     let engine = Engine::new(
         &[],
-        EngineOptions::for_version(KubeVersion::new(33).unwrap()),
+        EngineOptions::for_version(KubeVersion::new(release).unwrap()),
     );
     let mut replier = ScriptedReplier::new(Vec::<(String, _)>::new());
     common::dispatch_on_runtime(&engine, attrs, &mut replier)
@@ -127,4 +139,67 @@ fn a_pod_warns_on_create_only() {
     let mut new = pod.clone();
     new["spec"]["activeDeadlineSeconds"] = json!(30);
     assert!(warnings("UPDATE", gvk, "pods", new, Some(pod)).is_empty());
+}
+
+#[test]
+fn jobs_and_cronjobs_warn_of_their_job_spec_and_schedule() {
+    let job_spec = json!({
+        "completionMode": "Indexed", "completions": 100_001, "parallelism": 10_001,
+        "template": template("beta.kubernetes.io/os"),
+    });
+    let job = json!({
+        "kind": "Job", "apiVersion": "batch/v1",
+        "metadata": {"name": "batch", "namespace": "shop"},
+        "spec": job_spec,
+    });
+    let indexed = "In Indexed Jobs with a number of completions higher than 10^5 and a parallelism higher than 10^4, Kubernetes might not be able to track completedIndexes when a big number of indexes fail";
+    assert_eq!(
+        warnings("CREATE", ("batch", "v1", "Job"), "jobs", job, None),
+        vec![format!("spec: {indexed}"), template_warning()]
+    );
+    let cronjob = |schedule: &str| {
+        json!({
+            "kind": "CronJob", "apiVersion": "batch/v1",
+            "metadata": {"name": "nightly", "namespace": "shop", "generation": 2, "uid": "u-1",
+                         "creationTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"schedule": schedule, "jobTemplate": {"spec": job_spec.clone()}},
+        })
+    };
+    let gvk = ("batch", "v1", "CronJob");
+    let docs =
+        "see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details";
+    // The schedule is the spec: the update bumps the generation, and the job spec is warned of
+    // again before the time zone.
+    let got = warnings(
+        "UPDATE",
+        gvk,
+        "cronjobs",
+        cronjob("CRON_TZ=UTC 0 0 * * *"),
+        Some(cronjob("0 0 * * *")),
+    );
+    assert_eq!(
+        got,
+        vec![
+            format!("spec.jobTemplate.spec: {indexed}"),
+            format!("spec.jobTemplate.{}", template_warning()),
+            format!("cannot use TZ or CRON_TZ in spec.spec.schedule, use timeZone instead, {docs}"),
+        ]
+    );
+    // 1.28 warned of it on create too, in other words.
+    let got = warnings_in(
+        28,
+        "CREATE",
+        gvk,
+        "cronjobs",
+        cronjob("TZ=UTC 0 0 * * *"),
+        None,
+    );
+    assert_eq!(
+        got,
+        vec![
+            format!("spec.jobTemplate.spec: {indexed}"),
+            format!("spec.jobTemplate.{}", template_warning()),
+            format!("CRON_TZ or TZ used in spec.spec.schedule is not officially supported, {docs}"),
+        ]
+    );
 }

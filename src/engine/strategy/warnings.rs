@@ -11,7 +11,8 @@
 //! the AppArmor annotation of a template (behind `AppArmorFields`, on by default from 1.30);
 //! from 1.33 the label values of preferred node affinity terms, overlapping volume paths,
 //! duplicate port names, non-standard IP addresses and the `gitRepo` message of the disabled
-//! driver. See [`Since`].
+//! driver; a CronJob's schedule with a time zone is warned of on create and update with 1.28's
+//! words, on update only with 1.30's. See [`Since`].
 //!
 //! Computed over the object's JSON as the apiserver holds it (defaulted). Where upstream ranges
 //! over a Go map (`nodeSelector`), the keys are taken in sorted order: Go's order is random.
@@ -98,7 +99,7 @@ const APPARMOR_CONTAINER: &str = "container.apparmor.security.beta.kubernetes.io
 
 /// The warnings of `resource`'s strategy for a create or update (of the main resource) whose
 /// object after the strategy is `object` (`old`: before the update), in upstream's order, or
-/// none for a kind without them. Jobs and CronJobs (`WarningsForJobSpec`) are not modelled.
+/// none for a kind without them.
 pub(crate) fn strategy_warnings(
     release: KubeVersion,
     operation: Operation,
@@ -193,6 +194,36 @@ pub(crate) fn strategy_warnings(
                 warnings.push("spec.revisionHistoryLimit: a negative value retains all historical revisions; a value >= 0 is recommended".into());
             }
         }
+        ("batch", "jobs", Operation::Create) => {
+            name_warning(&mut warnings, "Pod names and hostnames");
+            warnings.extend(job_spec(release, "spec", object.get("spec")));
+        }
+        ("batch", "jobs", Operation::Update) if generation_changed("/metadata/generation") => {
+            warnings.extend(job_spec(release, "spec", object.get("spec")));
+        }
+        ("batch", "cronjobs", Operation::Create | Operation::Update) => {
+            let job = object.pointer("/spec/jobTemplate/spec");
+            if operation == Operation::Create {
+                name_warning(&mut warnings, "Pod names and hostnames");
+                warnings.extend(job_spec(release, "spec.jobTemplate.spec", job));
+            } else if generation_changed("/metadata/generation") {
+                warnings.extend(job_spec(release, "spec.jobTemplate.spec", job));
+            }
+            let schedule = object.pointer("/spec/schedule").and_then(Value::as_str);
+            // From 1.30 validation refuses a create with a time zone in the schedule; the
+            // warning of an update names `timeZone`. (The path is upstream's, `spec.spec`.)
+            let tz = schedule.is_some_and(|s| s.contains("TZ"));
+            let docs = "see https://kubernetes.io/docs/concepts/workloads/controllers/cron-jobs/ for more details";
+            if tz && !release.at_least(Since::CRONJOB_TIME_ZONE) {
+                warnings.push(format!(
+                    "CRON_TZ or TZ used in spec.spec.schedule is not officially supported, {docs}"
+                ));
+            } else if tz && operation == Operation::Update {
+                warnings.push(format!(
+                    "cannot use TZ or CRON_TZ in spec.spec.schedule, use timeZone instead, {docs}"
+                ));
+            }
+        }
         ("", "podtemplates", Operation::Create) => {
             warnings.extend(template("template", "/template"));
         }
@@ -200,6 +231,25 @@ pub(crate) fn strategy_warnings(
             warnings.extend(template("template", "/template"));
         }
         _ => {}
+    }
+    warnings
+}
+
+/// `WarningsForJobSpec` (`pkg/api/job`): an Indexed Job whose completions and parallelism are
+/// beyond what the controller can track, then its pod template's warnings.
+fn job_spec(release: KubeVersion, at: &str, spec: Option<&Value>) -> Vec<String> {
+    let Some(spec) = spec else {
+        return Vec::new();
+    };
+    let mut warnings = Vec::new();
+    let number = |key: &str| spec.get(key).and_then(Value::as_i64).unwrap_or(0);
+    let indexed = spec.get("completionMode").and_then(Value::as_str) == Some("Indexed");
+    if indexed && number("completions") > 100_000 && number("parallelism") > 10_000 {
+        warnings.push(format!("{at}: In Indexed Jobs with a number of completions higher than 10^5 and a parallelism higher than 10^4, Kubernetes might not be able to track completedIndexes when a big number of indexes fail"));
+    }
+    if let Some(template) = spec.get("template") {
+        let path = format!("{at}.template");
+        warnings.extend(for_spec_and_meta(release, Some(&path), template));
     }
     warnings
 }
@@ -252,6 +302,7 @@ impl Since {
     const OVERLAPPING_PATHS: u32 = 33;
     const PORT_NAMES: u32 = 33;
     const IP_FORMATS: u32 = 33;
+    const CRONJOB_TIME_ZONE: u32 = 30;
 }
 
 /// Whether a memory or ephemeral-storage quantity is not a whole number of bytes as upstream
