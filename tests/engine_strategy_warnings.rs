@@ -203,3 +203,41 @@ fn jobs_and_cronjobs_warn_of_their_job_spec_and_schedule() {
         ]
     );
 }
+
+#[test]
+fn a_pod_created_with_an_apparmor_annotation_is_warned_before_the_strategy_warnings() {
+    let gvk = ("", "v1", "Pod");
+    let pod = |pod_profile: Value| {
+        json!({
+            "kind": "Pod", "apiVersion": "v1",
+            "metadata": {"name": "web.0", "namespace": "shop", "annotations": {
+                "container.apparmor.security.beta.kubernetes.io/web": "unconfined",
+                "container.apparmor.security.beta.kubernetes.io/side": "localhost/custom"}},
+            "spec": {
+                "securityContext": {"appArmorProfile": pod_profile},
+                "containers": [
+                    {"name": "web", "image": "nginx:1.27"},
+                    {"name": "side", "image": "nginx:1.27",
+                     "securityContext": {"appArmorProfile": {"type": "RuntimeDefault"}}},
+                ],
+            },
+        })
+    };
+    let apparmor = r#"metadata.annotations[container.apparmor.security.beta.kubernetes.io/web]: deprecated since v1.30; use the "appArmorProfile" field instead"#;
+    let name = "metadata.name: this is used in the Pod's hostname, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]";
+    // The annotation's profile is copied to the container (which has none): warned, first.
+    let create =
+        |minor, pod_profile| warnings_in(minor, "CREATE", gvk, "pods", pod(pod_profile), None);
+    assert_eq!(
+        create(33, json!({"type": "RuntimeDefault"})),
+        vec![apparmor.to_string(), name.to_string()]
+    );
+    // It names the Pod's profile: nothing to copy, no warning; the container with a profile of
+    // its own is never warned of.
+    assert_eq!(
+        create(33, json!({"type": "Unconfined"})),
+        vec![name.to_string()]
+    );
+    // Before 1.30 there is no version skew to warn of.
+    assert_eq!(create(29, json!(null)), vec![name.to_string()]);
+}

@@ -282,8 +282,9 @@ impl<'e, 'c> Run<'e, 'c> {
             // warnings, before the validating plugins (the policies' included) see the object.
             self.fill_system_fields();
             self.scale_for_validation();
+            let unprepared = self.attrs.object.clone();
             self.prepare_for_validation();
-            self.strategy_warnings();
+            self.strategy_warnings(unprepared.as_deref());
             self.policy_plugin()?;
             self.validating_plugin(replier).await?;
         }
@@ -1887,19 +1888,22 @@ impl<'e, 'c> Run<'e, 'c> {
     }
 
     /// The warnings the kind's strategy adds (`WarningsOnCreate` / `WarningsOnUpdate`, see
-    /// [`strategy::strategy_warnings`]), on the object the strategy prepared. Not a webhook's
+    /// [`strategy::strategy_warnings`]), on the object the strategy prepared (`unprepared`: as
+    /// it was before, for what `PrepareForCreate` itself warns of). Not a webhook's
     /// warnings: no trace step names them; the client gets them.
-    fn strategy_warnings(&mut self) {
+    fn strategy_warnings(&mut self, unprepared: Option<&Object>) {
         let a = &self.attrs;
         let Some(object) = a.object_value() else {
             return;
         };
+        let unprepared = unprepared.map_or(object, Object::value);
         let texts = strategy::strategy_warnings(
             self.engine.options.kube_version,
             a.operation,
             &a.resource,
             &a.sub_resource,
             object,
+            unprepared,
             a.old_object_value(),
         );
         for text in texts {

@@ -98,14 +98,15 @@ const SECCOMP_CONTAINER: &str = "container.seccomp.security.alpha.kubernetes.io/
 const APPARMOR_CONTAINER: &str = "container.apparmor.security.beta.kubernetes.io/";
 
 /// The warnings of `resource`'s strategy for a create or update (of the main resource) whose
-/// object after the strategy is `object` (`old`: before the update), in upstream's order, or
-/// none for a kind without them.
+/// object after the strategy is `object` (`unprepared`: before it; `old`: before the update),
+/// in upstream's order, or none for a kind without them.
 pub(crate) fn strategy_warnings(
     release: KubeVersion,
     operation: Operation,
     resource: &GroupVersionResource,
     subresource: &str,
     object: &Value,
+    unprepared: &Value,
     old: Option<&Value>,
 ) -> Vec<String> {
     if !subresource.is_empty() {
@@ -138,6 +139,8 @@ pub(crate) fn strategy_warnings(
     };
     match (group, name, operation) {
         ("", "pods", Operation::Create) => {
+            // `PrepareForCreate`'s own, before `WarningsOnCreate`.
+            warnings.extend(super::objects::app_armor_warnings(release, unprepared));
             name_warning(&mut warnings, "the Pod's hostname");
             warnings.extend(for_spec_and_meta(release, None, object));
         }
