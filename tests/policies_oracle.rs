@@ -9,7 +9,6 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use base64::Engine as _;
 use common::{TestPki, WebhookServer, handler, v1_allow, v1_patch};
 use serde_json::Value;
 
@@ -107,23 +106,13 @@ fn replay_with(
 
 /// The session's `webhooks.yaml` pointing at `server`, written into a fresh `dir`.
 fn session_webhooks_file(pki: &TestPki, server: &WebhookServer, dir: &str) -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(dir);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let ca = base64::engine::general_purpose::STANDARD.encode(pki.ca_pem());
-    let webhooks: String = read("inputs/webhooks.yaml")
-        .lines()
-        .map(|l| match l.split_once("caBundle: ") {
-            Some((indent, _)) => format!("{indent}caBundle: {ca}\n"),
-            None => format!(
-                "{}\n",
-                l.replace("https://127.0.0.1:18443", &server.url(""))
-            ),
-        })
-        .collect();
-    let path = dir.join("webhooks.yaml");
-    std::fs::write(&path, webhooks).unwrap();
-    path
+    common::rewritten_webhooks_file(
+        pki,
+        server,
+        &read("inputs/webhooks.yaml"),
+        "https://127.0.0.1:18443",
+        dir,
+    )
 }
 
 /// What a webhook saw of one review: the path, the request's operation, namespace and name, and

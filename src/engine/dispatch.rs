@@ -278,6 +278,13 @@ impl<'e, 'c> Run<'e, 'c> {
             self.managed_fields_after_admission(before_admission.as_ref());
         }
         if phases != Phases::MutatingOnly {
+            // `rest.BeforeCreate` / `rest.BeforeUpdate`: the store's fields, the strategy and its
+            // warnings, before the validating plugins (the policies' included) see the object.
+            self.fill_system_fields();
+            self.scale_for_validation();
+            let unprepared = self.attrs.object.clone();
+            self.prepare_for_validation();
+            self.strategy_warnings(unprepared.as_deref());
             self.policy_plugin()?;
             self.validating_plugin(replier).await?;
         }
@@ -1880,6 +1887,30 @@ impl<'e, 'c> Run<'e, 'c> {
         self.object_typed = typed;
     }
 
+    /// The warnings the kind's strategy adds (`WarningsOnCreate` / `WarningsOnUpdate`, see
+    /// [`strategy::strategy_warnings`]), on the object the strategy prepared (`unprepared`: as
+    /// it was before, for what `PrepareForCreate` itself warns of). Not a webhook's
+    /// warnings: no trace step names them; the client gets them.
+    fn strategy_warnings(&mut self, unprepared: Option<&Object>) {
+        let a = &self.attrs;
+        let Some(object) = a.object_value() else {
+            return;
+        };
+        let unprepared = unprepared.map_or(object, Object::value);
+        let texts = strategy::strategy_warnings(
+            self.engine.options.kube_version,
+            a.operation,
+            &a.resource,
+            &a.sub_resource,
+            object,
+            unprepared,
+            a.old_object_value(),
+        );
+        for text in texts {
+            self.warnings.add(&text);
+        }
+    }
+
     /// The scale subresource (`toScaleUpdateValidation` in each registry, the custom resources'
     /// one included): validation sees Scales rebuilt from the parent that the mutated Scale
     /// updated, which carry no `managedFields`: the old Scale as it was, the new one with the
@@ -1937,9 +1968,6 @@ impl<'e, 'c> Run<'e, 'c> {
         engine: &Engine,
         replier: &mut R,
     ) -> Result<(), Status> {
-        self.fill_system_fields();
-        self.scale_for_validation();
-        self.prepare_for_validation();
         let phase = WebhookKind::Validating;
         let mut relevant: Vec<(&Hook, Invocation)> = Vec::with_capacity(engine.validating.len());
         for (i, hook) in engine.validating.iter().enumerate() {

@@ -947,12 +947,13 @@ pub fn requests(
         .collect()
 }
 
-/// Dispatches `request` through `engine` with `replier` on a runtime of its own, with upstream's
+/// Dispatches `request` through `engine` with `replier` (real HTTPS, or scripted) on a runtime of
+/// its own, with upstream's
 /// 30 s request deadline: the outcome and the metrics it recorded.
-pub fn dispatch_on_runtime(
+pub fn dispatch_on_runtime<R: hookscope::engine::Replier + Send>(
     engine: &hookscope::engine::Engine,
     request: hookscope::engine::Attributes,
-    replier: &mut hookscope::transport::HttpsReplier,
+    replier: &mut R,
 ) -> (hookscope::engine::Outcome, hookscope::metrics::Metrics) {
     use hookscope::engine::{Namespaces, Phases, RequestContext, SequentialIds};
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -1029,4 +1030,31 @@ pub fn completed_audit_events(log: &str) -> std::collections::BTreeMap<String, s
         .filter(|e| e["stage"] == "ResponseComplete")
         .map(|e| (e["auditID"].as_str().unwrap_or_default().to_string(), e))
         .collect()
+}
+
+/// A recorded session's webhook configurations (`text`) pointing at `server` instead of the
+/// recorded server's `recorded_url`, with `pki`'s CA as every `caBundle`, written as
+/// `webhooks.yaml` into a fresh directory `dir` of the tests' temporary directory.
+pub fn rewritten_webhooks_file(
+    pki: &TestPki,
+    server: &WebhookServer,
+    text: &str,
+    recorded_url: &str,
+    dir: &str,
+) -> std::path::PathBuf {
+    use base64::Engine as _;
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let ca = base64::engine::general_purpose::STANDARD.encode(pki.ca_pem());
+    let webhooks: String = text
+        .lines()
+        .map(|l| match l.split_once("caBundle: ") {
+            Some((indent, _)) => format!("{indent}caBundle: {ca}\n"),
+            None => format!("{}\n", l.replace(recorded_url, &server.url(""))),
+        })
+        .collect();
+    let path = dir.join("webhooks.yaml");
+    std::fs::write(&path, webhooks).unwrap();
+    path
 }

@@ -16,6 +16,9 @@
 mod drop;
 mod gates;
 mod objects;
+mod warnings;
+
+pub(crate) use warnings::strategy_warnings;
 
 use serde_json::{Map, Value};
 

@@ -182,8 +182,8 @@ const APPARMOR_PREFIX: &str = "container.apparmor.security.beta.kubernetes.io/";
 /// `applyAppArmorVersionSkew` (from 1.30): on a Pod not for Windows, a container without its
 /// AppArmor annotation gets one from its profile (or the Pod's); a container with the
 /// annotation and no profile of its own gets the profile the annotation names, unless that is
-/// the Pod's or the annotation names none. (The deprecation warning upstream adds then is not
-/// modelled.)
+/// the Pod's or the annotation names none. (The deprecation warning upstream adds then is
+/// [`app_armor_warnings`].)
 fn app_armor_version_skew(pod: &mut Value) -> bool {
     if pod["spec"].get("os").and_then(|o| o.get("name")) == Some(&json!("windows")) {
         return false;
@@ -249,6 +249,47 @@ fn app_armor_version_skew(pod: &mut Value) -> bool {
         meta.insert("annotations".into(), Value::Object(annotations));
     }
     changed || annotations_changed
+}
+
+/// The warnings `applyAppArmorVersionSkew` adds to a Pod's create (from 1.30, before the
+/// strategy's `WarningsOnCreate`), from the Pod as it was before: each container with the
+/// deprecated annotation and no profile of its own, unless the annotation names the Pod's
+/// profile.
+pub(super) fn app_armor_warnings(release: KubeVersion, pod: &Value) -> Vec<String> {
+    let spec = &pod["spec"];
+    if !release.at_least(30) || spec.pointer("/os/name") == Some(&json!("windows")) {
+        return Vec::new();
+    }
+    let profile = |v: Option<&Value>| v.filter(|p| !p.is_null()).cloned();
+    let pod_profile = profile(spec.pointer("/securityContext/appArmorProfile"));
+    let annotations = pod.pointer("/metadata/annotations");
+    let mut warnings = Vec::new();
+    for kind in ["initContainers", "containers", "ephemeralContainers"] {
+        for container in spec
+            .get(kind)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let Some(name) = container.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            let key = format!("{APPARMOR_PREFIX}{name}");
+            let Some(annotation) = annotations.and_then(|a| a.get(&key)) else {
+                continue;
+            };
+            if profile(container.pointer("/securityContext/appArmorProfile")).is_some() {
+                continue;
+            }
+            let field = annotation.as_str().and_then(profile_for_annotation);
+            if field.is_none() || field != pod_profile {
+                warnings.push(format!(
+                    r#"metadata.annotations[{key}]: deprecated since v1.30; use the "appArmorProfile" field instead"#
+                ));
+            }
+        }
+    }
+    warnings
 }
 
 /// `appArmorAnnotationForField`.
