@@ -195,3 +195,16 @@ fn status_type_checking_warnings_are_upstreams() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Functions and methods called with arguments (or on a receiver) no overload takes:
+/// `found no matching overload for 'f' applied to 'receiver.(args)'` at the call's `(`, every
+/// one in an expression; `dyn` receivers and arguments match any overload
+/// (`fixtures/cel-overloads-v1.33`).
+#[test]
+fn function_calls_without_a_matching_overload_are_refused_as_the_apiserver_did() {
+    assert_created_as_recorded(
+        "../cel-overloads-v1.33/policies.yaml",
+        "../cel-overloads-v1.33/create.txt",
+        40,
+    );
+}

@@ -1,8 +1,9 @@
 //! A partial static check standing in for cel-go's type checker: declared variables and
 //! functions, the fields of the typed `request` and `namespaceObject` variables (and of
 //! `object`/`oldObject`/`params` typed from a schema, for `status.typeChecking`), the operators'
-//! overloads (`_==_`, `_!=_` and `@in` included), field selection and comprehension ranges where
-//! the operands' types are known, and the expression's output type where it can be known; then,
+//! overloads (`_==_`, `_!=_` and `@in` included), those of the standard and Kubernetes library
+//! functions and methods it declares as data, field selection and comprehension ranges where the
+//! operands' types are known, and the expression's output type where it can be known; then,
 //! when the checker found nothing, the AST validators of Kubernetes' environment (homogeneous
 //! aggregate literals, `duration`/`timestamp`/`matches` literal arguments).
 
@@ -406,8 +407,10 @@ fn function_type(name: &str, target: Option<&Ty>) -> Option<Ty> {
         | "find"
         | "jsonpatch.escapeKey" => String,
         "bytes" => Bytes,
-        "ip" => Object("net.IP"),
-        "cidr" => Object("net.CIDR"),
+        "ip" => Object(IP),
+        "cidr" => Object(CIDR),
+        "quantity" => Object(QUANTITY),
+        "url" => Object(URL),
         "timestamp" => Timestamp,
         "split" | "findAll" => list(String),
         "lists.range" => list(Int),
@@ -464,13 +467,11 @@ fn function_type(name: &str, target: Option<&Ty>) -> Option<Ty> {
         | "math.abs"
         | "math.greatest"
         | "math.least"
-        | "quantity"
         | "reverse"
         | "semver"
         | "slice"
         | "sort"
         | "sum"
-        | "url"
         | "validate" => Unknown,
         _ => return None,
     };
@@ -949,6 +950,9 @@ fn literal_argument_is_valid(function: &str, value: &LiteralValue) -> bool {
     const MAX_SECONDS: i64 = 253_402_300_799;
     match (function, value) {
         ("duration", LiteralValue::String(s)) => go_duration_is_valid(s.inner()),
+        // The checker's `int` overload converts at run time with `Int`'s conversion, which
+        // has no duration: the validator's evaluation of the literal always fails.
+        ("duration", LiteralValue::Int(_)) => false,
         ("timestamp", LiteralValue::String(s)) => crate::schema::codec::parse_rfc3339(s.inner())
             .is_ok_and(|t| (MIN_SECONDS..=MAX_SECONDS).contains(&t.seconds)),
         ("timestamp", LiteralValue::Int(i)) => (MIN_SECONDS..=MAX_SECONDS).contains(i.inner()),
@@ -1440,6 +1444,15 @@ fn infer(expr: &Expression, scope: &mut Vec<(String, Ty)>, found: &mut Found) ->
                 });
                 return Ok(Ty::Unknown);
             }
+            if declared_in(name, found.libraries)
+                && let Some(issue) = call_issue(name, target.as_ref(), &args)
+            {
+                found.checker.push(Issue {
+                    at: Some(Node::of(expr)),
+                    ..issue
+                });
+                return Ok(Ty::Unknown);
+            }
             if call.target.is_none()
                 && let Some(issue) = operator_issue(name, &args)
             {
@@ -1661,4 +1674,209 @@ pub(crate) fn children(e: &Expression) -> Vec<&Expression> {
             .collect(),
         Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => Vec::new(),
     }
+}
+
+/// A parameter type of a function's overload, as the function tables declare it.
+#[derive(Clone, Copy)]
+enum Param {
+    /// The type cel-go names so (`string`, `timestamp`, `kubernetes.Quantity`); `duration`,
+    /// which this checker does not type, is taken by unknown types alone.
+    Type(&'static str),
+    /// A list of any element type (cel-go's `list(A)`).
+    List,
+    /// A list of the element type given.
+    ListOf(&'static Param),
+    Map,
+    /// A type parameter: anything.
+    Any,
+}
+
+/// The parameter types the tables name.
+mod param {
+    use super::Param::Type;
+    use super::{CIDR, IP, Param, QUANTITY, URL};
+    pub(super) const BOOL: Param = Type("bool");
+    pub(super) const INT: Param = Type("int");
+    pub(super) const UINT: Param = Type("uint");
+    pub(super) const DOUBLE: Param = Type("double");
+    pub(super) const STRING: Param = Type("string");
+    pub(super) const BYTES: Param = Type("bytes");
+    pub(super) const TIMESTAMP: Param = Type("timestamp");
+    pub(super) const DURATION: Param = Type("duration");
+    pub(super) const QUANTITY_OBJECT: Param = Type(QUANTITY);
+    pub(super) const URL_OBJECT: Param = Type(URL);
+    pub(super) const IP_OBJECT: Param = Type(IP);
+    pub(super) const CIDR_OBJECT: Param = Type(CIDR);
+}
+
+impl Param {
+    /// Whether an argument of type `t` may be passed as this parameter: always when the
+    /// checker does not know `t` for certain (`dyn`, as in cel-go, or a type it does not model).
+    fn takes(self, t: &Ty) -> bool {
+        if !definite(t) {
+            return true;
+        }
+        match (self, t) {
+            (Param::Any, _) | (Param::List, Ty::List(_)) | (Param::Map, Ty::Map(..)) => true,
+            (Param::ListOf(e), Ty::List(t)) => e.takes(t),
+            (Param::Type(name), t) => t.display() == name,
+            _ => false,
+        }
+    }
+}
+
+/// A type this checker knows for certain, so that an overload may be refused for it.
+fn definite(t: &Ty) -> bool {
+    is_known(t) || matches!(t, Ty::Map(..) | Ty::Object(_))
+}
+
+/// One overload: the receiver of a member overload (none for a global one) and the parameters.
+type Overload = (Option<Param>, &'static [Param]);
+
+const QUANTITY: &str = "kubernetes.Quantity";
+const URL: &str = "kubernetes.URL";
+const IP: &str = "net.IP";
+const CIDR: &str = "net.CIDR";
+
+/// The overloads of the functions whose argument types this checker verifies, grouped by the
+/// library that declares them (every release declaring the name declares these overloads); none
+/// for a function it does not verify.
+fn overloads(name: &str) -> &'static [Overload] {
+    use Param::{Any, List, ListOf, Map};
+    use param::*;
+    const S: Option<Param> = Some(STRING);
+    const TS: Option<Param> = Some(TIMESTAMP);
+    const Q: Option<Param> = Some(QUANTITY_OBJECT);
+    const U: Option<Param> = Some(URL_OBJECT);
+    const C: Option<Param> = Some(CIDR_OBJECT);
+    match name {
+        // cel-go's standard library
+        "contains" | "startsWith" | "endsWith" => &[(S, &[STRING])],
+        "matches" => &[(S, &[STRING]), (None, &[STRING, STRING])],
+        "size" => &[
+            (S, &[]),
+            (Some(BYTES), &[]),
+            (Some(List), &[]),
+            (Some(Map), &[]),
+        ],
+        "getFullYear" | "getMonth" | "getDayOfYear" | "getDayOfMonth" | "getDate"
+        | "getDayOfWeek" => &[(TS, &[]), (TS, &[STRING])],
+        "getHours" | "getMinutes" | "getSeconds" | "getMilliseconds" => {
+            &[(TS, &[]), (TS, &[STRING]), (Some(DURATION), &[])]
+        }
+        // ext.Strings (version 2)
+        "charAt" => &[(S, &[INT])],
+        "indexOf" | "lastIndexOf" => &[
+            (S, &[STRING]),
+            (S, &[STRING, INT]),
+            // library.Lists
+            (Some(List), &[Any]),
+        ],
+        "lowerAscii" | "upperAscii" | "trim" => &[(S, &[])],
+        "replace" => &[(S, &[STRING, STRING]), (S, &[STRING, STRING, INT])],
+        "split" => &[(S, &[STRING]), (S, &[STRING, INT])],
+        "substring" => &[(S, &[INT]), (S, &[INT, INT])],
+        "join" => &[
+            (Some(ListOf(&STRING)), &[]),
+            (Some(ListOf(&STRING)), &[STRING]),
+        ],
+        // library.Lists
+        "isSorted" | "min" | "max" => &[(Some(List), &[])],
+        "sum" => &[
+            (Some(ListOf(&INT)), &[]),
+            (Some(ListOf(&UINT)), &[]),
+            (Some(ListOf(&DOUBLE)), &[]),
+            (Some(ListOf(&DURATION)), &[]),
+        ],
+        // library.Regex
+        "find" => &[(S, &[STRING])],
+        "findAll" => &[(S, &[STRING]), (S, &[STRING, INT])],
+        // library.URLs
+        "getScheme" | "getHost" | "getHostname" | "getPort" | "getEscapedPath" | "getQuery" => {
+            &[(U, &[])]
+        }
+        // library.Quantity
+        "sign" | "isInteger" | "asInteger" | "asApproximateFloat" => &[(Q, &[])],
+        "add" | "sub" => &[(Q, &[QUANTITY_OBJECT]), (Q, &[INT])],
+        "compareTo" | "isGreaterThan" | "isLessThan" => &[(Q, &[QUANTITY_OBJECT])],
+        // library.IP
+        "family"
+        | "isUnspecified"
+        | "isLoopback"
+        | "isLinkLocalMulticast"
+        | "isLinkLocalUnicast"
+        | "isGlobalUnicast" => &[(Some(IP_OBJECT), &[])],
+        // library.CIDR
+        "containsIP" => &[(C, &[STRING]), (C, &[IP_OBJECT])],
+        "containsCIDR" => &[(C, &[STRING]), (C, &[CIDR_OBJECT])],
+        "masked" | "prefixLength" => &[(C, &[])],
+        _ => &[],
+    }
+}
+
+/// The parameter types of the one-argument global overloads of the functions this checker
+/// verifies (`size` and the conversions), beside those of `overloads`.
+fn unary_overloads(name: &str) -> &'static [Param] {
+    use Param::{List, Map};
+    use param::*;
+    match name {
+        "size" => &[STRING, BYTES, List, Map],
+        "int" => &[INT, UINT, DOUBLE, STRING, TIMESTAMP, DURATION],
+        "uint" | "double" => &[INT, UINT, DOUBLE, STRING],
+        // The IP and CIDR libraries add `string` of their objects.
+        "string" => &[
+            INT,
+            UINT,
+            DOUBLE,
+            STRING,
+            BOOL,
+            BYTES,
+            TIMESTAMP,
+            DURATION,
+            IP_OBJECT,
+            CIDR_OBJECT,
+        ],
+        "bool" => &[BOOL, STRING],
+        "bytes" => &[BYTES, STRING],
+        "timestamp" => &[TIMESTAMP, STRING, INT],
+        "duration" => &[DURATION, STRING, INT],
+        _ => &[],
+    }
+}
+
+/// cel-go's error for a call of a function this checker verifies that no overload of which
+/// takes the receiver (for a method) and the arguments: `'string.(int)'` for a method, `'(int)'`
+/// for a global function.
+fn call_issue(name: &str, target: Option<&Ty>, args: &[Ty]) -> Option<Issue> {
+    let table = overloads(name);
+    let unary = unary_overloads(name);
+    if table.is_empty() && unary.is_empty() {
+        return None;
+    }
+    let fits = |(receiver, params): &Overload| {
+        let receiver_fits = match (receiver, target) {
+            (Some(r), Some(t)) => r.takes(t),
+            (None, None) => true,
+            _ => false,
+        };
+        receiver_fits
+            && params.len() == args.len()
+            && params.iter().zip(args).all(|(p, a)| p.takes(a))
+    };
+    let unary_fits = match (target, args) {
+        (None, [a]) => unary.iter().any(|p| p.takes(a)),
+        _ => false,
+    };
+    if unary_fits || table.iter().any(fits) {
+        return None;
+    }
+    let types: Vec<std::string::String> = args.iter().map(Ty::display).collect();
+    let receiver = target.map_or(std::string::String::new(), |t| format!("{}.", t.display()));
+    Some(Issue::new(
+        format!(
+            "found no matching overload for '{name}' applied to '{receiver}({})'",
+            types.join(", ")
+        ),
+        name,
+    ))
 }
