@@ -1893,6 +1893,10 @@ impl<'e, 'c> Run<'e, 'c> {
     /// warnings: no trace step names them; the client gets them.
     fn strategy_warnings(&mut self, unprepared: Option<&Object>) {
         let a = &self.attrs;
+        // Reading a captured object's value parses its text: only for kinds that warn.
+        if !strategy::warns_for(&a.resource.group, &a.resource.resource) {
+            return;
+        }
         let Some(object) = a.object_value() else {
             return;
         };

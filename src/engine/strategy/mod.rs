@@ -18,7 +18,7 @@ mod gates;
 mod objects;
 mod warnings;
 
-pub(crate) use warnings::strategy_warnings;
+pub(crate) use warnings::{strategy_warnings, warns_for};
 
 use serde_json::{Map, Value};
 

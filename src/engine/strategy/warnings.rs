@@ -100,6 +100,20 @@ const APPARMOR_CONTAINER: &str = "container.apparmor.security.beta.kubernetes.io
 /// The warnings of `resource`'s strategy for a create or update (of the main resource) whose
 /// object after the strategy is `object` (`unprepared`: before it; `old`: before the update),
 /// in upstream's order, or none for a kind without them.
+/// Whether the strategy of `resource` (of group `group`) warns at all: the kinds with a pod
+/// template and Pods. Others need not have their object read.
+pub(crate) fn warns_for(group: &str, resource: &str) -> bool {
+    matches!(
+        (group, resource),
+        ("", "pods" | "replicationcontrollers" | "podtemplates")
+            | (
+                "apps",
+                "deployments" | "replicasets" | "daemonsets" | "statefulsets"
+            )
+            | ("batch", "jobs" | "cronjobs")
+    )
+}
+
 pub(crate) fn strategy_warnings(
     release: KubeVersion,
     operation: Operation,
@@ -895,6 +909,28 @@ fn overlapping_virtual_paths(warnings: &mut Vec<String>, volumes: &[Value]) {
 
 #[cfg(test)]
 mod tests {
+
+    /// Every kind the strategies warn for is let through; a ConfigMap's object is never read.
+    #[test]
+    fn only_pods_and_kinds_with_a_pod_template_are_read_for_warnings() {
+        for (group, resource) in [
+            ("", "pods"),
+            ("", "replicationcontrollers"),
+            ("", "podtemplates"),
+            ("apps", "deployments"),
+            ("apps", "replicasets"),
+            ("apps", "daemonsets"),
+            ("apps", "statefulsets"),
+            ("batch", "jobs"),
+            ("batch", "cronjobs"),
+        ] {
+            assert!(warns_for(group, resource), "{group}/{resource}");
+        }
+        for (group, resource) in [("", "configmaps"), ("", "services"), ("apps", "pods")] {
+            assert!(!warns_for(group, resource), "{group}/{resource}");
+        }
+    }
+
     use super::*;
 
     /// Upstream's `TestWarnings` and `TestTemplateOnlyWarnings` (`pkg/api/pod/warnings_test.go`
