@@ -1897,17 +1897,16 @@ impl<'e, 'c> Run<'e, 'c> {
         if !strategy::warns_for(&a.resource.group, &a.resource.resource) {
             return;
         }
-        let Some(object) = a.object_value() else {
+        let Some(object) = a.object.as_deref() else {
             return;
         };
-        let unprepared = unprepared.map_or(object, Object::value);
         let texts = strategy::strategy_warnings(
             self.engine.options.kube_version,
             a.operation,
             &a.resource,
             &a.sub_resource,
             object,
-            unprepared,
+            unprepared.unwrap_or(object),
             a.old_object_value(),
         );
         for text in texts {

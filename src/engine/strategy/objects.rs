@@ -255,14 +255,18 @@ fn app_armor_version_skew(pod: &mut Value) -> bool {
 /// strategy's `WarningsOnCreate`), from the Pod as it was before: each container with the
 /// deprecated annotation and no profile of its own, unless the annotation names the Pod's
 /// profile.
-pub(super) fn app_armor_warnings(release: KubeVersion, pod: &Value) -> Vec<String> {
-    let spec = &pod["spec"];
+pub(super) fn app_armor_warnings(
+    release: KubeVersion,
+    pod: &(impl super::warnings::Doc + ?Sized),
+) -> Vec<String> {
+    let null = Value::Null;
+    let spec = pod.member("spec").unwrap_or(&null);
     if !release.at_least(30) || spec.pointer("/os/name") == Some(&json!("windows")) {
         return Vec::new();
     }
     let profile = |v: Option<&Value>| v.filter(|p| !p.is_null()).cloned();
     let pod_profile = profile(spec.pointer("/securityContext/appArmorProfile"));
-    let annotations = pod.pointer("/metadata/annotations");
+    let annotations = pod.at("/metadata/annotations");
     let mut warnings = Vec::new();
     for kind in ["initContainers", "containers", "ephemeralContainers"] {
         for container in spec

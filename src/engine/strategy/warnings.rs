@@ -100,6 +100,33 @@ const APPARMOR_CONTAINER: &str = "container.apparmor.security.beta.kubernetes.io
 /// The warnings of `resource`'s strategy for a create or update (of the main resource) whose
 /// object after the strategy is `object` (`unprepared`: before it; `old`: before the update),
 /// in upstream's order, or none for a kind without them.
+/// An object read member by member: a request's object need not be made whole to be read.
+pub(crate) trait Doc {
+    /// The top-level member `name`.
+    fn member(&self, name: &str) -> Option<&Value>;
+
+    /// The value at a JSON pointer (`/spec/template`), read from its first member down.
+    fn at(&self, pointer: &str) -> Option<&Value> {
+        let rest = pointer.strip_prefix('/')?;
+        match rest.split_once('/') {
+            None => self.member(rest),
+            Some((first, _)) => self.member(first)?.pointer(&rest[first.len()..]),
+        }
+    }
+}
+
+impl Doc for Value {
+    fn member(&self, name: &str) -> Option<&Value> {
+        self.get(name)
+    }
+}
+
+impl Doc for crate::engine::object::Object {
+    fn member(&self, name: &str) -> Option<&Value> {
+        crate::engine::object::Object::member(self, name)
+    }
+}
+
 /// Whether the strategy of `resource` (of group `group`) warns at all: the kinds with a pod
 /// template and Pods. Others need not have their object read.
 pub(crate) fn warns_for(group: &str, resource: &str) -> bool {
@@ -119,8 +146,8 @@ pub(crate) fn strategy_warnings(
     operation: Operation,
     resource: &GroupVersionResource,
     subresource: &str,
-    object: &Value,
-    unprepared: &Value,
+    object: &(impl Doc + ?Sized),
+    unprepared: &(impl Doc + ?Sized),
     old: Option<&Value>,
 ) -> Vec<String> {
     if !subresource.is_empty() {
@@ -129,12 +156,12 @@ pub(crate) fn strategy_warnings(
     let (group, name) = (resource.group.as_str(), resource.resource.as_str());
     let mut warnings = Vec::new();
     let generation_changed = |member: &str| {
-        let get = |v: &Value| v.pointer(member).and_then(Value::as_i64).unwrap_or(0);
-        old.is_some_and(|old| get(old) != get(object))
+        let get = |v: Option<&Value>| v.and_then(Value::as_i64).unwrap_or(0);
+        old.is_some_and(|old| get(old.pointer(member)) != get(object.at(member)))
     };
     let name_warning = |warnings: &mut Vec<String>, what: &str| {
         let object_name = object
-            .pointer("/metadata/name")
+            .at("/metadata/name")
             .and_then(Value::as_str)
             .unwrap_or("");
         let msgs = crate::config::validation::is_dns1123_label(object_name);
@@ -147,7 +174,7 @@ pub(crate) fn strategy_warnings(
     };
     let template = |path: &str, pointer: &str| {
         object
-            .pointer(pointer)
+            .at(pointer)
             .map(|t| for_spec_and_meta(release, Some(path), t))
             .unwrap_or_default()
     };
@@ -195,7 +222,7 @@ pub(crate) fn strategy_warnings(
             } else {
                 ".Spec"
             };
-            let claims = object.pointer("/spec/volumeClaimTemplates");
+            let claims = object.at("/spec/volumeClaimTemplates");
             for (i, claim) in items(claims).iter().enumerate() {
                 let at = format!("spec.volumeClaimTemplates[{i}]{suffix}");
                 claim_spec_warnings(
@@ -205,7 +232,7 @@ pub(crate) fn strategy_warnings(
                 );
             }
             let limit = object
-                .pointer("/spec/revisionHistoryLimit")
+                .at("/spec/revisionHistoryLimit")
                 .and_then(Value::as_i64);
             if limit.is_some_and(|l| l < 0) {
                 warnings.push("spec.revisionHistoryLimit: a negative value retains all historical revisions; a value >= 0 is recommended".into());
@@ -213,20 +240,20 @@ pub(crate) fn strategy_warnings(
         }
         ("batch", "jobs", Operation::Create) => {
             name_warning(&mut warnings, "Pod names and hostnames");
-            warnings.extend(job_spec(release, "spec", object.get("spec")));
+            warnings.extend(job_spec(release, "spec", object.member("spec")));
         }
         ("batch", "jobs", Operation::Update) if generation_changed("/metadata/generation") => {
-            warnings.extend(job_spec(release, "spec", object.get("spec")));
+            warnings.extend(job_spec(release, "spec", object.member("spec")));
         }
         ("batch", "cronjobs", Operation::Create | Operation::Update) => {
-            let job = object.pointer("/spec/jobTemplate/spec");
+            let job = object.at("/spec/jobTemplate/spec");
             if operation == Operation::Create {
                 name_warning(&mut warnings, "Pod names and hostnames");
                 warnings.extend(job_spec(release, "spec.jobTemplate.spec", job));
             } else if generation_changed("/metadata/generation") {
                 warnings.extend(job_spec(release, "spec.jobTemplate.spec", job));
             }
-            let schedule = object.pointer("/spec/schedule").and_then(Value::as_str);
+            let schedule = object.at("/spec/schedule").and_then(Value::as_str);
             // From 1.30 validation refuses a create with a time zone in the schedule; the
             // warning of an update names `timeZone`. (The path is upstream's, `spec.spec`.)
             let tz = schedule.is_some_and(|s| s.contains("TZ"));
@@ -338,12 +365,12 @@ fn fractional(q: &Value) -> Option<String> {
 pub(crate) fn for_spec_and_meta(
     release: KubeVersion,
     prefix: Option<&str>,
-    template: &Value,
+    template: &(impl Doc + ?Sized),
 ) -> Vec<String> {
     let null = Value::Null;
-    let spec = template.get("spec").unwrap_or(&null);
+    let spec = template.member("spec").unwrap_or(&null);
     let annotations = template
-        .pointer("/metadata/annotations")
+        .at("/metadata/annotations")
         .and_then(Value::as_object);
     let has_annotation = |key: &str| annotations.is_some_and(|a| a.contains_key(key));
     let p = |rest: &str| path(prefix, rest);
