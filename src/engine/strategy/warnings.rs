@@ -554,7 +554,8 @@ pub(crate) fn for_spec_and_meta(
             ("limits", "ephemeral-storage"),
             ("requests", "ephemeral-storage"),
         ] {
-            let value = c.pointer(&format!("/resources/{kind}/{resource}"));
+            let value =
+                (c.get("resources").and_then(|r| r.get(kind))).and_then(|k| k.get(resource));
             if let Some(text) = value.and_then(fractional) {
                 warnings.push(format!(
                     "{at}.resources.{kind}[{resource}]: fractional byte value {} is invalid, must be an integer",
