@@ -88,7 +88,9 @@ pub(super) fn set_default(object: &mut Map<String, Value>, key: &str, unset: Uns
 /// Applies every default of `table` to `object`, in order.
 pub(super) fn apply(object: &mut Map<String, Value>, table: &[FieldDefault]) {
     for d in table {
-        set_default(object, d.key, d.unset, d.value.to_value());
+        if d.unset.holds(object.get(d.key)) {
+            object.insert(d.key.to_string(), d.value.to_value());
+        }
     }
 }
 

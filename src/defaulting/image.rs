@@ -10,10 +10,28 @@ const NAME_TOTAL_LENGTH_MAX: usize = 255;
 
 /// `Always` or `IfNotPresent` for the image reference `image`.
 pub(super) fn default_pull_policy(image: &str) -> &'static str {
+    if !may_be_latest(image) {
+        return "IfNotPresent";
+    }
     if tag(image).as_deref() == Some("latest") {
         "Always"
     } else {
         "IfNotPresent"
+    }
+}
+
+/// Whether the reference's tag can be `latest` at all, read without parsing it: not when it
+/// names another tag (a `:` after its last `/`, before any `@`), nor when it has a digest and no
+/// tag. Whether it is valid decides only between `latest` and no tag, both `IfNotPresent` here.
+fn may_be_latest(image: &str) -> bool {
+    let (name, digest) = match image.split_once('@') {
+        Some((name, _)) => (name, true),
+        None => (image, false),
+    };
+    let last = name.rsplit('/').next().unwrap_or(name);
+    match last.rsplit_once(':') {
+        Some((_, tag)) => tag == "latest",
+        None => !digest,
     }
 }
 
@@ -208,6 +226,49 @@ mod tests {
             (&"a".repeat(64), "IfNotPresent"),
         ] {
             assert_eq!(default_pull_policy(image), policy, "{image}");
+        }
+    }
+
+    #[test]
+    fn references_that_cannot_be_latest_are_told_without_parsing() {
+        let digest = format!("sha256:{}", "b".repeat(64));
+        let parts = [
+            "",
+            "nginx",
+            "Nginx",
+            "a.b",
+            "localhost",
+            "host:5000",
+            "[::1]:5000",
+            "team",
+            "app-0",
+            "UPPER",
+            "x_y",
+            "-bad",
+            "a".repeat(64).leak(),
+        ];
+        let tags = ["", ":", ":latest", ":LATEST", ":v1.2", ":latest:x", ":-bad"];
+        let digests = [
+            String::new(),
+            format!("@{digest}"),
+            "@sha256:abc".into(),
+            "@".into(),
+        ];
+        for a in parts {
+            for b in parts {
+                for t in tags {
+                    for d in &digests {
+                        for image in [format!("{a}{t}{d}"), format!("{a}/{b}{t}{d}")] {
+                            let parsed = if tag(&image).as_deref() == Some("latest") {
+                                "Always"
+                            } else {
+                                "IfNotPresent"
+                            };
+                            assert_eq!(default_pull_policy(&image), parsed, "{image}");
+                        }
+                    }
+                }
+            }
         }
     }
 }

@@ -62,8 +62,24 @@ pub(super) fn nanos(value: &Value) -> Option<(i128, Format)> {
 /// The text of the quantity rounded up to milli precision (`RoundUp(-3)`), as the apiserver then
 /// encodes it, when rounding changes it.
 fn rounded_up_to_milli(value: &Value) -> Option<String> {
+    // Whole numbers of milli-units or more are multiples of 10^-3 whether they parse or not.
+    if let Value::String(s) = value
+        && whole_units(s)
+    {
+        return None;
+    }
     let mut q = crate::quantity::Quantity::from_json(value).ok()??;
     (!q.round_up(-3)).then(|| q.to_string())
+}
+
+/// Digits followed by a suffix of at least milli-units: `500m`, `2`, `256Mi`, `1G`.
+fn whole_units(text: &str) -> bool {
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0
+        && matches!(
+            &text[digits..],
+            "" | "m" | "k" | "M" | "G" | "T" | "P" | "E" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei"
+        )
 }
 
 fn parse(text: &str) -> Option<Exact> {
@@ -172,6 +188,35 @@ fn decimal_si_exponent_suffix(exponent: i32) -> Option<&'static str> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn whole_units_never_round() {
+        let suffixes = [
+            "", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "u", "n",
+            "e3", "e-4", ".5", "x",
+        ];
+        for digits in [
+            "0",
+            "1",
+            "007",
+            "500",
+            "123456789012345678901234567890",
+            "9".repeat(40).leak(),
+        ] {
+            for suffix in suffixes {
+                let text = format!("{digits}{suffix}");
+                let value = Value::String(text.clone());
+                let parsed = crate::quantity::Quantity::from_json(&value)
+                    .ok()
+                    .flatten()
+                    .and_then(|mut q| (!q.round_up(-3)).then(|| q.to_string()));
+                assert_eq!(rounded_up_to_milli(&value), parsed, "{text}");
+                if whole_units(&text) {
+                    assert_eq!(parsed, None, "{text}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn only_sub_milli_quantities_change() {

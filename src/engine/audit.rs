@@ -1,6 +1,6 @@
 //! Audit annotations and response warnings, recorded as kube-apiserver records them.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
@@ -163,11 +163,14 @@ const ITEM_RUNE_LIMIT: usize = 256;
 
 /// Upstream's warning recorder (`pkg/endpoints/filters/warning.go`): deduplication, header
 /// validity and the 4096-rune budget with per-item truncation.
+///
+/// Each warning's text is held once: the set that deduplicates, the order of arrival and the
+/// texts sent share it (a text is copied only when the budget truncates it).
 #[derive(Debug, Clone, Default)]
 pub struct Warnings {
-    recorded: HashSet<String>,
-    ordered: Vec<String>,
-    headers: Vec<String>,
+    recorded: foldhash::HashSet<Arc<str>>,
+    ordered: Vec<Arc<str>>,
+    headers: Vec<Arc<str>>,
     written: usize,
     truncating: bool,
 }
@@ -178,11 +181,12 @@ impl Warnings {
         if text.is_empty() || (self.written >= TOTAL_RUNE_LIMIT && self.truncating) {
             return false;
         }
-        if !self.recorded.insert(text.to_string()) {
+        let text: Arc<str> = Arc::from(text);
+        if !self.recorded.insert(Arc::clone(&text)) {
             return false;
         }
-        self.ordered.push(text.to_string());
-        let (text, runes) = truncate_if(text, self.truncating);
+        self.ordered.push(Arc::clone(&text));
+        let (text, runes) = truncate_if(&text, self.truncating);
         if !valid_warning_text(&text) {
             return false;
         }
@@ -205,30 +209,44 @@ impl Warnings {
     }
 
     /// The warning texts sent to the client, in order.
-    pub fn texts(&self) -> &[String] {
-        &self.headers
+    pub fn texts(&self) -> impl ExactSizeIterator<Item = &str> {
+        self.headers.iter().map(|t| &**t)
     }
 
     /// The `Warning` header values (`299 - "<text>"`).
     pub fn headers(&self) -> Vec<String> {
-        self.headers.iter().map(|t| warning_header(t)).collect()
+        self.texts().map(warning_header).collect()
     }
 }
 
-fn truncate_if(text: &str, truncating: bool) -> (String, usize) {
-    let runes = text.chars().count();
-    if truncating && runes > ITEM_RUNE_LIMIT {
-        (
-            text.chars().take(ITEM_RUNE_LIMIT).collect(),
-            ITEM_RUNE_LIMIT,
-        )
+/// The text as sent (truncated to [`ITEM_RUNE_LIMIT`] runes once truncating) and its runes.
+fn truncate_if(text: &Arc<str>, truncating: bool) -> (Arc<str>, usize) {
+    // Counting runes of ASCII text is its length.
+    let runes = if text.is_ascii() {
+        text.len()
     } else {
-        (text.to_string(), runes)
+        text.chars().count()
+    };
+    if truncating && runes > ITEM_RUNE_LIMIT {
+        let end = text
+            .char_indices()
+            .nth(ITEM_RUNE_LIMIT)
+            .map_or(text.len(), |(i, _)| i);
+        (Arc::from(&text[..end]), ITEM_RUNE_LIMIT)
+    } else {
+        (Arc::clone(text), runes)
     }
 }
 
+/// Whether the text has no control character (Unicode's Cc: U+0000–U+001F, U+007F–U+009F).
 fn valid_warning_text(text: &str) -> bool {
-    !text.chars().any(char::is_control)
+    let b = text.as_bytes();
+    // In UTF-8, U+0080–U+009F are 0xC2 followed by 0x80–0x9F.
+    !b.iter().enumerate().any(|(i, &c)| {
+        c < 0x20
+            || c == 0x7f
+            || (c == 0xc2 && b.get(i + 1).is_some_and(|n| (0x80..0xa0).contains(n)))
+    })
 }
 
 /// `299 - "<text>"` with `"` and `\` escaped.
@@ -249,13 +267,57 @@ mod tests {
     use super::*;
 
     #[test]
+    fn control_characters_are_found_as_unicode_defines_them() {
+        let samples = [
+            "plain",
+            "tab\there",
+            "del\u{7f}",
+            "c1 \u{80} start",
+            "c1 \u{9f} end",
+            "after c1 \u{a0}",
+            "\u{c2}\u{a9} copyright",
+            "é, ü, ß",
+            "emoji 🙂",
+            "\u{2028}",
+            "line\nbreak",
+            "",
+            "\u{1f}",
+            "\u{20}",
+        ];
+        for s in samples {
+            assert_eq!(
+                valid_warning_text(s),
+                !s.chars().any(char::is_control),
+                "{s:?}"
+            );
+        }
+        for c in (0..0x800u32).filter_map(char::from_u32) {
+            let s = format!("a{c}b");
+            assert_eq!(valid_warning_text(&s), !c.is_control(), "{c:?}");
+        }
+    }
+
+    #[test]
+    fn truncation_counts_and_cuts_runes_not_bytes() {
+        let text: Arc<str> = Arc::from(format!("{}{}", "é".repeat(200), "x".repeat(100)));
+        let (kept, runes) = truncate_if(&text, false);
+        assert_eq!((kept.len(), runes), (text.len(), 300));
+        let (cut, runes) = truncate_if(&text, true);
+        assert_eq!(runes, ITEM_RUNE_LIMIT);
+        assert_eq!(
+            &*cut,
+            text.chars().take(ITEM_RUNE_LIMIT).collect::<String>()
+        );
+    }
+
+    #[test]
     fn warnings_dedupe_and_drop_control_characters() {
         let mut w = Warnings::default();
         assert!(w.add("a"));
         assert!(!w.add("a"));
         assert!(!w.add(""));
         assert!(!w.add("bad\u{7}"));
-        assert_eq!(w.texts(), ["a"]);
+        assert!(w.texts().eq(["a"]));
         assert_eq!(warning_header("say \"hi\""), "299 - \"say \\\"hi\\\"\"");
     }
 
@@ -266,7 +328,7 @@ mod tests {
         assert!(w.add(&long));
         assert!(w.add(&"y".repeat(2000)));
         assert_eq!(w.texts().len(), 2);
-        assert!(w.texts().iter().all(|t| t.chars().count() == 256));
+        assert!(w.texts().all(|t| t.chars().count() == 256));
     }
 
     #[test]

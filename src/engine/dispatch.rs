@@ -250,7 +250,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 Cow::Borrowed(a) => a.object.clone(),
             },
             annotations: self.annotations.into_vec(),
-            warnings: self.warnings.texts().to_vec(),
+            warnings: self.warnings.texts().map(String::from).collect(),
             calls: self.calls,
             reinvoked,
             reinvoke_set,

@@ -591,29 +591,25 @@ pub(crate) fn for_spec_and_meta(
         }
     }
 
-    // Ports across all containers.
-    let mut all_ports: HashMap<String, Vec<(String, &Value)>> = HashMap::new();
+    // Ports across all containers, keyed by number and protocol.
+    let mut all_ports: HashMap<(i64, &str), Vec<(String, &Value)>> = HashMap::new();
     for (c, at) in &containers {
         for (i, port) in items(c.get("ports")).iter().enumerate() {
             let here = format!("{at}.ports[{i}]");
             let host_ip = str_of(port, "hostIP");
             let host_port = port.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
+            let container_port = port
+                .get("containerPort")
+                .and_then(Value::as_i64)
+                .unwrap_or(0);
+            let protocol = str_of(port, "protocol");
             if !host_ip.is_empty() && host_port == 0 {
                 warnings.push(format!(
-                    "{here}: hostIP set without hostPort: {{Name:{} HostPort:{host_port} ContainerPort:{} Protocol:{} HostIP:{host_ip}}}",
+                    "{here}: hostIP set without hostPort: {{Name:{} HostPort:{host_port} ContainerPort:{container_port} Protocol:{protocol} HostIP:{host_ip}}}",
                     str_of(port, "name"),
-                    port.get("containerPort").and_then(Value::as_i64).unwrap_or(0),
-                    str_of(port, "protocol"),
                 ));
             }
-            let key = format!(
-                "{}/{}",
-                port.get("containerPort")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(0),
-                str_of(port, "protocol")
-            );
-            let others = all_ports.entry(key).or_default();
+            let others = all_ports.entry((container_port, protocol)).or_default();
             for (other_at, other) in others.iter() {
                 let other_ip = str_of(other, "hostIP");
                 let other_port = other.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
@@ -626,7 +622,7 @@ pub(crate) fn for_spec_and_meta(
                 } else {
                     continue;
                 };
-                warnings.push(format!("{here}: {what} port definition with {other_at}"));
+                warnings.push([&here, ": ", what, " port definition with ", other_at].concat());
             }
             others.push((here, port));
         }
