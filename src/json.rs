@@ -166,21 +166,25 @@ fn too_deep(text: &[u8], limit: usize) -> Option<usize> {
 /// that a value of any depth can be measured.
 pub fn too_deep_value(value: &serde_json::Value, limit: usize) -> Option<char> {
     use serde_json::Value;
-    let opens = |v: &Value| match v {
-        Value::Object(_) => Some('{'),
-        Value::Array(_) => Some('['),
-        _ => None,
-    };
-    // The containers still to enter, with their levels, in document order.
+    // Containers only, in document order; scalars are never pushed.
     let mut todo = vec![(value, 1usize)];
     while let Some((v, level)) = todo.pop() {
-        let Some(bracket) = opens(v) else { continue };
+        let bracket = match v {
+            Value::Object(_) => '{',
+            Value::Array(_) => '[',
+            _ => continue,
+        };
         if level > limit {
             return Some(bracket);
         }
+        let containers = |c: &&Value| matches!(c, Value::Object(_) | Value::Array(_));
         match v {
-            Value::Object(m) => todo.extend(m.values().rev().map(|c| (c, level + 1))),
-            Value::Array(a) => todo.extend(a.iter().rev().map(|c| (c, level + 1))),
+            Value::Object(m) => {
+                todo.extend(m.values().rev().filter(containers).map(|c| (c, level + 1)))
+            }
+            Value::Array(a) => {
+                todo.extend(a.iter().rev().filter(containers).map(|c| (c, level + 1)))
+            }
             _ => {}
         }
     }

@@ -1633,10 +1633,18 @@ impl<'e, 'c> Run<'e, 'c> {
             }
             return Ok((defaulted, changed, None, false));
         };
-        let mut decoded = patch
-            .apply_prepared(&jsonpatch::Prepared::new(sent))
-            .map_err(|e| e.to_string())?;
-        decodable(&decoded)?;
+        // The usual patch is made on the value; anything else the long way (the direct way's
+        // results nest far less deeply than a decode refuses).
+        let mut decoded = match patch.apply_direct(sent) {
+            Some(patched) => patched,
+            None => {
+                let patched = patch
+                    .apply_prepared(&jsonpatch::Prepared::new(sent))
+                    .map_err(|e| e.to_string())?;
+                decodable(&patched)?;
+                patched
+            }
+        };
         let normalize = |value: &mut Value| {
             if sent_normal {
                 schema::codec::normalize_in_place_like(schema, id, value, sent)

@@ -11,6 +11,7 @@
 //! Where Go would panic (a nil map or nil pointer reached through unusual input), the apply fails
 //! with an error whose text is the Go runtime message prefixed by `panic: `.
 
+mod direct;
 pub(crate) mod gostr;
 mod prepared;
 mod scan;

@@ -22,7 +22,7 @@ use super::{ApplyError, Patch, gostr, parse_patched};
 
 /// Results nesting deeper than this are decoded whole: serde_json refuses documents nested 128
 /// levels deep, and a result assembled from parts must fail wherever the whole would.
-const MAX_ASSEMBLED_DEPTH: usize = 100;
+pub(super) const MAX_ASSEMBLED_DEPTH: usize = 100;
 
 /// A JSON value marshalled as Go's `json.Marshal` writes it, ready for [`Patch::apply_prepared`].
 #[derive(Debug)]

@@ -1,0 +1,287 @@
+//! Patches of the common shape applied to a decoded value directly, without marshalling it.
+//!
+//! [`Patch::apply_prepared`] marshals the whole document as Go does, applies the patch to those
+//! bytes as evanphx does and assembles the result. For the patches webhooks send almost always
+//! (`add`, `replace` and `remove` of members and elements that are where the path says) the
+//! result is the document with those changes made in place, each new value decoded from its
+//! bytes as the assembly decodes it. [`Patch::apply_direct`] makes exactly that, and declines
+//! (`None`) everything else, which then takes the long way: other operations, paths that miss,
+//! indices that are negative or not written as Go's `strconv.Itoa` writes them, escaped keys,
+//! and documents or values the assembly would not take as they are (floats, deep nesting).
+
+use serde_json::Value;
+
+use super::tree::Node;
+use super::{Operation, Patch};
+
+/// Documents and results nested deeper than this take the long way (the assembly's own limit).
+const MAX_NESTING: usize = super::prepared::MAX_ASSEMBLED_DEPTH;
+
+impl Patch {
+    /// The patched document when the patch is of the common shape (see the module notes), the
+    /// same value [`Patch::apply_prepared`] gives; `None` when it is not (the patch may then
+    /// apply or fail the long way).
+    pub fn apply_direct(&self, doc: &Value) -> Option<Value> {
+        let ops = self.ops.as_ref()?;
+        if !plain(doc, 0) {
+            return None;
+        }
+        let mut out = doc.clone();
+        for op in ops {
+            apply(op.as_ref()?, &mut out)?;
+        }
+        Some(out)
+    }
+}
+
+/// Whether `v` holds no float and nests within [`MAX_NESTING`] from `level`.
+fn plain(v: &Value, level: usize) -> bool {
+    match v {
+        Value::Number(n) => !n.is_f64(),
+        Value::Object(m) => level < MAX_NESTING && m.values().all(|c| plain(c, level + 1)),
+        Value::Array(a) => level < MAX_NESTING && a.iter().all(|c| plain(c, level + 1)),
+        _ => true,
+    }
+}
+
+fn apply(op: &Operation, doc: &mut Value) -> Option<()> {
+    enum Kind {
+        Add,
+        Replace,
+        Remove,
+    }
+    let kind = match op.kind().as_ref() {
+        "add" => Kind::Add,
+        "replace" => Kind::Replace,
+        "remove" => Kind::Remove,
+        _ => return None,
+    };
+    let path = op.path().ok()?;
+    let mut segments = path.strip_prefix('/')?.split('/');
+    let mut last = segments.next()?;
+    let mut depth = 1;
+    let mut parent = doc;
+    for segment in segments {
+        let current = std::mem::replace(&mut last, segment);
+        parent = child(parent, current)?;
+        if !matches!(parent, Value::Object(_) | Value::Array(_)) {
+            return None;
+        }
+        depth += 1;
+    }
+    if last.contains('~') {
+        return None;
+    }
+    let value = match kind {
+        Kind::Remove => None,
+        Kind::Add | Kind::Replace => Some(value(op, depth)?),
+    };
+    match (parent, kind, value) {
+        (Value::Object(m), Kind::Add, Some(v)) => {
+            m.insert(last.to_owned(), v);
+        }
+        (Value::Object(m), Kind::Replace, Some(v)) => {
+            *m.get_mut(last)? = v;
+        }
+        (Value::Object(m), Kind::Remove, None) => {
+            m.remove(last)?;
+        }
+        (Value::Array(a), Kind::Add, Some(v)) => {
+            if last == "-" {
+                a.push(v);
+            } else {
+                let i = index(last).filter(|&i| i <= a.len())?;
+                a.insert(i, v);
+            }
+        }
+        (Value::Array(a), Kind::Replace, Some(v)) => {
+            *a.get_mut(index(last)?)? = v;
+        }
+        (Value::Array(a), Kind::Remove, None) => {
+            let i = index(last).filter(|&i| i < a.len())?;
+            a.remove(i);
+        }
+        _ => return None,
+    }
+    Some(())
+}
+
+/// The member or element `segment` names, where the long way finds the same one.
+fn child<'v>(parent: &'v mut Value, segment: &str) -> Option<&'v mut Value> {
+    if segment.contains('~') {
+        return None;
+    }
+    match parent {
+        Value::Object(m) => m.get_mut(segment),
+        Value::Array(a) => a.get_mut(index(segment)?),
+        _ => None,
+    }
+}
+
+/// An index written as Go writes one (no sign, no leading zero).
+fn index(segment: &str) -> Option<usize> {
+    let b = segment.as_bytes();
+    let canonical = !b.is_empty()
+        && b.len() <= 9
+        && b.iter().all(u8::is_ascii_digit)
+        && (b.len() == 1 || b[0] != b'0');
+    canonical.then(|| segment.parse().ok()).flatten()
+}
+
+/// The operation's `value` as the assembly decodes it, when it is plain and nests within
+/// [`MAX_NESTING`] at `depth`.
+fn value(op: &Operation, depth: usize) -> Option<Value> {
+    let node = op.value()?;
+    let raw: &[u8] = match &node {
+        Node::Null => return Some(Value::Null),
+        Node::Raw(raw) => raw,
+        Node::Doc(_) | Node::Ary(_) => return None,
+    };
+    let v: Value = crate::json::from_slice(raw).ok()?;
+    plain(&v, depth).then_some(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Prepared, decode};
+    use serde_json::{Value, json};
+
+    fn documents() -> Vec<Value> {
+        vec![
+            json!({"metadata": {"name": "a", "labels": {"app": "web", "a/b": "c", "t~x": "y"}},
+                   "spec": {"containers": [{"name": "c0", "ports": [{"containerPort": 80}]},
+                                           {"name": "c1"}],
+                            "nil": null, "n": 3, "s": "<&>", "list": [], "map": {}}}),
+            json!({"a": [[1, 2], [3]], "b": {"c": {"d": {"e": true}}}, "": {"x": 1}}),
+            json!({"f": 1.5, "g": {"h": 1}}),
+            json!([1, 2, 3]),
+        ]
+    }
+
+    fn paths() -> Vec<&'static str> {
+        vec![
+            "",
+            "/",
+            "/metadata",
+            "/metadata/labels",
+            "/metadata/labels/app",
+            "/metadata/labels/new",
+            "/metadata/labels/a~1b",
+            "/metadata/labels/t~0x",
+            "/metadata/labels/~2",
+            "/metadata/name/x",
+            "/spec/containers",
+            "/spec/containers/-",
+            "/spec/containers/0",
+            "/spec/containers/1",
+            "/spec/containers/2",
+            "/spec/containers/3",
+            "/spec/containers/01",
+            "/spec/containers/-1",
+            "/spec/containers/+1",
+            "/spec/containers/0/ports/0/containerPort",
+            "/spec/containers/0/ports/-",
+            "/spec/nil",
+            "/spec/nil/x",
+            "/spec/n/x",
+            "/spec/list/0",
+            "/spec/list/-",
+            "/spec/map/k",
+            "/spec/missing/k",
+            "/a/0/1",
+            "/a/1/-",
+            "/a/2",
+            "/b/c/d/e",
+            "//x",
+            "/0",
+            "/-",
+            "/3",
+            "/g/h",
+            "/f",
+            "metadata/name",
+            "/spec/containers/99999999999",
+        ]
+    }
+
+    fn values() -> Vec<&'static str> {
+        vec![
+            r#""v""#,
+            "1",
+            "-7",
+            "1.5",
+            "1e3",
+            "null",
+            "true",
+            r#"{"k":"v","k":"w"}"#,
+            r#"[{"name":"sidecar","image":"proxy:1"}]"#,
+            r#"{"name":"sidecar"}"#,
+            r#""\u003c\ud800""#,
+            "{}",
+            "[]",
+            r#"[[[[1]]]]"#,
+        ]
+    }
+
+    fn patches() -> Vec<String> {
+        let mut out = Vec::new();
+        for path in paths() {
+            out.push(format!(r#"[{{"op":"remove","path":"{path}"}}]"#));
+            for value in values() {
+                for op in ["add", "replace", "test", "move", "copy"] {
+                    out.push(format!(
+                        r#"[{{"op":"{op}","path":"{path}","value":{value},"from":"/metadata"}}]"#
+                    ));
+                }
+            }
+            out.push(format!(r#"[{{"op":"add","path":"{path}"}}]"#));
+        }
+        out.push(r#"[{"op":"add","path":"/metadata/labels/x","value":"1"},{"op":"remove","path":"/metadata/labels/app"},{"op":"replace","path":"/spec/n","value":4}]"#.into());
+        out.push(r#"[{"op":"add","path":"/spec/map/k","value":{}},{"op":"add","path":"/spec/map/k/j","value":[1]},{"op":"add","path":"/spec/map/k/j/0","value":0}]"#.into());
+        out.push(
+            r#"[{"op":"add","path":"/metadata/labels/x","value":"1"},{"op":"bogus","path":"/x"}]"#
+                .into(),
+        );
+        out.push("null".into());
+        out.push("[]".into());
+        out.push("[null]".into());
+        out
+    }
+
+    #[test]
+    fn the_direct_way_gives_the_long_ways_result_or_declines() {
+        let (mut taken, mut declined) = (0, 0);
+        for doc in documents() {
+            for text in patches() {
+                let patch = decode(text.as_bytes()).expect("decodes");
+                let direct = patch.apply_direct(&doc);
+                let long = patch.apply_prepared(&Prepared::new(&doc));
+                match direct {
+                    Some(v) => {
+                        taken += 1;
+                        assert_eq!(Ok(&v), long.as_ref(), "{doc} {text}");
+                    }
+                    None => declined += 1,
+                }
+            }
+        }
+        // Both ways are exercised.
+        assert!(
+            taken > 200 && declined > 200,
+            "{taken} taken, {declined} declined"
+        );
+    }
+
+    #[test]
+    fn a_webhooks_usual_patches_take_the_direct_way() {
+        let doc = &documents()[0];
+        for text in [
+            r#"[{"op":"add","path":"/metadata/labels/injected","value":"yes"}]"#,
+            r#"[{"op":"add","path":"/spec/containers/-","value":{"name":"sidecar","image":"proxy:1"}}]"#,
+            r#"[{"op":"replace","path":"/spec/containers/0/ports/0/containerPort","value":8080}]"#,
+            r#"[{"op":"remove","path":"/metadata/labels/app"}]"#,
+        ] {
+            let patch = decode(text.as_bytes()).expect("decodes");
+            assert!(patch.apply_direct(doc).is_some(), "{text}");
+        }
+    }
+}
