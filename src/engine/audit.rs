@@ -241,6 +241,9 @@ fn truncate_if(text: &Arc<str>, truncating: bool) -> (Arc<str>, usize) {
 /// Whether the text has no control character (Unicode's Cc: U+0000–U+001F, U+007F–U+009F).
 fn valid_warning_text(text: &str) -> bool {
     let b = text.as_bytes();
+    if b.iter().all(|c| (0x20..0x7f).contains(c)) {
+        return true;
+    }
     // In UTF-8, U+0080–U+009F are 0xC2 followed by 0x80–0x9F.
     !b.iter().enumerate().any(|(i, &c)| {
         c < 0x20

@@ -528,24 +528,36 @@ pub(crate) fn for_spec_and_meta(
     let pod_apparmor = present(pod_security.get("appArmorProfile"));
     let containers = containers(spec, prefix);
 
+    // Per-container annotations are looked up only when some annotation has their prefix.
+    let has_prefix =
+        |prefix: &str| annotations.is_some_and(|a| a.keys().any(|k| k.starts_with(prefix)));
+    let (seccomp_keys, apparmor_keys) = (
+        has_prefix(SECCOMP_CONTAINER),
+        has_prefix(APPARMOR_CONTAINER),
+    );
     for (c, at) in &containers {
         let name = str_of(c, "name");
         let security = c.get("securityContext").unwrap_or(&null);
-        let key = format!("{SECCOMP_CONTAINER}{name}");
-        if !present(security.get("seccompProfile")) && has_annotation(&key) {
+        let key = || [SECCOMP_CONTAINER, name].concat();
+        if seccomp_keys && !present(security.get("seccompProfile")) && has_annotation(&key()) {
             warnings.push(format!(
                 r#"{}: non-functional in v1.27+; use the "seccompProfile" field instead"#,
-                p(&format!("metadata.annotations[{key}]"))
+                p(&format!("metadata.annotations[{}]", key()))
             ));
         }
         // A Pod's AppArmor warning comes from `applyAppArmorVersionSkew` instead.
         let has_field = pod_apparmor || present(security.get("appArmorProfile"));
-        let key = format!("{APPARMOR_CONTAINER}{name}");
+        let key = || [APPARMOR_CONTAINER, name].concat();
         let template_apparmor = release.at_least(Since::TEMPLATE_APPARMOR);
-        if template_apparmor && prefix.is_some() && !has_field && has_annotation(&key) {
+        if apparmor_keys
+            && template_apparmor
+            && prefix.is_some()
+            && !has_field
+            && has_annotation(&key())
+        {
             warnings.push(format!(
                 r#"{}: deprecated since v1.30; use the "appArmorProfile" field instead"#,
-                p(&format!("metadata.annotations[{key}]"))
+                p(&format!("metadata.annotations[{}]", key()))
             ));
         }
         for (kind, resource) in [
@@ -591,11 +603,14 @@ pub(crate) fn for_spec_and_meta(
         }
     }
 
-    // Ports across all containers, keyed by number and protocol.
-    let mut all_ports: HashMap<(i64, &str), Vec<(String, &Value)>> = HashMap::new();
-    for (c, at) in &containers {
+    // Ports across all containers, keyed by number and protocol; a port's path is written when
+    // a warning first names it.
+    let port_at = |c: usize, i: usize| format!("{}.ports[{i}]", containers[c].1);
+    type Seen<'v> = (usize, usize, Option<String>, &'v Value);
+    let mut all_ports: HashMap<(i64, &str), Vec<Seen<'_>>> = HashMap::new();
+    for (ci, (c, _)) in containers.iter().enumerate() {
         for (i, port) in items(c.get("ports")).iter().enumerate() {
-            let here = format!("{at}.ports[{i}]");
+            let mut here = None;
             let host_ip = str_of(port, "hostIP");
             let host_port = port.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
             let container_port = port
@@ -605,12 +620,13 @@ pub(crate) fn for_spec_and_meta(
             let protocol = str_of(port, "protocol");
             if !host_ip.is_empty() && host_port == 0 {
                 warnings.push(format!(
-                    "{here}: hostIP set without hostPort: {{Name:{} HostPort:{host_port} ContainerPort:{container_port} Protocol:{protocol} HostIP:{host_ip}}}",
+                    "{}: hostIP set without hostPort: {{Name:{} HostPort:{host_port} ContainerPort:{container_port} Protocol:{protocol} HostIP:{host_ip}}}",
+                    here.get_or_insert_with(|| port_at(ci, i)),
                     str_of(port, "name"),
                 ));
             }
             let others = all_ports.entry((container_port, protocol)).or_default();
-            for (other_at, other) in others.iter() {
+            for (oc, oi, other_at, other) in others.iter_mut() {
                 let other_ip = str_of(other, "hostIP");
                 let other_port = other.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
                 let what = if host_ip == other_ip && host_port == other_port {
@@ -622,9 +638,11 @@ pub(crate) fn for_spec_and_meta(
                 } else {
                     continue;
                 };
-                warnings.push([&here, ": ", what, " port definition with ", other_at].concat());
+                let here = here.get_or_insert_with(|| port_at(ci, i));
+                let other_at = other_at.get_or_insert_with(|| port_at(*oc, *oi));
+                warnings.push([here, ": ", what, " port definition with ", other_at].concat());
             }
-            others.push((here, port));
+            others.push((ci, i, here, port));
         }
     }
     let mut port_names: HashMap<&str, String> = HashMap::new();
