@@ -634,14 +634,7 @@ fn reindent(out: &mut Vec<u8>, b: &[u8], mut level: usize) {
         match c {
             b'"' => {
                 // A string is copied as it stands: on to its closing quote.
-                let mut k = i + 1;
-                let end = loop {
-                    match crate::scan::quote_or_backslash(b, k) {
-                        Some(q) if b[q] == b'\\' => k = q + 2,
-                        Some(q) => break q + 1,
-                        None => break b.len(),
-                    }
-                };
+                let end = quoted_end(b, i + 1);
                 copy_short(out, b, i, end);
                 i = end;
             }
@@ -684,6 +677,41 @@ fn reindent(out: &mut Vec<u8>, b: &[u8], mut level: usize) {
             }
         }
     }
+}
+
+/// End (after the closing quote) of the string whose content starts at `k`, or the end of `b`
+/// when it is not closed: a word at a time while words are whole, without the longer strides
+/// of [`crate::scan::quote_or_backslash`], which the short strings of an object do not reach.
+#[inline(always)]
+fn quoted_end(b: &[u8], mut k: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // The high bit of each byte of `w` equal to `byte`; only the lowest is exact.
+    let flags = |w: u64, byte: u8| {
+        let x = w ^ (ONES * u64::from(byte));
+        x.wrapping_sub(ONES) & !x & HIGHS
+    };
+    while let Some(w) = b.get(k..).and_then(|rest| rest.first_chunk::<8>()) {
+        let w = u64::from_le_bytes(*w);
+        let hits = flags(w, b'"') | flags(w, b'\\');
+        if hits == 0 {
+            k += 8;
+            continue;
+        }
+        let q = k + (hits.trailing_zeros() / 8) as usize;
+        if b[q] == b'"' {
+            return q + 1;
+        }
+        k = q + 2;
+    }
+    while let Some(&c) = b.get(k) {
+        match c {
+            b'"' => return k + 1,
+            b'\\' => k += 2,
+            _ => k += 1,
+        }
+    }
+    b.len()
 }
 
 /// Appends `b[start..end]`: for a short run (most strings of an object) as one copy of constant
