@@ -219,16 +219,8 @@ fn walk<'b>(
         return trailing(text, i + 1).map(|()| Walked::End);
     }
     loop {
-        if text.get(i) != Some(&b'"') {
-            return fail(i, "expected a member name");
-        }
-        let key_end = string_end(text, i + 1)?;
-        let key = &text[i + 1..key_end];
-        i = skip_ws(text, key_end + 1);
-        if text.get(i) != Some(&b':') {
-            return fail(i, "expected ':'");
-        }
-        i = skip_ws(text, i + 1);
+        let key;
+        (key, i) = member_name(text, i)?;
         if !stop_before.is_empty() && key == stop_before {
             return Ok(Walked::At(i));
         }
@@ -243,6 +235,54 @@ fn walk<'b>(
             _ => return fail(i, "expected ',' or '}'"),
         }
     }
+}
+
+/// The raw name of the member starting at `i` (its opening quote) and where its value starts,
+/// after the `:` and any whitespace.
+#[inline(always)]
+fn member_name(text: &[u8], i: usize) -> Result<(&[u8], usize), ScanError> {
+    if text.get(i) != Some(&b'"') {
+        return fail(i, "expected a member name");
+    }
+    let key_end = string_end(text, i + 1)?;
+    let key = &text[i + 1..key_end];
+    let i = skip_ws(text, key_end + 1);
+    if text.get(i) != Some(&b':') {
+        return fail(i, "expected ':'");
+    }
+    Ok((key, skip_ws(text, i + 1)))
+}
+
+/// Walks the members of the object whose `{` is at `i`, calling `f(raw key, value start)`, which
+/// scans the value and returns its end; returns the end of the object. What follows the object
+/// is not looked at (unlike [`members`]), so that an object nested in the one walked can be
+/// walked by `f` in the same pass.
+pub(crate) fn object_members<'b>(
+    buf: &'b [u8],
+    i: usize,
+    mut f: impl FnMut(&'b [u8], usize) -> Result<usize, ScanError>,
+) -> Result<usize, ScanError> {
+    if buf.get(i) != Some(&b'{') {
+        return fail(i, "expected an object");
+    }
+    let mut i = skip_ws(buf, i + 1);
+    if buf.get(i) == Some(&b'}') {
+        return Ok(i + 1);
+    }
+    loop {
+        let (key, v) = member_name(buf, i)?;
+        i = skip_ws(buf, f(key, v)?);
+        match buf.get(i) {
+            Some(b',') => i = skip_ws(buf, i + 1),
+            Some(b'}') => return Ok(i + 1),
+            _ => return fail(i, "expected ',' or '}'"),
+        }
+    }
+}
+
+/// The first byte at or after `i` that is not JSON whitespace.
+pub(crate) fn skip_whitespace(buf: &[u8], i: usize) -> usize {
+    skip_ws(buf, i)
 }
 
 /// Where the value of member `key` of the object at `span` starts; only the members before it

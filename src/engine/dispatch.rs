@@ -2164,18 +2164,35 @@ struct MetadataText<'t> {
 /// The `metadata` of an object's JSON text (the last one when the name repeats, as Go decodes
 /// it); None when it has none that is an object.
 fn metadata_in_text(text: &str) -> Option<MetadataText<'_>> {
+    use crate::scan;
     let buf = text.as_bytes();
     let mut metadata = None;
-    crate::scan::members(buf, (0, buf.len()), |k, v| {
-        if k == b"metadata" {
-            metadata = Some(v);
+    // One pass: the members of `metadata` are found while the object is walked.
+    let end = scan::object_members(buf, scan::skip_whitespace(buf, 0), |k, v| {
+        if k != b"metadata" {
+            return scan::value_end(buf, v);
         }
+        if buf.get(v) != Some(&b'{') {
+            metadata = None;
+            return scan::value_end(buf, v);
+        }
+        let mut members = Vec::with_capacity(8);
+        let end = scan::object_members(buf, v, |k, at| {
+            let end = scan::value_end(buf, at)?;
+            members.push((k, (at, end)));
+            Ok(end)
+        })?;
+        metadata = Some(MetadataText {
+            span: (v, end),
+            members,
+        });
+        Ok(end)
     })
     .ok()?;
-    let span = metadata.filter(|(start, _)| buf.get(*start) == Some(&b'{'))?;
-    let mut members = Vec::with_capacity(8);
-    crate::scan::members(buf, span, |k, v| members.push((k, v))).ok()?;
-    Some(MetadataText { span, members })
+    if !scan::only_whitespace_after(buf, end) {
+        return None;
+    }
+    metadata
 }
 
 /// [`SystemFields`] of an object's `metadata` read from its text.
@@ -2231,16 +2248,6 @@ fn splice_metadata(
 ) -> Option<String> {
     let buf = text.as_bytes();
     let start = found.span.0 + 1;
-    let indexes: Vec<usize> = found
-        .members
-        .iter()
-        .map(|(k, _)| {
-            std::str::from_utf8(k)
-                .ok()
-                .and_then(|k| meta.index_of(k))
-                .unwrap_or(usize::MAX)
-        })
-        .collect();
     // (where, Go index, bytes replaced, the member's name when it is inserted, its value)
     let mut edits: Vec<(usize, usize, usize, Option<&str>, &str)> =
         Vec::with_capacity(members.len());
@@ -2253,12 +2260,18 @@ fn splice_metadata(
             continue;
         }
         let index = meta.index_of(name)?;
+        // The members Go writes before this one: those whose field (the last of that name,
+        // as `index_of` finds it) comes before it; names compared, not looked up.
         let after = found
             .members
             .iter()
-            .zip(&indexes)
-            .filter(|(_, i)| **i < index)
-            .map(|((_, v), _)| v.1)
+            .filter(|(k, _)| {
+                meta.fields
+                    .iter()
+                    .rposition(|f| f.name.as_bytes() == *k)
+                    .is_some_and(|at| at < index)
+            })
+            .map(|(_, v)| v.1)
             .max();
         edits.push((after.unwrap_or(start), index, 0, Some(name), value));
     }
@@ -2271,7 +2284,7 @@ fn splice_metadata(
         out.push_str(&text[copied..at]);
         copied = at + replaced;
         let Some(name) = name else {
-            crate::gofmt::push_json_string(&mut out, value);
+            push_plain_or_json_string(&mut out, value);
             continue;
         };
         if at != start {
@@ -2280,7 +2293,7 @@ fn splice_metadata(
         out.push('"');
         out.push_str(name);
         out.push_str("\":");
-        crate::gofmt::push_json_string(&mut out, value);
+        push_plain_or_json_string(&mut out, value);
         // At the start of metadata: a comma before what follows, another insert or a member.
         let next_here = edits.get(i + 1).is_some_and(|e| e.0 == at);
         if at == start && (next_here || !found.members.is_empty()) {
@@ -2291,27 +2304,47 @@ fn splice_metadata(
     Some(out)
 }
 
+/// `value` as Go's encoder writes a string: as it stands between quotes when it holds nothing
+/// that encoder escapes (a uid, a timestamp), else through [`crate::gofmt::push_json_string`].
+fn push_plain_or_json_string(out: &mut String, value: &str) {
+    let plain = value
+        .bytes()
+        .all(|b| matches!(b, b' '..=b'~') && !matches!(b, b'"' | b'\\' | b'<' | b'>' | b'&'));
+    if plain {
+        out.reserve(value.len() + 2);
+        out.push('"');
+        out.push_str(value);
+        out.push('"');
+    } else {
+        crate::gofmt::push_json_string(out, value);
+    }
+}
+
 /// A uid for a created object, the same whenever the same request is dispatched: FNV-1a of the
 /// resource, namespace and name, written as a version 4 UUID.
 fn created_uid(attrs: &Attributes) -> String {
-    fn fnv(h: &mut u64, bytes: &[u8]) {
-        for &b in bytes {
-            *h ^= u64::from(b);
-            *h = h.wrapping_mul(0x0000_0100_0000_01b3);
-        }
-    }
+    const PRIME: u64 = 0x0000_0100_0000_01b3;
+    // Two FNV-1a hashes of the same bytes from two seeds, in one pass.
     let mut hashes = [0xcbf2_9ce4_8422_2325u64, 0x8422_2325_cbf2_9ce4u64];
-    for (i, h) in hashes.iter_mut().enumerate() {
-        for part in [
-            &attrs.resource.group,
-            &attrs.resource.resource,
-            &attrs.namespace,
-            &attrs.name,
-        ] {
-            fnv(h, part.as_bytes());
-            fnv(h, &[0]);
+    let mut fnv = |bytes: &[u8]| {
+        for &b in bytes {
+            for h in &mut hashes {
+                *h = (*h ^ u64::from(b)).wrapping_mul(PRIME);
+            }
         }
-        fnv(h, &[i as u8]);
+    };
+    for part in [
+        &attrs.resource.group,
+        &attrs.resource.resource,
+        &attrs.namespace,
+        &attrs.name,
+    ] {
+        fnv(part.as_bytes());
+        fnv(&[0]);
+    }
+    // Each hash ends with its own index.
+    for (i, h) in hashes.iter_mut().enumerate() {
+        *h = (*h ^ i as u64).wrapping_mul(PRIME);
     }
     let n = (u128::from(hashes[0]) << 64) | u128::from(hashes[1]);
     let n = (n & !(0xf << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62);
@@ -2321,14 +2354,12 @@ fn created_uid(attrs: &Attributes) -> String {
 /// `n` as a UUID's text: `{n:032x}` in groups of 8-4-4-4-12 digits.
 fn uuid_text(n: u128) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    /// Where each byte's two digits go.
+    const AT: [usize; 16] = [0, 2, 4, 6, 9, 11, 14, 16, 19, 21, 24, 26, 28, 30, 32, 34];
     let mut uid = [b'-'; 36];
-    let mut at = 0;
-    for i in 0..32 {
-        if matches!(i, 8 | 12 | 16 | 20) {
-            at += 1;
-        }
-        uid[at] = DIGITS[((n >> (124 - 4 * i)) & 0xf) as usize];
-        at += 1;
+    for (b, at) in n.to_be_bytes().into_iter().zip(AT) {
+        uid[at] = DIGITS[usize::from(b >> 4)];
+        uid[at + 1] = DIGITS[usize::from(b & 0xf)];
     }
     String::from_utf8(uid.to_vec()).unwrap_or_default()
 }
@@ -2415,6 +2446,172 @@ mod tests {
             ]
             .join("-");
             assert_eq!(uuid_text(n), grouped);
+        }
+    }
+
+    /// The uid of a created object: FNV-1a over the object's group, resource, namespace and
+    /// name, each followed by a zero byte, then the hash's index, from two seeds, one hash
+    /// after the other (the definition the one-pass [`created_uid`] must keep).
+    fn created_uid_by_definition(attrs: &Attributes) -> String {
+        let mut hashes = [0xcbf2_9ce4_8422_2325u64, 0x8422_2325_cbf2_9ce4u64];
+        for (i, h) in hashes.iter_mut().enumerate() {
+            let parts = [
+                &attrs.resource.group,
+                &attrs.resource.resource,
+                &attrs.namespace,
+                &attrs.name,
+            ];
+            let mut bytes: Vec<u8> = Vec::new();
+            for part in parts {
+                bytes.extend_from_slice(part.as_bytes());
+                bytes.push(0);
+            }
+            bytes.push(i as u8);
+            for b in bytes {
+                *h ^= u64::from(b);
+                *h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        let n = (u128::from(hashes[0]) << 64) | u128::from(hashes[1]);
+        let n = (n & !(0xf << 76) & !(0x3 << 62)) | (0x4 << 76) | (0x2 << 62);
+        let hex = format!("{n:032x}");
+        [
+            &hex[..8],
+            &hex[8..12],
+            &hex[12..16],
+            &hex[16..20],
+            &hex[20..],
+        ]
+        .join("-")
+    }
+
+    #[test]
+    fn created_uids_follow_their_definition() {
+        let names = ["", "a", "cm-1", "é-ü", "a-name-longer-than-sixteen-bytes"];
+        for (i, name) in names.iter().enumerate() {
+            for group in ["", "apps", "example.com"] {
+                let resource = ["configmaps", "pods", ""][i % 3];
+                let namespace = ["", "bench", "kube-system"][(i + 1) % 3];
+                let attrs: Attributes = serde_json::from_value(serde_json::json!({
+                    "operation": "CREATE",
+                    "kind": {"group": group, "version": "v1", "kind": "K"},
+                    "resource": {
+                        "group": group,
+                        "version": "v1",
+                        "resource": resource,
+                    },
+                    "namespace": namespace,
+                    "name": name,
+                }))
+                .unwrap();
+                assert_eq!(created_uid(&attrs), created_uid_by_definition(&attrs));
+            }
+        }
+    }
+
+    /// A metadata span and its members, as [`MetadataText`] holds them.
+    type Scanned<'t> = (crate::scan::Span, Vec<(&'t [u8], crate::scan::Span)>);
+
+    /// [`metadata_in_text`] by its definition: the object's members scanned, then those of
+    /// the last `metadata` (when an object) scanned again.
+    fn metadata_in_two_passes(text: &str) -> Option<Scanned<'_>> {
+        let buf = text.as_bytes();
+        let mut metadata = None;
+        crate::scan::members(buf, (0, buf.len()), |k, v| {
+            if k == b"metadata" {
+                metadata = Some(v);
+            }
+        })
+        .ok()?;
+        let span = metadata.filter(|(start, _)| buf.get(*start) == Some(&b'{'))?;
+        let mut members = Vec::new();
+        crate::scan::members(buf, span, |k, v| members.push((k, v))).ok()?;
+        Some((span, members))
+    }
+
+    #[test]
+    fn metadata_is_found_in_one_pass_as_in_two() {
+        let texts = [
+            r#"{}"#,
+            r#"{"metadata":{}}"#,
+            r#" { "metadata" : { "name" : "a" , "labels" : { "x" : "y" } } } "#,
+            r#"{"kind":"X","metadata":{"labels":{"a":"b"}},"data":{"k":"{\"}"}}"#,
+            r#"{"metadata":{"name":"n","creationTimestamp":null,"labels":{}}}"#,
+            r#"{"metadata":{"name":"a"},"metadata":{"name":"b","uid":"u"}}"#,
+            r#"{"metadata":{"name":"a"},"metadata":null}"#,
+            r#"{"metadata":null,"metadata":{"name":"b"}}"#,
+            r#"{"metadata":[1,2]}"#,
+            r#"{"metadata":"text"}"#,
+            r#"{"metadata":{"managedFields":[{"time":"t"}],"a\"b":1}}"#,
+            r#"{"metadata":{"name":"a"}} x"#,
+            r#"{"metadata":{"name":"a"}"#,
+            r#"{"metadata":{"name" "a"}}"#,
+            r#"{"metadata":{"name":"a",}}"#,
+            r#"{"metadata":{"name":"a"}],"x":1}"#,
+            r#"["metadata"]"#,
+            r#""#,
+        ];
+        for text in texts {
+            let one = metadata_in_text(text).map(|m| (m.span, m.members));
+            assert_eq!(one, metadata_in_two_passes(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn plain_strings_are_written_as_go_writes_them() {
+        let mut strings: Vec<String> = [
+            "",
+            "3443348f-dc01-4ea6-a1be-e84a6ecb30a4",
+            "2024-01-02T03:04:05Z",
+            "a b~",
+            "<",
+            ">",
+            "&",
+            "\"",
+            "\\",
+            "\n",
+            "\u{1}",
+            "\u{7f}",
+            "é",
+            "\u{2028}",
+            "x\u{2029}y",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        strings.extend((0u8..=127).map(|b| format!("ab{}cd", char::from(b))));
+        for s in &strings {
+            let (mut fast, mut slow) = (String::new(), String::new());
+            push_plain_or_json_string(&mut fast, s);
+            crate::gofmt::push_json_string(&mut slow, s);
+            assert_eq!(fast, slow, "{s:?}");
+        }
+    }
+
+    #[test]
+    fn spliced_members_go_where_go_orders_every_metadata_field() {
+        let schema = Schema::for_release(crate::KubeVersion::NEWEST);
+        let meta = schema.get(schema.by_name("meta/v1.ObjectMeta").unwrap());
+        for (name, value) in [("uid", "u"), ("creationTimestamp", "t")] {
+            let at = meta.index_of(name).unwrap();
+            for field in meta.fields.iter().filter(|f| &*f.name != name) {
+                let text = format!(r#"{{"metadata":{{"{}":1,"zz-unknown":2}}}}"#, field.name);
+                let found = metadata_in_text(&text).unwrap();
+                let spliced = splice_metadata(&text, &found, meta, &[(name, value)]).unwrap();
+                let before = meta.index_of(&field.name).unwrap() < at;
+                let want = if before {
+                    format!(
+                        r#"{{"metadata":{{"{}":1,"{name}":"{value}","zz-unknown":2}}}}"#,
+                        field.name
+                    )
+                } else {
+                    format!(
+                        r#"{{"metadata":{{"{name}":"{value}","{}":1,"zz-unknown":2}}}}"#,
+                        field.name
+                    )
+                };
+                assert_eq!(spliced, want, "{name} beside {}", field.name);
+            }
         }
     }
 

@@ -622,59 +622,112 @@ impl serde_json::ser::Formatter for Nested {
 }
 
 /// Appends `compact` (compact JSON) in the report's pretty layout, `level` levels deep.
-fn reindent(out: &mut Vec<u8>, compact: &[u8], mut level: usize) {
-    let b = compact;
-    // `b[run..i]` is copied as it stands when punctuation interrupts it.
-    let (mut run, mut i) = (0, 0);
-    while i < b.len() {
-        match b[i] {
+///
+/// One step per token: a string is copied whole (found by its closing quote), punctuation
+/// becomes its pretty form, and anything else (numbers, literals) is copied up to the next
+/// punctuation, so that text this does not expect still comes out as it was.
+fn reindent(out: &mut Vec<u8>, b: &[u8], mut level: usize) {
+    // The pretty text is rarely more than twice the compact one: one reservation for most.
+    out.reserve(b.len() * 2);
+    let mut i = 0;
+    while let Some(&c) = b.get(i) {
+        match c {
             b'"' => {
                 // A string is copied as it stands: on to its closing quote.
-                i += 1;
-                i = loop {
-                    match crate::scan::quote_or_backslash(b, i) {
-                        Some(k) if b[k] == b'\\' => i = k + 2,
-                        Some(k) => break k + 1,
-                        None => break b.len(),
-                    }
-                };
-                continue;
+                let end = quoted_end(b, i + 1);
+                copy_short(out, b, i, end);
+                i = end;
             }
-            open @ (b'{' | b'[') => {
-                out.extend_from_slice(&b[run..i]);
-                let close = if open == b'{' { b'}' } else { b']' };
+            b'{' | b'[' => {
+                // `}` and `]` follow `{` and `[` by two in ASCII.
+                let close = c + 2;
                 if b.get(i + 1) == Some(&close) {
-                    out.extend_from_slice(&[open, close]);
-                    i += 1;
+                    out.extend_from_slice(&[c, close]);
+                    i += 2;
                 } else {
                     level += 1;
-                    out.push(open);
+                    out.push(c);
                     line(out, false, level);
+                    i += 1;
                 }
             }
-            close @ (b'}' | b']') => {
-                out.extend_from_slice(&b[run..i]);
+            b'}' | b']' => {
                 level = level.saturating_sub(1);
                 line(out, false, level);
-                out.push(close);
+                out.push(c);
+                i += 1;
             }
             b',' => {
-                out.extend_from_slice(&b[run..i]);
                 line(out, true, level);
+                i += 1;
             }
             b':' => {
-                out.extend_from_slice(&b[run..i]);
                 out.extend_from_slice(b": ");
+                i += 1;
             }
             _ => {
-                i += 1;
-                continue;
+                let start = i;
+                while let Some(&d) = b.get(i) {
+                    if matches!(d, b'"' | b'{' | b'[' | b'}' | b']' | b',' | b':') {
+                        break;
+                    }
+                    i += 1;
+                }
+                copy_short(out, b, start, i);
             }
         }
-        i += 1;
-        run = i;
     }
-    out.extend_from_slice(&b[run.min(b.len())..]);
+}
+
+/// End (after the closing quote) of the string whose content starts at `k`, or the end of `b`
+/// when it is not closed: a word at a time while words are whole, without the longer strides
+/// of [`crate::scan::quote_or_backslash`], which the short strings of an object do not reach.
+#[inline(always)]
+fn quoted_end(b: &[u8], mut k: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    // The high bit of each byte of `w` equal to `byte`; only the lowest is exact.
+    let flags = |w: u64, byte: u8| {
+        let x = w ^ (ONES * u64::from(byte));
+        x.wrapping_sub(ONES) & !x & HIGHS
+    };
+    while let Some(w) = b.get(k..).and_then(|rest| rest.first_chunk::<8>()) {
+        let w = u64::from_le_bytes(*w);
+        let hits = flags(w, b'"') | flags(w, b'\\');
+        if hits == 0 {
+            k += 8;
+            continue;
+        }
+        let q = k + (hits.trailing_zeros() / 8) as usize;
+        if b[q] == b'"' {
+            return q + 1;
+        }
+        k = q + 2;
+    }
+    while let Some(&c) = b.get(k) {
+        match c {
+            b'"' => return k + 1,
+            b'\\' => k += 2,
+            _ => k += 1,
+        }
+    }
+    b.len()
+}
+
+/// Appends `b[start..end]`: for a short run (most strings of an object) as one copy of constant
+/// length whose tail is cut off again, which compiles to a few moves rather than a call.
+#[inline(always)]
+fn copy_short(out: &mut Vec<u8>, b: &[u8], start: usize, end: usize) {
+    const CHUNK: usize = 16;
+    if end - start <= CHUNK
+        && let Some(chunk) = b.get(start..).and_then(|rest| rest.first_chunk::<CHUNK>())
+    {
+        let at = out.len();
+        out.extend_from_slice(chunk);
+        out.truncate(at + (end - start));
+    } else {
+        out.extend_from_slice(&b[start..end]);
+    }
 }
 
 /// Appends `value` pretty-printed as if nested `level` levels deep.
@@ -698,34 +751,23 @@ fn write_str(buf: &mut Vec<u8>, s: &str) {
 
 /// A newline (after a comma when `comma`) and the indentation of `level`, two spaces a level.
 fn line(buf: &mut Vec<u8>, comma: bool, level: usize) {
-    const LINE: &[u8; 65] = b"\n                                                                ";
-    /// The first `N` bytes of [`LINE`]: a copy of constant length, which compiles to a few
-    /// moves rather than a call to `memcpy`.
-    #[inline(always)]
-    fn first<const N: usize>(buf: &mut Vec<u8>) {
-        buf.extend_from_slice(&LINE[..N]);
+    /// A comma, a newline and the indentation of up to [`FAST`] levels, with room to spare.
+    const LINE: &[u8; 2 + 2 * 48] = b",\n                                                                                                ";
+    /// Levels whose line is one copy of constant length (32 bytes from [`LINE`], of which
+    /// the unwanted tail is cut off again): a few moves, whatever the level.
+    const FAST: usize = 15;
+    let from = usize::from(!comma);
+    let len = 2 - from + level * 2;
+    if level <= FAST
+        && let Some(chunk) = LINE[from..].first_chunk::<32>()
+    {
+        let at = buf.len();
+        buf.extend_from_slice(chunk);
+        buf.truncate(at + len);
+        return;
     }
-    if comma {
-        buf.push(b',');
-    }
-    match level {
-        0 => first::<1>(buf),
-        1 => first::<3>(buf),
-        2 => first::<5>(buf),
-        3 => first::<7>(buf),
-        4 => first::<9>(buf),
-        5 => first::<11>(buf),
-        6 => first::<13>(buf),
-        7 => first::<15>(buf),
-        8 => first::<17>(buf),
-        _ => match LINE.get(..=level * 2) {
-            Some(line) => buf.extend_from_slice(line),
-            None => {
-                buf.push(b'\n');
-                buf.resize(buf.len() + level * 2, b' ');
-            }
-        },
-    }
+    buf.extend_from_slice(&LINE[from..2]);
+    buf.resize(buf.len() + level * 2, b' ');
 }
 
 /// A field name as [`Fields`] writes it: quoted, then `: `.
@@ -1041,6 +1083,25 @@ mod tests {
             both_ways(&values[2], 0).0,
             serde_json::to_string_pretty(&values[2]).unwrap()
         );
+    }
+
+    #[test]
+    fn strings_of_every_length_are_copied_whole_wherever_they_end() {
+        for len in 0..40 {
+            let text = "ab\\\"é".repeat(len / 5) + &"x".repeat(len % 5);
+            let values = [
+                serde_json::json!(text),
+                serde_json::json!({ &text: text, "n": len, "l": [text, len] }),
+                serde_json::json!([len, [text]]),
+                serde_json::json!({ "k": len }),
+            ];
+            for v in &values {
+                for level in 0..3 {
+                    let (serialised, raw) = both_ways(v, level);
+                    assert_eq!(raw, serialised, "{v} at {level}");
+                }
+            }
+        }
     }
 
     fn scalar() -> impl Strategy<Value = Value> {
