@@ -15,9 +15,11 @@
 //! errors on `.?` of a missing key (cel-go: `optional.none()`).
 //!
 //! Differences from cel-go that remain:
-//! * the static check is partial: argument types of operators and functions are not checked
-//!   (`1 == 'a'` compiles and evaluates to false; cel-go rejects it), and where a result type
-//!   is not inferred the expression is accepted;
+//! * the static check is partial: operators and most functions have their overloads checked
+//!   as cel-go checks them (`1 == 'a'` and `'a'.startsWith(1)` are refused with its text), but
+//!   `semver`, `format.*`, authorizer, optional and `sets.*` methods and list `indexOf` /
+//!   `isSorted` element types are not, and where a result type is not inferred the expression
+//!   is accepted;
 //! * `fieldSelector`/`labelSelector` on authorizer checks and functions kube-cel does not
 //!   provide are undeclared (type denotations and `type(x)` are modelled, as type values);
 //! * error texts come from cel 0.13 and are mapped to cel-go's wording for the common cases
