@@ -1670,7 +1670,10 @@ impl<'e, 'c> Run<'e, 'c> {
             let mut normalized = decoded.clone();
             schema::codec::normalize_in_place(schema, id, &mut normalized)
                 .map_err(|e| e.to_string())?;
-            debug_assert_eq!(normalized, decoded, "defaulting wrote a value not in Go's form");
+            debug_assert_eq!(
+                normalized, decoded,
+                "defaulting wrote a value not in Go's form"
+            );
         }
         // Reviews encode it when a webhook is called with it.
         Ok((decoded, changed, None, true))

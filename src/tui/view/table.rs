@@ -199,14 +199,24 @@ impl Laid {
         }
         let mut widths: Vec<u16> = least.clone();
         let mut spare = u32::from(width).saturating_sub(used(&kept, &least));
-        // Spare width to the columns that need it, the highest priority first.
-        for &i in order.iter().rev() {
-            if !kept[i] || spare == 0 {
-                continue;
+        // Spare width to the columns that need it, the highest priority first: first to those
+        // whose cells it shows whole (a short column is not cut for a long one that would stay
+        // cut anyway), then what is left, titles included.
+        for cells_only in [true, false] {
+            for &i in order.iter().rev() {
+                let want = if cells_only {
+                    clamp(widest[i])
+                } else {
+                    natural[i]
+                };
+                let need = u32::from(want.saturating_sub(widths[i]));
+                if !kept[i] || spare == 0 || (cells_only && need > spare) {
+                    continue;
+                }
+                let more = need.min(spare);
+                widths[i] += more as u16;
+                spare -= more;
             }
-            let more = u32::from(natural[i] - widths[i]).min(spare);
-            widths[i] += more as u16;
-            spare -= more;
         }
         Laid {
             columns: columns.to_vec(),
@@ -405,6 +415,31 @@ mod tests {
         assert_eq!(l.column_at(0), Some(0));
         assert_eq!(l.column_at(21), None, "the spacing");
         assert_eq!(l.column_at(22), Some(1));
+    }
+
+    #[test]
+    fn short_columns_are_made_whole_before_a_long_one_takes_the_rest() {
+        let cols = [
+            Column::text(" KIND", 6, 8),
+            Column::text("WHERE", 8, 18),
+            Column::text("REASON", 9, 20),
+        ];
+        let reason = "x".repeat(400);
+        let r = rows(&[&["invalid-input", "manifests/apps.yaml document 12", &reason]]);
+        let l = Laid::new(&cols, &r, 250);
+        assert_eq!(l.width_of(0), Some(13), "the whole kind");
+        assert_eq!(l.width_of(1), Some(31), "the whole place");
+        assert_eq!(l.width_of(2), Some(250 - 13 - 31 - 2 * SPACING), "the rest");
+        // What is left after the short columns that fit whole goes by priority, as before.
+        let width = 46 + 2 * SPACING + 12;
+        let l = Laid::new(&cols, &r, width);
+        assert_eq!(
+            l.width_of(0),
+            Some(13),
+            "the kind fits whole in the 12 spare"
+        );
+        assert_eq!(l.width_of(1), Some(18), "the place needs 13: cut");
+        assert_eq!(l.width_of(2), Some(20 + 7), "the rest");
     }
 
     #[test]
