@@ -37,7 +37,9 @@ fn eq_bytes(w: u64, pattern: u64) -> u64 {
 }
 
 /// Index of the first byte at or after `from` that `hits` flags (in a little-endian word, see
-/// [`eq_bytes`]) and `is_hit` accepts: a word, then sixteen bytes at a time.
+/// [`eq_bytes`]) and `is_hit` accepts: a word, then sixteen bytes at a time, then the last word
+/// again (overlapping bytes already passed, which have no flags); fewer than eight bytes as two
+/// overlapping halves of a word, looked at byte by byte only when they hold a hit.
 #[inline(always)]
 fn first_hit(
     buf: &[u8],
@@ -45,7 +47,8 @@ fn first_hit(
     hits: impl Fn(u64) -> u64,
     is_hit: impl Fn(u8) -> bool,
 ) -> Option<usize> {
-    let mut rest = buf.get(from..)?;
+    let all = buf.get(from..)?;
+    let mut rest = all;
     let mut at = from;
     // Most strings scanned end within a word: one word first.
     if let Some(w) = rest.first_chunk::<8>() {
@@ -55,6 +58,14 @@ fn first_hit(
         }
         rest = &rest[8..];
         at += 8;
+    } else {
+        if let (Some(lo), Some(hi)) = (rest.first_chunk::<4>(), rest.last_chunk::<4>()) {
+            let w = u64::from(u32::from_le_bytes(*lo)) | u64::from(u32::from_le_bytes(*hi)) << 32;
+            if hits(w) == 0 {
+                return None;
+            }
+        }
+        return rest.iter().position(|&b| is_hit(b)).map(|p| at + p);
     }
     let mut chunks = rest.chunks_exact(16);
     for chunk in chunks.by_ref() {
@@ -71,11 +82,41 @@ fn first_hit(
         }
         at += 16;
     }
-    chunks
-        .remainder()
-        .iter()
-        .position(|&b| is_hit(b))
-        .map(|p| at + p)
+    let mut tail = chunks.remainder();
+    if let Some(w) = tail.first_chunk::<8>() {
+        let w = hits(u64::from_le_bytes(*w));
+        if w != 0 {
+            return Some(at + (w.trailing_zeros() / 8) as usize);
+        }
+        tail = &tail[8..];
+    }
+    if tail.is_empty() {
+        return None;
+    }
+    // `all` has eight bytes or more: its last word ends with the tail.
+    let w = all
+        .last_chunk::<8>()
+        .map_or(0, |w| hits(u64::from_le_bytes(*w)));
+    (w != 0).then(|| from + all.len() - 8 + (w.trailing_zeros() / 8) as usize)
+}
+
+/// Index of the first byte at or after `from` that Go's HTML-safe string encoding looks at: `"`,
+/// `\`, control characters, `<`, `>`, `&`, and 0xE2 (the first byte of U+2028 and U+2029).
+#[inline]
+pub(crate) fn html_string_stop(buf: &[u8], from: usize) -> Option<usize> {
+    first_hit(
+        buf,
+        from,
+        |w| {
+            // `"` and `&` differ in one bit, as `<` and `>` do: one comparison each pair.
+            eq_bytes(w & !(ONES * 0x04), ONES * u64::from(b'"'))
+                | eq_bytes(w & !(ONES * 0x02), ONES * u64::from(b'<'))
+                | eq_bytes(w, ONES * u64::from(b'\\'))
+                | eq_bytes(w, ONES * 0xE2)
+                | below_space(w)
+        },
+        |b| matches!(b, b'"' | b'\\' | b'<' | b'>' | b'&' | 0xE2) || b < 0x20,
+    )
 }
 
 /// Index of the first `"` or `\` at or after `from`.
@@ -838,7 +879,54 @@ mod tests {
                         let stop = (at >= from).then_some(at);
                         assert_eq!(string_stop(&s, from), stop, "{len} {from} {at}");
                         assert_eq!(find_byte(&s, from, hit), stop, "{len} {from} {at}");
+                        assert_eq!(html_string_stop(&s, from), stop, "{len} {from} {at}");
                     }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn the_html_stop_is_the_first_byte_go_looks_at() {
+        // Every byte value, alone or after others, in strings of every length around the word
+        // and chunk sizes, against the obvious byte-by-byte search.
+        let go_looks_at = |b: u8| matches!(b, b'"' | b'\\' | b'<' | b'>' | b'&' | 0xE2) || b < 0x20;
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        let alphabet = b"a<>&\"\\\n\x1f\x7f\x80\xa8\xe2 zZ~";
+        for _ in 0..20_000 {
+            let len = (next() % 48) as usize;
+            let s: Vec<u8> = (0..len)
+                .map(|_| match next() % 4 {
+                    0 => alphabet[(next() % alphabet.len() as u64) as usize],
+                    1 => (next() % 256) as u8,
+                    _ => b'a' + (next() % 26) as u8,
+                })
+                .collect();
+            let from = (next() % (len as u64 + 2)) as usize;
+            let want = s
+                .get(from..)
+                .and_then(|rest| rest.iter().position(|&b| go_looks_at(b)))
+                .map(|p| from + p);
+            assert_eq!(html_string_stop(&s, from), want, "{s:?} from {from}");
+            let want = s
+                .get(from..)
+                .and_then(|rest| rest.iter().position(|&b| b == b'"' || b == b'\\'))
+                .map(|p| from + p);
+            assert_eq!(quote_or_backslash(&s, from), want, "{s:?} from {from}");
+        }
+        for b in 0..=255u8 {
+            for len in 1..40 {
+                for at in 0..len {
+                    let mut s = vec![b'a'; len];
+                    s[at] = b;
+                    let want = go_looks_at(b).then_some(at);
+                    assert_eq!(html_string_stop(&s, 0), want, "{b:#x} {len} {at}");
                 }
             }
         }

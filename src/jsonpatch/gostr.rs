@@ -103,16 +103,17 @@ pub(crate) fn append_string(out: &mut Vec<u8>, s: &str) {
 /// U+2028, U+2029): when it did not, the bytes are serde_json's too.
 pub(crate) fn append_string_html(out: &mut Vec<u8>, s: &str) -> bool {
     let mut html = false;
-    out.reserve(s.len() + 2);
-    out.push(b'"');
     let b = s.as_bytes();
+    out.reserve(b.len() + 2);
+    out.push(b'"');
+    // Most strings have nothing to escape: found a word at a time, copied whole.
+    let Some(mut i) = crate::scan::html_string_stop(b, 0) else {
+        out.extend_from_slice(b);
+        out.push(b'"');
+        return false;
+    };
     let mut start = 0;
-    let mut i = 0;
-    while let Some(p) = b
-        .get(i..)
-        .and_then(|rest| rest.iter().position(|&c| STRING_SPECIAL[usize::from(c)]))
-    {
-        i += p;
+    loop {
         let c = b.get(i).copied().unwrap_or(b' ');
         let esc: &[u8] = match c {
             b'"' => b"\\\"",
@@ -123,8 +124,13 @@ pub(crate) fn append_string_html(out: &mut Vec<u8>, s: &str) -> bool {
             b'\r' => b"\\r",
             b'\t' => b"\\t",
             0xE2 if !(b.get(i + 1) == Some(&0x80) && matches!(b.get(i + 2), Some(0xA8 | 0xA9))) => {
-                i += 1;
-                continue;
+                match crate::scan::html_string_stop(b, i + 1) {
+                    Some(next) => {
+                        i = next;
+                        continue;
+                    }
+                    None => break,
+                }
             }
             _ => &[],
         };
@@ -146,6 +152,10 @@ pub(crate) fn append_string_html(out: &mut Vec<u8>, s: &str) -> bool {
             start = i + 1;
         }
         i = start;
+        match crate::scan::html_string_stop(b, i) {
+            Some(next) => i = next,
+            None => break,
+        }
     }
     out.extend_from_slice(b.get(start..).unwrap_or_default());
     out.push(b'"');
@@ -168,9 +178,6 @@ const fn table(bytes: &[u8], controls: bool) -> [bool; 256] {
     }
     t
 }
-
-/// Bytes `append_string` escapes (and the first byte of U+2028 and U+2029).
-static STRING_SPECIAL: [bool; 256] = table(b"\"\\<>&\xE2", true);
 
 /// Bytes `compact` must look at outside strings, inside strings, and inside strings when escaping.
 static OUTSIDE: [bool; 256] = table(b"\" \t\r\n", false);
@@ -349,6 +356,94 @@ mod tests {
             String::from_utf8(out).unwrap(),
             r#"{"a \u003c":[1,"\" \u0026\u2029"]}"#
         );
+    }
+
+    /// Go's `encodeState.string` with HTML escaping, character by character, and whether it
+    /// wrote an escape serde_json does not.
+    fn go_string_char_by_char(s: &str) -> (String, bool) {
+        let mut out = String::from("\"");
+        let mut html = false;
+        for ch in s.chars() {
+            match ch {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\u{8}' => out.push_str("\\b"),
+                '\u{c}' => out.push_str("\\f"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '<' | '>' | '&' | '\u{0}'..='\u{1f}' => {
+                    html |= ch >= ' ';
+                    out.push_str(&format!("\\u{:04x}", u32::from(ch)));
+                }
+                '\u{2028}' | '\u{2029}' => {
+                    html = true;
+                    out.push_str(&format!("\\u{:04x}", u32::from(ch)));
+                }
+                _ => out.push(ch),
+            }
+        }
+        out.push('"');
+        (out, html)
+    }
+
+    #[test]
+    fn the_word_at_a_time_escaper_writes_what_go_writes_char_by_char() {
+        let pieces = [
+            "a",
+            "z",
+            "<",
+            ">",
+            "&",
+            "\"",
+            "\\",
+            "\n",
+            "\r",
+            "\t",
+            "\u{8}",
+            "\u{c}",
+            "\u{0}",
+            "\u{1f}",
+            "\u{7f}",
+            " ",
+            "é",
+            "\u{2028}",
+            "\u{2029}",
+            "\u{2027}",
+            "\u{202a}",
+            "\u{20ac}",
+            "\u{e000}",
+            "\u{1F600}",
+            "abcdefgh",
+            "\u{800}",
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..30_000 {
+            let n = (next() % 24) as usize;
+            let mut s = String::new();
+            for _ in 0..n {
+                // Mostly plain letters, so that runs cross the word and chunk boundaries.
+                let piece = if next() % 3 == 0 {
+                    pieces[(next() % pieces.len() as u64) as usize]
+                } else {
+                    "abcdefghijklmnop"
+                        .get(..(next() % 12) as usize)
+                        .unwrap_or("")
+                };
+                s.push_str(piece);
+            }
+            let mut out = b"x".to_vec();
+            let html = append_string_html(&mut out, &s);
+            let (want, want_html) = go_string_char_by_char(&s);
+            assert_eq!(String::from_utf8(out).unwrap(), format!("x{want}"), "{s:?}");
+            assert_eq!(html, want_html, "{s:?}");
+        }
     }
 
     #[test]

@@ -24,8 +24,9 @@ pub struct DecodeError(pub String);
 /// unknown fields dropped, `omitempty` applied, times at their precision, quantities canonical.
 pub fn encode(schema: &Schema, id: TypeId, value: &Value) -> Result<String, DecodeError> {
     let mut enc = Encoder::new(schema, 512);
+    enc.spans = Some(vec![None; schema.get(id).fields.len()]);
     enc.write(&Type::Struct(id), Some(value))?;
-    enc.into_text()
+    enc.into_remembered_text(id)
 }
 
 /// [`encode`] of a map whose members are read through `member` (an object whose members are
@@ -41,8 +42,9 @@ pub fn encode_members<'v>(
     for (i, field) in st.fields.iter().enumerate() {
         slots.set(i, member(&field.name));
     }
+    enc.spans = Some(vec![None; st.fields.len()]);
     enc.write_slots(st, &slots)?;
-    enc.into_text()
+    enc.into_remembered_text(id)
 }
 
 /// [`encode`] of an object whose encoding `old` is known and whose top-level members other than
@@ -57,23 +59,31 @@ pub fn encode_spliced(
 ) -> Option<Result<String, DecodeError>> {
     let st = schema.get(id);
     let buf = old.as_bytes();
-    let mut spans = vec![None; st.fields.len()];
-    let mut foreign = false;
-    crate::scan::members(buf, (0, buf.len()), |k, v| {
-        match std::str::from_utf8(k).ok().and_then(|k| st.index_of(k)) {
-            Some(i) => spans[i] = Some(v),
-            None => foreign = true,
+    // A text written here has its members' places remembered; another is scanned.
+    let spans = match recall(schema, id, buf) {
+        Some(spans) => spans,
+        None => {
+            let mut spans = vec![None; st.fields.len()];
+            let mut foreign = false;
+            crate::scan::members(buf, (0, buf.len()), |k, v| {
+                match std::str::from_utf8(k).ok().and_then(|k| st.index_of(k)) {
+                    Some(i) => spans[i] = Some(v),
+                    None => foreign = true,
+                }
+            })
+            .ok()?;
+            if foreign || buf.first() != Some(&b'{') {
+                return None;
+            }
+            spans
         }
-    })
-    .ok()?;
-    if foreign || buf.first() != Some(&b'{') {
-        return None;
-    }
+    };
     let mut enc = Encoder::new(schema, old.len() + 64);
+    let mut written = vec![None; st.fields.len()];
     enc.owner = Some(st);
     enc.out.push(b'{');
     let mut first = true;
-    for (field, span) in st.fields.iter().zip(&spans) {
+    for (i, (field, span)) in st.fields.iter().zip(&spans).enumerate() {
         let new = replaced
             .iter()
             .find(|(n, _)| **n == *field.name)
@@ -88,8 +98,8 @@ pub fn encode_spliced(
             enc.out.push(b',');
         }
         first = false;
-        gostr::append_string(&mut enc.out, &field.name);
-        enc.out.push(b':');
+        enc.out.extend_from_slice(st.key(i));
+        let start = enc.out.len();
         match (bytes, new) {
             (Some(bytes), _) => enc.out.extend_from_slice(bytes),
             (None, value) => {
@@ -100,9 +110,57 @@ pub fn encode_spliced(
                 enc.path.pop();
             }
         }
+        if let Some(span) = written.get_mut(i) {
+            *span = Some((start, enc.out.len()));
+        }
     }
     enc.out.push(b'}');
-    Some(enc.into_text())
+    enc.spans = Some(written);
+    Some(enc.into_remembered_text(id))
+}
+
+/// A text this module wrote for a struct type, and where its top-level members' values are.
+struct Written {
+    schema: *const Schema,
+    id: TypeId,
+    text: Box<[u8]>,
+    spans: Box<[Option<(usize, usize)>]>,
+}
+
+thread_local! {
+    /// The last texts written on this thread, for [`encode_spliced`] to find their members in
+    /// without scanning them (the text it is given is most often one written just before).
+    static WRITTEN: std::cell::RefCell<std::collections::VecDeque<Written>> =
+        const { std::cell::RefCell::new(std::collections::VecDeque::new()) };
+}
+
+/// How many texts [`WRITTEN`] keeps.
+const WRITTEN_KEPT: usize = 4;
+
+fn remember(schema: &Schema, id: TypeId, text: &[u8], spans: Vec<Option<(usize, usize)>>) {
+    WRITTEN.with(|cell| {
+        let mut written = cell.borrow_mut();
+        if written.len() >= WRITTEN_KEPT {
+            written.pop_back();
+        }
+        written.push_front(Written {
+            schema,
+            id,
+            text: text.into(),
+            spans: spans.into(),
+        });
+    });
+}
+
+/// The member spans of `text` when it is one of the texts remembered (same bytes, same type).
+fn recall(schema: &Schema, id: TypeId, text: &[u8]) -> Option<Vec<Option<(usize, usize)>>> {
+    WRITTEN.with(|cell| {
+        let written = cell.borrow();
+        written
+            .iter()
+            .find(|w| std::ptr::eq(w.schema, schema) && w.id == id && *w.text == *text)
+            .map(|w| w.spans.to_vec())
+    })
 }
 
 /// [`encode`], parsed back into a value: the object as the apiserver holds it after a decode.
@@ -227,6 +285,9 @@ struct Encoder<'s> {
     path: Vec<&'s str>,
     /// The struct whose field is being decoded, for messages.
     owner: Option<&'s Struct>,
+    /// Where the top-level members' values are written, by field, when they are recorded (the
+    /// outermost struct written takes it).
+    spans: Option<Vec<Option<(usize, usize)>>>,
 }
 
 /// What a JSON value is called in Go's `UnmarshalTypeError`.
@@ -248,7 +309,17 @@ impl<'s> Encoder<'s> {
             out: Vec::with_capacity(capacity),
             path: Vec::new(),
             owner: None,
+            spans: None,
         }
+    }
+
+    /// The JSON written, its top-level members' places remembered for [`encode_spliced`] when
+    /// they were recorded.
+    fn into_remembered_text(mut self, id: TypeId) -> Result<String, DecodeError> {
+        if let Some(spans) = self.spans.take() {
+            remember(self.schema, id, &self.out, spans);
+        }
+        self.into_text()
     }
 
     /// The JSON written.
@@ -311,11 +382,10 @@ impl<'s> Encoder<'s> {
             },
             Type::Float => match value {
                 None => self.out.push(b'0'),
-                Some(Value::Number(n)) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-                    (Some(i), _, _) => self.out.extend_from_slice(i.to_string().as_bytes()),
-                    (_, Some(u), _) => self.out.extend_from_slice(u.to_string().as_bytes()),
-                    (_, _, Some(f)) => gostr::push_go_float(&mut self.out, f),
-                    _ => self.out.push(b'0'),
+                Some(Value::Number(n)) => match n.as_f64() {
+                    _ if n.is_i64() || n.is_u64() => push_number_int(&mut self.out, n),
+                    Some(f) => gostr::push_go_float(&mut self.out, f),
+                    None => self.out.push(b'0'),
                 },
                 Some(v) => return Err(self.type_error(json_kind(v), ty)),
             },
@@ -581,10 +651,7 @@ impl<'s> Encoder<'s> {
             },
             Type::Int(it) => match value {
                 Value::Null => *value = Value::from(0),
-                Value::Number(n) => {
-                    self.out.clear();
-                    self.write_int(&n.clone(), *it, ty)?;
-                }
+                Value::Number(n) => self.check_int(n, *it, ty)?,
                 v => return Err(self.type_error(json_kind(v), ty)),
             },
             Type::Quantity => {
@@ -609,16 +676,20 @@ impl<'s> Encoder<'s> {
     }
 
     fn write_int(&mut self, n: &Number, it: IntType, ty: &Type) -> Result<(), DecodeError> {
+        self.check_int(n, it, ty)?;
+        push_number_int(&mut self.out, n);
+        Ok(())
+    }
+
+    /// Go's decoder's check of an integer field: a whole number within the type's range.
+    fn check_int(&self, n: &Number, it: IntType, ty: &Type) -> Result<(), DecodeError> {
         let (min, max) = it.range();
         let value = n
             .as_i64()
             .map(i128::from)
             .or_else(|| n.as_u64().map(i128::from));
         match value {
-            Some(v) if (min..=max).contains(&v) => {
-                self.out.extend_from_slice(v.to_string().as_bytes());
-                Ok(())
-            }
+            Some(v) if (min..=max).contains(&v) => Ok(()),
             _ => Err(self.type_error(format!("number {n}"), ty)),
         }
     }
@@ -635,26 +706,60 @@ impl<'s> Encoder<'s> {
         self.out.push(b'{');
         let mut first = true;
         let owner = self.owner.replace(st);
-        for (i, field) in st.fields.iter().enumerate() {
-            let value = slots.get(i);
-            if omitted(self.schema, field, value) {
-                continue;
+        // The outermost struct records its members' places (the nested ones find None).
+        let mut spans = self.spans.take();
+        let mut record = |i: usize, span: Option<(usize, usize)>| {
+            if let Some(slot) = spans.as_mut().and_then(|s| s.get_mut(i)) {
+                *slot = span;
             }
-            if !first {
-                self.out.push(b',');
+        };
+        if let Some(present) = slots.present() {
+            // Only the fields present or written when absent can be written: visited by bit,
+            // in Go's order, instead of every field of the struct.
+            let mut bits = present | st.written_when_absent();
+            while bits != 0 {
+                let i = bits.trailing_zeros() as usize;
+                bits &= bits - 1;
+                record(i, self.write_field(st, i, slots.get(i), &mut first)?);
             }
-            first = false;
-            gostr::append_string(&mut self.out, &field.name);
-            self.out.push(b':');
-            self.path.push(&field.name);
-            self.owner = Some(st);
-            let result = self.write(&field.ty, value);
-            self.path.pop();
-            result?;
+        } else {
+            for i in 0..st.fields.len() {
+                record(i, self.write_field(st, i, slots.get(i), &mut first)?);
+            }
         }
+        self.spans = spans;
         self.owner = owner;
         self.out.push(b'}');
         Ok(())
+    }
+
+    /// Writes field `i` of `st` (with its name and the comma before it unless `first`) unless
+    /// Go leaves it out; where its value is, when written.
+    #[inline(always)]
+    fn write_field(
+        &mut self,
+        st: &'s Struct,
+        i: usize,
+        value: Option<&Value>,
+        first: &mut bool,
+    ) -> Result<Option<(usize, usize)>, DecodeError> {
+        let Some(field) = st.fields.get(i) else {
+            return Ok(None);
+        };
+        if omitted(self.schema, field, value) {
+            return Ok(None);
+        }
+        if !*first {
+            self.out.push(b',');
+        }
+        *first = false;
+        self.out.extend_from_slice(st.key(i));
+        let start = self.out.len();
+        self.path.push(&field.name);
+        self.owner = Some(st);
+        let result = self.write(&field.ty, value);
+        self.path.pop();
+        result.map(|()| Some((start, self.out.len())))
     }
 }
 
@@ -663,6 +768,8 @@ impl<'s> Encoder<'s> {
 struct Slots<'v> {
     small: [Option<&'v Value>; 64],
     large: Vec<Option<&'v Value>>,
+    /// Bit `i` set when `small[i]` is a member (structs of up to 64 fields).
+    present: u64,
 }
 
 impl<'v> Slots<'v> {
@@ -670,6 +777,7 @@ impl<'v> Slots<'v> {
         let mut slots = Slots {
             small: [None; 64],
             large: Vec::new(),
+            present: 0,
         };
         if st.fields.len() > slots.small.len() {
             slots.large = vec![None; st.fields.len()];
@@ -677,9 +785,15 @@ impl<'v> Slots<'v> {
         slots
     }
 
+    #[inline]
     fn set(&mut self, i: usize, v: Option<&'v Value>) {
         if let Some(slot) = self.small.get_mut(i).filter(|_| self.large.is_empty()) {
             *slot = v;
+            if v.is_some() {
+                self.present |= 1 << i;
+            } else {
+                self.present &= !(1 << i);
+            }
         } else if let Some(slot) = self.large.get_mut(i) {
             *slot = v;
         }
@@ -695,12 +809,18 @@ impl<'v> Slots<'v> {
         slots
     }
 
+    #[inline]
     fn get(&self, i: usize) -> Option<&'v Value> {
         if self.large.is_empty() {
             self.small.get(i).copied().flatten()
         } else {
             self.large.get(i).copied().flatten()
         }
+    }
+
+    /// The fields set, by bit, when the struct has 64 fields or fewer.
+    fn present(&self) -> Option<u64> {
+        self.large.is_empty().then_some(self.present)
     }
 }
 
@@ -742,6 +862,30 @@ fn quantity_text(value: &Value) -> Result<std::rc::Rc<str>, DecodeError> {
         texts.insert(text.as_str().into(), answer.clone());
         answer
     })
+}
+
+/// Whether Go's encoder writes the field when the decoded value left it unset: not
+/// [`omitted`] with no value, told without the schema (a struct's zero value is its absence).
+pub(super) fn written_when_absent(field: &Field) -> bool {
+    // `is_zero` of an absent value is true for every type but a quantity.
+    if field.omitzero && field.ty != Type::Quantity {
+        return false;
+    }
+    !field.omitempty || omitempty_keeps(&field.ty)
+}
+
+/// Whether `omitempty` never leaves out a field of this type (a struct, or a type with a JSON
+/// form of its own).
+pub(super) fn omitempty_keeps(ty: &Type) -> bool {
+    matches!(
+        ty,
+        Type::Time
+            | Type::MicroTime
+            | Type::Quantity
+            | Type::IntOrString
+            | Type::Raw
+            | Type::Struct(_)
+    )
 }
 
 /// Whether Go's encoder leaves the field out: `omitempty` on a false, 0, "", nil pointer or empty
@@ -806,6 +950,17 @@ fn is_zero(schema: &Schema, ty: &Type, value: Option<&Value>) -> bool {
     }
 }
 
+/// Appends an integer `n` (one `as_i64` or `as_u64` reads) in decimal, as Go writes it;
+/// nothing for another number.
+fn push_number_int(out: &mut Vec<u8>, n: &Number) {
+    let (negative, u) = match (n.as_i64(), n.as_u64()) {
+        (Some(i), _) => (i < 0, i.unsigned_abs()),
+        (None, Some(u)) => (false, u),
+        (None, None) => return,
+    };
+    crate::gofmt::push_decimal(out, negative, u);
+}
+
 /// Whether a float is anywhere in `v` (Go may write it as an integer).
 fn has_float(v: &Value) -> bool {
     match v {
@@ -822,11 +977,10 @@ fn write_any(out: &mut Vec<u8>, v: &Value) {
     match v {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(b) => out.extend_from_slice(if *b { b"true" } else { b"false" }),
-        Value::Number(n) => match (n.as_i64(), n.as_u64(), n.as_f64()) {
-            (Some(i), _, _) => out.extend_from_slice(i.to_string().as_bytes()),
-            (_, Some(u), _) => out.extend_from_slice(u.to_string().as_bytes()),
-            (_, _, Some(f)) => gostr::push_go_float(out, f),
-            _ => out.extend_from_slice(n.to_string().as_bytes()),
+        Value::Number(n) => match n.as_f64() {
+            _ if n.is_i64() || n.is_u64() => push_number_int(out, n),
+            Some(f) => gostr::push_go_float(out, f),
+            None => out.extend_from_slice(n.to_string().as_bytes()),
         },
         Value::String(s) => gostr::append_string(out, s),
         Value::Array(items) => {
@@ -1160,13 +1314,65 @@ mod tests {
                     }
                 }
             }
+            // With the old text's members remembered from its encoding, and found by a scan.
             let spliced = encode_spliced(schema, id, &old_text, replaced).expect("an encoding");
-            assert_eq!(spliced, encode(schema, id, &whole), "{replaced:?}");
+            assert!(recall(schema, id, old_text.as_bytes()).is_some());
+            WRITTEN.with(|w| w.borrow_mut().clear());
+            let scanned = encode_spliced(schema, id, &old_text, replaced).expect("an encoding");
+            let want = encode(schema, id, &whole);
+            assert_eq!(spliced, want, "{replaced:?}");
+            assert_eq!(scanned, want, "{replaced:?}");
+            // A spliced text is remembered too: splicing it again gives the encoding again.
+            let Ok(text) = &spliced else { continue };
+            let again = encode_spliced(schema, id, text, &[]).expect("an encoding");
+            assert_eq!(again.as_ref(), Ok(text));
+            assert!(recall(schema, id, text.as_bytes()).is_some());
+            let old_again = encode(schema, id, &old);
+            assert_eq!(old_again.as_ref(), Ok(&old_text));
         }
         let bad_type = serde_json::json!({"name": 1});
         let refused = encode_spliced(schema, id, &old_text, &[("metadata", Some(&bad_type))]);
         assert_eq!(refused.map(|r| r.is_err()), Some(true));
         assert!(encode_spliced(schema, id, r#"{"other":1}"#, &[]).is_none());
+    }
+
+    #[test]
+    fn written_when_absent_is_not_omitted_with_no_value() {
+        for release in [crate::KubeVersion::OLDEST, crate::KubeVersion::NEWEST] {
+            let schema = Schema::for_release(release);
+            for i in 0..schema.len() {
+                let st = schema.get(TypeId(i as u32));
+                for (j, f) in st.fields.iter().enumerate() {
+                    let want = !omitted(schema, f, None);
+                    assert_eq!(written_when_absent(f), want, "{}.{}", st.name, f.name);
+                    if j < 64 {
+                        assert_eq!(st.written_when_absent() >> j & 1 == 1, want);
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn integers_are_written_as_their_decimal_text() {
+        let mut seed = 0x2545_f491_4f6c_dd1du64;
+        let mut numbers: Vec<Number> = [0, 1, 9, 10, -1, -10, i64::MIN, i64::MAX]
+            .into_iter()
+            .map(Number::from)
+            .chain([u64::MAX, 1 << 63, 10_000_000_000_000_000_000].map(Number::from))
+            .collect();
+        for _ in 0..2_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            numbers.push(Number::from(seed >> (seed % 64)));
+            numbers.push(Number::from((seed >> (seed % 64)) as i64));
+        }
+        for n in numbers {
+            let mut out = b"x".to_vec();
+            push_number_int(&mut out, &n);
+            assert_eq!(String::from_utf8(out).unwrap(), format!("x{n}"));
+        }
     }
 
     #[test]

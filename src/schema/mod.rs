@@ -171,69 +171,142 @@ pub struct Struct {
     /// The fields Go's encoder writes even when the decoded value left them unset (no
     /// `omitempty`, or a struct type, which `omitempty` never leaves out; not `omitzero`).
     absent_written: Box<[u16]>,
+    /// Each field's name as Go's encoder writes a member name: quoted, escaped, with the `:`.
+    keys: Box<[Box<[u8]>]>,
+    /// Bit `i` set when Go writes field `i` (of the first 64) even when it is absent.
+    written_when_absent: u64,
 }
 
 /// Kinds by group, then version, then kind.
 type KindIndex = HashMap<Box<str>, HashMap<Box<str>, HashMap<Box<str>, TypeId>>>;
 
-/// A struct's fields by JSON name: an open-addressing table of field indices (plus one; 0 is
-/// empty) at least twice the size of the struct, probed linearly from the name's hash. Every
-/// member of every object decoded or encoded is looked up here, so it avoids the general map's
-/// hashing and the library `memcmp` of the names (see `api::meta::short_eq`).
+/// A struct's fields by JSON name: an open-addressing table (at least twice the size of the
+/// struct) probed linearly from a cheap hash of the name's first and last eight bytes and its
+/// length, with a multiplier chosen per struct so that (nearly always) every field sits in its
+/// own first slot. Each slot keeps the words it hashed, so that a lookup compares two words and a
+/// length instead of the names (only names over sixteen bytes compare their middle too). Every
+/// member of every object decoded or encoded is looked up here.
 #[derive(Debug, Clone, Default)]
 struct FieldTable {
-    slots: Box<[u16]>,
+    slots: Box<[Slot]>,
+    multiplier: u64,
+    shift: u32,
+}
+
+/// One slot of a [`FieldTable`]: `index` is the field's index plus one (0: empty).
+#[derive(Debug, Clone, Copy, Default)]
+struct Slot {
+    words: (u64, u64),
+    len: u32,
+    index: u16,
+}
+
+/// The first and last eight bytes of a name (overlapping when shorter than sixteen bytes; four
+/// and four when shorter than eight; each byte when shorter than four): with the length, all of
+/// a name up to sixteen bytes.
+#[inline(always)]
+fn name_words(name: &[u8]) -> (u64, u64) {
+    if let (Some(a), Some(b)) = (name.first_chunk::<8>(), name.last_chunk::<8>()) {
+        (u64::from_le_bytes(*a), u64::from_le_bytes(*b))
+    } else if let (Some(a), Some(b)) = (name.first_chunk::<4>(), name.last_chunk::<4>()) {
+        (
+            u64::from(u32::from_le_bytes(*a)),
+            u64::from(u32::from_le_bytes(*b)),
+        )
+    } else {
+        let byte = |i: usize| name.get(i).copied().map_or(0, u64::from);
+        (byte(0) | byte(1) << 8 | byte(2) << 16, 0)
+    }
 }
 
 impl FieldTable {
-    fn hash(name: &[u8]) -> usize {
-        const SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-        let mut h = name.len() as u64;
-        let mut chunks = name.chunks_exact(8);
-        for chunk in &mut chunks {
-            let mut word = [0u8; 8];
-            word.copy_from_slice(chunk);
-            h = (h.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(SEED);
-        }
-        let rest = chunks.remainder();
-        let mut word = [0u8; 8];
-        word[..rest.len()].copy_from_slice(rest);
-        h = (h.rotate_left(5) ^ u64::from_le_bytes(word)).wrapping_mul(SEED);
-        (h >> 32) as usize
+    /// Multipliers tried, in order, for a table without displaced fields.
+    const MULTIPLIERS: [u64; 4] = [
+        0x9e37_79b9_7f4a_7c15,
+        0x51_7c_c1_b7_27_22_0a_95,
+        0xc2b2_ae3d_27d4_eb4f,
+        0x1656_67b1_9e37_79f9,
+    ];
+
+    #[inline(always)]
+    fn home(words: (u64, u64), len: usize, multiplier: u64, shift: u32) -> usize {
+        let h = (words.0 ^ (len as u64)).wrapping_mul(multiplier) ^ words.1;
+        (h.wrapping_mul(multiplier) >> shift) as usize
     }
 
     fn new(fields: &[Field]) -> FieldTable {
-        let size = (fields.len() * 2).max(4).next_power_of_two();
-        let mut slots = vec![0u16; size];
-        for (i, f) in fields.iter().enumerate() {
-            let Ok(value) = u16::try_from(i + 1) else {
-                continue;
-            };
-            let mut at = Self::hash(f.name.as_bytes()) & (size - 1);
-            // A name given twice is its last field's, as in a map.
-            while slots[at] != 0 && fields[usize::from(slots[at]) - 1].name != f.name {
-                at = (at + 1) & (size - 1);
+        let mut best: Option<(usize, FieldTable)> = None;
+        let mut size = (fields.len() * 2).max(4).next_power_of_two();
+        for _ in 0..3 {
+            for multiplier in Self::MULTIPLIERS {
+                let (displaced, table) = Self::build(fields, size, multiplier);
+                if best.as_ref().is_none_or(|(d, _)| displaced < *d) {
+                    best = Some((displaced, table));
+                }
+                if displaced == 0 {
+                    return best.map(|(_, t)| t).unwrap_or_default();
+                }
             }
-            slots[at] = value;
+            size *= 2;
         }
-        FieldTable {
-            slots: slots.into(),
-        }
+        best.map(|(_, t)| t).unwrap_or_default()
     }
 
+    /// The table of `size` slots (a power of two) with this multiplier, and how many fields
+    /// are not in their first slot.
+    fn build(fields: &[Field], size: usize, multiplier: u64) -> (usize, FieldTable) {
+        let shift = 64 - size.trailing_zeros();
+        let mut slots = vec![Slot::default(); size];
+        let mut displaced = 0;
+        for (i, f) in fields.iter().enumerate() {
+            let Ok(index) = u16::try_from(i + 1) else {
+                continue;
+            };
+            let name = f.name.as_bytes();
+            let words = name_words(name);
+            let mut at = Self::home(words, name.len(), multiplier, shift);
+            // A name given twice is its last field's, as in a map.
+            while slots[at].index != 0 && fields[usize::from(slots[at].index) - 1].name != f.name {
+                at = (at + 1) & (size - 1);
+                displaced += 1;
+            }
+            slots[at] = Slot {
+                words,
+                len: name.len() as u32,
+                index,
+            };
+        }
+        let table = FieldTable {
+            slots: slots.into(),
+            multiplier,
+            shift,
+        };
+        (displaced, table)
+    }
+
+    #[inline]
     fn get(&self, fields: &[Field], name: &str) -> Option<usize> {
         let size = self.slots.len();
         if size == 0 {
             return None;
         }
-        let mut at = Self::hash(name.as_bytes()) & (size - 1);
+        let name = name.as_bytes();
+        let words = name_words(name);
+        let mut at = Self::home(words, name.len(), self.multiplier, self.shift);
         loop {
-            let i = usize::from(self.slots[at]);
-            if i == 0 {
+            let slot = self.slots.get(at)?;
+            if slot.index == 0 {
                 return None;
             }
-            if crate::api::meta::short_eq(&fields[i - 1].name, name) {
-                return Some(i - 1);
+            let i = usize::from(slot.index) - 1;
+            if slot.words == words
+                && slot.len as usize == name.len()
+                && (name.len() <= 16
+                    || fields
+                        .get(i)
+                        .is_some_and(|f| f.name.as_bytes().get(8..) == name.get(8..)))
+            {
+                return Some(i);
             }
             at = (at + 1) & (size - 1);
         }
@@ -249,6 +322,18 @@ impl Struct {
     /// The indices of the fields Go writes even when unset.
     pub(crate) fn absent_written(&self) -> &[u16] {
         &self.absent_written
+    }
+
+    /// The fields (of the first 64, by bit) Go's encoder writes even when they are absent.
+    #[inline]
+    pub(crate) fn written_when_absent(&self) -> u64 {
+        self.written_when_absent
+    }
+
+    /// Field `i`'s name as Go's encoder writes a member's: quoted, escaped, followed by `:`.
+    #[inline]
+    pub(crate) fn key(&self, i: usize) -> &[u8] {
+        self.keys.get(i).map_or(&[], |k| k)
     }
 
     /// The index in [`Struct::fields`] of the field with this JSON name.
@@ -399,28 +484,33 @@ impl Schema {
             let absent_written = fields
                 .iter()
                 .enumerate()
-                .filter(|(_, f)| {
-                    !f.omitzero
-                        && (!f.omitempty
-                            || matches!(
-                                f.ty,
-                                Type::Time
-                                    | Type::MicroTime
-                                    | Type::Quantity
-                                    | Type::IntOrString
-                                    | Type::Raw
-                                    | Type::Struct(_)
-                            ))
-                })
+                .filter(|(_, f)| !f.omitzero && (!f.omitempty || codec::omitempty_keeps(&f.ty)))
                 .filter_map(|(i, _)| u16::try_from(i).ok())
                 .collect();
             let by_name = FieldTable::new(&fields);
+            let keys = fields
+                .iter()
+                .map(|f| {
+                    let mut key = Vec::with_capacity(f.name.len() + 3);
+                    crate::jsonpatch::gostr::append_string(&mut key, &f.name);
+                    key.push(b':');
+                    key.into_boxed_slice()
+                })
+                .collect();
+            let written_when_absent = fields
+                .iter()
+                .take(64)
+                .enumerate()
+                .filter(|(_, f)| codec::written_when_absent(f))
+                .fold(0u64, |bits, (i, _)| bits | 1 << i);
             types.push(Struct {
                 name: name.into(),
                 fields: fields.into(),
                 atomic: st.atomic,
                 by_name,
                 absent_written,
+                keys,
+                written_when_absent,
             });
         }
         let mut kinds: HashMap<Box<str>, TypeId> = HashMap::with_capacity(raw.kinds.len());
@@ -551,4 +641,52 @@ enum RawType {
     Ptr { ptr: Box<RawType> },
     List { list: Box<RawType> },
     Map { map: Box<RawType> },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The field a name is: the last with that name, as a linear search finds it.
+    fn linear(st: &Struct, name: &str) -> Option<usize> {
+        st.fields.iter().rposition(|f| *f.name == *name)
+    }
+
+    #[test]
+    fn the_field_table_finds_what_a_linear_search_finds() {
+        let schema = Schema::for_release(KubeVersion::OLDEST);
+        let mut tried = 0;
+        for st in &schema.types {
+            let mut names: Vec<String> = Vec::new();
+            for f in st.fields.iter() {
+                let n = f.name.to_string();
+                // The name, and names near it: a byte changed at each end and in the middle,
+                // one byte more or less, another case.
+                let mut near = vec![
+                    n.clone(),
+                    format!("{n}x"),
+                    format!("x{n}"),
+                    n.to_uppercase(),
+                    n.chars().skip(1).collect(),
+                ];
+                if let Some(s) = n.get(..n.len().saturating_sub(1)) {
+                    near.push(s.to_string());
+                }
+                for at in [0, n.len() / 2, n.len().saturating_sub(1), 8, 12] {
+                    let mut b = n.clone().into_bytes();
+                    if let Some(c) = b.get_mut(at) {
+                        *c ^= 0x01;
+                        near.extend(String::from_utf8(b).ok());
+                    }
+                }
+                names.extend(near);
+            }
+            names.extend(["", "a", "ab", "abc", "\u{0}", "kind\u{0}"].map(String::from));
+            for name in &names {
+                assert_eq!(st.index_of(name), linear(st, name), "{} {name:?}", st.name);
+                tried += 1;
+            }
+        }
+        assert!(tried > 10_000, "{tried}");
+    }
 }
