@@ -200,8 +200,9 @@ impl Laid {
         let mut widths: Vec<u16> = least.clone();
         let mut spare = u32::from(width).saturating_sub(used(&kept, &least));
         // Spare width to the columns that need it, the highest priority first: first to those
-        // whose cells it shows whole (a short column is not cut for a long one that would stay
-        // cut anyway), then what is left, titles included.
+        // whose cells it shows whole with at most half of what is spare (a short column is not
+        // cut for a long one that would stay cut anyway, and a long one keeps room), then what
+        // is left, titles included.
         for cells_only in [true, false] {
             for &i in order.iter().rev() {
                 let want = if cells_only {
@@ -210,7 +211,7 @@ impl Laid {
                     natural[i]
                 };
                 let need = u32::from(want.saturating_sub(widths[i]));
-                if !kept[i] || spare == 0 || (cells_only && need > spare) {
+                if !kept[i] || spare == 0 || (cells_only && need * 2 > spare) {
                     continue;
                 }
                 let more = need.min(spare);
@@ -440,6 +441,10 @@ mod tests {
         );
         assert_eq!(l.width_of(1), Some(18), "the place needs 13: cut");
         assert_eq!(l.width_of(2), Some(20 + 7), "the rest");
+        // A short column is not made whole with more than half of the spare width.
+        let l = Laid::new(&cols, &r, 46 + 2 * SPACING + 8);
+        assert_eq!(l.width_of(0), Some(8), "the kind would take 5 of 8: cut");
+        assert_eq!(l.width_of(2), Some(20 + 8), "the reason keeps the spare");
     }
 
     #[test]
