@@ -399,7 +399,9 @@ async fn prometheus_is_read_while_the_cluster_is_unreachable() {
         .into_iter()
         .filter(|r| r.path == "/api/v1/query_range")
         .count();
-    assert_eq!(asked, 1);
+    // Asked at least once; a retry 50 ms after the 401 may already have gone out too on a
+    // loaded machine.
+    assert!(asked >= 1, "Prometheus was not asked");
     // The cluster is still tried, and fails.
     until(&mut rx, |m| {
         matches!(m, ClusterMsg::Failed(_)).then_some(())
