@@ -616,6 +616,17 @@ pub(crate) fn checked_compact_value_end(buf: &[u8], i: usize, depth: usize) -> O
     value_in::<false>(buf, i, depth)
 }
 
+/// [`checked_members`] of an object written compactly: `None` also when whitespace stands
+/// anywhere outside its strings (`f` checks the values, compactly too).
+pub(crate) fn checked_compact_members(
+    buf: &[u8],
+    i: usize,
+    depth: usize,
+    mut f: impl FnMut(&[u8], usize) -> Option<usize>,
+) -> Option<usize> {
+    members_in::<false>(buf, i, depth, &mut f)
+}
+
 /// Whitespace between tokens: skipped, or (in compact text, `SKIP` false) none allowed, so that
 /// the token expected next is not found.
 #[inline(always)]

@@ -1710,7 +1710,18 @@ impl<'e, 'c> Run<'e, 'c> {
         // A captured object's text is read and given the two members where Go's encoder writes
         // them, without decoding and encoding the whole object.
         if let Some(text) = current.json() {
-            let Some(metadata) = metadata_in_text(text) else {
+            let metadata = match current.metadata_spans() {
+                Some(recorded) => recorded_metadata(text, recorded),
+                None => metadata_in_text(text),
+            };
+            debug_assert_eq!(
+                metadata.as_ref().map(|m| (m.span, &m.members)),
+                metadata_in_text(text)
+                    .as_ref()
+                    .map(|m| (m.span, &m.members)),
+                "the metadata recorded with an object's text is where a scan finds it"
+            );
+            let Some(metadata) = metadata else {
                 return;
             };
             let found = system_fields_in_text(text.as_bytes(), &metadata);
@@ -2198,6 +2209,22 @@ fn metadata_in_text(text: &str) -> Option<MetadataText<'_>> {
     metadata
 }
 
+/// The [`MetadataText`] of `text` from the places recorded when it was checked.
+fn recorded_metadata<'t>(
+    text: &'t str,
+    recorded: &super::object::MetadataSpans,
+) -> Option<MetadataText<'t>> {
+    let (span, members) = recorded.found.as_ref()?;
+    let buf = text.as_bytes();
+    Some(MetadataText {
+        span: *span,
+        members: members
+            .iter()
+            .map(|&((from, to), value)| (&buf[from..to], value))
+            .collect(),
+    })
+}
+
 /// [`SystemFields`] of an object's `metadata` read from its text.
 fn system_fields_in_text(buf: &[u8], found: &MetadataText<'_>) -> SystemFields {
     use crate::scan;
@@ -2557,6 +2584,61 @@ mod tests {
         for text in texts {
             let one = metadata_in_text(text).map(|m| (m.span, m.members));
             assert_eq!(one, metadata_in_two_passes(text), "{text}");
+        }
+    }
+
+    #[test]
+    fn the_metadata_recorded_while_checking_a_text_is_what_a_scan_finds() {
+        let texts = [
+            r#"{}"#,
+            r#"{"metadata":{}}"#,
+            r#"{"kind":"X","metadata":{"labels":{"a":"b"}},"data":{"k":"{\"}"}}"#,
+            r#"{"metadata":{"name":"n","creationTimestamp":null,"labels":{}}}"#,
+            r#"{"metadata":{"name":"a"},"metadata":{"name":"b","uid":"u"}}"#,
+            r#"{"metadata":{"name":"a"},"metadata":null}"#,
+            r#"{"metadata":null,"metadata":{"name":"b"}}"#,
+            r#"{"metadata":[1,2]}"#,
+            r#"{"metadata":"text"}"#,
+            r#"{"metad\u0061ta":{"name":"a"}}"#,
+            r#"{"metadata":{"managedFields":[{"time":"t"}],"a\"b":1,"c":[{"d":{}}]}}"#,
+            r#"{"metadata":{"name":"a"},"spec":{"x":[1,2.5e3,true,false,null]}}"#,
+            r#"{"metadata":{"name": "a"}}"#,
+            r#"{ "metadata":{}}"#,
+            r#"{"metadata":{"name":"a",}}"#,
+            r#"{"metadata":{"name":"a"}"#,
+            r#"{"metadata":{"name":"\x"}}"#,
+            r#"{"metadata":{"name":01}}"#,
+            r#"{"a":{"b":{"c":{}}}}"#,
+        ];
+        for text in texts {
+            // Where a request holds it: the spans are the object's own.
+            let line = format!(r#"{{"object":{text}}}"#);
+            let v = "{\"object\":".len();
+            let checked = crate::scan::checked_compact_value_end(line.as_bytes(), v, 2);
+            let recorded = Object::checked_compact(&line, v, 2);
+            assert_eq!(recorded.as_ref().map(|r| r.1), checked, "{text}");
+            let Some((object, end)) = recorded else {
+                continue;
+            };
+            assert_eq!(object.json(), Some(&line[v..end]));
+            let spans = object.metadata_spans().expect("recorded");
+            let json = object.json().unwrap();
+            let found = recorded_metadata(json, spans).map(|m| (m.span, m.members));
+            let scanned = metadata_in_text(json).map(|m| (m.span, m.members));
+            assert_eq!(found, scanned, "{text}");
+        }
+        // Nesting beyond the limit is refused as the plain check refuses it.
+        for n in [100, 125, 126, 127, 200] {
+            for member in ["a", "metadata"] {
+                let (open, close) = ("[".repeat(n), "]".repeat(n));
+                let deep = format!(r#"{{"o":{{"{member}":{{"b":{open}{close}}}}}}}"#);
+                let v = "{\"o\":".len();
+                assert_eq!(
+                    Object::checked_compact(&deep, v, 2).map(|r| r.1),
+                    crate::scan::checked_compact_value_end(deep.as_bytes(), v, 2),
+                    "{n} {member}"
+                );
+            }
         }
     }
 

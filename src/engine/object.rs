@@ -7,6 +7,8 @@ use std::sync::{Arc, OnceLock};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
+use crate::scan::{self, Span};
+
 /// An object of an admission request, or an object after a patch.
 ///
 /// A captured object usually arrives as compact JSON, the form AdmissionReviews embed it in: such
@@ -22,6 +24,18 @@ pub struct Object {
     json: Option<Box<str>>,
     /// What the object is derived from, when it was derived.
     derived: Option<Box<Derived>>,
+    /// Where `json` has its `metadata`, when whoever checked the text recorded it.
+    metadata: Option<Box<MetadataSpans>>,
+}
+
+/// Where an object's compact text has its `metadata` (the last member of that name, as Go
+/// decodes it), recorded while the text was checked so that the engine need not scan it
+/// again. Spans are byte offsets into the text; member names are raw (quotes left out).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct MetadataSpans {
+    /// The `metadata` object and its members in text order (name, value); None when the
+    /// object has no `metadata` that is an object.
+    pub(crate) found: Option<(Span, Vec<(Span, Span)>)>,
 }
 
 /// An object as another with some top-level members replaced or removed, normalised into its
@@ -43,6 +57,7 @@ impl Object {
             value: OnceLock::from(value),
             json: None,
             derived: None,
+            metadata: None,
         }
     }
 
@@ -77,6 +92,7 @@ impl Object {
                 members,
                 normalize,
             })),
+            metadata: None,
         }
     }
 
@@ -121,7 +137,47 @@ impl Object {
             value: OnceLock::new(),
             json: Some(json),
             derived: None,
+            metadata: None,
         }
+    }
+
+    /// The object whose compact JSON text starts at `v` in `text`, `depth` containers deep,
+    /// checked as [`scan::checked_compact_value_end`] checks it, with the places of its
+    /// `metadata` recorded on the way; and the text's end. None where that check fails (or
+    /// the text at `v` is not an object).
+    pub(crate) fn checked_compact(text: &str, v: usize, depth: usize) -> Option<(Self, usize)> {
+        let buf = text.as_bytes();
+        if buf.get(v) != Some(&b'{') {
+            return None;
+        }
+        let at = |k: &[u8]| k.as_ptr() as usize - buf.as_ptr() as usize - v;
+        let mut found = None;
+        let end = scan::checked_compact_members(buf, v, depth + 1, |k, m| {
+            if k != b"metadata" {
+                return scan::checked_compact_value_end(buf, m, depth + 1);
+            }
+            if buf.get(m) != Some(&b'{') {
+                found = None;
+                return scan::checked_compact_value_end(buf, m, depth + 1);
+            }
+            let mut members = Vec::with_capacity(8);
+            let end = scan::checked_compact_members(buf, m, depth + 2, |k, x| {
+                let end = scan::checked_compact_value_end(buf, x, depth + 2)?;
+                let name = at(k);
+                members.push(((name, name + k.len()), (x - v, end - v)));
+                Some(end)
+            })?;
+            found = Some(((m - v, end - v), members));
+            Some(end)
+        })?;
+        let mut object = Object::from_checked_json(text[v..end].into());
+        object.metadata = Some(Box::new(MetadataSpans { found }));
+        Some((object, end))
+    }
+
+    /// Where the object's text has its `metadata`, when that was recorded with the text.
+    pub(crate) fn metadata_spans(&self) -> Option<&MetadataSpans> {
+        self.json.as_ref().and(self.metadata.as_deref())
     }
 
     /// An object given both as a value and as the compact JSON text that encodes it (such as
@@ -131,6 +187,7 @@ impl Object {
             value: OnceLock::from(value),
             json: Some(json.into_boxed_str()),
             derived: None,
+            metadata: None,
         }
     }
 
@@ -176,6 +233,7 @@ impl Object {
         self.value();
         self.json = None;
         self.derived = None;
+        self.metadata = None;
         self.value.get_mut().expect("parsed above")
     }
 
@@ -213,6 +271,7 @@ impl Clone for Object {
             value: self.value.clone(),
             json: self.json.clone(),
             derived: self.derived.clone(),
+            metadata: self.metadata.clone(),
         }
     }
 }

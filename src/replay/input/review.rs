@@ -309,8 +309,8 @@ fn embedded_object(text: &str, v: usize) -> Option<(Object, usize)> {
     if text.as_bytes()[v] != b'{' {
         return None;
     }
-    if let Some(end) = scan::checked_compact_value_end(text.as_bytes(), v, MEMBER_DEPTH) {
-        return Some((Object::from_checked_json(text[v..end].into()), end));
+    if let Some(found) = Object::checked_compact(text, v, MEMBER_DEPTH) {
+        return Some(found);
     }
     let (value, end) = embedded(text, v)?;
     Some((Object::new(value), end))
