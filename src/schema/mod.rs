@@ -178,7 +178,10 @@ pub struct Struct {
 }
 
 /// Kinds by group, then version, then kind.
-type KindIndex = HashMap<Box<str>, HashMap<Box<str>, HashMap<Box<str>, TypeId>>>;
+type KindIndex = FastMap<Box<str>, FastMap<Box<str>, FastMap<Box<str>, TypeId>>>;
+
+/// The maps looked up on every request: keys are short names, hashed cheaply.
+type FastMap<K, V> = foldhash::HashMap<K, V>;
 
 /// A struct's fields by JSON name: an open-addressing table (at least twice the size of the
 /// struct) probed linearly from a cheap hash of the name's first and last eight bytes and its
@@ -361,7 +364,7 @@ pub struct Schema {
     /// The same by group, then version, then kind, to look up without allocating.
     by_gvk: KindIndex,
     types: Vec<Struct>,
-    by_name: HashMap<Box<str>, TypeId>,
+    by_name: FastMap<Box<str>, TypeId>,
 }
 
 impl Schema {
@@ -426,9 +429,9 @@ impl Schema {
             release,
             source: "".into(),
             kinds: HashMap::new(),
-            by_gvk: HashMap::new(),
+            by_gvk: KindIndex::default(),
             types: Vec::new(),
-            by_name: HashMap::new(),
+            by_name: FastMap::default(),
         }
     }
 
@@ -444,7 +447,7 @@ impl Schema {
     }
 
     fn from_raw(raw: RawSchema, release: KubeVersion) -> Result<Schema, SchemaError> {
-        let mut by_name = HashMap::with_capacity(raw.types.len());
+        let mut by_name = FastMap::with_capacity_and_hasher(raw.types.len(), Default::default());
         for (i, name) in raw.types.keys().enumerate() {
             let id = u32::try_from(i).map_err(|_| SchemaError("too many types".into()))?;
             by_name.insert(name.as_str().into(), TypeId(id));
@@ -523,7 +526,7 @@ impl Schema {
                 .ok_or_else(|| SchemaError(format!("kind {gvk}: no type {type_name}")))?;
             kinds.insert(gvk.as_str().into(), id);
         }
-        let mut by_gvk = KindIndex::new();
+        let mut by_gvk = KindIndex::default();
         for (gvk, id) in &kinds {
             let mut parts = gvk.splitn(3, '/');
             if let (Some(g), Some(v), Some(k)) = (parts.next(), parts.next(), parts.next()) {
@@ -569,7 +572,7 @@ fn data_for(release: KubeVersion) -> (usize, &'static [u8]) {
     (index, DATA[index])
 }
 
-fn resolve(raw: &RawType, by_name: &HashMap<Box<str>, TypeId>) -> Option<Type> {
+fn resolve(raw: &RawType, by_name: &FastMap<Box<str>, TypeId>) -> Option<Type> {
     Some(match raw {
         RawType::Name(name) => match name.as_str() {
             "string" => Type::String,
