@@ -23,7 +23,7 @@ use hookscope::replay::replier::{AnyReplier, ReplierFlags};
 use hookscope::replay::report::{
     Problem, ProblemKind, Report, ReportWriter, RequestReport, SecretPolicy,
 };
-use hookscope::replay::run::{Batching, ReplayEvent, ReplaySettings, Replayer};
+use hookscope::replay::run::{Batching, Dispatched, ReplayEvent, ReplaySettings, Replayer};
 use hookscope::replay::{IndexUnit, InputItem, InputProblem, SourceRef};
 
 use super::Paint;
@@ -887,22 +887,28 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
         futures::stream::poll_fn(move |cx| rx.poll_recv(cx)).flat_map(futures::stream::iter);
     // The outputs (report, audit log, text, JUnit) take their own thread, so that writing them
     // does not hold back the dispatches; results reach it in input order, in batches.
-    let (out_tx, out_rx) = std::sync::mpsc::sync_channel::<Vec<ReplayEvent>>(OUTPUT_BATCHES);
+    // Each request's metrics are merged there too, in input order.
+    let (out_tx, out_rx) = std::sync::mpsc::sync_channel::<Vec<Dispatched>>(OUTPUT_BATCHES);
+    let mut metrics = replayer.configuration_metrics();
     let outputs = hookscope::json::spawn("outputs", move || {
         for batch in out_rx {
-            for event in batch {
-                sinks.on_event(event);
+            for dispatched in batch {
+                if let Some(m) = &dispatched.metrics {
+                    metrics.merge(m);
+                }
+                sinks.on_event(dispatched.event);
             }
         }
-        sinks
+        (sinks, metrics)
     })
     .map_err(|e| format!("cannot start the outputs' thread: {e}"))?;
-    let metrics = runtime.block_on(replayer.run(items, source.clone(), OUTPUT_BATCHING, |b| {
+    let run = replayer.run_dispatched(items, source.clone(), OUTPUT_BATCHING, |b| {
         // The receiver only goes away if the outputs' thread panicked: reported below.
         let _ = out_tx.send(b);
-    }));
+    });
+    runtime.block_on(run);
     drop(out_tx);
-    let mut sinks = outputs
+    let (mut sinks, metrics) = outputs
         .join()
         .map_err(|_| "writing the outputs stopped unexpectedly".to_string())?;
     let (unreadable, skipped_events) = reader

@@ -274,9 +274,42 @@ impl Replayer {
         S: Stream<Item = InputItem>,
         R: Replier + Clone + Send,
     {
-        let max = batching.max.max(1);
+        let mut metrics = self.configuration_metrics();
+        self.run_dispatched(items, replier, batching, |batch| {
+            let events = batch.into_iter().map(|d| {
+                if let Some(m) = &d.metrics {
+                    metrics.merge(m);
+                }
+                d.event
+            });
+            on_batch(events.collect());
+        })
+        .await;
+        metrics
+    }
+
+    /// The metrics a replay starts from: those of the configurations loaded.
+    pub fn configuration_metrics(&self) -> Metrics {
         let mut metrics = Metrics::new();
         self.engine.observe_configurations(&mut metrics);
+        metrics
+    }
+
+    /// [`Replayer::run`] handing on each result with the metrics of its dispatch, for
+    /// `on_batch` to merge in input order into [`Replayer::configuration_metrics`]: where the
+    /// batches go to another thread, the merging goes with them and leaves the dispatching
+    /// thread to the dispatches.
+    pub async fn run_dispatched<S, R>(
+        &self,
+        items: S,
+        replier: R,
+        batching: Batching,
+        mut on_batch: impl FnMut(Vec<Dispatched>),
+    ) where
+        S: Stream<Item = InputItem>,
+        R: Replier + Clone + Send,
+    {
+        let max = batching.max.max(1);
         let mut events = std::pin::pin!(self.events(items, replier, IdMode::Random));
         let mut batch = Vec::with_capacity(max);
         // Only a batching replay needs a timer (and so a tokio runtime).
@@ -285,9 +318,6 @@ impl Replayer {
             loop {
                 match events.as_mut().poll_next(cx) {
                     Poll::Ready(Some(d)) => {
-                        if let Some(m) = &d.metrics {
-                            metrics.merge(m);
-                        }
                         if batch.is_empty() && max > 1 {
                             let until = tokio::time::Instant::now() + batching.linger;
                             match &mut linger {
@@ -295,7 +325,7 @@ impl Replayer {
                                 None => linger = Some(Box::pin(tokio::time::sleep_until(until))),
                             }
                         }
-                        batch.push(d.event);
+                        batch.push(d);
                         if batch.len() >= max {
                             on_batch(std::mem::replace(&mut batch, Vec::with_capacity(max)));
                         }
@@ -321,7 +351,6 @@ impl Replayer {
             }
         })
         .await;
-        metrics
     }
 }
 
