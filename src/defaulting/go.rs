@@ -123,11 +123,11 @@ pub(super) fn value_struct<'a>(
     object: &'a mut Map<String, Value>,
     key: &str,
 ) -> Option<&'a mut Map<String, Value>> {
-    let slot = object.entry(key).or_insert(Value::Null);
-    if slot.is_null() {
-        *slot = Value::Object(Map::new());
+    // Looked up before `entry`, which would make the key a `String` on every call.
+    if object.get(key).is_none_or(Value::is_null) {
+        object.insert(key.to_string(), Value::Object(Map::new()));
     }
-    slot.as_object_mut()
+    object.get_mut(key).and_then(Value::as_object_mut)
 }
 
 /// The struct elements of the slice at `key` (elements of another type are skipped).
