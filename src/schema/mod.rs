@@ -637,13 +637,61 @@ struct RawField {
     default: Option<String>,
 }
 
-#[derive(Deserialize)]
-#[serde(untagged)]
+/// A field's type in the generated data: a name, or `{"ptr"|"list"|"map": <type>}`.
 enum RawType {
     Name(String),
     Ptr { ptr: Box<RawType> },
     List { list: Box<RawType> },
     Map { map: Box<RawType> },
+}
+
+/// Read by the shape it has rather than as an untagged enum, which tries each variant in turn
+/// and formats an error for each miss: thousands of fields are read when a schema is loaded.
+impl<'de> Deserialize<'de> for RawType {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RawType;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(r#"a type name or {"ptr"|"list"|"map": type}"#)
+            }
+
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<RawType, E> {
+                Ok(RawType::Name(v.to_string()))
+            }
+
+            fn visit_string<E: serde::de::Error>(self, v: String) -> Result<RawType, E> {
+                Ok(RawType::Name(v))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<RawType, A::Error> {
+                use serde::de::Error;
+                let mut found = None;
+                // A map's `key` type, and whatever else, is not read.
+                while let Some(key) = m.next_key::<std::borrow::Cow<'de, str>>()? {
+                    let make: fn(Box<RawType>) -> RawType = match &*key {
+                        "ptr" => |ptr| RawType::Ptr { ptr },
+                        "list" => |list| RawType::List { list },
+                        "map" => |map| RawType::Map { map },
+                        _ => {
+                            m.next_value::<serde::de::IgnoredAny>()?;
+                            continue;
+                        }
+                    };
+                    if found.is_some() {
+                        return Err(A::Error::custom("a type with more than one constructor"));
+                    }
+                    found = Some(make(Box::new(m.next_value::<RawType>()?)));
+                }
+                found.ok_or_else(|| A::Error::custom("a type with no constructor"))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 #[cfg(test)]
@@ -653,6 +701,50 @@ mod tests {
     /// The field a name is: the last with that name, as a linear search finds it.
     fn linear(st: &Struct, name: &str) -> Option<usize> {
         st.fields.iter().rposition(|f| *f.name == *name)
+    }
+
+    #[test]
+    fn field_types_are_read_in_every_shape_the_data_has() {
+        let read = |text: &str| crate::json::from_str::<RawType>(text);
+        let shown = |t: &RawType| -> String {
+            fn show(t: &RawType) -> String {
+                match t {
+                    RawType::Name(n) => n.clone(),
+                    RawType::Ptr { ptr } => format!("*{}", show(ptr)),
+                    RawType::List { list } => format!("[]{}", show(list)),
+                    RawType::Map { map } => format!("map[]{}", show(map)),
+                }
+            }
+            show(t)
+        };
+        let cases = [
+            (r#""string""#, "string"),
+            (r#"{"ptr":"int32"}"#, "*int32"),
+            (
+                r#"{"list":{"ptr":"core/v1.Container"}}"#,
+                "[]*core/v1.Container",
+            ),
+            (
+                r#"{"key":"string","map":{"list":"string"}}"#,
+                "map[][]string",
+            ),
+            (r#"{"map":"string","key":"string"}"#, "map[]string"),
+        ];
+        for (text, expected) in cases {
+            assert_eq!(
+                read(text).map(|t| shown(&t)).ok().as_deref(),
+                Some(expected)
+            );
+        }
+        for bad in [
+            r#"{}"#,
+            r#"{"key":"string"}"#,
+            r#"{"ptr":"a","list":"b"}"#,
+            "1",
+            "[]",
+        ] {
+            assert!(read(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]
