@@ -241,7 +241,13 @@ fn truncate_if(text: &Arc<str>, truncating: bool) -> (Arc<str>, usize) {
 /// Whether the text has no control character (Unicode's Cc: U+0000–U+001F, U+007F–U+009F).
 fn valid_warning_text(text: &str) -> bool {
     let b = text.as_bytes();
-    if b.iter().all(|c| (0x20..0x7f).contains(c)) {
+    // Printable ASCII throughout, looked at 16 bytes at a time without stopping early.
+    let printable = |chunk: &[u8]| {
+        chunk
+            .iter()
+            .fold(true, |all, c| all & (0x20..0x7f).contains(c))
+    };
+    if b.chunks(16).all(printable) {
         return true;
     }
     // In UTF-8, U+0080–U+009F are 0xC2 followed by 0x80–0x9F.

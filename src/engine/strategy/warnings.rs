@@ -352,12 +352,31 @@ impl Since {
 /// Whether a memory or ephemeral-storage quantity is not a whole number of bytes as upstream
 /// judges it (`MilliValue() % 1000 != 0`, the milli value rounded up).
 fn fractional(q: &Value) -> Option<String> {
+    if q.as_str().is_some_and(whole_bytes) {
+        return None;
+    }
+    fractional_parsed(q)
+}
+
+/// [`fractional`] told by parsing the quantity.
+fn fractional_parsed(q: &Value) -> Option<String> {
     let quantity = Quantity::from_json(q).ok().flatten()?;
     let mut milli = quantity.clone();
     milli.round_up(-3);
     let mut whole = milli.clone();
     whole.round_up(0);
     (whole.cmp_value(&milli) != std::cmp::Ordering::Equal).then(|| quantity.to_string())
+}
+
+/// Whether a quantity's text is digits with no suffix or a suffix of whole multiples (`256Mi`,
+/// `2G`): a whole number of bytes, told without parsing it.
+fn whole_bytes(text: &str) -> bool {
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0
+        && matches!(
+            &text[digits..],
+            "" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" | "k" | "M" | "G" | "T" | "P" | "E"
+        )
 }
 
 /// `warningsForPodSpecAndMeta`: `template` is a Pod or a pod template (`metadata` and `spec`),
@@ -605,19 +624,28 @@ pub(crate) fn for_spec_and_meta(
 
     // Ports across all containers, keyed by number and protocol; a port's path is written when
     // a warning first names it.
-    let port_at = |c: usize, i: usize| format!("{}.ports[{i}]", containers[c].1);
-    type Seen<'v> = (usize, usize, Option<String>, &'v Value);
-    let mut all_ports: HashMap<(i64, &str), Vec<Seen<'_>>> = HashMap::new();
+    let port_at = |c: usize, i: usize| {
+        let (at, index) = (&containers[c].1, i.to_string());
+        [at, ".ports[", &index, "]"].concat()
+    };
+    // Where a port is and what is compared of it: its host IP and port.
+    type Seen<'v> = (usize, usize, Option<String>, &'v str, i64);
+    let mut all_ports: foldhash::HashMap<(i64, &str), Vec<Seen<'_>>> = Default::default();
     for (ci, (c, _)) in containers.iter().enumerate() {
         for (i, port) in items(c.get("ports")).iter().enumerate() {
             let mut here = None;
-            let host_ip = str_of(port, "hostIP");
-            let host_port = port.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
-            let container_port = port
-                .get("containerPort")
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            let protocol = str_of(port, "protocol");
+            let (mut host_ip, mut host_port, mut container_port, mut protocol) = ("", 0, 0, "");
+            if let Some(members) = port.as_object() {
+                for (k, v) in members {
+                    match k.as_str() {
+                        "hostIP" => host_ip = v.as_str().unwrap_or(""),
+                        "hostPort" => host_port = v.as_i64().unwrap_or(0),
+                        "containerPort" => container_port = v.as_i64().unwrap_or(0),
+                        "protocol" => protocol = v.as_str().unwrap_or(""),
+                        _ => {}
+                    }
+                }
+            }
             if !host_ip.is_empty() && host_port == 0 {
                 warnings.push(format!(
                     "{}: hostIP set without hostPort: {{Name:{} HostPort:{host_port} ContainerPort:{container_port} Protocol:{protocol} HostIP:{host_ip}}}",
@@ -626,9 +654,8 @@ pub(crate) fn for_spec_and_meta(
                 ));
             }
             let others = all_ports.entry((container_port, protocol)).or_default();
-            for (oc, oi, other_at, other) in others.iter_mut() {
-                let other_ip = str_of(other, "hostIP");
-                let other_port = other.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
+            for (oc, oi, other_at, other_ip, other_port) in others.iter_mut() {
+                let (other_ip, other_port) = (*other_ip, *other_port);
                 let what = if host_ip == other_ip && host_port == other_port {
                     "duplicate"
                 } else if host_port == 0 || other_port == 0 {
@@ -642,7 +669,7 @@ pub(crate) fn for_spec_and_meta(
                 let other_at = other_at.get_or_insert_with(|| port_at(*oc, *oi));
                 warnings.push([here, ": ", what, " port definition with ", other_at].concat());
             }
-            others.push((ci, i, here, port));
+            others.push((ci, i, here, host_ip, host_port));
         }
     }
     let mut port_names: HashMap<&str, String> = HashMap::new();
@@ -869,32 +896,25 @@ fn overlapping_virtual_paths(warnings: &mut Vec<String>, volumes: &[Value]) {
     };
     for v in volumes {
         let name = str_of(v, "name");
-        let simple = |source: &str, desc: String, warnings: &mut Vec<String>| {
-            if let Some(list) = v
-                .pointer(&format!("/{source}/items"))
-                .filter(|l| !l.is_null())
-            {
+        // The description is written only for a source with items.
+        let simple = |source: &Value, desc: &dyn Fn() -> String, warnings: &mut Vec<String>| {
+            if let Some(list) = source.get("items").filter(|l| !l.is_null()) {
+                let desc = desc();
                 walk(paths_of(Some(list), ""), &mut Vec::new(), |ps, c| {
                     warnings.push(warn(name, &desc, format!("{ps} with {c}")));
                 });
             }
         };
         if let Some(cm) = v.get("configMap") {
-            simple(
-                "configMap",
-                format!("ConfigMap {}", quote(str_of(cm, "name"))),
-                warnings,
-            );
+            let desc = || format!("ConfigMap {}", quote(str_of(cm, "name")));
+            simple(cm, &desc, warnings);
         }
         if let Some(s) = v.get("secret") {
-            simple(
-                "secret",
-                format!("Secret {}", quote(str_of(s, "secretName"))),
-                warnings,
-            );
+            let desc = || format!("Secret {}", quote(str_of(s, "secretName")));
+            simple(s, &desc, warnings);
         }
-        if v.get("downwardAPI").is_some() {
-            simple("downwardAPI", "DownwardAPI".into(), warnings);
+        if let Some(d) = v.get("downwardAPI") {
+            simple(d, &|| "DownwardAPI".into(), warnings);
         }
         let Some(projected) = v.get("projected").filter(|p| !p.is_null()) else {
             continue;
@@ -953,6 +973,40 @@ fn overlapping_virtual_paths(warnings: &mut Vec<String>, volumes: &[Value]) {
 mod tests {
 
     /// Every kind the strategies warn for is let through; a ConfigMap's object is never read.
+    #[test]
+    fn a_quantity_read_as_whole_bytes_without_parsing_is_whole_when_parsed() {
+        let mut whole = 0;
+        let suffixes = [
+            "", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "k", "M", "G", "T", "P", "E", "m", "n", "u",
+            "e3", "E3", "e-3", "K", "ki", "i", " ", "Mi ",
+        ];
+        for digits in [
+            "0",
+            "1",
+            "007",
+            "999",
+            "1.5",
+            ".5",
+            "5.",
+            "+5",
+            "-5",
+            "",
+            "123456789012345678901234567890",
+        ] {
+            for suffix in suffixes {
+                let text = format!("{digits}{suffix}");
+                let q = Value::String(text.clone());
+                assert_eq!(fractional(&q), fractional_parsed(&q), "{text}");
+                if whole_bytes(&text) {
+                    whole += 1;
+                    assert_eq!(fractional_parsed(&q), None, "{text}");
+                }
+            }
+        }
+        assert_eq!(whole, 5 * 13);
+        assert_eq!(fractional(&Value::from("1m")).as_deref(), Some("1m"));
+    }
+
     #[test]
     fn only_pods_and_kinds_with_a_pod_template_are_read_for_warnings() {
         for (group, resource) in [
