@@ -182,6 +182,10 @@ impl Warnings {
             return false;
         }
         let text: Arc<str> = Arc::from(text);
+        if self.recorded.is_empty() {
+            // Room for a Pod's usual warnings without growing the set again and again.
+            self.recorded.reserve(32);
+        }
         if !self.recorded.insert(Arc::clone(&text)) {
             return false;
         }

@@ -108,9 +108,21 @@ pub(crate) trait Doc {
     /// The value at a JSON pointer (`/spec/template`), read from its first member down.
     fn at(&self, pointer: &str) -> Option<&Value> {
         let rest = pointer.strip_prefix('/')?;
-        match rest.split_once('/') {
-            None => self.member(rest),
-            Some((first, _)) => self.member(first)?.pointer(&rest[first.len()..]),
+        let Some((first, mut rest)) = rest.split_once('/') else {
+            return self.member(rest);
+        };
+        let mut value = self.member(first)?;
+        // Members of maps by name; an escaped name or an array's index as pointers read them.
+        loop {
+            let (token, next) = rest.split_once('/').unwrap_or((rest, ""));
+            match value {
+                Value::Object(members) if !token.contains('~') => value = members.get(token)?,
+                _ => return value.pointer(&pointer[pointer.len() - rest.len() - 1..]),
+            }
+            if token.len() == rest.len() {
+                return Some(value);
+            }
+            rest = next;
         }
     }
 }
@@ -313,6 +325,12 @@ fn deprecated_label(key: &str) -> Option<&'static str> {
         .map(|(_, m)| *m)
 }
 
+/// The value under `keys`, map member by map member: what the JSON pointer of those keys reads
+/// (they are names, not indices, and need no escaping), without writing the pointer.
+pub(super) fn get_in<'a>(v: &'a Value, keys: &[&str]) -> Option<&'a Value> {
+    keys.iter().try_fold(v, |v, key| v.as_object()?.get(*key))
+}
+
 fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
@@ -407,9 +425,14 @@ pub(crate) fn for_spec_and_meta(
             }
         }
     }
-    if let Some(node) = spec.pointer("/affinity/nodeAffinity") {
-        let required =
-            node.pointer("/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms");
+    if let Some(node) = get_in(spec, &["affinity", "nodeAffinity"]) {
+        let required = get_in(
+            node,
+            &[
+                "requiredDuringSchedulingIgnoredDuringExecution",
+                "nodeSelectorTerms",
+            ],
+        );
         for (i, term) in items(required).iter().enumerate() {
             let at = p(&format!(
                 "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]"
@@ -469,7 +492,7 @@ pub(crate) fn for_spec_and_meta(
             let msg = match *source {
                 "gitRepo" => git_repo_message(release),
                 "ephemeral" => {
-                    if let Some(claim) = v.pointer("/ephemeral/volumeClaimTemplate")
+                    if let Some(claim) = get_in(v, &["ephemeral", "volumeClaimTemplate"])
                         && !claim.is_null()
                     {
                         let at = p(&format!(
@@ -525,7 +548,8 @@ pub(crate) fn for_spec_and_meta(
     // Fractional bytes in the overhead.
     for resource in ["memory", "ephemeral-storage"] {
         if let Some(text) = spec
-            .pointer(&format!("/overhead/{resource}"))
+            .get("overhead")
+            .and_then(|o| o.get(resource))
             .and_then(fractional)
         {
             warnings.push(format!(
@@ -709,7 +733,7 @@ pub(crate) fn for_spec_and_meta(
     }
 
     for kind in ["podAffinity", "podAntiAffinity"] {
-        let Some(affinity) = spec.pointer(&format!("/affinity/{kind}")) else {
+        let Some(affinity) = get_in(spec, &["affinity", kind]) else {
             continue;
         };
         let terms = [
@@ -733,7 +757,7 @@ pub(crate) fn for_spec_and_meta(
     if !release.at_least(Since::IP_FORMATS) {
         return warnings;
     }
-    let nameservers = spec.pointer("/dnsConfig/nameservers");
+    let nameservers = get_in(spec, &["dnsConfig", "nameservers"]);
     for (i, ns) in items(nameservers).iter().enumerate() {
         let at = p(&format!("spec.dnsConfig.nameservers[{i}]"));
         warnings.extend(ip_warning(&at, ns.as_str().unwrap_or("")));
@@ -791,7 +815,7 @@ fn ip_warning(at: &str, value: &str) -> Option<String> {
 /// number of bytes.
 fn claim_spec_warnings(warnings: &mut Vec<String>, at: &str, spec: &Value) {
     for kind in ["requests", "limits"] {
-        let value = spec.pointer(&format!("/resources/{kind}/storage"));
+        let value = get_in(spec, &["resources", kind, "storage"]);
         if let Some(text) = value.and_then(fractional) {
             warnings.push(format!(
                 "{at}.resources.{kind}[storage]: fractional byte value {} is invalid, must be an integer",
@@ -806,7 +830,9 @@ fn containers<'a>(spec: &'a Value, prefix: Option<&str>) -> Vec<(&'a Value, Stri
     let mut out = Vec::new();
     for list in ["initContainers", "containers", "ephemeralContainers"] {
         for (i, c) in items(spec.get(list)).iter().enumerate() {
-            out.push((c, path(prefix, &format!("spec.{list}[{i}]"))));
+            let (dot, prefix) = prefix.map_or(("", ""), |p| (".", p));
+            let index = i.to_string();
+            out.push((c, [prefix, dot, "spec.", list, "[", &index, "]"].concat()));
         }
     }
     out
@@ -973,6 +999,66 @@ fn overlapping_virtual_paths(warnings: &mut Vec<String>, volumes: &[Value]) {
 mod tests {
 
     /// Every kind the strategies warn for is let through; a ConfigMap's object is never read.
+    #[test]
+    fn pointers_read_member_by_member_read_what_json_pointers_read() {
+        use serde_json::json;
+        let docs = [
+            json!({"spec": {"a": {"b": 1, "c~d": 2, "e/f": 3, "": {"": 4}}, "list": [{"x": 5}, 6],
+                            "0": {"1": 7}, "n": null, "s": "t"}}),
+            json!({"spec": [{"a": 1}]}),
+            json!({"spec": "x"}),
+            json!({}),
+        ];
+        let pointers = [
+            "/spec",
+            "/spec/a",
+            "/spec/a/b",
+            "/spec/a/c~0d",
+            "/spec/a/e~1f",
+            "/spec/a/",
+            "/spec/a//",
+            "/spec/list/0/x",
+            "/spec/list/1",
+            "/spec/list/01",
+            "/spec/list/-",
+            "/spec/0/1",
+            "/spec/n/x",
+            "/spec/s/x",
+            "/spec/0",
+            "/spec/a/b/c",
+            "/spec/",
+            "/nothing/a",
+            "spec/a",
+            "",
+            "/",
+        ];
+        for doc in &docs {
+            for pointer in pointers {
+                let by_pointer =
+                    pointer
+                        .strip_prefix('/')
+                        .and_then(|rest| match rest.split_once('/') {
+                            None => doc.get(rest),
+                            Some((first, _)) => doc.get(first)?.pointer(&rest[first.len()..]),
+                        });
+                assert_eq!(doc.at(pointer), by_pointer, "{pointer} of {doc}");
+            }
+            for keys in [
+                &["spec", "a", "b"][..],
+                &["spec", "list", "x"],
+                &["spec", "s"],
+                &[],
+            ] {
+                let pointer: String = keys.iter().map(|k| format!("/{k}")).collect();
+                assert_eq!(
+                    get_in(doc, keys),
+                    doc.pointer(&pointer),
+                    "{keys:?} of {doc}"
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_quantity_read_as_whole_bytes_without_parsing_is_whole_when_parsed() {
         let mut whole = 0;
