@@ -580,22 +580,22 @@ pub(crate) fn for_spec_and_meta(
     );
     for (c, at) in &containers {
         let name = str_of(c, "name");
-        let security = c.get("securityContext").unwrap_or(&null);
+        let security = || c.get("securityContext").unwrap_or(&null);
         let key = || [SECCOMP_CONTAINER, name].concat();
-        if seccomp_keys && !present(security.get("seccompProfile")) && has_annotation(&key()) {
+        if seccomp_keys && !present(security().get("seccompProfile")) && has_annotation(&key()) {
             warnings.push(format!(
                 r#"{}: non-functional in v1.27+; use the "seccompProfile" field instead"#,
                 p(&format!("metadata.annotations[{}]", key()))
             ));
         }
         // A Pod's AppArmor warning comes from `applyAppArmorVersionSkew` instead.
-        let has_field = pod_apparmor || present(security.get("appArmorProfile"));
+        let has_field = || pod_apparmor || present(security().get("appArmorProfile"));
         let key = || [APPARMOR_CONTAINER, name].concat();
         let template_apparmor = release.at_least(Since::TEMPLATE_APPARMOR);
         if apparmor_keys
             && template_apparmor
             && prefix.is_some()
-            && !has_field
+            && !has_field()
             && has_annotation(&key())
         {
             warnings.push(format!(
@@ -603,14 +603,18 @@ pub(crate) fn for_spec_and_meta(
                 p(&format!("metadata.annotations[{}]", key()))
             ));
         }
-        for (kind, resource) in [
-            ("limits", "memory"),
-            ("requests", "memory"),
-            ("limits", "ephemeral-storage"),
-            ("requests", "ephemeral-storage"),
+        let resources = c.get("resources");
+        let (limits, requests) = (
+            resources.and_then(|r| r.get("limits")),
+            resources.and_then(|r| r.get("requests")),
+        );
+        for (kind, amounts, resource) in [
+            ("limits", limits, "memory"),
+            ("requests", requests, "memory"),
+            ("limits", limits, "ephemeral-storage"),
+            ("requests", requests, "ephemeral-storage"),
         ] {
-            let value =
-                (c.get("resources").and_then(|r| r.get(kind))).and_then(|k| k.get(resource));
+            let value = amounts.and_then(|k| k.get(resource));
             if let Some(text) = value.and_then(fractional) {
                 warnings.push(format!(
                     "{at}.resources.{kind}[{resource}]: fractional byte value {} is invalid, must be an integer",
@@ -620,7 +624,7 @@ pub(crate) fn for_spec_and_meta(
         }
         let env = items(c.get("env"));
         if env.len() > 1 {
-            let mut seen = HashSet::new();
+            let mut seen = foldhash::HashSet::default();
             for (i, item) in env.iter().enumerate() {
                 let name = str_of(item, "name");
                 if seen.insert(name) {
