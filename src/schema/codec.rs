@@ -221,6 +221,25 @@ pub fn normalize_members_in_place(
     Ok(())
 }
 
+/// Whether [`normalize_in_place`] of an object of the struct type `id` (a map) leaves its
+/// member `name`, present with `value`, as it is: a field of the type, not omitted, and written
+/// by Go as it stands. Then the normalised object's member is `value` whatever the other members
+/// are, even when normalising one of them fails (an error leaves the members after it as they
+/// are, and drops nothing). False when unsure.
+pub fn member_is_normal(schema: &Schema, id: TypeId, name: &str, value: &Value) -> bool {
+    let st = schema.get(id);
+    let Some(i) = st.index_of(name) else {
+        return false;
+    };
+    let field = &st.fields[i];
+    if omitted(schema, field, Some(value)) {
+        return false;
+    }
+    let mut enc = Encoder::new(schema, 0);
+    enc.owner = Some(st);
+    enc.is_normal(&field.ty, value)
+}
+
 /// The members of `value` a strict decode into the kind's Go type reports as unknown
 /// (`sigs.k8s.io/json` with `DisallowUnknownFields`, as the apiserver's strict JSON serializer
 /// decodes): each as its path from the root, struct fields and map keys joined by `.`, list items
@@ -673,6 +692,71 @@ impl<'s> Encoder<'s> {
             }
         }
         Ok(())
+    }
+
+    /// Whether [`Encoder::normalize`] of `value` succeeds and leaves it as it is, told without
+    /// copying it: containers are walked, and only the leaves Go rewrites (times, bytes, floats,
+    /// int-or-strings) are normalised on a copy to tell.
+    fn is_normal(&mut self, ty: &Type, value: &Value) -> bool {
+        match (ty, value) {
+            (Type::Ptr(_) | Type::List(_) | Type::Map(_), Value::Null) => true,
+            (Type::Ptr(inner), v) => self.is_normal(inner, v),
+            (Type::List(inner), Value::Array(items)) => {
+                items.iter().all(|item| self.is_normal(inner, item))
+            }
+            (Type::Map(inner), Value::Object(members)) => {
+                members.values().all(|item| self.is_normal(inner, item))
+            }
+            (Type::Struct(id), Value::Object(members)) => {
+                let st = self.schema.get(*id);
+                self.struct_is_normal(st, members)
+            }
+            (Type::String, Value::String(_)) | (Type::Bool, Value::Bool(_)) => true,
+            (Type::Int(it), Value::Number(n)) => self.check_int(n, *it, ty).is_ok(),
+            (Type::Quantity, Value::String(text)) => {
+                quantity_text(value).is_ok_and(|canonical| *canonical == **text)
+            }
+            (Type::Raw | Type::Any, v) if !has_float(v) => true,
+            // A null struct, string, bool, integer or quantity becomes its zero value; another
+            // JSON type is an error.
+            (
+                Type::Struct(_)
+                | Type::List(_)
+                | Type::Map(_)
+                | Type::String
+                | Type::Bool
+                | Type::Int(_)
+                | Type::Quantity,
+                _,
+            ) => false,
+            _ => {
+                let mut copy = value.clone();
+                self.normalize(ty, &mut copy).is_ok() && copy == *value
+            }
+        }
+    }
+
+    /// [`Encoder::is_normal`] of a struct's members: each a field, not omitted and normal, and
+    /// every field Go writes when absent present.
+    fn struct_is_normal(&mut self, st: &'s Struct, members: &Map<String, Value>) -> bool {
+        // The first 64 fields present, by bit; later ones are looked up.
+        let mut present = 0u64;
+        for (k, v) in members {
+            let Some(i) = st.index_of(k) else {
+                return false;
+            };
+            let field = &st.fields[i];
+            if omitted(self.schema, field, Some(v)) || !self.is_normal(&field.ty, v) {
+                return false;
+            }
+            present |= 1u64.checked_shl(i as u32).unwrap_or(0);
+        }
+        st.absent_written()
+            .iter()
+            .all(|&i| match 1u64.checked_shl(u32::from(i)) {
+                Some(bit) => present & bit != 0,
+                None => members.contains_key(&*st.fields[usize::from(i)].name),
+            })
     }
 
     fn write_int(&mut self, n: &Number, it: IntType, ty: &Type) -> Result<(), DecodeError> {

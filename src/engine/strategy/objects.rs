@@ -261,12 +261,21 @@ pub(super) fn app_armor_warnings(
 ) -> Vec<String> {
     let null = Value::Null;
     let spec = pod.member("spec").unwrap_or(&null);
-    if !release.at_least(30) || spec.pointer("/os/name") == Some(&json!("windows")) {
+    let os = super::warnings::get_in(spec, &["os", "name"]);
+    if !release.at_least(30) || os.and_then(Value::as_str) == Some("windows") {
+        return Vec::new();
+    }
+    // Each warning names an annotation with the prefix: none, no warnings.
+    let annotations = pod.at("/metadata/annotations");
+    let prefixed = |a: &Value| {
+        a.as_object()
+            .is_some_and(|a| a.keys().any(|k| k.starts_with(APPARMOR_PREFIX)))
+    };
+    if !annotations.is_some_and(prefixed) {
         return Vec::new();
     }
     let profile = |v: Option<&Value>| v.filter(|p| !p.is_null()).cloned();
     let pod_profile = profile(spec.pointer("/securityContext/appArmorProfile"));
-    let annotations = pod.at("/metadata/annotations");
     let mut warnings = Vec::new();
     for kind in ["initContainers", "containers", "ephemeralContainers"] {
         for container in spec

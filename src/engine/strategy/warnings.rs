@@ -108,9 +108,21 @@ pub(crate) trait Doc {
     /// The value at a JSON pointer (`/spec/template`), read from its first member down.
     fn at(&self, pointer: &str) -> Option<&Value> {
         let rest = pointer.strip_prefix('/')?;
-        match rest.split_once('/') {
-            None => self.member(rest),
-            Some((first, _)) => self.member(first)?.pointer(&rest[first.len()..]),
+        let Some((first, mut rest)) = rest.split_once('/') else {
+            return self.member(rest);
+        };
+        let mut value = self.member(first)?;
+        // Members of maps by name; an escaped name or an array's index as pointers read them.
+        loop {
+            let (token, next) = rest.split_once('/').unwrap_or((rest, ""));
+            match value {
+                Value::Object(members) if !token.contains('~') => value = members.get(token)?,
+                _ => return value.pointer(&pointer[pointer.len() - rest.len() - 1..]),
+            }
+            if token.len() == rest.len() {
+                return Some(value);
+            }
+            rest = next;
         }
     }
 }
@@ -313,6 +325,12 @@ fn deprecated_label(key: &str) -> Option<&'static str> {
         .map(|(_, m)| *m)
 }
 
+/// The value under `keys`, map member by map member: what the JSON pointer of those keys reads
+/// (they are names, not indices, and need no escaping), without writing the pointer.
+pub(super) fn get_in<'a>(v: &'a Value, keys: &[&str]) -> Option<&'a Value> {
+    keys.iter().try_fold(v, |v, key| v.as_object()?.get(*key))
+}
+
 fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
@@ -352,12 +370,31 @@ impl Since {
 /// Whether a memory or ephemeral-storage quantity is not a whole number of bytes as upstream
 /// judges it (`MilliValue() % 1000 != 0`, the milli value rounded up).
 fn fractional(q: &Value) -> Option<String> {
+    if q.as_str().is_some_and(whole_bytes) {
+        return None;
+    }
+    fractional_parsed(q)
+}
+
+/// [`fractional`] told by parsing the quantity.
+fn fractional_parsed(q: &Value) -> Option<String> {
     let quantity = Quantity::from_json(q).ok().flatten()?;
     let mut milli = quantity.clone();
     milli.round_up(-3);
     let mut whole = milli.clone();
     whole.round_up(0);
     (whole.cmp_value(&milli) != std::cmp::Ordering::Equal).then(|| quantity.to_string())
+}
+
+/// Whether a quantity's text is digits with no suffix or a suffix of whole multiples (`256Mi`,
+/// `2G`): a whole number of bytes, told without parsing it.
+fn whole_bytes(text: &str) -> bool {
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    digits > 0
+        && matches!(
+            &text[digits..],
+            "" | "Ki" | "Mi" | "Gi" | "Ti" | "Pi" | "Ei" | "k" | "M" | "G" | "T" | "P" | "E"
+        )
 }
 
 /// `warningsForPodSpecAndMeta`: `template` is a Pod or a pod template (`metadata` and `spec`),
@@ -388,9 +425,14 @@ pub(crate) fn for_spec_and_meta(
             }
         }
     }
-    if let Some(node) = spec.pointer("/affinity/nodeAffinity") {
-        let required =
-            node.pointer("/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms");
+    if let Some(node) = get_in(spec, &["affinity", "nodeAffinity"]) {
+        let required = get_in(
+            node,
+            &[
+                "requiredDuringSchedulingIgnoredDuringExecution",
+                "nodeSelectorTerms",
+            ],
+        );
         for (i, term) in items(required).iter().enumerate() {
             let at = p(&format!(
                 "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{i}]"
@@ -450,7 +492,7 @@ pub(crate) fn for_spec_and_meta(
             let msg = match *source {
                 "gitRepo" => git_repo_message(release),
                 "ephemeral" => {
-                    if let Some(claim) = v.pointer("/ephemeral/volumeClaimTemplate")
+                    if let Some(claim) = get_in(v, &["ephemeral", "volumeClaimTemplate"])
                         && !claim.is_null()
                     {
                         let at = p(&format!(
@@ -506,7 +548,8 @@ pub(crate) fn for_spec_and_meta(
     // Fractional bytes in the overhead.
     for resource in ["memory", "ephemeral-storage"] {
         if let Some(text) = spec
-            .pointer(&format!("/overhead/{resource}"))
+            .get("overhead")
+            .and_then(|o| o.get(resource))
             .and_then(fractional)
         {
             warnings.push(format!(
@@ -537,22 +580,22 @@ pub(crate) fn for_spec_and_meta(
     );
     for (c, at) in &containers {
         let name = str_of(c, "name");
-        let security = c.get("securityContext").unwrap_or(&null);
+        let security = || c.get("securityContext").unwrap_or(&null);
         let key = || [SECCOMP_CONTAINER, name].concat();
-        if seccomp_keys && !present(security.get("seccompProfile")) && has_annotation(&key()) {
+        if seccomp_keys && !present(security().get("seccompProfile")) && has_annotation(&key()) {
             warnings.push(format!(
                 r#"{}: non-functional in v1.27+; use the "seccompProfile" field instead"#,
                 p(&format!("metadata.annotations[{}]", key()))
             ));
         }
         // A Pod's AppArmor warning comes from `applyAppArmorVersionSkew` instead.
-        let has_field = pod_apparmor || present(security.get("appArmorProfile"));
+        let has_field = || pod_apparmor || present(security().get("appArmorProfile"));
         let key = || [APPARMOR_CONTAINER, name].concat();
         let template_apparmor = release.at_least(Since::TEMPLATE_APPARMOR);
         if apparmor_keys
             && template_apparmor
             && prefix.is_some()
-            && !has_field
+            && !has_field()
             && has_annotation(&key())
         {
             warnings.push(format!(
@@ -560,14 +603,18 @@ pub(crate) fn for_spec_and_meta(
                 p(&format!("metadata.annotations[{}]", key()))
             ));
         }
-        for (kind, resource) in [
-            ("limits", "memory"),
-            ("requests", "memory"),
-            ("limits", "ephemeral-storage"),
-            ("requests", "ephemeral-storage"),
+        let resources = c.get("resources");
+        let (limits, requests) = (
+            resources.and_then(|r| r.get("limits")),
+            resources.and_then(|r| r.get("requests")),
+        );
+        for (kind, amounts, resource) in [
+            ("limits", limits, "memory"),
+            ("requests", requests, "memory"),
+            ("limits", limits, "ephemeral-storage"),
+            ("requests", requests, "ephemeral-storage"),
         ] {
-            let value =
-                (c.get("resources").and_then(|r| r.get(kind))).and_then(|k| k.get(resource));
+            let value = amounts.and_then(|k| k.get(resource));
             if let Some(text) = value.and_then(fractional) {
                 warnings.push(format!(
                     "{at}.resources.{kind}[{resource}]: fractional byte value {} is invalid, must be an integer",
@@ -577,7 +624,7 @@ pub(crate) fn for_spec_and_meta(
         }
         let env = items(c.get("env"));
         if env.len() > 1 {
-            let mut seen = HashSet::new();
+            let mut seen = foldhash::HashSet::default();
             for (i, item) in env.iter().enumerate() {
                 let name = str_of(item, "name");
                 if seen.insert(name) {
@@ -605,19 +652,28 @@ pub(crate) fn for_spec_and_meta(
 
     // Ports across all containers, keyed by number and protocol; a port's path is written when
     // a warning first names it.
-    let port_at = |c: usize, i: usize| format!("{}.ports[{i}]", containers[c].1);
-    type Seen<'v> = (usize, usize, Option<String>, &'v Value);
-    let mut all_ports: HashMap<(i64, &str), Vec<Seen<'_>>> = HashMap::new();
+    let port_at = |c: usize, i: usize| {
+        let (at, index) = (&containers[c].1, i.to_string());
+        [at, ".ports[", &index, "]"].concat()
+    };
+    // Where a port is and what is compared of it: its host IP and port.
+    type Seen<'v> = (usize, usize, Option<String>, &'v str, i64);
+    let mut all_ports: foldhash::HashMap<(i64, &str), Vec<Seen<'_>>> = Default::default();
     for (ci, (c, _)) in containers.iter().enumerate() {
         for (i, port) in items(c.get("ports")).iter().enumerate() {
             let mut here = None;
-            let host_ip = str_of(port, "hostIP");
-            let host_port = port.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
-            let container_port = port
-                .get("containerPort")
-                .and_then(Value::as_i64)
-                .unwrap_or(0);
-            let protocol = str_of(port, "protocol");
+            let (mut host_ip, mut host_port, mut container_port, mut protocol) = ("", 0, 0, "");
+            if let Some(members) = port.as_object() {
+                for (k, v) in members {
+                    match k.as_str() {
+                        "hostIP" => host_ip = v.as_str().unwrap_or(""),
+                        "hostPort" => host_port = v.as_i64().unwrap_or(0),
+                        "containerPort" => container_port = v.as_i64().unwrap_or(0),
+                        "protocol" => protocol = v.as_str().unwrap_or(""),
+                        _ => {}
+                    }
+                }
+            }
             if !host_ip.is_empty() && host_port == 0 {
                 warnings.push(format!(
                     "{}: hostIP set without hostPort: {{Name:{} HostPort:{host_port} ContainerPort:{container_port} Protocol:{protocol} HostIP:{host_ip}}}",
@@ -626,9 +682,8 @@ pub(crate) fn for_spec_and_meta(
                 ));
             }
             let others = all_ports.entry((container_port, protocol)).or_default();
-            for (oc, oi, other_at, other) in others.iter_mut() {
-                let other_ip = str_of(other, "hostIP");
-                let other_port = other.get("hostPort").and_then(Value::as_i64).unwrap_or(0);
+            for (oc, oi, other_at, other_ip, other_port) in others.iter_mut() {
+                let (other_ip, other_port) = (*other_ip, *other_port);
                 let what = if host_ip == other_ip && host_port == other_port {
                     "duplicate"
                 } else if host_port == 0 || other_port == 0 {
@@ -642,7 +697,7 @@ pub(crate) fn for_spec_and_meta(
                 let other_at = other_at.get_or_insert_with(|| port_at(*oc, *oi));
                 warnings.push([here, ": ", what, " port definition with ", other_at].concat());
             }
-            others.push((ci, i, here, port));
+            others.push((ci, i, here, host_ip, host_port));
         }
     }
     let mut port_names: HashMap<&str, String> = HashMap::new();
@@ -682,7 +737,7 @@ pub(crate) fn for_spec_and_meta(
     }
 
     for kind in ["podAffinity", "podAntiAffinity"] {
-        let Some(affinity) = spec.pointer(&format!("/affinity/{kind}")) else {
+        let Some(affinity) = get_in(spec, &["affinity", kind]) else {
             continue;
         };
         let terms = [
@@ -706,7 +761,7 @@ pub(crate) fn for_spec_and_meta(
     if !release.at_least(Since::IP_FORMATS) {
         return warnings;
     }
-    let nameservers = spec.pointer("/dnsConfig/nameservers");
+    let nameservers = get_in(spec, &["dnsConfig", "nameservers"]);
     for (i, ns) in items(nameservers).iter().enumerate() {
         let at = p(&format!("spec.dnsConfig.nameservers[{i}]"));
         warnings.extend(ip_warning(&at, ns.as_str().unwrap_or("")));
@@ -764,7 +819,7 @@ fn ip_warning(at: &str, value: &str) -> Option<String> {
 /// number of bytes.
 fn claim_spec_warnings(warnings: &mut Vec<String>, at: &str, spec: &Value) {
     for kind in ["requests", "limits"] {
-        let value = spec.pointer(&format!("/resources/{kind}/storage"));
+        let value = get_in(spec, &["resources", kind, "storage"]);
         if let Some(text) = value.and_then(fractional) {
             warnings.push(format!(
                 "{at}.resources.{kind}[storage]: fractional byte value {} is invalid, must be an integer",
@@ -779,7 +834,9 @@ fn containers<'a>(spec: &'a Value, prefix: Option<&str>) -> Vec<(&'a Value, Stri
     let mut out = Vec::new();
     for list in ["initContainers", "containers", "ephemeralContainers"] {
         for (i, c) in items(spec.get(list)).iter().enumerate() {
-            out.push((c, path(prefix, &format!("spec.{list}[{i}]"))));
+            let (dot, prefix) = prefix.map_or(("", ""), |p| (".", p));
+            let index = i.to_string();
+            out.push((c, [prefix, dot, "spec.", list, "[", &index, "]"].concat()));
         }
     }
     out
@@ -869,32 +926,25 @@ fn overlapping_virtual_paths(warnings: &mut Vec<String>, volumes: &[Value]) {
     };
     for v in volumes {
         let name = str_of(v, "name");
-        let simple = |source: &str, desc: String, warnings: &mut Vec<String>| {
-            if let Some(list) = v
-                .pointer(&format!("/{source}/items"))
-                .filter(|l| !l.is_null())
-            {
+        // The description is written only for a source with items.
+        let simple = |source: &Value, desc: &dyn Fn() -> String, warnings: &mut Vec<String>| {
+            if let Some(list) = source.get("items").filter(|l| !l.is_null()) {
+                let desc = desc();
                 walk(paths_of(Some(list), ""), &mut Vec::new(), |ps, c| {
                     warnings.push(warn(name, &desc, format!("{ps} with {c}")));
                 });
             }
         };
         if let Some(cm) = v.get("configMap") {
-            simple(
-                "configMap",
-                format!("ConfigMap {}", quote(str_of(cm, "name"))),
-                warnings,
-            );
+            let desc = || format!("ConfigMap {}", quote(str_of(cm, "name")));
+            simple(cm, &desc, warnings);
         }
         if let Some(s) = v.get("secret") {
-            simple(
-                "secret",
-                format!("Secret {}", quote(str_of(s, "secretName"))),
-                warnings,
-            );
+            let desc = || format!("Secret {}", quote(str_of(s, "secretName")));
+            simple(s, &desc, warnings);
         }
-        if v.get("downwardAPI").is_some() {
-            simple("downwardAPI", "DownwardAPI".into(), warnings);
+        if let Some(d) = v.get("downwardAPI") {
+            simple(d, &|| "DownwardAPI".into(), warnings);
         }
         let Some(projected) = v.get("projected").filter(|p| !p.is_null()) else {
             continue;
@@ -953,6 +1003,100 @@ fn overlapping_virtual_paths(warnings: &mut Vec<String>, volumes: &[Value]) {
 mod tests {
 
     /// Every kind the strategies warn for is let through; a ConfigMap's object is never read.
+    #[test]
+    fn pointers_read_member_by_member_read_what_json_pointers_read() {
+        use serde_json::json;
+        let docs = [
+            json!({"spec": {"a": {"b": 1, "c~d": 2, "e/f": 3, "": {"": 4}}, "list": [{"x": 5}, 6],
+                            "0": {"1": 7}, "n": null, "s": "t"}}),
+            json!({"spec": [{"a": 1}]}),
+            json!({"spec": "x"}),
+            json!({}),
+        ];
+        let pointers = [
+            "/spec",
+            "/spec/a",
+            "/spec/a/b",
+            "/spec/a/c~0d",
+            "/spec/a/e~1f",
+            "/spec/a/",
+            "/spec/a//",
+            "/spec/list/0/x",
+            "/spec/list/1",
+            "/spec/list/01",
+            "/spec/list/-",
+            "/spec/0/1",
+            "/spec/n/x",
+            "/spec/s/x",
+            "/spec/0",
+            "/spec/a/b/c",
+            "/spec/",
+            "/nothing/a",
+            "spec/a",
+            "",
+            "/",
+        ];
+        for doc in &docs {
+            for pointer in pointers {
+                let by_pointer =
+                    pointer
+                        .strip_prefix('/')
+                        .and_then(|rest| match rest.split_once('/') {
+                            None => doc.get(rest),
+                            Some((first, _)) => doc.get(first)?.pointer(&rest[first.len()..]),
+                        });
+                assert_eq!(doc.at(pointer), by_pointer, "{pointer} of {doc}");
+            }
+            for keys in [
+                &["spec", "a", "b"][..],
+                &["spec", "list", "x"],
+                &["spec", "s"],
+                &[],
+            ] {
+                let pointer: String = keys.iter().map(|k| format!("/{k}")).collect();
+                assert_eq!(
+                    get_in(doc, keys),
+                    doc.pointer(&pointer),
+                    "{keys:?} of {doc}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_quantity_read_as_whole_bytes_without_parsing_is_whole_when_parsed() {
+        let mut whole = 0;
+        let suffixes = [
+            "", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "k", "M", "G", "T", "P", "E", "m", "n", "u",
+            "e3", "E3", "e-3", "K", "ki", "i", " ", "Mi ",
+        ];
+        for digits in [
+            "0",
+            "1",
+            "007",
+            "999",
+            "1.5",
+            ".5",
+            "5.",
+            "+5",
+            "-5",
+            "",
+            "123456789012345678901234567890",
+        ] {
+            for suffix in suffixes {
+                let text = format!("{digits}{suffix}");
+                let q = Value::String(text.clone());
+                assert_eq!(fractional(&q), fractional_parsed(&q), "{text}");
+                if whole_bytes(&text) {
+                    whole += 1;
+                    assert_eq!(fractional_parsed(&q), None, "{text}");
+                }
+            }
+        }
+        assert_eq!(whole, 5 * 13);
+        assert_eq!(fractional(&Value::from("1m")).as_deref(), Some("1m"));
+    }
+
     #[test]
     fn only_pods_and_kinds_with_a_pod_template_are_read_for_warnings() {
         for (group, resource) in [
