@@ -89,3 +89,16 @@ pub mod webhook_server;
 pub mod yaml;
 
 pub use version::{KubeVersion, ServerRelease};
+
+#[cfg(test)]
+pub(crate) mod testing {
+    /// A small xorshift generator: the same sequence on every run, for tests over many inputs.
+    pub(crate) fn xorshift(mut seed: u64) -> impl FnMut() -> u64 {
+        move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        }
+    }
+}

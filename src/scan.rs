@@ -902,13 +902,7 @@ mod tests {
         // Every byte value, alone or after others, in strings of every length around the word
         // and chunk sizes, against the obvious byte-by-byte search.
         let go_looks_at = |b: u8| matches!(b, b'"' | b'\\' | b'<' | b'>' | b'&' | 0xE2) || b < 0x20;
-        let mut seed = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::testing::xorshift(0x2545_f491_4f6c_dd1du64);
         let alphabet = b"a<>&\"\\\n\x1f\x7f\x80\xa8\xe2 zZ~";
         for _ in 0..20_000 {
             let len = (next() % 48) as usize;

@@ -417,19 +417,13 @@ mod tests {
             "abcdefgh",
             "\u{800}",
         ];
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::testing::xorshift(0x9e37_79b9_7f4a_7c15u64);
         for _ in 0..30_000 {
             let n = (next() % 24) as usize;
             let mut s = String::new();
             for _ in 0..n {
                 // Mostly plain letters, so that runs cross the word and chunk boundaries.
-                let piece = if next() % 3 == 0 {
+                let piece = if next().is_multiple_of(3) {
                     pieces[(next() % pieces.len() as u64) as usize]
                 } else {
                     "abcdefghijklmnop"
