@@ -7,6 +7,7 @@ use clap::{Parser, Subcommand};
 mod allocator;
 #[macro_use]
 mod cli;
+mod sched;
 
 #[global_allocator]
 static ALLOCATOR: allocator::Allocator = allocator::Allocator;

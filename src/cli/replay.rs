@@ -307,6 +307,8 @@ fn spawn_reader(
     read: Arc<AtomicU64>,
 ) -> std::io::Result<std::thread::JoinHandle<(Vec<InputProblem>, u64)>> {
     hookscope::json::spawn("reader", move || {
+        // Reading ahead is the work that can wait (see `sched`).
+        let _ = crate::sched::as_batch_work();
         let mut batcher = Batcher {
             parse_objects,
             tx,
@@ -891,6 +893,8 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
     let (out_tx, out_rx) = std::sync::mpsc::sync_channel::<Vec<Dispatched>>(OUTPUT_BATCHES);
     let mut metrics = replayer.configuration_metrics();
     let outputs = hookscope::json::spawn("outputs", move || {
+        // Writing behind is the work that can wait (see `sched`).
+        let _ = crate::sched::as_batch_work();
         for batch in out_rx {
             for dispatched in batch {
                 if let Some(m) = &dispatched.metrics {
