@@ -109,8 +109,8 @@ fn hundred_rules() -> Vec<RuleWithOperations> {
 fn scale_request() -> Attributes {
     Attributes {
         operation: Operation::Create,
-        kind: GroupVersionKind::new("autoscaling", "v1", "Scale"),
-        resource: GroupVersionResource::new("apps", "v1", "deployments"),
+        kind: GroupVersionKind::new("autoscaling", "v1", "Scale").into(),
+        resource: GroupVersionResource::new("apps", "v1", "deployments").into(),
         sub_resource: "scale".into(),
         namespace: "ns".into(),
         name: "name".into(),
@@ -210,8 +210,8 @@ fn pod() -> Value {
 fn pod_request() -> Attributes {
     Attributes {
         operation: Operation::Create,
-        kind: GroupVersionKind::new("", "v1", "Pod"),
-        resource: GroupVersionResource::new("", "v1", "pods"),
+        kind: GroupVersionKind::new("", "v1", "Pod").into(),
+        resource: GroupVersionResource::new("", "v1", "pods").into(),
         sub_resource: String::new(),
         namespace: "shop".into(),
         name: "web-7d9f8".into(),

@@ -88,8 +88,8 @@ fn attributes() -> Attributes {
     };
     Attributes {
         operation: Operation::Update,
-        kind: GroupVersionKind::new("", "v1", "Pod"),
-        resource: GroupVersionResource::new("", "v1", "pod"),
+        kind: GroupVersionKind::new("", "v1", "Pod").into(),
+        resource: GroupVersionResource::new("", "v1", "pod").into(),
         sub_resource: String::new(),
         namespace: NAMESPACE.into(),
         name: "my-pod".into(),

@@ -252,8 +252,8 @@ fn pod_request(op: Operation, labels: &Option<BTreeMap<String, String>>) -> Attr
     let object = pod(labels);
     Attributes {
         operation: op,
-        kind: GroupVersionKind::new("", "v1", "Pod"),
-        resource: GroupVersionResource::new("", "v1", "pods"),
+        kind: GroupVersionKind::new("", "v1", "Pod").into(),
+        resource: GroupVersionResource::new("", "v1", "pods").into(),
         sub_resource: String::new(),
         namespace: "default".into(),
         name: "p".into(),

@@ -66,8 +66,8 @@ fn request(op: Operation, kind: (&str, &str, &str), resource: &str, object: Valu
         .to_string();
     Attributes {
         operation: op,
-        kind: GroupVersionKind::new(group, version, kind),
-        resource: GroupVersionResource::new(group, version, resource),
+        kind: GroupVersionKind::new(group, version, kind).into(),
+        resource: GroupVersionResource::new(group, version, resource).into(),
         sub_resource: String::new(),
         namespace,
         name,

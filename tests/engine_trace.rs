@@ -66,8 +66,8 @@ fn configs() -> Vec<WebhookConfiguration> {
 fn pod_create() -> Attributes {
     Attributes {
         operation: Operation::Create,
-        kind: GroupVersionKind::new("", "v1", "Pod"),
-        resource: GroupVersionResource::new("", "v1", "pods"),
+        kind: GroupVersionKind::new("", "v1", "Pod").into(),
+        resource: GroupVersionResource::new("", "v1", "pods").into(),
         sub_resource: String::new(),
         namespace: "default".into(),
         name: "web-0".into(),

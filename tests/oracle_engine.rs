@@ -136,8 +136,8 @@ fn recorded_requests() -> (Vec<Recorded>, Namespaces) {
         out.push(Recorded {
             attrs: Attributes {
                 operation: Operation::Create,
-                kind: GroupVersionKind::new("", "v1", "ConfigMap"),
-                resource: GroupVersionResource::new("", "v1", "configmaps"),
+                kind: GroupVersionKind::new("", "v1", "ConfigMap").into(),
+                resource: GroupVersionResource::new("", "v1", "configmaps").into(),
                 sub_resource: String::new(),
                 namespace: e["objectRef"]["namespace"]
                     .as_str()

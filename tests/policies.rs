@@ -161,8 +161,8 @@ fn attributes(object: Value, operation: Operation) -> Attributes {
     };
     Attributes {
         operation,
-        kind: GroupVersionKind::new(group, version, &kind),
-        resource: GroupVersionResource::new(group, version, resource),
+        kind: GroupVersionKind::new(group, version, &kind).into(),
+        resource: GroupVersionResource::new(group, version, resource).into(),
         sub_resource: String::new(),
         namespace: s("/metadata/namespace"),
         name: s("/metadata/name"),
@@ -1060,8 +1060,8 @@ fn apply_configurations_of_custom_resources_merge_over_their_definitions_schema(
         "spec": {"ports": [{"name": "http", "protocol": "TCP", "port": 80}], "selector": {"app": "g"}}});
     let attrs = || {
         let mut a = attributes(gadget.clone(), Operation::Create);
-        a.kind = GroupVersionKind::new("example.com", "v1", "Gadget");
-        a.resource = GroupVersionResource::new("example.com", "v1", "gadgets");
+        a.kind = GroupVersionKind::new("example.com", "v1", "Gadget").into();
+        a.resource = GroupVersionResource::new("example.com", "v1", "gadgets").into();
         a
     };
     let cluster = Cluster {

@@ -140,10 +140,10 @@ fn the_oracle_audit_log_yields_the_requests_the_oracle_test_replays() {
         let a = &got.attrs;
         let what = format!("{}/{}", a.namespace, a.name);
         assert_eq!(a.operation, Operation::Create, "{what}");
-        assert_eq!(a.kind, GroupVersionKind::new("", "v1", "ConfigMap"));
+        assert_eq!(a.kind, GroupVersionKind::new("", "v1", "ConfigMap").into());
         assert_eq!(
             a.resource,
-            GroupVersionResource::new("", "v1", "configmaps")
+            GroupVersionResource::new("", "v1", "configmaps").into()
         );
         assert_eq!(a.sub_resource, "");
         assert_eq!(a.namespace, e["objectRef"]["namespace"].as_str().unwrap());
@@ -326,7 +326,7 @@ fn a_v1_review_is_replayed_as_captured() {
     assert_eq!(r.uid, "0d1c4f2a-5e0c-4c55-9a61-7a3b9d0f1e01");
     assert_eq!((r.source.index, r.source.unit), (1, IndexUnit::Document));
     assert_eq!(r.attrs.operation, Operation::Create);
-    assert_eq!(r.attrs.kind, GroupVersionKind::new("", "v1", "Pod"));
+    assert_eq!(r.attrs.kind, GroupVersionKind::new("", "v1", "Pod").into());
     assert_eq!(
         (r.attrs.namespace.as_str(), r.attrs.name.as_str()),
         ("shop", "web")
@@ -650,14 +650,17 @@ fn subresource_creates_keep_what_their_handler_keeps() {
     let r = requests(&items);
     assert_eq!(r.len(), 2, "{items:#?}");
     // A binding takes the pod's UID as a precondition: the handler keeps it.
-    assert_eq!(r[0].attrs.kind, GroupVersionKind::new("", "v1", "Binding"));
+    assert_eq!(
+        r[0].attrs.kind,
+        GroupVersionKind::new("", "v1", "Binding").into()
+    );
     assert_eq!(
         r[0].attrs.object.as_ref().unwrap()["metadata"]["uid"],
         "pod-uid"
     );
     assert_eq!(
         r[1].attrs.kind,
-        GroupVersionKind::new("policy", "v1", "Eviction")
+        GroupVersionKind::new("policy", "v1", "Eviction").into()
     );
     let meta = &r[1].attrs.object.as_ref().unwrap()["metadata"];
     assert!(meta.get("uid").is_none());
@@ -850,7 +853,7 @@ fn reads_teach_old_objects_and_requests_without_bodies_are_not_replayable() {
     );
     assert_eq!(
         r[0].attrs.kind,
-        GroupVersionKind::new("", "v1", "ConfigMap")
+        GroupVersionKind::new("", "v1", "ConfigMap").into()
     );
     assert_eq!(
         r[0].attrs.options.as_deref(),
@@ -1090,7 +1093,7 @@ fn custom_resources_take_merge_patches_with_lists_and_their_kind_from_objects() 
     assert_eq!(r.len(), 3, "{items:#?}");
     assert!(
         r.iter()
-            .all(|r| r.attrs.kind == GroupVersionKind::new("example.com", "v1", "Widget"))
+            .all(|r| r.attrs.kind == GroupVersionKind::new("example.com", "v1", "Widget").into())
     );
     assert_eq!(
         r[1].attrs.object.as_ref().unwrap()["spec"]["ports"],
@@ -1324,7 +1327,7 @@ fn connect_requests_and_requests_whose_final_stage_never_came() {
     assert_eq!(r[0].attrs.operation, Operation::Connect);
     assert_eq!(
         r[0].attrs.kind,
-        GroupVersionKind::new("", "v1", "PodExecOptions")
+        GroupVersionKind::new("", "v1", "PodExecOptions").into()
     );
     assert_eq!(
         r[0].attrs.object_value().cloned(),
@@ -1515,7 +1518,7 @@ fn cluster_files_give_namespaces_old_objects_and_custom_resources() {
     );
     assert_eq!(
         r[1].attrs.kind,
-        GroupVersionKind::new("example.com", "v1", "Widget")
+        GroupVersionKind::new("example.com", "v1", "Widget").into()
     );
 }
 

@@ -17,10 +17,11 @@ use crate::api::{GroupVersionKind, GroupVersionResource, Operation, UserInfo};
 pub struct Attributes {
     /// CREATE, UPDATE, DELETE or CONNECT.
     pub operation: Operation,
-    /// Kind of the object in the request.
-    pub kind: GroupVersionKind,
-    /// Resource requested (for subresources: the parent resource).
-    pub resource: GroupVersionResource,
+    /// Kind of the object in the request. Shared: the invocations of the request's webhooks
+    /// refer to it, and a request copied (when a patch replaces its object) copies no names.
+    pub kind: Arc<GroupVersionKind>,
+    /// Resource requested (for subresources: the parent resource). Shared like `kind`.
+    pub resource: Arc<GroupVersionResource>,
     /// Subresource, or empty.
     #[serde(default)]
     pub sub_resource: String,

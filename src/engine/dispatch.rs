@@ -109,7 +109,7 @@ pub(super) struct Run<'e, 'c> {
 
 /// An object converted to the version of an equivalent invocation.
 struct Versioned {
-    kind: GroupVersionKind,
+    kind: Arc<GroupVersionKind>,
     /// The `attrs.object` it stands for.
     source: Arc<Object>,
     object: Arc<Object>,
@@ -197,7 +197,7 @@ impl<'e, 'c> Run<'e, 'c> {
     /// The current object converted to `kind` (an equivalent invocation's): the one a webhook of
     /// that version last received or patched while the object has not changed since, else a
     /// fresh conversion.
-    fn versioned_object(&mut self, kind: &GroupVersionKind) -> Option<Arc<Object>> {
+    fn versioned_object(&mut self, kind: &Arc<GroupVersionKind>) -> Option<Arc<Object>> {
         let current = self.attrs.object.as_ref()?;
         if let Some(v) = &self.versioned
             && v.kind == *kind
@@ -213,7 +213,7 @@ impl<'e, 'c> Run<'e, 'c> {
             release,
         )));
         self.versioned = Some(Versioned {
-            kind: kind.clone(),
+            kind: Arc::clone(kind),
             source: Arc::clone(current),
             object: Arc::clone(&object),
         });
@@ -687,7 +687,7 @@ impl<'e, 'c> Run<'e, 'c> {
             namespaces: self.ctx.namespaces,
             authorizer: &self.engine.options.authorizer,
             release: self.engine.options.kube_version,
-            versioned: versioned.map(|v| (&v.kind, v.object.value())),
+            versioned: versioned.map(|v| (&*v.kind, v.object.value())),
         };
         let mut stats = ConditionStats::default();
         let decision = matching::should_call_hook(hook, &self.attrs, &env, &mut stats);

@@ -4,6 +4,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
@@ -21,12 +22,13 @@ use crate::registry::ResourceRegistry;
 /// send the equivalent resource).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Invocation {
-    /// Resource sent as `request.resource`.
-    pub resource: GroupVersionResource,
+    /// Resource sent as `request.resource` (the request's own, shared, unless matched through
+    /// an equivalent one).
+    pub resource: Arc<GroupVersionResource>,
     /// Subresource sent.
     pub sub_resource: String,
-    /// Kind sent as `request.kind`.
-    pub kind: GroupVersionKind,
+    /// Kind sent as `request.kind` (shared like `resource`).
+    pub kind: Arc<GroupVersionKind>,
     /// Index of the rule that matched.
     pub rule: usize,
     /// True when matched through matchPolicy Equivalent.
@@ -424,7 +426,7 @@ fn find_invocation(
     let equivalents = registry.equivalent_resources(&attrs.resource, &attrs.sub_resource);
     for (i, rule) in rules.iter().enumerate() {
         for eq in equivalents.iter() {
-            if *eq == attrs.resource {
+            if *eq == *attrs.resource {
                 continue;
             }
             if rule_matches(rule, attrs, eq) {
@@ -434,9 +436,9 @@ fn find_invocation(
                     )));
                 };
                 return Ok(Some(Invocation {
-                    resource: eq.clone(),
+                    resource: Arc::new(eq.clone()),
                     sub_resource: attrs.sub_resource.clone(),
-                    kind,
+                    kind: Arc::new(kind),
                     rule: i,
                     equivalent: true,
                 }));
@@ -662,7 +664,7 @@ fn evaluate_conditions(
     };
     let (object, old_object) = if crate::schema::convert::converts(&attrs.kind, &invocation.kind) {
         let object = match env.versioned {
-            Some((kind, o)) if *kind == invocation.kind => Some(o.clone()),
+            Some((kind, o)) if *kind == *invocation.kind => Some(o.clone()),
             _ => convert(attrs.object_value()),
         };
         (object, convert(attrs.old_object_value()))

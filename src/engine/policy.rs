@@ -505,6 +505,9 @@ fn error_type(message: &str) -> &'static str {
     }
 }
 
+/// The resource and kind a request matched as: its own (shared), or an equivalent's.
+type MatchedAs = (Arc<GroupVersionResource>, Arc<GroupVersionKind>);
+
 /// Why a request matches criteria or not: `Ok(Some((resource, kind)))` matched as, `Ok(None)`
 /// not matched (the reason in `why`), `Err` an error (a selector that does not parse, an
 /// unknown namespace, an unknown kind).
@@ -513,7 +516,7 @@ fn matches(
     attrs: &Attributes,
     env: &PolicyEnv<'_>,
     why: &mut String,
-) -> Result<Option<(GroupVersionResource, GroupVersionKind)>, String> {
+) -> Result<Option<MatchedAs>, String> {
     let ns = match_namespace(c, attrs, env.namespaces);
     if let Ok(false) = ns {
         *why = "namespaceSelector does not match".into();
@@ -616,7 +619,7 @@ fn rules_match(
     equivalent: bool,
     attrs: &Attributes,
     registry: &ResourceRegistry,
-) -> Result<Option<(GroupVersionResource, GroupVersionKind)>, String> {
+) -> Result<Option<MatchedAs>, String> {
     // No rules (most excludeResourceRules): nothing to look up equivalents for.
     if rules.is_empty() {
         return Ok(None);
@@ -635,14 +638,14 @@ fn rules_match(
     let equivalents = registry.equivalent_resources(&attrs.resource, &attrs.sub_resource);
     for r in rules {
         for eq in equivalents.iter() {
-            if *eq == attrs.resource || !rule_matches(&r.rule, attrs, eq) {
+            if *eq == *attrs.resource || !rule_matches(&r.rule, attrs, eq) {
                 continue;
             }
             let Some(kind) = registry.kind_for(eq, &attrs.sub_resource) else {
                 return Err(format!("unable to convert to {eq}: unknown kind"));
             };
             if named(r) {
-                return Ok(Some((eq.clone(), kind)));
+                return Ok(Some((Arc::new(eq.clone()), Arc::new(kind))));
             }
         }
     }
@@ -805,7 +808,8 @@ pub fn dispatch(hooks: &[PolicyHook], attrs: &Attributes, env: &PolicyEnv<'_>) -
     // The CEL `request` of matchConditions (`request.resource` is the request's) and of the
     // other expressions (the matched resource), each made when first read.
     type Requests = std::rc::Rc<(std::cell::OnceCell<Value>, std::cell::OnceCell<Value>)>;
-    let mut cel_requests: Vec<(GroupVersionKind, GroupVersionResource, Requests)> = Vec::new();
+    let mut cel_requests: Vec<(Arc<GroupVersionKind>, Arc<GroupVersionResource>, Requests)> =
+        Vec::new();
     for hook in hooks {
         let policy = &hook.name;
         let consider = |events: &mut Vec<PolicyEvent>,

@@ -57,11 +57,11 @@ pub fn build_review(
         api_version: format!("admission.k8s.io/{version}"),
         request: AdmissionRequest {
             uid: uid.into(),
-            kind: invocation.kind.clone(),
-            resource: invocation.resource.clone(),
+            kind: GroupVersionKind::clone(&invocation.kind),
+            resource: GroupVersionResource::clone(&invocation.resource),
             sub_resource: invocation.sub_resource.clone(),
-            request_kind: Some(attrs.kind.clone()),
-            request_resource: Some(attrs.resource.clone()),
+            request_kind: Some(GroupVersionKind::clone(&attrs.kind)),
+            request_resource: Some(GroupVersionResource::clone(&attrs.resource)),
             request_sub_resource: attrs.sub_resource.clone(),
             name: attrs.name.clone(),
             namespace: attrs.namespace.clone(),
@@ -311,11 +311,11 @@ pub(crate) struct PieceCache {
 /// What the kinds piece is made of.
 #[derive(Debug)]
 struct KindsKey {
-    kind: GroupVersionKind,
-    resource: GroupVersionResource,
+    kind: Arc<GroupVersionKind>,
+    resource: Arc<GroupVersionResource>,
     sub_resource: String,
-    request_kind: GroupVersionKind,
-    request_resource: GroupVersionResource,
+    request_kind: Arc<GroupVersionKind>,
+    request_resource: Arc<GroupVersionResource>,
     request_sub_resource: String,
 }
 
@@ -357,8 +357,8 @@ impl PieceCache {
         text: Arc<str>,
     ) {
         let key = KindsKey {
-            kind: invocation.kind.clone(),
-            resource: invocation.resource.clone(),
+            kind: Arc::clone(&invocation.kind),
+            resource: Arc::clone(&invocation.resource),
             sub_resource: invocation.sub_resource.clone(),
             request_kind: attrs.kind.clone(),
             request_resource: attrs.resource.clone(),
@@ -1566,8 +1566,8 @@ mod tests {
         let options = Arc::new(json!({"kind": "CreateOptions"}));
         let attrs = Attributes {
             operation: Operation::Create,
-            kind: GroupVersionKind::new("", "v1", "ConfigMap"),
-            resource: GroupVersionResource::new("", "v1", "configmaps"),
+            kind: GroupVersionKind::new("", "v1", "ConfigMap").into(),
+            resource: GroupVersionResource::new("", "v1", "configmaps").into(),
             sub_resource: String::new(),
             namespace: "default".into(),
             name: "a".into(),
@@ -1617,7 +1617,7 @@ mod tests {
         other.operation = Operation::Update;
         other.dry_run = true;
         let mut equivalent = invocation.clone();
-        equivalent.resource = GroupVersionResource::new("", "v1beta1", "configmaps");
+        equivalent.resource = GroupVersionResource::new("", "v1beta1", "configmaps").into();
         assert_eq!(found(&cache, &other, &equivalent), [None, None, None]);
         let matched = Arc::new(MatchTexts {
             resource: "/v1, Resource=configmaps".into(),
@@ -1651,8 +1651,8 @@ mod tests {
     fn review_body_is_the_wire_type_serialised() {
         let mut attrs = Attributes {
             operation: Operation::Update,
-            kind: GroupVersionKind::new("apps", "v1", "Deployment"),
-            resource: GroupVersionResource::new("apps", "v1", "deployments"),
+            kind: GroupVersionKind::new("apps", "v1", "Deployment").into(),
+            resource: GroupVersionResource::new("apps", "v1", "deployments").into(),
             sub_resource: String::new(),
             namespace: String::new(),
             name: String::new(),
@@ -1716,7 +1716,7 @@ mod tests {
             extra: BTreeMap::from([("k".to_string(), vec!["v".to_string()])]),
         });
         invocation.sub_resource = "scale".into();
-        invocation.kind = GroupVersionKind::new("autoscaling", "v1", "Scale");
+        invocation.kind = GroupVersionKind::new("autoscaling", "v1", "Scale").into();
         check(&attrs, &invocation, "v1beta1");
     }
 }

@@ -110,7 +110,7 @@ pub(crate) struct ReviewParts {
     pub(crate) old_object: Option<Arc<Object>>,
     /// The kind the objects were sent as and the release whose Go types encoded them, for
     /// objects that were not given as text.
-    pub(crate) kind: crate::api::GroupVersionKind,
+    pub(crate) kind: Arc<crate::api::GroupVersionKind>,
     pub(crate) release: crate::KubeVersion,
 }
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::{CapturedRequest, InputProblem, SourceRef};
 use crate::KubeVersion;
-use crate::api::{Operation, WebhookKind};
+use crate::api::{GroupVersionKind, GroupVersionResource, Operation, WebhookKind};
 use crate::engine::{AuditLevel, CallDecision, CallRecord, Object, Outcome};
 
 /// The whole report.
@@ -188,26 +188,52 @@ pub struct RequestReport {
     pub recorded: Option<Recorded>,
 }
 
-/// A request's kind in the report, its fields in the report's (alphabetical) order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ReportKind {
-    /// API group, empty for the core group.
-    pub group: String,
-    /// Kind.
-    pub kind: String,
-    /// API version.
-    pub version: String,
+/// A request's kind in the report (the request's own, shared), written with its fields in the
+/// report's (alphabetical) order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportKind(pub Arc<GroupVersionKind>);
+
+impl std::ops::Deref for ReportKind {
+    type Target = GroupVersionKind;
+
+    fn deref(&self) -> &GroupVersionKind {
+        &self.0
+    }
 }
 
-/// A request's resource in the report, its fields in the report's (alphabetical) order.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ReportResource {
-    /// API group, empty for the core group.
-    pub group: String,
-    /// Resource (plural).
-    pub resource: String,
-    /// API version.
-    pub version: String,
+impl Serialize for ReportKind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("ReportKind", 3)?;
+        st.serialize_field("group", &self.group)?;
+        st.serialize_field("kind", &self.kind)?;
+        st.serialize_field("version", &self.version)?;
+        st.end()
+    }
+}
+
+/// A request's resource in the report (the request's own, shared), written with its fields in
+/// the report's (alphabetical) order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReportResource(pub Arc<GroupVersionResource>);
+
+impl std::ops::Deref for ReportResource {
+    type Target = GroupVersionResource;
+
+    fn deref(&self) -> &GroupVersionResource {
+        &self.0
+    }
+}
+
+impl Serialize for ReportResource {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("ReportResource", 3)?;
+        st.serialize_field("group", &self.group)?;
+        st.serialize_field("resource", &self.resource)?;
+        st.serialize_field("version", &self.version)?;
+        st.end()
+    }
 }
 
 /// What an audit log recorded for the original request.
@@ -383,16 +409,8 @@ impl RequestReport {
             source: req.source,
             uid: req.uid,
             operation: a.operation,
-            kind: ReportKind {
-                group: a.kind.group,
-                kind: a.kind.kind,
-                version: a.kind.version,
-            },
-            resource: ReportResource {
-                group: a.resource.group,
-                resource: a.resource.resource,
-                version: a.resource.version,
-            },
+            kind: ReportKind(a.kind),
+            resource: ReportResource(a.resource),
             sub_resource: a.sub_resource,
             namespace: a.namespace,
             name: a.name,
@@ -1235,16 +1253,8 @@ mod tests {
                     },
                     uid,
                     operation: Operation::Update,
-                    kind: ReportKind {
-                        group: t[0].clone(),
-                        kind: t[1].clone(),
-                        version: t[2].clone(),
-                    },
-                    resource: ReportResource {
-                        group: t[3].clone(),
-                        resource: t[4].clone(),
-                        version: t[5].clone(),
-                    },
+                    kind: ReportKind(GroupVersionKind::new(&t[0], &t[2], &t[1]).into()),
+                    resource: ReportResource(GroupVersionResource::new(&t[3], &t[5], &t[4]).into()),
                     sub_resource: t[6].clone(),
                     namespace: t[7].clone(),
                     name: t[8].clone(),
@@ -1323,16 +1333,8 @@ mod tests {
                 },
                 uid: format!("u-{i}"),
                 operation: Operation::Create,
-                kind: ReportKind {
-                    group: String::new(),
-                    kind: "ConfigMap".into(),
-                    version: "v1".into(),
-                },
-                resource: ReportResource {
-                    group: String::new(),
-                    resource: "configmaps".into(),
-                    version: "v1".into(),
-                },
+                kind: ReportKind(GroupVersionKind::new("", "v1", "ConfigMap").into()),
+                resource: ReportResource(GroupVersionResource::new("", "v1", "configmaps").into()),
                 sub_resource: String::new(),
                 namespace: "default".into(),
                 name: "a\nb".into(),

@@ -231,8 +231,8 @@ pub fn upstream_attributes(req: &Value, is_crd: bool) -> Attributes {
     let api_version = kind.api_version();
     Attributes {
         operation: Operation::parse(req["operation"].as_str().unwrap_or("UPDATE")).expect("op"),
-        kind: kind.clone(),
-        resource,
+        kind: kind.clone().into(),
+        resource: resource.into(),
         sub_resource: s(&req["subresource"]),
         namespace: ns.clone(),
         name: name.clone(),

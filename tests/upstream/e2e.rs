@@ -327,8 +327,8 @@ fn attrs(
     };
     Attributes {
         operation,
-        kind,
-        resource,
+        kind: kind.into(),
+        resource: resource.into(),
         sub_resource: String::new(),
         namespace: NS.into(),
         name: name.into(),

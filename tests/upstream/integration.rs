@@ -99,8 +99,8 @@ pub fn reinvocation() -> Report {
         }
         let attrs = Attributes {
             operation: Operation::Create,
-            kind: GroupVersionKind::new("", "v1", "Pod"),
-            resource: GroupVersionResource::new("", "v1", "pods"),
+            kind: GroupVersionKind::new("", "v1", "Pod").into(),
+            resource: GroupVersionResource::new("", "v1", "pods").into(),
             sub_resource: String::new(),
             namespace: ns.clone(),
             name: s(&req["name"]),
@@ -247,8 +247,8 @@ pub fn timeout() -> Report {
         namespaces.insert("default", BTreeMap::new());
         let attrs = Attributes {
             operation: Operation::Create,
-            kind: GroupVersionKind::new("", "v1", "Pod"),
-            resource: GroupVersionResource::new("", "v1", "pods"),
+            kind: GroupVersionKind::new("", "v1", "Pod").into(),
+            resource: GroupVersionResource::new("", "v1", "pods").into(),
             sub_resource: String::new(),
             namespace: "default".into(),
             name: "timeout-test".into(),
@@ -386,8 +386,8 @@ pub fn match_conditions() -> Report {
                 );
                 let attrs = Attributes {
                     operation: Operation::Create,
-                    kind: GroupVersionKind::new("", "v1", "Pod"),
-                    resource: GroupVersionResource::new("", "v1", "pods"),
+                    kind: GroupVersionKind::new("", "v1", "Pod").into(),
+                    resource: GroupVersionResource::new("", "v1", "pods").into(),
                     sub_resource: String::new(),
                     namespace: ns.clone(),
                     name: s(&pod["name"]),

@@ -36,8 +36,8 @@ fn attrs(
 ) -> Attributes {
     Attributes {
         operation,
-        kind: GroupVersionKind::default(),
-        resource,
+        kind: GroupVersionKind::default().into(),
+        resource: resource.into(),
         sub_resource: sub.into(),
         namespace: ns.into(),
         name: name.into(),
@@ -310,7 +310,7 @@ pub fn should_call_hook() -> Report {
             &s(&req["namespace"]),
             &s(&req["name"]),
         );
-        a.kind = gvk(&req["kind"]);
+        a.kind = gvk(&req["kind"]).into();
         let d = decide(&engine, &a, &Namespaces::default());
         let e = &case["expect"];
         c.eq(
@@ -330,7 +330,7 @@ pub fn should_call_hook() -> Report {
             c.eq(
                 "invocation resource",
                 resource.clone(),
-                GroupVersionResource::new(&g, &v, &r),
+                GroupVersionResource::new(&g, &v, &r).into(),
             );
             c.eq(
                 "invocation subresource",
@@ -341,7 +341,7 @@ pub fn should_call_hook() -> Report {
             c.eq(
                 "invocation kind",
                 kind.clone(),
-                GroupVersionKind::new(&g, &v, &k),
+                GroupVersionKind::new(&g, &v, &k).into(),
             );
         }
         if let Some(needle) = e["errorContains"].as_str() {
@@ -539,9 +539,9 @@ pub fn create_admission_objects() -> Report {
         let req = &case["request"];
         let inv_v = &case["input"]["invocation"];
         let invocation = Invocation {
-            resource: gvr(&inv_v["resource"]),
+            resource: gvr(&inv_v["resource"]).into(),
             sub_resource: s(&inv_v["subresource"]),
-            kind: gvk(&inv_v["kind"]),
+            kind: gvk(&inv_v["kind"]).into(),
             rule: 0,
             equivalent: true,
         };
@@ -552,7 +552,7 @@ pub fn create_admission_objects() -> Report {
             &s(&req["namespace"]),
             &s(&req["name"]),
         );
-        a.kind = gvk(&req["requestKind"]);
+        a.kind = gvk(&req["requestKind"]).into();
         a.options = Some(req["options"].clone().into());
         a.user_info = user(&req["userInfo"]).into();
         let object = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"resourceVersion": req["objectResourceVersion"]}});

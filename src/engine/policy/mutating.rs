@@ -293,8 +293,8 @@ struct Invocation<'h> {
     hook: &'h MutatingPolicyHook,
     binding: &'h Binding,
     param: Option<Arc<Value>>,
-    resource: crate::api::GroupVersionResource,
-    kind: GroupVersionKind,
+    resource: Arc<crate::api::GroupVersionResource>,
+    kind: Arc<GroupVersionKind>,
 }
 
 impl Invocation<'_> {

@@ -585,8 +585,8 @@ impl Reader {
         };
         let attrs = Attributes {
             operation: parts.operation,
-            kind: parts.kind,
-            resource: ctx.gvr.clone(),
+            kind: parts.kind.into(),
+            resource: ctx.gvr.clone().into(),
             sub_resource: ctx.sub.clone(),
             namespace: ctx.namespace.clone(),
             name: parts.name.unwrap_or_else(|| ctx.name.clone()),

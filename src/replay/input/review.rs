@@ -265,8 +265,8 @@ impl<'t> Fields<'t> {
         let owned = |s: Option<Cow<'_, str>>| s.map(Cow::into_owned).unwrap_or_default();
         let attrs = Attributes {
             operation: self.operation?,
-            kind,
-            resource,
+            kind: kind.into(),
+            resource: resource.into(),
             sub_resource: owned(self.sub_resource),
             namespace: owned(self.namespace),
             name: owned(self.name),
@@ -396,8 +396,8 @@ fn attributes_and_uid(doc: Value) -> Result<(Attributes, String), Bad> {
     }
     let attrs = Attributes {
         operation,
-        kind,
-        resource,
+        kind: kind.into(),
+        resource: resource.into(),
         sub_resource: optional(req, "subResource")?.unwrap_or_default(),
         namespace: optional(req, "namespace")?.unwrap_or_default(),
         name: optional(req, "name")?.unwrap_or_default(),
