@@ -72,10 +72,10 @@ pub struct Interner {
     user_texts: HashMap<Box<[u8]>, Arc<UserInfo>>,
     recent_users: Recent<Arc<UserInfo>, 4>,
     option_texts: Recent<Arc<Value>, MAX_OPTIONS>,
-    /// Kinds read from text.
-    pub(crate) kinds: Recent<GroupVersionKind, 8>,
-    /// Resources read from text.
-    pub(crate) resources: Recent<GroupVersionResource, 8>,
+    /// Kinds read from text, shared by the requests that name them alike.
+    pub(crate) kinds: Recent<Arc<GroupVersionKind>, 8>,
+    /// Resources read from text, shared like the kinds.
+    pub(crate) resources: Recent<Arc<GroupVersionResource>, 8>,
     /// Objects found valid JSON, as members of an AdmissionReview's request.
     pub(crate) checked: Recent<(), 8>,
 }

@@ -124,8 +124,8 @@ struct Fields<'t> {
     /// Members met, by their bit in [`Fields::slot`]: a repeated one is left to a full parse.
     seen: u16,
     operation: Option<Operation>,
-    kind: Option<GroupVersionKind>,
-    resource: Option<GroupVersionResource>,
+    kind: Option<Arc<GroupVersionKind>>,
+    resource: Option<Arc<GroupVersionResource>>,
     sub_resource: Option<Cow<'t, str>>,
     namespace: Option<Cow<'t, str>>,
     name: Option<Cow<'t, str>>,
@@ -265,8 +265,8 @@ impl<'t> Fields<'t> {
         let owned = |s: Option<Cow<'_, str>>| s.map(Cow::into_owned).unwrap_or_default();
         let attrs = Attributes {
             operation: self.operation?,
-            kind: kind.into(),
-            resource: resource.into(),
+            kind,
+            resource,
             sub_resource: owned(self.sub_resource),
             namespace: owned(self.namespace),
             name: owned(self.name),
