@@ -2337,10 +2337,7 @@ fn splice_metadata(
 /// `value` as Go's encoder writes a string: as it stands between quotes when it holds nothing
 /// that encoder escapes (a uid, a timestamp), else through [`crate::gofmt::push_json_string`].
 fn push_plain_or_json_string(out: &mut String, value: &str) {
-    let plain = value
-        .bytes()
-        .all(|b| matches!(b, b' '..=b'~') && !matches!(b, b'"' | b'\\' | b'<' | b'>' | b'&'));
-    if plain {
+    if crate::scan::html_string_stop(value.as_bytes(), 0).is_none() {
         out.reserve(value.len() + 2);
         out.push('"');
         out.push_str(value);
@@ -2658,6 +2655,17 @@ mod tests {
         .map(|s| s.to_string())
         .collect();
         strings.extend((0u8..=127).map(|b| format!("ab{}cd", char::from(b))));
+        // Longer strings, read a word at a time, with the byte in each place of a word.
+        for c in [
+            '"', '\\', '<', '>', '&', '\n', '\u{7f}', 'é', '\u{2028}', '\u{2029}', 'x',
+        ] {
+            for at in 0..17 {
+                let mut t: String = "0123456789abcdefghij".chars().take(at).collect();
+                t.push(c);
+                t.push_str("klmnopqrst");
+                strings.push(t);
+            }
+        }
         for s in &strings {
             let (mut fast, mut slow) = (String::new(), String::new());
             push_plain_or_json_string(&mut fast, s);
