@@ -3,10 +3,10 @@
 //! `hookscope replay` runs the dispatches and their HTTPS exchanges on one thread, and reads
 //! inputs and writes outputs on two others that work ahead of it and behind it, in batches. On a
 //! machine with few cores, the webhook under test often runs on the same machine: each time the
-//! dispatching thread hands over a batch it wakes a helper, and Linux places a woken thread on
-//! the waker's core and lets it preempt the waker, so the dispatching thread (and the webhook it
-//! is waiting for) queue behind work that could have waited. Marked as batch work, a helper still
-//! gets its full share of the CPU, but waking it no longer preempts anything.
+//! dispatching thread hands over a batch it wakes a helper, and Linux tends to place a woken
+//! thread on its waker's core and to let it preempt the waker, so the dispatching thread (and the
+//! webhook it is waiting for) queue behind work that could have waited. Marked as batch work, a
+//! helper keeps its share of the CPU, but waking it no longer preempts the thread running.
 
 /// Marks the calling thread as batch work (Linux's `SCHED_BATCH`; elsewhere nothing changes).
 /// An error leaves the thread as it was, which only costs speed.
