@@ -80,8 +80,9 @@ pub struct Args {
     /// documents of other kinds the --webhooks files held (skipped).
     #[arg(short, long)]
     pub verbose: bool,
-    /// Threads that run the HTTPS connections (TLS and HTTP) beside the one dispatching and
-    /// writing the outputs; 0 runs everything on that one thread.
+    /// Threads that run the HTTPS connections (TLS and HTTP) beside the one dispatching; 0 keeps
+    /// them on that thread. Inputs are read and outputs written on two threads of their own,
+    /// which Linux runs as batch work (SCHED_BATCH) so that they do not preempt the dispatching.
     #[arg(long = "io-threads", default_value_t = 0, value_parser = clap::value_parser!(u16).range(0..=64))]
     pub io_threads: u16,
 }
