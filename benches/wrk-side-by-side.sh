@@ -13,7 +13,8 @@
 # the median of the sittings' ratios is printed as well.
 #
 # Defaults: 50000 requests, concurrency 16, wrk for 10 s, 1 sitting, port 18443, no replay IO threads
-# (`hookscope replay --io-threads`: 0 keeps the whole replay on one thread). --no-build uses the
+# (`hookscope replay --io-threads`: 0 keeps the HTTPS connections on the dispatching thread; inputs
+# and outputs have a thread each whatever the number). --no-build uses the
 # binaries already in target/release; --bin-dir DIR uses DIR/hookscope, DIR/webhook_server and DIR/https_floor
 # (copies kept aside, when the target directory is shared and rebuilt by others).
 #
