@@ -783,7 +783,14 @@ impl<'s> Encoder<'s> {
         st: &'s Struct,
         members: Option<&Map<String, Value>>,
     ) -> Result<(), DecodeError> {
-        self.write_slots(st, &Slots::new(st, members))
+        // Filled where it lies: returned from a function, the 64 slots would be copied.
+        let mut slots = Slots {
+            small: [None; 64],
+            large: Vec::new(),
+            present: 0,
+        };
+        slots.fill(st, members);
+        self.write_slots(st, &slots)
     }
 
     fn write_slots(&mut self, st: &'s Struct, slots: &Slots<'_>) -> Result<(), DecodeError> {
@@ -883,14 +890,16 @@ impl<'v> Slots<'v> {
         }
     }
 
-    fn new(st: &Struct, members: Option<&'v Map<String, Value>>) -> Self {
-        let mut slots = Slots::empty(st);
+    /// Sets the slots of `members` (the slots being empty).
+    fn fill(&mut self, st: &Struct, members: Option<&'v Map<String, Value>>) {
+        if st.fields.len() > self.small.len() {
+            self.large = vec![None; st.fields.len()];
+        }
         for (k, v) in members.into_iter().flatten() {
             if let Some(i) = st.index_of(k) {
-                slots.set(i, Some(v));
+                self.set(i, Some(v));
             }
         }
-        slots
     }
 
     #[inline]
