@@ -5,8 +5,8 @@ use serde_json::{Map, Value};
 
 use super::features::Features;
 use super::go::{
-    FieldDefault, Lit, Unset, apply, elements, field, non_nil, pointer, pointer_or_new,
-    set_default, string_at, value_struct,
+    FieldDefault, Lit, Unset, apply, elements, field, pointer, pointer_or_new, set_default,
+    string_at, value_struct,
 };
 use super::image::default_pull_policy;
 use super::quantity::round_resource_lists;
@@ -247,59 +247,88 @@ fn pod_spec(spec: &mut Object, f: &Features) {
 }
 
 /// `SetDefaults_Container` (also for init and ephemeral containers) and the structs under it.
+/// Each field is defaulted on its own, so the members are visited once, in the map's order,
+/// instead of each being looked up by name.
 fn container(c: &mut Object, f: &Features) {
-    if Unset::EmptyString.holds(c.get("imagePullPolicy")) {
+    let mut pull_policy_unset = true;
+    for (key, value) in c.iter_mut() {
+        match key.as_str() {
+            "imagePullPolicy" => pull_policy_unset = Unset::EmptyString.holds(Some(value)),
+            "ports" => {
+                for port in struct_elements(value) {
+                    apply(port, PROTOCOL_TCP);
+                }
+            }
+            "env" => {
+                for env in struct_elements(value) {
+                    env_var(env, f);
+                }
+            }
+            "resources" => {
+                if let Some(r) = value.as_object_mut() {
+                    round_resource_lists(r, LIMITS_AND_REQUESTS);
+                }
+            }
+            "livenessProbe" | "readinessProbe" | "startupProbe" => {
+                if let Some(probe) = value.as_object_mut() {
+                    apply(probe, PROBE);
+                    if let Some(h) = pointer(probe, "httpGet") {
+                        apply(h, HTTP_GET);
+                    }
+                    if let Some(g) = pointer(probe, "grpc") {
+                        apply(g, GRPC);
+                    }
+                }
+            }
+            "lifecycle" => {
+                if let Some(lifecycle) = value.as_object_mut() {
+                    for key in ["postStart", "preStop"] {
+                        if let Some(h) = pointer(lifecycle, key).and_then(|h| pointer(h, "httpGet"))
+                        {
+                            apply(h, HTTP_GET);
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    if pull_policy_unset {
         let policy = default_pull_policy(string_at(c, "image"));
         c.insert("imagePullPolicy".into(), Value::from(policy));
     }
     apply(c, CONTAINER);
-    for port in elements(c, "ports") {
-        apply(port, PROTOCOL_TCP);
+}
+
+/// The defaults under an `EnvVar`'s `valueFrom`.
+fn env_var(env: &mut Object, f: &Features) {
+    let Some(from) = pointer(env, "valueFrom") else {
+        return;
+    };
+    if let Some(r) = pointer(from, "fieldRef") {
+        apply(r, FIELD_REF);
     }
-    for env in elements(c, "env") {
-        let Some(from) = pointer(env, "valueFrom") else {
-            continue;
-        };
-        if let Some(r) = pointer(from, "fieldRef") {
-            apply(r, FIELD_REF);
-        }
-        if f.file_key_ref
-            && let Some(r) = pointer(from, "fileKeyRef")
-        {
-            apply(r, FILE_KEY_REF);
-        }
+    if f.file_key_ref
+        && let Some(r) = pointer(from, "fileKeyRef")
+    {
+        apply(r, FILE_KEY_REF);
     }
-    if let Some(r) = pointer(c, "resources") {
-        round_resource_lists(r, LIMITS_AND_REQUESTS);
-    }
-    for key in ["livenessProbe", "readinessProbe", "startupProbe"] {
-        if let Some(probe) = pointer(c, key) {
-            apply(probe, PROBE);
-            if let Some(h) = pointer(probe, "httpGet") {
-                apply(h, HTTP_GET);
-            }
-            if let Some(g) = pointer(probe, "grpc") {
-                apply(g, GRPC);
-            }
-        }
-    }
-    if let Some(lifecycle) = pointer(c, "lifecycle") {
-        for key in ["postStart", "preStop"] {
-            if let Some(h) = pointer(lifecycle, key).and_then(|h| pointer(h, "httpGet")) {
-                apply(h, HTTP_GET);
-            }
-        }
-    }
+}
+
+/// The struct elements of a slice field's value (elements of another type are skipped).
+fn struct_elements(value: &mut Value) -> impl Iterator<Item = &mut Object> {
+    value
+        .as_array_mut()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_object_mut)
 }
 
 /// `SetDefaults_Volume` and the defaults of the volume's source.
 fn volume(v: &mut Object, f: &Features) {
-    let image = f.image_volume_source.then_some("image");
-    let all_nil = VOLUME_SOURCE_FIELDS
-        .iter()
-        .copied()
-        .chain(image)
-        .all(|k| !non_nil(v, k));
+    let is_source =
+        |k: &str| VOLUME_SOURCE_FIELDS.contains(&k) || (f.image_volume_source && k == "image");
+    let all_nil = v.iter().all(|(k, value)| value.is_null() || !is_source(k));
     if all_nil {
         v.insert("emptyDir".into(), Value::Object(Map::new()));
     }
@@ -310,7 +339,7 @@ fn volume(v: &mut Object, f: &Features) {
         let policy = default_pull_policy(string_at(image, "reference"));
         image.insert("pullPolicy".into(), Value::from(policy));
     }
-    volume_sources(v, VOLUME_SOURCES.iter().map(|(k, _)| *k));
+    volume_sources(v, |_| true);
     if let Some(d) = pointer(v, "downwardAPI") {
         downward_api_items(d);
     }
@@ -332,11 +361,12 @@ fn volume(v: &mut Object, f: &Features) {
     }
 }
 
-/// The defaults of the sources named `keys` present in `v`.
-fn volume_sources<'a>(v: &mut Object, keys: impl Iterator<Item = &'a str>) {
-    for key in keys {
-        if let Some(source) = pointer(v, key)
-            && let Some((_, table)) = VOLUME_SOURCES.iter().find(|(k, _)| *k == key)
+/// The defaults of the volume sources present in `v` whose names are `among` those wanted.
+fn volume_sources(v: &mut Object, among: impl Fn(&str) -> bool) {
+    for (key, source) in v.iter_mut() {
+        if let Some(source) = source.as_object_mut()
+            && among(key)
+            && let Some((_, table)) = VOLUME_SOURCES.iter().find(|(k, _)| k == key)
         {
             apply(source, table);
         }
@@ -390,7 +420,7 @@ fn persistent_volume(pv: &mut Object) {
         ],
     );
     round_resource_lists(spec, &["capacity"]);
-    volume_sources(spec, PERSISTENT_VOLUME_SOURCES.iter().copied());
+    volume_sources(spec, |k| PERSISTENT_VOLUME_SOURCES.contains(&k));
 }
 
 /// `SetObjectDefaults_ReplicationController`.

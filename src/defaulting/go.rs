@@ -85,10 +85,33 @@ pub(super) fn set_default(object: &mut Map<String, Value>, key: &str, unset: Uns
     }
 }
 
-/// Applies every default of `table` to `object`, in order.
+/// Applies every default of `table` (each key once) to `object`. The members are visited once
+/// and matched against the table, which costs less than looking each key up in the map.
 pub(super) fn apply(object: &mut Map<String, Value>, table: &[FieldDefault]) {
-    for d in table {
-        if d.unset.holds(object.get(d.key)) {
+    if table.len() > 64 {
+        for d in table {
+            set_default(object, d.key, d.unset, d.value.to_value());
+        }
+        return;
+    }
+    debug_assert!(
+        table
+            .iter()
+            .enumerate()
+            .all(|(i, d)| table[..i].iter().all(|e| e.key != d.key)),
+        "a defaults table names each field once"
+    );
+    // Bit i: the field of `table[i]` holds a value its test does not take as unset.
+    let mut set = 0u64;
+    for (key, value) in object.iter() {
+        if let Some(i) = table.iter().position(|d| d.key == key)
+            && !table[i].unset.holds(Some(value))
+        {
+            set |= 1 << i;
+        }
+    }
+    for (i, d) in table.iter().enumerate() {
+        if set & (1 << i) == 0 {
             object.insert(d.key.to_string(), d.value.to_value());
         }
     }
