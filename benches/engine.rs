@@ -4,8 +4,10 @@
 //!   ComplexSelectorAndRule}` shapes rebuilt on our engine (all three leave at the namespace
 //!   selector, as upstream's do).
 //! - `dispatch/five_mutating_three_validating`: a full dispatch of 5 mutating + 3 validating
-//!   webhooks with scripted replies on a ~4 KB Pod (two of them patch it); `…_no_patches`: the
-//!   same calls without patches.
+//!   webhooks with scripted replies on a ~4 KB Pod (two of them patch it), the same request each
+//!   time (as the console dispatches again after an edit); `…_new_object`: the same, each
+//!   dispatch given an object not dispatched before (as a replay of manifests); `…_no_patches`:
+//!   the same calls without patches.
 //! - `jsonpatch/*`: decoding and applying webhook patches to that Pod.
 //! - `policies/three_policies_three_validations`: a full dispatch of that Pod through 3
 //!   ValidatingAdmissionPolicies (one binding each) of 3 validations each, no webhooks
@@ -243,9 +245,20 @@ impl Replier for Scripted {
     }
 }
 
+/// Which request object each dispatch of a benchmark is given.
+#[derive(Clone, Copy)]
+enum Objects {
+    /// The same one every time, as the console dispatches its requests again after each edit:
+    /// what is kept with the object (Go's encoding of it) is made once.
+    Same,
+    /// A new one each time (made outside the timing), as a replay of manifests dispatches each
+    /// object once.
+    New,
+}
+
 /// Five mutating and three validating webhooks matching everything, answered by `replies`
 /// (webhooks without one allow).
-fn bench_dispatch(bencher: Bencher, replies: BTreeMap<String, ScriptedReply>) {
+fn bench_dispatch(bencher: Bencher, replies: BTreeMap<String, ScriptedReply>, objects: Objects) {
     let mutating: Vec<Webhook> = (0..5)
         .map(|i| webhook(&format!("m{i}.example.com")))
         .collect();
@@ -260,8 +273,15 @@ fn bench_dispatch(bencher: Bencher, replies: BTreeMap<String, ScriptedReply>) {
         EngineOptions::default(),
     );
     let mut replier = Scripted(replies);
-    let request = pod_request();
-    bencher.bench_local(|| black_box(dispatch_once(&engine, &request, &mut replier)));
+    match objects {
+        Objects::Same => {
+            let request = pod_request();
+            bencher.bench_local(|| black_box(dispatch_once(&engine, &request, &mut replier)));
+        }
+        Objects::New => bencher
+            .with_inputs(pod_request)
+            .bench_local_refs(|request| black_box(dispatch_once(&engine, request, &mut replier))),
+    }
 }
 
 /// One dispatch of `request` with fresh metrics and ids, as a replay makes it.
@@ -288,6 +308,18 @@ mod dispatch {
 
     #[divan::bench]
     fn five_mutating_three_validating(bencher: Bencher) {
+        bench_dispatch(bencher, two_patches(), Objects::Same);
+    }
+
+    /// The same chain, each dispatch given an object not dispatched before.
+    #[divan::bench]
+    fn five_mutating_three_validating_new_object(bencher: Bencher) {
+        bench_dispatch(bencher, two_patches(), Objects::New);
+    }
+
+    /// The replies of the patched chain: a label from the first webhook, a sidecar from the
+    /// second.
+    fn two_patches() -> BTreeMap<String, ScriptedReply> {
         let mut replies = BTreeMap::new();
         replies.insert(
             "m0.example.com".to_string(),
@@ -299,13 +331,13 @@ mod dispatch {
             "m1.example.com".to_string(),
             ScriptedReply::patch(json!([{"op": "add", "path": "/spec/containers/-", "value": {"name": "sidecar", "image": "proxy:1"}}])),
         );
-        bench_dispatch(bencher, replies);
+        replies
     }
 
     /// The same eight calls, all allowing without a patch: the per-call cost on its own.
     #[divan::bench]
     fn five_mutating_three_validating_no_patches(bencher: Bencher) {
-        bench_dispatch(bencher, BTreeMap::new());
+        bench_dispatch(bencher, BTreeMap::new(), Objects::Same);
     }
 }
 
