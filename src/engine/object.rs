@@ -26,6 +26,17 @@ pub struct Object {
     derived: Option<Box<Derived>>,
     /// Where `json` has its `metadata`, when whoever checked the text recorded it.
     metadata: Option<Box<MetadataSpans>>,
+    /// Go's encoding of the value into a schema's struct type, once made (see
+    /// [`Object::typed_text`]).
+    typed: OnceLock<TypedText>,
+}
+
+/// An encoding of an object's value into one struct type of one schema.
+#[derive(Clone)]
+struct TypedText {
+    schema: &'static crate::schema::Schema,
+    id: crate::schema::TypeId,
+    text: Box<str>,
 }
 
 /// Where an object's compact text has its `metadata` (the last member of that name, as Go
@@ -135,6 +146,7 @@ impl Object {
             json: None,
             derived: None,
             metadata: None,
+            typed: OnceLock::new(),
         }
     }
 
@@ -174,6 +186,7 @@ impl Object {
                 normalizes: OnceLock::new(),
             })),
             metadata: None,
+            typed: OnceLock::new(),
         }
     }
 
@@ -220,6 +233,7 @@ impl Object {
             json: Some(json),
             derived: None,
             metadata: None,
+            typed: OnceLock::new(),
         }
     }
 
@@ -270,6 +284,7 @@ impl Object {
             json: Some(json.into_boxed_str()),
             derived: None,
             metadata: None,
+            typed: OnceLock::new(),
         }
     }
 
@@ -299,6 +314,32 @@ impl Object {
         })
     }
 
+    /// Go's encoding of the object into the struct type `id` of `schema`, made by `encode` the
+    /// first time it is asked for and kept with the object, so that an object dispatched again
+    /// (the console dispatches every request again after each edit) is not encoded again. Asked
+    /// for another type, it is made again and not kept.
+    pub(crate) fn typed_text(
+        &self,
+        schema: &'static crate::schema::Schema,
+        id: crate::schema::TypeId,
+        encode: impl FnOnce() -> String,
+    ) -> String {
+        let mut encode = Some(encode);
+        let made = self.typed.get_or_init(|| TypedText {
+            schema,
+            id,
+            text: encode
+                .take()
+                .map(|e| e())
+                .unwrap_or_default()
+                .into_boxed_str(),
+        });
+        match encode {
+            Some(encode) if !(std::ptr::eq(made.schema, schema) && made.id == id) => encode(),
+            _ => made.text.to_string(),
+        }
+    }
+
     /// The JSON text the object was given as, when it was.
     pub fn json(&self) -> Option<&str> {
         self.json.as_deref()
@@ -316,6 +357,7 @@ impl Object {
         self.json = None;
         self.derived = None;
         self.metadata = None;
+        self.typed = OnceLock::new();
         self.value.get_mut().expect("parsed above")
     }
 
@@ -354,6 +396,7 @@ impl Clone for Object {
             json: self.json.clone(),
             derived: self.derived.clone(),
             metadata: self.metadata.clone(),
+            typed: self.typed.clone(),
         }
     }
 }
@@ -394,6 +437,42 @@ impl<'de> Deserialize<'de> for Object {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_typed_text_is_made_once_per_object_and_type() {
+        let schema = crate::schema::Schema::for_release(crate::KubeVersion::new(33).unwrap());
+        let pod = schema.kind("", "v1", "Pod").unwrap();
+        let config_map = schema.kind("", "v1", "ConfigMap").unwrap();
+        let mut o = Object::new(serde_json::json!({"kind": "Pod", "metadata": {"name": "a"}}));
+        let made = std::cell::Cell::new(0);
+        let encode = |text: &str| {
+            made.set(made.get() + 1);
+            text.to_string()
+        };
+        assert_eq!(o.typed_text(schema, pod, || encode("first")), "first");
+        assert_eq!(o.typed_text(schema, pod, || encode("second")), "first");
+        assert_eq!(made.get(), 1, "kept for the same type");
+        assert_eq!(
+            o.clone().typed_text(schema, pod, || encode("third")),
+            "first"
+        );
+        assert_eq!(
+            o.typed_text(schema, config_map, || encode("other")),
+            "other"
+        );
+        assert_eq!(
+            o.typed_text(schema, config_map, || encode("again")),
+            "again"
+        );
+        assert_eq!(o.typed_text(schema, pod, || encode("fourth")), "first");
+        o.value_mut()["metadata"]["name"] = "b".into();
+        assert_eq!(
+            o.typed_text(schema, pod, || encode("changed")),
+            "changed",
+            "a changed value is encoded again"
+        );
+        assert_eq!(made.get(), 4);
+    }
 
     #[test]
     fn a_text_is_parsed_when_first_read_and_kept() {

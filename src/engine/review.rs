@@ -189,7 +189,14 @@ pub(crate) fn typed_object_text(
             return text;
         }
     }
-    typed_object_json(object.map(super::object::Object::value), kind, release)
+    let schema = crate::schema::Schema::for_release(release);
+    match (object, schema.kind(&kind.group, &kind.version, &kind.kind)) {
+        (Some(o), Some(id)) => o.typed_text(schema, id, || {
+            crate::schema::encode(schema, id, o.value())
+                .unwrap_or_else(|_| object_json(Some(o.value())))
+        }),
+        _ => object_json(object.map(super::object::Object::value)),
+    }
 }
 
 /// A string as serde_json writes it.
