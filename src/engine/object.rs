@@ -8,6 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::scan::{self, Span};
+use crate::schema::codec::Encoding;
 
 /// An object of an admission request, or an object after a patch.
 ///
@@ -36,7 +37,7 @@ pub struct Object {
 struct TypedText {
     schema: &'static crate::schema::Schema,
     id: crate::schema::TypeId,
-    text: Box<str>,
+    encoding: Encoding,
 }
 
 /// Where an object's compact text has its `metadata` (the last member of that name, as Go
@@ -322,21 +323,26 @@ impl Object {
         &self,
         schema: &'static crate::schema::Schema,
         id: crate::schema::TypeId,
-        encode: impl FnOnce() -> String,
+        encode: impl FnOnce() -> Encoding,
     ) -> String {
         let mut encode = Some(encode);
         let made = self.typed.get_or_init(|| TypedText {
             schema,
             id,
-            text: encode
+            encoding: encode
                 .take()
-                .map(|e| e())
-                .unwrap_or_default()
-                .into_boxed_str(),
+                .map_or_else(|| Encoding::text_only(String::new()), |e| e()),
         });
         match encode {
-            Some(encode) if !(std::ptr::eq(made.schema, schema) && made.id == id) => encode(),
-            _ => made.text.to_string(),
+            Some(encode) if !(std::ptr::eq(made.schema, schema) && made.id == id) => {
+                encode().text().to_string()
+            }
+            // Kept from before: its members' places may have been forgotten since.
+            Some(_) => {
+                made.encoding.remember(schema, id);
+                made.encoding.text().to_string()
+            }
+            None => made.encoding.text().to_string(),
         }
     }
 
@@ -447,7 +453,7 @@ mod tests {
         let made = std::cell::Cell::new(0);
         let encode = |text: &str| {
             made.set(made.get() + 1);
-            text.to_string()
+            Encoding::text_only(text.to_string())
         };
         assert_eq!(o.typed_text(schema, pod, || encode("first")), "first");
         assert_eq!(o.typed_text(schema, pod, || encode("second")), "first");

@@ -192,8 +192,9 @@ pub(crate) fn typed_object_text(
     let schema = crate::schema::Schema::for_release(release);
     match (object, schema.kind(&kind.group, &kind.version, &kind.kind)) {
         (Some(o), Some(id)) => o.typed_text(schema, id, || {
-            crate::schema::encode(schema, id, o.value())
-                .unwrap_or_else(|_| object_json(Some(o.value())))
+            crate::schema::codec::encode_with_places(schema, id, o.value()).unwrap_or_else(|_| {
+                crate::schema::codec::Encoding::text_only(object_json(Some(o.value())))
+            })
         }),
         _ => object_json(object.map(super::object::Object::value)),
     }

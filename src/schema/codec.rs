@@ -23,10 +23,60 @@ pub struct DecodeError(pub String);
 /// The JSON Go writes for `value` decoded into the struct type `id`: fields in Go's order,
 /// unknown fields dropped, `omitempty` applied, times at their precision, quantities canonical.
 pub fn encode(schema: &Schema, id: TypeId, value: &Value) -> Result<String, DecodeError> {
+    encode_with_places(schema, id, value).map(|e| e.text.into_string())
+}
+
+/// An object's text as [`encode`] wrote it, with the places of its top-level members when they
+/// are known, to be handed to [`encode_spliced`] again later without its scanning the text.
+#[derive(Clone, Debug)]
+pub(crate) struct Encoding {
+    text: Box<str>,
+    spans: Option<Places>,
+}
+
+/// Where a text has each field's value, by field of its struct type (None: not written).
+type Places = Box<[Option<(usize, usize)>]>;
+
+impl Encoding {
+    /// A text whose members' places are not known (not written by [`encode`]).
+    pub(crate) fn text_only(text: String) -> Self {
+        Encoding {
+            text: text.into_boxed_str(),
+            spans: None,
+        }
+    }
+
+    /// The text.
+    pub(crate) fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// Makes the members' places known to [`encode_spliced`] on this thread again (it knows
+    /// them for the few texts written last), when they are known.
+    pub(crate) fn remember(&self, schema: &Schema, id: TypeId) {
+        if let Some(spans) = &self.spans {
+            remember(schema, id, self.text.as_bytes(), spans.to_vec());
+        }
+    }
+}
+
+/// [`encode`], with the places of the top-level members.
+pub(crate) fn encode_with_places(
+    schema: &Schema,
+    id: TypeId,
+    value: &Value,
+) -> Result<Encoding, DecodeError> {
     let mut enc = Encoder::new(schema, 512);
     enc.spans = Some(vec![None; schema.get(id).fields.len()]);
     enc.write(&Type::Struct(id), Some(value))?;
-    enc.into_remembered_text(id)
+    let spans = enc.spans.take();
+    if let Some(spans) = &spans {
+        remember(schema, id, &enc.out, spans.clone());
+    }
+    Ok(Encoding {
+        text: enc.into_text()?.into_boxed_str(),
+        spans: spans.map(Vec::into_boxed_slice),
+    })
 }
 
 /// [`encode`] of a map whose members are read through `member` (an object whose members are
