@@ -1585,35 +1585,23 @@ fn a_plain_manifest_is_sent_as_kubectl_create_sent_it() {
     let pki = TestPki::new();
     let server = WebhookServer::start(&pki, allow_every_review());
     let dir = scratch("manifest-create");
-    let webhooks =
-        fixture_configurations(&pki, &dir, "policies-v1.33", &["inputs/webhooks.yaml"]).remove(0);
-    let out = hookscope(&[
-        "replay",
-        "--kube-version",
-        "1.33",
-        "--webhooks",
-        webhooks.to_str().unwrap(),
-        "--input",
-        &format!("{FIXTURES}/policies-v1.33/inputs/cm-other.json"),
-        "--cluster",
-        &format!("{FIXTURES}/policies-v1.33/inputs/namespaces.yaml"),
-        "--as",
-        "admin",
-        "--as-uid",
-        "admin",
-        "--as-group",
-        "system:masters",
-        "--resolve",
-        &format!("127.0.0.1:18443=127.0.0.1:{}", server.port()),
-        "--format",
-        "json",
-    ]);
+    let input = format!("{FIXTURES}/policies-v1.33/inputs/cm-other.json");
+    let out = replay_as_admin(&pki, &server, &dir, "policies-v1.33", &input);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let report: Value = serde_json::from_slice(&out.stdout).expect("report");
     let notes = report["requests"][0]["notes"].to_string();
     assert!(notes.contains("a plain manifest"), "{notes}");
 
-    // The field manager's entry carries the time the request arrived.
+    assert_first_review_is(
+        &server,
+        "/add-label",
+        "policies-v1.33/received/0016-add-label-req.json",
+    );
+}
+
+/// The first review `server` received at `path` is the fixture `want` but for the request uid
+/// and the time in the field manager's entry (the time the request arrived).
+fn assert_first_review_is(server: &WebhookServer, path: &str, want: &str) {
     let timeless = |body: &str| {
         let mut review: Value = serde_json::from_str(body).expect("review");
         for entry in review["request"]["object"]["metadata"]["managedFields"]
@@ -1626,16 +1614,99 @@ fn a_plain_manifest_is_sent_as_kubectl_create_sent_it() {
         let body = serde_json::to_string(&review).expect("json");
         request_without_uid(&body)
     };
-    let want = std::fs::read_to_string(format!(
-        "{FIXTURES}/policies-v1.33/received/0016-add-label-req.json"
-    ))
-    .expect("fixture");
+    let want = std::fs::read_to_string(format!("{FIXTURES}/{want}")).expect("fixture");
     let calls = server.requests();
     let first = calls
         .iter()
-        .find(|r| r.path_only() == "/add-label")
-        .expect("the mutating webhook called");
+        .find(|r| r.path_only() == path)
+        .unwrap_or_else(|| panic!("{path} not called"));
     assert_eq!(timeless(&text(&first.body)), timeless(&want));
+}
+
+/// A plain Pod manifest is sent as `kubectl create -f` made a real kube-apiserver v1.33 send it
+/// (tests/fixtures/strategies-v1.33: `inputs/pod.yaml`, received by the mutating webhook as
+/// `received/0005-record-m-req.json`): decoded into the Pod type and defaulted before admission
+/// (`dnsPolicy`, `imagePullPolicy`, `terminationMessagePath`, a projection's `defaultMode`, …),
+/// the defaults owned by kubectl's `managedFields` entry, the fields of gates that are off still
+/// there (they go before validation).
+#[test]
+fn a_plain_pod_manifest_is_decoded_and_defaulted_before_admission() {
+    let pki = TestPki::new();
+    let server = WebhookServer::start(&pki, allow_every_review());
+    let dir = scratch("manifest-pod");
+    let input = format!("{FIXTURES}/strategies-v1.33/inputs/pod.yaml");
+    let out = replay_as_admin(&pki, &server, &dir, "strategies-v1.33", &input);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    assert_first_review_is(
+        &server,
+        "/record-m",
+        "strategies-v1.33/received/0005-record-m-req.json",
+    );
+}
+
+/// `input` replayed under 1.33 as `admin` (in `system:masters`) against the webhooks of the
+/// recorded session `fixture` (its `inputs/webhooks.yaml`), served by `server`, in its
+/// namespaces (`inputs/namespaces.yaml`); a JSON report.
+fn replay_as_admin(
+    pki: &TestPki,
+    server: &WebhookServer,
+    dir: &Path,
+    fixture: &str,
+    input: &str,
+) -> std::process::Output {
+    let webhooks = fixture_configurations(pki, dir, fixture, &["inputs/webhooks.yaml"]).remove(0);
+    hookscope(&[
+        "replay",
+        "--kube-version",
+        "1.33",
+        "--webhooks",
+        webhooks.to_str().unwrap(),
+        "--input",
+        input,
+        "--cluster",
+        &format!("{FIXTURES}/{fixture}/inputs/namespaces.yaml"),
+        "--as",
+        "admin",
+        "--as-uid",
+        "admin",
+        "--as-group",
+        "system:masters",
+        "--resolve",
+        &format!("127.0.0.1:18443=127.0.0.1:{}", server.port()),
+        "--format",
+        "json",
+    ])
+}
+
+/// A manifest with a field its kind does not have is refused as the apiserver refuses
+/// `kubectl create -f` with it (strict field validation, before admission), naming the fields in
+/// the apiserver's words; no webhook is called and the run, with nothing else to replay, fails.
+#[test]
+fn a_manifest_with_unknown_fields_is_refused_as_strict_decoding_refuses_it() {
+    let pki = TestPki::new();
+    let server = WebhookServer::start(&pki, allow_every_review());
+    let dir = scratch("manifest-unknown");
+    let manifest = dir.join("typo.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: typo\n  namespace: strat\n  labelz: {a: b}\nspec:\n  containers:\n  - name: app\n    image: busybox\n    imagePullPolicyy: Always\n",
+    )
+    .unwrap();
+    let out = replay_as_admin(
+        &pki,
+        &server,
+        &dir,
+        "strategies-v1.33",
+        manifest.to_str().unwrap(),
+    );
+    let stderr = text(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains(r#"Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "metadata.labelz", unknown field "spec.containers[0].imagePullPolicyy""#),
+        "{stderr}"
+    );
+    assert!(stderr.contains("typo.yaml"), "{stderr}");
+    assert!(server.requests().is_empty(), "no webhook is called");
 }
 
 /// Every AdmissionReview a real kube-apiserver v1.33 sent its webhooks for subresources

@@ -1040,39 +1040,11 @@ impl Reader {
 
     /// The patched object as the patch handler holds it before admission: decoded into the
     /// kind's Go type and defaulted (kinds without one are left as they are).
-    fn decoded(&self, ctx: &Ctx<'_, '_>, mut object: Value) -> Value {
-        let release = self.registry.release();
-        let schema = crate::schema::Schema::for_release(release);
-        let Some(kind) = self.registry.kind_ref(&ctx.gvr, &ctx.sub) else {
-            return object;
-        };
-        let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind) else {
-            // A custom resource is decoded by its definition's codec, which applies the schema's
-            // defaults (a field the patch removed or set to null comes back).
-            let crd = self
-                .registry
-                .custom_resource_schema(&ctx.gvr)
-                .filter(|_| matches!(ctx.sub.as_str(), "" | "status"));
-            if let Some(model) = crd.and_then(|c| crate::apply::CrdModel::new(schema, &c).ok()) {
-                model.default_object(&mut object);
-            }
-            return object;
-        };
-        let before = object.clone();
-        let normalized = crate::schema::codec::normalize_in_place(schema, id, &mut object).is_ok();
-        if normalized
-            && crate::defaulting::default_object(
-                &kind.group,
-                &kind.version,
-                &kind.kind,
-                &mut object,
-                release,
-            )
-            && crate::schema::codec::normalize_in_place(schema, id, &mut object).is_err()
-        {
-            return before;
+    fn decoded(&self, ctx: &Ctx<'_, '_>, object: Value) -> Value {
+        match self.registry.kind_ref(&ctx.gvr, &ctx.sub) {
+            Some(kind) => as_decoded(&self.registry, kind, &ctx.gvr, &ctx.sub, object),
+            None => object,
         }
-        if normalized { object } else { before }
     }
 
     /// Which patch the body is. The audit event does not record the Content-Type, so the type is
@@ -2246,6 +2218,47 @@ fn response_managed_fields(response: Option<&[u8]>) -> Option<Value> {
 
 fn response_has_managed_fields(ev: &Event<'_>) -> bool {
     response_managed_fields(ev.response_object).is_some()
+}
+
+/// An object of `kind` (the kind the registry serves `gvr` as) as the apiserver holds it once a
+/// handler has decoded it: in the kind's Go type and defaulted, as its codec does. A custom
+/// resource is defaulted by its definition's schema when the definition is known, and otherwise
+/// left as it is; so is an object whose decode or defaulting fails.
+pub(super) fn as_decoded(
+    registry: &crate::registry::ResourceRegistry,
+    kind: &GroupVersionKind,
+    gvr: &GroupVersionResource,
+    sub: &str,
+    mut object: Value,
+) -> Value {
+    let release = registry.release();
+    let schema = crate::schema::Schema::for_release(release);
+    let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind) else {
+        // A custom resource is decoded by its definition's codec, which applies the schema's
+        // defaults (a field the patch removed or set to null comes back).
+        let crd = registry
+            .custom_resource_schema(gvr)
+            .filter(|_| matches!(sub, "" | "status"));
+        if let Some(model) = crd.and_then(|c| crate::apply::CrdModel::new(schema, &c).ok()) {
+            model.default_object(&mut object);
+        }
+        return object;
+    };
+    let before = object.clone();
+    let normalized = crate::schema::codec::normalize_in_place(schema, id, &mut object).is_ok();
+    if normalized
+        && crate::defaulting::default_object(
+            &kind.group,
+            &kind.version,
+            &kind.kind,
+            &mut object,
+            release,
+        )
+        && crate::schema::codec::normalize_in_place(schema, id, &mut object).is_err()
+    {
+        return before;
+    }
+    if normalized { object } else { before }
 }
 
 fn add_managed_fields(object: &mut Value, response: Option<&[u8]>, old: Option<&Value>) {

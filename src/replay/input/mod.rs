@@ -791,7 +791,7 @@ impl Reader {
                 self.audit_fast(&event, &spans, source.clone(), &mut Out::direct(&mut noted));
             }
             wrapped::Unwrapped::Refused(field, message) => {
-                sink.push(invalid(source.clone(), prefix, field, message))
+                sink.push(invalid(source.clone(), prefix, &field, message))
             }
         }
         true

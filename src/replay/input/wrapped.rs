@@ -5,6 +5,8 @@
 use serde_json::{Map, Value, json};
 
 use crate::api::meta::UserInfo;
+use std::borrow::Cow;
+
 use crate::registry::ResourceRegistry;
 
 /// What a document that [`super::Reader`] did not recognise at once turned out to be.
@@ -18,7 +20,7 @@ pub(crate) enum Unwrapped {
     /// saying so.
     Create(Vec<u8>, String),
     /// Recognised, but not replayable: the field and the reason.
-    Refused(&'static str, String),
+    Refused(Cow<'static, str>, String),
 }
 
 /// The user plain manifests are created as, unless the input says otherwise: kubeadm's
@@ -123,7 +125,7 @@ fn gke(payload: &Value) -> Unwrapped {
         .and_then(Value::as_str)
         .unwrap_or("");
     Unwrapped::Refused(
-        "protoPayload",
+        "protoPayload".into(),
         format!(
             "a Google Cloud Audit Logs entry ({}): GKE converts audit events into such records, which keep neither the audit ID and stage nor the user's groups nor, for most methods, the request body; replay the apiserver's own audit.k8s.io events instead",
             if method.is_empty() {
@@ -135,12 +137,16 @@ fn gke(payload: &Value) -> Unwrapped {
     )
 }
 
-/// The object of a plain manifest as the apiserver holds it once decoded into the internal type
-/// and converted back to its version, where that conversion writes something the manifest lacks:
-/// an `apps/v1` DaemonSet carries its `spec.templateGeneration` as the
+/// A plain manifest with what the conversion from the internal type back to its version writes
+/// that the manifest lacks: an `apps/v1` DaemonSet carries its `spec.templateGeneration` as the
 /// `deprecated.daemonset.template.generation` annotation (`"0"` before the strategy sets it),
 /// which the mutating webhooks see.
-fn as_decoded(obj: &Map<String, Value>, group: &str, version: &str, kind: &str) -> Value {
+fn with_conversion_fields(
+    obj: &Map<String, Value>,
+    group: &str,
+    version: &str,
+    kind: &str,
+) -> Value {
     const TEMPLATE_GENERATION: &str = "deprecated.daemonset.template.generation";
     let mut obj = obj.clone();
     if (group, version, kind) == ("apps", "v1", "DaemonSet")
@@ -159,6 +165,34 @@ fn as_decoded(obj: &Map<String, Value>, group: &str, version: &str, kind: &str) 
         }
     }
     Value::Object(obj)
+}
+
+/// The apiserver's answer to the create of a manifest with fields its kind's Go type does not
+/// have, under strict field validation: a 400 before admission (`transformDecodeError` of the
+/// strict decoder's error, which lists every unknown field in the order of the body kubectl
+/// sends, its keys sorted). None when every field is known, or the kind has no Go type.
+fn strictly_undecodable(
+    registry: &ResourceRegistry,
+    kind: &crate::api::GroupVersionKind,
+    version: &str,
+    object: &Value,
+) -> Option<Unwrapped> {
+    let schema = crate::schema::Schema::for_release(registry.release());
+    let id = schema.kind(&kind.group, &kind.version, &kind.kind)?;
+    let unknown = crate::schema::codec::unknown_fields(schema, id, object);
+    let first = unknown.first()?.clone();
+    let fields: Vec<String> = unknown
+        .iter()
+        .map(|f| format!("unknown field {}", crate::gofmt::quote(f)))
+        .collect();
+    Some(Unwrapped::Refused(
+        first.into(),
+        format!(
+            "kube-apiserver refuses this create before admission (400 BadRequest; kubectl create -f asks for strict field validation): {kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
+            fields.join(", "),
+            kind = kind.kind,
+        ),
+    ))
 }
 
 /// A plain manifest (a `kind`, an `apiVersion` and a `metadata.name` or `generateName`): the
@@ -187,7 +221,7 @@ fn manifest(
             && i.kind.version == version
     }) else {
         return Some(Unwrapped::Refused(
-            "kind",
+            "kind".into(),
             format!(
                 "{kind:?} of {api_version:?} is not a resource the modelled release serves (a custom resource needs its CustomResourceDefinition in --cluster)"
             ),
@@ -201,6 +235,14 @@ fn manifest(
     } else {
         ""
     };
+    // The create handler decodes the body into the kind's Go type, strictly (kubectl asks for
+    // `fieldValidation=Strict`), and its codec defaults it: the webhooks see the defaults, and
+    // the field manager's entry owns them.
+    let object = with_conversion_fields(obj, group, version, kind);
+    if let Some(refused) = strictly_undecodable(registry, &info.kind, version, &object) {
+        return Some(refused);
+    }
+    let object = super::audit::as_decoded(registry, &info.kind, &info.resource, "", object);
     let resource = &info.resource.resource;
     let prefix = if group.is_empty() {
         format!("/api/{version}")
@@ -235,7 +277,7 @@ fn manifest(
         "user": user,
         "userAgent": "kubectl",
         "objectRef": object_ref,
-        "requestObject": as_decoded(obj, group, version, kind),
+        "requestObject": object,
         "requestReceivedTimestamp": received,
     });
     let who = if user_given {
