@@ -1599,8 +1599,9 @@ fn a_plain_manifest_is_sent_as_kubectl_create_sent_it() {
     );
 }
 
-/// The first review `server` received at `path` is the fixture `want` but for the request uid
-/// and the time in the field manager's entry (the time the request arrived).
+/// The first review `server` received at `path` for the object the fixture `want` names is
+/// that fixture but for the request uid and the time in the field manager's entry (the time the
+/// request arrived).
 fn assert_first_review_is(server: &WebhookServer, path: &str, want: &str) {
     let timeless = |body: &str| {
         let mut review: Value = serde_json::from_str(body).expect("review");
@@ -1615,11 +1616,15 @@ fn assert_first_review_is(server: &WebhookServer, path: &str, want: &str) {
         request_without_uid(&body)
     };
     let want = std::fs::read_to_string(format!("{FIXTURES}/{want}")).expect("fixture");
+    let name = |body: &str| {
+        let review: Value = serde_json::from_str(body).expect("review");
+        review["request"]["name"].clone()
+    };
     let calls = server.requests();
     let first = calls
         .iter()
-        .find(|r| r.path_only() == path)
-        .unwrap_or_else(|| panic!("{path} not called"));
+        .find(|r| r.path_only() == path && name(&text(&r.body)) == name(&want))
+        .unwrap_or_else(|| panic!("{path} not called for {}", name(&want)));
     assert_eq!(timeless(&text(&first.body)), timeless(&want));
 }
 
@@ -1642,6 +1647,24 @@ fn a_plain_pod_manifest_is_decoded_and_defaulted_before_admission() {
         "/record-m",
         "strategies-v1.33/received/0005-record-m-req.json",
     );
+}
+
+/// The same for the manifests of workloads (`inputs/workloads.yaml`, one `kubectl create -f`):
+/// a Deployment, a DaemonSet (with the annotation its conversion writes), a
+/// PersistentVolumeClaim and a StatefulSet, each with its kind's defaults and its pod
+/// template's.
+#[test]
+fn plain_workload_manifests_are_decoded_and_defaulted_before_admission() {
+    let pki = TestPki::new();
+    let server = WebhookServer::start(&pki, allow_every_review());
+    let dir = scratch("manifest-workloads");
+    let input = format!("{FIXTURES}/strategies-v1.33/inputs/workloads.yaml");
+    let out = replay_as_admin(&pki, &server, &dir, "strategies-v1.33", &input);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    for n in ["0007", "0009", "0011", "0013"] {
+        let want = format!("strategies-v1.33/received/{n}-record-m-req.json");
+        assert_first_review_is(&server, "/record-m", &want);
+    }
 }
 
 /// `input` replayed under 1.33 as `admin` (in `system:masters`) against the webhooks of the
