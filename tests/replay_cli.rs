@@ -1586,7 +1586,13 @@ fn a_plain_manifest_is_sent_as_kubectl_create_sent_it() {
     let server = WebhookServer::start(&pki, allow_every_review());
     let dir = scratch("manifest-create");
     let input = format!("{FIXTURES}/policies-v1.33/inputs/cm-other.json");
-    let out = replay_as_admin(&pki, &server, &dir, "policies-v1.33", &input);
+    let out = replay_as_admin(
+        &pki,
+        &server,
+        &dir,
+        ("policies-v1.33", "namespaces.yaml"),
+        &[&input],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     let report: Value = serde_json::from_slice(&out.stdout).expect("report");
     let notes = report["requests"][0]["notes"].to_string();
@@ -1640,7 +1646,13 @@ fn a_plain_pod_manifest_is_decoded_and_defaulted_before_admission() {
     let server = WebhookServer::start(&pki, allow_every_review());
     let dir = scratch("manifest-pod");
     let input = format!("{FIXTURES}/strategies-v1.33/inputs/pod.yaml");
-    let out = replay_as_admin(&pki, &server, &dir, "strategies-v1.33", &input);
+    let out = replay_as_admin(
+        &pki,
+        &server,
+        &dir,
+        ("strategies-v1.33", "namespaces.yaml"),
+        &[&input],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     assert_first_review_is(
         &server,
@@ -1659,7 +1671,13 @@ fn plain_workload_manifests_are_decoded_and_defaulted_before_admission() {
     let server = WebhookServer::start(&pki, allow_every_review());
     let dir = scratch("manifest-workloads");
     let input = format!("{FIXTURES}/strategies-v1.33/inputs/workloads.yaml");
-    let out = replay_as_admin(&pki, &server, &dir, "strategies-v1.33", &input);
+    let out = replay_as_admin(
+        &pki,
+        &server,
+        &dir,
+        ("strategies-v1.33", "namespaces.yaml"),
+        &[&input],
+    );
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
     for n in ["0007", "0009", "0011", "0013"] {
         let want = format!("strategies-v1.33/received/{n}-record-m-req.json");
@@ -1667,27 +1685,37 @@ fn plain_workload_manifests_are_decoded_and_defaulted_before_admission() {
     }
 }
 
-/// `input` replayed under 1.33 as `admin` (in `system:masters`) against the webhooks of the
-/// recorded session `fixture` (its `inputs/webhooks.yaml`), served by `server`, in its
-/// namespaces (`inputs/namespaces.yaml`); a JSON report.
+/// `inputs` replayed under 1.33 as `admin` (in `system:masters`) against the webhooks of the
+/// recorded session `fixture` (its `inputs/webhooks.yaml`), served by `server`, in the
+/// namespaces of its `inputs/` file `namespaces`; a JSON report.
 fn replay_as_admin(
     pki: &TestPki,
     server: &WebhookServer,
     dir: &Path,
-    fixture: &str,
-    input: &str,
+    (fixture, namespaces): (&str, &str),
+    inputs: &[&str],
 ) -> std::process::Output {
     let webhooks = fixture_configurations(pki, dir, fixture, &["inputs/webhooks.yaml"]).remove(0);
-    hookscope(&[
+    let cluster = format!("{FIXTURES}/{fixture}/inputs/{namespaces}");
+    // The address the session's webhook server had, as its configurations name it.
+    let named = std::fs::read_to_string(&webhooks).expect("configurations");
+    let at = named
+        .find("https://127.0.0.1:")
+        .expect("a webhook on loopback")
+        + 8;
+    let address: String = named[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.' || *c == ':')
+        .collect();
+    let resolve = format!("{address}=127.0.0.1:{}", server.port());
+    let mut args = vec![
         "replay",
         "--kube-version",
         "1.33",
         "--webhooks",
         webhooks.to_str().unwrap(),
-        "--input",
-        input,
         "--cluster",
-        &format!("{FIXTURES}/{fixture}/inputs/namespaces.yaml"),
+        &cluster,
         "--as",
         "admin",
         "--as-uid",
@@ -1695,10 +1723,35 @@ fn replay_as_admin(
         "--as-group",
         "system:masters",
         "--resolve",
-        &format!("127.0.0.1:18443=127.0.0.1:{}", server.port()),
+        &resolve,
         "--format",
         "json",
-    ])
+        "--input",
+    ];
+    args.extend_from_slice(inputs);
+    hookscope(&args)
+}
+
+/// The same for the manifests of tests/fixtures/strategies-more-v1.33 (four `kubectl create
+/// -f`): every workload kind, an Ingress, Services (a NodePort one and a headless one), claims
+/// with data sources, and a Pod; each reaches the mutating webhook as the apiserver sent it.
+#[test]
+fn every_kind_of_manifest_is_decoded_and_defaulted_before_admission() {
+    let pki = TestPki::new();
+    let server = WebhookServer::start(&pki, allow_every_review());
+    let dir = scratch("manifest-more");
+    let inputs: Vec<String> = ["workloads.yaml", "services.yaml", "claims.yaml", "pod.yaml"]
+        .iter()
+        .map(|f| format!("{FIXTURES}/strategies-more-v1.33/inputs/{f}"))
+        .collect();
+    let inputs: Vec<&str> = inputs.iter().map(String::as_str).collect();
+    let fixture = ("strategies-more-v1.33", "namespace.yaml");
+    let out = replay_as_admin(&pki, &server, &dir, fixture, &inputs);
+    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
+    for n in (1..=29).step_by(2) {
+        let want = format!("strategies-more-v1.33/received/{n:04}-record-m-req.json");
+        assert_first_review_is(&server, "/record-m", &want);
+    }
 }
 
 /// A manifest with a field its kind does not have is refused as the apiserver refuses
@@ -1719,8 +1772,8 @@ fn a_manifest_with_unknown_fields_is_refused_as_strict_decoding_refuses_it() {
         &pki,
         &server,
         &dir,
-        "strategies-v1.33",
-        manifest.to_str().unwrap(),
+        ("strategies-v1.33", "namespaces.yaml"),
+        &[manifest.to_str().unwrap()],
     );
     let stderr = text(&out.stderr);
     assert_ne!(out.status.code(), Some(0), "{stderr}");
