@@ -1756,32 +1756,43 @@ fn every_kind_of_manifest_is_decoded_and_defaulted_before_admission() {
 
 /// A manifest with a field its kind does not have is refused as the apiserver refuses
 /// `kubectl create -f` with it (strict field validation, before admission), naming the fields in
-/// the apiserver's words; no webhook is called and the run, with nothing else to replay, fails.
+/// the apiserver's words, and so is one with a value of the wrong type (Go's decoding error,
+/// which comes first); no webhook is called and the run, with nothing else to replay, fails.
 #[test]
 fn a_manifest_with_unknown_fields_is_refused_as_strict_decoding_refuses_it() {
     let pki = TestPki::new();
     let server = WebhookServer::start(&pki, allow_every_review());
     let dir = scratch("manifest-unknown");
     let manifest = dir.join("typo.yaml");
-    std::fs::write(
-        &manifest,
+    // What the replay of `yaml` as the only input says, once it has failed.
+    let refusal = |yaml: &str| {
+        std::fs::write(&manifest, yaml).unwrap();
+        let out = replay_as_admin(
+            &pki,
+            &server,
+            &dir,
+            ("strategies-v1.33", "namespaces.yaml"),
+            &[manifest.to_str().unwrap()],
+        );
+        let stderr = text(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{stderr}");
+        assert!(stderr.contains("typo.yaml"), "{stderr}");
+        stderr
+    };
+    let stderr = refusal(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: typo\n  namespace: strat\n  labelz: {a: b}\nspec:\n  containers:\n  - name: app\n    image: busybox\n    imagePullPolicyy: Always\n",
-    )
-    .unwrap();
-    let out = replay_as_admin(
-        &pki,
-        &server,
-        &dir,
-        ("strategies-v1.33", "namespaces.yaml"),
-        &[manifest.to_str().unwrap()],
     );
-    let stderr = text(&out.stderr);
-    assert_ne!(out.status.code(), Some(0), "{stderr}");
     assert!(
         stderr.contains(r#"Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "metadata.labelz", unknown field "spec.containers[0].imagePullPolicyy""#),
         "{stderr}"
     );
-    assert!(stderr.contains("typo.yaml"), "{stderr}");
+    let stderr = refusal(
+        "apiVersion: v1\nkind: Pod\nmetadata:\n  name: typed\n  namespace: strat\n  generation: three\n  labelz: {a: b}\nspec:\n  containers: [{name: app, image: busybox}]\n",
+    );
+    assert!(
+        stderr.contains(r#"metadata.generation: kube-apiserver refuses this create before admission (400 BadRequest): Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal string into Go struct field ObjectMeta.metadata.generation of type int64"#),
+        "{stderr}"
+    );
     assert!(server.requests().is_empty(), "no webhook is called");
 }
 

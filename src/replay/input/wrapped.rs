@@ -2,11 +2,11 @@
 //! one: the envelopes log pipelines put around audit events, bare `AdmissionRequest`s, and plain
 //! manifests, which are replayed as the create `kubectl create -f` would send.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value, json};
 
 use crate::api::meta::UserInfo;
-use std::borrow::Cow;
-
 use crate::registry::ResourceRegistry;
 
 /// What a document that [`super::Reader`] did not recognise at once turned out to be.
@@ -167,10 +167,11 @@ fn with_conversion_fields(
     Value::Object(obj)
 }
 
-/// The apiserver's answer to the create of a manifest with fields its kind's Go type does not
-/// have, under strict field validation: a 400 before admission (`transformDecodeError` of the
-/// strict decoder's error, which lists every unknown field in the order of the body kubectl
-/// sends, its keys sorted). None when every field is known, or the kind has no Go type.
+/// The apiserver's answer to the create of a manifest its kind's Go type cannot take, a 400
+/// before admission (`transformDecodeError`): a value of the wrong type (Go's decoding error),
+/// else, under the strict field validation kubectl asks for, fields the type does not have (every
+/// one, in the order of the body kubectl sends, its keys sorted). None when the manifest decodes,
+/// or the kind has no Go type.
 fn strictly_undecodable(
     registry: &ResourceRegistry,
     kind: &crate::api::GroupVersionKind,
@@ -179,19 +180,35 @@ fn strictly_undecodable(
 ) -> Option<Unwrapped> {
     let schema = crate::schema::Schema::for_release(registry.release());
     let id = schema.kind(&kind.group, &kind.version, &kind.kind)?;
+    let refused = |field: String, why: &str, error: String| {
+        Unwrapped::Refused(
+            field.into(),
+            format!(
+                "kube-apiserver refuses this create before admission (400 BadRequest{why}): {kind} in version {} cannot be handled as a {kind}: {error}",
+                crate::gofmt::quote(version),
+                kind = kind.kind,
+            ),
+        )
+    };
+    if let Err(e) = crate::schema::codec::normalize_in_place(schema, id, &mut object.clone()) {
+        // Go names the field after its struct's type: `… Go struct field ObjectMeta.metadata.x …`.
+        let field =
+            e.0.split_once("Go struct field ")
+                .and_then(|(_, rest)| rest.split_once(" of type"))
+                .and_then(|(field, _)| field.split_once('.'))
+                .map_or_else(String::new, |(_, path)| path.to_string());
+        return Some(refused(field, "", e.0));
+    }
     let unknown = crate::schema::codec::unknown_fields(schema, id, object);
     let first = unknown.first()?.clone();
     let fields: Vec<String> = unknown
         .iter()
         .map(|f| format!("unknown field {}", crate::gofmt::quote(f)))
         .collect();
-    Some(Unwrapped::Refused(
-        first.into(),
-        format!(
-            "kube-apiserver refuses this create before admission (400 BadRequest; kubectl create -f asks for strict field validation): {kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
-            fields.join(", "),
-            kind = kind.kind,
-        ),
+    Some(refused(
+        first,
+        "; kubectl create -f asks for strict field validation",
+        format!("strict decoding error: {}", fields.join(", ")),
     ))
 }
 
