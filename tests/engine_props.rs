@@ -435,7 +435,9 @@ fn model(hooks: &[FlatHook], object: ModelObject) -> ModelResult {
 }
 
 fn model_object(s: &Scenario) -> ModelObject {
-    (s.operation != Operation::Delete).then(|| s.labels.clone())
+    // The webhooks are sent Go's encoding of the object and patch that: an empty labels map is
+    // not in it (`omitempty`), so a patch into it finds no parent.
+    (s.operation != Operation::Delete).then(|| s.labels.clone().filter(|l| !l.is_empty()))
 }
 
 fn called(outcome: &Outcome, phase: WebhookKind) -> Vec<&hookscope::engine::CallRecord> {

@@ -547,3 +547,60 @@ webhooks:
     let as_patched = json!({"ports": [{"name": "p", "port": 1}], "size": 1});
     assert_eq!(run(false), (as_patched.clone(), as_patched));
 }
+
+/// A patch applies to what the webhook was sent, Go's encoding of the object (upstream patches
+/// `runtime.Encode` of its typed object), not to the object as given: a member Go writes that
+/// the object lacks is there to patch into (a container's `resources: {}`), and an empty map Go
+/// leaves out (`omitempty`) is not.
+#[test]
+fn a_patch_applies_to_the_object_as_go_encodes_it() {
+    let mut object = pod();
+    object.as_object_mut().unwrap().remove("status");
+    object["spec"]["containers"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("resources");
+    object["metadata"]["labels"] = json!({});
+    object["spec"]["hostname"] = json!("");
+    let patched = |patch: Value| {
+        dispatch(
+            33,
+            request("CREATE", object.clone(), None),
+            vec![("first.example.com", ScriptedReply::patch(patch))],
+        )
+    };
+    let refused = |patch: Value, message: &str| {
+        let (outcome, _) = patched(patch);
+        assert!(!outcome.allowed);
+        let got = outcome.status.expect("a status").message;
+        assert!(got.contains(message), "{got}");
+    };
+
+    let (outcome, replier) = patched(json!([
+        {"op": "add", "path": "/spec/containers/0/resources/limits", "value": {"cpu": "1"}},
+        {"op": "add", "path": "/status/phase", "value": "Pending"}
+    ]));
+    let sent = received(&replier, 0);
+    assert_eq!(sent["spec"]["containers"][0]["resources"], json!({}));
+    assert_eq!(sent["metadata"].get("labels"), None);
+    assert!(outcome.allowed, "{:?}", outcome.status);
+    let object = outcome.object.expect("an object");
+    assert_eq!(
+        object["spec"]["containers"][0]["resources"]["limits"],
+        json!({"cpu": "1"})
+    );
+
+    refused(
+        json!([{"op": "add", "path": "/metadata/labels/app", "value": "web"}]),
+        r#"add operation does not apply: doc is missing path: "/metadata/labels/app""#,
+    );
+    refused(
+        json!([{"op": "remove", "path": "/spec/hostname"}]),
+        "error in remove for path: '/spec/hostname': Unable to remove nonexistent key: hostname",
+    );
+    // What both have alike is patched as it is given.
+    let (outcome, _) = patched(json!([
+        {"op": "add", "path": "/spec/containers/0/image", "value": "nginx:1.28"}
+    ]));
+    assert!(outcome.allowed, "{:?}", outcome.status);
+}

@@ -1599,7 +1599,27 @@ impl<'e, 'c> Run<'e, 'c> {
                 .as_ref()
                 .zip(self.attrs.object.as_ref())
                 .is_some_and(|(normal, current)| Arc::ptr_eq(normal, current));
-        let sent = if self.sends_request_kind(inv) {
+        // Upstream patches what the webhook was sent, Go's encoding of its typed object
+        // (`runtime.Encode`): it has every member Go writes (`status: {}`, a container's
+        // `resources: {}`) and none it leaves out (an empty `labels`). Where a patch reaches such
+        // a member of an object given otherwise, it is applied to the text hookscope sent.
+        let encoded_sent = match self.object_json.as_deref() {
+            Some(text)
+                if !sent_normal
+                    && self.sends_request_kind(inv)
+                    && Schema::for_release(self.engine.options.kube_version)
+                        .kind(&inv.kind.group, &inv.kind.version, &inv.kind.kind)
+                        .is_some()
+                    && !patch
+                        .agrees_on_shape(self.attrs.object_value().unwrap_or(&Value::Null)) =>
+            {
+                crate::json::from_str::<Value>(text).ok()
+            }
+            _ => None,
+        };
+        let sent = if let Some(encoded) = encoded_sent.as_ref() {
+            encoded
+        } else if self.sends_request_kind(inv) {
             self.attrs.object_value().unwrap_or(&Value::Null)
         } else {
             versioned = self.versioned_object(&inv.kind);

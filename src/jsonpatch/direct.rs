@@ -34,6 +34,67 @@ impl Patch {
     }
 }
 
+impl Patch {
+    /// Whether the patch reads and writes only what Go's encoding of the object `doc` has as
+    /// `doc` has it, so that applying it to `doc` or to that encoding gives objects that decode
+    /// alike: every container along each path is there, a map or a list that is not empty (Go
+    /// leaves empty ones out, and writes members `doc` may lack, such as `status: {}`), and a
+    /// member removed is not a zero value (which Go may leave out). `test`, `move` and `copy`
+    /// read values, and count as not.
+    pub fn agrees_on_shape(&self, doc: &Value) -> bool {
+        let Some(ops) = self.ops.as_ref() else {
+            return true;
+        };
+        ops.iter()
+            .all(|op| op.as_ref().is_some_and(|op| agrees_on_shape(op, doc)))
+    }
+}
+
+fn agrees_on_shape(op: &Operation, doc: &Value) -> bool {
+    let kind = op.kind();
+    if !matches!(kind.as_ref(), "add" | "replace" | "remove") {
+        return false;
+    }
+    let Ok(path) = op.path() else {
+        return false;
+    };
+    let Some((parents, last)) = path
+        .strip_prefix('/')
+        .and_then(|p| p.rsplit_once('/').or(Some(("", p))))
+    else {
+        return false;
+    };
+    let mut node = doc;
+    for segment in parents.split('/').filter(|_| !parents.is_empty()) {
+        let next = match node {
+            Value::Object(m) if !segment.contains('~') => m.get(segment),
+            Value::Array(a) => index(segment).and_then(|i| a.get(i)),
+            _ => None,
+        };
+        match next {
+            Some(v @ Value::Object(m)) if !m.is_empty() => node = v,
+            Some(v @ Value::Array(a)) if !a.is_empty() => node = v,
+            _ => return false,
+        }
+    }
+    if kind != "remove" {
+        return true;
+    }
+    let target = match node {
+        Value::Object(m) if !last.contains('~') => m.get(last),
+        Value::Array(a) => index(last).and_then(|i| a.get(i)),
+        _ => None,
+    };
+    match target {
+        None | Some(Value::Null | Value::Bool(false)) => false,
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(Value::Number(n)) => n.as_f64() != Some(0.0),
+        Some(Value::Object(m)) => !m.is_empty(),
+        Some(Value::Array(a)) => !a.is_empty(),
+        Some(Value::Bool(true)) => true,
+    }
+}
+
 /// Whether `v` holds no float and nests within [`MAX_NESTING`] from `level`.
 fn plain(v: &Value, level: usize) -> bool {
     match v {
@@ -145,6 +206,50 @@ fn value(op: &Operation, depth: usize) -> Option<Value> {
 mod tests {
     use super::super::{Prepared, decode};
     use serde_json::{Value, json};
+
+    #[test]
+    fn a_patch_agrees_on_shape_where_it_reaches_only_what_go_writes_alike() {
+        let doc = json!({"metadata": {"labels": {}, "name": "p"},
+                         "spec": {"containers": [{"name": "c", "ports": []}], "hostname": ""}});
+        let agrees = |ops: Value| {
+            decode(ops.to_string().as_bytes())
+                .unwrap()
+                .agrees_on_shape(&doc)
+        };
+        assert!(agrees(
+            json!([{"op": "add", "path": "/metadata/name", "value": "q"}])
+        ));
+        assert!(agrees(
+            json!([{"op": "replace", "path": "/spec/containers/0/name", "value": "d"}])
+        ));
+        assert!(agrees(
+            json!([{"op": "add", "path": "/spec/containers/-", "value": {}}])
+        ));
+        assert!(agrees(json!([{"op": "remove", "path": "/metadata/name"}])));
+        assert!(agrees(json!(null)));
+        // An empty map or list, or a missing container, on the way.
+        assert!(!agrees(
+            json!([{"op": "add", "path": "/metadata/labels/a", "value": "b"}])
+        ));
+        assert!(!agrees(
+            json!([{"op": "add", "path": "/spec/containers/0/ports/-", "value": {}}])
+        ));
+        assert!(!agrees(
+            json!([{"op": "add", "path": "/status/phase", "value": "x"}])
+        ));
+        // A zero value removed, or a member missing.
+        assert!(!agrees(json!([{"op": "remove", "path": "/spec/hostname"}])));
+        assert!(!agrees(json!([{"op": "remove", "path": "/spec/nodeName"}])));
+        // Operations that read values, and an escaped key on the way.
+        for op in ["test", "copy", "move"] {
+            assert!(!agrees(
+                json!([{"op": op, "path": "/metadata/name", "from": "/metadata/name", "value": "p"}])
+            ));
+        }
+        assert!(!agrees(
+            json!([{"op": "add", "path": "/metadata/labels~1x/a", "value": "c"}])
+        ));
+    }
 
     fn documents() -> Vec<Value> {
         vec![
