@@ -32,9 +32,7 @@ impl Patch {
         }
         Some(out)
     }
-}
 
-impl Patch {
     /// Whether the patch reads and writes only what Go's encoding of the object `doc` has as
     /// `doc` has it, so that applying it to `doc` or to that encoding gives objects that decode
     /// alike: every container along each path is there, a map or a list that is not empty (Go
