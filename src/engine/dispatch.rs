@@ -1592,6 +1592,10 @@ impl<'e, 'c> Run<'e, 'c> {
         inv: &Invocation,
     ) -> Result<(Value, bool, Option<String>, bool), String> {
         let versioned;
+        let release = self.engine.options.kube_version;
+        let schema = Schema::for_release(release);
+        let kind = &inv.kind;
+        let id = schema.kind(&kind.group, &kind.version, &kind.kind);
         // The object a typed patch left is normal: only what differs from it is normalised.
         let sent_normal = self.sends_request_kind(inv)
             && self
@@ -1607,9 +1611,7 @@ impl<'e, 'c> Run<'e, 'c> {
             Some(text)
                 if !sent_normal
                     && self.sends_request_kind(inv)
-                    && Schema::for_release(self.engine.options.kube_version)
-                        .kind(&inv.kind.group, &inv.kind.version, &inv.kind.kind)
-                        .is_some()
+                    && id.is_some()
                     && !patch
                         .agrees_on_shape(self.attrs.object_value().unwrap_or(&Value::Null)) =>
             {
@@ -1625,10 +1627,7 @@ impl<'e, 'c> Run<'e, 'c> {
             versioned = self.versioned_object(&inv.kind);
             versioned.as_deref().map_or(&Value::Null, Object::value)
         };
-        let release = self.engine.options.kube_version;
-        let schema = Schema::for_release(release);
-        let kind = &inv.kind;
-        let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind) else {
+        let Some(id) = id else {
             // An unstructured object: a map, compared as one.
             let (patched, json) = patch
                 .apply_prepared_json(&jsonpatch::Prepared::new(sent))

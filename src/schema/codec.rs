@@ -23,7 +23,16 @@ pub struct DecodeError(pub String);
 /// The JSON Go writes for `value` decoded into the struct type `id`: fields in Go's order,
 /// unknown fields dropped, `omitempty` applied, times at their precision, quantities canonical.
 pub fn encode(schema: &Schema, id: TypeId, value: &Value) -> Result<String, DecodeError> {
-    encode_with_places(schema, id, value).map(|e| e.text.into_string())
+    written(schema, id, value)?.into_remembered_text(id)
+}
+
+/// An encoder that has written `value` as the struct type `id`, its top-level members' places
+/// recorded.
+fn written<'s>(schema: &'s Schema, id: TypeId, value: &Value) -> Result<Encoder<'s>, DecodeError> {
+    let mut enc = Encoder::new(schema, 512);
+    enc.spans = Some(vec![None; schema.get(id).fields.len()]);
+    enc.write(&Type::Struct(id), Some(value))?;
+    Ok(enc)
 }
 
 /// An object's text as [`encode`] wrote it, with the places of its top-level members when they
@@ -66,16 +75,11 @@ pub(crate) fn encode_with_places(
     id: TypeId,
     value: &Value,
 ) -> Result<Encoding, DecodeError> {
-    let mut enc = Encoder::new(schema, 512);
-    enc.spans = Some(vec![None; schema.get(id).fields.len()]);
-    enc.write(&Type::Struct(id), Some(value))?;
-    let spans = enc.spans.take();
-    if let Some(spans) = &spans {
-        remember(schema, id, &enc.out, spans.clone());
-    }
+    let enc = written(schema, id, value)?;
+    let spans = enc.spans.clone().map(Vec::into_boxed_slice);
     Ok(Encoding {
-        text: enc.into_text()?.into_boxed_str(),
-        spans: spans.map(Vec::into_boxed_slice),
+        text: enc.into_remembered_text(id)?.into_boxed_str(),
+        spans,
     })
 }
 
@@ -833,12 +837,7 @@ impl<'s> Encoder<'s> {
         st: &'s Struct,
         members: Option<&Map<String, Value>>,
     ) -> Result<(), DecodeError> {
-        // Filled where it lies: returned from a function, the 64 slots would be copied.
-        let mut slots = Slots {
-            small: [None; 64],
-            large: Vec::new(),
-            present: 0,
-        };
+        let mut slots = Slots::empty(st);
         slots.fill(st, members);
         self.write_slots(st, &slots)
     }
@@ -914,6 +913,9 @@ struct Slots<'v> {
 }
 
 impl<'v> Slots<'v> {
+    // Inlined, so that the 64 slots are made where they are used: returned from a call, they
+    // would be copied there.
+    #[inline(always)]
     fn empty(st: &Struct) -> Self {
         let mut slots = Slots {
             small: [None; 64],
@@ -940,11 +942,8 @@ impl<'v> Slots<'v> {
         }
     }
 
-    /// Sets the slots of `members` (the slots being empty).
+    /// Sets the slots of `members` (the slots being [`Slots::empty`]'s for `st`).
     fn fill(&mut self, st: &Struct, members: Option<&'v Map<String, Value>>) {
-        if st.fields.len() > self.small.len() {
-            self.large = vec![None; st.fields.len()];
-        }
         for (k, v) in members.into_iter().flatten() {
             if let Some(i) = st.index_of(k) {
                 self.set(i, Some(v));
