@@ -1634,52 +1634,26 @@ fn assert_first_review_is(server: &WebhookServer, path: &str, want: &str) {
     assert_eq!(timeless(&text(&first.body)), timeless(&want));
 }
 
-/// A plain Pod manifest is sent as `kubectl create -f` made a real kube-apiserver v1.33 send it
-/// (tests/fixtures/strategies-v1.33: `inputs/pod.yaml`, received by the mutating webhook as
-/// `received/0005-record-m-req.json`): decoded into the Pod type and defaulted before admission
-/// (`dnsPolicy`, `imagePullPolicy`, `terminationMessagePath`, a projection's `defaultMode`, …),
-/// the defaults owned by kubectl's `managedFields` entry, the fields of gates that are off still
-/// there (they go before validation).
+/// Plain manifests are sent as `kubectl create -f` made a real kube-apiserver v1.33 send them
+/// (tests/fixtures/strategies-v1.33: `inputs/pod.yaml` and `inputs/workloads.yaml`, received by
+/// the mutating webhook as `received/0005…0013-record-m-req.json`): decoded into their Go types
+/// and defaulted before admission (a Pod's `dnsPolicy`, `imagePullPolicy`,
+/// `terminationMessagePath`, a projection's `defaultMode`; a Deployment's strategy; a DaemonSet's
+/// conversion annotation; the pod templates' defaults…), the defaults owned by kubectl's
+/// `managedFields` entry, the fields of gates that are off still there (they go before
+/// validation).
 #[test]
-fn a_plain_pod_manifest_is_decoded_and_defaulted_before_admission() {
+fn plain_manifests_are_decoded_and_defaulted_before_admission() {
     let pki = TestPki::new();
     let server = WebhookServer::start(&pki, allow_every_review());
-    let dir = scratch("manifest-pod");
-    let input = format!("{FIXTURES}/strategies-v1.33/inputs/pod.yaml");
-    let out = replay_as_admin(
-        &pki,
-        &server,
-        &dir,
-        ("strategies-v1.33", "namespaces.yaml"),
-        &[&input],
-    );
+    let dir = scratch("manifest-defaulted");
+    let inputs =
+        ["pod.yaml", "workloads.yaml"].map(|f| format!("{FIXTURES}/strategies-v1.33/inputs/{f}"));
+    let inputs = inputs.each_ref().map(String::as_str);
+    let fixture = ("strategies-v1.33", "namespaces.yaml");
+    let out = replay_as_admin(&pki, &server, &dir, fixture, &inputs);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    assert_first_review_is(
-        &server,
-        "/record-m",
-        "strategies-v1.33/received/0005-record-m-req.json",
-    );
-}
-
-/// The same for the manifests of workloads (`inputs/workloads.yaml`, one `kubectl create -f`):
-/// a Deployment, a DaemonSet (with the annotation its conversion writes), a
-/// PersistentVolumeClaim and a StatefulSet, each with its kind's defaults and its pod
-/// template's.
-#[test]
-fn plain_workload_manifests_are_decoded_and_defaulted_before_admission() {
-    let pki = TestPki::new();
-    let server = WebhookServer::start(&pki, allow_every_review());
-    let dir = scratch("manifest-workloads");
-    let input = format!("{FIXTURES}/strategies-v1.33/inputs/workloads.yaml");
-    let out = replay_as_admin(
-        &pki,
-        &server,
-        &dir,
-        ("strategies-v1.33", "namespaces.yaml"),
-        &[&input],
-    );
-    assert_eq!(out.status.code(), Some(0), "{}", text(&out.stderr));
-    for n in ["0007", "0009", "0011", "0013"] {
+    for n in ["0005", "0007", "0009", "0011", "0013"] {
         let want = format!("strategies-v1.33/received/{n}-record-m-req.json");
         assert_first_review_is(&server, "/record-m", &want);
     }
