@@ -1551,29 +1551,23 @@ impl<'e, 'c> Run<'e, 'c> {
     }
 
     /// The review text of a patched object from `old`, the text of the object `sent`: the
-    /// top-level members that the patch, the decode and the defaulting left equal keep their
-    /// bytes, the others are encoded. None where the whole object is to be encoded.
+    /// members, at any depth, that the patch, the decode and the defaulting left equal keep
+    /// their bytes, the others are encoded. None where the whole object is to be encoded.
     fn patched_text(&self, old: &str, sent: &Value, patched: &Value) -> Option<String> {
-        let (sent, patched) = (sent.as_object()?, patched.as_object()?);
-        let mut replaced: Vec<(&str, Option<&Value>)> = patched
-            .iter()
-            .filter(|(k, v)| sent.get(*k) != Some(*v))
-            .map(|(k, v)| (k.as_str(), Some(v)))
-            .collect();
-        replaced.extend(
-            sent.keys()
-                .filter(|k| !patched.contains_key(*k))
-                .map(|k| (k.as_str(), None)),
-        );
         let schema = Schema::for_release(self.engine.options.kube_version);
         let kind = &self.attrs.kind;
         let id = schema.kind(&kind.group, &kind.version, &kind.kind)?;
-        let text = schema::codec::encode_spliced(schema, id, old, &replaced)?.ok()?;
+        let text = schema::codec::encode_changed(
+            schema,
+            id,
+            old,
+            sent.as_object()?,
+            patched.as_object()?,
+        )?
+        .ok()?;
         debug_assert_eq!(
             Some(&text),
-            schema::encode(schema, id, &Value::Object(patched.clone()))
-                .ok()
-                .as_ref(),
+            schema::encode(schema, id, patched).ok().as_ref(),
             "a spliced review text is the whole encoding"
         );
         Some(text)

@@ -26,32 +26,83 @@ pub fn encode(schema: &Schema, id: TypeId, value: &Value) -> Result<String, Deco
     written(schema, id, value)?.into_remembered_text(id)
 }
 
-/// An encoder that has written `value` as the struct type `id`, its top-level members' places
-/// recorded.
+/// An encoder that has written `value` as the struct type `id`, every value's place recorded.
 fn written<'s>(schema: &'s Schema, id: TypeId, value: &Value) -> Result<Encoder<'s>, DecodeError> {
     let mut enc = Encoder::new(schema, 512);
-    enc.spans = Some(vec![None; schema.get(id).fields.len()]);
+    enc.tape = Some(Vec::with_capacity(64));
+    let root = enc.open(0);
     enc.write(&Type::Struct(id), Some(value))?;
+    enc.close(root);
     Ok(enc)
 }
 
-/// An object's text as [`encode`] wrote it, with the places of its top-level members when they
-/// are known, to be handed to [`encode_spliced`] again later without its scanning the text.
+/// Where an encoded text has a value: `len` bytes from `start`, counted from where the value
+/// it is a member of starts; `key`, its field's index in its struct, or its position in its list
+/// or map; `size`, how many places it and its members have (theirs follow its own, in the order
+/// they are written). Members are placed relative to their parent so that a value copied from
+/// one text into another keeps its members' places as they are.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Place {
+    start: u32,
+    len: u32,
+    size: u32,
+    key: u32,
+}
+
+/// The places of every value of an encoded text, in the order they are written: the whole
+/// object's first.
+type Tape = std::sync::Arc<[Place]>;
+
+/// A value found in an old text: its place's index in the tape (`usize::MAX` when it was found
+/// by a scan), its bytes and its key (see [`Place`]).
+#[derive(Clone, Copy, Debug)]
+struct At {
+    ix: usize,
+    start: usize,
+    end: usize,
+    key: usize,
+}
+
+/// The members of `of`, a value at index `of.ix` of `tape`.
+fn members_of(tape: &[Place], of: At) -> impl Iterator<Item = At> + '_ {
+    let end = tape.get(of.ix).map_or(0, |p| of.ix + p.size as usize);
+    let mut ix = of.ix + 1;
+    std::iter::from_fn(move || {
+        let place = *tape.get(ix).filter(|_| ix < end)?;
+        let start = of.start + place.start as usize;
+        let at = At {
+            ix,
+            start,
+            end: start + place.len as usize,
+            key: place.key as usize,
+        };
+        ix += (place.size as usize).max(1);
+        Some(at)
+    })
+}
+
+/// The whole object of a tape.
+const ROOT: At = At {
+    ix: 0,
+    start: 0,
+    end: 0,
+    key: 0,
+};
+
+/// An object's text as [`encode`] wrote it, with the places of its values when they are known,
+/// to be handed to [`encode_spliced`] again later without its scanning the text.
 #[derive(Clone, Debug)]
 pub(crate) struct Encoding {
     text: Box<str>,
-    spans: Option<Places>,
+    tape: Option<Tape>,
 }
 
-/// Where a text has each field's value, by field of its struct type (None: not written).
-type Places = Box<[Option<(usize, usize)>]>;
-
 impl Encoding {
-    /// A text whose members' places are not known (not written by [`encode`]).
+    /// A text whose values' places are not known (not written by [`encode`]).
     pub(crate) fn text_only(text: String) -> Self {
         Encoding {
             text: text.into_boxed_str(),
-            spans: None,
+            tape: None,
         }
     }
 
@@ -60,26 +111,30 @@ impl Encoding {
         &self.text
     }
 
-    /// Makes the members' places known to [`encode_spliced`] on this thread again (it knows
-    /// them for the few texts written last), when they are known.
+    /// Makes the values' places known to [`encode_spliced`] and [`encode_changed`] on this
+    /// thread again (they know them for the few texts written last), when they are known.
     pub(crate) fn remember(&self, schema: &Schema, id: TypeId) {
-        if let Some(spans) = &self.spans {
-            remember(schema, id, self.text.as_bytes(), spans.to_vec());
+        if let Some(tape) = &self.tape {
+            remember(
+                schema,
+                id,
+                self.text.as_bytes(),
+                std::sync::Arc::clone(tape),
+            );
         }
     }
 }
 
-/// [`encode`], with the places of the top-level members.
+/// [`encode`], with the places of its values.
 pub(crate) fn encode_with_places(
     schema: &Schema,
     id: TypeId,
     value: &Value,
 ) -> Result<Encoding, DecodeError> {
-    let enc = written(schema, id, value)?;
-    let spans = enc.spans.clone().map(Vec::into_boxed_slice);
+    let (text, tape) = written(schema, id, value)?.into_remembered(id)?;
     Ok(Encoding {
-        text: enc.into_remembered_text(id)?.into_boxed_str(),
-        spans,
+        text: text.into_boxed_str(),
+        tape,
     })
 }
 
@@ -96,9 +151,66 @@ pub fn encode_members<'v>(
     for (i, field) in st.fields.iter().enumerate() {
         slots.set(i, member(&field.name));
     }
-    enc.spans = Some(vec![None; st.fields.len()]);
+    enc.tape = Some(Vec::with_capacity(64));
+    let root = enc.open(0);
     enc.write_slots(st, &slots)?;
+    enc.close(root);
     enc.into_remembered_text(id)
+}
+
+/// The text of an object encoded before, and the places of its values when they are known.
+struct Old<'a> {
+    text: &'a [u8],
+    tape: Option<Tape>,
+}
+
+impl<'a> Old<'a> {
+    /// `text`, with its places when this module wrote it lately, else None when it is not an
+    /// object.
+    fn recalled(schema: &Schema, id: TypeId, text: &'a str) -> Option<Self> {
+        let text = text.as_bytes();
+        let tape = recall(schema, id, text);
+        (tape.is_some() || text.first() == Some(&b'{')).then_some(Old { text, tape })
+    }
+
+    /// The places of the top-level members, by field of `st`: from the tape, or scanned. None
+    /// when a member is not one of its fields.
+    fn top_level(&self, st: &Struct) -> Option<Vec<Option<At>>> {
+        let mut places = vec![None; st.fields.len()];
+        match &self.tape {
+            Some(tape) => {
+                for at in members_of(tape, ROOT) {
+                    *places.get_mut(at.key)? = Some(at);
+                }
+            }
+            None => {
+                let mut foreign = false;
+                crate::scan::members(self.text, (0, self.text.len()), |k, (start, end)| {
+                    match std::str::from_utf8(k).ok().and_then(|k| st.index_of(k)) {
+                        Some(key) => {
+                            places[key] = Some(At {
+                                ix: usize::MAX,
+                                start,
+                                end,
+                                key,
+                            });
+                        }
+                        None => foreign = true,
+                    }
+                })
+                .ok()?;
+                if foreign {
+                    return None;
+                }
+            }
+        }
+        Some(places)
+    }
+
+    /// The bytes of the value `at`.
+    fn bytes(&self, at: At) -> Result<&'a [u8], Unspliceable> {
+        self.text.get(at.start..at.end).ok_or(Unspliceable)
+    }
 }
 
 /// [`encode`] of an object whose encoding `old` is known and whose top-level members other than
@@ -112,73 +224,122 @@ pub fn encode_spliced(
     replaced: &[(&str, Option<&Value>)],
 ) -> Option<Result<String, DecodeError>> {
     let st = schema.get(id);
-    let buf = old.as_bytes();
-    // A text written here has its members' places remembered; another is scanned.
-    let spans = match recall(schema, id, buf) {
-        Some(spans) => spans,
-        None => {
-            let mut spans = vec![None; st.fields.len()];
-            let mut foreign = false;
-            crate::scan::members(buf, (0, buf.len()), |k, v| {
-                match std::str::from_utf8(k).ok().and_then(|k| st.index_of(k)) {
-                    Some(i) => spans[i] = Some(v),
-                    None => foreign = true,
-                }
-            })
-            .ok()?;
-            if foreign || buf.first() != Some(&b'{') {
-                return None;
-            }
-            spans
-        }
-    };
-    let mut enc = Encoder::new(schema, old.len() + 64);
-    let mut written = vec![None; st.fields.len()];
-    enc.owner = Some(st);
-    enc.out.push(b'{');
-    let mut first = true;
-    for (i, (field, span)) in st.fields.iter().zip(&spans).enumerate() {
+    let old = Old::recalled(schema, id, old)?;
+    let places = old.top_level(st)?;
+    splice(schema, id, &old, |enc, i, field, first| {
         let new = replaced
             .iter()
             .find(|(n, _)| **n == *field.name)
             .map(|r| r.1);
-        let bytes = match (new, span) {
-            (Some(value), _) if omitted(schema, field, value) => continue,
-            (Some(_), _) => None,
-            (None, Some((start, end))) => Some(buf.get(*start..*end)?),
-            (None, None) => continue,
-        };
-        if !first {
-            enc.out.push(b',');
+        match (new, places[i]) {
+            (Some(value), _) if omitted(schema, field, value) => {}
+            (Some(value), _) => {
+                enc.separate(st, i, first);
+                enc.write_member(st, i, value)?;
+            }
+            (None, Some(at)) => {
+                enc.separate(st, i, first);
+                enc.copy(&old, at, i)?;
+            }
+            (None, None) => {}
         }
-        first = false;
-        enc.out.extend_from_slice(st.key(i));
-        let start = enc.out.len();
-        match (bytes, new) {
-            (Some(bytes), _) => enc.out.extend_from_slice(bytes),
-            (None, value) => {
+        Ok(())
+    })
+}
+
+/// [`encode`] of `after`, an object of the struct type `id` made from `before`, whose encoding
+/// `old` is known: every value, at any depth, that is equal in both keeps its bytes from `old`
+/// (a struct's members pair by field, a map's by key, a list's items by position), only the
+/// others are encoded. Below the top level this needs the places [`encode`] recorded in `old`.
+/// None when `old` is not an encoding of a map of that type.
+pub fn encode_changed(
+    schema: &Schema,
+    id: TypeId,
+    old: &str,
+    before: &Map<String, Value>,
+    after: &Map<String, Value>,
+) -> Option<Result<String, DecodeError>> {
+    let st = schema.get(id);
+    let old = Old::recalled(schema, id, old)?;
+    let places = old.top_level(st)?;
+    splice(schema, id, &old, |enc, i, field, first| {
+        let (new, was) = (after.get(&*field.name), before.get(&*field.name));
+        if omitted(schema, field, new) {
+            return Ok(());
+        }
+        enc.separate(st, i, first);
+        match places[i] {
+            Some(at) if new == was => enc.copy(&old, at, i)?,
+            Some(at) if old.tape.is_some() => {
                 enc.path.push(&field.name);
-                if let Err(e) = enc.write(&field.ty, value.flatten()) {
-                    return Some(Err(e));
-                }
+                enc.owner = Some(st);
+                let here = enc.open(i);
+                enc.write_changed(&field.ty, new, was, &old, at)?;
+                enc.close(here);
                 enc.path.pop();
             }
+            _ => enc.write_member(st, i, new)?,
         }
-        if let Some(span) = written.get_mut(i) {
-            *span = Some((start, enc.out.len()));
+        Ok(())
+    })
+}
+
+/// Why a splice gave up: the old text is not what it was said to be.
+struct Unspliceable;
+
+/// A splice's failure: the old text unusable (the whole object is to be encoded), or a value
+/// that does not decode.
+enum SpliceError {
+    Unspliceable,
+    Decode(DecodeError),
+}
+
+impl From<Unspliceable> for SpliceError {
+    fn from(_: Unspliceable) -> Self {
+        SpliceError::Unspliceable
+    }
+}
+
+impl From<DecodeError> for SpliceError {
+    fn from(e: DecodeError) -> Self {
+        SpliceError::Decode(e)
+    }
+}
+
+/// Writes an object of the struct type `id` field by field in Go's order, each by `field(encoder,
+/// index, field, first)`, which writes it (its comma and name too) or nothing; the text is
+/// remembered with its places when every value's place is known.
+fn splice<'s>(
+    schema: &'s Schema,
+    id: TypeId,
+    old: &Old<'_>,
+    mut field: impl FnMut(&mut Encoder<'s>, usize, &'s Field, &mut bool) -> Result<(), SpliceError>,
+) -> Option<Result<String, DecodeError>> {
+    let st = schema.get(id);
+    let mut enc = Encoder::new(schema, old.text.len() + 64);
+    enc.tape = old.tape.as_ref().map(|t| Vec::with_capacity(t.len() + 16));
+    enc.owner = Some(st);
+    let root = enc.open(0);
+    enc.out.push(b'{');
+    let mut first = true;
+    for (i, f) in st.fields.iter().enumerate() {
+        match field(&mut enc, i, f, &mut first) {
+            Ok(()) => {}
+            Err(SpliceError::Unspliceable) => return None,
+            Err(SpliceError::Decode(e)) => return Some(Err(e)),
         }
     }
     enc.out.push(b'}');
-    enc.spans = Some(written);
+    enc.close(root);
     Some(enc.into_remembered_text(id))
 }
 
-/// A text this module wrote for a struct type, and where its top-level members' values are.
+/// A text this module wrote for a struct type, and the places of its values.
 struct Written {
     schema: *const Schema,
     id: TypeId,
     text: Box<[u8]>,
-    spans: Box<[Option<(usize, usize)>]>,
+    tape: Tape,
 }
 
 thread_local! {
@@ -191,7 +352,7 @@ thread_local! {
 /// How many texts [`WRITTEN`] keeps.
 const WRITTEN_KEPT: usize = 4;
 
-fn remember(schema: &Schema, id: TypeId, text: &[u8], spans: Vec<Option<(usize, usize)>>) {
+fn remember(schema: &Schema, id: TypeId, text: &[u8], tape: Tape) {
     WRITTEN.with(|cell| {
         let mut written = cell.borrow_mut();
         if written.len() >= WRITTEN_KEPT {
@@ -201,19 +362,19 @@ fn remember(schema: &Schema, id: TypeId, text: &[u8], spans: Vec<Option<(usize, 
             schema,
             id,
             text: text.into(),
-            spans: spans.into(),
+            tape,
         });
     });
 }
 
-/// The member spans of `text` when it is one of the texts remembered (same bytes, same type).
-fn recall(schema: &Schema, id: TypeId, text: &[u8]) -> Option<Vec<Option<(usize, usize)>>> {
+/// The places of `text`'s values when it is one of the texts remembered (same bytes, same type).
+fn recall(schema: &Schema, id: TypeId, text: &[u8]) -> Option<Tape> {
     WRITTEN.with(|cell| {
         let written = cell.borrow();
         written
             .iter()
             .find(|w| std::ptr::eq(w.schema, schema) && w.id == id && *w.text == *text)
-            .map(|w| w.spans.to_vec())
+            .map(|w| std::sync::Arc::clone(&w.tape))
     })
 }
 
@@ -358,9 +519,8 @@ struct Encoder<'s> {
     path: Vec<&'s str>,
     /// The struct whose field is being decoded, for messages.
     owner: Option<&'s Struct>,
-    /// Where the top-level members' values are written, by field, when they are recorded (the
-    /// outermost struct written takes it).
-    spans: Option<Vec<Option<(usize, usize)>>>,
+    /// The places of the values written, when they are recorded.
+    tape: Option<Vec<Place>>,
 }
 
 /// What a JSON value is called in Go's `UnmarshalTypeError`.
@@ -382,17 +542,89 @@ impl<'s> Encoder<'s> {
             out: Vec::with_capacity(capacity),
             path: Vec::new(),
             owner: None,
-            spans: None,
+            tape: None,
         }
     }
 
-    /// The JSON written, its top-level members' places remembered for [`encode_spliced`] when
-    /// they were recorded.
-    fn into_remembered_text(mut self, id: TypeId) -> Result<String, DecodeError> {
-        if let Some(spans) = self.spans.take() {
-            remember(self.schema, id, &self.out, spans);
+    /// The JSON written, its values' places remembered for [`encode_spliced`] and
+    /// [`encode_changed`] when they were recorded.
+    fn into_remembered_text(self, id: TypeId) -> Result<String, DecodeError> {
+        self.into_remembered(id).map(|(text, _)| text)
+    }
+
+    /// [`Encoder::into_remembered_text`], with the places remembered.
+    fn into_remembered(mut self, id: TypeId) -> Result<(String, Option<Tape>), DecodeError> {
+        let tape: Option<Tape> = self.tape.take().map(Into::into);
+        if let Some(tape) = &tape {
+            remember(self.schema, id, &self.out, std::sync::Arc::clone(tape));
         }
-        self.into_text()
+        Ok((self.into_text()?, tape))
+    }
+
+    /// Starts the place of a value about to be written (`key`: see [`Place`]); its index.
+    #[inline]
+    fn open(&mut self, key: usize) -> usize {
+        let start = self.out.len() as u32;
+        match &mut self.tape {
+            Some(tape) => {
+                tape.push(Place {
+                    start,
+                    len: 0,
+                    size: 1,
+                    key: key as u32,
+                });
+                tape.len() - 1
+            }
+            None => 0,
+        }
+    }
+
+    /// Ends the place `ix` [`Encoder::open`] started, after its value and its members, whose
+    /// places then count from its start (its own, from the text's start until its parent ends).
+    #[inline]
+    fn close(&mut self, ix: usize) {
+        let end = self.out.len() as u32;
+        let Some(tape) = &mut self.tape else {
+            return;
+        };
+        let size = tape.len() - ix;
+        let Some(place) = tape.get_mut(ix) else {
+            return;
+        };
+        let start = place.start;
+        place.len = end - start;
+        place.size = size as u32;
+        let mut member = ix + 1;
+        while let Some(p) = tape.get_mut(member) {
+            p.start -= start;
+            member += (p.size as usize).max(1);
+        }
+    }
+
+    /// Copies the value `at` of `old` as the value `key`, with its members' places when they are
+    /// known (the places of the text written stop being known when they are not).
+    fn copy(&mut self, old: &Old<'_>, at: At, key: usize) -> Result<(), Unspliceable> {
+        let bytes = old.bytes(at)?;
+        let start = self.out.len() as u32;
+        self.out.extend_from_slice(bytes);
+        let Some(tape) = &mut self.tape else {
+            return Ok(());
+        };
+        let subtree = old.tape.as_deref().and_then(|t| {
+            let size = t.get(at.ix)?.size as usize;
+            t.get(at.ix..at.ix + size)
+        });
+        let Some(subtree) = subtree else {
+            self.tape = None;
+            return Ok(());
+        };
+        let first = tape.len();
+        tape.extend_from_slice(subtree);
+        if let Some(root) = tape.get_mut(first) {
+            root.start = start;
+            root.key = key as u32;
+        }
+        Ok(())
     }
 
     /// The JSON written.
@@ -535,7 +767,9 @@ impl<'s> Encoder<'s> {
                         if i > 0 {
                             self.out.push(b',');
                         }
+                        let at = self.open(i);
                         self.write(inner, Some(item))?;
+                        self.close(at);
                     }
                     self.out.push(b']');
                 }
@@ -551,7 +785,9 @@ impl<'s> Encoder<'s> {
                         }
                         gostr::append_string(&mut self.out, k);
                         self.out.push(b':');
+                        let at = self.open(i);
                         self.write(inner, Some(v))?;
+                        self.close(at);
                     }
                     self.out.push(b'}');
                 }
@@ -846,13 +1082,6 @@ impl<'s> Encoder<'s> {
         self.out.push(b'{');
         let mut first = true;
         let owner = self.owner.replace(st);
-        // The outermost struct records its members' places (the nested ones find None).
-        let mut spans = self.spans.take();
-        let mut record = |i: usize, span: Option<(usize, usize)>| {
-            if let Some(slot) = spans.as_mut().and_then(|s| s.get_mut(i)) {
-                *slot = span;
-            }
-        };
         if let Some(present) = slots.present() {
             // Only the fields present or written when absent can be written: visited by bit,
             // in Go's order, instead of every field of the struct.
@@ -860,21 +1089,165 @@ impl<'s> Encoder<'s> {
             while bits != 0 {
                 let i = bits.trailing_zeros() as usize;
                 bits &= bits - 1;
-                record(i, self.write_field(st, i, slots.get(i), &mut first)?);
+                self.write_field(st, i, slots.get(i), &mut first)?;
             }
         } else {
             for i in 0..st.fields.len() {
-                record(i, self.write_field(st, i, slots.get(i), &mut first)?);
+                self.write_field(st, i, slots.get(i), &mut first)?;
             }
         }
-        self.spans = spans;
         self.owner = owner;
         self.out.push(b'}');
         Ok(())
     }
 
+    /// The comma before field `i` of `st` unless it is the `first` written, and its name.
+    fn separate(&mut self, st: &Struct, i: usize, first: &mut bool) {
+        if !*first {
+            self.out.push(b',');
+        }
+        *first = false;
+        self.out.extend_from_slice(st.key(i));
+    }
+
+    /// Writes `value` as field `i` of `st` (its name written already).
+    #[inline(always)]
+    fn write_member(
+        &mut self,
+        st: &'s Struct,
+        i: usize,
+        value: Option<&Value>,
+    ) -> Result<(), DecodeError> {
+        let Some(field) = st.fields.get(i) else {
+            return Ok(());
+        };
+        self.path.push(&field.name);
+        self.owner = Some(st);
+        let at = self.open(i);
+        let result = self.write(&field.ty, value);
+        self.close(at);
+        self.path.pop();
+        result
+    }
+
+    /// Writes `new` of the type `ty` (as [`Encoder::write`]), made from `was` whose encoding is
+    /// the value at index `ix` of `old`'s tape: what is equal in both, a struct's member, a
+    /// map's value or a list's item at the same position, is copied from `old`.
+    fn write_changed(
+        &mut self,
+        ty: &Type,
+        new: Option<&Value>,
+        was: Option<&Value>,
+        old: &Old<'_>,
+        at: At,
+    ) -> Result<(), SpliceError> {
+        let (new, was) = (new.filter(|v| !v.is_null()), was.filter(|v| !v.is_null()));
+        let tape = old.tape.as_deref().ok_or(Unspliceable)?;
+        match (ty, new, was) {
+            (Type::Ptr(inner), Some(_), Some(_)) => self.write_changed(inner, new, was, old, at)?,
+            (Type::Struct(id), Some(Value::Object(new)), Some(Value::Object(was))) => {
+                let st = self.schema.get(*id);
+                let mut places = vec![None; st.fields.len()];
+                for member in members_of(tape, at) {
+                    *places.get_mut(member.key).ok_or(Unspliceable)? = Some(member);
+                }
+                let mut now = Slots::empty(st);
+                now.fill(st, Some(new));
+                let mut then = Slots::empty(st);
+                then.fill(st, Some(was));
+                let owner = self.owner.replace(st);
+                self.out.push(b'{');
+                let mut first = true;
+                let mut field = |enc: &mut Self, i: usize| {
+                    let Some(field) = st.fields.get(i) else {
+                        return Ok(());
+                    };
+                    let (new, was) = (now.get(i), then.get(i));
+                    if omitted(enc.schema, field, new) {
+                        return Ok(());
+                    }
+                    enc.separate(st, i, &mut first);
+                    match places[i] {
+                        Some(at) if new == was => enc.copy(old, at, i)?,
+                        Some(at) => {
+                            enc.path.push(&field.name);
+                            enc.owner = Some(st);
+                            let here = enc.open(i);
+                            enc.write_changed(&field.ty, new, was, old, at)?;
+                            enc.close(here);
+                            enc.path.pop();
+                        }
+                        None => enc.write_member(st, i, new)?,
+                    }
+                    Ok::<_, SpliceError>(())
+                };
+                if let Some(present) = now.present() {
+                    let mut bits = present | st.written_when_absent();
+                    while bits != 0 {
+                        let i = bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        field(self, i)?;
+                    }
+                } else {
+                    for i in 0..st.fields.len() {
+                        field(self, i)?;
+                    }
+                }
+                self.out.push(b'}');
+                self.owner = owner;
+            }
+            (Type::List(inner), Some(Value::Array(new)), Some(Value::Array(was))) => {
+                let mut olds = was.iter().zip(members_of(tape, at));
+                self.out.push(b'[');
+                for (i, item) in new.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push(b',');
+                    }
+                    let here = self.open(i);
+                    match olds.next() {
+                        Some((w, at)) if w == item => self.copy(old, at, i)?,
+                        Some((w, at)) => {
+                            self.write_changed(inner, Some(item), Some(w), old, at)?;
+                        }
+                        None => self.write(inner, Some(item))?,
+                    }
+                    self.close(here);
+                }
+                self.out.push(b']');
+            }
+            (Type::Map(inner), Some(Value::Object(new)), Some(Value::Object(was))) => {
+                // Go writes a map's keys sorted, as the map holds them.
+                let mut olds = was.iter().zip(members_of(tape, at)).peekable();
+                self.out.push(b'{');
+                for (i, (key, value)) in new.iter().enumerate() {
+                    if i > 0 {
+                        self.out.push(b',');
+                    }
+                    while olds
+                        .next_if(|((k, _), _)| k.as_str() < key.as_str())
+                        .is_some()
+                    {}
+                    gostr::append_string(&mut self.out, key);
+                    self.out.push(b':');
+                    let here = self.open(i);
+                    match olds.next_if(|((k, _), _)| *k == key) {
+                        Some(((_, w), at)) if w == value => self.copy(old, at, i)?,
+                        Some(((_, w), at)) => {
+                            self.write_changed(inner, Some(value), Some(w), old, at)?;
+                        }
+                        None => self.write(inner, Some(value))?,
+                    }
+                    self.close(here);
+                }
+                self.out.push(b'}');
+            }
+            _ => self.write(ty, new)?,
+        }
+        Ok(())
+    }
+
     /// Writes field `i` of `st` (with its name and the comma before it unless `first`) unless
-    /// Go leaves it out; where its value is, when written.
+    /// Go leaves it out.
     #[inline(always)]
     fn write_field(
         &mut self,
@@ -882,24 +1255,15 @@ impl<'s> Encoder<'s> {
         i: usize,
         value: Option<&Value>,
         first: &mut bool,
-    ) -> Result<Option<(usize, usize)>, DecodeError> {
+    ) -> Result<(), DecodeError> {
         let Some(field) = st.fields.get(i) else {
-            return Ok(None);
+            return Ok(());
         };
         if omitted(self.schema, field, value) {
-            return Ok(None);
+            return Ok(());
         }
-        if !*first {
-            self.out.push(b',');
-        }
-        *first = false;
-        self.out.extend_from_slice(st.key(i));
-        let start = self.out.len();
-        self.path.push(&field.name);
-        self.owner = Some(st);
-        let result = self.write(&field.ty, value);
-        self.path.pop();
-        result.map(|()| Some((start, self.out.len())))
+        self.separate(st, i, first);
+        self.write_member(st, i, value)
     }
 }
 
@@ -1476,6 +1840,166 @@ mod tests {
         let refused = encode_spliced(schema, id, &old_text, &[("metadata", Some(&bad_type))]);
         assert_eq!(refused.map(|r| r.is_err()), Some(true));
         assert!(encode_spliced(schema, id, r#"{"other":1}"#, &[]).is_none());
+    }
+
+    /// Changes a webhook's patch (and the decode and defaulting after it) can make to a Pod, each
+    /// at its depth: `(name, pointer of the parent, member or index, new value or None to remove)`.
+    fn pod_changes() -> Vec<(&'static str, &'static str, &'static str, Option<Value>)> {
+        use serde_json::json;
+        vec![
+            (
+                "a label added",
+                "/metadata/labels",
+                "injected",
+                Some(json!("yes")),
+            ),
+            ("a label removed", "/metadata/labels", "app", None),
+            (
+                "the last annotation removed",
+                "/metadata",
+                "annotations",
+                None,
+            ),
+            (
+                "a sidecar appended",
+                "/spec/containers",
+                "2",
+                Some(json!({"name": "sidecar", "image": "proxy:1", "resources": {}})),
+            ),
+            (
+                "an image changed",
+                "/spec/containers/0",
+                "image",
+                Some(json!("app:2")),
+            ),
+            (
+                "a port changed",
+                "/spec/containers/1/ports/0",
+                "containerPort",
+                Some(json!(8443)),
+            ),
+            (
+                "an env var removed from the middle",
+                "/spec/containers/0",
+                "env",
+                Some(json!([{"name": "A", "value": "1"}, {"name": "C", "value": "3"}])),
+            ),
+            (
+                "a container inserted first",
+                "/spec",
+                "containers",
+                Some(
+                    json!([{"name": "init", "image": "i", "resources": {}}, {"name": "app", "image": "app:1", "resources": {}}]),
+                ),
+            ),
+            (
+                "a limit changed",
+                "/spec/containers/0/resources/limits",
+                "cpu",
+                Some(json!("2")),
+            ),
+            (
+                "a volume's source replaced",
+                "/spec/volumes/0",
+                "configMap",
+                Some(json!({"name": "other"})),
+            ),
+            (
+                "a pointer set",
+                "/spec",
+                "terminationGracePeriodSeconds",
+                Some(json!(5)),
+            ),
+            ("a spec member removed", "/spec", "volumes", None),
+            (
+                "a status set",
+                "",
+                "status",
+                Some(json!({"phase": "Running"})),
+            ),
+            (
+                "a label map emptied",
+                "/metadata",
+                "labels",
+                Some(json!({})),
+            ),
+        ]
+    }
+
+    fn changed(
+        before: &Value,
+        (_, parent, key, value): &(&str, &str, &str, Option<Value>),
+    ) -> Value {
+        let mut after = before.clone();
+        match (after.pointer_mut(parent).expect("the parent"), value) {
+            (Value::Object(m), Some(v)) => drop(m.insert((*key).into(), v.clone())),
+            (Value::Object(m), None) => drop(m.remove(*key)),
+            (Value::Array(a), Some(v)) => {
+                let i: usize = key.parse().expect("an index");
+                if i < a.len() {
+                    a[i] = v.clone();
+                } else {
+                    a.push(v.clone());
+                }
+            }
+            (Value::Array(a), None) => drop(a.remove(key.parse().expect("an index"))),
+            _ => panic!("a container at {parent}"),
+        }
+        after
+    }
+
+    #[test]
+    fn an_encoding_of_a_changed_object_is_its_whole_encoding() {
+        let schema = Schema::for_release(crate::KubeVersion::NEWEST);
+        let id = schema.kind("", "v1", "Pod").expect("Pod");
+        let pod = serde_json::json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "web", "labels": {"app": "web", "tier": "<front>"}, "annotations": {"a": "b"}},
+            "spec": {
+                "containers": [
+                    {"name": "app", "image": "app:1", "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}, {"name": "C", "value": "3"}],
+                     "resources": {"limits": {"cpu": "500m", "memory": "1Gi"}}},
+                    {"name": "metrics", "image": "m:1", "ports": [{"containerPort": 9090, "protocol": "TCP"}], "resources": {}}
+                ],
+                "volumes": [{"name": "config", "configMap": {"name": "web"}}]
+            }
+        });
+        let (before, _) = normalize(schema, id, &pod).expect("normal");
+        let changes = pod_changes();
+        for change in &changes {
+            let after = changed(&before, change);
+            let want = encode(schema, id, &after).expect("encodes");
+            let (before_map, after_map) = (before.as_object().unwrap(), after.as_object().unwrap());
+            // From a text whose places are remembered, and from one that has to be scanned.
+            let old = encode(schema, id, &before).expect("encodes");
+            let spliced = encode_changed(schema, id, &old, before_map, after_map);
+            assert_eq!(spliced, Some(Ok(want.clone())), "{}", change.0);
+            WRITTEN.with(|w| w.borrow_mut().clear());
+            let scanned = encode_changed(schema, id, &old, before_map, after_map);
+            assert_eq!(scanned, Some(Ok(want.clone())), "{} (scanned)", change.0);
+            // A text spliced from remembered places has its own: every other change made to the
+            // changed object splices again to the whole encoding.
+            let old = encode(schema, id, &before).expect("encodes");
+            let text = encode_changed(schema, id, &old, before_map, after_map)
+                .expect("an encoding")
+                .expect("encodes");
+            assert!(
+                recall(schema, id, text.as_bytes()).is_some(),
+                "{}",
+                change.0
+            );
+            for next in &changes {
+                let Some(again) = after.pointer(next.1).map(|_| changed(&after, next)) else {
+                    continue;
+                };
+                let want = encode(schema, id, &again).ok();
+                let spliced =
+                    encode_changed(schema, id, &text, after_map, again.as_object().unwrap())
+                        .and_then(Result::ok);
+                assert_eq!(spliced, want, "{} then {}", change.0, next.0);
+                encode(schema, id, &after).expect("encodes");
+            }
+        }
     }
 
     #[test]
