@@ -100,6 +100,7 @@ fn requests() -> Vec<InputItem> {
                     index: i + 1,
                     unit: IndexUnit::Line,
                     audit_id: None,
+                    line: None,
                 },
                 uid: format!("bench-{i}"),
                 attrs,

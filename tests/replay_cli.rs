@@ -1738,16 +1738,20 @@ fn a_manifest_with_unknown_fields_is_refused_as_strict_decoding_refuses_it() {
     let server = WebhookServer::start(&pki, allow_every_review());
     let dir = scratch("manifest-unknown");
     let manifest = dir.join("typo.yaml");
-    // What the replay of `yaml` as the only input says, once it has failed.
-    let refusal = |yaml: &str| {
+    // The replay of `yaml` as the only input.
+    let replayed = |yaml: &str| {
         std::fs::write(&manifest, yaml).unwrap();
-        let out = replay_as_admin(
+        replay_as_admin(
             &pki,
             &server,
             &dir,
             ("strategies-v1.33", "namespaces.yaml"),
             &[manifest.to_str().unwrap()],
-        );
+        )
+    };
+    // What it says, once it has failed.
+    let refusal = |yaml: &str| {
+        let out = replayed(yaml);
         let stderr = text(&out.stderr);
         assert_ne!(out.status.code(), Some(0), "{stderr}");
         assert!(stderr.contains("typo.yaml"), "{stderr}");
@@ -1760,14 +1764,30 @@ fn a_manifest_with_unknown_fields_is_refused_as_strict_decoding_refuses_it() {
         stderr.contains(r#"Pod in version "v1" cannot be handled as a Pod: strict decoding error: unknown field "metadata.labelz", unknown field "spec.containers[0].imagePullPolicyy""#),
         "{stderr}"
     );
+    // The problem names the line of the first unknown field.
+    assert!(
+        stderr.contains("document 1 line 6: metadata.labelz: "),
+        "{stderr}"
+    );
     let stderr = refusal(
         "apiVersion: v1\nkind: Pod\nmetadata:\n  name: typed\n  namespace: strat\n  generation: three\n  labelz: {a: b}\nspec:\n  containers: [{name: app, image: busybox}]\n",
     );
     assert!(
-        stderr.contains(r#"metadata.generation: kube-apiserver refuses this create before admission (400 BadRequest): Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal string into Go struct field ObjectMeta.metadata.generation of type int64"#),
+        stderr.contains(r#"document 1 line 6: metadata.generation: kube-apiserver refuses this create before admission (400 BadRequest): Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal string into Go struct field ObjectMeta.metadata.generation of type int64"#),
         "{stderr}"
     );
     assert!(server.requests().is_empty(), "no webhook is called");
+    // In a later document, and in JSON: the line of the input, in a list's item too. The first
+    // document is replayed; the report names the problem's line.
+    let out = replayed(
+        "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: fine, namespace: strat}\n---\n{\"kind\": \"List\", \"apiVersion\": \"v1\", \"items\": [\n  {\"apiVersion\": \"v1\", \"kind\": \"ConfigMap\",\n   \"metadata\": {\"name\": \"typo\", \"namespace\": \"strat\"},\n   \"datas\": {}}]}\n",
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).expect("a JSON report");
+    assert_eq!(report["summary"]["allowed"], 1, "{report}");
+    let problem = &report["problems"][0];
+    assert_eq!(problem["field"], "items[0].datas", "{report}");
+    assert_eq!(problem["source"]["index"], 2, "{report}");
+    assert_eq!(problem["source"]["line"], 8, "{report}");
 }
 
 /// Every AdmissionReview a real kube-apiserver v1.33 sent its webhooks for subresources

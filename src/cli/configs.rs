@@ -282,6 +282,7 @@ fn problem(kind: ProblemKind, file: &str, index: usize, field: String, message: 
             index,
             unit: IndexUnit::Document,
             audit_id: None,
+            line: None,
         },
         field,
         message,

@@ -757,6 +757,7 @@ pub fn run(args: &Args, version: KubeVersion) -> Result<ExitCode, String> {
                     index: 0,
                     unit: IndexUnit::Document,
                     audit_id: None,
+                    line: None,
                 },
                 field: String::new(),
                 message: format!("cannot open {flag} path: {e}"),

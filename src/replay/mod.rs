@@ -34,6 +34,10 @@ pub struct SourceRef {
     /// The audit event's `auditID`, when the request came from an audit log.
     #[serde(rename = "auditID", skip_serializing_if = "Option::is_none")]
     pub audit_id: Option<String>,
+    /// The 1-based line of the input a problem of a document points at (the field it names),
+    /// when it is known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
 }
 
 /// What a [`SourceRef::index`] counts.
@@ -57,6 +61,9 @@ impl fmt::Display for SourceRef {
             write!(f, "{}", self.file)?;
         } else {
             write!(f, "{} {unit} {}", self.file, self.index)?;
+        }
+        if let Some(line) = self.line.filter(|_| self.unit == IndexUnit::Document) {
+            write!(f, " line {line}")?;
         }
         if let Some(id) = &self.audit_id {
             write!(f, " (auditID {id})")?;

@@ -275,6 +275,7 @@ fn read_files(
                 index: 0,
                 unit: crate::replay::IndexUnit::Document,
                 audit_id: None,
+                line: None,
             },
             field: String::new(),
             message: format!("cannot start the input reader: {e}"),

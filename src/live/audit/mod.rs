@@ -71,6 +71,7 @@ impl Origin {
             index: self.index,
             unit: self.unit,
             audit_id: None,
+            line: None,
         }
     }
 }

@@ -1530,6 +1530,7 @@ impl Reader {
                 index: 0,
                 unit: crate::replay::IndexUnit::Line,
                 audit_id: None,
+                line: None,
             },
             gvr: gvr.clone(),
             sub: "scale".into(),

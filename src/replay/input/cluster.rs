@@ -225,6 +225,7 @@ fn file_problem(file: &Path, message: String) -> InputProblem {
             index: 0,
             unit: IndexUnit::Document,
             audit_id: None,
+            line: None,
         },
         field: String::new(),
         message,
@@ -281,6 +282,7 @@ fn read_file(path: &Path, found: &mut Vec<Found>, problems: &mut Vec<InputProble
         index: doc,
         unit: IndexUnit::Document,
         audit_id: None,
+        line: None,
     };
     let mut docs: Vec<(SourceRef, String, Result<Value, String>)> = Vec::new();
     if matches!(body.trim_ascii_start().first(), Some(b'{' | b'[')) {

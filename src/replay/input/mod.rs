@@ -80,6 +80,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde_json::Value;
 
 use crate::KubeVersion;
+use crate::edit::locate::Locator;
 use crate::engine::Attributes;
 use crate::registry::ResourceRegistry;
 
@@ -132,6 +133,9 @@ pub struct Reader {
     params: Option<(u64, Arc<crate::engine::policy::ParamObjects>)>,
     /// The user plain manifests are created as, and whether the user chose it.
     manifest_user: (crate::api::meta::UserInfo, bool),
+    /// The text of the YAML document being read and the line of the input it starts on, to
+    /// place a problem at the line of the field it names.
+    yaml_document: Option<(String, usize)>,
 }
 
 impl std::fmt::Debug for Pending {
@@ -182,6 +186,7 @@ impl Reader {
             param_kinds: Vec::new(),
             params: None,
             manifest_user: (wrapped::default_manifest_user(), false),
+            yaml_document: None,
         }
     }
 
@@ -548,7 +553,9 @@ impl Reader {
                             "not JSON or YAML documents: the first document is plain text".into(),
                         ));
                     }
+                    self.yaml_document = Some((doc.text, doc.first_line));
                     self.value_doc(v, source, "", None, sink);
+                    self.yaml_document = None;
                 }
                 Err(e) => sink.push(InputItem::Invalid(InputProblem {
                     source,
@@ -627,7 +634,7 @@ impl Reader {
                     Err(e) => format!("invalid JSON: {}", relocate(e.to_string(), &positions)),
                     Ok(_) => "expected a JSON object".to_string(),
                 };
-                return sink.push(invalid(source, prefix, "", message));
+                return sink.push(self.problem((text, &positions), source, prefix, "", message));
             }
         };
         let kind = spans[0]
@@ -648,7 +655,13 @@ impl Reader {
                 let message = format!(
                     "unsupported audit event version {api_version:?} (audit.k8s.io/v1, v1beta1 or v1alpha1)"
                 );
-                return sink.push(invalid(source, prefix, "apiVersion", message));
+                return sink.push(self.problem(
+                    (text, &positions),
+                    source,
+                    prefix,
+                    "apiVersion",
+                    message,
+                ));
             }
             // Kept while the event is read, to place errors inside its members.
             self.positions = positions;
@@ -666,7 +679,13 @@ impl Reader {
                 Ok(d) => d,
                 Err(e) => {
                     let message = format!("invalid JSON: {}", relocate(e, &positions));
-                    return sink.push(invalid(source, prefix, "", message));
+                    return sink.push(self.problem(
+                        (text, &positions),
+                        source,
+                        prefix,
+                        "",
+                        message,
+                    ));
                 }
             };
             return match review::request(doc, source, &self.store) {
@@ -675,14 +694,22 @@ impl Reader {
                     self.attach_params(&mut req);
                     sink.push(InputItem::Request(Box::new(req)))
                 }
-                Err((b, source)) => sink.push(invalid(source, prefix, &b.field, b.message)),
+                Err((b, source)) => {
+                    sink.push(self.problem((text, &positions), source, prefix, &b.field, b.message))
+                }
             };
         }
         if let (Some(items), true) = (spans[2], kind.ends_with("List")) {
             let kind = kind.into_owned();
             let mut found = Vec::new();
             if scan::elements(text, items, |i, sp| found.push((i, sp))).is_err() {
-                return sink.push(invalid(source, prefix, "items", "expected an array".into()));
+                return sink.push(self.problem(
+                    (text, &positions),
+                    source,
+                    prefix,
+                    "items",
+                    "expected an array".into(),
+                ));
             }
             for (i, (s, e)) in found {
                 let p = join(prefix, &format!("items[{i}]"));
@@ -709,7 +736,7 @@ impl Reader {
         } else {
             format!("{kind:?} is not an AdmissionReview or an audit.k8s.io Event")
         };
-        sink.push(invalid(source, prefix, "kind", message))
+        sink.push(self.problem((text, &positions), source, prefix, "kind", message))
     }
 }
 
@@ -735,7 +762,7 @@ impl Reader {
             // Not JSON: nothing else to say about it than where the parser stopped.
             Err(e) => {
                 let message = format!("invalid JSON: {}", relocate(e, positions));
-                sink.push(invalid(source.clone(), prefix, "", message));
+                sink.push(self.problem((text, positions), source.clone(), prefix, "", message));
                 return true;
             }
         };
@@ -753,7 +780,7 @@ impl Reader {
             wrapping.map(|w| crate::json::check_depth(text, crate::json::MAX_DEPTH + w))
         {
             let message = format!("invalid JSON: {}", relocate(e.to_string(), positions));
-            sink.push(invalid(source.clone(), prefix, "", message));
+            sink.push(self.problem((text, positions), source.clone(), prefix, "", message));
             return true;
         }
         match found {
@@ -771,7 +798,13 @@ impl Reader {
                         self.attach_params(&mut req);
                         sink.push(InputItem::Request(Box::new(req)))
                     }
-                    Err((b, source)) => sink.push(invalid(source, prefix, &b.field, b.message)),
+                    Err((b, source)) => sink.push(self.problem(
+                        (text, positions),
+                        source,
+                        prefix,
+                        &b.field,
+                        b.message,
+                    )),
                 }
             }
             wrapped::Unwrapped::Create(event, note) => {
@@ -791,11 +824,68 @@ impl Reader {
                 self.audit_fast(&event, &spans, source.clone(), &mut Out::direct(&mut noted));
             }
             wrapped::Unwrapped::Refused(field, message) => {
-                sink.push(invalid(source.clone(), prefix, &field, message))
+                sink.push(self.problem((text, positions), source.clone(), prefix, &field, message))
             }
         }
         true
     }
+}
+
+impl Reader {
+    /// A problem of the document being read (or of the part of it at `prefix`) with the field
+    /// named, placed at the line of the input that field is on when it can be found: in the YAML
+    /// document being read, else in `json`, the JSON text read and where its bytes were.
+    fn problem(
+        &self,
+        json: (&[u8], &Positions),
+        mut source: SourceRef,
+        prefix: &str,
+        field: &str,
+        message: String,
+    ) -> InputItem {
+        if !field.is_empty() {
+            source.line = match &self.yaml_document {
+                Some((text, first_line)) => {
+                    let path = join(prefix, field);
+                    // An item of a `*List` is found as the locator finds items.
+                    let item = path.strip_prefix("items[").and_then(|rest| {
+                        let (i, rest) = rest.split_once(']')?;
+                        Some((i.parse().ok()?, rest.trim_start_matches('.')))
+                    });
+                    let mut locator = Locator::new(text);
+                    let at = match item {
+                        Some((i, rest)) => locator.locate(1, Some(i), rest, None),
+                        None => locator.locate(1, None, &path, None),
+                    };
+                    u32::try_from(at.line + first_line - 1).ok()
+                }
+                None => json_line(json, field),
+            };
+        }
+        invalid(source, prefix, field, message)
+    }
+}
+
+/// The line of the input where `field` of the JSON `text` is, by `positions` (none when the
+/// text was not read from a document of the input).
+fn json_line((text, positions): (&[u8], &Positions), field: &str) -> Option<u32> {
+    let text = std::str::from_utf8(text).ok()?;
+    let at = Locator::new(text).locate(1, None, field, None);
+    let line_start: usize = text
+        .split_inclusive('\n')
+        .take(at.line - 1)
+        .map(str::len)
+        .sum();
+    let column = at.column.unwrap_or(1).saturating_sub(1);
+    let offset = line_start
+        + text[line_start..]
+            .chars()
+            .take(column)
+            .map(char::len_utf8)
+            .sum::<usize>();
+    positions
+        .locate(offset)
+        .and_then(|(line, _)| u32::try_from(line).ok())
 }
 
 /// A parser's message ending `at line 1 column N` in a compacted document, with the line and
@@ -869,8 +959,12 @@ impl Tally {
         } else {
             format!("{}: ", first.field)
         };
+        let line = match first.source.line {
+            Some(line) if first.source.unit == IndexUnit::Document => format!(" line {line}"),
+            _ => String::new(),
+        };
         format!(
-            "no readable request: {all} ({unit} {}: {field}{})",
+            "no readable request: {all} ({unit} {}{line}: {field}{})",
             first.source.index, first.message
         )
     }
@@ -888,6 +982,7 @@ fn source(name: &str, index: usize, unit: IndexUnit) -> SourceRef {
         index,
         unit,
         audit_id: None,
+        line: None,
     }
 }
 

@@ -171,6 +171,7 @@ mod tests {
                 index,
                 unit: IndexUnit::Line,
                 audit_id: None,
+                line: None,
             },
             field: String::new(),
             message: String::new(),

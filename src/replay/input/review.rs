@@ -497,6 +497,7 @@ mod tests {
             index: 1,
             unit: IndexUnit::Line,
             audit_id: None,
+            line: None,
         };
         reader.read_document(source, text, &mut |item| items.push(item));
         match items.pop() {

@@ -710,6 +710,7 @@ fn captured(i: usize, c: Capture) -> CapturedRequest {
             index: i + 1,
             unit: IndexUnit::Document,
             audit_id: None,
+            line: None,
         },
         uid: format!("00000000-0000-4000-a000-{:012x}", i + 1),
         namespace: if is_namespace || namespace.is_empty() {
