@@ -1532,7 +1532,11 @@ impl<'e, 'c> Run<'e, 'c> {
         let old_text = self.object_json.take().filter(|_| before.json().is_none());
         self.object_json = match old_text {
             Some(old) if typed && same_kind => {
-                self.patched_text(&old, before.value(), after.value())
+                let normal = self
+                    .normal_object
+                    .as_ref()
+                    .is_some_and(|n| Arc::ptr_eq(n, &before));
+                self.patched_text(&old, before.value(), after.value(), normal)
             }
             _ => None,
         };
@@ -1553,7 +1557,7 @@ impl<'e, 'c> Run<'e, 'c> {
     /// The review text of a patched object from `old`, the text of the object `sent`: the
     /// members, at any depth, that the patch, the decode and the defaulting left equal keep
     /// their bytes, the others are encoded. None where the whole object is to be encoded.
-    fn patched_text(&self, old: &str, sent: &Value, patched: &Value) -> Option<String> {
+    fn patched_text(&self, old: &str, sent: &Value, patched: &Value, deep: bool) -> Option<String> {
         let schema = Schema::for_release(self.engine.options.kube_version);
         let kind = &self.attrs.kind;
         let id = schema.kind(&kind.group, &kind.version, &kind.kind)?;
@@ -1563,6 +1567,7 @@ impl<'e, 'c> Run<'e, 'c> {
             old,
             sent.as_object()?,
             patched.as_object()?,
+            deep,
         )?
         .ok()?;
         debug_assert_eq!(

@@ -250,14 +250,16 @@ pub fn encode_spliced(
 /// [`encode`] of `after`, an object of the struct type `id` made from `before`, whose encoding
 /// `old` is known: every value, at any depth, that is equal in both keeps its bytes from `old`
 /// (a struct's members pair by field, a map's by key, a list's items by position), only the
-/// others are encoded. Below the top level this needs the places [`encode`] recorded in `old`.
-/// None when `old` is not an encoding of a map of that type.
+/// others are encoded. Values below the top level are paired when `deep` (worth it when most of
+/// `before` is equal to `after` below its top level, not when `before` was not normal) and `old`'s
+/// places are known. None when `old` is not an encoding of a map of that type.
 pub fn encode_changed(
     schema: &Schema,
     id: TypeId,
     old: &str,
     before: &Map<String, Value>,
     after: &Map<String, Value>,
+    deep: bool,
 ) -> Option<Result<String, DecodeError>> {
     let st = schema.get(id);
     let old = Old::recalled(schema, id, old)?;
@@ -270,7 +272,7 @@ pub fn encode_changed(
         enc.separate(st, i, first);
         match places[i] {
             Some(at) if new == was => enc.copy(&old, at, i)?,
-            Some(at) if old.tape.is_some() => {
+            Some(at) if deep && old.tape.is_some() => {
                 enc.path.push(&field.name);
                 enc.owner = Some(st);
                 let here = enc.open(i);
@@ -521,6 +523,15 @@ struct Encoder<'s> {
     owner: Option<&'s Struct>,
     /// The places of the values written, when they are recorded.
     tape: Option<Vec<Place>>,
+    /// Where the value being written, whose members' places count from its start, starts.
+    value_start: u32,
+}
+
+/// A place [`Encoder::open`] started: its index, and where the value it is a member of starts.
+#[derive(Clone, Copy)]
+struct Opened {
+    ix: usize,
+    parent: u32,
 }
 
 /// What a JSON value is called in Go's `UnmarshalTypeError`.
@@ -543,6 +554,7 @@ impl<'s> Encoder<'s> {
             path: Vec::new(),
             owner: None,
             tape: None,
+            value_start: 0,
         }
     }
 
@@ -561,14 +573,16 @@ impl<'s> Encoder<'s> {
         Ok((self.into_text()?, tape))
     }
 
-    /// Starts the place of a value about to be written (`key`: see [`Place`]); its index.
+    /// Starts the place of a value about to be written (`key`: see [`Place`]): what
+    /// [`Encoder::close`] takes to end it.
     #[inline]
-    fn open(&mut self, key: usize) -> usize {
+    fn open(&mut self, key: usize) -> Opened {
         let start = self.out.len() as u32;
-        match &mut self.tape {
+        let parent = std::mem::replace(&mut self.value_start, start);
+        let ix = match &mut self.tape {
             Some(tape) => {
                 tape.push(Place {
-                    start,
+                    start: start - parent,
                     len: 0,
                     size: 1,
                     key: key as u32,
@@ -576,28 +590,21 @@ impl<'s> Encoder<'s> {
                 tape.len() - 1
             }
             None => 0,
-        }
+        };
+        Opened { ix, parent }
     }
 
-    /// Ends the place `ix` [`Encoder::open`] started, after its value and its members, whose
-    /// places then count from its start (its own, from the text's start until its parent ends).
+    /// Ends the place [`Encoder::open`] started, after its value and its members.
     #[inline]
-    fn close(&mut self, ix: usize) {
+    fn close(&mut self, opened: Opened) {
+        let start = std::mem::replace(&mut self.value_start, opened.parent);
         let end = self.out.len() as u32;
-        let Some(tape) = &mut self.tape else {
-            return;
-        };
-        let size = tape.len() - ix;
-        let Some(place) = tape.get_mut(ix) else {
-            return;
-        };
-        let start = place.start;
-        place.len = end - start;
-        place.size = size as u32;
-        let mut member = ix + 1;
-        while let Some(p) = tape.get_mut(member) {
-            p.start -= start;
-            member += (p.size as usize).max(1);
+        if let Some(tape) = &mut self.tape {
+            let size = tape.len() - opened.ix;
+            if let Some(place) = tape.get_mut(opened.ix) {
+                place.len = end - start;
+                place.size = size as u32;
+            }
         }
     }
 
@@ -621,7 +628,7 @@ impl<'s> Encoder<'s> {
         let first = tape.len();
         tape.extend_from_slice(subtree);
         if let Some(root) = tape.get_mut(first) {
-            root.start = start;
+            root.start = start - self.value_start;
             root.key = key as u32;
         }
         Ok(())
@@ -1972,15 +1979,22 @@ mod tests {
             let (before_map, after_map) = (before.as_object().unwrap(), after.as_object().unwrap());
             // From a text whose places are remembered, and from one that has to be scanned.
             let old = encode(schema, id, &before).expect("encodes");
-            let spliced = encode_changed(schema, id, &old, before_map, after_map);
+            let spliced = encode_changed(schema, id, &old, before_map, after_map, true);
             assert_eq!(spliced, Some(Ok(want.clone())), "{}", change.0);
             WRITTEN.with(|w| w.borrow_mut().clear());
-            let scanned = encode_changed(schema, id, &old, before_map, after_map);
+            let scanned = encode_changed(schema, id, &old, before_map, after_map, true);
             assert_eq!(scanned, Some(Ok(want.clone())), "{} (scanned)", change.0);
+            let top_level = encode_changed(schema, id, &old, before_map, after_map, false);
+            assert_eq!(
+                top_level,
+                Some(Ok(want.clone())),
+                "{} (top level)",
+                change.0
+            );
             // A text spliced from remembered places has its own: every other change made to the
             // changed object splices again to the whole encoding.
             let old = encode(schema, id, &before).expect("encodes");
-            let text = encode_changed(schema, id, &old, before_map, after_map)
+            let text = encode_changed(schema, id, &old, before_map, after_map, true)
                 .expect("an encoding")
                 .expect("encodes");
             assert!(
@@ -1993,9 +2007,15 @@ mod tests {
                     continue;
                 };
                 let want = encode(schema, id, &again).ok();
-                let spliced =
-                    encode_changed(schema, id, &text, after_map, again.as_object().unwrap())
-                        .and_then(Result::ok);
+                let spliced = encode_changed(
+                    schema,
+                    id,
+                    &text,
+                    after_map,
+                    again.as_object().unwrap(),
+                    true,
+                )
+                .and_then(Result::ok);
                 assert_eq!(spliced, want, "{} then {}", change.0, next.0);
                 encode(schema, id, &after).expect("encodes");
             }
