@@ -278,8 +278,8 @@ pub struct Engine {
 /// reasons, annotations, what `Matched` steps show.
 #[derive(Debug, Default)]
 struct Shared {
-    texts: HashSet<Arc<str>>,
-    matches: HashSet<Arc<trace::MatchTexts>>,
+    texts: foldhash::HashSet<Arc<str>>,
+    matches: foldhash::HashSet<Arc<trace::MatchTexts>>,
     pieces: review::PieceCache,
 }
 
@@ -289,7 +289,7 @@ const MAX_SHARED: usize = 4096;
 
 /// The copy of `text` in `set`, which keeps it from now on (see [`shared_copy`]); looked up by the
 /// text itself, so that only a new text is copied into an `Arc`.
-fn shared_text_in(set: &mut HashSet<Arc<str>>, text: String) -> Arc<str> {
+fn shared_text_in(set: &mut foldhash::HashSet<Arc<str>>, text: String) -> Arc<str> {
     match set.get(text.as_str()) {
         Some(known) => Arc::clone(known),
         None => shared_copy(set, Arc::from(text)),
@@ -298,8 +298,8 @@ fn shared_text_in(set: &mut HashSet<Arc<str>>, text: String) -> Arc<str> {
 
 /// The copy of `value` in `set`, which keeps it from now on: the one place values that repeat
 /// from request to request (texts, users, labels) are made one allocation.
-pub(crate) fn shared_copy<T: Eq + std::hash::Hash + ?Sized>(
-    set: &mut HashSet<Arc<T>>,
+pub(crate) fn shared_copy<T: Eq + std::hash::Hash + ?Sized, S: std::hash::BuildHasher>(
+    set: &mut HashSet<Arc<T>, S>,
     value: Arc<T>,
 ) -> Arc<T> {
     if let Some(known) = set.get(&value) {

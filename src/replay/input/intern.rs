@@ -4,7 +4,7 @@
 //! JSON text (users, options, kinds, resources) is also found again by that text, so that text
 //! repeated from one request to the next is not parsed again.
 
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -64,12 +64,12 @@ impl<T, const N: usize> Recent<T, N> {
 /// Shares users, options and namespace labels between the requests of a capture.
 #[derive(Debug, Default)]
 pub struct Interner {
-    users: HashSet<Arc<UserInfo>>,
-    labels: HashSet<Arc<BTreeMap<String, String>>>,
+    users: foldhash::HashSet<Arc<UserInfo>>,
+    labels: foldhash::HashSet<Arc<BTreeMap<String, String>>>,
     /// The labels last shared: the requests of a capture mostly come from a few namespaces.
     last_labels: Option<Arc<BTreeMap<String, String>>>,
     options: VecDeque<Arc<Value>>,
-    user_texts: HashMap<Box<[u8]>, Arc<UserInfo>>,
+    user_texts: foldhash::HashMap<Box<[u8]>, Arc<UserInfo>>,
     recent_users: Recent<Arc<UserInfo>, 4>,
     option_texts: Recent<Arc<Value>, MAX_OPTIONS>,
     /// Kinds read from text, shared by the requests that name them alike.
