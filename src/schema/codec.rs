@@ -319,7 +319,9 @@ fn splice<'s>(
 ) -> Option<Result<String, DecodeError>> {
     let st = schema.get(id);
     let mut enc = Encoder::new(schema, old.text.len() + 64);
-    enc.tape = old.tape.as_ref().map(|t| Vec::with_capacity(t.len() + 16));
+    enc.tape = Some(Vec::with_capacity(
+        old.tape.as_ref().map_or(16, |t| t.len() + 16),
+    ));
     enc.owner = Some(st);
     let root = enc.open(0);
     enc.out.push(b'{');
@@ -609,7 +611,7 @@ impl<'s> Encoder<'s> {
     }
 
     /// Copies the value `at` of `old` as the value `key`, with its members' places when they are
-    /// known (the places of the text written stop being known when they are not).
+    /// known.
     fn copy(&mut self, old: &Old<'_>, at: At, key: usize) -> Result<(), Unspliceable> {
         let bytes = old.bytes(at)?;
         let start = self.out.len() as u32;
@@ -622,7 +624,13 @@ impl<'s> Encoder<'s> {
             t.get(at.ix..at.ix + size)
         });
         let Some(subtree) = subtree else {
-            self.tape = None;
+            // A value of a scanned text: placed without its members, which pairing then encodes.
+            tape.push(Place {
+                start: start - self.value_start,
+                len: bytes.len() as u32,
+                size: 1,
+                key: key as u32,
+            });
             return Ok(());
         };
         let first = tape.len();
@@ -1210,12 +1218,14 @@ impl<'s> Encoder<'s> {
                     if i > 0 {
                         self.out.push(b',');
                     }
+                    let paired = olds.next();
+                    if let Some((_, at)) = paired.filter(|(w, _)| *w == item) {
+                        self.copy(old, at, i)?;
+                        continue;
+                    }
                     let here = self.open(i);
-                    match olds.next() {
-                        Some((w, at)) if w == item => self.copy(old, at, i)?,
-                        Some((w, at)) => {
-                            self.write_changed(inner, Some(item), Some(w), old, at)?;
-                        }
+                    match paired {
+                        Some((w, at)) => self.write_changed(inner, Some(item), Some(w), old, at)?,
                         None => self.write(inner, Some(item))?,
                     }
                     self.close(here);
@@ -1236,11 +1246,15 @@ impl<'s> Encoder<'s> {
                     {}
                     gostr::append_string(&mut self.out, key);
                     self.out.push(b':');
+                    let paired = olds.next_if(|((k, _), _)| *k == key);
+                    if let Some(((_, _), at)) = paired.filter(|((_, w), _)| *w == value) {
+                        self.copy(old, at, i)?;
+                        continue;
+                    }
                     let here = self.open(i);
-                    match olds.next_if(|((k, _), _)| *k == key) {
-                        Some(((_, w), at)) if w == value => self.copy(old, at, i)?,
+                    match paired {
                         Some(((_, w), at)) => {
-                            self.write_changed(inner, Some(value), Some(w), old, at)?;
+                            self.write_changed(inner, Some(value), Some(w), old, at)?
                         }
                         None => self.write(inner, Some(value))?,
                     }
@@ -1991,33 +2005,41 @@ mod tests {
                 "{} (top level)",
                 change.0
             );
-            // A text spliced from remembered places has its own: every other change made to the
-            // changed object splices again to the whole encoding.
-            let old = encode(schema, id, &before).expect("encodes");
-            let text = encode_changed(schema, id, &old, before_map, after_map, true)
-                .expect("an encoding")
-                .expect("encodes");
-            assert!(
-                recall(schema, id, text.as_bytes()).is_some(),
-                "{}",
-                change.0
-            );
-            for next in &changes {
-                let Some(again) = after.pointer(next.1).map(|_| changed(&after, next)) else {
-                    continue;
+            // A spliced text has places of its own (from a scanned text, without the members of
+            // what it copied): every other change made to the changed object splices again to
+            // the whole encoding.
+            for scanned in [false, true] {
+                let text = || {
+                    let old = encode(schema, id, &before).expect("encodes");
+                    if scanned {
+                        WRITTEN.with(|w| w.borrow_mut().clear());
+                    }
+                    let text = encode_changed(schema, id, &old, before_map, after_map, true)
+                        .expect("an encoding")
+                        .expect("encodes");
+                    assert!(
+                        recall(schema, id, text.as_bytes()).is_some(),
+                        "{}",
+                        change.0
+                    );
+                    text
                 };
-                let want = encode(schema, id, &again).ok();
-                let spliced = encode_changed(
-                    schema,
-                    id,
-                    &text,
-                    after_map,
-                    again.as_object().unwrap(),
-                    true,
-                )
-                .and_then(Result::ok);
-                assert_eq!(spliced, want, "{} then {}", change.0, next.0);
-                encode(schema, id, &after).expect("encodes");
+                for next in &changes {
+                    let Some(again) = after.pointer(next.1).map(|_| changed(&after, next)) else {
+                        continue;
+                    };
+                    let want = encode(schema, id, &again).ok();
+                    let spliced = encode_changed(
+                        schema,
+                        id,
+                        &text(),
+                        after_map,
+                        again.as_object().unwrap(),
+                        true,
+                    )
+                    .and_then(Result::ok);
+                    assert_eq!(spliced, want, "{} then {} ({scanned})", change.0, next.0);
+                }
             }
         }
     }
