@@ -604,3 +604,64 @@ fn a_patch_applies_to_the_object_as_go_encodes_it() {
     ]));
     assert!(outcome.allowed, "{:?}", outcome.status);
 }
+
+/// Each webhook of a chain of patches is sent Go's encoding of the object the patches before it
+/// left, byte for byte: the text after a patch copies what the patch left equal from the text
+/// before it, at any depth (a container appended, then one changed and the appended one given an
+/// env var), and what it copies must be where the next patch's text finds it.
+#[test]
+fn every_webhook_of_a_chain_of_patches_is_sent_the_whole_encoding() {
+    let hooks = ["a", "b", "c", "d"].map(|n| {
+        format!(
+            "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata: {{name: {n}}}\nwebhooks:\n- name: {n}.example.com\n  clientConfig: {{url: \"https://{n}.example.com/mutate\"}}\n  rules: [{{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [pods]}}]\n  sideEffects: None\n  admissionReviewVersions: [v1]\n"
+        )
+    });
+    let configs = load(&hooks.join("---\n"));
+    let patch = |ops: Value| ScriptedReply::patch(ops);
+    let (outcome, replier) = dispatch_with(
+        &configs,
+        33,
+        request("CREATE", pod(), None),
+        vec![
+            (
+                "a.example.com",
+                patch(json!([{"op": "add", "path": "/metadata/labels/injected", "value": "yes"}])),
+            ),
+            (
+                "b.example.com",
+                patch(
+                    json!([{"op": "add", "path": "/spec/containers/-", "value": {"name": "proxy", "image": "mesh/proxy:1"}}]),
+                ),
+            ),
+            (
+                "c.example.com",
+                patch(json!([
+                    {"op": "replace", "path": "/spec/containers/0/image", "value": "nginx:1.28"},
+                    {"op": "add", "path": "/spec/containers/1/env", "value": [{"name": "MODE", "value": "mesh"}]}
+                ])),
+            ),
+            ("d.example.com", ScriptedReply::allow()),
+        ],
+    );
+    assert!(outcome.allowed, "{:?}", outcome.status);
+    let schema = hookscope::schema::Schema::for_release(KubeVersion::new(33).unwrap());
+    let id = schema.kind("", "v1", "Pod").expect("Pod");
+    for n in 0..4 {
+        let review: Value = serde_json::from_slice(&replier.seen[n].body).expect("a review");
+        let object = &review["request"]["object"];
+        let body = String::from_utf8_lossy(&replier.seen[n].body).into_owned();
+        let whole = hookscope::schema::encode(schema, id, object).expect("encodes");
+        assert!(body.contains(&whole), "webhook {n}: {body}");
+    }
+    let last = received(&replier, 3);
+    assert_eq!(last["metadata"]["labels"]["injected"], "yes");
+    assert_eq!(last["spec"]["containers"][0]["image"], "nginx:1.28");
+    assert_eq!(
+        last["spec"]["containers"][1]["env"],
+        json!([{"name": "MODE", "value": "mesh"}])
+    );
+    assert_eq!(
+        last["spec"]["containers"][1]["imagePullPolicy"],
+        "IfNotPresent"
+    );
+}

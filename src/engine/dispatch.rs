@@ -1572,7 +1572,9 @@ impl<'e, 'c> Run<'e, 'c> {
         .ok()?;
         debug_assert_eq!(
             Some(&text),
-            schema::encode(schema, id, patched).ok().as_ref(),
+            schema::codec::encode_unremembered(schema, id, patched)
+                .ok()
+                .as_ref(),
             "a spliced review text is the whole encoding"
         );
         Some(text)

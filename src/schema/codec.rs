@@ -26,6 +26,18 @@ pub fn encode(schema: &Schema, id: TypeId, value: &Value) -> Result<String, Deco
     written(schema, id, value)?.into_remembered_text(id)
 }
 
+/// [`encode`] without remembering the text: for checks that must not change what later splices
+/// find remembered.
+pub fn encode_unremembered(
+    schema: &Schema,
+    id: TypeId,
+    value: &Value,
+) -> Result<String, DecodeError> {
+    let mut enc = Encoder::new(schema, 512);
+    enc.write(&Type::Struct(id), Some(value))?;
+    enc.into_text()
+}
+
 /// An encoder that has written `value` as the struct type `id`, every value's place recorded.
 fn written<'s>(schema: &'s Schema, id: TypeId, value: &Value) -> Result<Encoder<'s>, DecodeError> {
     let mut enc = Encoder::new(schema, 512);
