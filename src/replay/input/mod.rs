@@ -843,7 +843,8 @@ impl Reader {
         field: &str,
         message: String,
     ) -> InputItem {
-        if !field.is_empty() {
+        // A line of JSON lines is its own place already.
+        if !field.is_empty() && source.unit == IndexUnit::Document {
             source.line = match &self.yaml_document {
                 Some((text, first_line)) => {
                     let path = join(prefix, field);
