@@ -1532,10 +1532,7 @@ impl<'e, 'c> Run<'e, 'c> {
         let old_text = self.object_json.take().filter(|_| before.json().is_none());
         self.object_json = match old_text {
             Some(old) if typed && same_kind => {
-                let normal = self
-                    .normal_object
-                    .as_ref()
-                    .is_some_and(|n| Arc::ptr_eq(n, &before));
+                let normal = self.is_normal_object(&before);
                 self.patched_text(&old, before.value(), after.value(), normal)
             }
             _ => None,
@@ -1552,6 +1549,23 @@ impl<'e, 'c> Run<'e, 'c> {
         self.attrs.to_mut().object = Some(after);
         self.object_typed = typed && same_kind;
         Ok(changed)
+    }
+
+    /// Whether `object` (of the request's kind) is normal: the one a typed patch left, or one
+    /// found to be.
+    fn is_normal_object(&self, object: &Arc<Object>) -> bool {
+        if self
+            .normal_object
+            .as_ref()
+            .is_some_and(|n| Arc::ptr_eq(n, object))
+        {
+            return true;
+        }
+        let schema = Schema::for_release(self.engine.options.kube_version);
+        let kind = &self.attrs.kind;
+        schema
+            .kind(&kind.group, &kind.version, &kind.kind)
+            .is_some_and(|id| object.is_normal(schema, id))
     }
 
     /// The review text of a patched object from `old`, the text of the object `sent`: the
@@ -1597,13 +1611,14 @@ impl<'e, 'c> Run<'e, 'c> {
         let schema = Schema::for_release(release);
         let kind = &inv.kind;
         let id = schema.kind(&kind.group, &kind.version, &kind.kind);
-        // The object a typed patch left is normal: only what differs from it is normalised.
+        // The object a typed patch left is normal, and so is most often one given (a capture of
+        // what an apiserver sent, a decoded manifest): only what differs from it is normalised.
         let sent_normal = self.sends_request_kind(inv)
             && self
-                .normal_object
+                .attrs
+                .object
                 .as_ref()
-                .zip(self.attrs.object.as_ref())
-                .is_some_and(|(normal, current)| Arc::ptr_eq(normal, current));
+                .is_some_and(|current| self.is_normal_object(current));
         // Upstream patches what the webhook was sent, Go's encoding of its typed object
         // (`runtime.Encode`): it has every member Go writes (`status: {}`, a container's
         // `resources: {}`) and none it leaves out (an empty `labels`). Where a patch reaches such

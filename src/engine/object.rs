@@ -30,6 +30,9 @@ pub struct Object {
     /// Go's encoding of the value into a schema's struct type, once made (see
     /// [`Object::typed_text`]).
     typed: OnceLock<TypedText>,
+    /// Whether the value is as a decode into a schema's struct type leaves it, once asked (see
+    /// [`Object::is_normal`]).
+    normal: OnceLock<(&'static crate::schema::Schema, crate::schema::TypeId, bool)>,
 }
 
 /// An encoding of an object's value into one struct type of one schema.
@@ -148,6 +151,7 @@ impl Object {
             derived: None,
             metadata: None,
             typed: OnceLock::new(),
+            normal: OnceLock::new(),
         }
     }
 
@@ -188,6 +192,7 @@ impl Object {
             })),
             metadata: None,
             typed: OnceLock::new(),
+            normal: OnceLock::new(),
         }
     }
 
@@ -235,6 +240,7 @@ impl Object {
             derived: None,
             metadata: None,
             typed: OnceLock::new(),
+            normal: OnceLock::new(),
         }
     }
 
@@ -286,6 +292,7 @@ impl Object {
             derived: None,
             metadata: None,
             typed: OnceLock::new(),
+            normal: OnceLock::new(),
         }
     }
 
@@ -346,6 +353,23 @@ impl Object {
         }
     }
 
+    /// Whether the value is normal for the struct type `id` of `schema` (as
+    /// [`crate::schema::codec::normalize`] leaves it): asked once per object for the first type
+    /// asked about.
+    pub(crate) fn is_normal(
+        &self,
+        schema: &'static crate::schema::Schema,
+        id: crate::schema::TypeId,
+    ) -> bool {
+        let check = || crate::schema::codec::is_normal(schema, id, self.value());
+        let (s, i, normal) = *self.normal.get_or_init(|| (schema, id, check()));
+        if std::ptr::eq(s, schema) && i == id {
+            normal
+        } else {
+            check()
+        }
+    }
+
     /// The JSON text the object was given as, when it was.
     pub fn json(&self) -> Option<&str> {
         self.json.as_deref()
@@ -403,6 +427,7 @@ impl Clone for Object {
             derived: self.derived.clone(),
             metadata: self.metadata.clone(),
             typed: self.typed.clone(),
+            normal: self.normal.clone(),
         }
     }
 }

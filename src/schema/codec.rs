@@ -471,6 +471,20 @@ pub fn member_is_normal(schema: &Schema, id: TypeId, name: &str, value: &Value) 
     enc.is_normal(&field.ty, value)
 }
 
+/// Whether `value` is as [`normalize`] into the struct type `id` leaves it.
+pub fn is_normal(schema: &Schema, id: TypeId, value: &Value) -> bool {
+    // An object that was never decoded most often lacks a member Go writes when absent
+    // (`status: {}`): told without walking the others.
+    let st = schema.get(id);
+    let written = |members: &Map<String, Value>| {
+        st.absent_written()
+            .iter()
+            .all(|&i| members.contains_key(&*st.fields[usize::from(i)].name))
+    };
+    value.as_object().is_some_and(written)
+        && Encoder::new(schema, 0).is_normal(&Type::Struct(id), value)
+}
+
 /// The members of `value` a strict decode into the kind's Go type reports as unknown
 /// (`sigs.k8s.io/json` with `DisallowUnknownFields`, as the apiserver's strict JSON serializer
 /// decodes): each as its path from the root, struct fields and map keys joined by `.`, list items
