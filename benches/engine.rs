@@ -7,7 +7,9 @@
 //!   webhooks with scripted replies on a ~4 KB Pod (two of them patch it), the same request each
 //!   time (as the console dispatches again after an edit); `…_new_object`: the same, each
 //!   dispatch given an object not dispatched before (as a replay of manifests); `…_no_patches`:
-//!   the same calls without patches.
+//!   the same calls without patches. The Pod is given as written (not decoded, not defaulted);
+//!   `…_as_sent`: the patched chain given the Pod as the apiserver sends webhooks (decoded into
+//!   its Go type and defaulted, as hookscope's readers hand over manifests and captures).
 //! - `jsonpatch/*`: decoding and applying webhook patches to that Pod.
 //! - `policies/three_policies_three_validations`: a full dispatch of that Pod through 3
 //!   ValidatingAdmissionPolicies (one binding each) of 3 validations each, no webhooks
@@ -183,7 +185,8 @@ mod should_call_hook {
     }
 }
 
-/// A Pod of about 4 KB as the apiserver would send it.
+/// A Pod of about 4 KB as a manifest would have it: not decoded into its Go type (no `status`,
+/// no empty members Go writes) and not defaulted.
 fn pod() -> Value {
     let containers: Vec<Value> = (0..6)
         .map(|i| {
@@ -209,7 +212,24 @@ fn pod() -> Value {
     })
 }
 
+/// [`pod`] as the apiserver sends it to webhooks: decoded into its Go type and defaulted.
+fn pod_as_sent() -> Value {
+    let release = hookscope::KubeVersion::default();
+    let schema = hookscope::schema::Schema::for_release(release);
+    let id = schema.kind("", "v1", "Pod").expect("Pod");
+    let (mut decoded, _) =
+        hookscope::schema::codec::normalize(schema, id, &pod()).expect("decodes");
+    hookscope::defaulting::default_object("", "v1", "Pod", &mut decoded, release);
+    hookscope::schema::codec::normalize(schema, id, &decoded)
+        .expect("decodes")
+        .0
+}
+
 fn pod_request() -> Attributes {
+    request_for(pod())
+}
+
+fn request_for(pod: Value) -> Attributes {
     Attributes {
         operation: Operation::Create,
         kind: GroupVersionKind::new("", "v1", "Pod").into(),
@@ -217,7 +237,7 @@ fn pod_request() -> Attributes {
         sub_resource: String::new(),
         namespace: "shop".into(),
         name: "web-7d9f8".into(),
-        object: Some(Arc::new(pod().into())),
+        object: Some(Arc::new(pod.into())),
         old_object: None,
         dry_run: false,
         options: Some(json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"}).into()),
@@ -254,6 +274,8 @@ enum Objects {
     /// A new one each time (made outside the timing), as a replay of manifests dispatches each
     /// object once.
     New,
+    /// The same one every time, given as the apiserver sends it ([`pod_as_sent`]).
+    AsSent,
 }
 
 /// Five mutating and three validating webhooks matching everything, answered by `replies`
@@ -274,8 +296,11 @@ fn bench_dispatch(bencher: Bencher, replies: BTreeMap<String, ScriptedReply>, ob
     );
     let mut replier = Scripted(replies);
     match objects {
-        Objects::Same => {
-            let request = pod_request();
+        Objects::Same | Objects::AsSent => {
+            let request = match objects {
+                Objects::AsSent => request_for(pod_as_sent()),
+                _ => pod_request(),
+            };
             bencher.bench_local(|| black_box(dispatch_once(&engine, &request, &mut replier)));
         }
         Objects::New => bencher
@@ -315,6 +340,12 @@ mod dispatch {
     #[divan::bench]
     fn five_mutating_three_validating_new_object(bencher: Bencher) {
         bench_dispatch(bencher, two_patches(), Objects::New);
+    }
+
+    /// The same chain given the Pod as the apiserver sends it to webhooks.
+    #[divan::bench]
+    fn five_mutating_three_validating_as_sent(bencher: Bencher) {
+        bench_dispatch(bencher, two_patches(), Objects::AsSent);
     }
 
     /// The replies of the patched chain: a label from the first webhook, a sidecar from the
