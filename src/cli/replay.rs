@@ -51,7 +51,8 @@ pub struct Args {
     /// AKS, CloudWatch and container log lines around them), or plain manifests, replayed as
     /// `kubectl create -f` would create them: decoded and defaulted as the apiserver does before
     /// admission, and refused as it refuses them when their kind cannot take them (unknown
-    /// fields, values of the wrong type). `-` reads standard input.
+    /// fields, values of the wrong type; the problem names the field's line). `-` reads standard
+    /// input.
     #[arg(long = "input", required = true, num_args = 1..)]
     pub input: Vec<String>,
     /// Write one audit.k8s.io/v1 Event per replayed request (JSON lines).

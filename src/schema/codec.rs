@@ -285,12 +285,7 @@ pub fn encode_changed(
         match places[i] {
             Some(at) if new == was => enc.copy(&old, at, i)?,
             Some(at) if deep && old.tape.is_some() => {
-                enc.path.push(&field.name);
-                enc.owner = Some(st);
-                let here = enc.open(i);
-                enc.write_changed(&field.ty, new, was, &old, at)?;
-                enc.close(here);
-                enc.path.pop();
+                enc.write_changed_member(st, i, (new, was), &old, at)?
             }
             _ => enc.write_member(st, i, new)?,
         }
@@ -322,7 +317,8 @@ impl From<DecodeError> for SpliceError {
 
 /// Writes an object of the struct type `id` field by field in Go's order, each by `field(encoder,
 /// index, field, first)`, which writes it (its comma and name too) or nothing; the text is
-/// remembered with its places when every value's place is known.
+/// remembered with its places (a value copied from a scanned text is placed without its
+/// members').
 fn splice<'s>(
     schema: &'s Schema,
     id: TypeId,
@@ -1159,13 +1155,38 @@ impl<'s> Encoder<'s> {
         i: usize,
         value: Option<&Value>,
     ) -> Result<(), DecodeError> {
+        self.in_member(st, i, |enc, ty| enc.write(ty, value))
+    }
+
+    /// [`Encoder::write_changed`] of field `i` of `st` (its name written already), `new` made
+    /// from `was`, whose value is `at` in `old`.
+    fn write_changed_member(
+        &mut self,
+        st: &'s Struct,
+        i: usize,
+        (new, was): (Option<&Value>, Option<&Value>),
+        old: &Old<'_>,
+        at: At,
+    ) -> Result<(), SpliceError> {
+        self.in_member(st, i, |enc, ty| enc.write_changed(ty, new, was, old, at))
+    }
+
+    /// Writes field `i` of `st` with `write(encoder, its type)`: its place recorded, and its
+    /// name on the path for messages.
+    #[inline(always)]
+    fn in_member<E>(
+        &mut self,
+        st: &'s Struct,
+        i: usize,
+        write: impl FnOnce(&mut Self, &Type) -> Result<(), E>,
+    ) -> Result<(), E> {
         let Some(field) = st.fields.get(i) else {
             return Ok(());
         };
         self.path.push(&field.name);
         self.owner = Some(st);
         let at = self.open(i);
-        let result = self.write(&field.ty, value);
+        let result = write(self, &field.ty);
         self.close(at);
         self.path.pop();
         result
@@ -1210,14 +1231,7 @@ impl<'s> Encoder<'s> {
                     enc.separate(st, i, &mut first);
                     match places[i] {
                         Some(at) if new == was => enc.copy(old, at, i)?,
-                        Some(at) => {
-                            enc.path.push(&field.name);
-                            enc.owner = Some(st);
-                            let here = enc.open(i);
-                            enc.write_changed(&field.ty, new, was, old, at)?;
-                            enc.close(here);
-                            enc.path.pop();
-                        }
+                        Some(at) => enc.write_changed_member(st, i, (new, was), old, at)?,
                         None => enc.write_member(st, i, new)?,
                     }
                     Ok::<_, SpliceError>(())

@@ -310,7 +310,6 @@ fn job_spec(release: KubeVersion, at: &str, spec: Option<&Value>) -> Vec<String>
     warnings
 }
 
-/// A field path as `field.Path` writes it: `prefix` (none for a Pod) followed by `rest`.
 /// `parts` joined, in one allocation (`concat`'s code is inlined or not from build to build,
 /// which made the cost of a Pod's many port warnings change with unrelated code).
 #[inline(never)]
@@ -322,6 +321,7 @@ fn joined(parts: &[&str]) -> String {
     out
 }
 
+/// A field path as `field.Path` writes it: `prefix` (none for a Pod) followed by `rest`.
 fn path(prefix: Option<&str>, rest: &str) -> String {
     match prefix {
         Some(p) => format!("{p}.{rest}"),

@@ -634,7 +634,7 @@ impl Reader {
                     Err(e) => format!("invalid JSON: {}", relocate(e.to_string(), &positions)),
                     Ok(_) => "expected a JSON object".to_string(),
                 };
-                return sink.push(self.problem((text, &positions), source, prefix, "", message));
+                return sink.push(invalid(source, prefix, "", message));
             }
         };
         let kind = spans[0]
@@ -679,13 +679,7 @@ impl Reader {
                 Ok(d) => d,
                 Err(e) => {
                     let message = format!("invalid JSON: {}", relocate(e, &positions));
-                    return sink.push(self.problem(
-                        (text, &positions),
-                        source,
-                        prefix,
-                        "",
-                        message,
-                    ));
+                    return sink.push(invalid(source, prefix, "", message));
                 }
             };
             return match review::request(doc, source, &self.store) {
@@ -762,7 +756,7 @@ impl Reader {
             // Not JSON: nothing else to say about it than where the parser stopped.
             Err(e) => {
                 let message = format!("invalid JSON: {}", relocate(e, positions));
-                sink.push(self.problem((text, positions), source.clone(), prefix, "", message));
+                sink.push(invalid(source.clone(), prefix, "", message));
                 return true;
             }
         };
@@ -780,7 +774,7 @@ impl Reader {
             wrapping.map(|w| crate::json::check_depth(text, crate::json::MAX_DEPTH + w))
         {
             let message = format!("invalid JSON: {}", relocate(e.to_string(), positions));
-            sink.push(self.problem((text, positions), source.clone(), prefix, "", message));
+            sink.push(invalid(source.clone(), prefix, "", message));
             return true;
         }
         match found {
