@@ -1670,25 +1670,40 @@ impl<'e, 'c> Run<'e, 'c> {
         };
         // The usual patch is made on the value; anything else the long way (the direct way's
         // results nest far less deeply than a decode refuses).
-        let mut decoded = match patch.apply_direct(sent) {
-            Some(patched) => patched,
+        let (mut decoded, edits) = match patch.apply_direct(sent) {
+            Some(patched) => (patched, Some(patch.direct_edits())),
             None => {
                 let patched = patch
                     .apply_prepared(&jsonpatch::Prepared::new(sent))
                     .map_err(|e| e.to_string())?;
                 decodable(&patched)?;
-                patched
+                (patched, None)
             }
         };
-        let normalize = |value: &mut Value| {
-            if sent_normal {
-                schema::codec::normalize_in_place_like(schema, id, value, sent)
-            } else {
-                schema::codec::normalize_in_place(schema, id, value)
+        let unnormalized = cfg!(debug_assertions).then(|| decoded.clone());
+        let normalized = match (sent_normal, &edits) {
+            (true, Some(edits)) => {
+                let edits: Vec<schema::codec::Edit<'_>> = edits
+                    .iter()
+                    .map(|(path, resizes)| schema::codec::Edit {
+                        path: path.split('/').skip(1).collect(),
+                        resizes: *resizes,
+                    })
+                    .collect();
+                schema::codec::normalize_in_place_edited(schema, id, &mut decoded, sent, &edits)
             }
-            .map_err(|e| e.to_string())
+            (true, None) => schema::codec::normalize_in_place_like(schema, id, &mut decoded, sent),
+            (false, _) => schema::codec::normalize_in_place(schema, id, &mut decoded),
         };
-        normalize(&mut decoded)?;
+        if let Some(mut whole) = unnormalized {
+            let result = schema::codec::normalize_in_place(schema, id, &mut whole);
+            debug_assert_eq!(
+                result.map(|()| &whole),
+                normalized.clone().map(|()| &decoded),
+                "what was normalised of a patched object is not its whole normalisation"
+            );
+        }
+        normalized.map_err(|e| e.to_string())?;
         let times_truncated = !self.decoded_once && managed_fields_fresh(&self.attrs);
         self.decoded_once = true;
         let changed = times_truncated || !schema::semantic_equal(schema, id, sent, &decoded);

@@ -33,6 +33,17 @@ impl Patch {
         Some(out)
     }
 
+    /// The paths [`Patch::apply_direct`] wrote to, in order, each with whether it added or
+    /// removed (rather than replaced): meaningful when it applied the patch.
+    pub fn direct_edits(&self) -> Vec<(String, bool)> {
+        self.ops
+            .iter()
+            .flatten()
+            .flatten()
+            .filter_map(|op| Some((op.path().ok()?, op.kind() != "replace")))
+            .collect()
+    }
+
     /// Whether the patch reads and writes only what Go's encoding of the object `doc` has as
     /// `doc` has it, so that applying it to `doc` or to that encoding gives objects that decode
     /// alike: every container along each path is there, a map or a list that is not empty (Go

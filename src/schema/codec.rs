@@ -427,6 +427,33 @@ pub fn normalize_in_place_like(
     enc.normalize_like(&Type::Struct(id), value, normal)
 }
 
+/// A place a JSON patch wrote to: the segments of the path of the member or element it added,
+/// replaced or removed (unescaped), and whether it added or removed an element of a list, which
+/// moves the elements after it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Edit<'a> {
+    /// The path's segments, from the root.
+    pub path: Vec<&'a str>,
+    /// Whether the edit added or removed (rather than replaced).
+    pub resizes: bool,
+}
+
+/// [`normalize_in_place_like`] of `value`, which `normal` became through `edits` alone: what no
+/// edit's path reaches is `normal`'s and is not looked at. Below a list whose elements an edit
+/// added or removed, the elements from the first one edited on are compared as
+/// [`normalize_in_place_like`] compares them. The same result and errors.
+pub fn normalize_in_place_edited(
+    schema: &Schema,
+    id: TypeId,
+    value: &mut Value,
+    normal: &Value,
+    edits: &[Edit<'_>],
+) -> Result<(), DecodeError> {
+    let edits: Vec<&Edit<'_>> = edits.iter().collect();
+    let mut enc = Encoder::new(schema, 0);
+    enc.normalize_edited(&Type::Struct(id), value, normal, &edits, 0)
+}
+
 /// [`normalize_in_place`] for an object whose members other than `members` are already as it
 /// leaves them (normalising is idempotent): only the named top-level members are normalised,
 /// dropped when Go leaves them out, or added when Go writes them absent, in the order and with
@@ -443,7 +470,7 @@ pub fn normalize_members_in_place(
     };
     let mut enc = Encoder::new(schema, 0);
     let owner = enc.owner.replace(st);
-    enc.normalize_members(st, map, Some(members), None)?;
+    enc.normalize_members(st, map, Some(members), None, None)?;
     enc.owner = owner;
     Ok(())
 }
@@ -850,6 +877,7 @@ impl<'s> Encoder<'s> {
         members: &mut Map<String, Value>,
         only: Option<&[&str]>,
         like: Option<&Map<String, Value>>,
+        edits: Option<(&[&Edit<'_>], usize)>,
     ) -> Result<(), DecodeError> {
         let chosen = |name: &str| only.is_none_or(|names| names.contains(&name));
         let mut present = [0u64; 4];
@@ -872,9 +900,13 @@ impl<'s> Encoder<'s> {
             }
             self.path.push(&field.name);
             self.owner = Some(st);
-            let result = match like.and_then(|m| m.get(k)) {
-                Some(normal) => self.normalize_like(&field.ty, v, normal),
-                None => self.normalize(&field.ty, v),
+            let result = match (like.and_then(|m| m.get(k)), edits) {
+                (Some(normal), Some((edits, depth))) => {
+                    let here = edits_at(edits, depth, |s| s == k);
+                    self.normalize_edited(&field.ty, v, normal, &here, depth + 1)
+                }
+                (Some(normal), None) => self.normalize_like(&field.ty, v, normal),
+                (None, _) => self.normalize(&field.ty, v),
             };
             self.path.pop();
             result?;
@@ -937,11 +969,89 @@ impl<'s> Encoder<'s> {
             (Type::Struct(id), Value::Object(members), Value::Object(normal_members)) => {
                 let st = self.schema.get(*id);
                 let owner = self.owner.replace(st);
-                self.normalize_members(st, members, None, Some(normal_members))?;
+                self.normalize_members(st, members, None, Some(normal_members), None)?;
                 self.owner = owner;
                 Ok(())
             }
             _ => self.normalize(ty, value),
+        }
+    }
+
+    /// [`Encoder::normalize_like`] of `value`, which `normal` became through `edits` (whose
+    /// paths run through this value, `depth` segments down) alone.
+    fn normalize_edited(
+        &mut self,
+        ty: &Type,
+        value: &mut Value,
+        normal: &Value,
+        edits: &[&Edit<'_>],
+        depth: usize,
+    ) -> Result<(), DecodeError> {
+        if edits.is_empty() {
+            return Ok(());
+        }
+        if edits.iter().any(|e| e.path.len() <= depth) {
+            return self.normalize_like(ty, value, normal);
+        }
+        match (ty, &mut *value, normal) {
+            (Type::Ptr(inner), v, _) if !v.is_null() => {
+                self.normalize_edited(inner, v, normal, edits, depth)
+            }
+            (Type::List(inner), Value::Array(items), Value::Array(normal_items)) => {
+                let resized = edits.iter().any(|e| e.resizes && e.path.len() == depth + 1);
+                if resized {
+                    // Elements before the first one edited are where they were.
+                    let first = edits
+                        .iter()
+                        .map(|e| match e.path[depth] {
+                            "-" => normal_items.len(),
+                            s => s.parse().unwrap_or(0),
+                        })
+                        .min()
+                        .unwrap_or(0);
+                    for (i, item) in items.iter_mut().enumerate().skip(first) {
+                        match normal_items.get(i) {
+                            Some(n) => self.normalize_like(inner, item, n)?,
+                            None => self.normalize(inner, item)?,
+                        }
+                    }
+                    return Ok(());
+                }
+                for (i, item) in items.iter_mut().enumerate() {
+                    let here = edits_at(edits, depth, |s| s.parse() == Ok(i));
+                    match normal_items.get(i) {
+                        Some(n) => self.normalize_edited(inner, item, n, &here, depth + 1)?,
+                        None => self.normalize(inner, item)?,
+                    }
+                }
+                Ok(())
+            }
+            (Type::Map(inner), Value::Object(members), Value::Object(normal_members)) => {
+                for (k, item) in members.iter_mut() {
+                    let here = edits_at(edits, depth, |s| s == k);
+                    match normal_members.get(k) {
+                        Some(n) => self.normalize_edited(inner, item, n, &here, depth + 1)?,
+                        None => self.normalize(inner, item)?,
+                    }
+                }
+                Ok(())
+            }
+            (Type::Struct(id), Value::Object(members), Value::Object(normal_members)) => {
+                let st = self.schema.get(*id);
+                let mut names: Vec<&str> = edits.iter().map(|e| e.path[depth]).collect();
+                names.dedup();
+                let owner = self.owner.replace(st);
+                self.normalize_members(
+                    st,
+                    members,
+                    Some(&names),
+                    Some(normal_members),
+                    Some((edits, depth)),
+                )?;
+                self.owner = owner;
+                Ok(())
+            }
+            _ => self.normalize_like(ty, value, normal),
         }
     }
 
@@ -981,7 +1091,7 @@ impl<'s> Encoder<'s> {
                     return Err(self.type_error(json_kind(value), ty));
                 };
                 let owner = self.owner.replace(st);
-                self.normalize_members(st, members, None, None)?;
+                self.normalize_members(st, members, None, None, None)?;
                 self.owner = owner;
             }
             // Unchanged when valid; null becomes the zero value.
@@ -1453,6 +1563,19 @@ pub(super) fn omitempty_keeps(ty: &Type) -> bool {
             | Type::Raw
             | Type::Struct(_)
     )
+}
+
+/// The edits of `edits` whose segment `depth` down `at` takes.
+fn edits_at<'e, 'a>(
+    edits: &[&'e Edit<'a>],
+    depth: usize,
+    at: impl Fn(&str) -> bool,
+) -> Vec<&'e Edit<'a>> {
+    edits
+        .iter()
+        .copied()
+        .filter(|e| e.path.get(depth).is_some_and(|s| at(s)))
+        .collect()
 }
 
 /// Whether Go's encoder leaves the field out: `omitempty` on a false, 0, "", nil pointer or empty
