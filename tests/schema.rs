@@ -468,10 +468,7 @@ proptest::proptest! {
         let edits = patch.direct_edits();
         let edits: Vec<schema::codec::Edit<'_>> = edits
             .iter()
-            .map(|(path, resizes)| schema::codec::Edit {
-                path: path.split('/').skip(1).collect(),
-                resizes: *resizes,
-            })
+            .map(|(path, resizes)| schema::codec::Edit::new(path, *resizes))
             .collect();
         let mut whole = patched.clone();
         let whole_result = schema::codec::normalize_in_place(s, *id, &mut whole);

@@ -1685,10 +1685,7 @@ impl<'e, 'c> Run<'e, 'c> {
             (true, Some(edits)) => {
                 let edits: Vec<schema::codec::Edit<'_>> = edits
                     .iter()
-                    .map(|(path, resizes)| schema::codec::Edit {
-                        path: path.split('/').skip(1).collect(),
-                        resizes: *resizes,
-                    })
+                    .map(|(path, resizes)| schema::codec::Edit::new(path, *resizes))
                     .collect();
                 schema::codec::normalize_in_place_edited(schema, id, &mut decoded, sent, &edits)
             }

@@ -438,6 +438,16 @@ pub struct Edit<'a> {
     pub resizes: bool,
 }
 
+impl<'a> Edit<'a> {
+    /// The edit at `pointer`, a JSON pointer without escapes (`/spec/containers/-`).
+    pub fn new(pointer: &'a str, resizes: bool) -> Self {
+        Edit {
+            path: pointer.split('/').skip(1).collect(),
+            resizes,
+        }
+    }
+}
+
 /// [`normalize_in_place_like`] of `value`, which `normal` became through `edits` alone: what no
 /// edit's path reaches is `normal`'s and is not looked at. Below a list whose elements an edit
 /// added or removed, the elements from the first one edited on are compared as
