@@ -481,3 +481,29 @@ proptest::proptest! {
         }
     }
 }
+
+/// How deep a kind's values nest: bounded for a Pod (its containers' fields are a few levels
+/// down), unbounded for a kind whose types contain themselves.
+#[test]
+fn a_kinds_nesting_is_bounded_unless_its_types_contain_themselves() {
+    let s = Schema::for_release(release(33));
+    let pod = s.kind("", "v1", "Pod").expect("Pod");
+    let depth = s
+        .nesting(pod)
+        .expect("a Pod's types do not contain themselves");
+    // spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution
+    // .nodeSelectorTerms[].matchExpressions[].values alone is ten levels.
+    assert!((10..20).contains(&depth), "{depth}");
+    let config_map = s.kind("", "v1", "ConfigMap").expect("ConfigMap");
+    // ConfigMap, ObjectMeta, managedFields' list, ManagedFieldsEntry (fieldsV1 not counted).
+    assert_eq!(s.nesting(config_map), Some(4));
+    let newest = Schema::for_release(KubeVersion::NEWEST);
+    let workload = newest
+        .kind("scheduling.k8s.io", "v1alpha3", "Workload")
+        .expect("Workload");
+    assert_eq!(
+        newest.nesting(workload),
+        None,
+        "a CompositePodGroupTemplate holds CompositePodGroupTemplates"
+    );
+}

@@ -1478,7 +1478,7 @@ impl<'e, 'c> Run<'e, 'c> {
                 canceled: false,
             }));
         }
-        let (patched, changed, patched_json, typed) = match self.patch_object(&patch, inv) {
+        let (patched, changed, patched_json, typed, plain) = match self.patch_object(&patch, inv) {
             Ok(p) => p,
             Err(e) => {
                 self.step(Entry::PatchFailed {
@@ -1501,6 +1501,7 @@ impl<'e, 'c> Run<'e, 'c> {
         let same_kind = self.sends_request_kind(inv);
         let after = Arc::new(match (same_kind, patched_json) {
             (true, Some(json)) => Object::with_json(patched, json),
+            (true, None) if plain => Object::new(patched).known_plain(),
             (true, None) => Object::new(patched),
             (false, _) => {
                 let converted = convert_object(
@@ -1599,13 +1600,13 @@ impl<'e, 'c> Run<'e, 'c> {
     /// (unknown fields dropped; an unstructured object for kinds without one), `Semantic.DeepEqual`
     /// with the object sent, then the scheme's defaulting. Returns the patched object (still
     /// labelled with the invocation kind), whether it differs from the object sent, its
-    /// serialisation for review bodies when there is one and whether it was decoded into a Go
-    /// type; or the error's message.
+    /// serialisation for review bodies when there is one, whether it was decoded into a Go type
+    /// and whether it is known to be plain; or the error's message.
     fn patch_object(
         &mut self,
         patch: &jsonpatch::Patch,
         inv: &Invocation,
-    ) -> Result<(Value, bool, Option<String>, bool), String> {
+    ) -> Result<(Value, bool, Option<String>, bool, bool), String> {
         let versioned;
         let release = self.engine.options.kube_version;
         let schema = Schema::for_release(release);
@@ -1659,18 +1660,34 @@ impl<'e, 'c> Run<'e, 'c> {
                 .custom_resource_schema(&inv.resource)
                 .filter(|_| matches!(inv.sub_resource.as_str(), "" | "status"));
             let Some(model) = crd.and_then(|c| crate::apply::CrdModel::new(schema, &c).ok()) else {
-                return Ok((patched, changed, json, false));
+                return Ok((patched, changed, json, false, false));
             };
             let mut defaulted = patched.clone();
             model.default_object(&mut defaulted);
             if defaulted == patched {
-                return Ok((patched, changed, json, false));
+                return Ok((patched, changed, json, false, false));
             }
-            return Ok((defaulted, changed, None, false));
+            return Ok((defaulted, changed, None, false, false));
         };
         // The usual patch is made on the value; anything else the long way (the direct way's
         // results nest far less deeply than a decode refuses).
-        let (mut decoded, edits) = match patch.apply_direct(sent) {
+        // What a patch applied directly to a plain object leaves, normalised and defaulted, is
+        // plain: neither writes a float, and what they add nests no deeper than the kind.
+        let sent_object = self
+            .attrs
+            .object
+            .as_deref()
+            .filter(|_| encoded_sent.is_none() && self.sends_request_kind(inv));
+        let direct = match sent_object {
+            Some(object) if object.is_plain() => patch.apply_direct_to_plain(sent),
+            Some(_) => None,
+            None => patch.apply_direct(sent),
+        };
+        let plain = direct.is_some()
+            && schema
+                .nesting(id)
+                .is_some_and(|n| n <= jsonpatch::MAX_DIRECT_NESTING);
+        let (mut decoded, edits) = match direct {
             Some(patched) => (patched, Some(patch.direct_edits())),
             None => {
                 let patched = patch
@@ -1723,7 +1740,7 @@ impl<'e, 'c> Run<'e, 'c> {
             );
         }
         // Reviews encode it when a webhook is called with it.
-        Ok((decoded, changed, None, true))
+        Ok((decoded, changed, None, true, plain))
     }
 
     async fn validating_plugin<R: Replier + Send>(

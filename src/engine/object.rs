@@ -33,6 +33,8 @@ pub struct Object {
     /// Whether the value is as a decode into a schema's struct type leaves it, once asked (see
     /// [`Object::is_normal`]).
     normal: OnceLock<(&'static crate::schema::Schema, crate::schema::TypeId, bool)>,
+    /// Whether the value is [plain](crate::jsonpatch::is_plain), once asked or known.
+    plain: OnceLock<bool>,
 }
 
 /// An encoding of an object's value into one struct type of one schema.
@@ -152,6 +154,7 @@ impl Object {
             metadata: None,
             typed: OnceLock::new(),
             normal: OnceLock::new(),
+            plain: OnceLock::new(),
         }
     }
 
@@ -193,6 +196,7 @@ impl Object {
             metadata: None,
             typed: OnceLock::new(),
             normal: OnceLock::new(),
+            plain: OnceLock::new(),
         }
     }
 
@@ -241,6 +245,7 @@ impl Object {
             metadata: None,
             typed: OnceLock::new(),
             normal: OnceLock::new(),
+            plain: OnceLock::new(),
         }
     }
 
@@ -293,6 +298,7 @@ impl Object {
             metadata: None,
             typed: OnceLock::new(),
             normal: OnceLock::new(),
+            plain: OnceLock::new(),
         }
     }
 
@@ -356,6 +362,24 @@ impl Object {
     /// Whether the value is normal for the struct type `id` of `schema` (as
     /// [`crate::schema::codec::normalize`] leaves it): asked once per object for the first type
     /// asked about.
+    /// Whether the value is [plain](crate::jsonpatch::is_plain): a patch of it can be applied
+    /// directly.
+    pub(crate) fn is_plain(&self) -> bool {
+        *self
+            .plain
+            .get_or_init(|| crate::jsonpatch::is_plain(self.value()))
+    }
+
+    /// The object, known to be [plain](crate::jsonpatch::is_plain).
+    pub(crate) fn known_plain(self) -> Self {
+        debug_assert!(
+            crate::jsonpatch::is_plain(self.value()),
+            "an object said to be plain is not"
+        );
+        let _ = self.plain.set(true);
+        self
+    }
+
     pub(crate) fn is_normal(
         &self,
         schema: &'static crate::schema::Schema,
@@ -388,6 +412,8 @@ impl Object {
         self.derived = None;
         self.metadata = None;
         self.typed = OnceLock::new();
+        self.normal = OnceLock::new();
+        self.plain = OnceLock::new();
         self.value.get_mut().expect("parsed above")
     }
 
@@ -428,6 +454,7 @@ impl Clone for Object {
             metadata: self.metadata.clone(),
             typed: self.typed.clone(),
             normal: self.normal.clone(),
+            plain: self.plain.clone(),
         }
     }
 }

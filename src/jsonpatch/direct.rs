@@ -14,18 +14,25 @@ use serde_json::Value;
 use super::tree::Node;
 use super::{Operation, Patch};
 
-/// Documents and results nested deeper than this take the long way (the assembly's own limit).
-const MAX_NESTING: usize = super::prepared::MAX_ASSEMBLED_DEPTH;
+/// How many levels of objects and arrays a [plain](is_plain) document has at most: deeper
+/// documents and results take the long way (the assembly's own limit).
+pub const MAX_DIRECT_NESTING: usize = super::prepared::MAX_ASSEMBLED_DEPTH;
 
 impl Patch {
     /// The patched document when the patch is of the common shape (see the module notes), the
     /// same value [`Patch::apply_prepared`] gives; `None` when it is not (the patch may then
     /// apply or fail the long way).
     pub fn apply_direct(&self, doc: &Value) -> Option<Value> {
-        let ops = self.ops.as_ref()?;
-        if !plain(doc, 0) {
+        if !is_plain(doc) {
             return None;
         }
+        self.apply_direct_to_plain(doc)
+    }
+
+    /// [`Patch::apply_direct`] of a document known to be [plain](is_plain).
+    pub fn apply_direct_to_plain(&self, doc: &Value) -> Option<Value> {
+        debug_assert!(is_plain(doc), "a document said to be plain is not");
+        let ops = self.ops.as_ref()?;
         let mut out = doc.clone();
         for op in ops {
             apply(op.as_ref()?, &mut out)?;
@@ -104,12 +111,18 @@ fn agrees_on_shape(op: &Operation, doc: &Value) -> bool {
     }
 }
 
-/// Whether `v` holds no float and nests within [`MAX_NESTING`] from `level`.
+/// Whether `doc` is a document [`Patch::apply_direct`] patches: it holds no float, and nests
+/// objects and arrays at most [`MAX_DIRECT_NESTING`] deep.
+pub fn is_plain(doc: &Value) -> bool {
+    plain(doc, 0)
+}
+
+/// Whether `v` holds no float and nests within [`MAX_DIRECT_NESTING`] from `level`.
 fn plain(v: &Value, level: usize) -> bool {
     match v {
         Value::Number(n) => !n.is_f64(),
-        Value::Object(m) => level < MAX_NESTING && m.values().all(|c| plain(c, level + 1)),
-        Value::Array(a) => level < MAX_NESTING && a.iter().all(|c| plain(c, level + 1)),
+        Value::Object(m) => level < MAX_DIRECT_NESTING && m.values().all(|c| plain(c, level + 1)),
+        Value::Array(a) => level < MAX_DIRECT_NESTING && a.iter().all(|c| plain(c, level + 1)),
         _ => true,
     }
 }
@@ -199,7 +212,7 @@ fn index(segment: &str) -> Option<usize> {
 }
 
 /// The operation's `value` as the assembly decodes it, when it is plain and nests within
-/// [`MAX_NESTING`] at `depth`.
+/// [`MAX_DIRECT_NESTING`] at `depth`.
 fn value(op: &Operation, depth: usize) -> Option<Value> {
     let node = op.value()?;
     let raw: &[u8] = match &node {

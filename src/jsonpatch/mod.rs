@@ -17,6 +17,7 @@ mod prepared;
 mod scan;
 mod tree;
 
+pub use direct::{MAX_DIRECT_NESTING, is_plain};
 pub use prepared::{Prepared, go_marshal};
 
 use std::borrow::Cow;

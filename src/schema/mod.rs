@@ -177,6 +177,15 @@ pub struct Struct {
     written_when_absent: u64,
 }
 
+/// A struct type's nesting while [`Schema::nesting`] works it out.
+#[derive(Debug, Clone, Copy)]
+enum Nesting {
+    Unknown,
+    /// Being worked out: met again, the type contains itself.
+    Open,
+    Known(Option<u32>),
+}
+
 /// Kinds by group, then version, then kind.
 type KindIndex = FastMap<Box<str>, FastMap<Box<str>, FastMap<Box<str>, TypeId>>>;
 
@@ -365,6 +374,8 @@ pub struct Schema {
     by_gvk: KindIndex,
     types: Vec<Struct>,
     by_name: FastMap<Box<str>, TypeId>,
+    /// Per struct type, once asked: see [`Schema::nesting`].
+    nesting: OnceLock<Box<[Option<u32>]>>,
 }
 
 impl Schema {
@@ -409,6 +420,57 @@ impl Schema {
         &self.types[id.0 as usize]
     }
 
+    /// How many levels of objects and arrays a value of the struct type `id` has at most, not
+    /// counting what its `Raw` and `Any` members hold; None when the type contains itself (and
+    /// so bounds nothing).
+    pub fn nesting(&self, id: TypeId) -> Option<usize> {
+        let all = self.nesting.get_or_init(|| {
+            let mut memo = vec![Nesting::Unknown; self.types.len()];
+            for i in 0..self.types.len() {
+                self.nesting_of_struct(i, &mut memo);
+            }
+            memo.into_iter()
+                .map(|n| match n {
+                    Nesting::Known(d) => d,
+                    Nesting::Unknown | Nesting::Open => None,
+                })
+                .collect()
+        });
+        all.get(id.0 as usize)
+            .copied()
+            .flatten()
+            .map(|d| d as usize)
+    }
+
+    fn nesting_of_struct(&self, i: usize, memo: &mut [Nesting]) -> Option<u32> {
+        match memo[i] {
+            Nesting::Known(d) => return d,
+            Nesting::Open => return None,
+            Nesting::Unknown => {}
+        }
+        memo[i] = Nesting::Open;
+        let mut deepest = Some(0u32);
+        for f in &self.types[i].fields {
+            deepest = deepest
+                .zip(self.nesting_of_type(&f.ty, memo))
+                .map(|(a, b)| a.max(b));
+        }
+        let d = deepest.map(|d| d + 1);
+        memo[i] = Nesting::Known(d);
+        d
+    }
+
+    fn nesting_of_type(&self, ty: &Type, memo: &mut [Nesting]) -> Option<u32> {
+        match ty {
+            Type::Ptr(inner) => self.nesting_of_type(inner, memo),
+            Type::List(inner) | Type::Map(inner) => {
+                self.nesting_of_type(inner, memo).map(|d| d + 1)
+            }
+            Type::Struct(id) => self.nesting_of_struct(id.0 as usize, memo),
+            _ => Some(0),
+        }
+    }
+
     /// A struct type by its name, as `core/v1.Container`.
     pub fn by_name(&self, name: &str) -> Option<TypeId> {
         self.by_name.get(name).copied()
@@ -432,6 +494,7 @@ impl Schema {
             by_gvk: KindIndex::default(),
             types: Vec::new(),
             by_name: FastMap::default(),
+            nesting: OnceLock::new(),
         }
     }
 
@@ -545,6 +608,7 @@ impl Schema {
             by_gvk,
             types,
             by_name,
+            nesting: OnceLock::new(),
         })
     }
 }
