@@ -211,11 +211,14 @@ fn requests_from_limits(resources: &mut Object) {
     let Some(Value::Object(limits)) = resources.get("limits") else {
         return;
     };
-    let limits = limits.clone();
+    let requests = resources.get("requests").and_then(Value::as_object);
+    let missing: Vec<(String, Value)> = limits
+        .iter()
+        .filter(|(name, _)| !requests.is_some_and(|r| r.contains_key(*name)))
+        .map(|(name, quantity)| (name.clone(), quantity.clone()))
+        .collect();
     if let Some(requests) = pointer_or_new(resources, "requests") {
-        for (name, quantity) in limits {
-            requests.entry(name).or_insert(quantity);
-        }
+        requests.extend(missing);
     }
 }
 
