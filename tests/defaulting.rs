@@ -421,3 +421,85 @@ proptest! {
         }
     }
 }
+
+/// Every member of `v`'s objects, as JSON pointers (keys escaped).
+fn member_pointers(v: &Value, at: &str, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, child) in m {
+                let path = format!("{at}/{}", k.replace('~', "~0").replace('/', "~1"));
+                out.push(path.clone());
+                member_pointers(child, &path, out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, child) in items.iter().enumerate() {
+                member_pointers(child, &format!("{at}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `defaults` says whether the object changed, which the engine relies on to
+/// compare only what a patch edited: a defaulted object is reported unchanged, and the same
+/// object with any one member removed is reported changed whenever defaulting puts something
+/// back.
+#[test]
+fn defaulting_says_whether_it_changed_the_object() {
+    use hookscope::defaulting::defaults;
+    let mut removals = 0;
+    for case in load_cases() {
+        for minor in case.releases.0..=case.releases.1 {
+            let release = KubeVersion::new(minor).unwrap();
+            let at = format!("{} / {} @1.{minor}", case.file, case.name);
+            let default = |object: &mut Value| {
+                defaults(&case.group, &case.version, &case.kind, object, release).changed
+            };
+            let mut once = case.input.clone();
+            let changed = default(&mut once);
+            assert!(changed || once == case.input, "{at}: changed, said not");
+            let mut twice = once.clone();
+            assert!(
+                !default(&mut twice),
+                "{at}: a defaulted object said changed"
+            );
+            let mut pointers = Vec::new();
+            member_pointers(&once, "", &mut pointers);
+            for pointer in pointers {
+                let (parent, key) = pointer.rsplit_once('/').unwrap();
+                let mut without = once.clone();
+                let Some(Value::Object(m)) = without.pointer_mut(parent) else {
+                    continue;
+                };
+                m.remove(&key.replace("~1", "/").replace("~0", "~"));
+                let mut again = without.clone();
+                let changed = default(&mut again);
+                assert!(
+                    changed || again == without,
+                    "{at}: without {pointer}, changed but said not"
+                );
+                removals += 1;
+            }
+        }
+    }
+    assert!(removals > 10_000, "{removals}");
+}
+
+/// A quantity finer than a milli is rounded by defaulting, and that is a change too.
+#[test]
+fn rounding_a_quantity_is_a_change() {
+    use hookscope::defaulting::defaults;
+    let release = KubeVersion::NEWEST;
+    let mut pod = json!({"spec": {"containers": [{"name": "a", "image": "a:1",
+        "resources": {"limits": {"cpu": "1"}}}]}});
+    defaults("", "v1", "Pod", &mut pod, release);
+    pod["spec"]["containers"][0]["resources"]["limits"]["cpu"] = json!("100u");
+    pod["spec"]["containers"][0]["resources"]["requests"]["cpu"] = json!("100u");
+    assert!(defaults("", "v1", "Pod", &mut pod, release).changed);
+    assert_eq!(
+        pod["spec"]["containers"][0]["resources"]["limits"]["cpu"],
+        "1m"
+    );
+    assert!(!defaults("", "v1", "Pod", &mut pod, release).changed);
+}

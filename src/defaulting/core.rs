@@ -6,7 +6,7 @@ use serde_json::{Map, Value};
 use super::features::Features;
 use super::go::{
     FieldDefault, Lit, Unset, apply, elements, field, pointer, pointer_or_new, set_default,
-    string_at, value_struct,
+    string_at, value_struct, wrote,
 };
 use super::image::default_pull_policy;
 use super::quantity::round_resource_lists;
@@ -217,8 +217,11 @@ fn requests_from_limits(resources: &mut Object) {
         .filter(|(name, _)| !requests.is_some_and(|r| r.contains_key(*name)))
         .map(|(name, quantity)| (name.clone(), quantity.clone()))
         .collect();
-    if let Some(requests) = pointer_or_new(resources, "requests") {
+    if let Some(requests) = pointer_or_new(resources, "requests")
+        && !missing.is_empty()
+    {
         requests.extend(missing);
+        wrote();
     }
 }
 
@@ -299,6 +302,7 @@ fn container(c: &mut Object, f: &Features) {
     if pull_policy_unset {
         let policy = default_pull_policy(string_at(c, "image"));
         c.insert("imagePullPolicy".into(), Value::from(policy));
+        wrote();
     }
     apply(c, CONTAINER);
 }
@@ -334,6 +338,7 @@ fn volume(v: &mut Object, f: &Features) {
     let all_nil = v.iter().all(|(k, value)| value.is_null() || !is_source(k));
     if all_nil {
         v.insert("emptyDir".into(), Value::Object(Map::new()));
+        wrote();
     }
     if f.image_volume_pull_policy
         && let Some(image) = pointer(v, "image")
@@ -341,6 +346,7 @@ fn volume(v: &mut Object, f: &Features) {
     {
         let policy = default_pull_policy(string_at(image, "reference"));
         image.insert("pullPolicy".into(), Value::from(policy));
+        wrote();
     }
     volume_sources(v, |_| true);
     if let Some(d) = pointer(v, "downwardAPI") {
@@ -466,20 +472,19 @@ fn service(svc: &mut Object, f: &Features) {
         Unset::EmptyString,
         Value::from("None"),
     );
-    match string_at(spec, "sessionAffinity") {
-        "None" => {
-            spec.remove("sessionAffinityConfig");
+    let affinity = string_at(spec, "sessionAffinity");
+    let (none, client_ip) = (affinity == "None", affinity == "ClientIP");
+    if none && spec.remove("sessionAffinityConfig").is_some() {
+        wrote();
+    } else if client_ip {
+        let timeout = pointer(spec, "sessionAffinityConfig")
+            .and_then(|c| pointer(c, "clientIP"))
+            .and_then(|c| c.get("timeoutSeconds"));
+        if Unset::Nil.holds(timeout) {
+            let config = serde_json::json!({"clientIP": {"timeoutSeconds": 10800}});
+            spec.insert("sessionAffinityConfig".into(), config);
+            wrote();
         }
-        "ClientIP" => {
-            let timeout = pointer(spec, "sessionAffinityConfig")
-                .and_then(|c| pointer(c, "clientIP"))
-                .and_then(|c| c.get("timeoutSeconds"));
-            if Unset::Nil.holds(timeout) {
-                let config = serde_json::json!({"clientIP": {"timeoutSeconds": 10800}});
-                spec.insert("sessionAffinityConfig".into(), config);
-            }
-        }
-        _ => {}
     }
     set_default(spec, "type", Unset::EmptyString, Value::from("ClusterIP"));
     for port in elements(spec, "ports") {
@@ -488,6 +493,7 @@ fn service(svc: &mut Object, f: &Features) {
         if Unset::Zero.holds(target) || Unset::EmptyString.holds(target) {
             let number = port.get("port").filter(|p| p.is_number()).cloned();
             port.insert("targetPort".into(), number.unwrap_or(Value::from(0)));
+            wrote();
         }
     }
     let service_type = string_at(spec, "type").to_string();
@@ -546,8 +552,14 @@ fn namespace(ns: &mut Object) {
         let name = string_at(metadata, "name").to_string();
         if !name.is_empty() {
             set_default(metadata, "labels", Unset::Nil, Value::Object(Map::new()));
-            if let Some(labels) = pointer(metadata, "labels") {
+            if let Some(labels) = pointer(metadata, "labels")
+                && labels
+                    .get("kubernetes.io/metadata.name")
+                    .and_then(Value::as_str)
+                    != Some(name.as_str())
+            {
                 labels.insert("kubernetes.io/metadata.name".into(), Value::from(name));
+                wrote();
             }
         }
     }
@@ -591,7 +603,10 @@ fn copy_missing(object: &mut Object, from: &str, to: &str) {
     let source = source.clone();
     if let Some(target) = pointer(object, to) {
         for (k, v) in source {
-            target.entry(k).or_insert(v);
+            if let serde_json::map::Entry::Vacant(e) = target.entry(k) {
+                e.insert(v);
+                wrote();
+            }
         }
     }
 }
@@ -606,6 +621,7 @@ fn node(node: &mut Object) {
     {
         let capacity = capacity.clone();
         status.insert("allocatable".into(), capacity);
+        wrote();
     }
     round_resource_lists(status, &["capacity", "allocatable"]);
 }

@@ -80,9 +80,26 @@ pub(super) const fn field(key: &'static str, unset: Unset, value: Lit) -> FieldD
 
 /// Writes `value` at `key` when the field passes `unset`.
 pub(super) fn set_default(object: &mut Map<String, Value>, key: &str, unset: Unset, value: Value) {
-    if unset.holds(object.get(key)) {
+    let current = object.get(key);
+    if unset.holds(current) && current != Some(&value) {
         object.insert(key.to_string(), value);
+        wrote();
     }
+}
+
+thread_local! {
+    /// Whether the defaulting running on this thread wrote anything yet.
+    static WROTE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Notes that the defaulting running wrote to its object: every write calls it.
+pub(super) fn wrote() {
+    WROTE.set(true);
+}
+
+/// Whether the defaulting wrote anything since the last call.
+pub(super) fn take_wrote() -> bool {
+    WROTE.replace(false)
 }
 
 /// Applies every default of `table` (each key once) to `object`. The members are visited once
@@ -101,18 +118,25 @@ pub(super) fn apply(object: &mut Map<String, Value>, table: &[FieldDefault]) {
             .all(|(i, d)| table[..i].iter().all(|e| e.key != d.key)),
         "a defaults table names each field once"
     );
-    // Bit i: the field of `table[i]` holds a value its test does not take as unset.
-    let mut set = 0u64;
+    // Bit i: the field of `table[i]` holds a value its test does not take as unset; in
+    // `present`, it holds one it does (which may be the default itself).
+    let (mut set, mut present) = (0u64, 0u64);
     for (key, value) in object.iter() {
-        if let Some(i) = table.iter().position(|d| d.key == key)
-            && !table[i].unset.holds(Some(value))
-        {
-            set |= 1 << i;
+        if let Some(i) = table.iter().position(|d| d.key == key) {
+            if table[i].unset.holds(Some(value)) {
+                present |= 1 << i;
+            } else {
+                set |= 1 << i;
+            }
         }
     }
     for (i, d) in table.iter().enumerate() {
         if set & (1 << i) == 0 {
-            object.insert(d.key.to_string(), d.value.to_value());
+            let value = d.value.to_value();
+            if present & (1 << i) == 0 || object.get(d.key) != Some(&value) {
+                object.insert(d.key.to_string(), value);
+                wrote();
+            }
         }
     }
 }
@@ -149,6 +173,7 @@ pub(super) fn value_struct<'a>(
     // Looked up before `entry`, which would make the key a `String` on every call.
     if object.get(key).is_none_or(Value::is_null) {
         object.insert(key.to_string(), Value::Object(Map::new()));
+        wrote();
     }
     object.get_mut(key).and_then(Value::as_object_mut)
 }

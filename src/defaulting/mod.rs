@@ -56,6 +56,51 @@ pub fn default_object(
     object: &mut Value,
     release: KubeVersion,
 ) -> bool {
+    defaults(group, version, kind, object, release).has_defaults
+}
+
+/// What [`defaults`] did to an object.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Defaulted {
+    /// Whether the kind has any defaulting ([`default_object`]'s answer).
+    pub has_defaults: bool,
+    /// Whether the object may have changed: false when it is as it was (the defaults were all
+    /// there already, or the kind has none).
+    pub changed: bool,
+}
+
+/// [`default_object`], telling also whether it changed `object`. Every write is noted
+/// ([`go::wrote`]); debug builds check that what was not noted did not change.
+pub fn defaults(
+    group: &str,
+    version: &str,
+    kind: &str,
+    object: &mut Value,
+    release: KubeVersion,
+) -> Defaulted {
+    go::take_wrote();
+    let before = cfg!(debug_assertions).then(|| object.clone());
+    let has_defaults = apply_defaults(group, version, kind, object, release);
+    let changed = go::take_wrote();
+    if let Some(before) = before {
+        debug_assert!(
+            changed || before == *object,
+            "defaulting changed a {group}/{version} {kind} without noting it"
+        );
+    }
+    Defaulted {
+        has_defaults,
+        changed,
+    }
+}
+
+fn apply_defaults(
+    group: &str,
+    version: &str,
+    kind: &str,
+    object: &mut Value,
+    release: KubeVersion,
+) -> bool {
     let f = Features::of(release);
     let Some(object) = object.as_object_mut() else {
         return is_defaulted(group, version, kind);

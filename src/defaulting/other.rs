@@ -4,7 +4,7 @@
 use serde_json::{Map, Value, json};
 
 use super::features::Features;
-use super::go::{Lit, Unset, apply, elements, field, pointer, set_default, value_struct};
+use super::go::{Lit, Unset, apply, elements, field, pointer, set_default, value_struct, wrote};
 
 type Object = Map<String, Value>;
 
@@ -40,7 +40,10 @@ pub(super) fn horizontal_pod_autoscaler(version: &str, hpa: &mut Object, f: &Fea
         });
         for (key, defaults) in [("scaleUp", scale_up), ("scaleDown", scale_down)] {
             let rules = scaling_rules(behavior.get(key), defaults, f);
-            behavior.insert(key.into(), rules);
+            if behavior.get(key) != Some(&rules) {
+                behavior.insert(key.into(), rules);
+                wrote();
+            }
         }
     }
     true
@@ -78,6 +81,7 @@ pub(super) fn networking(kind: &str, object: &mut Object) -> bool {
                     types.push(Value::from("Egress"));
                 }
                 spec.insert("policyTypes".into(), Value::Array(types));
+                wrote();
             }
             for direction in ["ingress", "egress"] {
                 for rule in elements(spec, direction) {

@@ -188,11 +188,16 @@ fn fill(spec: &mut Object, key: &str, defaults: Vec<(String, Value)>) {
         None | Some(Value::Null) => Map::new(),
         Some(_) => return,
     };
+    let mut added = false;
     for (name, value) in defaults {
-        list.entry(name).or_insert(value);
+        if let serde_json::map::Entry::Vacant(e) = list.entry(name) {
+            e.insert(value);
+            added = true;
+        }
     }
-    if !list.is_empty() {
+    if added {
         resources.insert(key.into(), Value::Object(list));
+        super::go::wrote();
     }
 }
 

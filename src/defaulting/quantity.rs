@@ -12,6 +12,7 @@ pub(super) fn round_resource_lists(object: &mut Map<String, Value>, keys: &[&str
             for quantity in list.values_mut() {
                 if let Some(rounded) = rounded_up_to_milli(quantity) {
                     *quantity = Value::String(rounded);
+                    super::go::wrote();
                 }
             }
         }

@@ -6,7 +6,7 @@ use super::core::{persistent_volume_claim, pod_template_spec, template_labels};
 use super::features::Features;
 use super::go::{
     FieldDefault, Lit, Unset, apply, elements, field, non_nil, pointer, pointer_or_new,
-    set_default, string_at, value_struct,
+    set_default, string_at, value_struct, wrote,
 };
 
 type Object = Map<String, Value>;
@@ -100,6 +100,7 @@ fn stateful_set(spec: &mut Object, f: &Features) {
     if let Some(strategy) = value_struct(spec, "updateStrategy") {
         if Unset::EmptyString.holds(strategy.get("type")) {
             strategy.insert("type".into(), Value::from(ROLLING_UPDATE));
+            wrote();
             set_default(
                 strategy,
                 "rollingUpdate",
@@ -140,6 +141,7 @@ fn job(object: &mut Object, f: &Features) {
     };
     if !non_nil(spec, "completions") && !non_nil(spec, "parallelism") {
         spec.insert("completions".into(), Value::from(1));
+        wrote();
     }
     set_default(spec, "parallelism", Unset::Nil, Value::from(1));
     let backoff = if non_nil(spec, "backoffLimitPerIndex") {

@@ -107,6 +107,36 @@ pub(super) struct Run<'e, 'c> {
     versioned: Option<Versioned>,
 }
 
+/// What [`Run::patch_object`] made of a patch.
+struct Patched {
+    /// The patched object (still labelled with the invocation kind).
+    value: Value,
+    /// Whether it differs from the object sent.
+    changed: bool,
+    /// Its serialisation for review bodies, when there is one.
+    json: Option<String>,
+    /// Whether it was decoded into a Go type.
+    typed: bool,
+    /// Whether it is known to be plain.
+    plain: bool,
+    /// The top-level members in which it can differ from the object sent, when known.
+    edited: Option<Vec<String>>,
+}
+
+impl Patched {
+    /// An object not decoded into a Go type.
+    fn untyped(value: Value, changed: bool, json: Option<String>) -> Self {
+        Patched {
+            value,
+            changed,
+            json,
+            typed: false,
+            plain: false,
+            edited: None,
+        }
+    }
+}
+
 /// An object converted to the version of an equivalent invocation.
 struct Versioned {
     kind: Arc<GroupVersionKind>,
@@ -1478,7 +1508,14 @@ impl<'e, 'c> Run<'e, 'c> {
                 canceled: false,
             }));
         }
-        let (patched, changed, patched_json, typed, plain) = match self.patch_object(&patch, inv) {
+        let Patched {
+            value: patched,
+            changed,
+            json: patched_json,
+            typed,
+            plain,
+            edited,
+        } = match self.patch_object(&patch, inv) {
             Ok(p) => p,
             Err(e) => {
                 self.step(Entry::PatchFailed {
@@ -1534,7 +1571,8 @@ impl<'e, 'c> Run<'e, 'c> {
         self.object_json = match old_text {
             Some(old) if typed && same_kind => {
                 let normal = self.is_normal_object(&before);
-                self.patched_text(&old, before.value(), after.value(), normal)
+                let edited = edited.as_deref().filter(|_| normal);
+                self.patched_text(&old, before.value(), after.value(), normal, edited)
             }
             _ => None,
         };
@@ -1571,8 +1609,16 @@ impl<'e, 'c> Run<'e, 'c> {
 
     /// The review text of a patched object from `old`, the text of the object `sent`: the
     /// members, at any depth, that the patch, the decode and the defaulting left equal keep
-    /// their bytes, the others are encoded. None where the whole object is to be encoded.
-    fn patched_text(&self, old: &str, sent: &Value, patched: &Value, deep: bool) -> Option<String> {
+    /// their bytes, the others are encoded (`edited`, when known: the top-level members that
+    /// can differ). None where the whole object is to be encoded.
+    fn patched_text(
+        &self,
+        old: &str,
+        sent: &Value,
+        patched: &Value,
+        deep: bool,
+        edited: Option<&[String]>,
+    ) -> Option<String> {
         let schema = Schema::for_release(self.engine.options.kube_version);
         let kind = &self.attrs.kind;
         let id = schema.kind(&kind.group, &kind.version, &kind.kind)?;
@@ -1583,6 +1629,7 @@ impl<'e, 'c> Run<'e, 'c> {
             sent.as_object()?,
             patched.as_object()?,
             deep,
+            edited,
         )?
         .ok()?;
         debug_assert_eq!(
@@ -1598,15 +1645,13 @@ impl<'e, 'c> Run<'e, 'c> {
     /// Applies a patch to the current object as sent for the invocation `inv`, as upstream does:
     /// Go's marshalling of the object, evanphx's patch, a decode into the kind's Go type
     /// (unknown fields dropped; an unstructured object for kinds without one), `Semantic.DeepEqual`
-    /// with the object sent, then the scheme's defaulting. Returns the patched object (still
-    /// labelled with the invocation kind), whether it differs from the object sent, its
-    /// serialisation for review bodies when there is one, whether it was decoded into a Go type
-    /// and whether it is known to be plain; or the error's message.
+    /// with the object sent, then the scheme's defaulting. Returns what that made, or the error's
+    /// message.
     fn patch_object(
         &mut self,
         patch: &jsonpatch::Patch,
         inv: &Invocation,
-    ) -> Result<(Value, bool, Option<String>, bool, bool), String> {
+    ) -> Result<Patched, String> {
         let versioned;
         let release = self.engine.options.kube_version;
         let schema = Schema::for_release(release);
@@ -1660,14 +1705,14 @@ impl<'e, 'c> Run<'e, 'c> {
                 .custom_resource_schema(&inv.resource)
                 .filter(|_| matches!(inv.sub_resource.as_str(), "" | "status"));
             let Some(model) = crd.and_then(|c| crate::apply::CrdModel::new(schema, &c).ok()) else {
-                return Ok((patched, changed, json, false, false));
+                return Ok(Patched::untyped(patched, changed, json));
             };
             let mut defaulted = patched.clone();
             model.default_object(&mut defaulted);
             if defaulted == patched {
-                return Ok((patched, changed, json, false, false));
+                return Ok(Patched::untyped(patched, changed, json));
             }
-            return Ok((defaulted, changed, None, false, false));
+            return Ok(Patched::untyped(defaulted, changed, None));
         };
         // The usual patch is made on the value; anything else the long way (the direct way's
         // results nest far less deeply than a decode refuses).
@@ -1723,14 +1768,15 @@ impl<'e, 'c> Run<'e, 'c> {
         let changed = times_truncated || !schema::semantic_equal(schema, id, sent, &decoded);
         // The defaults are written in their Go types' form: a normal object stays normal (debug
         // builds, and so every test, check it).
-        if crate::defaulting::default_object(
+        let defaulted = crate::defaulting::defaults(
             &kind.group,
             &kind.version,
             &kind.kind,
             &mut decoded,
             release,
-        ) && cfg!(debug_assertions)
-        {
+        )
+        .changed;
+        if defaulted && cfg!(debug_assertions) {
             let mut normalized = decoded.clone();
             schema::codec::normalize_in_place(schema, id, &mut normalized)
                 .map_err(|e| e.to_string())?;
@@ -1739,8 +1785,29 @@ impl<'e, 'c> Run<'e, 'c> {
                 "defaulting wrote a value not in Go's form"
             );
         }
+        // Only what the patch edited differs from the object sent when that was normal (the
+        // decode changed only that) and the defaulting changed nothing.
+        let edited = match (&edits, sent_normal && !defaulted) {
+            (Some(edits), true) => {
+                let mut members: Vec<String> = edits
+                    .iter()
+                    .filter_map(|(path, _)| path.split('/').nth(1).map(str::to_owned))
+                    .collect();
+                members.sort_unstable();
+                members.dedup();
+                Some(members)
+            }
+            _ => None,
+        };
         // Reviews encode it when a webhook is called with it.
-        Ok((decoded, changed, None, true, plain))
+        Ok(Patched {
+            value: decoded,
+            changed,
+            json: None,
+            typed: true,
+            plain,
+            edited,
+        })
     }
 
     async fn validating_plugin<R: Replier + Send>(

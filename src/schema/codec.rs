@@ -264,7 +264,9 @@ pub fn encode_spliced(
 /// (a struct's members pair by field, a map's by key, a list's items by position), only the
 /// others are encoded. Values below the top level are paired when `deep` (worth it when most of
 /// `before` is equal to `after` below its top level, not when `before` was not normal) and `old`'s
-/// places are known. None when `old` is not an encoding of a map of that type.
+/// places are known. `edited`, when given, names every top-level member in which `after` can
+/// differ from `before`: the others are copied without being compared. None when `old` is not an
+/// encoding of a map of that type.
 pub fn encode_changed(
     schema: &Schema,
     id: TypeId,
@@ -272,6 +274,7 @@ pub fn encode_changed(
     before: &Map<String, Value>,
     after: &Map<String, Value>,
     deep: bool,
+    edited: Option<&[String]>,
 ) -> Option<Result<String, DecodeError>> {
     let st = schema.get(id);
     let old = Old::recalled(schema, id, old)?;
@@ -282,8 +285,9 @@ pub fn encode_changed(
             return Ok(());
         }
         enc.separate(st, i, first);
+        let unedited = edited.is_some_and(|names| !names.iter().any(|n| *n == *field.name));
         match places[i] {
-            Some(at) if new == was => enc.copy(&old, at, i)?,
+            Some(at) if unedited || new == was => enc.copy(&old, at, i)?,
             Some(at) if deep && old.tape.is_some() => {
                 enc.write_changed_member(st, i, (new, was), &old, at)?
             }
@@ -2166,12 +2170,16 @@ mod tests {
             let (before_map, after_map) = (before.as_object().unwrap(), after.as_object().unwrap());
             // From a text whose places are remembered, and from one that has to be scanned.
             let old = encode(schema, id, &before).expect("encodes");
-            let spliced = encode_changed(schema, id, &old, before_map, after_map, true);
+            let spliced = encode_changed(schema, id, &old, before_map, after_map, true, None);
             assert_eq!(spliced, Some(Ok(want.clone())), "{}", change.0);
             WRITTEN.with(|w| w.borrow_mut().clear());
-            let scanned = encode_changed(schema, id, &old, before_map, after_map, true);
+            let scanned = encode_changed(schema, id, &old, before_map, after_map, true, None);
             assert_eq!(scanned, Some(Ok(want.clone())), "{} (scanned)", change.0);
-            let top_level = encode_changed(schema, id, &old, before_map, after_map, false);
+            // Told which top-level member changed, the others are copied uncompared.
+            let edited = [change.1.split('/').nth(1).unwrap_or(change.2).to_owned()];
+            let told = encode_changed(schema, id, &old, before_map, after_map, true, Some(&edited));
+            assert_eq!(told, Some(Ok(want.clone())), "{} (told)", change.0);
+            let top_level = encode_changed(schema, id, &old, before_map, after_map, false, None);
             assert_eq!(
                 top_level,
                 Some(Ok(want.clone())),
@@ -2187,7 +2195,7 @@ mod tests {
                     if scanned {
                         WRITTEN.with(|w| w.borrow_mut().clear());
                     }
-                    let text = encode_changed(schema, id, &old, before_map, after_map, true)
+                    let text = encode_changed(schema, id, &old, before_map, after_map, true, None)
                         .expect("an encoding")
                         .expect("encodes");
                     assert!(
@@ -2209,6 +2217,7 @@ mod tests {
                         after_map,
                         again.as_object().unwrap(),
                         true,
+                        None,
                     )
                     .and_then(Result::ok);
                     assert_eq!(spliced, want, "{} then {} ({scanned})", change.0, next.0);
