@@ -359,9 +359,6 @@ impl Object {
         }
     }
 
-    /// Whether the value is normal for the struct type `id` of `schema` (as
-    /// [`crate::schema::codec::normalize`] leaves it): asked once per object for the first type
-    /// asked about.
     /// Whether the value is [plain](crate::jsonpatch::is_plain): a patch of it can be applied
     /// directly.
     pub(crate) fn is_plain(&self) -> bool {
@@ -380,6 +377,9 @@ impl Object {
         self
     }
 
+    /// Whether the value is normal for the struct type `id` of `schema` (as
+    /// [`crate::schema::codec::normalize`] leaves it): asked once per object for the first type
+    /// asked about.
     pub(crate) fn is_normal(
         &self,
         schema: &'static crate::schema::Schema,
