@@ -8,7 +8,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
 
 use crate::scan::{self, Span};
-use crate::schema::codec::Encoding;
+use crate::schema::codec::{Encoding, Normality};
 
 /// An object of an admission request, or an object after a patch.
 ///
@@ -386,7 +386,23 @@ impl Object {
         id: crate::schema::TypeId,
     ) -> bool {
         let check = || crate::schema::codec::is_normal(schema, id, self.value());
-        let (s, i, normal) = *self.normal.get_or_init(|| (schema, id, check()));
+        // Encoding the value for that type told, unless it met a float.
+        let told = || {
+            let typed = self.typed.get()?;
+            if !(std::ptr::eq(typed.schema, schema) && typed.id == id) {
+                return None;
+            }
+            let told = match typed.encoding.normality() {
+                Normality::Normal => true,
+                Normality::NotNormal => false,
+                Normality::Unsure => return None,
+            };
+            debug_assert_eq!(told, check(), "encoding told otherwise than is_normal");
+            Some(told)
+        };
+        let (s, i, normal) = *self
+            .normal
+            .get_or_init(|| (schema, id, told().unwrap_or_else(check)));
         if std::ptr::eq(s, schema) && i == id {
             normal
         } else {

@@ -101,12 +101,25 @@ const ROOT: At = At {
     key: 0,
 };
 
+/// What encoding a value told of whether it is normal ([`is_normal`]): the encoder sees every
+/// member it drops, adds or writes otherwise than it is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Normality {
+    /// Written as it is: normal.
+    Normal,
+    /// Something was written otherwise: not normal.
+    NotNormal,
+    /// Not told: a float, which only decoding again tells.
+    Unsure,
+}
+
 /// An object's text as [`encode`] wrote it, with the places of its values when they are known,
 /// to be handed to [`encode_spliced`] again later without its scanning the text.
 #[derive(Clone, Debug)]
 pub(crate) struct Encoding {
     text: Box<str>,
     tape: Option<Tape>,
+    normality: Normality,
 }
 
 impl Encoding {
@@ -115,7 +128,13 @@ impl Encoding {
         Encoding {
             text: text.into_boxed_str(),
             tape: None,
+            normality: Normality::Unsure,
         }
+    }
+
+    /// Whether the value encoded is normal, as far as encoding it told.
+    pub(crate) fn normality(&self) -> Normality {
+        self.normality
     }
 
     /// The text.
@@ -143,10 +162,13 @@ pub(crate) fn encode_with_places(
     id: TypeId,
     value: &Value,
 ) -> Result<Encoding, DecodeError> {
-    let (text, tape) = written(schema, id, value)?.into_remembered(id)?;
+    let enc = written(schema, id, value)?;
+    let normality = enc.normality;
+    let (text, tape) = enc.into_remembered(id)?;
     Ok(Encoding {
         text: text.into_boxed_str(),
         tape,
+        normality,
     })
 }
 
@@ -590,6 +612,8 @@ struct Encoder<'s> {
     tape: Option<Vec<Place>>,
     /// Where the value being written, whose members' places count from its start, starts.
     value_start: u32,
+    /// Whether what was written so far is the value as it is.
+    normality: Normality,
 }
 
 /// A place [`Encoder::open`] started: its index, and where the value it is a member of starts.
@@ -620,6 +644,19 @@ impl<'s> Encoder<'s> {
             owner: None,
             tape: None,
             value_start: 0,
+            normality: Normality::Normal,
+        }
+    }
+
+    /// Notes that a value is written otherwise than it is.
+    fn not_normal(&mut self) {
+        self.normality = Normality::NotNormal;
+    }
+
+    /// Notes a value whose being normal only decoding tells.
+    fn unsure(&mut self) {
+        if self.normality == Normality::Normal {
+            self.normality = Normality::Unsure;
         }
     }
 
@@ -746,6 +783,21 @@ impl<'s> Encoder<'s> {
 
     /// Writes the Go encoding of `value` (None: absent) decoded into `ty`.
     fn write(&mut self, ty: &Type, value: Option<&Value>) -> Result<(), DecodeError> {
+        if value.is_some_and(Value::is_null)
+            && matches!(
+                ty,
+                Type::String
+                    | Type::Bool
+                    | Type::Int(_)
+                    | Type::Float
+                    | Type::Quantity
+                    | Type::IntOrString
+                    | Type::Struct(_)
+            )
+        {
+            // Written as the zero value.
+            self.not_normal();
+        }
         let value = value.filter(|v| !v.is_null());
         match ty {
             Type::String => match value {
@@ -767,7 +819,10 @@ impl<'s> Encoder<'s> {
                 None => self.out.push(b'0'),
                 Some(Value::Number(n)) => match n.as_f64() {
                     _ if n.is_i64() || n.is_u64() => push_number_int(&mut self.out, n),
-                    Some(f) => gostr::push_go_float(&mut self.out, f),
+                    Some(f) => {
+                        self.unsure();
+                        gostr::push_go_float(&mut self.out, f)
+                    }
                     None => self.out.push(b'0'),
                 },
                 Some(v) => return Err(self.type_error(json_kind(v), ty)),
@@ -776,8 +831,12 @@ impl<'s> Encoder<'s> {
                 None => self.out.extend_from_slice(b"null"),
                 Some(Value::String(s)) => {
                     let bytes = decode_base64(s)?;
+                    let text = encode_base64(&bytes);
+                    if text != *s {
+                        self.not_normal();
+                    }
                     self.out.push(b'"');
-                    self.out.extend_from_slice(encode_base64(&bytes).as_bytes());
+                    self.out.extend_from_slice(text.as_bytes());
                     self.out.push(b'"');
                 }
                 Some(v) => return Err(self.type_error(json_kind(v), ty)),
@@ -791,6 +850,9 @@ impl<'s> Encoder<'s> {
                     } else {
                         t.format_micros()
                     };
+                    if text.as_deref() != Some(s.as_str()) {
+                        self.not_normal();
+                    }
                     match text {
                         Some(text) => {
                             self.out.push(b'"');
@@ -811,6 +873,9 @@ impl<'s> Encoder<'s> {
                 None => self.out.extend_from_slice(b"\"0\""),
                 Some(v) => {
                     let text = quantity_text(v)?;
+                    if v.as_str() != Some(&*text) {
+                        self.not_normal();
+                    }
                     self.out.push(b'"');
                     self.out.extend_from_slice(text.as_bytes());
                     self.out.push(b'"');
@@ -831,7 +896,12 @@ impl<'s> Encoder<'s> {
             },
             Type::Raw | Type::Any => match value {
                 None => self.out.extend_from_slice(b"null"),
-                Some(v) => write_any(&mut self.out, v),
+                Some(v) => {
+                    if has_float(v) {
+                        self.unsure();
+                    }
+                    write_any(&mut self.out, v)
+                }
             },
             Type::Ptr(inner) => match value {
                 None => self.out.extend_from_slice(b"null"),
@@ -1235,7 +1305,10 @@ impl<'s> Encoder<'s> {
         members: Option<&Map<String, Value>>,
     ) -> Result<(), DecodeError> {
         let mut slots = Slots::empty(st);
-        slots.fill(st, members);
+        if !slots.fill(st, members) {
+            // A member that is no field is dropped.
+            self.not_normal();
+        }
         self.write_slots(st, &slots)
     }
 
@@ -1445,7 +1518,14 @@ impl<'s> Encoder<'s> {
             return Ok(());
         };
         if omitted(self.schema, field, value) {
+            if value.is_some() {
+                self.not_normal();
+            }
             return Ok(());
+        }
+        if value.is_none() {
+            // Written although absent.
+            self.not_normal();
         }
         self.separate(st, i, first);
         self.write_member(st, i, value)
@@ -1491,13 +1571,17 @@ impl<'v> Slots<'v> {
         }
     }
 
-    /// Sets the slots of `members` (the slots being [`Slots::empty`]'s for `st`).
-    fn fill(&mut self, st: &Struct, members: Option<&'v Map<String, Value>>) {
+    /// Sets the slots of `members` (the slots being [`Slots::empty`]'s for `st`); false when
+    /// some member is no field of `st`.
+    fn fill(&mut self, st: &Struct, members: Option<&'v Map<String, Value>>) -> bool {
+        let mut all_fields = true;
         for (k, v) in members.into_iter().flatten() {
-            if let Some(i) = st.index_of(k) {
-                self.set(i, Some(v));
+            match st.index_of(k) {
+                Some(i) => self.set(i, Some(v)),
+                None => all_fields = false,
             }
         }
+        all_fields
     }
 
     #[inline]
@@ -2224,6 +2308,95 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// What encoding tells of an object's being normal is what [`is_normal`] says, on every
+    /// object of the real audit log and on the same objects damaged as a manifest or a patch
+    /// damages them: unknown fields, nulls, empty lists and maps, quantities and times not as
+    /// Go writes them, members removed.
+    #[test]
+    fn encoding_tells_whether_an_object_is_normal() {
+        use serde_json::json;
+        let schema = Schema::for_release(crate::KubeVersion::new(32).unwrap());
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/oracle-v1.32/audit.log"
+        );
+        let log = std::fs::read_to_string(path).expect("the audit log");
+        fn damage(v: &mut Value, n: &mut usize, how: usize) {
+            match v {
+                Value::Object(m) => {
+                    *n += 1;
+                    if *n % 7 == how {
+                        match how {
+                            0 => drop(m.insert("notAField".into(), json!(1))),
+                            1 => {
+                                if let Some(k) = m.keys().next().cloned() {
+                                    m.insert(k, Value::Null);
+                                }
+                            }
+                            2 => drop(m.insert("labels".into(), json!({}))),
+                            3 => drop(m.insert("cpu".into(), json!("1000m"))),
+                            4 => drop(m.insert(
+                                "creationTimestamp".into(),
+                                json!("2026-01-02T03:04:05.5Z"),
+                            )),
+                            5 => {
+                                if let Some(k) = m.keys().next_back().cloned() {
+                                    m.remove(&k);
+                                }
+                            }
+                            _ => drop(m.insert("replicas".into(), json!(1.5))),
+                        }
+                    }
+                    for child in m.values_mut() {
+                        damage(child, n, how);
+                    }
+                }
+                Value::Array(items) => {
+                    for item in items {
+                        damage(item, n, how);
+                    }
+                }
+                _ => {}
+            }
+        }
+        let (mut told, mut unsure) = ([0usize; 2], 0);
+        for line in log.lines() {
+            let event: Value = crate::json::from_str(line).unwrap();
+            let Some(object) = event.get("responseObject") else {
+                continue;
+            };
+            let api_version = object["apiVersion"].as_str().unwrap_or_default();
+            let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+            let Some(id) = schema.kind(group, version, object["kind"].as_str().unwrap_or_default())
+            else {
+                continue;
+            };
+            let (normal, _) = normalize(schema, id, object).expect("normalises");
+            for how in 0..8 {
+                let mut input = normal.clone();
+                if how < 7 {
+                    damage(&mut input, &mut 0, how);
+                }
+                let Ok(encoding) = encode_with_places(schema, id, &input) else {
+                    continue;
+                };
+                let want = is_normal(schema, id, &input);
+                match encoding.normality() {
+                    Normality::Normal => assert!(want, "said normal: {input}"),
+                    Normality::NotNormal => assert!(!want, "said not normal: {input}"),
+                    Normality::Unsure => unsure += 1,
+                }
+                if encoding.normality() != Normality::Unsure {
+                    told[usize::from(want)] += 1;
+                }
+            }
+        }
+        assert!(
+            told[0] > 100 && told[1] > 100,
+            "{told:?} told, {unsure} unsure"
+        );
     }
 
     #[test]
