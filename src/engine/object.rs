@@ -362,9 +362,15 @@ impl Object {
     /// Whether the value is [plain](crate::jsonpatch::is_plain): a patch of it can be applied
     /// directly.
     pub(crate) fn is_plain(&self) -> bool {
-        *self
-            .plain
-            .get_or_init(|| crate::jsonpatch::is_plain(self.value()))
+        *self.plain.get_or_init(|| {
+            // Encoding the value told, when it could.
+            let told = self.typed.get().is_some_and(|t| t.encoding.is_plain());
+            debug_assert!(
+                !told || crate::jsonpatch::is_plain(self.value()),
+                "encoding told a value is plain that is not"
+            );
+            told || crate::jsonpatch::is_plain(self.value())
+        })
     }
 
     /// The object, known to be [plain](crate::jsonpatch::is_plain).

@@ -120,6 +120,8 @@ pub(crate) struct Encoding {
     text: Box<str>,
     tape: Option<Tape>,
     normality: Normality,
+    /// Whether encoding told that the value is [plain](crate::jsonpatch::is_plain).
+    plain: bool,
 }
 
 impl Encoding {
@@ -129,7 +131,14 @@ impl Encoding {
             text: text.into_boxed_str(),
             tape: None,
             normality: Normality::Unsure,
+            plain: false,
         }
+    }
+
+    /// Whether the value encoded is [plain](crate::jsonpatch::is_plain), as far as encoding it
+    /// told (false: not told).
+    pub(crate) fn is_plain(&self) -> bool {
+        self.plain
     }
 
     /// Whether the value encoded is normal, as far as encoding it told.
@@ -164,11 +173,18 @@ pub(crate) fn encode_with_places(
 ) -> Result<Encoding, DecodeError> {
     let enc = written(schema, id, value)?;
     let normality = enc.normality;
+    // A normal value holds no float (one leaves it unsure), and nests no deeper than its type
+    // with the deepest raw member at its bottom.
+    let plain = normality == Normality::Normal
+        && schema
+            .nesting(id)
+            .is_some_and(|n| n + enc.raw_depth <= crate::jsonpatch::MAX_DIRECT_NESTING);
     let (text, tape) = enc.into_remembered(id)?;
     Ok(Encoding {
         text: text.into_boxed_str(),
         tape,
         normality,
+        plain,
     })
 }
 
@@ -614,6 +630,8 @@ struct Encoder<'s> {
     value_start: u32,
     /// Whether what was written so far is the value as it is.
     normality: Normality,
+    /// How deep the deepest raw (`Raw`, `Any`) value written nests.
+    raw_depth: usize,
 }
 
 /// A place [`Encoder::open`] started: its index, and where the value it is a member of starts.
@@ -645,6 +663,7 @@ impl<'s> Encoder<'s> {
             tape: None,
             value_start: 0,
             normality: Normality::Normal,
+            raw_depth: 0,
         }
     }
 
@@ -897,9 +916,11 @@ impl<'s> Encoder<'s> {
             Type::Raw | Type::Any => match value {
                 None => self.out.extend_from_slice(b"null"),
                 Some(v) => {
-                    if has_float(v) {
+                    let (float, depth) = raw_shape(v);
+                    if float {
                         self.unsure();
                     }
+                    self.raw_depth = self.raw_depth.max(depth);
                     write_any(&mut self.out, v)
                 }
             },
@@ -1759,6 +1780,25 @@ fn has_float(v: &Value) -> bool {
     }
 }
 
+/// Whether `v` holds a float, and how many levels of objects and arrays it has.
+fn raw_shape(v: &Value) -> (bool, usize) {
+    let deepest = |shapes: &mut dyn Iterator<Item = (bool, usize)>| {
+        shapes.fold((false, 0), |(f, d), (g, e)| (f || g, d.max(e)))
+    };
+    match v {
+        Value::Number(n) => (n.is_f64(), 0),
+        Value::Array(items) => {
+            let (f, d) = deepest(&mut items.iter().map(raw_shape));
+            (f, d + 1)
+        }
+        Value::Object(members) => {
+            let (f, d) = deepest(&mut members.values().map(raw_shape));
+            (f, d + 1)
+        }
+        _ => (false, 0),
+    }
+}
+
 /// Writes any JSON value as Go's encoder writes an `interface{}` (map keys sorted, strings
 /// HTML-escaped, numbers as decoded: integers exactly, others as float64).
 fn write_any(out: &mut Vec<u8>, v: &Value) {
@@ -2383,8 +2423,15 @@ mod tests {
                     continue;
                 };
                 let want = is_normal(schema, id, &input);
+                assert!(
+                    !encoding.is_plain() || crate::jsonpatch::is_plain(&input),
+                    "said plain: {input}"
+                );
                 match encoding.normality() {
-                    Normality::Normal => assert!(want, "said normal: {input}"),
+                    Normality::Normal => {
+                        assert!(want, "said normal: {input}");
+                        assert_eq!(encoding.is_plain(), crate::jsonpatch::is_plain(&input));
+                    }
                     Normality::NotNormal => assert!(!want, "said not normal: {input}"),
                     Normality::Unsure => unsure += 1,
                 }
@@ -2397,6 +2444,24 @@ mod tests {
             told[0] > 100 && told[1] > 100,
             "{told:?} told, {unsure} unsure"
         );
+        // A raw member nested deep enough makes the object too deep to be plain.
+        let id = schema.kind("", "v1", "ConfigMap").expect("ConfigMap");
+        let nested = |levels: usize| {
+            let mut fields = json!({});
+            for _ in 1..levels {
+                fields = json!({"f:a": fields});
+            }
+            json!({"metadata": {"name": "a", "creationTimestamp": null,
+                "managedFields": [{"manager": "m", "fieldsV1": fields}]}})
+        };
+        for levels in [90, 96, 97, 120] {
+            let (object, _) = normalize(schema, id, &nested(levels)).expect("normalises");
+            let encoding = encode_with_places(schema, id, &object).expect("encodes");
+            assert_eq!(encoding.normality(), Normality::Normal);
+            let plain = crate::jsonpatch::is_plain(&object);
+            assert_eq!(encoding.is_plain(), plain, "{levels} levels");
+            assert_eq!(plain, levels <= 96, "{levels} levels");
+        }
     }
 
     #[test]
