@@ -77,7 +77,7 @@ const DEPRECATED_ANNOTATIONS: &[(&str, &str)] = &[
 
 /// Deprecated and removed volume sources with their warning (in upstream's order; `gitRepo`
 /// depends on the release, see [`git_repo_message`]).
-const DEPRECATED_VOLUMES: &[(&str, &str)] = &[
+const DEPRECATED_VOLUMES: [(&str, &str); 10] = [
     (
         "photonPersistentDisk",
         "deprecated in v1.11, non-functional in v1.16+",
@@ -346,6 +346,18 @@ fn str_of<'a>(v: &'a Value, key: &str) -> &'a str {
     v.get(key).and_then(Value::as_str).unwrap_or("")
 }
 
+/// The members `names` of the object `v` (None for those it lacks, or when it is no object),
+/// found in one pass over its members instead of a search of the map for each.
+fn pick<'a, const N: usize>(v: &'a Value, names: &[&str; N]) -> [Option<&'a Value>; N] {
+    let mut found = [None; N];
+    for (k, member) in v.as_object().into_iter().flatten() {
+        if let Some(i) = names.iter().position(|n| *n == k) {
+            found[i] = Some(member);
+        }
+    }
+    found
+}
+
 fn items(v: Option<&Value>) -> &[Value] {
     v.and_then(Value::as_array)
         .map(Vec::as_slice)
@@ -417,6 +429,32 @@ pub(crate) fn for_spec_and_meta(
 ) -> Vec<String> {
     let null = Value::Null;
     let spec = template.member("spec").unwrap_or(&null);
+    let [
+        node_selector,
+        affinity,
+        topology_spread,
+        volumes,
+        host_aliases,
+        pull_secrets,
+        overhead,
+        pod_security,
+        grace_period,
+        dns_config,
+    ] = pick(
+        spec,
+        &[
+            "nodeSelector",
+            "affinity",
+            "topologySpreadConstraints",
+            "volumes",
+            "hostAliases",
+            "imagePullSecrets",
+            "overhead",
+            "securityContext",
+            "terminationGracePeriodSeconds",
+            "dnsConfig",
+        ],
+    );
     let annotations = template
         .at("/metadata/annotations")
         .and_then(Value::as_object);
@@ -425,7 +463,7 @@ pub(crate) fn for_spec_and_meta(
     let mut warnings = Vec::new();
 
     // Deprecated node labels in the nodeSelector, node affinity and topology spread.
-    if let Some(selector) = spec.get("nodeSelector").and_then(Value::as_object) {
+    if let Some(selector) = node_selector.and_then(Value::as_object) {
         let sorted: BTreeMap<_, _> = selector.iter().collect();
         for key in sorted.keys() {
             if let Some(msg) = deprecated_label(key) {
@@ -436,7 +474,7 @@ pub(crate) fn for_spec_and_meta(
             }
         }
     }
-    if let Some(node) = get_in(spec, &["affinity", "nodeAffinity"]) {
+    if let Some(node) = affinity.and_then(|a| a.get("nodeAffinity")) {
         let required = get_in(
             node,
             &[
@@ -463,10 +501,7 @@ pub(crate) fn for_spec_and_meta(
             );
         }
     }
-    for (i, t) in items(spec.get("topologySpreadConstraints"))
-        .iter()
-        .enumerate()
-    {
+    for (i, t) in items(topology_spread).iter().enumerate() {
         let key = str_of(t, "topologyKey");
         if let Some(msg) = deprecated_label(key) {
             warnings.push(format!(
@@ -495,9 +530,10 @@ pub(crate) fn for_spec_and_meta(
     }
 
     // Deprecated and removed volume plugins.
-    for (i, v) in items(spec.get("volumes")).iter().enumerate() {
-        for (source, msg) in DEPRECATED_VOLUMES {
-            if !present(v.get(*source)) {
+    for (i, v) in items(volumes).iter().enumerate() {
+        let sources = pick(v, &DEPRECATED_VOLUMES.map(|(source, _)| source));
+        for ((source, msg), found) in DEPRECATED_VOLUMES.iter().zip(sources) {
+            if !present(found) {
                 continue;
             }
             let msg = match *source {
@@ -522,12 +558,12 @@ pub(crate) fn for_spec_and_meta(
         }
     }
     if release.at_least(Since::OVERLAPPING_PATHS) {
-        overlapping_virtual_paths(&mut warnings, items(spec.get("volumes")));
+        overlapping_virtual_paths(&mut warnings, items(volumes));
     }
 
     // Duplicate hostAliases and imagePullSecrets; imagePullSecrets with an empty name.
-    let aliases = items(spec.get("hostAliases"));
-    let secrets = items(spec.get("imagePullSecrets"));
+    let aliases = items(host_aliases);
+    let secrets = items(pull_secrets);
     for (list, member, what) in [
         (aliases, "ip", "spec.hostAliases"),
         (secrets, "name", "spec.imagePullSecrets"),
@@ -558,11 +594,7 @@ pub(crate) fn for_spec_and_meta(
 
     // Fractional bytes in the overhead.
     for resource in ["memory", "ephemeral-storage"] {
-        if let Some(text) = spec
-            .get("overhead")
-            .and_then(|o| o.get(resource))
-            .and_then(fractional)
-        {
+        if let Some(text) = overhead.and_then(|o| o.get(resource)).and_then(fractional) {
             warnings.push(format!(
                 "{}: fractional byte value {} is invalid, must be an integer",
                 p(&format!("spec.overhead[{resource}]")),
@@ -572,7 +604,7 @@ pub(crate) fn for_spec_and_meta(
     }
 
     // The Pod's seccomp annotation without the field.
-    let pod_security = spec.get("securityContext").unwrap_or(&null);
+    let pod_security = pod_security.unwrap_or(&null);
     if !present(pod_security.get("seccompProfile")) && has_annotation(SECCOMP_POD) {
         warnings.push(format!(
             r#"{}: non-functional in v1.27+; use the "seccompProfile" field instead"#,
@@ -589,9 +621,14 @@ pub(crate) fn for_spec_and_meta(
         has_prefix(SECCOMP_CONTAINER),
         has_prefix(APPARMOR_CONTAINER),
     );
+    // Each container's ports, read once for the two passes over them below.
+    let mut ports = Vec::with_capacity(containers.len());
     for (c, at) in &containers {
-        let name = str_of(c, "name");
-        let security = || c.get("securityContext").unwrap_or(&null);
+        let [name, security, resources, env, container_ports] =
+            pick(c, &["name", "securityContext", "resources", "env", "ports"]);
+        ports.push(items(container_ports));
+        let name = name.and_then(Value::as_str).unwrap_or("");
+        let security = || security.unwrap_or(&null);
         let key = || [SECCOMP_CONTAINER, name].concat();
         if seccomp_keys && !present(security().get("seccompProfile")) && has_annotation(&key()) {
             warnings.push(format!(
@@ -614,18 +651,18 @@ pub(crate) fn for_spec_and_meta(
                 p(&format!("metadata.annotations[{}]", key()))
             ));
         }
-        let resources = c.get("resources");
-        let (limits, requests) = (
-            resources.and_then(|r| r.get("limits")),
-            resources.and_then(|r| r.get("requests")),
-        );
-        for (kind, amounts, resource) in [
-            ("limits", limits, "memory"),
-            ("requests", requests, "memory"),
-            ("limits", limits, "ephemeral-storage"),
-            ("requests", requests, "ephemeral-storage"),
+        let [limits, requests] = resources.map_or([None; 2], |r| pick(r, &["limits", "requests"]));
+        fn bytes(amounts: Option<&Value>) -> [Option<&Value>; 2] {
+            amounts.map_or([None; 2], |a| pick(a, &["memory", "ephemeral-storage"]))
+        }
+        let ([limits_memory, limits_storage], [requests_memory, requests_storage]) =
+            (bytes(limits), bytes(requests));
+        for (kind, value, resource) in [
+            ("limits", limits_memory, "memory"),
+            ("requests", requests_memory, "memory"),
+            ("limits", limits_storage, "ephemeral-storage"),
+            ("requests", requests_storage, "ephemeral-storage"),
         ] {
-            let value = amounts.and_then(|k| k.get(resource));
             if let Some(text) = value.and_then(fractional) {
                 warnings.push(format!(
                     "{at}.resources.{kind}[{resource}]: fractional byte value {} is invalid, must be an integer",
@@ -633,7 +670,7 @@ pub(crate) fn for_spec_and_meta(
                 ));
             }
         }
-        let env = items(c.get("env"));
+        let env = items(env);
         if env.len() > 1 {
             let mut seen = foldhash::HashSet::default();
             for (i, item) in env.iter().enumerate() {
@@ -670,8 +707,8 @@ pub(crate) fn for_spec_and_meta(
     // Where a port is and what is compared of it: its host IP and port.
     type Seen<'v> = (usize, usize, Option<String>, &'v str, i64);
     let mut all_ports: foldhash::HashMap<(i64, &str), Vec<Seen<'_>>> = Default::default();
-    for (ci, (c, _)) in containers.iter().enumerate() {
-        for (i, port) in items(c.get("ports")).iter().enumerate() {
+    for (ci, container_ports) in ports.iter().enumerate() {
+        for (i, port) in container_ports.iter().enumerate() {
             let mut here = None;
             let (mut host_ip, mut host_port, mut container_port, mut protocol) = ("", 0, 0, "");
             if let Some(members) = port.as_object() {
@@ -723,8 +760,8 @@ pub(crate) fn for_spec_and_meta(
     } else {
         &[]
     };
-    for (c, at) in port_name_containers {
-        for (i, port) in items(c.get("ports")).iter().enumerate() {
+    for ((_, at), container_ports) in port_name_containers.iter().zip(&ports) {
+        for (i, port) in container_ports.iter().enumerate() {
             let name = str_of(port, "name");
             if name.is_empty() {
                 continue;
@@ -742,11 +779,7 @@ pub(crate) fn for_spec_and_meta(
         }
     }
 
-    if spec
-        .get("terminationGracePeriodSeconds")
-        .and_then(Value::as_i64)
-        .is_some_and(|g| g < 0)
-    {
+    if grace_period.and_then(Value::as_i64).is_some_and(|g| g < 0) {
         warnings.push(format!(
             "{}: must be >= 0; negative values are invalid and will be treated as 1",
             p("spec.terminationGracePeriodSeconds")
@@ -754,7 +787,7 @@ pub(crate) fn for_spec_and_meta(
     }
 
     for kind in ["podAffinity", "podAntiAffinity"] {
-        let Some(affinity) = get_in(spec, &["affinity", kind]) else {
+        let Some(affinity) = affinity.and_then(|a| a.get(kind)) else {
             continue;
         };
         let terms = [
@@ -778,7 +811,7 @@ pub(crate) fn for_spec_and_meta(
     if !release.at_least(Since::IP_FORMATS) {
         return warnings;
     }
-    let nameservers = get_in(spec, &["dnsConfig", "nameservers"]);
+    let nameservers = dns_config.and_then(|d| d.get("nameservers"));
     for (i, ns) in items(nameservers).iter().enumerate() {
         let at = p(&format!("spec.dnsConfig.nameservers[{i}]"));
         warnings.extend(ip_warning(&at, ns.as_str().unwrap_or("")));
@@ -849,8 +882,9 @@ fn claim_spec_warnings(warnings: &mut Vec<String>, at: &str, spec: &Value) {
 /// The containers in `VisitContainersWithPath`'s order, with their field paths.
 fn containers<'a>(spec: &'a Value, prefix: Option<&str>) -> Vec<(&'a Value, String)> {
     let mut out = Vec::new();
-    for list in ["initContainers", "containers", "ephemeralContainers"] {
-        for (i, c) in items(spec.get(list)).iter().enumerate() {
+    const LISTS: [&str; 3] = ["initContainers", "containers", "ephemeralContainers"];
+    for (list, found) in LISTS.into_iter().zip(pick(spec, &LISTS)) {
+        for (i, c) in items(found).iter().enumerate() {
             let (dot, prefix) = prefix.map_or(("", ""), |p| (".", p));
             let index = i.to_string();
             out.push((c, [prefix, dot, "spec.", list, "[", &index, "]"].concat()));
