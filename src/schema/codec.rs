@@ -1143,8 +1143,7 @@ impl<'s> Encoder<'s> {
             }
             (Type::Struct(id), Value::Object(members), Value::Object(normal_members)) => {
                 let st = self.schema.get(*id);
-                let mut names: Vec<&str> = edits.iter().map(|e| e.path[depth]).collect();
-                names.dedup();
+                let names: Vec<&str> = edits.iter().map(|e| e.path[depth]).collect();
                 let owner = self.owner.replace(st);
                 self.normalize_members(
                     st,
