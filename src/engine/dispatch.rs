@@ -1571,8 +1571,14 @@ impl<'e, 'c> Run<'e, 'c> {
         self.object_json = match old_text {
             Some(old) if typed && same_kind => {
                 let normal = self.is_normal_object(&before);
-                let edited = edited.as_deref().filter(|_| normal);
-                self.patched_text(&old, before.value(), after.value(), normal, edited)
+                // Known only when `before` was normal.
+                self.patched_text(
+                    &old,
+                    before.value(),
+                    after.value(),
+                    normal,
+                    edited.as_deref(),
+                )
             }
             _ => None,
         };
@@ -1716,8 +1722,6 @@ impl<'e, 'c> Run<'e, 'c> {
         };
         // The usual patch is made on the value; anything else the long way (the direct way's
         // results nest far less deeply than a decode refuses).
-        // What a patch applied directly to a plain object leaves, normalised and defaulted, is
-        // plain: neither writes a float, and what they add nests no deeper than the kind.
         let sent_object = self
             .attrs
             .object
@@ -1728,11 +1732,13 @@ impl<'e, 'c> Run<'e, 'c> {
             Some(_) => None,
             None => patch.apply_direct(sent),
         };
+        // What a patch applied directly to a plain object leaves, normalised and defaulted, is
+        // plain: neither writes a float, and what they add nests no deeper than the kind.
         let plain = direct.is_some()
             && schema
                 .nesting(id)
                 .is_some_and(|n| n <= jsonpatch::MAX_DIRECT_NESTING);
-        let (mut decoded, edits) = match direct {
+        let (mut decoded, paths) = match direct {
             Some(patched) => (patched, Some(patch.direct_edits())),
             None => {
                 let patched = patch
@@ -1742,14 +1748,16 @@ impl<'e, 'c> Run<'e, 'c> {
                 (patched, None)
             }
         };
+        let edits: Option<Vec<schema::codec::Edit<'_>>> = paths.as_ref().map(|paths| {
+            paths
+                .iter()
+                .map(|(path, resizes)| schema::codec::Edit::new(path, *resizes))
+                .collect()
+        });
         let unnormalized = cfg!(debug_assertions).then(|| decoded.clone());
         let normalized = match (sent_normal, &edits) {
             (true, Some(edits)) => {
-                let edits: Vec<schema::codec::Edit<'_>> = edits
-                    .iter()
-                    .map(|(path, resizes)| schema::codec::Edit::new(path, *resizes))
-                    .collect();
-                schema::codec::normalize_in_place_edited(schema, id, &mut decoded, sent, &edits)
+                schema::codec::normalize_in_place_edited(schema, id, &mut decoded, sent, edits)
             }
             (true, None) => schema::codec::normalize_in_place_like(schema, id, &mut decoded, sent),
             (false, _) => schema::codec::normalize_in_place(schema, id, &mut decoded),
@@ -1791,7 +1799,7 @@ impl<'e, 'c> Run<'e, 'c> {
             (Some(edits), true) => {
                 let mut members: Vec<String> = edits
                     .iter()
-                    .filter_map(|(path, _)| path.split('/').nth(1).map(str::to_owned))
+                    .filter_map(|e| e.path.first().map(|&m| m.to_owned()))
                     .collect();
                 members.sort_unstable();
                 members.dedup();

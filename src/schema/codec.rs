@@ -1771,29 +1771,19 @@ fn push_number_int(out: &mut Vec<u8>, n: &Number) {
 
 /// Whether a float is anywhere in `v` (Go may write it as an integer).
 fn has_float(v: &Value) -> bool {
-    match v {
-        Value::Number(n) => n.is_f64(),
-        Value::Array(items) => items.iter().any(has_float),
-        Value::Object(members) => members.values().any(has_float),
-        _ => false,
-    }
+    raw_shape(v).0
 }
 
 /// Whether `v` holds a float, and how many levels of objects and arrays it has.
 fn raw_shape(v: &Value) -> (bool, usize) {
-    let deepest = |shapes: &mut dyn Iterator<Item = (bool, usize)>| {
-        shapes.fold((false, 0), |(f, d), (g, e)| (f || g, d.max(e)))
+    let member = |(f, d): (bool, usize), c: &Value| {
+        let (g, e) = raw_shape(c);
+        (f || g, d.max(e + 1))
     };
     match v {
         Value::Number(n) => (n.is_f64(), 0),
-        Value::Array(items) => {
-            let (f, d) = deepest(&mut items.iter().map(raw_shape));
-            (f, d + 1)
-        }
-        Value::Object(members) => {
-            let (f, d) = deepest(&mut members.values().map(raw_shape));
-            (f, d + 1)
-        }
+        Value::Array(items) => items.iter().fold((false, 1), member),
+        Value::Object(members) => members.values().fold((false, 1), member),
         _ => (false, 0),
     }
 }

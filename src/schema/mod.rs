@@ -421,8 +421,8 @@ impl Schema {
     }
 
     /// How many levels of objects and arrays a value of the struct type `id` has at most, not
-    /// counting what its `Raw` and `Any` members hold; None when the type contains itself (and
-    /// so bounds nothing).
+    /// counting what its `Raw` and `Any` members hold; None when it contains a type that
+    /// contains itself (and so bounds nothing).
     pub fn nesting(&self, id: TypeId) -> Option<usize> {
         let all = self.nesting.get_or_init(|| {
             let mut memo = vec![Nesting::Unknown; self.types.len()];
