@@ -665,3 +665,54 @@ fn every_webhook_of_a_chain_of_patches_is_sent_the_whole_encoding() {
         "IfNotPresent"
     );
 }
+
+/// An object dispatched again (the console dispatches its requests again after every edit) is
+/// patched as Go's encoding of it, which it keeps from its first dispatch, parsed: for an object
+/// given otherwise than Go encodes it (no `status`, a container without `resources`, an empty
+/// `labels`, an empty `hostname`, not defaulted), every later dispatch sends every webhook the
+/// same review and ends as the first, whether its patches apply, fail or change nothing.
+#[test]
+fn an_object_dispatched_again_is_patched_alike() {
+    let mut object = pod();
+    object.as_object_mut().unwrap().remove("status");
+    let container = object["spec"]["containers"][0].as_object_mut().unwrap();
+    container.remove("resources");
+    container.remove("imagePullPolicy");
+    object["metadata"]["labels"] = json!({});
+    object["spec"]["hostname"] = json!("");
+    let sidecar = json!([{"op": "add", "path": "/spec/containers/-", "value": {"name": "proxy", "image": "mesh/proxy:1"}}]);
+    let firsts = [
+        json!([{"op": "add", "path": "/metadata/annotations", "value": {"a": "b"}}]),
+        json!([{"op": "add", "path": "/spec/containers/0/resources/limits", "value": {"cpu": "1"}}]),
+        json!([{"op": "add", "path": "/status/phase", "value": "Pending"}]),
+        json!([{"op": "add", "path": "/metadata/labels/app", "value": "web"}]),
+        json!([{"op": "remove", "path": "/spec/hostname"}]),
+        json!([{"op": "replace", "path": "/spec/containers/0/image", "value": "nginx:1.27"}]),
+        json!([{"op": "add", "path": "/spec/containers/0/imagePullPolicy", "value": "Always"}]),
+    ];
+    for first in firsts {
+        let attrs = request("CREATE", object.clone(), None);
+        let runs: Vec<(Value, Vec<String>)> = (0..3)
+            .map(|_| {
+                let (outcome, replier) = dispatch(
+                    33,
+                    attrs.clone(),
+                    vec![
+                        ("first.example.com", ScriptedReply::patch(first.clone())),
+                        ("second.example.com", ScriptedReply::patch(sidecar.clone())),
+                    ],
+                );
+                let sent = replier
+                    .seen
+                    .iter()
+                    .map(|c| String::from_utf8_lossy(&c.body).into_owned())
+                    .collect();
+                (serde_json::to_value(&outcome).expect("an outcome"), sent)
+            })
+            .collect();
+        for (n, run) in runs.iter().enumerate().skip(1) {
+            assert_eq!(run.1, runs[0].1, "{first}: reviews of dispatch {n}");
+            assert_eq!(run.0, runs[0].0, "{first}: outcome of dispatch {n}");
+        }
+    }
+}

@@ -121,6 +121,9 @@ struct Patched {
     plain: bool,
     /// The top-level members in which it can differ from the object sent, when known.
     edited: Option<Vec<String>>,
+    /// Whether the object sent was the current one as a decode leaves it
+    /// ([`Object::normalized`]), not the current one itself.
+    normalized: bool,
 }
 
 impl Patched {
@@ -133,6 +136,7 @@ impl Patched {
             typed: false,
             plain: false,
             edited: None,
+            normalized: false,
         }
     }
 }
@@ -1515,6 +1519,7 @@ impl<'e, 'c> Run<'e, 'c> {
             typed,
             plain,
             edited,
+            normalized,
         } = match self.patch_object(&patch, inv) {
             Ok(p) => p,
             Err(e) => {
@@ -1570,15 +1575,18 @@ impl<'e, 'c> Run<'e, 'c> {
         let old_text = self.object_json.take().filter(|_| before.json().is_none());
         self.object_json = match old_text {
             Some(old) if typed && same_kind => {
-                let normal = self.is_normal_object(&before);
-                // Known only when `before` was normal.
-                self.patched_text(
-                    &old,
-                    before.value(),
-                    after.value(),
-                    normal,
-                    edited.as_deref(),
-                )
+                let schema = Schema::for_release(self.engine.options.kube_version);
+                let kind = &self.attrs.kind;
+                let sent = schema
+                    .kind(&kind.group, &kind.version, &kind.kind)
+                    .filter(|_| normalized)
+                    .and_then(|id| before.normalized(schema, id));
+                // Known only when what was sent was normal.
+                let (sent, normal) = match sent {
+                    Some((sent, _)) => (sent, true),
+                    None => (before.value(), self.is_normal_object(&before)),
+                };
+                self.patched_text(&old, sent, after.value(), normal, edited.as_deref())
             }
             _ => None,
         };
@@ -1665,16 +1673,27 @@ impl<'e, 'c> Run<'e, 'c> {
         let id = schema.kind(&kind.group, &kind.version, &kind.kind);
         // The object a typed patch left is normal, and so is most often one given (a capture of
         // what an apiserver sent, a decoded manifest): only what differs from it is normalised.
-        let sent_normal = self.sends_request_kind(inv)
-            && self
-                .attrs
-                .object
-                .as_ref()
-                .is_some_and(|current| self.is_normal_object(current));
+        let current = self
+            .attrs
+            .object
+            .clone()
+            .filter(|_| self.sends_request_kind(inv));
+        let sent_normal = current
+            .as_ref()
+            .is_some_and(|current| self.is_normal_object(current));
         // Upstream patches what the webhook was sent, Go's encoding of its typed object
         // (`runtime.Encode`): it has every member Go writes (`status: {}`, a container's
-        // `resources: {}`) and none it leaves out (an empty `labels`). Where a patch reaches such
-        // a member of an object given otherwise, it is applied to the text hookscope sent.
+        // `resources: {}`) and none it leaves out (an empty `labels`). An object given otherwise
+        // is patched as that encoding, parsed (kept with the object for its next dispatch)...
+        let normalized = match (current.as_deref(), id) {
+            (Some(current), Some(id)) if !sent_normal && current.json().is_none() => {
+                current.normalized(schema, id)
+            }
+            _ => None,
+        };
+        let sent_normalized = normalized.is_some();
+        let sent_normal = sent_normal || sent_normalized;
+        // ... else, where a patch reaches such a member, it is applied to the text hookscope sent.
         let encoded_sent = match self.object_json.as_deref() {
             Some(text)
                 if !sent_normal
@@ -1687,7 +1706,9 @@ impl<'e, 'c> Run<'e, 'c> {
             }
             _ => None,
         };
-        let sent = if let Some(encoded) = encoded_sent.as_ref() {
+        let sent = if let Some((normalized, _)) = normalized {
+            normalized
+        } else if let Some(encoded) = encoded_sent.as_ref() {
             encoded
         } else if self.sends_request_kind(inv) {
             self.attrs.object_value().unwrap_or(&Value::Null)
@@ -1722,15 +1743,12 @@ impl<'e, 'c> Run<'e, 'c> {
         };
         // The usual patch is made on the value; anything else the long way (the direct way's
         // results nest far less deeply than a decode refuses).
-        let sent_object = self
-            .attrs
-            .object
-            .as_deref()
-            .filter(|_| encoded_sent.is_none() && self.sends_request_kind(inv));
-        let direct = match sent_object {
-            Some(object) if object.is_plain() => patch.apply_direct_to_plain(sent),
-            Some(_) => None,
-            None => patch.apply_direct(sent),
+        let sent_object = current.as_deref().filter(|_| encoded_sent.is_none());
+        let direct = match (normalized, sent_object) {
+            (Some((_, plain)), _) => plain.then(|| patch.apply_direct_to_plain(sent)).flatten(),
+            (None, Some(object)) if object.is_plain() => patch.apply_direct_to_plain(sent),
+            (None, Some(_)) => None,
+            (None, None) => patch.apply_direct(sent),
         };
         // What a patch applied directly to a plain object leaves, normalised and defaulted, is
         // plain: neither writes a float, and what they add nests no deeper than the kind.
@@ -1815,6 +1833,7 @@ impl<'e, 'c> Run<'e, 'c> {
             typed: true,
             plain,
             edited,
+            normalized: sent_normalized,
         })
     }
 

@@ -43,6 +43,11 @@ struct TypedText {
     schema: &'static crate::schema::Schema,
     id: crate::schema::TypeId,
     encoding: Encoding,
+    /// The encoding parsed (the value as a decode leaves it) and whether that is plain, once
+    /// made; None when the encoding is not Go's.
+    normalized: OnceLock<Option<(Value, bool)>>,
+    /// Set when `normalized` was first asked for.
+    asked: OnceLock<()>,
 }
 
 /// Where an object's compact text has its `metadata` (the last member of that name, as Go
@@ -345,6 +350,8 @@ impl Object {
             encoding: encode
                 .take()
                 .map_or_else(|| Encoding::text_only(String::new()), |e| e()),
+            normalized: OnceLock::new(),
+            asked: OnceLock::new(),
         });
         match encode {
             Some(encode) if !(std::ptr::eq(made.schema, schema) && made.id == id) => {
@@ -357,6 +364,32 @@ impl Object {
             }
             None => made.encoding.text().to_string(),
         }
+    }
+
+    /// The value as a decode into the struct type `id` of `schema` leaves it, and whether that
+    /// is [plain](crate::jsonpatch::is_plain): Go's encoding of it kept with the object (see
+    /// [`Object::typed_text`]), parsed and kept the second time it is asked for. None the first
+    /// time (parsing costs more than normalising a copy the caller makes anyway, and most
+    /// objects are patched once: a replay dispatches each once, the console dispatches the same
+    /// ones after each edit), and when no such encoding is kept.
+    pub(crate) fn normalized(
+        &self,
+        schema: &'static crate::schema::Schema,
+        id: crate::schema::TypeId,
+    ) -> Option<(&Value, bool)> {
+        let typed = self
+            .typed
+            .get()
+            .filter(|t| std::ptr::eq(t.schema, schema) && t.id == id && t.encoding.is_typed())?;
+        if typed.normalized.get().is_none() && typed.asked.set(()).is_ok() {
+            return None;
+        }
+        let made = typed.normalized.get_or_init(|| {
+            let value: Value = crate::json::from_str(typed.encoding.text()).ok()?;
+            let plain = crate::jsonpatch::is_plain(&value);
+            Some((value, plain))
+        });
+        made.as_ref().map(|(v, plain)| (v, *plain))
     }
 
     /// Whether the value is [plain](crate::jsonpatch::is_plain): a patch of it can be applied
@@ -517,6 +550,39 @@ impl<'de> Deserialize<'de> for Object {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_normalised_value_is_kept_from_the_second_time_it_is_asked_for() {
+        let schema = crate::schema::Schema::for_release(crate::KubeVersion::new(33).unwrap());
+        let pod = schema.kind("", "v1", "Pod").unwrap();
+        let config_map = schema.kind("", "v1", "ConfigMap").unwrap();
+        let value = serde_json::json!({"kind": "Pod", "metadata": {"name": "a", "labels": {}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}});
+        let o = Object::new(value.clone());
+        assert!(o.normalized(schema, pod).is_none(), "nothing encoded yet");
+        let encode = || crate::schema::codec::encode_with_places(schema, pod, o.value()).unwrap();
+        o.typed_text(schema, pod, encode);
+        assert!(o.normalized(schema, pod).is_none(), "the first time");
+        let (normal, plain) = o.normalized(schema, pod).expect("the second time");
+        assert_eq!(
+            *normal,
+            crate::schema::codec::normalize(schema, pod, &value)
+                .unwrap()
+                .0
+        );
+        assert_ne!(*normal, value);
+        assert!(plain);
+        assert!(
+            std::ptr::eq(normal, o.normalized(schema, pod).unwrap().0),
+            "kept"
+        );
+        assert!(o.normalized(schema, config_map).is_none(), "another type");
+
+        let other = Object::new(value);
+        other.typed_text(schema, pod, || Encoding::text_only("{}".into()));
+        other.normalized(schema, pod);
+        assert!(other.normalized(schema, pod).is_none(), "not Go's encoding");
+    }
 
     #[test]
     fn a_typed_text_is_made_once_per_object_and_type() {

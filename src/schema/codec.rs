@@ -122,6 +122,8 @@ pub(crate) struct Encoding {
     normality: Normality,
     /// Whether encoding told that the value is [plain](crate::jsonpatch::is_plain).
     plain: bool,
+    /// Whether [`encode`] wrote the text (not [`Encoding::text_only`]).
+    typed: bool,
 }
 
 impl Encoding {
@@ -132,7 +134,13 @@ impl Encoding {
             tape: None,
             normality: Normality::Unsure,
             plain: false,
+            typed: false,
         }
+    }
+
+    /// Whether [`encode`] wrote the text: parsed, it is the value as a decode leaves it.
+    pub(crate) fn is_typed(&self) -> bool {
+        self.typed
     }
 
     /// Whether the value encoded is [plain](crate::jsonpatch::is_plain), as far as encoding it
@@ -185,6 +193,7 @@ pub(crate) fn encode_with_places(
         tape,
         normality,
         plain,
+        typed: true,
     })
 }
 
