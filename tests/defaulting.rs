@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use hookscope::KubeVersion;
-use hookscope::defaulting::{default_object, is_defaulted};
+use hookscope::defaulting::{default_object, ignores_metadata, is_defaulted};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
@@ -418,6 +418,104 @@ proptest! {
             let mut twice = once.clone();
             default_object(group, version, kind, &mut twice, release);
             prop_assert_eq!(&once, &twice, "{} not idempotent", kind);
+        }
+    }
+
+    /// An object defaulted, then given any other `metadata` (or none), is left as it is by
+    /// defaulting it again, for every kind whose defaulting says it ignores `metadata`.
+    #[test]
+    fn defaulting_ignores_metadata_where_it_says_so(
+        object in arbitrary_json(),
+        metadata in proptest::option::of(arbitrary_json()),
+        minor in 28u32..=37,
+    ) {
+        let release = KubeVersion::new(minor).unwrap();
+        for (group, version, kind) in DEFAULTED_KINDS {
+            if !ignores_metadata(group, version, kind) {
+                continue;
+            }
+            let mut changed = object.clone();
+            default_object(group, version, kind, &mut changed, release);
+            if let Value::Object(members) = &mut changed {
+                match &metadata {
+                    Some(m) => members.insert("metadata".into(), m.clone()),
+                    None => members.remove("metadata"),
+                };
+            }
+            let mut again = changed.clone();
+            default_object(group, version, kind, &mut again, release);
+            prop_assert_eq!(&again, &changed, "{} reads or writes metadata", kind);
+        }
+    }
+}
+
+/// The kinds defaulted, for the properties above.
+const DEFAULTED_KINDS: [(&str, &str, &str); 15] = [
+    ("", "v1", "Pod"),
+    ("", "v1", "PodTemplate"),
+    ("", "v1", "ReplicationController"),
+    ("", "v1", "Service"),
+    ("", "v1", "Namespace"),
+    ("", "v1", "LimitRange"),
+    ("", "v1", "Node"),
+    ("", "v1", "PersistentVolume"),
+    ("apps", "v1", "StatefulSet"),
+    ("apps", "v1", "Deployment"),
+    ("apps", "v1", "DaemonSet"),
+    ("batch", "v1", "Job"),
+    ("batch", "v1", "CronJob"),
+    ("autoscaling", "v2", "HorizontalPodAutoscaler"),
+    ("networking.k8s.io", "v1", "NetworkPolicy"),
+];
+
+/// Every upstream case whose kind's defaulting says it ignores `metadata` is left as it is,
+/// once defaulted, when its labels, annotations or name change or its `metadata` goes; every
+/// kind that says otherwise changes in one case at least.
+#[test]
+fn the_kinds_whose_defaulting_reads_metadata_say_so() {
+    let mut reads = std::collections::BTreeSet::new();
+    for case in load_cases() {
+        for minor in case.releases.0..=case.releases.1 {
+            let release = KubeVersion::new(minor).unwrap();
+            let mut defaulted = case.input.clone();
+            default_object(
+                &case.group,
+                &case.version,
+                &case.kind,
+                &mut defaulted,
+                release,
+            );
+            let changes: [fn(&mut Value); 4] = [
+                |o| {
+                    o.as_object_mut().map(|m| m.remove("metadata"));
+                },
+                |o| o["metadata"] = json!({"name": "other", "labels": {}}),
+                |o| o["metadata"] = json!({"labels": {"injected": "yes"}}),
+                |o| o["metadata"] = json!({"name": "x", "annotations": {"a": "b"}}),
+            ];
+            for change in changes {
+                let mut changed = defaulted.clone();
+                change(&mut changed);
+                let mut again = changed.clone();
+                default_object(&case.group, &case.version, &case.kind, &mut again, release);
+                let ignores = ignores_metadata(&case.group, &case.version, &case.kind);
+                if again != changed {
+                    assert!(
+                        !ignores,
+                        "{} / {} @1.{minor}: {again}",
+                        case.file, case.name
+                    );
+                    reads.insert(case.kind.clone());
+                }
+            }
+        }
+    }
+    for (group, version, kind) in DEFAULTED_KINDS {
+        if !ignores_metadata(group, version, kind) {
+            assert!(
+                reads.contains(kind),
+                "no case shows {kind} reading metadata"
+            );
         }
     }
 }

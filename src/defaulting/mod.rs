@@ -137,3 +137,15 @@ pub fn is_defaulted(group: &str, version: &str, kind: &str) -> bool {
         KubeVersion::NEWEST,
     )
 }
+
+/// Whether the defaulting of `group`/`version`, `kind` neither reads nor writes the object's
+/// `metadata`: an object it defaulted, changed since only in its `metadata` (a label, an
+/// annotation added by a webhook), is left as it is by defaulting it again. False for the kinds
+/// whose `metadata.labels` default to their template's (ReplicationController, Job) or to their
+/// name (Namespace).
+pub fn ignores_metadata(group: &str, version: &str, kind: &str) -> bool {
+    !matches!(
+        (group, version, kind),
+        ("", "v1", "ReplicationController" | "Namespace") | ("batch", "v1", "Job")
+    )
+}
