@@ -716,3 +716,62 @@ fn an_object_dispatched_again_is_patched_alike() {
         }
     }
 }
+
+/// A Pod known to be defaulted (a replay of a manifest decodes and defaults it first) whose
+/// patch edits only its metadata is not defaulted again, which would change nothing: every
+/// webhook is sent, and the dispatch ends with, what the same Pod not known to be defaulted
+/// gives, whether the patches edit its metadata, its spec or both.
+#[test]
+fn a_pod_known_defaulted_ends_as_one_defaulted_again() {
+    let release = KubeVersion::new(33).unwrap();
+    let schema = hookscope::schema::Schema::for_release(release);
+    let id = schema.kind("", "v1", "Pod").expect("Pod");
+    let mut pod = pod();
+    pod["spec"]["containers"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("imagePullPolicy");
+    let (mut defaulted, _) = hookscope::schema::codec::normalize(schema, id, &pod).unwrap();
+    hookscope::defaulting::default_object("", "v1", "Pod", &mut defaulted, release);
+    let (defaulted, _) = hookscope::schema::codec::normalize(schema, id, &defaulted).unwrap();
+    let label = json!([{"op": "add", "path": "/metadata/labels/injected", "value": "yes"}]);
+    let sidecar = json!([{"op": "add", "path": "/spec/containers/-", "value": {"name": "proxy", "image": "mesh/proxy:1"}}]);
+    let both = json!([
+        {"op": "add", "path": "/metadata/annotations", "value": {"a": "b"}},
+        {"op": "replace", "path": "/spec/containers/0/image", "value": "nginx:1.28"}
+    ]);
+    for (first, second) in [
+        (&label, &label),
+        (&label, &sidecar),
+        (&sidecar, &label),
+        (&both, &label),
+    ] {
+        let run = |known: bool| {
+            let mut attrs = request("CREATE", defaulted.clone(), None);
+            if known {
+                let object = attrs.object.take().expect("an object");
+                attrs.object = Some(std::sync::Arc::new(
+                    std::sync::Arc::unwrap_or_clone(object).known_defaulted(),
+                ));
+            }
+            let (outcome, replier) = dispatch(
+                33,
+                attrs,
+                vec![
+                    ("first.example.com", ScriptedReply::patch(first.clone())),
+                    ("second.example.com", ScriptedReply::patch(second.clone())),
+                ],
+            );
+            let sent: Vec<String> = replier
+                .seen
+                .iter()
+                .map(|c| String::from_utf8_lossy(&c.body).into_owned())
+                .collect();
+            (serde_json::to_value(&outcome).expect("an outcome"), sent)
+        };
+        let (known, unknown) = (run(true), run(false));
+        assert_eq!(known.1, unknown.1, "{first} then {second}: reviews");
+        assert_eq!(known.0, unknown.0, "{first} then {second}: outcome");
+        assert!(known.1.len() >= 2, "{first} then {second}: {:?}", known.1);
+    }
+}

@@ -423,6 +423,17 @@ fn json_lines_of_reviews_with_bad_lines_among_them() {
         "{:?}",
         manifest.notes
     );
+    // Decoded and defaulted as the create handler does, and known to be.
+    let object = manifest.attrs.object.as_ref().expect("an object");
+    assert!(object.is_known_defaulted());
+    assert!(
+        !requests(&items)[0]
+            .attrs
+            .object
+            .as_ref()
+            .is_some_and(|o| o.is_known_defaulted()),
+        "a review's object is taken as it is"
+    );
     assert_eq!((got[4].0, got[4].1), ("request", 6));
     let connect = requests(&items)[2];
     assert_eq!(connect.attrs.operation, Operation::Connect);

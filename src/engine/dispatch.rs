@@ -1541,9 +1541,11 @@ impl<'e, 'c> Run<'e, 'c> {
             AuditLevel::Request,
         );
         let same_kind = self.sends_request_kind(inv);
+        // What a typed patch leaves was defaulted.
         let after = Arc::new(match (same_kind, patched_json) {
             (true, Some(json)) => Object::with_json(patched, json),
-            (true, None) if plain => Object::new(patched).known_plain(),
+            (true, None) if plain => Object::new(patched).known_plain().known_defaulted(),
+            (true, None) if typed => Object::new(patched).known_defaulted(),
             (true, None) => Object::new(patched),
             (false, _) => {
                 let converted = convert_object(
@@ -1792,16 +1794,44 @@ impl<'e, 'c> Run<'e, 'c> {
         let times_truncated = !self.decoded_once && managed_fields_fresh(&self.attrs);
         self.decoded_once = true;
         let changed = times_truncated || !schema::semantic_equal(schema, id, sent, &decoded);
+        // An object defaulted already that the patch changed only in its `metadata` is left as
+        // it is by defaulting it again, where its kind's defaulting ignores `metadata`.
+        let only_metadata = sent_object.is_some_and(Object::is_known_defaulted)
+            && !sent_normalized
+            && edits.as_ref().is_some_and(|edits| {
+                edits
+                    .iter()
+                    .all(|e| e.path.first().is_some_and(|m| *m == "metadata"))
+            })
+            && crate::defaulting::ignores_metadata(&kind.group, &kind.version, &kind.kind);
         // The defaults are written in their Go types' form: a normal object stays normal (debug
         // builds, and so every test, check it).
-        let defaulted = crate::defaulting::defaults(
-            &kind.group,
-            &kind.version,
-            &kind.kind,
-            &mut decoded,
-            release,
-        )
-        .changed;
+        let defaulted = if only_metadata {
+            if cfg!(debug_assertions) {
+                let mut again = decoded.clone();
+                let defaults = crate::defaulting::defaults(
+                    &kind.group,
+                    &kind.version,
+                    &kind.kind,
+                    &mut again,
+                    release,
+                );
+                debug_assert!(
+                    !defaults.changed,
+                    "defaulting changed an object known defaulted outside its metadata"
+                );
+            }
+            false
+        } else {
+            crate::defaulting::defaults(
+                &kind.group,
+                &kind.version,
+                &kind.kind,
+                &mut decoded,
+                release,
+            )
+            .changed
+        };
         if defaulted && cfg!(debug_assertions) {
             let mut normalized = decoded.clone();
             schema::codec::normalize_in_place(schema, id, &mut normalized)

@@ -35,6 +35,8 @@ pub struct Object {
     normal: OnceLock<(&'static crate::schema::Schema, crate::schema::TypeId, bool)>,
     /// Whether the value is [plain](crate::jsonpatch::is_plain), once asked or known.
     plain: OnceLock<bool>,
+    /// Whether the value is known to be as the scheme's defaulting leaves it.
+    defaulted: bool,
 }
 
 /// An encoding of an object's value into one struct type of one schema.
@@ -160,6 +162,7 @@ impl Object {
             typed: OnceLock::new(),
             normal: OnceLock::new(),
             plain: OnceLock::new(),
+            defaulted: false,
         }
     }
 
@@ -202,6 +205,7 @@ impl Object {
             typed: OnceLock::new(),
             normal: OnceLock::new(),
             plain: OnceLock::new(),
+            defaulted: false,
         }
     }
 
@@ -251,6 +255,7 @@ impl Object {
             typed: OnceLock::new(),
             normal: OnceLock::new(),
             plain: OnceLock::new(),
+            defaulted: false,
         }
     }
 
@@ -304,6 +309,7 @@ impl Object {
             typed: OnceLock::new(),
             normal: OnceLock::new(),
             plain: OnceLock::new(),
+            defaulted: false,
         }
     }
 
@@ -404,6 +410,21 @@ impl Object {
             );
             told || crate::jsonpatch::is_plain(self.value())
         })
+    }
+
+    /// The object, known to be as kube-apiserver holds it once decoded: defaulted by its kind's
+    /// scheme defaulting (`crate::defaulting`), which then leaves it as it is. Objects read from
+    /// a manifest, an audit event or a typed patch are; the engine then does not default again
+    /// what a patch cannot have changed (debug builds check that defaulting would change
+    /// nothing). An object given otherwise is defaulted after each patch as a whole.
+    pub fn known_defaulted(mut self) -> Self {
+        self.defaulted = true;
+        self
+    }
+
+    /// Whether the object is [known to be defaulted](Object::known_defaulted).
+    pub fn is_known_defaulted(&self) -> bool {
+        self.defaulted
     }
 
     /// The object, known to be [plain](crate::jsonpatch::is_plain).
@@ -510,6 +531,7 @@ impl Clone for Object {
             typed: self.typed.clone(),
             normal: self.normal.clone(),
             plain: self.plain.clone(),
+            defaulted: self.defaulted,
         }
     }
 }

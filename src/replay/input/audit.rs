@@ -2230,8 +2230,20 @@ pub(super) fn as_decoded(
     kind: &GroupVersionKind,
     gvr: &GroupVersionResource,
     sub: &str,
-    mut object: Value,
+    object: Value,
 ) -> Value {
+    as_decoded_told(registry, kind, gvr, sub, object).0
+}
+
+/// [`as_decoded`], and whether the object was decoded into a built-in kind's Go type and
+/// defaulted (false for a custom resource, or where the decode or defaulting failed).
+pub(super) fn as_decoded_told(
+    registry: &crate::registry::ResourceRegistry,
+    kind: &GroupVersionKind,
+    gvr: &GroupVersionResource,
+    sub: &str,
+    mut object: Value,
+) -> (Value, bool) {
     let release = registry.release();
     let schema = crate::schema::Schema::for_release(release);
     let Some(id) = schema.kind(&kind.group, &kind.version, &kind.kind) else {
@@ -2243,7 +2255,7 @@ pub(super) fn as_decoded(
         if let Some(model) = crd.and_then(|c| crate::apply::CrdModel::new(schema, &c).ok()) {
             model.default_object(&mut object);
         }
-        return object;
+        return (object, false);
     };
     let before = object.clone();
     let normalized = crate::schema::codec::normalize_in_place(schema, id, &mut object).is_ok();
@@ -2257,9 +2269,13 @@ pub(super) fn as_decoded(
         )
         && crate::schema::codec::normalize_in_place(schema, id, &mut object).is_err()
     {
-        return before;
+        return (before, false);
     }
-    if normalized { object } else { before }
+    if normalized {
+        (object, true)
+    } else {
+        (before, false)
+    }
 }
 
 fn add_managed_fields(object: &mut Value, response: Option<&[u8]>, old: Option<&Value>) {

@@ -801,7 +801,7 @@ impl Reader {
                     )),
                 }
             }
-            wrapped::Unwrapped::Create(event, note) => {
+            wrapped::Unwrapped::Create(event, note, defaulted) => {
                 let Ok(spans) = scan::find_by(&event, (0, event.len()), audit::key_index) else {
                     return false;
                 };
@@ -811,6 +811,13 @@ impl Reader {
                         r.uid.clear();
                         r.audit = None;
                         r.notes.insert(0, note.clone());
+                        if defaulted {
+                            r.attrs.object = r
+                                .attrs
+                                .object
+                                .take()
+                                .map(|o| Arc::new(Arc::unwrap_or_clone(o).known_defaulted()));
+                        }
                     }
                     sink.push(item)
                 };

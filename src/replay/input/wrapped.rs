@@ -16,9 +16,9 @@ pub(crate) enum Unwrapped {
     /// An `AdmissionRequest` outside a review: the review to read instead, and how many levels
     /// the document wraps the request's objects in (a bare request 1, `{request: …}` 2).
     Review(Value, usize),
-    /// A plain manifest: the audit event of its create, as kubectl would send it, and the note
-    /// saying so.
-    Create(Vec<u8>, String),
+    /// A plain manifest: the audit event of its create, as kubectl would send it, the note
+    /// saying so, and whether its object was decoded into its kind's Go type and defaulted.
+    Create(Vec<u8>, String, bool),
     /// Recognised, but not replayable: the field and the reason.
     Refused(Cow<'static, str>, String),
 }
@@ -259,7 +259,8 @@ fn manifest(
     if let Some(refused) = strictly_undecodable(registry, &info.kind, version, &object) {
         return Some(refused);
     }
-    let object = super::audit::as_decoded(registry, &info.kind, &info.resource, "", object);
+    let (object, defaulted) =
+        super::audit::as_decoded_told(registry, &info.kind, &info.resource, "", object);
     let resource = &info.resource.resource;
     let prefix = if group.is_empty() {
         format!("/api/{version}")
@@ -316,5 +317,6 @@ fn manifest(
     Some(Unwrapped::Create(
         serde_json::to_vec(&event).unwrap_or_default(),
         note,
+        defaulted,
     ))
 }
