@@ -476,7 +476,18 @@ proptest::proptest! {
         let edited_result =
             schema::codec::normalize_in_place_edited(s, *id, &mut edited, normal, &edits);
         proptest::prop_assert_eq!(&edited_result, &whole_result, "{}", serde_json::Value::Array(ops.clone()));
+        // The same, the object patched read member by member; and compared so.
+        let mut by_members = patched.clone();
+        let members_result = schema::codec::normalize_in_place_edited_members(
+            s, *id, &mut by_members, |n| normal.get(n), &edits,
+        );
+        proptest::prop_assert_eq!(&members_result, &whole_result, "{}", serde_json::Value::Array(ops.clone()));
         if whole_result.is_ok() {
+            proptest::prop_assert_eq!(&by_members, &whole, "{}", serde_json::Value::Array(ops.clone()));
+            proptest::prop_assert_eq!(
+                schema::codec::semantic_equal_members(s, *id, |n| normal.get(n), |n| whole.get(n)),
+                schema::semantic_equal(s, *id, normal, &whole)
+            );
             proptest::prop_assert_eq!(edited, whole, "{}", serde_json::Value::Array(ops));
         }
     }

@@ -124,6 +124,8 @@ struct Patched {
     /// Whether the object sent was the current one as a decode leaves it
     /// ([`Object::normalized`]), not the current one itself.
     normalized: bool,
+    /// Instead of `value`: the current object with these top-level members replaced.
+    members: Option<Vec<(Box<str>, Option<Value>)>>,
 }
 
 impl Patched {
@@ -137,8 +139,20 @@ impl Patched {
             plain: false,
             edited: None,
             normalized: false,
+            members: None,
         }
     }
+}
+
+/// The top-level members `edits` reach, sorted.
+fn top_level_members(edits: &[schema::codec::Edit<'_>]) -> Vec<String> {
+    let mut members: Vec<String> = edits
+        .iter()
+        .filter_map(|e| e.path.first().map(|&m| m.to_owned()))
+        .collect();
+    members.sort_unstable();
+    members.dedup();
+    members
 }
 
 /// An object converted to the version of an equivalent invocation.
@@ -1520,6 +1534,7 @@ impl<'e, 'c> Run<'e, 'c> {
             plain,
             edited,
             normalized,
+            members,
         } = match self.patch_object(&patch, inv) {
             Ok(p) => p,
             Err(e) => {
@@ -1542,7 +1557,13 @@ impl<'e, 'c> Run<'e, 'c> {
         );
         let same_kind = self.sends_request_kind(inv);
         // What a typed patch leaves was defaulted.
+        let current = self.attrs.object.as_ref().filter(|_| same_kind);
         let after = Arc::new(match (same_kind, patched_json) {
+            (true, None) if let Some((members, current)) = members.zip(current) => {
+                Object::derived(current, members, None)
+                    .known_plain()
+                    .known_defaulted()
+            }
             (true, Some(json)) => Object::with_json(patched, json),
             (true, None) if plain => Object::new(patched).known_plain().known_defaulted(),
             (true, None) if typed => Object::new(patched).known_defaulted(),
@@ -1584,11 +1605,22 @@ impl<'e, 'c> Run<'e, 'c> {
                     .filter(|_| normalized)
                     .and_then(|id| before.normalized(schema, id));
                 // Known only when what was sent was normal.
-                let (sent, normal) = match sent {
-                    Some((sent, _)) => (sent, true),
-                    None => (before.value(), self.is_normal_object(&before)),
-                };
-                self.patched_text(&old, sent, after.value(), normal, edited.as_deref())
+                match sent {
+                    Some((sent, _)) => {
+                        self.patched_text(&old, |n| sent.get(n), &after, true, edited.as_deref())
+                    }
+                    None if !before.is_map() => None,
+                    None => {
+                        let normal = self.is_normal_object(&before);
+                        self.patched_text(
+                            &old,
+                            |n| before.member(n),
+                            &after,
+                            normal,
+                            edited.as_deref(),
+                        )
+                    }
+                }
             }
             _ => None,
         };
@@ -1627,35 +1659,162 @@ impl<'e, 'c> Run<'e, 'c> {
     /// members, at any depth, that the patch, the decode and the defaulting left equal keep
     /// their bytes, the others are encoded (`edited`, when known: the top-level members that
     /// can differ). None where the whole object is to be encoded.
-    fn patched_text(
+    fn patched_text<'v>(
         &self,
         old: &str,
-        sent: &Value,
-        patched: &Value,
+        sent: impl Fn(&str) -> Option<&'v Value>,
+        patched: &'v Object,
         deep: bool,
         edited: Option<&[String]>,
     ) -> Option<String> {
         let schema = Schema::for_release(self.engine.options.kube_version);
         let kind = &self.attrs.kind;
         let id = schema.kind(&kind.group, &kind.version, &kind.kind)?;
-        let text = schema::codec::encode_changed(
+        if !patched.is_map() {
+            return None;
+        }
+        let text = schema::codec::encode_changed_members(
             schema,
             id,
             old,
-            sent.as_object()?,
-            patched.as_object()?,
+            sent,
+            |n| patched.member(n),
             deep,
             edited,
         )?
         .ok()?;
         debug_assert_eq!(
             Some(&text),
-            schema::codec::encode_unremembered(schema, id, patched)
+            schema::codec::encode_unremembered(schema, id, &patched.to_owned_value())
                 .ok()
                 .as_ref(),
             "a spliced review text is the whole encoding"
         );
         Some(text)
+    }
+
+    /// [`Run::patch_object`] without making the current object whole where that is not needed:
+    /// a normal, plain object of the request's kind patched directly. A patch that edits only
+    /// the `metadata` of an object known to be defaulted, whose kind's defaulting ignores
+    /// `metadata`, makes the object with that member replaced: nothing else is copied. An object
+    /// that is such a one (members replaced, not made whole) is copied member by member and
+    /// compared by member. None where neither applies.
+    fn patch_by_members(
+        &mut self,
+        patch: &jsonpatch::Patch,
+        inv: &Invocation,
+    ) -> Option<Result<Patched, String>> {
+        if !self.sends_request_kind(inv) {
+            return None;
+        }
+        let current = Arc::clone(self.attrs.object.as_ref()?);
+        let release = self.engine.options.kube_version;
+        let schema = Schema::for_release(release);
+        let kind = &inv.kind;
+        let id = schema.kind(&kind.group, &kind.version, &kind.kind)?;
+        if current.json().is_some()
+            || !self.is_normal_object(&current)
+            || !current.is_plain()
+            || !current.is_map()
+        {
+            return None;
+        }
+        let paths = patch.direct_edits();
+        let metadata_only = current.is_known_defaulted()
+            && !paths.is_empty()
+            && paths
+                .iter()
+                .all(|(p, _)| p == "/metadata" || p.starts_with("/metadata/"))
+            && crate::defaulting::ignores_metadata(&kind.group, &kind.version, &kind.kind);
+        if !metadata_only && !current.members_only() {
+            return None;
+        }
+        let plain = schema
+            .nesting(id)
+            .is_some_and(|n| n <= jsonpatch::MAX_DIRECT_NESTING);
+        if !plain {
+            return None;
+        }
+        let edits: Vec<schema::codec::Edit<'_>> = paths
+            .iter()
+            .map(|(path, resizes)| schema::codec::Edit::new(path, *resizes))
+            .collect();
+        // What the patch reads and writes: `metadata` alone, or the whole object.
+        let sent_metadata;
+        let decoded = if metadata_only {
+            let mut shell = serde_json::Map::new();
+            if let Some(m) = current.member("metadata") {
+                shell.insert("metadata".into(), m.clone());
+            }
+            sent_metadata = Value::Object(shell);
+            patch.apply_direct_to_plain(&sent_metadata)
+        } else {
+            sent_metadata = Value::Null;
+            patch.apply_direct_to_plain_owned(current.to_owned_value())
+        };
+        let mut decoded = decoded?;
+        let sent = |n: &str| match metadata_only {
+            true => sent_metadata.get(n),
+            false => current.member(n),
+        };
+        if let Err(e) =
+            schema::codec::normalize_in_place_edited_members(schema, id, &mut decoded, sent, &edits)
+        {
+            return Some(Err(e.to_string()));
+        }
+        let times_truncated = !self.decoded_once && managed_fields_fresh(&self.attrs);
+        self.decoded_once = true;
+        let changed = times_truncated
+            || !schema::codec::semantic_equal_members(schema, id, sent, |n| decoded.get(n));
+        let defaulted = !metadata_only
+            && crate::defaulting::defaults(
+                &kind.group,
+                &kind.version,
+                &kind.kind,
+                &mut decoded,
+                release,
+            )
+            .changed;
+        let edited = (!defaulted).then(|| top_level_members(&edits));
+        let members = metadata_only.then(|| {
+            let metadata = decoded.as_object_mut().and_then(|m| m.remove("metadata"));
+            vec![(Box::from("metadata"), metadata)]
+        });
+        if cfg!(debug_assertions) {
+            let whole = match &members {
+                Some(members) => {
+                    let mut whole = current.to_owned_value();
+                    if let (Value::Object(map), Some((_, metadata))) = (&mut whole, members.first())
+                    {
+                        match metadata {
+                            Some(m) => map.insert("metadata".into(), m.clone()),
+                            None => map.remove("metadata"),
+                        };
+                    }
+                    whole
+                }
+                None => decoded.clone(),
+            };
+            let mut slow = patch
+                .apply_prepared(&jsonpatch::Prepared::new(&current.to_owned_value()))
+                .expect("a patch applied directly applies");
+            schema::codec::normalize_in_place(schema, id, &mut slow).expect("normalises");
+            crate::defaulting::defaults(&kind.group, &kind.version, &kind.kind, &mut slow, release);
+            debug_assert_eq!(
+                slow, whole,
+                "a patch by members is the patch of the whole object"
+            );
+        }
+        Some(Ok(Patched {
+            value: if metadata_only { Value::Null } else { decoded },
+            changed,
+            json: None,
+            typed: true,
+            plain: true,
+            edited,
+            normalized: false,
+            members,
+        }))
     }
 
     /// Applies a patch to the current object as sent for the invocation `inv`, as upstream does:
@@ -1668,6 +1827,9 @@ impl<'e, 'c> Run<'e, 'c> {
         patch: &jsonpatch::Patch,
         inv: &Invocation,
     ) -> Result<Patched, String> {
+        if let Some(patched) = self.patch_by_members(patch, inv) {
+            return patched;
+        }
         let versioned;
         let release = self.engine.options.kube_version;
         let schema = Schema::for_release(release);
@@ -1844,15 +2006,7 @@ impl<'e, 'c> Run<'e, 'c> {
         // Only what the patch edited differs from the object sent when that was normal (the
         // decode changed only that) and the defaulting changed nothing.
         let edited = match (&edits, sent_normal && !defaulted) {
-            (Some(edits), true) => {
-                let mut members: Vec<String> = edits
-                    .iter()
-                    .filter_map(|e| e.path.first().map(|&m| m.to_owned()))
-                    .collect();
-                members.sort_unstable();
-                members.dedup();
-                Some(members)
-            }
+            (Some(edits), true) => Some(top_level_members(edits)),
             _ => None,
         };
         // Reviews encode it when a webhook is called with it.
@@ -1864,6 +2018,7 @@ impl<'e, 'c> Run<'e, 'c> {
             plain,
             edited,
             normalized: sent_normalized,
+            members: None,
         })
     }
 

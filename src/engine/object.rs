@@ -225,6 +225,29 @@ impl Object {
         self.value().get(name)
     }
 
+    /// A copy of the value, made without keeping it: a derived object not made whole yet stays
+    /// so (its base's members copied with those replaced).
+    pub(crate) fn to_owned_value(&self) -> Value {
+        if self.members_only()
+            && let Some(d) = self.derived.as_deref()
+            && let Value::Object(base) = d.base.value()
+        {
+            let mut map = serde_json::Map::new();
+            for (name, value) in base {
+                if !d.members.iter().any(|(n, _)| **n == **name) {
+                    map.insert(name.clone(), value.clone());
+                }
+            }
+            for (name, value) in &d.members {
+                if let Some(v) = value {
+                    map.insert(name.to_string(), v.clone());
+                }
+            }
+            return Value::Object(map);
+        }
+        self.value().clone()
+    }
+
     /// Whether the object is a derived one not made whole yet, whose members
     /// [`Object::member`] reads without making it whole.
     pub(crate) fn members_only(&self) -> bool {

@@ -31,13 +31,19 @@ impl Patch {
 
     /// [`Patch::apply_direct`] of a document known to be [plain](is_plain).
     pub fn apply_direct_to_plain(&self, doc: &Value) -> Option<Value> {
-        debug_assert!(is_plain(doc), "a document said to be plain is not");
+        self.ops.as_ref()?;
+        self.apply_direct_to_plain_owned(doc.clone())
+    }
+
+    /// [`Patch::apply_direct_to_plain`] of a document given to be changed (a copy the caller
+    /// made): the patch is made in it.
+    pub fn apply_direct_to_plain_owned(&self, mut doc: Value) -> Option<Value> {
+        debug_assert!(is_plain(&doc), "a document said to be plain is not");
         let ops = self.ops.as_ref()?;
-        let mut out = doc.clone();
         for op in ops {
-            apply(op.as_ref()?, &mut out)?;
+            apply(op.as_ref()?, &mut doc)?;
         }
-        Some(out)
+        Some(doc)
     }
 
     /// The paths [`Patch::apply_direct`] wrote to, in order, each with whether it added or

@@ -217,6 +217,9 @@ pub fn encode_members<'v>(
     enc.into_remembered_text(id)
 }
 
+/// The members of an object read one by one (an object whose members are not all in one map).
+type Members<'f, 'v> = &'f dyn Fn(&str) -> Option<&'v Value>;
+
 /// The text of an object encoded before, and the places of its values when they are known.
 struct Old<'a> {
     text: &'a [u8],
@@ -323,11 +326,33 @@ pub fn encode_changed(
     deep: bool,
     edited: Option<&[String]>,
 ) -> Option<Result<String, DecodeError>> {
+    encode_changed_members(
+        schema,
+        id,
+        old,
+        |n| before.get(n),
+        |n| after.get(n),
+        deep,
+        edited,
+    )
+}
+
+/// [`encode_changed`] of objects whose members are read through `before` and `after` (objects
+/// whose members are not all in one map).
+pub fn encode_changed_members<'v>(
+    schema: &Schema,
+    id: TypeId,
+    old: &str,
+    before: impl Fn(&str) -> Option<&'v Value>,
+    after: impl Fn(&str) -> Option<&'v Value>,
+    deep: bool,
+    edited: Option<&[String]>,
+) -> Option<Result<String, DecodeError>> {
     let st = schema.get(id);
     let old = Old::recalled(schema, id, old)?;
     let places = old.top_level(st)?;
     splice(schema, id, &old, |enc, i, field, first| {
-        let (new, was) = (after.get(&*field.name), before.get(&*field.name));
+        let (new, was) = (after(&field.name), before(&field.name));
         if omitted(schema, field, new) {
             return Ok(());
         }
@@ -513,6 +538,34 @@ pub fn normalize_in_place_edited(
     let edits: Vec<&Edit<'_>> = edits.iter().collect();
     let mut enc = Encoder::new(schema, 0);
     enc.normalize_edited(&Type::Struct(id), value, normal, &edits, 0)
+}
+
+/// [`normalize_in_place_edited`] of an object of the struct type `id` (a map) made from one whose
+/// members are read through `normal` (an object whose members are not all in one map).
+pub fn normalize_in_place_edited_members<'n>(
+    schema: &Schema,
+    id: TypeId,
+    value: &mut Value,
+    normal: impl Fn(&str) -> Option<&'n Value>,
+    edits: &[Edit<'_>],
+) -> Result<(), DecodeError> {
+    let edits: Vec<&Edit<'_>> = edits.iter().collect();
+    if edits.is_empty() {
+        return Ok(());
+    }
+    let st = schema.get(id);
+    let mut enc = Encoder::new(schema, 0);
+    let Value::Object(members) = value else {
+        return enc.normalize(&Type::Struct(id), value);
+    };
+    if edits.iter().any(|e| e.path.is_empty()) {
+        return normalize_in_place(schema, id, value);
+    }
+    let names: Vec<&str> = edits.iter().map(|e| e.path[0]).collect();
+    let owner = enc.owner.replace(st);
+    enc.normalize_members(st, members, Some(&names), Some(&normal), Some((&edits, 0)))?;
+    enc.owner = owner;
+    Ok(())
 }
 
 /// [`normalize_in_place`] for an object whose members other than `members` are already as it
@@ -985,12 +1038,12 @@ impl<'s> Encoder<'s> {
 
     /// The members of a struct `st`, normalised in place (`only`: just those named, the rest
     /// being normal already): unknown and omitted members dropped, absent ones Go writes added.
-    fn normalize_members(
+    fn normalize_members<'n>(
         &mut self,
         st: &'s Struct,
         members: &mut Map<String, Value>,
         only: Option<&[&str]>,
-        like: Option<&Map<String, Value>>,
+        like: Option<Members<'_, 'n>>,
         edits: Option<(&[&Edit<'_>], usize)>,
     ) -> Result<(), DecodeError> {
         let chosen = |name: &str| only.is_none_or(|names| names.contains(&name));
@@ -1014,7 +1067,7 @@ impl<'s> Encoder<'s> {
             }
             self.path.push(&field.name);
             self.owner = Some(st);
-            let result = match (like.and_then(|m| m.get(k)), edits) {
+            let result = match (like.and_then(|m| m(k)), edits) {
                 (Some(normal), Some((edits, depth))) => {
                     let here = edits_at(edits, depth, |s| s == k);
                     self.normalize_edited(&field.ty, v, normal, &here, depth + 1)
@@ -1083,7 +1136,13 @@ impl<'s> Encoder<'s> {
             (Type::Struct(id), Value::Object(members), Value::Object(normal_members)) => {
                 let st = self.schema.get(*id);
                 let owner = self.owner.replace(st);
-                self.normalize_members(st, members, None, Some(normal_members), None)?;
+                self.normalize_members(
+                    st,
+                    members,
+                    None,
+                    Some(&|k: &str| normal_members.get(k)),
+                    None,
+                )?;
                 self.owner = owner;
                 Ok(())
             }
@@ -1158,7 +1217,7 @@ impl<'s> Encoder<'s> {
                     st,
                     members,
                     Some(&names),
-                    Some(normal_members),
+                    Some(&|k: &str| normal_members.get(k)),
                     Some((edits, depth)),
                 )?;
                 self.owner = owner;
@@ -1839,6 +1898,21 @@ fn write_any(out: &mut Vec<u8>, v: &Value) {
 /// quantities compare by value.
 pub fn semantic_equal(schema: &Schema, id: TypeId, a: &Value, b: &Value) -> bool {
     equal(schema, &Type::Struct(id), Some(a), Some(b))
+}
+
+/// [`semantic_equal`] of two maps of the struct type `id` whose members are read through `a` and
+/// `b` (objects whose members are not all in one map).
+pub fn semantic_equal_members<'a, 'b>(
+    schema: &Schema,
+    id: TypeId,
+    a: impl Fn(&str) -> Option<&'a Value>,
+    b: impl Fn(&str) -> Option<&'b Value>,
+) -> bool {
+    schema
+        .get(id)
+        .fields
+        .iter()
+        .all(|f| equal(schema, &f.ty, a(&f.name), b(&f.name)))
 }
 
 fn equal(schema: &Schema, ty: &Type, a: Option<&Value>, b: Option<&Value>) -> bool {
