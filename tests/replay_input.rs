@@ -947,6 +947,17 @@ fn patches_are_applied_to_the_last_state_when_their_type_is_certain() {
     assert_eq!(r.len(), 7, "{items:#?}");
     let json_patch = r[1];
     assert_eq!(json_patch.attrs.operation, Operation::Update);
+    // Decoded and defaulted here as the patch handler does, and known to be; the create's
+    // object is taken as the audit event has it.
+    assert!(
+        json_patch
+            .attrs
+            .object
+            .as_ref()
+            .unwrap()
+            .is_known_defaulted()
+    );
+    assert!(!r[0].attrs.object.as_ref().unwrap().is_known_defaulted());
     assert_eq!(
         json_patch.attrs.old_object_value().cloned(),
         Some(created.clone())

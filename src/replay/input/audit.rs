@@ -590,7 +590,10 @@ impl Reader {
             sub_resource: ctx.sub.clone(),
             namespace: ctx.namespace.clone(),
             name: parts.name.unwrap_or_else(|| ctx.name.clone()),
-            object: parts.object.map(|o| Arc::new(Object::new(o))),
+            object: parts.object.map(|o| match parts.defaulted {
+                true => Arc::new(Object::new(o).known_defaulted()),
+                false => Arc::new(Object::new(o)),
+            }),
             old_object: parts.old_object.map(|o| Arc::new(Object::new(o))),
             dry_run: parts.options.as_ref().is_some_and(query::is_dry_run),
             options: parts.options.map(Arc::new),
@@ -912,6 +915,7 @@ impl Reader {
                 object: Some(object),
                 old_object: None,
                 options: Some(options),
+                defaulted: false,
             },
         )
     }
@@ -943,11 +947,17 @@ impl Reader {
             );
         }
         ensure_namespace(&mut object, &ctx.gvr, &ctx.namespace);
-        self.update_request(ctx, object, old)
+        self.update_request(ctx, object, old, false)
     }
 
     /// The UPDATE an update or a patch is, once its new and old objects are known.
-    fn update_request(&self, ctx: &Ctx<'_, '_>, mut object: Value, old: Value) -> InputItem {
+    fn update_request(
+        &self,
+        ctx: &Ctx<'_, '_>,
+        mut object: Value,
+        old: Value,
+        defaulted: bool,
+    ) -> InputItem {
         let kind = match self.kind(ctx, [Some(&object), Some(&old)]) {
             Ok(k) => k,
             Err(item) => return item,
@@ -966,6 +976,7 @@ impl Reader {
                 object: Some(object),
                 old_object: Some(old),
                 options: Some(options),
+                defaulted,
             },
         )
     }
@@ -1034,16 +1045,16 @@ impl Reader {
                 );
             }
         };
-        let object = self.decoded(ctx, object);
-        self.update_request(ctx, object, old)
+        let (object, defaulted) = self.decoded(ctx, object);
+        self.update_request(ctx, object, old, defaulted)
     }
 
     /// The patched object as the patch handler holds it before admission: decoded into the
     /// kind's Go type and defaulted (kinds without one are left as they are).
-    fn decoded(&self, ctx: &Ctx<'_, '_>, object: Value) -> Value {
+    fn decoded(&self, ctx: &Ctx<'_, '_>, object: Value) -> (Value, bool) {
         match self.registry.kind_ref(&ctx.gvr, &ctx.sub) {
             Some(kind) => as_decoded(&self.registry, kind, &ctx.gvr, &ctx.sub, object),
-            None => object,
+            None => (object, false),
         }
     }
 
@@ -1227,7 +1238,7 @@ impl Reader {
         }
         ensure_namespace(&mut object, &ctx.gvr, &ctx.namespace);
         match old {
-            Some(old) => self.update_request(ctx, object, old),
+            Some(old) => self.update_request(ctx, object, old, false),
             None => {
                 let options = query::write_options("CreateOptions", &ctx.query);
                 self.request(
@@ -1239,6 +1250,7 @@ impl Reader {
                         object: Some(object),
                         old_object: None,
                         options: Some(options),
+                        defaulted: false,
                     },
                 )
             }
@@ -1346,6 +1358,7 @@ impl Reader {
                 object: None,
                 old_object: Some(old),
                 options: Some(Value::Object(options)),
+                defaulted: false,
             },
         )
     }
@@ -1422,6 +1435,7 @@ impl Reader {
                     object: None,
                     old_object: Some(old),
                     options: Some(Value::Object(options.clone())),
+                    defaulted: false,
                 },
             ));
         }
@@ -1461,6 +1475,7 @@ impl Reader {
                 object: Some(object),
                 old_object: None,
                 options: None,
+                defaulted: false,
             },
         )
     }
@@ -1700,6 +1715,8 @@ struct Parts {
     object: Option<Value>,
     old_object: Option<Value>,
     options: Option<Value>,
+    /// Whether `object` was decoded into its kind's Go type and defaulted here.
+    defaulted: bool,
 }
 
 enum PatchType {
@@ -2224,20 +2241,9 @@ fn response_has_managed_fields(ev: &Event<'_>) -> bool {
 /// An object of `kind` (the kind the registry serves `gvr` as) as the apiserver holds it once a
 /// handler has decoded it: in the kind's Go type and defaulted, as its codec does. A custom
 /// resource is defaulted by its definition's schema when the definition is known, and otherwise
-/// left as it is; so is an object whose decode or defaulting fails.
+/// left as it is; so is an object whose decode or defaulting fails. Returned with whether it was
+/// decoded into a built-in kind's Go type and defaulted.
 pub(super) fn as_decoded(
-    registry: &crate::registry::ResourceRegistry,
-    kind: &GroupVersionKind,
-    gvr: &GroupVersionResource,
-    sub: &str,
-    object: Value,
-) -> Value {
-    as_decoded_told(registry, kind, gvr, sub, object).0
-}
-
-/// [`as_decoded`], and whether the object was decoded into a built-in kind's Go type and
-/// defaulted (false for a custom resource, or where the decode or defaulting failed).
-pub(super) fn as_decoded_told(
     registry: &crate::registry::ResourceRegistry,
     kind: &GroupVersionKind,
     gvr: &GroupVersionResource,

@@ -260,7 +260,7 @@ fn manifest(
         return Some(refused);
     }
     let (object, defaulted) =
-        super::audit::as_decoded_told(registry, &info.kind, &info.resource, "", object);
+        super::audit::as_decoded(registry, &info.kind, &info.resource, "", object);
     let resource = &info.resource.resource;
     let prefix = if group.is_empty() {
         format!("/api/{version}")
