@@ -3099,4 +3099,95 @@ mod tests {
             serde_json::json!({"metadata": {"uid": "u", "generation": 2, "creationTimestamp": "t"}})
         );
     }
+
+    /// A chain that labels a Pod known to be defaulted, then adds a container to it: the first
+    /// patch copies only the metadata (the object after it reads its other members from the
+    /// Pod given), the second copies the rest, and the outcome is the whole object.
+    #[test]
+    fn a_metadata_only_patch_copies_the_metadata_alone() {
+        use crate::engine::{EngineOptions, Namespaces, Phases, RequestContext, SequentialIds};
+        use crate::script::{ScriptedReplier, ScriptedReply};
+        let hooks: Vec<String> = ["a", "b"]
+            .iter()
+            .map(|n| {
+                format!(
+                    "apiVersion: admissionregistration.k8s.io/v1\nkind: MutatingWebhookConfiguration\nmetadata: {{name: {n}}}\nwebhooks:\n- name: {n}.example.com\n  clientConfig: {{url: \"https://{n}.example.com/mutate\"}}\n  rules: [{{operations: [CREATE], apiGroups: [\"\"], apiVersions: [v1], resources: [pods]}}]\n  sideEffects: None\n  admissionReviewVersions: [v1]\n"
+                )
+            })
+            .collect();
+        let configs: Vec<_> = crate::config::parse_documents(&hooks.join("---\n"), "hooks.yaml")
+            .into_iter()
+            .map(|r| {
+                let mut loaded = r.expect("loads");
+                loaded.apply_defaults();
+                loaded.configuration
+            })
+            .collect();
+        let release = crate::KubeVersion::new(33).unwrap();
+        let schema = Schema::for_release(release);
+        let id = schema.kind("", "v1", "Pod").unwrap();
+        let mut pod = serde_json::json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": "p", "namespace": "ns", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}});
+        crate::defaulting::default_object("", "v1", "Pod", &mut pod, release);
+        let (pod, _) = schema::codec::normalize(schema, id, &pod).unwrap();
+        let attrs: Attributes = serde_json::from_value(serde_json::json!({
+            "operation": "CREATE",
+            "kind": {"group": "", "version": "v1", "kind": "Pod"},
+            "resource": {"group": "", "version": "v1", "resource": "pods"},
+            "namespace": "ns", "name": "p", "object": pod,
+        }))
+        .unwrap();
+        let mut attrs = attrs;
+        let given = Arc::new(Arc::unwrap_or_clone(attrs.object.take().unwrap()).known_defaulted());
+        attrs.object = Some(Arc::clone(&given));
+        let engine = Engine::new(&configs, EngineOptions::for_version(release));
+        let mut replier = ScriptedReplier::new([
+            (
+                "a.example.com".to_string(),
+                ScriptedReply::patch(serde_json::json!([
+                    {"op": "add", "path": "/metadata/labels/injected", "value": "yes"}
+                ])),
+            ),
+            (
+                "b.example.com".to_string(),
+                ScriptedReply::patch(serde_json::json!([
+                    {"op": "add", "path": "/spec/containers/-", "value": {"name": "s", "image": "j"}}
+                ])),
+            ),
+        ]);
+        let (mut ids, mut metrics) = (SequentialIds::default(), crate::metrics::Metrics::new());
+        let ns = Namespaces::default();
+        let ctx = RequestContext {
+            namespaces: &ns,
+            ids: &mut ids,
+            metrics: &mut metrics,
+            deadline: None,
+            phases: Phases::MutatingOnly,
+        };
+        let outcome = engine.dispatch_blocking(attrs, ctx, &mut replier);
+        assert!(outcome.allowed, "{:?}", outcome.status);
+        let afters: Vec<Arc<Object>> = outcome
+            .steps()
+            .into_iter()
+            .filter_map(|s| match s.kind {
+                crate::engine::StepKind::PatchApplied { after, .. } => Some(after),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(afters.len(), 2);
+        assert!(
+            afters[0].members_only(),
+            "the labelled Pod is the given one, relabelled"
+        );
+        assert_eq!(afters[0].member("spec"), given.member("spec"));
+        assert_eq!(
+            afters[0].member("metadata").unwrap()["labels"]["injected"],
+            "yes"
+        );
+        assert!(!afters[1].members_only());
+        let object = outcome.object.expect("an object");
+        assert_eq!(object["spec"]["containers"][1]["imagePullPolicy"], "Always");
+        assert_eq!(object["metadata"]["labels"]["injected"], "yes");
+    }
 }

@@ -452,8 +452,9 @@ impl Object {
 
     /// The object, known to be [plain](crate::jsonpatch::is_plain).
     pub(crate) fn known_plain(self) -> Self {
+        // A copy, not the value: a derived object stays one.
         debug_assert!(
-            crate::jsonpatch::is_plain(self.value()),
+            crate::jsonpatch::is_plain(&self.to_owned_value()),
             "an object said to be plain is not"
         );
         let _ = self.plain.set(true);
