@@ -763,6 +763,37 @@ proptest! {
         prop_assert_eq!(sa, sb);
     }
 
+    /// A Pod known to be defaulted (as the replay marks what it decodes) ends every chain of
+    /// label patches, with its failures, denials and reinvocations, as the same Pod not known to
+    /// be defaulted: the same outcome, the same reviews sent, the same metrics.
+    #[test]
+    fn knowing_an_object_is_defaulted_changes_no_outcome(s in scenario()) {
+        let engine = Engine::new(&mutating_configs(&s), EngineOptions::default());
+        let release = hookscope::KubeVersion::default();
+        let schema = hookscope::schema::Schema::for_release(release);
+        let id = schema.kind("", "v1", "Pod").expect("Pod");
+        let (mut defaulted, _) =
+            hookscope::schema::codec::normalize(schema, id, &pod(&s.labels)).expect("decodes");
+        hookscope::defaulting::default_object("", "v1", "Pod", &mut defaulted, release);
+        let (defaulted, _) =
+            hookscope::schema::codec::normalize(schema, id, &defaulted).expect("decodes");
+        let run = |known: bool| {
+            let mut attrs = pod_request(s.operation, &s.labels);
+            let object = |o: hookscope::engine::Object| if known { o.known_defaulted() } else { o };
+            if attrs.object.is_some() {
+                attrs.object = Some(Arc::new(object(defaulted.clone().into())));
+            }
+            let mut metrics = Metrics::new();
+            let mut r = replier(&s);
+            let outcome = dispatch(&engine, attrs, &mut metrics, &mut r);
+            (serde_json::to_value(&outcome).expect("an outcome"), metrics.encode_text(), r.seen)
+        };
+        let (known, unknown) = (run(true), run(false));
+        prop_assert_eq!(known.0, unknown.0);
+        prop_assert_eq!(known.1, unknown.1);
+        prop_assert_eq!(known.2, unknown.2);
+    }
+
     /// Per dispatch, `webhook_request_total` and the duration histogram grow by the number of
     /// attempted calls; fail-open and rejection counters match the outcome.
     #[test]
