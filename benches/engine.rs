@@ -28,7 +28,7 @@ use hookscope::api::{
     Webhook, WebhookClientConfig, WebhookConfiguration, WebhookKind,
 };
 use hookscope::engine::{
-    Attributes, Engine, EngineOptions, Namespaces, Phases, Replier, Reply, RequestContext,
+    Attributes, Engine, EngineOptions, Namespaces, Object, Phases, Replier, Reply, RequestContext,
     SequentialIds, WebhookCall,
 };
 use hookscope::metrics::Metrics;
@@ -288,6 +288,8 @@ enum Objects {
     AsSent,
     /// A new one each time, given as the apiserver sends it.
     NewAsSent,
+    /// A new one each time, given as the text of the apiserver's review (a capture's object).
+    NewCaptured,
 }
 
 /// Five mutating and three validating webhooks matching everything, answered by `replies`
@@ -315,12 +317,22 @@ fn bench_dispatch(bencher: Bencher, replies: BTreeMap<String, ScriptedReply>, ob
             };
             bencher.bench_local(|| black_box(dispatch_once(&engine, &request, &mut replier)));
         }
-        Objects::New | Objects::NewAsSent => {
-            let sent = matches!(objects, Objects::NewAsSent).then(pod_as_sent);
+        Objects::New | Objects::NewAsSent | Objects::NewCaptured => {
+            let sent =
+                matches!(objects, Objects::NewAsSent | Objects::NewCaptured).then(pod_as_sent);
+            let text = matches!(objects, Objects::NewCaptured)
+                .then(|| serde_json::to_string(&pod_as_sent()).expect("JSON"));
             bencher
-                .with_inputs(|| match &sent {
-                    Some(pod) => as_sent_request(pod.clone()),
-                    None => pod_request(),
+                .with_inputs(|| match (&text, &sent) {
+                    (Some(text), _) => {
+                        let mut request = request_for(Value::Null);
+                        request.object = Some(Arc::new(Object::from_checked_json(
+                            text.clone().into_boxed_str(),
+                        )));
+                        request
+                    }
+                    (None, Some(pod)) => as_sent_request(pod.clone()),
+                    (None, None) => pod_request(),
                 })
                 .bench_local_refs(|request| {
                     black_box(dispatch_once(&engine, request, &mut replier))
@@ -373,6 +385,13 @@ mod dispatch {
     #[divan::bench]
     fn five_mutating_three_validating_as_sent_new_object(bencher: Bencher) {
         bench_dispatch(bencher, two_patches(), Objects::NewAsSent);
+    }
+
+    /// The same chain given a new Pod each time as a captured review carries it: its text, sent
+    /// as it stands.
+    #[divan::bench]
+    fn five_mutating_three_validating_captured_new_object(bencher: Bencher) {
+        bench_dispatch(bencher, two_patches(), Objects::NewCaptured);
     }
 
     /// The replies of the patched chain: a label from the first webhook, a sidecar from the
