@@ -436,10 +436,11 @@ impl Object {
     }
 
     /// The object, known to be as kube-apiserver holds it once decoded: defaulted by its kind's
-    /// scheme defaulting (`crate::defaulting`), which then leaves it as it is. Objects read from
-    /// a manifest, an audit event or a typed patch are; the engine then does not default again
-    /// what a patch cannot have changed (debug builds check that defaulting would change
-    /// nothing). An object given otherwise is defaulted after each patch as a whole.
+    /// scheme defaulting (`crate::defaulting`), which then leaves it as it is. The replay marks
+    /// the objects it decodes itself (a manifest's, an audit event's JSON or merge patch's), and
+    /// the engine what a typed patch leaves; the engine then does not default again what a
+    /// patch cannot have changed (debug builds check that defaulting would change nothing). An
+    /// object given otherwise is defaulted after each patch as a whole.
     pub fn known_defaulted(mut self) -> Self {
         self.defaulted = true;
         self
