@@ -122,8 +122,6 @@ pub(crate) struct Encoding {
     normality: Normality,
     /// Whether encoding told that the value is [plain](crate::jsonpatch::is_plain).
     plain: bool,
-    /// Whether [`encode`] wrote the text (not [`Encoding::text_only`]).
-    typed: bool,
 }
 
 impl Encoding {
@@ -134,13 +132,13 @@ impl Encoding {
             tape: None,
             normality: Normality::Unsure,
             plain: false,
-            typed: false,
         }
     }
 
-    /// Whether [`encode`] wrote the text: parsed, it is the value as a decode leaves it.
+    /// Whether [`encode`] wrote the text (which knows the places of its values): parsed, it is
+    /// the value as a decode leaves it.
     pub(crate) fn is_typed(&self) -> bool {
-        self.typed
+        self.tape.is_some()
     }
 
     /// Whether the value encoded is [plain](crate::jsonpatch::is_plain), as far as encoding it
@@ -193,7 +191,6 @@ pub(crate) fn encode_with_places(
         tape,
         normality,
         plain,
-        typed: true,
     })
 }
 
