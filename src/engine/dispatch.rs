@@ -1740,22 +1740,20 @@ impl<'e, 'c> Run<'e, 'c> {
             .map(|(path, resizes)| schema::codec::Edit::new(path, *resizes))
             .collect();
         // What the patch reads and writes: `metadata` alone, or the whole object.
-        let sent_metadata;
-        let decoded = if metadata_only {
+        let metadata = metadata_only.then(|| {
             let mut shell = serde_json::Map::new();
             if let Some(m) = current.member("metadata") {
                 shell.insert("metadata".into(), m.clone());
             }
-            sent_metadata = Value::Object(shell);
-            patch.apply_direct_to_plain(&sent_metadata)
-        } else {
-            sent_metadata = Value::Null;
-            patch.apply_direct_to_plain_owned(current.to_owned_value())
-        };
-        let mut decoded = decoded?;
-        let sent = |n: &str| match metadata_only {
-            true => sent_metadata.get(n),
-            false => current.member(n),
+            Value::Object(shell)
+        });
+        let mut decoded = match &metadata {
+            Some(shell) => patch.apply_direct_to_plain(shell),
+            None => patch.apply_direct_to_plain_owned(current.to_owned_value()),
+        }?;
+        let sent = |n: &str| match &metadata {
+            Some(shell) => shell.get(n),
+            None => current.member(n),
         };
         if let Err(e) =
             schema::codec::normalize_in_place_edited_members(schema, id, &mut decoded, sent, &edits)
@@ -1956,44 +1954,16 @@ impl<'e, 'c> Run<'e, 'c> {
         let times_truncated = !self.decoded_once && managed_fields_fresh(&self.attrs);
         self.decoded_once = true;
         let changed = times_truncated || !schema::semantic_equal(schema, id, sent, &decoded);
-        // An object defaulted already that the patch changed only in its `metadata` is left as
-        // it is by defaulting it again, where its kind's defaulting ignores `metadata`.
-        let only_metadata = sent_object.is_some_and(Object::is_known_defaulted)
-            && !sent_normalized
-            && edits.as_ref().is_some_and(|edits| {
-                edits
-                    .iter()
-                    .all(|e| e.path.first().is_some_and(|m| *m == "metadata"))
-            })
-            && crate::defaulting::ignores_metadata(&kind.group, &kind.version, &kind.kind);
         // The defaults are written in their Go types' form: a normal object stays normal (debug
         // builds, and so every test, check it).
-        let defaulted = if only_metadata {
-            if cfg!(debug_assertions) {
-                let mut again = decoded.clone();
-                let defaults = crate::defaulting::defaults(
-                    &kind.group,
-                    &kind.version,
-                    &kind.kind,
-                    &mut again,
-                    release,
-                );
-                debug_assert!(
-                    !defaults.changed,
-                    "defaulting changed an object known defaulted outside its metadata"
-                );
-            }
-            false
-        } else {
-            crate::defaulting::defaults(
-                &kind.group,
-                &kind.version,
-                &kind.kind,
-                &mut decoded,
-                release,
-            )
-            .changed
-        };
+        let defaulted = crate::defaulting::defaults(
+            &kind.group,
+            &kind.version,
+            &kind.kind,
+            &mut decoded,
+            release,
+        )
+        .changed;
         if defaulted && cfg!(debug_assertions) {
             let mut normalized = decoded.clone();
             schema::codec::normalize_in_place(schema, id, &mut normalized)
