@@ -1760,8 +1760,7 @@ impl<'e, 'c> Run<'e, 'c> {
         {
             return Some(Err(e.to_string()));
         }
-        let times_truncated = !self.decoded_once && managed_fields_fresh(&self.attrs);
-        self.decoded_once = true;
+        let times_truncated = first_decode_truncates_times(&mut self.decoded_once, &self.attrs);
         let changed = times_truncated
             || !schema::codec::semantic_equal_members(schema, id, sent, |n| decoded.get(n));
         let defaulted = !metadata_only
@@ -1951,8 +1950,7 @@ impl<'e, 'c> Run<'e, 'c> {
             );
         }
         normalized.map_err(|e| e.to_string())?;
-        let times_truncated = !self.decoded_once && managed_fields_fresh(&self.attrs);
-        self.decoded_once = true;
+        let times_truncated = first_decode_truncates_times(&mut self.decoded_once, &self.attrs);
         let changed = times_truncated || !schema::semantic_equal(schema, id, sent, &decoded);
         // The defaults are written in their Go types' form: a normal object stays normal (debug
         // builds, and so every test, check it).
@@ -2702,6 +2700,14 @@ fn uuid_text(n: u128) -> String {
         uid[at + 1] = DIGITS[usize::from(b & 0xf)];
     }
     String::from_utf8(uid.to_vec()).unwrap_or_default()
+}
+
+/// Whether this decode of a patched object of `attrs` is the first (`decoded_once` says whether
+/// one was made, and is set) and truncates the `managedFields` times the field manager set for
+/// the request, which makes the object differ from the one sent.
+fn first_decode_truncates_times(decoded_once: &mut bool, attrs: &Attributes) -> bool {
+    let first = !std::mem::replace(decoded_once, true);
+    first && managed_fields_fresh(attrs)
 }
 
 /// Whether the field manager set a `managedFields` time for this request, which the apiserver
