@@ -16,6 +16,7 @@ use super::trace::MatchTexts;
 use crate::api::admission::{
     AdmissionRequest, AdmissionResponse, AdmissionReviewReply, AdmissionReviewRequest,
 };
+use crate::api::meta::short_eq;
 use crate::api::{GroupVersionKind, GroupVersionResource, Operation, Status, UserInfo};
 use crate::scan;
 
@@ -349,11 +350,11 @@ impl PieceCache {
         self.kinds.iter().find_map(|(k, text)| {
             (k.kind == invocation.kind
                 && k.resource == invocation.resource
-                && k.sub_resource == invocation.sub_resource
+                && short_eq(&k.sub_resource, &invocation.sub_resource)
                 && k.request_kind == attrs.kind
                 && k.request_resource == attrs.resource
-                && k.request_sub_resource == attrs.sub_resource)
-                .then(|| Arc::clone(text))
+                && short_eq(&k.request_sub_resource, &attrs.sub_resource))
+            .then(|| Arc::clone(text))
         })
     }
 
@@ -407,8 +408,8 @@ impl PieceCache {
         self.matches.iter().find_map(|(known, texts)| {
             (known.kind == invocation.kind
                 && known.resource == invocation.resource
-                && known.sub_resource == invocation.sub_resource)
-                .then(|| Arc::clone(texts))
+                && short_eq(&known.sub_resource, &invocation.sub_resource))
+            .then(|| Arc::clone(texts))
         })
     }
 

@@ -187,7 +187,35 @@ enum Nesting {
 }
 
 /// Kinds by group, then version, then kind.
-type KindIndex = FastMap<Box<str>, FastMap<Box<str>, FastMap<Box<str>, TypeId>>>;
+/// Kinds by group, then version and kind name. The core group is kept apart: a map looks its
+/// empty name up with an empty-string comparison, which `memcmp` makes slow
+/// ([`crate::api::meta::short_eq`]).
+#[derive(Debug, Default)]
+struct KindIndex {
+    core: VersionIndex,
+    groups: FastMap<Box<str>, VersionIndex>,
+}
+
+/// Kinds by version, then kind name.
+type VersionIndex = FastMap<Box<str>, FastMap<Box<str>, TypeId>>;
+
+impl KindIndex {
+    fn group(&self, group: &str) -> Option<&VersionIndex> {
+        if group.is_empty() {
+            Some(&self.core)
+        } else {
+            self.groups.get(group)
+        }
+    }
+
+    fn group_mut(&mut self, group: &str) -> &mut VersionIndex {
+        if group.is_empty() {
+            &mut self.core
+        } else {
+            self.groups.entry(group.into()).or_default()
+        }
+    }
+}
 
 /// The maps looked up on every request: keys are short names, hashed cheaply.
 type FastMap<K, V> = foldhash::HashMap<K, V>;
@@ -403,7 +431,7 @@ impl Schema {
 
     /// The struct type of a built-in kind (`group` empty for the core group).
     pub fn kind(&self, group: &str, version: &str, kind: &str) -> Option<TypeId> {
-        self.by_gvk.get(group)?.get(version)?.get(kind).copied()
+        self.by_gvk.group(group)?.get(version)?.get(kind).copied()
     }
 
     /// Every kind the release has, as (group, version, kind).
@@ -594,8 +622,7 @@ impl Schema {
             let mut parts = gvk.splitn(3, '/');
             if let (Some(g), Some(v), Some(k)) = (parts.next(), parts.next(), parts.next()) {
                 by_gvk
-                    .entry(g.into())
-                    .or_default()
+                    .group_mut(g)
                     .entry(v.into())
                     .or_default()
                     .insert(k.into(), *id);

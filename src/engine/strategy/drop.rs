@@ -12,6 +12,7 @@ use serde_json::{Map, Value};
 
 use super::gates;
 use crate::KubeVersion;
+use crate::api::meta::short_eq;
 
 /// What a rule does to the fields it names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -293,7 +294,7 @@ pub(crate) fn member(group: &str, resource: &str) -> Option<&'static str> {
 fn places<'a>(group: &'a str, resource: &'a str) -> impl Iterator<Item = &'static Place> + 'a {
     RESOURCES
         .iter()
-        .filter(move |(g, r, _, _, _)| *g == group && *r == resource)
+        .filter(move |(g, r, _, _, _)| short_eq(g, group) && short_eq(r, resource))
 }
 
 /// The rules of `resource` that drop in `release`, given the old object's [`member`]: gate off

@@ -45,6 +45,7 @@ pub(crate) fn drop_disabled(
 
 use super::object::Object;
 use crate::KubeVersion;
+use crate::api::meta::short_eq;
 use crate::api::{GroupVersionResource, Operation};
 
 /// The status a create starts with.
@@ -268,7 +269,7 @@ fn prepare_kind(request: &Request<'_>, object: &Object) -> Option<Prepared> {
     }
     let strategy = STRATEGIES
         .iter()
-        .find(|s| s.group == resource.group && s.resource == resource.resource)?;
+        .find(|s| short_eq(s.group, &resource.group) && short_eq(s.resource, &resource.resource))?;
     let generation = strategy.generation_since != 0 && release.at_least(strategy.generation_since);
     if operation == Operation::Create && subresource.is_empty() {
         return prepare_create(release, strategy, generation, object).map(Prepared::Members);

@@ -22,6 +22,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde_json::Value;
 
 use crate::KubeVersion;
+use crate::api::meta::short_eq;
 use crate::api::{GroupVersionResource, Operation};
 use crate::gofmt::quote;
 use crate::quantity::Quantity;
@@ -732,7 +733,7 @@ pub(crate) fn for_spec_and_meta(
             let others = all_ports.entry((container_port, protocol)).or_default();
             for (oc, oi, other_at, other_ip, other_port) in others.iter_mut() {
                 let (other_ip, other_port) = (*other_ip, *other_port);
-                let what = if host_ip == other_ip && host_port == other_port {
+                let what = if short_eq(host_ip, other_ip) && host_port == other_port {
                     "duplicate"
                 } else if host_port == 0 || other_port == 0 {
                     "overlapping"
