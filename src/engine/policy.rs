@@ -22,6 +22,7 @@ use serde_json::{Map, Value};
 use super::attributes::{Attributes, NamespaceLookup, NamespaceSource};
 use super::matching::{self, cel_request, rule_matches};
 use super::status;
+use crate::api::meta::short_eq;
 use crate::api::policy::{
     MatchResources, NamedRuleWithOperations, ValidatingAdmissionPolicy,
     ValidatingAdmissionPolicyBinding,
@@ -772,7 +773,7 @@ fn param_scope(kind: &crate::api::policy::ParamKind, registry: &ResourceRegistry
     registry
         .iter()
         .find(|i| {
-            i.kind.group == group
+            short_eq(&i.kind.group, group)
                 && i.kind.version == version
                 && i.kind.kind == kind.kind
                 && i.subresource.is_empty()

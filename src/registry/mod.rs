@@ -18,6 +18,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::KubeVersion;
+use crate::api::meta::short_eq;
 use crate::api::{GroupVersionKind, GroupVersionResource};
 
 pub use crd::{
@@ -273,7 +274,7 @@ impl ResourceRegistry {
         };
         if let Some(&i) = indices
             .iter()
-            .find(|&&i| self.infos[i].subresource == subresource)
+            .find(|&&i| short_eq(&self.infos[i].subresource, subresource))
         {
             self.infos[i].kind = kind;
             self.infos[i].namespaced = namespaced;
@@ -294,7 +295,10 @@ impl ResourceRegistry {
             .get(&group_resource_hash(group, resource))?
             .iter()
             .copied()
-            .find(|&e| self.entries[e].group == group && self.entries[e].resource == resource)
+            .find(|&e| {
+                short_eq(&self.entries[e].group, group)
+                    && short_eq(&self.entries[e].resource, resource)
+            })
     }
 
     #[inline]
@@ -362,7 +366,7 @@ impl ResourceRegistry {
         indices
             .iter()
             .map(|&i| &self.infos[i])
-            .find(|info| info.subresource == subresource)
+            .find(|info| short_eq(&info.subresource, subresource))
     }
 
     /// Whether `(group, resource)` is namespaced, at its preferred version (for audit events that

@@ -26,6 +26,7 @@ use super::{
     resource_name, split_api_version,
 };
 use crate::KubeVersion;
+use crate::api::meta::short_eq;
 use crate::api::policy::{
     BindingSpec, MutatingAdmissionPolicy, MutatingAdmissionPolicyBinding, PolicySpec,
     ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
@@ -773,13 +774,13 @@ fn unknown_conversion(
     kind: &GroupVersionKind,
     release: KubeVersion,
 ) -> Option<String> {
-    if request.group == kind.group && request.version == kind.version {
+    if short_eq(&request.group, &kind.group) && request.version == kind.version {
         return None;
     }
     let schema = Schema::for_release(release);
     let from = schema.get(schema.kind(&kind.group, &kind.version, &kind.kind)?);
     let to = schema.get(schema.kind(&request.group, &request.version, &request.kind)?);
-    Some(if request.group == kind.group {
+    Some(if short_eq(&request.group, &kind.group) {
         format!(
             "converting ({}) to ({}): unknown conversion",
             from.go_name(),

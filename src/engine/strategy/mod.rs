@@ -599,7 +599,7 @@ fn kind_create(
 }
 
 fn is(strategy: &Strategy, group: &str, resource: &str) -> bool {
-    strategy.group == group && strategy.resource == resource
+    short_eq(strategy.group, group) && short_eq(strategy.resource, resource)
 }
 
 /// The DaemonSet template generation annotation of `meta`, if any.

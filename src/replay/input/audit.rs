@@ -14,6 +14,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use crate::api::meta::short_eq;
 use crate::api::{GroupVersionKind, GroupVersionResource, Operation, UserInfo};
 use crate::engine::{Attributes, Object};
 use crate::replay::{AuditOrigin, CapturedRequest, InputItem, InputProblem, SourceRef};
@@ -1780,7 +1781,7 @@ fn ensure_namespace(object: &mut Value, gvr: &GroupVersionResource, request_ns: 
         .get("namespace")
         .and_then(Value::as_str)
         .unwrap_or_default();
-    if current == expected {
+    if short_eq(current, expected) {
         return;
     }
     if current.is_empty() {

@@ -6,7 +6,7 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value, json};
 
-use crate::api::meta::UserInfo;
+use crate::api::meta::{UserInfo, short_eq};
 use crate::registry::ResourceRegistry;
 
 /// What a document that [`super::Reader`] did not recognise at once turned out to be.
@@ -234,7 +234,7 @@ fn manifest(
     let Some(info) = registry.iter().find(|i| {
         i.subresource.is_empty()
             && i.kind.kind == kind
-            && i.kind.group == group
+            && short_eq(&i.kind.group, group)
             && i.kind.version == version
     }) else {
         return Some(Unwrapped::Refused(
