@@ -245,7 +245,7 @@ pub struct LabelSelectorRequirement {
 }
 
 /// `authentication/v1.UserInfo` of the requesting user.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Eq, Default, Serialize, Deserialize)]
 pub struct UserInfo {
     /// User name.
     #[serde(default, skip_serializing_if = "String::is_empty")]
@@ -259,6 +259,23 @@ pub struct UserInfo {
     /// Extra attributes.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extra: BTreeMap<String, Vec<String>>,
+}
+
+// Equal values hash alike: equality is field by field, like the derived one. A user's `uid` is
+// most often empty, and compared through `short_eq`.
+impl PartialEq for UserInfo {
+    fn eq(&self, other: &Self) -> bool {
+        short_eq(&self.username, &other.username)
+            && short_eq(&self.uid, &other.uid)
+            && self.groups == other.groups
+            && self.extra == other.extra
+    }
+}
+
+impl std::hash::Hash for UserInfo {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        (&self.username, &self.uid, &self.groups, &self.extra).hash(state);
+    }
 }
 
 /// `metav1.Status`, the error body an API client receives.
